@@ -1,0 +1,297 @@
+/* main.c - the `mmsim` command line: parsing arguments, calling the
+ * library, printing results and choosing the exit status (0 success,
+ * 2 bad input, 1 internal error).  Nothing here models anything.
+ * Not for: logic a planner embedding libmmsim would also need. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "mmsim_config.h"
+#include "run/sim.h"
+#include "store/store.h"
+#include "store/trace.h"
+
+#define DEFAULT_DB "results/mmsim.db"
+#define MAX_SETS 256
+
+static const char usage_main[] =
+    "usage: mmsim <command> [arguments]\n"
+    "\n"
+    "Discrete-event simulator of (multimodal) LLM training on GPU clusters.\n"
+    "\n"
+    "commands:\n"
+    "  run [SCENARIO.yaml]   simulate training iterations of a scenario\n"
+    "  help [COMMAND]        show help for a command\n"
+    "\n"
+    "options:\n"
+    "  --help                show this help\n"
+    "  --version             print the version\n"
+    "\n"
+    "Exit status: 0 success, 2 bad input, 1 internal error.\n";
+
+static const char usage_run[] =
+    "usage: mmsim run [SCENARIO.yaml] [--set KEY=VALUE]... [--json] [--db FILE]\n"
+    "                 [--no-db] [--trace FILE]\n"
+    "\n"
+    "Simulates the scenario's iterations and prints a summary (or, with --json,\n"
+    "one JSON object).  Without SCENARIO the built-in default runs.\n"
+    "\n"
+    "  --set KEY=VALUE  override a dotted key of the scenario; VALUE is YAML,\n"
+    "                   e.g. --set parallel.llm.tp=8 --set cluster.nodes=4\n"
+    "                        --set parallel.llm.layers_per_stage=[2,3,3,2]\n"
+    "  --json           print the metrics as one JSON object on stdout\n"
+    "  --db FILE        SQLite database to append the run to\n"
+    "                   (default " DEFAULT_DB ")\n"
+    "  --no-db          do not store the run\n"
+    "  --trace FILE     write the last iteration's timeline as Chrome-trace JSON\n"
+    "                   (open in chrome://tracing or ui.perfetto.dev)\n";
+
+static int fail(const mm_err *err)
+{
+    char buf[1200];
+    mm_err_format(err, buf, sizeof buf);
+    fprintf(stderr, "mmsim: %s\n", buf);
+    return err->code == MM_EINPUT ? 2 : 1;
+}
+
+/* A command-line error: exit status 2, naming the argument. */
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help run)\n", what, arg);
+    return 2;
+}
+
+/* JSON number, or null for NaN/inf. */
+static void jnum(const char *key, double v, int last)
+{
+    if (isfinite(v))
+        printf("  \"%s\": %.17g%s\n", key, v, last ? "" : ",");
+    else
+        printf("  \"%s\": null%s\n", key, last ? "" : ",");
+}
+
+static void jstr(const char *key, const char *v)
+{
+    printf("  \"%s\": \"", key);
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if ((unsigned char)*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    printf("\",\n");
+}
+
+static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+{
+    printf("{\n");
+    jstr("mmsim_version", MMSIM_VERSION);
+    jstr("scenario", sim->sc.source);
+    jstr("model", sim->llm.name);
+    jstr("topology", sim->cluster.name);
+    if (run_id > 0) {
+        jstr("db", db);
+        printf("  \"run_id\": %lld,\n", (long long)run_id);
+    }
+    jnum("iteration_time_s", m->oom ? NAN : m->iteration_time_s, 0);
+    jnum("tokens_per_s", m->tokens_per_s, 0);
+    jnum("samples_per_s", m->samples_per_s, 0);
+    jnum("mfu", m->mfu, 0);
+    jnum("hfu", m->hfu, 0);
+    jnum("tflops_per_gpu", m->tflops_per_gpu, 0);
+    jnum("hw_tflops_per_gpu", m->hw_tflops_per_gpu, 0);
+    jnum("bubble_fraction", m->bubble_fraction, 0);
+    jnum("exposed_comm_s", m->exposed_comm_s, 0);
+    jnum("peak_memory_gib", m->peak_memory_gib, 0);
+    printf("  \"oom\": %s,\n", m->oom ? "true" : "false");
+    printf("  \"gpus\": %d,\n", m->gpus);
+    printf("  \"micro_batches\": %d,\n", sim->micro_batches);
+    printf("  \"events\": %llu,\n", (unsigned long long)m->events);
+    printf("  \"stages\": [");
+    for (int s = 0; s < m->n_stages; s++)
+        printf("%s{\"stage\": %d, \"busy_s\": %.9g, \"idle_s\": %.9g, \"comm_s\": %.9g}",
+               s ? ", " : "", s, m->stages[s].busy_s, m->stages[s].idle_s, m->stages[s].comm_s);
+    printf("],\n");
+    jnum("wall_s", m->wall_s, 1);
+    printf("}\n");
+}
+
+static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
+    printf("  model       %s, %.2f B parameters (%s)\n", sim->llm.name,
+           (double)mm_llm_params(&sim->llm) * 1e-9, sim->model_path);
+    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster.name,
+           sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
+           sim->topology_path);
+    printf("  layout      tp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %lld tokens per DP rank\n",
+           L->tp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
+           (long long)sc->train.micro_batch, (long long)sc->train.seq_len);
+    printf("  training    %s, recompute %s, ZeRO %d, network %s, %d iteration(s), seed %llu\n",
+           mm_precision_names[sc->train.precision], mm_recompute_names[sc->train.recompute],
+           sc->train.zero, mm_network_names[sc->network], sc->iterations,
+           (unsigned long long)sc->seed);
+    printf("\n");
+    printf("  iteration time     %10.4f s\n", m->iteration_time_s);
+    printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
+    printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
+           m->tflops_per_gpu, m->hw_tflops_per_gpu);
+    printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
+    printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
+    printf("  exposed comm       %10.4f s per rank\n", m->exposed_comm_s);
+    printf("  peak memory        %s\n", isfinite(m->peak_memory_gib) ? "" : "not modeled yet");
+    printf("\n  stage   busy (s)   idle (s)   comm (s)\n");
+    for (int s = 0; s < m->n_stages; s++)
+        printf("  %5d %10.4f %10.4f %10.4f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
+               m->stages[s].comm_s);
+    printf("\n  %llu events simulated in %.3f s\n", (unsigned long long)m->events, m->wall_s);
+    if (run_id > 0)
+        printf("  stored as run %lld in %s\n", (long long)run_id, db);
+}
+
+/* Makes the folder that holds `path`, one level (results/ for the default). */
+static void make_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return; /* the store's open reports the real error */
+}
+
+static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
+                     mm_err *err)
+{
+    static char text[65536];
+    mm_scenario_canonical(&sim->sc, text, sizeof text);
+    char created[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    mm_run_record rec = {
+        .scenario_text = text, .scenario_source = sim->sc.source,
+        .model = sim->model_path, .topology = sim->topology_path,
+        .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
+    };
+    make_parent(db);
+    mm_store *st = NULL;
+    int rc = mm_store_open(&st, db, err);
+    if (rc)
+        return rc;
+    rc = mm_store_write_run(st, &rec, m, run_id, err);
+    mm_store_close(st);
+    return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    const char *scenario = NULL, *db = DEFAULT_DB, *trace = NULL;
+    const char *sets[MAX_SETS];
+    int n_sets = 0, json = 0, no_db = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_run, stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--no-db")) {
+            no_db = 1;
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--db") || !strcmp(a, "--trace")) {
+            if (i + 1 >= argc)
+                return bad_usage("option needs a value:", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--set")) {
+                if (n_sets == MAX_SETS)
+                    return bad_usage("too many --set options, at most", "256");
+                sets[n_sets++] = v;
+            } else if (!strcmp(a, "--db")) {
+                db = v;
+            } else {
+                trace = v;
+            }
+        } else if (!strncmp(a, "--set=", 6)) {
+            if (n_sets == MAX_SETS)
+                return bad_usage("too many --set options, at most", "256");
+            sets[n_sets++] = a + 6;
+        } else if (a[0] == '-' && a[1]) {
+            return bad_usage("unknown option", a);
+        } else if (!scenario) {
+            scenario = a;
+        } else {
+            return bad_usage("more than one scenario given; extra", a);
+        }
+    }
+    mm_err err;
+    mm_err_clear(&err);
+    static mm_scenario sc;
+    static mm_sim sim;
+    if (mm_scenario_load(&sc, scenario, sets, n_sets, &err))
+        return fail(&err);
+    if (mm_sim_prepare(&sim, &sc, &err))
+        return fail(&err);
+    mm_metrics m;
+    mm_sim_timeline tl;
+    if (mm_sim_run(&sim, &m, trace ? &tl : NULL, &err))
+        return fail(&err);
+    int rc = 0;
+    int64_t run_id = 0;
+    if (trace && mm_trace_write(trace, &tl, &err))
+        rc = fail(&err);
+    if (rc == 0 && !no_db && store_run(db, &sim, &m, &run_id, &err))
+        rc = fail(&err);
+    if (rc == 0) {
+        if (json)
+            print_json(&sim, &m, run_id, db);
+        else
+            print_summary(&sim, &m, run_id, db);
+    }
+    if (trace)
+        mm_sim_timeline_free(&tl);
+    mm_metrics_free(&m);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("mmsim %s\n", MMSIM_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help")) {
+        if (argc < 3) {
+            fputs(usage_main, stdout);
+            return 0;
+        }
+        if (!strcmp(argv[2], "run")) {
+            fputs(usage_run, stdout);
+            return 0;
+        }
+        fprintf(stderr, "mmsim: no command '%s' (see mmsim --help)\n", argv[2]);
+        return 2;
+    }
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 2, argv + 2);
+    fprintf(stderr, "mmsim: unknown command '%s' (see mmsim --help)\n", cmd);
+    return 2;
+}

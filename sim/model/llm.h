@@ -1,0 +1,174 @@
+/* llm.h - a decoder-only LLM: its shape, read from a Hugging Face config.json,
+ * and what it costs: parameter counts, FLOPs, and the per-op list (FLOPs and
+ * bytes of each kernel of one layer on one tensor-parallel rank) that the
+ * compute model times.
+ *
+ * FLOP conventions are Megatron-LM's (design.md section 5): matmuls only,
+ * 2 FLOPs per multiply-accumulate, attention counted dense (no causal
+ * halving), backward = 2x forward.  For a GPT (MHA, ffn = 4h, learned
+ * positions, biases, LayerNorm) the totals reduce to Korthikanti et al.'s
+ * 72*B*s*l*h^2*(1 + s/6h + V/12lh) and, with full recomputation, to
+ * Narayanan et al.'s 96*B*s*l*h^2*(1 + s/6h + V/16lh) (formulas.md 8.1).
+ *
+ * Not for: vision/audio encoders, projectors or MoE (other files of
+ * sim/model), memory accounting (the memory model), time (sim/hw), or
+ * deciding whether a layout is legal (sim/parallel checks that tp divides
+ * the heads; the op list here divides shapes by tp as real numbers). */
+#ifndef MM_LLM_H
+#define MM_LLM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct fy_node;
+struct mm_doc;
+
+/* Which family of config.json keys a model was read from. */
+typedef enum mm_llm_style {
+    MM_LLM_GPT2,  /* n_embd, n_layer, n_head, n_positions, n_inner */
+    MM_LLM_LLAMA, /* hidden_size, num_hidden_layers, ... (llama, mistral, qwen2, ...) */
+    MM_LLM_NEOX   /* model_type gpt_neox: Llama-like keys, GPT-like blocks */
+} mm_llm_style;
+
+typedef struct mm_llm {
+    char name[128];       /* file stem ("llama-2-7b"), or as the caller set it */
+    char source[256];     /* file it was loaded from; "" when built in code */
+    char model_type[64];  /* config.json model_type ("llama", "gpt2", ...); may be "" */
+    mm_llm_style style;
+    int64_t hidden;       /* h: residual stream width */
+    int64_t layers;       /* l: transformer blocks */
+    int64_t heads;        /* a: query heads */
+    int64_t kv_heads;     /* g: key/value heads (= heads for MHA, < heads for GQA) */
+    int64_t head_dim;     /* d: usually hidden/heads; heads*head_dim may differ from hidden */
+    int64_t ffn;          /* f: MLP inner width (one of the two up matrices when gated) */
+    int64_t vocab;        /* V: rows of the embedding and of the LM head */
+    int64_t max_pos;      /* max positions; rows of the position table when learned_pos;
+                           * 0 when the config does not state it */
+    bool gated_mlp;       /* SwiGLU/GeGLU: gate, up and down matrices (3 instead of 2) */
+    bool tied;            /* LM head shares the token-embedding matrix */
+    bool learned_pos;     /* learned absolute position table (GPT-2 wpe) */
+    bool rope;            /* rotary position embedding applied to q and k */
+    bool qkv_bias;        /* biases on the Q, K, V projections (GPT-2, NeoX, Qwen2) */
+    bool out_bias;        /* bias on the attention output projection (GPT-2, NeoX) */
+    bool mlp_bias;        /* biases on the MLP matrices (GPT-2, NeoX) */
+    bool rmsnorm;         /* RMSNorm (weight only); false: LayerNorm (weight + bias) */
+} mm_llm;
+
+/* Reads a Hugging Face config.json of a decoder-only LLM (GPT-2, Llama,
+ * Mistral, Qwen2, GPT-NeoX key styles).  Missing or mistyped keys,
+ * non-positive sizes, heads not dividing hidden (without head_dim) and
+ * kv heads not dividing heads give MM_EINPUT naming file, line and key.
+ * Returns 0 or a negative mm_status. */
+int mm_llm_load(const char *path, mm_llm *m, mm_err *err);
+
+/* Same from a mapping node of an already parsed document (a config embedded
+ * in a larger YAML file); `prefix` (may be "" or NULL) is prepended to the
+ * keys named in errors, e.g. "llm" gives "llm.hidden_size".  Clears *m
+ * first, so name and source are left empty for the caller to fill. */
+int mm_llm_from_node(const struct mm_doc *doc, struct fy_node *map,
+                     const char *prefix, mm_llm *m, mm_err *err);
+
+/* A Megatron-LM GPT as in Narayanan et al. SC'21 Table 1: MHA, ffn = 4h,
+ * GeLU, LayerNorm, biases, learned positions (seq rows), tied embeddings. */
+void mm_llm_init_gpt(mm_llm *m, int64_t hidden, int64_t layers, int64_t heads,
+                     int64_t vocab, int64_t seq);
+
+/* Checks the invariants the cost functions rely on (sizes positive, kv heads
+ * divide heads, a position table has rows).  MM_EINPUT naming m->source. */
+int mm_llm_validate(const mm_llm *m, mm_err *err);
+
+/* ---- parameters (counts of scalars) ---- */
+
+/* Everything: layers, embeddings (counted once when tied), position table,
+ * final norm, LM head. */
+int64_t mm_llm_params(const mm_llm *m);
+/* One transformer block: attention and MLP weights and biases, two norms. */
+int64_t mm_llm_layer_params(const mm_llm *m);
+/* Token embedding plus learned position table (when there is one). */
+int64_t mm_llm_embedding_params(const mm_llm *m);
+/* Untied LM head matrix; 0 when tied (the embedding is reused). */
+int64_t mm_llm_head_params(const mm_llm *m);
+/* The norm after the last block (h, or 2h for LayerNorm). */
+int64_t mm_llm_final_norm_params(const mm_llm *m);
+
+/* ---- FLOPs (Megatron convention; b sequences of s tokens) ---- */
+
+/* One block forward: QKV 2bsh(a+2g)d, scores+values 4bs^2*a*d,
+ * output 2bs*a*d*h, MLP 2bshf*(gated ? 3 : 2). */
+double mm_llm_layer_fwd_flops(const mm_llm *m, double b, double s);
+/* The attention score/value part alone, 4bs^2*a*d (what selective
+ * recomputation executes again). */
+double mm_llm_layer_attn_fwd_flops(const mm_llm *m, double b, double s);
+/* Packed/varlen micro-batch: `tokens` in all, attention over samples of
+ * lengths s_i costs sum_sq = sum s_i^2 (design.md section 4), not tokens^2.
+ * With tokens = b*s and sum_sq = b*s^2 it equals mm_llm_layer_fwd_flops. */
+double mm_llm_layer_fwd_flops_packed(const mm_llm *m, double tokens, double sum_sq);
+/* LM head forward, 2bshV. */
+double mm_llm_head_fwd_flops(const mm_llm *m, double b, double s);
+/* Model FLOPs of one iteration over B sequences: 3*(l*layer + head). */
+double mm_llm_model_flops(const mm_llm *m, double B, double s);
+
+enum mm_recompute { MM_RECOMPUTE_NONE = 0, MM_RECOMPUTE_SELECTIVE = 1, MM_RECOMPUTE_FULL = 2 };
+/* Hardware FLOPs: model FLOPs plus the recomputed forward (full: l more
+ * block forwards; selective: l more attention score/value parts; the LM head
+ * is never recomputed).  An unknown `recompute` gives NaN. */
+double mm_llm_hw_flops(const mm_llm *m, double B, double s, int recompute);
+
+/* ---- per-op costs for the compute model ---- */
+
+typedef enum mm_op_kind {
+    MM_OPK_GEMM, /* a matmul: flops = 2*m*n*k (times batch) */
+    MM_OPK_ATTN, /* fused attention core (FlashAttention-like) */
+    MM_OPK_MEM   /* memory-bound: norms, element-wise, lookups; flops = 0 */
+} mm_op_kind;
+
+typedef struct mm_op_cost {
+    const char *name;  /* static string: "qkv", "attn", "fc1", ... */
+    mm_op_kind kind;
+    double flops;      /* Megatron convention: matmul FLOPs only, 0 for MEM ops */
+    double bytes;      /* HBM traffic: inputs and weights read, outputs written */
+    double m, n, k;    /* GEMM: C[m x n] = A[m x k] B[k x n].  ATTN: m = query
+                        * length, n = key length (mean sample length when
+                        * packed), k = head_dim.  MEM: 0 */
+    double batch;      /* independent problems of that shape: 1 for GEMM,
+                        * sequences x heads on this rank for ATTN, 0 for MEM */
+    bool causal;       /* ATTN: causal mask (kernels skip about half the tiles;
+                        * flops above still count it dense) */
+} mm_op_cost;
+
+/* Enough for every list below. */
+#define MM_LLM_MAX_OPS 16
+
+/* One transformer block FORWARD on ONE tensor-parallel rank of `tp`, with
+ * Megatron's sharding (QKV and fc1 column-parallel, output projection and
+ * fc2 row-parallel, heads split by tp).  Norms and residual adds see all
+ * b*s tokens, or b*s/tp with sequence parallelism (sp).  Activations and
+ * weights are dtype_bytes wide.  Communication is not listed (see
+ * mm_llm_tp_allreduce_bytes).  Fills ops[0..n) and returns n, or -1 when
+ * cap < n, or tp < 1 or dtype_bytes < 1.  Sum of flops over the list times
+ * tp = mm_llm_layer_fwd_flops. */
+int mm_llm_layer_ops(const mm_llm *m, double b, double s, int tp, bool sp,
+                     int dtype_bytes, mm_op_cost *ops, int cap);
+/* Same for a packed micro-batch (see mm_llm_layer_fwd_flops_packed);
+ * `seqs` is the number of samples packed (for the attention batch). */
+int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
+                            double seqs, int tp, bool sp, int dtype_bytes,
+                            mm_op_cost *ops, int cap);
+/* Embedding lookup (vocab-parallel over tp) and, for learned positions, the
+ * position add: memory-bound. */
+int mm_llm_embed_ops(const mm_llm *m, double b, double s, int tp, bool sp,
+                     int dtype_bytes, mm_op_cost *ops, int cap);
+/* Final norm, LM head GEMM (vocab split over tp) and vocab-parallel
+ * cross-entropy (memory-bound). */
+int mm_llm_head_ops(const mm_llm *m, double b, double s, int tp, bool sp,
+                    int dtype_bytes, mm_op_cost *ops, int cap);
+
+/* Bytes of one tensor-parallel all-reduce of the block's activations,
+ * b*s*h*dtype_bytes.  Without sp a block does 2 in forward (after the output
+ * projection and after fc2) and 2 in backward; with sp each becomes an
+ * all-gather plus a reduce-scatter of the same total size. */
+double mm_llm_tp_allreduce_bytes(const mm_llm *m, double b, double s, int dtype_bytes);
+
+#endif

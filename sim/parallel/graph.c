@@ -1,0 +1,124 @@
+/* graph.c - growable arrays for the op graph and its CSR finishing step. */
+#include "parallel/graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const mm_op_cat_names[] = {"fwd", "bwd", "optimizer", "tp", "pp", "dp", NULL};
+
+static int grow(void **p, uint32_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 64;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > UINT32_MAX)
+        return -1;
+    void *q = realloc(*p, ncap * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = (uint32_t)ncap;
+    return 0;
+}
+
+int mm_graph_init(mm_graph *g, int n_ranks)
+{
+    memset(g, 0, sizeof *g);
+    g->n_ranks = n_ranks;
+    return 0;
+}
+
+void mm_graph_free(mm_graph *g)
+{
+    free(g->ops);
+    free(g->colls);
+    free(g->gpus);
+    free(g->succ);
+    free(g->edges);
+    free(g->stream_ops);
+    free(g->stream_off);
+    memset(g, 0, sizeof *g);
+}
+
+int64_t mm_graph_add_op(mm_graph *g, const mm_op *op)
+{
+    if (grow((void **)&g->ops, &g->cap_ops, (size_t)g->n_ops + 1, sizeof *g->ops))
+        return -1;
+    g->ops[g->n_ops] = *op;
+    g->ops[g->n_ops].ndeps = 0;
+    g->ops[g->n_ops].nsucc = 0;
+    return g->n_ops++;
+}
+
+int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
+                          double bytes, const int *gpus, int n)
+{
+    if (grow((void **)&g->colls, &g->cap_colls, (size_t)g->n_colls + 1, sizeof *g->colls) ||
+        grow((void **)&g->gpus, &g->cap_gpus, (size_t)g->n_gpus + (size_t)n, sizeof *g->gpus))
+        return -1;
+    memcpy(g->gpus + g->n_gpus, gpus, (size_t)n * sizeof *gpus);
+    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, g->n_gpus, (uint32_t)n};
+    g->n_gpus += (uint32_t)n;
+    return g->n_colls++;
+}
+
+int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to)
+{
+    if (g->n_edges + 1 > g->cap_edges) {
+        size_t ncap = g->cap_edges ? g->cap_edges * 2 : 256;
+        uint32_t *q = realloc(g->edges, ncap * 2 * sizeof *q);
+        if (!q)
+            return -1;
+        g->edges = q;
+        g->cap_edges = ncap;
+    }
+    g->edges[2 * g->n_edges] = from;
+    g->edges[2 * g->n_edges + 1] = to;
+    g->n_edges++;
+    g->ops[to].ndeps++;
+    g->ops[from].nsucc++;
+    return 0;
+}
+
+int mm_graph_finish(mm_graph *g)
+{
+    /* Counting sort of edges by source keeps each op's successors in the
+     * order the builder added them: deterministic release order. */
+    free(g->succ);
+    g->succ = malloc((g->n_edges ? g->n_edges : 1) * sizeof *g->succ);
+    size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
+    free(g->stream_off);
+    free(g->stream_ops);
+    g->stream_off = calloc(nstreams + 1, sizeof *g->stream_off);
+    g->stream_ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *g->stream_ops);
+    if (!g->succ || !g->stream_off || !g->stream_ops)
+        return -1;
+    uint32_t off = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        g->ops[i].succ_off = off;
+        off += g->ops[i].nsucc;
+        g->ops[i].nsucc = 0;
+    }
+    for (size_t e = 0; e < g->n_edges; e++) {
+        mm_op *from = &g->ops[g->edges[2 * e]];
+        g->succ[from->succ_off + from->nsucc++] = g->edges[2 * e + 1];
+    }
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].stream != MM_STREAM_NONE)
+            g->stream_off[(size_t)g->ops[i].rank * MM_STREAM_COUNT + g->ops[i].stream + 1]++;
+    for (size_t s = 0; s < nstreams; s++)
+        g->stream_off[s + 1] += g->stream_off[s];
+    uint32_t *fill = calloc(nstreams ? nstreams : 1, sizeof *fill);
+    if (!fill)
+        return -1;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        if (g->ops[i].stream == MM_STREAM_NONE)
+            continue;
+        size_t s = (size_t)g->ops[i].rank * MM_STREAM_COUNT + g->ops[i].stream;
+        g->stream_ops[g->stream_off[s] + fill[s]++] = i;
+    }
+    free(fill);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* graph.h - one training iteration as a graph of ops on simulated ranks.
+ *
+ * The builder (build.h) emits ops; the run layer executes them.  A simulated
+ * rank stands for one tensor-parallel group (TP peers see the same data, so
+ * they are collapsed: their collectives still cost what the whole TP group's
+ * network costs).  Each rank has in-order streams, like CUDA streams: an op
+ * starts when it is at the head of its stream and every op it depends on has
+ * finished.  Ops of a collective (`coll` >= 0) start together, when every
+ * member has reached it.  Point-to-point transfers live on no stream: they
+ * start as soon as the data they carry exists (eager sends into buffers the
+ * receiver posted ahead, as NCCL's p2p with Megatron's batched isend/irecv).
+ * Not for: timing or metrics (run layer). */
+#ifndef MM_GRAPH_H
+#define MM_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/net.h"
+
+enum { MM_STREAM_COMPUTE, MM_STREAM_DP, MM_STREAM_COUNT, MM_STREAM_NONE = 255 };
+
+/* What an op is, for metrics and timelines. */
+typedef enum {
+    MM_CAT_FWD, MM_CAT_BWD, MM_CAT_OPT,             /* compute */
+    MM_CAT_TP, MM_CAT_PP, MM_CAT_DP,                /* communication */
+    MM_CAT_COUNT
+} mm_op_cat;
+
+extern const char *const mm_op_cat_names[];
+
+static inline int mm_cat_is_comm(int cat) { return cat >= MM_CAT_TP; }
+
+typedef struct mm_op {
+    int32_t rank;      /* simulated rank */
+    uint8_t stream;    /* MM_STREAM_* */
+    uint8_t cat;       /* mm_op_cat */
+    int16_t layer;     /* first layer of a compute chunk, -1 if none */
+    int32_t stage, mb; /* pipeline stage and micro-batch, -1 if none */
+    int32_t coll;      /* collective instance, -1 for compute */
+    int32_t peer;      /* receiving rank of a transfer, else -1 */
+    double dur_s;      /* compute ops: duration; comm ops: set at start */
+    double flops;      /* model FLOPs of this op on its TP group (metrics) */
+    double hw_flops;   /* + recomputation */
+    uint32_t ndeps;    /* number of ops this one waits for */
+    uint32_t succ_off, nsucc; /* successors in mm_graph.succ */
+} mm_op;
+
+/* One collective or transfer: `members` ops (of as many ranks) must reach
+ * it; it moves `bytes` (nccl-tests' S) `count` times back to back over the
+ * GPUs gpus[gpu_off .. gpu_off + n_gpus - 1]. */
+typedef struct mm_coll {
+    int kind;          /* mm_coll_kind */
+    int members;
+    int count;
+    double bytes;
+    uint32_t gpu_off, n_gpus;
+} mm_coll;
+
+typedef struct mm_graph {
+    int n_ranks;
+    mm_op *ops;
+    uint32_t n_ops, cap_ops;
+    mm_coll *colls;
+    uint32_t n_colls, cap_colls;
+    int *gpus;               /* group members of every collective */
+    uint32_t n_gpus, cap_gpus;
+    uint32_t *succ;          /* CSR successor lists, built by mm_graph_finish */
+    /* Edges while building: (from, to) pairs. */
+    uint32_t *edges;
+    size_t n_edges, cap_edges;
+    /* Program order per (rank, stream): op ids, CSR after finish. */
+    uint32_t *stream_ops;
+    uint32_t *stream_off;    /* n_ranks * MM_STREAM_COUNT + 1 */
+} mm_graph;
+
+int mm_graph_init(mm_graph *g, int n_ranks);
+void mm_graph_free(mm_graph *g);
+/* Appends an op; program order on its stream is the order of appending.
+ * Returns the op id, or -1 when out of memory. */
+int64_t mm_graph_add_op(mm_graph *g, const mm_op *op);
+/* Adds a collective over n gpus; returns its id or -1. */
+int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
+                          double bytes, const int *gpus, int n);
+/* `to` waits for `from`. Returns 0 or -1. */
+int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to);
+/* Builds successor and stream lists. Returns 0 or -1. */
+int mm_graph_finish(mm_graph *g);
+
+#endif

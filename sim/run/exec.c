@@ -1,0 +1,169 @@
+/* exec.c - the op-graph executor: streams, dependencies, collectives.
+ *
+ * Every op costs at most three engine events' worth of work: it becomes
+ * ready (no event), it starts (schedules its completion), it completes (one
+ * event).  Collective members wait in an arrival count; the last arrival
+ * starts them all.  Known limit: the `flow` network model is not here yet;
+ * until the network issue lands it is refused by the run layer. */
+#include "run/exec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/net.h"
+
+typedef struct exec_state {
+    mm_engine *eng;
+    const mm_graph *g;
+    const mm_cluster *c;
+    mm_time *start, *end;
+    uint32_t *deps;      /* remaining dependencies per op */
+    uint32_t *head;      /* next op index per stream */
+    uint8_t *arrived;    /* op reached its collective / was started */
+    uint32_t *coll_arrived;
+    uint32_t *coll_off;  /* CSR: member ops per collective */
+    uint32_t *coll_ops;
+    uint32_t done;
+} exec_state;
+
+static void on_complete(mm_engine *eng, void *ctx, uint64_t arg);
+
+static double comm_seconds(const exec_state *st, const mm_coll *cl)
+{
+    const int *gpus = st->g->gpus + cl->gpu_off;
+    return cl->count * mm_net_analytic_time(st->c, (mm_coll_kind)cl->kind, gpus,
+                                            (int)cl->n_gpus, cl->bytes);
+}
+
+static void start_op(exec_state *st, uint32_t id, double dur_s)
+{
+    mm_time now = mm_engine_now(st->eng);
+    st->start[id] = now;
+    mm_time dur = (mm_time)llround(dur_s * 1e9);
+    /* The queue allocates only when the pool grows; a failure here would
+     * surface as a deadlock report, never as a silent wrong time. */
+    mm_engine_at(st->eng, now + dur, on_complete, st, id);
+}
+
+/* The op's dependencies are met and it heads its stream (or has none). */
+static void arrive(exec_state *st, uint32_t id)
+{
+    const mm_op *op = &st->g->ops[id];
+    st->arrived[id] = 1;
+    if (op->coll < 0) {
+        start_op(st, id, op->dur_s);
+        return;
+    }
+    uint32_t c = (uint32_t)op->coll;
+    const mm_coll *cl = &st->g->colls[c];
+    if (++st->coll_arrived[c] < (uint32_t)cl->members)
+        return;
+    double dur = comm_seconds(st, cl);
+    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
+        start_op(st, st->coll_ops[k], dur);
+}
+
+static void try_stream(exec_state *st, size_t s)
+{
+    const mm_graph *g = st->g;
+    uint32_t pos = g->stream_off[s] + st->head[s];
+    if (pos >= g->stream_off[s + 1])
+        return;
+    uint32_t id = g->stream_ops[pos];
+    if (!st->arrived[id] && st->deps[id] == 0)
+        arrive(st, id);
+}
+
+static size_t stream_of(const mm_op *op)
+{
+    return (size_t)op->rank * MM_STREAM_COUNT + op->stream;
+}
+
+static void release(exec_state *st, uint32_t id)
+{
+    const mm_op *op = &st->g->ops[id];
+    if (op->stream == MM_STREAM_NONE) {
+        if (!st->arrived[id])
+            arrive(st, id);
+    } else {
+        try_stream(st, stream_of(op));
+    }
+}
+
+static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    exec_state *st = ctx;
+    uint32_t id = (uint32_t)arg;
+    const mm_op *op = &st->g->ops[id];
+    st->end[id] = mm_engine_now(eng);
+    st->done++;
+    if (op->stream != MM_STREAM_NONE) {
+        size_t s = stream_of(op);
+        st->head[s]++;
+        try_stream(st, s);
+    }
+    for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
+        uint32_t nx = st->g->succ[k];
+        if (--st->deps[nx] == 0)
+            release(st, nx);
+    }
+}
+
+int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
+                mm_exec_net net, mm_time *start, mm_time *end, mm_time *t_end,
+                mm_err *err)
+{
+    if (net != MM_EXEC_NET_ANALYTIC)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "network",
+                          "only the analytic network model is implemented");
+    size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
+    exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end};
+    st.deps = malloc((g->n_ops + 1) * sizeof *st.deps);
+    st.head = calloc(nstreams + 1, sizeof *st.head);
+    st.arrived = calloc(g->n_ops + 1, 1);
+    st.coll_arrived = calloc(g->n_colls + 1, sizeof *st.coll_arrived);
+    st.coll_off = calloc(g->n_colls + 2, sizeof *st.coll_off);
+    st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
+    int rc = 0;
+    if (!st.deps || !st.head || !st.arrived || !st.coll_arrived || !st.coll_off || !st.coll_ops) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+        goto out;
+    }
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        st.deps[i] = g->ops[i].ndeps;
+        start[i] = end[i] = -1;
+        if (g->ops[i].coll >= 0)
+            st.coll_off[g->ops[i].coll + 1]++;
+    }
+    for (uint32_t k = 0; k < g->n_colls; k++)
+        st.coll_off[k + 1] += st.coll_off[k];
+    {
+        uint32_t *fill = st.coll_arrived; /* reused as a cursor, reset below */
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            if (g->ops[i].coll >= 0) {
+                uint32_t k = (uint32_t)g->ops[i].coll;
+                st.coll_ops[st.coll_off[k] + fill[k]++] = i;
+            }
+        memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
+    }
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].stream == MM_STREAM_NONE && st.deps[i] == 0)
+            arrive(&st, i);
+    for (size_t s = 0; s < nstreams; s++)
+        try_stream(&st, s);
+    mm_engine_run(eng);
+    *t_end = mm_engine_now(eng);
+    if (st.done != g->n_ops)
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                        "schedule deadlock: %u of %u ops never ran", g->n_ops - st.done,
+                        g->n_ops);
+out:
+    free(st.deps);
+    free(st.head);
+    free(st.arrived);
+    free(st.coll_arrived);
+    free(st.coll_off);
+    free(st.coll_ops);
+    return rc;
+}

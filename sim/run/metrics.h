@@ -1,0 +1,56 @@
+/* metrics.h - what one simulated run measured, as the run layer hands it to
+ * the store and the CLI.  Plain data, no behaviour.
+ *
+ * Values that a later layer or issue fills in are NAN ("null" in JSON/SQL)
+ * until then.  Times are seconds (double) here; the engine's clock is int64
+ * nanoseconds and is converted only at this boundary. */
+#ifndef MM_METRICS_H
+#define MM_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One simulated iteration. */
+typedef struct mm_iter_metrics {
+    int iteration;          /* 0-based */
+    double time_s;          /* wall time of the iteration */
+    double bubble_fraction; /* mean idle share of pipeline compute streams */
+    double exposed_comm_s;  /* communication not hidden behind compute */
+    double model_flops;     /* Megatron convention, whole cluster */
+    double hw_flops;        /* + recomputation */
+    double tokens, samples; /* trained this iteration, whole cluster */
+} mm_iter_metrics;
+
+/* Per pipeline stage, averaged over iterations and over the DP replicas. */
+typedef struct mm_stage_metrics {
+    int stage;
+    double busy_s;   /* compute stream busy time per iteration */
+    double idle_s;   /* compute stream idle time per iteration */
+    double comm_s;   /* communication stream busy time per iteration */
+    double memory_gib;
+} mm_stage_metrics;
+
+typedef struct mm_metrics {
+    /* summary over all iterations (means) */
+    double iteration_time_s;
+    double tokens_per_s, samples_per_s;
+    double mfu, hfu;                       /* fraction of dense peak */
+    double tflops_per_gpu, hw_tflops_per_gpu;
+    double bubble_fraction;
+    double exposed_comm_s;
+    double peak_memory_gib; /* NAN until the memory model exists */
+    bool oom;
+    int gpus;
+    uint64_t events;   /* engine events dispatched, all iterations */
+    double wall_s;     /* host seconds spent simulating (not stored in
+                          deterministic comparisons) */
+
+    int n_iters;
+    mm_iter_metrics *iters;   /* n_iters entries, owned */
+    int n_stages;
+    mm_stage_metrics *stages; /* n_stages entries, owned */
+} mm_metrics;
+
+void mm_metrics_free(mm_metrics *m); /* frees the arrays; m itself is the caller's */
+
+#endif

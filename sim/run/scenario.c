@@ -1,0 +1,832 @@
+/* scenario.c - turns a scenario YAML file (or the built-in default) plus
+ * `--set dotted.key=value` overrides into a validated mm_scenario, and back
+ * into canonical text for hashing.
+ *
+ * Overrides are applied to the parsed document before anything is checked,
+ * so one validator serves files and command lines alike.  To still name the
+ * right origin in errors, the loader remembers which dotted paths an override
+ * wrote (the key itself and any mapping it had to create on the way); an
+ * error about such a path, or about anything below it, is reported as file
+ * "--set", line 0.
+ *
+ * Keys a file leaves out take these defaults (a file must name `model` and
+ * `cluster.topology`): cluster.nodes 1; train.micro_batch 1, seq_len 4096,
+ * precision bf16, recompute none, sequence_parallel false, zero 0, schedule
+ * 1f1b, the three overlap switches false, frozen []; train.global_batch
+ * micro_batch x parallel.llm.dp (Megatron-LM's default); every degree of a
+ * module layout 1, its zero -1 (inherit train.zero); parallel.vision and
+ * parallel.audio absent; placement pipeline; workload text; batching
+ * sequential; network flow; iterations 1; seed 1.
+ *
+ * Not for: rules that need the model or the topology (degrees against the
+ * GPU count, layers against pp, batch against micro_batch x dp): the run
+ * layer checks those and reports them with mm_scenario_fail(). */
+#include "run/scenario.h"
+
+#include <inttypes.h>
+#include <libfyaml.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/doc.h"
+
+const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
+const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
+const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
+const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
+                                          "homogeneous", NULL};
+const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
+                                         "post-balance", NULL};
+const char *const mm_network_names[] = {"flow", "analytic", NULL};
+
+const char mm_scenario_default_yaml[] =
+    "# Built-in default scenario: what `mmsim run` simulates with no file.\n"
+    "# A text-only Llama-2-7B on two DGX H100 nodes (16 GPUs).\n"
+    "model: models/llama-2-7b.json        # HF config.json, or an mmsim model YAML\n"
+    "cluster:\n"
+    "  topology: topologies/dgx-h100.yaml\n"
+    "  nodes: 2\n"
+    "train:\n"
+    "  global_batch: 64          # samples per iteration\n"
+    "  micro_batch: 1            # samples per micro-batch\n"
+    "  seq_len: 4096             # tokens per sample\n"
+    "  precision: bf16           # bf16 | fp16 | fp8\n"
+    "  recompute: selective      # none | selective | full\n"
+    "  sequence_parallel: false\n"
+    "  zero: 1                   # 1 = Megatron's distributed optimizer\n"
+    "  schedule: 1f1b            # gpipe | 1f1b | interleaved | zb-h1\n"
+    "  overlap_grad_reduce: false\n"
+    "  overlap_param_gather: false\n"
+    "  tp_comm_overlap: false\n"
+    "  frozen: []                # modules without backward/optimizer\n"
+    "parallel:\n"
+    "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1}   # 4 x 2 x 2 = 16 GPUs\n"
+    "  placement: pipeline       # pipeline | colocated | disjoint | homogeneous\n"
+    "workload: text              # every sample is train.seq_len text tokens\n"
+    "batching: sequential        # sequential | grouped | packed | balanced | post-balance\n"
+    "network: analytic           # flow | analytic\n"
+    "iterations: 2\n"
+    "seed: 1\n";
+
+static const char *const root_keys[] = {"model",    "cluster",  "train",
+                                        "parallel", "workload", "batching",
+                                        "network",  "iterations", "seed", NULL};
+static const char *const cluster_keys[] = {"topology", "nodes", NULL};
+static const char *const train_keys[] = {
+    "global_batch", "micro_batch", "seq_len", "precision", "recompute",
+    "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
+    "overlap_param_gather", "tp_comm_overlap", "frozen", NULL};
+static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", NULL};
+/* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
+ * likelier meaning. */
+static const char *const layout_keys[] = {"tp", "pp", "cp", "dp", "vpp", "ep",
+                                          "zero", "layers_per_stage", NULL};
+static const char *const fixed_keys[] = {"kind", "images", "tiles", "text_tokens", NULL};
+static const char *const workload_kinds[] = {"fixed", NULL};
+
+#define SET_FILE "--set"
+#define PATH_MAX_LEN 128 /* = sizeof(mm_err.key) */
+
+/* strlcpy: copies what fits and always terminates (dst_len > 0). */
+static void copy_trunc(char *dst, size_t dst_len, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= dst_len)
+        n = dst_len - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* ---- the loader --------------------------------------------------------- */
+
+typedef struct loader {
+    mm_scenario *sc;
+    mm_doc doc;
+    char (*owned)[PATH_MAX_LEN]; /* dotted paths written by --set */
+    int n_owned, cap_owned;
+} loader;
+
+static int own(loader *ld, const char *path, mm_err *err)
+{
+    if (ld->n_owned == ld->cap_owned) {
+        int cap = ld->cap_owned ? 2 * ld->cap_owned : 16;
+        void *p = realloc(ld->owned, (size_t)cap * sizeof *ld->owned);
+        if (!p)
+            return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, path, "out of memory");
+        ld->owned = p;
+        ld->cap_owned = cap;
+    }
+    copy_trunc(ld->owned[ld->n_owned++], PATH_MAX_LEN, path);
+    return 0;
+}
+
+/* True when `path` is an overridden key or lies below one. */
+static bool is_owned(const loader *ld, const char *path)
+{
+    for (int i = 0; i < ld->n_owned; i++) {
+        size_t n = strlen(ld->owned[i]);
+        if (strncmp(path, ld->owned[i], n) == 0 && (path[n] == '\0' || path[n] == '.'))
+            return true;
+    }
+    return false;
+}
+
+/* Re-points an input error at --set when an override wrote the key. */
+static int fix(const loader *ld, int rc, mm_err *err)
+{
+    if (rc && err->code == MM_EINPUT && is_owned(ld, err->key)) {
+        copy_trunc(err->file, sizeof err->file, SET_FILE);
+        err->line = 0;
+    }
+    return rc;
+}
+
+/* Records where a key was read, for mm_scenario_fail().  The table has room
+ * for every key of the schema; should it ever fill, later keys are reported
+ * as defaults (file, line 0) rather than failing the load. */
+static void note(loader *ld, const char *path, int line)
+{
+    mm_scenario *sc = ld->sc;
+    if (sc->n_keys >= MM_MAX_KEYS)
+        return;
+    bool set = is_owned(ld, path);
+    int i = sc->n_keys++;
+    copy_trunc(sc->keys[i].key, sizeof sc->keys[i].key, path);
+    copy_trunc(sc->keys[i].file, sizeof sc->keys[i].file, set ? SET_FILE : sc->source);
+    sc->keys[i].line = set ? 0 : line;
+}
+
+static void join(char *out, const char *prefix, const char *key)
+{
+    copy_trunc(out, PATH_MAX_LEN, prefix);
+    size_t n = strlen(out);
+    if (n > 0 && n + 1 < PATH_MAX_LEN) {
+        out[n++] = '.';
+        out[n] = '\0';
+    }
+    copy_trunc(out + n, PATH_MAX_LEN - n, key);
+}
+
+/* ---- typed reads that record and re-point ------------------------------- */
+
+static int get_i64(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                   int64_t min, int64_t max, int64_t *out, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, key);
+    bool found = false;
+    int rc = mm_node_int(&ld->doc, map, key, path, min, max, out, &found, err);
+    if (rc)
+        return fix(ld, rc, err);
+    if (found)
+        note(ld, path, mm_node_key_line(map, key));
+    return 0;
+}
+
+static int get_int(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                   int min, int max, int *out, mm_err *err)
+{
+    int64_t v = *out;
+    int rc = get_i64(ld, map, prefix, key, min, max, &v, err);
+    if (!rc)
+        *out = (int)v;
+    return rc;
+}
+
+static int get_bool(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                    bool *out, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, key);
+    bool found = false;
+    int rc = mm_node_bool(&ld->doc, map, key, path, out, &found, err);
+    if (rc)
+        return fix(ld, rc, err);
+    if (found)
+        note(ld, path, mm_node_key_line(map, key));
+    return 0;
+}
+
+static int get_enum(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                    const char *const *choices, int *out, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, key);
+    bool found = false;
+    int rc = mm_node_enum(&ld->doc, map, key, path, choices, out, &found, err);
+    if (rc)
+        return fix(ld, rc, err);
+    if (found)
+        note(ld, path, mm_node_key_line(map, key));
+    return 0;
+}
+
+static int get_str(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                   char *out, size_t len, bool *found, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, key);
+    int rc = mm_node_str(&ld->doc, map, key, path, out, len, found, err);
+    if (rc)
+        return fix(ld, rc, err);
+    if (*found)
+        note(ld, path, mm_node_key_line(map, key));
+    return 0;
+}
+
+/* A nested mapping: checks its keys; *out is NULL when absent or null. */
+static int get_section(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                       const char *const *allowed, struct fy_node **out, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, key);
+    struct fy_node *v = mm_node_get(map, key);
+    *out = NULL;
+    if (!v)
+        return 0;
+    note(ld, path, mm_node_key_line(map, key));
+    if (mm_node_is_null(v))
+        return 0;
+    int rc = mm_node_check_keys(&ld->doc, v, path, allowed, err);
+    if (rc)
+        return fix(ld, rc, err);
+    *out = v;
+    return 0;
+}
+
+static int require(const loader *ld, bool found, const char *path, const char *what,
+                   mm_err *err)
+{
+    if (found)
+        return 0;
+    return fix(ld, mm_err_set(err, MM_EINPUT, ld->sc->source, 0, path,
+                              "missing: the scenario must name %s", what),
+               err);
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+static int read_cluster(loader *ld, struct fy_node *root, mm_err *err)
+{
+    mm_scenario *sc = ld->sc;
+    struct fy_node *m;
+    bool found = false;
+    int rc = get_section(ld, root, "", "cluster", cluster_keys, &m, err);
+    if (!rc)
+        rc = get_str(ld, m, "cluster", "topology", sc->topology, sizeof sc->topology,
+                     &found, err);
+    if (!rc)
+        rc = require(ld, found, "cluster.topology",
+                     "a topology file, e.g. topologies/dgx-h100.yaml", err);
+    if (!rc)
+        rc = get_int(ld, m, "cluster", "nodes", 1, INT_MAX, &sc->nodes, err);
+    return rc;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* train.frozen: a list of module names.  Order and repeats carry no meaning,
+ * so the list is kept sorted and unique (the canonical text relies on it). */
+static int read_frozen(loader *ld, struct fy_node *train, mm_err *err)
+{
+    mm_scenario *sc = ld->sc;
+    const char *path = "train.frozen";
+    struct fy_node *v = mm_node_get(train, "frozen");
+    if (!v)
+        return 0;
+    note(ld, path, mm_node_key_line(train, "frozen"));
+    if (mm_node_is_null(v))
+        return 0;
+    int line = mm_node_line(v);
+    if (!fy_node_is_sequence(v))
+        return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, line, path,
+                                  "expected a list of module names, e.g. [vision]"),
+                   err);
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(v, &it))) {
+        if (sc->train.n_frozen == MM_MAX_FROZEN)
+            return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(item), path,
+                                      "at most %d modules can be frozen", MM_MAX_FROZEN),
+                       err);
+        char *name = sc->train.frozen[sc->train.n_frozen];
+        int rc = mm_node_as_str(&ld->doc, item, path, name, sizeof sc->train.frozen[0], err);
+        if (rc)
+            return fix(ld, rc, err);
+        if (!name[0])
+            return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(item), path,
+                                      "empty module name"),
+                       err);
+        sc->train.n_frozen++;
+    }
+    qsort(sc->train.frozen, (size_t)sc->train.n_frozen, sizeof sc->train.frozen[0], cmp_name);
+    int n = 0;
+    for (int i = 0; i < sc->train.n_frozen; i++)
+        if (n == 0 || strcmp(sc->train.frozen[n - 1], sc->train.frozen[i]) != 0)
+            memmove(sc->train.frozen[n++], sc->train.frozen[i], sizeof sc->train.frozen[0]);
+    sc->train.n_frozen = n;
+    return 0;
+}
+
+static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *err)
+{
+    mm_scenario *sc = ld->sc;
+    struct fy_node *m;
+    int rc = get_section(ld, root, "", "train", train_keys, &m, err);
+    int64_t gb = 0;
+    int prec = (int)sc->train.precision, rec = (int)sc->train.recompute;
+    int sched = (int)sc->train.schedule;
+    const char *p = "train";
+    if (!rc)
+        rc = get_i64(ld, m, p, "global_batch", 1, INT64_MAX, &gb, err);
+    *gb_found = gb != 0;
+    if (*gb_found)
+        sc->train.global_batch = gb;
+    if (!rc)
+        rc = get_i64(ld, m, p, "micro_batch", 1, INT64_MAX, &sc->train.micro_batch, err);
+    if (!rc)
+        rc = get_i64(ld, m, p, "seq_len", 1, INT64_MAX, &sc->train.seq_len, err);
+    if (!rc)
+        rc = get_enum(ld, m, p, "precision", mm_precision_names, &prec, err);
+    if (!rc)
+        rc = get_enum(ld, m, p, "recompute", mm_recompute_names, &rec, err);
+    if (!rc)
+        rc = get_bool(ld, m, p, "sequence_parallel", &sc->train.sequence_parallel, err);
+    if (!rc)
+        rc = get_int(ld, m, p, "zero", 0, 3, &sc->train.zero, err);
+    if (!rc)
+        rc = get_enum(ld, m, p, "schedule", mm_schedule_names, &sched, err);
+    if (!rc)
+        rc = get_bool(ld, m, p, "overlap_grad_reduce", &sc->train.overlap_grad_reduce, err);
+    if (!rc)
+        rc = get_bool(ld, m, p, "overlap_param_gather", &sc->train.overlap_param_gather, err);
+    if (!rc)
+        rc = get_bool(ld, m, p, "tp_comm_overlap", &sc->train.tp_comm_overlap, err);
+    if (!rc)
+        rc = read_frozen(ld, m, err);
+    sc->train.precision = (mm_precision)prec;
+    sc->train.recompute = (mm_recompute)rec;
+    sc->train.schedule = (mm_schedule_kind)sched;
+    return rc;
+}
+
+static int read_stages(loader *ld, struct fy_node *m, const char *prefix,
+                       mm_module_layout *lay, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, "layers_per_stage");
+    struct fy_node *v = mm_node_get(m, "layers_per_stage");
+    if (!v)
+        return 0;
+    note(ld, path, mm_node_key_line(m, "layers_per_stage"));
+    if (mm_node_is_null(v))
+        return 0;
+    if (!fy_node_is_sequence(v))
+        return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), path,
+                                  "expected a list of layer counts, one per stage, "
+                                  "e.g. [2, 3, 3, 2]"),
+                   err);
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(v, &it))) {
+        if (lay->n_layers_per_stage == MM_MAX_PP)
+            return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(item), path,
+                                      "at most %d stages", MM_MAX_PP),
+                       err);
+        int64_t n = 0;
+        int rc = mm_node_as_int(&ld->doc, item, path, 0, INT_MAX, &n, err);
+        if (rc)
+            return fix(ld, rc, err);
+        lay->layers_per_stage[lay->n_layers_per_stage++] = (int)n;
+    }
+    return 0;
+}
+
+static int read_layout(loader *ld, struct fy_node *par, const char *name, bool always,
+                       mm_module_layout *lay, mm_err *err)
+{
+    char prefix[PATH_MAX_LEN];
+    join(prefix, "parallel", name);
+    memset(lay, 0, sizeof *lay);
+    lay->tp = lay->pp = lay->cp = lay->dp = lay->vpp = lay->ep = 1;
+    lay->zero = -1;
+    struct fy_node *m;
+    int rc = get_section(ld, par, "parallel", name, layout_keys, &m, err);
+    lay->present = always || m != NULL;
+    if (rc || !m)
+        return rc;
+    int *deg[] = {&lay->tp, &lay->pp, &lay->cp, &lay->dp, &lay->vpp, &lay->ep};
+    for (size_t i = 0; i < sizeof deg / sizeof deg[0] && !rc; i++)
+        rc = get_int(ld, m, prefix, layout_keys[i], 1, INT_MAX, deg[i], err);
+    if (!rc)
+        rc = get_int(ld, m, prefix, "zero", 0, 3, &lay->zero, err);
+    if (!rc)
+        rc = read_stages(ld, m, prefix, lay, err);
+    return rc;
+}
+
+static int read_parallel(loader *ld, struct fy_node *root, mm_err *err)
+{
+    mm_scenario *sc = ld->sc;
+    struct fy_node *m;
+    int place = (int)sc->parallel.placement;
+    int rc = get_section(ld, root, "", "parallel", parallel_keys, &m, err);
+    if (!rc)
+        rc = read_layout(ld, m, "llm", true, &sc->parallel.llm, err);
+    if (!rc)
+        rc = read_layout(ld, m, "vision", false, &sc->parallel.vision, err);
+    if (!rc)
+        rc = read_layout(ld, m, "audio", false, &sc->parallel.audio, err);
+    if (!rc)
+        rc = get_enum(ld, m, "parallel", "placement", mm_placement_names, &place, err);
+    sc->parallel.placement = (mm_placement)place;
+    return rc;
+}
+
+/* workload: `text`, a file path, or {kind: fixed, images, tiles, text_tokens}. */
+static int read_workload(loader *ld, struct fy_node *root, mm_err *err)
+{
+    mm_scenario *sc = ld->sc;
+    struct fy_node *v = mm_node_get(root, "workload");
+    if (!v)
+        return 0;
+    int keyline = mm_node_key_line(root, "workload");
+    note(ld, "workload", keyline);
+    if (mm_node_is_null(v) || fy_node_is_sequence(v))
+        return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, keyline, "workload",
+                                  "expected `text`, a mixture or trace file, or "
+                                  "{kind: fixed, images: N, tiles: N, text_tokens: N}"),
+                   err);
+    if (fy_node_is_scalar(v)) {
+        int rc = mm_node_as_str(&ld->doc, v, "workload", sc->workload.path,
+                                sizeof sc->workload.path, err);
+        if (rc)
+            return fix(ld, rc, err);
+        if (strcmp(sc->workload.path, "text") == 0) {
+            sc->workload.kind = MM_WORKLOAD_TEXT;
+            sc->workload.path[0] = '\0';
+        } else {
+            sc->workload.kind = MM_WORKLOAD_FILE;
+        }
+        return 0;
+    }
+    struct fy_node *m = v;
+    int rc = fix(ld, mm_node_check_keys(&ld->doc, m, "workload", fixed_keys, err), err);
+    int kind = -1;
+    sc->workload.kind = MM_WORKLOAD_FIXED;
+    sc->workload.images = 0;
+    sc->workload.tiles = 1;
+    sc->workload.text_tokens = 0;
+    if (!rc)
+        rc = get_enum(ld, m, "workload", "kind", workload_kinds, &kind, err);
+    if (!rc && kind < 0)
+        rc = fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, keyline, "workload.kind",
+                                "missing: a workload mapping needs `kind: fixed`"),
+                 err);
+    if (!rc)
+        rc = get_int(ld, m, "workload", "images", 0, INT_MAX, &sc->workload.images, err);
+    if (!rc)
+        rc = get_int(ld, m, "workload", "tiles", 1, INT_MAX, &sc->workload.tiles, err);
+    if (!rc)
+        rc = get_i64(ld, m, "workload", "text_tokens", 0, INT64_MAX,
+                     &sc->workload.text_tokens, err);
+    if (!rc && sc->workload.images == 0 && sc->workload.text_tokens == 0)
+        rc = fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, keyline, "workload",
+                                "a fixed sample needs images or text_tokens above 0"),
+                 err);
+    return rc;
+}
+
+static void set_defaults(mm_scenario *sc)
+{
+    sc->nodes = 1;
+    sc->train.micro_batch = 1;
+    sc->train.seq_len = 4096;
+    sc->train.precision = MM_PREC_BF16;
+    sc->train.recompute = MM_RECOMPUTE_NONE;
+    sc->train.zero = 0;
+    sc->train.schedule = MM_SCHED_1F1B;
+    sc->parallel.placement = MM_PLACE_PIPELINE;
+    sc->workload.kind = MM_WORKLOAD_TEXT;
+    sc->batching = MM_BATCH_SEQUENTIAL;
+    sc->network = MM_NET_FLOW;
+    sc->iterations = 1;
+    sc->seed = 1;
+}
+
+static int read_root(loader *ld, mm_err *err)
+{
+    mm_scenario *sc = ld->sc;
+    struct fy_node *root = mm_doc_root(&ld->doc);
+    if (mm_node_is_null(root))
+        root = NULL;
+    int rc = mm_node_check_keys(&ld->doc, root, "", root_keys, err);
+    if (rc)
+        return fix(ld, rc, err);
+    bool found = false, gb_found = false;
+    int batching = (int)sc->batching, network = (int)sc->network;
+    int64_t seed = (int64_t)sc->seed;
+    rc = get_str(ld, root, "", "model", sc->model, sizeof sc->model, &found, err);
+    if (!rc)
+        rc = require(ld, found, "model", "a model config, e.g. models/llama-2-7b.json", err);
+    if (!rc)
+        rc = read_cluster(ld, root, err);
+    if (!rc)
+        rc = read_train(ld, root, &gb_found, err);
+    if (!rc)
+        rc = read_parallel(ld, root, err);
+    if (!rc)
+        rc = read_workload(ld, root, err);
+    if (!rc)
+        rc = get_enum(ld, root, "", "batching", mm_batching_names, &batching, err);
+    if (!rc)
+        rc = get_enum(ld, root, "", "network", mm_network_names, &network, err);
+    if (!rc)
+        rc = get_int(ld, root, "", "iterations", 1, INT_MAX, &sc->iterations, err);
+    if (!rc)
+        rc = get_i64(ld, root, "", "seed", 0, INT64_MAX, &seed, err);
+    sc->batching = (mm_batching)batching;
+    sc->network = (mm_network_kind)network;
+    sc->seed = (uint64_t)seed;
+    if (!rc && !gb_found)
+        sc->train.global_batch = sc->train.micro_batch * sc->parallel.llm.dp;
+    return rc;
+}
+
+/* ---- --set -------------------------------------------------------------- */
+
+static struct fy_node_pair *find_pair(struct fy_node *map, const char *key, size_t klen)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+    while ((p = fy_node_mapping_iterate(map, &it))) {
+        struct fy_node *k = fy_node_pair_key(p);
+        size_t n = 0;
+        const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &n) : NULL;
+        if (s && n == klen && memcmp(s, key, n) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Puts `value` (a node of the scenario document, consumed) at map[key],
+ * replacing what was there. */
+static int put(struct fy_document *fyd, struct fy_node *map, const char *key, size_t klen,
+               struct fy_node *value)
+{
+    struct fy_node_pair *p = find_pair(map, key, klen);
+    if (p)
+        return fy_node_pair_set_value(p, value);
+    struct fy_node *k = fy_node_create_scalar_copy(fyd, key, klen);
+    if (!k) {
+        fy_node_free(value);
+        return -1;
+    }
+    if (fy_node_mapping_append(map, k, value) != 0) {
+        fy_node_free(k);
+        fy_node_free(value);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply_set(loader *ld, const char *set, mm_err *err)
+{
+    const char *eq = strchr(set, '=');
+    if (!eq)
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, "",
+                          "expected KEY=VALUE (e.g. parallel.llm.tp=8), got '%s'", set);
+    char key[PATH_MAX_LEN];
+    size_t klen = (size_t)(eq - set);
+    while (klen > 0 && (set[klen - 1] == ' ' || set[klen - 1] == '\t'))
+        klen--;
+    if (klen == 0)
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, "", "empty key in '%s'", set);
+    if (klen >= sizeof key)
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, "", "key too long in '%s'", set);
+    memcpy(key, set, klen);
+    key[klen] = '\0';
+    if (key[0] == '.' || key[klen - 1] == '.' || strstr(key, ".."))
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
+                          "empty part in the dotted key (write e.g. train.seq_len)");
+
+    mm_doc val;
+    mm_err verr;
+    if (mm_doc_load_string(&val, SET_FILE, eq + 1, &verr) != 0)
+        return mm_err_set(err, verr.code, SET_FILE, 0, key, "cannot read the value '%s': %s",
+                          eq + 1, verr.msg);
+    struct fy_node *vroot = mm_doc_root(&val);
+    if (!vroot) {
+        mm_doc_free(&val);
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key, "no value after '='");
+    }
+    struct fy_document *fyd = ld->doc.fyd;
+    struct fy_node *copy = fy_node_copy(fyd, vroot);
+    mm_doc_free(&val);
+    if (!copy)
+        return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+
+    struct fy_node *cur = fy_document_root(fyd);
+    if (mm_node_is_null(cur)) {
+        cur = fy_node_create_mapping(fyd);
+        if (!cur || fy_document_set_root(fyd, cur) != 0) {
+            fy_node_free(copy);
+            if (cur)
+                fy_node_free(cur);
+            return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+        }
+    } else if (!fy_node_is_mapping(cur)) {
+        fy_node_free(copy);
+        return mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(cur), "",
+                          "expected a mapping of keys at the top level");
+    }
+    /* Walk (creating or replacing with mappings) down to the last part. */
+    const char *part = key;
+    for (const char *dot; (dot = strchr(part, '.')); part = dot + 1) {
+        size_t n = (size_t)(dot - part);
+        struct fy_node_pair *p = find_pair(cur, part, n);
+        struct fy_node *next = p ? fy_node_pair_value(p) : NULL;
+        if (next && fy_node_is_mapping(next)) {
+            cur = next;
+            continue;
+        }
+        next = fy_node_create_mapping(fyd);
+        if (!next || put(fyd, cur, part, n, next) != 0) {
+            fy_node_free(copy);
+            return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+        }
+        char prefix[PATH_MAX_LEN];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(dot - key), key);
+        int rc = own(ld, prefix, err);
+        if (rc) {
+            fy_node_free(copy);
+            return rc;
+        }
+        cur = next;
+    }
+    if (put(fyd, cur, part, strlen(part), copy) != 0)
+        return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+    return own(ld, key, err);
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
+                     int n_sets, mm_err *err)
+{
+    mm_err e;
+    mm_err_clear(&e);
+    memset(sc, 0, sizeof *sc);
+    copy_trunc(sc->source, sizeof sc->source, path ? path : "<default>");
+    set_defaults(sc);
+
+    loader ld = {.sc = sc};
+    int rc = path ? mm_doc_load_file(&ld.doc, path, &e)
+                  : mm_doc_load_string(&ld.doc, sc->source, mm_scenario_default_yaml, &e);
+    for (int i = 0; !rc && i < n_sets; i++)
+        rc = apply_set(&ld, sets[i], &e);
+    if (!rc)
+        rc = read_root(&ld, &e);
+    mm_doc_free(&ld.doc);
+    free(ld.owned);
+    if (rc && err)
+        *err = e;
+    return rc;
+}
+
+int mm_scenario_fail(const mm_scenario *sc, mm_err *err, const char *key,
+                     const char *fmt, ...)
+{
+    const char *file = sc->source;
+    int line = 0;
+    for (int i = 0; i < sc->n_keys; i++) {
+        if (strcmp(sc->keys[i].key, key) == 0) {
+            file = sc->keys[i].file;
+            line = sc->keys[i].line;
+            break;
+        }
+    }
+    char msg[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mm_err_set(err, MM_EINPUT, file, line, key, "%s", msg);
+}
+
+/* ---- canonical text ----------------------------------------------------- */
+
+typedef struct sbuf {
+    char *buf;
+    size_t len, n; /* capacity, characters needed so far */
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    size_t room = b->n < b->len ? b->len - b->n : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(room ? b->buf + b->n : NULL, room, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        b->n += (size_t)w;
+}
+
+/* A YAML double-quoted string: always quoted, so that no path can be read
+ * back as a number, a boolean or null. */
+static void sb_quote(sbuf *b, const char *s)
+{
+    sb_printf(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            sb_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            sb_printf(b, "\\x%02x", *p);
+        else
+            sb_printf(b, "%c", *p);
+    }
+    sb_printf(b, "\"");
+}
+
+static void sb_bool(sbuf *b, const char *key, bool v)
+{
+    sb_printf(b, "  %s: %s\n", key, v ? "true" : "false");
+}
+
+/* One layout on one line; an inherited zero is written as the value it
+ * inherits, so stating it or not gives the same text. */
+static void sb_layout(sbuf *b, const char *name, const mm_module_layout *l, int train_zero)
+{
+    if (!l->present) {
+        sb_printf(b, "  %s: null\n", name);
+        return;
+    }
+    sb_printf(b, "  %s: {tp: %d, pp: %d, cp: %d, dp: %d, vpp: %d, ep: %d, zero: %d, "
+                 "layers_per_stage: [",
+              name, l->tp, l->pp, l->cp, l->dp, l->vpp, l->ep,
+              l->zero < 0 ? train_zero : l->zero);
+    for (int i = 0; i < l->n_layers_per_stage; i++)
+        sb_printf(b, "%s%d", i ? ", " : "", l->layers_per_stage[i]);
+    sb_printf(b, "]}\n");
+}
+
+size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
+{
+    sbuf b = {.buf = buf, .len = buf ? len : 0, .n = 0};
+    if (b.len)
+        buf[0] = '\0';
+    sb_printf(&b, "model: ");
+    sb_quote(&b, sc->model);
+    sb_printf(&b, "\ncluster:\n  topology: ");
+    sb_quote(&b, sc->topology);
+    sb_printf(&b, "\n  nodes: %d\n", sc->nodes);
+    sb_printf(&b, "train:\n");
+    sb_printf(&b, "  global_batch: %" PRId64 "\n", sc->train.global_batch);
+    sb_printf(&b, "  micro_batch: %" PRId64 "\n", sc->train.micro_batch);
+    sb_printf(&b, "  seq_len: %" PRId64 "\n", sc->train.seq_len);
+    sb_printf(&b, "  precision: %s\n", mm_precision_names[sc->train.precision]);
+    sb_printf(&b, "  recompute: %s\n", mm_recompute_names[sc->train.recompute]);
+    sb_bool(&b, "sequence_parallel", sc->train.sequence_parallel);
+    sb_printf(&b, "  zero: %d\n", sc->train.zero);
+    sb_printf(&b, "  schedule: %s\n", mm_schedule_names[sc->train.schedule]);
+    sb_bool(&b, "overlap_grad_reduce", sc->train.overlap_grad_reduce);
+    sb_bool(&b, "overlap_param_gather", sc->train.overlap_param_gather);
+    sb_bool(&b, "tp_comm_overlap", sc->train.tp_comm_overlap);
+    sb_printf(&b, "  frozen: [");
+    for (int i = 0; i < sc->train.n_frozen; i++) {
+        sb_printf(&b, "%s", i ? ", " : "");
+        sb_quote(&b, sc->train.frozen[i]);
+    }
+    sb_printf(&b, "]\nparallel:\n");
+    sb_layout(&b, "llm", &sc->parallel.llm, sc->train.zero);
+    sb_layout(&b, "vision", &sc->parallel.vision, sc->train.zero);
+    sb_layout(&b, "audio", &sc->parallel.audio, sc->train.zero);
+    sb_printf(&b, "  placement: %s\n", mm_placement_names[sc->parallel.placement]);
+    sb_printf(&b, "workload: ");
+    switch (sc->workload.kind) {
+    case MM_WORKLOAD_TEXT:
+        sb_printf(&b, "text\n");
+        break;
+    case MM_WORKLOAD_FILE:
+        sb_quote(&b, sc->workload.path);
+        sb_printf(&b, "\n");
+        break;
+    case MM_WORKLOAD_FIXED:
+        sb_printf(&b, "{kind: fixed, images: %d, tiles: %d, text_tokens: %" PRId64 "}\n",
+                  sc->workload.images, sc->workload.tiles, sc->workload.text_tokens);
+        break;
+    }
+    sb_printf(&b, "batching: %s\n", mm_batching_names[sc->batching]);
+    sb_printf(&b, "network: %s\n", mm_network_names[sc->network]);
+    sb_printf(&b, "iterations: %d\n", sc->iterations);
+    sb_printf(&b, "seed: %" PRIu64 "\n", sc->seed);
+    return b.n;
+}

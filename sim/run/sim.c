@@ -1,0 +1,511 @@
+/* sim.c - the scenario-to-metrics path: resolve files, validate the layout,
+ * derive per-stage costs from the model and the GPU, build, execute and
+ * measure each iteration.
+ *
+ * Known limits of the foundation, refused with a clear error rather than
+ * approximated: cp/vpp/ep > 1, interleaved and zero-bubble schedules, the
+ * flow network, ZeRO-3, Megatron's overlap switches, non-text workloads and
+ * batching policies other than `sequential` (later issues add each). */
+#include "run/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "hw/compute.h"
+#include "mmsim_config.h"
+#include "parallel/build.h"
+#include "run/exec.h"
+
+void mm_metrics_free(mm_metrics *m)
+{
+    if (!m)
+        return;
+    free(m->iters);
+    free(m->stages);
+    m->iters = NULL;
+    m->stages = NULL;
+    m->n_iters = m->n_stages = 0;
+}
+
+void mm_sim_timeline_free(mm_sim_timeline *tl)
+{
+    if (!tl)
+        return;
+    mm_graph_free(&tl->graph);
+    free(tl->start);
+    free(tl->end);
+    tl->start = tl->end = NULL;
+}
+
+static int readable(const char *p) { return p[0] && access(p, R_OK) == 0; }
+
+void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len)
+{
+    char cand[1024];
+    snprintf(out, len, "%s", path);
+    if (readable(path) || path[0] == '/')
+        return;
+    if (scenario_file && scenario_file[0] && scenario_file[0] != '<') {
+        const char *slash = strrchr(scenario_file, '/');
+        if (slash) {
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - scenario_file), scenario_file, path);
+            if (readable(cand)) {
+                snprintf(out, len, "%s", cand);
+                return;
+            }
+        }
+    }
+    const char *env = getenv("MMSIM_DATADIR");
+    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
+    for (size_t i = 0; i < 2; i++) {
+        if (!dirs[i][0])
+            continue;
+        snprintf(cand, sizeof cand, "%s/%s", dirs[i], path);
+        if (readable(cand)) {
+            snprintf(out, len, "%s", cand);
+            return;
+        }
+    }
+}
+
+static int check_layout(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    int gpus = mm_cluster_gpus(&sim->cluster);
+    if (L->cp != 1)
+        return mm_scenario_fail(sc, err, "parallel.llm.cp", "context parallelism (cp = %d) is not modeled yet; use cp: 1", L->cp);
+    if (L->vpp != 1)
+        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "virtual pipeline stages (vpp = %d) are not modeled yet; use vpp: 1", L->vpp);
+    if (L->ep != 1)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model; use ep: 1", L->ep);
+    long long need = (long long)L->tp * L->pp * L->dp;
+    if (need != gpus)
+        return mm_scenario_fail(sc, err, "parallel.llm.dp",
+                                "tp*pp*dp = %d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
+                                L->tp, L->pp, L->dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+    if (m->heads % L->tp)
+        return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
+                                L->tp, (long long)m->heads);
+    if (L->n_layers_per_stage) {
+        if (L->n_layers_per_stage != L->pp)
+            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                    "has %d entries but pp = %d", L->n_layers_per_stage, L->pp);
+        long long sum = 0;
+        for (int s = 0; s < L->pp; s++) {
+            if (L->layers_per_stage[s] < 1)
+                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                        "entry %d is %d; every stage needs at least one layer", s, L->layers_per_stage[s]);
+            sum += L->layers_per_stage[s];
+        }
+        if (sum != m->layers)
+            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                    "sums to %lld layers, but the model has %lld", sum, (long long)m->layers);
+    } else if (m->layers % L->pp) {
+        return mm_scenario_fail(sc, err, "parallel.llm.pp",
+                                "pp = %d does not divide the model's %lld layers (give parallel.llm.layers_per_stage for an uneven split)",
+                                L->pp, (long long)m->layers);
+    }
+    if (sc->train.global_batch % (sc->train.micro_batch * L->dp))
+        return mm_scenario_fail(sc, err, "train.global_batch",
+                                "%lld is not divisible by micro_batch*dp = %lld*%d",
+                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->dp);
+    sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp));
+    if (sc->train.schedule != MM_SCHED_GPIPE && sc->train.schedule != MM_SCHED_1F1B)
+        return mm_scenario_fail(sc, err, "train.schedule", "'%s' is not modeled yet; use gpipe or 1f1b",
+                                mm_schedule_names[sc->train.schedule]);
+    if (sc->train.zero > 2)
+        return mm_scenario_fail(sc, err, "train.zero", "ZeRO-3 parameter gathering is not modeled yet; use 0, 1 or 2");
+    if (sc->train.overlap_grad_reduce)
+        return mm_scenario_fail(sc, err, "train.overlap_grad_reduce", "overlap is not modeled yet; use false");
+    if (sc->train.overlap_param_gather)
+        return mm_scenario_fail(sc, err, "train.overlap_param_gather", "overlap is not modeled yet; use false");
+    if (sc->train.tp_comm_overlap)
+        return mm_scenario_fail(sc, err, "train.tp_comm_overlap", "overlap is not modeled yet; use false");
+    for (int i = 0; i < sc->train.n_frozen; i++)
+        if (!strcmp(sc->train.frozen[i], "llm"))
+            return mm_scenario_fail(sc, err, "train.frozen", "a frozen LLM is not modeled yet");
+    if (sc->workload.kind != MM_WORKLOAD_TEXT)
+        return mm_scenario_fail(sc, err, "workload", "only `text` workloads are modeled yet");
+    if (sc->batching != MM_BATCH_SEQUENTIAL)
+        return mm_scenario_fail(sc, err, "batching", "'%s' is not modeled yet; use sequential",
+                                mm_batching_names[sc->batching]);
+    if (sc->network != MM_NET_ANALYTIC)
+        return mm_scenario_fail(sc, err, "network", "the flow network model is not built yet; use analytic");
+    if (sc->train.seq_len > m->max_pos && m->learned_pos)
+        return mm_scenario_fail(sc, err, "train.seq_len", "%lld exceeds the model's %lld learned positions",
+                                (long long)sc->train.seq_len, (long long)m->max_pos);
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    if (!(sim->cluster.gpu.peak_flops[dt] > 0))
+        return mm_scenario_fail(sc, err, "train.precision", "%s has no %s tensor-core peak",
+                                sim->cluster.gpu.name, mm_precision_names[sc->train.precision]);
+    return 0;
+}
+
+int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
+{
+    memset(sim, 0, sizeof *sim);
+    sim->sc = *sc;
+    mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
+    mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
+    if (!readable(sim->model_path))
+        return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
+    if (!readable(sim->topology_path))
+        return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
+    int rc = mm_llm_load(sim->model_path, &sim->llm, err);
+    if (rc)
+        return rc;
+    rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
+    if (rc)
+        return rc;
+    return check_layout(sim, err);
+}
+
+/* ---- costs ---- */
+
+typedef struct pass_times {
+    double fwd, bwd, attn_fwd; /* seconds */
+} pass_times;
+
+/* Forward and backward time of a list of kernels.  Backward of a GEMM is
+ * two GEMMs of the same size (input and weight gradients); backward of
+ * flash attention does 2.5x the forward FLOPs (FlashAttention-2 paper's
+ * accounting, kernels/README.md); memory-bound kernels move about twice the
+ * bytes backward (read saved input and output gradient, write input
+ * gradient).  A causal attention kernel skips the masked half of its tiles. */
+static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n)
+{
+    pass_times t = {0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        const mm_op_cost *o = &ops[i];
+        switch (o->kind) {
+        case MM_OPK_GEMM:
+            t.fwd += mm_compute_time(g, dt, MM_KERNEL_GEMM, o->flops, o->bytes);
+            t.bwd += 2 * mm_compute_time(g, dt, MM_KERNEL_GEMM, o->flops, o->bytes);
+            break;
+        case MM_OPK_ATTN: {
+            double f = o->causal ? 0.5 * o->flops : o->flops;
+            double tf = mm_compute_time(g, dt, MM_KERNEL_ATTN, f, o->bytes);
+            t.fwd += tf;
+            t.attn_fwd += tf;
+            t.bwd += mm_compute_time(g, dt, MM_KERNEL_ATTN, 2.5 * f, 2 * o->bytes);
+            break;
+        }
+        case MM_OPK_MEM:
+            t.fwd += mm_compute_time(g, dt, MM_KERNEL_MEM, 0, o->bytes);
+            t.bwd += mm_compute_time(g, dt, MM_KERNEL_MEM, 0, 2 * o->bytes);
+            break;
+        }
+    }
+    return t;
+}
+
+/* Bytes of HBM traffic per parameter of a mixed-precision Adam step as
+ * Megatron runs it: read fp32 master weight, momentum, variance and
+ * gradient (16), write master, momentum, variance (12) and the bf16 copy
+ * (2) -- Kingma and Ba's update, Micikevicius et al.'s mixed-precision
+ * master weights. */
+#define MM_ADAM_BYTES_PER_PARAM 30.0
+
+static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    double b = (double)sc->train.micro_batch, s = (double)sc->train.seq_len;
+    bool sp = sc->train.sequence_parallel && L->tp > 1;
+    const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
+                             only the GEMM peak (Transformer Engine keeps
+                             activations in 16 bits between kernels) */
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int n = mm_llm_layer_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return -1;
+    pass_times layer = time_ops(g, dt, ops, n);
+    n = mm_llm_embed_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return -1;
+    pass_times emb = time_ops(g, dt, ops, n);
+    n = mm_llm_head_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return -1;
+    pass_times head = time_ops(g, dt, ops, n);
+
+    int rc = (int)sc->train.recompute;
+    double layer_flops = mm_llm_layer_fwd_flops(m, b, s);
+    double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
+                      : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(m, b, s)
+                                                     : 0.0;
+    double re_time = rc == MM_RECOMPUTE_FULL ? layer.fwd
+                     : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd
+                                                    : 0.0;
+    int zero = sc->train.zero;
+    for (int k = 0; k < L->pp; k++) {
+        int nl = L->n_layers_per_stage ? L->layers_per_stage[k] : (int)(m->layers / L->pp);
+        bool first = k == 0, last = k == L->pp - 1;
+        mm_stage_cost *c = &st[k];
+        c->chunks = nl;
+        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
+        c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
+        c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
+        c->bwd_flops = 2 * c->fwd_flops;
+        c->recompute_flops = nl * re_flops;
+        /* Megatron keeps the (tied) embedding on the first stage and a copy
+         * for the LM head on the last. */
+        double params = (double)nl * (double)mm_llm_layer_params(m);
+        if (first)
+            params += (double)mm_llm_embedding_params(m);
+        if (last)
+            params += (double)mm_llm_final_norm_params(m) +
+                      (m->tied ? (L->pp > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
+                               : (double)mm_llm_head_params(m));
+        double local = params / L->tp;
+        c->grad_bytes = local * wbytes;
+        double opt_params = zero >= 1 ? local / L->dp : local;
+        c->opt_s = mm_compute_time(g, dt, MM_KERNEL_MEM, 0, opt_params * MM_ADAM_BYTES_PER_PARAM);
+    }
+    spec->schedule = sc->train.schedule == MM_SCHED_GPIPE ? MM_SCHEDULE_GPIPE : MM_SCHEDULE_1F1B;
+    spec->tp = L->tp;
+    spec->pp = L->pp;
+    spec->dp = L->dp;
+    spec->m = sim->micro_batches;
+    spec->zero = zero;
+    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s, wbytes);
+    spec->tp_msgs_fwd = 2;
+    spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
+    spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+    spec->stages = st;
+    return 0;
+}
+
+/* ---- measurement ---- */
+
+typedef struct span {
+    mm_time t;
+    int comp, comm; /* +1 opens, -1 closes */
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    /* closes before opens at the same instant: touching intervals do not overlap */
+    int dx = x->comp + x->comm, dy = y->comp + y->comm;
+    return (dx > dy) - (dx < dy);
+}
+
+/* Time during which some communication of the rank runs and none of its
+ * compute does. */
+static double exposed_ns(span *sp, size_t n)
+{
+    qsort(sp, n, sizeof *sp, span_cmp);
+    int comp = 0, comm = 0;
+    double exposed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && comm > 0 && comp == 0)
+            exposed += (double)(sp[i].t - sp[i - 1].t);
+        comp += sp[i].comp;
+        comm += sp[i].comm;
+    }
+    return exposed;
+}
+
+void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
+                    mm_time t0, mm_time t1, mm_iter_metrics *it,
+                    mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
+{
+    int R = g->n_ranks;
+    mm_time t_pipe = t0;
+    double mflops = 0, hflops = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
+            t_pipe = end[i];
+        mflops += op->flops;
+        hflops += op->hw_flops;
+    }
+    double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
+    double *busy = calloc((size_t)R, sizeof *busy);
+    double *comm = calloc((size_t)R, sizeof *comm);
+    size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
+    span *sp = malloc((4 * (size_t)g->n_ops + 1) * sizeof *sp);
+    if (!busy_pipe || !busy || !comm || !cnt || !sp)
+        goto out;
+    /* Bucket interval endpoints by rank (a transfer counts for both ends). */
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        cnt[op->rank + 1] += 2;
+        if (op->peer >= 0)
+            cnt[op->peer + 1] += 2;
+    }
+    for (int r = 0; r < R; r++)
+        cnt[r + 1] += cnt[r];
+    size_t *fill = calloc((size_t)R, sizeof *fill);
+    if (!fill)
+        goto out;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        double d = (double)(end[i] - start[i]);
+        int is_comm = mm_cat_is_comm(op->cat);
+        if (op->stream == MM_STREAM_COMPUTE) {
+            busy[op->rank] += d;
+            if (op->mb >= 0)
+                busy_pipe[op->rank] += d;
+        }
+        if (is_comm)
+            comm[op->rank] += d;
+        int ranks[2] = {op->rank, op->peer};
+        for (int k = 0; k < 2; k++) {
+            if (ranks[k] < 0)
+                continue;
+            span *base = sp + cnt[ranks[k]] + fill[ranks[k]];
+            base[0] = (span){start[i], is_comm ? 0 : 1, is_comm ? 1 : 0};
+            base[1] = (span){end[i], is_comm ? 0 : -1, is_comm ? -1 : 0};
+            fill[ranks[k]] += 2;
+        }
+    }
+    free(fill);
+    double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
+    double bubble = 0, exposed = 0;
+    for (int r = 0; r < R; r++) {
+        bubble += pipe > 0 ? (pipe - busy_pipe[r]) / pipe : 0;
+        exposed += exposed_ns(sp + cnt[r], cnt[r + 1] - cnt[r]);
+    }
+    it->time_s = total * 1e-9;
+    it->bubble_fraction = bubble / R;
+    it->exposed_comm_s = exposed / R * 1e-9;
+    it->model_flops = mflops;
+    it->hw_flops = hflops;
+    for (int s = 0; s < n_stages && stages; s++) {
+        double b = 0, c = 0;
+        for (int d = 0; d < ranks_per_stage; d++) {
+            b += busy[d + ranks_per_stage * s];
+            c += comm[d + ranks_per_stage * s];
+        }
+        stages[s].stage = s;
+        stages[s].busy_s += b / ranks_per_stage * 1e-9;
+        stages[s].idle_s += (total - b / ranks_per_stage) * 1e-9;
+        stages[s].comm_s += c / ranks_per_stage * 1e-9;
+    }
+out:
+    free(busy_pipe);
+    free(busy);
+    free(comm);
+    free(cnt);
+    free(sp);
+}
+
+static double host_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    double t_host = host_seconds();
+    memset(mt, 0, sizeof *mt);
+    if (tl)
+        memset(tl, 0, sizeof *tl);
+    int P = L->pp, iters = sc->iterations;
+    mm_stage_cost *st = calloc((size_t)P, sizeof *st);
+    mt->iters = calloc((size_t)iters, sizeof *mt->iters);
+    mt->stages = calloc((size_t)P, sizeof *mt->stages);
+    mm_engine *eng = mm_engine_alloc();
+    mm_build_spec spec;
+    int rc = 0;
+    if (!st || !mt->iters || !mt->stages || !eng) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    mt->n_iters = iters;
+    mt->n_stages = P;
+    if (stage_costs(sim, st, &spec)) {
+        rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+        goto out;
+    }
+    double tokens = (double)sc->train.global_batch * (double)sc->train.seq_len;
+    for (int it = 0; it < iters && rc == 0; it++) {
+        mm_graph g;
+        if (mm_build_iteration(&spec, &g)) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph");
+            break;
+        }
+        mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
+        mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
+        mm_time t0 = mm_engine_now(eng), t1 = t0;
+        if (!start || !end)
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        else
+            rc = mm_exec_run(eng, &g, &sim->cluster, MM_EXEC_NET_ANALYTIC, start, end, &t1, err);
+        if (rc == 0) {
+            mm_iter_metrics *im = &mt->iters[it];
+            im->iteration = it;
+            im->tokens = tokens;
+            im->samples = (double)sc->train.global_batch;
+            mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+        }
+        if (rc == 0 && tl && it == iters - 1) {
+            tl->graph = g;
+            tl->start = start;
+            tl->end = end;
+            tl->t0 = t0;
+        } else {
+            mm_graph_free(&g);
+            free(start);
+            free(end);
+        }
+    }
+    if (rc)
+        goto out;
+    int gpus = mm_cluster_gpus(&sim->cluster);
+    double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
+    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0;
+    for (int i = 0; i < iters; i++) {
+        T += mt->iters[i].time_s;
+        bub += mt->iters[i].bubble_fraction;
+        exp += mt->iters[i].exposed_comm_s;
+        mf += mt->iters[i].model_flops;
+        hf += mt->iters[i].hw_flops;
+        tok += mt->iters[i].tokens;
+        smp += mt->iters[i].samples;
+    }
+    for (int s = 0; s < P; s++) {
+        mt->stages[s].busy_s /= iters;
+        mt->stages[s].idle_s /= iters;
+        mt->stages[s].comm_s /= iters;
+        mt->stages[s].memory_gib = NAN;
+    }
+    mt->iteration_time_s = T / iters;
+    mt->tokens_per_s = tok / T;
+    mt->samples_per_s = smp / T;
+    mt->tflops_per_gpu = mf / (T * gpus) * 1e-12;
+    mt->hw_tflops_per_gpu = hf / (T * gpus) * 1e-12;
+    mt->mfu = mf / (T * gpus * peak);
+    mt->hfu = hf / (T * gpus * peak);
+    mt->bubble_fraction = bub / iters;
+    mt->exposed_comm_s = exp / iters;
+    mt->peak_memory_gib = NAN; /* the memory model arrives with the model-costs issue */
+    mt->oom = false;
+    mt->gpus = gpus;
+    mt->events = mm_engine_dispatched(eng);
+out:
+    mt->wall_s = host_seconds() - t_host;
+    free(st);
+    mm_engine_free(eng);
+    if (rc)
+        mm_metrics_free(mt);
+    return rc;
+}

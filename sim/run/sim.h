@@ -1,0 +1,57 @@
+/* sim.h - one scenario, end to end: load what it names, check the layout
+ * against the cluster and the model, build and execute each iteration, and
+ * measure it.  This is the single path the CLI, the tests and (later) the
+ * planner and sweeps go through.
+ * Not for: printing, storing (the store layer writes what this returns). */
+#ifndef MM_SIM_H
+#define MM_SIM_H
+
+#include "engine/engine.h"
+#include "hw/cluster.h"
+#include "model/llm.h"
+#include "parallel/graph.h"
+#include "run/metrics.h"
+#include "run/scenario.h"
+
+/* Everything a scenario resolves to, kept for the caller (store, trace). */
+typedef struct mm_sim {
+    mm_scenario sc;
+    mm_llm llm;
+    mm_cluster cluster;
+    char model_path[512];    /* resolved paths */
+    char topology_path[512];
+    int micro_batches;       /* per DP replica */
+} mm_sim;
+
+/* Resolves a data path: as given if it exists, else relative to the
+ * scenario file's folder, else under $MMSIM_DATADIR, else under the
+ * installed data folder.  Writes the first existing candidate (or the path
+ * as given) into out. */
+void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len);
+
+/* Loads the model and topology the scenario names and checks the layout.
+ * Errors name the file, line and key (MM_EINPUT). */
+int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err);
+
+/* Optional per-op timeline of one iteration, for the trace writer. */
+typedef struct mm_sim_timeline {
+    mm_graph graph;        /* of the last iteration */
+    mm_time *start, *end;  /* per op, ns */
+    mm_time t0;            /* iteration start */
+} mm_sim_timeline;
+
+/* Runs every iteration.  metrics is filled (caller frees with
+ * mm_metrics_free); when tl is non-NULL it receives the last iteration's
+ * graph and times (free with mm_sim_timeline_free). */
+int mm_sim_run(const mm_sim *sim, mm_metrics *metrics, mm_sim_timeline *tl, mm_err *err);
+
+void mm_sim_timeline_free(mm_sim_timeline *tl);
+
+/* Iteration metrics from an executed graph (exposed for tests that build
+ * graphs by hand).  gpus and peak_flops are the cluster's; tokens and
+ * samples the iteration's. */
+void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
+                    mm_time t0, mm_time t1, mm_iter_metrics *it,
+                    mm_stage_metrics *stages, int n_stages, int ranks_per_stage);
+
+#endif

@@ -1,0 +1,521 @@
+/* store.c - the SQLite results store: opening (with refusals that leave
+ * foreign files untouched), schema creation and migration, and writing one
+ * run per transaction.  See store.h for the schema and the guarantees.
+ *
+ * Opening is ordered so that nothing is written before we know the file is
+ * ours: first the 16-byte SQLite header is checked by hand, then the schema
+ * version and the table list are read, and only then is the journal mode
+ * changed (which rewrites the header) and the schema created.
+ * Not for: timelines, CSV, or report queries (other files of sim/store). */
+#include "store/store.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+struct mm_store {
+    sqlite3 *db;
+    char *path; /* for error messages */
+};
+
+const char *const mm_store_metric_names[] = {
+    "iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",
+    "tflops_per_gpu", "hw_tflops_per_gpu", "bubble_fraction", "exposed_comm_s",
+    "peak_memory_gib", NULL};
+
+/* Schema migrations: entry i takes a database from version i to i + 1 and is
+ * run inside the migration transaction.  To change the schema, append an
+ * entry (ALTER TABLE ... / CREATE ...) and bump MM_STORE_SCHEMA_VERSION;
+ * never edit an entry that has shipped. */
+static const char *const mm_store_migrations[] = {
+    /* 0 -> 1 */
+    "CREATE TABLE runs("
+    " id INTEGER PRIMARY KEY,"
+    " created_at TEXT NOT NULL,"
+    " mmsim_version TEXT NOT NULL,"
+    " scenario_hash TEXT NOT NULL,"
+    " scenario_source TEXT,"
+    " scenario TEXT NOT NULL,"
+    " model TEXT,"
+    " topology TEXT,"
+    " seed INTEGER NOT NULL,"
+    " gpus INTEGER,"
+    " oom INTEGER NOT NULL CHECK (oom IN (0, 1)),"
+    " events INTEGER,"
+    " wall_s REAL);"
+    "CREATE INDEX runs_scenario_hash ON runs(scenario_hash);"
+    "CREATE TABLE metrics("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " name TEXT NOT NULL,"
+    " value REAL,"
+    " PRIMARY KEY (run_id, name));"
+    "CREATE TABLE iterations("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " iteration INTEGER NOT NULL,"
+    " time_s REAL, bubble_fraction REAL, exposed_comm_s REAL,"
+    " model_flops REAL, hw_flops REAL, tokens REAL, samples REAL,"
+    " PRIMARY KEY (run_id, iteration));"
+    "CREATE TABLE stages("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " stage INTEGER NOT NULL,"
+    " busy_s REAL, idle_s REAL, comm_s REAL, memory_gib REAL,"
+    " PRIMARY KEY (run_id, stage));",
+};
+_Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
+                   MM_STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+uint64_t mm_store_hash(const char *text)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+void mm_store_hash_hex(const char *text, char out[17])
+{
+    static const char digits[] = "0123456789abcdef";
+    uint64_t h = mm_store_hash(text);
+    for (int i = 15; i >= 0; i--) {
+        out[i] = digits[h & 0xf];
+        h >>= 4;
+    }
+    out[16] = '\0';
+}
+
+/* Fills err from the connection's last error; returns -code. */
+static int mm_store_fail(const mm_store *st, mm_err *err, int code, const char *what)
+{
+    return mm_err_set(err, code, st->path, 0, NULL, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+/* Does the file start like an SQLite database?  Compares as many bytes of
+ * the 16-byte magic as the file has, so a missing or empty file (which
+ * SQLite turns into a new database) passes, and so does a file another
+ * process is creating right now.  An unreadable path passes too: opening it
+ * then fails with SQLite's own message. */
+static int mm_store_header_ok(const char *path)
+{
+    static const char magic[16] = "SQLite format 3"; /* and its NUL */
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 1;
+    char buf[16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return memcmp(buf, magic, n) == 0;
+}
+
+/* Runs a statement returning one row of n integers (a pragma, a count). */
+static int mm_store_query_ints(mm_store *st, const char *sql, int64_t *v, int n, mm_err *err)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            for (int i = 0; i < n; i++)
+                v[i] = sqlite3_column_int64(s, i);
+            rc = SQLITE_OK;
+        }
+    }
+    int ret = 0;
+    if (rc != SQLITE_OK && (rc & 0xff) == SQLITE_NOTADB)
+        ret = mm_err_set(err, MM_EINPUT, st->path, 0, NULL,
+                         "not an SQLite database (left untouched)");
+    else if (rc != SQLITE_OK)
+        ret = mm_store_fail(st, err, MM_EINTERNAL, "reading the database");
+    sqlite3_finalize(s);
+    return ret;
+}
+
+static int mm_store_exec(mm_store *st, const char *sql, const char *what, mm_err *err)
+{
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return mm_store_fail(st, err, MM_EINTERNAL, what);
+    return 0;
+}
+
+/* Rolls back the open transaction, if SQLite has not already done so. */
+static void mm_store_rollback(mm_store *st)
+{
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Checks that an existing database is one we may use, before anything is
+ * written to it. */
+static int mm_store_check_version(mm_store *st, mm_err *err)
+{
+    /* One statement, so one snapshot: another process may be creating the
+     * schema right now, and must not be caught between its tables and its
+     * version. */
+    int64_t v[2] = {0, 0};
+    int rc = mm_store_query_ints(st,
+                                 "SELECT (SELECT user_version FROM pragma_user_version),"
+                                 " (SELECT count(*) FROM sqlite_master)", v, 2, err);
+    if (rc < 0)
+        return rc;
+    int64_t version = v[0], tables = v[1];
+    if (version > MM_STORE_SCHEMA_VERSION)
+        return mm_err_set(err, MM_EINPUT, st->path, 0, NULL,
+                          "schema version %lld is newer than this mmsim knows (%d); "
+                          "use a newer mmsim (the file was left untouched)",
+                          (long long)version, MM_STORE_SCHEMA_VERSION);
+    if (version < 0)
+        return mm_err_set(err, MM_EINPUT, st->path, 0, NULL,
+                          "schema version %lld is not one of mmsim's (left untouched)",
+                          (long long)version);
+    if (version == 0 && tables > 0)
+        return mm_err_set(err, MM_EINPUT, st->path, 0, NULL,
+                          "an SQLite database without an mmsim schema version "
+                          "(someone else's?); left untouched");
+    return 0;
+}
+
+/* Creates or migrates the schema in one transaction.  The version is read
+ * again under the write lock: another process may have migrated the file
+ * since mm_store_check_version looked. */
+static int mm_store_migrate(mm_store *st, mm_err *err)
+{
+    int rc = mm_store_exec(st, "BEGIN IMMEDIATE", "locking the database", err);
+    if (rc < 0)
+        return rc;
+    int64_t version = 0;
+    rc = mm_store_query_ints(st, "PRAGMA user_version", &version, 1, err);
+    if (rc == 0 && version > MM_STORE_SCHEMA_VERSION)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, NULL,
+                        "schema version %lld is newer than this mmsim knows (%d)",
+                        (long long)version, MM_STORE_SCHEMA_VERSION);
+    for (int64_t v = version; rc == 0 && v >= 0 && v < MM_STORE_SCHEMA_VERSION; v++) {
+        char pragma[64];
+        rc = mm_store_exec(st, mm_store_migrations[v], "creating the schema", err);
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %lld", (long long)(v + 1));
+        if (rc == 0)
+            rc = mm_store_exec(st, pragma, "setting the schema version", err);
+    }
+    if (rc == 0)
+        rc = mm_store_exec(st, "COMMIT", "committing the schema", err);
+    if (rc < 0)
+        mm_store_rollback(st);
+    return rc;
+}
+
+/* Everything of mm_store_open after the connection exists. */
+static int mm_store_setup(mm_store *st, mm_err *err)
+{
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, MM_STORE_BUSY_MS);
+    /* SQLite falls back to read-only when the file is not writable, and
+     * knows it as soon as the file is open; say so before a read of a WAL
+     * database fails for want of a writable -shm file. */
+    if (sqlite3_db_readonly(st->db, "main") == 1)
+        return mm_err_set(err, MM_EINPUT, st->path, 0, NULL,
+                          "database is read-only (check the file's permissions)");
+    int rc = mm_store_check_version(st, err);
+    if (rc < 0)
+        return rc;
+
+    /* The mode SQLite reports back may differ from "wal" (":memory:", or a
+     * file system without shared memory); the store works either way, only
+     * parallel writers are then serialised more coarsely. */
+    sqlite3_stmt *s = NULL;
+    int src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+    if (src == SQLITE_OK)
+        src = sqlite3_step(s);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "setting WAL journal mode");
+    sqlite3_finalize(s);
+    if (rc < 0)
+        return rc;
+    rc = mm_store_exec(st, "PRAGMA foreign_keys = ON", "enabling foreign keys", err);
+    if (rc < 0)
+        return rc;
+    return mm_store_migrate(st, err);
+}
+
+int mm_store_open(mm_store **out, const char *path, mm_err *err)
+{
+    *out = NULL;
+    if (!path)
+        return mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "mm_store_open: no path");
+    int memory = path[0] == '\0' || strcmp(path, ":memory:") == 0;
+    if (!memory && !mm_store_header_ok(path))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "not an SQLite database (left untouched)");
+
+    mm_store *st = calloc(1, sizeof *st);
+    if (!st || !(st->path = strdup(path))) {
+        free(st);
+        return mm_err_set(err, MM_EINTERNAL, path, 0, NULL, "out of memory");
+    }
+    int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        int ret = st->db ? mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                                      "cannot open database: %s (does its directory exist?)",
+                                      sqlite3_errmsg(st->db))
+                         : mm_err_set(err, MM_EINTERNAL, path, 0, NULL,
+                                      "cannot open database: out of memory");
+        mm_store_close(st);
+        return ret;
+    }
+    rc = mm_store_setup(st, err);
+    if (rc < 0) {
+        mm_store_close(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
+
+void mm_store_close(mm_store *st)
+{
+    if (!st)
+        return;
+    sqlite3_close(st->db); /* every statement is finalized by its user */
+    free(st->path);
+    free(st);
+}
+
+struct sqlite3 *mm_store_sqlite(mm_store *st)
+{
+    return st->db;
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+static int mm_store_bind_real(sqlite3_stmt *s, int i, double v)
+{
+    return isnan(v) ? sqlite3_bind_null(s, i) : sqlite3_bind_double(s, i, v);
+}
+
+/* Steps an INSERT once and resets it for the next row.  The message is taken
+ * before the reset, which would otherwise be the one to report it. */
+static int mm_store_step_insert(mm_store *st, sqlite3_stmt *s, int bind_rc,
+                                const char *what, mm_err *err)
+{
+    int rc = bind_rc == SQLITE_OK ? sqlite3_step(s) : bind_rc;
+    int ret = rc == SQLITE_DONE ? 0 : mm_store_fail(st, err, MM_EINTERNAL, what);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return ret;
+}
+
+static int mm_store_prepare(mm_store *st, const char *sql, sqlite3_stmt **s, mm_err *err)
+{
+    if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) != SQLITE_OK)
+        return mm_store_fail(st, err, MM_EINTERNAL, "preparing a statement");
+    return 0;
+}
+
+static int mm_store_insert_run(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
+                               int64_t *id, mm_err *err)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st,
+        "INSERT INTO runs(created_at, mmsim_version, scenario_hash, scenario_source,"
+        " scenario, model, topology, seed, gpus, oom, events, wall_s)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &s, err);
+    if (rc < 0)
+        return rc;
+    char hash[17];
+    mm_store_hash_hex(rec->scenario_text, hash);
+    int b = sqlite3_bind_text(s, 1, rec->created_at, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 2, rec->version, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 4, rec->scenario_source, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 5, rec->scenario_text, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 6, rec->model, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 7, rec->topology, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 8, (sqlite3_int64)rec->seed);
+    if (b == SQLITE_OK) b = sqlite3_bind_int(s, 9, m->gpus);
+    if (b == SQLITE_OK) b = sqlite3_bind_int(s, 10, m->oom ? 1 : 0);
+    if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 11, (sqlite3_int64)m->events);
+    if (b == SQLITE_OK) b = mm_store_bind_real(s, 12, m->wall_s);
+    rc = mm_store_step_insert(st, s, b, "writing the run", err);
+    if (rc == 0)
+        *id = sqlite3_last_insert_rowid(st->db);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int mm_store_insert_metrics(mm_store *st, int64_t id, const mm_metrics *m, mm_err *err)
+{
+    /* Same order as mm_store_metric_names. */
+    const double values[] = {
+        m->iteration_time_s, m->tokens_per_s, m->samples_per_s, m->mfu, m->hfu,
+        m->tflops_per_gpu, m->hw_tflops_per_gpu, m->bubble_fraction, m->exposed_comm_s,
+        m->peak_memory_gib};
+    _Static_assert(sizeof values / sizeof values[0] ==
+                       sizeof mm_store_metric_names / sizeof mm_store_metric_names[0] - 1,
+                   "one value per metric name");
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st, "INSERT INTO metrics(run_id, name, value) VALUES (?1, ?2, ?3)",
+                              &s, err);
+    for (size_t i = 0; rc == 0 && mm_store_metric_names[i]; i++) {
+        int b = sqlite3_bind_int64(s, 1, id);
+        if (b == SQLITE_OK)
+            b = sqlite3_bind_text(s, 2, mm_store_metric_names[i], -1, SQLITE_STATIC);
+        if (b == SQLITE_OK)
+            b = mm_store_bind_real(s, 3, values[i]);
+        rc = mm_store_step_insert(st, s, b, "writing a metric", err);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, mm_err *err)
+{
+    if (m->n_iters == 0)
+        return 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st,
+        "INSERT INTO iterations(run_id, iteration, time_s, bubble_fraction, exposed_comm_s,"
+        " model_flops, hw_flops, tokens, samples)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &s, err);
+    for (int i = 0; rc == 0 && i < m->n_iters; i++) {
+        const mm_iter_metrics *it = &m->iters[i];
+        int b = sqlite3_bind_int64(s, 1, id);
+        if (b == SQLITE_OK) b = sqlite3_bind_int(s, 2, it->iteration);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 3, it->time_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 4, it->bubble_fraction);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 5, it->exposed_comm_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 6, it->model_flops);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 7, it->hw_flops);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 8, it->tokens);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 9, it->samples);
+        rc = mm_store_step_insert(st, s, b, "writing an iteration", err);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int mm_store_insert_stages(mm_store *st, int64_t id, const mm_metrics *m, mm_err *err)
+{
+    if (m->n_stages == 0)
+        return 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st,
+        "INSERT INTO stages(run_id, stage, busy_s, idle_s, comm_s, memory_gib)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+    for (int i = 0; rc == 0 && i < m->n_stages; i++) {
+        const mm_stage_metrics *sg = &m->stages[i];
+        int b = sqlite3_bind_int64(s, 1, id);
+        if (b == SQLITE_OK) b = sqlite3_bind_int(s, 2, sg->stage);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 3, sg->busy_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 4, sg->idle_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 5, sg->comm_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 6, sg->memory_gib);
+        rc = mm_store_step_insert(st, s, b, "writing a stage", err);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Caller bugs are caught before the transaction starts. */
+static int mm_store_check_args(const mm_store *st, const mm_run_record *rec,
+                               const mm_metrics *m, mm_err *err)
+{
+    const char *missing = !rec                  ? "rec"
+                          : !m                  ? "metrics"
+                          : !rec->scenario_text ? "scenario_text"
+                          : !rec->version       ? "version"
+                          : !rec->created_at    ? "created_at"
+                                                : NULL;
+    if (missing)
+        return mm_err_set(err, MM_EINTERNAL, st->path, 0, NULL,
+                          "mm_store_write_run: %s is missing", missing);
+    if (m->n_iters < 0 || (m->n_iters > 0 && !m->iters) || m->n_stages < 0 ||
+        (m->n_stages > 0 && !m->stages))
+        return mm_err_set(err, MM_EINTERNAL, st->path, 0, NULL,
+                          "mm_store_write_run: bad iteration or stage arrays");
+    return 0;
+}
+
+int mm_store_write_run(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
+                       int64_t *run_id, mm_err *err)
+{
+    int rc = mm_store_check_args(st, rec, m, err);
+    if (rc < 0)
+        return rc;
+    rc = mm_store_exec(st, "BEGIN IMMEDIATE", "locking the database", err);
+    if (rc < 0)
+        return rc;
+    int64_t id = 0;
+    rc = mm_store_insert_run(st, rec, m, &id, err);
+    if (rc == 0)
+        rc = mm_store_insert_metrics(st, id, m, err);
+    if (rc == 0)
+        rc = mm_store_insert_iters(st, id, m, err);
+    if (rc == 0)
+        rc = mm_store_insert_stages(st, id, m, err);
+    if (rc == 0)
+        rc = mm_store_exec(st, "COMMIT", "committing the run", err);
+    if (rc < 0) {
+        mm_store_rollback(st);
+        return rc;
+    }
+    if (run_id)
+        *run_id = id;
+    return 0;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+int mm_store_count_runs(mm_store *st, int64_t *n, mm_err *err)
+{
+    return mm_store_query_ints(st, "SELECT count(*) FROM runs", n, 1, err);
+}
+
+int mm_store_get_metric(mm_store *st, int64_t run_id, const char *name, double *value,
+                        mm_err *err)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st, "SELECT value FROM metrics WHERE run_id = ?1 AND name = ?2",
+                              &s, err);
+    if (rc < 0)
+        return rc;
+    int b = sqlite3_bind_int64(s, 1, run_id);
+    if (b == SQLITE_OK)
+        b = sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+    int step = b == SQLITE_OK ? sqlite3_step(s) : b;
+    if (step == SQLITE_ROW)
+        *value = sqlite3_column_type(s, 0) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 0);
+    else if (step == SQLITE_DONE)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, name, "run %lld has no metric '%s'",
+                        (long long)run_id, name);
+    else
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "reading a metric");
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int mm_store_find_run(mm_store *st, const char *scenario_text, int64_t *run_id, mm_err *err)
+{
+    *run_id = 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st,
+        "SELECT id FROM runs WHERE scenario_hash = ?1 AND scenario = ?2"
+        " ORDER BY id DESC LIMIT 1", &s, err);
+    if (rc < 0)
+        return rc;
+    char hash[17];
+    mm_store_hash_hex(scenario_text, hash);
+    int b = sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK)
+        b = sqlite3_bind_text(s, 2, scenario_text, -1, SQLITE_STATIC);
+    int step = b == SQLITE_OK ? sqlite3_step(s) : b;
+    if (step == SQLITE_ROW)
+        *run_id = sqlite3_column_int64(s, 0);
+    else if (step != SQLITE_DONE)
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "finding a run");
+    sqlite3_finalize(s);
+    return rc;
+}

@@ -1,0 +1,127 @@
+/* store.h - the SQLite results store: one row per simulated run in `runs`,
+ * with its summary metrics, per-iteration and per-stage rows beside it.
+ *
+ * Schema (version MM_STORE_SCHEMA_VERSION, kept in PRAGMA user_version;
+ * foreign keys are ON for every connection opened here):
+ *
+ *   runs(id INTEGER PRIMARY KEY, created_at TEXT NOT NULL,
+ *        mmsim_version TEXT NOT NULL, scenario_hash TEXT NOT NULL,
+ *        scenario_source TEXT, scenario TEXT NOT NULL, model TEXT,
+ *        topology TEXT, seed INTEGER NOT NULL, gpus INTEGER,
+ *        oom INTEGER NOT NULL, events INTEGER, wall_s REAL)
+ *        index runs_scenario_hash on runs(scenario_hash)
+ *   metrics(run_id -> runs(id) ON DELETE CASCADE, name TEXT NOT NULL,
+ *        value REAL, PRIMARY KEY(run_id, name))
+ *        one row per summary metric, named as in mm_store_metric_names
+ *   iterations(run_id -> runs(id) ON DELETE CASCADE, iteration INTEGER,
+ *        time_s, bubble_fraction, exposed_comm_s, model_flops, hw_flops,
+ *        tokens, samples REAL, PRIMARY KEY(run_id, iteration))
+ *   stages(run_id -> runs(id) ON DELETE CASCADE, stage INTEGER,
+ *        busy_s, idle_s, comm_s, memory_gib REAL, PRIMARY KEY(run_id, stage))
+ *
+ * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
+ * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
+ * 64-bit FNV-1a of the canonical scenario text, as 16 lower-case hex digits;
+ * it is an index for finding equal scenarios, not a proof of equality (compare
+ * the `scenario` text too, as mm_store_find_run does).  seed and events are
+ * uint64 in C and INTEGER (int64) in SQL: values above INT64_MAX are stored
+ * as their two's-complement bit pattern, so a cast back to uint64 restores
+ * them.
+ *
+ * Concurrency and interruption: the database is put in WAL mode with a busy
+ * timeout of MM_STORE_BUSY_MS, so several processes of a sweep may write to
+ * one file at once (each write waits its turn).  Each run is written in ONE
+ * transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any error), so a run
+ * is either all there or not there at all: a process killed in the middle of
+ * a write (Ctrl-C, OOM killer, power loss) leaves the runs committed before
+ * it intact and no partial run, because WAL frames without a commit record
+ * are ignored when the database is next opened.
+ *
+ * Refusals (MM_EINPUT, naming the file, which is left byte-for-byte as it
+ * was): a file that is not an SQLite database; a database whose schema
+ * version is newer than this code knows; an SQLite database with tables but
+ * no mmsim schema version (someone else's database); a read-only file; a path
+ * that cannot be opened (e.g. its directory does not exist: the store does
+ * not create directories).
+ *
+ * One mm_store is one connection: use it from one thread at a time; open one
+ * per process or thread for parallel writers.
+ * Not for: timelines (Chrome trace JSON) or CSV export, and not for report
+ * queries beyond the few readers below (reports use mm_store_sqlite()). */
+#ifndef MM_STORE_H
+#define MM_STORE_H
+
+#include <stdint.h>
+
+#include "run/metrics.h"
+#include "util/err.h"
+
+#define MM_STORE_SCHEMA_VERSION 1
+#define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
+
+typedef struct mm_store mm_store;
+struct sqlite3; /* sqlite3.h: typedef struct sqlite3 sqlite3 */
+
+/* What describes a run, besides its metrics.  Strings are copied into the
+ * database; NULL for an optional field stores SQL NULL. */
+typedef struct mm_run_record {
+    const char *scenario_text;   /* canonical YAML (mm_scenario_canonical); required */
+    const char *scenario_source; /* scenario file, or "<default>"; optional */
+    const char *model;           /* model path; optional */
+    const char *topology;        /* topology path; optional */
+    uint64_t seed;
+    const char *version;         /* mmsim version (MMSIM_VERSION); required */
+    const char *created_at;      /* ISO-8601 UTC, e.g. "2024-05-01T12:00:00Z";
+                                    required; the caller supplies it so that
+                                    tests are deterministic */
+} mm_run_record;
+
+/* Names of the summary metrics written to the `metrics` table, in the order
+ * of mm_metrics' fields; NULL-terminated. */
+extern const char *const mm_store_metric_names[];
+
+/* 64-bit FNV-1a of the NUL-terminated text (offset basis 0xcbf29ce484222325,
+ * prime 0x100000001b3). */
+uint64_t mm_store_hash(const char *text);
+/* The same as 16 lower-case hex digits and a NUL, as stored in scenario_hash. */
+void mm_store_hash_hex(const char *text, char out[17]);
+
+/* Opens or creates the database at `path`, sets WAL mode, the busy timeout
+ * and foreign keys, and creates or migrates the schema to
+ * MM_STORE_SCHEMA_VERSION.  On success *out is the new store; on failure
+ * *out is NULL and err says why (see "Refusals" above).  Returns 0 or -code. */
+int mm_store_open(mm_store **out, const char *path, mm_err *err);
+
+/* Closes the store (NULL is accepted).  Closing the last connection
+ * checkpoints the WAL into the database file. */
+void mm_store_close(mm_store *st);
+
+/* Writes one run (rec, and m's summary, iteration and stage rows) in one
+ * transaction; on success *run_id (if not NULL) is the new runs.id.  On
+ * failure nothing of the run is left in the database and err says why
+ * (MM_EINTERNAL: a missing required field, a constraint failure such as two
+ * iterations with the same number, a lock held past the busy timeout, I/O).
+ * Returns 0 or -code. */
+int mm_store_write_run(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
+                       int64_t *run_id, mm_err *err);
+
+/* Number of runs in the database. */
+int mm_store_count_runs(mm_store *st, int64_t *n, mm_err *err);
+
+/* Reads one summary metric of a run; a stored NULL reads back as NAN.  A run
+ * or metric that is not there -> MM_EINPUT with the metric name as key. */
+int mm_store_get_metric(mm_store *st, int64_t run_id, const char *name, double *value,
+                        mm_err *err);
+
+/* Finds the newest run whose canonical scenario text equals scenario_text
+ * (by hash, then by text): *run_id is its id, or 0 when there is none.  For
+ * resuming sweeps. */
+int mm_store_find_run(mm_store *st, const char *scenario_text, int64_t *run_id,
+                      mm_err *err);
+
+/* The underlying connection, for read-only queries by reports and tests.
+ * Do not begin transactions or change pragmas on it; it is closed by
+ * mm_store_close. */
+struct sqlite3 *mm_store_sqlite(mm_store *st);
+
+#endif

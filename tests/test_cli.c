@@ -1,0 +1,206 @@
+/* test_cli.c - the `mmsim` binary as a user runs it: exit statuses, error
+ * messages naming file, line and key, --json keys, the database and the
+ * trace file.  The binary's path comes from meson (MMSIM_EXE). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "util/doc.h"
+#include <libfyaml.h>
+
+#ifndef MMSIM_EXE
+#error "MMSIM_EXE must name the mmsim binary"
+#endif
+
+static char tmpdir[256];
+static char out[1 << 16], errtxt[1 << 14];
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs mmsim with `args` (shell words); returns its exit status and fills
+ * out / errtxt with its stdout and stderr. */
+static int mmsim(const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", MMSIM_EXE, args, tmpdir, tmpdir);
+    int st = system(cmd);
+    char p[512];
+    snprintf(p, sizeof p, "%s/out", tmpdir);
+    slurp(p, out, sizeof out);
+    snprintf(p, sizeof p, "%s/err", tmpdir);
+    slurp(p, errtxt, sizeof errtxt);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mmsim-cli-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(version_and_help)
+{
+    ck_assert_int_eq(mmsim("--version"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "mmsim 0."));
+    ck_assert_int_eq(mmsim("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "run [SCENARIO.yaml]"));
+    ck_assert_int_eq(mmsim("help run"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--set KEY=VALUE"));
+    ck_assert_int_eq(mmsim("help nosuch"), 2);
+    ck_assert_int_eq(mmsim("frobnicate"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "frobnicate"));
+    ck_assert_int_eq(mmsim(""), 2);
+}
+END_TEST
+
+START_TEST(json_has_design_keys)
+{
+    ck_assert_int_eq(mmsim("run --no-db --json"), 0);
+    const char *keys[] = {"iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",
+                          "tflops_per_gpu", "hw_tflops_per_gpu", "bubble_fraction", "exposed_comm_s",
+                          "peak_memory_gib", "oom", "gpus", "events", "wall_s"};
+    /* parse it as JSON and look every key up */
+    struct fy_document *d = fy_document_build_from_string(NULL, out, FY_NT);
+    ck_assert_ptr_nonnull(d);
+    struct fy_node *root = fy_document_root(d);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(fy_node_mapping_lookup_by_string(root, keys[i], FY_NT) != NULL, "missing %s", keys[i]);
+    const char *gpus = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "gpus", FY_NT));
+    ck_assert_str_eq(gpus, "16");
+    const char *mem = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "peak_memory_gib", FY_NT));
+    ck_assert_str_eq(mem, "null");
+    fy_document_destroy(d);
+}
+END_TEST
+
+START_TEST(bad_input_exits_2)
+{
+    ck_assert_int_eq(mmsim("run --no-db tests/data/cli/nope.yaml"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "tests/data/cli/nope.yaml"));
+    ck_assert_int_eq(mmsim("run --no-db tests/data/cli/syntax.yaml"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "tests/data/cli/syntax.yaml:4"));
+    ck_assert_int_eq(mmsim("run --no-db tests/data/cli/unknown-key.yaml"), 2);
+    ck_assert_msg(strstr(errtxt, "tests/data/cli/unknown-key.yaml:4") && strstr(errtxt, "global_bach") &&
+                      strstr(errtxt, "global_batch"),
+                  "%s", errtxt);
+    ck_assert_int_eq(mmsim("run --no-db --set parallel.llm.tp=0"), 2);
+    ck_assert_msg(strstr(errtxt, "--set") && strstr(errtxt, "parallel.llm.tp"), "%s", errtxt);
+    ck_assert_int_eq(mmsim("run --no-db --set parallel.llm.pp=-1"), 2);
+    ck_assert_int_eq(mmsim("run --no-db --set train.seq_len=abc"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "train.seq_len"));
+    ck_assert_int_eq(mmsim("run --no-db --set parallel.llm.dp=4"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "16"));
+    ck_assert_int_eq(mmsim("run --no-db --set train.global_batch=5"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "train.global_batch"));
+    ck_assert_int_eq(mmsim("run --no-db --bogus"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "--bogus"));
+    ck_assert_int_eq(mmsim("run --no-db --set"), 2);
+    ck_assert_int_eq(mmsim("run a.yaml b.yaml"), 2);
+}
+END_TEST
+
+START_TEST(runs_accumulate_in_db)
+{
+    char args[512], db[300];
+    snprintf(db, sizeof db, "%s/r.db", tmpdir);
+    snprintf(args, sizeof args, "run --db %s --set iterations=1", db);
+    ck_assert_int_eq(mmsim(args), 0);
+    ck_assert_ptr_nonnull(strstr(out, "stored as run 1"));
+    ck_assert_int_eq(mmsim(args), 0);
+    mm_store *st;
+    mm_err err;
+    ck_assert_int_eq(mm_store_open(&st, db, &err), 0);
+    int64_t n = 0;
+    ck_assert_int_eq(mm_store_count_runs(st, &n, &err), 0);
+    ck_assert_int_eq(n, 2);
+    double v = 0;
+    ck_assert_int_eq(mm_store_get_metric(st, 2, "iteration_time_s", &v, &err), 0);
+    ck_assert(v > 0);
+    mm_store_close(st);
+    /* a bad run leaves the database as it was */
+    snprintf(args, sizeof args, "run --db %s --set parallel.llm.tp=3", db);
+    ck_assert_int_eq(mmsim(args), 2);
+    ck_assert_int_eq(mm_store_open(&st, db, &err), 0);
+    ck_assert_int_eq(mm_store_count_runs(st, &n, &err), 0);
+    ck_assert_int_eq(n, 2);
+    mm_store_close(st);
+}
+END_TEST
+
+/* The trace is valid JSON in Chrome's trace-event format: a traceEvents
+ * list whose complete events carry name, ph, pid, tid, ts and dur. */
+START_TEST(trace_structure)
+{
+    char args[512], path[300];
+    snprintf(path, sizeof path, "%s/t.json", tmpdir);
+    snprintf(args, sizeof args, "run --no-db --trace %s --set iterations=1", path);
+    ck_assert_int_eq(mmsim(args), 0);
+    struct fy_document *d = fy_document_build_from_file(NULL, path);
+    ck_assert_ptr_nonnull(d);
+    struct fy_node *ev = fy_node_mapping_lookup_by_string(fy_document_root(d), "traceEvents", FY_NT);
+    ck_assert(ev && fy_node_is_sequence(ev));
+    void *it = NULL;
+    struct fy_node *e;
+    int complete = 0, fwd = 0, bwd = 0;
+    while ((e = fy_node_sequence_iterate(ev, &it))) {
+        const char *ph = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "ph", FY_NT));
+        ck_assert_ptr_nonnull(ph);
+        if (strcmp(ph, "X"))
+            continue;
+        complete++;
+        const char *need[] = {"name", "cat", "pid", "tid", "ts", "dur"};
+        for (int k = 0; k < 6; k++)
+            ck_assert_ptr_nonnull(fy_node_mapping_lookup_by_string(e, need[k], FY_NT));
+        const char *cat = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "cat", FY_NT));
+        fwd += !strcmp(cat, "fwd");
+        bwd += !strcmp(cat, "bwd");
+        ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "dur", FY_NT))) >= 0);
+    }
+    /* default: 2 stages x 16 layers x 32 micro-batches x 2 DP replicas */
+    ck_assert_int_eq(fwd, 2 * 16 * 32 * 2);
+    ck_assert_int_eq(bwd, fwd);
+    ck_assert(complete > fwd + bwd);
+    fy_document_destroy(d);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, version_and_help);
+    tcase_add_test(tc, json_has_design_keys);
+    tcase_add_test(tc, bad_input_exits_2);
+    tcase_add_test(tc, runs_accumulate_in_db);
+    tcase_add_test(tc, trace_structure);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

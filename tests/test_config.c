@@ -1,0 +1,886 @@
+/* test_config.c - Check suite for reading input files (util/doc) and
+ * scenarios (run/scenario): typed getters, error messages that name file,
+ * line and key, `--set` overrides, defaults, and the canonical text.
+ *
+ * What it is for: pinning down what a user sees when a scenario is wrong
+ * (every error test asserts the code, the file, the line, the key and the
+ * words of the message), and that equal scenarios hash equal.
+ * Not for: cross-file rules (degrees against GPU count and the like); the run
+ * layer's suite covers those.  Data lives in tests/data/config/; tests run
+ * from the source root (meson's workdir; MMSIM_SRCDIR is honoured too). */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libfyaml.h>
+
+#include "run/scenario.h"
+#include "util/doc.h"
+#include "util/err.h"
+
+#define DATA "tests/data/config/"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Captures what the code under test writes to stderr (it must write
+ * nothing). */
+typedef struct stderr_trap {
+    int saved;
+    char path[64];
+} stderr_trap;
+
+static void trap_begin(stderr_trap *t)
+{
+    snprintf(t->path, sizeof t->path, "/tmp/mm_test_config_err_XXXXXX");
+    int fd = mkstemp(t->path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stderr);
+    t->saved = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* Returns the number of bytes written to stderr since trap_begin. */
+static long trap_end(stderr_trap *t)
+{
+    fflush(stderr);
+    dup2(t->saved, 2);
+    close(t->saved);
+    FILE *f = fopen(t->path, "rb");
+    long n = -1;
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        n = ftell(f);
+        fclose(f);
+    }
+    unlink(t->path);
+    return n;
+}
+
+static void assert_err(const mm_err *e, const char *file, int line, const char *key,
+                       const char *msg_part)
+{
+    char text[1024];
+    mm_err_format(e, text, sizeof text);
+    ck_assert_msg(e->code == MM_EINPUT, "code %d for: %s", e->code, text);
+    ck_assert_msg(strcmp(e->file, file) == 0, "file '%s' != '%s' in: %s", e->file, file, text);
+    ck_assert_msg(e->line == line, "line %d != %d in: %s", e->line, line, text);
+    ck_assert_msg(strcmp(e->key, key) == 0, "key '%s' != '%s' in: %s", e->key, key, text);
+    ck_assert_msg(strstr(e->msg, msg_part) != NULL, "'%s' not in: %s", msg_part, text);
+}
+
+/* Loads a scenario expected to fail; returns its error. */
+static mm_err load_fail(const char *path, const char *const *sets, int n_sets)
+{
+    mm_scenario *sc = malloc(sizeof *sc);
+    ck_assert_ptr_nonnull(sc);
+    mm_err e;
+    mm_err_clear(&e);
+    int rc = mm_scenario_load(sc, path, sets, n_sets, &e);
+    free(sc);
+    ck_assert_int_eq(rc, -MM_EINPUT);
+    return e;
+}
+
+static mm_scenario *load_ok(const char *path, const char *const *sets, int n_sets)
+{
+    mm_scenario *sc = malloc(sizeof *sc);
+    ck_assert_ptr_nonnull(sc);
+    mm_err e;
+    mm_err_clear(&e);
+    int rc = mm_scenario_load(sc, path, sets, n_sets, &e);
+    char text[1024];
+    mm_err_format(&e, text, sizeof text);
+    ck_assert_msg(rc == 0, "load failed: %s", text);
+    return sc;
+}
+
+/* Canonical text in a malloc'ed buffer (checks the snprintf-like length). */
+static char *canon(const mm_scenario *sc)
+{
+    size_t n = mm_scenario_canonical(sc, NULL, 0);
+    ck_assert_uint_gt(n, 100);
+    char *buf = malloc(n + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(mm_scenario_canonical(sc, buf, n + 1), n);
+    ck_assert_uint_eq(strlen(buf), n);
+    return buf;
+}
+
+static const char *key_file(const mm_scenario *sc, const char *key, int *line)
+{
+    for (int i = 0; i < sc->n_keys; i++)
+        if (strcmp(sc->keys[i].key, key) == 0) {
+            *line = sc->keys[i].line;
+            return sc->keys[i].file;
+        }
+    return NULL;
+}
+
+/* ---- doc: files, syntax, lines ------------------------------------------ */
+
+START_TEST(doc_missing_file)
+{
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_file(&doc, DATA "no-such-file.yaml", &e), -MM_EINPUT);
+    assert_err(&e, DATA "no-such-file.yaml", 0, "", "cannot open: No such file or directory");
+    mm_doc_free(&doc); /* harmless after a failed load */
+}
+END_TEST
+
+START_TEST(doc_syntax_error_line_and_silence)
+{
+    stderr_trap t;
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    trap_begin(&t);
+    int rc = mm_doc_load_file(&doc, DATA "syntax.yaml", &e);
+    long printed = trap_end(&t);
+    ck_assert_int_eq(rc, -MM_EINPUT);
+    assert_err(&e, DATA "syntax.yaml", 4, "", "");
+    ck_assert_msg(e.msg[0] != '\0', "no message");
+    ck_assert_msg(printed == 0, "libfyaml printed %ld bytes to stderr", printed);
+}
+END_TEST
+
+START_TEST(doc_string_syntax_error)
+{
+    stderr_trap t;
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    trap_begin(&t);
+    int rc = mm_doc_load_string(&doc, "inline.yaml", "a: 1\nb: [1, 2\nc: 3\n", &e);
+    long printed = trap_end(&t);
+    ck_assert_int_eq(rc, -MM_EINPUT);
+    ck_assert_str_eq(e.file, "inline.yaml");
+    ck_assert_int_gt(e.line, 1);
+    ck_assert_int_eq(printed, 0);
+    /* A duplicate key is an error too, at the second occurrence. */
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_string(&doc, "dup.yaml", "a: 1\nb: 2\na: 3\n", &e),
+                     -MM_EINPUT);
+    ck_assert_int_eq(e.line, 3);
+}
+END_TEST
+
+START_TEST(doc_empty_string)
+{
+    mm_doc doc;
+    mm_err e;
+    ck_assert_int_eq(mm_doc_load_string(&doc, "empty.yaml", "", &e), 0);
+    ck_assert_ptr_null(mm_doc_root(&doc));
+    mm_doc_free(&doc);
+}
+END_TEST
+
+START_TEST(doc_comments_only_and_two_documents)
+{
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_string(&doc, "c.yaml", "# nothing but a comment\n", &e), 0);
+    ck_assert_ptr_null(mm_doc_root(&doc));
+    mm_doc_free(&doc);
+    stderr_trap t;
+    trap_begin(&t);
+    int rc = mm_doc_load_string(&doc, "two.yaml", "a: 1\n---\nb: 2\n", &e);
+    long printed = trap_end(&t);
+    ck_assert_int_eq(rc, -MM_EINPUT);
+    assert_err(&e, "two.yaml", 3, "", "a second YAML document");
+    ck_assert_int_eq(printed, 0);
+    /* garbage after the document */
+    ck_assert_int_eq(mm_doc_load_string(&doc, "junk.yaml", "a: 1\nb: 2\n]\n", &e),
+                     -MM_EINPUT);
+    ck_assert_str_eq(e.file, "junk.yaml");
+    ck_assert_int_eq(e.line, 3);
+}
+END_TEST
+
+START_TEST(doc_json_config)
+{
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_file(&doc, DATA "hf_config.json", &e), 0);
+    struct fy_node *root = mm_doc_root(&doc);
+    ck_assert_ptr_nonnull(root);
+    int64_t layers = 0, hidden = 0;
+    bool found = false;
+    ck_assert_int_eq(mm_node_int(&doc, root, "num_hidden_layers", "num_hidden_layers", 1,
+                                 1000, &layers, &found, &e), 0);
+    ck_assert(found);
+    ck_assert_int_eq(layers, 32);
+    ck_assert_int_eq(mm_node_line(mm_node_get(root, "num_hidden_layers")), 12);
+    ck_assert_int_eq(mm_node_key_line(root, "num_hidden_layers"), 12);
+    ck_assert_int_eq(mm_node_int(&doc, root, "hidden_size", "hidden_size", 1, INT64_MAX,
+                                 &hidden, NULL, &e), 0);
+    ck_assert_int_eq(hidden, 4096);
+    double eps = 0;
+    ck_assert_int_eq(mm_node_double(&doc, root, "rms_norm_eps", "rms_norm_eps", 0, 1, &eps,
+                                    NULL, &e), 0);
+    ck_assert_double_eq_tol(eps, 1e-5, 1e-12);
+    char act[16];
+    ck_assert_int_eq(mm_node_str(&doc, root, "hidden_act", "hidden_act", act, sizeof act,
+                                 NULL, &e), 0);
+    ck_assert_str_eq(act, "silu");
+    bool tie = true;
+    ck_assert_int_eq(mm_node_bool(&doc, root, "tie_word_embeddings", "tie_word_embeddings",
+                                  &tie, NULL, &e), 0);
+    ck_assert(!tie);
+    ck_assert(mm_node_is_null(mm_node_get(root, "rope_scaling")));
+    /* A JSON string is not a number. */
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_node_int(&doc, root, "torch_dtype", "torch_dtype", 0, 10, &hidden,
+                                 NULL, &e), -MM_EINPUT);
+    assert_err(&e, DATA "hf_config.json", 17, "torch_dtype",
+               "expected an integer, got 'float16'");
+    /* A list item's line. */
+    struct fy_node *arch = mm_node_get(root, "architectures");
+    ck_assert_int_eq(mm_node_line(arch), 3);
+    mm_doc_free(&doc);
+}
+END_TEST
+
+/* ---- doc: typed getters -------------------------------------------------- */
+
+typedef struct types_fixture {
+    mm_doc doc;
+    struct fy_node *root;
+} types_fixture;
+
+static void types_open(types_fixture *f)
+{
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_file(&f->doc, DATA "types.yaml", &e), 0);
+    f->root = mm_doc_root(&f->doc);
+    ck_assert_ptr_nonnull(f->root);
+}
+
+static void int_fails(types_fixture *f, const char *key, int line, const char *msg)
+{
+    mm_err e;
+    mm_err_clear(&e);
+    int64_t v = 123;
+    ck_assert_int_eq(mm_node_int(&f->doc, f->root, key, key, INT64_MIN, INT64_MAX, &v, NULL,
+                                 &e), -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", line, key, msg);
+    ck_assert_int_eq(v, 123);
+}
+
+START_TEST(doc_int_getter)
+{
+    types_fixture f;
+    types_open(&f);
+    mm_err e;
+    int64_t v = 0;
+    bool found = false;
+    ck_assert_int_eq(mm_node_int(&f.doc, f.root, "i_ok", "i_ok", 0, 100, &v, &found, &e), 0);
+    ck_assert(found);
+    ck_assert_int_eq(v, 42);
+    ck_assert_int_eq(mm_node_int(&f.doc, f.root, "i_neg", "i_neg", -10, 0, &v, NULL, &e), 0);
+    ck_assert_int_eq(v, -7);
+    /* absent: 0, found false, *out untouched */
+    v = 5;
+    ck_assert_int_eq(mm_node_int(&f.doc, f.root, "nope", "nope", 0, 9, &v, &found, &e), 0);
+    ck_assert(!found);
+    ck_assert_int_eq(v, 5);
+    int_fails(&f, "i_float", 4, "expected an integer, got '1.5'");
+    int_fails(&f, "i_word", 5, "expected an integer, got 'abc'");
+    int_fails(&f, "i_bool", 6, "expected an integer, got 'true'");
+    int_fails(&f, "i_quoted", 7, "expected an integer, got '8'");
+    int_fails(&f, "i_big", 8, "does not fit in 64 bits");
+    int_fails(&f, "s_null", 18, "expected an integer, got nothing (null)");
+    int_fails(&f, "m_map", 22, "expected an integer, got a mapping");
+    /* ranges */
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_node_int(&f.doc, f.root, "i_ok", "x.i_ok", 0, 3, &v, NULL, &e),
+                     -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 2, "x.i_ok", "must be between 0 and 3, got 42");
+    ck_assert_int_eq(mm_node_int(&f.doc, f.root, "i_neg", "i_neg", 1, INT64_MAX, &v, NULL,
+                                 &e), -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 3, "i_neg", "must be >= 1, got -7");
+    mm_doc_free(&f.doc);
+}
+END_TEST
+
+START_TEST(doc_double_bool_str_enum)
+{
+    types_fixture f;
+    types_open(&f);
+    mm_err e;
+    mm_err_clear(&e);
+    double d = 0;
+    ck_assert_int_eq(mm_node_double(&f.doc, f.root, "d_int", "d_int", 0, 10, &d, NULL, &e), 0);
+    ck_assert_double_eq(d, 3.0);
+    ck_assert_int_eq(mm_node_double(&f.doc, f.root, "d_float", "d_float", 0, 10, &d, NULL, &e),
+                     0);
+    ck_assert_double_eq(d, 2.5);
+    ck_assert_int_eq(mm_node_double(&f.doc, f.root, "d_exp", "d_exp", 0, 1e12, &d, NULL, &e),
+                     0);
+    ck_assert_double_eq(d, 1e9);
+    ck_assert_int_eq(mm_node_double(&f.doc, f.root, "d_word", "d_word", 0, 1, &d, NULL, &e),
+                     -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 12, "d_word", "expected a number, got 'fast'");
+    ck_assert_int_eq(mm_node_double(&f.doc, f.root, "d_float", "d_float", 0, 1, &d, NULL, &e),
+                     -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 10, "d_float", "must be between 0 and 1, got 2.5");
+
+    bool b = false;
+    ck_assert_int_eq(mm_node_bool(&f.doc, f.root, "b_true", "b_true", &b, NULL, &e), 0);
+    ck_assert(b);
+    ck_assert_int_eq(mm_node_bool(&f.doc, f.root, "b_false", "b_false", &b, NULL, &e), 0);
+    ck_assert(!b);
+    ck_assert_int_eq(mm_node_bool(&f.doc, f.root, "b_num", "b_num", &b, NULL, &e), -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 15, "b_num", "expected true or false, got '1'");
+
+    char s[8];
+    ck_assert_int_eq(mm_node_str(&f.doc, f.root, "s_plain", "s_plain", s, sizeof s, NULL, &e),
+                     0);
+    ck_assert_str_eq(s, "hello");
+    ck_assert_int_eq(mm_node_str(&f.doc, f.root, "s_quoted", "s_quoted", s, sizeof s, NULL,
+                                 &e), 0);
+    ck_assert_str_eq(s, "1f1b");
+    char tiny[4] = "xy";
+    ck_assert_int_eq(mm_node_str(&f.doc, f.root, "s_plain", "s_plain", tiny, sizeof tiny, NULL,
+                                 &e), -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 16, "s_plain", "too long");
+    ck_assert_str_eq(tiny, "xy");
+    ck_assert_int_eq(mm_node_str(&f.doc, f.root, "s_null", "s_null", s, sizeof s, NULL, &e),
+                     -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 18, "s_null", "expected a string, got nothing (null)");
+
+    int idx = -1;
+    ck_assert_int_eq(mm_node_enum(&f.doc, f.root, "e_ok", "e_ok", mm_schedule_names, &idx,
+                                  NULL, &e), 0);
+    ck_assert_int_eq(idx, MM_SCHED_INTERLEAVED);
+    ck_assert_int_eq(mm_node_enum(&f.doc, f.root, "e_bad", "e_bad", mm_schedule_names, &idx,
+                                  NULL, &e), -MM_EINPUT);
+    assert_err(&e, DATA "types.yaml", 20, "e_bad",
+               "unknown value 'gpip' (did you mean 'gpipe'?)");
+    ck_assert_msg(strstr(e.msg, "gpipe, 1f1b, interleaved, zb-h1"), "%s", e.msg);
+    ck_assert_int_eq(mm_node_enum(&f.doc, f.root, "e_far", "e_far", mm_schedule_names, &idx,
+                                  NULL, &e), -MM_EINPUT);
+    ck_assert_msg(strstr(e.msg, "did you mean") == NULL, "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "expected one of gpipe"), "%s", e.msg);
+    ck_assert_int_eq(idx, MM_SCHED_INTERLEAVED);
+    mm_doc_free(&f.doc);
+}
+END_TEST
+
+START_TEST(doc_check_keys)
+{
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_string(&doc, "k.yaml",
+                                        "a:\n  alpha: 1\n  betta: 2\nb: 5\n", &e), 0);
+    struct fy_node *a = mm_node_get(mm_doc_root(&doc), "a");
+    static const char *const allowed[] = {"alpha", "beta", NULL};
+    ck_assert_int_eq(mm_node_check_keys(&doc, a, "a", allowed, &e), -MM_EINPUT);
+    assert_err(&e, "k.yaml", 3, "a.betta", "unknown key 'betta' (did you mean 'beta'?)");
+    static const char *const far[] = {"zzzzzz", NULL};
+    ck_assert_int_eq(mm_node_check_keys(&doc, a, "", far, &e), -MM_EINPUT);
+    assert_err(&e, "k.yaml", 2, "alpha", "unknown key 'alpha' (allowed keys: zzzzzz)");
+    struct fy_node *b = mm_node_get(mm_doc_root(&doc), "b");
+    ck_assert_int_eq(mm_node_check_keys(&doc, b, "b", allowed, &e), -MM_EINPUT);
+    assert_err(&e, "k.yaml", 4, "b", "expected a mapping of keys, got '5'");
+    ck_assert_int_eq(mm_node_check_keys(&doc, NULL, "c", allowed, &e), 0);
+    mm_doc_free(&doc);
+}
+END_TEST
+
+/* ---- scenario: the default ---------------------------------------------- */
+
+START_TEST(scenario_default_values)
+{
+    mm_scenario *sc = load_ok(NULL, NULL, 0);
+    ck_assert_str_eq(sc->source, "<default>");
+    ck_assert_str_eq(sc->model, "models/llama-2-7b.json");
+    ck_assert_str_eq(sc->topology, "topologies/dgx-h100.yaml");
+    ck_assert_int_eq(sc->nodes, 2);
+    ck_assert_int_eq(sc->train.global_batch, 64);
+    ck_assert_int_eq(sc->train.micro_batch, 1);
+    ck_assert_int_eq(sc->train.seq_len, 4096);
+    ck_assert_int_eq(sc->train.precision, MM_PREC_BF16);
+    ck_assert_int_eq(sc->train.recompute, MM_RECOMPUTE_SELECTIVE);
+    ck_assert(!sc->train.sequence_parallel);
+    ck_assert_int_eq(sc->train.zero, 1);
+    ck_assert_int_eq(sc->train.schedule, MM_SCHED_1F1B);
+    ck_assert(!sc->train.overlap_grad_reduce);
+    ck_assert(!sc->train.overlap_param_gather);
+    ck_assert(!sc->train.tp_comm_overlap);
+    ck_assert_int_eq(sc->train.n_frozen, 0);
+    const mm_module_layout *l = &sc->parallel.llm;
+    ck_assert(l->present);
+    ck_assert_int_eq(l->tp, 4);
+    ck_assert_int_eq(l->pp, 2);
+    ck_assert_int_eq(l->dp, 2);
+    ck_assert_int_eq(l->cp, 1);
+    ck_assert_int_eq(l->vpp, 1);
+    ck_assert_int_eq(l->ep, 1);
+    ck_assert_int_eq(l->zero, -1);
+    ck_assert_int_eq(l->n_layers_per_stage, 0);
+    ck_assert(!sc->parallel.vision.present);
+    ck_assert(!sc->parallel.audio.present);
+    ck_assert_int_eq(sc->parallel.placement, MM_PLACE_PIPELINE);
+    ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_TEXT);
+    ck_assert_int_eq(sc->batching, MM_BATCH_SEQUENTIAL);
+    ck_assert_int_eq(sc->network, MM_NET_ANALYTIC);
+    ck_assert_int_eq(sc->iterations, 2);
+    ck_assert_uint_eq(sc->seed, 1);
+    /* Keys of the default are recorded with their lines in the default text. */
+    int line = -1;
+    const char *file = key_file(sc, "parallel.llm.tp", &line);
+    ck_assert_ptr_nonnull(file);
+    ck_assert_str_eq(file, "<default>");
+    ck_assert_int_gt(line, 1);
+    free(sc);
+}
+END_TEST
+
+START_TEST(scenario_name_tables)
+{
+    ck_assert_str_eq(mm_precision_names[MM_PREC_FP8], "fp8");
+    ck_assert_ptr_null(mm_precision_names[MM_PREC_COUNT]);
+    ck_assert_str_eq(mm_recompute_names[MM_RECOMPUTE_SELECTIVE], "selective");
+    ck_assert_str_eq(mm_schedule_names[MM_SCHED_ZB_H1], "zb-h1");
+    ck_assert_ptr_null(mm_schedule_names[MM_SCHED_ZB_H1 + 1]);
+    ck_assert_str_eq(mm_placement_names[MM_PLACE_HOMOGENEOUS], "homogeneous");
+    ck_assert_str_eq(mm_batching_names[MM_BATCH_POST_BALANCE], "post-balance");
+    ck_assert_ptr_null(mm_batching_names[MM_BATCH_POST_BALANCE + 1]);
+    ck_assert_str_eq(mm_network_names[MM_NET_ANALYTIC], "analytic");
+}
+END_TEST
+
+/* ---- scenario: files ----------------------------------------------------- */
+
+START_TEST(scenario_full_file)
+{
+    mm_scenario *sc = load_ok(DATA "full.yaml", NULL, 0);
+    ck_assert_str_eq(sc->source, DATA "full.yaml");
+    ck_assert_int_eq(sc->nodes, 8);
+    ck_assert_int_eq(sc->train.global_batch, 192);
+    ck_assert_int_eq(sc->train.micro_batch, 2);
+    ck_assert_int_eq(sc->train.seq_len, 2048);
+    ck_assert_int_eq(sc->train.precision, MM_PREC_FP8);
+    ck_assert_int_eq(sc->train.recompute, MM_RECOMPUTE_FULL);
+    ck_assert(sc->train.sequence_parallel);
+    ck_assert_int_eq(sc->train.zero, 2);
+    ck_assert_int_eq(sc->train.schedule, MM_SCHED_INTERLEAVED);
+    ck_assert(sc->train.overlap_grad_reduce && sc->train.overlap_param_gather &&
+              sc->train.tp_comm_overlap);
+    ck_assert_int_eq(sc->train.n_frozen, 2); /* sorted, repeats dropped */
+    ck_assert_str_eq(sc->train.frozen[0], "audio");
+    ck_assert_str_eq(sc->train.frozen[1], "vision");
+    const mm_module_layout *l = &sc->parallel.llm;
+    ck_assert(l->tp == 4 && l->pp == 4 && l->cp == 1 && l->dp == 3 && l->vpp == 2 &&
+              l->ep == 1 && l->zero == 1);
+    ck_assert_int_eq(l->n_layers_per_stage, 4);
+    ck_assert(l->layers_per_stage[0] == 7 && l->layers_per_stage[1] == 9 &&
+              l->layers_per_stage[2] == 9 && l->layers_per_stage[3] == 7);
+    const mm_module_layout *v = &sc->parallel.vision;
+    ck_assert(v->present);
+    ck_assert(v->tp == 1 && v->pp == 1 && v->dp == 16 && v->cp == 1 && v->zero == -1);
+    ck_assert(!sc->parallel.audio.present);
+    ck_assert_int_eq(sc->parallel.placement, MM_PLACE_DISJOINT);
+    ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FIXED);
+    ck_assert(sc->workload.images == 1 && sc->workload.tiles == 5 &&
+              sc->workload.text_tokens == 300);
+    ck_assert_int_eq(sc->batching, MM_BATCH_POST_BALANCE);
+    ck_assert_int_eq(sc->network, MM_NET_FLOW);
+    ck_assert_int_eq(sc->iterations, 8);
+    ck_assert_uint_eq(sc->seed, 42);
+    int line = 0;
+    ck_assert_str_eq(key_file(sc, "train.seq_len", &line), DATA "full.yaml");
+    ck_assert_int_eq(line, 7);
+    ck_assert_str_eq(key_file(sc, "parallel.llm.dp", &line), DATA "full.yaml");
+    ck_assert_int_eq(line, 22);
+    ck_assert_str_eq(key_file(sc, "cluster.nodes", &line), DATA "full.yaml");
+    ck_assert_int_eq(line, 3);
+    ck_assert_str_eq(key_file(sc, "parallel.llm.layers_per_stage", &line), DATA "full.yaml");
+    ck_assert_int_eq(line, 26);
+    free(sc);
+}
+END_TEST
+
+START_TEST(scenario_minimal_defaults)
+{
+    mm_scenario *sc = load_ok(DATA "minimal.yaml", NULL, 0);
+    ck_assert_int_eq(sc->nodes, 1);
+    ck_assert_int_eq(sc->train.micro_batch, 1);
+    ck_assert_int_eq(sc->train.global_batch, 1); /* micro_batch x llm.dp */
+    ck_assert_int_eq(sc->train.seq_len, 4096);
+    ck_assert_int_eq(sc->train.recompute, MM_RECOMPUTE_NONE);
+    ck_assert_int_eq(sc->train.zero, 0);
+    const mm_module_layout *l = &sc->parallel.llm;
+    ck_assert(l->present && l->tp == 1 && l->pp == 1 && l->dp == 1 && l->cp == 1 &&
+              l->vpp == 1 && l->ep == 1 && l->zero == -1);
+    ck_assert_int_eq(sc->network, MM_NET_FLOW);
+    ck_assert_int_eq(sc->iterations, 1);
+    /* a default key fails with the scenario file and line 0 */
+    mm_err e;
+    ck_assert_int_eq(mm_scenario_fail(sc, &e, "parallel.llm.tp", "needs %d GPUs", 8),
+                     -MM_EINPUT);
+    assert_err(&e, DATA "minimal.yaml", 0, "parallel.llm.tp", "needs 8 GPUs");
+    const char *sets[] = {"parallel.llm.dp=4", "train.micro_batch=2"};
+    free(sc);
+    sc = load_ok(DATA "minimal.yaml", sets, 2);
+    ck_assert_int_eq(sc->train.global_batch, 8);
+    free(sc);
+}
+END_TEST
+
+START_TEST(scenario_missing_file)
+{
+    mm_err e = load_fail(DATA "missing.yaml", NULL, 0);
+    assert_err(&e, DATA "missing.yaml", 0, "", "cannot open: No such file or directory");
+}
+END_TEST
+
+START_TEST(scenario_syntax_error)
+{
+    stderr_trap t;
+    trap_begin(&t);
+    mm_err e = load_fail(DATA "syntax.yaml", NULL, 0);
+    long printed = trap_end(&t);
+    assert_err(&e, DATA "syntax.yaml", 4, "", "");
+    ck_assert_int_eq(printed, 0);
+}
+END_TEST
+
+START_TEST(scenario_unknown_root_key)
+{
+    mm_err e = load_fail(DATA "unknown_root.yaml", NULL, 0);
+    assert_err(&e, DATA "unknown_root.yaml", 3, "trian",
+               "unknown key 'trian' (did you mean 'train'?)");
+}
+END_TEST
+
+START_TEST(scenario_unknown_layout_key)
+{
+    mm_err e = load_fail(DATA "unknown_llm.yaml", NULL, 0);
+    assert_err(&e, DATA "unknown_llm.yaml", 5, "parallel.llm.tpp",
+               "unknown key 'tpp' (did you mean 'tp'?)");
+}
+END_TEST
+
+START_TEST(scenario_wrong_types)
+{
+    mm_err e = load_fail(DATA "seq_len_abc.yaml", NULL, 0);
+    assert_err(&e, DATA "seq_len_abc.yaml", 5, "train.seq_len",
+               "expected an integer, got 'abc'");
+    e = load_fail(DATA "sp_3.yaml", NULL, 0);
+    assert_err(&e, DATA "sp_3.yaml", 4, "train.sequence_parallel",
+               "expected true or false, got '3'");
+}
+END_TEST
+
+START_TEST(scenario_bad_degrees)
+{
+    mm_err e = load_fail(DATA "tp_0.yaml", NULL, 0);
+    assert_err(&e, DATA "tp_0.yaml", 4, "parallel.llm.tp", "must be >= 1, got 0");
+    e = load_fail(DATA "dp_neg.yaml", NULL, 0);
+    assert_err(&e, DATA "dp_neg.yaml", 6, "parallel.llm.dp", "must be >= 1, got -2");
+}
+END_TEST
+
+START_TEST(scenario_bad_enum)
+{
+    mm_err e = load_fail(DATA "schedule_bad.yaml", NULL, 0);
+    assert_err(&e, DATA "schedule_bad.yaml", 4, "train.schedule",
+               "unknown value '1f1c' (did you mean '1f1b'?)");
+}
+END_TEST
+
+START_TEST(scenario_missing_model)
+{
+    mm_err e = load_fail(DATA "no_model.yaml", NULL, 0);
+    assert_err(&e, DATA "no_model.yaml", 0, "model", "missing");
+    /* ... which an override can supply */
+    const char *sets[] = {"model=models/llama-3-8b.json"};
+    mm_scenario *sc = load_ok(DATA "no_model.yaml", sets, 1);
+    ck_assert_str_eq(sc->model, "models/llama-3-8b.json");
+    ck_assert_int_eq(sc->train.seq_len, 1024);
+    free(sc);
+}
+END_TEST
+
+/* ---- scenario: --set ------------------------------------------------------ */
+
+START_TEST(set_values_parse)
+{
+    const char *sets[] = {
+        "parallel.llm.layers_per_stage=[2,3,3,2]",
+        "parallel.llm.pp=4",
+        "model=models/qwen2.5-7b.json",
+        "train.sequence_parallel=true",
+        "train.frozen=[vision]",
+        "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+        "parallel.vision={tp: 1, dp: 4}",
+        "seed=7",
+    };
+    mm_scenario *sc = load_ok(NULL, sets, 8);
+    const mm_module_layout *l = &sc->parallel.llm;
+    ck_assert_int_eq(l->n_layers_per_stage, 4);
+    ck_assert(l->layers_per_stage[0] == 2 && l->layers_per_stage[1] == 3 &&
+              l->layers_per_stage[2] == 3 && l->layers_per_stage[3] == 2);
+    ck_assert_int_eq(l->pp, 4);
+    ck_assert_int_eq(l->tp, 4); /* untouched siblings stay */
+    ck_assert_str_eq(sc->model, "models/qwen2.5-7b.json");
+    ck_assert(sc->train.sequence_parallel);
+    ck_assert_int_eq(sc->train.n_frozen, 1);
+    ck_assert_str_eq(sc->train.frozen[0], "vision");
+    ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FIXED);
+    ck_assert_int_eq(sc->workload.tiles, 5);
+    ck_assert(sc->parallel.vision.present && sc->parallel.vision.dp == 4);
+    ck_assert_uint_eq(sc->seed, 7);
+    int line = -1;
+    ck_assert_str_eq(key_file(sc, "parallel.llm.pp", &line), "--set");
+    ck_assert_int_eq(line, 0);
+    ck_assert_str_eq(key_file(sc, "parallel.vision.dp", &line), "--set");
+    ck_assert_str_eq(key_file(sc, "parallel.llm.tp", &line), "<default>");
+    ck_assert_int_gt(line, 0);
+    /* mm_scenario_fail names --set for an overridden key */
+    mm_err e;
+    mm_scenario_fail(sc, &e, "parallel.llm.layers_per_stage", "sums to %d, model has %d", 10,
+                     32);
+    assert_err(&e, "--set", 0, "parallel.llm.layers_per_stage", "sums to 10, model has 32");
+    free(sc);
+
+    /* A later --set wins; a workload path is a string. */
+    const char *sets2[] = {"train.seq_len=1024", "train.seq_len=2048",
+                           "workload=workloads/mix.yaml"};
+    sc = load_ok(NULL, sets2, 3);
+    ck_assert_int_eq(sc->train.seq_len, 2048);
+    ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FILE);
+    ck_assert_str_eq(sc->workload.path, "workloads/mix.yaml");
+    free(sc);
+}
+END_TEST
+
+START_TEST(set_on_file)
+{
+    const char *sets[] = {"parallel.llm.dp=6", "cluster.nodes=16"};
+    mm_scenario *sc = load_ok(DATA "full.yaml", sets, 2);
+    ck_assert_int_eq(sc->parallel.llm.dp, 6);
+    ck_assert_int_eq(sc->parallel.llm.tp, 4);
+    ck_assert_int_eq(sc->nodes, 16);
+    int line = -1;
+    ck_assert_str_eq(key_file(sc, "parallel.llm.dp", &line), "--set");
+    ck_assert_str_eq(key_file(sc, "parallel.llm.tp", &line), DATA "full.yaml");
+    ck_assert_int_eq(line, 19);
+    mm_err e;
+    mm_scenario_fail(sc, &e, "parallel.llm.tp", "tp %d does not divide heads", 4);
+    assert_err(&e, DATA "full.yaml", 19, "parallel.llm.tp", "tp 4 does not divide heads");
+    free(sc);
+    /* an error in the file itself still names the file */
+    const char *sets2[] = {"train.seq_len=512"};
+    mm_err e2 = load_fail(DATA "tp_0.yaml", sets2, 1);
+    assert_err(&e2, DATA "tp_0.yaml", 4, "parallel.llm.tp", "must be >= 1");
+}
+END_TEST
+
+START_TEST(set_errors)
+{
+    const char *s1[] = {"parallel.llm.tp=0"};
+    mm_err e = load_fail(NULL, s1, 1);
+    assert_err(&e, "--set", 0, "parallel.llm.tp", "must be >= 1, got 0");
+
+    const char *s2[] = {"parallel.llm.tpp=4"};
+    e = load_fail(NULL, s2, 1);
+    assert_err(&e, "--set", 0, "parallel.llm.tpp", "unknown key 'tpp' (did you mean 'tp'?)");
+
+    const char *s3[] = {"trian.seq_len=4096"};
+    e = load_fail(NULL, s3, 1);
+    assert_err(&e, "--set", 0, "trian", "unknown key 'trian' (did you mean 'train'?)");
+
+    const char *s4[] = {"train.seq_len"};
+    e = load_fail(NULL, s4, 1);
+    assert_err(&e, "--set", 0, "", "expected KEY=VALUE");
+
+    const char *s5[] = {"=4"};
+    e = load_fail(NULL, s5, 1);
+    assert_err(&e, "--set", 0, "", "empty key");
+
+    const char *s6[] = {"train.seq_len=abc"};
+    e = load_fail(NULL, s6, 1);
+    assert_err(&e, "--set", 0, "train.seq_len", "expected an integer, got 'abc'");
+
+    const char *s7[] = {"train.schedule=1f1c"};
+    e = load_fail(NULL, s7, 1);
+    assert_err(&e, "--set", 0, "train.schedule", "did you mean '1f1b'?");
+
+    const char *s8[] = {"parallel.llm.layers_per_stage=[2,3,"};
+    stderr_trap t;
+    trap_begin(&t);
+    e = load_fail(NULL, s8, 1);
+    long printed = trap_end(&t);
+    assert_err(&e, "--set", 0, "parallel.llm.layers_per_stage", "cannot read the value");
+    ck_assert_int_eq(printed, 0);
+
+    const char *s9[] = {"train.seq_len="};
+    e = load_fail(NULL, s9, 1);
+    assert_err(&e, "--set", 0, "train.seq_len", "no value");
+
+    const char *s10[] = {"train..seq_len=5"};
+    e = load_fail(NULL, s10, 1);
+    assert_err(&e, "--set", 0, "train..seq_len", "empty part");
+
+    const char *s11[] = {"parallel.llm.layers_per_stage=[2,x]"};
+    e = load_fail(NULL, s11, 1);
+    assert_err(&e, "--set", 0, "parallel.llm.layers_per_stage", "expected an integer, got 'x'");
+
+    const char *s12[] = {"parallel.llm={tp: 2, dp: -1}"};
+    e = load_fail(NULL, s12, 1);
+    assert_err(&e, "--set", 0, "parallel.llm.dp", "must be >= 1, got -1");
+
+    const char *s13[] = {"train.zero=4"};
+    e = load_fail(NULL, s13, 1);
+    assert_err(&e, "--set", 0, "train.zero", "must be between 0 and 3, got 4");
+
+    const char *s14[] = {"workload={kind: fixd, images: 1}"};
+    e = load_fail(NULL, s14, 1);
+    assert_err(&e, "--set", 0, "workload.kind", "did you mean 'fixed'?");
+}
+END_TEST
+
+/* ---- canonical text -------------------------------------------------------- */
+
+START_TEST(canonical_stable)
+{
+    mm_scenario *a = load_ok(NULL, NULL, 0);
+    const char *same[] = {"train.seq_len=4096", "parallel.llm.zero=1", "parallel.llm.cp=1"};
+    mm_scenario *b = load_ok(NULL, same, 3);
+    const char *diff[] = {"train.seq_len=2048"};
+    mm_scenario *c = load_ok(NULL, diff, 1);
+    char *ta = canon(a), *tb = canon(b), *tc = canon(c);
+    ck_assert_str_eq(ta, tb);
+    ck_assert_str_ne(ta, tc);
+    ck_assert_ptr_nonnull(strstr(ta, "  seq_len: 4096\n"));
+    ck_assert_ptr_nonnull(strstr(tc, "  seq_len: 2048\n"));
+    ck_assert_ptr_nonnull(strstr(ta, "model: \"models/llama-2-7b.json\"\n"));
+    ck_assert_ptr_nonnull(
+        strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, "
+                   "layers_per_stage: []}\n"));
+    ck_assert_ptr_nonnull(strstr(ta, "  vision: null\n"));
+    /* A short buffer is filled as far as it goes and terminated. */
+    char small[16];
+    size_t need = mm_scenario_canonical(a, small, sizeof small);
+    ck_assert_uint_eq(need, strlen(ta));
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    ck_assert_int_eq(strncmp(small, ta, sizeof small - 1), 0);
+    free(ta);
+    free(tb);
+    free(tc);
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+START_TEST(canonical_order_free_frozen)
+{
+    const char *s1[] = {"train.frozen=[vision, audio]"};
+    const char *s2[] = {"train.frozen=[audio, vision, audio]"};
+    mm_scenario *a = load_ok(NULL, s1, 1), *b = load_ok(NULL, s2, 1);
+    char *ta = canon(a), *tb = canon(b);
+    ck_assert_str_eq(ta, tb);
+    ck_assert_ptr_nonnull(strstr(ta, "  frozen: [\"audio\", \"vision\"]\n"));
+    free(ta);
+    free(tb);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* The canonical text is itself a scenario that loads to the same text. */
+START_TEST(canonical_round_trip)
+{
+    const char *files[] = {NULL, DATA "full.yaml", DATA "minimal.yaml"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        mm_scenario *a = load_ok(files[i], NULL, 0);
+        char *ta = canon(a);
+        char path[] = "/tmp/mm_test_config_canon_XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, ta, strlen(ta)), (ssize_t)strlen(ta));
+        close(fd);
+        mm_scenario *b = load_ok(path, NULL, 0);
+        unlink(path);
+        char *tb = canon(b);
+        ck_assert_str_eq(ta, tb);
+        free(ta);
+        free(tb);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
+/* ---- runner --------------------------------------------------------------- */
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *doc = tcase_create("doc");
+    tcase_add_test(doc, doc_missing_file);
+    tcase_add_test(doc, doc_syntax_error_line_and_silence);
+    tcase_add_test(doc, doc_string_syntax_error);
+    tcase_add_test(doc, doc_empty_string);
+    tcase_add_test(doc, doc_comments_only_and_two_documents);
+    tcase_add_test(doc, doc_json_config);
+    tcase_add_test(doc, doc_int_getter);
+    tcase_add_test(doc, doc_double_bool_str_enum);
+    tcase_add_test(doc, doc_check_keys);
+    suite_add_tcase(s, doc);
+
+    TCase *sc = tcase_create("scenario");
+    tcase_add_test(sc, scenario_default_values);
+    tcase_add_test(sc, scenario_name_tables);
+    tcase_add_test(sc, scenario_full_file);
+    tcase_add_test(sc, scenario_minimal_defaults);
+    tcase_add_test(sc, scenario_missing_file);
+    tcase_add_test(sc, scenario_syntax_error);
+    tcase_add_test(sc, scenario_unknown_root_key);
+    tcase_add_test(sc, scenario_unknown_layout_key);
+    tcase_add_test(sc, scenario_wrong_types);
+    tcase_add_test(sc, scenario_bad_degrees);
+    tcase_add_test(sc, scenario_bad_enum);
+    tcase_add_test(sc, scenario_missing_model);
+    suite_add_tcase(s, sc);
+
+    TCase *set = tcase_create("set");
+    tcase_add_test(set, set_values_parse);
+    tcase_add_test(set, set_on_file);
+    tcase_add_test(set, set_errors);
+    suite_add_tcase(s, set);
+
+    TCase *can = tcase_create("canonical");
+    tcase_add_test(can, canonical_stable);
+    tcase_add_test(can, canonical_order_free_frozen);
+    tcase_add_test(can, canonical_round_trip);
+    suite_add_tcase(s, can);
+    return s;
+}
+
+int main(void)
+{
+    const char *src = getenv("MMSIM_SRCDIR");
+    if (src && src[0] && chdir(src) != 0) {
+        perror(src);
+        return 1;
+    }
+    SRunner *sr = srunner_create(config_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,153 @@
+/* test_hw.c - topology files, the roofline compute model and the analytic
+ * network model against the vendor's nccl-tests figures
+ * (../shared/reference/nccl_collective_bandwidth_summary.csv). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "hw/compute.h"
+#include "hw/net.h"
+
+static mm_cluster load(const char *path, int nodes)
+{
+    mm_cluster c;
+    mm_err err;
+    int rc = mm_cluster_load(path, nodes, &c, &err);
+    ck_assert_msg(rc == 0, "%s:%d %s %s", err.file, err.line, err.key, err.msg);
+    return c;
+}
+
+START_TEST(topologies_load)
+{
+    mm_cluster a = load("topologies/dgx-a100.yaml", 4);
+    ck_assert_int_eq(a.nodes, 4);
+    ck_assert_int_eq(a.gpus_per_node, 8);
+    ck_assert_int_eq(mm_cluster_gpus(&a), 32);
+    ck_assert(fabs(a.gpu.peak_flops[MM_DTYPE_BF16] - 312e12) < 1);
+    ck_assert(isnan(a.gpu.peak_flops[MM_DTYPE_FP8]));
+    ck_assert(fabs(a.nic_bw - 25e9) < 1);
+    ck_assert(fabs(a.gpu.hbm_bytes - 80e9) < 1);
+    mm_cluster h = load("topologies/dgx-h100.yaml", 0);
+    ck_assert_int_eq(h.nodes, 1);
+    ck_assert(fabs(h.gpu.peak_flops[MM_DTYPE_FP8] - 1979e12) < 1);
+    ck_assert(fabs(h.nic_bw - 50e9) < 1);
+    mm_cluster h2 = load("topologies/hgx-h200.yaml", 2);
+    ck_assert(fabs(h2.gpu.hbm_bytes - 141e9) < 1);
+    ck_assert(fabs(h2.gpu.hbm_bw - 4.8e12) < 1);
+}
+END_TEST
+
+/* busbw of an all-reduce of `bytes` over the first n GPUs. */
+static double allreduce_busbw(const mm_cluster *c, int n, double bytes)
+{
+    int *g = malloc((size_t)n * sizeof *g);
+    for (int i = 0; i < n; i++)
+        g[i] = i;
+    double t = mm_net_analytic_time(c, MM_COLL_ALLREDUCE, g, n, bytes);
+    free(g);
+    return bytes / t * mm_coll_bus_factor(MM_COLL_ALLREDUCE, n) / 1e9;
+}
+
+/* Large all-reduce reproduces the published busbw within 2 %. */
+START_TEST(allreduce_busbw_matches_vendor)
+{
+    const double G = 1 << 30;
+    mm_cluster a = load("topologies/dgx-a100.yaml", 4);
+    mm_cluster h = load("topologies/dgx-h100.yaml", 4);
+    struct { const mm_cluster *c; int n; double expect; } cases[] = {
+        {&a, 8, 232}, {&a, 32, 192}, {&h, 8, 370}, {&h, 32, 375},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double bw = allreduce_busbw(cases[i].c, cases[i].n, 4 * G);
+        ck_assert_msg(fabs(bw / cases[i].expect - 1) < 0.02, "case %zu: busbw %.1f, published %.0f", i, bw,
+                      cases[i].expect);
+    }
+    /* small messages are latency-bound: 2(n-1) steps of alpha */
+    int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    double t = mm_net_analytic_time(&h, MM_COLL_ALLREDUCE, g8, 8, 8);
+    ck_assert(fabs(t - 14 * 1e-6) < 1e-8);
+}
+END_TEST
+
+START_TEST(rails_limit_sparse_groups)
+{
+    /* one GPU per node uses one NIC: busbw is one NIC's worth */
+    mm_cluster h = load("topologies/dgx-h100.yaml", 4);
+    int g[4] = {0, 8, 16, 24};
+    double S = 1e10;
+    double t = mm_net_analytic_time(&h, MM_COLL_ALLREDUCE, g, 4, S);
+    double bus = S * 1.5 / t / 1e9;
+    ck_assert_msg(fabs(bus - 50 * 375.0 / 400.0) < 0.1, "busbw %.2f", bus);
+    /* send/recv: alpha + S / bw */
+    int p[2] = {0, 8};
+    ck_assert(fabs(mm_net_analytic_time(&h, MM_COLL_SENDRECV, p, 2, 1e9) - (3e-6 + 1e9 / (50e9 * 0.9375))) < 1e-12);
+    int q[2] = {0, 1};
+    ck_assert(fabs(mm_net_analytic_time(&h, MM_COLL_SENDRECV, q, 2, 1e9) - (1e-6 + 1e9 / 370e9)) < 1e-12);
+    ck_assert(mm_net_analytic_time(&h, MM_COLL_ALLREDUCE, g, 1, S) == 0);
+    ck_assert(fabs(mm_coll_bus_factor(MM_COLL_ALLGATHER, 8) - 7.0 / 8) < 1e-15);
+    ck_assert(fabs(mm_coll_bus_factor(MM_COLL_BROADCAST, 8) - 1) < 1e-15);
+}
+END_TEST
+
+START_TEST(roofline)
+{
+    mm_cluster a = load("topologies/dgx-a100.yaml", 1);
+    const mm_gpu_spec *g = &a.gpu;
+    double f = 1e12;
+    ck_assert(fabs(mm_compute_time(g, MM_DTYPE_BF16, MM_KERNEL_GEMM, f, 1e6) - (f / (312e12 * 0.869) + 3e-6)) < 1e-12);
+    ck_assert(fabs(mm_compute_time(g, MM_DTYPE_BF16, MM_KERNEL_ATTN, f, 1e6) - (f / (312e12 * 0.65) + 3e-6)) < 1e-12);
+    /* memory-bound: bytes at 82 % of 2039 GB/s */
+    ck_assert(fabs(mm_compute_time(g, MM_DTYPE_BF16, MM_KERNEL_MEM, 0, 1e9) - (1e9 / (2039e9 * 0.82) + 3e-6)) < 1e-12);
+    /* a GEMM with few FLOPs and many bytes is memory-bound */
+    ck_assert(fabs(mm_compute_time(g, MM_DTYPE_BF16, MM_KERNEL_GEMM, 1e6, 1e9) - (1e9 / (2039e9 * 0.82) + 3e-6)) < 1e-12);
+    /* FP8 falls back to the BF16 peak on a GPU without FP8 */
+    ck_assert(mm_compute_time(g, MM_DTYPE_FP8, MM_KERNEL_GEMM, f, 0) == mm_compute_time(g, MM_DTYPE_BF16, MM_KERNEL_GEMM, f, 0));
+}
+END_TEST
+
+static void bad(const char *file, int line, const char *key)
+{
+    mm_cluster c;
+    mm_err err;
+    mm_err_clear(&err);
+    int rc = mm_cluster_load(file, 0, &c, &err);
+    ck_assert_int_eq(rc, -MM_EINPUT);
+    ck_assert_str_eq(err.file, file);
+    ck_assert_str_eq(err.key, key);
+    ck_assert_int_eq(err.line, line);
+}
+
+START_TEST(bad_topologies)
+{
+    bad("tests/data/hw/missing-key.yaml", 4, "node.nic_gbit_s");
+    bad("tests/data/hw/wrong-type.yaml", 5, "gpu.hbm_gb");
+    bad("tests/data/hw/efficiency.yaml", 7, "gpu.gemm_efficiency");
+    bad("tests/data/hw/unknown-key.yaml", 3, "node.nvlnk_gb_s");
+    mm_cluster c;
+    mm_err err;
+    ck_assert_int_eq(mm_cluster_load("tests/data/hw/no-such-file.yaml", 0, &c, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.file, "tests/data/hw/no-such-file.yaml");
+}
+END_TEST
+
+static Suite *hw_suite(void)
+{
+    Suite *s = suite_create("hw");
+    TCase *tc = tcase_create("hw");
+    tcase_add_test(tc, topologies_load);
+    tcase_add_test(tc, allreduce_busbw_matches_vendor);
+    tcase_add_test(tc, rails_limit_sparse_groups);
+    tcase_add_test(tc, roofline);
+    tcase_add_test(tc, bad_topologies);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(hw_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
