@@ -397,6 +397,33 @@ START_TEST(doc_check_keys)
 }
 END_TEST
 
+START_TEST(doc_lines)
+{
+    mm_doc doc;
+    mm_err e;
+    ck_assert_int_eq(mm_doc_load_string(&doc, "l.yaml",
+                                        "# comment\n"
+                                        "a:\n"
+                                        "  b: []\n"
+                                        "  c: [[], 1]\n"
+                                        "  d:\n"
+                                        "    - x\n"
+                                        "  e: {}\n",
+                                        &e), 0);
+    struct fy_node *a = mm_node_get(mm_doc_root(&doc), "a");
+    ck_assert_int_eq(mm_node_line(mm_doc_root(&doc)), 2);
+    ck_assert_int_eq(mm_node_line(a), 3);
+    ck_assert_int_eq(mm_node_line(mm_node_get(a, "b")), 3);
+    ck_assert_int_eq(mm_node_line(mm_node_get(a, "c")), 4);
+    ck_assert_int_eq(mm_node_line(mm_node_get(a, "d")), 6);
+    ck_assert_int_eq(mm_node_key_line(a, "d"), 5);
+    ck_assert_int_eq(mm_node_line(mm_node_get(a, "e")), 7);
+    ck_assert_int_eq(mm_node_key_line(a, "zz"), 0);
+    ck_assert_int_eq(mm_node_line(NULL), 0);
+    mm_doc_free(&doc);
+}
+END_TEST
+
 /* ---- scenario: the default ---------------------------------------------- */
 
 START_TEST(scenario_default_values)
@@ -746,6 +773,14 @@ START_TEST(set_errors)
     e = load_fail(NULL, s13, 1);
     assert_err(&e, "--set", 0, "train.zero", "must be between 0 and 3, got 4");
 
+    const char *s15[] = {"workload=3"};
+    e = load_fail(NULL, s15, 1);
+    assert_err(&e, "--set", 0, "workload", "expected `text`, a mixture or trace file");
+
+    const char *s16[] = {"workload={kind: fixed}"};
+    e = load_fail(NULL, s16, 1);
+    assert_err(&e, "--set", 0, "workload", "needs images or text_tokens");
+
     const char *s14[] = {"workload={kind: fixd, images: 1}"};
     e = load_fail(NULL, s14, 1);
     assert_err(&e, "--set", 0, "workload.kind", "did you mean 'fixed'?");
@@ -840,6 +875,7 @@ static Suite *config_suite(void)
     tcase_add_test(doc, doc_int_getter);
     tcase_add_test(doc, doc_double_bool_str_enum);
     tcase_add_test(doc, doc_check_keys);
+    tcase_add_test(doc, doc_lines);
     suite_add_tcase(s, doc);
 
     TCase *sc = tcase_create("scenario");

@@ -349,7 +349,7 @@ static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *
     if (*gb_found)
         sc->train.global_batch = gb;
     if (!rc)
-        rc = get_i64(ld, m, p, "micro_batch", 1, INT64_MAX, &sc->train.micro_batch, err);
+        rc = get_i64(ld, m, p, "micro_batch", 1, INT_MAX, &sc->train.micro_batch, err);
     if (!rc)
         rc = get_i64(ld, m, p, "seq_len", 1, INT64_MAX, &sc->train.seq_len, err);
     if (!rc)
@@ -464,6 +464,17 @@ static int read_workload(loader *ld, struct fy_node *root, mm_err *err)
                                   "{kind: fixed, images: N, tiles: N, text_tokens: N}"),
                    err);
     if (fy_node_is_scalar(v)) {
+        /* A plain number or boolean is a slip, not a file name. */
+        mm_err scratch;
+        double num;
+        bool flag;
+        if (fy_node_get_style(v) == FYNS_PLAIN &&
+            (mm_node_as_double(&ld->doc, v, "workload", -1e308, 1e308, &num, &scratch) == 0 ||
+             mm_node_bool(&ld->doc, root, "workload", "workload", &flag, NULL, &scratch) == 0))
+            return fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), "workload",
+                                      "expected `text`, a mixture or trace file, or "
+                                      "{kind: fixed, images: N, tiles: N, text_tokens: N}"),
+                       err);
         int rc = mm_node_as_str(&ld->doc, v, "workload", sc->workload.path,
                                 sizeof sc->workload.path, err);
         if (rc)

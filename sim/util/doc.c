@@ -15,8 +15,10 @@
  * collection's from the key that holds it.
  *
  * Files are read into memory by us (so that a missing file gives errno's
- * words, not libfyaml's) and parsed from that buffer; a name ending in
- * ".json" selects libfyaml's JSON mode.
+ * words, not libfyaml's) and parsed from that buffer with libfyaml's parser
+ * API; a name ending in ".json" selects libfyaml's JSON mode.  A file holds
+ * one document: a comments-only file is an empty document (root NULL), a
+ * second `---` document is an error.
  * Not for: knowing any schema (scenario.c and friends do), or writing YAML. */
 #include "util/doc.h"
 
@@ -104,6 +106,7 @@ static int parse_buffer(mm_doc *doc, const char *name, char *buf, size_t len, mm
     dcfg.fp = NULL;
     dcfg.output_fn = diag_output;
     dcfg.user = &cap;
+    dcfg.level = FYET_ERROR; /* notices and warnings are not ours to show */
     dcfg.colorize = false;
     dcfg.show_source = false;
     dcfg.show_position = true;
@@ -255,8 +258,9 @@ static int scalar_line(struct fy_node *node)
     return mark && mark->line >= 0 ? mark->line + 1 : 0;
 }
 
-/* Line of the key under which `node` hangs in its parent, or the parent's
- * own line; used for empty collections, which have no scalar inside. */
+/* Line of the key under which `node` hangs, for empty collections, which
+ * have no scalar inside.  It only walks up (an item of a list takes the line
+ * of the list's key), so it cannot loop. */
 static int parent_line(struct fy_node *node)
 {
     struct fy_node *parent = fy_node_get_parent(node);
@@ -265,11 +269,16 @@ static int parent_line(struct fy_node *node)
     if (fy_node_is_mapping(parent)) {
         void *it = NULL;
         struct fy_node_pair *p;
-        while ((p = fy_node_mapping_iterate(parent, &it)))
-            if (fy_node_pair_value(p) == node)
-                return mm_node_line(fy_node_pair_key(p));
+        while ((p = fy_node_mapping_iterate(parent, &it))) {
+            struct fy_node *key = fy_node_pair_key(p);
+            if (fy_node_pair_value(p) == node && key && fy_node_is_scalar(key)) {
+                int line = scalar_line(key);
+                if (line > 0)
+                    return line;
+            }
+        }
     }
-    return mm_node_line(parent);
+    return parent_line(parent);
 }
 
 int mm_node_line(const struct fy_node *cnode)
@@ -277,16 +286,17 @@ int mm_node_line(const struct fy_node *cnode)
     struct fy_node *node = unconst(cnode);
     if (!node)
         return 0;
+    if (fy_node_is_scalar(node))
+        return scalar_line(node);
+    /* A collection starts where its first scalar does (the `{` or `-` before
+     * it is on the same line in all but contrived layouts). */
     int line = 0;
-    if (fy_node_is_scalar(node)) {
-        line = scalar_line(node);
-    } else if (fy_node_is_mapping(node)) {
-        void *it = NULL;
+    void *it = NULL;
+    if (fy_node_is_mapping(node)) {
         struct fy_node_pair *p = fy_node_mapping_iterate(node, &it);
         if (p)
             line = mm_node_line(fy_node_pair_key(p));
-    } else if (fy_node_is_sequence(node)) {
-        void *it = NULL;
+    } else {
         struct fy_node *item = fy_node_sequence_iterate(node, &it);
         if (item)
             line = mm_node_line(item);
