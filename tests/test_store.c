@@ -29,33 +29,43 @@ static const char scenario_b[] =
 
 /* ---- fixture: a fresh temporary directory per test -------------------- */
 
-static char tmpdir[256];
+/* main() makes `root` (in the parent process) and removes it with all it
+ * holds at the end, so a failing test, whose teardown Check skips, leaves
+ * nothing behind either.  Each test works in its own `tmpdir` under it. */
+static char root[256];
+static char tmpdir[300];
 
 static void setup(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/mmsim-store-XXXXXX", base && *base ? base : "/tmp");
+    snprintf(tmpdir, sizeof tmpdir, "%s/t-XXXXXX", root);
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
-/* Removes tmpdir and everything in it (tests create files one level deep,
- * plus the occasional empty subdirectory). */
+/* Removes a directory tree (no symbolic links are followed: lstat). */
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char p[1024];
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            struct stat sb;
+            if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+                remove_tree(p);
+            else
+                unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 static void teardown(void)
 {
-    DIR *d = opendir(tmpdir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
-        if (unlink(p) != 0)
-            rmdir(p);
-    }
-    closedir(d);
-    rmdir(tmpdir);
+    remove_tree(tmpdir);
 }
 
 static void path_in(char *buf, size_t len, const char *name)
@@ -862,9 +872,16 @@ static Suite *store_suite(void)
 
 int main(void)
 {
+    const char *base = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/mmsim-store-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(root)) {
+        perror(root);
+        return EXIT_FAILURE;
+    }
     SRunner *sr = srunner_create(store_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    remove_tree(root);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

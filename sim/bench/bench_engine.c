@@ -136,13 +136,13 @@ static void usage(FILE *f)
     fprintf(f, "usage: bench_engine [--events N] [--pending N] [--reps N]\n"
                "  --events N   events processed per measurement (default 10000000)\n"
                "  --pending N  events held in the queue (default 10000)\n"
-               "  --reps N     repetitions; the best is reported (default 3)\n");
+               "  --reps N     repetitions; the best is reported (default 5)\n");
 }
 
 int main(int argc, char **argv)
 {
-    uint64_t events = 10000000, pending = 10000, reps = 3;
-    for (int i = 1; i < argc; i++) {
+    uint64_t events = 10000000, pending = 10000, reps = 5;
+    for (int i = 1; i < argc; i += 2) { /* every flag but --help takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc;
         if (strcmp(a, "--events") == 0)
@@ -161,7 +161,6 @@ int main(int argc, char **argv)
         }
         if (rc != 0)
             return 2;
-        i++;
     }
 
     double best_eng = 0, best_bare = 0;

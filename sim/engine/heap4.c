@@ -22,10 +22,25 @@
 
 /* The order of the heap.  seq is unique per heap, so no two entries compare
  * equal and pop order does not depend on how the heap happens to be laid
- * out. */
+ * out.
+ *
+ * Written without && and ||, so that it yields a flag rather than a branch:
+ * with random keys the outcome of each comparison is a coin toss, and as
+ * branches they cost about ten mispredictions per pop (cachegrind,
+ * 10^4 entries); as flags, under one.  Where the compiler has a 128-bit
+ * integer, (time with its sign bit flipped, seq) is compared as one unsigned
+ * 128-bit number, which is a cmp/sbb pair on x86-64. */
 static inline int mm_heap4_less(const mm_heap_entry *x, const mm_heap_entry *y)
 {
-    return x->time < y->time || (x->time == y->time && x->seq < y->seq);
+#ifdef __SIZEOF_INT128__
+    __extension__ typedef unsigned __int128 mm_u128;
+    const uint64_t flip = UINT64_C(1) << 63;
+    mm_u128 kx = (mm_u128)((uint64_t)x->time ^ flip) << 64 | x->seq;
+    mm_u128 ky = (mm_u128)((uint64_t)y->time ^ flip) << 64 | y->seq;
+    return kx < ky;
+#else
+    return (x->time < y->time) | ((x->time == y->time) & (x->seq < y->seq));
+#endif
 }
 
 int mm_heap4_init(mm_heap4 *h, size_t initial_cap)
@@ -103,10 +118,12 @@ int mm_heap4_pop(mm_heap4 *h, mm_heap_entry *out)
         size_t m;
         if (c + 3 < n) {
             /* All four children exist (the common case): a two-round
-             * tournament, which the compiler turns into conditional moves. */
-            size_t m01 = mm_heap4_less(&a[c + 1], &a[c]) ? c + 1 : c;
-            size_t m23 = mm_heap4_less(&a[c + 3], &a[c + 2]) ? c + 3 : c + 2;
-            m = mm_heap4_less(&a[m23], &a[m01]) ? m23 : m01;
+             * tournament.  The winners are computed with arithmetic on the
+             * flags, not with ?:, which GCC 12 compiles to branches here. */
+            size_t m01 = c + (size_t)mm_heap4_less(&a[c + 1], &a[c]);
+            size_t m23 = c + 2 + (size_t)mm_heap4_less(&a[c + 3], &a[c + 2]);
+            size_t pick = (size_t)0 - (size_t)mm_heap4_less(&a[m23], &a[m01]);
+            m = m01 ^ ((m01 ^ m23) & pick);
         } else if (c < n) {
             /* The last internal node: one to three children. */
             m = c;

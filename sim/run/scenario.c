@@ -16,7 +16,8 @@
  * micro_batch x parallel.llm.dp (Megatron-LM's default); every degree of a
  * module layout 1, its zero -1 (inherit train.zero); parallel.vision and
  * parallel.audio absent; placement pipeline; workload text; batching
- * sequential; network flow; iterations 1; seed 1.
+ * sequential; network analytic (until the flow model exists); iterations 1;
+ * seed 1.
  *
  * Not for: rules that need the model or the topology (degrees against the
  * GPU count, layers against pp, batch against micro_batch x dp): the run
@@ -526,7 +527,7 @@ static void set_defaults(mm_scenario *sc)
     sc->parallel.placement = MM_PLACE_PIPELINE;
     sc->workload.kind = MM_WORKLOAD_TEXT;
     sc->batching = MM_BATCH_SEQUENTIAL;
-    sc->network = MM_NET_FLOW;
+    sc->network = MM_NET_ANALYTIC;
     sc->iterations = 1;
     sc->seed = 1;
 }
