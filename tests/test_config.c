@@ -522,7 +522,7 @@ START_TEST(scenario_full_file)
     ck_assert(sc->workload.images == 1 && sc->workload.tiles == 5 &&
               sc->workload.text_tokens == 300);
     ck_assert_int_eq(sc->batching, MM_BATCH_POST_BALANCE);
-    ck_assert_int_eq(sc->network, MM_NET_ANALYTIC);
+    ck_assert_int_eq(sc->network, MM_NET_FLOW);
     ck_assert_int_eq(sc->iterations, 8);
     ck_assert_uint_eq(sc->seed, 42);
     int line = 0;
