@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli/cli.h"
 #include "mmsim_config.h"
 #include "run/sim.h"
 #include "store/store.h"
@@ -50,7 +51,7 @@ static const char usage_run[] =
     "  --trace FILE     write the last iteration's timeline as Chrome-trace JSON\n"
     "                   (open in chrome://tracing or ui.perfetto.dev)\n";
 
-static int fail(const mm_err *err)
+int mm_cli_fail(const mm_err *err)
 {
     char buf[1200];
     mm_err_format(err, buf, sizeof buf);
@@ -194,7 +195,7 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     return rc;
 }
 
-static int cmd_run(int argc, char **argv)
+int mm_cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *db = DEFAULT_DB, *trace = NULL;
     const char *sets[MAX_SETS];
@@ -238,19 +239,19 @@ static int cmd_run(int argc, char **argv)
     static mm_scenario sc;
     static mm_sim sim;
     if (mm_scenario_load(&sc, scenario, sets, n_sets, &err))
-        return fail(&err);
+        return mm_cli_fail(&err);
     if (mm_sim_prepare(&sim, &sc, &err))
-        return fail(&err);
+        return mm_cli_fail(&err);
     mm_metrics m;
     mm_sim_timeline tl;
     if (mm_sim_run(&sim, &m, trace ? &tl : NULL, &err))
-        return fail(&err);
+        return mm_cli_fail(&err);
     int rc = 0;
     int64_t run_id = 0;
     if (trace && mm_trace_write(trace, &tl, &err))
-        rc = fail(&err);
+        rc = mm_cli_fail(&err);
     if (rc == 0 && !no_db && store_run(db, &sim, &m, &run_id, &err))
-        rc = fail(&err);
+        rc = mm_cli_fail(&err);
     if (rc == 0) {
         if (json)
             print_json(&sim, &m, run_id, db);
@@ -262,6 +263,15 @@ static int cmd_run(int argc, char **argv)
     mm_metrics_free(&m);
     return rc;
 }
+
+/* One entry per subcommand; each lives in its own cmd_*.c file (cli.h). */
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;
+} commands[] = {
+    {"run", mm_cli_run, usage_run},
+};
 
 int main(int argc, char **argv)
 {
@@ -283,15 +293,17 @@ int main(int argc, char **argv)
             fputs(usage_main, stdout);
             return 0;
         }
-        if (!strcmp(argv[2], "run")) {
-            fputs(usage_run, stdout);
-            return 0;
-        }
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name)) {
+                fputs(commands[i].usage, stdout);
+                return 0;
+            }
         fprintf(stderr, "mmsim: no command '%s' (see mmsim --help)\n", argv[2]);
         return 2;
     }
-    if (!strcmp(cmd, "run"))
-        return cmd_run(argc - 2, argv + 2);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].fn(argc - 2, argv + 2);
     fprintf(stderr, "mmsim: unknown command '%s' (see mmsim --help)\n", cmd);
     return 2;
 }

@@ -1,0 +1,16 @@
+/* cli.h - the subcommands of `mmsim`, one file each (main.c dispatches).
+ * A subcommand parses its own arguments, calls the library, prints, and
+ * returns the process exit status: 0 success, 2 bad input, 1 internal error.
+ * Not for: anything a program embedding libmmsim would need. */
+#ifndef MM_CLI_H
+#define MM_CLI_H
+
+#include "util/err.h"
+
+/* Prints "mmsim: file:line: key 'k': message" to stderr and returns the exit
+ * status for the error (2 for MM_EINPUT, 1 otherwise). */
+int mm_cli_fail(const mm_err *err);
+
+int mm_cli_run(int argc, char **argv); /* main.c */
+
+#endif
