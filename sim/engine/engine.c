@@ -27,10 +27,14 @@
  *   comes; a model that schedules far ahead and cancels almost everything
  *   grows the heap with dead entries.  Compacting when dead entries
  *   outnumber live ones would fix it; nothing needs that yet.
- * - generations are 32 bits: a handle kept while its slot is reused 2^32
- *   times could alias a later event of that slot.  Callers hold handles for a
- *   few events, not for billions.
- * - at most 2^32 - 1 events can be pending at once (slot index is 32 bits). */
+ * - generations are 32 bits: a handle (or a cancelled event's heap entry)
+ *   kept while its slot is reused 2^32 times could alias a later event of
+ *   that slot.  Callers hold handles for a few events, not for billions.
+ * - at most 2^31 events can be pending at once (the pool doubles from 4096
+ *   and slot indices are 32 bits).
+ * - mm_engine_stop only ends a run in progress: each run clears the flag
+ *   when it starts, so a stop issued between runs is forgotten.  Calling
+ *   run or run_until from inside a callback is not supported. */
 #include "engine/engine.h"
 
 #include <stdlib.h>
