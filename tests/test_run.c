@@ -28,7 +28,7 @@ static mm_iter_metrics uniform_pipeline(mm_schedule kind, int p, int m, double t
     mm_stage_cost *st = calloc((size_t)p, sizeof *st);
     for (int s = 0; s < p; s++)
         st[s] = (mm_stage_cost){.chunks = 1, .fwd_s = tf, .bwd_s = tb};
-    mm_build_spec spec = {.schedule = kind, .tp = 1, .pp = p, .dp = 1, .m = m, .stages = st};
+    mm_build_spec spec = {.schedule = kind, .tp = 1, .pp = p, .dp = 1, .vpp = 1, .m = m, .stages = st};
     mm_graph g;
     ck_assert_int_eq(mm_build_iteration(&spec, &g), 0);
     mm_cluster c = test_cluster();
@@ -83,14 +83,14 @@ START_TEST(schedule_orders)
 {
     mm_sched_step st[16];
     /* 1F1B, p = 4, m = 4, stage 1: two warm-up forwards */
-    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_1F1B, 4, 1, 4, st), 8);
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_1F1B, 4, 1, 4, 1, st), 8);
     const int pass[] = {0, 0, 0, 1, 0, 1, 1, 1}, mb[] = {0, 1, 2, 0, 3, 1, 2, 3};
     for (int i = 0; i < 8; i++) {
         ck_assert_int_eq(st[i].pass, pass[i]);
         ck_assert_int_eq(st[i].mb, mb[i]);
     }
-    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_1F1B, 4, 4, 4, st), -1);
-    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_GPIPE, 2, 0, 0, st), -1);
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_1F1B, 4, 4, 4, 1, st), -1);
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_GPIPE, 2, 0, 0, 1, st), -1);
 }
 END_TEST
 

@@ -275,6 +275,7 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     spec->schedule = sc->train.schedule == MM_SCHED_GPIPE ? MM_SCHEDULE_GPIPE : MM_SCHEDULE_1F1B;
     spec->tp = L->tp;
     spec->pp = L->pp;
+    spec->vpp = 1;
     spec->dp = L->dp;
     spec->m = sim->micro_batches;
     spec->zero = zero;
