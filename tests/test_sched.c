@@ -268,6 +268,160 @@ START_TEST(pass_times_bad_input)
 }
 END_TEST
 
+/* A 2-stage, 4-replica, tp 4 layout with 4 layers per stage and costs
+ * where each layer computes longer than its communication. */
+static mm_build_spec comm_spec(mm_stage_cost *st)
+{
+    for (int i = 0; i < 2; i++)
+        st[i] = (mm_stage_cost){.chunks = 4, .fwd_s = 4e-3, .bwd_s = 8e-3, .grad_bytes = 400e6, .opt_s = 1e-3};
+    return (mm_build_spec){.schedule = MM_SCHEDULE_1F1B, .tp = 4, .pp = 2, .dp = 4, .vpp = 1, .m = 4,
+                           .zero = 0, .tp_bytes = 8e6, .tp_msgs_fwd = 2, .tp_msgs_bwd = 2, .p2p_bytes = 16e6,
+                           .stages = st};
+}
+
+static int count_cat(const mm_build_spec *sp, int cat, int stream)
+{
+    mm_graph g;
+    ck_assert_int_eq(mm_build_iteration(sp, &g), 0);
+    int n = 0;
+    for (uint32_t i = 0; i < g.n_ops; i++)
+        n += g.ops[i].cat == cat && (stream < 0 || g.ops[i].stream == stream);
+    mm_graph_free(&g);
+    return n;
+}
+
+/* With the analytic model (nccl-tests' bus factors), an all-gather plus a
+ * reduce-scatter of S costs what an all-reduce of S costs, so sequence
+ * parallelism changes the kind of TP traffic but not the time. */
+START_TEST(sequence_parallel_same_bytes)
+{
+    mm_stage_cost st[2];
+    mm_build_spec sp = comm_spec(st);
+    run_result a = run_spec(&sp);
+    sp.sp = true;
+    run_result b = run_spec(&sp);
+    ck_assert_msg(fabs(a.time_s - b.time_s) < 1e-6 * a.time_s, "%.9f vs %.9f", a.time_s, b.time_s);
+    ck_assert(b.all_once && b.eager);
+    /* 8 ranks x 4 layers x 4 micro-batches x 2 passes x (gather + scatter) */
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_TP, MM_STREAM_COMPUTE), 8 * 4 * 4 * 2 * 2);
+}
+END_TEST
+
+/* tp_comm_overlap: a layer takes max(compute, communication) instead of
+ * their sum; here compute is longer, so TP traffic disappears from the
+ * iteration time. */
+START_TEST(tp_overlap_hides_tp)
+{
+    mm_stage_cost st[2];
+    mm_build_spec sp = comm_spec(st);
+    run_result blocking = run_spec(&sp);
+    sp.tp_overlap = true;
+    run_result over = run_spec(&sp);
+    sp.tp_bytes = 0;
+    run_result none = run_spec(&sp);
+    ck_assert(blocking.time_s > none.time_s * 1.001);
+    ck_assert_msg(fabs(over.time_s - none.time_s) < 1e-9, "%.9f vs %.9f", over.time_s, none.time_s);
+    ck_assert(over.all_once && over.eager);
+}
+END_TEST
+
+/* overlap_grad_reduce: buckets leave during the last backward, so at most
+ * the last bucket's reduction stays exposed. */
+START_TEST(grad_reduce_overlap)
+{
+    mm_stage_cost st[2];
+    mm_build_spec sp = comm_spec(st);
+    run_result plain = run_spec(&sp);
+    sp.overlap_grad_reduce = true;
+    sp.bucket_bytes = 100e6; /* one layer per bucket */
+    run_result over = run_spec(&sp);
+    ck_assert(over.all_once && over.eager);
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_DP, MM_STREAM_DP), 8 * 4);
+    mm_cluster c;
+    mm_err err;
+    ck_assert_int_eq(mm_cluster_load("topologies/dgx-a100.yaml", 64, &c, &err), 0);
+    int g4[4] = {0, 4, 8, 12};
+    double whole = mm_net_analytic_time(&c, MM_COLL_ALLREDUCE, g4, 4, 400e6);
+    double bucket = mm_net_analytic_time(&c, MM_COLL_ALLREDUCE, g4, 4, 100e6);
+    /* plain: the whole reduction follows the last backward; overlapped:
+     * the first bucket leaves once the last backward's first layer has
+     * computed (2 ms a layer, plus its TP all-reduces), so the other three
+     * layers hide at least 6 ms of reduction, and at most all but the last
+     * bucket can hide */
+    double saved = plain.time_s - over.time_s;
+    ck_assert_msg(saved >= 6e-3 && saved <= whole - bucket + 1e-9, "saved %.6f whole %.6f bucket %.6f", saved,
+                  whole, bucket);
+    /* distributed optimizer: reduce-scatter buckets, then a parameter
+     * all-gather; overlapping the gather moves it to the iteration start */
+    sp.zero = 1;
+    sp.overlap_param_gather = true;
+    run_result z1 = run_spec(&sp);
+    ck_assert(z1.all_once && z1.eager);
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_DP, MM_STREAM_DP), 8 * 4 * 2);
+}
+END_TEST
+
+/* ZeRO-3: every layer's parameters gathered before each forward and
+ * backward of every micro-batch, gradients scattered after each backward. */
+START_TEST(zero3_collectives)
+{
+    mm_stage_cost st[2];
+    mm_build_spec sp = comm_spec(st);
+    sp.zero = 3;
+    /* per rank: 4 layers x 4 micro-batches x (gather F, gather B, scatter) */
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_DP, MM_STREAM_DP), 8 * 4 * 4 * 3);
+    run_result r = run_spec(&sp);
+    ck_assert(r.all_once && r.eager);
+    sp.zero = 0;
+    run_result z0 = run_spec(&sp);
+    ck_assert(r.time_s > z0.time_s);
+}
+END_TEST
+
+START_TEST(cp_and_ep_traffic)
+{
+    mm_stage_cost st[2];
+    mm_build_spec sp = comm_spec(st);
+    sp.tp = 2;
+    sp.cp = 2;
+    sp.cp_ring = true;
+    sp.cp_bytes = 4e6;
+    /* ring attention: one side op per layer and pass */
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_CP, MM_STREAM_SIDE), 8 * 4 * 4 * 2);
+    run_result r = run_spec(&sp);
+    ck_assert(r.all_once && r.eager);
+    sp.cp_ring = false;
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_CP, MM_STREAM_COMPUTE), 8 * 4 * 4 * 2);
+    sp.cp = 1;
+    sp.ep = 2;
+    sp.ep_bytes = 8e6;
+    st[0].moe_chunks = st[1].moe_chunks = 4;
+    ck_assert_int_eq(count_cat(&sp, MM_CAT_EP, MM_STREAM_COMPUTE), 8 * 4 * 4 * 2);
+    r = run_spec(&sp);
+    ck_assert(r.all_once && r.eager);
+    sp.ep = 3; /* must divide dp */
+    mm_graph g;
+    ck_assert_int_eq(mm_build_iteration(&sp, &g), -1);
+}
+END_TEST
+
+START_TEST(placement_order)
+{
+    int o[MM_DIM_COUNT];
+    ck_assert_int_eq(mm_build_parse_order("tp-cp-ep-dp-pp", o), 0);
+    ck_assert(o[0] == MM_DIM_TP && o[1] == MM_DIM_CP && o[2] == MM_DIM_DP && o[3] == MM_DIM_PP);
+    ck_assert_int_eq(mm_build_parse_order("tp-pp-dp-cp", o), 0);
+    ck_assert_int_eq(mm_build_parse_order("tp-ep-cp-dp-pp", o), -1);
+    ck_assert_int_eq(mm_build_parse_order("tp-tp-dp-pp", o), -1);
+    ck_assert_int_eq(mm_build_parse_order("tp-cp-dp", o), -1);
+    ck_assert_int_eq(mm_build_parse_order("tp-cp-dp-pp-xx", o), -1);
+    mm_build_spec sp = {.tp = 4, .cp = 2, .dp = 3, .pp = 2};
+    ck_assert_int_eq(mm_build_gpu(&sp, 1, 1, 2, 1), 1 + 4 * (1 + 2 * (2 + 3 * 1)));
+    ck_assert_int_eq(mm_build_parse_order("dp-tp-cp-pp", sp.order), 0);
+    ck_assert_int_eq(mm_build_gpu(&sp, 1, 1, 2, 1), 2 + 3 * (1 + 4 * (1 + 2 * 1)));
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -278,6 +432,12 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, schedule_step_counts);
     tcase_add_test(tc, zero_bubble_paper_rates);
     tcase_add_test(tc, pass_times_bad_input);
+    tcase_add_test(tc, sequence_parallel_same_bytes);
+    tcase_add_test(tc, tp_overlap_hides_tp);
+    tcase_add_test(tc, grad_reduce_overlap);
+    tcase_add_test(tc, zero3_collectives);
+    tcase_add_test(tc, cp_and_ep_traffic);
+    tcase_add_test(tc, placement_order);
     suite_add_tcase(s, tc);
     return s;
 }

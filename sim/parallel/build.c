@@ -1,4 +1,10 @@
-/* build.c - emitting the ops, collectives and dependencies of one iteration. */
+/* build.c - emitting the ops, collectives and dependencies of one iteration.
+ *
+ * Collectives that span simulated ranks (DP buckets, ZeRO-3 gathers, EP
+ * all-to-alls) are created by the first member that emits them and looked
+ * up by the others: every rank of a group runs the same schedule, so they
+ * reach their collectives in the same order and the lookup key (virtual
+ * stage, micro-batch, pass, layer, group) is enough. */
 #include "parallel/build.h"
 
 #include <stdlib.h>
@@ -8,11 +14,27 @@ typedef struct pass_ends {
     uint32_t first, last; /* first and last op of a pass on a rank */
 } pass_ends;
 
+/* A collective shared by several ranks, keyed by position. */
+typedef struct coll_cache {
+    int64_t *id; /* -1: not created yet */
+    size_t n;
+} coll_cache;
+
 typedef struct builder {
     const mm_build_spec *sp;
     mm_graph *g;
     int V;                /* virtual stages: pp * vpp */
+    int cp, ep;
+    int stride[MM_DIM_COUNT];
     pass_ends *fe, *be;   /* by (virtual stage, dp replica, micro-batch) */
+    int64_t *last_compute; /* per rank: last op on its compute stream */
+    int64_t *last_dp;     /* per rank: last op on its DP stream */
+    uint32_t *layer_ops;  /* compute op of each layer of the last pass */
+    coll_cache z3;        /* ZeRO-3: (vs, mb, pass, layer) -> gather / scatter */
+    coll_cache epc;       /* EP: (group, vs, mb, pass, layer, k) */
+    coll_cache bucket;    /* DP buckets: (stage, bucket) for grads and params */
+    int max_chunks;
+    int *gbuf;            /* scratch GPU list */
 } builder;
 
 static int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->dp * (vs % sp->pp); }
@@ -22,9 +44,139 @@ static size_t pass_index(const builder *b, int vs, int d, int mb)
     return ((size_t)vs * b->sp->dp + d) * b->sp->m + mb;
 }
 
+int mm_build_parse_order(const char *text, int order[MM_DIM_COUNT])
+{
+    static const char *const names[] = {"tp", "cp", "dp", "pp"};
+    int seen[MM_DIM_COUNT] = {0}, n = 0, ep_pending = 0;
+    const char *p = text;
+    while (*p) {
+        size_t len = strcspn(p, "-");
+        if (len == 2 && !strncmp(p, "ep", 2)) {
+            if (ep_pending)
+                return -1;
+            ep_pending = 1;
+        } else {
+            int k = -1;
+            for (int i = 0; i < MM_DIM_COUNT; i++)
+                if (len == 2 && !strncmp(p, names[i], 2))
+                    k = i;
+            if (k < 0 || seen[k] || n == MM_DIM_COUNT || (ep_pending && k != MM_DIM_DP))
+                return -1;
+            ep_pending = 0;
+            seen[k] = 1;
+            order[n++] = k;
+        }
+        p += len;
+        if (*p == '-')
+            p++;
+    }
+    return n == MM_DIM_COUNT && !ep_pending ? 0 : -1;
+}
+
+static void strides(const mm_build_spec *sp, int cp, int out[MM_DIM_COUNT])
+{
+    static const int def[MM_DIM_COUNT] = {MM_DIM_TP, MM_DIM_CP, MM_DIM_DP, MM_DIM_PP};
+    const int *ord = sp->order[0] || sp->order[1] || sp->order[2] || sp->order[3] ? sp->order : def;
+    int size[MM_DIM_COUNT] = {sp->tp, cp, sp->dp, sp->pp}, st = 1;
+    for (int i = 0; i < MM_DIM_COUNT; i++) {
+        out[ord[i]] = st;
+        st *= size[ord[i]];
+    }
+}
+
+int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s)
+{
+    int st[MM_DIM_COUNT];
+    strides(sp, sp->cp > 0 ? sp->cp : 1, st);
+    return t * st[MM_DIM_TP] + c * st[MM_DIM_CP] + d * st[MM_DIM_DP] + s * st[MM_DIM_PP];
+}
+
+static int gpu(const builder *b, int t, int c, int d, int s)
+{
+    return t * b->stride[MM_DIM_TP] + c * b->stride[MM_DIM_CP] + d * b->stride[MM_DIM_DP] +
+           s * b->stride[MM_DIM_PP];
+}
+
+/* Looks a shared collective up, creating it (kind, members, count, bytes
+ * over the GPUs in b->gbuf[0..n)) on first use. */
+static int64_t shared_coll(builder *b, coll_cache *cc, size_t key, int kind, int members, int count,
+                           double bytes, int n)
+{
+    if (key >= cc->n)
+        return -1;
+    if (cc->id[key] < 0)
+        cc->id[key] = mm_graph_add_coll(b->g, kind, members, count, bytes, b->gbuf, n);
+    return cc->id[key];
+}
+
+static int cache_init(coll_cache *cc, size_t n)
+{
+    cc->n = n;
+    cc->id = malloc((n ? n : 1) * sizeof *cc->id);
+    if (!cc->id)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        cc->id[i] = -1;
+    return 0;
+}
+
+/* Appends an op that waits for `after` (if >= 0); returns its id or -1. */
+static int64_t add(builder *b, const mm_op *op, int64_t after)
+{
+    int64_t id = mm_graph_add_op(b->g, op);
+    if (id < 0 || (after >= 0 && mm_graph_dep(b->g, (uint32_t)after, (uint32_t)id)))
+        return -1;
+    if (op->stream == MM_STREAM_COMPUTE)
+        b->last_compute[op->rank] = id;
+    else if (op->stream == MM_STREAM_DP)
+        b->last_dp[op->rank] = id;
+    return id;
+}
+
+/* A communication op of rank `rank` on `stream` in collective `cl`. */
+static int64_t add_comm(builder *b, int rank, int stream, int cat, int vs, int mb, int layer, int64_t cl,
+                        int64_t after)
+{
+    if (cl < 0)
+        return -1;
+    mm_op op = {.rank = rank, .stream = (uint8_t)stream, .cat = (uint8_t)cat, .layer = (int16_t)layer,
+                .stage = vs, .mb = mb, .coll = (int32_t)cl, .peer = -1};
+    return add(b, &op, after);
+}
+
+/* TP group of DP replica d, stage s (all CP ranks' TP peers are collapsed
+ * with it; the TP collective runs over the tp GPUs of CP rank 0). */
+static int tp_group(builder *b, int d, int s)
+{
+    for (int t = 0; t < b->sp->tp; t++)
+        b->gbuf[t] = gpu(b, t, 0, d, s);
+    return b->sp->tp;
+}
+
+static int dp_group(builder *b, int s)
+{
+    for (int d = 0; d < b->sp->dp; d++)
+        b->gbuf[d] = gpu(b, 0, 0, d, s);
+    return b->sp->dp;
+}
+
+/* ZeRO-3 all-gather of one layer's parameters before a pass, prefetched one
+ * layer ahead: it may start once the compute before the previous layer is
+ * done (the DP stream keeps the gathers in order). */
+static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int layer, int64_t prev)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    double bytes = (c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
+    size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
+    int n = dp_group(b, vs % sp->pp);
+    int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->dp, 1, bytes, n);
+    return add_comm(b, rank_of(sp, d, vs), MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, prev);
+}
+
 /* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
- * `chunks` compute ops (one per layer), each followed by that layer's TP
- * all-reduces.  W passes have no TP traffic. */
+ * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
+ * communication.  W passes have none but ZeRO-3's gradient scatter. */
 static int emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
 {
     const mm_build_spec *sp = b->sp;
@@ -42,29 +194,97 @@ static int emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     } else {
         dur = c->wgrad_s, flops = c->wgrad_flops, hw = flops, msgs = 0, cat = MM_CAT_WGRAD;
     }
-    int tpgpus[1024];
-    for (int t = 0; t < sp->tp; t++)
-        tpgpus[t] = mm_build_gpu(sp, t, d, s);
-    int64_t prev = -1;
+    bool comm_pass = pass != MM_PASS_W;
+    int64_t prev = b->last_compute[rank];
+    int64_t prev2 = prev; /* tail of the layer before the previous one */
+    pe->first = UINT32_MAX;
     for (int k = 0; k < chunks; k++) {
-        mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
-                    .layer = (int16_t)k, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
-                    .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
-        int64_t id = mm_graph_add_op(b->g, &op);
-        if (id < 0 || (prev >= 0 && mm_graph_dep(b->g, (uint32_t)prev, (uint32_t)id)))
-            return -1;
-        if (k == 0)
-            pe->first = (uint32_t)id;
-        prev = id;
-        if (sp->tp > 1 && sp->tp_bytes > 0 && msgs > 0) {
-            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLREDUCE, 1, msgs, sp->tp_bytes, tpgpus, sp->tp);
-            mm_op cop = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_TP,
-                         .layer = (int16_t)k, .stage = vs, .mb = mb, .coll = (int32_t)cl, .peer = -1};
-            int64_t cid = cl < 0 ? -1 : mm_graph_add_op(b->g, &cop);
-            if (cid < 0 || mm_graph_dep(b->g, (uint32_t)prev, (uint32_t)cid))
+        /* backward visits the layers from the last to the first */
+        int layer = pass == MM_PASS_F ? k : chunks - 1 - k;
+        int64_t gather = -1;
+        if (sp->zero >= 3 && comm_pass && sp->dp > 1) {
+            /* prefetch depth one: gather layer k while layer k-1 computes */
+            gather = zero3_gather(b, d, vs, mb, pass, layer, prev2);
+            if (gather < 0)
                 return -1;
-            prev = cid;
         }
+        mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
+                    .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
+                    .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
+        int64_t layer_start = prev;
+        int64_t id = add(b, &op, prev);
+        if (id < 0 || (gather >= 0 && mm_graph_dep(b->g, (uint32_t)gather, (uint32_t)id)))
+            return -1;
+        if (pe->first == UINT32_MAX)
+            pe->first = (uint32_t)id;
+        b->layer_ops[layer] = (uint32_t)id;
+        int64_t tail = id;      /* what the next layer waits for */
+        int64_t side_end = -1;  /* overlapped communication of this layer */
+        if (comm_pass && sp->tp > 1 && sp->tp_bytes > 0 && msgs > 0) {
+            int n = tp_group(b, d, s);
+            int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
+            for (int q = 0; q < (sp->sp ? 2 : 1); q++) {
+                int64_t cl = mm_graph_add_coll(b->g, kinds[q], 1, msgs, sp->tp_bytes, b->gbuf, n);
+                if (sp->tp_overlap) {
+                    int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_TP, vs, mb, layer, cl, layer_start);
+                    if (o < 0)
+                        return -1;
+                    side_end = o;
+                } else if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_TP, vs, mb, layer, cl, tail)) < 0) {
+                    return -1;
+                }
+            }
+        }
+        if (comm_pass && b->cp > 1 && sp->cp_bytes > 0) {
+            if (sp->cp_ring) {
+                /* KV blocks around the ring while attention computes */
+                b->gbuf[0] = gpu(b, 0, 0, d, s);
+                b->gbuf[1] = gpu(b, 0, 1, d, s);
+                int steps = (pass == MM_PASS_F ? 1 : 2) * (b->cp - 1);
+                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, steps, sp->cp_bytes, b->gbuf, 2);
+                int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_CP, vs, mb, layer, cl, layer_start);
+                if (o < 0)
+                    return -1;
+                side_end = o;
+            } else {
+                for (int t = 0; t < b->cp; t++)
+                    b->gbuf[t] = gpu(b, 0, t, d, s);
+                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, 1, 4, sp->cp_bytes, b->gbuf, b->cp);
+                if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_CP, vs, mb, layer, cl, tail)) < 0)
+                    return -1;
+            }
+        }
+        if (comm_pass && b->ep > 1 && sp->ep_bytes > 0 && layer < c->moe_chunks) {
+            int g0 = d - d % b->ep; /* first DP replica of the expert group */
+            for (int e = 0; e < b->ep; e++)
+                b->gbuf[e] = gpu(b, 0, 0, g0 + e, s);
+            size_t key = ((((size_t)(d / b->ep) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
+                         b->max_chunks + layer;
+            int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep, 2, sp->ep_bytes, b->ep);
+            if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_EP, vs, mb, layer, cl, tail)) < 0)
+                return -1;
+        }
+        if (side_end >= 0) {
+            /* the next layer needs this layer's overlapped traffic too: a
+             * zero-time join keeps one predecessor per layer */
+            mm_op join = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
+                          .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1};
+            int64_t j = add(b, &join, tail);
+            if (j < 0 || mm_graph_dep(b->g, (uint32_t)side_end, (uint32_t)j))
+                return -1;
+            tail = j;
+        }
+        /* ZeRO-3: this layer's gradients leave after its last backward work */
+        bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
+        if (sp->zero >= 3 && grads_done && sp->dp > 1) {
+            size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
+            int n = dp_group(b, s);
+            int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / chunks, n);
+            if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0)
+                return -1;
+        }
+        prev2 = prev;
+        prev = tail;
     }
     pe->last = (uint32_t)prev;
     return 0;
@@ -72,9 +292,9 @@ static int emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
 
 /* A transfer of one micro-batch's activation (or gradient) between the same
  * DP replica of two adjacent virtual stages.  With Megatron's scatter-gather
- * optimisation each of the tp GPU pairs carries 1/tp of it in parallel, so
- * one representative pair is timed with bytes/tp.  With measured times fed
- * in (p2p_s > 0) the transfer is a fixed delay. */
+ * optimisation each of the tp x cp GPU pairs carries its share in parallel,
+ * so one representative pair is timed with bytes/(tp cp).  With measured
+ * times fed in (p2p_s > 0) the transfer is a fixed delay. */
 static int emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t after, uint32_t before)
 {
     const mm_build_spec *sp = b->sp;
@@ -83,8 +303,8 @@ static int emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
     if (sp->p2p_s > 0) {
         op.dur_s = sp->p2p_s;
     } else {
-        int pair[2] = {mm_build_gpu(sp, 0, d, from_vs % sp->pp), mm_build_gpu(sp, 0, d, to_vs % sp->pp)};
-        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, sp->p2p_bytes / sp->tp, pair, 2);
+        int pair[2] = {gpu(b, 0, 0, d, from_vs % sp->pp), gpu(b, 0, 0, d, to_vs % sp->pp)};
+        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, sp->p2p_bytes / (sp->tp * b->cp), pair, 2);
         if (cl < 0)
             return -1;
         op.coll = (int32_t)cl;
@@ -95,72 +315,96 @@ static int emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
     return 0;
 }
 
-/* Gradient synchronisation of physical stage s (all its chunks' gradients
- * in one bucket), the optimizer step, and with the distributed optimizer
- * the parameter all-gather. */
+/* Bucket boundaries of physical stage s: layers are visited from the last
+ * chunk's last layer backwards (the order backward produces gradients);
+ * a bucket closes when it holds bucket_bytes or at the stage's end.  Fills
+ * bucket_of[v][layer] and returns the number of buckets. */
+static int buckets(const builder *b, int s, int *bucket_of)
+{
+    const mm_build_spec *sp = b->sp;
+    int nb = 0;
+    double fill = 0;
+    bool split = sp->bucket_bytes > 0 && (sp->overlap_grad_reduce || sp->overlap_param_gather);
+    for (int v = sp->vpp - 1; v >= 0; v--) {
+        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+        for (int k = c->chunks - 1; k >= 0; k--) {
+            bucket_of[v * b->max_chunks + k] = nb;
+            fill += c->grad_bytes / c->chunks;
+            if (split && fill >= sp->bucket_bytes) {
+                nb++;
+                fill = 0;
+            }
+        }
+    }
+    return fill > 0 || nb == 0 ? nb + 1 : nb;
+}
+
+static double bucket_bytes_of(const builder *b, int s, const int *bucket_of, int bucket, int params)
+{
+    const mm_build_spec *sp = b->sp;
+    double sum = 0;
+    for (int v = 0; v < sp->vpp; v++) {
+        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+        double per = (params && c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
+        for (int k = 0; k < c->chunks; k++)
+            if (bucket_of[v * b->max_chunks + k] == bucket)
+                sum += per;
+    }
+    return sum;
+}
+
+/* Gradient synchronisation of physical stage s, the optimizer step, and
+ * with the distributed optimizer the parameter all-gather (unless it was
+ * overlapped with this iteration's forward).  With overlap_grad_reduce
+ * the buckets' reductions were emitted during the backward already. */
 static int emit_dp_tail(builder *b, int s, const uint32_t *last_op)
 {
     const mm_build_spec *sp = b->sp;
     double grad = 0, opt = 0;
-    for (int c = 0; c < sp->vpp; c++) {
-        grad += sp->stages[c * sp->pp + s].grad_bytes;
-        opt += sp->stages[c * sp->pp + s].opt_s;
+    for (int v = 0; v < sp->vpp; v++) {
+        grad += sp->stages[v * sp->pp + s].grad_bytes;
+        opt += sp->stages[v * sp->pp + s].opt_s;
     }
-    int *dpgpus = malloc((size_t)sp->dp * sizeof *dpgpus);
-    if (!dpgpus)
-        return -1;
-    for (int d = 0; d < sp->dp; d++)
-        dpgpus[d] = mm_build_gpu(sp, 0, d, s);
     int rc = 0;
+    bool dist = sp->zero >= 1 && sp->zero <= 2;
     int64_t rs = -1, ag = -1;
-    if (sp->dp > 1 && grad > 0) {
-        rs = mm_graph_add_coll(b->g, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1,
-                               grad, dpgpus, sp->dp);
-        if (sp->zero)
-            ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, grad, dpgpus, sp->dp);
-        if (rs < 0 || (sp->zero && ag < 0))
-            rc = -1;
-    }
+    int n = dp_group(b, s);
+    if (sp->dp > 1 && grad > 0 && sp->zero < 3 && !sp->overlap_grad_reduce)
+        rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, grad, b->gbuf, n);
+    if (sp->dp > 1 && grad > 0 && dist && !sp->overlap_param_gather)
+        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, grad, b->gbuf, n);
     for (int d = 0; d < sp->dp && rc == 0; d++) {
         int rank = d + sp->dp * s;
-        uint32_t prev = last_op[rank];
-        if (rs >= 0) {
-            mm_op op = {.rank = rank, .stream = MM_STREAM_DP, .cat = MM_CAT_DP, .layer = -1,
-                        .stage = s, .mb = -1, .coll = (int32_t)rs, .peer = -1};
-            int64_t id = mm_graph_add_op(b->g, &op);
-            if (id < 0 || mm_graph_dep(b->g, prev, (uint32_t)id)) {
-                rc = -1;
-                break;
-            }
-            prev = (uint32_t)id;
-        }
+        int64_t prev = last_op[rank];
+        if (rs >= 0 && (prev = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, rs, prev)) < 0)
+            return -1;
+        int64_t dp_before = b->last_dp[rank];
         mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .layer = -1,
                    .stage = s, .mb = -1, .coll = -1, .peer = -1, .dur_s = opt};
-        int64_t oid = mm_graph_add_op(b->g, &o);
-        if (oid < 0 || mm_graph_dep(b->g, prev, (uint32_t)oid)) {
-            rc = -1;
-            break;
-        }
-        if (ag >= 0) {
-            mm_op op = {.rank = rank, .stream = MM_STREAM_DP, .cat = MM_CAT_DP, .layer = -1,
-                        .stage = s, .mb = -1, .coll = (int32_t)ag, .peer = -1};
-            int64_t id = mm_graph_add_op(b->g, &op);
-            if (id < 0 || mm_graph_dep(b->g, (uint32_t)oid, (uint32_t)id))
-                rc = -1;
-        }
+        int64_t oid = add(b, &o, prev);
+        if (oid < 0)
+            return -1;
+        /* the step needs every gradient: the DP stream's last op (buckets,
+         * ZeRO-3 scatters) is done when all of them are */
+        if (dp_before >= 0 && dp_before != prev && mm_graph_dep(b->g, (uint32_t)dp_before, (uint32_t)oid))
+            return -1;
+        if (ag >= 0 && add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, ag, oid) < 0)
+            return -1;
     }
-    free(dpgpus);
     return rc;
 }
 
 static int check_spec(const mm_build_spec *sp)
 {
-    if (sp->tp < 1 || sp->pp < 1 || sp->dp < 1 || sp->m < 1 || sp->vpp < 1 || sp->tp > 1024 || !sp->stages)
+    int cp = sp->cp > 0 ? sp->cp : 1, ep = sp->ep > 0 ? sp->ep : 1;
+    if (sp->tp < 1 || sp->pp < 1 || sp->dp < 1 || sp->m < 1 || sp->vpp < 1 || !sp->stages)
+        return -1;
+    if (sp->tp > 4096 || cp > 4096 || ep > 4096 || sp->dp % ep || sp->zero < 0 || sp->zero > 3)
         return -1;
     if (sp->vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
         return -1;
     for (int v = 0; v < sp->pp * sp->vpp; v++)
-        if (sp->stages[v].chunks < 1)
+        if (sp->stages[v].chunks < 1 || sp->stages[v].moe_chunks > sp->stages[v].chunks)
             return -1;
     return 0;
 }
@@ -170,30 +414,111 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
     if (check_spec(sp))
         return -1;
     int n_ranks = sp->pp * sp->dp;
-    builder b = {.sp = sp, .g = g, .V = sp->pp * sp->vpp};
+    builder b = {.sp = sp, .g = g, .V = sp->pp * sp->vpp, .cp = sp->cp > 0 ? sp->cp : 1,
+                 .ep = sp->ep > 0 ? sp->ep : 1};
+    strides(sp, b.cp, b.stride);
+    for (int v = 0; v < b.V; v++)
+        if (sp->stages[v].chunks > b.max_chunks)
+            b.max_chunks = sp->stages[v].chunks;
     mm_graph_init(g, n_ranks);
     size_t npass = (size_t)b.V * sp->dp * sp->m;
     int nsteps = mm_schedule_len(sp->schedule, sp->m, sp->vpp);
+    int gmax = sp->tp > sp->dp ? sp->tp : sp->dp;
+    gmax = gmax > b.cp ? gmax : b.cp;
     b.fe = calloc(npass, sizeof *b.fe);
     b.be = calloc(npass, sizeof *b.be);
+    b.last_compute = malloc((size_t)n_ranks * sizeof *b.last_compute);
+    b.gbuf = malloc((size_t)(gmax + 2) * sizeof *b.gbuf);
     mm_sched_step *steps = malloc((size_t)nsteps * sizeof *steps);
     uint32_t *last = calloc((size_t)n_ranks, sizeof *last);
-    int rc = (b.fe && b.be && steps && last) ? 0 : -1;
+    int *bucket_of = malloc((size_t)sp->vpp * b.max_chunks * sizeof *bucket_of);
+    b.last_dp = malloc((size_t)n_ranks * sizeof *b.last_dp);
+    b.layer_ops = malloc((size_t)b.max_chunks * sizeof *b.layer_ops);
+    size_t z3n = sp->zero >= 3 ? (size_t)b.V * sp->m * 3 * b.max_chunks * 2 : 0;
+    size_t epn = b.ep > 1 ? (size_t)(sp->dp / b.ep) * b.V * sp->m * 2 * b.max_chunks : 0;
+    int rc = (b.fe && b.be && b.last_compute && b.gbuf && steps && last && bucket_of && b.last_dp &&
+              b.layer_ops && cache_init(&b.z3, z3n) == 0 && cache_init(&b.epc, epn) == 0 &&
+              cache_init(&b.bucket, (size_t)sp->pp * b.max_chunks * sp->vpp * 2) == 0)
+                 ? 0
+                 : -1;
+    for (int r = 0; r < n_ranks && rc == 0; r++)
+        b.last_compute[r] = b.last_dp[r] = -1;
+
+    /* 0. With overlap_param_gather the distributed optimizer's parameter
+     * all-gathers open the iteration, bucket by bucket in forward order. */
+    int64_t *param_gather = NULL; /* per (rank, vpp chunk, layer): gather op */
+    if (rc == 0 && sp->overlap_param_gather && sp->zero >= 1 && sp->zero <= 2 && sp->dp > 1) {
+        param_gather = malloc((size_t)n_ranks * sp->vpp * b.max_chunks * sizeof *param_gather);
+        rc = param_gather ? 0 : -1;
+        for (int s = 0; s < sp->pp && rc == 0; s++) {
+            int nb = buckets(&b, s, bucket_of);
+            for (int d = 0; d < sp->dp && rc == 0; d++) {
+                int rank = d + sp->dp * s;
+                int64_t *ops = calloc((size_t)nb, sizeof *ops);
+                rc = ops ? 0 : -1;
+                for (int q = nb - 1; q >= 0 && rc == 0; q--) { /* forward order: last bucket first */
+                    int n = dp_group(&b, s);
+                    double by = bucket_bytes_of(&b, s, bucket_of, q, 1);
+                    int64_t cl = shared_coll(&b, &b.bucket, ((size_t)s * b.max_chunks * sp->vpp + q) * 2 + 1,
+                                             MM_COLL_ALLGATHER, sp->dp, 1, by, n);
+                    ops[q] = add_comm(&b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, -1);
+                    if (ops[q] < 0)
+                        rc = -1;
+                }
+                for (int v = 0; v < sp->vpp && rc == 0; v++)
+                    for (int k = 0; k < sp->stages[v * sp->pp + s].chunks; k++)
+                        param_gather[((size_t)rank * sp->vpp + v) * b.max_chunks + k] =
+                            ops[bucket_of[v * b.max_chunks + k]];
+                free(ops);
+            }
+        }
+    }
 
     /* 1. Every rank's compute stream in schedule order. */
     for (int s = 0; s < sp->pp && rc == 0; s++) {
         int n = mm_schedule_steps(sp->schedule, sp->pp, s, sp->m, sp->vpp, steps);
+        buckets(&b, s, bucket_of);
         if (n < 0)
             rc = -1;
-        for (int d = 0; d < sp->dp && rc == 0; d++)
+        for (int d = 0; d < sp->dp && rc == 0; d++) {
+            int rank = d + sp->dp * s;
             for (int i = 0; i < n && rc == 0; i++) {
-                int vs = steps[i].chunk * sp->pp + s;
-                pass_ends tmp, *pe = steps[i].pass == MM_PASS_F   ? &b.fe[pass_index(&b, vs, d, steps[i].mb)]
-                                     : steps[i].pass == MM_PASS_B ? &b.be[pass_index(&b, vs, d, steps[i].mb)]
-                                                                  : &tmp;
-                rc = emit_pass(&b, d, vs, steps[i].pass, steps[i].mb, pe);
-                last[d + sp->dp * s] = pe->last;
+                int vs = steps[i].chunk * sp->pp + s, pass = steps[i].pass, mb = steps[i].mb;
+                pass_ends tmp, *pe = pass == MM_PASS_F   ? &b.fe[pass_index(&b, vs, d, mb)]
+                                     : pass == MM_PASS_B ? &b.be[pass_index(&b, vs, d, mb)]
+                                                         : &tmp;
+                int c = steps[i].chunk, nl = sp->stages[vs].chunks;
+                rc = emit_pass(&b, d, vs, pass, mb, pe);
+                last[rank] = pe->last;
+                /* first forward of each layer waits for its parameters */
+                if (rc == 0 && param_gather && pass == MM_PASS_F && mb == 0)
+                    for (int k = 0; k < nl && rc == 0; k++)
+                        rc = mm_graph_dep(g, (uint32_t)param_gather[((size_t)rank * sp->vpp + c) * b.max_chunks + k],
+                                          b.layer_ops[k]);
+                /* overlapped gradient reduction: a bucket leaves when the
+                 * last micro-batch's backward has produced all of it */
+                bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
+                if (rc == 0 && sp->overlap_grad_reduce && sp->zero < 3 && sp->dp > 1 && grads_done &&
+                    mb == sp->m - 1) {
+                    for (int k = nl - 1; k >= 0 && rc == 0; k--) {
+                        int q = bucket_of[c * b.max_chunks + k];
+                        /* a bucket is complete at its lowest layer (backward runs downwards) */
+                        bool closes = k == 0 ? (c == 0 || bucket_of[(c - 1) * b.max_chunks +
+                                                                   sp->stages[(c - 1) * sp->pp + s].chunks - 1] != q)
+                                             : bucket_of[c * b.max_chunks + k - 1] != q;
+                        if (!closes)
+                            continue;
+                        int gn = dp_group(&b, s);
+                        int dist = sp->zero >= 1;
+                        double by = bucket_bytes_of(&b, s, bucket_of, q, 0);
+                        int64_t cl = shared_coll(&b, &b.bucket, ((size_t)s * b.max_chunks * sp->vpp + q) * 2,
+                                                 dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, by, gn);
+                        if (add_comm(&b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, b.layer_ops[k]) < 0)
+                            rc = -1;
+                    }
+                }
             }
+        }
     }
     /* 2. Pipeline transfers between consecutive virtual stages: forward
      * activations down, input gradients up.  A W pass follows its B on the
@@ -213,8 +538,17 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
         rc = mm_graph_finish(g);
     free(b.fe);
     free(b.be);
+    free(b.last_compute);
+    free(b.gbuf);
+    free(b.z3.id);
+    free(b.epc.id);
+    free(b.bucket.id);
     free(steps);
     free(last);
+    free(bucket_of);
+    free(b.last_dp);
+    free(b.layer_ops);
+    free(param_gather);
     if (rc)
         mm_graph_free(g);
     return rc;

@@ -1,16 +1,40 @@
-/* build.h - turns one training iteration of a TP x PP x DP layout into an
- * op graph (graph.h) under a pipeline schedule.
+/* build.h - turns one training iteration of a TP x CP x PP x DP (x EP)
+ * layout into an op graph (graph.h) under a pipeline schedule, with the
+ * communication of every parallelism.
  *
  * Costs come in already computed (seconds per pass per stage, bytes per
  * message), so this layer knows the layout and the schedule but neither the
  * GPU nor the model: tests can feed uniform costs and check the schedule,
  * and the run layer feeds the cost model's numbers.
  *
- * Rank placement follows Megatron-LM's default order (tp fastest, then dp,
- * then pp): GPU = t + tp * (d + dp * s), so TP groups sit inside a node when
- * tp divides the GPUs per node.  Simulated rank = d + dp * s.
- * With interleaving (vpp = v > 1) rank s holds model chunks c = 0..v-1,
- * which are virtual stages c*pp + s; costs are given per virtual stage.
+ * Rank placement follows an order of dimensions, fastest first; Megatron-
+ * LM's default is tp-cp-ep-dp-pp: GPU = t + tp*(c + cp*(d + dp*s)), where
+ * the expert-parallel index is the fastest part of d (ep divides dp).  TP
+ * groups therefore sit inside a node when tp divides the GPUs per node.
+ * A simulated rank is one TP x CP group (its members see the same amount of
+ * work; their collectives still cost what the whole group's network costs):
+ * rank = d + dp * s.  With interleaving (vpp = v > 1) rank s holds model
+ * chunks c = 0..v-1, which are virtual stages c*pp + s.
+ *
+ * Communication, per layer unless said otherwise:
+ *  - TP: all-reduces after attention and MLP (2 forward, 2 backward), or
+ *    with sequence parallelism an all-gather and a reduce-scatter for each;
+ *    on the compute stream (blocking), or with tp_overlap on a side stream
+ *    running concurrently with the layer's compute (the layer ends when
+ *    both have: Megatron's userbuffer overlap, taken as perfect);
+ *  - CP: ring attention's cp-1 KV exchanges concurrent with the layer
+ *    (2(cp-1) in backward), or Ulysses all-to-alls on the compute stream;
+ *  - EP: all-to-all dispatch and combine around each MoE layer (2 forward,
+ *    2 backward) over the ep DP replicas of an expert group;
+ *  - PP: one transfer per micro-batch per stage boundary and direction;
+ *  - DP: gradient all-reduce (ZeRO 0) or reduce-scatter (ZeRO >= 1) after
+ *    the last micro-batch's backward, in buckets as soon as each bucket's
+ *    layers are done with overlap_grad_reduce; the optimizer step; the
+ *    distributed optimizer's parameter all-gather after it, or with
+ *    overlap_param_gather at the start of the iteration, each layer's first
+ *    forward waiting for its bucket; with ZeRO-3 every layer's parameters
+ *    are all-gathered before each forward and backward (prefetched one
+ *    layer ahead) and its gradients reduce-scattered after each backward.
  * Not for: multimodal placements, nor per-micro-batch cost differences yet. */
 #ifndef MM_BUILD_H
 #define MM_BUILD_H
@@ -29,29 +53,46 @@ typedef struct mm_stage_cost {
     double wgrad_flops;      /* the weight-gradient part of bwd_flops */
     double recompute_flops;  /* FLOPs executed again in backward (HFU) */
     double grad_bytes;       /* gradient buffer of one GPU of this stage */
+    double param_bytes;      /* parameters of one GPU of this stage, in the
+                                dtype ZeRO gathers them (0: = grad_bytes) */
     double opt_s;            /* optimizer step seconds on one GPU */
+    int moe_chunks;          /* how many of the chunks are MoE layers */
 } mm_stage_cost;
+
+enum { MM_DIM_TP, MM_DIM_CP, MM_DIM_DP, MM_DIM_PP, MM_DIM_COUNT };
 
 typedef struct mm_build_spec {
     mm_schedule schedule;
-    int tp, pp, dp;
+    int tp, cp, ep, pp, dp;  /* cp, ep: 0 is taken as 1 */
     int vpp;                 /* model chunks per rank (1 unless interleaved) */
     int m;                   /* micro-batches per DP replica */
-    int zero;                /* 0: all-reduce grads; >= 1: distributed optimizer
-                                (reduce-scatter grads, all-gather params) */
-    double tp_bytes;         /* one TP all-reduce message (0: no TP traffic) */
+    int order[MM_DIM_COUNT]; /* placement, fastest first; all zero: default
+                                tp-cp-(ep-)dp-pp */
+    int zero;                /* 0: all-reduce grads; 1, 2: distributed
+                                optimizer; 3: + per-layer parameter gathers */
+    bool sp;                 /* sequence parallel TP traffic */
+    bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
+    double bucket_bytes;     /* DP bucket size (0: one bucket per stage) */
+    double tp_bytes;         /* one TP message (0: no TP traffic) */
     int tp_msgs_fwd, tp_msgs_bwd; /* TP all-reduces per chunk and pass */
+    bool cp_ring;            /* ring attention (else Ulysses all-to-all) */
+    double cp_bytes;         /* ring: KV bytes per step; Ulysses: one
+                                all-to-all's bytes (4 forward, 4 backward) */
+    double ep_bytes;         /* one EP all-to-all's bytes */
     double p2p_bytes;        /* activation (or its gradient) per micro-batch */
     double p2p_s;            /* > 0: every pipeline transfer takes this long
                                 (measured times fed in); else the network's */
     const mm_stage_cost *stages; /* pp * vpp entries, by virtual stage */
 } mm_build_spec;
 
-/* GPU id of TP rank t, DP rank d, stage s. */
-static inline int mm_build_gpu(const mm_build_spec *sp, int t, int d, int s)
-{
-    return t + sp->tp * (d + sp->dp * s);
-}
+/* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear
+ * only right before "dp", as Megatron folds expert groups into DP) into
+ * order[], fastest first.  Returns 0, or -1 for a malformed string. */
+int mm_build_parse_order(const char *text, int order[MM_DIM_COUNT]);
+
+/* GPU id of TP rank t, CP rank c, DP rank d (expert rank = d mod ep),
+ * stage s under the spec's order. */
+int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed). */

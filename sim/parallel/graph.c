@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const mm_op_cat_names[] = {"fwd", "bwd", "wgrad", "optimizer", "tp", "pp", "dp", NULL};
+const char *const mm_op_cat_names[] = {"fwd", "bwd", "wgrad", "optimizer", "tp", "pp", "dp", "cp", "ep", NULL};
 
 static int grow(void **p, uint32_t *cap, size_t need, size_t size)
 {

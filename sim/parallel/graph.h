@@ -18,12 +18,15 @@
 
 #include "hw/net.h"
 
-enum { MM_STREAM_COMPUTE, MM_STREAM_DP, MM_STREAM_COUNT, MM_STREAM_NONE = 255 };
+/* compute: kernels and blocking communication; dp: data-parallel
+ * collectives; side: communication overlapped with the compute stream
+ * (TP overlap, ring attention). */
+enum { MM_STREAM_COMPUTE, MM_STREAM_DP, MM_STREAM_SIDE, MM_STREAM_COUNT, MM_STREAM_NONE = 255 };
 
 /* What an op is, for metrics and timelines. */
 typedef enum {
     MM_CAT_FWD, MM_CAT_BWD, MM_CAT_WGRAD, MM_CAT_OPT, /* compute */
-    MM_CAT_TP, MM_CAT_PP, MM_CAT_DP,                  /* communication */
+    MM_CAT_TP, MM_CAT_PP, MM_CAT_DP, MM_CAT_CP, MM_CAT_EP, /* communication */
     MM_CAT_COUNT
 } mm_op_cat;
 

@@ -425,7 +425,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->iters = calloc((size_t)iters, sizeof *mt->iters);
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     mm_engine *eng = mm_engine_alloc();
-    mm_build_spec spec;
+    mm_build_spec spec = {0};
     int rc = 0;
     if (!st || !mt->iters || !mt->stages || !eng) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const stream_names[] = {"compute", "dp", "pp"};
+/* Threads: the rank's streams, then its outgoing pipeline transfers. */
+static const char *const stream_names[] = {"compute", "dp", "comm", "pp"};
+enum { N_THREADS = 4 };
 
 static int tid_of(const mm_op *op)
 {
-    return op->stream == MM_STREAM_NONE ? 2 : op->stream;
+    return op->stream == MM_STREAM_NONE ? MM_STREAM_COUNT : op->stream;
 }
 
 int mm_trace_write(const char *path, const mm_sim_timeline *tl, mm_err *err)
@@ -22,7 +24,7 @@ int mm_trace_write(const char *path, const mm_sim_timeline *tl, mm_err *err)
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     int first = 1;
     for (int r = 0; r < g->n_ranks; r++)
-        for (int t = 0; t < 3; t++) {
+        for (int t = 0; t < N_THREADS; t++) {
             if (t == 0)
                 fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}",
                         first ? "" : ",\n", r, r);

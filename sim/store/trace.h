@@ -1,7 +1,8 @@
 /* trace.h - the Chrome trace-event JSON timeline of one simulated
  * iteration, which chrome://tracing and Perfetto (ui.perfetto.dev) open.
  * One process per simulated rank (a TP group), one thread per stream
- * (compute, dp, and pp for transfers the rank sends); ops are complete
+ * (compute, dp, comm for overlapped communication, and pp for transfers the
+ * rank sends); ops are complete
  * events ("ph":"X") named by pass, stage, layer and micro-batch.
  * Not for: reading traces back. */
 #ifndef MM_TRACE_H
