@@ -12,12 +12,15 @@
 
 #include "parallel/build.h"
 #include "parallel/passtimes.h"
+#include "run/critpath.h"
 #include "run/exec.h"
 #include "run/sim.h"
 
 typedef struct run_result {
     double time_s, bubble;
     int all_once, eager;
+    double crit_sum, crit_wait, crit_share[MM_CAT_COUNT];
+    int crit_top_rank;
 } run_result;
 
 /* Executes a spec; checks that every op ran exactly once and started the
@@ -36,7 +39,19 @@ static run_result run_spec(const mm_build_spec *sp)
     ck_assert_int_eq(mm_exec_run(eng, &g, &c, MM_EXEC_NET_ANALYTIC, start, end, &t1, &err), 0);
     mm_iter_metrics it = {0};
     mm_sim_measure(&g, start, end, 0, t1, &it, NULL, 0, sp->dp);
-    run_result r = {it.time_s, it.bubble_fraction, 1, 1};
+    run_result r = {it.time_s, it.bubble_fraction, 1, 1, 0, 0, {0}, -1};
+    mm_critpath cp;
+    ck_assert_int_eq(mm_critpath_compute(&g, start, end, 0, t1, &cp), 0);
+    for (int i = 0; i < cp.n; i++) {
+        r.crit_sum += cp.e[i].share;
+        if (!strcmp(cp.e[i].what, "wait"))
+            r.crit_wait += cp.e[i].share;
+        for (int k = 0; k < MM_CAT_COUNT; k++)
+            if (!strcmp(cp.e[i].what, mm_op_cat_names[k]))
+                r.crit_share[k] += cp.e[i].share;
+    }
+    r.crit_top_rank = cp.n ? cp.e[0].rank : -1;
+    mm_critpath_free(&cp);
     mm_time *ready = calloc(g.n_ops, sizeof *ready);
     for (uint32_t i = 0; i < g.n_ops; i++) {
         if (start[i] < 0 || end[i] < start[i])
@@ -422,6 +437,28 @@ START_TEST(placement_order)
 }
 END_TEST
 
+/* The critical path partitions the iteration: shares sum to one, nothing
+ * is left as unexplained waiting in an eager executor, and in a uniform
+ * 1F1B pipeline without communication it is all compute. */
+START_TEST(critical_path_partitions)
+{
+    run_result r = uniform(MM_SCHEDULE_1F1B, 4, 8, 1, 1e-3, 2e-3, 0, 0);
+    ck_assert_msg(fabs(r.crit_sum - 1) < 1e-9, "sum %.12f", r.crit_sum);
+    ck_assert(r.crit_wait < 1e-12);
+    ck_assert(fabs(r.crit_share[MM_CAT_FWD] + r.crit_share[MM_CAT_BWD] - 1) < 1e-9);
+    mm_stage_cost st[2];
+    mm_build_spec sp = comm_spec(st);
+    run_result c = run_spec(&sp);
+    ck_assert(fabs(c.crit_sum - 1) < 1e-9 && c.crit_wait < 1e-12);
+    ck_assert(c.crit_share[MM_CAT_TP] > 0 && c.crit_share[MM_CAT_DP] > 0 && c.crit_share[MM_CAT_OPT] > 0);
+    /* with the pass times 1 ms forward and 2 ms backward (p = 4, m = 8),
+     * the path runs p - 1 forwards down and p - 1 backwards up the other
+     * stages and all of one stage's work: the forward share is
+     * (m + p - 1) * 1 / ((m + p - 1) * 3) = 1/3 */
+    ck_assert(fabs(r.crit_share[MM_CAT_FWD] - 1.0 / 3) < 1e-9);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -438,6 +475,7 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, zero3_collectives);
     tcase_add_test(tc, cp_and_ep_traffic);
     tcase_add_test(tc, placement_order);
+    tcase_add_test(tc, critical_path_partitions);
     suite_add_tcase(s, tc);
     return s;
 }
