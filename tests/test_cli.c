@@ -2,6 +2,7 @@
  * messages naming file, line and key, --json keys, the database and the
  * trace file.  The binary's path comes from meson (MMSIM_EXE). */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,66 @@ START_TEST(json_has_design_keys)
     const char *gpus = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "gpus", FY_NT));
     ck_assert_str_eq(gpus, "16");
     const char *mem = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "peak_memory_gib", FY_NT));
-    ck_assert_str_eq(mem, "null");
+    ck_assert_msg(atof(mem) > 5 && atof(mem) < 70, "peak_memory_gib %s", mem);
+    const char *oom = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "oom", FY_NT));
+    ck_assert_str_eq(oom, "false");
     fy_document_destroy(d);
+}
+END_TEST
+
+/* A layout that cannot fit is an answer: oom true, no time, per-stage
+ * memory, exit 0 (design.md section 5).  Llama-3-70B on tp 4 x pp 2 needs
+ * ~140 GiB on stage 0 (17.6B parameters x 6 + 12/2 bytes alone > 80 GB). */
+START_TEST(oom_reports_memory)
+{
+    ck_assert_int_eq(mmsim("run --no-db --json --set model=models/llama-3-70b.json --set train.global_batch=32"), 0);
+    struct fy_document *d = fy_document_build_from_string(NULL, out, FY_NT);
+    ck_assert_ptr_nonnull(d);
+    struct fy_node *root = fy_document_root(d);
+    ck_assert_str_eq(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "oom", FY_NT)), "true");
+    ck_assert_str_eq(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "iteration_time_s", FY_NT)), "null");
+    ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "peak_memory_gib", FY_NT))) > 80);
+    struct fy_node *st = fy_node_mapping_lookup_by_string(root, "stages", FY_NT);
+    ck_assert_int_eq(fy_node_sequence_item_count(st), 2);
+    for (int i = 0; i < 2; i++) {
+        struct fy_node *m = fy_node_mapping_lookup_by_string(fy_node_sequence_get_by_index(st, i), "memory_gib", FY_NT);
+        ck_assert(atof(fy_node_get_scalar0(m)) > 50);
+    }
+    fy_document_destroy(d);
+    ck_assert_int_eq(mmsim("run --no-db --set model=models/llama-3-70b.json --set train.global_batch=32"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "OUT OF MEMORY"));
+}
+END_TEST
+
+START_TEST(model_command)
+{
+    ck_assert_int_eq(mmsim("model models/llava-1.5-7b.json --json --set parallel.llm.tp=8 --set parallel.llm.pp=1"), 0);
+    struct fy_document *d = fy_document_build_from_string(NULL, out, FY_NT);
+    ck_assert_ptr_nonnull(d);
+    struct fy_node *root = fy_document_root(d);
+    double params = atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "params", FY_NT)));
+    ck_assert_msg(fabs(params - 7.063e9) < 0.01e9, "params %g", params);
+    struct fy_node *mods = fy_node_mapping_lookup_by_string(root, "modules", FY_NT);
+    const char *names[] = {"vision", "projector", "llm"};
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_nonnull(fy_node_mapping_lookup_by_string(
+            fy_node_mapping_lookup_by_string(mods, names[i], FY_NT), "params", FY_NT));
+    ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "flops_fwd_per_token", FY_NT))) > 1e10);
+    struct fy_node *mem = fy_node_mapping_lookup_by_string(root, "memory_gib", FY_NT);
+    ck_assert_int_eq(fy_node_sequence_item_count(mem), 1);
+    fy_document_destroy(d);
+    ck_assert_int_eq(mmsim("model models/llava-ov-qwen2.5-7b.yaml"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "projector"));
+    ck_assert_int_eq(mmsim("help model"), 0);
+    /* bad input: exit 2, naming the file or key */
+    ck_assert_int_eq(mmsim("model models/no-such.json"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "models/no-such.json"));
+    ck_assert_int_eq(mmsim("model models/llama-2-7b.json --set parallel.llm.tpp=2"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "parallel.llm.tpp"));
+    ck_assert_int_eq(mmsim("model models/llama-2-7b.json --seq x"), 2);
+    ck_assert_int_eq(mmsim("model tests/data/model/bad-projector.yaml"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "bad-projector.yaml:3"));
+    ck_assert_ptr_nonnull(strstr(errtxt, "projector.type"));
 }
 END_TEST
 
@@ -189,6 +248,8 @@ static Suite *cli_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, version_and_help);
     tcase_add_test(tc, json_has_design_keys);
+    tcase_add_test(tc, oom_reports_memory);
+    tcase_add_test(tc, model_command);
     tcase_add_test(tc, bad_input_exits_2);
     tcase_add_test(tc, runs_accumulate_in_db);
     tcase_add_test(tc, trace_structure);

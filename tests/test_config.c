@@ -460,7 +460,7 @@ START_TEST(scenario_default_values)
     ck_assert_int_eq(sc->parallel.placement, MM_PLACE_PIPELINE);
     ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_TEXT);
     ck_assert_int_eq(sc->batching, MM_BATCH_SEQUENTIAL);
-    ck_assert_int_eq(sc->network, MM_NET_ANALYTIC);
+    ck_assert_int_eq(sc->network, MM_NET_FLOW);
     ck_assert_int_eq(sc->iterations, 2);
     ck_assert_uint_eq(sc->seed, 1);
     /* Keys of the default are recorded with their lines in the default text. */
@@ -550,7 +550,7 @@ START_TEST(scenario_minimal_defaults)
     const mm_module_layout *l = &sc->parallel.llm;
     ck_assert(l->present && l->tp == 1 && l->pp == 1 && l->dp == 1 && l->cp == 1 &&
               l->vpp == 1 && l->ep == 1 && l->zero == -1);
-    ck_assert_int_eq(sc->network, MM_NET_ANALYTIC);
+    ck_assert_int_eq(sc->network, MM_NET_FLOW); /* the default when a file omits it */
     ck_assert_int_eq(sc->iterations, 1);
     /* a default key fails with the scenario file and line 0 */
     mm_err e;
@@ -562,6 +562,27 @@ START_TEST(scenario_minimal_defaults)
     sc = load_ok(DATA "minimal.yaml", sets, 2);
     ck_assert_int_eq(sc->train.global_batch, 8);
     free(sc);
+}
+END_TEST
+
+/* train.memory_reserve_gib: default 2, settable, in the canonical text,
+ * and range-checked with the key named. */
+START_TEST(scenario_memory_reserve)
+{
+    mm_scenario *sc = load_ok(NULL, NULL, 0);
+    ck_assert(sc->train.memory_reserve_gib == 2.0);
+    free(sc);
+    const char *sets[] = {"train.memory_reserve_gib=3.5"};
+    sc = load_ok(NULL, sets, 1);
+    ck_assert(sc->train.memory_reserve_gib == 3.5);
+    char *text = canon(sc);
+    ck_assert_ptr_nonnull(strstr(text, "  memory_reserve_gib: 3.5\n"));
+    free(text);
+    free(sc);
+    const char *bad[] = {"train.memory_reserve_gib=-1"};
+    mm_err e = load_fail(NULL, bad, 1);
+    ck_assert_str_eq(e.key, "train.memory_reserve_gib");
+    ck_assert_str_eq(e.file, "--set");
 }
 END_TEST
 
@@ -880,6 +901,7 @@ static Suite *config_suite(void)
 
     TCase *sc = tcase_create("scenario");
     tcase_add_test(sc, scenario_default_values);
+    tcase_add_test(sc, scenario_memory_reserve);
     tcase_add_test(sc, scenario_name_tables);
     tcase_add_test(sc, scenario_full_file);
     tcase_add_test(sc, scenario_minimal_defaults);

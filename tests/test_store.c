@@ -245,8 +245,8 @@ START_TEST(test_open_creates_schema_v1)
     path_in(db, sizeof db, "new.db");
     mm_store *st = open_ok(db);
     ck_assert(exists(db));
-    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 1);
-    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 1);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
+    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 2);
     ck_assert_int_eq(q_int(st, "PRAGMA foreign_keys"), 1);
     ck_assert_int_eq(q_int(st, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     ck_assert_int_ge(q_int(st, "PRAGMA busy_timeout"), 1000);
@@ -261,8 +261,8 @@ START_TEST(test_open_creates_schema_v1)
 
     /* Reopening an up-to-date database changes nothing in its schema. */
     st = open_ok(db);
-    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 1);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 4);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 6);
     mm_store_close(st);
 }
 END_TEST
@@ -273,7 +273,7 @@ START_TEST(test_open_empty_file_is_new_database)
     path_in(db, sizeof db, "empty.db");
     spit(db, "", 0);
     mm_store *st = open_ok(db);
-    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 1);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
     mm_store_close(st);
 }
 END_TEST
@@ -369,7 +369,7 @@ START_TEST(test_open_newer_version_refused_untouched)
     path_in(db, sizeof db, "future.db");
     make_db(db, "CREATE TABLE runs(id INTEGER PRIMARY KEY, future TEXT);"
                 "INSERT INTO runs(future) VALUES ('from mmsim 9');"
-                "PRAGMA user_version = 2;");
+                "PRAGMA user_version = 99;");
     size_t len;
     unsigned char *before = slurp(db, &len);
     mm_store *st = NULL;
@@ -836,7 +836,7 @@ START_TEST(test_parallel_writers)
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), PROCS * RUNS * N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), PROCS * RUNS * N_STAGES);
     ck_assert_int_eq(q_int(st, "SELECT count(DISTINCT scenario_hash) FROM runs"), 2);
-    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 1);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
     mm_store_close(st);
 }
 END_TEST

@@ -12,5 +12,7 @@
 int mm_cli_fail(const mm_err *err);
 
 int mm_cli_run(int argc, char **argv); /* main.c */
+int mm_cli_model(int argc, char **argv); /* cmd_model.c */
+int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */
 
 #endif

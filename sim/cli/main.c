@@ -26,6 +26,8 @@ static const char usage_main[] =
     "\n"
     "commands:\n"
     "  run [SCENARIO.yaml]   simulate training iterations of a scenario\n"
+    "  model MODEL           parameters, FLOPs and per-GPU memory of a model\n"
+    "  collective            nccl-tests-style table of one collective on a topology\n"
     "  help [COMMAND]        show help for a command\n"
     "\n"
     "options:\n"
@@ -50,6 +52,36 @@ static const char usage_run[] =
     "  --no-db          do not store the run\n"
     "  --trace FILE     write the last iteration's timeline as Chrome-trace JSON\n"
     "                   (open in chrome://tracing or ui.perfetto.dev)\n";
+
+static const char usage_model[] =
+    "usage: mmsim model MODEL [--seq N] [--images K] [--set KEY=VALUE]... [--json]\n"
+    "\n"
+    "Parameters per module and in total, forward FLOPs per token and per sample,\n"
+    "and per-GPU memory under a layout.  MODEL is an HF config.json (LLM,\n"
+    "encoder or composite) or a model YAML (models/README.md).\n"
+    "\n"
+    "  --seq N          LLM tokens per sample (default train.seq_len)\n"
+    "  --images K       images per sample for a vision model (default 1)\n"
+    "  --set KEY=VALUE  scenario key setting the layout, as for mmsim run,\n"
+    "                   e.g. --set parallel.llm.tp=8 --set train.recompute=full\n"
+    "  --json           one JSON object: params, modules, flops_fwd_per_token,\n"
+    "                   memory_gib (per pipeline stage), oom, ...\n";
+
+static const char usage_collective[] =
+    "usage: mmsim collective --cluster FILE [--nodes N] [--gpus N] --op OP [--algo ALGO]\n"
+    "                        [--min 8] [--max 8G] [--factor 2] [--network flow|analytic] [--json]\n"
+    "\n"
+    "Time of one collective over the first N GPUs of a topology, for sizes from\n"
+    "--min to --max (K, M, G = powers of 1024) multiplied by --factor, as an\n"
+    "nccl-tests table: size, time, algbw = size/time, busbw = algbw x the\n"
+    "nccl-tests bus factor (all-reduce 2(n-1)/n for every algorithm, NVLS too).\n"
+    "\n"
+    "  --op OP          allreduce | allgather | reducescatter | alltoall |\n"
+    "                   broadcast | sendrecv (GPU 0 to the last node's first GPU)\n"
+    "  --algo ALGO      auto (default) | ring | tree | hier | nvls\n"
+    "  --nodes N        nodes (default: the file's); --gpus N (default: all)\n"
+    "  --network M      flow (default: max-min sharing) | analytic (alpha-beta)\n"
+    "  --json           {\"rows\":[{\"bytes\",\"time_us\",\"algbw_gbps\",\"busbw_gbps\",\"algo\"}]}\n";
 
 int mm_cli_fail(const mm_err *err)
 {
@@ -115,9 +147,19 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
     printf("  \"micro_batches\": %d,\n", sim->micro_batches);
     printf("  \"events\": %llu,\n", (unsigned long long)m->events);
     printf("  \"stages\": [");
-    for (int s = 0; s < m->n_stages; s++)
-        printf("%s{\"stage\": %d, \"busy_s\": %.9g, \"idle_s\": %.9g, \"comm_s\": %.9g}",
-               s ? ", " : "", s, m->stages[s].busy_s, m->stages[s].idle_s, m->stages[s].comm_s);
+    for (int s = 0; s < m->n_stages; s++) {
+        const mm_stage_metrics *st = &m->stages[s];
+        printf("%s{\"stage\": %d", s ? ", " : "", s);
+        const char *names[] = {"busy_s", "idle_s", "comm_s", "memory_gib"};
+        const double vals[] = {st->busy_s, st->idle_s, st->comm_s, st->memory_gib};
+        for (int k = 0; k < 4; k++) {
+            if (isfinite(vals[k]))
+                printf(", \"%s\": %.9g", names[k], vals[k]);
+            else
+                printf(", \"%s\": null", names[k]);
+        }
+        printf("}");
+    }
     printf("],\n");
     jnum("wall_s", m->wall_s, 1);
     printf("}\n");
@@ -141,6 +183,16 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            sc->train.zero, mm_network_names[sc->network], sc->iterations,
            (unsigned long long)sc->seed);
     printf("\n");
+    if (m->oom) {
+        printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
+               m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
+        printf("\n  stage   memory (GiB)\n");
+        for (int s = 0; s < m->n_stages; s++)
+            printf("  %5d %12.2f\n", s, m->stages[s].memory_gib);
+        if (run_id > 0)
+            printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
+        return;
+    }
     printf("  iteration time     %10.4f s\n", m->iteration_time_s);
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
@@ -148,11 +200,12 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
     printf("  exposed comm       %10.4f s per rank\n", m->exposed_comm_s);
-    printf("  peak memory        %s\n", isfinite(m->peak_memory_gib) ? "" : "not modeled yet");
-    printf("\n  stage   busy (s)   idle (s)   comm (s)\n");
+    printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
+           sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
+    printf("\n  stage   busy (s)   idle (s)   comm (s)  memory (GiB)\n");
     for (int s = 0; s < m->n_stages; s++)
-        printf("  %5d %10.4f %10.4f %10.4f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
-               m->stages[s].comm_s);
+        printf("  %5d %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
+               m->stages[s].comm_s, m->stages[s].memory_gib);
     printf("\n  %llu events simulated in %.3f s\n", (unsigned long long)m->events, m->wall_s);
     if (run_id > 0)
         printf("  stored as run %lld in %s\n", (long long)run_id, db);
@@ -271,6 +324,8 @@ static const struct {
     const char *usage;
 } commands[] = {
     {"run", mm_cli_run, usage_run},
+    {"model", mm_cli_model, usage_model},
+    {"collective", mm_cli_collective, usage_collective},
 };
 
 int main(int argc, char **argv)

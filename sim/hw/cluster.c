@@ -12,11 +12,27 @@
 static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source", NULL};
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
-                                       "memory_efficiency", "kernel_overhead_us", NULL};
+                                       "memory_efficiency", "kernel_overhead_us", "kernels", NULL};
+static const char *const kernel_keys[] = {"gemm", "attention", "memory", NULL};
 static const char *const peak_keys[] = {"bf16", "fp16", "fp8", NULL};
-static const char *const node_keys[] = {"gpus", "nvlink_gb_s", "nvlink_allreduce_busbw_gb_s",
-                                        "nvlink_latency_us", "nics", "nic_gbit_s", NULL};
-static const char *const fabric_keys[] = {"allreduce_busbw_gb_s", "latency_us", NULL};
+static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
+                                        "nvlink_allreduce_busbw_gb_s", "nvlink_latency_us",
+                                        "nvls", "nvls_allreduce_busbw_gb_s", "nvls_latency_us",
+                                        "pcie_gb_s",
+                                        "pcie_efficiency", "pcie_switches",
+                                        "pcie_allreduce_busbw_gb_s", "pcie_latency_us", "nics",
+                                        "nic_gbit_s", NULL};
+static const char *const fabric_keys[] = {"allreduce_busbw_gb_s", "latency_us", "kind",
+                                          "nodes_per_leaf", "oversubscription", "spines",
+                                          "hop_latency_us", NULL};
+static const char *const intra_names[] = {"nvswitch", "nvlink-mesh", "pcie", NULL};
+static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
+
+/* DMA through a PCIe switch reaches 88 % of the line rate: nvbandwidth
+ * host-to-device 55.43 GB/s of 63 on PCIe Gen5 x16 (stas00/ml-engineering
+ * network/README.md, in ../shared/reference/nccl_collective_bandwidth_summary.csv).
+ * Used when a topology file gives pcie_gb_s without pcie_efficiency. */
+#define MM_PCIE_DMA_EFF 0.88
 
 /* A required positive number. */
 static int need_pos(const mm_doc *d, struct fy_node *map, const char *key,
@@ -40,6 +56,46 @@ static int need_map(const mm_doc *d, struct fy_node *parent, const char *key,
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(parent), key,
                           "missing required section");
     return mm_node_check_keys(d, *out, key, allowed, err);
+}
+
+/* gpu.kernels: {gemm: F, attention: F, memory: F}, each a CSV path relative
+ * to the topology file's folder (or absolute).  Any may be left out. */
+static int load_kernels(const mm_doc *d, struct fy_node *g, mm_kernel_tables *kt, mm_err *err)
+{
+    memset(kt, 0, sizeof *kt);
+    struct fy_node *k = mm_node_get(g, "kernels");
+    if (!k)
+        return 0;
+    int rc = mm_node_check_keys(d, k, "gpu.kernels", kernel_keys, err);
+    if (rc)
+        return rc;
+    const char *dir_end = strrchr(d->path, '/');
+    int dir_len = dir_end ? (int)(dir_end - d->path) : 0;
+    for (int i = 0; kernel_keys[i]; i++) {
+        char key[64], rel[512], path[1024];
+        bool found = false;
+        snprintf(key, sizeof key, "gpu.kernels.%s", kernel_keys[i]);
+        if ((rc = mm_node_str(d, k, kernel_keys[i], key, rel, sizeof rel, &found, err)))
+            return rc;
+        if (!found)
+            continue;
+        if (rel[0] == '/' || !dir_end)
+            snprintf(path, sizeof path, "%s", rel);
+        else
+            snprintf(path, sizeof path, "%.*s/%s", dir_len, d->path, rel);
+        rc = i == 0 ? mm_gemm_table_load(path, &kt->gemm, err)
+             : i == 1 ? mm_attn_table_load(path, &kt->attn, err)
+                      : mm_mem_table_load(path, &kt->mem, err);
+        if (rc)
+            return rc;
+        if (i == 0)
+            kt->has_gemm = true;
+        else if (i == 1)
+            kt->has_attn = true;
+        else
+            kt->has_mem = true;
+    }
+    return 0;
 }
 
 static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err *err)
@@ -82,6 +138,150 @@ static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err
     gpu->hbm_bytes = hbm_gb * 1e9;
     gpu->hbm_bw = hbm_gbs * 1e9;
     gpu->kernel_overhead_s = launch_us * 1e-6;
+    return load_kernels(d, g, &gpu->kernels, err);
+}
+
+/* A key that must not appear, or appears with a value that conflicts with
+ * another: MM_EINPUT at the key's line. */
+static int bad_key(const mm_doc *d, struct fy_node *map, const char *key, const char *path,
+                   const char *msg, mm_err *err)
+{
+    int line = mm_node_key_line(map, key);
+    return mm_err_set(err, MM_EINPUT, d->path, line ? line : mm_node_line(map), path, "%s", msg);
+}
+
+/* The node section: GPUs, how they are joined, PCIe, NICs. */
+static int load_node(const mm_doc *d, struct fy_node *n, mm_cluster *c, mm_err *err)
+{
+    int rc, intra = MM_INTRA_NVSWITCH;
+    bool found, nvls = false;
+    int64_t gpn = 0, nics = 0, sw = 0;
+    double nic_gbit;
+    if ((rc = mm_node_int(d, n, "gpus", "node.gpus", 1, 4096, &gpn, &found, err)) ||
+        (rc = mm_node_enum(d, n, "interconnect", "node.interconnect", intra_names, &intra, &found, err)) ||
+        (rc = mm_node_int(d, n, "nics", "node.nics", 1, 4096, &nics, &found, err)) ||
+        (rc = need_pos(d, n, "nic_gbit_s", "node.nic_gbit_s", &nic_gbit, err)) ||
+        (rc = mm_node_bool(d, n, "nvls", "node.nvls", &nvls, &found, err)))
+        return rc;
+    if (gpn == 0 || nics == 0)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(n), gpn ? "node.nics" : "node.gpus",
+                          "missing required key");
+    c->gpus_per_node = (int)gpn;
+    c->nics_per_node = (int)nics;
+    c->nic_bw = nic_gbit * 1e9 / 8.0;
+    c->intra = intra;
+    double bw, bus, lat;
+    if (intra == MM_INTRA_PCIE) {
+        static const char *const nvl[] = {"nvlink_gb_s", "nvlink_allreduce_busbw_gb_s",
+                                          "nvlink_latency_us", "nvls_allreduce_busbw_gb_s", NULL};
+        for (int i = 0; nvl[i]; i++)
+            if (mm_node_get(n, nvl[i])) {
+                char path[64];
+                snprintf(path, sizeof path, "node.%s", nvl[i]);
+                return bad_key(d, n, nvl[i], path, "a node with interconnect: pcie has no NVLink", err);
+            }
+        if (nvls)
+            return bad_key(d, n, "nvls", "node.nvls", "only an NVSwitch can reduce (NVLS)", err);
+        if ((rc = need_pos(d, n, "pcie_gb_s", "node.pcie_gb_s", &bw, err)) ||
+            (rc = need_pos(d, n, "pcie_allreduce_busbw_gb_s", "node.pcie_allreduce_busbw_gb_s", &bus, err)) ||
+            (rc = need_pos(d, n, "pcie_latency_us", "node.pcie_latency_us", &lat, err)))
+            return rc;
+        if (bus > bw)
+            return bad_key(d, n, "pcie_allreduce_busbw_gb_s", "node.pcie_allreduce_busbw_gb_s",
+                           "bus bandwidth exceeds the line rate it runs over", err);
+        c->pcie_bw = c->nvlink_bw = bw * 1e9;
+        c->pcie_eff = c->nvlink_eff = bus / bw;
+        c->nvlink_latency_s = lat * 1e-6;
+    } else {
+        if (mm_node_get(n, "pcie_allreduce_busbw_gb_s") || mm_node_get(n, "pcie_latency_us")) {
+            const char *k = mm_node_get(n, "pcie_latency_us") ? "pcie_latency_us" : "pcie_allreduce_busbw_gb_s";
+            char path[64];
+            snprintf(path, sizeof path, "node.%s", k);
+            return bad_key(d, n, k, path, "only a node with interconnect: pcie has GPU rings over PCIe", err);
+        }
+        if ((rc = need_pos(d, n, "nvlink_gb_s", "node.nvlink_gb_s", &bw, err)) ||
+            (rc = need_pos(d, n, "nvlink_allreduce_busbw_gb_s", "node.nvlink_allreduce_busbw_gb_s", &bus, err)) ||
+            (rc = need_pos(d, n, "nvlink_latency_us", "node.nvlink_latency_us", &lat, err)))
+            return rc;
+        if (bus > bw)
+            return bad_key(d, n, "nvlink_allreduce_busbw_gb_s", "node.nvlink_allreduce_busbw_gb_s",
+                           "bus bandwidth exceeds the line rate it runs over", err);
+        c->nvlink_bw = bw * 1e9;
+        c->nvlink_eff = bus / bw;
+        c->nvlink_latency_s = lat * 1e-6;
+        double pbw = 0;
+        c->pcie_eff = MM_PCIE_DMA_EFF;
+        if ((rc = mm_node_double(d, n, "pcie_gb_s", "node.pcie_gb_s", 1e-6, 1e9, &pbw, &found, err)) ||
+            (rc = mm_node_double(d, n, "pcie_efficiency", "node.pcie_efficiency", 1e-6, 1.0,
+                                 &c->pcie_eff, &found, err)))
+            return rc;
+        c->pcie_bw = pbw * 1e9;
+    }
+    if (nvls) {
+        double nb;
+        if (intra != MM_INTRA_NVSWITCH)
+            return bad_key(d, n, "nvls", "node.nvls", "only an NVSwitch can reduce (NVLS)", err);
+        double nl;
+        if ((rc = need_pos(d, n, "nvls_allreduce_busbw_gb_s", "node.nvls_allreduce_busbw_gb_s", &nb, err)) ||
+            (rc = need_pos(d, n, "nvls_latency_us", "node.nvls_latency_us", &nl, err)))
+            return rc;
+        c->nvls_latency_s = nl * 1e-6;
+        /* NVLS moves S (1 + 1/G) per GPU link direction for an all-reduce of
+         * S (push every shard to the switch for reduction, multicast the
+         * reduced shard back): achieved link rate = algbw (1 + 1/G), with
+         * algbw = busbw / (2(G-1)/G) as nccl-tests reports NVLS. */
+        double g = (double)gpn;
+        c->nvls_eff = nb / (2.0 * (g - 1) / g) * (1.0 + 1.0 / g) / bw;
+        if (gpn < 2 || c->nvls_eff > 1.0)
+            return bad_key(d, n, "nvls_allreduce_busbw_gb_s", "node.nvls_allreduce_busbw_gb_s",
+                           "NVLS bus bandwidth implies more than the NVLink line rate", err);
+        c->nvls = 1;
+    } else if (mm_node_get(n, "nvls_allreduce_busbw_gb_s") || mm_node_get(n, "nvls_latency_us")) {
+        const char *k = mm_node_get(n, "nvls_latency_us") ? "nvls_latency_us" : "nvls_allreduce_busbw_gb_s";
+        char path[64];
+        snprintf(path, sizeof path, "node.%s", k);
+        return bad_key(d, n, k, path, "given without nvls: true", err);
+    }
+    sw = c->nics_per_node < c->gpus_per_node ? c->nics_per_node : c->gpus_per_node;
+    if ((rc = mm_node_int(d, n, "pcie_switches", "node.pcie_switches", 1, gpn, &sw, &found, err)))
+        return rc;
+    c->pcie_switches = (int)sw;
+    if (c->nics_per_node > c->gpus_per_node)
+        return bad_key(d, n, "nics", "node.nics", "more NICs than GPUs is not modeled", err);
+    return 0;
+}
+
+/* The fabric section: calibration, shape, latency.  Needs c->nodes. */
+static int load_fabric(const mm_doc *d, struct fy_node *f, mm_cluster *c, mm_err *err)
+{
+    int rc, kind = MM_FABRIC_RAIL;
+    bool found;
+    double net_bus, net_lat, hop = 0, over = 1;
+    int64_t npl = c->nodes, spines = 0;
+    if ((rc = need_pos(d, f, "allreduce_busbw_gb_s", "fabric.allreduce_busbw_gb_s", &net_bus, err)) ||
+        (rc = need_pos(d, f, "latency_us", "fabric.latency_us", &net_lat, err)) ||
+        (rc = mm_node_enum(d, f, "kind", "fabric.kind", fabric_names, &kind, &found, err)) ||
+        (rc = mm_node_int(d, f, "nodes_per_leaf", "fabric.nodes_per_leaf", 1, 1 << 20, &npl, &found, err)) ||
+        (rc = mm_node_double(d, f, "oversubscription", "fabric.oversubscription", 1.0, 1e3, &over, &found, err)) ||
+        (rc = mm_node_int(d, f, "spines", "fabric.spines", 1, 1 << 16, &spines, &found, err)) ||
+        (rc = mm_node_double(d, f, "hop_latency_us", "fabric.hop_latency_us", 0, 1e6, &hop, &found, err)))
+        return rc;
+    c->net_eff = net_bus * 1e9 / (c->nic_bw * (double)c->nics_per_node);
+    if (c->net_eff > 1.0)
+        return bad_key(d, f, "allreduce_busbw_gb_s", "fabric.allreduce_busbw_gb_s",
+                       "bus bandwidth exceeds the line rate it runs over", err);
+    c->net_latency_s = net_lat * 1e-6;
+    c->fabric = kind;
+    c->nodes_per_leaf = (int)npl;
+    c->oversub = over;
+    /* One uplink per spine; by default as many as the leaf has ports down,
+     * divided by the oversubscription (a two-level Clos of equal ports). */
+    if (spines == 0) {
+        double down = (double)npl * (kind == MM_FABRIC_RAIL ? 1 : c->nics_per_node);
+        spines = (int64_t)ceil(down / over);
+    }
+    c->spines = (int)spines;
+    c->hop_latency_s = hop * 1e-6;
     return 0;
 }
 
@@ -94,46 +294,19 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         return rc;
     struct fy_node *root = mm_doc_root(&d), *g, *n, *f;
     bool found;
-    double nvl, nvl_bus, nvl_lat, nic_gbit, net_bus, net_lat;
-    int64_t gpn = 0, nics = 0, file_nodes = 1;
+    int64_t file_nodes = 1;
     if ((rc = mm_node_check_keys(&d, root, "", top_keys, err)) ||
         (rc = mm_node_str(&d, root, "name", "name", c->name, sizeof c->name, &found, err)) ||
         (rc = mm_node_int(&d, root, "nodes", "nodes", 1, 1 << 20, &file_nodes, &found, err)) ||
         (rc = need_map(&d, root, "gpu", gpu_keys, &g, err)) ||
         (rc = load_gpu(&d, g, &c->gpu, err)) ||
         (rc = need_map(&d, root, "node", node_keys, &n, err)) ||
-        (rc = mm_node_int(&d, n, "gpus", "node.gpus", 1, 4096, &gpn, &found, err)) ||
-        (rc = need_pos(&d, n, "nvlink_gb_s", "node.nvlink_gb_s", &nvl, err)) ||
-        (rc = need_pos(&d, n, "nvlink_allreduce_busbw_gb_s", "node.nvlink_allreduce_busbw_gb_s", &nvl_bus, err)) ||
-        (rc = need_pos(&d, n, "nvlink_latency_us", "node.nvlink_latency_us", &nvl_lat, err)) ||
-        (rc = mm_node_int(&d, n, "nics", "node.nics", 1, 4096, &nics, &found, err)) ||
-        (rc = need_pos(&d, n, "nic_gbit_s", "node.nic_gbit_s", &nic_gbit, err)) ||
-        (rc = need_map(&d, root, "fabric", fabric_keys, &f, err)) ||
-        (rc = need_pos(&d, f, "allreduce_busbw_gb_s", "fabric.allreduce_busbw_gb_s", &net_bus, err)) ||
-        (rc = need_pos(&d, f, "latency_us", "fabric.latency_us", &net_lat, err)))
+        (rc = load_node(&d, n, c, err)) ||
+        (rc = need_map(&d, root, "fabric", fabric_keys, &f, err)))
         goto out;
-    if (gpn == 0 || nics == 0) {
-        rc = mm_err_set(err, MM_EINPUT, d.path, mm_node_line(n), gpn ? "node.nics" : "node.gpus",
-                        "missing required key");
-        goto out;
-    }
     snprintf(c->source, sizeof c->source, "%s", path);
     c->nodes = nodes > 0 ? nodes : (int)file_nodes;
-    c->gpus_per_node = (int)gpn;
-    c->nvlink_bw = nvl * 1e9;
-    c->nvlink_eff = nvl_bus / nvl;
-    c->nvlink_latency_s = nvl_lat * 1e-6;
-    c->nics_per_node = (int)nics;
-    c->nic_bw = nic_gbit * 1e9 / 8.0;
-    c->net_eff = net_bus * 1e9 / (c->nic_bw * (double)nics);
-    c->net_latency_s = net_lat * 1e-6;
-    if (c->nvlink_eff > 1.0 || c->net_eff > 1.0) {
-        rc = mm_err_set(err, MM_EINPUT, d.path, mm_node_line(c->nvlink_eff > 1.0 ? n : f),
-                        c->nvlink_eff > 1.0 ? "node.nvlink_allreduce_busbw_gb_s"
-                                            : "fabric.allreduce_busbw_gb_s",
-                        "bus bandwidth exceeds the line rate it runs over");
-        goto out;
-    }
+    rc = load_fabric(&d, f, c, err);
 out:
     mm_doc_free(&d);
     return rc;

@@ -1,15 +1,19 @@
 /* cluster.h - GPUs and the cluster they form, as read from the YAML files in topologies/.
  *
- * This is the foundation's description: one GPU kind, N identical nodes of G
- * GPUs joined by NVLink/NVSwitch, and NICs into a non-blocking scale-out
- * fabric.  Every rate carries its source in the YAML file.  Not for: the
- * link-level graph or routing (the network issue adds those); not for
- * per-op timing (compute.h) or collective timing (net.h). */
+ * One GPU kind, N identical nodes of G GPUs joined by an NVSwitch, a direct
+ * NVLink mesh or PCIe switches only; NICs (NIC i serves the GPUs
+ * [i*G/nics, (i+1)*G/nics)) on PCIe switches; a scale-out fabric that is
+ * rail-optimized or a plain leaf/spine fat-tree, with nodes per leaf, an
+ * oversubscription ratio and a per-hop latency.  Every rate carries its
+ * source in the YAML file.  Not for: the link-level graph or routing
+ * (topo.h builds those from this), per-op timing (compute.h) or collective
+ * timing (net.h, coll.h). */
 #ifndef MM_CLUSTER_H
 #define MM_CLUSTER_H
 
 #include <stdint.h>
 
+#include "hw/efficiency.h"
 #include "util/err.h"
 
 /* Numeric formats with their own tensor-core peak. Order matches the
@@ -28,7 +32,16 @@ typedef struct mm_gpu_spec {
     double attn_eff;      /* flash-attention achieved / peak */
     double mem_eff;       /* achieved / peak HBM bandwidth, fused kernels */
     double kernel_overhead_s; /* fixed cost per kernel launch */
+    /* Shape-dependent throughput tables (gpu.kernels in the topology file);
+     * where one is absent the single factor above is used. */
+    mm_kernel_tables kernels;
 } mm_gpu_spec;
+
+/* How the GPUs of a node reach each other. */
+typedef enum { MM_INTRA_NVSWITCH, MM_INTRA_NVLINK_MESH, MM_INTRA_PCIE } mm_intra_kind;
+/* Scale-out fabric: rail-optimized (leaf r of a group of nodes takes NIC r
+ * of each) or a plain fat-tree (every NIC of a node into the same leaf). */
+typedef enum { MM_FABRIC_RAIL, MM_FABRIC_FAT_TREE } mm_fabric_kind;
 
 typedef struct mm_cluster {
     char name[64];
@@ -36,13 +49,27 @@ typedef struct mm_cluster {
     mm_gpu_spec gpu;
     int nodes;
     int gpus_per_node;
+    /* The intra-node GPU-to-GPU path: NVLink, or PCIe when intra is
+     * MM_INTRA_PCIE (then these are the PCIe figures). */
+    int intra;            /* mm_intra_kind */
     double nvlink_bw;     /* bytes/s per GPU per direction */
-    double nvlink_eff;    /* NCCL busbw / nvlink_bw, 8-GPU all-reduce */
+    double nvlink_eff;    /* NCCL ring busbw / nvlink_bw, node all-reduce */
     double nvlink_latency_s; /* per ring step inside a node */
+    int nvls;             /* the switch can reduce (NVLink SHARP) */
+    double nvls_eff;      /* NVLS all-reduce: achieved per-GPU link rate / nvlink_bw */
+    double nvls_latency_s; /* fixed latency of an NVLS all-reduce */
+    double pcie_bw;       /* GPU or NIC <-> PCIe switch, per direction; 0: not modeled */
+    double pcie_eff;      /* achieved / pcie_bw for DMA through the switch */
+    int pcie_switches;    /* per node; GPUs and NICs spread evenly over them */
     int nics_per_node;
     double nic_bw;        /* bytes/s per NIC per direction */
     double net_eff;       /* NCCL busbw / NIC line rate, multi-node all-reduce */
-    double net_latency_s; /* per ring step across nodes */
+    double net_latency_s; /* per ring step across nodes under one leaf */
+    int fabric;           /* mm_fabric_kind */
+    int nodes_per_leaf;
+    double oversub;       /* leaf down:up bandwidth ratio, >= 1 */
+    int spines;           /* uplinks per leaf, one per spine switch */
+    double hop_latency_s; /* per extra switch hop (leaf -> spine -> leaf) */
 } mm_cluster;
 
 /* Reads a topology file; `nodes` overrides the file's node count when > 0.
@@ -57,6 +84,19 @@ static inline int mm_cluster_gpus(const mm_cluster *c)
 static inline int mm_cluster_node_of(const mm_cluster *c, int gpu)
 {
     return gpu / c->gpus_per_node;
+}
+
+/* The NIC (0 .. nics_per_node-1) that serves a GPU of its node. */
+static inline int mm_cluster_nic_of(const mm_cluster *c, int gpu)
+{
+    return (gpu % c->gpus_per_node) * c->nics_per_node / c->gpus_per_node;
+}
+
+/* The leaf switch a node's NIC plugs into. */
+static inline int mm_cluster_leaf_of(const mm_cluster *c, int node, int nic)
+{
+    int group = node / c->nodes_per_leaf;
+    return c->fabric == MM_FABRIC_RAIL ? group * c->nics_per_node + nic : group;
 }
 
 #endif

@@ -1,17 +1,71 @@
 /* compute.c - the roofline kernel-time model (Williams, Waterman and
- * Patterson, "Roofline", CACM 2009) with per-kind efficiency factors. */
+ * Patterson, "Roofline", CACM 2009) with shape-dependent efficiency from
+ * measured tables (efficiency.c), or one factor per kernel kind when a GPU
+ * has no tables.  Not for: op lists (sim/model). */
 #include "hw/compute.h"
 
 #include <math.h>
 
+static double peak_of(const mm_gpu_spec *g, mm_dtype dt)
+{
+    double peak = g->peak_flops[dt];
+    return peak > 0 ? peak : g->peak_flops[MM_DTYPE_BF16];
+}
+
 double mm_compute_time(const mm_gpu_spec *g, mm_dtype dt, mm_kernel_kind kind,
                        double flops, double bytes)
 {
-    double peak = g->peak_flops[dt];
-    if (!(peak > 0))
-        peak = g->peak_flops[MM_DTYPE_BF16];
+    double peak = peak_of(g, dt);
     double eff = kind == MM_KERNEL_ATTN ? g->attn_eff : g->gemm_eff;
     double t_flops = kind == MM_KERNEL_MEM ? 0.0 : flops / (peak * eff);
     double t_bytes = bytes / (g->hbm_bw * g->mem_eff);
     return fmax(t_flops, t_bytes) + g->kernel_overhead_s;
+}
+
+double mm_mem_eff(const mm_gpu_spec *g, double bytes)
+{
+    return g->kernels.has_mem ? mm_mem_table_eff(&g->kernels.mem, bytes) : g->mem_eff;
+}
+
+double mm_mem_time(const mm_gpu_spec *g, double bytes)
+{
+    if (!(bytes > 0))
+        return g->kernel_overhead_s;
+    return bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) + g->kernel_overhead_s;
+}
+
+double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, double k,
+                    double batch, double bytes)
+{
+    double flops = 2.0 * m * n * k * batch;
+    if (!(flops > 0))
+        return mm_mem_time(g, bytes);
+    double peak = peak_of(g, dt), rate;
+    if (g->kernels.has_gemm) {
+        rate = mm_gemm_table_tflops(&g->kernels.gemm, m, n, k) * 1e12;
+        if (dt == MM_DTYPE_FP8 && g->peak_flops[MM_DTYPE_FP8] > 0)
+            rate *= MM_FP8_GEMM_SPEEDUP;
+        rate = fmin(rate, peak);
+    } else {
+        rate = peak * g->gemm_eff;
+    }
+    double t_bytes = bytes > 0 ? bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) : 0.0;
+    return fmax(flops / rate, t_bytes) + g->kernel_overhead_s;
+}
+
+double mm_attn_time(const mm_gpu_spec *g, mm_dtype dt, double flops, double seqlen,
+                    double head_dim, bool causal, mm_attn_pass pass, double bytes)
+{
+    /* FlashAttention papers' FLOP count: causal halves, backward 2.5x */
+    double f = (causal ? 0.5 : 1.0) * flops * (pass == MM_ATTN_BWD ? 2.5 : pass == MM_ATTN_FWDBWD ? 3.5 : 1.0);
+    if (!(f > 0))
+        return mm_mem_time(g, bytes);
+    double peak = peak_of(g, dt), rate = NAN;
+    if (g->kernels.has_attn)
+        rate = mm_attn_table_tflops(&g->kernels.attn, seqlen, head_dim, causal, pass) * 1e12;
+    if (!(rate > 0))
+        rate = peak * g->attn_eff;
+    rate = fmin(rate, peak);
+    double t_bytes = bytes > 0 ? bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) : 0.0;
+    return fmax(f / rate, t_bytes) + g->kernel_overhead_s;
 }

@@ -1,11 +1,14 @@
 /* compute.h - time of one kernel on one GPU: the roofline of design.md §4,
- *   t = max(FLOPs / (peak x eff_kind), bytes / (HBM bw x eff_mem)) + overhead,
- * with one efficiency per kernel kind taken from public microbenchmarks (see
- * the topology files).  Not for: shape-dependent efficiency tables (the
- * model-costs issue replaces the single factors with interpolated CSVs
- * behind this same interface). */
+ *   t = max(FLOPs / (peak x eff(op, shape)), bytes / (HBM bw x eff_mem(bytes)))
+ *       + launch overhead,
+ * where eff comes from the GPU's measured throughput tables (efficiency.h)
+ * when the topology file names them, and from its single per-kind factor
+ * otherwise (the documented fallback for a GPU without tables).
+ * Not for: which kernels an op runs or their FLOPs (sim/model). */
 #ifndef MM_COMPUTE_H
 #define MM_COMPUTE_H
+
+#include <stdbool.h>
 
 #include "hw/cluster.h"
 
@@ -15,10 +18,35 @@ typedef enum {
     MM_KERNEL_MEM   /* norms, activations, residual adds, optimizer: HBM-bound */
 } mm_kernel_kind;
 
-/* Seconds for one kernel; flops may be 0 for memory-bound kernels.  A dtype
- * the GPU has no peak for (FP8 on A100) falls back to the BF16 peak, as
- * frameworks do when FP8 is unavailable. */
+/* Seconds for one kernel with the single-factor roofline; flops may be 0
+ * for memory-bound kernels.  A dtype the GPU has no peak for (FP8 on A100)
+ * falls back to the BF16 peak, as frameworks do when FP8 is unavailable. */
 double mm_compute_time(const mm_gpu_spec *g, mm_dtype dt, mm_kernel_kind kind,
                        double flops, double bytes);
+
+/* FP8 GEMM throughput relative to BF16 when a table holds only 16-bit
+ * shapes: maximum achievable matmul on H100 SXM, FP8 1402.6 vs BF16 794.5
+ * TFLOP/s (stas00/ml-engineering MAMF table @ 744d01e1). */
+#define MM_FP8_GEMM_SPEEDUP (1402.6 / 794.5)
+
+/* `batch` independent GEMMs C[m x n] = A[m x k] B[k x n], moving `bytes` of
+ * HBM traffic in all.  Table throughput (or peak x gemm_efficiency), never
+ * above the dtype's peak; plus one launch. */
+double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, double k,
+                    double batch, double bytes);
+
+/* Flash attention with `flops` dense forward FLOPs (4 s_q s_k d per head and
+ * sequence, no causal halving) over sequences of `seqlen` (geometric mean of
+ * query and key lengths; the mean sample length for packed varlen batches),
+ * head dim `head_dim`.  Causal kernels skip half the tiles; backward does
+ * 2.5x the forward FLOPs (the FlashAttention papers' accounting). */
+double mm_attn_time(const mm_gpu_spec *g, mm_dtype dt, double flops, double seqlen,
+                    double head_dim, bool causal, mm_attn_pass pass, double bytes);
+
+/* A memory-bound kernel moving `bytes`. */
+double mm_mem_time(const mm_gpu_spec *g, double bytes);
+
+/* Achieved fraction of HBM peak for a kernel of that size (table or factor). */
+double mm_mem_eff(const mm_gpu_spec *g, double bytes);
 
 #endif

@@ -1,18 +1,31 @@
-/* net.c - the analytic (alpha-beta, no contention) collective model.
+/* net.c - the analytic (alpha-beta, no contention) network model, group
+ * shapes, and algorithm choice.
  *
- * Bandwidth: a group inside one node runs at the node's measured NVLink
- * all-reduce busbw; a group spanning nodes is limited by the NICs that serve
- * its members on each node (NCCL runs one ring per NIC, "rail"), at the
- * measured multi-node busbw per NIC, and by NVLink.  Latency: one alpha per
- * ring step, NVLink alpha for the steps inside a node and the fabric's alpha
- * for the steps that cross nodes.  Known limit: no tree or NVLS algorithms
- * and no small-message protocol switch; the network issue adds them. */
+ * Bandwidth terms (B = effective bytes/s, S = nccl-tests' message size):
+ *   intra-node link  Bi = nvlink_bw x nvlink_eff (the node's ring busbw;
+ *                    on a direct mesh a ring gets phi(m)/(G-1) of it, one
+ *                    ring per stride coprime with the m members);
+ *   out of a node    Bo = k x min(NIC x net_eff, PCIe x pcie_eff), k the
+ *                    rings (channels) = NICs serving the members;
+ *   ring     f S / min(Bi, Bo)         f = 2(n-1)/n, (n-1)/n, 1
+ *   tree     2 S / min(Bi, Bo)         (each node sends and receives 2S
+ *                                       over its two trees, pipelined)
+ *   hier     2 (m-1)/m S / Bi + 2 (N-1)/N S / Bo   (phases in sequence)
+ *   nvls     S (1 + 1/n) / (nvlink_bw x nvls_eff)
+ *   alltoall max(intra, inter, spine) per-link volumes over their rates.
+ * Latency terms: see mm_net_latency.  Known limits: one protocol (NCCL's
+ * Simple bandwidth with a per-step alpha; no LL/LL128 switch), so mid-size
+ * messages are a little pessimistic; hier phases are not pipelined. */
 #include "hw/net.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *const mm_coll_names[] = {"allreduce", "allgather", "reducescatter",
                                      "alltoall", "broadcast", "sendrecv", NULL};
+const char *const mm_coll_algo_names[] = {"auto", "ring", "tree", "hier", "nvls", NULL};
 
 double mm_coll_bus_factor(mm_coll_kind kind, int n)
 {
@@ -30,29 +43,262 @@ double mm_coll_bus_factor(mm_coll_kind kind, int n)
     }
 }
 
-/* Distinct nodes in the group and the largest number of members on one. */
-static void group_shape(const mm_cluster *c, const int *gpus, int n, int *nodes, int *per_node)
+static int cmp_int(const void *a, const void *b)
 {
-    /* Groups are small relative to the cluster in the foundation; O(n^2)
-     * keeps this allocation-free.  Sorted groups would make it O(n). */
-    int distinct = 0, most = 0;
-    for (int i = 0; i < n; i++) {
-        int node = mm_cluster_node_of(c, gpus[i]), seen = 0, count = 0;
-        for (int j = 0; j < n; j++) {
-            int nj = mm_cluster_node_of(c, gpus[j]);
-            if (nj == node) {
-                count++;
-                if (j < i)
-                    seen = 1;
-            }
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int *mm_group_sorted(const int *gpus, int n)
+{
+    int *s = malloc(((size_t)n + 1) * sizeof *s);
+    if (!s)
+        return NULL;
+    memcpy(s, gpus, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_int);
+    return s;
+}
+
+void mm_group_shape_of(const mm_cluster *c, const int *g, int n, mm_group_shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    s->min_per_node = n;
+    s->channels = c->nics_per_node;
+    int i = 0, prev_group = -1;
+    while (i < n) {
+        int node = mm_cluster_node_of(c, g[i]), j = i, nics = 0, last_nic = -1;
+        for (; j < n && mm_cluster_node_of(c, g[j]) == node; j++) {
+            int k = mm_cluster_nic_of(c, g[j]);
+            if (k != last_nic)
+                nics++, last_nic = k;
         }
-        if (!seen)
-            distinct++;
-        if (count > most)
-            most = count;
+        int m = j - i, grp = node / c->nodes_per_leaf;
+        s->nodes++;
+        if (m > s->max_per_node)
+            s->max_per_node = m;
+        if (m < s->min_per_node)
+            s->min_per_node = m;
+        if (nics < s->channels)
+            s->channels = nics;
+        /* sorted ids: nodes, hence leaf groups, never decrease */
+        if (grp != prev_group)
+            s->leaf_groups++;
+        prev_group = grp;
+        i = j;
     }
-    *nodes = distinct;
-    *per_node = most;
+    /* a ring over the nodes crosses between leaf groups at each change
+     * and once more to close */
+    s->crossings = s->leaf_groups > 1 ? s->leaf_groups : 0;
+    if (s->leaf_groups < 1)
+        s->leaf_groups = 1;
+    if (s->channels < 1)
+        s->channels = 1;
+    if (n == 2 && s->nodes == 2)
+        s->p2p_spine = mm_cluster_leaf_of(c, mm_cluster_node_of(c, g[0]), mm_cluster_nic_of(c, g[0])) !=
+                       mm_cluster_leaf_of(c, mm_cluster_node_of(c, g[1]), mm_cluster_nic_of(c, g[1]));
+}
+
+/* Strides 1..m-1 coprime with m: rings a direct mesh of m GPUs can run on
+ * disjoint links (Euler's phi). */
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int coprime_strides(int m)
+{
+    int k = 0;
+    for (int s = 1; s < m; s++)
+        k += gcd(s, m) == 1;
+    return k > 0 ? k : 1;
+}
+
+static double b_intra(const mm_cluster *c, int m)
+{
+    double b = c->nvlink_bw * c->nvlink_eff;
+    if (c->intra == MM_INTRA_NVLINK_MESH && c->gpus_per_node > 1)
+        b = b * coprime_strides(m) / (c->gpus_per_node - 1);
+    return b;
+}
+
+static double b_nic(const mm_cluster *c)
+{
+    double nic = c->nic_bw * c->net_eff;
+    if (c->pcie_bw > 0)
+        nic = fmin(nic, c->pcie_bw * c->pcie_eff);
+    return nic;
+}
+
+/* Bandwidth of a ring (or tree) through every member: intra and out. */
+static double b_ring(const mm_cluster *c, const mm_group_shape *s)
+{
+    if (s->nodes == 1)
+        return b_intra(c, s->n);
+    double b = s->channels * b_nic(c);
+    if (s->max_per_node > 1)
+        b = fmin(b, b_intra(c, s->max_per_node));
+    return b;
+}
+
+int mm_coll_algo_check(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
+                       const mm_group_shape *s, char *why, size_t len)
+{
+    const char *msg = NULL;
+    if (kind == MM_COLL_SENDRECV || kind == MM_COLL_ALLTOALL) {
+        if (algo != MM_ALGO_RING && algo != MM_ALGO_AUTO)
+            msg = "send/recv and all-to-all have one algorithm (direct transfers); use auto";
+    } else if (algo == MM_ALGO_TREE || algo == MM_ALGO_HIER) {
+        if (kind != MM_COLL_ALLREDUCE)
+            msg = "tree and hier implement all-reduce only (as in NCCL)";
+    } else if (algo == MM_ALGO_NVLS) {
+        if (kind != MM_COLL_ALLREDUCE)
+            msg = "nvls implements all-reduce only here";
+        else if (!c->nvls)
+            msg = "the topology's switch cannot reduce (node.nvls is false)";
+        else if (s->nodes > 1)
+            msg = "nvls needs a group inside one node (NVLS across nodes is not modeled)";
+        else if (s->n < 2)
+            msg = "nvls needs two GPUs or more";
+    }
+    if (msg && why)
+        snprintf(why, len, "%s", msg);
+    return msg ? -1 : 0;
+}
+
+mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group_shape *s,
+                          double bytes)
+{
+    if (kind != MM_COLL_ALLREDUCE)
+        return MM_ALGO_RING;
+    mm_coll_algo best = MM_ALGO_RING;
+    double bt = mm_net_analytic_shape_time(c, kind, MM_ALGO_RING, s, bytes);
+    for (int a = MM_ALGO_TREE; a < MM_ALGO_COUNT; a++) {
+        /* NCCL runs trees across nodes only, and hier needs both levels */
+        if (a == MM_ALGO_TREE && s->nodes < 2)
+            continue;
+        if (a == MM_ALGO_HIER && (s->nodes < 2 || s->max_per_node < 2))
+            continue;
+        if (mm_coll_algo_check(c, kind, (mm_coll_algo)a, s, NULL, 0))
+            continue;
+        double t = mm_net_analytic_shape_time(c, kind, (mm_coll_algo)a, s, bytes);
+        if (t < bt)
+            bt = t, best = (mm_coll_algo)a;
+    }
+    return best;
+}
+
+/* Alphas: ai per NVLink (or PCIe) hop, an per hop across nodes under one
+ * leaf, an + 2 hop_latency through a spine.  A pipelined ring pays its
+ * traversal latency once per pass: steps x the mean hop alpha over the
+ * ring (Thakur et al.'s (p-1) alpha with alpha averaged over levels). */
+double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
+                      const mm_group_shape *s)
+{
+    int n = s->n, N = s->nodes, m = s->max_per_node;
+    if (n < 2)
+        return 0;
+    double ai = c->nvlink_latency_s, an = c->net_latency_s, spine = 2 * c->hop_latency_s;
+    double an_far = an + (s->leaf_groups > 1 ? spine : 0);
+    if (kind == MM_COLL_SENDRECV)
+        return N > 1 ? an + (s->p2p_spine ? spine : 0) : ai;
+    int inter = N > 1 ? N : 0;
+    double mix = ((n - inter) * ai + inter * an + s->crossings * spine) / n;
+    switch (algo) {
+    case MM_ALGO_TREE:
+        if (N < 2)
+            return 2.0 * (n - 1) * ai;
+        return 2.0 * (ceil(log2((double)N)) * an_far + (m - 1) * ai);
+    case MM_ALGO_HIER:
+        if (N < 2 || m < 2)
+            break;
+        return 2.0 * (m - 1) * ai + 2.0 * (N - 1) * an_far;
+    case MM_ALGO_NVLS:
+        return c->nvls_latency_s;
+    default:
+        break;
+    }
+    double steps = kind == MM_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+    return steps * mix;
+}
+
+/* All-to-all bandwidth term: the most loaded link class. */
+static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, double S)
+{
+    int n = s->n, m = s->max_per_node, N = s->nodes;
+    double per = S / n, t = 0;
+    if (m > 1) {
+        double bi = c->nvlink_bw * c->nvlink_eff;
+        if (c->intra == MM_INTRA_NVLINK_MESH)
+            t = per / (bi / (c->gpus_per_node > 1 ? c->gpus_per_node - 1 : 1));
+        else if (c->intra == MM_INTRA_PCIE) {
+            /* a PCIe switch uplink carries q members' traffic to the m - q
+             * members behind other switches */
+            double q = fmin((double)m, (double)(c->gpus_per_node / c->pcie_switches));
+            t = fmax((m - 1) * per, q * (m - q) * per) / bi;
+        } else
+            t = (m - 1) * per / bi;
+    }
+    if (N > 1) {
+        double bo = s->channels * b_nic(c);
+        t = fmax(t, (double)m * (n - m) * per / bo);
+        if (s->leaf_groups > 1) {
+            /* the busiest leaf group's uplinks; ECMP assumed even */
+            double a = fmin((double)c->nodes_per_leaf, (double)N); /* nodes per group */
+            double leaves = c->fabric == MM_FABRIC_RAIL ? s->channels : 1;
+            double down_ports = (double)c->nodes_per_leaf * (c->fabric == MM_FABRIC_RAIL ? 1 : c->nics_per_node);
+            double up = down_ports * c->nic_bw * c->net_eff / c->oversub; /* per leaf, all spines */
+            double bytes = a * (N - a) * m * m * per / leaves;
+            t = fmax(t, bytes / up);
+        }
+    }
+    return t;
+}
+
+double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
+                                  const mm_group_shape *s, double S)
+{
+    int n = s->n, N = s->nodes, m = s->max_per_node;
+    if (n < 2 || S <= 0)
+        return 0.0;
+    double lat = mm_net_latency(c, kind, algo, s), bw;
+    switch (kind) {
+    case MM_COLL_SENDRECV:
+        if (N > 1)
+            bw = S / b_nic(c);
+        else if (c->intra == MM_INTRA_NVLINK_MESH && c->gpus_per_node > 1)
+            bw = S / (c->nvlink_bw * c->nvlink_eff / (c->gpus_per_node - 1));
+        else
+            bw = S / (c->nvlink_bw * c->nvlink_eff);
+        return lat + bw;
+    case MM_COLL_ALLTOALL:
+        return lat + alltoall_bw_time(c, s, S);
+    default:
+        break;
+    }
+    switch (algo) {
+    case MM_ALGO_TREE:
+        bw = 2.0 * S / b_ring(c, s);
+        break;
+    case MM_ALGO_HIER:
+        if (N < 2 || m < 2) {
+            bw = mm_coll_bus_factor(kind, n) * S / b_ring(c, s);
+            break;
+        }
+        bw = 2.0 * (m - 1) / m * S / b_intra(c, m) + 2.0 * (N - 1) / N * S / (s->channels * b_nic(c));
+        break;
+    case MM_ALGO_NVLS:
+        bw = S * (1.0 + 1.0 / n) / (c->nvlink_bw * c->nvls_eff);
+        break;
+    default:
+        bw = mm_coll_bus_factor(kind, n) * S / b_ring(c, s);
+    }
+    return lat + bw;
 }
 
 double mm_net_analytic_time(const mm_cluster *c, mm_coll_kind kind,
@@ -60,25 +306,11 @@ double mm_net_analytic_time(const mm_cluster *c, mm_coll_kind kind,
 {
     if (n < 2 || bytes <= 0)
         return 0.0;
-    int nodes, per_node;
-    group_shape(c, gpus, n, &nodes, &per_node);
-    double nvl_bw = c->nvlink_bw * c->nvlink_eff;
-    double bw = nvl_bw;
-    if (nodes > 1) {
-        /* NICs serving the members on the busiest node; at least one. */
-        double nics = (double)c->nics_per_node * per_node / c->gpus_per_node;
-        if (nics < 1.0)
-            nics = 1.0;
-        bw = fmin(nvl_bw, nics * c->nic_bw * c->net_eff);
-    }
-    if (kind == MM_COLL_SENDRECV) {
-        double lat = nodes > 1 ? c->net_latency_s : c->nvlink_latency_s;
-        double link = nodes > 1 ? c->nic_bw * c->net_eff : nvl_bw;
-        return lat + bytes / link;
-    }
-    /* Ring steps: 2(n-1) for all-reduce, n-1 for the others. */
-    double steps = kind == MM_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
-    double cross = nodes > 1 ? (double)nodes / n : 0.0; /* share of hops crossing nodes */
-    double alpha = cross * c->net_latency_s + (1.0 - cross) * c->nvlink_latency_s;
-    return steps * alpha + bytes * mm_coll_bus_factor(kind, n) / bw;
+    int *g = mm_group_sorted(gpus, n);
+    if (!g)
+        return NAN;
+    mm_group_shape s;
+    mm_group_shape_of(c, g, n, &s);
+    free(g);
+    return mm_net_analytic_shape_time(c, kind, MM_ALGO_RING, &s, bytes);
 }

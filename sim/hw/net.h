@@ -1,13 +1,19 @@
-/* net.h - time of a collective or a point-to-point transfer.
+/* net.h - collective kinds and algorithms, group shapes, and the
+ * `analytic` network model: alpha-beta per hierarchy level.
  *
- * The foundation ships the `analytic` model: alpha-beta per hierarchy level
- * (Hockney's model; Thakur, Rabenseifner and Gropp, "Optimization of
- * Collective Communication Operations in MPICH", IJHPCA 2005, for the ring
- * step counts), with the bandwidth term taken at nccl-tests' measured bus
- * bandwidth so that a large all-reduce on one node or across nodes reproduces
- * the vendor busbw figures.  No contention: two collectives on the same links
- * each get the full bandwidth.  Not for: flows, routing or max-min sharing
- * (the network issue adds the `flow` model behind this interface). */
+ * Hockney's alpha-beta model per level (NVLink/PCIe inside a node, NICs
+ * and the fabric across nodes), with the step counts of Thakur,
+ * Rabenseifner and Gropp, "Optimization of Collective Communication
+ * Operations in MPICH" (IJHPCA 2005) for rings, of Sanders, Speck and
+ * Traeff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+ * scan" (Parallel Computing 2009) for NCCL's double binary tree, and
+ * NVIDIA's NVLink SHARP (in-switch reduction) for NVLS.  Bandwidth terms use
+ * the effective link rates of topo.h, so that a large all-reduce reproduces
+ * the nccl-tests busbw the topology file cites.  No contention: two
+ * collectives on the same links each get the full bandwidth; the `flow`
+ * model (coll.h over flow.h) shares them, and with one collective alone
+ * both models agree (tests/test_net.c).  Not for: the asynchronous
+ * interface the executor uses (coll.h). */
 #ifndef MM_NET_H
 #define MM_NET_H
 
@@ -20,16 +26,61 @@ typedef enum {
 
 extern const char *const mm_coll_names[]; /* "allreduce", ... */
 
+/* Algorithms, as NCCL_ALGO names them.  AUTO picks the fastest that can
+ * run the collective on the group (NCCL's tuner does the same with its
+ * own latency/bandwidth tables). */
+typedef enum {
+    MM_ALGO_AUTO, MM_ALGO_RING, MM_ALGO_TREE, MM_ALGO_HIER, MM_ALGO_NVLS, MM_ALGO_COUNT
+} mm_coll_algo;
+
+extern const char *const mm_coll_algo_names[]; /* "auto", "ring", ... */
+
 /* nccl-tests' bus-bandwidth factor for a group of n (doc/PERFORMANCE.md):
- * all-reduce 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n,
- * broadcast and send/recv 1. */
+ * all-reduce 2(n-1)/n (for every algorithm, NVLS included, as the
+ * published NVLS figures use it), all-gather / reduce-scatter / all-to-all
+ * (n-1)/n, broadcast and send/recv 1. */
 double mm_coll_bus_factor(mm_coll_kind kind, int n);
 
-/* Seconds for a collective of `bytes` (nccl-tests' S: the full buffer, the
- * gathered output for all-gather, the input for reduce-scatter) over the
- * group of global GPU ids gpus[0..n-1].  For MM_COLL_SENDRECV, n is 2 and
- * gpus = {src, dst}.  A group of one costs nothing. */
+/* How a group sits on the cluster (members sorted by GPU id). */
+typedef struct mm_group_shape {
+    int n;            /* members */
+    int nodes;        /* distinct nodes */
+    int max_per_node, min_per_node;
+    int channels;     /* rings across nodes: NICs serving the members, fewest over nodes */
+    int leaf_groups;  /* distinct groups of nodes_per_leaf nodes */
+    int crossings;    /* ring hops between consecutive nodes in different leaf groups */
+    int p2p_spine;    /* n == 2 on two nodes whose own NICs hang off different leaves */
+} mm_group_shape;
+
+void mm_group_shape_of(const mm_cluster *c, const int *sorted, int n, mm_group_shape *s);
+
+/* Whether `algo` (not AUTO) can run `kind` on the group: 0, or -1 with a
+ * reason in why[len]. */
+int mm_coll_algo_check(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
+                       const mm_group_shape *s, char *why, size_t len);
+
+/* The algorithm AUTO resolves to: the one with the smallest analytic time
+ * (ties go to the earlier in the enum). */
+mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group_shape *s,
+                          double bytes);
+
+/* Latency term (seconds) of a collective: the alphas of the steps the
+ * algorithm takes.  Shared by both network models. */
+double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
+                      const mm_group_shape *s);
+
+/* Analytic time (seconds) of one collective of `bytes` (nccl-tests' S) with
+ * a resolved algorithm (not AUTO; SENDRECV and ALLTOALL ignore it). */
+double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
+                                  const mm_group_shape *s, double bytes);
+
+/* Same over the group of global GPU ids gpus[0..n-1] (any order) with the
+ * ring algorithm (direct transfer for SENDRECV, where gpus = {src, dst}).
+ * A group of one costs nothing; NAN when out of memory. */
 double mm_net_analytic_time(const mm_cluster *c, mm_coll_kind kind,
                             const int *gpus, int n, double bytes);
+
+/* Sorts a copy of gpus (caller frees); NULL when out of memory. */
+int *mm_group_sorted(const int *gpus, int n);
 
 #endif

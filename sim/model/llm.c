@@ -5,7 +5,7 @@
  * absent, so a file Hugging Face loads means the same thing here; it only
  * insists on the keys that size the model.  The cost functions are closed
  * forms over the shape (Megatron-LM's conventions, see llm.h).
- * Not for: encoders, MoE, memory, timing, or layout checks. */
+ * Not for: encoders, memory, timing, or layout checks. */
 #include "model/llm.h"
 
 #include <libfyaml.h>
@@ -218,6 +218,25 @@ static int read_llama(const reader *r, mm_llm *m)
     m->tied = !in_list(m->model_type, untied_by_default);
     m->learned_pos = false;
     m->rope = true;
+    /* MixtralConfig: num_local_experts (default 8), num_experts_per_tok
+     * (default 2); only a mixtral model_type or an explicit key makes an MoE. */
+    bool fe = false, fk = false;
+    if (strcmp(m->model_type, "mixtral") == 0) {
+        m->experts = 8;
+        m->experts_per_tok = 2;
+    }
+    if ((rc = get_int(r, "num_local_experts", 1, 1 << 16, &m->experts, &fe)) < 0 ||
+        (rc = get_int(r, "num_experts_per_tok", 1, 1 << 16, &m->experts_per_tok, &fk)) < 0)
+        return rc;
+    if (fe && !fk && m->experts_per_tok == 0)
+        m->experts_per_tok = 2;
+    if (m->experts > 0 && m->experts_per_tok > m->experts) {
+        char kp[128];
+        key_path(r, "num_experts_per_tok", kp, sizeof kp);
+        return mm_err_set(r->err, MM_EINPUT, r->doc->path, mm_node_key_line(r->map, "num_experts_per_tok"),
+                          kp, "%lld experts per token exceed the %lld experts",
+                          (long long)m->experts_per_tok, (long long)m->experts);
+    }
     return 0;
 }
 
@@ -371,6 +390,8 @@ int64_t mm_llm_layer_params(const mm_llm *m)
     int64_t mlp = h * up + m->ffn * h;
     if (m->mlp_bias)
         mlp += up + h;
+    if (m->experts > 0) /* every expert an MLP, plus the router (no bias) */
+        mlp = m->experts * mlp + h * m->experts;
     return attn + mlp + 2 * norm_params(m);
 }
 
@@ -408,7 +429,10 @@ static double layer_linear_flops_per_token(const mm_llm *m)
 {
     double h = (double)m->hidden, q = (double)(m->heads * m->head_dim);
     double kv = (double)(m->kv_heads * m->head_dim), f = (double)m->ffn;
-    return 2.0 * h * (q + 2.0 * kv) + 2.0 * q * h + 2.0 * h * f * (m->gated_mlp ? 3.0 : 2.0);
+    double mlp = 2.0 * h * f * (m->gated_mlp ? 3.0 : 2.0);
+    if (m->experts > 0) /* top-k experts per token, plus the router */
+        mlp = (double)m->experts_per_tok * mlp + 2.0 * h * (double)m->experts;
+    return 2.0 * h * (q + 2.0 * kv) + 2.0 * q * h + mlp;
 }
 
 /* Q K^T and P V: 2 matmuls of 2*s^2*d FLOPs per head per sequence. */
@@ -476,16 +500,60 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops,
                  double bytes, double m, double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal };
+        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F };
     l->n++;
 }
 
-/* C[m x n] = A[m x k] W[k x n] (+ bias[n]): reads A and W, writes C. */
+/* `batch` GEMMs C[m x n] = A[m x k] W[k x n] (+ bias[n]), each with its
+ * own weight (MoE experts): reads A and W, writes C. */
+static void push_gemm_n(op_list *l, const char *name, double m, double n, double k,
+                        double batch, bool bias, double e)
+{
+    double bytes = batch * (m * k + k * n + m * n + (bias ? n : 0.0)) * e;
+    push(l, name, MM_OPK_GEMM, 2.0 * m * n * k * batch, bytes, m, n, k, batch, false);
+}
+
 static void push_gemm(op_list *l, const char *name, double m, double n, double k,
                       bool bias, double e)
 {
-    double bytes = (m * k + k * n + m * n + (bias ? n : 0.0)) * e;
-    push(l, name, MM_OPK_GEMM, 2.0 * m * n * k, bytes, m, n, k, 1.0, false);
+    push_gemm_n(l, name, m, n, k, 1.0, bias, e);
+}
+
+mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p)
+{
+    mm_op_cost o = *f;
+    o.pass = (int)p;
+    if (p == MM_OP_F)
+        return o;
+    switch (f->kind) {
+    case MM_OPK_GEMM:
+        if (p == MM_OP_B) { /* dA[m x k] = dC[m x n] W^T[n x k] */
+            o.n = f->k;
+            o.k = f->n;
+        } else {              /* dW[k x n] = A^T[k x m] dC[m x n] */
+            o.m = f->k;
+            o.n = f->n;
+            o.k = f->m;
+        }
+        return o;
+    case MM_OPK_ATTN:
+        if (p == MM_OP_B) {
+            o.flops = 2.0 * f->flops;
+            o.bytes = 2.0 * f->bytes;
+            return o;
+        }
+        break;
+    case MM_OPK_MEM:
+        if (p == MM_OP_B) {
+            o.bytes = 2.0 * f->bytes;
+            return o;
+        }
+        break;
+    }
+    o.kind = MM_OPK_MEM;
+    o.flops = o.bytes = o.m = o.n = o.k = o.batch = 0.0;
+    o.causal = false;
+    return o;
 }
 
 /* A norm over `tok` tokens: read x and the weights (and bias), write y. */
@@ -537,10 +605,27 @@ int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
     push(&l, "residual_attn", MM_OPK_MEM, 0.0,
          (3.0 * tn * h + (m->out_bias ? h : 0.0)) * e, 0, 0, 0, 0, false);
     push_norm(&l, "norm_mlp", m, tn, e);
-    push_gemm(&l, "fc1", tokens, up, h, m->mlp_bias, e);
-    /* gated: act(gate) * up, reads 2f writes f; else act(x), reads f writes f */
-    push(&l, "act", MM_OPK_MEM, 0.0, tokens * (up + f) * e, 0, 0, 0, 0, false);
-    push_gemm(&l, "fc2", tokens, h, f, false, e);
+    if (m->experts > 0) {
+        /* Router: every token scores every expert (replicated over tp, fp32
+         * softmax and top-k are small and folded into the permute). */
+        double E = (double)m->experts, k = (double)m->experts_per_tok;
+        push_gemm(&l, "router", tokens, E, h, false, e);
+        /* Tokens per expert: the mean load, or the capacity when set. */
+        double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+        double te = cf * tokens * k / E;
+        /* dispatch (permute) and combine (unpermute, weighted sum): each
+         * reads and writes k copies of the token activations */
+        push(&l, "moe_dispatch", MM_OPK_MEM, 0.0, 2.0 * tokens * k * h * e, 0, 0, 0, 0, false);
+        push_gemm_n(&l, "expert_fc1", te, up, h, E, m->mlp_bias, e);
+        push(&l, "act", MM_OPK_MEM, 0.0, E * te * (up + f) * e, 0, 0, 0, 0, false);
+        push_gemm_n(&l, "expert_fc2", te, h, f, E, false, e);
+        push(&l, "moe_combine", MM_OPK_MEM, 0.0, 2.0 * tokens * k * h * e, 0, 0, 0, 0, false);
+    } else {
+        push_gemm(&l, "fc1", tokens, up, h, m->mlp_bias, e);
+        /* gated: act(gate) * up, reads 2f writes f; else act(x), reads f writes f */
+        push(&l, "act", MM_OPK_MEM, 0.0, tokens * (up + f) * e, 0, 0, 0, 0, false);
+        push_gemm(&l, "fc2", tokens, h, f, false, e);
+    }
     push(&l, "residual_mlp", MM_OPK_MEM, 0.0,
          (3.0 * tn * h + (m->mlp_bias ? h : 0.0)) * e, 0, 0, 0, 0, false);
     return finish(&l);

@@ -10,8 +10,8 @@
  * 72*B*s*l*h^2*(1 + s/6h + V/12lh) and, with full recomputation, to
  * Narayanan et al.'s 96*B*s*l*h^2*(1 + s/6h + V/16lh) (formulas.md 8.1).
  *
- * Not for: vision/audio encoders, projectors or MoE (other files of
- * sim/model), memory accounting (the memory model), time (sim/hw), or
+ * Mixtral-style MoE layers are covered here (router + top-k experts).
+ * Not for: vision/audio encoders or projectors (mllm.h), memory accounting (the memory model), time (sim/hw), or
  * deciding whether a layout is legal (sim/parallel checks that tp divides
  * the heads; the op list here divides shapes by tp as real numbers). */
 #ifndef MM_LLM_H
@@ -54,6 +54,15 @@ typedef struct mm_llm {
     bool out_bias;        /* bias on the attention output projection (GPT-2, NeoX) */
     bool mlp_bias;        /* biases on the MLP matrices (GPT-2, NeoX) */
     bool rmsnorm;         /* RMSNorm (weight only); false: LayerNorm (weight + bias) */
+    /* Mixture of experts (Mixtral: num_local_experts, num_experts_per_tok).
+     * experts = 0: a dense MLP.  Each expert is an MLP of width ffn; a
+     * router (h x experts, no bias) picks experts_per_tok of them per token. */
+    int64_t experts;
+    int64_t experts_per_tok;
+    /* Expert capacity = capacity_factor * tokens * k / experts (GShard,
+     * Switch Transformer); 0 = dropless, experts sized by their mean load.
+     * Not a config.json key: 0 unless the caller sets it. */
+    double capacity_factor;
 } mm_llm;
 
 /* Reads a Hugging Face config.json of a decoder-only LLM (GPT-2, Llama,
@@ -136,10 +145,31 @@ typedef struct mm_op_cost {
                         * sequences x heads on this rank for ATTN, 0 for MEM */
     bool causal;       /* ATTN: causal mask (kernels skip about half the tiles;
                         * flops above still count it dense) */
+    int pass;          /* mm_op_pass_kind: which pass this entry is (F for the
+                        * lists below; mm_op_pass derives B and W) */
 } mm_op_cost;
 
+/* The three passes zero-bubble schedules split a layer into (Qi et al.,
+ * "Zero Bubble Pipeline Parallelism", ICLR 2024): forward, input gradient
+ * and weight gradient. */
+typedef enum mm_op_pass_kind { MM_OP_F = 0, MM_OP_B = 1, MM_OP_W = 2 } mm_op_pass_kind;
+
+/* The op pass `p` runs for the forward op `f`:
+ *   GEMM C = A W [m x n x k]: B computes dA = dC W^T (shape m x k x n), W
+ *     computes dW = A^T dC (shape k x n x m); each has the forward's FLOPs
+ *     and touches the same three matrices.
+ *   ATTN: B is the whole attention backward, 2x forward FLOPs in Megatron's
+ *     count (the kernel runs 2.5x, compute.h); W is empty (no weights).
+ *   MEM: B moves twice the bytes (read the saved input and the output
+ *     gradient, write the input gradient); W is empty (norm weight
+ *     gradients are reduced inside the same kernel).
+ * An empty op has kind MEM, flops 0 and bytes 0.  For a GPT layer the sums
+ * give Zero Bubble's Table 1: F = sbh(24h + 4s), B = sbh(24h + 8s),
+ * W = sbh*24h (formulas.md 8.1). */
+mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p);
+
 /* Enough for every list below. */
-#define MM_LLM_MAX_OPS 16
+#define MM_LLM_MAX_OPS 20
 
 /* One transformer block FORWARD on ONE tensor-parallel rank of `tp`, with
  * Megatron's sharding (QKV and fc1 column-parallel, output projection and

@@ -35,7 +35,30 @@
  *    forward waiting for its bucket; with ZeRO-3 every layer's parameters
  *    are all-gathered before each forward and backward (prefetched one
  *    layer ahead) and its gradients reduce-scattered after each backward.
- * Not for: multimodal placements, nor per-micro-batch cost differences yet. */
+ *
+ * Micro-batches may differ (modality-mixed samples): per-micro-batch costs
+ * (mb_costs) replace the stage's uniform ones.
+ *
+ * Encoders (vision, audio) and their projector are placed as DFLOP,
+ * Megatron's heterogeneous parallelism and DistTrain place them:
+ *  - homogeneous: the encoder inherits the LLM's layout and runs in the
+ *    first stage, before the LLM layers in forward and after them in
+ *    backward (the LLM-centric baseline);
+ *  - colocated: the encoder is sharded over the LLM's GPUs with its own TP
+ *    and DP; every GPU encodes its share of the iteration's micro-batches
+ *    first, the outputs are resharded to the first LLM stage (an
+ *    all-to-all over all GPUs), and after the LLM's backward the gradients
+ *    come back the same way for the encoder's backward;
+ *  - pipeline: the encoder's own GPUs (tp x pp x dp of its own, numbered
+ *    before the LLM's) form pipeline stages ahead of the LLM's under the
+ *    same 1F1B order; micro-batch j of LLM replica d is encoded by encoder
+ *    replica (j*dp + d) mod dp_enc; at the boundary the encoder's last
+ *    stage all-gathers over its TP group and sends each LLM TP rank its
+ *    slice, and gradients come back the same way;
+ *  - disjoint: the encoder's own GPUs run ahead of the LLM, all forwards
+ *    in order, each waiting until the LLM has taken the output `buffer`
+ *    micro-batches earlier (a bounded queue), then the backwards.
+ * Frozen encoders have no backward, gradient sync or optimizer step. */
 #ifndef MM_BUILD_H
 #define MM_BUILD_H
 
@@ -59,7 +82,47 @@ typedef struct mm_stage_cost {
     int moe_chunks;          /* how many of the chunks are MoE layers */
 } mm_stage_cost;
 
+/* One micro-batch of one (virtual) stage of one DP replica, when costs
+ * differ between micro-batches. */
+typedef struct mm_mb_cost {
+    double fwd_s, bwd_s, wgrad_s;
+    double fwd_flops, bwd_flops, wgrad_flops, recompute_flops;
+    double tp_bytes;  /* one TP message of this micro-batch */
+    double p2p_bytes; /* its activation at the stage's output boundary */
+} mm_mb_cost;
+
+/* The whole encoder's (and projector's) work on one LLM micro-batch, on one
+ * encoder TP group (the LLM's TP group for homogeneous placement). */
+typedef struct mm_enc_mb_cost {
+    double fwd_s, bwd_s;
+    double fwd_flops, bwd_flops, recompute_flops;
+    double tp_bytes;  /* one TP message of the encoder layers */
+    double act_bytes; /* activation between two encoder pipeline stages */
+    double out_bytes; /* projected embeddings handed to the LLM */
+} mm_enc_mb_cost;
+
+typedef enum {
+    MM_ENC_PIPELINE, MM_ENC_COLOCATED, MM_ENC_DISJOINT, MM_ENC_HOMOGENEOUS
+} mm_enc_placement;
+
+typedef struct mm_enc_spec {
+    char name[16];            /* "vision", "audio": module name in traces */
+    mm_enc_placement placement;
+    int tp, pp, dp;           /* pipeline/disjoint: its own GPUs; colocated:
+                                 tp*dp = the LLM's GPUs, pp = 1;
+                                 homogeneous: ignored */
+    int chunks;               /* layers: compute ops per pass, all stages */
+    bool frozen;
+    int tp_msgs_fwd, tp_msgs_bwd;
+    double grad_bytes;        /* one encoder GPU's gradients (whole encoder
+                                 / pp); homogeneous: added to stage 0's */
+    double opt_s;             /* one encoder GPU's optimizer step */
+    int buffer;               /* disjoint: queue length in micro-batches */
+    const mm_enc_mb_cost *mb; /* dp * m entries, index d*m + mb */
+} mm_enc_spec;
+
 enum { MM_DIM_TP, MM_DIM_CP, MM_DIM_DP, MM_DIM_PP, MM_DIM_COUNT };
+#define MM_MAX_ENCODERS 2
 
 typedef struct mm_build_spec {
     mm_schedule schedule;
@@ -83,6 +146,11 @@ typedef struct mm_build_spec {
     double p2p_s;            /* > 0: every pipeline transfer takes this long
                                 (measured times fed in); else the network's */
     const mm_stage_cost *stages; /* pp * vpp entries, by virtual stage */
+    const mm_mb_cost *mb_costs;  /* NULL, or pp*vpp * dp * m entries, index
+                                    (vs*dp + d)*m + mb: override the stage's
+                                    time, FLOPs and message sizes */
+    int n_enc;
+    mm_enc_spec enc[MM_MAX_ENCODERS];
 } mm_build_spec;
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear
@@ -90,9 +158,13 @@ typedef struct mm_build_spec {
  * order[], fastest first.  Returns 0, or -1 for a malformed string. */
 int mm_build_parse_order(const char *text, int order[MM_DIM_COUNT]);
 
-/* GPU id of TP rank t, CP rank c, DP rank d (expert rank = d mod ep),
- * stage s under the spec's order. */
+/* GPU id of the LLM's TP rank t, CP rank c, DP rank d (expert rank =
+ * d mod ep), stage s under the spec's order; encoders placed on their own
+ * GPUs (pipeline, disjoint) come first, so the LLM's ids start after them. */
 int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s);
+
+/* GPUs the layout occupies: the LLM's plus encoders on their own GPUs. */
+int mm_build_gpus(const mm_build_spec *sp);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed). */

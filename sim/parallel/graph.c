@@ -1,6 +1,7 @@
 /* graph.c - growable arrays for the op graph and its CSR finishing step. */
 #include "parallel/graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,8 @@ int mm_graph_init(mm_graph *g, int n_ranks)
 {
     memset(g, 0, sizeof *g);
     g->n_ranks = n_ranks;
+    g->n_modules = 1;
+    snprintf(g->module_names[0], sizeof g->module_names[0], "llm");
     return 0;
 }
 

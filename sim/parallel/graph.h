@@ -38,6 +38,7 @@ typedef struct mm_op {
     int32_t rank;      /* simulated rank */
     uint8_t stream;    /* MM_STREAM_* */
     uint8_t cat;       /* mm_op_cat */
+    uint8_t module;    /* index into mm_graph.module_names (0: the LLM) */
     int16_t layer;     /* first layer of a compute chunk, -1 if none */
     int32_t stage, mb; /* pipeline stage and micro-batch, -1 if none */
     int32_t coll;      /* collective instance, -1 for compute */
@@ -60,8 +61,12 @@ typedef struct mm_coll {
     uint32_t gpu_off, n_gpus;
 } mm_coll;
 
+#define MM_MAX_MODULES 4
+
 typedef struct mm_graph {
     int n_ranks;
+    int n_modules;                        /* "llm" and the encoders */
+    char module_names[MM_MAX_MODULES][16];
     mm_op *ops;
     uint32_t n_ops, cap_ops;
     mm_coll *colls;

@@ -1,17 +1,18 @@
 /* exec.c - the op-graph executor: streams, dependencies, collectives.
  *
- * Every op costs at most three engine events' worth of work: it becomes
- * ready (no event), it starts (schedules its completion), it completes (one
- * event).  Collective members wait in an arrival count; the last arrival
- * starts them all.  Known limit: the `flow` network model is not here yet;
- * until the network issue lands it is refused by the run layer. */
+ * A compute op costs two engine events' worth of work: it becomes ready
+ * (no event), starts (schedules its completion) and completes (one event).
+ * Collective members wait in an arrival count; the last arrival starts the
+ * collective on the network interface (hw/coll.h), which calls back when it
+ * is done: at a fixed time under `analytic`, when its flows have drained
+ * under `flow`, where TP, PP and DP traffic in flight share links. */
 #include "run/exec.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/net.h"
+#include "hw/coll.h"
 
 typedef struct exec_state {
     mm_engine *eng;
@@ -25,16 +26,13 @@ typedef struct exec_state {
     uint32_t *coll_off;  /* CSR: member ops per collective */
     uint32_t *coll_ops;
     uint32_t done;
+    mm_network *net;
+    int rc;
+    mm_err *err;
 } exec_state;
 
 static void on_complete(mm_engine *eng, void *ctx, uint64_t arg);
-
-static double comm_seconds(const exec_state *st, const mm_coll *cl)
-{
-    const int *gpus = st->g->gpus + cl->gpu_off;
-    return cl->count * mm_net_analytic_time(st->c, (mm_coll_kind)cl->kind, gpus,
-                                            (int)cl->n_gpus, cl->bytes);
-}
+static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg);
 
 static void start_op(exec_state *st, uint32_t id, double dur_s)
 {
@@ -59,9 +57,16 @@ static void arrive(exec_state *st, uint32_t id)
     const mm_coll *cl = &st->g->colls[c];
     if (++st->coll_arrived[c] < (uint32_t)cl->members)
         return;
-    double dur = comm_seconds(st, cl);
+    mm_time now = mm_engine_now(st->eng);
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
-        start_op(st, st->coll_ops[k], dur);
+        st->start[st->coll_ops[k]] = now;
+    mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
+                       .gpus = st->g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
+                       .bytes = cl->bytes, .count = cl->count};
+    /* A failure leaves the members unfinished: reported as a deadlock
+     * unless the error below is kept first. */
+    if (st->rc == 0)
+        st->rc = mm_network_start(st->net, &req, on_coll_done, st, c, NULL, st->err);
 }
 
 static void try_stream(exec_state *st, size_t s)
@@ -110,15 +115,24 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
     }
 }
 
+/* The network finished collective `arg`: its members complete together. */
+static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    exec_state *st = ctx;
+    uint32_t c = (uint32_t)arg;
+    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
+        on_complete(eng, st, st->coll_ops[k]);
+}
+
 int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                 mm_exec_net net, mm_time *start, mm_time *end, mm_time *t_end,
                 mm_err *err)
 {
-    if (net != MM_EXEC_NET_ANALYTIC)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "network",
-                          "only the analytic network model is implemented");
     size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
-    exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end};
+    exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end, .err = err};
+    st.net = mm_network_alloc(c, eng, net == MM_EXEC_NET_FLOW ? MM_NET_MODEL_FLOW : MM_NET_MODEL_ANALYTIC, err);
+    if (!st.net)
+        return -MM_EINTERNAL;
     st.deps = malloc((g->n_ops + 1) * sizeof *st.deps);
     st.head = calloc(nstreams + 1, sizeof *st.head);
     st.arrived = calloc(g->n_ops + 1, 1);
@@ -154,11 +168,14 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
         try_stream(&st, s);
     mm_engine_run(eng);
     *t_end = mm_engine_now(eng);
-    if (st.done != g->n_ops)
+    if (st.rc)
+        rc = st.rc;
+    else if (st.done != g->n_ops)
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "",
                         "schedule deadlock: %u of %u ops never ran", g->n_ops - st.done,
                         g->n_ops);
 out:
+    mm_network_free(st.net);
     free(st.deps);
     free(st.head);
     free(st.arrived);

@@ -3,8 +3,10 @@
  *
  * Each simulated rank has in-order streams; an op starts when it heads its
  * stream and its dependencies are done; collective members start together
- * when the last one arrives, with the duration the network model gives for
- * the group.  Not for: building graphs or computing metrics (sim.c). */
+ * when the last one arrives and finish when the network model (hw/coll.h:
+ * `analytic` alpha-beta, or `flow` with max-min sharing between everything
+ * in flight) says the collective is done.  Not for: building graphs or
+ * computing metrics (sim.c). */
 #ifndef MM_EXEC_H
 #define MM_EXEC_H
 

@@ -12,11 +12,12 @@
  * Keys a file leaves out take these defaults (a file must name `model` and
  * `cluster.topology`): cluster.nodes 1; train.micro_batch 1, seq_len 4096,
  * precision bf16, recompute none, sequence_parallel false, zero 0, schedule
- * 1f1b, the three overlap switches false, frozen []; train.global_batch
+ * 1f1b, the three overlap switches false, memory_reserve_gib 2, frozen [];
+ * train.global_batch
  * micro_batch x parallel.llm.dp (Megatron-LM's default); every degree of a
  * module layout 1, its zero -1 (inherit train.zero); parallel.vision and
  * parallel.audio absent; placement pipeline; workload text; batching
- * sequential; network analytic (until the flow model exists); iterations 1;
+ * sequential; network flow; iterations 1;
  * seed 1.
  *
  * Not for: rules that need the model or the topology (degrees against the
@@ -62,13 +63,14 @@ const char mm_scenario_default_yaml[] =
     "  overlap_grad_reduce: false\n"
     "  overlap_param_gather: false\n"
     "  tp_comm_overlap: false\n"
+    "  memory_reserve_gib: 2     # HBM kept back from the OOM verdict\n"
     "  frozen: []                # modules without backward/optimizer\n"
     "parallel:\n"
     "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1}   # 4 x 2 x 2 = 16 GPUs\n"
     "  placement: pipeline       # pipeline | colocated | disjoint | homogeneous\n"
     "workload: text              # every sample is train.seq_len text tokens\n"
     "batching: sequential        # sequential | grouped | packed | balanced | post-balance\n"
-    "network: analytic           # flow | analytic\n"
+    "network: flow               # flow | analytic\n"
     "iterations: 2\n"
     "seed: 1\n";
 
@@ -79,7 +81,7 @@ static const char *const cluster_keys[] = {"topology", "nodes", NULL};
 static const char *const train_keys[] = {
     "global_batch", "micro_batch", "seq_len", "precision", "recompute",
     "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
-    "overlap_param_gather", "tp_comm_overlap", "frozen", NULL};
+    "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", NULL};
 static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", NULL};
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
  * likelier meaning. */
@@ -195,6 +197,20 @@ static int get_int(loader *ld, struct fy_node *map, const char *prefix, const ch
     if (!rc)
         *out = (int)v;
     return rc;
+}
+
+static int get_double(loader *ld, struct fy_node *map, const char *prefix, const char *key,
+                      double min, double max, double *out, mm_err *err)
+{
+    char path[PATH_MAX_LEN];
+    join(path, prefix, key);
+    bool found = false;
+    int rc = mm_node_double(&ld->doc, map, key, path, min, max, out, &found, err);
+    if (rc)
+        return fix(ld, rc, err);
+    if (found)
+        note(ld, path, mm_node_key_line(map, key));
+    return 0;
 }
 
 static int get_bool(loader *ld, struct fy_node *map, const char *prefix, const char *key,
@@ -370,6 +386,8 @@ static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *
     if (!rc)
         rc = get_bool(ld, m, p, "tp_comm_overlap", &sc->train.tp_comm_overlap, err);
     if (!rc)
+        rc = get_double(ld, m, p, "memory_reserve_gib", 0.0, 1e6, &sc->train.memory_reserve_gib, err);
+    if (!rc)
         rc = read_frozen(ld, m, err);
     sc->train.precision = (mm_precision)prec;
     sc->train.recompute = (mm_recompute)rec;
@@ -524,10 +542,14 @@ static void set_defaults(mm_scenario *sc)
     sc->train.recompute = MM_RECOMPUTE_NONE;
     sc->train.zero = 0;
     sc->train.schedule = MM_SCHED_1F1B;
+    /* An allowance for the CUDA context (~0.5-1 GiB with PyTorch), NCCL
+     * buffers and allocator fragmentation; a modeling choice, not a
+     * measurement: set train.memory_reserve_gib to what your stack uses. */
+    sc->train.memory_reserve_gib = 2.0;
     sc->parallel.placement = MM_PLACE_PIPELINE;
     sc->workload.kind = MM_WORKLOAD_TEXT;
     sc->batching = MM_BATCH_SEQUENTIAL;
-    sc->network = MM_NET_ANALYTIC;
+    sc->network = MM_NET_FLOW;
     sc->iterations = 1;
     sc->seed = 1;
 }
@@ -812,6 +834,7 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
     sb_bool(&b, "overlap_grad_reduce", sc->train.overlap_grad_reduce);
     sb_bool(&b, "overlap_param_gather", sc->train.overlap_param_gather);
     sb_bool(&b, "tp_comm_overlap", sc->train.tp_comm_overlap);
+    sb_printf(&b, "  memory_reserve_gib: %.17g\n", sc->train.memory_reserve_gib);
     sb_printf(&b, "  frozen: [");
     for (int i = 0; i < sc->train.n_frozen; i++) {
         sb_printf(&b, "%s", i ? ", " : "");

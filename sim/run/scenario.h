@@ -72,6 +72,9 @@ typedef struct mm_scenario {
         int zero;
         mm_schedule_kind schedule;
         bool overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+        /* HBM held back from the OOM verdict: CUDA context, NCCL buffers,
+         * allocator fragmentation (an allowance, not a measurement) */
+        double memory_reserve_gib;
         int n_frozen;
         char frozen[MM_MAX_FROZEN][32];
     } train;

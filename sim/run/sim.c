@@ -3,8 +3,8 @@
  * measure each iteration.
  *
  * Known limits of the foundation, refused with a clear error rather than
- * approximated: cp/vpp/ep > 1, interleaved and zero-bubble schedules, the
- * flow network, ZeRO-3, Megatron's overlap switches, non-text workloads and
+ * approximated: cp/vpp/ep > 1, interleaved and zero-bubble schedules,
+ * ZeRO-3, Megatron's overlap switches, non-text workloads and
  * batching policies other than `sequential` (later issues add each). */
 #include "run/sim.h"
 
@@ -17,6 +17,8 @@
 
 #include "engine/engine.h"
 #include "hw/compute.h"
+#include "model/memory.h"
+#include "model/mllm.h"
 #include "mmsim_config.h"
 #include "parallel/build.h"
 #include "run/exec.h"
@@ -136,8 +138,6 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (sc->batching != MM_BATCH_SEQUENTIAL)
         return mm_scenario_fail(sc, err, "batching", "'%s' is not modeled yet; use sequential",
                                 mm_batching_names[sc->batching]);
-    if (sc->network != MM_NET_ANALYTIC)
-        return mm_scenario_fail(sc, err, "network", "the flow network model is not built yet; use analytic");
     if (sc->train.seq_len > m->max_pos && m->learned_pos)
         return mm_scenario_fail(sc, err, "train.seq_len", "%lld exceeds the model's %lld learned positions",
                                 (long long)sc->train.seq_len, (long long)m->max_pos);
@@ -158,7 +158,18 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
         return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
     if (!readable(sim->topology_path))
         return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
-    int rc = mm_llm_load(sim->model_path, &sim->llm, err);
+    mm_model *mm = malloc(sizeof *mm);
+    if (!mm)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_model_load(sim->model_path, mm, err);
+    if (rc == 0 && (!mm->has_llm || mm->has_vision || mm->has_audio))
+        rc = mm_scenario_fail(sc, err, "model",
+                              "'%s' %s; `mmsim run` models LLM-only configs so far (encoders come with "
+                              "multimodal placement; `mmsim model` reports its costs)",
+                              sc->model, mm->has_llm ? "has an encoder" : "has no LLM decoder");
+    if (rc == 0)
+        sim->llm = mm->llm;
+    free(mm);
     if (rc)
         return rc;
     rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
@@ -171,37 +182,47 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 
 typedef struct pass_times {
     double fwd, bwd, attn_fwd; /* seconds */
+    double wgrad;              /* the weight-gradient part of bwd */
 } pass_times;
 
-/* Forward and backward time of a list of kernels.  Backward of a GEMM is
- * two GEMMs of the same size (input and weight gradients); backward of
- * flash attention does 2.5x the forward FLOPs (FlashAttention-2 paper's
- * accounting, kernels/README.md); memory-bound kernels move about twice the
- * bytes backward (read saved input and output gradient, write input
- * gradient).  A causal attention kernel skips the masked half of its tiles. */
+/* Seconds of one op on the GPU: GEMMs from the GEMM table by shape,
+ * attention from the flash-attention table (sequence length = geometric
+ * mean of query and key lengths), memory-bound kernels from the bandwidth
+ * table by bytes (compute.h; single factors where a GPU has no tables).
+ * Empty ops (a pass with nothing to do) cost nothing. */
+static double op_time(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *o)
+{
+    switch (o->kind) {
+    case MM_OPK_GEMM:
+        return mm_gemm_time(g, dt, o->m, o->n, o->k, o->batch, o->bytes);
+    case MM_OPK_ATTN: {
+        bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
+        return mm_attn_time(g, dt, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k, o->causal,
+                            bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
+    }
+    case MM_OPK_MEM:
+        return o->bytes > 0 ? mm_mem_time(g, o->bytes) : 0.0;
+    }
+    return 0.0;
+}
+
+/* Forward, backward and weight-gradient time of a list of forward kernels:
+ * each op's B (input gradient) and W (weight gradient) passes come from
+ * mm_op_pass (llm.h), so a GEMM's backward is two GEMMs of transposed
+ * shapes, flash attention's backward runs 2.5x its forward FLOPs at the
+ * table's backward throughput, and memory-bound kernels move twice the
+ * bytes backward. */
 static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n)
 {
-    pass_times t = {0, 0, 0};
+    pass_times t = {0, 0, 0, 0};
     for (int i = 0; i < n; i++) {
-        const mm_op_cost *o = &ops[i];
-        switch (o->kind) {
-        case MM_OPK_GEMM:
-            t.fwd += mm_compute_time(g, dt, MM_KERNEL_GEMM, o->flops, o->bytes);
-            t.bwd += 2 * mm_compute_time(g, dt, MM_KERNEL_GEMM, o->flops, o->bytes);
-            break;
-        case MM_OPK_ATTN: {
-            double f = o->causal ? 0.5 * o->flops : o->flops;
-            double tf = mm_compute_time(g, dt, MM_KERNEL_ATTN, f, o->bytes);
-            t.fwd += tf;
+        mm_op_cost b = mm_op_pass(&ops[i], MM_OP_B), w = mm_op_pass(&ops[i], MM_OP_W);
+        double tf = op_time(g, dt, &ops[i]), tw = op_time(g, dt, &w);
+        t.fwd += tf;
+        t.bwd += op_time(g, dt, &b) + tw;
+        t.wgrad += tw;
+        if (ops[i].kind == MM_OPK_ATTN)
             t.attn_fwd += tf;
-            t.bwd += mm_compute_time(g, dt, MM_KERNEL_ATTN, 2.5 * f, 2 * o->bytes);
-            break;
-        }
-        case MM_OPK_MEM:
-            t.fwd += mm_compute_time(g, dt, MM_KERNEL_MEM, 0, o->bytes);
-            t.bwd += mm_compute_time(g, dt, MM_KERNEL_MEM, 0, 2 * o->bytes);
-            break;
-        }
     }
     return t;
 }
@@ -257,6 +278,9 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
         c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
         c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
         c->bwd_flops = 2 * c->fwd_flops;
+        c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
+        /* weight gradients: every matmul but the attention core, once */
+        c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(m, b, s);
         c->recompute_flops = nl * re_flops;
         /* Megatron keeps the (tied) embedding on the first stage and a copy
          * for the LM head on the last. */
@@ -270,7 +294,7 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
         double local = params / L->tp;
         c->grad_bytes = local * wbytes;
         double opt_params = zero >= 1 ? local / L->dp : local;
-        c->opt_s = mm_compute_time(g, dt, MM_KERNEL_MEM, 0, opt_params * MM_ADAM_BYTES_PER_PARAM);
+        c->opt_s = mm_mem_time(g, opt_params * MM_ADAM_BYTES_PER_PARAM);
     }
     spec->schedule = sc->train.schedule == MM_SCHED_GPIPE ? MM_SCHEDULE_GPIPE : MM_SCHEDULE_1F1B;
     spec->tp = L->tp;
@@ -285,6 +309,49 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->stages = st;
     return 0;
+}
+
+/* ---- memory ---- */
+
+/* Peak bytes on one GPU of each pipeline stage (memory.h) into
+ * mt->stages[].memory_gib and mt->peak_memory_gib; true when some stage
+ * plus train.memory_reserve_gib exceeds the GPU's HBM. */
+static bool stage_memory(const mm_sim *sim, mm_metrics *mt)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    static const mm_mem_schedule sched[] = {
+        [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
+        [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
+    mm_mem_config c = {
+        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
+        .sp = sc->train.sequence_parallel && L->tp > 1,
+        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
+        .recompute = (int)sc->train.recompute,
+        .schedule = sched[sc->train.schedule],
+        .micro_batches = sim->micro_batches,
+        .micro_batch = (double)sc->train.micro_batch,
+        .seq = (double)sc->train.seq_len,
+        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
+    };
+    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
+    bool oom = false;
+    mt->peak_memory_gib = 0;
+    for (int k = 0; k < L->pp; k++) {
+        mm_mem_rank r;
+        if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
+            mt->stages[k].memory_gib = NAN;
+            mt->peak_memory_gib = NAN;
+            continue;
+        }
+        mt->stages[k].stage = k;
+        mt->stages[k].memory_gib = r.total / MM_GIB;
+        if (mt->stages[k].memory_gib > mt->peak_memory_gib)
+            mt->peak_memory_gib = mt->stages[k].memory_gib;
+        if (r.total > cap)
+            oom = true;
+    }
+    return oom;
 }
 
 /* ---- measurement ---- */
@@ -437,6 +504,19 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
         goto out;
     }
+    /* A layout that does not fit is an answer (design.md section 5): the
+     * per-stage memory, oom = true, and no time. */
+    if (stage_memory(sim, mt)) {
+        mt->oom = true;
+        mt->n_iters = 0;
+        mt->gpus = mm_cluster_gpus(&sim->cluster);
+        mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
+        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+        mt->bubble_fraction = mt->exposed_comm_s = NAN;
+        for (int s = 0; s < P; s++)
+            mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
+        goto out;
+    }
     double tokens = (double)sc->train.global_batch * (double)sc->train.seq_len;
     for (int it = 0; it < iters && rc == 0; it++) {
         mm_graph g;
@@ -450,7 +530,9 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         if (!start || !end)
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         else
-            rc = mm_exec_run(eng, &g, &sim->cluster, MM_EXEC_NET_ANALYTIC, start, end, &t1, err);
+            rc = mm_exec_run(eng, &g, &sim->cluster,
+                             sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC,
+                             start, end, &t1, err);
         if (rc == 0) {
             mm_iter_metrics *im = &mt->iters[it];
             im->iteration = it;
@@ -487,7 +569,6 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         mt->stages[s].busy_s /= iters;
         mt->stages[s].idle_s /= iters;
         mt->stages[s].comm_s /= iters;
-        mt->stages[s].memory_gib = NAN;
     }
     mt->iteration_time_s = T / iters;
     mt->tokens_per_s = tok / T;
@@ -498,8 +579,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->hfu = hf / (T * gpus * peak);
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
-    mt->peak_memory_gib = NAN; /* the memory model arrives with the model-costs issue */
-    mt->oom = false;
+    mt->oom = false; /* peak_memory_gib and stages[].memory_gib: stage_memory() */
     mt->gpus = gpus;
     mt->events = mm_engine_dispatched(eng);
 out:

@@ -18,6 +18,17 @@
  *        tokens, samples REAL, PRIMARY KEY(run_id, iteration))
  *   stages(run_id -> runs(id) ON DELETE CASCADE, stage INTEGER,
  *        busy_s, idle_s, comm_s, memory_gib REAL, PRIMARY KEY(run_id, stage))
+ *   (version 2)
+ *   sweeps(id INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL,
+ *        created_at TEXT NOT NULL, points INTEGER NOT NULL, axes TEXT)
+ *        spec is the sweep file's text; axes a JSON list of the swept keys
+ *   sweep_runs(sweep_id -> sweeps(id) ON DELETE CASCADE, point INTEGER,
+ *        run_id -> runs(id) ON DELETE SET NULL (NULL for a failed point),
+ *        axis_values TEXT NOT NULL (JSON object: swept key -> value),
+ *        status TEXT NOT NULL ('done' | 'failed'), error TEXT,
+ *        PRIMARY KEY(sweep_id, point))  index sweep_runs_run on (run_id)
+ *        several points (of one or several sweeps) may share a run: a
+ *        scenario is simulated once per database
  *
  * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
  * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
@@ -56,7 +67,7 @@
 #include "run/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 1
+#define MM_STORE_SCHEMA_VERSION 2
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;
@@ -118,6 +129,42 @@ int mm_store_get_metric(mm_store *st, int64_t run_id, const char *name, double *
  * resuming sweeps. */
 int mm_store_find_run(mm_store *st, const char *scenario_text, int64_t *run_id,
                       mm_err *err);
+
+/* ---- sweeps (schema version 2) ----
+ * A sweep is a named list of points; each point is one scenario.  Its row in
+ * sweep_runs is written in the same transaction as its run, so after an
+ * interruption a point is either done (with its run) or absent. */
+
+/* Which point of which sweep a run answers. */
+typedef struct mm_sweep_link {
+    int64_t sweep_id;
+    int64_t point;           /* 0-based index in the sweep's expansion */
+    const char *axis_values; /* JSON object text; NULL stores "{}" */
+} mm_sweep_link;
+
+/* Finds the newest sweep with this name, spec text and point count (*resumed
+ * = 1), or creates it (*resumed = 0).  axes may be NULL. */
+int mm_store_sweep_open(mm_store *st, const char *name, const char *spec, int64_t points,
+                        const char *axes, const char *created_at, int64_t *sweep_id,
+                        int *resumed, mm_err *err);
+
+/* In one transaction: if a run with the same canonical scenario text is
+ * already there (another process may have committed it meanwhile) it is
+ * linked and *reused = 1; otherwise the run is written as mm_store_write_run
+ * does; then the point's sweep_runs row (link may be NULL: no row) is set to
+ * 'done'.  *run_id is the linked run. */
+int mm_store_write_sweep_run(mm_store *st, const mm_sweep_link *link, const mm_run_record *rec,
+                             const mm_metrics *m, int64_t *run_id, int *reused, mm_err *err);
+
+/* Sets a point's row: 'done' with run_id when error is NULL, else 'failed'
+ * with the message (run_id 0 stores NULL). */
+int mm_store_link_sweep_run(mm_store *st, const mm_sweep_link *link, int64_t run_id,
+                            const char *error, mm_err *err);
+
+/* A point's row: *status 0 (none), 1 (done; *run_id, 0 if its run was
+ * deleted) or 2 (failed). */
+int mm_store_sweep_point(mm_store *st, int64_t sweep_id, int64_t point, int64_t *run_id,
+                         int *status, mm_err *err);
 
 /* The underlying connection, for read-only queries by reports and tests.
  * Do not begin transactions or change pragmas on it; it is closed by

@@ -1,0 +1,519 @@
+/* efficiency.c - reading kernel throughput tables (CSV through libcsv) and
+ * interpolating them with GSL.  The scheme is described in efficiency.h.
+ * Not for: turning throughput into time (compute.c). */
+#include "hw/efficiency.h"
+
+#include <csv.h>
+#include <gsl/gsl_interp.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a whole CSV file as rows of strings ---- */
+
+typedef struct csv_rows {
+    char ***rows;   /* rows[r][f] */
+    int *nf;        /* fields per row */
+    int n, cap;
+    char **cur;     /* row being filled */
+    int cur_n, cur_cap;
+    int oom;
+} csv_rows;
+
+static void on_field(void *s, size_t len, void *data)
+{
+    csv_rows *c = data;
+    if (c->oom)
+        return;
+    if (c->cur_n == c->cur_cap) {
+        int nc = c->cur_cap ? 2 * c->cur_cap : 8;
+        char **p = realloc(c->cur, (size_t)nc * sizeof *p);
+        if (!p) {
+            c->oom = 1;
+            return;
+        }
+        c->cur = p;
+        c->cur_cap = nc;
+    }
+    char *f = malloc(len + 1);
+    if (!f) {
+        c->oom = 1;
+        return;
+    }
+    memcpy(f, s, len);
+    f[len] = '\0';
+    c->cur[c->cur_n++] = f;
+}
+
+static void on_row(int ch, void *data)
+{
+    (void)ch;
+    csv_rows *c = data;
+    if (c->oom)
+        return;
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 64;
+        char ***r = realloc(c->rows, (size_t)nc * sizeof *r);
+        int *nf = realloc(c->nf, (size_t)nc * sizeof *nf);
+        if (r)
+            c->rows = r;
+        if (nf)
+            c->nf = nf;
+        if (!r || !nf) {
+            c->oom = 1;
+            return;
+        }
+        c->cap = nc;
+    }
+    c->rows[c->n] = c->cur;
+    c->nf[c->n] = c->cur_n;
+    c->n++;
+    c->cur = NULL;
+    c->cur_n = c->cur_cap = 0;
+}
+
+static void csv_rows_free(csv_rows *c)
+{
+    for (int r = 0; r < c->n; r++) {
+        for (int f = 0; f < c->nf[r]; f++)
+            free(c->rows[r][f]);
+        free(c->rows[r]);
+    }
+    for (int f = 0; f < c->cur_n; f++)
+        free(c->cur[f]);
+    free(c->cur);
+    free(c->rows);
+    free(c->nf);
+    memset(c, 0, sizeof *c);
+}
+
+/* Reads the file; blank lines are skipped by libcsv.  Line numbers below are
+ * row numbers (1 = header), which equal file lines unless a quoted field
+ * spans lines. */
+static int csv_read(const char *path, csv_rows *c, mm_err *err)
+{
+    memset(c, 0, sizeof *c);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return mm_err_set(err, MM_EINPUT, path, 0, "", "cannot open kernel table");
+    struct csv_parser p;
+    if (csv_init(&p, CSV_APPEND_NULL | CSV_STRICT | CSV_STRICT_FINI) != 0) {
+        fclose(fp);
+        return mm_err_set(err, MM_EINTERNAL, path, 0, "", "cannot initialise libcsv");
+    }
+    char buf[8192];
+    size_t got;
+    int rc = 0;
+    while ((got = fread(buf, 1, sizeof buf, fp)) > 0) {
+        if (csv_parse(&p, buf, got, on_field, on_row, c) != got) {
+            rc = mm_err_set(err, MM_EINPUT, path, c->n + 1, "", "malformed CSV: %s",
+                            csv_strerror(csv_error(&p)));
+            break;
+        }
+    }
+    if (rc == 0 && csv_fini(&p, on_field, on_row, c) != 0)
+        rc = mm_err_set(err, MM_EINPUT, path, c->n + 1, "", "malformed CSV: %s",
+                        csv_strerror(csv_error(&p)));
+    csv_free(&p);
+    fclose(fp);
+    if (rc == 0 && c->oom)
+        rc = mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
+    if (rc == 0 && c->n < 2)
+        rc = mm_err_set(err, MM_EINPUT, path, c->n, "", "a header row and at least one data row are needed");
+    if (rc)
+        csv_rows_free(c);
+    return rc;
+}
+
+/* Index of a header column, or a negative status naming it. */
+static int column(const csv_rows *c, const char *path, const char *name, mm_err *err)
+{
+    for (int f = 0; f < c->nf[0]; f++)
+        if (strcmp(c->rows[0][f], name) == 0)
+            return f;
+    return mm_err_set(err, MM_EINPUT, path, 1, name, "missing column '%s'", name);
+}
+
+static int field(const csv_rows *c, int r, int col, const char **out, const char *path,
+                 const char *name, mm_err *err)
+{
+    if (col >= c->nf[r])
+        return mm_err_set(err, MM_EINPUT, path, r + 1, name, "row has %d fields; column '%s' is missing",
+                          c->nf[r], name);
+    *out = c->rows[r][col];
+    return 0;
+}
+
+/* A positive finite number in row r, column col. */
+static int num(const csv_rows *c, int r, int col, const char *path, const char *name,
+               double *out, mm_err *err)
+{
+    const char *s = "";
+    int rc = field(c, r, col, &s, path, name, err);
+    if (rc)
+        return rc;
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ')
+        end++;
+    if (!s[0] || *end || !isfinite(v) || !(v > 0))
+        return mm_err_set(err, MM_EINPUT, path, r + 1, name, "expected a positive number, got '%s'", s);
+    *out = v;
+    return 0;
+}
+
+static int need_source(const csv_rows *c, int r, int col, const char *path, mm_err *err)
+{
+    const char *s = "";
+    int rc = field(c, r, col, &s, path, "source", err);
+    if (rc)
+        return rc;
+    if (!s[0])
+        return mm_err_set(err, MM_EINPUT, path, r + 1, "source", "every row must name its source");
+    return 0;
+}
+
+/* Inserts v into the ascending set a[0..*n); returns its index or -1 when full. */
+static int axis_add(double *a, int *n, double v)
+{
+    int i = 0;
+    while (i < *n && a[i] < v)
+        i++;
+    if (i < *n && a[i] == v)
+        return i;
+    if (*n == MM_GEMM_AXIS_MAX)
+        return -1;
+    memmove(a + i + 1, a + i, (size_t)(*n - i) * sizeof *a);
+    a[i] = v;
+    (*n)++;
+    return i;
+}
+
+static int axis_find(const double *a, int n, double v)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] == v)
+            return i;
+    return -1;
+}
+
+int mm_gemm_table_load(const char *path, mm_gemm_table *t, mm_err *err)
+{
+    memset(t, 0, sizeof *t);
+    csv_rows c;
+    int rc = csv_read(path, &c, err);
+    if (rc)
+        return rc;
+    int cm, cn, ck, ct, cs;
+    if ((rc = cm = column(&c, path, "m", err)) < 0 || (rc = cn = column(&c, path, "n", err)) < 0 ||
+        (rc = ck = column(&c, path, "k", err)) < 0 || (rc = ct = column(&c, path, "tflops", err)) < 0 ||
+        (rc = cs = column(&c, path, "source", err)) < 0)
+        goto out;
+    rc = 0;
+    /* first pass: the axes */
+    for (int r = 1; r < c.n && !rc; r++) {
+        double v[3];
+        const char *nm[3] = {"m", "n", "k"};
+        int col[3] = {cm, cn, ck};
+        double *ax[3] = {t->m, t->n, t->k};
+        int *na[3] = {&t->nm, &t->nn, &t->nk};
+        for (int a = 0; a < 3 && !rc; a++) {
+            if ((rc = num(&c, r, col[a], path, nm[a], &v[a], err)))
+                break;
+            if (axis_add(ax[a], na[a], v[a]) < 0)
+                rc = mm_err_set(err, MM_EINPUT, path, r + 1, nm[a], "more than %d distinct values of %s",
+                                MM_GEMM_AXIS_MAX, nm[a]);
+        }
+    }
+    if (rc)
+        goto out;
+    /* second pass: the values; NAN marks an empty cell */
+    for (int i = 0; i < t->nm; i++)
+        for (int j = 0; j < t->nn; j++)
+            for (int l = 0; l < t->nk; l++)
+                t->tflops[i][j][l] = NAN;
+    for (int r = 1; r < c.n; r++) {
+        double m, n, k, tf;
+        if ((rc = num(&c, r, cm, path, "m", &m, err)) || (rc = num(&c, r, cn, path, "n", &n, err)) ||
+            (rc = num(&c, r, ck, path, "k", &k, err)) || (rc = num(&c, r, ct, path, "tflops", &tf, err)) ||
+            (rc = need_source(&c, r, cs, path, err)))
+            goto out;
+        int i = axis_find(t->m, t->nm, m), j = axis_find(t->n, t->nn, n), l = axis_find(t->k, t->nk, k);
+        if (!isnan(t->tflops[i][j][l])) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "m", "shape %gx%gx%g is listed twice", m, n, k);
+            goto out;
+        }
+        t->tflops[i][j][l] = tf;
+    }
+    for (int i = 0; i < t->nm; i++)
+        for (int j = 0; j < t->nn; j++)
+            for (int l = 0; l < t->nk; l++)
+                if (isnan(t->tflops[i][j][l])) {
+                    rc = mm_err_set(err, MM_EINPUT, path, 0, "m",
+                                    "the table is not a full grid: shape m=%g n=%g k=%g is missing",
+                                    t->m[i], t->n[j], t->k[l]);
+                    goto out;
+                }
+out:
+    csv_rows_free(&c);
+    return rc < 0 ? rc : 0;
+}
+
+static int parse_pass(const char *s, mm_attn_pass *p)
+{
+    if (!strcmp(s, "fwd"))
+        *p = MM_ATTN_FWD;
+    else if (!strcmp(s, "bwd"))
+        *p = MM_ATTN_BWD;
+    else if (!strcmp(s, "fwd+bwd"))
+        *p = MM_ATTN_FWDBWD;
+    else
+        return -1;
+    return 0;
+}
+
+int mm_attn_table_load(const char *path, mm_attn_table *t, mm_err *err)
+{
+    memset(t, 0, sizeof *t);
+    csv_rows c;
+    int rc = csv_read(path, &c, err);
+    if (rc)
+        return rc;
+    int cq, cd, cc, cp, ct, cs;
+    if ((rc = cq = column(&c, path, "seqlen", err)) < 0 ||
+        (rc = cd = column(&c, path, "head_dim", err)) < 0 ||
+        (rc = cc = column(&c, path, "causal", err)) < 0 || (rc = cp = column(&c, path, "pass", err)) < 0 ||
+        (rc = ct = column(&c, path, "tflops", err)) < 0 || (rc = cs = column(&c, path, "source", err)) < 0)
+        goto out;
+    rc = 0;
+    for (int r = 1; r < c.n; r++) {
+        double s, d, tf;
+        const char *cstr = "", *pstr = "";
+        mm_attn_pass pass;
+        if ((rc = num(&c, r, cq, path, "seqlen", &s, err)) ||
+            (rc = num(&c, r, cd, path, "head_dim", &d, err)) ||
+            (rc = num(&c, r, ct, path, "tflops", &tf, err)) ||
+            (rc = field(&c, r, cc, &cstr, path, "causal", err)) ||
+            (rc = field(&c, r, cp, &pstr, path, "pass", err)) || (rc = need_source(&c, r, cs, path, err)))
+            goto out;
+        bool causal;
+        if (!strcmp(cstr, "1") || !strcmp(cstr, "true") || !strcmp(cstr, "True"))
+            causal = true;
+        else if (!strcmp(cstr, "0") || !strcmp(cstr, "false") || !strcmp(cstr, "False"))
+            causal = false;
+        else {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "causal", "expected 0 or 1, got '%s'", cstr);
+            goto out;
+        }
+        if (parse_pass(pstr, &pass)) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "pass", "expected fwd, bwd or fwd+bwd, got '%s'", pstr);
+            goto out;
+        }
+        int ci = 0;
+        while (ci < t->n && !(t->c[ci].head_dim == d && t->c[ci].causal == causal && t->c[ci].pass == pass))
+            ci++;
+        if (ci == t->n) {
+            if (t->n == MM_ATTN_CURVES_MAX) {
+                rc = mm_err_set(err, MM_EINPUT, path, r + 1, "head_dim",
+                                "more than %d (head_dim, causal, pass) curves", MM_ATTN_CURVES_MAX);
+                goto out;
+            }
+            t->c[t->n++] = (mm_attn_curve){.head_dim = d, .causal = causal, .pass = pass};
+        }
+        mm_attn_curve *cv = &t->c[ci];
+        int i = 0;
+        while (i < cv->n && cv->seq[i] < s)
+            i++;
+        if (i < cv->n && cv->seq[i] == s) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "seqlen", "seqlen %g is listed twice for this curve", s);
+            goto out;
+        }
+        if (cv->n == MM_ATTN_POINTS_MAX) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "seqlen", "more than %d points on one curve",
+                            MM_ATTN_POINTS_MAX);
+            goto out;
+        }
+        memmove(cv->seq + i + 1, cv->seq + i, (size_t)(cv->n - i) * sizeof(double));
+        memmove(cv->tflops + i + 1, cv->tflops + i, (size_t)(cv->n - i) * sizeof(double));
+        cv->seq[i] = s;
+        cv->tflops[i] = tf;
+        cv->n++;
+    }
+out:
+    csv_rows_free(&c);
+    return rc < 0 ? rc : 0;
+}
+
+int mm_mem_table_load(const char *path, mm_mem_table *t, mm_err *err)
+{
+    memset(t, 0, sizeof *t);
+    csv_rows c;
+    int rc = csv_read(path, &c, err);
+    if (rc)
+        return rc;
+    int cb, ce, cs;
+    if ((rc = cb = column(&c, path, "bytes", err)) < 0 || (rc = ce = column(&c, path, "efficiency", err)) < 0 ||
+        (rc = cs = column(&c, path, "source", err)) < 0)
+        goto out;
+    rc = 0;
+    for (int r = 1; r < c.n; r++) {
+        double b, e;
+        if ((rc = num(&c, r, cb, path, "bytes", &b, err)) || (rc = num(&c, r, ce, path, "efficiency", &e, err)) ||
+            (rc = need_source(&c, r, cs, path, err)))
+            goto out;
+        if (e > 1.0) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "efficiency", "a fraction of peak in (0, 1], got %g", e);
+            goto out;
+        }
+        int i = 0;
+        while (i < t->n && t->bytes[i] < b)
+            i++;
+        if (i < t->n && t->bytes[i] == b) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "bytes", "%g bytes is listed twice", b);
+            goto out;
+        }
+        if (t->n == MM_MEM_POINTS_MAX) {
+            rc = mm_err_set(err, MM_EINPUT, path, r + 1, "bytes", "more than %d rows", MM_MEM_POINTS_MAX);
+            goto out;
+        }
+        memmove(t->bytes + i + 1, t->bytes + i, (size_t)(t->n - i) * sizeof(double));
+        memmove(t->eff + i + 1, t->eff + i, (size_t)(t->n - i) * sizeof(double));
+        t->bytes[i] = b;
+        t->eff[i] = e;
+        t->n++;
+    }
+out:
+    csv_rows_free(&c);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- interpolation ---- */
+
+/* y(x) by linear interpolation in log2 x over ascending xs, clamped to the
+ * end values outside.  One point: that value. */
+static double interp_log(const double *xs, const double *ys, int n, double x)
+{
+    if (n == 1 || x <= xs[0])
+        return ys[0];
+    if (x >= xs[n - 1])
+        return ys[n - 1];
+    double lx[MM_MEM_POINTS_MAX];
+    for (int i = 0; i < n; i++)
+        lx[i] = log2(xs[i]);
+    gsl_interp *g = gsl_interp_alloc(gsl_interp_linear, (size_t)n);
+    if (!g) { /* allocation failed: a direct linear evaluation, same answer */
+        size_t i = gsl_interp_bsearch(lx, log2(x), 0, (size_t)n - 1);
+        double w = (log2(x) - lx[i]) / (lx[i + 1] - lx[i]);
+        return ys[i] + w * (ys[i + 1] - ys[i]);
+    }
+    gsl_interp_init(g, lx, ys, (size_t)n);
+    double y = gsl_interp_eval(g, lx, ys, log2(x), NULL);
+    gsl_interp_free(g);
+    return y;
+}
+
+/* Cell index and weight along one grid axis (log2 space), clamped; *scale
+ * gets the below-range factor x/min (1 inside or above). */
+static void axis_cell(const double *a, int n, double x, int *i, double *w, double *scale)
+{
+    *scale = 1.0;
+    if (n == 1 || x <= a[0]) {
+        *i = 0;
+        *w = 0.0;
+        if (x < a[0])
+            *scale = x / a[0];
+        return;
+    }
+    if (x >= a[n - 1]) {
+        *i = n - 2;
+        *w = 1.0;
+        return;
+    }
+    double la[MM_GEMM_AXIS_MAX];
+    for (int k = 0; k < n; k++)
+        la[k] = log2(a[k]);
+    size_t c = gsl_interp_bsearch(la, log2(x), 0, (size_t)n - 1);
+    *i = (int)c;
+    *w = (log2(x) - la[c]) / (la[c + 1] - la[c]);
+}
+
+double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k)
+{
+    int i[3];
+    double w[3], sc[3];
+    axis_cell(t->m, t->nm, m, &i[0], &w[0], &sc[0]);
+    axis_cell(t->n, t->nn, n, &i[1], &w[1], &sc[1]);
+    axis_cell(t->k, t->nk, k, &i[2], &w[2], &sc[2]);
+    int lim[3] = {t->nm, t->nn, t->nk};
+    double v = 0.0;
+    for (int c = 0; c < 8; c++) {
+        int ix[3];
+        double wt = 1.0;
+        for (int a = 0; a < 3; a++) {
+            int hi = (c >> a) & 1;
+            ix[a] = i[a] + hi;
+            if (ix[a] >= lim[a]) /* a one-value axis */
+                ix[a] = lim[a] - 1;
+            wt *= hi ? w[a] : 1.0 - w[a];
+        }
+        if (wt > 0)
+            v += wt * t->tflops[ix[0]][ix[1]][ix[2]];
+    }
+    return v * sc[0] * sc[1] * sc[2];
+}
+
+static double curve_eval(const mm_attn_curve *c, double s)
+{
+    if (s >= c->seq[0] || c->n < 2)
+        return interp_log(c->seq, c->tflops, c->n, s) * (c->n < 2 && s < c->seq[0] ? s / c->seq[0] : 1.0);
+    double slope = (c->tflops[1] - c->tflops[0]) / (log2(c->seq[1]) - log2(c->seq[0]));
+    double ext = c->tflops[0] + slope * (log2(s) - log2(c->seq[0]));
+    double floor_ = c->tflops[0] * s / c->seq[0];
+    return fmax(ext, floor_);
+}
+
+/* Value at `seqlen` for (causal, pass), interpolated across head dims;
+ * NaN when no curve matches. */
+static double attn_lookup(const mm_attn_table *t, double seqlen, double d, bool causal, mm_attn_pass pass)
+{
+    const mm_attn_curve *lo = NULL, *hi = NULL;
+    for (int i = 0; i < t->n; i++) {
+        const mm_attn_curve *c = &t->c[i];
+        if (c->causal != causal || c->pass != pass)
+            continue;
+        if (c->head_dim <= d && (!lo || c->head_dim > lo->head_dim))
+            lo = c;
+        if (c->head_dim >= d && (!hi || c->head_dim < hi->head_dim))
+            hi = c;
+    }
+    if (!lo && !hi)
+        return NAN;
+    if (!lo)
+        return curve_eval(hi, seqlen);
+    if (!hi || hi == lo)
+        return curve_eval(lo, seqlen);
+    double w = (log2(d) - log2(lo->head_dim)) / (log2(hi->head_dim) - log2(lo->head_dim));
+    return (1.0 - w) * curve_eval(lo, seqlen) + w * curve_eval(hi, seqlen);
+}
+
+double mm_attn_table_tflops(const mm_attn_table *t, double seqlen, double head_dim, bool causal,
+                            mm_attn_pass pass)
+{
+    const bool flags[2] = {causal, !causal};
+    for (int f = 0; f < 2; f++) {
+        double v = attn_lookup(t, seqlen, head_dim, flags[f], pass);
+        if (isnan(v) && pass != MM_ATTN_FWDBWD)
+            v = attn_lookup(t, seqlen, head_dim, flags[f], MM_ATTN_FWDBWD);
+        if (!isnan(v))
+            return v;
+    }
+    return NAN;
+}
+
+double mm_mem_table_eff(const mm_mem_table *t, double bytes)
+{
+    if (t->n == 0)
+        return NAN;
+    return interp_log(t->bytes, t->eff, t->n, bytes);
+}

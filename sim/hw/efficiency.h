@@ -1,0 +1,101 @@
+/* efficiency.h - measured kernel throughput tables of one GPU, read from CSV
+ * files, and their interpolation.
+ *
+ * Three tables, each a CSV with a header row and a `source` column on every
+ * row (the topology file names them under gpu.kernels):
+ *   gemm:      m,n,k,tflops,source       achieved TFLOP/s of C[m x n] = A[m x k] B[k x n]
+ *                                        (16-bit inputs); a full grid over the
+ *                                        distinct m, n and k values it lists
+ *   attention: seqlen,head_dim,causal,pass,tflops,source
+ *                                        flash-attention TFLOP/s, FLOPs counted as
+ *                                        the FlashAttention papers do (causal
+ *                                        halved, backward 2.5x forward); pass is
+ *                                        fwd, bwd or fwd+bwd (one figure for both)
+ *   memory:    bytes,efficiency,source   achieved / peak HBM bandwidth of a fused
+ *                                        memory-bound kernel moving `bytes`
+ * Columns may come in any order; extra columns are ignored.
+ *
+ * Interpolation (GSL, linear, so values between table points stay between
+ * their neighbours and the table points are reproduced exactly):
+ *   gemm:      trilinear in (log2 m, log2 n, log2 k) on the grid (gsl_interp_bsearch
+ *              finds the cell).  Above the largest value of an axis the
+ *              throughput of the largest is kept (large GEMMs saturate); below
+ *              the smallest, throughput scales with the dimension (a kernel
+ *              that small is latency-bound: its time stays that of the
+ *              smallest measured shape).
+ *   attention: gsl_interp linear in log2(seqlen) along each (head_dim, causal,
+ *              pass) curve, then linear in log2(head_dim) between the two
+ *              nearest head dims (clamped outside).  Above the longest sequence
+ *              the last value is kept; below the shortest the first segment's
+ *              slope is extrapolated, floored at the latency bound
+ *              T(s0) * s/s0.  A pass without its own curve uses the fwd+bwd
+ *              curve; a causal flag without curves uses the other flag's.
+ *   memory:    gsl_interp linear in log2(bytes), clamped at both ends.
+ * Not for: the kernel-time formula (compute.h), nor deciding which kernels an
+ * op runs (the model layer lists ops). */
+#ifndef MM_EFFICIENCY_H
+#define MM_EFFICIENCY_H
+
+#include <stdbool.h>
+
+#include "util/err.h"
+
+#define MM_GEMM_AXIS_MAX 16   /* distinct values per axis of a GEMM grid */
+#define MM_ATTN_CURVES_MAX 24 /* (head_dim, causal, pass) combinations */
+#define MM_ATTN_POINTS_MAX 32 /* sequence lengths per curve */
+#define MM_MEM_POINTS_MAX 64
+
+typedef enum mm_attn_pass { MM_ATTN_FWD = 0, MM_ATTN_BWD = 1, MM_ATTN_FWDBWD = 2 } mm_attn_pass;
+
+typedef struct mm_gemm_table {
+    int nm, nn, nk;
+    double m[MM_GEMM_AXIS_MAX], n[MM_GEMM_AXIS_MAX], k[MM_GEMM_AXIS_MAX]; /* ascending */
+    double tflops[MM_GEMM_AXIS_MAX][MM_GEMM_AXIS_MAX][MM_GEMM_AXIS_MAX]; /* [im][in][ik] */
+} mm_gemm_table;
+
+typedef struct mm_attn_curve {
+    double head_dim;
+    bool causal;
+    mm_attn_pass pass;
+    int n;
+    double seq[MM_ATTN_POINTS_MAX]; /* ascending */
+    double tflops[MM_ATTN_POINTS_MAX];
+} mm_attn_curve;
+
+typedef struct mm_attn_table {
+    int n;
+    mm_attn_curve c[MM_ATTN_CURVES_MAX];
+} mm_attn_table;
+
+typedef struct mm_mem_table {
+    int n;
+    double bytes[MM_MEM_POINTS_MAX]; /* ascending */
+    double eff[MM_MEM_POINTS_MAX];
+} mm_mem_table;
+
+/* A GPU's tables; a table with has_* false is absent and the caller falls
+ * back to the topology's single efficiency factor. */
+typedef struct mm_kernel_tables {
+    bool has_gemm, has_attn, has_mem;
+    mm_gemm_table gemm;
+    mm_attn_table attn;
+    mm_mem_table mem;
+} mm_kernel_tables;
+
+/* Loaders.  A missing file, a missing column, a non-numeric or
+ * non-positive value, a row without a source, a repeated point or a GEMM
+ * grid with holes give MM_EINPUT naming the file, the line and the column. */
+int mm_gemm_table_load(const char *path, mm_gemm_table *t, mm_err *err);
+int mm_attn_table_load(const char *path, mm_attn_table *t, mm_err *err);
+int mm_mem_table_load(const char *path, mm_mem_table *t, mm_err *err);
+
+/* Interpolated TFLOP/s of one GEMM (16-bit) of that shape. */
+double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k);
+/* Interpolated TFLOP/s of flash attention (FlashAttention papers' FLOP
+ * count); NaN when the table has no curve for the pass at all. */
+double mm_attn_table_tflops(const mm_attn_table *t, double seqlen, double head_dim,
+                            bool causal, mm_attn_pass pass);
+/* Interpolated achieved fraction of peak HBM bandwidth. */
+double mm_mem_table_eff(const mm_mem_table *t, double bytes);
+
+#endif

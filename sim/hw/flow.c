@@ -1,0 +1,555 @@
+/* flow.c - max-min fair flow sharing (flow.h): the bottleneck solver, and a
+ * set of flows driven by the engine with component-local recomputation.
+ *
+ * Cost of a change: a breadth-first walk over the component it touches,
+ * then the solver on that component, O((L + E) log(L + E)) for L links and
+ * E route entries (a binary heap of links keyed by remaining capacity per
+ * unfrozen flow, with lazy deletion).  A cluster-wide collective is one
+ * component; independent collectives on disjoint links never recompute
+ * each other.  Known limit: a change inside a huge component recomputes
+ * all of it (SimGrid's lmm does the same; its selective update is finer). */
+#include "hw/flow.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the solver ------------------------------------------------------ */
+
+typedef struct lheap_ent {
+    double ratio;
+    int32_t link;
+} lheap_ent;
+
+static int lheap_less(const lheap_ent *a, const lheap_ent *b)
+{
+    return a->ratio < b->ratio || (a->ratio == b->ratio && a->link < b->link);
+}
+
+static void lheap_push(lheap_ent *h, size_t *n, lheap_ent e)
+{
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!lheap_less(&e, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+
+static lheap_ent lheap_pop(lheap_ent *h, size_t *n)
+{
+    lheap_ent top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const lheap_ent *best = &last;
+        if (l < *n && lheap_less(&h[l], best))
+            m = l, best = &h[l];
+        if (l + 1 < *n && lheap_less(&h[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+/* Links 0..L-1 local; flows 0..F-1 in CSR.  Bertsekas-Gallager bottleneck
+ * form of progressive filling: the level only rises, so a link's ratio
+ * C/W never drops below the level just frozen, and stale heap entries
+ * (ratio no longer current) are skipped when they surface. */
+int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
+                    const double *cf, double *rate)
+{
+    size_t E = off[F];
+    double *C = malloc(((size_t)L + 1) * sizeof *C), *W = malloc(((size_t)L + 1) * sizeof *W);
+    uint32_t *unf = calloc((size_t)L + 1, sizeof *unf), *loff = calloc((size_t)L + 2, sizeof *loff);
+    int32_t *lf = malloc((E + 1) * sizeof *lf);
+    uint8_t *frozen = calloc((size_t)F + 1, 1);
+    lheap_ent *h = malloc(((size_t)L + E + 1) * sizeof *h);
+    int rc = -1;
+    if (!C || !W || !unf || !loff || !lf || !frozen || !h)
+        goto out;
+    for (int l = 0; l < L; l++)
+        C[l] = cap[l], W[l] = 0;
+    for (size_t e = 0; e < E; e++) {
+        W[lk[e]] += cf[e];
+        unf[lk[e]]++;
+        loff[lk[e] + 1]++;
+    }
+    for (int l = 0; l < L; l++)
+        loff[l + 1] += loff[l];
+    {
+        uint32_t *fill = calloc((size_t)L + 1, sizeof *fill);
+        if (!fill)
+            goto out;
+        for (int f = 0; f < F; f++)
+            for (uint32_t e = off[f]; e < off[f + 1]; e++)
+                lf[loff[lk[e]] + fill[lk[e]]++] = f;
+        free(fill);
+    }
+    size_t nh = 0;
+    for (int l = 0; l < L; l++)
+        if (unf[l])
+            lheap_push(h, &nh, (lheap_ent){C[l] / W[l], l});
+    while (nh > 0) {
+        lheap_ent top = lheap_pop(h, &nh);
+        int32_t l = top.link;
+        if (!unf[l] || fmax(C[l], 0) / W[l] != top.ratio)
+            continue; /* stale */
+        double s = top.ratio;
+        for (uint32_t i = loff[l]; i < loff[l + 1]; i++) {
+            int32_t f = lf[i];
+            if (frozen[f])
+                continue;
+            frozen[f] = 1;
+            rate[f] = s;
+            for (uint32_t e = off[f]; e < off[f + 1]; e++) {
+                int32_t m = lk[e];
+                C[m] -= cf[e] * s;
+                W[m] -= cf[e];
+                if (--unf[m] > 0 && m != l)
+                    lheap_push(h, &nh, (lheap_ent){fmax(C[m], 0) / W[m], m});
+            }
+        }
+    }
+    rc = 0;
+out:
+    free(C);
+    free(W);
+    free(unf);
+    free(loff);
+    free(lf);
+    free(frozen);
+    free(h);
+    return rc;
+}
+
+/* ---- flows on the engine --------------------------------------------- */
+
+typedef struct lref {
+    int32_t flow, entry;
+} lref;
+
+typedef struct lvec {
+    lref *v;
+    uint32_t n, cap;
+} lvec;
+
+typedef struct flow {
+    int32_t *lk;
+    double *cf;
+    uint32_t *pos; /* index of this flow in each link's list */
+    int len;
+    double remaining, rate;
+    mm_time t_last, finish;
+    uint64_t seq;
+    mm_flow_done_fn done;
+    void *ctx;
+    uint64_t arg;
+    int32_t heap; /* position in the completion heap, -1 if none */
+    uint32_t stamp;
+    int active;
+} flow;
+
+typedef struct ivec {
+    int32_t *v;
+    uint32_t n, cap;
+} ivec;
+
+struct mm_flownet {
+    mm_engine *eng;
+    int n_links;
+    double *cap;
+    lvec *lf;
+    uint32_t *lstamp;
+    int32_t *lidx;
+    flow *f;
+    int32_t nf, capf;
+    ivec freel, heap, dirty, cl, cfl;
+    uint32_t stamp;
+    mm_event_id ev;
+    mm_time ev_at;
+    uint64_t seq, solves;
+    uint32_t active;
+    /* solver scratch */
+    uint32_t *soff;
+    int32_t *slk;
+    double *scf, *scap, *srate;
+    size_t c_off, c_rate, c_lk, c_cf, c_cap;
+};
+
+static int ivec_push(ivec *v, int32_t x)
+{
+    if (v->n == v->cap) {
+        uint32_t nc = v->cap ? 2 * v->cap : 64;
+        int32_t *p = realloc(v->v, nc * sizeof *p);
+        if (!p)
+            return -1;
+        v->v = p, v->cap = nc;
+    }
+    v->v[v->n++] = x;
+    return 0;
+}
+
+mm_flownet *mm_flownet_alloc(mm_engine *eng, int n_links, const double *cap)
+{
+    mm_flownet *fn = calloc(1, sizeof *fn);
+    if (!fn)
+        return NULL;
+    fn->eng = eng;
+    fn->n_links = n_links;
+    fn->cap = malloc(((size_t)n_links + 1) * sizeof *fn->cap);
+    fn->lf = calloc((size_t)n_links + 1, sizeof *fn->lf);
+    fn->lstamp = calloc((size_t)n_links + 1, sizeof *fn->lstamp);
+    fn->lidx = malloc(((size_t)n_links + 1) * sizeof *fn->lidx);
+    if (!fn->cap || !fn->lf || !fn->lstamp || !fn->lidx) {
+        mm_flownet_free(fn);
+        return NULL;
+    }
+    memcpy(fn->cap, cap, (size_t)n_links * sizeof *cap);
+    for (int i = 0; i < n_links; i++)
+        fn->lidx[i] = -1;
+    return fn;
+}
+
+void mm_flownet_free(mm_flownet *fn)
+{
+    if (!fn)
+        return;
+    if (fn->ev)
+        mm_engine_cancel(fn->eng, fn->ev);
+    for (int32_t i = 0; i < fn->nf; i++) {
+        free(fn->f[i].lk);
+        free(fn->f[i].cf);
+        free(fn->f[i].pos);
+    }
+    if (fn->lf)
+        for (int i = 0; i < fn->n_links; i++)
+            free(fn->lf[i].v);
+    free(fn->f);
+    free(fn->lf);
+    free(fn->cap);
+    free(fn->lstamp);
+    free(fn->lidx);
+    free(fn->freel.v);
+    free(fn->heap.v);
+    free(fn->dirty.v);
+    free(fn->cl.v);
+    free(fn->cfl.v);
+    free(fn->soff);
+    free(fn->slk);
+    free(fn->scf);
+    free(fn->scap);
+    free(fn->srate);
+    free(fn);
+}
+
+/* completion heap, keyed by (finish, seq) */
+static int fless(const mm_flownet *fn, int32_t a, int32_t b)
+{
+    const flow *x = &fn->f[a], *y = &fn->f[b];
+    return x->finish < y->finish || (x->finish == y->finish && x->seq < y->seq);
+}
+
+static void hset(mm_flownet *fn, uint32_t i, int32_t id)
+{
+    fn->heap.v[i] = id;
+    fn->f[id].heap = (int32_t)i;
+}
+
+static void hup(mm_flownet *fn, uint32_t i)
+{
+    int32_t id = fn->heap.v[i];
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!fless(fn, id, fn->heap.v[p]))
+            break;
+        hset(fn, i, fn->heap.v[p]);
+        i = p;
+    }
+    hset(fn, i, id);
+}
+
+static void hdown(mm_flownet *fn, uint32_t i)
+{
+    int32_t id = fn->heap.v[i];
+    uint32_t n = fn->heap.n;
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = i;
+        int32_t best = id;
+        if (l < n && fless(fn, fn->heap.v[l], best))
+            m = l, best = fn->heap.v[l];
+        if (l + 1 < n && fless(fn, fn->heap.v[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        hset(fn, i, fn->heap.v[m]);
+        i = m;
+    }
+    hset(fn, i, id);
+}
+
+static void hremove(mm_flownet *fn, int32_t id)
+{
+    uint32_t i = (uint32_t)fn->f[id].heap;
+    int32_t last = fn->heap.v[--fn->heap.n];
+    fn->f[id].heap = -1;
+    if (last == id)
+        return;
+    hset(fn, i, last);
+    hup(fn, i);
+    hdown(fn, (uint32_t)fn->f[last].heap);
+}
+
+static void on_event(mm_engine *eng, void *ctx, uint64_t arg);
+
+static void reschedule(mm_flownet *fn)
+{
+    mm_time at = fn->heap.n ? fn->f[fn->heap.v[0]].finish : MM_TIME_MAX;
+    if (fn->ev && at == fn->ev_at)
+        return;
+    if (fn->ev)
+        mm_engine_cancel(fn->eng, fn->ev);
+    fn->ev = 0;
+    if (at != MM_TIME_MAX) {
+        fn->ev = mm_engine_at(fn->eng, at, on_event, fn, 0);
+        fn->ev_at = at;
+    }
+}
+
+int32_t mm_flownet_add(mm_flownet *fn, const int *links, const double *coef, int len,
+                       double bytes, mm_flow_done_fn done, void *ctx, uint64_t arg)
+{
+    int32_t id;
+    if (fn->freel.n) {
+        id = fn->freel.v[--fn->freel.n];
+    } else {
+        if (fn->nf == fn->capf) {
+            int32_t nc = fn->capf ? 2 * fn->capf : 64;
+            flow *p = realloc(fn->f, (size_t)nc * sizeof *p);
+            if (!p)
+                return -1;
+            memset(p + fn->capf, 0, (size_t)(nc - fn->capf) * sizeof *p);
+            fn->f = p, fn->capf = nc;
+        }
+        id = fn->nf++;
+    }
+    flow *f = &fn->f[id];
+    free(f->lk);
+    free(f->cf);
+    free(f->pos);
+    f->lk = malloc((size_t)len * sizeof *f->lk);
+    f->cf = malloc((size_t)len * sizeof *f->cf);
+    f->pos = malloc((size_t)len * sizeof *f->pos);
+    if (!f->lk || !f->cf || !f->pos)
+        return -1;
+    f->len = len;
+    f->remaining = bytes;
+    f->rate = 0;
+    f->t_last = mm_engine_now(fn->eng);
+    f->finish = MM_TIME_MAX;
+    f->seq = fn->seq++;
+    f->done = done, f->ctx = ctx, f->arg = arg;
+    f->heap = -1;
+    f->stamp = 0;
+    f->active = 1;
+    for (int i = 0; i < len; i++) {
+        lvec *lv = &fn->lf[links[i]];
+        if (lv->n == lv->cap) {
+            uint32_t nc = lv->cap ? 2 * lv->cap : 4;
+            lref *p = realloc(lv->v, nc * sizeof *p);
+            if (!p)
+                return -1;
+            lv->v = p, lv->cap = nc;
+        }
+        f->lk[i] = links[i];
+        f->cf[i] = coef ? coef[i] : 1.0;
+        f->pos[i] = lv->n;
+        lv->v[lv->n++] = (lref){id, i};
+        if (ivec_push(&fn->dirty, links[i]))
+            return -1;
+    }
+    /* park it in the heap so that it is found even before its rate is set */
+    if (ivec_push(&fn->heap, id))
+        return -1;
+    fn->f[id].heap = (int32_t)(fn->heap.n - 1);
+    hup(fn, fn->heap.n - 1);
+    fn->active++;
+    return id;
+}
+
+/* Takes a finished flow off its links (marking them dirty). */
+static int detach(mm_flownet *fn, int32_t id)
+{
+    flow *f = &fn->f[id];
+    for (int i = 0; i < f->len; i++) {
+        lvec *lv = &fn->lf[f->lk[i]];
+        uint32_t p = f->pos[i];
+        lref last = lv->v[--lv->n];
+        if (p != lv->n) {
+            lv->v[p] = last;
+            fn->f[last.flow].pos[last.entry] = p;
+        }
+        if (ivec_push(&fn->dirty, f->lk[i]))
+            return -1;
+    }
+    if (f->heap >= 0)
+        hremove(fn, id);
+    f->active = 0;
+    f->rate = 0;
+    fn->active--;
+    return ivec_push(&fn->freel, id);
+}
+
+static int grow(void **p, size_t *have, size_t need, size_t elem)
+{
+    if (need <= *have)
+        return 0;
+    size_t n = need * 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *have = n;
+    return 0;
+}
+
+int mm_flownet_commit(mm_flownet *fn)
+{
+    if (!fn->dirty.n) {
+        reschedule(fn);
+        return 0;
+    }
+    mm_time now = mm_engine_now(fn->eng);
+    uint32_t st = ++fn->stamp;
+    fn->cl.n = fn->cfl.n = 0;
+    /* breadth-first over links -> flows -> links */
+    for (uint32_t i = 0; i < fn->dirty.n; i++) {
+        int32_t l = fn->dirty.v[i];
+        if (fn->lstamp[l] != st) {
+            fn->lstamp[l] = st;
+            if (ivec_push(&fn->cl, l))
+                return -1;
+        }
+    }
+    fn->dirty.n = 0;
+    for (uint32_t q = 0; q < fn->cl.n; q++) {
+        const lvec *lv = &fn->lf[fn->cl.v[q]];
+        for (uint32_t j = 0; j < lv->n; j++) {
+            flow *f = &fn->f[lv->v[j].flow];
+            if (f->stamp == st)
+                continue;
+            f->stamp = st;
+            if (ivec_push(&fn->cfl, lv->v[j].flow))
+                return -1;
+            for (int k = 0; k < f->len; k++)
+                if (fn->lstamp[f->lk[k]] != st) {
+                    fn->lstamp[f->lk[k]] = st;
+                    if (ivec_push(&fn->cl, f->lk[k]))
+                        return -1;
+                }
+        }
+    }
+    size_t F = fn->cfl.n, L = fn->cl.n, E = 0;
+    for (size_t i = 0; i < F; i++)
+        E += (size_t)fn->f[fn->cfl.v[i]].len;
+    if (grow((void **)&fn->soff, &fn->c_off, F + 1, sizeof *fn->soff) ||
+        grow((void **)&fn->srate, &fn->c_rate, F + 1, sizeof *fn->srate) ||
+        grow((void **)&fn->slk, &fn->c_lk, E + 1, sizeof *fn->slk) ||
+        grow((void **)&fn->scf, &fn->c_cf, E + 1, sizeof *fn->scf) ||
+        grow((void **)&fn->scap, &fn->c_cap, L + 1, sizeof *fn->scap))
+        return -1;
+    for (size_t i = 0; i < L; i++) {
+        fn->lidx[fn->cl.v[i]] = (int32_t)i;
+        fn->scap[i] = fn->cap[fn->cl.v[i]];
+    }
+    uint32_t e = 0;
+    for (size_t i = 0; i < F; i++) {
+        flow *f = &fn->f[fn->cfl.v[i]];
+        /* bring the flow's progress up to now at its old rate */
+        f->remaining -= f->rate * (double)(now - f->t_last) * 1e-9;
+        f->t_last = now;
+        fn->soff[i] = e;
+        for (int k = 0; k < f->len; k++, e++) {
+            fn->slk[e] = fn->lidx[f->lk[k]];
+            fn->scf[e] = f->cf[k];
+        }
+    }
+    fn->soff[F] = e;
+    int rc = F ? mm_maxmin_solve((int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate) : 0;
+    for (size_t i = 0; i < L; i++)
+        fn->lidx[fn->cl.v[i]] = -1;
+    if (rc)
+        return -1;
+    fn->solves++;
+    for (size_t i = 0; i < F; i++) {
+        int32_t id = fn->cfl.v[i];
+        flow *f = &fn->f[id];
+        f->rate = fn->srate[i];
+        double left = f->remaining > 0 ? f->remaining : 0;
+        double ns = f->rate > 0 ? ceil(left / f->rate * 1e9) : INFINITY;
+        f->finish = ns < 9e18 - (double)now ? now + (mm_time)ns : MM_TIME_MAX;
+        hup(fn, (uint32_t)f->heap);
+        hdown(fn, (uint32_t)f->heap);
+    }
+    reschedule(fn);
+    return 0;
+}
+
+typedef struct fdone {
+    mm_flow_done_fn fn;
+    void *ctx;
+    uint64_t arg;
+} fdone;
+
+static void on_event(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    (void)arg;
+    mm_flownet *fn = ctx;
+    mm_time now = mm_engine_now(eng);
+    fn->ev = 0;
+    fdone small[16], *list = small;
+    size_t n = 0, cap = 16;
+    while (fn->heap.n && fn->f[fn->heap.v[0]].finish <= now) {
+        int32_t id = fn->heap.v[0];
+        if (n == cap) {
+            fdone *p = malloc(2 * cap * sizeof *p);
+            if (!p)
+                break; /* the rest finish at the next event */
+            memcpy(p, list, n * sizeof *p);
+            if (list != small)
+                free(list);
+            list = p, cap *= 2;
+        }
+        list[n++] = (fdone){fn->f[id].done, fn->f[id].ctx, fn->f[id].arg};
+        detach(fn, id);
+    }
+    mm_flownet_commit(fn);
+    for (size_t i = 0; i < n; i++)
+        if (list[i].fn)
+            list[i].fn(list[i].ctx, list[i].arg);
+    if (list != small)
+        free(list);
+}
+
+double mm_flownet_rate(const mm_flownet *fn, int32_t id)
+{
+    return id >= 0 && id < fn->nf && fn->f[id].active ? fn->f[id].rate : 0;
+}
+
+uint32_t mm_flownet_active(const mm_flownet *fn)
+{
+    return fn->active;
+}
+
+uint64_t mm_flownet_solves(const mm_flownet *fn)
+{
+    return fn->solves;
+}

@@ -1,0 +1,164 @@
+/* memory.c - the per-GPU memory model of memory.h: Korthikanti et al.'s
+ * activation terms generalised to GQA/gated/MoE widths, Megatron's 18-byte
+ * model states with ZeRO sharding, and pipeline in-flight counts.
+ * Not for: time, layout legality, or placement of encoders. */
+#include "model/memory.h"
+
+#include <math.h>
+#include <string.h>
+
+double mm_mem_state_bytes_per_param(int zero, int dp)
+{
+    double d = dp > 0 ? (double)dp : 1.0;
+    switch (zero) {
+    case 0: return MM_BYTES_WEIGHT + MM_BYTES_GRAD + MM_BYTES_OPTIM;
+    case 1: return MM_BYTES_WEIGHT + MM_BYTES_GRAD + MM_BYTES_OPTIM / d;
+    case 2: return MM_BYTES_WEIGHT + (MM_BYTES_GRAD + MM_BYTES_OPTIM) / d;
+    default: return (MM_BYTES_WEIGHT + MM_BYTES_GRAD + MM_BYTES_OPTIM) / d;
+    }
+}
+
+/* Korthikanti section 4.1, term by term, for b sequences of s tokens on one
+ * GPU.  "rep" terms are replicated over TP unless SP shards them; the rest
+ * are split over tp.  With a = heads, g = kv heads, d = head dim, f = ffn:
+ *   attention: QKV input 2sbh (rep), Q/K/V 2sb(a+2g)d, scores
+ *     softmax+mask+dropout 5as^2b (none only), output-projection input 2sbad,
+ *     dropout mask sbh (rep);
+ *   MLP: fc1 input 2sbh (rep), activation input 2sbf (x2 gated: gate and up),
+ *     fc2 input 2sbf, dropout mask sbh (rep);  MoE: k copies of the expert
+ *     tensors and the router logits;
+ *   norms: 2 x 2sbh (rep).
+ * For a GPT (g = a, ad = h, f = 4h) this is 34sbh + 5as^2b. */
+double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
+                                int recompute)
+{
+    double t = tp > 0 ? (double)tp : 1.0, c = cp > 0 ? (double)cp : 1.0;
+    double sl = s / c; /* tokens of each sequence held on this GPU */
+    double h = (double)m->hidden, a = (double)m->heads, g = (double)m->kv_heads;
+    double d = (double)m->head_dim, f = (double)m->ffn;
+    double rep_div = sp ? t : 1.0;
+    if (recompute == MM_RECOMPUTE_FULL) /* only the block input is kept */
+        return 2.0 * sl * b * h / rep_div;
+    double rep = sl * b * h * (2.0 + 1.0 + 2.0 + 1.0 + 4.0); /* 10 sbh */
+    double attn = 2.0 * sl * b * (a + 2.0 * g) * d + 2.0 * sl * b * a * d;
+    double mlp = 2.0 * sl * b * f * (m->gated_mlp ? 2.0 : 1.0) + 2.0 * sl * b * f;
+    if (m->experts > 0)
+        mlp = (double)m->experts_per_tok * mlp + 4.0 * sl * b * (double)m->experts;
+    double split = attn + mlp;
+    double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * s * b : 0.0;
+    return rep / rep_div + (split + scores) / t;
+}
+
+double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro_batches)
+{
+    double m = (double)micro_batches, k = (double)stage, p = (double)pp;
+    double v = vpp > 0 ? (double)vpp : 1.0;
+    switch (s) {
+    case MM_MEM_GPIPE: return m;
+    case MM_MEM_INTERLEAVED: return fmin(m, (p - k) + (p - 1.0 - k) / v);
+    case MM_MEM_1F1B:
+    case MM_MEM_ZB_H1:
+    default: return fmin(m, p - k);
+    }
+}
+
+static int stage_layers(const mm_llm *m, const mm_mem_config *c, int stage)
+{
+    if (c->layers_per_stage)
+        return c->layers_per_stage[stage];
+    return (int)(m->layers / c->pp);
+}
+
+int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->pp < 1 || c->tp < 1 || c->dp < 1 || stage < 0 || stage >= c->pp || c->micro_batches < 1)
+        return -1;
+    int nl = stage_layers(m, c, stage);
+    bool first = stage == 0, last = stage == c->pp - 1;
+    double t = (double)c->tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
+    double cp = c->cp > 0 ? (double)c->cp : 1.0;
+    int ep = c->ep > 0 ? c->ep : 1;
+
+    /* ---- model states ---- */
+    double layer = (double)mm_llm_layer_params(m);
+    double expert_part = 0.0;
+    if (m->experts > 0) { /* expert weights split over ep as well */
+        double up = m->gated_mlp ? 2.0 * (double)m->ffn : (double)m->ffn;
+        double one = h * up + (double)m->ffn * h + (m->mlp_bias ? up + h : 0.0);
+        expert_part = (double)m->experts * one;
+    }
+    double dense = (double)nl * (layer - expert_part) / t;
+    double experts = (double)nl * expert_part / (t * ep);
+    if (first)
+        dense += (double)mm_llm_embedding_params(m) / t;
+    if (last)
+        dense += (double)mm_llm_final_norm_params(m) / t +
+                 (m->tied ? (c->pp > 1 ? (double)m->vocab * h : 0.0) : (double)mm_llm_head_params(m)) / t;
+    out->params = dense + experts;
+    /* Experts are data-parallel over dp/ep... Megatron's expert DP group is
+     * dp*tp/(ep*etp); with etp = tp that is dp/ep. */
+    double exp_dp = (double)c->dp / (double)ep;
+    if (exp_dp < 1.0)
+        exp_dp = 1.0;
+    double bpp_dense = mm_mem_state_bytes_per_param(c->zero, c->dp);
+    double bpp_exp = mm_mem_state_bytes_per_param(c->zero, (int)exp_dp);
+    double all = dense * bpp_dense + experts * bpp_exp;
+    out->weights = c->zero >= 3 ? out->params * MM_BYTES_WEIGHT / c->dp : out->params * MM_BYTES_WEIGHT;
+    out->grads = c->zero >= 2 ? out->params * MM_BYTES_GRAD / c->dp : out->params * MM_BYTES_GRAD;
+    out->optimizer = all - out->weights - out->grads;
+    if (out->optimizer < 0) /* rounding across the two DP groups */
+        out->optimizer = 0;
+
+    /* ---- activations ---- */
+    double per_layer = mm_mem_layer_activations(m, b, s, c->tp, c->sp, c->cp, c->recompute);
+    double inflight = mm_mem_in_flight(c->schedule, stage, c->pp, c->vpp, c->micro_batches);
+    double stage_act = (double)nl * per_layer;
+    /* Embedding output (2sbh) and its dropout mask (sbh) on the first
+     * stage, per micro-batch in flight (Korthikanti 4.2: sbhp/t with SP). */
+    double sl = s / cp;
+    if (first)
+        stage_act += 3.0 * sl * b * h / (c->sp ? t : 1.0);
+    out->activations = inflight * stage_act;
+    /* Transients: with full recompute, one layer's activations rebuilt
+     * during its backward; on the last stage the fp32 logits of the
+     * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */
+    if (c->recompute == MM_RECOMPUTE_FULL)
+        out->transient += mm_mem_layer_activations(m, b, s, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
+    if (last)
+        out->transient += 4.0 * sl * b * (double)m->vocab / t + 2.0 * sl * b * h / (c->sp ? t : 1.0);
+    out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
+    return 0;
+}
+
+int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int dp, int zero, int recompute,
+                        int in_flight, bool frozen, mm_mem_rank *out)
+{
+    memset(out, 0, sizeof *out);
+    if (tp < 1 || dp < 1 || in_flight < 0)
+        return -1;
+    double t = (double)tp;
+    out->params = (double)mm_encoder_params(e) / t;
+    if (frozen) {
+        out->weights = out->params * MM_BYTES_WEIGHT;
+    } else {
+        out->weights = zero >= 3 ? out->params * MM_BYTES_WEIGHT / dp : out->params * MM_BYTES_WEIGHT;
+        out->grads = zero >= 2 ? out->params * MM_BYTES_GRAD / dp : out->params * MM_BYTES_GRAD;
+        out->optimizer = out->params * mm_mem_state_bytes_per_param(zero, dp) - out->weights - out->grads;
+    }
+    /* The encoder block is a non-causal GPT block: the same terms with
+     * s = tokens per input and b = inputs (an MLP of width ffn, MHA). */
+    mm_llm as_llm;
+    memset(&as_llm, 0, sizeof as_llm);
+    as_llm.hidden = e->hidden;
+    as_llm.heads = as_llm.kv_heads = e->heads;
+    as_llm.head_dim = e->head_dim;
+    as_llm.ffn = e->ffn;
+    double n = (double)mm_encoder_tokens(e);
+    double per_layer = frozen ? 0.0 : mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
+    out->activations = (double)in_flight * (double)e->layers * per_layer;
+    /* a frozen encoder runs forward only: one layer's output at a time */
+    out->transient = 2.0 * 2.0 * inputs * n * (double)e->hidden / t;
+    out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
+    return 0;
+}

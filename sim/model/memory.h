@@ -1,0 +1,89 @@
+/* memory.h - bytes on one GPU during training: model states (weights,
+ * gradients, optimizer) under ZeRO / Megatron's distributed optimizer, and
+ * activations per layer and micro-batch under each recompute mode, with
+ * tensor, sequence and context parallelism, times the micro-batches a
+ * pipeline schedule keeps in flight.
+ *
+ * Conventions (formulas.md 8.2, Korthikanti et al., "Reducing Activation
+ * Recomputation in Large Transformer Models", MLSys 2023, section 4):
+ *   - 16-bit activations, 1-byte dropout masks; per GPT layer
+ *     s*b*h*(34 + 5*a*s/h) with no parallelism, s*b*h*(10 + 24/t + 5*a*s/(h*t))
+ *     with TP t, s*b*h/t*(34 + 5*a*s/h) with TP and SP; selective recompute
+ *     drops the 5*a*s^2*b attention terms; full recompute keeps only the
+ *     layer input, 2*s*b*h (/t with SP).  GQA, gated MLPs and MoE are
+ *     counted from the actual tensor widths, and reduce to these for a GPT.
+ *   - Model states, mixed-precision Adam as Megatron-LM keeps them: 16-bit
+ *     weights (2 B), fp32 gradient buffer (4 B), fp32 master weight, momentum
+ *     and variance (12 B): 18 bytes per parameter; the distributed optimizer
+ *     (ZeRO-1) shards the 12 over DP, 6 + 12/d; ZeRO-2 also the gradients,
+ *     2 + 16/d; ZeRO-3 (FSDP) everything, 18/d (Rajbhandari et al., ZeRO,
+ *     SC'20, with Megatron's byte counts).
+ * Not for: deciding whether a layout is legal (sim/parallel), allocator
+ * fragmentation beyond the caller's reserve, or time. */
+#ifndef MM_MEMORY_H
+#define MM_MEMORY_H
+
+#include <stdbool.h>
+
+#include "model/llm.h"
+#include "model/mllm.h"
+
+/* Megatron-LM mixed-precision Adam bytes per parameter (formulas.md 8.2,
+ * "about 18 bytes per parameter"). */
+#define MM_BYTES_WEIGHT 2.0
+#define MM_BYTES_GRAD 4.0
+#define MM_BYTES_OPTIM 12.0
+
+typedef enum mm_mem_schedule {
+    MM_MEM_GPIPE,       /* all m micro-batches in flight */
+    MM_MEM_1F1B,        /* stage k of p: min(p - k, m) (Narayanan et al. SC'21) */
+    MM_MEM_INTERLEAVED, /* (p - k) + (p - 1 - k)/v stage-equivalents: stage 0 holds
+                           Korthikanti's p*(1 + (p-1)/(p*v)) */
+    MM_MEM_ZB_H1        /* as 1F1B: ZB-H1 keeps 1F1B's peak (Qi et al. ICLR 2024) */
+} mm_mem_schedule;
+
+typedef struct mm_mem_config {
+    int tp, pp, dp, cp, vpp, ep;
+    bool sp;
+    int zero;            /* 0..3; 1 = Megatron's distributed optimizer */
+    int recompute;       /* enum mm_recompute */
+    mm_mem_schedule schedule;
+    int micro_batches;   /* per DP replica */
+    double micro_batch;  /* sequences per micro-batch */
+    double seq;          /* tokens per sequence */
+    const int *layers_per_stage; /* pp entries, or NULL for an even split */
+} mm_mem_config;
+
+typedef struct mm_mem_rank {
+    double params;       /* parameters held by this GPU (its TP/PP shard) */
+    double weights, grads, optimizer; /* bytes */
+    double activations;  /* bytes kept for backward at the peak */
+    double transient;    /* working set on top (logits, a recomputed layer) */
+    double total;        /* bytes */
+} mm_mem_rank;
+
+/* Activation bytes one transformer layer keeps for one micro-batch of b
+ * sequences of s tokens, on one GPU (s split over cp, widths over tp). */
+double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
+                                int recompute);
+
+/* Bytes per parameter held for model states under ZeRO stage `zero` with
+ * data-parallel degree dp (18, 6 + 12/d, 2 + 16/d, 18/d). */
+double mm_mem_state_bytes_per_param(int zero, int dp);
+
+/* Micro-batches (in units of the stage's whole layer set) in flight on
+ * stage k at the peak. */
+double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro_batches);
+
+/* Everything on one GPU of pipeline stage `stage` of the LLM.  Returns 0,
+ * or -1 for a configuration the formulas cannot take (pp < 1, ...). */
+int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out);
+
+/* An encoder run on `inputs` tiles/clips per micro-batch, all of it on one
+ * GPU group with tensor parallelism tp (frozen: weights only). */
+int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int dp, int zero,
+                        int recompute, int in_flight, bool frozen, mm_mem_rank *out);
+
+#define MM_GIB (1024.0 * 1024.0 * 1024.0)
+
+#endif

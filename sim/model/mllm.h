@@ -1,0 +1,113 @@
+/* mllm.h - a multimodal model as modules: vision encoder, audio encoder,
+ * projectors and the LLM decoder (llm.h), read from a Hugging Face
+ * config.json (an LLM, an encoder, or a LLaVA/InternVL-style composite) or
+ * from our YAML form that composes one from parts:
+ *
+ *   name: llava-ov-qwen2.5-7b              # optional
+ *   vision: siglip-so400m-14-384.json       # paths relative to this file
+ *   llm: qwen2.5-7b.json
+ *   projector: {type: mlp2x_gelu}           # linear | mlpNx_gelu | internvl
+ *   image: {tile: 384, max_tiles: 10, pixel_shuffle: 1.0, grids: [[1,1],[2,2]]}
+ *   audio: whisper-large-v3.json            # optional, with audio_projector
+ *
+ * Encoder costs follow the same Megatron conventions as llm.h (matmul
+ * FLOPs, 2 per MAC, attention dense), with bidirectional attention.
+ * Not for: where encoders run (sim/parallel), memory (memory.h), time. */
+#ifndef MM_MLLM_H
+#define MM_MLLM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/llm.h"
+#include "util/err.h"
+
+typedef enum mm_encoder_kind { MM_ENC_VISION, MM_ENC_AUDIO } mm_encoder_kind;
+
+/* A pre-norm transformer encoder with a patch (vision) or conv (audio)
+ * stem: CLIP / SigLIP vision towers, InternViT, the Whisper encoder. */
+typedef struct mm_encoder {
+    char name[128], source[256], model_type[64];
+    mm_encoder_kind kind;
+    int64_t hidden, layers, heads, head_dim, ffn;
+    int64_t image_size, patch_size, channels; /* vision: one tile */
+    int64_t mel_bins, frames;  /* audio: mel bins in, positions after the stem
+                                * (Whisper max_source_positions: 1500 = 30 s) */
+    bool cls_token;            /* CLIP, InternViT: one extra token */
+    bool pre_norm;             /* CLIP's pre_layrnorm before the blocks */
+    bool post_norm;            /* a norm after the last block */
+    bool rmsnorm;              /* InternViT-6B; else LayerNorm (weight + bias) */
+    bool qkv_bias, out_bias, mlp_bias, patch_bias;
+    bool k_bias;               /* false: key projection without bias (Whisper) */
+    bool qk_norm;              /* InternViT-6B qk_normalization */
+    bool layer_scale;          /* InternViT ls1/ls2: 2h per block */
+} mm_encoder;
+
+typedef enum mm_projector_type {
+    MM_PROJ_NONE,
+    MM_PROJ_LINEAR,   /* LLaVA-1: one Linear */
+    MM_PROJ_MLP_GELU, /* LLaVA-1.5 mlp2x_gelu: Linear, GELU, Linear (depth Linears) */
+    MM_PROJ_INTERNVL  /* InternVL mlp1: LayerNorm, Linear, GELU, Linear */
+} mm_projector_type;
+
+typedef struct mm_projector {
+    mm_projector_type type;
+    int depth;          /* Linears (mlpNx_gelu: N) */
+    int64_t in, out;    /* in: encoder width (x 1/ratio^2 after pixel shuffle) */
+} mm_projector;
+
+#define MM_MAX_GRIDS 64
+
+typedef struct mm_model {
+    char name[128], source[256];
+    bool has_llm, has_vision, has_audio;
+    mm_llm llm;
+    mm_encoder vision, audio;
+    mm_projector vision_proj, audio_proj;
+    /* Image tiling: each image becomes up to max_tiles tiles of tile x tile
+     * pixels (anyres grids plus a base/thumbnail image); each tile gives
+     * (tile/patch)^2 * pixel_shuffle^2 LLM tokens. */
+    int64_t tile;
+    int max_tiles;
+    double pixel_shuffle; /* InternVL downsample_ratio (0.5); 1 = none */
+    int n_grids;
+    int grids[MM_MAX_GRIDS][2]; /* rows, cols of tiles */
+} mm_model;
+
+/* Loads any of the accepted forms (see the top of this file).  Errors name
+ * the file, line and key (MM_EINPUT).  An LLM config.json gives has_llm
+ * only, an encoder config has_vision or has_audio only. */
+int mm_model_load(const char *path, mm_model *m, mm_err *err);
+
+/* ---- encoders ---- */
+int64_t mm_encoder_layer_params(const mm_encoder *e);
+int64_t mm_encoder_stem_params(const mm_encoder *e); /* patch/conv stem, CLS, positions */
+int64_t mm_encoder_params(const mm_encoder *e);
+/* Sequence length of one input (tile or clip): patches (+1 CLS) or frames. */
+int64_t mm_encoder_tokens(const mm_encoder *e);
+/* Forward FLOPs per input: stem + layers (bidirectional attention dense).
+ * ViT-L/14 at 336 px: ~382 GFLOP (formulas.md 8.3). */
+double mm_encoder_fwd_flops(const mm_encoder *e);
+double mm_encoder_layer_fwd_flops(const mm_encoder *e, double inputs);
+double mm_encoder_stem_fwd_flops(const mm_encoder *e, double inputs);
+/* One block forward for `inputs` tiles/clips on one TP rank (bidirectional
+ * attention, no causal mask); as mm_llm_layer_ops otherwise. */
+int mm_encoder_layer_ops(const mm_encoder *e, double inputs, int tp, bool sp, int dtype_bytes,
+                         mm_op_cost *ops, int cap);
+/* The stem: a patch-embedding GEMM (conv with stride = kernel) or Whisper's
+ * two 3-wide 1-D convolutions (as GEMMs over im2col), positions added. */
+int mm_encoder_stem_ops(const mm_encoder *e, double inputs, int tp, int dtype_bytes,
+                        mm_op_cost *ops, int cap);
+
+/* ---- projectors ---- */
+int64_t mm_projector_params(const mm_projector *p);
+double mm_projector_fwd_flops(const mm_projector *p, double tokens);
+int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_bytes,
+                     mm_op_cost *ops, int cap);
+
+/* ---- the whole model ---- */
+int64_t mm_model_params(const mm_model *m);
+/* LLM tokens one image tile becomes. */
+int64_t mm_model_tokens_per_tile(const mm_model *m);
+
+#endif

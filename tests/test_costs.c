@@ -1,0 +1,466 @@
+/* test_costs.c - the cost layer of issue 4: kernel throughput tables and
+ * their interpolation (sim/hw/efficiency.c, compute.c), a check one level
+ * below the iteration against published per-layer timings, encoder and
+ * composite models (sim/model/mllm.c), MoE, the F/B/W split, and the memory
+ * model (sim/model/memory.c) against Korthikanti's and Megatron's formulas.
+ * Tolerances are stated at each assertion. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hw/cluster.h"
+#include "hw/compute.h"
+#include "hw/efficiency.h"
+#include "model/llm.h"
+#include "model/memory.h"
+#include "model/mllm.h"
+#include "run/sim.h"
+
+static double rel(double a, double b) { return fabs(a - b) / fabs(b); }
+
+/* ---- tables ---- */
+
+START_TEST(gemm_table_exact_and_bounded)
+{
+    static mm_gemm_table t;
+    mm_err err;
+    ck_assert_msg(mm_gemm_table_load("topologies/kernels/h100-gemm.csv", &t, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t.nm * t.nn * t.nk, 125);
+    /* exact at table points (XLA sm_90 rows) */
+    ck_assert(fabs(mm_gemm_table_tflops(&t, 4096, 4096, 4096) - 780.2) < 1e-9);
+    ck_assert(fabs(mm_gemm_table_tflops(&t, 256, 256, 256) - 6.7) < 1e-9);
+    ck_assert(fabs(mm_gemm_table_tflops(&t, 1024, 4096, 4096) - 751.9) < 1e-9);
+    /* between points: within the neighbours, monotone along a sweep whose
+     * end points increase */
+    double lo = mm_gemm_table_tflops(&t, 512, 4096, 4096), hi = mm_gemm_table_tflops(&t, 1024, 4096, 4096);
+    ck_assert(hi > lo);
+    double prev = lo;
+    for (double m = 512; m <= 1024; m *= 1.05) {
+        double v = mm_gemm_table_tflops(&t, m, 4096, 4096);
+        ck_assert(v >= lo - 1e-9 && v <= hi + 1e-9);
+        ck_assert(v >= prev - 1e-9);
+        prev = v;
+    }
+    /* outside: saturates above, latency-bound (time constant) below */
+    ck_assert(fabs(mm_gemm_table_tflops(&t, 16384, 8192, 65536) - 780.2) < 1e-9);
+    ck_assert(fabs(mm_gemm_table_tflops(&t, 128, 4096, 4096) - 0.5 * mm_gemm_table_tflops(&t, 256, 4096, 4096)) < 1e-9);
+}
+END_TEST
+
+START_TEST(attention_table)
+{
+    static mm_attn_table t;
+    mm_err err;
+    ck_assert_msg(mm_attn_table_load("topologies/kernels/h100-attention.csv", &t, &err) == 0, "%s", err.msg);
+    /* exact at points (FA3 paper Fig. 5c/5d/6b) */
+    ck_assert(fabs(mm_attn_table_tflops(&t, 8192, 128, false, MM_ATTN_FWD) - 646) < 1e-9);
+    ck_assert(fabs(mm_attn_table_tflops(&t, 8192, 128, true, MM_ATTN_FWD) - 602) < 1e-9);
+    ck_assert(fabs(mm_attn_table_tflops(&t, 8192, 128, false, MM_ATTN_BWD) - 559) < 1e-9);
+    /* between sequence lengths and head dims: bounded by the neighbours */
+    double a = mm_attn_table_tflops(&t, 2048, 128, false, MM_ATTN_FWD);
+    double b = mm_attn_table_tflops(&t, 4096, 128, false, MM_ATTN_FWD);
+    double v = mm_attn_table_tflops(&t, 3000, 128, false, MM_ATTN_FWD);
+    ck_assert(v > a && v < b);
+    double d64 = mm_attn_table_tflops(&t, 4096, 64, false, MM_ATTN_FWD);
+    double d96 = mm_attn_table_tflops(&t, 4096, 96, false, MM_ATTN_FWD);
+    ck_assert(d96 > d64 && d96 < b);
+    /* clamped above, falling but positive below the shortest sequence */
+    ck_assert(fabs(mm_attn_table_tflops(&t, 65536, 128, false, MM_ATTN_FWD) - 648) < 1e-9);
+    double s256 = mm_attn_table_tflops(&t, 256, 128, false, MM_ATTN_FWD);
+    ck_assert(s256 > 0 && s256 < 467);
+    /* A100: one fwd+bwd figure serves both passes */
+    static mm_attn_table a100;
+    ck_assert(mm_attn_table_load("topologies/kernels/a100-attention.csv", &a100, &err) == 0);
+    ck_assert(fabs(mm_attn_table_tflops(&a100, 16384, 128, false, MM_ATTN_FWD) - 203) < 1e-9);
+    ck_assert(fabs(mm_attn_table_tflops(&a100, 16384, 128, false, MM_ATTN_BWD) - 203) < 1e-9);
+}
+END_TEST
+
+START_TEST(memory_table)
+{
+    static mm_mem_table t;
+    mm_err err;
+    ck_assert(mm_mem_table_load("topologies/kernels/h100-memory.csv", &t, &err) == 0);
+    ck_assert_int_eq(t.n, 5);
+    for (int i = 0; i < t.n; i++)
+        ck_assert(fabs(mm_mem_table_eff(&t, t.bytes[i]) - t.eff[i]) < 1e-12);
+    double v = mm_mem_table_eff(&t, 1e8);
+    ck_assert(v > t.eff[1] && v < t.eff[2]);
+    ck_assert(mm_mem_table_eff(&t, 1e3) == t.eff[0]);
+    ck_assert(mm_mem_table_eff(&t, 1e12) == t.eff[t.n - 1]);
+}
+END_TEST
+
+static void bad_table(int kind, const char *path, int line, const char *key)
+{
+    static mm_gemm_table g;
+    static mm_attn_table a;
+    static mm_mem_table m;
+    mm_err err;
+    mm_err_clear(&err);
+    int rc = kind == 0 ? mm_gemm_table_load(path, &g, &err)
+             : kind == 1 ? mm_attn_table_load(path, &a, &err)
+                         : mm_mem_table_load(path, &m, &err);
+    ck_assert_int_eq(rc, -MM_EINPUT);
+    ck_assert_str_eq(err.file, path);
+    if (line >= 0)
+        ck_assert_int_eq(err.line, line);
+    ck_assert_str_eq(err.key, key);
+}
+
+START_TEST(bad_csv_errors)
+{
+    bad_table(0, "tests/data/kernels/gemm-bad-number.csv", 3, "tflops");
+    bad_table(0, "tests/data/kernels/gemm-holes.csv", 0, "m");
+    bad_table(0, "tests/data/kernels/gemm-no-k.csv", 1, "k");
+    bad_table(0, "tests/data/kernels/nope.csv", 0, "");
+    bad_table(1, "tests/data/kernels/attn-bad-pass.csv", 3, "pass");
+    bad_table(2, "tests/data/kernels/mem-no-source.csv", 3, "source");
+    bad_table(2, "tests/data/kernels/mem-unterminated.csv", -1, "");
+}
+END_TEST
+
+START_TEST(topology_tables)
+{
+    static mm_cluster c;
+    mm_err err;
+    ck_assert_msg(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err) == 0, "%s", err.msg);
+    ck_assert(c.gpu.kernels.has_gemm && c.gpu.kernels.has_attn && c.gpu.kernels.has_mem);
+    double f = 2.0 * 4096 * 4096 * 4096;
+    ck_assert(rel(mm_gemm_time(&c.gpu, MM_DTYPE_BF16, 4096, 4096, 4096, 1, 0), f / 780.2e12 + 3e-6) < 1e-12);
+    /* H200 shares the H100 tables; memory is a fraction of its own HBM */
+    static mm_cluster h200;
+    ck_assert(mm_cluster_load("topologies/hgx-h200.yaml", 1, &h200, &err) == 0);
+    ck_assert(mm_mem_time(&h200.gpu, 1e9) < mm_mem_time(&c.gpu, 1e9));
+}
+END_TEST
+
+/* One level below the iteration (kernels/per_layer_timing.csv):
+ * EleutherAI cookbook's GPT layer h=4096, mbs 4, s 2048, TP 1 on an
+ * A100-class GPU (not named): forward GEMMs QKV, output projection, h->4h,
+ * 4h->h and logits (V 51200) at 241.6, 234.9, 241.1, 252.8 and 255.4 TFLOP/s
+ * (times 3.4, 1.2, 4.6, 4.3, 13.5 ms, printed to 0.1 ms).  Our A100 table
+ * (the H100 shape curve scaled to the A100 MAMF) must give each time within
+ * 15% of 2mnk / printed TFLOP/s; it runs 5-15% faster than that run. */
+START_TEST(per_layer_gemms_a100)
+{
+    static mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    const double shapes[][4] = {{8192, 12288, 4096, 241.6}, {8192, 4096, 4096, 234.9}, {8192, 16384, 4096, 241.1},
+                                {8192, 4096, 16384, 252.8}, {8192, 51200, 4096, 255.4}};
+    for (int i = 0; i < 5; i++) {
+        double t = mm_gemm_time(&c.gpu, MM_DTYPE_BF16, shapes[i][0], shapes[i][1], shapes[i][2], 1, 0) * 1e3;
+        double ref = 2 * shapes[i][0] * shapes[i][1] * shapes[i][2] / (shapes[i][3] * 1e12) * 1e3;
+        ck_assert_msg(rel(t, ref) < 0.15, "shape %d: %g ms vs %g ms", i, t, ref);
+    }
+}
+END_TEST
+
+/* Same file: Llama-3.1-8B at 8k on 8 H200s, FA3 attention kernels at 447
+ * TFLOP/s (causal FLOPs) forward+backward inside a DeepSpeed step.  Our
+ * fwd (602) and bwd (521, derived) table values give ~542 for the pair:
+ * within 25% of the in-framework figure (which includes framework gaps). */
+START_TEST(attention_vs_llama_step)
+{
+    static mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/hgx-h200.yaml", 1, &c, &err) == 0);
+    double dense = 4.0 * 8192.0 * 8192.0 * 128.0 * 32.0; /* one layer, 32 heads */
+    double t = mm_attn_time(&c.gpu, MM_DTYPE_BF16, dense, 8192, 128, true, MM_ATTN_FWD, 0) +
+               mm_attn_time(&c.gpu, MM_DTYPE_BF16, dense, 8192, 128, true, MM_ATTN_BWD, 0);
+    double tflops = 3.5 * 0.5 * dense / t * 1e-12;
+    ck_assert_msg(rel(tflops, 447) < 0.25, "%g TFLOP/s", tflops);
+}
+END_TEST
+
+/* mmsim run takes its GEMM times from the topology's table: a user table of
+ * 400 TFLOP/s everywhere (below the H100 table's 600-780 at these shapes)
+ * makes the same scenario slower. */
+START_TEST(run_uses_tables)
+{
+    char cwd[512];
+    const char *src = getenv("MMSIM_SRCDIR");
+    if (!src)
+        src = getcwd(cwd, sizeof cwd);
+    char topo[1024], csv[1024], tmp[] = "/tmp/mmsim-flat-XXXXXX";
+    snprintf(topo, sizeof topo, "%s/topologies/dgx-h100.yaml", src ? src : ".");
+    snprintf(csv, sizeof csv, "%s/tests/data/kernels/flat-gemm.csv", src ? src : ".");
+    FILE *in = fopen(topo, "r");
+    ck_assert_ptr_nonnull(in);
+    int fd = mkstemp(tmp);
+    ck_assert(fd >= 0);
+    FILE *out = fdopen(fd, "w");
+    char line[2048];
+    while (fgets(line, sizeof line, in)) {
+        if (strstr(line, "kernels: {"))
+            fprintf(out, "  kernels: {gemm: %s, attention: %s/topologies/kernels/h100-attention.csv, "
+                         "memory: %s/topologies/kernels/h100-memory.csv}\n", csv, src ? src : ".", src ? src : ".");
+        else
+            fputs(line, out);
+    }
+    fclose(in);
+    fclose(out);
+    char set[1200];
+    snprintf(set, sizeof set, "cluster.topology=%s", tmp);
+    const char *sets[] = {set};
+    static mm_scenario sc;
+    static mm_sim a, b;
+    mm_err err;
+    ck_assert(mm_scenario_load(&sc, NULL, NULL, 0, &err) == 0);
+    ck_assert(mm_sim_prepare(&a, &sc, &err) == 0);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 1, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_sim_prepare(&b, &sc, &err) == 0, "%s", err.msg);
+    unlink(tmp);
+    mm_metrics ma, mb;
+    ck_assert(mm_sim_run(&a, &ma, NULL, &err) == 0);
+    ck_assert(mm_sim_run(&b, &mb, NULL, &err) == 0);
+    ck_assert_msg(mb.iteration_time_s > 1.1 * ma.iteration_time_s, "%g vs %g", mb.iteration_time_s,
+                  ma.iteration_time_s);
+    /* memory is reported per stage and equals the memory model */
+    ck_assert(isfinite(ma.peak_memory_gib) && !ma.oom);
+    mm_mem_config c = {.tp = 4, .pp = 2, .dp = 2, .cp = 1, .vpp = 1, .ep = 1, .sp = false, .zero = 1,
+                       .recompute = MM_RECOMPUTE_SELECTIVE, .schedule = MM_MEM_1F1B,
+                       .micro_batches = a.micro_batches, .micro_batch = 1, .seq = 4096};
+    for (int k = 0; k < 2; k++) {
+        mm_mem_rank r;
+        ck_assert(mm_mem_llm_rank(&a.llm, &c, k, &r) == 0);
+        ck_assert(rel(ma.stages[k].memory_gib, r.total / MM_GIB) < 1e-12);
+    }
+    mm_metrics_free(&ma);
+    mm_metrics_free(&mb);
+}
+END_TEST
+
+/* ---- models ---- */
+
+static void load_model(const char *path, mm_model *m)
+{
+    mm_err err;
+    ck_assert_msg(mm_model_load(path, m, &err) == 0, "%s: %s:%d %s %s", path, err.file, err.line, err.key, err.msg);
+}
+
+/* Published counts, within 0.5%: Llama-2-7B 6.74B, Llama-3-8B 8.03B,
+ * Qwen2.5-7B 7.62B (model cards), Mixtral-8x7B 46.7B (Mistral AI), CLIP
+ * ViT-L/14-336 vision tower ~304M (formulas.md 8.3: 303.5M). */
+START_TEST(published_param_counts)
+{
+    static mm_model m;
+    const struct { const char *path; double p; } cases[] = {
+        {"models/llama-2-7b.json", 6.74e9}, {"models/llama-3-8b.json", 8.03e9},
+        {"models/qwen2.5-7b.json", 7.62e9}, {"models/mixtral-8x7b.json", 46.7e9},
+        {"models/clip-vit-l-14-336.json", 304e6},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        load_model(cases[i].path, &m);
+        double p = (double)mm_model_params(&m);
+        ck_assert_msg(rel(p, cases[i].p) < 0.005, "%s: %g vs %g", cases[i].path, p, cases[i].p);
+    }
+    load_model("models/mixtral-8x7b.json", &m);
+    ck_assert(m.has_llm && m.llm.experts == 8 && m.llm.experts_per_tok == 2);
+}
+END_TEST
+
+/* formulas.md 8.3: ViT-L/14 at 336 px, 577 tokens, ~382 GFLOP forward per
+ * image (24 layers + patch embedding); within 1%. */
+START_TEST(vit_flops)
+{
+    static mm_model m;
+    load_model("models/clip-vit-l-14-336.json", &m);
+    ck_assert(m.has_vision && !m.has_llm);
+    ck_assert_int_eq(mm_encoder_tokens(&m.vision), 577);
+    double f = mm_encoder_fwd_flops(&m.vision);
+    ck_assert_msg(rel(f, 382e9) < 0.01, "%g", f);
+    /* the op list sums to the same per layer (tp 2: half on each rank) */
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int n = mm_encoder_layer_ops(&m.vision, 3, 2, false, 2, ops, MM_LLM_MAX_OPS);
+    ck_assert(n > 0);
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        s += ops[i].flops;
+        if (ops[i].kind == MM_OPK_ATTN)
+            ck_assert(!ops[i].causal);
+    }
+    ck_assert(rel(2 * s, mm_encoder_layer_fwd_flops(&m.vision, 3)) < 1e-12);
+}
+END_TEST
+
+START_TEST(composites)
+{
+    static mm_model m;
+    load_model("models/llava-1.5-7b.json", &m);
+    ck_assert(m.has_llm && m.has_vision && m.vision_proj.type == MM_PROJ_MLP_GELU);
+    ck_assert_int_eq(m.vision_proj.in, 1024);
+    ck_assert_int_eq(m.vision_proj.out, 4096);
+    ck_assert_int_eq(mm_model_tokens_per_tile(&m), 576);
+    ck_assert_int_eq(mm_projector_params(&m.vision_proj), 1024 * 4096 + 4096 + 4096 * 4096 + 4096);
+    load_model("models/internvl2.5-78b.json", &m);
+    ck_assert_int_eq(mm_model_tokens_per_tile(&m), 256); /* 32x32 patches, pixel shuffle 0.5 */
+    ck_assert_int_eq(m.max_tiles, 13);
+    ck_assert_int_eq(m.vision_proj.in, 3200 * 4);
+    ck_assert(rel((double)mm_model_params(&m), 78.4e9) < 0.005); /* model card: 78.4B */
+    load_model("models/llava-ov-qwen2.5-7b.yaml", &m);
+    ck_assert(m.has_llm && m.has_vision);
+    ck_assert_int_eq(mm_model_tokens_per_tile(&m), 729);
+    ck_assert_int_eq(m.max_tiles, 10);
+    ck_assert_int_eq(m.n_grids, 11);
+    ck_assert_str_eq(m.name, "llava-ov-qwen2.5-7b");
+    load_model("models/whisper-large-v3.json", &m);
+    ck_assert(m.has_audio && !m.has_llm);
+    ck_assert_int_eq(mm_encoder_tokens(&m.audio), 1500);
+    ck_assert(rel((double)mm_encoder_params(&m.audio), 635e6) < 0.01); /* encoder half of 1.55B */
+    load_model("models/internvit-6b-448.json", &m);
+    ck_assert(rel((double)mm_encoder_params(&m.vision), 5.54e9) < 0.01);
+    /* an LLM config is a model with an LLM only */
+    load_model("models/qwen2.5-7b.json", &m);
+    ck_assert(m.has_llm && !m.has_vision && !m.has_audio);
+}
+END_TEST
+
+/* Zero Bubble Table 1 (formulas.md 8.1), GPT layer, tp 1:
+ * F = sbh(24h + 4s), B = sbh(24h + 8s), W = 24sbh^2. */
+START_TEST(fbw_split)
+{
+    mm_llm m;
+    mm_llm_init_gpt(&m, 2048, 24, 16, 51200, 2048);
+    double b = 2, s = 2048, h = 2048;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int n = mm_llm_layer_ops(&m, b, s, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    ck_assert(n > 0);
+    double F = 0, B = 0, W = 0;
+    for (int i = 0; i < n; i++) {
+        F += mm_op_pass(&ops[i], MM_OP_F).flops;
+        B += mm_op_pass(&ops[i], MM_OP_B).flops;
+        W += mm_op_pass(&ops[i], MM_OP_W).flops;
+    }
+    ck_assert(rel(F, s * b * h * (24 * h + 4 * s)) < 1e-12);
+    ck_assert(rel(B, s * b * h * (24 * h + 8 * s)) < 1e-12);
+    ck_assert(rel(W, s * b * h * 24 * h) < 1e-12);
+    /* a GEMM's W pass has the transposed shape */
+    mm_op_cost w = mm_op_pass(&ops[1], MM_OP_W);
+    ck_assert(w.m == ops[1].k && w.n == ops[1].n && w.k == ops[1].m);
+}
+END_TEST
+
+START_TEST(moe_ops)
+{
+    static mm_model mm;
+    load_model("models/mixtral-8x7b.json", &mm);
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int n = mm_llm_layer_ops(&mm.llm, 1, 4096, 2, true, 2, ops, MM_LLM_MAX_OPS);
+    ck_assert(n > 0);
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += ops[i].flops;
+    /* router GEMM is replicated over tp: subtract one copy before scaling */
+    double router = 2.0 * 4096 * 8 * 4096;
+    ck_assert(rel(2 * (s - router) + router, mm_llm_layer_fwd_flops(&mm.llm, 1, 4096)) < 1e-12);
+    /* top-2 of 8: 2 expert MLPs per token */
+    mm_llm dense = mm.llm;
+    dense.experts = 0;
+    double moe_mlp = mm_llm_layer_fwd_flops(&mm.llm, 1, 1) - mm_llm_layer_fwd_flops(&dense, 1, 1);
+    ck_assert(rel(moe_mlp, 2.0 * 4096 * 8 + 2.0 * 4096 * 14336 * 3) < 1e-12);
+}
+END_TEST
+
+/* ---- memory ---- */
+
+/* Korthikanti et al. 2022 section 4 (formulas.md 8.2), GPT-3-like layer. */
+START_TEST(activations_korthikanti)
+{
+    mm_llm m;
+    mm_llm_init_gpt(&m, 12288, 96, 96, 51200, 2048);
+    double s = 2048, b = 1, h = 12288, a = 96;
+    for (int t = 1; t <= 8; t *= 2) {
+        double none_tp = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
+        double none_sp = s * b * h / t * (34 + 5 * a * s / h);
+        ck_assert(rel(mm_mem_layer_activations(&m, b, s, t, false, 1, MM_RECOMPUTE_NONE), none_tp) < 1e-12);
+        ck_assert(rel(mm_mem_layer_activations(&m, b, s, t, true, 1, MM_RECOMPUTE_NONE), none_sp) < 1e-12);
+        ck_assert(rel(mm_mem_layer_activations(&m, b, s, t, false, 1, MM_RECOMPUTE_SELECTIVE),
+                      s * b * h * (10 + 24.0 / t)) < 1e-12);
+        ck_assert(rel(mm_mem_layer_activations(&m, b, s, t, true, 1, MM_RECOMPUTE_SELECTIVE), 34 * s * b * h / t) < 1e-12);
+        ck_assert(rel(mm_mem_layer_activations(&m, b, s, t, false, 1, MM_RECOMPUTE_FULL), 2 * s * b * h) < 1e-12);
+        ck_assert(rel(mm_mem_layer_activations(&m, b, s, t, true, 1, MM_RECOMPUTE_FULL), 2 * s * b * h / t) < 1e-12);
+    }
+    /* no parallelism: sbh(34 + 5as/h) */
+    ck_assert(rel(mm_mem_layer_activations(&m, b, s, 1, false, 1, MM_RECOMPUTE_NONE), s * b * h * (34 + 5 * a * s / h)) < 1e-12);
+}
+END_TEST
+
+/* Megatron conventions: 18 bytes per parameter; 6 + 12/d with the
+ * distributed optimizer. */
+START_TEST(model_states)
+{
+    ck_assert(mm_mem_state_bytes_per_param(0, 8) == 18.0);
+    ck_assert(mm_mem_state_bytes_per_param(1, 8) == 6.0 + 12.0 / 8);
+    ck_assert(mm_mem_state_bytes_per_param(2, 8) == 2.0 + 16.0 / 8);
+    ck_assert(mm_mem_state_bytes_per_param(3, 8) == 18.0 / 8);
+    mm_llm m;
+    mm_llm_init_gpt(&m, 4096, 32, 32, 51200, 2048);
+    mm_mem_config c = {.tp = 1, .pp = 1, .dp = 8, .cp = 1, .vpp = 1, .ep = 1, .zero = 1,
+                       .recompute = MM_RECOMPUTE_FULL, .schedule = MM_MEM_1F1B, .micro_batches = 4,
+                       .micro_batch = 1, .seq = 2048};
+    mm_mem_rank r;
+    ck_assert(mm_mem_llm_rank(&m, &c, 0, &r) == 0);
+    double P = (double)mm_llm_params(&m);
+    ck_assert(rel(r.params, P) < 1e-12);
+    ck_assert(rel(r.weights + r.grads + r.optimizer, P * (6.0 + 12.0 / 8)) < 1e-12);
+    c.zero = 0;
+    ck_assert(mm_mem_llm_rank(&m, &c, 0, &r) == 0);
+    ck_assert(rel(r.weights + r.grads + r.optimizer, 18.0 * P) < 1e-12);
+    /* 1F1B (Korthikanti 4.2.3): the first stage holds p micro-batches of
+     * its l/p layers = l layers' worth */
+    c.pp = 4;
+    c.tp = 8;
+    c.sp = true;
+    c.recompute = MM_RECOMPUTE_SELECTIVE;
+    c.micro_batches = 16;
+    ck_assert(mm_mem_llm_rank(&m, &c, 0, &r) == 0);
+    double s = 2048, h = 4096, first_embed = 3 * s * h / 8;
+    ck_assert(rel(r.activations, 32 * 34 * s * h / 8 + 4 * first_embed) < 1e-12);
+}
+END_TEST
+
+START_TEST(in_flight)
+{
+    ck_assert(mm_mem_in_flight(MM_MEM_1F1B, 0, 4, 1, 16) == 4);
+    ck_assert(mm_mem_in_flight(MM_MEM_1F1B, 3, 4, 1, 16) == 1);
+    ck_assert(mm_mem_in_flight(MM_MEM_1F1B, 0, 4, 1, 2) == 2);
+    ck_assert(mm_mem_in_flight(MM_MEM_GPIPE, 2, 4, 1, 16) == 16);
+    ck_assert(mm_mem_in_flight(MM_MEM_ZB_H1, 1, 4, 1, 16) == 3);
+    /* interleaved, first stage: p(1 + (p-1)/(p v)) (Korthikanti 4.2.3) */
+    ck_assert(fabs(mm_mem_in_flight(MM_MEM_INTERLEAVED, 0, 4, 2, 16) - 4 * (1 + 3.0 / 8)) < 1e-12);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("costs");
+    TCase *tc = tcase_create("costs");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, gemm_table_exact_and_bounded);
+    tcase_add_test(tc, attention_table);
+    tcase_add_test(tc, memory_table);
+    tcase_add_test(tc, bad_csv_errors);
+    tcase_add_test(tc, topology_tables);
+    tcase_add_test(tc, per_layer_gemms_a100);
+    tcase_add_test(tc, attention_vs_llama_step);
+    tcase_add_test(tc, run_uses_tables);
+    tcase_add_test(tc, published_param_counts);
+    tcase_add_test(tc, vit_flops);
+    tcase_add_test(tc, composites);
+    tcase_add_test(tc, fbw_split);
+    tcase_add_test(tc, moe_ops);
+    tcase_add_test(tc, activations_korthikanti);
+    tcase_add_test(tc, model_states);
+    tcase_add_test(tc, in_flight);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
