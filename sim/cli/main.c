@@ -161,8 +161,37 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
         printf("}");
     }
     printf("],\n");
+    printf("  \"critical_path\": [");
+    for (int i = 0; i < m->crit.n; i++) {
+        const mm_crit_entry *e = &m->crit.e[i];
+        printf("%s{\"rank\": %d, \"stage\": %d, \"what\": \"%s\", \"seconds\": %.9g, \"share\": %.6g, \"ops\": %d}",
+               i ? ", " : "", e->rank, e->stage, e->what, e->seconds, e->share, e->ops);
+    }
+    printf("],\n");
     jnum("wall_s", m->wall_s, 1);
     printf("}\n");
+}
+
+/* The critical path by kind of work, then its largest entries by rank. */
+static void print_critical_path(const mm_metrics *m)
+{
+    if (!m->crit.n)
+        return;
+    const char *kinds[] = {"fwd", "bwd", "wgrad", "optimizer", "tp", "pp", "dp", "cp", "ep", "wait"};
+    printf("\n  critical path (%d ops):", m->crit.path_ops);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        double share = 0;
+        for (int i = 0; i < m->crit.n; i++)
+            if (!strcmp(m->crit.e[i].what, kinds[k]))
+                share += m->crit.e[i].share;
+        if (share > 0.0005)
+            printf(" %s %.1f%%", kinds[k], 100 * share);
+    }
+    printf("\n  %-6s %-6s %-10s %10s %7s\n", "rank", "stage", "what", "seconds", "share");
+    for (int i = 0; i < m->crit.n && i < 5; i++) {
+        const mm_crit_entry *e = &m->crit.e[i];
+        printf("  %-6d %-6d %-10s %10.4f %6.1f%%\n", e->rank, e->stage, e->what, e->seconds, 100 * e->share);
+    }
 }
 
 static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
@@ -206,6 +235,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     for (int s = 0; s < m->n_stages; s++)
         printf("  %5d %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
                m->stages[s].comm_s, m->stages[s].memory_gib);
+    print_critical_path(m);
     printf("\n  %llu events simulated in %.3f s\n", (unsigned long long)m->events, m->wall_s);
     if (run_id > 0)
         printf("  stored as run %lld in %s\n", (long long)run_id, db);

@@ -395,6 +395,15 @@ int64_t mm_llm_layer_params(const mm_llm *m)
     return attn + mlp + 2 * norm_params(m);
 }
 
+int64_t mm_llm_layer_expert_params(const mm_llm *m)
+{
+    if (m->experts <= 0)
+        return 0;
+    int64_t h = m->hidden, up = m->gated_mlp ? 2 * m->ffn : m->ffn;
+    int64_t mlp = h * up + m->ffn * h + (m->mlp_bias ? up + h : 0);
+    return m->experts * mlp;
+}
+
 int64_t mm_llm_embedding_params(const mm_llm *m)
 {
     return m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);

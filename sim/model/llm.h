@@ -97,6 +97,9 @@ int64_t mm_llm_params(const mm_llm *m);
 int64_t mm_llm_layer_params(const mm_llm *m);
 /* Token embedding plus learned position table (when there is one). */
 int64_t mm_llm_embedding_params(const mm_llm *m);
+/* The experts' MLPs of one MoE block (what expert parallelism splits);
+ * 0 for a dense model.  The router stays with the block. */
+int64_t mm_llm_layer_expert_params(const mm_llm *m);
 /* Untied LM head matrix; 0 when tied (the embedding is reused). */
 int64_t mm_llm_head_params(const mm_llm *m);
 /* The norm after the last block (h, or 2h for LayerNorm). */

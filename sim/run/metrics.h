@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "run/critpath.h"
+
 /* One simulated iteration. */
 typedef struct mm_iter_metrics {
     int iteration;          /* 0-based */
@@ -49,6 +51,7 @@ typedef struct mm_metrics {
     mm_iter_metrics *iters;   /* n_iters entries, owned */
     int n_stages;
     mm_stage_metrics *stages; /* n_stages entries, owned */
+    mm_critpath crit;         /* critical path of the last iteration, owned */
 } mm_metrics;
 
 void mm_metrics_free(mm_metrics *m); /* frees the arrays; m itself is the caller's */

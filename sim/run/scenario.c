@@ -38,6 +38,7 @@
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
+const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
 const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
@@ -81,8 +82,9 @@ static const char *const cluster_keys[] = {"topology", "nodes", NULL};
 static const char *const train_keys[] = {
     "global_batch", "micro_batch", "seq_len", "precision", "recompute",
     "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
-    "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", NULL};
-static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", NULL};
+    "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", "cp_comm",
+    "pass_times", NULL};
+static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", "order", NULL};
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
  * likelier meaning. */
 static const char *const layout_keys[] = {"tp", "pp", "cp", "dp", "vpp", "ep",
@@ -387,6 +389,13 @@ static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *
         rc = get_bool(ld, m, p, "tp_comm_overlap", &sc->train.tp_comm_overlap, err);
     if (!rc)
         rc = get_double(ld, m, p, "memory_reserve_gib", 0.0, 1e6, &sc->train.memory_reserve_gib, err);
+    int cpc = (int)sc->train.cp_comm;
+    if (!rc)
+        rc = get_enum(ld, m, p, "cp_comm", mm_cp_comm_names, &cpc, err);
+    sc->train.cp_comm = (mm_cp_comm)cpc;
+    bool given;
+    if (!rc)
+        rc = get_str(ld, m, p, "pass_times", sc->train.pass_times, sizeof sc->train.pass_times, &given, err);
     if (!rc)
         rc = read_frozen(ld, m, err);
     sc->train.precision = (mm_precision)prec;
@@ -465,6 +474,9 @@ static int read_parallel(loader *ld, struct fy_node *root, mm_err *err)
     if (!rc)
         rc = get_enum(ld, m, "parallel", "placement", mm_placement_names, &place, err);
     sc->parallel.placement = (mm_placement)place;
+    bool given;
+    if (!rc)
+        rc = get_str(ld, m, "parallel", "order", sc->parallel.order, sizeof sc->parallel.order, &given, err);
     return rc;
 }
 
@@ -547,6 +559,8 @@ static void set_defaults(mm_scenario *sc)
      * measurement: set train.memory_reserve_gib to what your stack uses. */
     sc->train.memory_reserve_gib = 2.0;
     sc->parallel.placement = MM_PLACE_PIPELINE;
+    snprintf(sc->parallel.order, sizeof sc->parallel.order, "tp-cp-ep-dp-pp"); /* Megatron-LM's default */
+    sc->train.cp_comm = MM_CP_RING;
     sc->workload.kind = MM_WORKLOAD_TEXT;
     sc->batching = MM_BATCH_SEQUENTIAL;
     sc->network = MM_NET_FLOW;
@@ -835,6 +849,10 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
     sb_bool(&b, "overlap_param_gather", sc->train.overlap_param_gather);
     sb_bool(&b, "tp_comm_overlap", sc->train.tp_comm_overlap);
     sb_printf(&b, "  memory_reserve_gib: %.17g\n", sc->train.memory_reserve_gib);
+    sb_printf(&b, "  cp_comm: %s\n", mm_cp_comm_names[sc->train.cp_comm]);
+    sb_printf(&b, "  pass_times: ");
+    sb_quote(&b, sc->train.pass_times);
+    sb_printf(&b, "\n");
     sb_printf(&b, "  frozen: [");
     for (int i = 0; i < sc->train.n_frozen; i++) {
         sb_printf(&b, "%s", i ? ", " : "");
@@ -845,6 +863,7 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
     sb_layout(&b, "vision", &sc->parallel.vision, sc->train.zero);
     sb_layout(&b, "audio", &sc->parallel.audio, sc->train.zero);
     sb_printf(&b, "  placement: %s\n", mm_placement_names[sc->parallel.placement]);
+    sb_printf(&b, "  order: %s\n", sc->parallel.order);
     sb_printf(&b, "workload: ");
     switch (sc->workload.kind) {
     case MM_WORKLOAD_TEXT:

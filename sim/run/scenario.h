@@ -39,6 +39,7 @@ typedef enum {
     MM_BATCH_POST_BALANCE
 } mm_batching;
 typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
+typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -49,6 +50,7 @@ extern const char *const mm_schedule_names[];
 extern const char *const mm_placement_names[];
 extern const char *const mm_batching_names[];
 extern const char *const mm_network_names[];
+extern const char *const mm_cp_comm_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -72,6 +74,8 @@ typedef struct mm_scenario {
         int zero;
         mm_schedule_kind schedule;
         bool overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+        mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
+        char pass_times[512];   /* measured per-stage pass times (CSV); "" none */
         /* HBM held back from the OOM verdict: CUDA context, NCCL buffers,
          * allocator fragmentation (an allowance, not a measurement) */
         double memory_reserve_gib;
@@ -81,6 +85,7 @@ typedef struct mm_scenario {
     struct {
         mm_module_layout llm, vision, audio;
         mm_placement placement;
+        char order[32];         /* rank placement, fastest first: tp-cp-ep-dp-pp */
     } parallel;
     struct {
         mm_workload_kind kind;

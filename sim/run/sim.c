@@ -21,6 +21,7 @@
 #include "model/mllm.h"
 #include "mmsim_config.h"
 #include "parallel/build.h"
+#include "parallel/passtimes.h"
 #include "run/exec.h"
 
 void mm_metrics_free(mm_metrics *m)
@@ -29,6 +30,7 @@ void mm_metrics_free(mm_metrics *m)
         return;
     free(m->iters);
     free(m->stages);
+    mm_critpath_free(&m->crit);
     m->iters = NULL;
     m->stages = NULL;
     m->n_iters = m->n_stages = 0;
@@ -81,17 +83,36 @@ static int check_layout(mm_sim *sim, mm_err *err)
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
     int gpus = mm_cluster_gpus(&sim->cluster);
-    if (L->cp != 1)
-        return mm_scenario_fail(sc, err, "parallel.llm.cp", "context parallelism (cp = %d) is not modeled yet; use cp: 1", L->cp);
-    if (L->vpp != 1)
-        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "virtual pipeline stages (vpp = %d) are not modeled yet; use vpp: 1", L->vpp);
-    if (L->ep != 1)
-        return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model; use ep: 1", L->ep);
-    long long need = (long long)L->tp * L->pp * L->dp;
+    bool moe = m->experts > 0;
+    if (L->ep > 1 && !moe)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->ep);
+    if (L->ep > 1 && (L->dp % L->ep || m->experts % L->ep))
+        return mm_scenario_fail(sc, err, "parallel.llm.ep",
+                                "ep = %d must divide dp = %d and the model's %lld experts (Megatron folds expert "
+                                "groups into data parallelism)", L->ep, L->dp, (long long)m->experts);
+    if (L->cp > 1 && sc->train.seq_len % (2 * L->cp))
+        return mm_scenario_fail(sc, err, "parallel.llm.cp",
+                                "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",
+                                (long long)sc->train.seq_len, 2 * L->cp);
+    if (L->vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED)
+        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved", L->vpp);
+    if (sc->train.schedule == MM_SCHED_INTERLEAVED && L->n_layers_per_stage)
+        return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                "an uneven split is not supported with the interleaved schedule");
+    int order[MM_DIM_COUNT];
+    if (mm_build_parse_order(sc->parallel.order, order))
+        return mm_scenario_fail(sc, err, "parallel.order",
+                                "'%s' is not an order of tp, cp, dp and pp (ep may stand right before dp), "
+                                "e.g. tp-cp-ep-dp-pp", sc->parallel.order);
+    long long need = (long long)L->tp * L->cp * L->pp * L->dp;
     if (need != gpus)
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
-                                "tp*pp*dp = %d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
-                                L->tp, L->pp, L->dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+                                "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
+                                L->tp, L->cp, L->pp, L->dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+    if (sim->cluster.gpus_per_node % L->tp && L->tp < sim->cluster.gpus_per_node)
+        return mm_scenario_fail(sc, err, "parallel.llm.tp",
+                                "tp = %d does not divide the %d GPUs of a node, so TP groups would straddle nodes",
+                                L->tp, sim->cluster.gpus_per_node);
     if (m->heads % L->tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->tp, (long long)m->heads);
@@ -109,27 +130,24 @@ static int check_layout(mm_sim *sim, mm_err *err)
         if (sum != m->layers)
             return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
                                     "sums to %lld layers, but the model has %lld", sum, (long long)m->layers);
-    } else if (m->layers % L->pp) {
-        return mm_scenario_fail(sc, err, "parallel.llm.pp",
-                                "pp = %d does not divide the model's %lld layers (give parallel.llm.layers_per_stage for an uneven split)",
-                                L->pp, (long long)m->layers);
+    } else if (m->layers % ((long long)L->pp * L->vpp)) {
+        return mm_scenario_fail(sc, err, L->vpp > 1 ? "parallel.llm.vpp" : "parallel.llm.pp",
+                                "pp*vpp = %d*%d does not divide the model's %lld layers (give "
+                                "parallel.llm.layers_per_stage for an uneven split)",
+                                L->pp, L->vpp, (long long)m->layers);
     }
     if (sc->train.global_batch % (sc->train.micro_batch * L->dp))
         return mm_scenario_fail(sc, err, "train.global_batch",
                                 "%lld is not divisible by micro_batch*dp = %lld*%d",
                                 (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->dp);
     sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp));
-    if (sc->train.schedule != MM_SCHED_GPIPE && sc->train.schedule != MM_SCHED_1F1B)
-        return mm_scenario_fail(sc, err, "train.schedule", "'%s' is not modeled yet; use gpipe or 1f1b",
-                                mm_schedule_names[sc->train.schedule]);
-    if (sc->train.zero > 2)
-        return mm_scenario_fail(sc, err, "train.zero", "ZeRO-3 parameter gathering is not modeled yet; use 0, 1 or 2");
-    if (sc->train.overlap_grad_reduce)
-        return mm_scenario_fail(sc, err, "train.overlap_grad_reduce", "overlap is not modeled yet; use false");
-    if (sc->train.overlap_param_gather)
-        return mm_scenario_fail(sc, err, "train.overlap_param_gather", "overlap is not modeled yet; use false");
-    if (sc->train.tp_comm_overlap)
-        return mm_scenario_fail(sc, err, "train.tp_comm_overlap", "overlap is not modeled yet; use false");
+    if (sc->train.schedule == MM_SCHED_INTERLEAVED && sim->micro_batches % L->pp)
+        return mm_scenario_fail(sc, err, "train.global_batch",
+                                "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
+                                "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->pp);
+    if (sc->train.overlap_param_gather && sc->train.zero < 1)
+        return mm_scenario_fail(sc, err, "train.overlap_param_gather",
+                                "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
     for (int i = 0; i < sc->train.n_frozen; i++)
         if (!strcmp(sc->train.frozen[i], "llm"))
             return mm_scenario_fail(sc, err, "train.frozen", "a frozen LLM is not modeled yet");
@@ -234,7 +252,39 @@ static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *
  * master weights. */
 #define MM_ADAM_BYTES_PER_PARAM 30.0
 
-static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec)
+/* Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters
+ * (DistributedDataParallelConfig.bucket_size default). */
+static double bucket_params(int dp) { return dp * 1e6 > 40e6 ? dp * 1e6 : 40e6; }
+
+/* Per-stage pass times measured elsewhere (train.pass_times): they replace
+ * the compute model for F, B and W, and the network for pipeline transfers. */
+static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_build_spec *spec, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    char path[512];
+    mm_sim_resolve_path(sc->train.pass_times, sc->source, path, sizeof path);
+    mm_pass_times pt;
+    int rc = mm_pass_times_load(path, &pt, err);
+    if (rc)
+        return rc;
+    if (pt.n_stages != V) {
+        mm_pass_times_free(&pt);
+        return mm_scenario_fail(sc, err, "train.pass_times", "'%s' lists %d stages, the layout has pp*vpp = %d",
+                                sc->train.pass_times, pt.n_stages, V);
+    }
+    double p2p = 0;
+    for (int v = 0; v < V; v++) {
+        st[v].fwd_s = pt.f_s[v];
+        st[v].bwd_s = pt.b_s[v] + pt.w_s[v];
+        st[v].wgrad_s = pt.w_s[v];
+        p2p += pt.p2p_s[v] / V;
+    }
+    spec->p2p_s = p2p > 0 ? p2p : 1e-12; /* a fixed delay, even when tiny */
+    mm_pass_times_free(&pt);
+    return 0;
+}
+
+static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -242,23 +292,24 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     const mm_gpu_spec *g = &sim->cluster.gpu;
     mm_dtype dt = (mm_dtype)sc->train.precision;
     double b = (double)sc->train.micro_batch, s = (double)sc->train.seq_len;
+    int cp = L->cp, V = L->pp * L->vpp;
     bool sp = sc->train.sequence_parallel && L->tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
                              only the GEMM peak (Transformer Engine keeps
                              activations in 16 bits between kernels) */
     mm_op_cost ops[MM_LLM_MAX_OPS];
-    int n = mm_llm_layer_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    /* With context parallelism a rank holds s/cp tokens of each sequence
+     * and attends over all s keys (ring attention): its attention work is
+     * (s/cp) x s per sequence, written as a packed batch with that sum. */
+    int n = cp > 1 ? mm_llm_layer_ops_packed(m, b * s / cp, b * s * s / cp, b, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS)
+                   : mm_llm_layer_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n < 0)
-        return -1;
+        return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     pass_times layer = time_ops(g, dt, ops, n);
-    n = mm_llm_embed_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    if (n < 0)
-        return -1;
-    pass_times emb = time_ops(g, dt, ops, n);
-    n = mm_llm_head_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    if (n < 0)
-        return -1;
-    pass_times head = time_ops(g, dt, ops, n);
+    n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times emb = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times head = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
 
     int rc = (int)sc->train.recompute;
     double layer_flops = mm_llm_layer_fwd_flops(m, b, s);
@@ -268,12 +319,14 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     double re_time = rc == MM_RECOMPUTE_FULL ? layer.fwd
                      : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd
                                                     : 0.0;
-    int zero = sc->train.zero;
-    for (int k = 0; k < L->pp; k++) {
-        int nl = L->n_layers_per_stage ? L->layers_per_stage[k] : (int)(m->layers / L->pp);
-        bool first = k == 0, last = k == L->pp - 1;
+    int zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    int per_vs = (int)(m->layers / V);
+    for (int k = 0; k < V; k++) {
+        int nl = L->n_layers_per_stage ? L->layers_per_stage[k] : per_vs;
+        bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
         c->chunks = nl;
+        c->moe_chunks = m->experts > 0 ? nl : 0;
         c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
         c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
         c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
@@ -283,31 +336,57 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
         c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(m, b, s);
         c->recompute_flops = nl * re_flops;
         /* Megatron keeps the (tied) embedding on the first stage and a copy
-         * for the LM head on the last. */
-        double params = (double)nl * (double)mm_llm_layer_params(m);
+         * for the LM head on the last.  Experts are split over ep. */
+        double layer_params = (double)mm_llm_layer_params(m);
+        if (m->experts > 0 && L->ep > 1)
+            layer_params -= (double)mm_llm_layer_expert_params(m) * (1.0 - 1.0 / L->ep);
+        double params = (double)nl * layer_params;
         if (first)
             params += (double)mm_llm_embedding_params(m);
         if (last)
             params += (double)mm_llm_final_norm_params(m) +
-                      (m->tied ? (L->pp > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
+                      (m->tied ? (V > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
                                : (double)mm_llm_head_params(m));
         double local = params / L->tp;
         c->grad_bytes = local * wbytes;
+        c->param_bytes = local * wbytes;
         double opt_params = zero >= 1 ? local / L->dp : local;
         c->opt_s = mm_mem_time(g, opt_params * MM_ADAM_BYTES_PER_PARAM);
     }
-    spec->schedule = sc->train.schedule == MM_SCHED_GPIPE ? MM_SCHEDULE_GPIPE : MM_SCHEDULE_1F1B;
+    static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
+                                        [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
+                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
+    spec->schedule = sched[sc->train.schedule];
     spec->tp = L->tp;
+    spec->cp = cp;
+    spec->ep = L->ep;
     spec->pp = L->pp;
-    spec->vpp = 1;
+    spec->vpp = L->vpp;
     spec->dp = L->dp;
     spec->m = sim->micro_batches;
+    mm_build_parse_order(sc->parallel.order, spec->order);
     spec->zero = zero;
-    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s, wbytes);
+    spec->sp = sp;
+    spec->tp_overlap = sc->train.tp_comm_overlap;
+    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
+    spec->overlap_param_gather = sc->train.overlap_param_gather;
+    spec->bucket_bytes = bucket_params(L->dp) * wbytes;
+    /* one TP message: the rank's s/cp tokens of activations */
+    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
     spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
+    spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
+    /* ring: one K and one V block of the local s/cp tokens per step, heads
+     * split by TP; Ulysses: one all-to-all of the local activations */
+    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
+                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
+    /* EP: each token's hidden state goes to experts_per_tok experts and
+     * comes back (Megatron's all-to-all token dispatcher) */
+    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->stages = st;
+    if (sc->train.pass_times[0])
+        return apply_pass_times(sim, st, V, spec, err);
     return 0;
 }
 
@@ -488,7 +567,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     if (tl)
         memset(tl, 0, sizeof *tl);
     int P = L->pp, iters = sc->iterations;
-    mm_stage_cost *st = calloc((size_t)P, sizeof *st);
+    mm_stage_cost *st = calloc((size_t)P * (size_t)L->vpp, sizeof *st);
     mt->iters = calloc((size_t)iters, sizeof *mt->iters);
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     mm_engine *eng = mm_engine_alloc();
@@ -500,10 +579,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     }
     mt->n_iters = iters;
     mt->n_stages = P;
-    if (stage_costs(sim, st, &spec)) {
-        rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+    if ((rc = stage_costs(sim, st, &spec, err)))
         goto out;
-    }
     /* A layout that does not fit is an answer (design.md section 5): the
      * per-stage memory, oom = true, and no time. */
     if (stage_memory(sim, mt)) {
@@ -539,6 +616,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
             im->tokens = tokens;
             im->samples = (double)sc->train.global_batch;
             mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+            if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
+                rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
         }
         if (rc == 0 && tl && it == iters - 1) {
             tl->graph = g;
