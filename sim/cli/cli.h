@@ -14,5 +14,8 @@ int mm_cli_fail(const mm_err *err);
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */
 int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */
+int mm_cli_workload(int argc, char **argv); extern const char mm_cli_workload_usage[]; /* cmd_workload.c */
+int mm_cli_sweep(int argc, char **argv); /* cmd_sweep.c */
+int mm_cli_report(int argc, char **argv); /* cmd_report.c */
 
 #endif

@@ -180,15 +180,17 @@ int mm_cli_collective(int argc, char **argv)
         }
         mm_engine_run(eng);
         double t = (double)(t1 - t0) * 1e-9;
+        /* all-to-all and send/recv have one algorithm: direct transfers */
+        const char *aname = op == MM_COLL_ALLTOALL || op == MM_COLL_SENDRECV ? "direct"
+                                                                             : mm_coll_algo_names[used];
         double alg = t > 0 ? bytes / t / 1e9 : INFINITY;
         double bus = alg * mm_coll_bus_factor((mm_coll_kind)op, gpus);
         if (json)
             printf("%s{\"bytes\":%.0f,\"time_us\":%.6g,\"algbw_gbps\":%.6g,\"busbw_gbps\":%.6g,"
                    "\"algo\":\"%s\"}",
-                   row ? "," : "", bytes, t * 1e6, alg, bus, mm_coll_algo_names[used]);
+                   row ? "," : "", bytes, t * 1e6, alg, bus, aname);
         else
-            printf("%14.0f %12.2f %10.2f %10.2f  %s\n", bytes, t * 1e6, alg, bus,
-                   mm_coll_algo_names[used]);
+            printf("%14.0f %12.2f %10.2f %10.2f  %s\n", bytes, t * 1e6, alg, bus, aname);
         row++;
     }
     if (json && rc == 0)

@@ -28,6 +28,9 @@ static const char usage_main[] =
     "  run [SCENARIO.yaml]   simulate training iterations of a scenario\n"
     "  model MODEL           parameters, FLOPs and per-GPU memory of a model\n"
     "  collective            nccl-tests-style table of one collective on a topology\n"
+    "  workload stats FILE   statistics of a mixture spec or sample trace\n"
+    "  sweep SWEEP.yaml      run a grid of scenarios into one database\n"
+    "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
     "  help [COMMAND]        show help for a command\n"
     "\n"
     "options:\n"
@@ -66,6 +69,31 @@ static const char usage_model[] =
     "                   e.g. --set parallel.llm.tp=8 --set train.recompute=full\n"
     "  --json           one JSON object: params, modules, flops_fwd_per_token,\n"
     "                   memory_gib (per pipeline stage), oom, ...\n";
+
+static const char usage_sweep[] =
+    "usage: mmsim sweep SWEEP.yaml [--jobs N] [--db FILE] [--json] [--quiet]\n"
+    "\n"
+    "Runs every point of a sweep (a base scenario plus axes of --set style\n"
+    "overrides, cartesian or zipped; see README) into one database.  Resumable:\n"
+    "a point whose scenario is already in the database is skipped.  Progress\n"
+    "goes to stderr.  Under mpirun (a build with -Dmpi=enabled) the points are\n"
+    "shared among the ranks and rank 0 writes every result.\n"
+    "\n"
+    "  --jobs N    worker processes (default: the number of CPUs)\n"
+    "  --db FILE   SQLite database (default " DEFAULT_DB ")\n"
+    "  --json      print the sweep id, counts and each point's result as JSON\n"
+    "  --quiet     no progress display\n";
+
+static const char usage_report[] =
+    "usage: mmsim report DB [--sweep ID|last] [--csv] [--metrics a,b,c]\n"
+    "\n"
+    "Prints the runs of a database as a table (the sweeps first, when there\n"
+    "are any); with --sweep, the points of one sweep with their swept values.\n"
+    "\n"
+    "  --sweep ID   one sweep (its id, or 'last')\n"
+    "  --csv        comma-separated values with a header row, on stdout\n"
+    "  --metrics L  metrics to show, e.g. iteration_time_s,tokens_per_s,mfu\n"
+    "               (default iteration_time_s,tokens_per_s,mfu,peak_memory_gib)\n";
 
 static const char usage_collective[] =
     "usage: mmsim collective --cluster FILE [--nodes N] [--gpus N] --op OP [--algo ALGO]\n"
@@ -356,6 +384,9 @@ static const struct {
     {"run", mm_cli_run, usage_run},
     {"model", mm_cli_model, usage_model},
     {"collective", mm_cli_collective, usage_collective},
+    {"workload", mm_cli_workload, mm_cli_workload_usage},
+    {"sweep", mm_cli_sweep, usage_sweep},
+    {"report", mm_cli_report, usage_report},
 };
 
 int main(int argc, char **argv)

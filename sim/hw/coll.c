@@ -287,32 +287,6 @@ static void ring_flows(coll_op *op, double step_bytes)
         ring_channel(op, c, f / k, open_at, step_bytes > 0 ? step_bytes / k : 0);
 }
 
-/* In-order binary tree over 0..N-1 (labels 1..N; a label's parent is the
- * neighbour at distance of its lowest set bit that has the next bit). */
-static int btree_parent(int r, int N)
-{
-    int x = r + 1, top = 1;
-    while (top * 2 <= N)
-        top *= 2;
-    if (x == top)
-        return -1;
-    int b = x & -x;
-    int p = (x & (2 * b)) ? x - b : x + b;
-    while (p > N) {
-        int bp = p & -p;
-        p = (p & (2 * bp)) ? p - bp : p + bp;
-    }
-    return p - 1;
-}
-
-static int dtree_parent(int t, int r, int N)
-{
-    if (t == 0)
-        return btree_parent(r, N);
-    int p = btree_parent(N - 1 - r, N);
-    return p < 0 ? -1 : N - 1 - p;
-}
-
 static void tree_flows(coll_op *op)
 {
     mm_network *net = op->net;
@@ -335,7 +309,7 @@ static void tree_flows(coll_op *op)
                     route_hop(net, b, a, 0, 0, 1.0);
                     route_hop(net, a, b, 0, 0, 1.0);
                 }
-                int P = dtree_parent(t, X, N);
+                int P = mm_dtree_parent(t, X, N);
                 if (P >= 0) {
                     int hx = member(op, X, e), hp = member(op, P, entry_of(op, P, c));
                     route_hop(net, hx, hp, rail(op, X, c), rail(op, P, c), 1.0);
@@ -556,6 +530,9 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
         free(g);
         return mm_err_set(err, MM_EINPUT, "", 0, "algo", "%s: %s", mm_coll_algo_names[algo], why);
     }
+    /* hier on one level is the ring */
+    if (algo == MM_ALGO_HIER && (s.nodes < 2 || s.max_per_node < 2))
+        algo = MM_ALGO_RING;
     if (used)
         *used = algo;
     int count = req->count > 0 ? req->count : 1;

@@ -42,7 +42,17 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
         return mm_mem_time(g, bytes);
     double peak = peak_of(g, dt), rate;
     if (g->kernels.has_gemm) {
-        rate = mm_gemm_table_tflops(&g->kernels.gemm, m, n, k) * 1e12;
+        /* A batched GEMM (attention's QK^T and AV without flash kernels)
+         * fills the GPU like one GEMM with the batch stacked along m; its
+         * short inner dimension (the head dim) then limits it through the
+         * bytes it moves (the roofline below), not through the table's
+         * scaling of small single GEMMs. */
+        double kk = k, nn = n;
+        if (batch > 1 && g->kernels.gemm.nk > 0 && k < g->kernels.gemm.k[0])
+            kk = g->kernels.gemm.k[0];
+        if (batch > 1 && g->kernels.gemm.nn > 0 && n < g->kernels.gemm.n[0])
+            nn = g->kernels.gemm.n[0];
+        rate = mm_gemm_table_tflops(&g->kernels.gemm, m * (batch > 1 ? batch : 1), nn, kk) * 1e12;
         if (dt == MM_DTYPE_FP8 && g->peak_flops[MM_DTYPE_FP8] > 0)
             rate *= MM_FP8_GEMM_SPEEDUP;
         rate = fmin(rate, peak);

@@ -8,8 +8,9 @@
  *   out of a node    Bo = k x min(NIC x net_eff, PCIe x pcie_eff), k the
  *                    rings (channels) = NICs serving the members;
  *   ring     f S / min(Bi, Bo)         f = 2(n-1)/n, (n-1)/n, 1
- *   tree     2 S / min(Bi, Bo)         (each node sends and receives 2S
- *                                       over its two trees, pipelined)
+ *   tree     max(2 (m-1)/m S / Bi, D S / (2k NIC)), D the most edges of
+ *            a node over both trees (4 for N >= 4: internal in one tree,
+ *            leaf in the other), each edge moving S/2k per channel each way
  *   hier     2 (m-1)/m S / Bi + 2 (N-1)/N S / Bo   (phases in sequence)
  *   nvls     S (1 + 1/n) / (nvlink_bw x nvls_eff)
  *   alltoall max(intra, inter, spine) per-link volumes over their rates.
@@ -193,6 +194,53 @@ mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group
     return best;
 }
 
+/* In-order binary tree over 0..N-1 (labels 1..N; a label's parent is the
+ * neighbour at the distance of its lowest set bit that has the next bit
+ * set; labels past N climb until they fall inside). */
+static int btree_parent(int r, int N)
+{
+    int x = r + 1, top = 1;
+    while (top * 2 <= N)
+        top *= 2;
+    if (x == top)
+        return -1;
+    int b = x & -x;
+    int p = (x & (2 * b)) ? x - b : x + b;
+    while (p > N) {
+        int bp = p & -p;
+        p = (p & (2 * bp)) ? p - bp : p + bp;
+    }
+    return p - 1;
+}
+
+int mm_dtree_parent(int t, int r, int N)
+{
+    if (t == 0)
+        return btree_parent(r, N);
+    int p = btree_parent(N - 1 - r, N);
+    return p < 0 ? -1 : N - 1 - p;
+}
+
+/* The most tree edges any node has, over both trees: each edge carries the
+ * tree's data once each way (reduce up, broadcast down). */
+static int dtree_max_degree(int N)
+{
+    int best = 0, *deg = calloc((size_t)N + 1, sizeof *deg);
+    if (!deg)
+        return 4; /* the bound for N >= 4 */
+    for (int t = 0; t < 2; t++)
+        for (int r = 0; r < N; r++) {
+            int p = mm_dtree_parent(t, r, N);
+            if (p >= 0)
+                deg[r]++, deg[p]++;
+        }
+    for (int r = 0; r < N; r++)
+        if (deg[r] > best)
+            best = deg[r];
+    free(deg);
+    return best;
+}
+
 /* Alphas: ai per NVLink (or PCIe) hop, an per hop across nodes under one
  * leaf, an + 2 hop_latency through a spine.  A pipelined ring pays its
  * traversal latency once per pass: steps x the mean hop alpha over the
@@ -283,7 +331,15 @@ double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_col
     }
     switch (algo) {
     case MM_ALGO_TREE:
-        bw = 2.0 * S / b_ring(c, s);
+        /* inside nodes a chain up and down: 2(m-1)/m S per GPU link; across
+         * nodes S/2k per tree edge and channel, D edges on the busiest node */
+        if (N == 1) { /* one chain: its middle GPUs send twice */
+            bw = (n > 2 ? 2.0 : 1.0) * S / b_intra(c, n);
+            break;
+        }
+        bw = dtree_max_degree(N) * S / (2.0 * s->channels * b_nic(c));
+        if (m > 1)
+            bw = fmax(bw, 2.0 * (m - 1) / m * S / b_intra(c, m));
         break;
     case MM_ALGO_HIER:
         if (N < 2 || m < 2) {

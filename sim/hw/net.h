@@ -80,6 +80,11 @@ double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_col
 double mm_net_analytic_time(const mm_cluster *c, mm_coll_kind kind,
                             const int *gpus, int n, double bytes);
 
+/* NCCL's double binary tree over N nodes: the parent of node r in tree t
+ * (0 or 1; tree 1 mirrors tree 0), -1 for a root.  Tree 0 is the in-order
+ * binary tree on labels 1..N. */
+int mm_dtree_parent(int t, int r, int N);
+
 /* Sorts a copy of gpus (caller frees); NULL when out of memory. */
 int *mm_group_sorted(const int *gpus, int n);
 

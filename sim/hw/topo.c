@@ -176,11 +176,13 @@ int mm_topo_path(const mm_topo *t, int src, int dst, int rail_out, int rail_in, 
     int n = nic_path(t, ns, s, rail_out, 0, links);
     int ls = mm_cluster_leaf_of(c, ns, rail_out), ld = mm_cluster_leaf_of(c, nd, rail_in);
     if (ls != ld) {
-        /* ECMP with a fixed hash: the spine depends on the node pair and the
-         * rail, so the channels of one node pair take distinct spines. */
-        uint64_t h = (uint64_t)ns * 0x9E3779B1u ^ (uint64_t)nd * 0x85EBCA77u;
-        h ^= h >> 15;
-        int sp = (int)((h + (uint64_t)rail_out) % (uint64_t)c->spines);
+        /* Destination-based routing, D-mod-k: the spine is the destination
+         * NIC's global index modulo the spines, as InfiniBand's fat-tree
+         * routing engines program the switches (Zahavi, "D-Mod-K Routing
+         * Providing Non-Blocking Traffic for Shift Permutations on Real Life
+         * Fat Trees", 2010).  Deterministic, and balanced for the shift and
+         * all-to-all patterns collectives make. */
+        int sp = (int)(((int64_t)nd * c->nics_per_node + rail_in) % c->spines);
         links[n++] = t->o_fabric + 2 * (ls * c->spines + sp);
         links[n++] = t->o_fabric + 2 * (ld * c->spines + sp) + 1;
     }

@@ -15,8 +15,8 @@
  * PCIe switch <-> host root (only used when GPUs talk over PCIe); NIC <->
  * leaf.  Fabric: leaf <-> spine uplinks, `spines` per leaf.  Routing is
  * deterministic: rail-aligned between NICs of the same index, through a
- * spine chosen by a hash of (source node, destination node, rail) when the
- * two NICs hang off different leaves (ECMP with a fixed hash).  Not for:
+ * spine chosen by the destination NIC (D-mod-k, as InfiniBand's fat-tree
+ * routing does) when the two NICs hang off different leaves.  Not for:
  * bandwidth sharing (flow.h) or collective algorithms (coll.h). */
 #ifndef MM_TOPO_H
 #define MM_TOPO_H

@@ -565,6 +565,36 @@ mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p)
     return o;
 }
 
+int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap)
+{
+    if (cap < 4 || attn->kind != MM_OPK_ATTN || dtype_bytes < 1)
+        return -1;
+    double e = dtype_bytes, B = attn->batch, sq = attn->m, sk = attn->n, d = attn->k;
+    double scores = B * sq * sk;
+    mm_op_cost base = {.pass = attn->pass};
+    out[0] = base;
+    out[0].name = "attn_score";
+    out[0].kind = MM_OPK_GEMM;
+    out[0].m = sq, out[0].n = sk, out[0].k = d, out[0].batch = B;
+    out[0].flops = 2 * scores * d;
+    out[0].bytes = B * (sq * d + sk * d) * e + scores * e;
+    out[1] = base;
+    out[1].name = "attn_softmax"; /* scale + causal mask + softmax, one fused kernel */
+    out[1].kind = MM_OPK_MEM;
+    out[1].bytes = 2 * scores * e;
+    out[2] = base;
+    out[2].name = "attn_dropout"; /* read, write, and a one-byte mask */
+    out[2].kind = MM_OPK_MEM;
+    out[2].bytes = scores * (2 * e + 1);
+    out[3] = base;
+    out[3].name = "attn_value";
+    out[3].kind = MM_OPK_GEMM;
+    out[3].m = sq, out[3].n = d, out[3].k = sk, out[3].batch = B;
+    out[3].flops = 2 * scores * d;
+    out[3].bytes = scores * e + B * (sk * d + sq * d) * e;
+    return 4;
+}
+
 /* A norm over `tok` tokens: read x and the weights (and bias), write y. */
 static void push_norm(op_list *l, const char *name, const mm_llm *m, double tok, double e)
 {

@@ -66,6 +66,8 @@ typedef struct mm_runner_progress {
     size_t to_run;   /* points that need a simulation in this invocation */
     double elapsed_s; /* since the simulations started */
     int final;       /* 1 on the last call */
+    int64_t sweep_id; /* the sweep the points are linked to (0: none) */
+    int resumed;     /* the sweep was found in the database, not created */
 } mm_runner_progress;
 
 typedef void (*mm_runner_progress_fn)(const mm_runner_progress *p, void *ctx);
@@ -73,20 +75,25 @@ typedef void (*mm_runner_progress_fn)(const mm_runner_progress *p, void *ctx);
 typedef struct mm_runner_opts {
     const char *db;      /* database file (created when missing) */
     int jobs;            /* worker processes; <= 1 runs in this process */
-    int64_t sweep_id;    /* > 0: each point gets a sweep_runs row; 0: none */
+    int64_t sweep_id;    /* > 0: each point gets a row in this sweep; 0: see below */
+    /* With sweep_id 0 and sweep_name set, the sweep with this name, spec and
+     * point count is resumed, or created (mm_store_sweep_open); with both
+     * unset the points get no sweep_runs rows. */
+    const char *sweep_name, *sweep_spec, *sweep_axes;
     const char *version; /* mmsim version written with each run */
     mm_runner_progress_fn progress; /* may be NULL; called after each point */
     void *progress_ctx;
     int mpi_rank, mpi_size; /* mpi_size > 1: MPI mode (MPI_Init done by the caller) */
 } mm_runner_opts;
 
-/* Runs the n points (results in res[0..n), filled on every rank in MPI mode
- * only for the points that rank saw; rank 0 has them all).  Returns 0 when
- * the batch completed (failed points included), or -code on an internal
- * error (the database cannot be opened or written, a worker cannot be
- * started); what was committed before stays. */
+/* Runs the n points: res[0..n) gets each point's result (in MPI mode only
+ * on rank 0; other ranks' res stays PENDING) and *summary (may be NULL) the
+ * final counts, as the last progress call sees them.  Returns 0 when the
+ * batch completed (failed points included), or -code on an internal error
+ * (the database cannot be opened or written, no worker can be started);
+ * what was committed before stays. */
 int mm_runner_run(const mm_runner_opts *o, const mm_point *pts, size_t n,
-                  mm_point_result *res, mm_err *err);
+                  mm_point_result *res, mm_runner_progress *summary, mm_err *err);
 
 /* True when this library was built with MPI support. */
 int mm_runner_have_mpi(void);

@@ -481,8 +481,9 @@ static void json_key(char *out, size_t len, size_t *pos, const char *s)
 {
     *pos += (size_t)snprintf(out + *pos, *pos < len ? len - *pos : 0, "\"");
     for (; *s; s++) {
-        const char *fmt = (*s == '"' || *s == '\\') ? "\\%c" : "%c";
-        *pos += (size_t)snprintf(out + *pos, *pos < len ? len - *pos : 0, fmt, *s);
+        if (*s == '"' || *s == '\\')
+            *pos += (size_t)snprintf(out + *pos, *pos < len ? len - *pos : 0, "\\");
+        *pos += (size_t)snprintf(out + *pos, *pos < len ? len - *pos : 0, "%c", *s);
     }
     *pos += (size_t)snprintf(out + *pos, *pos < len ? len - *pos : 0, "\"");
 }

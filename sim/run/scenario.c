@@ -39,6 +39,7 @@ const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
+const char *const mm_attention_names[] = {"flash", "unfused", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
 const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
@@ -83,7 +84,7 @@ static const char *const train_keys[] = {
     "global_batch", "micro_batch", "seq_len", "precision", "recompute",
     "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
     "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", "cp_comm",
-    "pass_times", NULL};
+    "pass_times", "attention", NULL};
 static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", "order", NULL};
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
  * likelier meaning. */
@@ -393,6 +394,10 @@ static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *
     if (!rc)
         rc = get_enum(ld, m, p, "cp_comm", mm_cp_comm_names, &cpc, err);
     sc->train.cp_comm = (mm_cp_comm)cpc;
+    int att = (int)sc->train.attention;
+    if (!rc)
+        rc = get_enum(ld, m, p, "attention", mm_attention_names, &att, err);
+    sc->train.attention = (mm_attention)att;
     bool given;
     if (!rc)
         rc = get_str(ld, m, p, "pass_times", sc->train.pass_times, sizeof sc->train.pass_times, &given, err);
@@ -850,6 +855,7 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
     sb_bool(&b, "tp_comm_overlap", sc->train.tp_comm_overlap);
     sb_printf(&b, "  memory_reserve_gib: %.17g\n", sc->train.memory_reserve_gib);
     sb_printf(&b, "  cp_comm: %s\n", mm_cp_comm_names[sc->train.cp_comm]);
+    sb_printf(&b, "  attention: %s\n", mm_attention_names[sc->train.attention]);
     sb_printf(&b, "  pass_times: ");
     sb_quote(&b, sc->train.pass_times);
     sb_printf(&b, "\n");

@@ -40,6 +40,7 @@ typedef enum {
 } mm_batching;
 typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
 typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
+typedef enum { MM_ATTN_FLASH, MM_ATTN_UNFUSED } mm_attention;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -51,6 +52,7 @@ extern const char *const mm_placement_names[];
 extern const char *const mm_batching_names[];
 extern const char *const mm_network_names[];
 extern const char *const mm_cp_comm_names[];
+extern const char *const mm_attention_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -75,6 +77,7 @@ typedef struct mm_scenario {
         mm_schedule_kind schedule;
         bool overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
+        mm_attention attention; /* flash | unfused (pre-2022 frameworks) */
         char pass_times[512];   /* measured per-stage pass times (CSV); "" none */
         /* HBM held back from the OOM verdict: CUDA context, NCCL buffers,
          * allocator fragmentation (an allowance, not a measurement) */

@@ -230,6 +230,32 @@ static double op_time(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *o)
  * shapes, flash attention's backward runs 2.5x its forward FLOPs at the
  * table's backward throughput, and memory-bound kernels move twice the
  * bytes backward. */
+static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n);
+
+/* With train.attention: unfused each attention core becomes the GEMMs and
+ * memory-bound kernels that frameworks ran before flash attention. */
+static pass_times time_layer(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n, bool unfused)
+{
+    if (!unfused)
+        return time_ops(g, dt, ops, n);
+    mm_op_cost x[MM_LLM_MAX_OPS + 8];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int got = ops[i].kind == MM_OPK_ATTN ? mm_llm_attn_unfused(&ops[i], 2, x + k, MM_LLM_MAX_OPS + 8 - k) : -1;
+        if (got > 0)
+            k += got;
+        else
+            x[k++] = ops[i];
+    }
+    pass_times t = time_ops(g, dt, x, k);
+    /* what selective recomputation re-runs: the whole core */
+    t.attn_fwd = 0;
+    for (int i = 0; i < k; i++)
+        if (!strncmp(x[i].name, "attn_", 5) && strcmp(x[i].name, "attn_out"))
+            t.attn_fwd += time_ops(g, dt, &x[i], 1).fwd;
+    return t;
+}
+
 static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n)
 {
     pass_times t = {0, 0, 0, 0};
@@ -305,7 +331,7 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
                    : mm_llm_layer_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
-    pass_times layer = time_ops(g, dt, ops, n);
+    pass_times layer = time_layer(g, dt, ops, n, sc->train.attention == MM_ATTN_UNFUSED);
     n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times emb = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
     n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);

@@ -1,4 +1,4 @@
-/* mixture.c - mixture specs (workloads/*.yaml): weighted components, each
+/* mixture.c - mixture specs (workloads/NAME.yaml): weighted components, each
  * drawing text tokens, images, image resolution -> tiles, video seconds ->
  * frames and audio seconds from GSL distributions; and the draw of one
  * iteration's samples from a random stream derived from (seed, iteration).
@@ -82,6 +82,35 @@ struct mm_mixture {
 
 const char *const mm_modality_names[] = {"text", "image", "multi-image", "video", "audio", NULL};
 
+/* dst = a "." b, cut to KEYLEN - 1 characters (error keys only). */
+static void keyjoin(char dst[KEYLEN], const char *a, const char *b)
+{
+    size_t la = strnlen(a, KEYLEN - 1), lb = strnlen(b, KEYLEN - 1);
+    char tmp[KEYLEN];
+    memcpy(tmp, a, la);
+    size_t pos = la;
+    if (pos < KEYLEN - 1)
+        tmp[pos++] = '.';
+    if (lb > KEYLEN - 1 - pos)
+        lb = KEYLEN - 1 - pos;
+    memcpy(tmp + pos, b, lb);
+    tmp[pos + lb] = '\0';
+    memcpy(dst, tmp, pos + lb + 1);
+}
+
+/* dst = a "[" i "]" (dst may be a). */
+static void keyidx(char dst[KEYLEN], const char *a, int i)
+{
+    char num[16], tmp[KEYLEN];
+    int ln = snprintf(num, sizeof num, "[%d]", i);
+    size_t la = strnlen(a, KEYLEN - 1);
+    if (la + (size_t)ln > KEYLEN - 1)
+        la = KEYLEN - 1 - (size_t)ln;
+    memcpy(tmp, a, la);
+    memcpy(tmp + la, num, (size_t)ln + 1);
+    memcpy(dst, tmp, la + (size_t)ln + 1);
+}
+
 /* ---- loading ----------------------------------------------------------- */
 
 typedef struct loader {
@@ -135,7 +164,7 @@ static int read_numbers(loader *ld, struct fy_node *list, const char *key, doubl
     int i = 0;
     char path[KEYLEN];
     while ((item = fy_node_sequence_iterate(list, &it))) {
-        snprintf(path, sizeof path, "%s[%d]", key, i);
+        keyidx(path, key, i);
         int rc = mm_node_as_double(&ld->doc, item, path, lo, hi, &v[i], err);
         if (rc) {
             free(v);
@@ -268,7 +297,7 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
         return rc;
     char k2[KEYLEN];
     int kind = -1;
-    snprintf(k2, sizeof k2, "%s.dist", key);
+    keyjoin(k2, key, "dist");
     if ((rc = mm_node_enum(&ld->doc, v, "dist", k2, dist_names, &kind, NULL, err)))
         return rc;
     if (kind < 0)
@@ -281,7 +310,7 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
     double x;
 #define NUM(field, min, max, out, req)                                                       \
     do {                                                                                     \
-        snprintf(k2, sizeof k2, "%s.%s", key, field);                                        \
+        keyjoin(k2, key, field);                                        \
         found = false;                                                                       \
         if ((rc = mm_node_double(&ld->doc, v, field, k2, min, max, out, &found, err)))       \
             return rc;                                                                       \
@@ -321,10 +350,10 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
     case D_DISCRETE: {
         double *w = NULL;
         int nv = 0, nw = 0;
-        snprintf(k2, sizeof k2, "%s.values", key);
+        keyjoin(k2, key, "values");
         if ((rc = read_numbers(ld, mm_node_get(v, "values"), k2, lo_allowed, hi_allowed, &d->values, &nv, err)))
             return rc;
-        snprintf(k2, sizeof k2, "%s.weights", key);
+        keyjoin(k2, key, "weights");
         if ((rc = read_numbers(ld, mm_node_get(v, "weights"), k2, 0, 1e300, &w, &nw, err)))
             return rc;
         double total = 0;
@@ -344,7 +373,7 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
         double *ranges = NULL, *weights = NULL;
         int nb = 0;
         char file[256] = "";
-        snprintf(k2, sizeof k2, "%s.file", key);
+        keyjoin(k2, key, "file");
         if ((rc = mm_node_str(&ld->doc, v, "file", k2, file, sizeof file, &found, err)))
             return rc;
         if (found) {
@@ -352,7 +381,7 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
         } else {
             /* bins: [[lo, hi, weight], ...] */
             struct fy_node *bins = mm_node_get(v, "bins");
-            snprintf(k2, sizeof k2, "%s.bins", key);
+            keyjoin(k2, key, "bins");
             if (!bins || !fy_node_is_sequence(bins) || fy_node_sequence_item_count(bins) < 1)
                 return fail(ld, line, k2, err, "histogram needs file: or bins: [[lo, hi, weight], ...]");
             nb = fy_node_sequence_item_count(bins);
@@ -368,7 +397,7 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
             int i = 0;
             while (!rc && (b = fy_node_sequence_iterate(bins, &it))) {
                 char bk[KEYLEN];
-                snprintf(bk, sizeof bk, "%s.bins[%d]", key, i);
+                keyjoin(bk, key, "bins"), keyidx(bk, bk, i);
                 double *row = NULL;
                 int nr = 0;
                 rc = read_numbers(ld, b, bk, -1e300, 1e300, &row, &nr, err);
@@ -409,7 +438,7 @@ static int read_int(loader *ld, struct fy_node *map, const char *name, const cha
                     int64_t hi, int64_t *out, bool required, mm_err *err)
 {
     char key[KEYLEN];
-    snprintf(key, sizeof key, "%s.%s", prefix, name);
+    keyjoin(key, prefix, name);
     bool found = false;
     int rc = mm_node_int(&ld->doc, map, name, key, lo, hi, out, &found, err);
     if (!rc && required && !found)
@@ -426,12 +455,12 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
         return rc;
     char key[KEYLEN];
     int t = TILING_FIXED;
-    snprintf(key, sizeof key, "%s.tiling", prefix);
+    keyjoin(key, prefix, "tiling");
     if ((rc = mm_node_enum(&ld->doc, m, "tiling", key, tiling_names, &t, NULL, err)))
         return rc;
     c->tiling = (tiling_kind)t;
     if (c->tiling == TILING_FIXED) {
-        snprintf(key, sizeof key, "%s.tiles", prefix);
+        keyjoin(key, prefix, "tiles");
         if (!mm_node_get(m, "tiles")) {
             set_fixed(&c->tiles, 1);
             return 0;
@@ -442,10 +471,10 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
     if ((rc = read_int(ld, m, "tile", prefix, 1, 1 << 16, &v, true, err)))
         return rc;
     c->tile_px = v;
-    snprintf(key, sizeof key, "%s.width", prefix);
+    keyjoin(key, prefix, "width");
     if ((rc = read_dist(ld, m, "width", key, 1, 1e6, &c->width, err)))
         return rc;
-    snprintf(key, sizeof key, "%s.aspect", prefix);
+    keyjoin(key, prefix, "aspect");
     if ((rc = read_dist(ld, m, "aspect", key, 1e-3, 1e3, &c->aspect, err)))
         return rc;
     v = 0;
@@ -458,10 +487,10 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
             return rc;
         c->min_tiles = (int)v;
         c->thumbnail = true;
-        snprintf(key, sizeof key, "%s.thumbnail", prefix);
+        keyjoin(key, prefix, "thumbnail");
         if ((rc = mm_node_bool(&ld->doc, m, "thumbnail", key, &c->thumbnail, NULL, err)))
             return rc;
-        snprintf(key, sizeof key, "%s.split_max_tiles", prefix);
+        keyjoin(key, prefix, "split_max_tiles");
         return mm_node_bool(&ld->doc, m, "split_max_tiles", key, &c->split_max_tiles, NULL, err);
     }
     /* anyres: grids: [[rows, cols], ...] or max_grid: N (every a x b, a, b <= N),
@@ -472,14 +501,14 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
         return rc;
     c->n_grids = 0;
     if (g) {
-        snprintf(key, sizeof key, "%s.grids", prefix);
+        keyjoin(key, prefix, "grids");
         if (!fy_node_is_sequence(g))
             return fail(ld, mm_node_line(g), key, err, "expected a list of [rows, cols]");
         void *it = NULL;
         struct fy_node *p;
         while ((p = fy_node_sequence_iterate(g, &it))) {
             char gk[KEYLEN];
-            snprintf(gk, sizeof gk, "%s[%d]", key, c->n_grids);
+            keyidx(gk, key, c->n_grids);
             double *rc2 = NULL;
             int nr = 0;
             if ((rc = read_numbers(ld, p, gk, 1, 64, &rc2, &nr, err)))
@@ -504,7 +533,7 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
                 }
     }
     if (c->n_grids == 0) {
-        snprintf(key, sizeof key, "%s.grids", prefix);
+        keyjoin(key, prefix, "grids");
         return fail(ld, mm_node_line(m), key, err, "anyres needs grids: [[rows, cols], ...] or max_grid: N");
     }
     return 0;
@@ -520,30 +549,30 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
     if (rc)
         return rc;
     snprintf(c->name, sizeof c->name, "component%d", idx);
-    snprintf(key, sizeof key, "%s.name", prefix);
+    keyjoin(key, prefix, "name");
     if ((rc = mm_node_str(&ld->doc, m, "name", key, c->name, sizeof c->name, NULL, err)))
         return rc;
     int mod = -1;
     bool found = false;
-    snprintf(key, sizeof key, "%s.modality", prefix);
+    keyjoin(key, prefix, "modality");
     if ((rc = mm_node_enum(&ld->doc, m, "modality", key, mm_modality_names, &mod, &found, err)))
         return rc;
     if (!found)
         return fail(ld, mm_node_line(m), key, err, "missing: one of text, image, multi-image, video, audio");
     c->modality = (mm_modality)mod;
-    snprintf(key, sizeof key, "%s.weight", prefix);
+    keyjoin(key, prefix, "weight");
     found = false;
     if ((rc = mm_node_double(&ld->doc, m, "weight", key, 0, 1e300, &c->weight, &found, err)))
         return rc;
     if (!found)
         return fail(ld, mm_node_line(m), key, err, "missing (a share of samples, >= 0)");
-    snprintf(key, sizeof key, "%s.text_tokens", prefix);
+    keyjoin(key, prefix, "text_tokens");
     if ((rc = read_dist(ld, m, "text_tokens", key, 0, 1e9, &c->text, err)))
         return rc;
 
     struct fy_node *img = mm_node_get(m, "image");
     bool wants_images = c->modality == MM_MOD_IMAGE || c->modality == MM_MOD_MULTI_IMAGE;
-    snprintf(key, sizeof key, "%s.images", prefix);
+    keyjoin(key, prefix, "images");
     if (mm_node_get(m, "images")) {
         if ((rc = read_dist(ld, m, "images", key, 0, 1e4, &c->images, err)))
             return rc;
@@ -554,7 +583,7 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
         set_fixed(&c->images, 1);
         c->has_images = true;
     }
-    snprintf(key, sizeof key, "%s.image", prefix);
+    keyjoin(key, prefix, "image");
     if (c->has_images && !img) {
         c->tiling = TILING_FIXED;
         set_fixed(&c->tiles, 1);
@@ -563,7 +592,7 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
     }
 
     struct fy_node *vid = mm_node_get(m, "video");
-    snprintf(key, sizeof key, "%s.video", prefix);
+    keyjoin(key, prefix, "video");
     if (c->modality == MM_MOD_VIDEO && !vid)
         return fail(ld, mm_node_line(m), key, err, "missing: {seconds: ..., fps: ..., max_frames: ...}");
     if (vid) {
@@ -571,10 +600,10 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
         if ((rc = mm_node_check_keys(&ld->doc, vid, key, vkeys, err)))
             return rc;
         char k2[KEYLEN];
-        snprintf(k2, sizeof k2, "%s.seconds", key);
+        keyjoin(k2, key, "seconds");
         if ((rc = read_dist(ld, vid, "seconds", k2, 0, 1e7, &c->seconds, err)))
             return rc;
-        snprintf(k2, sizeof k2, "%s.fps", key);
+        keyjoin(k2, key, "fps");
         found = false;
         if ((rc = mm_node_double(&ld->doc, vid, "fps", k2, 1e-6, 1e3, &c->fps, &found, err)))
             return rc;
@@ -592,7 +621,7 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
     }
 
     struct fy_node *aud = mm_node_get(m, "audio");
-    snprintf(key, sizeof key, "%s.audio", prefix);
+    keyjoin(key, prefix, "audio");
     if (c->modality == MM_MOD_AUDIO && !aud)
         return fail(ld, mm_node_line(m), key, err, "missing: {seconds: ..., max_seconds: ...}");
     if (aud) {
@@ -600,11 +629,11 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
         if ((rc = mm_node_check_keys(&ld->doc, aud, key, akeys, err)))
             return rc;
         char k2[KEYLEN];
-        snprintf(k2, sizeof k2, "%s.seconds", key);
+        keyjoin(k2, key, "seconds");
         if ((rc = read_dist(ld, aud, "seconds", k2, 0, 1e7, &c->audio, err)))
             return rc;
         c->max_audio_s = HUGE_VAL;
-        snprintf(k2, sizeof k2, "%s.max_seconds", key);
+        keyjoin(k2, key, "max_seconds");
         if ((rc = mm_node_double(&ld->doc, aud, "max_seconds", k2, 1e-3, 1e7, &c->max_audio_s, NULL, err)))
             return rc;
         c->has_audio = true;

@@ -1,6 +1,6 @@
 /* workload.h - where training samples come from: a sample's shape (text
  * tokens, images, tiles, video frames, audio seconds), mixture specs that
- * draw samples through GSL distributions (workloads/*.yaml), per-sample
+ * draw samples through GSL distributions (workloads/NAME.yaml), per-sample
  * traces replayed in file order (CSV through libcsv), and summary
  * statistics of a set of samples.
  *
@@ -65,7 +65,7 @@ int64_t mm_sample_llm_tokens(const mm_sample *s, const mm_token_model *tm);
 /* Audio encoder inputs: clips of audio_clip_s seconds (each padded to the window). */
 int32_t mm_sample_audio_clips(const mm_sample *s, const mm_token_model *tm);
 
-/* ---- mixtures (workloads/*.yaml; format in workloads/README.md) ------- */
+/* ---- mixtures (workloads/NAME.yaml; format in workloads/README.md) ------- */
 
 typedef struct mm_mixture mm_mixture; /* opaque */
 

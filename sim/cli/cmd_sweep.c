@@ -1,0 +1,300 @@
+/* cmd_sweep.c - `mmsim sweep SWEEP.yaml`: expands a sweep spec, runs its
+ * points into a database with N worker processes (or across MPI ranks under
+ * mpirun, in a build with -Dmpi=enabled), shows progress on stderr and
+ * prints a summary.  Parsing, progress display and printing only; the sweep
+ * logic is sim/plan (sweep.h, runner.h).
+ * Not for: reading results back (cmd_report.c). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "mmsim_config.h"
+#include "plan/runner.h"
+#include "plan/sweep.h"
+
+#if MMSIM_MPI
+#include <mpi.h>
+#endif
+
+#define DEFAULT_DB "results/mmsim.db"
+
+static int bad_arg(const char *what, const char *arg)
+{
+    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help sweep)\n", what, arg);
+    return 2;
+}
+
+/* Progress on stderr: a bar redrawn in place on a terminal, or a plain line
+ * every 10 seconds (and at 25/50/75 %) when stderr is a file or a pipe. */
+typedef struct progress_view {
+    int tty, quiet;
+    double last;      /* elapsed_s of the last line drawn */
+    int last_quarter;
+    int drawn;        /* a bar is on screen (needs a newline at the end) */
+} progress_view;
+
+static void fmt_eta(char *buf, size_t len, double s)
+{
+    if (!isfinite(s) || s < 0) {
+        snprintf(buf, len, "--:--");
+        return;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void show_progress(const mm_runner_progress *p, void *ctx)
+{
+    progress_view *v = ctx;
+    if (v->quiet || p->total == 0)
+        return;
+    size_t sim_done = p->done; /* includes points settled before simulating */
+    double frac = (double)sim_done / (double)p->total;
+    /* rate and ETA over the points simulated in this invocation */
+    size_t settled_now = p->ran + p->failed; /* approximately what took time */
+    double rate = p->elapsed_s > 0 ? (double)settled_now / p->elapsed_s : 0;
+    double eta = rate > 0 ? (double)(p->total - p->done) / rate : NAN;
+    char etas[32];
+    fmt_eta(etas, sizeof etas, p->final ? 0 : eta);
+    if (v->tty) {
+        if (!p->final && p->elapsed_s - v->last < 0.1 && v->drawn)
+            return;
+        v->last = p->elapsed_s;
+        char bar[31];
+        int fill = (int)(frac * 30);
+        for (int i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[30] = '\0';
+        fprintf(stderr, "\r[%s] %zu/%zu %3.0f%%  %.1f points/s  ETA %s  "
+                        "(ran %zu, skipped %zu, failed %zu, oom %zu)\033[K",
+                bar, p->done, p->total, 100 * frac, rate, etas, p->ran, p->skipped, p->failed,
+                p->oom);
+        v->drawn = 1;
+        if (p->final)
+            fputc('\n', stderr);
+        fflush(stderr);
+        return;
+    }
+    int quarter = (int)(frac * 4);
+    if (!p->final && p->done != 0 && p->elapsed_s - v->last < 10 && quarter == v->last_quarter)
+        return;
+    v->last = p->elapsed_s;
+    v->last_quarter = quarter;
+    fprintf(stderr, "mmsim sweep: %zu/%zu points (%.0f%%), %.1f points/s, ETA %s: "
+                    "ran %zu, skipped %zu, failed %zu, oom %zu%s\n",
+            p->done, p->total, 100 * frac, rate, etas, p->ran, p->skipped, p->failed, p->oom,
+            p->final ? " (done)" : "");
+}
+
+/* Makes the folder that holds `path`, one level (results/ for the default). */
+static void make_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return; /* the store's open reports the real error */
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static const char *const status_names[] = {"pending", "ran", "skipped", "failed"};
+
+static void print_json(const mm_sweep *sw, const char *db, const mm_runner_progress *s,
+                       const mm_sweep_points *pts, const mm_point_result *res)
+{
+    printf("{\n  \"sweep_id\": %lld,\n  \"name\": ", (long long)s->sweep_id);
+    json_string(sw->name);
+    printf(",\n  \"db\": ");
+    json_string(db);
+    printf(",\n  \"resumed\": %s,\n  \"points\": %zu,\n  \"ran\": %zu,\n  \"skipped\": %zu,\n"
+           "  \"failed\": %zu,\n  \"oom\": %zu,\n  \"wall_s\": %.3f,\n  \"results\": [",
+           s->resumed ? "true" : "false", s->total, s->ran, s->skipped, s->failed, s->oom,
+           s->elapsed_s);
+    for (size_t i = 0; i < pts->n; i++) {
+        const mm_point_result *r = &res[i];
+        printf("%s\n    {\"point\": %zu, \"status\": \"%s\", \"run_id\": ", i ? "," : "", i,
+               status_names[r->status]);
+        if (r->run_id > 0)
+            printf("%lld", (long long)r->run_id);
+        else
+            printf("null");
+        printf(", \"oom\": %s, \"axes\": %s, \"error\": ", r->oom ? "true" : "false",
+               pts->labels[i]);
+        if (r->status == MM_POINT_FAILED)
+            json_string(r->error);
+        else
+            printf("null");
+        printf("}");
+    }
+    printf("\n  ]\n}\n");
+}
+
+static void print_summary(const mm_sweep *sw, const char *db, const mm_runner_progress *s,
+                          const mm_sweep_points *pts, const mm_point_result *res)
+{
+    printf("mmsim %s: sweep %lld '%s'%s: %zu points (%d axes, %s) into %s\n", MMSIM_VERSION,
+           (long long)s->sweep_id, sw->name, s->resumed ? " (resumed)" : "", s->total,
+           sw->n_axes, sw->mode == MM_SWEEP_ZIP ? "zip" : "cartesian", db);
+    printf("  ran %zu, skipped %zu (already in the database), failed %zu; %zu out of memory; "
+           "%.2f s\n", s->ran, s->skipped, s->failed, s->oom, s->elapsed_s);
+    size_t shown = 0;
+    for (size_t i = 0; i < pts->n; i++) {
+        if (res[i].status != MM_POINT_FAILED)
+            continue;
+        if (shown++ == 0)
+            printf("\n  failed points:\n");
+        if (shown > 20) {
+            printf("  ... and %zu more (mmsim report %s --sweep %lld)\n", s->failed - 20, db,
+                   (long long)s->sweep_id);
+            break;
+        }
+        printf("  %6zu %s\n         %s\n", i, pts->labels[i], res[i].error);
+    }
+    printf("\n  see: mmsim report %s --sweep %lld\n", db, (long long)s->sweep_id);
+}
+
+/* Launched by mpirun or srun?  (Open MPI, PMIx and PMI set these.) */
+static int under_mpi_launcher(void)
+{
+    const char *v[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", NULL};
+    for (int i = 0; v[i]; i++)
+        if (getenv(v[i]))
+            return 1;
+    return 0;
+}
+
+static int sweep_main(const char *spec, const char *db, int jobs, int json, int quiet,
+                      int rank, int size)
+{
+    mm_err err;
+    mm_err_clear(&err);
+    mm_sweep sw;
+    if (mm_sweep_load(&sw, spec, &err))
+        return rank == 0 ? mm_cli_fail(&err) : (err.code == MM_EINPUT ? 2 : 1);
+    mm_sweep_points pts;
+    if (mm_sweep_expand(&sw, &pts, &err)) {
+        mm_sweep_free(&sw);
+        return mm_cli_fail(&err);
+    }
+    char *axes = mm_sweep_axes_json(&sw);
+    mm_point_result *res = calloc(pts.n + 1, sizeof *res);
+    if (!axes || !res) {
+        free(axes);
+        free(res);
+        mm_sweep_points_free(&pts);
+        mm_sweep_free(&sw);
+        fprintf(stderr, "mmsim: out of memory\n");
+        return 1;
+    }
+    if (rank == 0)
+        make_parent(db);
+    progress_view view = {.tty = isatty(2), .quiet = quiet || rank != 0, .last_quarter = -1};
+    mm_runner_opts o = {
+        .db = db, .jobs = jobs, .version = MMSIM_VERSION,
+        .sweep_name = sw.name, .sweep_spec = sw.spec, .sweep_axes = axes,
+        .progress = show_progress, .progress_ctx = &view,
+        .mpi_rank = rank, .mpi_size = size,
+    };
+    mm_runner_progress sum;
+    memset(&sum, 0, sizeof sum);
+    int rc = mm_runner_run(&o, pts.pts, pts.n, res, &sum, &err);
+    int status = 0;
+    if (rc < 0)
+        status = rank == 0 ? mm_cli_fail(&err) : 1;
+    else if (rank == 0 && json)
+        print_json(&sw, db, &sum, &pts, res);
+    else if (rank == 0)
+        print_summary(&sw, db, &sum, &pts, res);
+    free(axes);
+    free(res);
+    mm_sweep_points_free(&pts);
+    mm_sweep_free(&sw);
+    return status;
+}
+
+int mm_cli_sweep(int argc, char **argv)
+{
+    const char *spec = NULL, *db = DEFAULT_DB;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = ncpu > 0 ? (int)ncpu : 1, json = 0, quiet = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("see: mmsim help sweep\n");
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            quiet = 1;
+        } else if (!strcmp(a, "--db") || !strcmp(a, "--jobs") || !strcmp(a, "-j")) {
+            if (i + 1 >= argc)
+                return bad_arg("option needs a value:", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--db")) {
+                db = v;
+            } else {
+                char *end;
+                long n = strtol(v, &end, 10);
+                if (*end || n < 1 || n > 4096)
+                    return bad_arg("--jobs takes a number of processes from 1 to 4096, not", v);
+                jobs = (int)n;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            return bad_arg("unknown option", a);
+        } else if (!spec) {
+            spec = a;
+        } else {
+            return bad_arg("more than one sweep file given; extra", a);
+        }
+    }
+    if (!spec)
+        return bad_arg("a sweep file is needed, e.g. mmsim sweep", "sweeps/example.yaml");
+
+    int rank = 0, size = 1;
+    if (under_mpi_launcher()) {
+#if MMSIM_MPI
+        MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        int rc = sweep_main(spec, db, 1, json, quiet, rank, size);
+        /* every rank agrees on the exit status (the worst) */
+        int worst = rc;
+        MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Finalize();
+        return worst;
+#else
+        const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+        if (n && strcmp(n, "1") != 0) {
+            fprintf(stderr, "mmsim: <cli>: launched by mpirun, but this mmsim was built "
+                            "without MPI (meson setup -Dmpi=enabled); each rank would run "
+                            "the whole sweep\n");
+            return 2;
+        }
+#endif
+    }
+    return sweep_main(spec, db, jobs, json, quiet, rank, size);
+}

@@ -1,0 +1,298 @@
+/* cmd_workload.c - `mmsim workload stats FILE`: counts, means, percentiles
+ * and text histograms of LLM sequence length and encoder load for a
+ * mixture spec (N samples drawn with a seed) or a trace (replayed from its
+ * first sample).  Parsing and printing only; the numbers come from
+ * sim/workload.
+ * Not for: batching or timing (mmsim run). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/mllm.h"
+#include "run/sim.h"
+#include "workload/workload.h"
+
+#define HIST_BINS 20
+#define BAR_WIDTH 50
+#define DEFAULT_SAMPLES 10000
+
+static int bad_arg(const char *what, const char *arg)
+{
+    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help workload)\n", what, arg);
+    return 2;
+}
+
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (!s[0] || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+typedef struct hist {
+    int used;
+    double edges[HIST_BINS + 1];
+    int64_t counts[HIST_BINS];
+} hist;
+
+static void make_hist(const mm_sample *s, int64_t n, const mm_token_model *tm, bool llm, hist *h)
+{
+    double *v = malloc((size_t)n * sizeof *v);
+    h->used = 0;
+    if (!v)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = llm ? (double)mm_sample_llm_tokens(&s[i], tm)
+                   : (double)s[i].tiles + s[i].frames + mm_sample_audio_clips(&s[i], tm);
+    h->used = mm_value_histogram(v, n, HIST_BINS, h->edges, h->counts);
+    free(v);
+}
+
+static void print_hist(const char *title, const hist *h, int64_t n)
+{
+    int64_t mx = 1;
+    for (int b = 0; b < h->used; b++)
+        if (h->counts[b] > mx)
+            mx = h->counts[b];
+    printf("\n  %s\n", title);
+    for (int b = 0; b < h->used; b++) {
+        int bar = (int)((double)h->counts[b] * BAR_WIDTH / (double)mx + 0.5);
+        printf("  %9.0f - %-9.0f %8lld %5.1f%% ", h->edges[b], h->edges[b + 1], (long long)h->counts[b],
+               100.0 * (double)h->counts[b] / (double)n);
+        for (int k = 0; k < bar; k++)
+            putchar('#');
+        putchar('\n');
+    }
+}
+
+static void json_summary(const char *key, const mm_value_summary *v, bool comma)
+{
+    printf("  \"%s\": {\"mean\": %.17g, \"sd\": %.17g, \"min\": %.17g, \"p50\": %.17g, \"p90\": %.17g, "
+           "\"p99\": %.17g, \"max\": %.17g}%s\n",
+           key, v->mean, v->sd, v->min, v->p50, v->p90, v->p99, v->max, comma ? "," : "");
+}
+
+static void json_hist(const char *key, const hist *h, bool comma)
+{
+    printf("  \"%s\": {\"edges\": [", key);
+    for (int b = 0; b <= h->used; b++)
+        printf("%s%.17g", b ? ", " : "", h->edges[b]);
+    printf("], \"counts\": [");
+    for (int b = 0; b < h->used; b++)
+        printf("%s%lld", b ? ", " : "", (long long)h->counts[b]);
+    printf("]}%s\n", comma ? "," : "");
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static int stats(int argc, char **argv)
+{
+    const char *file = NULL, *model = NULL;
+    int64_t samples = 0, seed = 1, tpt = -1, tpf = -1, max_tokens = 0;
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--model") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
+                   !strcmp(a, "--tokens-per-tile") || !strcmp(a, "--tokens-per-frame") ||
+                   !strcmp(a, "--max-tokens")) {
+            if (i + 1 >= argc)
+                return bad_arg("option needs a value:", a);
+            const char *v = argv[++i];
+            int bad = 0;
+            if (!strcmp(a, "--model"))
+                model = v;
+            else if (!strcmp(a, "--samples"))
+                bad = parse_i64(v, 1, 100000000, &samples);
+            else if (!strcmp(a, "--seed"))
+                bad = parse_i64(v, 0, INT64_MAX, &seed);
+            else if (!strcmp(a, "--tokens-per-tile"))
+                bad = parse_i64(v, 0, 1000000, &tpt);
+            else if (!strcmp(a, "--tokens-per-frame"))
+                bad = parse_i64(v, 0, 1000000, &tpf);
+            else
+                bad = parse_i64(v, 0, INT64_MAX, &max_tokens);
+            if (bad)
+                return bad_arg("bad value for", a);
+        } else if (a[0] == '-' && a[1]) {
+            return bad_arg("unknown option", a);
+        } else if (!file) {
+            file = a;
+        } else {
+            return bad_arg("more than one file given; extra", a);
+        }
+    }
+    if (!file)
+        return bad_arg("missing", "FILE");
+
+    mm_err err;
+    mm_err_clear(&err);
+    /* Token model: the model's, else InternVL's 256 per 448 px tile and
+     * frame (OpenGVLab/InternVL modeling_internvl_chat.py num_image_token)
+     * and Qwen2-Audio's 25 per second (arXiv 2407.10759 Sec. 2). */
+    mm_token_model tm = {.tokens_per_tile = 256, .tokens_per_frame = 256, .tokens_per_audio_s = 25,
+                         .audio_clip_s = 30};
+    char tm_source[300] = "default: 256 per tile and frame (InternVL), 25 per audio second (Qwen2-Audio)";
+    if (model) {
+        char path[512];
+        mm_sim_resolve_path(model, NULL, path, sizeof path);
+        mm_model *m = malloc(sizeof *m);
+        if (!m)
+            return mm_cli_fail(&(mm_err){.code = MM_EINTERNAL, .msg = "out of memory"});
+        if (mm_model_load(path, m, &err)) {
+            free(m);
+            return mm_cli_fail(&err);
+        }
+        mm_token_model_from_model(m, &tm);
+        snprintf(tm_source, sizeof tm_source, "from %.250s", path);
+        free(m);
+    }
+    if (tpt >= 0)
+        tm.tokens_per_tile = tpt;
+    if (tpf >= 0)
+        tm.tokens_per_frame = tpf;
+    tm.max_tokens = max_tokens;
+
+    char path[512];
+    mm_sim_resolve_path(file, NULL, path, sizeof path);
+    mm_workload w;
+    if (mm_workload_load(path, &w, &err))
+        return mm_cli_fail(&err);
+    int64_t n = samples ? samples : w.source == MM_WLS_TRACE ? w.trace.n : DEFAULT_SAMPLES;
+    mm_sample *s = malloc((size_t)n * sizeof *s);
+    if (!s) {
+        mm_workload_free(&w);
+        return mm_cli_fail(&(mm_err){.code = MM_EINTERNAL, .msg = "out of memory"});
+    }
+    int rc = 0;
+    if (mm_workload_draw(&w, (uint64_t)seed, 0, (int)n, s, &err)) {
+        rc = mm_cli_fail(&err);
+        goto out;
+    }
+    mm_workload_stats st;
+    if (mm_workload_stats_compute(s, n, &tm, &st, &err)) {
+        rc = mm_cli_fail(&err);
+        goto out;
+    }
+    hist hl, he;
+    make_hist(s, n, &tm, true, &hl);
+    make_hist(s, n, &tm, false, &he);
+    const char *kind = w.source == MM_WLS_TRACE ? "trace" : "mixture";
+    if (json) {
+        printf("{\n  \"file\": ");
+        json_str(path);
+        printf(",\n  \"kind\": \"%s\",\n  \"samples\": %lld,\n", kind, (long long)n);
+        if (w.source == MM_WLS_TRACE)
+            printf("  \"trace_samples\": %lld,\n", (long long)w.trace.n);
+        else
+            printf("  \"seed\": %lld,\n", (long long)seed);
+        printf("  \"token_model\": {\"tokens_per_tile\": %lld, \"tokens_per_frame\": %lld, "
+               "\"tokens_per_audio_s\": %.17g, \"max_tokens\": %lld, \"source\": ",
+               (long long)tm.tokens_per_tile, (long long)tm.tokens_per_frame, tm.tokens_per_audio_s,
+               (long long)tm.max_tokens);
+        json_str(tm_source);
+        printf("},\n  \"by_modality\": {");
+        for (int k = 0; k < MM_MOD_COUNT; k++)
+            printf("%s\"%s\": %lld", k ? ", " : "", mm_modality_names[k], (long long)st.by_modality[k]);
+        printf("},\n  \"truncated\": %lld,\n", (long long)st.truncated);
+        printf("  \"llm_tokens_total\": %.17g,\n  \"encoder_inputs_total\": %.17g,\n", st.llm_tokens_total,
+               st.encoder_inputs_total);
+        json_summary("text_tokens", &st.text_tokens, true);
+        json_summary("llm_tokens", &st.llm_tokens, true);
+        json_summary("encoder_inputs", &st.encoder_inputs, true);
+        json_summary("images", &st.images, true);
+        json_summary("tiles", &st.tiles, true);
+        json_summary("frames", &st.frames, true);
+        json_summary("audio_s", &st.audio_s, true);
+        json_hist("llm_tokens_histogram", &hl, true);
+        json_hist("encoder_inputs_histogram", &he, false);
+        printf("}\n");
+        goto out;
+    }
+    printf("workload %s (%s): %lld samples", path, kind, (long long)n);
+    if (w.source == MM_WLS_TRACE)
+        printf(" of %lld, in file order\n", (long long)w.trace.n);
+    else
+        printf(", seed %lld\n", (long long)seed);
+    printf("  tokens: %lld per tile, %lld per frame, %g per audio second%s (%s)\n",
+           (long long)tm.tokens_per_tile, (long long)tm.tokens_per_frame, tm.tokens_per_audio_s,
+           max_tokens ? ", capped" : "", tm_source);
+    printf("\n  modality        samples   share\n");
+    for (int k = 0; k < MM_MOD_COUNT; k++)
+        printf("  %-12s %10lld %6.1f%%\n", mm_modality_names[k], (long long)st.by_modality[k],
+               100.0 * (double)st.by_modality[k] / (double)n);
+    if (max_tokens)
+        printf("  truncated at %lld tokens: %lld samples\n", (long long)max_tokens, (long long)st.truncated);
+    printf("\n  %-16s %10s %10s %8s %8s %8s %8s %8s\n", "per sample", "mean", "sd", "min", "p50", "p90",
+           "p99", "max");
+    const struct { const char *name; const mm_value_summary *v; } rows[] = {
+        {"text tokens", &st.text_tokens}, {"LLM tokens", &st.llm_tokens},
+        {"encoder inputs", &st.encoder_inputs}, {"images", &st.images}, {"tiles", &st.tiles},
+        {"frames", &st.frames}, {"audio seconds", &st.audio_s},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        printf("  %-16s %10.2f %10.2f %8.1f %8.1f %8.1f %8.1f %8.1f\n", rows[r].name, rows[r].v->mean,
+               rows[r].v->sd, rows[r].v->min, rows[r].v->p50, rows[r].v->p90, rows[r].v->p99, rows[r].v->max);
+    printf("  (encoder inputs = tiles + frames + audio clips; percentiles interpolate between order statistics)\n");
+    print_hist("LLM sequence length (tokens)", &hl, n);
+    print_hist("encoder load (tiles + frames + audio clips)", &he, n);
+out:
+    free(s);
+    mm_workload_free(&w);
+    return rc;
+}
+
+int mm_cli_workload(int argc, char **argv)
+{
+    if (argc < 1)
+        return bad_arg("missing subcommand; expected", "stats");
+    if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        fputs(mm_cli_workload_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[0], "stats")) {
+        for (int i = 1; i < argc; i++)
+            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                fputs(mm_cli_workload_usage, stdout);
+                return 0;
+            }
+        return stats(argc - 1, argv + 1);
+    }
+    return bad_arg("unknown workload subcommand", argv[0]);
+}
+
+const char mm_cli_workload_usage[] =
+    "usage: mmsim workload stats FILE [--model MODEL] [--samples N] [--seed S] [--json]\n"
+    "                              [--tokens-per-tile N] [--tokens-per-frame N] [--max-tokens N]\n"
+    "\n"
+    "Counts by modality, mean, sd, p50/p90/p99 and text histograms of the LLM\n"
+    "sequence length and the encoder load (tiles + frames + audio clips) of a\n"
+    "workload: a mixture spec (workloads/*.yaml; N samples drawn with seed S,\n"
+    "default 10000 and 1) or a trace (.csv; the whole file, or its first N\n"
+    "samples, wrapping).\n"
+    "\n"
+    "  --model MODEL         take LLM tokens per tile/frame/audio second from a\n"
+    "                        model config (default: 256 per tile and frame as\n"
+    "                        InternVL, 25 per audio second as Qwen2-Audio)\n"
+    "  --tokens-per-tile N   override tokens per image tile\n"
+    "  --tokens-per-frame N  override tokens per video frame\n"
+    "  --max-tokens N        truncate LLM sequences at N (model_max_length)\n"
+    "  --json                one JSON object instead of the tables\n";
