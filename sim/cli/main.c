@@ -189,6 +189,21 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
         printf("}");
     }
     printf("],\n");
+    printf("  \"modules\": [");
+    for (int i = 0; i < m->n_modules; i++) {
+        const mm_module_metrics *md = &m->modules[i];
+        printf("%s{\"name\": \"%s\", \"gpus\": %d, \"compute_s\": ", i ? ", " : "", md->name, md->gpus);
+        if (isfinite(md->compute_s) && !m->oom)
+            printf("%.9g", md->compute_s);
+        else
+            printf("null");
+        printf(", \"memory_gib\": ");
+        if (isfinite(md->memory_gib))
+            printf("%.9g}", md->memory_gib);
+        else
+            printf("null}");
+    }
+    printf("],\n");
     printf("  \"critical_path\": [");
     for (int i = 0; i < m->crit.n; i++) {
         const mm_crit_entry *e = &m->crit.e[i];
@@ -263,6 +278,12 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     for (int s = 0; s < m->n_stages; s++)
         printf("  %5d %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
                m->stages[s].comm_s, m->stages[s].memory_gib);
+    if (m->n_modules > 1) {
+        printf("\n  module      GPUs  compute (s)  memory (GiB)\n");
+        for (int i = 0; i < m->n_modules; i++)
+            printf("  %-10s %5d %12.4f %13.2f\n", m->modules[i].name, m->modules[i].gpus, m->modules[i].compute_s,
+                   m->modules[i].memory_gib);
+    }
     print_critical_path(m);
     printf("\n  %llu events simulated in %.3f s\n", (unsigned long long)m->events, m->wall_s);
     if (run_id > 0)

@@ -32,6 +32,14 @@ typedef struct mm_stage_metrics {
     double memory_gib;
 } mm_stage_metrics;
 
+/* Per module (the LLM and each encoder), averaged over iterations. */
+typedef struct mm_module_metrics {
+    char name[16];
+    int gpus;          /* GPUs holding it (shared ones counted for each) */
+    double compute_s;  /* compute per iteration on one of its GPUs */
+    double memory_gib; /* its share of the peak on one of its GPUs */
+} mm_module_metrics;
+
 typedef struct mm_metrics {
     /* summary over all iterations (means) */
     double iteration_time_s;
@@ -52,6 +60,8 @@ typedef struct mm_metrics {
     int n_stages;
     mm_stage_metrics *stages; /* n_stages entries, owned */
     mm_critpath crit;         /* critical path of the last iteration, owned */
+    int n_modules;
+    mm_module_metrics modules[4];
 } mm_metrics;
 
 void mm_metrics_free(mm_metrics *m); /* frees the arrays; m itself is the caller's */

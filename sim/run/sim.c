@@ -77,6 +77,94 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
     }
 }
 
+/* The samples' shape: LLM tokens per sample, and the encoders that have
+ * work (a model without an encoder ignores the encoder sections, and a
+ * text workload gives an encoder nothing to do). */
+static int check_workload(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = &sim->model;
+    sim->seq = (double)sc->train.seq_len;
+    sim->n_enc = 0;
+    if (sc->workload.kind != MM_WORKLOAD_FIXED)
+        return 0;
+    double tiles = (double)sc->workload.images * sc->workload.tiles;
+    if (tiles > 0 && !mo->has_vision)
+        return mm_scenario_fail(sc, err, "workload", "samples have images but '%s' has no vision encoder", sc->model);
+    double visual = tiles * (double)(mo->has_vision ? mm_model_tokens_per_tile(mo) : 0);
+    double tokens = (double)sc->workload.text_tokens + visual;
+    if (tokens > (double)sc->train.seq_len)
+        return mm_scenario_fail(sc, err, "train.seq_len",
+                                "a sample is %.0f LLM tokens (%lld text + %.0f visual), more than seq_len %lld",
+                                tokens, (long long)sc->workload.text_tokens, visual, (long long)sc->train.seq_len);
+    if (tokens < 1)
+        return mm_scenario_fail(sc, err, "workload", "a sample has no tokens");
+    sim->seq = tokens;
+    if (tiles > 0) {
+        mm_sim_encoder *e = &sim->enc[sim->n_enc++];
+        e->enc = &mo->vision;
+        e->proj = &mo->vision_proj;
+        e->name = "vision";
+        e->layout = sc->parallel.vision;
+        e->inputs_per_sample = tiles;
+        for (int i = 0; i < sc->train.n_frozen; i++) {
+            e->frozen_tower |= !strcmp(sc->train.frozen[i], "vision");
+            e->frozen_proj |= !strcmp(sc->train.frozen[i], "projector");
+        }
+    }
+    return 0;
+}
+
+/* Encoder layouts against the placement and the GPUs left by the LLM. */
+static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    int gpus = mm_cluster_gpus(&sim->cluster);
+    long long used = llm_gpus;
+    for (int i = 0; i < sim->n_enc; i++) {
+        mm_sim_encoder *e = &sim->enc[i];
+        mm_module_layout *L = &e->layout;
+        char key[48];
+        snprintf(key, sizeof key, "parallel.%s", e->name);
+        if (!L->present) { /* no section: the smallest layout */
+            L->present = true;
+            L->tp = L->pp = L->dp = L->cp = L->vpp = L->ep = 1;
+            L->zero = -1;
+        }
+        if (L->cp != 1 || L->vpp != 1 || L->ep != 1)
+            return mm_scenario_fail(sc, err, key, "encoders take tp, pp and dp only (cp, vpp, ep must be 1)");
+        if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
+            continue;
+        snprintf(key, sizeof key, "parallel.%s.tp", e->name);
+        if (e->enc->heads % L->tp)
+            return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->tp,
+                                    (long long)e->enc->heads);
+        if (sc->parallel.placement == MM_PLACE_COLOCATED) {
+            snprintf(key, sizeof key, "parallel.%s.dp", e->name);
+            if (L->pp != 1 || (long long)L->tp * L->dp != llm_gpus)
+                return mm_scenario_fail(sc, err, key,
+                                        "colocated: the encoder spans the LLM's %lld GPUs, so tp*dp must be %lld "
+                                        "and pp 1 (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus, L->tp, L->pp, L->dp);
+            continue;
+        }
+        if (L->pp > e->enc->layers) {
+            snprintf(key, sizeof key, "parallel.%s.pp", e->name);
+            return mm_scenario_fail(sc, err, key, "pp = %d exceeds the encoder's %lld layers", L->pp,
+                                    (long long)e->enc->layers);
+        }
+        used += (long long)L->tp * L->pp * L->dp;
+    }
+    if (used != gpus) {
+        char key[48];
+        snprintf(key, sizeof key, "parallel.%s.dp", sim->n_enc ? sim->enc[0].name : "llm");
+        return mm_scenario_fail(sc, err, sim->n_enc ? key : "parallel.llm.dp",
+                                "the layout uses %lld GPUs (LLM %lld + encoders on their own GPUs %lld), but the "
+                                "cluster has %d (%d nodes x %d GPUs)", used, llm_gpus, used - llm_gpus, gpus,
+                                sim->cluster.nodes, sim->cluster.gpus_per_node);
+    }
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -105,10 +193,16 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 "'%s' is not an order of tp, cp, dp and pp (ep may stand right before dp), "
                                 "e.g. tp-cp-ep-dp-pp", sc->parallel.order);
     long long need = (long long)L->tp * L->cp * L->pp * L->dp;
-    if (need != gpus)
+    int rc = check_workload(sim, err);
+    if (rc)
+        return rc;
+    bool own = sc->parallel.placement == MM_PLACE_PIPELINE || sc->parallel.placement == MM_PLACE_DISJOINT;
+    if (need != gpus && !(own && sim->n_enc > 0))
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
                                 L->tp, L->cp, L->pp, L->dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+    if ((rc = check_encoders(sim, need, err)))
+        return rc;
     if (sim->cluster.gpus_per_node % L->tp && L->tp < sim->cluster.gpus_per_node)
         return mm_scenario_fail(sc, err, "parallel.llm.tp",
                                 "tp = %d does not divide the %d GPUs of a node, so TP groups would straddle nodes",
@@ -151,8 +245,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
     for (int i = 0; i < sc->train.n_frozen; i++)
         if (!strcmp(sc->train.frozen[i], "llm"))
             return mm_scenario_fail(sc, err, "train.frozen", "a frozen LLM is not modeled yet");
-    if (sc->workload.kind != MM_WORKLOAD_TEXT)
-        return mm_scenario_fail(sc, err, "workload", "only `text` workloads are modeled yet");
+    if (sc->workload.kind == MM_WORKLOAD_FILE)
+        return mm_scenario_fail(sc, err, "workload", "mixture and trace files are not wired into `mmsim run` yet; "
+                                "use `text` or {kind: fixed, ...}");
     if (sc->batching != MM_BATCH_SEQUENTIAL)
         return mm_scenario_fail(sc, err, "batching", "'%s' is not modeled yet; use sequential",
                                 mm_batching_names[sc->batching]);
@@ -176,20 +271,13 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
         return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
     if (!readable(sim->topology_path))
         return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
-    mm_model *mm = malloc(sizeof *mm);
-    if (!mm)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = mm_model_load(sim->model_path, mm, err);
-    if (rc == 0 && (!mm->has_llm || mm->has_vision || mm->has_audio))
-        rc = mm_scenario_fail(sc, err, "model",
-                              "'%s' %s; `mmsim run` models LLM-only configs so far (encoders come with "
-                              "multimodal placement; `mmsim model` reports its costs)",
-                              sc->model, mm->has_llm ? "has an encoder" : "has no LLM decoder");
-    if (rc == 0)
-        sim->llm = mm->llm;
-    free(mm);
+    int rc = mm_model_load(sim->model_path, &sim->model, err);
+    if (rc == 0 && !sim->model.has_llm)
+        rc = mm_scenario_fail(sc, err, "model", "'%s' has no LLM decoder; `mmsim run` trains a model with one "
+                              "(`mmsim model` reports an encoder's costs)", sc->model);
     if (rc)
         return rc;
+    sim->llm = sim->model.llm;
     rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
     if (rc)
         return rc;
@@ -317,7 +405,7 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     const mm_llm *m = &sim->llm;
     const mm_gpu_spec *g = &sim->cluster.gpu;
     mm_dtype dt = (mm_dtype)sc->train.precision;
-    double b = (double)sc->train.micro_batch, s = (double)sc->train.seq_len;
+    double b = (double)sc->train.micro_batch, s = sim->seq;
     int cp = L->cp, V = L->pp * L->vpp;
     bool sp = sc->train.sequence_parallel && L->tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
@@ -416,12 +504,103 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     return 0;
 }
 
+
+/* ---- encoders ---- */
+
+/* An encoder's (and its projector's) work on one micro-batch of `inputs`
+ * tiles, on one GPU group of tensor parallelism tp: the stem, every layer
+ * and the projector, timed like the LLM's ops. */
+static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
+                       double *wgrad_params)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    const int wbytes = 2;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    memset(c, 0, sizeof *c);
+    if (inputs <= 0)
+        return 0;
+    int n = mm_encoder_layer_ops(e->enc, inputs, tp, false, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return -1;
+    pass_times layer = time_ops(g, dt, ops, n);
+    n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times stem = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    double ptok = inputs * (double)mm_model_tokens_per_tile(&sim->model);
+    n = mm_projector_ops(e->proj, ptok, tp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times proj = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    double L = (double)e->enc->layers;
+    int rc = (int)sc->train.recompute;
+    double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
+    double tower_f = mm_encoder_fwd_flops(e->enc) * inputs, proj_f = mm_projector_fwd_flops(e->proj, ptok);
+    c->fwd_s = L * layer.fwd + stem.fwd + proj.fwd;
+    c->fwd_flops = tower_f + proj_f;
+    c->bwd_s = (e->frozen_tower ? 0 : L * (layer.bwd + re_t) + stem.bwd) + (e->frozen_proj ? 0 : proj.bwd);
+    c->bwd_flops = 2 * ((e->frozen_tower ? 0 : tower_f) + (e->frozen_proj ? 0 : proj_f));
+    c->recompute_flops = e->frozen_tower ? 0
+                         : rc == MM_RECOMPUTE_FULL ? mm_encoder_layer_fwd_flops(e->enc, inputs) * L
+                                                   : 0;
+    double tokens = inputs * (double)mm_encoder_tokens(e->enc);
+    c->tp_bytes = tokens * (double)e->enc->hidden * wbytes;
+    c->act_bytes = c->tp_bytes;
+    c->out_bytes = ptok * (double)sim->llm.hidden * wbytes;
+    *wgrad_params = (e->frozen_tower ? 0 : (double)mm_encoder_params(e->enc)) +
+                    (e->frozen_proj ? 0 : (double)mm_projector_params(e->proj));
+    return 0;
+}
+
+static const mm_enc_placement enc_place[] = {
+    [MM_PLACE_PIPELINE] = MM_ENC_PIPELINE, [MM_PLACE_COLOCATED] = MM_ENC_COLOCATED,
+    [MM_PLACE_DISJOINT] = MM_ENC_DISJOINT, [MM_PLACE_HOMOGENEOUS] = MM_ENC_HOMOGENEOUS};
+
+/* Fills spec->enc[] (costs of every LLM micro-batch; all equal for a fixed
+ * workload).  *mb_out receives the allocated per-micro-batch arrays. */
+static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_enc_mb_cost **mb_out, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    int nmb = L->dp * sim->micro_batches;
+    spec->n_enc = sim->n_enc;
+    for (int i = 0; i < sim->n_enc; i++) {
+        const mm_sim_encoder *e = &sim->enc[i];
+        mm_enc_spec *es = &spec->enc[i];
+        bool homog = sc->parallel.placement == MM_PLACE_HOMOGENEOUS;
+        int tp = homog ? L->tp : e->layout.tp;
+        mb_out[i] = calloc((size_t)nmb, sizeof *mb_out[i]);
+        if (!mb_out[i])
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        double inputs = e->inputs_per_sample * (double)sc->train.micro_batch, params = 0;
+        mm_enc_mb_cost one;
+        if (enc_mb_cost(sim, e, inputs, tp, &one, &params))
+            return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
+        for (int k = 0; k < nmb; k++)
+            mb_out[i][k] = one;
+        snprintf(es->name, sizeof es->name, "%s", e->name);
+        es->placement = enc_place[sc->parallel.placement];
+        es->tp = tp;
+        es->pp = homog ? 1 : e->layout.pp;
+        es->dp = homog ? L->dp : e->layout.dp;
+        es->chunks = (int)e->enc->layers;
+        es->frozen = e->frozen_tower && e->frozen_proj;
+        es->tp_msgs_fwd = 2;
+        es->tp_msgs_bwd = 2;
+        int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
+        double local = params / tp / es->pp;
+        es->grad_bytes = local * 2;
+        es->opt_s = mm_mem_time(&sim->cluster.gpu, (zero >= 1 ? local / es->dp : local) * MM_ADAM_BYTES_PER_PARAM);
+        es->buffer = 2 * sim->micro_batches > 4 ? 4 : 2; /* DistTrain-style queue of a few micro-batches */
+        es->mb = mb_out[i];
+    }
+    return 0;
+}
+
 /* ---- memory ---- */
 
 /* Peak bytes on one GPU of each pipeline stage (memory.h) into
  * mt->stages[].memory_gib and mt->peak_memory_gib; true when some stage
  * plus train.memory_reserve_gib exceeds the GPU's HBM. */
-static bool stage_memory(const mm_sim *sim, mm_metrics *mt)
+static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -436,7 +615,7 @@ static bool stage_memory(const mm_sim *sim, mm_metrics *mt)
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
-        .seq = (double)sc->train.seq_len,
+        .seq = sim->seq,
         .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
@@ -457,6 +636,105 @@ static bool stage_memory(const mm_sim *sim, mm_metrics *mt)
             oom = true;
     }
     return oom;
+}
+
+/* An encoder's bytes on one of its GPUs: model states, and activations of
+ * the micro-batches it holds at once (its pipeline's depth; a colocated
+ * encoder keeps every micro-batch it encoded until the LLM's backward; a
+ * disjoint one its queue). */
+static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_sim_encoder *e = &sim->enc[i];
+    const mm_enc_spec *es = &spec->enc[i];
+    int flight;
+    switch (es->placement) {
+    case MM_ENC_PIPELINE:
+        flight = es->pp + sc->parallel.llm.pp;
+        break;
+    case MM_ENC_COLOCATED:
+        flight = (spec->dp * spec->m + es->dp - 1) / es->dp;
+        break;
+    case MM_ENC_DISJOINT:
+        flight = es->buffer + 1;
+        break;
+    default:
+        flight = spec->pp;
+    }
+    if (flight > spec->m * spec->dp)
+        flight = spec->m * spec->dp;
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
+    mm_mem_rank r;
+    if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, false, es->dp, zero,
+                            (int)sc->train.recompute, flight, es->frozen, &r))
+        return NAN;
+    return r.total / es->pp;
+}
+
+/* Peak memory per stage and per module; true when some GPU does not fit. */
+static bool stage_memory(const mm_sim *sim, const mm_build_spec *spec, mm_metrics *mt)
+{
+    bool oom = llm_memory(sim, mt);
+    double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
+    mt->n_modules = 1 + sim->n_enc;
+    snprintf(mt->modules[0].name, sizeof mt->modules[0].name, "llm");
+    mt->modules[0].memory_gib = mt->peak_memory_gib;
+    for (int i = 0; i < sim->n_enc; i++) {
+        const mm_enc_spec *es = &spec->enc[i];
+        double gib = enc_memory(sim, spec, i) / MM_GIB;
+        mm_module_metrics *mm = &mt->modules[1 + i];
+        snprintf(mm->name, sizeof mm->name, "%s", es->name);
+        mm->memory_gib = gib;
+        if (es->placement == MM_ENC_HOMOGENEOUS || es->placement == MM_ENC_COLOCATED) {
+            /* on the LLM's GPUs: the first stage, or every stage */
+            for (int k = 0; k < mt->n_stages; k++)
+                if (k == 0 || es->placement == MM_ENC_COLOCATED)
+                    mt->stages[k].memory_gib += gib;
+            mt->peak_memory_gib = 0;
+            for (int k = 0; k < mt->n_stages; k++) {
+                mt->peak_memory_gib = fmax(mt->peak_memory_gib, mt->stages[k].memory_gib);
+                oom |= mt->stages[k].memory_gib > cap;
+            }
+        } else {
+            mt->peak_memory_gib = fmax(mt->peak_memory_gib, gib);
+            oom |= gib > cap;
+        }
+    }
+    return oom;
+}
+
+/* Compute seconds of each module on one of its GPUs, from the executed
+ * graph (all kernels on compute streams, averaged over the ranks that run
+ * the module). */
+static void module_time(const mm_graph *g, const mm_time *start, const mm_time *end, const mm_build_spec *spec,
+                        mm_metrics *mt)
+{
+    double busy[MM_MAX_MODULES] = {0};
+    int ranks[MM_MAX_MODULES] = {0};
+    unsigned char *seen = calloc((size_t)g->n_ranks * MM_MAX_MODULES, 1);
+    if (!seen)
+        return;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        if (op->stream != MM_STREAM_COMPUTE || mm_cat_is_comm(op->cat) || op->module >= MM_MAX_MODULES)
+            continue;
+        busy[op->module] += (double)(end[i] - start[i]) * 1e-9;
+        unsigned char *f = &seen[(size_t)op->rank * MM_MAX_MODULES + op->module];
+        if (!*f) {
+            *f = 1;
+            ranks[op->module]++;
+        }
+    }
+    free(seen);
+    int tpcp = spec->tp * (spec->cp > 0 ? spec->cp : 1);
+    for (int m = 0; m < mt->n_modules && m < MM_MAX_MODULES; m++) {
+        mt->modules[m].compute_s += ranks[m] ? busy[m] / ranks[m] : 0;
+        int per = m == 0 ? tpcp : spec->enc[m - 1].placement == MM_ENC_PIPELINE ||
+                                          spec->enc[m - 1].placement == MM_ENC_DISJOINT
+                                      ? spec->enc[m - 1].tp
+                                      : tpcp;
+        mt->modules[m].gpus = ranks[m] * per;
+    }
 }
 
 /* ---- measurement ---- */
@@ -598,6 +876,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     mm_engine *eng = mm_engine_alloc();
     mm_build_spec spec = {0};
+    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
     int rc = 0;
     if (!st || !mt->iters || !mt->stages || !eng) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -605,11 +884,11 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     }
     mt->n_iters = iters;
     mt->n_stages = P;
-    if ((rc = stage_costs(sim, st, &spec, err)))
+    if ((rc = stage_costs(sim, st, &spec, err)) || (rc = enc_costs(sim, &spec, enc_mb, err)))
         goto out;
     /* A layout that does not fit is an answer (design.md section 5): the
      * per-stage memory, oom = true, and no time. */
-    if (stage_memory(sim, mt)) {
+    if (stage_memory(sim, &spec, mt)) {
         mt->oom = true;
         mt->n_iters = 0;
         mt->gpus = mm_cluster_gpus(&sim->cluster);
@@ -620,7 +899,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
             mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
         goto out;
     }
-    double tokens = (double)sc->train.global_batch * (double)sc->train.seq_len;
+    double tokens = (double)sc->train.global_batch * sim->seq;
     for (int it = 0; it < iters && rc == 0; it++) {
         mm_graph g;
         if (mm_build_iteration(&spec, &g)) {
@@ -642,6 +921,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
             im->tokens = tokens;
             im->samples = (double)sc->train.global_batch;
             mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+            module_time(&g, start, end, &spec, mt);
             if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
                 rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
         }
@@ -670,6 +950,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         tok += mt->iters[i].tokens;
         smp += mt->iters[i].samples;
     }
+    for (int k = 0; k < mt->n_modules; k++)
+        mt->modules[k].compute_s /= iters;
     for (int s = 0; s < P; s++) {
         mt->stages[s].busy_s /= iters;
         mt->stages[s].idle_s /= iters;
@@ -690,6 +972,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
 out:
     mt->wall_s = host_seconds() - t_host;
     free(st);
+    free(enc_mb[0]);
+    free(enc_mb[1]);
     mm_engine_free(eng);
     if (rc)
         mm_metrics_free(mt);

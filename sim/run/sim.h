@@ -9,18 +9,33 @@
 #include "engine/engine.h"
 #include "hw/cluster.h"
 #include "model/llm.h"
+#include "model/mllm.h"
 #include "parallel/graph.h"
 #include "run/metrics.h"
 #include "run/scenario.h"
 
 /* Everything a scenario resolves to, kept for the caller (store, trace). */
+/* An encoder of a multimodal model as the scenario runs it. */
+typedef struct mm_sim_encoder {
+    const mm_encoder *enc;
+    const mm_projector *proj;
+    const char *name;        /* "vision" | "audio": scenario keys and traces */
+    mm_module_layout layout; /* parallel.vision / parallel.audio (defaults filled) */
+    bool frozen_tower, frozen_proj;
+    double inputs_per_sample; /* tiles (vision) or 30-s clips (audio) */
+} mm_sim_encoder;
+
 typedef struct mm_sim {
     mm_scenario sc;
     mm_llm llm;
+    mm_model model;          /* the whole model; llm is its decoder */
     mm_cluster cluster;
     char model_path[512];    /* resolved paths */
     char topology_path[512];
     int micro_batches;       /* per DP replica */
+    double seq;              /* LLM tokens per sample (text + visual) */
+    int n_enc;               /* encoders with work in this workload */
+    mm_sim_encoder enc[2];
 } mm_sim;
 
 /* Resolves a data path: as given if it exists, else relative to the
