@@ -209,7 +209,7 @@ START_TEST(trace_structure)
 {
     char args[512], path[300];
     snprintf(path, sizeof path, "%s/t.json", tmpdir);
-    snprintf(args, sizeof args, "run --no-db --trace %s --set iterations=1", path);
+    snprintf(args, sizeof args, "run --no-db --trace %s --set iterations=1 --set model=models/llama-2-7b.json", path);
     ck_assert_int_eq(mmsim(args), 0);
     struct fy_document *d = fy_document_build_from_file(NULL, path);
     ck_assert_ptr_nonnull(d);

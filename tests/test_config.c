@@ -430,7 +430,7 @@ START_TEST(scenario_default_values)
 {
     mm_scenario *sc = load_ok(NULL, NULL, 0);
     ck_assert_str_eq(sc->source, "<default>");
-    ck_assert_str_eq(sc->model, "models/llama-2-7b.json");
+    ck_assert_str_eq(sc->model, "models/llava-ov-qwen2.5-7b.yaml");
     ck_assert_str_eq(sc->topology, "topologies/dgx-h100.yaml");
     ck_assert_int_eq(sc->nodes, 2);
     ck_assert_int_eq(sc->train.global_batch, 64);
@@ -455,10 +455,12 @@ START_TEST(scenario_default_values)
     ck_assert_int_eq(l->ep, 1);
     ck_assert_int_eq(l->zero, -1);
     ck_assert_int_eq(l->n_layers_per_stage, 0);
-    ck_assert(!sc->parallel.vision.present);
+    ck_assert(sc->parallel.vision.present);
+    ck_assert(sc->parallel.vision.tp == 1 && sc->parallel.vision.pp == 1 && sc->parallel.vision.dp == 16);
     ck_assert(!sc->parallel.audio.present);
-    ck_assert_int_eq(sc->parallel.placement, MM_PLACE_PIPELINE);
-    ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_TEXT);
+    ck_assert_int_eq(sc->parallel.placement, MM_PLACE_COLOCATED);
+    ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FIXED);
+    ck_assert(sc->workload.images == 1 && sc->workload.tiles == 5 && sc->workload.text_tokens == 300);
     ck_assert_int_eq(sc->batching, MM_BATCH_SEQUENTIAL);
     ck_assert_int_eq(sc->network, MM_NET_FLOW);
     ck_assert_int_eq(sc->iterations, 2);
@@ -822,11 +824,13 @@ START_TEST(canonical_stable)
     ck_assert_str_ne(ta, tc);
     ck_assert_ptr_nonnull(strstr(ta, "  seq_len: 4096\n"));
     ck_assert_ptr_nonnull(strstr(tc, "  seq_len: 2048\n"));
-    ck_assert_ptr_nonnull(strstr(ta, "model: \"models/llama-2-7b.json\"\n"));
+    ck_assert_ptr_nonnull(strstr(ta, "model: \"models/llava-ov-qwen2.5-7b.yaml\"\n"));
     ck_assert_ptr_nonnull(
         strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, "
                    "layers_per_stage: []}\n"));
-    ck_assert_ptr_nonnull(strstr(ta, "  vision: null\n"));
+    ck_assert_ptr_nonnull(strstr(ta, "  vision: {tp: 1, pp: 1, cp: 1, dp: 16, vpp: 1, ep: 1, zero: 1, "
+                                     "layers_per_stage: []}\n"));
+    ck_assert_ptr_nonnull(strstr(ta, "  audio: null\n"));
     /* A short buffer is filled as far as it goes and terminated. */
     char small[16];
     size_t need = mm_scenario_canonical(a, small, sizeof small);

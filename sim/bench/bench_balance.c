@@ -114,7 +114,7 @@ int main(int argc, char **argv)
     printf("  LPT time %.3f ms (target < 10 ms): %s\n", t * 1e3, t < 0.010 ? "met" : "MISSED");
     mm_batch_plan_free(&p);
 
-    const int64_t limits[] = {50, 500, 2000};
+    const int64_t limits[] = {10, 50, 200};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         char name[64];
         o.ilp_node_limit = limits[i];

@@ -224,9 +224,11 @@ static void print_critical_path(const mm_metrics *m)
     printf("\n  critical path (%d ops):", m->crit.path_ops);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         double share = 0;
-        for (int i = 0; i < m->crit.n; i++)
-            if (!strcmp(m->crit.e[i].what, kinds[k]))
+        for (int i = 0; i < m->crit.n; i++) {
+            const char *w = strchr(m->crit.e[i].what, ':'); /* "vision:fwd" counts as fwd */
+            if (!strcmp(w ? w + 1 : m->crit.e[i].what, kinds[k]))
                 share += m->crit.e[i].share;
+        }
         if (share > 0.0005)
             printf(" %s %.1f%%", kinds[k], 100 * share);
     }
@@ -247,9 +249,14 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster.name,
            sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
            sim->topology_path);
-    printf("  layout      tp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %lld tokens per DP rank\n",
-           L->tp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
-           (long long)sc->train.micro_batch, (long long)sc->train.seq_len);
+    printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
+           L->tp, L->cp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
+           (long long)sc->train.micro_batch, sim->seq);
+    for (int i = 0; i < sim->n_enc; i++)
+        printf("  %-11s %s, tp %d x pp %d x dp %d, %.0f inputs per sample%s\n", sim->enc[i].name,
+               mm_placement_names[sc->parallel.placement], sim->enc[i].layout.tp, sim->enc[i].layout.pp,
+               sim->enc[i].layout.dp, sim->enc[i].inputs_per_sample,
+               sim->enc[i].frozen_tower ? (sim->enc[i].frozen_proj ? ", frozen" : ", tower frozen") : "");
     printf("  training    %s, recompute %s, ZeRO %d, network %s, %d iteration(s), seed %llu\n",
            mm_precision_names[sc->train.precision], mm_recompute_names[sc->train.recompute],
            sc->train.zero, mm_network_names[sc->network], sc->iterations,

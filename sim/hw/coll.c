@@ -517,8 +517,9 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     for (int i = 1; i < n; i++)
         if (g[i] == g[i - 1]) {
+            int dup = g[i];
             free(g);
-            return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", g[i]);
+            return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", dup);
         }
     mm_group_shape s;
     mm_group_shape_of(c, g, n, &s);

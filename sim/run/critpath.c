@@ -151,8 +151,14 @@ int mm_critpath_compute(const mm_graph *g, const mm_time *start, const mm_time *
     while (rc == 0 && cur != UINT32_MAX) {
         const mm_op *op = &g->ops[cur];
         double dur = (double)(end[cur] - start[cur]) * 1e-9;
-        if (dur > 0)
-            rc = add_entry(cp, &cap, op->rank, op->stage, mm_op_cat_names[op->cat], dur);
+        if (dur > 0) {
+            char what[24];
+            if (op->module > 0 && op->module < g->n_modules) /* an encoder's op: "vision:fwd" */
+                snprintf(what, sizeof what, "%s:%s", g->module_names[op->module], mm_op_cat_names[op->cat]);
+            else
+                snprintf(what, sizeof what, "%s", mm_op_cat_names[op->cat]);
+            rc = add_entry(cp, &cap, op->rank, op->stage, what, dur);
+        }
         cp->path_ops++;
         covered_until = start[cur];
         uint32_t from = cur;

@@ -18,7 +18,8 @@ typedef struct mm_crit_entry {
     int rank;        /* simulated rank, -1 for "wait" */
     int stage;       /* pipeline (virtual) stage of the ops, -1 if mixed/none */
     char what[24];   /* op category: fwd, bwd, wgrad, optimizer, tp, pp, dp,
-                        cp, ep, or wait */
+                        cp, ep, or wait; an encoder's ops are prefixed with
+                        its module, e.g. "vision:fwd" */
     double seconds;  /* time on the critical path */
     double share;    /* seconds / iteration time */
     int ops;         /* ops of this kind and rank on the path */

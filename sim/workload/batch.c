@@ -11,7 +11,9 @@
 const char *const mm_batch_policy_names[] = {"sequential", "grouped", "packed", "balanced",
                                              "post-balance", NULL};
 
-#define DEFAULT_NODE_LIMIT 2000
+/* ~50-80 ms a node for 512 samples x 64 bins (30K binaries) on one core:
+ * a few seconds, DFLOP's own budget being a 10 s CP-SAT time limit */
+#define DEFAULT_NODE_LIMIT 50
 
 typedef struct ctx {
     const mm_sample *s;

@@ -55,7 +55,7 @@ typedef struct mm_batch_opts {
     mm_token_model tokens;
     mm_sample_cost_fn cost;  /* NULL: tokens (see the top of this file) */
     void *cost_ctx;
-    int64_t ilp_node_limit;  /* balanced: branch-and-bound nodes GLPK may open; 0 = 2000; < 0 = LPT only */
+    int64_t ilp_node_limit;  /* balanced: branch-and-bound nodes GLPK may open; 0 = 50; < 0 = LPT only */
     double enc_bytes_per_input; /* post-balance: bytes moved per tile/frame/clip to the encoder rank */
     double bytes_per_token;  /* post-balance: bytes per visual/audio token sent encoder -> LLM rank */
 } mm_batch_opts;
