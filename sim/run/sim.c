@@ -730,7 +730,7 @@ static void module_time(const mm_graph *g, const mm_time *start, const mm_time *
     }
     free(seen);
     int tpcp = spec->tp * (spec->cp > 0 ? spec->cp : 1);
-    for (int m = 0; m < mt->n_modules && m < MM_MAX_MODULES; m++) {
+    for (int m = 0; m < mt->n_modules && m <= MM_MAX_ENCODERS; m++) {
         mt->modules[m].compute_s += ranks[m] ? busy[m] / ranks[m] : 0;
         int per = m == 0 ? tpcp : spec->enc[m - 1].placement == MM_ENC_PIPELINE ||
                                           spec->enc[m - 1].placement == MM_ENC_DISJOINT
