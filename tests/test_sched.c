@@ -30,6 +30,19 @@ static run_result run_spec(const mm_build_spec *sp)
 {
     mm_graph g;
     ck_assert_int_eq(mm_build_iteration(sp, &g), 0);
+    /* every GPU of the layout belongs to exactly one simulated rank (colocated
+     * and homogeneous encoders share the LLM's) */
+    int ng = mm_build_gpus(sp);
+    int *owner = calloc((size_t)ng, sizeof *owner);
+    ck_assert_ptr_nonnull(g.rank_gpu_off);
+    for (int rk = 0; rk < g.n_ranks; rk++)
+        for (uint32_t k = g.rank_gpu_off[rk]; k < g.rank_gpu_off[rk + 1]; k++) {
+            ck_assert(g.rank_gpus[k] >= 0 && g.rank_gpus[k] < ng);
+            owner[g.rank_gpus[k]]++;
+        }
+    for (int k = 0; k < ng; k++)
+        ck_assert_int_eq(owner[k], 1);
+    free(owner);
     mm_cluster c;
     mm_err err;
     ck_assert_int_eq(mm_cluster_load("topologies/dgx-a100.yaml", 64, &c, &err), 0);
@@ -522,6 +535,23 @@ START_TEST(pipeline_placement_is_deeper_pipeline)
 }
 END_TEST
 
+/* Pipeline placement bottlenecks on its slowest stage: an encoder stage of
+ * 3 ms forward and 6 ms backward ahead of two LLM stages of 1 + 2 ms runs
+ * without a gap from time 0 (its first backward can start after 3 + 1 + 1
+ * + 2 + 2 = 9 ms, when its three warm-up forwards are done), so the
+ * iteration takes exactly m x 9 ms. */
+START_TEST(pipeline_bottleneck_stage)
+{
+    mm_stage_cost st[2];
+    for (int m = 4; m <= 16; m *= 2) { /* m >= the pipeline's 3 stages */
+        mm_build_spec sp = mm_spec(st, 2, 1, m, MM_ENC_PIPELINE, 3e-3, 6e-3, 1, 1, 1);
+        run_result r = run_spec(&sp);
+        ck_assert(r.all_once && r.eager);
+        ck_assert_msg(fabs(r.time_s - m * 9e-3) < 1e-9, "m=%d: %.9f", m, r.time_s);
+    }
+}
+END_TEST
+
 /* Homogeneous: stage 0 does the encoding; colocated: every rank spends the
  * iteration's encoder work x tp_enc / GPUs before the pipeline starts and
  * after it ends. */
@@ -595,6 +625,7 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, zero_cost_encoder_is_llm_only);
     tcase_add_test(tc, pipeline_placement_is_deeper_pipeline);
     tcase_add_test(tc, homogeneous_and_colocated);
+    tcase_add_test(tc, pipeline_bottleneck_stage);
     tcase_add_test(tc, disjoint_placement);
     suite_add_tcase(s, tc);
     return s;

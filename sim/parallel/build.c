@@ -859,6 +859,36 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
         }
     }
 
+    /* Which GPUs each simulated rank stands for (perturbations use it). */
+    for (int r = 0; r < sp->pp * sp->dp && rc == 0; r++) {
+        int d = r % sp->dp, s = r / sp->dp, k = 0;
+        int *gl = malloc((size_t)(sp->tp * b.cp) * sizeof *gl);
+        if (!gl) {
+            rc = -1;
+            break;
+        }
+        for (int c = 0; c < b.cp; c++)
+            for (int t = 0; t < sp->tp; t++)
+                gl[k++] = gpu(&b, t, c, d, s);
+        rc = mm_graph_rank_gpus(g, r, gl, k);
+        free(gl);
+    }
+    for (int i = 0; i < sp->n_enc && rc == 0; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (!own_gpus(e))
+            continue;
+        int *gl = malloc((size_t)e->tp * sizeof *gl);
+        for (int se = 0; se < e->pp && rc == 0 && gl; se++)
+            for (int rep = 0; rep < e->dp && rc == 0; rep++) {
+                for (int t = 0; t < e->tp; t++)
+                    gl[t] = enc_gpu(&b, i, t, rep, se);
+                rc = mm_graph_rank_gpus(g, b.enc_rank_off[i] + rep + e->dp * se, gl, e->tp);
+            }
+        if (!gl)
+            rc = -1;
+        free(gl);
+    }
+
     /* Colocated encoders encode the whole iteration's input first. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
         if (sp->enc[i].placement == MM_ENC_COLOCATED)

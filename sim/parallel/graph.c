@@ -42,6 +42,8 @@ void mm_graph_free(mm_graph *g)
     free(g->edges);
     free(g->stream_ops);
     free(g->stream_off);
+    free(g->rank_gpu_off);
+    free(g->rank_gpus);
     memset(g, 0, sizeof *g);
 }
 
@@ -82,6 +84,25 @@ int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to)
     g->n_edges++;
     g->ops[to].ndeps++;
     g->ops[from].nsucc++;
+    return 0;
+}
+
+int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n)
+{
+    if (!g->rank_gpu_off) {
+        g->rank_gpu_off = calloc((size_t)g->n_ranks + 1, sizeof *g->rank_gpu_off);
+        if (!g->rank_gpu_off)
+            return -1;
+    }
+    if (r < 0 || r >= g->n_ranks || n < 0)
+        return -1;
+    uint32_t at = g->rank_gpu_off[r];
+    int *q = realloc(g->rank_gpus, ((size_t)at + (size_t)n + 1) * sizeof *q);
+    if (!q)
+        return -1;
+    g->rank_gpus = q;
+    memcpy(q + at, gpus, (size_t)n * sizeof *gpus);
+    g->rank_gpu_off[r + 1] = at + (uint32_t)n;
     return 0;
 }
 

@@ -77,6 +77,10 @@ typedef struct mm_graph {
     /* Edges while building: (from, to) pairs. */
     uint32_t *edges;
     size_t n_edges, cap_edges;
+    /* GPUs of each simulated rank (its TP x CP group), CSR: rank r holds
+     * rank_gpus[rank_gpu_off[r] .. rank_gpu_off[r+1]). */
+    uint32_t *rank_gpu_off;
+    int *rank_gpus;
     /* Program order per (rank, stream): op ids, CSR after finish. */
     uint32_t *stream_ops;
     uint32_t *stream_off;    /* n_ranks * MM_STREAM_COUNT + 1 */
@@ -92,6 +96,9 @@ int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
                           double bytes, const int *gpus, int n);
 /* `to` waits for `from`. Returns 0 or -1. */
 int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to);
+/* Records the GPUs of rank r (ranks must be given in order 0, 1, ...).
+ * Returns 0 or -1. */
+int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n);
 /* Builds successor and stream lists. Returns 0 or -1. */
 int mm_graph_finish(mm_graph *g);
 
