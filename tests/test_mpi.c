@@ -104,7 +104,8 @@ START_TEST(mpi_3_ranks_equal_jobs_1)
     FILE *f = fopen(spec, "w");
     ck_assert_ptr_nonnull(f);
     /* 8 points: tp 1 does not fit (failed), the rest run */
-    fputs("name: mpi\nset: {iterations: 1, train.seq_len: 1024}\naxes:\n"
+    fputs("name: mpi\nset: {model: models/llama-2-7b.json, workload: text, network: analytic,"
+          " iterations: 1, train.seq_len: 1024}\naxes:\n"
           "  - {key: train.global_batch, values: [8, 16]}\n"
           "  - key: parallel.llm\n"
           "    values: [{tp: 1, pp: 2, dp: 2}, {tp: 2, pp: 2, dp: 4}, {tp: 4, pp: 2, dp: 2},\n"

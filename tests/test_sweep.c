@@ -396,7 +396,8 @@ START_TEST(jobs_1_and_2_identical_then_resume)
     char db3[512];
     path_in(db3, sizeof db3, "j3.db");
     snprintf(args, sizeof args,
-             "run --set iterations=1 --set train.seq_len=1024 --set train.global_batch=8 --db %s",
+             "run --set model=models/llama-2-7b.json --set workload=text --set network=analytic"
+             " --set iterations=1 --set train.seq_len=1024 --set train.global_batch=8 --db %s",
              db3);
     ck_assert_msg(mmsim(args) == 0, "%s", errtxt);
     snprintf(args, sizeof args, "sweep tests/data/sweep/small.yaml --jobs 2 --db %s --json",
@@ -416,7 +417,8 @@ START_TEST(failed_points_and_duplicates)
     /* tp 1 and 8 do not fit 16 GPUs with pp 2 x dp 2 (failed points with
      * the layout's message); the two `iterations: 1` points of tp 4 are the
      * same scenario, simulated once */
-    spit(path, "set: {iterations: 1, train.seq_len: 512, train.global_batch: 4}\n"
+    spit(path, "set: {model: models/llama-2-7b.json, workload: text, network: analytic,\n"
+               "      iterations: 1, train.seq_len: 512, train.global_batch: 4}\n"
                "axes:\n"
                "  - {key: parallel.llm.tp, values: [1, 4, 8]}\n"
                "  - {key: iterations, values: [1, 1, 2]}\n");
@@ -471,7 +473,8 @@ START_TEST(killed_sweep_resumes)
     path_in(ref, sizeof ref, "ref.db");
     /* 48 distinct small scenarios (the seed changes the canonical text) */
     spit(path, "name: killme\n"
-               "set: {iterations: 2, train.seq_len: 2048, train.global_batch: 32}\n"
+               "set: {model: models/llama-2-7b.json, workload: text, network: analytic,\n"
+               "      iterations: 2, train.seq_len: 2048, train.global_batch: 32}\n"
                "axes:\n"
                "  - {key: seed, range: {from: 1, to: 24, step: 1}}\n"
                "  - {key: train.schedule, values: [gpipe, 1f1b]}\n");
@@ -535,11 +538,13 @@ START_TEST(runner_api_and_progress)
     /* the library path the planner will use: points without a sweep */
     char db[512];
     path_in(db, sizeof db, "api.db");
-    const char *s1[] = {"iterations=1", "train.seq_len=512", "train.global_batch=4"};
-    const char *s2[] = {"iterations=1", "train.seq_len=512", "train.global_batch=8"};
+    const char *s1[] = {"model=models/llama-2-7b.json", "workload=text", "network=analytic",
+                        "iterations=1", "train.seq_len=512", "train.global_batch=4"};
+    const char *s2[] = {"model=models/llama-2-7b.json", "workload=text", "network=analytic",
+                        "iterations=1", "train.seq_len=512", "train.global_batch=8"};
     const char *s3[] = {"iterations=x"};
-    mm_point pts[] = {{.sets = s1, .n_sets = 3}, {.sets = s2, .n_sets = 3},
-                      {.sets = s3, .n_sets = 1}, {.sets = s1, .n_sets = 3}};
+    mm_point pts[] = {{.sets = s1, .n_sets = 6}, {.sets = s2, .n_sets = 6},
+                      {.sets = s3, .n_sets = 1}, {.sets = s1, .n_sets = 6}};
     mm_point_result res[4];
     mm_runner_opts o = {.db = db, .jobs = 2, .version = "test"};
     mm_runner_progress sum;

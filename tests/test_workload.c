@@ -668,6 +668,7 @@ START_TEST(test_packed)
         ck_assert_int_le(p.rank_first[r + 1] - p.rank_first[r], (int)(11.0 / 9 * opt_lb) + 1 + 1);
     }
     ck_assert_int_gt(total, 0);
+    mm_batch_plan_free(&p);
     o.seq_len = 0;
     ck_assert_int_eq(mm_batch_form(s, n, &o, &p, &err), -MM_EINPUT);
     ck_assert_str_eq(err.key, "train.seq_len");

@@ -9,7 +9,7 @@
  *                 samples, each sorted by length and dealt longest-first to
  *                 the rank with the fewest tokens (haotian-liu/LLaVA
  *                 llava/train/llava_trainer.py)
- *   packed        each DP rank's samples (sequential split) packed first-fit
+ *   packed        each DP rank's n/dp consecutive samples packed first-fit
  *                 decreasing into sequences of at most seq_len LLM tokens,
  *                 one packed sequence per micro-batch (varlen attention); the
  *                 number of micro-batches then differs between ranks
