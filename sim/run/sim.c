@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "hw/compute.h"
+#include "hw/net.h"
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "mmsim_config.h"
@@ -264,6 +265,36 @@ static int check_layout(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The scenario's perturbations, checked against the cluster and handed to
+ * the hardware layer (the cluster carries them, hw/perturb.h); a
+ * node_group entry rewrites its group's NIC rate here. */
+static int apply_perturb(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    mm_cluster *c = &sim->cluster;
+    char key[32], msg[200], path[64];
+    int bad = mm_perturb_check(&sc->perturb, c, key, sizeof key, msg, sizeof msg);
+    if (bad >= 0) {
+        snprintf(path, sizeof path, "perturb[%d].%s", bad, key);
+        return mm_scenario_fail(sc, err, path, "%s", msg);
+    }
+    for (int i = 0; i < sc->perturb.n; i++) {
+        const mm_perturb_entry *e = &sc->perturb.e[i];
+        int k = e->kind;
+        if (sc->network == MM_NET_ANALYTIC && (k == MM_PT_NIC || k == MM_PT_RAIL || k == MM_PT_SWITCH || k == MM_PT_LINK)) {
+            snprintf(path, sizeof path, "perturb[%d].kind", i);
+            return mm_scenario_fail(sc, err, path, "%s perturbs links, which only network: flow models "
+                                    "(the analytic model has no link graph)", mm_perturb_kind_names[k]);
+        }
+        if (k == MM_PT_NODE_GROUP)
+            for (int g = 0; g < c->n_groups; g++)
+                if (!strcmp(c->groups[g].name, e->group))
+                    c->groups[g].nic_bw = e->nic_gbit_s * 1e9 / 8.0;
+    }
+    c->pt = sc->perturb;
+    return 0;
+}
+
 int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     memset(sim, 0, sizeof *sim);
@@ -284,6 +315,8 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
     if (rc)
         return rc;
+    if ((rc = apply_perturb(sim, err)))
+        return rc;
     return check_layout(sim, err);
 }
 
@@ -292,6 +325,7 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 typedef struct pass_times {
     double fwd, bwd, attn_fwd; /* seconds */
     double wgrad;              /* the weight-gradient part of bwd */
+    double mem_fwd, mem_bwd, mem_wgrad; /* of which memory-bound kernels (MM_OPK_MEM) */
 } pass_times;
 
 /* Seconds of one op on the GPU: GEMMs from the GEMM table by shape,
@@ -349,7 +383,7 @@ static pass_times time_layer(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost
 
 static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n)
 {
-    pass_times t = {0, 0, 0, 0};
+    pass_times t = {.fwd = 0};
     for (int i = 0; i < n; i++) {
         mm_op_cost b = mm_op_pass(&ops[i], MM_OP_B), w = mm_op_pass(&ops[i], MM_OP_W);
         double tf = op_time(g, dt, &ops[i]), tw = op_time(g, dt, &w);
@@ -358,6 +392,11 @@ static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *
         t.wgrad += tw;
         if (ops[i].kind == MM_OPK_ATTN)
             t.attn_fwd += tf;
+        if (ops[i].kind == MM_OPK_MEM) {
+            t.mem_fwd += tf;
+            t.mem_bwd += op_time(g, dt, &b) + tw;
+            t.mem_wgrad += tw;
+        }
     }
     return t;
 }
@@ -401,7 +440,19 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
     return 0;
 }
 
+/* stage_costs, and per virtual stage the share of the F, B and W passes'
+ * nominal time spent in memory-bound kernels (mem_frac[3 v + 0..2], may be
+ * NULL): HBM perturbations and node groups' GPUs scale that share by the
+ * bandwidth ratio and the rest by the peak ratio (hw/perturb.h), since
+ * the executor sees a pass as one op, not its kernels. */
+static int stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
+
 static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err)
+{
+    return stage_costs_mem(sim, st, spec, NULL, err);
+}
+
+static int stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -424,9 +475,9 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     pass_times layer = time_layer(g, dt, ops, n, sc->train.attention == MM_ATTN_UNFUSED);
     n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times emb = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    pass_times emb = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times head = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    pass_times head = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
 
     int rc = (int)sc->train.recompute;
     double layer_flops = mm_llm_layer_fwd_flops(m, b, s);
@@ -449,6 +500,14 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
         c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
         c->bwd_flops = 2 * c->fwd_flops;
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
+        if (mem_frac) {
+            double mf = nl * layer.mem_fwd + (first ? emb.mem_fwd : 0) + (last ? head.mem_fwd : 0);
+            double mb = nl * layer.mem_bwd + (first ? emb.mem_bwd : 0) + (last ? head.mem_bwd : 0);
+            double mw = nl * layer.mem_wgrad + (first ? emb.mem_wgrad : 0) + (last ? head.mem_wgrad : 0);
+            mem_frac[3 * k + 0] = c->fwd_s > 0 ? mf / c->fwd_s : 0;
+            mem_frac[3 * k + 1] = c->bwd_s > 0 ? mb / c->bwd_s : 0;
+            mem_frac[3 * k + 2] = c->wgrad_s > 0 ? mw / c->wgrad_s : 0;
+        }
         /* weight gradients: every matmul but the attention core, once */
         c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(m, b, s);
         c->recompute_flops = nl * re_flops;
@@ -502,8 +561,11 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->stages = st;
-    if (sc->train.pass_times[0])
+    if (sc->train.pass_times[0]) {
+        if (mem_frac) /* measured pass times: no kernel breakdown */
+            memset(mem_frac, 0, (size_t)(3 * V) * sizeof *mem_frac);
         return apply_pass_times(sim, st, V, spec, err);
+    }
     return 0;
 }
 
@@ -529,10 +591,10 @@ static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs
         return -1;
     pass_times layer = time_ops(g, dt, ops, n);
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times stem = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     double ptok = inputs * (double)mm_model_tokens_per_tile(&sim->model);
     n = mm_projector_ops(e->proj, ptok, tp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times proj = n < 0 ? (pass_times){0, 0, 0, 0} : time_ops(g, dt, ops, n);
+    pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     double L = (double)e->enc->layers;
     int rc = (int)sc->train.recompute;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
@@ -978,6 +1040,103 @@ out:
     free(enc_mb[0]);
     free(enc_mb[1]);
     mm_engine_free(eng);
+    if (rc)
+        mm_metrics_free(mt);
+    return rc;
+}
+
+int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    memset(mt, 0, sizeof *mt);
+    int P = L->pp, V = L->pp * L->vpp, rc = 0;
+    mm_stage_cost *st = calloc((size_t)V, sizeof *st);
+    mt->stages = calloc((size_t)P, sizeof *mt->stages);
+    mm_build_spec spec = {0};
+    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
+    if (!st || !mt->stages) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    mt->n_stages = P;
+    if ((rc = stage_costs(sim, st, &spec, err)) || (rc = enc_costs(sim, &spec, enc_mb, err)))
+        goto out;
+    mt->gpus = mm_cluster_gpus(&sim->cluster);
+    if (stage_memory(sim, &spec, mt)) {
+        mt->oom = true;
+        mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
+        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+        mt->bubble_fraction = mt->exposed_comm_s = NAN;
+        goto out;
+    }
+    /* the slowest (physical) stage's F + B per micro-batch, with its TP
+     * all-reduces (analytic network time, serialized as in the executor) */
+    int m = sim->micro_batches, tpg[1024];
+    for (int t = 0; t < L->tp && t < 1024; t++)
+        tpg[t] = t;
+    double tp_one = L->tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, tpg, L->tp < 1024 ? L->tp : 1024,
+                                                     spec.tp_bytes)
+                              : 0;
+    double worst = 0, flops = 0, hw = 0, grad = 0, opt = 0;
+    for (int s = 0; s < P; s++) {
+        double t = 0, g = 0, o = 0;
+        for (int c = 0; c < L->vpp; c++) {
+            const mm_stage_cost *x = &st[c * P + s];
+            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (spec.tp_msgs_fwd + spec.tp_msgs_bwd);
+            flops += (x->fwd_flops + x->bwd_flops) * m * L->dp;
+            hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->dp;
+            g += x->grad_bytes;
+            o += x->opt_s;
+        }
+        worst = fmax(worst, t);
+        grad = fmax(grad, g);
+        opt = fmax(opt, o);
+    }
+    double enc_first = 0, enc_around = 0, enc_stage = 0;
+    for (int i = 0; i < spec.n_enc; i++) {
+        const mm_enc_spec *e = &spec.enc[i];
+        const mm_enc_mb_cost *c = &e->mb[0];
+        double per = c->fwd_s + c->bwd_s;
+        flops += (c->fwd_flops + c->bwd_flops) * m * L->dp;
+        hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->dp;
+        switch (e->placement) {
+        case MM_ENC_HOMOGENEOUS:
+            enc_first += per;
+            break;
+        case MM_ENC_COLOCATED:
+            enc_around += per * m * L->dp * e->tp / (double)(L->tp * L->cp * L->dp * L->pp);
+            break;
+        default: /* a stage of its own: its share of the micro-batches */
+            enc_stage = fmax(enc_stage, per / e->pp * (double)L->dp / e->dp);
+        }
+    }
+    worst = fmax(worst + enc_first, enc_stage);
+    double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
+    double pipe = (m + (stages - 1) / L->vpp) * worst;
+    int dpg[4096], n = L->dp < 4096 ? L->dp : 4096;
+    for (int d = 0; d < n; d++)
+        dpg[d] = d * L->tp * L->cp;
+    double dp_t = n > 1 ? mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE,
+                                               dpg, n, grad) * (spec.zero ? 2 : 1)
+                        : 0;
+    if (spec.overlap_grad_reduce)
+        dp_t *= 0.5; /* about half hides behind the last backward */
+    double T = pipe + enc_around + dp_t + opt;
+    double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
+    mt->iteration_time_s = T;
+    mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
+    mt->samples_per_s = (double)sc->train.global_batch / T;
+    mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
+    mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
+    mt->mfu = flops / (T * mt->gpus * peak);
+    mt->hfu = hw / (T * mt->gpus * peak);
+    mt->bubble_fraction = (stages - 1) / L->vpp * worst / pipe;
+    mt->exposed_comm_s = dp_t;
+out:
+    free(st);
+    free(enc_mb[0]);
+    free(enc_mb[1]);
     if (rc)
         mm_metrics_free(mt);
     return rc;

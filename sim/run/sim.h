@@ -62,6 +62,18 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *metrics, mm_sim_timeline *tl, mm_e
 
 void mm_sim_timeline_free(mm_sim_timeline *tl);
 
+/* The analytic pre-score a planner ranks thousands of layouts with, in
+ * microseconds instead of an event-level run: the same per-stage costs as
+ * mm_sim_run, combined by the uniform-pipeline formula
+ *     T = (m + (p-1)/v) x max over stages (F + B) + exposed TP comm (in the
+ *         stage costs) + DP gradient sync + optimizer step,
+ * with the slowest encoder stage joining the pipeline (pipeline placement),
+ * its whole work added to the first stage (homogeneous) or before and after
+ * it (colocated), or bounding the rate (disjoint).  Fills iteration time,
+ * throughput, TFLOP/s, MFU and memory (oom); no critical path or trace.
+ * Returns 0 or -code. */
+int mm_sim_estimate(const mm_sim *sim, mm_metrics *metrics, mm_err *err);
+
 /* Iteration metrics from an executed graph (exposed for tests that build
  * graphs by hand).  gpus and peak_flops are the cluster's; tokens and
  * samples the iteration's. */
