@@ -3,13 +3,17 @@
  * microseconds); they are converted to SI here and nowhere else. */
 #include "hw/cluster.h"
 
+#include <libfyaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "util/doc.h"
 
-static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source", NULL};
+static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source",
+                                       "node_groups", NULL};
+static const char *const group_keys[] = {"name", "first", "count", "nic_gbit_s", "gpu", NULL};
+static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s", NULL};
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels", NULL};
@@ -285,6 +289,116 @@ static int load_fabric(const mm_doc *d, struct fy_node *f, mm_cluster *c, mm_err
     return 0;
 }
 
+/* A node group's GPU: name, peaks, HBM (no efficiency factors or tables:
+ * its kernel times scale the base GPU's, see cluster.h). */
+static int load_group_gpu(const mm_doc *d, struct fy_node *g, const char *prefix, mm_node_group *ng,
+                          mm_err *err)
+{
+    char path[96];
+    int rc;
+    bool found;
+    snprintf(path, sizeof path, "%s.gpu", prefix);
+    if ((rc = mm_node_check_keys(d, g, path, group_gpu_keys, err)))
+        return rc;
+    snprintf(path, sizeof path, "%s.gpu.name", prefix);
+    if ((rc = mm_node_str(d, g, "name", path, ng->gpu_name, sizeof ng->gpu_name, &found, err)))
+        return rc;
+    struct fy_node *pk = mm_node_get(g, "peak_tflops");
+    snprintf(path, sizeof path, "%s.gpu.peak_tflops", prefix);
+    if (!pk)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(g), path, "missing required key");
+    if ((rc = mm_node_check_keys(d, pk, path, peak_keys, err)))
+        return rc;
+    for (int i = 0; i < MM_DTYPE_COUNT; i++) {
+        char kp[128];
+        snprintf(kp, sizeof kp, "%s.%s", path, peak_keys[i]);
+        double v = NAN;
+        if ((rc = mm_node_double(d, pk, peak_keys[i], kp, 1e-6, 1e9, &v, &found, err)))
+            return rc;
+        ng->peak_flops[i] = found ? v * 1e12 : NAN;
+    }
+    if (!(ng->peak_flops[MM_DTYPE_BF16] > 0))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pk), path, "a group's GPU needs a bf16 peak");
+    double gb, gbs;
+    snprintf(path, sizeof path, "%s.gpu.hbm_gb", prefix);
+    if ((rc = need_pos(d, g, "hbm_gb", path, &gb, err)))
+        return rc;
+    snprintf(path, sizeof path, "%s.gpu.hbm_gb_s", prefix);
+    if ((rc = need_pos(d, g, "hbm_gb_s", path, &gbs, err)))
+        return rc;
+    ng->hbm_bytes = gb * 1e9;
+    ng->hbm_bw = gbs * 1e9;
+    ng->has_gpu = true;
+    return 0;
+}
+
+/* node_groups: [{name, first, count, nic_gbit_s, gpu}], after c->nodes is
+ * known.  Groups may not overlap; each must change something. */
+static int load_groups(const mm_doc *d, struct fy_node *root, mm_cluster *c, mm_err *err)
+{
+    struct fy_node *list = mm_node_get(root, "node_groups");
+    if (!list || mm_node_is_null(list))
+        return 0;
+    if (!fy_node_is_sequence(list))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(list), "node_groups",
+                          "expected a list of {name, first, count, nic_gbit_s, gpu}");
+    void *it = NULL;
+    struct fy_node *g;
+    while ((g = fy_node_sequence_iterate(list, &it))) {
+        char prefix[48], path[96];
+        int i = c->n_groups, rc;
+        bool found;
+        snprintf(prefix, sizeof prefix, "node_groups[%d]", i);
+        if (i == MM_NODE_GROUPS_MAX)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(g), prefix, "at most %d node groups",
+                              MM_NODE_GROUPS_MAX);
+        if ((rc = mm_node_check_keys(d, g, prefix, group_keys, err)))
+            return rc;
+        mm_node_group *ng = &c->groups[i];
+        memset(ng, 0, sizeof *ng);
+        snprintf(ng->name, sizeof ng->name, "group%d", i);
+        int64_t first = -1, count = -1;
+        double gbit = 0;
+        snprintf(path, sizeof path, "%s.name", prefix);
+        if ((rc = mm_node_str(d, g, "name", path, ng->name, sizeof ng->name, &found, err)))
+            return rc;
+        snprintf(path, sizeof path, "%s.first", prefix);
+        if ((rc = mm_node_int(d, g, "first", path, 0, 1 << 20, &first, &found, err)))
+            return rc;
+        snprintf(path, sizeof path, "%s.count", prefix);
+        if ((rc = mm_node_int(d, g, "count", path, 1, 1 << 20, &count, &found, err)))
+            return rc;
+        if (first < 0 || count < 0) {
+            snprintf(path, sizeof path, "%s.%s", prefix, first < 0 ? "first" : "count");
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(g), path,
+                              "missing required key (a node group is nodes [first, first + count))");
+        }
+        if (first + count > c->nodes) {
+            snprintf(path, sizeof path, "%s.count", prefix);
+            return bad_key(d, g, "count", path, "the group runs past the cluster's last node", err);
+        }
+        for (int j = 0; j < i; j++)
+            if (first < c->groups[j].first + c->groups[j].count && c->groups[j].first < first + count) {
+                snprintf(path, sizeof path, "%s.first", prefix);
+                return bad_key(d, g, "first", path, "node groups overlap", err);
+            }
+        ng->first = (int)first;
+        ng->count = (int)count;
+        snprintf(path, sizeof path, "%s.nic_gbit_s", prefix);
+        if ((rc = mm_node_double(d, g, "nic_gbit_s", path, 1e-6, 1e9, &gbit, &found, err)))
+            return rc;
+        ng->nic_bw = found ? gbit * 1e9 / 8.0 : c->nic_bw;
+        struct fy_node *gg = mm_node_get(g, "gpu");
+        if (gg && (rc = load_group_gpu(d, gg, prefix, ng, err)))
+            return rc;
+        if (!found && !gg)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(g), prefix,
+                              "a node group must change nic_gbit_s or gpu");
+        c->n_groups++;
+    }
+    return 0;
+}
+
 int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
 {
     memset(c, 0, sizeof *c);
@@ -307,6 +421,8 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
     snprintf(c->source, sizeof c->source, "%s", path);
     c->nodes = nodes > 0 ? nodes : (int)file_nodes;
     rc = load_fabric(&d, f, c, err);
+    if (!rc)
+        rc = load_groups(&d, root, c, err);
 out:
     mm_doc_free(&d);
     return rc;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "hw/efficiency.h"
+#include "hw/perturb.h"
 #include "util/err.h"
 
 /* Numeric formats with their own tensor-core peak. Order matches the
@@ -36,6 +37,22 @@ typedef struct mm_gpu_spec {
      * where one is absent the single factor above is used. */
     mm_kernel_tables kernels;
 } mm_gpu_spec;
+
+/* A group of nodes that differs from the file's base node (`node_groups:`
+ * in the topology file): other NICs, or another GPU.  A group's GPU keeps
+ * only the scalars: kernel times are the base GPU's scaled by the peak
+ * ratio (compute-bound kernels) and the HBM bandwidth ratio (memory-bound
+ * kernels), see perturb.h. */
+#define MM_NODE_GROUPS_MAX 8
+typedef struct mm_node_group {
+    char name[32];
+    int first, count;       /* nodes [first, first + count) */
+    double nic_bw;          /* bytes/s per NIC per direction */
+    bool has_gpu;
+    char gpu_name[64];
+    double peak_flops[MM_DTYPE_COUNT];
+    double hbm_bytes, hbm_bw;
+} mm_node_group;
 
 /* How the GPUs of a node reach each other. */
 typedef enum { MM_INTRA_NVSWITCH, MM_INTRA_NVLINK_MESH, MM_INTRA_PCIE } mm_intra_kind;
@@ -70,10 +87,16 @@ typedef struct mm_cluster {
     double oversub;       /* leaf down:up bandwidth ratio, >= 1 */
     int spines;           /* uplinks per leaf, one per spine switch */
     double hop_latency_s; /* per extra switch hop (leaf -> spine -> leaf) */
+    int n_groups;         /* node groups that differ from the base node */
+    mm_node_group groups[MM_NODE_GROUPS_MAX];
+    mm_perturb pt;        /* what-if perturbations (perturb.h); pt.n == 0: none */
 } mm_cluster;
 
 /* Reads a topology file; `nodes` overrides the file's node count when > 0.
- * Errors name the file, line and key. */
+ * Errors name the file, line and key.  `node_groups:` (optional) is a list
+ * of {name, first, count, nic_gbit_s, gpu: {...}}: nodes [first,
+ * first + count) get that NIC line rate and/or that GPU (the keys of the
+ * top-level gpu section; tables are not read). */
 int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err);
 
 static inline int mm_cluster_gpus(const mm_cluster *c)

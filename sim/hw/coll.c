@@ -24,6 +24,7 @@ struct mm_network {
     double *rc;
     size_t rlen, rcap;
     int oom;
+    double xmax;   /* largest perturbation latency over the routes of a phase */
 };
 
 typedef struct coll_op {
@@ -36,6 +37,7 @@ typedef struct coll_op {
     double bytes;
     int count_left, phase, n_phases;
     uint32_t pending;
+    double xlat_s; /* perturbation latency this phase pays after its flows */
     int *node_off; /* members of node X: g[node_off[X] .. node_off[X+1]-1] */
     int *nic_off;  /* distinct NICs of node X: nics[nic_off[X] ..] */
     int *nics;
@@ -127,8 +129,13 @@ static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_
         net->rcap = nc;
     }
     int k = mm_topo_path(&net->topo, src, dst, rail_out, rail_in, net->rl + net->rlen);
-    for (int i = 0; i < k; i++)
+    double x = 0;
+    for (int i = 0; i < k; i++) {
         net->rc[net->rlen + (size_t)i] = coef;
+        x += net->topo.xlat[net->rl[net->rlen + (size_t)i]];
+    }
+    if (x > net->xmax)
+        net->xmax = x;
     net->rlen += (size_t)k;
 }
 
@@ -443,18 +450,52 @@ static void phase_done(coll_op *op)
     op_free(op);
 }
 
+static void on_xlat_done(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    (void)eng;
+    (void)arg;
+    phase_done(ctx);
+}
+
+/* The flows of a phase have drained; extra latency of perturbed links
+ * (topo.h) is paid now, before the next phase (latency and bandwidth terms
+ * add, so where it is paid does not change the time). */
+static void phase_end(coll_op *op)
+{
+    if (op->xlat_s > 0)
+        mm_engine_after(op->net->eng, (mm_time)llround(op->xlat_s * 1e9), on_xlat_done, op, 0);
+    else
+        phase_done(op);
+}
+
+/* Sequential steps of a phase that each cross the slowest route once:
+ * the alpha count of mm_net_latency (net.c). */
+static double xsteps(const coll_op *op)
+{
+    int n = op->n, N = op->s.nodes;
+    if (op->kind == MM_COLL_SENDRECV || op->kind == MM_COLL_ALLTOALL || op->n_phases > 1 ||
+        op->algo == MM_ALGO_NVLS)
+        return 1;
+    if (op->algo == MM_ALGO_TREE)
+        return 2.0 * ceil(log2((double)(N > 1 ? N : 2)));
+    if (op->algo == MM_ALGO_HIER)
+        return 2.0 * (N - 1);
+    return op->kind == MM_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+}
+
 static void on_flow_done(void *ctx, uint64_t arg)
 {
     (void)arg;
     coll_op *op = ctx;
     if (--op->pending == 0)
-        phase_done(op);
+        phase_end(op);
 }
 
 static void add_flows(coll_op *op)
 {
     mm_network *net = op->net;
     route_clear(net);
+    net->xmax = 0;
     op->pending = 1; /* held until every flow is added */
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
@@ -480,8 +521,9 @@ static void add_flows(coll_op *op)
             ring_flows(op, 0);
     }
     mm_flownet_commit(net->fn);
+    op->xlat_s = net->topo.any_xlat ? net->xmax * xsteps(op) : 0;
     if (--op->pending == 0)
-        phase_done(op);
+        phase_end(op);
 }
 
 static void on_latency(mm_engine *eng, void *ctx, uint64_t arg)

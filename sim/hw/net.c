@@ -130,7 +130,8 @@ static double b_intra(const mm_cluster *c, int m)
 
 static double b_nic(const mm_cluster *c)
 {
-    double nic = c->nic_bw * c->net_eff;
+    /* with node groups a ring across nodes runs at the slowest NIC's pace */
+    double nic = (c->n_groups ? mm_cluster_nic_bw_min(c) : c->nic_bw) * c->net_eff;
     if (c->pcie_bw > 0)
         nic = fmin(nic, c->pcie_bw * c->pcie_eff);
     return nic;

@@ -4,6 +4,7 @@
  * depends on traffic (flow.c, coll.c). */
 #include "hw/topo.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 int mm_topo_nic_gpu(const mm_cluster *c, int nic)
@@ -29,6 +30,88 @@ static void set(mm_topo *t, int l, double cap, double lat)
     t->lat[l] = lat;
 }
 
+/* One link under one perturbation entry. */
+static void touch(mm_topo *t, int l, const mm_perturb_entry *e)
+{
+    if (e->factor > 0)
+        t->cap[l] *= e->factor;
+    t->lat[l] += e->latency_s;
+    t->xlat[l] += e->latency_s;
+    if (e->latency_s > 0)
+        t->any_xlat = 1;
+    if (e->failed) {
+        t->dead[l] = 1;
+        t->cap[l] = 0;
+        t->any_dead = 1;
+    }
+}
+
+/* Both directions of the cable between leaf l and spine s. */
+static void touch_uplink(mm_topo *t, int l, int s, const mm_perturb_entry *e)
+{
+    int up = t->o_fabric + 2 * (l * t->c->spines + s);
+    touch(t, up, e);
+    touch(t, up + 1, e);
+}
+
+static void touch_nic(mm_topo *t, int node, int k, const mm_perturb_entry *e)
+{
+    int b = node * t->per_node;
+    touch(t, b + t->o_nt + k, e);
+    touch(t, b + t->o_nr + k, e);
+}
+
+static bool listed(const int *ids, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == v)
+            return true;
+    return false;
+}
+
+/* Network perturbations: nic, rail, switch, link (perturb.h). */
+static void perturb_links(mm_topo *t, const mm_perturb_entry *e)
+{
+    const mm_cluster *c = t->c;
+    int K = c->nics_per_node, S = c->spines;
+    switch (e->kind) {
+    case MM_PT_NIC:
+        for (int node = 0; node < c->nodes; node++)
+            for (int k = 0; k < K; k++)
+                if ((!e->n_nodes || listed(e->nodes, e->n_nodes, node)) && (!e->n_nics || listed(e->nics, e->n_nics, k)))
+                    touch_nic(t, node, k, e);
+        break;
+    case MM_PT_RAIL:
+        for (int node = 0; node < c->nodes; node++)
+            for (int k = 0; k < K; k++)
+                if (listed(e->nics, e->n_nics, k))
+                    touch_nic(t, node, k, e);
+        if (c->fabric == MM_FABRIC_RAIL)
+            for (int l = 0; l < t->leaves; l++)
+                if (listed(e->nics, e->n_nics, l % K))
+                    for (int s = 0; s < S; s++)
+                        touch_uplink(t, l, s, e);
+        break;
+    case MM_PT_SWITCH:
+        for (int l = 0; l < t->leaves; l++)
+            for (int s = 0; s < S; s++)
+                if (listed(e->leaves, e->n_leaves, l) || listed(e->spines, e->n_spines, s))
+                    touch_uplink(t, l, s, e);
+        /* a leaf also terminates the NIC cables plugged into it */
+        for (int node = 0; node < c->nodes && e->n_leaves; node++)
+            for (int k = 0; k < K; k++)
+                if (listed(e->leaves, e->n_leaves, mm_cluster_leaf_of(c, node, k)))
+                    touch_nic(t, node, k, e);
+        break;
+    case MM_PT_LINK:
+        if (e->n_leaves > 0 && e->n_spines > 0 && e->leaves[0] < t->leaves && e->spines[0] < S)
+            touch_uplink(t, e->leaves[0], e->spines[0], e);
+        break;
+    default:
+        break;
+    }
+}
+
 int mm_topo_build(mm_topo *t, const mm_cluster *c, mm_err *err)
 {
     int G = c->gpus_per_node, K = c->nics_per_node, S = c->pcie_switches;
@@ -52,7 +135,10 @@ int mm_topo_build(mm_topo *t, const mm_cluster *c, mm_err *err)
     t->n_links = t->o_fabric + 2 * t->leaves * c->spines;
     t->cap = malloc((size_t)t->n_links * sizeof *t->cap);
     t->lat = malloc((size_t)t->n_links * sizeof *t->lat);
-    if (!t->cap || !t->lat) {
+    t->xlat = calloc((size_t)t->n_links + 1, sizeof *t->xlat);
+    t->dead = calloc((size_t)t->n_links + 1, 1);
+    t->any_dead = t->any_xlat = 0;
+    if (!t->cap || !t->lat || !t->xlat || !t->dead) {
         mm_topo_free(t);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory for the link graph");
     }
@@ -80,11 +166,13 @@ int mm_topo_build(mm_topo *t, const mm_cluster *c, mm_err *err)
             set(t, b + t->o_pgu + g, pcie, pl);
             set(t, b + t->o_pgd + g, pcie, pl);
         }
+        /* a node group's NICs: its line rate at the fabric's calibrated efficiency */
+        double nic_n = mm_cluster_node_nic_bw(c, node) * c->net_eff;
         for (int k = 0; k < K; k++) {
             set(t, b + t->o_pnt + k, pcie, 0);
             set(t, b + t->o_pnr + k, pcie, 0);
-            set(t, b + t->o_nt + k, nic, a_net);
-            set(t, b + t->o_nr + k, nic, a_net);
+            set(t, b + t->o_nt + k, nic_n, a_net);
+            set(t, b + t->o_nr + k, nic_n, a_net);
         }
         for (int s = 0; s < S; s++) {
             set(t, b + t->o_psu + s, pcie, 0);
@@ -93,6 +181,8 @@ int mm_topo_build(mm_topo *t, const mm_cluster *c, mm_err *err)
     }
     for (int i = t->o_fabric; i < t->n_links; i++)
         set(t, i, up, c->hop_latency_s);
+    for (int i = 0; i < c->pt.n; i++)
+        perturb_links(t, &c->pt.e[i]);
     return 0;
 }
 
@@ -100,7 +190,10 @@ void mm_topo_free(mm_topo *t)
 {
     free(t->cap);
     free(t->lat);
-    t->cap = t->lat = NULL;
+    free(t->xlat);
+    free(t->dead);
+    t->cap = t->lat = t->xlat = NULL;
+    t->dead = NULL;
 }
 
 /* GPU-to-GPU links inside node `node` (local indices s != d). */
@@ -183,6 +276,15 @@ int mm_topo_path(const mm_topo *t, int src, int dst, int rail_out, int rail_in, 
          * Fat Trees", 2010).  Deterministic, and balanced for the shift and
          * all-to-all patterns collectives make. */
         int sp = (int)(((int64_t)nd * c->nics_per_node + rail_in) % c->spines);
+        /* around failed links: the next spine live on both sides */
+        for (int i = 0; t->any_dead && i < c->spines; i++) {
+            int s2 = (sp + i) % c->spines;
+            if (!t->dead[t->o_fabric + 2 * (ls * c->spines + s2)] &&
+                !t->dead[t->o_fabric + 2 * (ld * c->spines + s2) + 1]) {
+                sp = s2;
+                break;
+            }
+        }
         links[n++] = t->o_fabric + 2 * (ls * c->spines + sp);
         links[n++] = t->o_fabric + 2 * (ld * c->spines + sp) + 1;
     }

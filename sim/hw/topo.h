@@ -16,7 +16,13 @@
  * leaf.  Fabric: leaf <-> spine uplinks, `spines` per leaf.  Routing is
  * deterministic: rail-aligned between NICs of the same index, through a
  * spine chosen by the destination NIC (D-mod-k, as InfiniBand's fat-tree
- * routing does) when the two NICs hang off different leaves.  Not for:
+ * routing does) when the two NICs hang off different leaves.
+ * Perturbations (perturb.h, the cluster's pt) scale capacities, add
+ * latency (kept apart in xlat, which the flow model charges per step) and
+ * fail leaf-spine links; a route whose D-mod-k spine is cut on either side
+ * takes the next spine that is live on both, as a subnet manager re-routes
+ * around a dead port.  Node groups give their nodes' NIC links their own
+ * rate.  Not for:
  * bandwidth sharing (flow.h) or collective algorithms (coll.h). */
 #ifndef MM_TOPO_H
 #define MM_TOPO_H
@@ -29,7 +35,10 @@ typedef struct mm_topo {
     const mm_cluster *c;
     int n_links;
     double *cap;     /* bytes/s */
-    double *lat;     /* seconds */
+    double *lat;     /* seconds (extra latency of perturbations included) */
+    double *xlat;    /* seconds of lat added by perturbations */
+    unsigned char *dead; /* failed links (capacity 0, never routed over) */
+    int any_dead, any_xlat;
     int per_node;    /* links per node, laid out from node * per_node */
     int o_up, o_down, o_mesh, o_pgu, o_pgd, o_pnt, o_pnr, o_psu, o_psd, o_nt, o_nr;
     int o_fabric, leaves;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hw/coll.h"
+#include "hw/perturb.h"
 
 typedef struct exec_state {
     mm_engine *eng;
@@ -27,6 +28,7 @@ typedef struct exec_state {
     uint32_t *coll_ops;
     uint32_t done;
     mm_network *net;
+    double *scale;       /* per op: perturbation multiplier of dur_s; NULL: none */
     int rc;
     mm_err *err;
 } exec_state;
@@ -50,7 +52,7 @@ static void arrive(exec_state *st, uint32_t id)
     const mm_op *op = &st->g->ops[id];
     st->arrived[id] = 1;
     if (op->coll < 0) {
-        start_op(st, id, op->dur_s);
+        start_op(st, id, st->scale ? op->dur_s * st->scale[id] : op->dur_s);
         return;
     }
     uint32_t c = (uint32_t)op->coll;
@@ -124,9 +126,59 @@ static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg)
         on_complete(eng, st, st->coll_ops[k]);
 }
 
+/* Each compute op's multiplier from the GPUs' pace (hw/perturb.h): the
+ * slowest GPU of its rank.  Jitter is drawn in op order from the
+ * iteration's own stream, so it does not depend on the order ops run in. */
+static int op_scales(exec_state *st, const mm_exec_opts *opts)
+{
+    const mm_graph *g = st->g;
+    const mm_cluster *c = st->c;
+    if ((c->pt.n == 0 && c->n_groups == 0) || !g->rank_gpu_off)
+        return 0;
+    mm_gpu_pace pace;
+    int rc = mm_gpu_pace_build(&pace, c, st->err);
+    if (rc)
+        return rc;
+    if (!pace.any_time) {
+        mm_gpu_pace_free(&pace);
+        return 0;
+    }
+    bool jitter = false;
+    for (int i = 0; i < pace.n; i++)
+        jitter |= pace.cv[i] > 0;
+    gsl_rng *rng = jitter ? mm_perturb_rng(c->pt.seed, opts ? opts->iteration : 0) : NULL;
+    st->scale = malloc((g->n_ops + 1) * sizeof *st->scale);
+    if (!st->scale || (jitter && !rng)) {
+        if (rng)
+            gsl_rng_free(rng);
+        mm_gpu_pace_free(&pace);
+        return mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+    }
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        st->scale[i] = 1.0;
+        if (op->coll >= 0 || mm_cat_is_comm(op->cat) || op->rank < 0 || op->rank >= g->n_ranks)
+            continue;
+        uint32_t a = g->rank_gpu_off[op->rank], b = g->rank_gpu_off[op->rank + 1];
+        double m = opts && opts->mem_frac ? opts->mem_frac[i] : 0.0;
+        st->scale[i] = mm_gpu_pace_op(&pace, g->rank_gpus + a, (int)(b - a), m, rng);
+    }
+    if (rng)
+        gsl_rng_free(rng);
+    mm_gpu_pace_free(&pace);
+    return 0;
+}
+
 int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                 mm_exec_net net, mm_time *start, mm_time *end, mm_time *t_end,
                 mm_err *err)
+{
+    return mm_exec_run_opts(eng, g, c, net, NULL, start, end, t_end, err);
+}
+
+int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
+                     mm_exec_net net, const mm_exec_opts *opts, mm_time *start, mm_time *end,
+                     mm_time *t_end, mm_err *err)
 {
     size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
     exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end, .err = err};
@@ -144,6 +196,8 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
         goto out;
     }
+    if ((rc = op_scales(&st, opts)))
+        goto out;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         st.deps[i] = g->ops[i].ndeps;
         start[i] = end[i] = -1;
@@ -182,5 +236,6 @@ out:
     free(st.coll_arrived);
     free(st.coll_off);
     free(st.coll_ops);
+    free(st.scale);
     return rc;
 }

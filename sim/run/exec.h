@@ -5,8 +5,11 @@
  * stream and its dependencies are done; collective members start together
  * when the last one arrives and finish when the network model (hw/coll.h:
  * `analytic` alpha-beta, or `flow` with max-min sharing between everything
- * in flight) says the collective is done.  Not for: building graphs or
- * computing metrics (sim.c). */
+ * in flight) says the collective is done.  The cluster's perturbations
+ * (hw/perturb.h) set each compute op's effective duration: its nominal
+ * dur_s x the pace of the slowest GPU of its rank (rank_gpus), jitter
+ * included; network perturbations live in the link graph.  Not for:
+ * building graphs or computing metrics (sim.c). */
 #ifndef MM_EXEC_H
 #define MM_EXEC_H
 
@@ -23,5 +26,18 @@ typedef enum { MM_EXEC_NET_ANALYTIC, MM_EXEC_NET_FLOW } mm_exec_net;
 int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                 mm_exec_net net, mm_time *start, mm_time *end, mm_time *t_end,
                 mm_err *err);
+
+/* What the perturbation model needs per op and per iteration. */
+typedef struct mm_exec_opts {
+    const double *mem_frac; /* per op: share of its nominal time in memory-bound
+                               kernels (HBM perturbations and node groups' GPUs
+                               scale that part); NULL: all compute-bound */
+    uint64_t iteration;     /* selects the jitter stream (with c->pt.seed) */
+} mm_exec_opts;
+
+/* mm_exec_run with options (NULL: as mm_exec_run). */
+int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
+                     mm_exec_net net, const mm_exec_opts *opts, mm_time *start, mm_time *end,
+                     mm_time *t_end, mm_err *err);
 
 #endif

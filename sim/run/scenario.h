@@ -18,12 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hw/perturb.h"
 #include "model/llm.h"
 #include "util/err.h"
 
 #define MM_MAX_PP 512      /* max pipeline stages in layers_per_stage */
 #define MM_MAX_FROZEN 8
-#define MM_MAX_KEYS 96     /* key->line table size */
+#define MM_MAX_KEYS 320    /* key->line table size (perturb entries note theirs too) */
 
 typedef enum { MM_PREC_BF16, MM_PREC_FP16, MM_PREC_FP8, MM_PREC_COUNT } mm_precision;
 /* Recompute modes are the model layer's (model/llm.h): none, selective, full. */
@@ -100,6 +101,9 @@ typedef struct mm_scenario {
     mm_network_kind network;
     int iterations;
     uint64_t seed;
+    /* What-if perturbations (`perturb:` list, hw/perturb.h); perturb.seed
+     * is the scenario's seed. */
+    mm_perturb perturb;
 
     /* Where each key was read: dotted key -> (file, line).  An override
      * from --set records file "--set" and line 0. */

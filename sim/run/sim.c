@@ -927,6 +927,96 @@ static double host_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* ---- perturbations ---- */
+
+/* Per op of a built graph: the memory-bound share of its nominal time
+ * (LLM passes from the stage costs, every optimizer step 1, encoder passes
+ * 0), for the executor's pace model.  NULL when out of memory. */
+static double *op_mem_frac(const mm_graph *g, const double *frac, int V)
+{
+    double *m = malloc((g->n_ops + 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        int c = op->cat == MM_CAT_FWD ? 0 : op->cat == MM_CAT_BWD ? 1 : op->cat == MM_CAT_WGRAD ? 2 : -1;
+        if (op->cat == MM_CAT_OPT)
+            m[i] = 1.0; /* Adam streams its states through HBM (MM_ADAM_BYTES_PER_PARAM) */
+        else if (op->module == 0 && c >= 0 && op->stage >= 0 && op->stage < V)
+            m[i] = frac[3 * op->stage + c];
+        else
+            m[i] = 0.0;
+    }
+    return m;
+}
+
+/* HBM capacity per GPU after node groups' GPUs and hbm perturbations: a
+ * rank whose GPU holds less than its stage's (or its encoder's) peak plus
+ * the reserve makes the run OOM, like any layout that does not fit. */
+static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_metrics *mt)
+{
+    const mm_cluster *c = &sim->cluster;
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    bool changed = false;
+    for (int i = 0; i < c->n_groups; i++)
+        changed |= c->groups[i].has_gpu;
+    for (int i = 0; i < c->pt.n; i++)
+        changed |= c->pt.e[i].kind == MM_PT_HBM && c->pt.e[i].hbm_cap != 1.0;
+    if (!changed)
+        return false;
+    mm_graph g;
+    mm_gpu_pace pace;
+    mm_err e;
+    if (mm_build_iteration(spec, &g))
+        return false;
+    int *module = malloc((size_t)(g.n_ranks + 1) * sizeof *module);
+    if (!module || !g.rank_gpu_off || mm_gpu_pace_build(&pace, c, &e)) {
+        free(module);
+        mm_graph_free(&g);
+        return false;
+    }
+    for (int r = 0; r < g.n_ranks; r++)
+        module[r] = -1;
+    for (uint32_t i = 0; i < g.n_ops; i++)
+        if (module[g.ops[i].rank] < 0)
+            module[g.ops[i].rank] = g.ops[i].module;
+    double reserve = sim->sc.train.memory_reserve_gib * MM_GIB;
+    bool oom = false;
+    for (int r = 0; r < g.n_ranks && !oom; r++) {
+        double gib = r < L->pp * L->dp ? mt->stages[r / L->dp].memory_gib
+                     : module[r] > 0 && module[r] < mt->n_modules ? mt->modules[module[r]].memory_gib
+                                                                 : 0;
+        for (uint32_t k = g.rank_gpu_off[r]; k < g.rank_gpu_off[r + 1]; k++)
+            oom |= gib * MM_GIB + reserve > pace.hbm_bytes[g.rank_gpus[k]];
+    }
+    mm_gpu_pace_free(&pace);
+    free(module);
+    mm_graph_free(&g);
+    return oom;
+}
+
+/* A periodic stall (checkpoint write) ends the iteration on every rank:
+ * it joins the critical path as its own entry. */
+static int crit_add_stall(mm_critpath *cp, double stall_s, double total_s)
+{
+    mm_crit_entry *e = realloc(cp->e, (size_t)(cp->n + 1) * sizeof *e);
+    if (!e)
+        return -1;
+    cp->e = e;
+    for (int i = 0; i < cp->n; i++)
+        e[i].share = e[i].seconds / total_s;
+    mm_crit_entry x = {.rank = -1, .stage = -1, .seconds = stall_s, .share = stall_s / total_s, .ops = 0};
+    snprintf(x.what, sizeof x.what, "stall");
+    int at = cp->n;
+    while (at > 0 && e[at - 1].seconds < stall_s) {
+        e[at] = e[at - 1];
+        at--;
+    }
+    e[at] = x;
+    cp->n++;
+    return 0;
+}
+
 int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -943,17 +1033,19 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mm_build_spec spec = {0};
     mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
     int rc = 0;
-    if (!st || !mt->iters || !mt->stages || !eng) {
+    bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
+    double *mfrac = calloc((size_t)(3 * P * L->vpp), sizeof *mfrac);
+    if (!st || !mt->iters || !mt->stages || !eng || !mfrac) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
     mt->n_iters = iters;
     mt->n_stages = P;
-    if ((rc = stage_costs(sim, st, &spec, err)) || (rc = enc_costs(sim, &spec, enc_mb, err)))
+    if ((rc = stage_costs_mem(sim, st, &spec, mfrac, err)) || (rc = enc_costs(sim, &spec, enc_mb, err)))
         goto out;
     /* A layout that does not fit is an answer (design.md section 5): the
      * per-stage memory, oom = true, and no time. */
-    if (stage_memory(sim, &spec, mt)) {
+    if (stage_memory(sim, &spec, mt) || capacity_oom(sim, &spec, mt)) {
         mt->oom = true;
         mt->n_iters = 0;
         mt->gpus = mm_cluster_gpus(&sim->cluster);
@@ -974,12 +1066,15 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
         mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
         mm_time t0 = mm_engine_now(eng), t1 = t0;
-        if (!start || !end)
+        mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, mfrac, P * L->vpp) : NULL,
+                           .iteration = (uint64_t)it};
+        if (!start || !end || (perturbed && !xo.mem_frac))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         else
-            rc = mm_exec_run(eng, &g, &sim->cluster,
-                             sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC,
-                             start, end, &t1, err);
+            rc = mm_exec_run_opts(eng, &g, &sim->cluster,
+                                  sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC,
+                                  &xo, start, end, &t1, err);
+        free((void *)xo.mem_frac);
         if (rc == 0) {
             mm_iter_metrics *im = &mt->iters[it];
             im->iteration = it;
@@ -989,6 +1084,14 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
             module_time(&g, start, end, &spec, mt);
             if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
                 rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+            double stall = mm_perturb_stall_s(&sim->cluster.pt, it);
+            if (stall > 0) {
+                im->time_s += stall;
+                for (int s = 0; s < P; s++)
+                    mt->stages[s].idle_s += stall;
+                if (rc == 0 && it == iters - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
+                    rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+            }
         }
         if (rc == 0 && tl && it == iters - 1) {
             tl->graph = g;
@@ -1036,6 +1139,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->events = mm_engine_dispatched(eng);
 out:
     mt->wall_s = host_seconds() - t_host;
+    free(mfrac);
     free(st);
     free(enc_mb[0]);
     free(enc_mb[1]);
