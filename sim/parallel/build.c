@@ -889,6 +889,17 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
         free(gl);
     }
 
+    /* Post-balancing moves samples between DP ranks before anything runs. */
+    if (rc == 0 && sp->pre_a2a_bytes > 0) {
+        int64_t cl = all_llm_coll(&b, MM_COLL_ALLTOALL, sp->pre_a2a_bytes);
+        for (int r = 0; r < sp->pp * sp->dp && rc == 0; r++) {
+            mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
+                        .mb = -1, .coll = (int32_t)cl, .peer = -1};
+            if (cl < 0 || add(&b, &op, b.last_compute[r]) < 0)
+                rc = -1;
+        }
+    }
+
     /* Colocated encoders encode the whole iteration's input first. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
         if (sp->enc[i].placement == MM_ENC_COLOCATED)

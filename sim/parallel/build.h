@@ -151,6 +151,9 @@ typedef struct mm_build_spec {
                                     time, FLOPs and message sizes */
     int n_enc;
     mm_enc_spec enc[MM_MAX_ENCODERS];
+    double pre_a2a_bytes;    /* > 0: an all-to-all over all the LLM's GPUs
+                                (this many bytes per GPU) opens the iteration:
+                                OrchMLLM's post-balancing re-deal */
 } mm_build_spec;
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear

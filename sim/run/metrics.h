@@ -21,6 +21,8 @@ typedef struct mm_iter_metrics {
     double model_flops;     /* Megatron convention, whole cluster */
     double hw_flops;        /* + recomputation */
     double tokens, samples; /* trained this iteration, whole cluster */
+    double load_imbalance;  /* max / mean LLM work over DP ranks (1 = even) */
+    double stage_spread_s;  /* slowest minus fastest stage's compute */
 } mm_iter_metrics;
 
 /* Per pipeline stage, averaged over iterations and over the DP replicas. */
@@ -42,7 +44,8 @@ typedef struct mm_module_metrics {
 
 typedef struct mm_metrics {
     /* summary over all iterations (means) */
-    double iteration_time_s;
+    double iteration_time_s;              /* mean over iterations */
+    double iteration_time_p50_s, iteration_time_p99_s;
     double tokens_per_s, samples_per_s;
     double mfu, hfu;                       /* fraction of dense peak */
     double tflops_per_gpu, hw_tflops_per_gpu;

@@ -78,6 +78,54 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
     }
 }
 
+void mm_sim_free(mm_sim *sim)
+{
+    if (sim->wl) {
+        mm_workload_free(sim->wl);
+        free(sim->wl);
+        sim->wl = NULL;
+    }
+}
+
+/* A mixture or trace file: samples are drawn per iteration.  The LLM's
+ * sequences are at most train.seq_len tokens (longer samples are cut, as
+ * model_max_length does); the vision encoder (if the model has one) gets
+ * each micro-batch's tiles and frames. */
+static int load_workload_file(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = &sim->model;
+    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, sizeof sim->workload_path);
+    if (!readable(sim->workload_path))
+        return mm_scenario_fail(sc, err, "workload", "cannot open workload file '%s'", sc->workload.path);
+    if (mo->has_audio)
+        return mm_scenario_fail(sc, err, "model", "audio encoders are not wired into `mmsim run` yet");
+    sim->wl = calloc(1, sizeof *sim->wl);
+    if (!sim->wl)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_workload_load(sim->workload_path, sim->wl, err);
+    if (rc) {
+        free(sim->wl);
+        sim->wl = NULL;
+        return rc;
+    }
+    mm_token_model_from_model(mo, &sim->tm);
+    sim->tm.max_tokens = sc->train.seq_len;
+    if (mo->has_vision) {
+        mm_sim_encoder *e = &sim->enc[sim->n_enc++];
+        e->enc = &mo->vision;
+        e->proj = &mo->vision_proj;
+        e->name = "vision";
+        e->layout = sc->parallel.vision;
+        e->inputs_per_sample = mo->max_tiles > 0 ? mo->max_tiles : 1; /* memory: the largest sample */
+        for (int i = 0; i < sc->train.n_frozen; i++) {
+            e->frozen_tower |= !strcmp(sc->train.frozen[i], "vision");
+            e->frozen_proj |= !strcmp(sc->train.frozen[i], "projector");
+        }
+    }
+    return 0;
+}
+
 /* The samples' shape: LLM tokens per sample, and the encoders that have
  * work.  A model without an encoder ignores the encoder sections and the
  * images (its samples are train.seq_len text tokens, as with `text`), so
@@ -89,6 +137,8 @@ static int check_workload(mm_sim *sim, mm_err *err)
     const mm_model *mo = &sim->model;
     sim->seq = (double)sc->train.seq_len;
     sim->n_enc = 0;
+    if (sc->workload.kind == MM_WORKLOAD_FILE)
+        return load_workload_file(sim, err);
     if (sc->workload.kind != MM_WORKLOAD_FIXED)
         return 0;
     double tiles = (double)sc->workload.images * sc->workload.tiles;
@@ -249,11 +299,10 @@ static int check_layout(mm_sim *sim, mm_err *err)
     for (int i = 0; i < sc->train.n_frozen; i++)
         if (!strcmp(sc->train.frozen[i], "llm"))
             return mm_scenario_fail(sc, err, "train.frozen", "a frozen LLM is not modeled yet");
-    if (sc->workload.kind == MM_WORKLOAD_FILE)
-        return mm_scenario_fail(sc, err, "workload", "mixture and trace files are not wired into `mmsim run` yet; "
-                                "use `text` or {kind: fixed, ...}");
-    if (sc->batching != MM_BATCH_SEQUENTIAL)
-        return mm_scenario_fail(sc, err, "batching", "'%s' is not modeled yet; use sequential",
+    if (sc->batching != MM_BATCH_SEQUENTIAL && !sim->wl)
+        return mm_scenario_fail(sc, err, "batching",
+                                "'%s' needs samples that differ: a mixture or trace file as the workload "
+                                "(with `text` or a fixed sample every policy is `sequential`)",
                                 mm_batching_names[sc->batching]);
     if (sc->train.seq_len > m->max_pos && m->learned_pos)
         return mm_scenario_fail(sc, err, "train.seq_len", "%lld exceeds the model's %lld learned positions",
@@ -295,9 +344,9 @@ static int apply_perturb(mm_sim *sim, mm_err *err)
     return 0;
 }
 
-int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
+int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
-    memset(sim, 0, sizeof *sim);
+    memset(sim, 0, sizeof *sim); /* callers free a previous workload first */
     sim->sc = *sc;
     mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
     mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
@@ -315,8 +364,21 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
     if (rc)
         return rc;
-    if ((rc = apply_perturb(sim, err)))
-        return rc;
+    return apply_perturb(sim, err);
+}
+
+int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
+{
+    int rc = mm_sim_load(sim, sc, err);
+    return rc ? rc : check_layout(sim, err);
+}
+
+int mm_sim_relayout(mm_sim *sim, mm_err *err)
+{
+    mm_sim_free(sim); /* a workload file is loaded again by check_layout */
+    sim->n_enc = 0;
+    sim->micro_batches = 0;
+    memset(sim->enc, 0, sizeof sim->enc);
     return check_layout(sim, err);
 }
 
@@ -364,6 +426,7 @@ static pass_times time_layer(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost
     if (!unfused)
         return time_ops(g, dt, ops, n);
     mm_op_cost x[MM_LLM_MAX_OPS + 8];
+    memset(x, 0, sizeof x);
     int k = 0;
     for (int i = 0; i < n; i++) {
         int got = ops[i].kind == MM_OPK_ATTN ? mm_llm_attn_unfused(&ops[i], 2, x + k, MM_LLM_MAX_OPS + 8 - k) : -1;
@@ -660,6 +723,179 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_enc_mb_cost **mb
     return 0;
 }
 
+
+/* ---- workload files: costs that differ per micro-batch ---- */
+
+typedef struct wl_iter {
+    mm_sample *samples;
+    mm_mb_cost *mb;           /* V x dp x m */
+    mm_enc_mb_cost *enc;      /* dp x m (the vision encoder) */
+    double tokens;            /* LLM tokens trained this iteration */
+    double load_max, load_mean; /* per-DP-rank LLM work (seconds) */
+} wl_iter;
+
+typedef struct cost_ctx {
+    double enc_per_input;     /* seconds per tile/frame, whole encoder, F + B */
+    double llm_a, llm_b;      /* seconds per token and per token^2 (attention), F + B */
+} cost_ctx;
+
+static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ctx, double *enc, double *llm)
+{
+    const cost_ctx *c = ctx;
+    double t = (double)mm_sample_llm_tokens(smp, tm);
+    *enc = c->enc_per_input * (double)(smp->tiles + smp->frames);
+    *llm = c->llm_a * t + c->llm_b * t * t;
+}
+
+static const mm_batch_policy bpolicy[] = {
+    [MM_BATCH_SEQUENTIAL] = MM_BP_SEQUENTIAL, [MM_BATCH_GROUPED] = MM_BP_GROUPED, [MM_BATCH_PACKED] = MM_BP_PACKED,
+    [MM_BATCH_BALANCED] = MM_BP_BALANCED, [MM_BATCH_POST_BALANCE] = MM_BP_POST_BALANCE};
+
+/* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
+ * S, on every virtual stage. */
+static int llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
+                        mm_mb_cost *out, size_t stride)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    bool sp = sc->train.sequence_parallel && L->tp > 1;
+    for (int v = 0; v < V; v++)
+        memset(&out[(size_t)v * stride], 0, sizeof *out);
+    if (T <= 0)
+        return 0;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int cp = L->cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    if (k < 0)
+        return -1;
+    pass_times layer = time_layer(g, dt, ops, k, sc->train.attention == MM_ATTN_UNFUSED);
+    k = mm_llm_embed_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    pass_times emb = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
+    k = mm_llm_head_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    pass_times head = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
+    int rc = (int)sc->train.recompute;
+    double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
+    double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
+    double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
+    for (int v = 0; v < V; v++) {
+        mm_mb_cost *c = &out[(size_t)v * stride];
+        int nl = st[v].chunks;
+        bool first = v == 0, last = v == V - 1;
+        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
+        c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
+        c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
+        c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
+        c->bwd_flops = 2 * c->fwd_flops;
+        c->wgrad_flops = c->fwd_flops - nl * af;
+        c->recompute_flops = nl * re_f;
+        c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);
+        c->p2p_bytes = T * (double)m->hidden * 2;
+    }
+    return 0;
+}
+
+/* Draws iteration `it`'s global batch, forms its micro-batches with the
+ * scenario's policy and turns every micro-batch into costs.  Sets spec->m
+ * (packing may give ranks different counts: the others get empty ones). */
+static int iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stage_cost *st, int it, wl_iter *w,
+                           mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    int B = (int)sc->train.global_batch, V = L->pp * L->vpp, dp = L->dp;
+    free(w->samples);
+    w->samples = malloc((size_t)B * sizeof *w->samples);
+    if (!w->samples)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_workload_draw(sim->wl, sc->seed, it, B, w->samples, err);
+    if (rc)
+        return rc;
+    /* per-sample costs for the balancing policies: fitted to the model's
+     * own op costs at two lengths (linear + attention's quadratic term) */
+    cost_ctx cc = {0};
+    mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
+    double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
+    rc = probe ? llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
+    for (int v = 0; v < V && rc == 0; v++)
+        t1 += probe[v].fwd_s + probe[v].bwd_s;
+    if (rc == 0)
+        rc = llm_bin_cost(sim, st, V, L2, L2 * L2, 1, probe, 1);
+    for (int v = 0; v < V && rc == 0; v++)
+        t2 += probe[v].fwd_s + probe[v].bwd_s;
+    free(probe);
+    if (rc)
+        return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+    cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
+    cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
+    if (sim->n_enc) {
+        mm_enc_mb_cost one;
+        double params;
+        if (enc_mb_cost(sim, &sim->enc[0], 1, spec->enc[0].tp, &one, &params) == 0)
+            cc.enc_per_input = one.fwd_s + one.bwd_s;
+    }
+    mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
+                       .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
+                       .ilp_node_limit = 10,
+                       .enc_bytes_per_input = 3.0 * (double)(sim->model.tile * sim->model.tile),
+                       .bytes_per_token = 2.0 * (double)sim->llm.hidden};
+    mm_batch_plan plan;
+    if ((rc = mm_batch_form(w->samples, B, &o, &plan, err)))
+        return rc;
+    int m = 0;
+    for (int r = 0; r < dp; r++)
+        m = plan.rank_first[r + 1] - plan.rank_first[r] > m ? plan.rank_first[r + 1] - plan.rank_first[r] : m;
+    if (spec->schedule == MM_SCHEDULE_INTERLEAVED && m % L->pp)
+        m += L->pp - m % L->pp; /* interleaving needs a multiple of pp: pad with empty ones */
+    spec->m = m;
+    free(w->mb);
+    free(w->enc);
+    w->mb = calloc((size_t)V * dp * m, sizeof *w->mb);
+    w->enc = calloc((size_t)dp * m + 1, sizeof *w->enc);
+    if (!w->mb || !w->enc) {
+        mm_batch_plan_free(&plan);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    w->tokens = 0;
+    w->load_max = 0;
+    double load_sum = 0;
+    for (int r = 0; r < dp && rc == 0; r++) {
+        double load = 0;
+        for (int k = plan.rank_first[r]; k < plan.rank_first[r + 1] && rc == 0; k++) {
+            const mm_bin *bn = &plan.bins[k];
+            int j = k - plan.rank_first[r];
+            size_t at = ((size_t)0 * dp + r) * m + j;
+            rc = llm_bin_cost(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens, bn->n, &w->mb[at],
+                              (size_t)dp * m);
+            w->tokens += (double)bn->llm_tokens;
+            for (int v = 0; v < V; v++)
+                load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
+        }
+        w->load_max = fmax(w->load_max, load);
+        load_sum += load;
+    }
+    w->load_mean = load_sum / dp;
+    /* the encoder: the LLM's bins, or post-balance's own encoder phase */
+    if (rc == 0 && sim->n_enc) {
+        const mm_bin *eb = plan.enc_bins ? plan.enc_bins : plan.bins;
+        const int *ef = plan.enc_bins ? plan.enc_rank_first : plan.rank_first;
+        for (int r = 0; r < dp && rc == 0; r++)
+            for (int k = ef[r]; k < ef[r + 1] && k - ef[r] < m && rc == 0; k++) {
+                double params, inputs = (double)(eb[k].tiles + eb[k].frames);
+                rc = enc_mb_cost(sim, &sim->enc[0], inputs, spec->enc[0].tp, &w->enc[(size_t)r * m + (k - ef[r])],
+                                 &params);
+            }
+        spec->enc[0].mb = w->enc;
+        if (rc)
+            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
+    }
+    /* post-balance: its all-to-alls open the iteration */
+    spec->pre_a2a_bytes = plan.enc_bins ? (plan.a2a_enc_total + plan.a2a_llm_total) / mm_build_gpus(spec) : 0;
+    spec->mb_costs = w->mb;
+    mm_batch_plan_free(&plan);
+    return rc;
+}
 /* ---- memory ---- */
 
 /* Peak bytes on one GPU of each pipeline stage (memory.h) into
@@ -920,6 +1156,12 @@ out:
     free(sp);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double host_seconds(void)
 {
     struct timespec ts;
@@ -1057,7 +1299,13 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         goto out;
     }
     double tokens = (double)sc->train.global_batch * sim->seq;
+    wl_iter wi = {0};
     for (int it = 0; it < iters && rc == 0; it++) {
+        if (sim->wl && (rc = iteration_costs(sim, &spec, st, it, &wi, err)))
+            break;
+        double busy_before[MM_MAX_PP];
+        for (int s = 0; s < P && s < MM_MAX_PP; s++)
+            busy_before[s] = mt->stages[s].busy_s;
         mm_graph g;
         if (mm_build_iteration(&spec, &g)) {
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph");
@@ -1078,9 +1326,17 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         if (rc == 0) {
             mm_iter_metrics *im = &mt->iters[it];
             im->iteration = it;
-            im->tokens = tokens;
+            im->tokens = sim->wl ? wi.tokens : tokens;
             im->samples = (double)sc->train.global_batch;
+            im->load_imbalance = sim->wl && wi.load_mean > 0 ? wi.load_max / wi.load_mean : 1.0;
             mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+            double lo = INFINITY, hi = 0;
+            for (int s = 0; s < P && s < MM_MAX_PP; s++) {
+                double b = mt->stages[s].busy_s - busy_before[s];
+                lo = fmin(lo, b);
+                hi = fmax(hi, b);
+            }
+            im->stage_spread_s = P > 0 ? hi - lo : 0;
             module_time(&g, start, end, &spec, mt);
             if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
                 rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
@@ -1126,6 +1382,18 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         mt->stages[s].comm_s /= iters;
     }
     mt->iteration_time_s = T / iters;
+    {
+        double *ts = malloc((size_t)iters * sizeof *ts);
+        if (ts) {
+            for (int i = 0; i < iters; i++)
+                ts[i] = mt->iters[i].time_s;
+            qsort(ts, (size_t)iters, sizeof *ts, cmp_double);
+            /* nearest-rank percentiles */
+            mt->iteration_time_p50_s = ts[(int)ceil(0.50 * iters) - 1];
+            mt->iteration_time_p99_s = ts[(int)ceil(0.99 * iters) - 1];
+            free(ts);
+        }
+    }
     mt->tokens_per_s = tok / T;
     mt->samples_per_s = smp / T;
     mt->tflops_per_gpu = mf / (T * gpus) * 1e-12;

@@ -10,6 +10,8 @@
 #include "hw/cluster.h"
 #include "model/llm.h"
 #include "model/mllm.h"
+#include "workload/batch.h"
+#include "workload/workload.h"
 #include "parallel/graph.h"
 #include "run/metrics.h"
 #include "run/scenario.h"
@@ -36,7 +38,19 @@ typedef struct mm_sim {
     double seq;              /* LLM tokens per sample (text + visual) */
     int n_enc;               /* encoders with work in this workload */
     mm_sim_encoder enc[2];
+    /* A mixture or trace workload (workload: FILE): samples differ, so each
+     * iteration draws its global batch and forms micro-batches with the
+     * scenario's batching policy; NULL for text and fixed workloads. */
+    mm_workload *wl;
+    mm_token_model tm;
+    char workload_path[512];
 } mm_sim;
+
+/* Frees what mm_sim_prepare allocated (the workload); the struct itself is
+ * the caller's.  Safe on a zeroed or already freed mm_sim.  mm_sim_prepare
+ * overwrites *sim without freeing: free one that held a workload file
+ * before preparing it again. */
+void mm_sim_free(mm_sim *sim);
 
 /* Resolves a data path: as given if it exists, else relative to the
  * scenario file's folder, else under $MMSIM_DATADIR, else under the
@@ -47,6 +61,20 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
 /* Loads the model and topology the scenario names and checks the layout.
  * Errors name the file, line and key (MM_EINPUT). */
 int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err);
+
+/* The first half of mm_sim_prepare: loads the model and topology (and
+ * applies the perturbations) without checking the layout, for a planner
+ * that then tries many layouts with mm_sim_relayout. */
+int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err);
+
+/* Checks the layout again after the caller changed layout or training keys
+ * of sim->sc (parallel.*, train.micro_batch, recompute, zero, schedule ...)
+ * in a sim from mm_sim_load or mm_sim_prepare, without reading any file
+ * again (except a workload file).  The model, topology, cluster.nodes and
+ * perturbations must stay those it was loaded with.  A planner's inner loop:
+ * microseconds instead of the milliseconds of mm_sim_prepare.  Returns 0 or
+ * -code with err as mm_sim_prepare gives it. */
+int mm_sim_relayout(mm_sim *sim, mm_err *err);
 
 /* Optional per-op timeline of one iteration, for the trace writer. */
 typedef struct mm_sim_timeline {
