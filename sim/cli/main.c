@@ -161,6 +161,8 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
         printf("  \"run_id\": %lld,\n", (long long)run_id);
     }
     jnum("iteration_time_s", m->oom ? NAN : m->iteration_time_s, 0);
+    jnum("iteration_time_p50_s", m->oom ? NAN : m->iteration_time_p50_s, 0);
+    jnum("iteration_time_p99_s", m->oom ? NAN : m->iteration_time_p99_s, 0);
     jnum("tokens_per_s", m->tokens_per_s, 0);
     jnum("samples_per_s", m->samples_per_s, 0);
     jnum("mfu", m->mfu, 0);
@@ -272,7 +274,19 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
             printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
         return;
     }
-    printf("  iteration time     %10.4f s\n", m->iteration_time_s);
+    printf("  iteration time     %10.4f s", m->iteration_time_s);
+    if (m->n_iters > 1)
+        printf("  (mean of %d; p50 %.4f, p99 %.4f)", m->n_iters, m->iteration_time_p50_s, m->iteration_time_p99_s);
+    printf("\n");
+    if (sim->wl) {
+        double imb = 0, spread = 0;
+        for (int i = 0; i < m->n_iters; i++) {
+            imb += m->iters[i].load_imbalance / m->n_iters;
+            spread += m->iters[i].stage_spread_s / m->n_iters;
+        }
+        printf("  batching           %s: DP load max/mean %.3f, stage spread %.4f s (means)\n",
+               mm_batching_names[sc->batching], imb, spread);
+    }
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
            m->tflops_per_gpu, m->hw_tflops_per_gpu);
