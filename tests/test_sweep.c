@@ -594,7 +594,7 @@ START_TEST(schema_v1_migrates)
     mm_store_close(st);
     ck_assert_int_eq(mm_store_open(&st, db, &err), 0);
     mm_store_close(st);
-    ck_assert_int_eq(q_long(db, "PRAGMA user_version"), 2);
+    ck_assert_int_eq(q_long(db, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
     ck_assert_int_eq(q_long(db, "SELECT count(*) FROM runs"), 1);
     ck_assert_int_eq(q_long(db, "SELECT count(*) FROM sweeps"), 0);
     assert_integrity(db);

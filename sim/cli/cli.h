@@ -17,5 +17,6 @@ int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */
 int mm_cli_workload(int argc, char **argv); extern const char mm_cli_workload_usage[]; /* cmd_workload.c */
 int mm_cli_sweep(int argc, char **argv); /* cmd_sweep.c */
 int mm_cli_report(int argc, char **argv); /* cmd_report.c */
+int mm_cli_plan(int argc, char **argv); extern const char mm_cli_plan_usage[]; /* cmd_plan.c */
 
 #endif

@@ -31,6 +31,7 @@ static const char usage_main[] =
     "  workload stats FILE   statistics of a mixture spec or sample trace\n"
     "  sweep SWEEP.yaml      run a grid of scenarios into one database\n"
     "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
+    "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command\n"
     "\n"
     "options:\n"
@@ -429,6 +430,7 @@ static const struct {
     {"workload", mm_cli_workload, mm_cli_workload_usage},
     {"sweep", mm_cli_sweep, usage_sweep},
     {"report", mm_cli_report, usage_report},
+    {"plan", mm_cli_plan, mm_cli_plan_usage},
 };
 
 int main(int argc, char **argv)

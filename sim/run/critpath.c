@@ -2,7 +2,10 @@
  *
  * Cost: one pass to invert the successor lists, then O(path length x
  * in-degree).  Ties (two predecessors ending at the same instant) go to
- * the lower op id, so the path is deterministic. */
+ * the op's stream predecessor, else to the lower op id, so the path is
+ * deterministic and stays on a rank unless another rank made it wait (in a
+ * uniform 1F1B pipeline every stage is tight; theory's path is the one
+ * that stays on the last stage). */
 #include "run/critpath.h"
 
 #include <stdio.h>
@@ -30,7 +33,7 @@ static uint32_t latest_pred(const walk *w, uint32_t id)
         }
     }
     uint32_t sp = w->stream_prev[id];
-    if (sp != UINT32_MAX && (w->end[sp] > t || (w->end[sp] == t && sp < best)))
+    if (sp != UINT32_MAX && w->end[sp] >= t)
         best = sp;
     return best;
 }

@@ -993,7 +993,7 @@ static int apply_set(loader *ld, const char *set, mm_err *err)
         return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
     if (strchr(canon, '[')) { /* the key as errors spell it */
         char path[PATH_MAX_LEN];
-        snprintf(path, sizeof path, "%s.%s", canon, part);
+        join(path, canon, part);
         return own(ld, path, err);
     }
     return own(ld, key, err);

@@ -80,6 +80,38 @@ static const char *const mm_store_migrations[] = {
     " error TEXT,"
     " PRIMARY KEY (sweep_id, point));"
     "CREATE INDEX sweep_runs_run ON sweep_runs(run_id);",
+    /* 2 -> 3: the critical path of a run's last iteration (issue 7) */
+    "CREATE TABLE IF NOT EXISTS critical_path("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " position INTEGER NOT NULL,"
+    " rank INTEGER, stage INTEGER, what TEXT NOT NULL,"
+    " seconds REAL, share REAL, ops INTEGER,"
+    " PRIMARY KEY (run_id, position));",
+    /* 3 -> 4: layout plans (`mmsim plan`, sim/store/planstore.h) and every
+     * candidate each considered, pruned ones with the reason */
+    "CREATE TABLE IF NOT EXISTS plans("
+    " id INTEGER PRIMARY KEY,"
+    " created_at TEXT NOT NULL,"
+    " mmsim_version TEXT NOT NULL,"
+    " scenario_source TEXT,"
+    " scenario TEXT NOT NULL,"
+    " gpus INTEGER NOT NULL,"
+    " top_k INTEGER NOT NULL,"
+    " iterations INTEGER NOT NULL,"
+    " candidates INTEGER NOT NULL,"
+    " pruned INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS plan_candidates("
+    " plan_id INTEGER NOT NULL REFERENCES plans(id) ON DELETE CASCADE,"
+    " candidate INTEGER NOT NULL,"
+    " layout TEXT NOT NULL,"
+    " sets TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('pruned', 'estimated', 'simulated', 'failed')),"
+    " reason TEXT,"
+    " rank INTEGER,"
+    " estimate_s REAL, estimate_tflops_per_gpu REAL, estimate_mfu REAL, peak_memory_gib REAL,"
+    " run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,"
+    " PRIMARY KEY (plan_id, candidate));"
+    "CREATE INDEX IF NOT EXISTS plan_candidates_run ON plan_candidates(run_id);",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -437,6 +469,32 @@ static int mm_store_insert_stages(mm_store *st, int64_t id, const mm_metrics *m,
 }
 
 /* The rows of one run, inside the caller's transaction. */
+/* Critical-path entries, largest first (position 0); rank and stage NULL
+ * where the entry has none (-1: waiting, a stall, mixed stages). */
+static int mm_store_insert_crit(mm_store *st, int64_t id, const mm_metrics *m, mm_err *err)
+{
+    if (m->crit.n == 0 || !m->crit.e)
+        return 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st,
+        "INSERT INTO critical_path(run_id, position, rank, stage, what, seconds, share, ops)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &s, err);
+    for (int i = 0; rc == 0 && i < m->crit.n; i++) {
+        const mm_crit_entry *e = &m->crit.e[i];
+        int b = sqlite3_bind_int64(s, 1, id);
+        if (b == SQLITE_OK) b = sqlite3_bind_int(s, 2, i);
+        if (b == SQLITE_OK) b = e->rank >= 0 ? sqlite3_bind_int(s, 3, e->rank) : sqlite3_bind_null(s, 3);
+        if (b == SQLITE_OK) b = e->stage >= 0 ? sqlite3_bind_int(s, 4, e->stage) : sqlite3_bind_null(s, 4);
+        if (b == SQLITE_OK) b = sqlite3_bind_text(s, 5, e->what, -1, SQLITE_TRANSIENT);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 6, e->seconds);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 7, e->share);
+        if (b == SQLITE_OK) b = sqlite3_bind_int(s, 8, e->ops);
+        rc = mm_store_step_insert(st, s, b, "writing the critical path", err);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
 static int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
                                int64_t *id, mm_err *err)
 {
@@ -447,6 +505,8 @@ static int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_
         rc = mm_store_insert_iters(st, *id, m, err);
     if (rc == 0)
         rc = mm_store_insert_stages(st, *id, m, err);
+    if (rc == 0)
+        rc = mm_store_insert_crit(st, *id, m, err);
     return rc;
 }
 

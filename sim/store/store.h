@@ -29,6 +29,19 @@
  *        PRIMARY KEY(sweep_id, point))  index sweep_runs_run on (run_id)
  *        several points (of one or several sweeps) may share a run: a
  *        scenario is simulated once per database
+ *   (version 3)
+ *   critical_path(run_id -> runs(id) ON DELETE CASCADE, position INTEGER,
+ *        rank INTEGER, stage INTEGER, what TEXT NOT NULL, seconds REAL,
+ *        share REAL, ops INTEGER, PRIMARY KEY(run_id, position))
+ *        the last iteration's critical path (run/critpath.h), largest
+ *        entry first; rank/stage NULL where none (wait, stall)
+ *   (version 4)
+ *   plans(id, created_at, mmsim_version, scenario_source, scenario, gpus,
+ *        top_k, iterations, candidates, pruned) and
+ *   plan_candidates(plan_id -> plans(id) ON DELETE CASCADE, candidate,
+ *        layout, sets, status, reason, rank, estimate_s,
+ *        estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib,
+ *        run_id -> runs(id) ON DELETE SET NULL): see store/planstore.h
  *
  * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
  * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
@@ -67,7 +80,7 @@
 #include "run/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 2
+#define MM_STORE_SCHEMA_VERSION 4
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;

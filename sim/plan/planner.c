@@ -1,0 +1,694 @@
+/* planner.c - `mmsim plan`: enumerate layouts, prune, pre-score, rescore
+ * the best K event by event, rank (see planner.h for the steps and the
+ * bounds of the enumeration).
+ *
+ * Speed: the base scenario's model and topology are loaded once
+ * (mm_sim_load); each candidate only rewrites the layout and training
+ * fields of that one mm_sim and checks it again (mm_sim_relayout) before
+ * mm_sim_estimate, so a candidate costs microseconds, not the milliseconds
+ * of reading the files.  The K rescorings go through the runner (forked
+ * workers, results in the store, reused by a later plan of the same
+ * scenario).
+ * Not for: printing (the CLI formats mm_plan) or sweeps (sweep.h). */
+#include "plan/planner.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hw/cluster.h"
+#include "model/memory.h"
+#include "plan/runner.h"
+#include "run/sim.h"
+#include "store/planstore.h"
+#include "store/store.h"
+
+const char *const mm_cand_status_names[] = {"pruned", "estimated", "simulated", "failed", NULL};
+
+#define MAX_SETS 12
+#define SET_LEN 192
+
+typedef struct cand_sets {
+    int n;
+    char s[MAX_SETS][SET_LEN];
+} cand_sets;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the candidate list ---- */
+
+typedef struct cand_vec {
+    mm_plan_cand *c;
+    size_t n, cap;
+} cand_vec;
+
+static mm_plan_cand *cand_push(cand_vec *v)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 1024;
+        mm_plan_cand *c = realloc(v->c, cap * sizeof *c);
+        if (!c)
+            return NULL;
+        v->c = c;
+        v->cap = cap;
+    }
+    mm_plan_cand *c = &v->c[v->n++];
+    memset(c, 0, sizeof *c);
+    c->index = (int)(v->n - 1);
+    return c;
+}
+
+static bool has_vision_layout(int placement)
+{
+    return placement == MM_PLACE_PIPELINE || placement == MM_PLACE_DISJOINT || placement == MM_PLACE_COLOCATED;
+}
+
+/* The canonical layout string: what a reader needs to rebuild the layout,
+ * in a fixed order, so that equal layouts give equal strings. */
+static void cand_layout(mm_plan_cand *c)
+{
+    char enc[64] = "";
+    if (c->placement >= 0 && has_vision_layout(c->placement))
+        snprintf(enc, sizeof enc, " vision tp%d pp%d dp%d |", c->vision.tp, c->vision.pp, c->vision.dp);
+    char pl[32] = "";
+    if (c->placement >= 0)
+        snprintf(pl, sizeof pl, "%s |", mm_placement_names[c->placement]);
+    snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d | mb%d %s zero%d",
+             pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, c->micro_batch,
+             mm_recompute_names[c->recompute], c->zero);
+    if (c->layout[0] == ' ')
+        memmove(c->layout, c->layout + 1, strlen(c->layout));
+}
+
+/* The --set overrides that turn the base scenario into the candidate. */
+static void cand_sets_of(const mm_plan_cand *c, cand_sets *s)
+{
+    s->n = 0;
+    if (c->placement >= 0)
+        snprintf(s->s[s->n++], SET_LEN, "parallel.placement=%s", mm_placement_names[c->placement]);
+    snprintf(s->s[s->n++], SET_LEN, "parallel.llm={tp: %d, pp: %d, vpp: %d, cp: %d, dp: %d, ep: %d}", c->llm.tp,
+             c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep);
+    if (c->placement >= 0 && has_vision_layout(c->placement))
+        snprintf(s->s[s->n++], SET_LEN, "parallel.vision={tp: %d, pp: %d, dp: %d}", c->vision.tp, c->vision.pp,
+                 c->vision.dp);
+    snprintf(s->s[s->n++], SET_LEN, "train.micro_batch=%d", c->micro_batch);
+    snprintf(s->s[s->n++], SET_LEN, "train.recompute=%s", mm_recompute_names[c->recompute]);
+    snprintf(s->s[s->n++], SET_LEN, "train.zero=%d", c->zero);
+    snprintf(s->s[s->n++], SET_LEN, "train.schedule=%s", mm_schedule_names[c->schedule]);
+}
+
+size_t mm_plan_cand_sets_json(const mm_plan_cand *c, char *buf, size_t len)
+{
+    cand_sets s;
+    cand_sets_of(c, &s);
+    size_t used = 0;
+    for (int i = 0; i <= s.n; i++) {
+        char piece[SET_LEN + 8];
+        if (i == s.n)
+            snprintf(piece, sizeof piece, "]");
+        else
+            snprintf(piece, sizeof piece, "%s\"%s\"", i ? ", " : "[", s.s[i]); /* no quotes or backslashes inside */
+        size_t k = strlen(piece);
+        if (used + k < len)
+            memcpy(buf + used, piece, k + 1);
+        used += k;
+    }
+    if (len && used >= len)
+        buf[len - 1] = '\0';
+    return used;
+}
+
+/* Writes the candidate's layout and training keys into the scenario the
+ * prepared sim carries. */
+static void apply_cand(mm_scenario *sc, const mm_plan_cand *c)
+{
+    mm_module_layout *L = &sc->parallel.llm;
+    L->present = true;
+    L->tp = c->llm.tp;
+    L->pp = c->llm.pp;
+    L->vpp = c->llm.vpp;
+    L->cp = c->llm.cp;
+    L->dp = c->llm.dp;
+    L->ep = c->llm.ep;
+    L->zero = -1;
+    L->n_layers_per_stage = 0;
+    if (c->placement >= 0) {
+        sc->parallel.placement = (mm_placement)c->placement;
+        mm_module_layout *V = &sc->parallel.vision;
+        if (has_vision_layout(c->placement)) {
+            V->present = true;
+            V->tp = c->vision.tp;
+            V->pp = c->vision.pp;
+            V->dp = c->vision.dp;
+            V->cp = V->vpp = V->ep = 1;
+            V->zero = -1;
+            V->n_layers_per_stage = 0;
+        }
+    }
+    sc->train.micro_batch = c->micro_batch;
+    sc->train.recompute = (mm_recompute)c->recompute;
+    sc->train.zero = c->zero;
+    sc->train.schedule = (mm_schedule_kind)c->schedule;
+}
+
+/* ---- enumeration ---- */
+
+typedef struct space {
+    int G, gpn;
+    int64_t layers, experts;
+    int64_t seq;
+    int max_pp;
+    int base_schedule; /* used when vpp = 1 (1f1b if it was interleaved) */
+    unsigned placements;
+    bool encoder;
+} space;
+
+static int divisors(int n, int max, int *out, int cap)
+{
+    int k = 0;
+    for (int d = 1; d <= n && d <= max && k < cap; d++)
+        if (n % d == 0)
+            out[k++] = d;
+    return k;
+}
+
+/* The LLM's degrees on gllm GPUs, crossed with the training choices. */
+static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int gllm)
+{
+    int tps[16], pps[64];
+    int ntp = divisors(sp->gpn, sp->gpn, tps, 16);
+    int npp = divisors((int)sp->layers, sp->max_pp, pps, 64);
+    int cps[3] = {1, 2, 4}, ncp = sp->seq >= 32768 ? 3 : sp->seq >= 8192 ? 2 : 1;
+    int eps[8] = {1}, nep = 1;
+    for (int e = 2; e <= 8 && sp->experts > 0; e *= 2)
+        if (sp->experts % e == 0)
+            eps[nep++] = e;
+    static const int mbs[] = {1, 2, 4, 8};
+    static const int rcs[] = {MM_RECOMPUTE_SELECTIVE, MM_RECOMPUTE_FULL};
+    static const int zeros[] = {1, 0};
+    for (int a = 0; a < ntp; a++)
+        for (int b = 0; b < ncp; b++)
+            for (int p = 0; p < npp; p++) {
+                long long mp = (long long)tps[a] * cps[b] * pps[p];
+                if (gllm % mp)
+                    continue;
+                int dp = (int)(gllm / mp);
+                for (int vpp = 1; vpp <= (pps[p] > 1 ? 2 : 1); vpp++)
+                    for (int e = 0; e < nep; e++)
+                        for (int m = 0; m < 4; m++)
+                            for (int r = 0; r < 2; r++)
+                                for (int z = 0; z < 2; z++) {
+                                    mm_plan_cand *c = cand_push(v);
+                                    if (!c)
+                                        return -1;
+                                    int idx = c->index;
+                                    *c = *proto;
+                                    c->index = idx;
+                                    c->llm = (mm_plan_dims){.tp = tps[a], .pp = pps[p], .vpp = vpp, .cp = cps[b],
+                                                            .dp = dp, .ep = eps[e]};
+                                    c->micro_batch = mbs[m];
+                                    c->recompute = rcs[r];
+                                    c->zero = zeros[z];
+                                    c->schedule = vpp > 1 ? MM_SCHED_INTERLEAVED : sp->base_schedule;
+                                    cand_layout(c);
+                                }
+            }
+    return 0;
+}
+
+static int enumerate(const space *sp, cand_vec *v)
+{
+    mm_plan_cand proto;
+    memset(&proto, 0, sizeof proto);
+    proto.placement = -1;
+    if (!sp->encoder)
+        return enum_llm(sp, v, &proto, sp->G);
+    /* placements in the enum's order: pipeline, colocated, disjoint, homogeneous */
+    for (int pl = 0; pl < 4; pl++) {
+        if (!(sp->placements & (1u << pl)))
+            continue;
+        proto.placement = pl;
+        if (pl == MM_PLACE_HOMOGENEOUS) {
+            proto.vision = (mm_plan_dims){0};
+            if (enum_llm(sp, v, &proto, sp->G))
+                return -1;
+            continue;
+        }
+        int tps[16], ntp = divisors(sp->gpn, sp->gpn, tps, 16);
+        if (pl == MM_PLACE_COLOCATED) {
+            for (int a = 0; a < ntp; a++) {
+                proto.vision = (mm_plan_dims){.tp = tps[a], .pp = 1, .dp = sp->G / tps[a], .vpp = 1, .cp = 1, .ep = 1};
+                if (enum_llm(sp, v, &proto, sp->G))
+                    return -1;
+            }
+            continue;
+        }
+        /* the encoder's own GPUs: G/128 ... G/4 */
+        static const int num[] = {1, 1, 1, 1, 1, 3, 1}, den[] = {128, 64, 32, 16, 8, 16, 4};
+        int last = 0;
+        for (int f = 0; f < 7; f++) {
+            if ((long long)sp->G * num[f] % den[f])
+                continue;
+            int ge = (int)((long long)sp->G * num[f] / den[f]);
+            if (ge < 1 || ge == last || ge >= sp->G)
+                continue;
+            last = ge;
+            proto.enc_gpus = ge;
+            for (int a = 0; a < ntp; a++) {
+                if (ge % tps[a])
+                    continue;
+                proto.vision = (mm_plan_dims){.tp = tps[a], .pp = 1, .dp = ge / tps[a], .vpp = 1, .cp = 1, .ep = 1};
+                if (enum_llm(sp, v, &proto, sp->G - ge))
+                    return -1;
+            }
+        }
+        proto.enc_gpus = 0;
+    }
+    return 0;
+}
+
+/* ---- pruning and pre-scoring ---- */
+
+static int set_reason(mm_plan_cand *c, const char *fmt_key, const char *msg)
+{
+    size_t n = strlen(fmt_key) + strlen(msg) + 16;
+    c->reason = malloc(n);
+    if (!c->reason)
+        return -1;
+    if (fmt_key[0])
+        snprintf(c->reason, n, "%s: %s", fmt_key, msg);
+    else
+        snprintf(c->reason, n, "%s", msg);
+    return 0;
+}
+
+/* Validation, memory, estimate of one candidate in the shared sim. */
+static int score(mm_sim *sim, mm_plan_cand *c, mm_err *err)
+{
+    mm_err e;
+    mm_err_clear(&e);
+    apply_cand(&sim->sc, c);
+    c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = NAN;
+    c->sim_s = c->sim_tflops = c->sim_mfu = c->sim_tokens_s = c->sim_mem_gib = NAN;
+    int rc = mm_sim_relayout(sim, &e);
+    if (rc == 0) {
+        c->micro_batches = sim->micro_batches;
+        mm_metrics m;
+        rc = mm_sim_estimate(sim, &m, &e);
+        if (rc == 0) {
+            c->mem_gib = m.peak_memory_gib;
+            if (m.oom) {
+                char msg[96];
+                double cap = sim->cluster.gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
+                snprintf(msg, sizeof msg, "OOM: %.1f GiB > %.1f GiB", m.peak_memory_gib, cap);
+                c->status = MM_CAND_PRUNED;
+                mm_metrics_free(&m);
+                return set_reason(c, "", msg) ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory") : 1;
+            }
+            c->est_s = m.iteration_time_s;
+            c->est_tflops = m.tflops_per_gpu;
+            c->est_mfu = m.mfu;
+            c->status = MM_CAND_ESTIMATED;
+            mm_metrics_free(&m);
+            return 0;
+        }
+    }
+    if (e.code == MM_EINTERNAL && strstr(e.msg, "out of memory"))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "%s", e.msg);
+    char key[160];
+    snprintf(key, sizeof key, "%s%s%s", e.key[0] ? "key '" : "", e.key, e.key[0] ? "'" : "");
+    c->status = MM_CAND_PRUNED;
+    return set_reason(c, key, e.msg) ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory") : 1;
+}
+
+/* ---- ranking ---- */
+
+static int cmp_double(double a, double b)
+{
+    bool fa = isfinite(a), fb = isfinite(b);
+    if (fa != fb)
+        return fa ? -1 : 1;
+    if (fa && a != b)
+        return a < b ? -1 : 1;
+    return 0;
+}
+
+/* Simulated (by simulated time), then estimated (by estimate), then failed,
+ * then pruned; ties by the layout string, then the enumeration index. */
+static int cmp_rank(const void *pa, const void *pb)
+{
+    const mm_plan_cand *a = pa, *b = pb;
+    static const int order[] = {[MM_CAND_SIMULATED] = 0, [MM_CAND_ESTIMATED] = 1, [MM_CAND_FAILED] = 2,
+                                [MM_CAND_PRUNED] = 3};
+    if (order[a->status] != order[b->status])
+        return order[a->status] - order[b->status];
+    int c = 0;
+    if (a->status == MM_CAND_SIMULATED)
+        c = cmp_double(a->sim_s, b->sim_s);
+    if (c == 0 && (a->status == MM_CAND_SIMULATED || a->status == MM_CAND_ESTIMATED))
+        c = cmp_double(a->est_s, b->est_s);
+    if (c == 0)
+        c = strcmp(a->layout, b->layout);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+/* By estimate only (choosing the K to rescore). */
+static int cmp_estimate(const void *pa, const void *pb)
+{
+    const mm_plan_cand *a = pa, *b = pb;
+    bool ea = a->status == MM_CAND_ESTIMATED, eb = b->status == MM_CAND_ESTIMATED;
+    if (ea != eb)
+        return ea ? -1 : 1;
+    int c = ea ? cmp_double(a->est_s, b->est_s) : 0;
+    if (c == 0)
+        c = strcmp(a->layout, b->layout);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+/* ---- rescoring ---- */
+
+/* The point's overrides: the user's, the cluster size and batch (fixed:
+ * a scenario without global_batch would derive it from the layout), the
+ * candidate's, the iterations. */
+typedef struct point_sets {
+    const char *ptr[256 + MAX_SETS + 4];
+    cand_sets cs;
+    char extra[3][SET_LEN];
+} point_sets;
+
+static int build_point(const mm_plan_opts *o, const mm_scenario *base, int iterations, const mm_plan_cand *c,
+                       point_sets *ps, mm_point *pt)
+{
+    int n = 0;
+    for (int i = 0; i < o->n_sets && n < 256; i++)
+        ps->ptr[n++] = o->sets[i];
+    snprintf(ps->extra[0], SET_LEN, "cluster.nodes=%d", base->nodes);
+    snprintf(ps->extra[1], SET_LEN, "train.global_batch=%lld", (long long)base->train.global_batch);
+    snprintf(ps->extra[2], SET_LEN, "iterations=%d", iterations);
+    ps->ptr[n++] = ps->extra[0];
+    ps->ptr[n++] = ps->extra[1];
+    cand_sets_of(c, &ps->cs);
+    for (int i = 0; i < ps->cs.n; i++)
+        ps->ptr[n++] = ps->cs.s[i];
+    ps->ptr[n++] = ps->extra[2];
+    pt->scenario = o->scenario;
+    pt->sets = ps->ptr;
+    pt->n_sets = n;
+    pt->label = NULL;
+    return 0;
+}
+
+static void take_metrics(mm_plan_cand *c, const mm_metrics *m)
+{
+    c->sim_s = m->iteration_time_s;
+    c->sim_tflops = m->tflops_per_gpu;
+    c->sim_mfu = m->mfu;
+    c->sim_tokens_s = m->tokens_per_s;
+    c->sim_mem_gib = m->peak_memory_gib;
+}
+
+/* In this process, without a store: the shared sim, relaid out. */
+static int rescore_local(mm_sim *sim, mm_plan_cand *top, size_t k, int iterations, mm_err *err)
+{
+    for (size_t i = 0; i < k; i++) {
+        mm_plan_cand *c = &top[i];
+        mm_err e;
+        mm_err_clear(&e);
+        apply_cand(&sim->sc, c);
+        sim->sc.iterations = iterations;
+        mm_metrics m;
+        bool ran = false;
+        int rc = mm_sim_relayout(sim, &e);
+        if (rc == 0)
+            ran = (rc = mm_sim_run(sim, &m, NULL, &e)) == 0;
+        if (ran && !m.oom) {
+            take_metrics(c, &m);
+            c->status = MM_CAND_SIMULATED;
+        } else {
+            char msg[700];
+            if (rc)
+                mm_err_format(&e, msg, sizeof msg);
+            else
+                snprintf(msg, sizeof msg, "OOM in the event-level run: %.1f GiB", m.peak_memory_gib);
+            c->status = MM_CAND_FAILED;
+            free(c->reason);
+            c->reason = NULL;
+            if (set_reason(c, "", msg))
+                rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+            else if (rc && e.code == MM_EINTERNAL)
+                rc = mm_err_set(err, MM_EINTERNAL, e.file, e.line, e.key, "%s", e.msg);
+            else
+                rc = 0;
+        }
+        if (ran)
+            mm_metrics_free(&m);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Through the runner (forked workers), into the store. */
+static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan_cand *top, size_t k,
+                         int iterations, mm_err *err)
+{
+    point_sets *ps = calloc(k + 1, sizeof *ps);
+    mm_point *pts = calloc(k + 1, sizeof *pts);
+    mm_point_result *res = calloc(k + 1, sizeof *res);
+    int rc = 0;
+    if (!ps || !pts || !res) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < k; i++)
+        build_point(o, base, iterations, &top[i], &ps[i], &pts[i]);
+    mm_runner_opts ro = {.db = o->db, .jobs = o->jobs, .version = o->version ? o->version : "?"};
+    if ((rc = mm_runner_run(&ro, pts, k, res, NULL, err)))
+        goto out;
+    mm_store *st = NULL;
+    if ((rc = mm_store_open(&st, o->db, err)))
+        goto out;
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        mm_plan_cand *c = &top[i];
+        if ((res[i].status == MM_POINT_RAN || res[i].status == MM_POINT_SKIPPED) && !res[i].oom) {
+            mm_metrics m;
+            memset(&m, 0, sizeof m);
+            c->run_id = res[i].run_id;
+            rc = mm_store_get_metric(st, c->run_id, "iteration_time_s", &m.iteration_time_s, err);
+            if (!rc)
+                rc = mm_store_get_metric(st, c->run_id, "tflops_per_gpu", &m.tflops_per_gpu, err);
+            if (!rc)
+                rc = mm_store_get_metric(st, c->run_id, "mfu", &m.mfu, err);
+            if (!rc)
+                rc = mm_store_get_metric(st, c->run_id, "tokens_per_s", &m.tokens_per_s, err);
+            if (!rc)
+                rc = mm_store_get_metric(st, c->run_id, "peak_memory_gib", &m.peak_memory_gib, err);
+            take_metrics(c, &m);
+            c->status = MM_CAND_SIMULATED;
+        } else {
+            c->run_id = res[i].run_id;
+            c->status = MM_CAND_FAILED;
+            free(c->reason);
+            c->reason = NULL;
+            if (set_reason(c, "", res[i].oom ? "OOM in the event-level run" : res[i].error))
+                rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        }
+    }
+    mm_store_close(st);
+out:
+    free(ps);
+    free(pts);
+    free(res);
+    return rc;
+}
+
+/* ---- storing ---- */
+
+static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p, mm_err *err)
+{
+    static char text[65536];
+    mm_scenario_canonical(base, text, sizeof text);
+    char created[32];
+    if (o->created_at) {
+        snprintf(created, sizeof created, "%s", o->created_at);
+    } else {
+        mm_runner_now(created, sizeof created);
+    }
+    mm_plan_record rec = {.created_at = created, .version = o->version ? o->version : "?",
+                          .scenario_source = base->source, .scenario_text = text, .gpus = p->gpus,
+                          .top_k = p->top_k, .iterations = p->iterations};
+    mm_plan_row *rows = calloc(p->n + 1, sizeof *rows);
+    char *sets = malloc((p->n + 1) * 512);
+    if (!rows || !sets) {
+        free(rows);
+        free(sets);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        const mm_plan_cand *c = &p->c[i];
+        mm_plan_cand_sets_json(c, sets + 512 * i, 512);
+        rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + 512 * i,
+                                .status = mm_cand_status_names[c->status], .reason = c->reason, .rank = c->rank,
+                                .estimate_s = c->est_s, .estimate_tflops_per_gpu = c->est_tflops,
+                                .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id};
+    }
+    mm_store *st = NULL;
+    int rc = mm_store_open(&st, o->db, err);
+    if (rc == 0)
+        rc = mm_store_write_plan(st, &rec, rows, p->n, &p->plan_id, err);
+    mm_store_close(st);
+    free(rows);
+    free(sets);
+    return rc;
+}
+
+/* ---- the whole plan ---- */
+
+static int check_opts(const mm_plan_opts *o, mm_err *err)
+{
+    if (o->gpus < 0)
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--gpus", "must be a positive number of GPUs, not %d", o->gpus);
+    if (o->top_k < 0)
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--top", "must be 0 or more, not %d", o->top_k);
+    if (o->iterations < 0)
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--iterations", "must be 1 or more, not %d", o->iterations);
+    if (o->max_pp < 0)
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--max-pp", "must be 1 or more, not %d", o->max_pp);
+    return 0;
+}
+
+int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
+{
+    double t0 = now_s();
+    memset(p, 0, sizeof *p);
+    int rc = check_opts(o, err);
+    if (rc)
+        return rc;
+    mm_scenario *base = malloc(sizeof *base);
+    mm_sim *sim = calloc(1, sizeof *sim);
+    cand_vec v = {0};
+    if (!base || !sim) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    if ((rc = mm_scenario_load(base, o->scenario, o->sets, o->n_sets, err)))
+        goto out;
+    /* The node size comes from the topology: load it once to resize. */
+    if (o->gpus > 0) {
+        char topo[512];
+        mm_cluster *cl = malloc(sizeof *cl);
+        if (!cl) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+            goto out;
+        }
+        mm_sim_resolve_path(base->topology, base->source, topo, sizeof topo);
+        rc = mm_cluster_load(topo, 1, cl, err);
+        int gpn = cl->gpus_per_node;
+        free(cl);
+        if (rc)
+            goto out;
+        if (o->gpus % gpn) {
+            rc = mm_err_set(err, MM_EINPUT, "<cli>", 0, "--gpus",
+                            "%d GPUs are not whole nodes of %d GPUs (%s); the cluster is resized to --gpus / %d nodes",
+                            o->gpus, gpn, base->topology, gpn);
+            goto out;
+        }
+        base->nodes = o->gpus / gpn;
+    }
+    if ((rc = mm_sim_load(sim, base, err)))
+        goto out;
+    const mm_model *mo = &sim->model;
+    space sp = {
+        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
+        .layers = sim->llm.layers, .experts = sim->llm.experts, .seq = base->train.seq_len,
+        .max_pp = o->max_pp > 0 ? o->max_pp : 32,
+        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
+        .placements = o->placements ? o->placements : 0xfu,
+    };
+    sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
+                                    (base->workload.kind == MM_WORKLOAD_FIXED &&
+                                     base->workload.images * base->workload.tiles > 0));
+    p->gpus = sp.G;
+    p->gpus_per_node = sp.gpn;
+    p->nodes = sim->cluster.nodes;
+    p->has_encoder = sp.encoder;
+    p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
+    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
+    snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
+    if (enumerate(&sp, &v)) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    double t1 = now_s();
+    p->enumerate_s = t1 - t0;
+    for (size_t i = 0; i < v.n; i++) {
+        int s = score(sim, &v.c[i], err);
+        if (s < 0) {
+            rc = s;
+            goto out;
+        }
+        if (v.c[i].status == MM_CAND_PRUNED) {
+            p->pruned++;
+            p->oom += v.c[i].reason && !strncmp(v.c[i].reason, "OOM", 3);
+        } else {
+            p->estimated++;
+        }
+    }
+    double t2 = now_s();
+    p->estimate_s = t2 - t1;
+    qsort(v.c, v.n, sizeof *v.c, cmp_estimate);
+    size_t k = (size_t)o->top_k < p->estimated ? (size_t)o->top_k : p->estimated;
+    p->top_k = o->top_k;
+    if (k > 0) {
+        rc = o->db ? rescore_store(o, base, v.c, k, p->iterations, err)
+                   : rescore_local(sim, v.c, k, p->iterations, err);
+        if (rc)
+            goto out;
+    }
+    p->simulate_s = now_s() - t2;
+    qsort(v.c, v.n, sizeof *v.c, cmp_rank);
+    int rank = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        mm_plan_cand *c = &v.c[i];
+        p->simulated += c->status == MM_CAND_SIMULATED;
+        p->failed += c->status == MM_CAND_FAILED;
+        if (c->status == MM_CAND_SIMULATED || c->status == MM_CAND_ESTIMATED)
+            c->rank = ++rank;
+    }
+    p->estimated -= p->simulated + p->failed;
+    p->c = v.c;
+    p->n = v.n;
+    v.c = NULL;
+    if (o->db && (rc = store_plan(o, base, p, err)))
+        goto out;
+    p->wall_s = now_s() - t0;
+out:
+    if (rc && p->c) {
+        mm_plan_free(p);
+    }
+    for (size_t i = 0; v.c && i < v.n; i++)
+        free(v.c[i].reason);
+    free(v.c);
+    mm_sim_free(sim);
+    free(sim);
+    free(base);
+    return rc;
+}
+
+void mm_plan_free(mm_plan *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; p->c && i < p->n; i++)
+        free(p->c[i].reason);
+    free(p->c);
+    p->c = NULL;
+    p->n = 0;
+}

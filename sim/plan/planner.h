@@ -1,0 +1,111 @@
+/* planner.h - the layout planner behind `mmsim plan`: given a scenario
+ * (model, cluster, workload, training settings) and a GPU count, find the
+ * fastest parallel layout.
+ *
+ * 1. Enumerate (bounded, in a fixed order; README "mmsim plan"):
+ *    placement of the encoder (pipeline, colocated, disjoint, homogeneous;
+ *    none for a model without an encoder or a workload that gives it no
+ *    work), the GPUs the encoder takes for pipeline/disjoint (G/128, G/64,
+ *    G/32, G/16, G/8, 3G/16, G/4 of them), the encoder's tp (divisors of a
+ *    node) with pp 1 and the dp its GPUs leave, and for the LLM tp (divisors
+ *    of a node), cp (1; also 2 from 8K tokens, 4 from 32K), pp (divisors of
+ *    the layers up to max_pp), dp (what the GPUs leave), vpp (1, and 2 with
+ *    the interleaved schedule when pp > 1), ep (MoE: 1 and powers of two
+ *    dividing the experts, up to 8); micro-batch size 1, 2, 4, 8 (the count
+ *    follows from the global batch); recompute selective or full; ZeRO 1
+ *    or 0.  Degrees whose product does not give the GPUs are not candidates.
+ * 2. Prune: each candidate goes through the scenario's own validation
+ *    (mm_sim_relayout: the message naming the key is the reason) and the
+ *    memory model ("OOM: x GiB > y GiB").
+ * 3. Pre-score every survivor analytically (mm_sim_estimate).
+ * 4. Rescore the best top_k event by event (mm_sim_run, through the runner,
+ *    so they are stored as runs and a second plan reuses them), over the
+ *    given number of iterations, and rank them by simulated iteration time,
+ *    then the others by their estimate.  Ties: the canonical layout string.
+ * 5. Store the plan and every candidate (store/planstore.h) when a database
+ *    is given.
+ *
+ * Library code: nothing printed; the caller formats mm_plan.
+ * Not for: sweeps over arbitrary keys (sweep.h) or running points (runner.h). */
+#ifndef MM_PLANNER_H
+#define MM_PLANNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+typedef enum {
+    MM_CAND_PRUNED,    /* invalid layout or out of memory: reason */
+    MM_CAND_ESTIMATED, /* pre-scored only */
+    MM_CAND_SIMULATED, /* rescored event by event: sim_* and run_id */
+    MM_CAND_FAILED     /* the event-level run failed or ran out of memory: reason */
+} mm_cand_status;
+
+extern const char *const mm_cand_status_names[]; /* "pruned", "estimated", ... */
+
+typedef struct mm_plan_dims {
+    int tp, pp, vpp, cp, dp, ep;
+} mm_plan_dims;
+
+typedef struct mm_plan_cand {
+    int index;         /* position in the enumeration order */
+    int placement;     /* mm_placement; -1: no encoder in this plan */
+    int enc_gpus;      /* GPUs of the encoder's own (pipeline, disjoint) */
+    mm_plan_dims llm, vision; /* vision: tp, pp, dp (colocated, pipeline, disjoint) */
+    int micro_batch, micro_batches; /* size in samples; count per DP replica */
+    int recompute;     /* enum mm_recompute */
+    int zero;
+    int schedule;      /* mm_schedule_kind */
+    char layout[136];  /* canonical layout string (ties and display) */
+    mm_cand_status status;
+    char *reason;      /* pruned / failed: why (owned) */
+    double est_s, est_tflops, est_mfu, mem_gib; /* pre-score; mem_gib also for OOM */
+    double sim_s, sim_tflops, sim_mfu, sim_tokens_s, sim_mem_gib; /* rescored */
+    int64_t run_id;    /* runs.id of the event-level run; 0: none */
+    int rank;          /* 1 = best; 0: unranked (pruned, failed) */
+} mm_plan_cand;
+
+typedef struct mm_plan_opts {
+    const char *scenario;        /* file; NULL: the built-in default */
+    const char *const *sets;     /* the user's overrides, applied first */
+    int n_sets;
+    int gpus;                    /* > 0: the cluster resized to gpus / (GPUs per node) nodes */
+    int top_k;                   /* candidates rescored event by event (0: none) */
+    int iterations;              /* of each rescoring run; 0: the scenario's */
+    int max_pp;                  /* largest LLM pp tried; 0: 32 */
+    unsigned placements;         /* bit mask of 1 << mm_placement; 0: all four */
+    int jobs;                    /* runner worker processes */
+    const char *db;              /* database; NULL: no rescoring store; the top
+                                    K are then simulated in this process */
+    const char *version;         /* written with the runs and the plan */
+    const char *created_at;      /* ISO-8601 UTC for the plan row; NULL: now */
+} mm_plan_opts;
+
+typedef struct mm_plan {
+    mm_plan_cand *c;             /* every candidate, in rank order (see above) */
+    size_t n;
+    size_t pruned, oom, estimated, simulated, failed;
+    int gpus, gpus_per_node, nodes, iterations, top_k;
+    int has_encoder;
+    char model[128];
+    char base_source[256];
+    int64_t plan_id;             /* plans.id; 0 when not stored */
+    double enumerate_s, estimate_s, simulate_s, wall_s; /* host seconds */
+} mm_plan;
+
+/* Runs the plan: out is filled (free with mm_plan_free) unless an error is
+ * returned.  Bad options are MM_EINPUT with file "<cli>" and the flag as key
+ * (--gpus not a positive multiple of the node size, --top < 0, ...); a bad
+ * scenario is MM_EINPUT naming its file, line and key.  A plan with no
+ * valid candidate is not an error (every row says why).  Returns 0 or -code. */
+int mm_plan_run(const mm_plan_opts *o, mm_plan *out, mm_err *err);
+
+void mm_plan_free(mm_plan *p);
+
+/* Writes the --set overrides that turn the (resized) base scenario into the
+ * candidate, as a JSON list of strings ("parallel.llm={tp: 8, ...}", ...),
+ * into buf; returns the length needed, like snprintf. */
+size_t mm_plan_cand_sets_json(const mm_plan_cand *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,477 @@
+/* test_plan.c - Check suite for the layout planner (sim/plan/planner.h)
+ * and `mmsim plan`: on three rows of Megatron-LM's weak-scaling table the
+ * planner's best layout is at least as fast, in simulation, as the
+ * published one; pruning reasons (the validation message naming the key,
+ * or "OOM: x GiB > y GiB") agree with what `mmsim run` says for the same
+ * overrides; the ranking order and its determinism; the stored tables; the
+ * JSON; bad flags exit 2 naming the flag; --gpus resizes the cluster.
+ * Plans here are small (K <= 3, one iteration) to stay fast under ASan.
+ * Not for: the estimate's accuracy (test_run) or sweeps (test_sweep). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <sqlite3.h>
+
+#include "plan/planner.h"
+#include "run/sim.h"
+#include "store/store.h"
+
+#ifndef MMSIM_EXE
+#error "MMSIM_EXE must name the mmsim binary"
+#endif
+
+static char tmpdir[256];
+static char out[1 << 20], errtxt[1 << 14];
+
+static void setup(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/mmsim-plan-XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs mmsim with `args`; returns its exit status, fills out and errtxt. */
+static int mmsim(const char *args)
+{
+    char cmd[4096], p[512];
+    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", MMSIM_EXE, args, tmpdir, tmpdir);
+    int st = system(cmd);
+    snprintf(p, sizeof p, "%s/out", tmpdir);
+    slurp(p, out, sizeof out);
+    snprintf(p, sizeof p, "%s/err", tmpdir);
+    slurp(p, errtxt, sizeof errtxt);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static size_t count_str(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* ---- Megatron-LM's table, published layout against the planner ---- */
+
+typedef struct row {
+    const char *name;
+    int gpus, tp, pp, dp, batch;
+} row;
+
+/* tests/data/megatron/table1.csv (TP = min(8, MP), PP = MP / TP) */
+static const row rows[] = {
+    {"1.7b", 32, 1, 1, 32, 512},
+    {"7.5b", 128, 4, 1, 32, 512},
+    {"39b", 512, 8, 2, 32, 1536},
+};
+
+static int megatron_sets(const row *r, char s[][128], const char **ptr)
+{
+    int n = 0;
+    snprintf(s[n++], 128, "model=models/megatron-gpt-%s.json", r->name);
+    snprintf(s[n++], 128, "cluster.topology=topologies/dgx-a100.yaml");
+    snprintf(s[n++], 128, "cluster.nodes=%d", r->gpus / 8);
+    snprintf(s[n++], 128, "train.global_batch=%d", r->batch);
+    snprintf(s[n++], 128, "train.seq_len=2048");
+    snprintf(s[n++], 128, "train.recompute=full");
+    snprintf(s[n++], 128, "train.attention=unfused");
+    snprintf(s[n++], 128, "train.schedule=1f1b");
+    snprintf(s[n++], 128, "train.zero=1");
+    snprintf(s[n++], 128, "iterations=1");
+    snprintf(s[n++], 128, "network=flow");
+    for (int i = 0; i < n; i++)
+        ptr[i] = s[i];
+    return n;
+}
+
+/* The published layout's iteration time, at its fastest micro-batch among
+ * 1, 2, 4, 8 that fits (scripts/validate/megatron). */
+static double published_time(const row *r)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    char s[16][128];
+    const char *ptr[16];
+    int n = megatron_sets(r, s, ptr);
+    double best = INFINITY;
+    for (int mb = 1; mb <= 8; mb *= 2) {
+        if ((r->batch / r->dp) % mb)
+            continue;
+        snprintf(s[n], 128, "parallel.llm={tp: %d, pp: %d, dp: %d}", r->tp, r->pp, r->dp);
+        snprintf(s[n + 1], 128, "train.micro_batch=%d", mb);
+        ptr[n] = s[n];
+        ptr[n + 1] = s[n + 1];
+        mm_err err;
+        ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n + 2, &err), 0);
+        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        if (!m.oom && m.iteration_time_s < best)
+            best = m.iteration_time_s;
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+    return best;
+}
+
+START_TEST(megatron_rows_planner_at_least_published)
+{
+    const row *r = &rows[_i];
+    char s[16][128];
+    const char *ptr[16];
+    int n = megatron_sets(r, s, ptr);
+    double pub = published_time(r);
+    ck_assert(isfinite(pub));
+    mm_plan_opts o = {.sets = ptr, .n_sets = n, .gpus = r->gpus, .top_k = 3, .iterations = 1, .jobs = 1};
+    mm_plan p;
+    mm_err err;
+    ck_assert_msg(mm_plan_run(&o, &p, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(p.gpus, r->gpus);
+    ck_assert_int_ge((int)p.simulated, 1);
+    const mm_plan_cand *best = &p.c[0];
+    ck_assert_int_eq(best->status, MM_CAND_SIMULATED);
+    ck_assert_int_eq(best->rank, 1);
+    /* at least as fast (same batch and GPUs: time is throughput) */
+    ck_assert_msg(best->sim_s <= pub * (1 + 1e-9), "%s: planner %s %.4f s > published %.4f s", r->name,
+                  best->layout, best->sim_s, pub);
+    mm_plan_free(&p);
+}
+END_TEST
+
+/* ---- pruning, ranking ---- */
+
+static const char *const small_sets[] = {"model=models/llama-2-7b.json", "train.global_batch=32",
+                                         "train.seq_len=2048", "iterations=1"};
+
+static void small_plan(mm_plan *p, int top_k)
+{
+    mm_plan_opts o = {.sets = small_sets, .n_sets = 4, .gpus = 16, .top_k = top_k, .iterations = 1, .jobs = 1};
+    mm_err err;
+    ck_assert_msg(mm_plan_run(&o, p, &err) == 0, "%s", err.msg);
+}
+
+/* The candidate's overrides through `mmsim run`'s path: same verdict. */
+static int reload(const mm_plan_cand *c, mm_sim *sim, mm_err *err)
+{
+    static mm_scenario sc;
+    char json[1024], sets[16][200];
+    const char *ptr[24];
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        ptr[n++] = small_sets[i];
+    ptr[n++] = "cluster.nodes=2";
+    mm_plan_cand_sets_json(c, json, sizeof json);
+    /* ["a", "b", ...] -> a, b (no quotes inside the values) */
+    int k = 0;
+    for (char *q = strchr(json, '"'); q; q = strchr(q + 1, '"')) {
+        char *e = strchr(q + 1, '"');
+        ck_assert_ptr_nonnull(e);
+        snprintf(sets[k], sizeof sets[k], "%.*s", (int)(e - q - 1), q + 1);
+        ptr[n++] = sets[k++];
+        q = e;
+    }
+    ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n, err), 0);
+    return mm_sim_prepare(sim, &sc, err);
+}
+
+START_TEST(pruning_reasons)
+{
+    mm_plan p;
+    small_plan(&p, 0);
+    ck_assert_int_eq(p.gpus, 16);
+    ck_assert_int_gt((int)p.pruned, 0);
+    ck_assert_int_gt((int)p.oom, 0);
+    ck_assert_int_gt((int)p.estimated, 0);
+    ck_assert_int_eq((int)(p.pruned + p.estimated), (int)p.n);
+    static mm_sim sim;
+    int checked_key = 0, checked_oom = 0, checked_est = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        const mm_plan_cand *c = &p.c[i];
+        if (c->status == MM_CAND_PRUNED) {
+            ck_assert_ptr_nonnull(c->reason);
+            ck_assert_int_gt((int)strlen(c->reason), 5);
+            ck_assert_int_eq(c->rank, 0);
+            double a, b;
+            if (sscanf(c->reason, "OOM: %lf GiB > %lf GiB", &a, &b) == 2) {
+                ck_assert(a > b);
+                ck_assert_double_eq_tol(a, c->mem_gib, 0.05 + 1e-3 * a);
+                if (checked_oom++ < 3) { /* mmsim run says OOM too */
+                    mm_err err;
+                    ck_assert_int_eq(reload(c, &sim, &err), 0);
+                    mm_metrics m;
+                    ck_assert_int_eq(mm_sim_estimate(&sim, &m, &err), 0);
+                    ck_assert(m.oom);
+                    mm_metrics_free(&m);
+                }
+            } else {
+                ck_assert_msg(!strncmp(c->reason, "key '", 5), "%s", c->reason);
+                if (checked_key++ < 20) { /* the same message from mmsim run's path */
+                    mm_err err;
+                    ck_assert_int_eq(reload(c, &sim, &err), -MM_EINPUT);
+                    ck_assert_msg(strstr(c->reason, err.key) && strstr(c->reason, err.msg), "%s vs %s: %s",
+                                  c->reason, err.key, err.msg);
+                }
+            }
+        } else {
+            ck_assert_int_eq(c->status, MM_CAND_ESTIMATED);
+            ck_assert(isfinite(c->est_s) && c->est_s > 0);
+            ck_assert_ptr_null(c->reason);
+            if (checked_est++ < 5) { /* and the same estimate */
+                mm_err err;
+                ck_assert_int_eq(reload(c, &sim, &err), 0);
+                mm_metrics m;
+                ck_assert_int_eq(mm_sim_estimate(&sim, &m, &err), 0);
+                ck_assert(!m.oom);
+                ck_assert_double_eq_tol(m.iteration_time_s, c->est_s, 1e-12 * c->est_s);
+                mm_metrics_free(&m);
+            }
+        }
+    }
+    ck_assert_int_gt(checked_key, 0);
+    ck_assert_int_gt(checked_oom, 0);
+    mm_plan_free(&p);
+}
+END_TEST
+
+START_TEST(ranking_order_and_determinism)
+{
+    mm_plan p, q;
+    small_plan(&p, 3);
+    small_plan(&q, 3);
+    ck_assert_int_eq((int)p.n, (int)q.n);
+    ck_assert_int_eq((int)p.simulated, 3);
+    int rank = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        const mm_plan_cand *c = &p.c[i];
+        ck_assert_str_eq(c->layout, q.c[i].layout);
+        ck_assert_int_eq(c->index, q.c[i].index);
+        if (i < 3) {
+            ck_assert_int_eq(c->status, MM_CAND_SIMULATED);
+            ck_assert(isfinite(c->sim_s) && c->sim_tflops > 0 && c->sim_mfu > 0 && c->sim_mfu < 1);
+            ck_assert(c->sim_s == q.c[i].sim_s);
+        } else {
+            ck_assert_int_ne(c->status, MM_CAND_SIMULATED);
+        }
+        if (i > 0) {
+            const mm_plan_cand *b = &p.c[i - 1];
+            if (b->status == c->status && c->status == MM_CAND_SIMULATED)
+                ck_assert(b->sim_s < c->sim_s || (b->sim_s == c->sim_s && strcmp(b->layout, c->layout) <= 0));
+            if (b->status == c->status && c->status == MM_CAND_ESTIMATED)
+                ck_assert(b->est_s < c->est_s || (b->est_s == c->est_s && strcmp(b->layout, c->layout) <= 0));
+            if (b->status == MM_CAND_PRUNED)
+                ck_assert_int_eq(c->status, MM_CAND_PRUNED);
+        }
+        if (c->status == MM_CAND_SIMULATED || c->status == MM_CAND_ESTIMATED)
+            ck_assert_int_eq(c->rank, ++rank);
+        else
+            ck_assert_int_eq(c->rank, 0);
+    }
+    /* the three simulated ones were the three best estimates */
+    for (size_t i = 3; i < p.n && p.c[i].status == MM_CAND_ESTIMATED; i++)
+        for (int k = 0; k < 3; k++)
+            ck_assert(p.c[k].est_s <= p.c[i].est_s);
+    mm_plan_free(&p);
+    mm_plan_free(&q);
+}
+END_TEST
+
+START_TEST(multimodal_placements)
+{
+    /* the default scenario: LLaVA-OV-7B-like, one image of 5 tiles */
+    mm_plan_opts o = {.gpus = 16, .top_k = 1, .iterations = 1, .jobs = 1, .max_pp = 4};
+    mm_plan p;
+    mm_err err;
+    ck_assert_msg(mm_plan_run(&o, &p, &err) == 0, "%s", err.msg);
+    ck_assert(p.has_encoder);
+    int seen[4] = {0};
+    for (size_t i = 0; i < p.n; i++) {
+        const mm_plan_cand *c = &p.c[i];
+        ck_assert(c->placement >= 0 && c->placement < 4);
+        seen[c->placement]++;
+        int llm = c->llm.tp * c->llm.pp * c->llm.cp * c->llm.dp;
+        if (c->placement == MM_PLACE_PIPELINE || c->placement == MM_PLACE_DISJOINT) {
+            ck_assert_int_eq(llm + c->enc_gpus, 16);
+            ck_assert_int_eq(c->vision.tp * c->vision.pp * c->vision.dp, c->enc_gpus);
+        } else {
+            ck_assert_int_eq(llm, 16);
+        }
+        if (c->placement == MM_PLACE_COLOCATED)
+            ck_assert_int_eq(c->vision.tp * c->vision.dp, 16);
+    }
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_gt(seen[k], 0);
+    ck_assert_int_eq(p.c[0].status, MM_CAND_SIMULATED);
+    mm_plan_free(&p);
+    /* only the placements asked for */
+    o.placements = 1u << MM_PLACE_HOMOGENEOUS;
+    ck_assert_int_eq(mm_plan_run(&o, &p, &err), 0);
+    for (size_t i = 0; i < p.n; i++)
+        ck_assert_int_eq(p.c[i].placement, MM_PLACE_HOMOGENEOUS);
+    mm_plan_free(&p);
+}
+END_TEST
+
+START_TEST(gpus_resize_the_cluster)
+{
+    mm_plan_opts o = {.sets = small_sets, .n_sets = 4, .gpus = 32, .top_k = 0, .jobs = 1};
+    mm_plan p;
+    mm_err err;
+    ck_assert_int_eq(mm_plan_run(&o, &p, &err), 0);
+    ck_assert_int_eq(p.gpus, 32);
+    ck_assert_int_eq(p.nodes, 4);
+    for (size_t i = 0; i < p.n; i++)
+        ck_assert_int_eq(p.c[i].llm.tp * p.c[i].llm.pp * p.c[i].llm.cp * p.c[i].llm.dp, 32);
+    mm_plan_free(&p);
+    /* not whole nodes: an error naming the flag */
+    o.gpus = 12;
+    ck_assert_int_eq(mm_plan_run(&o, &p, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.file, "<cli>");
+    ck_assert_str_eq(err.key, "--gpus");
+    o.gpus = 0; /* the scenario's cluster (2 nodes) */
+    ck_assert_int_eq(mm_plan_run(&o, &p, &err), 0);
+    ck_assert_int_eq(p.gpus, 16);
+    mm_plan_free(&p);
+}
+END_TEST
+
+/* ---- the CLI, the JSON and the store ---- */
+
+#define SMALL "--set model=models/llama-2-7b.json --set train.global_batch=32 --set train.seq_len=2048"
+
+START_TEST(cli_bad_flags_exit_2)
+{
+    static const char *const cases[][2] = {
+        {"plan --top x", "--top"},
+        {"plan --top -1", "--top"},
+        {"plan --gpus 0", "--gpus"},
+        {"plan --gpus 12", "--gpus"},
+        {"plan --iterations 0", "--iterations"},
+        {"plan --jobs", "--jobs"},
+        {"plan --placement everywhere", "--placement"},
+        {"plan --bogus", "--bogus"},
+        {"plan --no-db --set train.nope=1", "train.nope"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_msg(mmsim(cases[i][0]) == 2, "%s: %s", cases[i][0], errtxt);
+        ck_assert_msg(strstr(errtxt, cases[i][1]), "%s: %s", cases[i][0], errtxt);
+    }
+    ck_assert_int_eq(mmsim("help plan"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--top K"));
+}
+END_TEST
+
+START_TEST(cli_json_structure)
+{
+    ck_assert_msg(mmsim("plan --no-db --json --top 2 --iterations 1 --gpus 16 " SMALL) == 0, "%s", errtxt);
+    static const char *const keys[] = {"\"mmsim_version\":", "\"gpus\": 16,", "\"candidates\":", "\"pruned\":",
+                                       "\"oom\":", "\"estimated\":", "\"simulated\": 2,", "\"prescores_per_s\":",
+                                       "\"pruned_by\": [", "\"ranked\": [", "\"plan_id\": null", NULL};
+    for (int i = 0; keys[i]; i++)
+        ck_assert_msg(strstr(out, keys[i]), "missing %s in %s", keys[i], out);
+    ck_assert_int_eq((int)count_str(out, "\"status\": \"simulated\""), 2);
+    ck_assert_ptr_nonnull(strstr(out, "{\"rank\": 1, "));
+    ck_assert_ptr_nonnull(strstr(out, "\"sets\": [\"parallel.llm={tp: "));
+    ck_assert_ptr_nonnull(strstr(out, "\"margin\": "));
+    /* --all: every candidate, pruned ones with a reason */
+    ck_assert_int_eq(mmsim("plan --no-db --json --all --top 0 --gpus 16 " SMALL), 0);
+    int n = -1, pruned = -1;
+    const char *k = strstr(out, "\"candidates\": ");
+    ck_assert_ptr_nonnull(k);
+    n = atoi(k + 14);
+    k = strstr(out, "\"pruned\": ");
+    pruned = atoi(k + 10);
+    ck_assert_int_eq((int)count_str(out, "\"candidate\": "), n);
+    ck_assert_int_eq((int)count_str(out, "\"status\": \"pruned\""), pruned);
+    ck_assert_int_eq((int)count_str(out, "\"reason\": null"), n - pruned);
+}
+END_TEST
+
+static long long q_long(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+    long long v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+START_TEST(cli_stores_every_candidate)
+{
+    char args[1024], dbp[512];
+    snprintf(dbp, sizeof dbp, "%s/plan.db", tmpdir);
+    snprintf(args, sizeof args, "plan --db %s --top 2 --iterations 1 --jobs 2 --gpus 16 " SMALL, dbp);
+    ck_assert_msg(mmsim(args) == 0, "%s", errtxt);
+    ck_assert_ptr_nonnull(strstr(out, "stored as plan 1"));
+    ck_assert_ptr_nonnull(strstr(out, "margin"));
+    ck_assert_msg(mmsim(args) == 0, "%s", errtxt); /* again: the runs are reused */
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(dbp, &db), SQLITE_OK);
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM plans"), 2);
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM runs"), 2);
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM plan_candidates WHERE plan_id = 1"),
+                     q_long(db, "SELECT candidates FROM plans WHERE id = 1"));
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM plan_candidates WHERE status = 'pruned' AND plan_id = 1"),
+                     q_long(db, "SELECT pruned FROM plans WHERE id = 1"));
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM plan_candidates WHERE status = 'pruned'"
+                                " AND (reason IS NULL OR rank IS NOT NULL)"), 0);
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM plan_candidates c JOIN runs r ON r.id = c.run_id"
+                                " WHERE c.status = 'simulated' AND c.plan_id = 2"), 2);
+    /* rank 1 is the faster of the two simulated runs */
+    ck_assert_int_eq(q_long(db, "SELECT (SELECT m.value FROM plan_candidates c JOIN metrics m ON m.run_id = c.run_id"
+                                " AND m.name = 'iteration_time_s' WHERE c.plan_id = 1 AND c.rank = 1) <="
+                                " (SELECT m.value FROM plan_candidates c JOIN metrics m ON m.run_id = c.run_id"
+                                " AND m.name = 'iteration_time_s' WHERE c.plan_id = 1 AND c.rank = 2)"), 1);
+    ck_assert_int_eq(q_long(db, "SELECT count(*) FROM plan_candidates WHERE plan_id = 1 AND rank IS NOT NULL"
+                                " AND estimate_s IS NULL"), 0);
+    sqlite3_close(db);
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("plan");
+    tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, megatron_rows_planner_at_least_published, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_test(tc, pruning_reasons);
+    tcase_add_test(tc, ranking_order_and_determinism);
+    tcase_add_test(tc, multimodal_placements);
+    tcase_add_test(tc, gpus_resize_the_cluster);
+    tcase_add_test(tc, cli_bad_flags_exit_2);
+    tcase_add_test(tc, cli_json_structure);
+    tcase_add_test(tc, cli_stores_every_candidate);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(plan_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
