@@ -44,9 +44,11 @@ int mm_trace_write(const char *path, const mm_sim_timeline *tl, mm_err *err)
             snprintf(name, sizeof name, "%s s%d", cat, op->stage);
         double ts = (double)(tl->start[i] - tl->t0) * 1e-3;
         double dur = (double)(tl->end[i] - tl->start[i]) * 1e-3;
-        fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
-                   "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stage\":%d,\"mb\":%d,\"layer\":%d}}",
-                name, cat, op->rank, tid_of(op), ts, dur, op->stage, op->mb, op->layer);
+        const char *module = op->module < g->n_modules ? g->module_names[op->module] : "llm";
+        fprintf(f, ",\n{\"name\":\"%s%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+                   "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"module\":\"%s\",\"stage\":%d,\"mb\":%d,\"layer\":%d}}",
+                op->module ? module : "", op->module ? " " : "", name, cat, op->rank, tid_of(op), ts, dur, module,
+                op->stage, op->mb, op->layer);
     }
     fputs("\n]}\n", f);
     if (ferror(f) | fclose(f))
