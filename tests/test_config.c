@@ -802,7 +802,7 @@ START_TEST(set_errors)
 
     const char *s16[] = {"workload={kind: fixed}"};
     e = load_fail(NULL, s16, 1);
-    assert_err(&e, "--set", 0, "workload", "needs images or text_tokens");
+    assert_err(&e, "--set", 0, "workload", "needs images, text_tokens or audio_seconds");
 
     const char *s14[] = {"workload={kind: fixd, images: 1}"};
     e = load_fail(NULL, s14, 1);

@@ -273,6 +273,42 @@ START_TEST(estimate_tracks_run)
 }
 END_TEST
 
+/* An audio encoder (Whisper) in front of the LLM: 45 s of audio is two
+ * 30-s clips for the encoder and 45 x 25 tokens for the LLM; it costs time
+ * under every placement and shows as its own module. */
+START_TEST(audio_encoder_runs)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_err err;
+    const char *base[] = {"model=models/qwen2-audio-like-7b.yaml",
+                          "workload={kind: fixed, audio_seconds: 45, text_tokens: 200}",
+                          "parallel.audio={tp: 1, pp: 1, dp: 16}", "train.global_batch=32", "iterations=1"};
+    ck_assert_msg(mm_scenario_load(&sc, NULL, base, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
+                  err.key, err.msg);
+    ck_assert_int_eq(sim.n_enc, 1);
+    ck_assert_str_eq(sim.enc[0].name, "audio");
+    ck_assert(fabs(sim.enc[0].inputs_per_sample - 2) < 1e-12);
+    ck_assert(fabs(sim.seq - (200 + 45 * 25)) < 1e-9);
+    mm_metrics m;
+    ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+    ck_assert_int_eq(m.n_modules, 2);
+    ck_assert_str_eq(m.modules[1].name, "audio");
+    ck_assert(m.modules[1].compute_s > 0);
+    double with_audio = m.iteration_time_s;
+    mm_metrics_free(&m);
+    /* the same LLM sequence without the encoder's work: text only */
+    const char *text[] = {"model=models/qwen2.5-7b.json", "train.seq_len=1325", "train.global_batch=32",
+                          "iterations=1"};
+    static mm_scenario sc2;
+    static mm_sim sim2;
+    ck_assert(mm_scenario_load(&sc2, NULL, text, 4, &err) == 0 && mm_sim_prepare(&sim2, &sc2, &err) == 0);
+    ck_assert_int_eq(mm_sim_run(&sim2, &m, NULL, &err), 0);
+    ck_assert_msg(with_audio > m.iteration_time_s * 1.05, "%.4f vs %.4f", with_audio, m.iteration_time_s);
+    mm_metrics_free(&m);
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
     Suite *s = suite_create("run");
@@ -287,6 +323,7 @@ static Suite *run_suite(void)
     tcase_add_test(tc, layout_errors);
     tcase_add_test(tc, uneven_stages_run);
     tcase_add_test(tc, estimate_tracks_run);
+    tcase_add_test(tc, audio_encoder_runs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -247,19 +247,25 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
-    printf("  model       %s, %.2f B parameters (%s)\n", sim->llm.name,
-           (double)mm_llm_params(&sim->llm) * 1e-9, sim->model_path);
+    printf("  model       %s, %.2f B parameters (%s)\n", sim->model.name[0] ? sim->model.name : sim->llm.name,
+           (double)mm_model_params(&sim->model) * 1e-9, sim->model_path);
     printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster.name,
            sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
            sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
            L->tp, L->cp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
            (long long)sc->train.micro_batch, sim->seq);
-    for (int i = 0; i < sim->n_enc; i++)
-        printf("  %-11s %s, tp %d x pp %d x dp %d, %.0f inputs per sample%s\n", sim->enc[i].name,
-               mm_placement_names[sc->parallel.placement], sim->enc[i].layout.tp, sim->enc[i].layout.pp,
-               sim->enc[i].layout.dp, sim->enc[i].inputs_per_sample,
-               sim->enc[i].frozen_tower ? (sim->enc[i].frozen_proj ? ", frozen" : ", tower frozen") : "");
+    for (int i = 0; i < sim->n_enc; i++) {
+        const mm_sim_encoder *e = &sim->enc[i];
+        const char *frozen = e->frozen_tower ? (e->frozen_proj ? ", frozen" : ", tower frozen") : "";
+        if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
+            printf("  %-11s homogeneous (the LLM's layout, first stage), %.0f inputs per sample%s\n", e->name,
+                   e->inputs_per_sample, frozen);
+        else
+            printf("  %-11s %s, tp %d x pp %d x dp %d, %.0f inputs per sample%s\n", e->name,
+                   mm_placement_names[sc->parallel.placement], e->layout.tp, e->layout.pp, e->layout.dp,
+                   e->inputs_per_sample, frozen);
+    }
     printf("  training    %s, recompute %s, ZeRO %d, network %s, %d iteration(s), seed %llu\n",
            mm_precision_names[sc->train.precision], mm_recompute_names[sc->train.recompute],
            sc->train.zero, mm_network_names[sc->network], sc->iterations,

@@ -108,7 +108,7 @@ static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement
  * likelier meaning. */
 static const char *const layout_keys[] = {"tp", "pp", "cp", "dp", "vpp", "ep",
                                           "zero", "layers_per_stage", NULL};
-static const char *const fixed_keys[] = {"kind", "images", "tiles", "text_tokens", NULL};
+static const char *const fixed_keys[] = {"kind", "images", "tiles", "text_tokens", "audio_seconds", NULL};
 static const char *const workload_kinds[] = {"fixed", NULL};
 
 #define SET_FILE "--set"
@@ -561,9 +561,12 @@ static int read_workload(loader *ld, struct fy_node *root, mm_err *err)
     if (!rc)
         rc = get_i64(ld, m, "workload", "text_tokens", 0, INT64_MAX,
                      &sc->workload.text_tokens, err);
-    if (!rc && sc->workload.images == 0 && sc->workload.text_tokens == 0)
+    sc->workload.audio_seconds = 0;
+    if (!rc)
+        rc = get_double(ld, m, "workload", "audio_seconds", 0.0, 1e6, &sc->workload.audio_seconds, err);
+    if (!rc && sc->workload.images == 0 && sc->workload.text_tokens == 0 && sc->workload.audio_seconds == 0)
         rc = fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, keyline, "workload",
-                                "a fixed sample needs images or text_tokens above 0"),
+                                "a fixed sample needs images, text_tokens or audio_seconds above 0"),
                  err);
     return rc;
 }
@@ -1219,8 +1222,8 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
         sb_printf(&b, "\n");
         break;
     case MM_WORKLOAD_FIXED:
-        sb_printf(&b, "{kind: fixed, images: %d, tiles: %d, text_tokens: %" PRId64 "}\n",
-                  sc->workload.images, sc->workload.tiles, sc->workload.text_tokens);
+        sb_printf(&b, "{kind: fixed, images: %d, tiles: %d, text_tokens: %" PRId64 ", audio_seconds: %.17g}\n",
+                  sc->workload.images, sc->workload.tiles, sc->workload.text_tokens, sc->workload.audio_seconds);
         break;
     }
     sb_printf(&b, "batching: %s\n", mm_batching_names[sc->batching]);

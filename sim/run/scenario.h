@@ -96,6 +96,7 @@ typedef struct mm_scenario {
         char path[512];      /* MM_WORKLOAD_FILE */
         int images, tiles;   /* MM_WORKLOAD_FIXED */
         int64_t text_tokens; /* MM_WORKLOAD_FIXED */
+        double audio_seconds; /* MM_WORKLOAD_FIXED */
     } workload;
     mm_batching batching;
     mm_network_kind network;

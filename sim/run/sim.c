@@ -78,6 +78,28 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
     }
 }
 
+/* Adds the vision or audio encoder of the model to the scenario's run. */
+static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = &sim->model;
+    mm_token_model tm;
+    mm_token_model_from_model(mo, &tm);
+    mm_sim_encoder *e = &sim->enc[sim->n_enc++];
+    e->enc = audio ? &mo->audio : &mo->vision;
+    e->proj = audio ? &mo->audio_proj : &mo->vision_proj;
+    e->name = audio ? "audio" : "vision";
+    e->layout = audio ? sc->parallel.audio : sc->parallel.vision;
+    e->inputs_per_sample = inputs;
+    double clip = tm.audio_clip_s > 0 ? tm.audio_clip_s : 30.0;
+    e->tokens_per_input = audio ? tm.tokens_per_audio_s * clip : (double)mm_model_tokens_per_tile(mo);
+    for (int i = 0; i < sc->train.n_frozen; i++) {
+        e->frozen_tower |= !strcmp(sc->train.frozen[i], e->name);
+        e->frozen_proj |= !strcmp(sc->train.frozen[i], audio ? "audio_projector" : "projector");
+    }
+    return e;
+}
+
 void mm_sim_free(mm_sim *sim)
 {
     if (sim->wl) {
@@ -98,8 +120,6 @@ static int load_workload_file(mm_sim *sim, mm_err *err)
     mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, sizeof sim->workload_path);
     if (!readable(sim->workload_path))
         return mm_scenario_fail(sc, err, "workload", "cannot open workload file '%s'", sc->workload.path);
-    if (mo->has_audio)
-        return mm_scenario_fail(sc, err, "model", "audio encoders are not wired into `mmsim run` yet");
     sim->wl = calloc(1, sizeof *sim->wl);
     if (!sim->wl)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -111,18 +131,11 @@ static int load_workload_file(mm_sim *sim, mm_err *err)
     }
     mm_token_model_from_model(mo, &sim->tm);
     sim->tm.max_tokens = sc->train.seq_len;
-    if (mo->has_vision) {
-        mm_sim_encoder *e = &sim->enc[sim->n_enc++];
-        e->enc = &mo->vision;
-        e->proj = &mo->vision_proj;
-        e->name = "vision";
-        e->layout = sc->parallel.vision;
-        e->inputs_per_sample = mo->max_tiles > 0 ? mo->max_tiles : 1; /* memory: the largest sample */
-        for (int i = 0; i < sc->train.n_frozen; i++) {
-            e->frozen_tower |= !strcmp(sc->train.frozen[i], "vision");
-            e->frozen_proj |= !strcmp(sc->train.frozen[i], "projector");
-        }
-    }
+    /* memory is checked for the largest sample: the model's most tiles, one clip */
+    if (mo->has_vision)
+        add_encoder(sim, false, mo->max_tiles > 0 ? mo->max_tiles : 1);
+    if (mo->has_audio)
+        add_encoder(sim, true, 1);
     return 0;
 }
 
@@ -141,12 +154,19 @@ static int check_workload(mm_sim *sim, mm_err *err)
         return load_workload_file(sim, err);
     if (sc->workload.kind != MM_WORKLOAD_FIXED)
         return 0;
-    double tiles = (double)sc->workload.images * sc->workload.tiles;
-    if (tiles > 0 && !mo->has_vision)
+    double tiles = (double)sc->workload.images * sc->workload.tiles, audio_s = sc->workload.audio_seconds;
+    if (!mo->has_vision && !mo->has_audio)
         return 0; /* design.md: a model without an encoder runs on top of a
-                     multimodal scenario; its samples are train.seq_len text */
-    double visual = tiles * (double)(mo->has_vision ? mm_model_tokens_per_tile(mo) : 0);
-    double tokens = (double)sc->workload.text_tokens + visual;
+                     multimodal scenario; its samples are train.seq_len text.
+                     A model with only one kind of encoder ignores the other
+                     modality's part of the sample. */
+    mm_token_model tm;
+    mm_token_model_from_model(mo, &tm);
+    double clip = tm.audio_clip_s > 0 ? tm.audio_clip_s : 30.0;
+    double clips = audio_s > 0 && mo->has_audio ? ceil(audio_s / clip - 1e-12) : 0;
+    double visual = mo->has_vision ? tiles * (double)mm_model_tokens_per_tile(mo) : 0;
+    double aural = clips > 0 ? audio_s * tm.tokens_per_audio_s : 0;
+    double tokens = (double)sc->workload.text_tokens + visual + aural;
     if (tokens > (double)sc->train.seq_len)
         return mm_scenario_fail(sc, err, "train.seq_len",
                                 "a sample is %.0f LLM tokens (%lld text + %.0f visual), more than seq_len %lld",
@@ -154,18 +174,10 @@ static int check_workload(mm_sim *sim, mm_err *err)
     if (tokens < 1)
         return mm_scenario_fail(sc, err, "workload", "a sample has no tokens");
     sim->seq = tokens;
-    if (tiles > 0) {
-        mm_sim_encoder *e = &sim->enc[sim->n_enc++];
-        e->enc = &mo->vision;
-        e->proj = &mo->vision_proj;
-        e->name = "vision";
-        e->layout = sc->parallel.vision;
-        e->inputs_per_sample = tiles;
-        for (int i = 0; i < sc->train.n_frozen; i++) {
-            e->frozen_tower |= !strcmp(sc->train.frozen[i], "vision");
-            e->frozen_proj |= !strcmp(sc->train.frozen[i], "projector");
-        }
-    }
+    if (tiles > 0 && mo->has_vision)
+        add_encoder(sim, false, tiles);
+    if (clips > 0)
+        add_encoder(sim, true, clips);
     return 0;
 }
 
@@ -655,7 +667,7 @@ static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs
     pass_times layer = time_ops(g, dt, ops, n);
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
-    double ptok = inputs * (double)mm_model_tokens_per_tile(&sim->model);
+    double ptok = inputs * e->tokens_per_input;
     n = mm_projector_ops(e->proj, ptok, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     double L = (double)e->enc->layers;
@@ -829,7 +841,7 @@ static int iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
     cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
-    if (sim->n_enc) {
+    if (sim->n_enc) { /* a tile (or a clip, for an audio-only model) */
         mm_enc_mb_cost one;
         double params;
         if (enc_mb_cost(sim, &sim->enc[0], 1, spec->enc[0].tp, &one, &params) == 0)
@@ -852,7 +864,7 @@ static int iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     free(w->mb);
     free(w->enc);
     w->mb = calloc((size_t)V * dp * m, sizeof *w->mb);
-    w->enc = calloc((size_t)dp * m + 1, sizeof *w->enc);
+    w->enc = calloc((size_t)(sim->n_enc ? sim->n_enc : 1) * dp * m + 1, sizeof *w->enc);
     if (!w->mb || !w->enc) {
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -877,16 +889,18 @@ static int iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     }
     w->load_mean = load_sum / dp;
     /* the encoder: the LLM's bins, or post-balance's own encoder phase */
-    if (rc == 0 && sim->n_enc) {
+    for (int i = 0; i < sim->n_enc && rc == 0; i++) {
         const mm_bin *eb = plan.enc_bins ? plan.enc_bins : plan.bins;
         const int *ef = plan.enc_bins ? plan.enc_rank_first : plan.rank_first;
+        bool audio = !strcmp(sim->enc[i].name, "audio");
+        mm_enc_mb_cost *arr = w->enc + (size_t)i * dp * m;
         for (int r = 0; r < dp && rc == 0; r++)
             for (int k = ef[r]; k < ef[r + 1] && k - ef[r] < m && rc == 0; k++) {
-                double params, inputs = (double)(eb[k].tiles + eb[k].frames);
-                rc = enc_mb_cost(sim, &sim->enc[0], inputs, spec->enc[0].tp, &w->enc[(size_t)r * m + (k - ef[r])],
+                double params, inputs = audio ? (double)eb[k].audio_clips : (double)(eb[k].tiles + eb[k].frames);
+                rc = enc_mb_cost(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
                                  &params);
             }
-        spec->enc[0].mb = w->enc;
+        spec->enc[i].mb = arr;
         if (rc)
             rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
     }

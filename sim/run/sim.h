@@ -25,6 +25,7 @@ typedef struct mm_sim_encoder {
     mm_module_layout layout; /* parallel.vision / parallel.audio (defaults filled) */
     bool frozen_tower, frozen_proj;
     double inputs_per_sample; /* tiles (vision) or 30-s clips (audio) */
+    double tokens_per_input;  /* LLM tokens one tile or clip becomes */
 } mm_sim_encoder;
 
 typedef struct mm_sim {
