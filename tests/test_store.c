@@ -145,6 +145,8 @@ static void sample_fill(sample *s, double k)
     s->m.bubble_fraction = 0.1;
     s->m.exposed_comm_s = 0.02;
     s->m.peak_memory_gib = NAN; /* not modelled yet: must become NULL */
+    s->m.iteration_time_p50_s = 1.125;
+    s->m.iteration_time_p99_s = 1.5;
     s->m.oom = false;
     s->m.gpus = 8;
     s->m.events = 12345;
@@ -246,7 +248,7 @@ START_TEST(test_open_creates_schema_v1)
     mm_store *st = open_ok(db);
     ck_assert(exists(db));
     ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
-    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 4);
+    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 5);
     ck_assert_int_eq(q_int(st, "PRAGMA foreign_keys"), 1);
     ck_assert_int_eq(q_int(st, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     ck_assert_int_ge(q_int(st, "PRAGMA busy_timeout"), 1000);
@@ -439,7 +441,7 @@ START_TEST(test_write_reads_back)
     ck_assert_int_eq(count_runs(st), 1);
 
     /* Summary metrics: exact values, one row per name. */
-    const double want[] = {1.25, 123456.5, 30.125, 0.42, 0.55, 415.3, 540.1, 0.1, 0.02, NAN};
+    const double want[] = {1.25, 123456.5, 30.125, 0.42, 0.55, 415.3, 540.1, 0.1, 0.02, NAN, 1.125, 1.5};
     size_t n_names = 0;
     for (; mm_store_metric_names[n_names]; n_names++) {
         double v = -1;
@@ -450,8 +452,8 @@ START_TEST(test_write_reads_back)
         else
             ck_assert_double_eq(v, want[n_names]);
     }
-    ck_assert_uint_eq(n_names, 10);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 10);
+    ck_assert_uint_eq(n_names, 12);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 12);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"
                                " AND name IN ('iteration_time_s', 'tokens_per_s',"
                                " 'samples_per_s', 'mfu', 'hfu', 'tflops_per_gpu',"
@@ -642,7 +644,7 @@ START_TEST(test_delete_cascades)
     char sql[128];
     snprintf(sql, sizeof sql, "DELETE FROM runs WHERE id = %lld", (long long)b);
     ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), sql, NULL, NULL, NULL), SQLITE_OK);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 10);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 12);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), N_STAGES);
     /* Foreign keys are enforced: no metric rows for a run that is not there. */
@@ -691,7 +693,7 @@ START_TEST(test_failed_write_leaves_no_partial_run)
     ck_assert_str_eq(err.file, db);
     ck_assert_ptr_nonnull(strstr(err.msg, "iteration"));
     ck_assert_int_eq(count_runs(st), 1);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 10);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 12);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     assert_no_orphans(st);
 
@@ -832,7 +834,7 @@ START_TEST(test_parallel_writers)
     }
     mm_store *st = open_ok(db);
     ck_assert_int_eq(count_runs(st), PROCS * RUNS);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 10);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 12);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), PROCS * RUNS * N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), PROCS * RUNS * N_STAGES);
     ck_assert_int_eq(q_int(st, "SELECT count(DISTINCT scenario_hash) FROM runs"), 2);

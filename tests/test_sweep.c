@@ -509,7 +509,7 @@ START_TEST(killed_sweep_resumes)
                           " JOIN metrics m ON m.run_id = r.id ORDER BY r.id, m.name");
     /* every run that is there is whole */
     ck_assert_int_eq(q_long(db, "SELECT count(*) FROM runs r WHERE"
-                                " (SELECT count(*) FROM metrics m WHERE m.run_id = r.id) != 10"
+                                " (SELECT count(*) FROM metrics m WHERE m.run_id = r.id) != 12"
                                 " OR (SELECT count(*) FROM iterations i WHERE i.run_id = r.id) != 2"),
                      0);
 
@@ -590,6 +590,8 @@ START_TEST(schema_v1_migrates)
     ck_assert_int_eq(mm_store_write_run(st, &rec, &m, &id, &err), 0);
     ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st),
                                   "DROP TABLE sweep_runs; DROP TABLE sweeps;"
+                                  " ALTER TABLE iterations DROP COLUMN load_imbalance;"
+                                  " ALTER TABLE iterations DROP COLUMN stage_spread_s;"
                                   " PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
     mm_store_close(st);
     ck_assert_int_eq(mm_store_open(&st, db, &err), 0);

@@ -24,7 +24,7 @@ struct mm_store {
 const char *const mm_store_metric_names[] = {
     "iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",
     "tflops_per_gpu", "hw_tflops_per_gpu", "bubble_fraction", "exposed_comm_s",
-    "peak_memory_gib", NULL};
+    "peak_memory_gib", "iteration_time_p50_s", "iteration_time_p99_s", NULL};
 
 /* Schema migrations: entry i takes a database from version i to i + 1 and is
  * run inside the migration transaction.  To change the schema, append an
@@ -112,6 +112,10 @@ static const char *const mm_store_migrations[] = {
     " run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,"
     " PRIMARY KEY (plan_id, candidate));"
     "CREATE INDEX IF NOT EXISTS plan_candidates_run ON plan_candidates(run_id);",
+    /* 4 -> 5: why an iteration of a modality-mixed workload took its time
+     * (issue 8): DP load max/mean and the spread of the stages' compute */
+    "ALTER TABLE iterations ADD COLUMN load_imbalance REAL;"
+    "ALTER TABLE iterations ADD COLUMN stage_spread_s REAL;",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -401,7 +405,7 @@ static int mm_store_insert_metrics(mm_store *st, int64_t id, const mm_metrics *m
     const double values[] = {
         m->iteration_time_s, m->tokens_per_s, m->samples_per_s, m->mfu, m->hfu,
         m->tflops_per_gpu, m->hw_tflops_per_gpu, m->bubble_fraction, m->exposed_comm_s,
-        m->peak_memory_gib};
+        m->peak_memory_gib, m->iteration_time_p50_s, m->iteration_time_p99_s};
     _Static_assert(sizeof values / sizeof values[0] ==
                        sizeof mm_store_metric_names / sizeof mm_store_metric_names[0] - 1,
                    "one value per metric name");
@@ -427,8 +431,8 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
     sqlite3_stmt *s = NULL;
     int rc = mm_store_prepare(st,
         "INSERT INTO iterations(run_id, iteration, time_s, bubble_fraction, exposed_comm_s,"
-        " model_flops, hw_flops, tokens, samples)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &s, err);
+        " model_flops, hw_flops, tokens, samples, load_imbalance, stage_spread_s)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &s, err);
     for (int i = 0; rc == 0 && i < m->n_iters; i++) {
         const mm_iter_metrics *it = &m->iters[i];
         int b = sqlite3_bind_int64(s, 1, id);
@@ -440,6 +444,8 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 7, it->hw_flops);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 8, it->tokens);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 9, it->samples);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 10, it->load_imbalance);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 11, it->stage_spread_s);
         rc = mm_store_step_insert(st, s, b, "writing an iteration", err);
     }
     sqlite3_finalize(s);

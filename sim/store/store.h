@@ -80,7 +80,7 @@
 #include "run/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 4
+#define MM_STORE_SCHEMA_VERSION 5
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;
