@@ -11,6 +11,13 @@
  * status for the error (2 for MM_EINPUT, 1 otherwise). */
 int mm_cli_fail(const mm_err *err);
 
+/* Prints s as a JSON string literal (quotes and escapes) on stdout. */
+void mm_cli_json_string(const char *s);
+
+/* Makes the folder that holds `path` (one level: results/ for the default
+ * database); errors are left for the caller's open to report. */
+void mm_cli_make_parent(const char *path);
+
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */
 int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */

@@ -87,30 +87,7 @@ static int parse_placements(const char *v, unsigned *mask)
     return 0;
 }
 
-static void make_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return;
-    char dir[512];
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return; /* the store's open reports the real error */
-}
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
 
 static void json_num(double v)
 {
@@ -199,10 +176,10 @@ static void print_cand_json(const mm_plan *p, size_t i)
     else
         printf("null");
     printf(", \"candidate\": %d, \"status\": \"%s\", \"layout\": ", c->index, mm_cand_status_names[c->status]);
-    json_string(c->layout);
+    mm_cli_json_string(c->layout);
     printf(", \"placement\": ");
     if (c->placement >= 0)
-        json_string(mm_placement_names[c->placement]);
+        mm_cli_json_string(mm_placement_names[c->placement]);
     else
         printf("null");
     printf(", \"encoder_gpus\": %d, ", c->enc_gpus);
@@ -242,7 +219,7 @@ static void print_cand_json(const mm_plan *p, size_t i)
         printf("null");
     printf(", \"reason\": ");
     if (c->reason)
-        json_string(c->reason);
+        mm_cli_json_string(c->reason);
     else
         printf("null");
     char sets[1024];
@@ -253,14 +230,14 @@ static void print_cand_json(const mm_plan *p, size_t i)
 static void print_json(const mm_plan *p, const char *db, int all)
 {
     printf("{\n  \"mmsim_version\": \"%s\",\n  \"scenario\": ", MMSIM_VERSION);
-    json_string(p->base_source);
+    mm_cli_json_string(p->base_source);
     printf(",\n  \"model\": ");
-    json_string(p->model);
+    mm_cli_json_string(p->model);
     printf(",\n  \"gpus\": %d,\n  \"nodes\": %d,\n  \"gpus_per_node\": %d,\n  \"has_encoder\": %s,\n"
            "  \"top_k\": %d,\n  \"iterations\": %d,\n  \"db\": ",
            p->gpus, p->nodes, p->gpus_per_node, p->has_encoder ? "true" : "false", p->top_k, p->iterations);
     if (db)
-        json_string(db);
+        mm_cli_json_string(db);
     else
         printf("null");
     printf(",\n  \"plan_id\": ");
@@ -278,7 +255,7 @@ static void print_json(const mm_plan *p, const char *db, int all)
     int nr = count_reasons(p, rc, 64);
     for (int i = 0; i < nr; i++) {
         printf("%s{\"reason\": ", i ? ", " : "");
-        json_string(rc[i].kind);
+        mm_cli_json_string(rc[i].kind);
         printf(", \"count\": %zu}", rc[i].n);
     }
     printf("],\n  \"ranked\": [");
@@ -407,7 +384,7 @@ int mm_cli_plan(int argc, char **argv)
     if (no_db)
         o.db = NULL;
     if (o.db)
-        make_parent(o.db);
+        mm_cli_make_parent(o.db);
     mm_err err;
     mm_err_clear(&err);
     mm_plan p;

@@ -95,31 +95,7 @@ static void show_progress(const mm_runner_progress *p, void *ctx)
             p->final ? " (done)" : "");
 }
 
-/* Makes the folder that holds `path`, one level (results/ for the default). */
-static void make_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return;
-    char dir[512];
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return; /* the store's open reports the real error */
-}
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
 
 static const char *const status_names[] = {"pending", "ran", "skipped", "failed"};
 
@@ -127,9 +103,9 @@ static void print_json(const mm_sweep *sw, const char *db, const mm_runner_progr
                        const mm_sweep_points *pts, const mm_point_result *res)
 {
     printf("{\n  \"sweep_id\": %lld,\n  \"name\": ", (long long)s->sweep_id);
-    json_string(sw->name);
+    mm_cli_json_string(sw->name);
     printf(",\n  \"db\": ");
-    json_string(db);
+    mm_cli_json_string(db);
     printf(",\n  \"resumed\": %s,\n  \"points\": %zu,\n  \"ran\": %zu,\n  \"skipped\": %zu,\n"
            "  \"failed\": %zu,\n  \"oom\": %zu,\n  \"wall_s\": %.3f,\n  \"results\": [",
            s->resumed ? "true" : "false", s->total, s->ran, s->skipped, s->failed, s->oom,
@@ -145,7 +121,7 @@ static void print_json(const mm_sweep *sw, const char *db, const mm_runner_progr
         printf(", \"oom\": %s, \"axes\": %s, \"error\": ", r->oom ? "true" : "false",
                pts->labels[i]);
         if (r->status == MM_POINT_FAILED)
-            json_string(r->error);
+            mm_cli_json_string(r->error);
         else
             printf("null");
         printf("}");
@@ -211,7 +187,7 @@ static int sweep_main(const char *spec, const char *db, int jobs, int json, int 
         return 1;
     }
     if (rank == 0)
-        make_parent(db);
+        mm_cli_make_parent(db);
     progress_view view = {.tty = isatty(2), .quiet = quiet || rank != 0, .last_quarter = -1};
     mm_runner_opts o = {
         .db = db, .jobs = jobs, .version = MMSIM_VERSION,

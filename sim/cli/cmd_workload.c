@@ -88,19 +88,6 @@ static void json_hist(const char *key, const hist *h, bool comma)
     printf("]}%s\n", comma ? "," : "");
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
 
 static int stats(int argc, char **argv)
 {
@@ -198,7 +185,7 @@ static int stats(int argc, char **argv)
     const char *kind = w.source == MM_WLS_TRACE ? "trace" : "mixture";
     if (json) {
         printf("{\n  \"file\": ");
-        json_str(path);
+        mm_cli_json_string(path);
         printf(",\n  \"kind\": \"%s\",\n  \"samples\": %lld,\n", kind, (long long)n);
         if (w.source == MM_WLS_TRACE)
             printf("  \"trace_samples\": %lld,\n", (long long)w.trace.n);
@@ -208,7 +195,7 @@ static int stats(int argc, char **argv)
                "\"tokens_per_audio_s\": %.17g, \"max_tokens\": %lld, \"source\": ",
                (long long)tm.tokens_per_tile, (long long)tm.tokens_per_frame, tm.tokens_per_audio_s,
                (long long)tm.max_tokens);
-        json_str(tm_source);
+        mm_cli_json_string(tm_source);
         printf("},\n  \"by_modality\": {");
         for (int k = 0; k < MM_MOD_COUNT; k++)
             printf("%s\"%s\": %lld", k ? ", " : "", mm_modality_names[k], (long long)st.by_modality[k]);

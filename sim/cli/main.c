@@ -138,16 +138,9 @@ static void jnum(const char *key, double v, int last)
 
 static void jstr(const char *key, const char *v)
 {
-    printf("  \"%s\": \"", key);
-    for (const char *p = v; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if ((unsigned char)*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    printf("\",\n");
+    printf("  \"%s\": ", key);
+    mm_cli_json_string(v);
+    printf(",\n");
 }
 
 static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
@@ -318,17 +311,6 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("  stored as run %lld in %s\n", (long long)run_id, db);
 }
 
-/* Makes the folder that holds `path`, one level (results/ for the default). */
-static void make_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return;
-    char dir[512];
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return; /* the store's open reports the real error */
-}
 
 static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
                      mm_err *err)
@@ -345,7 +327,7 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
         .model = sim->model_path, .topology = sim->topology_path,
         .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
     };
-    make_parent(db);
+    mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
     if (rc)
