@@ -80,9 +80,11 @@ static void cand_layout(mm_plan_cand *c)
     char pl[32] = "";
     if (c->placement >= 0)
         snprintf(pl, sizeof pl, "%s |", mm_placement_names[c->placement]);
-    snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d | mb%d %s zero%d",
-             pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, c->micro_batch,
-             mm_recompute_names[c->recompute], c->zero);
+    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d | mb%d %s zero%d",
+                     pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep,
+                     c->micro_batch, mm_recompute_names[c->recompute], c->zero);
+    if (n < 0 || (size_t)n >= sizeof c->layout) /* cannot happen with these widths; keep it terminated */
+        c->layout[sizeof c->layout - 1] = '\0';
     if (c->layout[0] == ' ')
         memmove(c->layout, c->layout + 1, strlen(c->layout));
 }
