@@ -749,14 +749,24 @@ typedef struct wl_iter {
 typedef struct cost_ctx {
     double enc_per_input;     /* seconds per tile/frame, whole encoder, F + B */
     double llm_a, llm_b;      /* seconds per token and per token^2 (attention), F + B */
+    bool shared;              /* the encoder runs on the LLM's GPUs */
 } cost_ctx;
 
+/* A sample's encoder and LLM seconds.  The balancers minimize the largest
+ * bin's max(encoder, LLM), which is right when the two run on different
+ * GPUs (pipeline, disjoint: DFLOP's setting); when they share GPUs
+ * (colocated, homogeneous) a bin's time is their sum, so the sum is
+ * handed over as the LLM cost. */
 static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ctx, double *enc, double *llm)
 {
     const cost_ctx *c = ctx;
     double t = (double)mm_sample_llm_tokens(smp, tm);
     *enc = c->enc_per_input * (double)(smp->tiles + smp->frames);
     *llm = c->llm_a * t + c->llm_b * t * t;
+    if (c->shared) {
+        *llm += *enc;
+        *enc = 0;
+    }
 }
 
 static const mm_batch_policy bpolicy[] = {
@@ -826,7 +836,8 @@ static int iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return rc;
     /* per-sample costs for the balancing policies: fitted to the model's
      * own op costs at two lengths (linear + attention's quadratic term) */
-    cost_ctx cc = {0};
+    cost_ctx cc = {.shared = sc->parallel.placement == MM_PLACE_COLOCATED ||
+                             sc->parallel.placement == MM_PLACE_HOMOGENEOUS};
     mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
     double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
     rc = probe ? llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
