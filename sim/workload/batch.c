@@ -418,6 +418,50 @@ out:
     return rc;
 }
 
+/* The bins of a balanced assignment are even, but a DP rank runs m of them
+ * one after the other, so which bins share a rank matters too: deal the
+ * bins, largest first, to the rank with the least work that still has a
+ * free micro-batch slot (LPT over ranks with m slots each; ties to the
+ * lower rank, so it stays deterministic), and renumber the assignment. */
+static int deal_bins_to_ranks(const ctx *c, int n, int dp, int m, int *assign)
+{
+    int k = dp * m;
+    double *cost = calloc((size_t)k, sizeof *cost), *E = calloc((size_t)k, sizeof *E);
+    double *load = calloc((size_t)dp, sizeof *load);
+    int *order = malloc((size_t)k * sizeof *order), *used = calloc((size_t)dp, sizeof *used);
+    int *newid = malloc((size_t)k * sizeof *newid);
+    int rc = cost && E && load && order && used && newid ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        E[assign[i]] += c->enc[i];
+        cost[assign[i]] += c->llm[i];
+    }
+    for (int g = 0; rc == 0 && g < k; g++) {
+        cost[g] = fmax(cost[g], E[g]);
+        order[g] = g;
+    }
+    /* insertion sort by cost, descending, stable (k is a few thousand) */
+    for (int a = 1; rc == 0 && a < k; a++) {
+        int x = order[a], b = a;
+        while (b > 0 && cost[order[b - 1]] < cost[x]) {
+            order[b] = order[b - 1];
+            b--;
+        }
+        order[b] = x;
+    }
+    for (int q = 0; rc == 0 && q < k; q++) {
+        int best = -1;
+        for (int r = 0; r < dp; r++)
+            if (used[r] < m && (best < 0 || load[r] < load[best]))
+                best = r;
+        newid[order[q]] = best * m + used[best]++;
+        load[best] += cost[order[q]];
+    }
+    for (int i = 0; rc == 0 && i < n; i++)
+        assign[i] = newid[assign[i]];
+    free(cost), free(E), free(load), free(order), free(used), free(newid);
+    return rc;
+}
+
 static int form_balanced(const ctx *c, mm_batch_plan *p, int *assign, mm_err *err)
 {
     const mm_batch_opts *o = c->o;
@@ -456,6 +500,8 @@ static int form_balanced(const ctx *c, mm_batch_plan *p, int *assign, mm_err *er
         p->ilp_used = true;
         p->lower_bound = bound;
     }
+    if (deal_bins_to_ranks(c, n, o->dp, m, assign))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     int *per_rank = malloc((size_t)o->dp * sizeof *per_rank);
     if (!per_rank)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
