@@ -1495,6 +1495,13 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         const mm_enc_spec *e = &spec.enc[i];
         const mm_enc_mb_cost *c = &e->mb[0];
         double per = c->fwd_s + c->bwd_s;
+        if (e->tp > 1 && c->tp_bytes > 0) { /* its layers' TP all-reduces, as the executor runs them */
+            int g8[1024], nt = e->tp < 1024 ? e->tp : 1024;
+            for (int t = 0; t < nt; t++)
+                g8[t] = t;
+            per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
+                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, g8, nt, c->tp_bytes);
+        }
         flops += (c->fwd_flops + c->bwd_flops) * m * L->dp;
         hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->dp;
         switch (e->placement) {
