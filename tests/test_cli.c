@@ -12,48 +12,27 @@
 #include "util/doc.h"
 #include <libfyaml.h>
 
-#ifndef MMSIM_EXE
-#error "MMSIM_EXE must name the mmsim binary"
-#endif
+#include "mmsim_exe.h"
 
 static char tmpdir[256];
 static char out[1 << 16], errtxt[1 << 14];
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
 
 /* Runs mmsim with `args` (shell words); returns its exit status and fills
  * out / errtxt with its stdout and stderr. */
 static int mmsim(const char *args)
 {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", MMSIM_EXE, args, tmpdir, tmpdir);
-    int st = system(cmd);
-    char p[512];
-    snprintf(p, sizeof p, "%s/out", tmpdir);
-    slurp(p, out, sizeof out);
-    snprintf(p, sizeof p, "%s/err", tmpdir);
-    slurp(p, errtxt, sizeof errtxt);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mmx_run(tmpdir, NULL, args, out, sizeof out, errtxt, sizeof errtxt);
 }
 
 static void setup(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/mmsim-cli-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    mmx_tmpdir(tmpdir, sizeof tmpdir, "cli");
 }
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    mmx_rmdir(tmpdir);
 }
 
 START_TEST(version_and_help)

@@ -21,47 +21,26 @@
 #include "run/sim.h"
 #include "store/store.h"
 
-#ifndef MMSIM_EXE
-#error "MMSIM_EXE must name the mmsim binary"
-#endif
+#include "mmsim_exe.h"
 
 static char tmpdir[256];
 static char out[1 << 20], errtxt[1 << 14];
 
 static void setup(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/mmsim-plan-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    mmx_tmpdir(tmpdir, sizeof tmpdir, "plan");
 }
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    mmx_rmdir(tmpdir);
 }
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
 
 /* Runs mmsim with `args`; returns its exit status, fills out and errtxt. */
 static int mmsim(const char *args)
 {
-    char cmd[4096], p[512];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", MMSIM_EXE, args, tmpdir, tmpdir);
-    int st = system(cmd);
-    snprintf(p, sizeof p, "%s/out", tmpdir);
-    slurp(p, out, sizeof out);
-    snprintf(p, sizeof p, "%s/err", tmpdir);
-    slurp(p, errtxt, sizeof errtxt);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mmx_run(tmpdir, NULL, args, out, sizeof out, errtxt, sizeof errtxt);
 }
 
 static size_t count_str(const char *hay, const char *needle)

@@ -25,25 +25,19 @@
 #include "plan/sweep.h"
 #include "store/store.h"
 
-#ifndef MMSIM_EXE
-#error "MMSIM_EXE must name the mmsim binary"
-#endif
+#include "mmsim_exe.h"
 
 static char tmpdir[256];
 static char out[1 << 16], errtxt[1 << 14];
 
 static void setup(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/mmsim-sweep-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    mmx_tmpdir(tmpdir, sizeof tmpdir, "sweep");
 }
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    ck_assert_int_eq(system(cmd), 0);
+    mmx_rmdir(tmpdir);
 }
 
 static void path_in(char *buf, size_t len, const char *name)
@@ -51,14 +45,6 @@ static void path_in(char *buf, size_t len, const char *name)
     snprintf(buf, len, "%s/%s", tmpdir, name);
 }
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
-}
 
 static void spit(const char *path, const char *text)
 {
@@ -71,14 +57,7 @@ static void spit(const char *path, const char *text)
 /* Runs mmsim with `args`; returns its exit status, fills out and errtxt. */
 static int mmsim(const char *args)
 {
-    char cmd[4096], p[512];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err", MMSIM_EXE, args, tmpdir, tmpdir);
-    int st = system(cmd);
-    snprintf(p, sizeof p, "%s/out", tmpdir);
-    slurp(p, out, sizeof out);
-    snprintf(p, sizeof p, "%s/err", tmpdir);
-    slurp(p, errtxt, sizeof errtxt);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return mmx_run(tmpdir, NULL, args, out, sizeof out, errtxt, sizeof errtxt);
 }
 
 /* All rows of a query as text, one line per row ("|" between columns). */
