@@ -40,6 +40,9 @@ static mm_iter_metrics uniform_pipeline(mm_schedule kind, int p, int m, double t
     mm_iter_metrics it = {0};
     mm_stage_metrics *sm = calloc((size_t)p, sizeof *sm);
     mm_sim_measure(&g, start, end, 0, t1, &it, sm, p, 1);
+    /* with equal stages every stage idles (p-1)(tf+tb) inside the pipeline */
+    for (int k = 0; k < p; k++)
+        ck_assert_msg(fabs(sm[k].bubble_s - (p - 1) * (tf + tb)) < 1e-9, "stage %d bubble %.9f", k, sm[k].bubble_s);
     *all_ran = 1;
     for (uint32_t i = 0; i < g.n_ops; i++)
         if (start[i] < 0 || end[i] < start[i])

@@ -174,9 +174,9 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
     for (int s = 0; s < m->n_stages; s++) {
         const mm_stage_metrics *st = &m->stages[s];
         printf("%s{\"stage\": %d", s ? ", " : "", s);
-        const char *names[] = {"busy_s", "idle_s", "comm_s", "memory_gib"};
-        const double vals[] = {st->busy_s, st->idle_s, st->comm_s, st->memory_gib};
-        for (int k = 0; k < 4; k++) {
+        const char *names[] = {"busy_s", "idle_s", "bubble_s", "comm_s", "memory_gib"};
+        const double vals[] = {st->busy_s, st->idle_s, st->bubble_s, st->comm_s, st->memory_gib};
+        for (int k = 0; k < 5; k++) {
             if (isfinite(vals[k]))
                 printf(", \"%s\": %.9g", names[k], vals[k]);
             else
@@ -295,10 +295,10 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  exposed comm       %10.4f s per rank\n", m->exposed_comm_s);
     printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
            sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
-    printf("\n  stage   busy (s)   idle (s)   comm (s)  memory (GiB)\n");
+    printf("\n  stage   busy (s)   idle (s) bubble (s)   comm (s)  memory (GiB)\n");
     for (int s = 0; s < m->n_stages; s++)
-        printf("  %5d %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
-               m->stages[s].comm_s, m->stages[s].memory_gib);
+        printf("  %5d %10.4f %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
+               m->stages[s].bubble_s, m->stages[s].comm_s, m->stages[s].memory_gib);
     if (m->n_modules > 1) {
         printf("\n  module      GPUs  compute (s)  memory (GiB)\n");
         for (int i = 0; i < m->n_modules; i++)

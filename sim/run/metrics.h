@@ -31,6 +31,9 @@ typedef struct mm_stage_metrics {
     double busy_s;   /* compute stream busy time per iteration */
     double idle_s;   /* compute stream idle time per iteration */
     double comm_s;   /* communication stream busy time per iteration */
+    double bubble_s; /* compute stream idle inside the pipeline phase (from
+                        the iteration's start to its last forward/backward
+                        op): the stage's share of the pipeline bubble */
     double memory_gib;
 } mm_stage_metrics;
 

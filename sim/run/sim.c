@@ -1163,12 +1163,14 @@ void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     it->model_flops = mflops;
     it->hw_flops = hflops;
     for (int s = 0; s < n_stages && stages; s++) {
-        double b = 0, c = 0;
+        double b = 0, c = 0, bp = 0;
         for (int d = 0; d < ranks_per_stage; d++) {
             b += busy[d + ranks_per_stage * s];
             c += comm[d + ranks_per_stage * s];
+            bp += busy_pipe[d + ranks_per_stage * s];
         }
         stages[s].stage = s;
+        stages[s].bubble_s += (pipe - bp / ranks_per_stage) * 1e-9;
         stages[s].busy_s += b / ranks_per_stage * 1e-9;
         stages[s].idle_s += (total - b / ranks_per_stage) * 1e-9;
         stages[s].comm_s += c / ranks_per_stage * 1e-9;
@@ -1404,6 +1406,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     for (int s = 0; s < P; s++) {
         mt->stages[s].busy_s /= iters;
         mt->stages[s].idle_s /= iters;
+        mt->stages[s].bubble_s /= iters;
         mt->stages[s].comm_s /= iters;
     }
     mt->iteration_time_s = T / iters;
