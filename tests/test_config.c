@@ -826,10 +826,15 @@ START_TEST(canonical_stable)
     ck_assert_ptr_nonnull(strstr(tc, "  seq_len: 2048\n"));
     ck_assert_ptr_nonnull(strstr(ta, "model: \"models/llava-ov-qwen2.5-7b.yaml\"\n"));
     ck_assert_ptr_nonnull(
-        strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, "
+        strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, sp: false, "
                    "layers_per_stage: []}\n"));
-    ck_assert_ptr_nonnull(strstr(ta, "  vision: {tp: 1, pp: 1, cp: 1, dp: 16, vpp: 1, ep: 1, zero: 1, "
+    ck_assert_ptr_nonnull(strstr(ta, "  vision: {tp: 1, pp: 1, cp: 1, dp: 16, vpp: 1, ep: 1, zero: 1, sp: false, "
                                      "layers_per_stage: []}\n"));
+    /* a module's sequence parallelism is part of the text */
+    const char *spv[] = {"parallel.vision.sp=true"};
+    char *tsp = canon(load_ok(NULL, spv, 1));
+    ck_assert_ptr_nonnull(strstr(tsp, "dp: 16, vpp: 1, ep: 1, zero: 1, sp: true,"));
+    free(tsp);
     ck_assert_ptr_nonnull(strstr(ta, "  audio: null\n"));
     /* A short buffer is filled as far as it goes and terminated. */
     char small[16];

@@ -309,6 +309,19 @@ START_TEST(audio_encoder_runs)
     ck_assert_int_eq(mm_sim_run(&sim2, &m, NULL, &err), 0);
     ck_assert_msg(with_audio > m.iteration_time_s * 1.05, "%.4f vs %.4f", with_audio, m.iteration_time_s);
     mm_metrics_free(&m);
+    /* the encoder's own sequence parallelism splits its norms' and
+     * activations' tokens over its TP group: less memory per GPU */
+    double mem[2];
+    for (int sp = 0; sp < 2; sp++) {
+        const char *tp2[] = {base[0], base[1], sp ? "parallel.audio={tp: 2, pp: 1, dp: 8, sp: true}"
+                                                  : "parallel.audio={tp: 2, pp: 1, dp: 8}",
+                             base[3], base[4]};
+        ck_assert(mm_scenario_load(&sc, NULL, tp2, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0);
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        mem[sp] = m.modules[1].memory_gib;
+        mm_metrics_free(&m);
+    }
+    ck_assert_msg(mem[1] < mem[0], "sp %.3f GiB vs %.3f GiB", mem[1], mem[0]);
 }
 END_TEST
 

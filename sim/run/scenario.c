@@ -107,7 +107,7 @@ static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
  * likelier meaning. */
 static const char *const layout_keys[] = {"tp", "pp", "cp", "dp", "vpp", "ep",
-                                          "zero", "layers_per_stage", NULL};
+                                          "zero", "sp", "layers_per_stage", NULL};
 static const char *const fixed_keys[] = {"kind", "images", "tiles", "text_tokens", "audio_seconds", NULL};
 static const char *const workload_kinds[] = {"fixed", NULL};
 
@@ -477,6 +477,8 @@ static int read_layout(loader *ld, struct fy_node *par, const char *name, bool a
         rc = get_int(ld, m, prefix, layout_keys[i], 1, INT_MAX, deg[i], err);
     if (!rc)
         rc = get_int(ld, m, prefix, "zero", 0, 3, &lay->zero, err);
+    if (!rc)
+        rc = get_bool(ld, m, prefix, "sp", &lay->sp, err);
     if (!rc)
         rc = read_stages(ld, m, prefix, lay, err);
     return rc;
@@ -1096,10 +1098,10 @@ static void sb_layout(sbuf *b, const char *name, const mm_module_layout *l, int 
         sb_printf(b, "  %s: null\n", name);
         return;
     }
-    sb_printf(b, "  %s: {tp: %d, pp: %d, cp: %d, dp: %d, vpp: %d, ep: %d, zero: %d, "
+    sb_printf(b, "  %s: {tp: %d, pp: %d, cp: %d, dp: %d, vpp: %d, ep: %d, zero: %d, sp: %s, "
                  "layers_per_stage: [",
               name, l->tp, l->pp, l->cp, l->dp, l->vpp, l->ep,
-              l->zero < 0 ? train_zero : l->zero);
+              l->zero < 0 ? train_zero : l->zero, l->sp ? "true" : "false");
     for (int i = 0; i < l->n_layers_per_stage; i++)
         sb_printf(b, "%s%d", i ? ", " : "", l->layers_per_stage[i]);
     sb_printf(b, "]}\n");

@@ -60,6 +60,8 @@ typedef struct mm_module_layout {
     bool present;      /* the section was given (or defaulted, for llm) */
     int tp, pp, cp, dp, vpp, ep;
     int zero;          /* -1: inherit train.zero */
+    bool sp;           /* sequence parallelism for this module (the LLM also
+                          takes train.sequence_parallel) */
     int n_layers_per_stage;            /* 0: split evenly */
     int layers_per_stage[MM_MAX_PP];
 } mm_module_layout;

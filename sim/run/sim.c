@@ -198,7 +198,8 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
             L->zero = -1;
         }
         if (L->cp != 1 || L->vpp != 1 || L->ep != 1)
-            return mm_scenario_fail(sc, err, key, "encoders take tp, pp and dp only (cp, vpp, ep must be 1)");
+            return mm_scenario_fail(sc, err, key, "encoders take tp, sp, pp, dp and zero (cp, vpp and ep must be 1: "
+                                    "an encoder's inputs are short tiles and clips, not long contexts)");
         if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
             continue;
         snprintf(key, sizeof key, "parallel.%s.tp", e->name);
@@ -536,7 +537,7 @@ static int stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
     mm_dtype dt = (mm_dtype)sc->train.precision;
     double b = (double)sc->train.micro_batch, s = sim->seq;
     int cp = L->cp, V = L->pp * L->vpp;
-    bool sp = sc->train.sequence_parallel && L->tp > 1;
+    bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
                              only the GEMM peak (Transformer Engine keeps
                              activations in 16 bits between kernels) */
@@ -661,7 +662,11 @@ static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs
     memset(c, 0, sizeof *c);
     if (inputs <= 0)
         return 0;
-    int n = mm_encoder_layer_ops(e->enc, inputs, tp, false, wbytes, ops, MM_LLM_MAX_OPS);
+    /* homogeneous: the LLM's TP and sequence parallelism; else the encoder's own */
+    const mm_module_layout *ll = &sc->parallel.llm;
+    bool sp = tp > 1 && (sc->parallel.placement == MM_PLACE_HOMOGENEOUS ? (sc->train.sequence_parallel || ll->sp)
+                                                                        : e->layout.sp);
+    int n = mm_encoder_layer_ops(e->enc, inputs, tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return -1;
     pass_times layer = time_ops(g, dt, ops, n);
@@ -783,7 +788,7 @@ static int llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     const mm_llm *m = &sim->llm;
     const mm_gpu_spec *g = &sim->cluster.gpu;
     mm_dtype dt = (mm_dtype)sc->train.precision;
-    bool sp = sc->train.sequence_parallel && L->tp > 1;
+    bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);
     if (T <= 0)
@@ -935,7 +940,7 @@ static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
         [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
     mm_mem_config c = {
         .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
-        .sp = sc->train.sequence_parallel && L->tp > 1,
+        .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
         .recompute = (int)sc->train.recompute,
         .schedule = sched[sc->train.schedule],
@@ -991,7 +996,10 @@ static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
         flight = spec->m * spec->dp;
     int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
     mm_mem_rank r;
-    if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, false, es->dp, zero,
+    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
+                                 ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
+                                 : e->layout.sp);
+    if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
                             (int)sc->train.recompute, flight, es->frozen, &r))
         return NAN;
     return r.total / es->pp;
