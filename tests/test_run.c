@@ -325,6 +325,29 @@ START_TEST(audio_encoder_runs)
 }
 END_TEST
 
+/* parallel.projector: llm moves the projector from the encoder side to the
+ * LLM's first stage: the same FLOPs, more work on stage 0. */
+START_TEST(projector_side)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_err err;
+    double flops[2], stage0[2];
+    for (int side = 0; side < 2; side++) {
+        const char *sets[] = {side ? "parallel.projector=llm" : "parallel.projector=encoder", "iterations=1"};
+        ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 2, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
+                      "%s: %s", err.key, err.msg);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        flops[side] = m.iters[0].model_flops;
+        stage0[side] = m.stages[0].busy_s;
+        mm_metrics_free(&m);
+    }
+    ck_assert_msg(fabs(flops[1] / flops[0] - 1) < 1e-9, "%g vs %g", flops[1], flops[0]);
+    ck_assert(stage0[1] > stage0[0]);
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
     Suite *s = suite_create("run");
@@ -340,6 +363,7 @@ static Suite *run_suite(void)
     tcase_add_test(tc, uneven_stages_run);
     tcase_add_test(tc, estimate_tracks_run);
     tcase_add_test(tc, audio_encoder_runs);
+    tcase_add_test(tc, projector_side);
     suite_add_tcase(s, tc);
     return s;
 }

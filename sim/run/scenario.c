@@ -103,7 +103,8 @@ static const char *const train_keys[] = {
     "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
     "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", "cp_comm",
     "pass_times", "attention", NULL};
-static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", "order", NULL};
+static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", "order", "projector", NULL};
+static const char *const projector_sides[] = {"encoder", "llm", NULL};
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
  * likelier meaning. */
 static const char *const layout_keys[] = {"tp", "pp", "cp", "dp", "vpp", "ep",
@@ -502,6 +503,10 @@ static int read_parallel(loader *ld, struct fy_node *root, mm_err *err)
     bool given;
     if (!rc)
         rc = get_str(ld, m, "parallel", "order", sc->parallel.order, sizeof sc->parallel.order, &given, err);
+    int side = sc->parallel.projector_on_llm ? 1 : 0;
+    if (!rc)
+        rc = get_enum(ld, m, "parallel", "projector", projector_sides, &side, err);
+    sc->parallel.projector_on_llm = side == 1;
     return rc;
 }
 
@@ -1214,6 +1219,7 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
     sb_layout(&b, "audio", &sc->parallel.audio, sc->train.zero);
     sb_printf(&b, "  placement: %s\n", mm_placement_names[sc->parallel.placement]);
     sb_printf(&b, "  order: %s\n", sc->parallel.order);
+    sb_printf(&b, "  projector: %s\n", sc->parallel.projector_on_llm ? "llm" : "encoder");
     sb_printf(&b, "workload: ");
     switch (sc->workload.kind) {
     case MM_WORKLOAD_TEXT:

@@ -92,6 +92,7 @@ typedef struct mm_scenario {
         mm_module_layout llm, vision, audio;
         mm_placement placement;
         char order[32];         /* rank placement, fastest first: tp-cp-ep-dp-pp */
+        bool projector_on_llm;  /* parallel.projector: llm (else encoder) */
     } parallel;
     struct {
         mm_workload_kind kind;

@@ -651,8 +651,21 @@ static int stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
 /* An encoder's (and its projector's) work on one micro-batch of `inputs`
  * tiles, on one GPU group of tensor parallelism tp: the stem, every layer
  * and the projector, timed like the LLM's ops. */
+/* With parallel.projector: llm the projector's work and weights belong to
+ * the LLM's first stage (timed with the LLM's TP) and the encoder hands over
+ * its unprojected output; *projc (may be NULL) receives that work, and the
+ * projector's parameters are left out of *wgrad_params. */
+static int enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
+                             double *wgrad_params, mm_enc_mb_cost *projc);
+
 static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
                        double *wgrad_params)
+{
+    return enc_mb_cost_split(sim, e, inputs, tp, c, wgrad_params, NULL);
+}
+
+static int enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
+                             double *wgrad_params, mm_enc_mb_cost *projc)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_gpu_spec *g = &sim->cluster.gpu;
@@ -660,8 +673,12 @@ static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs
     const int wbytes = 2;
     mm_op_cost ops[MM_LLM_MAX_OPS];
     memset(c, 0, sizeof *c);
+    if (projc)
+        memset(projc, 0, sizeof *projc);
+    *wgrad_params = 0;
     if (inputs <= 0)
         return 0;
+    bool llm_side = sc->parallel.projector_on_llm;
     /* homogeneous: the LLM's TP and sequence parallelism; else the encoder's own */
     const mm_module_layout *ll = &sc->parallel.llm;
     bool sp = tp > 1 && (sc->parallel.placement == MM_PLACE_HOMOGENEOUS ? (sc->train.sequence_parallel || ll->sp)
@@ -673,25 +690,32 @@ static int enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     double ptok = inputs * e->tokens_per_input;
-    n = mm_projector_ops(e->proj, ptok, tp, wbytes, ops, MM_LLM_MAX_OPS);
+    n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     double L = (double)e->enc->layers;
     int rc = (int)sc->train.recompute;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
     double tower_f = mm_encoder_fwd_flops(e->enc) * inputs, proj_f = mm_projector_fwd_flops(e->proj, ptok);
-    c->fwd_s = L * layer.fwd + stem.fwd + proj.fwd;
-    c->fwd_flops = tower_f + proj_f;
-    c->bwd_s = (e->frozen_tower ? 0 : L * (layer.bwd + re_t) + stem.bwd) + (e->frozen_proj ? 0 : proj.bwd);
-    c->bwd_flops = 2 * ((e->frozen_tower ? 0 : tower_f) + (e->frozen_proj ? 0 : proj_f));
+    double pb = e->frozen_proj ? 0 : proj.bwd, pbf = e->frozen_proj ? 0 : 2 * proj_f;
+    if (llm_side && projc) {
+        projc->fwd_s = proj.fwd;
+        projc->bwd_s = pb;
+        projc->fwd_flops = proj_f;
+        projc->bwd_flops = pbf;
+    }
+    c->fwd_s = L * layer.fwd + stem.fwd + (llm_side ? 0 : proj.fwd);
+    c->fwd_flops = tower_f + (llm_side ? 0 : proj_f);
+    c->bwd_s = (e->frozen_tower ? 0 : L * (layer.bwd + re_t) + stem.bwd) + (llm_side ? 0 : pb);
+    c->bwd_flops = 2 * (e->frozen_tower ? 0 : tower_f) + (llm_side ? 0 : pbf);
     c->recompute_flops = e->frozen_tower ? 0
                          : rc == MM_RECOMPUTE_FULL ? mm_encoder_layer_fwd_flops(e->enc, inputs) * L
                                                    : 0;
     double tokens = inputs * (double)mm_encoder_tokens(e->enc);
     c->tp_bytes = tokens * (double)e->enc->hidden * wbytes;
     c->act_bytes = c->tp_bytes;
-    c->out_bytes = ptok * (double)sim->llm.hidden * wbytes;
+    c->out_bytes = ptok * (double)(llm_side ? e->proj->in : sim->llm.hidden) * wbytes;
     *wgrad_params = (e->frozen_tower ? 0 : (double)mm_encoder_params(e->enc)) +
-                    (e->frozen_proj ? 0 : (double)mm_projector_params(e->proj));
+                    (e->frozen_proj || llm_side ? 0 : (double)mm_projector_params(e->proj));
     return 0;
 }
 
@@ -701,7 +725,8 @@ static const mm_enc_placement enc_place[] = {
 
 /* Fills spec->enc[] (costs of every LLM micro-batch; all equal for a fixed
  * workload).  *mb_out receives the allocated per-micro-batch arrays. */
-static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_enc_mb_cost **mb_out, mm_err *err)
+static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, mm_enc_mb_cost **mb_out,
+                     mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -716,9 +741,18 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_enc_mb_cost **mb
         if (!mb_out[i])
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         double inputs = e->inputs_per_sample * (double)sc->train.micro_batch, params = 0;
-        mm_enc_mb_cost one;
-        if (enc_mb_cost(sim, e, inputs, tp, &one, &params))
+        mm_enc_mb_cost one, projc;
+        if (enc_mb_cost_split(sim, e, inputs, tp, &one, &params, &projc))
             return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
+        if (sc->parallel.projector_on_llm) { /* the LLM's first stage runs it */
+            st[0].fwd_s += projc.fwd_s;
+            st[0].bwd_s += projc.bwd_s;
+            st[0].fwd_flops += projc.fwd_flops;
+            st[0].bwd_flops += projc.bwd_flops;
+            double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->tp;
+            st[0].grad_bytes += pp * 2;
+            st[0].param_bytes += pp * 2;
+        }
         for (int k = 0; k < nmb; k++)
             mb_out[i][k] = one;
         snprintf(es->name, sizeof es->name, "%s", e->name);
@@ -913,8 +947,14 @@ static int iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         for (int r = 0; r < dp && rc == 0; r++)
             for (int k = ef[r]; k < ef[r + 1] && k - ef[r] < m && rc == 0; k++) {
                 double params, inputs = audio ? (double)eb[k].audio_clips : (double)(eb[k].tiles + eb[k].frames);
-                rc = enc_mb_cost(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
-                                 &params);
+                mm_enc_mb_cost projc;
+                rc = enc_mb_cost_split(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
+                                       &params, &projc);
+                mm_mb_cost *first = &w->mb[(size_t)r * m + (k - ef[r])]; /* virtual stage 0 */
+                first->fwd_s += projc.fwd_s;
+                first->bwd_s += projc.bwd_s;
+                first->fwd_flops += projc.fwd_flops;
+                first->bwd_flops += projc.bwd_flops;
             }
         spec->enc[i].mb = arr;
         if (rc)
@@ -1318,7 +1358,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     }
     mt->n_iters = iters;
     mt->n_stages = P;
-    if ((rc = stage_costs_mem(sim, st, &spec, mfrac, err)) || (rc = enc_costs(sim, &spec, enc_mb, err)))
+    if ((rc = stage_costs_mem(sim, st, &spec, mfrac, err)) || (rc = enc_costs(sim, &spec, st, enc_mb, err)))
         goto out;
     /* A layout that does not fit is an answer (design.md section 5): the
      * per-stage memory, oom = true, and no time. */
@@ -1468,7 +1508,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         goto out;
     }
     mt->n_stages = P;
-    if ((rc = stage_costs(sim, st, &spec, err)) || (rc = enc_costs(sim, &spec, enc_mb, err)))
+    if ((rc = stage_costs(sim, st, &spec, err)) || (rc = enc_costs(sim, &spec, st, enc_mb, err)))
         goto out;
     mt->gpus = mm_cluster_gpus(&sim->cluster);
     if (stage_memory(sim, &spec, mt)) {
