@@ -832,9 +832,11 @@ START_TEST(canonical_stable)
                                      "layers_per_stage: []}\n"));
     /* a module's sequence parallelism is part of the text */
     const char *spv[] = {"parallel.vision.sp=true"};
-    char *tsp = canon(load_ok(NULL, spv, 1));
+    mm_scenario *d = load_ok(NULL, spv, 1);
+    char *tsp = canon(d);
     ck_assert_ptr_nonnull(strstr(tsp, "dp: 16, vpp: 1, ep: 1, zero: 1, sp: true,"));
     free(tsp);
+    free(d);
     ck_assert_ptr_nonnull(strstr(ta, "  audio: null\n"));
     /* A short buffer is filled as far as it goes and terminated. */
     char small[16];
