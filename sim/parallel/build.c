@@ -590,7 +590,7 @@ static int emit_own_encoder(builder *b, int i)
 {
     const mm_build_spec *sp = b->sp;
     const mm_enc_spec *e = &sp->enc[i];
-    int total = sp->dp * sp->m, P = e->pp + sp->pp;
+    int total = sp->dp * sp->m;
     int *tasks = malloc((size_t)total * sizeof *tasks);
     size_t nf = (size_t)e->pp * total;
     pass_ends *fe = calloc(nf, sizeof *fe), *be = calloc(nf, sizeof *be);
@@ -685,7 +685,6 @@ static int emit_own_encoder(builder *b, int i)
                 rc = -1;
         }
     }
-    (void)P;
     free(tasks);
     free(fe);
     free(be);
