@@ -39,7 +39,7 @@ const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
-const char *const mm_attention_names[] = {"flash", "unfused", NULL};
+const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
 const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
@@ -102,7 +102,7 @@ static const char *const train_keys[] = {
     "global_batch", "micro_batch", "seq_len", "precision", "recompute",
     "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
     "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", "cp_comm",
-    "pass_times", "attention", NULL};
+    "pass_times", "attention", "framework", NULL};
 static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", "order", "projector", NULL};
 static const char *const projector_sides[] = {"encoder", "llm", NULL};
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
@@ -420,6 +420,11 @@ static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *
     bool given;
     if (!rc)
         rc = get_str(ld, m, p, "pass_times", sc->train.pass_times, sizeof sc->train.pass_times, &given, err);
+    if (!rc)
+        rc = get_str(ld, m, p, "framework", sc->train.framework, sizeof sc->train.framework, &given, err);
+    if (!rc && !sc->train.framework[0])
+        rc = mm_scenario_fail(sc, err, "train.framework", "must name a profile (megatron-core, megatron-local, "
+                              "hf-deepspeed, fsdp) or a profile file");
     if (!rc)
         rc = read_frozen(ld, m, err);
     sc->train.precision = (mm_precision)prec;
@@ -811,6 +816,8 @@ static void set_defaults(mm_scenario *sc)
     sc->parallel.placement = MM_PLACE_PIPELINE;
     snprintf(sc->parallel.order, sizeof sc->parallel.order, "tp-cp-ep-dp-pp"); /* Megatron-LM's default */
     sc->train.cp_comm = MM_CP_RING;
+    /* the framework when unset: Megatron-Core with Transformer Engine */
+    snprintf(sc->train.framework, sizeof sc->train.framework, "megatron-core");
     sc->workload.kind = MM_WORKLOAD_TEXT;
     sc->batching = MM_BATCH_SEQUENTIAL;
     sc->network = MM_NET_FLOW;
@@ -1205,6 +1212,7 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
     sb_printf(&b, "  memory_reserve_gib: %.17g\n", sc->train.memory_reserve_gib);
     sb_printf(&b, "  cp_comm: %s\n", mm_cp_comm_names[sc->train.cp_comm]);
     sb_printf(&b, "  attention: %s\n", mm_attention_names[sc->train.attention]);
+    sb_printf(&b, "  framework: %s\n", sc->train.framework);
     sb_printf(&b, "  pass_times: ");
     sb_quote(&b, sc->train.pass_times);
     sb_printf(&b, "\n");
