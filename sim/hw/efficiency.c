@@ -18,7 +18,10 @@ const mm_attn_table *mm_kernel_attn_table(const mm_kernel_tables *k, mm_attn_imp
         return NULL;
     if (impl != MM_ATTN_IMPL_FLASH && k->has_impl[impl - MM_ATTN_IMPL_FLASH1])
         return &k->impl[impl - MM_ATTN_IMPL_FLASH1];
-    if (k->has_attn && (impl == MM_ATTN_IMPL_FLASH || k->attn_is == impl))
+    /* a generic table that does not say which kernel it measured stands
+     * for whichever fused kernel runs; one that names its kernel serves
+     * that kernel only */
+    if (k->has_attn && (impl == MM_ATTN_IMPL_FLASH || k->attn_is == impl || k->attn_is == MM_ATTN_IMPL_FLASH))
         return &k->attn;
     return NULL;
 }

@@ -108,8 +108,8 @@ typedef struct mm_kernel_tables {
 } mm_kernel_tables;
 
 /* The table for one attention implementation: its own table, else the
- * generic one when attention_is names it (or impl is FLASH); NULL when the
- * GPU has none for it (and always for UNFUSED). */
+ * generic one when attention_is names it, is unstated, or impl is FLASH;
+ * NULL when the GPU has none for it (and always for UNFUSED). */
 const mm_attn_table *mm_kernel_attn_table(const mm_kernel_tables *k, mm_attn_impl impl);
 
 /* Loaders.  A missing file, a missing column, a non-numeric or
