@@ -6,6 +6,8 @@
 #ifndef MM_SIM_H
 #define MM_SIM_H
 
+#include <stdio.h>
+
 #include "engine/engine.h"
 #include "hw/cluster.h"
 #include "model/llm.h"
@@ -104,6 +106,12 @@ typedef struct mm_sim_breakdown {
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */
 int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err);
+
+/* Writes *bk as a `"breakdown": {...}` JSON member (no trailing comma;
+ * lines after the first start with indent), or as a text table
+ * (breakdown.c).  Seconds per micro-batch on one GPU. */
+void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk, const char *indent);
+void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk);
 
 /* The recompute mode whose activations the memory model counts: train.
  * recompute, except that no recomputation on a flash or cuDNN attention
