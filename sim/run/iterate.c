@@ -303,27 +303,33 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     if (tl)
         memset(tl, 0, sizeof *tl);
     int P = L->pp, iters = sc->iterations;
-    mm_stage_cost *st = calloc((size_t)P * (size_t)L->vpp, sizeof *st);
+    mm_sim_costs costs = {0};
     mt->iters = calloc((size_t)iters, sizeof *mt->iters);
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     mm_engine *eng = mm_engine_alloc();
     mm_build_spec spec = {0};
-    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
     wl_iter wi = {0}; /* a workload file's per-iteration arrays */
     int rc = 0;
     bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
-    double *mfrac = calloc((size_t)(3 * P * L->vpp), sizeof *mfrac);
-    if (!st || !mt->iters || !mt->stages || !eng || !mfrac) {
+    if (!mt->iters || !mt->stages || !eng) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
     mt->n_iters = iters;
     mt->n_stages = P;
-    if ((rc = mm_sim_stage_costs_mem(sim, st, &spec, mfrac, err)) || (rc = mm_sim_enc_costs(sim, &spec, st, enc_mb, err)))
+    if ((rc = mm_sim_stage_times(sim, &costs, err)))
         goto out;
+    spec = costs.spec; /* a workload file changes its micro-batch costs per iteration */
+    const mm_stage_cost *st = costs.stages;
+    const double *mfrac = costs.mem_frac;
     /* A layout that does not fit is an answer (design.md section 5): the
      * per-stage memory, oom = true, and no time. */
-    if (mm_sim_stage_memory(sim, &spec, mt) || capacity_oom(sim, &spec, mt)) {
+    int fit = mm_sim_metrics_memory(sim, mt, err);
+    if (fit < 0) {
+        rc = fit;
+        goto out;
+    }
+    if (fit > 0 || capacity_oom(sim, &spec, mt)) {
         mt->oom = true;
         mt->n_iters = 0;
         mt->gpus = mm_cluster_gpus(&sim->cluster);
@@ -438,15 +444,12 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->hfu = hf / (T * gpus * peak);
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
-    mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_stage_memory() */
+    mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_metrics_memory() */
     mt->gpus = gpus;
     mt->events = mm_engine_dispatched(eng);
 out:
     mt->wall_s = host_seconds() - t_host;
-    free(mfrac);
-    free(st);
-    free(enc_mb[0]);
-    free(enc_mb[1]);
+    mm_sim_costs_free(&costs);
     mm_sim_wl_iter_free(&wi);
     mm_engine_free(eng);
     if (rc)
