@@ -244,7 +244,7 @@ static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_
     mm_graph g;
     mm_gpu_pace pace;
     mm_err e;
-    if (mm_build_iteration(spec, &g))
+    if (mm_build_iteration(spec, &g, NULL)) /* the run's own build reports the failure */
         return false;
     int *module = malloc((size_t)(g.n_ranks + 1) * sizeof *module);
     if (!module || !g.rank_gpu_off || mm_gpu_pace_build(&pace, c, &e)) {
@@ -348,8 +348,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         for (int s = 0; s < P && s < MM_MAX_PP; s++)
             busy_before[s] = mt->stages[s].busy_s;
         mm_graph g;
-        if (mm_build_iteration(&spec, &g)) {
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph");
+        if (mm_build_iteration(&spec, &g, err)) {
+            rc = -MM_EINTERNAL;
             break;
         }
         mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
