@@ -58,7 +58,11 @@
  *  - disjoint: the encoder's own GPUs run ahead of the LLM, all forwards
  *    in order, each waiting until the LLM has taken the output `buffer`
  *    micro-batches earlier (a bounded queue), then the backwards.
- * Frozen encoders have no backward, gradient sync or optimizer step. */
+ * Frozen encoders have no backward, gradient sync or optimizer step.
+ *
+ * Not for: costs (the run layer's cost bridge, run/costs.h), checking a
+ * layout against a cluster or model (run/layout.c: a bad spec here is a
+ * bug, reported as MM_EINTERNAL), or timing (run/exec.h). */
 #ifndef MM_BUILD_H
 #define MM_BUILD_H
 
