@@ -5,7 +5,8 @@
  * Collective members wait in an arrival count; the last arrival starts the
  * collective on the network interface (hw/coll.h), which calls back when it
  * is done: at a fixed time under `analytic`, when its flows have drained
- * under `flow`, where TP, PP and DP traffic in flight share links. */
+ * under `flow`, where TP, PP and DP traffic in flight share links.
+ * Not for: building graphs (parallel/) or metrics (iterate.c). */
 #include "run/exec.h"
 
 #include <math.h>
