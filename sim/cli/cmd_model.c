@@ -326,26 +326,23 @@ int mm_cli_model(int argc, char **argv)
     static mm_model m;
     if (mm_model_load(resolved, &m, &err))
         return mm_cli_fail(&err);
-    if (seq == 0) { /* the scenario's seq_len, unless --set changes it */
-        static mm_scenario probe;
-        if (mm_scenario_load(&probe, NULL, sets, n_sets, &err))
-            return mm_cli_fail(&err);
-        seq = (long long)probe.train.seq_len;
-    }
-    model_report r;
-    model_flops(&m, (double)seq, images, &r);
-
     /* the layout: MODEL and --seq as `mmsim run --set model=MODEL --set train.seq_len=N` */
     char model_set[600], seq_set[64];
-    snprintf(model_set, sizeof model_set, "model=%s", path);
-    snprintf(seq_set, sizeof seq_set, "train.seq_len=%lld", seq);
     if (strlen(path) + 6 >= sizeof model_set)
         return bad_arg("model path too long", path);
+    snprintf(model_set, sizeof model_set, "model=%s", path);
     sets[n_sets++] = model_set;
-    sets[n_sets++] = seq_set;
+    if (seq > 0) {
+        snprintf(seq_set, sizeof seq_set, "train.seq_len=%lld", seq);
+        sets[n_sets++] = seq_set;
+    }
     static mm_scenario sc;
     if (mm_scenario_load(&sc, NULL, sets, n_sets, &err))
         return mm_cli_fail(&err);
+    if (seq == 0) /* the scenario's seq_len, as --set left it */
+        seq = (long long)sc.train.seq_len;
+    model_report r;
+    model_flops(&m, (double)seq, images, &r);
     layout_report l;
     if (layout_costs(&m, &sc, &l, &err))
         return mm_cli_fail(&err);
