@@ -235,7 +235,8 @@ START_TEST(bad_layouts_refused_alike)
                          "--set train.global_batch=63"};
     const char *key[] = {"parallel.llm.dp", "parallel.llm.layers_per_stage", "train.global_batch"};
     for (int i = 0; i < 3; i++) {
-        char args[512], err_model[1024];
+        char args[512];
+        static char err_model[sizeof errtxt];
         snprintf(args, sizeof args, "model models/llama-2-7b.json %s", bad[i]);
         ck_assert_int_eq(mmx_run(tmpdir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
         ck_assert_msg(strstr(errtxt, key[i]), "%s: %s", args, errtxt);
