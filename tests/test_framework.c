@@ -15,6 +15,7 @@
 #include "hw/net.h"
 #include "model/framework.h"
 #include "run/costs.h"
+#include "run/exec.h"
 #include "run/sim.h"
 
 static const char *const profiles[] = {"megatron-core", "megatron-local", "hf-deepspeed", "fsdp"};
@@ -322,6 +323,65 @@ START_TEST(breakdown_adds_up)
 }
 END_TEST
 
+/* Overlap contention: rank 0 runs a 10 ms compute op while a 1 GiB DP
+ * all-reduce with rank 1 is in flight on its DP stream; with the executor's
+ * slowdown the compute takes 10 ms x (1 + 0.189) (Lee et al. 2025), without
+ * it 10 ms; a compute op that starts after the communication ended is not
+ * slowed, and the communication itself is untouched. */
+START_TEST(overlap_contention)
+{
+    mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    double comp_s[2][2], comm_s[2];
+    for (int k = 0; k < 2; k++) {
+        mm_graph g;
+        ck_assert_int_eq(mm_graph_init(&g, 2), 0);
+        for (int r = 0; r < 2; r++) {
+            int gp = r;
+            ck_assert_int_eq(mm_graph_rank_gpus(&g, r, &gp, 1), 0);
+        }
+        int gpus[2] = {0, 1};
+        int64_t cl = mm_graph_add_coll(&g, MM_COLL_ALLREDUCE, 2, 1, 1073741824.0, gpus, 2);
+        mm_op dp = {.stream = MM_STREAM_DP, .cat = MM_CAT_DP, .layer = -1, .stage = 0, .mb = -1, .coll = (int32_t)cl,
+                    .peer = -1};
+        mm_op comp = {.stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .layer = 0, .stage = 0, .mb = 0, .coll = -1,
+                      .peer = -1, .dur_s = 0.010};
+        uint32_t dps[2];
+        for (int r = 0; r < 2; r++) {
+            dp.rank = r;
+            dps[r] = (uint32_t)mm_graph_add_op(&g, &dp);
+        }
+        comp.rank = 0;
+        mm_op z = comp;
+        z.dur_s = 1e-6; /* a starts 1 us in, the all-reduce in flight */
+        ck_assert(mm_graph_add_op(&g, &z) >= 0);
+        int64_t a = mm_graph_add_op(&g, &comp);
+        int64_t b = mm_graph_add_op(&g, &comp); /* after it, and after a */
+        ck_assert(a >= 0 && b >= 0);
+        ck_assert_int_eq(mm_graph_dep(&g, dps[0], (uint32_t)b), 0);
+        ck_assert_int_eq(mm_graph_finish(&g), 0);
+        mm_engine *eng = mm_engine_alloc();
+        ck_assert_ptr_nonnull(eng);
+        mm_time *st = calloc(g.n_ops, sizeof *st), *en = calloc(g.n_ops, sizeof *en), t1;
+        mm_exec_opts o = {.overlap_slowdown = k ? MM_OVERLAP_SLOWDOWN : 0};
+        ck_assert_int_eq(mm_exec_run_opts(eng, &g, &c, MM_EXEC_NET_ANALYTIC, &o, st, en, &t1, &err), 0);
+        comp_s[k][0] = (double)(en[a] - st[a]) * 1e-9;
+        comp_s[k][1] = (double)(en[b] - st[b]) * 1e-9;
+        comm_s[k] = (double)(en[dps[0]] - st[dps[0]]) * 1e-9;
+        ck_assert(st[b] >= en[dps[0]]);
+        free(st);
+        free(en);
+        mm_engine_free(eng);
+        mm_graph_free(&g);
+    }
+    ck_assert(fabs(comp_s[0][0] - 0.010) < 1e-9 && fabs(comp_s[0][1] - 0.010) < 1e-9);
+    ck_assert_msg(fabs(comp_s[1][0] - 0.010 * 1.189) < 1e-9, "overlapped compute %g s", comp_s[1][0]);
+    ck_assert(fabs(comp_s[1][1] - 0.010) < 1e-9);
+    ck_assert(comm_s[0] == comm_s[1] && comm_s[0] > 0.001);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -334,6 +394,7 @@ int main(void)
     tcase_add_test(tc, p2p_curve);
     tcase_add_test(tc, eager_kernels_cost_more);
     tcase_add_test(tc, breakdown_adds_up);
+    tcase_add_test(tc, overlap_contention);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
