@@ -382,6 +382,47 @@ START_TEST(overlap_contention)
 }
 END_TEST
 
+/* ZeRO-3 gathers by framework: DeepSpeed fetches a Llama layer module by
+ * module (two norms, q, k, v, o, gate, up, down: 9 all-gathers, each with
+ * its latency), FSDP2 a block at once; the bytes per layer are the same. */
+START_TEST(zero3_gathers_by_framework)
+{
+    const char *fwk[] = {"train.framework=hf-deepspeed", "train.framework=fsdp"};
+    int counts[2] = {0, 0};
+    double bytes[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"train.zero=3", "train.attention=flash2", fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 3);
+        mm_metrics m;
+        mm_sim_timeline tl;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, &tl, &err), 0);
+        for (uint32_t k = 0; k < tl.graph.n_colls; k++) {
+            const mm_coll *c = &tl.graph.colls[k];
+            if (c->kind == MM_COLL_ALLGATHER && c->members == 8 && counts[i] == 0) {
+                counts[i] = c->count;
+                bytes[i] = c->bytes * c->count;
+            }
+        }
+        mm_sim_timeline_free(&tl);
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+    ck_assert_int_eq(counts[0], 9);
+    ck_assert_int_eq(counts[1], 1);
+    ck_assert(bytes[0] > 0 && fabs(bytes[0] - bytes[1]) < 1e-6 * bytes[1]);
+    mm_framework fw;
+    mm_llm m;
+    mm_err err;
+    ck_assert(mm_llm_load("models/llama-2-7b.json", &m, &err) == 0);
+    load_profile("hf-deepspeed", &fw);
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 1); /* 5e7 < one 202M-parameter layer */
+    fw.z3_prefetch_params = 1e9;                            /* stage3_max_live_parameters-sized: 4 layers */
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 4);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -395,6 +436,7 @@ int main(void)
     tcase_add_test(tc, eager_kernels_cost_more);
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, overlap_contention);
+    tcase_add_test(tc, zero3_gathers_by_framework);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

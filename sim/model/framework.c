@@ -15,7 +15,9 @@
 const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cross_entropy", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", NULL};
+                                       "optimizer", "grad_bucket", "zero3", NULL};
+static const char *const z3_keys[] = {"gather", "prefetch_mparams", NULL};
+static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
                                           "qkv_bias_separate", "layout_copies", "hidden_dropout",
@@ -161,6 +163,16 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_double(r, b, "mparams_per_dp", "grad_bucket.mparams_per_dp", 0.0, 1e6, &fw->bucket_per_dp);
     fw->bucket_params *= 1e6;
     fw->bucket_per_dp *= 1e6;
+    struct fy_node *z;
+    int gather = 0;
+    if (!rc)
+        rc = section(r, root, "zero3", "zero3", z3_keys, &z);
+    if (!rc)
+        rc = req_enum(r, z, "gather", "zero3.gather", z3_gather_names, &gather);
+    if (!rc)
+        rc = req_double(r, z, "prefetch_mparams", "zero3.prefetch_mparams", 0.0, 1e6, &fw->z3_prefetch_params);
+    fw->z3_per_module = gather == 1;
+    fw->z3_prefetch_params *= 1e6;
     return rc;
 }
 
@@ -203,6 +215,21 @@ mm_attn_impl mm_framework_attention(const mm_framework *fw, double compute_capab
 int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision)
 {
     return precision >= 0 && precision < MM_DTYPE_COUNT ? fw->grad_reduce_bytes[precision] : 2;
+}
+
+int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m)
+{
+    if (!fw->z3_per_module)
+        return 1;
+    int qkv = m->style == MM_LLM_GPT2 ? 1 : 3;
+    return 2 + qkv + 1 + (m->gated_mlp ? 3 : 2);
+}
+
+int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m)
+{
+    double layer = (double)mm_llm_layer_params(m);
+    int d = fw->z3_prefetch_params > 0 && layer > 0 ? (int)floor(fw->z3_prefetch_params / layer) : 1;
+    return d < 1 ? 1 : d > 15 ? 15 : d;
 }
 
 /* Which group an op of llm.h's lists belongs to, by its name; -1 none. */

@@ -51,7 +51,21 @@ typedef struct mm_framework {
      * both 0: one bucket per transformer layer (FSDP2 fully_shard per block) */
     double bucket_params;
     double bucket_per_dp;
+    /* ZeRO-3 / FSDP parameter gathers: one per module of a layer (DeepSpeed's
+     * per-submodule fetch) or one per layer (FSDP2's fully_shard per
+     * block); prefetched this many parameters ahead (0: one layer ahead) */
+    bool z3_per_module;
+    double z3_prefetch_params;
 } mm_framework;
+
+/* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
+ * layer's parameter-holding modules as Hugging Face builds them (two norms,
+ * q/k/v separate except GPT-2's fused c_attn, the output projection, and
+ * two or three MLP matrices). */
+int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
+
+/* Layers a ZeRO-3 gather runs ahead: max(1, prefetch / layer parameters). */
+int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out
  * of range give MM_EINPUT naming the file, line and key. */

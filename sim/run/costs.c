@@ -298,6 +298,8 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
     spec->overlap_param_gather = sc->train.overlap_param_gather;
     spec->bucket_bytes = bucket_params(sim, L->dp, per_vs) * gbytes;
+    spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
+    spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
