@@ -17,7 +17,7 @@
 
 #include <libfyaml.h>
 
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "util/doc.h"
 #include "util/err.h"
 
@@ -83,6 +83,13 @@ static mm_err load_fail(const char *path, const char *const *sets, int n_sets)
     free(sc);
     ck_assert_int_eq(rc, -MM_EINPUT);
     return e;
+}
+
+/* Frees a scenario from load_ok. */
+static void drop(mm_scenario *sc)
+{
+    mm_scenario_free(sc);
+    free(sc);
 }
 
 static mm_scenario *load_ok(const char *path, const char *const *sets, int n_sets)
@@ -471,7 +478,7 @@ START_TEST(scenario_default_values)
     ck_assert_ptr_nonnull(file);
     ck_assert_str_eq(file, "<default>");
     ck_assert_int_gt(line, 1);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -536,7 +543,7 @@ START_TEST(scenario_full_file)
     ck_assert_int_eq(line, 3);
     ck_assert_str_eq(key_file(sc, "parallel.llm.layers_per_stage", &line), DATA "full.yaml");
     ck_assert_int_eq(line, 26);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -560,10 +567,10 @@ START_TEST(scenario_minimal_defaults)
                      -MM_EINPUT);
     assert_err(&e, DATA "minimal.yaml", 0, "parallel.llm.tp", "needs 8 GPUs");
     const char *sets[] = {"parallel.llm.dp=4", "train.micro_batch=2"};
-    free(sc);
+    drop(sc);
     sc = load_ok(DATA "minimal.yaml", sets, 2);
     ck_assert_int_eq(sc->train.global_batch, 8);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -573,14 +580,14 @@ START_TEST(scenario_memory_reserve)
 {
     mm_scenario *sc = load_ok(NULL, NULL, 0);
     ck_assert(sc->train.memory_reserve_gib == 2.0);
-    free(sc);
+    drop(sc);
     const char *sets[] = {"train.memory_reserve_gib=3.5"};
     sc = load_ok(NULL, sets, 1);
     ck_assert(sc->train.memory_reserve_gib == 3.5);
     char *text = canon(sc);
     ck_assert_ptr_nonnull(strstr(text, "  memory_reserve_gib: 3.5\n"));
     free(text);
-    free(sc);
+    drop(sc);
     const char *bad[] = {"train.memory_reserve_gib=-1"};
     mm_err e = load_fail(NULL, bad, 1);
     ck_assert_str_eq(e.key, "train.memory_reserve_gib");
@@ -618,7 +625,7 @@ START_TEST(scenario_unknown_layout_key)
 {
     mm_err e = load_fail(DATA "unknown_llm.yaml", NULL, 0);
     assert_err(&e, DATA "unknown_llm.yaml", 5, "parallel.llm.tpp",
-               "unknown key 'tpp' (did you mean 'tp'?)");
+               "unknown key 'parallel.llm.tpp' (did you mean 'parallel.llm.tp'?)");
 }
 END_TEST
 
@@ -659,7 +666,7 @@ START_TEST(scenario_missing_model)
     mm_scenario *sc = load_ok(DATA "no_model.yaml", sets, 1);
     ck_assert_str_eq(sc->model, "models/llama-3-8b.json");
     ck_assert_int_eq(sc->train.seq_len, 1024);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -703,7 +710,7 @@ START_TEST(set_values_parse)
     mm_scenario_fail(sc, &e, "parallel.llm.layers_per_stage", "sums to %d, model has %d", 10,
                      32);
     assert_err(&e, "--set", 0, "parallel.llm.layers_per_stage", "sums to 10, model has 32");
-    free(sc);
+    drop(sc);
 
     /* A later --set wins; a workload path is a string. */
     const char *sets2[] = {"train.seq_len=1024", "train.seq_len=2048",
@@ -712,7 +719,7 @@ START_TEST(set_values_parse)
     ck_assert_int_eq(sc->train.seq_len, 2048);
     ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FILE);
     ck_assert_str_eq(sc->workload.path, "workloads/mix.yaml");
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -730,7 +737,7 @@ START_TEST(set_on_file)
     mm_err e;
     mm_scenario_fail(sc, &e, "parallel.llm.tp", "tp %d does not divide heads", 4);
     assert_err(&e, DATA "full.yaml", 19, "parallel.llm.tp", "tp 4 does not divide heads");
-    free(sc);
+    drop(sc);
     /* an error in the file itself still names the file */
     const char *sets2[] = {"train.seq_len=512"};
     mm_err e2 = load_fail(DATA "tp_0.yaml", sets2, 1);
@@ -746,7 +753,8 @@ START_TEST(set_errors)
 
     const char *s2[] = {"parallel.llm.tpp=4"};
     e = load_fail(NULL, s2, 1);
-    assert_err(&e, "--set", 0, "parallel.llm.tpp", "unknown key 'tpp' (did you mean 'tp'?)");
+    assert_err(&e, "--set", 0, "parallel.llm.tpp",
+               "unknown key 'parallel.llm.tpp' (did you mean 'parallel.llm.tp'?)");
 
     const char *s3[] = {"trian.seq_len=4096"};
     e = load_fail(NULL, s3, 1);
@@ -836,7 +844,7 @@ START_TEST(canonical_stable)
     char *tsp = canon(d);
     ck_assert_ptr_nonnull(strstr(tsp, "dp: 16, vpp: 1, ep: 1, zero: 1, sp: true,"));
     free(tsp);
-    free(d);
+    drop(d);
     ck_assert_ptr_nonnull(strstr(ta, "  audio: null\n"));
     /* A short buffer is filled as far as it goes and terminated. */
     char small[16];
@@ -847,9 +855,9 @@ START_TEST(canonical_stable)
     free(ta);
     free(tb);
     free(tc);
-    free(a);
-    free(b);
-    free(c);
+    drop(a);
+    drop(b);
+    drop(c);
 }
 END_TEST
 
@@ -863,8 +871,8 @@ START_TEST(canonical_order_free_frozen)
     ck_assert_ptr_nonnull(strstr(ta, "  frozen: [\"audio\", \"vision\"]\n"));
     free(ta);
     free(tb);
-    free(a);
-    free(b);
+    drop(a);
+    drop(b);
 }
 END_TEST
 
@@ -886,8 +894,8 @@ START_TEST(canonical_round_trip)
         ck_assert_str_eq(ta, tb);
         free(ta);
         free(tb);
-        free(a);
-        free(b);
+        drop(a);
+        drop(b);
     }
 }
 END_TEST

@@ -13,7 +13,7 @@
 #include "hw/cluster.h"
 #include "model/memory.h"
 #include "model/mllm.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
 
 #define MAX_SETS 256

@@ -16,7 +16,7 @@
  *     member's pace);
  *   - HBM capacity per GPU, for the OOM verdict;
  *   - periodic stalls (mm_perturb_stall_s).
- * Not for: reading YAML (run/scenario.c), checking ids against the cluster
+ * Not for: reading YAML (scenario/perturb.c), checking ids against the cluster
  * (mm_perturb_check does the arithmetic; the scenario layer names the key). */
 #ifndef MM_PERTURB_H
 #define MM_PERTURB_H

@@ -14,7 +14,7 @@
 #include "workload/workload.h"
 #include "parallel/graph.h"
 #include "run/metrics.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 /* Everything a scenario resolves to, kept for the caller (store, trace). */
 /* An encoder of a multimodal model as the scenario runs it. */
