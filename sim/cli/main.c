@@ -33,6 +33,7 @@ static const char usage_main[] =
     "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command\n"
+    "  help scenario         every scenario key: type, default, built-in value, doc\n"
     "\n"
     "options:\n"
     "  --help                show this help\n"
@@ -440,6 +441,13 @@ int main(int argc, char **argv)
         if (argc < 3) {
             fputs(usage_main, stdout);
             return 0;
+        }
+        if (!strcmp(argv[2], "scenario")) { /* the key table's own listing */
+            char *text = mm_scenario_help_text();
+            if (text)
+                fputs(text, stdout);
+            free(text);
+            return text ? 0 : 1;
         }
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             if (!strcmp(argv[2], commands[i].name)) {

@@ -132,12 +132,16 @@ static void outcome_free(outcome *oc)
 static int load_point(const mm_point *pt, mm_scenario *sc, char **canon, mm_err *err)
 {
     *canon = NULL;
-    int rc = mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
+    int rc = pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, err)
+                      : mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
     if (rc < 0)
         return rc;
     size_t need = mm_scenario_canonical(sc, NULL, 0) + 1;
-    if (need > CANON_MAX || !(*canon = malloc(need)))
-        return mm_err_set(err, MM_EINTERNAL, sc->source, 0, NULL, "out of memory");
+    if (need > CANON_MAX || !(*canon = malloc(need))) {
+        mm_err_set(err, MM_EINTERNAL, sc->source, 0, NULL, "out of memory");
+        mm_scenario_free(sc);
+        return -MM_EINTERNAL;
+    }
     mm_scenario_canonical(sc, *canon, need);
     return 0;
 }
@@ -148,8 +152,8 @@ static void simulate(const mm_point *pt, outcome *oc)
 {
     memset(oc, 0, sizeof *oc);
     mm_err_clear(&oc->err);
-    mm_scenario *sc = malloc(sizeof *sc);
-    mm_sim *sim = malloc(sizeof *sim);
+    mm_scenario *sc = calloc(1, sizeof *sc);
+    mm_sim *sim = calloc(1, sizeof *sim);
     if (!sc || !sim) {
         mm_err_set(&oc->err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
     } else if (load_point(pt, sc, &oc->canon, &oc->err) == 0 &&
@@ -161,6 +165,9 @@ static void simulate(const mm_point *pt, outcome *oc)
         snprintf(oc->topology, sizeof oc->topology, "%s", sim->topology_path);
         oc->seed = sc->seed;
     }
+    if (sim)
+        mm_sim_free(sim); /* before the scenario: the sim borrows its strings */
+    mm_scenario_free(sc);
     free(sc);
     free(sim);
 }
@@ -228,7 +235,7 @@ static int cmp_keyed(const void *a, const void *b)
  * points whose text equals an earlier point's. */
 static int plan_load(runner *r, mm_err *err)
 {
-    mm_scenario *sc = malloc(sizeof *sc);
+    mm_scenario *sc = calloc(1, sizeof *sc);
     keyed *k = calloc(r->n ? r->n : 1, sizeof *k);
     if (!sc || !k) {
         free(sc);
@@ -250,6 +257,7 @@ static int plan_load(runner *r, mm_err *err)
             set_failed(&r->res[i], &e);
             continue;
         }
+        mm_scenario_free(sc);
         k[nk++] = (keyed){.hash = mm_store_hash(r->canon[i]), .i = i, .text = r->canon[i]};
     }
     qsort(k, nk, sizeof *k, cmp_keyed);
