@@ -38,6 +38,7 @@ static void run_sets(const char *const *sets, int n, mm_metrics *mt, mm_sim_time
     rc = mm_sim_run(sim, mt, tl, &err);
     ck_assert_msg(rc == 0, "%s", err.msg);
     free(sim);
+    mm_scenario_free(&sc);
 }
 
 #define RUN(mt, tl, ...)                                                          \
@@ -447,6 +448,7 @@ static void load_err(const char *path, const char *const *sets, int n, int stage
     mm_sim *sim = malloc(sizeof *sim);
     rc = mm_sim_prepare(sim, &sc, err);
     free(sim);
+    mm_scenario_free(&sc);
     ck_assert_int_eq(rc, -MM_EINPUT);
 }
 
@@ -521,12 +523,15 @@ START_TEST(set_and_canonical)
     ck_assert_uint_eq(mm_scenario_canonical(&b, again, n + 1), n);
     ck_assert_str_eq(text, again);
     /* unperturbed: an empty list, still in the text */
+    mm_scenario_free(&b);
     ck_assert_int_eq(mm_scenario_load(&b, NULL, NULL, 0, &err), 0);
     size_t m = mm_scenario_canonical(&b, again, n + 1);
     ck_assert(m <= n);
     ck_assert_ptr_nonnull(strstr(again, "perturb: []"));
     free(text);
     free(again);
+    mm_scenario_free(&a);
+    mm_scenario_free(&b);
     /* and the whole scenario runs (network perturbations on the default 2 nodes) */
     mm_metrics mt;
     RUN(&mt, NULL, "iterations=1", "perturb=[{kind: slow_gpu, fraction: 0.25, factor: 1.2}, {kind: rail, rails: [1], "

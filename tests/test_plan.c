@@ -102,6 +102,7 @@ static double published_time(const row *r)
         ptr[n] = s[n];
         ptr[n + 1] = s[n + 1];
         mm_err err;
+        mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
         ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n + 2, &err), 0);
         ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
         mm_metrics m;
@@ -171,6 +172,7 @@ static int reload(const mm_plan_cand *c, mm_sim *sim, mm_err *err)
         ptr[n++] = sets[k++];
         q = e;
     }
+    mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n, err), 0);
     return mm_sim_prepare(sim, &sc, err);
 }
