@@ -249,10 +249,10 @@ static size_t help_text(char *buf, size_t len)
     mm_sbuf b = {.buf = buf, .len = buf ? len : 0, .n = 0};
     if (b.len)
         buf[0] = '\0';
-    mm_sb_printf(&b, "# Scenario keys: dotted name (as --set takes it), type, default when a file\n"
-                     "# leaves the key out, value in the built-in scenario; then what it means.\n"
-                     "# %-30s %-36s %-18s %s\n",
-                 "KEY", "TYPE", "DEFAULT", "BUILT-IN");
+    mm_sb_printf(&b, "# Scenario keys, as a file nests them and --set takes them (dotted).  Per key:\n"
+                     "#   KEY  default (when a file leaves it out)  built-in (in the built-in scenario)\n"
+                     "#       type\n"
+                     "#       what it is\n");
     for (size_t i = 0; i < mm_n_keys; i++) {
         const mm_key *k = &mm_keys[i];
         if (!k->doc)
@@ -260,8 +260,8 @@ static size_t help_text(char *buf, size_t len)
         char type[160], def[64];
         mm_key_type_text(k, type, sizeof type);
         default_of(k, def, sizeof def);
-        mm_sb_printf(&b, "%-32s %-36s %-18s %s\n    %s\n", k->name, type, def, k->builtin ? k->builtin : "-",
-                     k->doc);
+        mm_sb_printf(&b, "%-32s default %-18s built-in %s\n        %s\n        %s\n", k->name, def,
+                     k->builtin ? k->builtin : "-", type, k->doc);
     }
     return b.n;
 }
