@@ -316,8 +316,9 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
 static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
                      mm_err *err)
 {
-    static char text[65536];
-    mm_scenario_canonical(&sim->sc, text, sizeof text);
+    char *text = mm_scenario_canonical_alloc(&sim->sc); /* what the store hashes: whole, never cut */
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     char created[32];
     time_t now = time(NULL);
     struct tm tmv;
@@ -331,10 +332,10 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
-    if (rc)
-        return rc;
-    rc = mm_store_write_run(st, &rec, m, run_id, err);
+    if (rc == 0)
+        rc = mm_store_write_run(st, &rec, m, run_id, err);
     mm_store_close(st);
+    free(text);
     return rc;
 }
 
@@ -404,6 +405,8 @@ int mm_cli_run(int argc, char **argv)
     if (trace)
         mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
     return rc;
 }
 

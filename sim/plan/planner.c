@@ -96,7 +96,8 @@ static mm_layout layout_of(const mm_plan_cand *c)
 static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c)
 {
     mm_layout lay = layout_of(c);
-    sim->sc = *base; /* borrows base's strings, as mm_sim_load's copy does */
+    mm_scenario_reset_layout(&sim->sc, base);
+    sim->sc.iterations = base->iterations;
     mm_scenario_apply_layout(&sim->sc, &lay);
 }
 

@@ -46,6 +46,12 @@ void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay)
     sc->train.schedule = (mm_schedule_kind)lay->schedule;
 }
 
+void mm_scenario_reset_layout(mm_scenario *sc, const mm_scenario *base)
+{
+    sc->parallel = base->parallel; /* the sections apply_layout writes, whole */
+    sc->train = base->train;
+}
+
 typedef struct jbuf {
     char *buf;
     size_t len, n;

@@ -211,6 +211,12 @@ bool mm_layout_has_vision(int placement);
  * to a struct copy of a scenario. */
 void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay);
 
+/* Undoes any layout applied to sc: copies from `base` (the scenario sc was
+ * copied from) the sections mm_scenario_apply_layout writes (parallel and
+ * train), without copying the whole struct; a planner's inner loop calls it
+ * before each candidate. */
+void mm_scenario_reset_layout(mm_scenario *sc, const mm_scenario *base);
+
 /* The same change as `--set` overrides, one dotted key each
  * ("parallel.llm.tp=2", ...), as a JSON list of strings, for a user to run a
  * candidate by hand: loading the scenario with them gives the canonical text
