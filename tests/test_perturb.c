@@ -159,7 +159,9 @@ START_TEST(half_nics)
         if (model == MM_NET_MODEL_FLOW) {
             mm_cluster *p = malloc(sizeof *p);
             *p = *c;
+            mm_perturb_entry one[1];
             p->pt.n = 1;
+            p->pt.e = one;
             p->pt.e[0] = (mm_perturb_entry){.kind = MM_PT_NIC, .n_nodes = 2, .nodes = {0, 1}, .factor = 0.5};
             double bp = busbw(p, model, MM_ALGO_RING, 32, S);
             ck_assert_msg(fabs(bp / b0 - 0.5) < 0.015, "perturbed: %g of %g GB/s", bp * 1e-9, b0 * 1e-9);
@@ -228,6 +230,8 @@ START_TEST(failed_spine_link)
     mm_time base[32], cut[32];
     cross_leaf(c, base);
     const int dead = spine_of[5], detour = (dead + 1) % c->spines;
+    mm_perturb_entry entries[MM_PERTURB_MAX];
+    c->pt.e = entries;
     c->pt.n = 1;
     c->pt.e[0] = (mm_perturb_entry){.kind = MM_PT_LINK, .n_leaves = 1, .leaves = {0}, .n_spines = 1,
                                     .spines = {dead}, .factor = 1, .failed = true};

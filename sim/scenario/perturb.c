@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "scenario/loader.h"
@@ -233,16 +234,21 @@ int mm_ld_perturb(mm_loader *ld, struct fy_node *root, mm_err *err)
     if (!fy_node_is_sequence(v))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), "perturb",
                                   "expected a list, e.g. [{kind: slow_gpu, gpus: [3], factor: 1.3}]"), err);
+    int count = fy_node_sequence_item_count(v);
+    if (count > MM_PERTURB_MAX)
+        return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), "perturb",
+                                        "at most %d perturbations, got %d", MM_PERTURB_MAX, count),
+                         err);
+    free(sc->perturb.e);
+    sc->perturb.e = calloc(count > 0 ? (size_t)count : 1, sizeof *sc->perturb.e); /* to size */
+    if (!sc->perturb.e)
+        return mm_err_set(err, MM_EINTERNAL, ld->doc.path, mm_node_line(v), "perturb", "out of memory");
     void *it = NULL;
     struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it))) {
+    while ((item = fy_node_sequence_iterate(v, &it)) && sc->perturb.n < count) {
         char prefix[MM_PATH_MAX_LEN];
         snprintf(prefix, sizeof prefix, "perturb[%d]", sc->perturb.n);
-        if (sc->perturb.n == MM_PERTURB_MAX)
-            return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(item), prefix,
-                                      "at most %d perturbations", MM_PERTURB_MAX), err);
         mm_perturb_entry *e = &sc->perturb.e[sc->perturb.n];
-        memset(e, 0, sizeof *e);
         int rc = read_perturb_entry(ld, item, prefix, e, err);
         if (rc)
             return rc;

@@ -654,6 +654,7 @@ void mm_scenario_free(mm_scenario *sc)
     }
     free(sc->source);
     free(sc->workload.path);
+    free(sc->perturb.e);
     for (int i = 0; i < sc->n_keys; i++)
         free(sc->keys[i].key);
     free(sc->keys);
