@@ -962,7 +962,7 @@ START_TEST(table_every_key_in_canonical_text)
         /* and the text reads back to the same text */
         mm_scenario *back = calloc(1, sizeof *back);
         mm_err e;
-        ck_assert_msg(mm_scenario_load_text(back, "<text>", t, &e) == 0, "%s: %s", set, e.msg);
+        ck_assert_msg(mm_scenario_load_text(back, "<text>", t, NULL, 0, &e) == 0, "%s: %s", set, e.msg);
         char *t2 = canon(back);
         ck_assert_str_eq(t, t2);
         free(t2);
@@ -985,7 +985,7 @@ START_TEST(table_builtin_default)
     mm_scenario *a = load_ok(NULL, NULL, 0);
     mm_scenario *b = calloc(1, sizeof *b);
     mm_err e;
-    ck_assert_int_eq(mm_scenario_load_text(b, "<default>", text, &e), 0);
+    ck_assert_int_eq(mm_scenario_load_text(b, "<default>", text, NULL, 0, &e), 0);
     char *ta = canon(a), *tb = canon(b);
     ck_assert_str_eq(ta, tb);
     for (size_t i = 0; i < mm_n_keys; i++) /* every built-in value is written */
@@ -1035,7 +1035,7 @@ START_TEST(table_load_text)
     char *ta = canon(a);
     mm_scenario *b = calloc(1, sizeof *b);
     mm_err e;
-    ck_assert_int_eq(mm_scenario_load_text(b, DATA "full.yaml", ta, &e), 0);
+    ck_assert_int_eq(mm_scenario_load_text(b, DATA "full.yaml", ta, NULL, 0, &e), 0);
     ck_assert_str_eq(b->source, DATA "full.yaml");
     ck_assert(b->parallel.llm.sp && b->parallel.llm.n_layers_per_stage == 2 &&
               b->parallel.llm.layers_per_stage[1] == 15);
@@ -1050,7 +1050,7 @@ START_TEST(table_load_text)
     drop(b);
     /* a bad text: an error naming the source */
     mm_scenario c;
-    ck_assert_int_eq(mm_scenario_load_text(&c, "cand", "model: x\ncluster: {topology: t}\ntrain: {zero: 9}\n", &e),
+    ck_assert_int_eq(mm_scenario_load_text(&c, "cand", "model: x\ncluster: {topology: t}\ntrain: {zero: 9}\n", NULL, 0, &e),
                      -MM_EINPUT);
     assert_err(&e, "cand", 3, "train.zero", "must be between 0 and 3");
 }

@@ -107,7 +107,8 @@ void mm_rn_outcome_free(outcome *oc)
 static int load_point(const mm_point *pt, mm_scenario *sc, char **canon, mm_err *err)
 {
     *canon = NULL;
-    int rc = pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, err)
+    int rc = pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, pt->sets,
+                                              pt->n_sets, err)
                       : mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
     if (rc < 0)
         return rc;

@@ -43,7 +43,7 @@ typedef struct mm_point {
     const char *scenario;     /* scenario file; NULL: the built-in default.  With
                                  text: the name the text is loaded as (errors,
                                  relative paths, runs.scenario_source) */
-    const char *const *sets;  /* "dotted.key=YAML value" overrides, in order (not with text) */
+    const char *const *sets;  /* "dotted.key=YAML value" overrides, in order (after text) */
     int n_sets;
     const char *text;         /* the scenario as YAML text; NULL: read `scenario` */
     const char *label;        /* JSON object of the swept values (sweep_runs.axis_values) */

@@ -630,9 +630,10 @@ int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
     return rc;
 }
 
-int mm_scenario_load_text(mm_scenario *sc, const char *source, const char *text, mm_err *err)
+int mm_scenario_load_text(mm_scenario *sc, const char *name, const char *text, const char *const *sets,
+                          int n_sets, mm_err *err)
 {
-    return load(sc, source ? source : "<text>", NULL, text, NULL, 0, err);
+    return load(sc, name ? name : "<text>", NULL, text, sets, n_sets, err);
 }
 
 void mm_scenario_free(mm_scenario *sc)

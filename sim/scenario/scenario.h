@@ -148,11 +148,12 @@ char *mm_scenario_default_text(void);
 int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
                      int n_sets, mm_err *err);
 
-/* Loads a scenario from YAML text in memory (e.g. canonical text); `source`
- * becomes sc->source: the name errors give and the folder relative paths
- * are resolved from, as if the text had been read from that file. */
-int mm_scenario_load_text(mm_scenario *sc, const char *source, const char *text,
-                          mm_err *err);
+/* The same from YAML text held in memory (canonical text, the C API's
+ * scenarios), then the overrides; `name` (NULL: "<text>") becomes
+ * sc->source: the file errors name and the folder relative paths are
+ * resolved from, as if the text had been read from that file. */
+int mm_scenario_load_text(mm_scenario *sc, const char *name, const char *text, const char *const *sets,
+                          int n_sets, mm_err *err);
 
 /* Frees the strings and lists of a loaded scenario and zeroes it.  Safe on a
  * zeroed scenario and on one whose load failed. */
