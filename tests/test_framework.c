@@ -126,6 +126,7 @@ static void prepare(mm_sim *sim, const char *const *extra, int n_extra)
         sets[n++] = extra[i];
     static mm_scenario sc;
     mm_err err;
+    mm_scenario_free(&sc);
     ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
 }
@@ -144,6 +145,7 @@ static int prepare_rc(const char *const *extra, int n_extra, mm_err *err)
         sets[n++] = extra[i];
     static mm_scenario sc;
     static mm_sim sim;
+    mm_scenario_free(&sc);
     int rc = mm_scenario_load(&sc, NULL, sets, n, err);
     if (!rc)
         rc = mm_sim_prepare(&sim, &sc, err);

@@ -37,6 +37,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     static mm_scenario sc;
     static mm_sim sim;
     mm_err err;
+    mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sc, NULL, p, 13, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
@@ -151,6 +152,7 @@ static void zb_predict(const zb_row *r, double *F, double *B, double *W, double 
     static mm_sim sim;
     static mm_sim_breakdown bk;
     mm_err err;
+    mm_scenario_free(&sc);
     ck_assert_msg(mm_scenario_load(&sc, NULL, p, n, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
@@ -246,6 +248,7 @@ START_TEST(flash_attention_speedups)
                     static mm_scenario sc;
                     static mm_sim sim;
                     mm_err err;
+                    mm_scenario_free(&sc);
                     ck_assert_msg(mm_scenario_load(&sc, NULL, p, n, &err) == 0, "%s: %s", err.key, err.msg);
                     ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
                     mm_metrics m;
