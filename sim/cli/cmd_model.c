@@ -36,9 +36,10 @@ typedef struct model_report {
 /* The layout: the scenario prepared as `mmsim run` prepares it, and the
  * cost bridge's answer for it. */
 typedef struct layout_report {
-    mm_sim *sim;          /* NULL: the model has no LLM, so no layout */
+    mm_sim *sim;          /* NULL: no layout to report, note says why */
     mm_sim_costs costs;
     mm_sim_memory mem;
+    char note[1200];      /* why not: no LLM, or `mmsim run`'s refusal */
 } layout_report;
 
 static void layout_free(layout_report *l)
@@ -74,17 +75,32 @@ static void model_flops(const mm_model *m, double s, long long images, model_rep
 }
 
 /* Prepares sc with `mmsim run`'s checks and asks the cost bridge for the
- * layout's stage times and memory.  A model without an LLM has no layout
- * to report (`mmsim run` refuses it): l->sim stays NULL. */
+ * layout's stage times and memory.  A model without an LLM, or a layout
+ * that `mmsim run` refuses (e.g. the default scenario's seq_len past a
+ * GPT's learned positions), has none to report: l->sim stays NULL and
+ * l->note says why, with run's message (file, line and key), while the
+ * model's own report still stands.  Returns 0, or -code for internal
+ * errors. */
 static int layout_costs(const mm_model *m, const mm_scenario *sc, layout_report *l, mm_err *err)
 {
     memset(l, 0, sizeof *l);
-    if (!m->has_llm)
+    if (!m->has_llm) {
+        snprintf(l->note, sizeof l->note, "the model has no LLM decoder (`mmsim run` trains a model with one)");
         return 0;
+    }
     l->sim = calloc(1, sizeof *l->sim);
     if (!l->sim)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     int rc = mm_sim_prepare(l->sim, sc, err);
+    if (rc == -MM_EINPUT) {
+        char msg[sizeof l->note - 40];
+        mm_err_format(err, msg, sizeof msg);
+        snprintf(l->note, sizeof l->note, "`mmsim run` refuses it: %s", msg);
+        mm_sim_free(l->sim);
+        free(l->sim);
+        l->sim = NULL;
+        return 0;
+    }
     if (rc == 0)
         rc = mm_sim_stage_times(l->sim, &l->costs, err);
     if (rc == 0 && (rc = mm_sim_stage_memory(l->sim, &l->mem, err)))
@@ -129,7 +145,9 @@ static double module_gib(const layout_report *l, const char *name)
 static void print_json_layout(const layout_report *l)
 {
     if (!l->sim) {
-        printf("  \"layout\": null,\n  \"memory_gib\": [],\n");
+        printf("  \"layout\": null,\n  \"layout_note\": ");
+        mm_cli_json_string(l->note);
+        printf(",\n  \"memory_gib\": [],\n");
         return;
     }
     const mm_sim *sim = l->sim;
@@ -243,7 +261,7 @@ static void print_text_model(const mm_model *m, const char *resolved, long long 
 static void print_text_layout(const layout_report *l)
 {
     if (!l->sim) {
-        printf("\n  no layout: the model has no LLM decoder (`mmsim run` trains a model with one)\n");
+        printf("\n  no layout: %s\n", l->note);
         return;
     }
     const mm_sim *sim = l->sim;
