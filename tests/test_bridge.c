@@ -16,7 +16,7 @@
 #include <libfyaml.h>
 
 #include "run/costs.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
 
 #include "mmsim_exe.h"
@@ -62,6 +62,7 @@ static void prepare(const layout *l, mm_scenario *sc, mm_sim *sim, const char *e
         sets[n++] = extra;
     mm_err err;
     mm_err_clear(&err);
+    mm_scenario_free(sc); /* the previous load of this static (no-op when none); its sim is freed */
     ck_assert_msg(mm_scenario_load(sc, NULL, sets, n, &err) == 0, "%s", err.msg);
     ck_assert_msg(mm_sim_prepare(sim, sc, &err) == 0, "%s: %s", err.key, err.msg);
 }

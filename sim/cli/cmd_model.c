@@ -14,7 +14,7 @@
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "run/costs.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
 
 #define MAX_SETS 256
@@ -371,5 +371,6 @@ int mm_cli_model(int argc, char **argv)
         print_text_layout(&l);
     }
     layout_free(&l);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
     return 0;
 }
