@@ -128,6 +128,13 @@ static const def_row defs[] = {
     I("intern_vit_6b", "patch_size", 14), B("intern_vit_6b", "qkv_bias", false),
     B("intern_vit_6b", "qk_normalization", true), S("intern_vit_6b", "norm_type", "rms_norm"),
     S("intern_vit_6b", "hidden_act", "gelu"),
+    /* InternVLVisionConfig (transformers-native InternVL): InternViT-300M */
+    I("internvl_vision", "hidden_size", 1024), I("internvl_vision", "intermediate_size", 4096),
+    I("internvl_vision", "num_hidden_layers", 24), I("internvl_vision", "num_attention_heads", 16),
+    I("internvl_vision", "num_channels", 3), I("internvl_vision", "image_size", 448),
+    I("internvl_vision", "patch_size", 14), B("internvl_vision", "attention_bias", false),
+    B("internvl_vision", "use_qk_norm", false), S("internvl_vision", "norm_type", "layer_norm"),
+    S("internvl_vision", "hidden_act", "gelu"),
     I("qwen2_vl", "depth", 32), I("qwen2_vl", "embed_dim", 1280), I("qwen2_vl", "hidden_size", 3584),
     I("qwen2_vl", "mlp_ratio", 4), I("qwen2_vl", "num_heads", 16), I("qwen2_vl", "in_channels", 3),
     I("qwen2_vl", "patch_size", 14), I("qwen2_vl", "spatial_merge_size", 2),

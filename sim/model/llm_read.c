@@ -178,7 +178,9 @@ static const char *const llama_read[] = {
 static const char *const llama_costless[] = {
     "max_window_layers", "query_pre_attn_scalar", "cache_implementation", "n_group", "topk_group",
     "scoring_func", "routed_scaling_factor", "partial_rotary_factor", "rotary_pct", "rotary_emb_base",
-    "use_parallel_residual", "layer_types", "rope_interleave", "moe_router_topk", NULL,
+    "use_parallel_residual", "layer_types", "rope_interleave", "moe_router_topk",
+    "sliding_window_size", /* early Gemma 2 configs: a copy of sliding_window */
+    NULL,
 };
 
 /* Sliding windows: Mistral/Mixtral/Phi-3 apply sliding_window on every
