@@ -78,27 +78,26 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     bool first = stage == 0, last = stage == c->pp - 1;
     double t = (double)c->tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
     double cp = c->cp > 0 ? (double)c->cp : 1.0;
-    int ep = c->ep > 0 ? c->ep : 1;
+    int ep_dp = 1, ep_tp = 1;
+    if (mm_mem_ep_fold(c->ep > 0 ? c->ep : 1, c->tp, c->dp, &ep_dp, &ep_tp))
+        return -1;
 
     /* ---- model states ---- */
+    /* mean block (llm.h): routed experts split over the expert group's
+     * ep_dp replicas as well as tp */
     double layer = (double)mm_llm_layer_params(m);
-    double expert_part = 0.0;
-    if (m->experts > 0) { /* expert weights split over ep as well */
-        double up = m->gated_mlp ? 2.0 * (double)m->ffn : (double)m->ffn;
-        double one = h * up + (double)m->ffn * h + (m->mlp_bias ? up + h : 0.0);
-        expert_part = (double)m->experts * one;
-    }
+    double expert_part = (double)mm_llm_layer_expert_params(m);
     double dense = (double)nl * (layer - expert_part) / t;
-    double experts = (double)nl * expert_part / (t * ep);
+    double experts = (double)nl * expert_part / (t * ep_dp);
     if (first)
         dense += (double)mm_llm_embedding_params(m) / t;
     if (last)
         dense += (double)mm_llm_final_norm_params(m) / t +
                  (m->tied ? (c->pp > 1 ? (double)m->vocab * h : 0.0) : (double)mm_llm_head_params(m)) / t;
     out->params = dense + experts;
-    /* Experts are data-parallel over dp/ep... Megatron's expert DP group is
-     * dp*tp/(ep*etp); with etp = tp that is dp/ep. */
-    double exp_dp = (double)c->dp / (double)ep;
+    /* Experts are data-parallel over the replicas outside their group:
+     * Megatron's expert DP group is dp*tp/(ep*etp), here dp/ep_dp. */
+    double exp_dp = (double)c->dp / (double)ep_dp;
     if (exp_dp < 1.0)
         exp_dp = 1.0;
     double bpp_dense = mm_mem_state_bytes_per_param(c->zero, c->dp);
@@ -160,5 +159,27 @@ int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int
     /* a frozen encoder runs forward only: one layer's output at a time */
     out->transient = 2.0 * 2.0 * inputs * n * (double)e->hidden / t;
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
+    return 0;
+}
+
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int mm_mem_ep_fold(int ep, int tp, int dp, int *ep_dp, int *ep_tp)
+{
+    if (ep < 1 || tp < 1 || dp < 1)
+        return -1;
+    int d = gcd(ep, dp), t = ep / d;
+    if (tp % t)
+        return -1;
+    *ep_dp = d;
+    *ep_tp = t;
     return 0;
 }

@@ -11,6 +11,8 @@
  * and DP tail (build_llm.c), the encoders (build_enc.c). */
 #include "parallel/build_internal.h"
 
+#include "model/memory.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +114,9 @@ static int check_spec(const mm_build_spec *sp)
             return -1;
     if (sp->tp < 1 || sp->pp < 1 || sp->dp < 1 || sp->m < 1 || sp->vpp < 1 || !sp->stages)
         return -1;
-    if (sp->tp > 4096 || cp > 4096 || ep > 4096 || sp->dp % ep || sp->zero < 0 || sp->zero > 3)
+    int ep_dp, ep_tp;
+    if (sp->tp > 4096 || cp > 4096 || ep > 4096 || mm_mem_ep_fold(ep, sp->tp, sp->dp, &ep_dp, &ep_tp) ||
+        sp->zero < 0 || sp->zero > 3)
         return -1;
     if (sp->vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
         return -1;
@@ -130,8 +134,10 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
     builder b = {.sp = sp, .g = g, .V = sp->pp * sp->vpp, .cp = sp->cp > 0 ? sp->cp : 1,
                  .ep = sp->ep > 0 ? sp->ep : 1};
     strides(sp, b.cp, b.stride);
+    mm_mem_ep_fold(b.ep, sp->tp, sp->dp, &b.ep_dp, &b.ep_tp);
     int gmax = sp->tp > sp->dp ? sp->tp : sp->dp;
     gmax = gmax > b.cp ? gmax : b.cp;
+    gmax = gmax > b.ep ? gmax : b.ep;
     for (int i = 0; i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         if (own_gpus(e)) {
@@ -163,7 +169,7 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
     b.last_dp = malloc((size_t)n_ranks * sizeof *b.last_dp);
     b.layer_ops = malloc((size_t)b.max_chunks * sizeof *b.layer_ops);
     size_t z3n = sp->zero >= 3 ? (size_t)b.V * sp->m * 3 * b.max_chunks * 2 : 0;
-    size_t epn = b.ep > 1 ? (size_t)(sp->dp / b.ep) * b.V * sp->m * 2 * b.max_chunks : 0;
+    size_t epn = b.ep > 1 ? (size_t)(sp->dp / b.ep_dp) * b.V * sp->m * 2 * b.max_chunks : 0;
     int rc = (b.fe && b.be && b.last_compute && b.gbuf && steps && last && bucket_of && b.last_dp &&
               b.layer_ops && cache_init(&b.z3, z3n) == 0 && cache_init(&b.epc, epn) == 0 &&
               cache_init(&b.bucket, (size_t)sp->pp * b.max_chunks * sp->vpp * 2) == 0)

@@ -212,8 +212,9 @@ int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
         /* Megatron keeps the (tied) embedding on the first stage and a copy
          * for the LM head on the last.  Experts are split over ep. */
         double layer_params = (double)mm_llm_layer_params(m);
-        if (m->experts > 0 && L->ep > 1)
-            layer_params -= (double)mm_llm_layer_expert_params(m) * (1.0 - 1.0 / L->ep);
+        int ep_dp = 1, ep_tp = 1;
+        if (m->experts > 0 && L->ep > 1 && mm_mem_ep_fold(L->ep, L->tp, L->dp, &ep_dp, &ep_tp) == 0)
+            layer_params -= (double)mm_llm_layer_expert_params(m) * (1.0 - 1.0 / ep_dp);
         double params = (double)nl * layer_params;
         if (first)
             params += (double)mm_llm_embedding_params(m);
