@@ -34,6 +34,7 @@ typedef struct model_report {
     double vision_gib;
     bool oom;
     double cap_gib;
+    char note[256]; /* the layout does not fit the model: no memory, a note */
 } model_report;
 
 static void jkey_params(const char *name, int64_t p, bool *first)
@@ -72,9 +73,13 @@ static int memory(const mm_model *m, const mm_scenario *sc, int images, model_re
         if (sc->train.global_batch % (sc->train.micro_batch * L->dp))
             return mm_scenario_fail(sc, err, "train.global_batch", "%lld is not divisible by micro_batch*dp = %lld*%d",
                                     (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->dp);
-        if (!L->n_layers_per_stage && m->llm.layers % L->pp)
-            return mm_scenario_fail(sc, err, "parallel.llm.pp", "pp = %d does not divide the model's %lld layers",
-                                    L->pp, (long long)m->llm.layers);
+        if (!L->n_layers_per_stage && m->llm.layers % L->pp) {
+            /* parameters and FLOPs need no layout: say so, do not refuse */
+            r->vision_gib = NAN;
+            snprintf(r->note, sizeof r->note, "parallel.llm.pp = %d does not divide the model's %lld layers: no "
+                     "per-stage memory (give parallel.llm.pp or layers_per_stage)", L->pp, (long long)m->llm.layers);
+            return 0;
+        }
         static const mm_mem_schedule sched[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
                                                 [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
                                                 [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
@@ -199,6 +204,14 @@ int mm_cli_model(int argc, char **argv)
         printf("{\n");
         printf("  \"model\": \"%s\",\n", m.name);
         printf("  \"params\": %lld,\n", (long long)mm_model_params(&m));
+        printf("  \"active_params\": %lld,\n", (long long)mm_model_active_params(&m));
+        if (m.has_llm && m.llm.mtp_layers > 0)
+            printf("  \"mtp_params\": %lld,\n", (long long)mm_llm_mtp_params(&m.llm));
+        if (m.has_vision)
+            printf("  \"tokens_per_tile\": %lld,\n  \"tokens_per_frame\": %lld,\n",
+                   (long long)mm_model_tokens_per_tile(&m), (long long)mm_model_tokens_per_frame(&m));
+        if (r.note[0])
+            printf("  \"note\": \"%s\",\n", r.note);
         printf("  \"modules\": {");
         bool first = true;
         if (m.has_vision)
@@ -209,8 +222,11 @@ int mm_cli_model(int argc, char **argv)
             jkey_params("audio", mm_encoder_params(&m.audio), &first);
         if (m.has_audio && m.audio_proj.type != MM_PROJ_NONE)
             jkey_params("audio_projector", mm_projector_params(&m.audio_proj), &first);
-        if (m.has_llm)
-            jkey_params("llm", mm_llm_params(&m.llm), &first);
+        if (m.has_llm) {
+            printf("%s\"llm\": {\"params\": %lld, \"active_params\": %lld}", first ? "" : ", ",
+                   (long long)mm_llm_params(&m.llm), (long long)mm_llm_active_params(&m.llm));
+            first = false;
+        }
         printf("},\n");
         printf("  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", seq, images,
                r.tiles, (long long)r.image_tokens);
@@ -246,7 +262,17 @@ int mm_cli_model(int argc, char **argv)
     if (m.has_llm)
         printf("  llm         %16.3f M   %lld layers, h %lld%s\n", (double)mm_llm_params(&m.llm) * 1e-6,
                (long long)m.llm.layers, (long long)m.llm.hidden, m.llm.experts ? ", MoE" : "");
+    if (m.has_llm && m.llm.experts)
+        printf("  llm active  %16.3f M   per token (%lld of %lld routed experts)\n",
+               (double)mm_llm_active_params(&m.llm) * 1e-6, (long long)m.llm.experts_per_tok,
+               (long long)m.llm.experts);
+    if (m.has_llm && m.llm.mtp_layers > 0)
+        printf("  mtp         %16.3f M   %lld multi-token-prediction module(s), not in the total\n",
+               (double)mm_llm_mtp_params(&m.llm) * 1e-6, (long long)m.llm.mtp_layers);
     printf("  total       %16.3f M\n", (double)mm_model_params(&m) * 1e-6);
+    if (m.has_vision)
+        printf("  visual tokens: %lld per tile, %lld per video frame\n", (long long)mm_model_tokens_per_tile(&m),
+               (long long)mm_model_tokens_per_frame(&m));
     printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
     if (m.has_llm)
         printf("  llm         %12.4g per token at seq %lld\n", r.llm_fwd_per_token, seq);
@@ -259,6 +285,8 @@ int mm_cli_model(int argc, char **argv)
     printf("\n  memory per GPU: tp %d x pp %d x dp %d, ZeRO %d, recompute %s, micro-batch %lld x %lld\n", L->tp,
            L->pp, L->dp, sc.train.zero, mm_recompute_names[sc.train.recompute], (long long)sc.train.micro_batch,
            seq);
+    if (r.note[0])
+        printf("  note: %s\n", r.note);
     for (int k = 0; k < r.n_stages; k++)
         printf("  llm stage %-3d %10.2f GiB\n", k, r.stage_gib[k]);
     if (isfinite(r.vision_gib))

@@ -547,7 +547,8 @@ static void part_path(const char *yaml, const char *rel, char *out, size_t len)
 static const char *const yaml_keys[] = {"name", "vision", "audio", "llm", "projector", "audio_projector",
                                         "image", "source", NULL};
 static const char *const proj_keys[] = {"type", NULL};
-static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", NULL};
+static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", "frame_pool", "anyres_max",
+                                         NULL};
 
 static int load_part(const mm_doc *d, struct fy_node *root, const char *key, mm_model *part, mm_err *err)
 {
@@ -624,6 +625,12 @@ static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm
                                  NULL, err)))
             return rc;
         m->max_tiles = (int)maxt;
+        int64_t pool = 0, amax = 0; /* as llava_onevision's frame pooling and anyres_max_N */
+        if ((rc = mm_node_int(d, im, "frame_pool", "image.frame_pool", 1, 16, &pool, NULL, err)) ||
+            (rc = mm_node_int(d, im, "anyres_max", "image.anyres_max", 1, 64, &amax, NULL, err)))
+            return rc;
+        m->frame_pool = (int)pool;
+        m->anyres_max = (int)amax;
         struct fy_node *g = mm_node_get(im, "grids");
         if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
             return rc;

@@ -187,12 +187,17 @@ int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
                                                     : 0.0;
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
     int per_vs = (int)(m->layers / V);
-    for (int k = 0; k < V; k++) {
+    for (int k = 0, l0 = 0; k < V; k++) {
         int nl = L->n_layers_per_stage ? L->layers_per_stage[k] : per_vs;
         bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
         c->chunks = nl;
-        c->moe_chunks = m->experts > 0 ? nl : 0;
+        /* the stage's MoE blocks (DeepSeek's first blocks are dense): they
+         * carry the EP all-to-all */
+        c->moe_chunks = 0;
+        for (int i = l0; i < l0 + nl; i++)
+            c->moe_chunks += mm_llm_layer_is_moe(m, i);
+        l0 += nl;
         c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
         c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
         c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
