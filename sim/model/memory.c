@@ -40,12 +40,31 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     if (recompute == MM_RECOMPUTE_FULL) /* only the block input is kept */
         return 2.0 * sl * b * h / rep_div;
     double rep = sl * b * h * (2.0 + 1.0 + 2.0 + 1.0 + 4.0); /* 10 sbh */
+    if (m->sandwich_norm) /* Gemma 2's post-attention and post-MLP norms */
+        rep += 4.0 * sl * b * h;
     double attn = 2.0 * sl * b * (a + 2.0 * g) * d + 2.0 * sl * b * a * d;
-    double mlp = 2.0 * sl * b * f * (m->gated_mlp ? 2.0 : 1.0) + 2.0 * sl * b * f;
-    if (m->experts > 0)
-        mlp = (double)m->experts_per_tok * mlp + 4.0 * sl * b * (double)m->experts;
+    if (m->kv_lora > 0) { /* MLA: q and k of nope+rope, v of v_dim per head, and the latents */
+        double qk = (double)(m->qk_nope + m->qk_rope), v = (double)m->v_dim;
+        attn = 2.0 * sl * b * a * (2.0 * qk + v) + 2.0 * sl * b * a * v +
+               2.0 * sl * b * (double)(m->kv_lora + m->q_lora) * t; /* latents: replicated */
+    }
+    double gate = m->gated_mlp ? 2.0 : 1.0;
+    double mlp = 2.0 * sl * b * f * gate + 2.0 * sl * b * f;
+    if (m->experts > 0) { /* the mean block: routed top-k copies, router logits, shared experts */
+        double fe = (double)m->moe_ffn, fs = (double)m->shared_ffn;
+        double moe = (double)m->experts_per_tok * (2.0 * sl * b * fe * gate + 2.0 * sl * b * fe) +
+                     4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + 2.0 * sl * b * fs);
+        double w = (double)mm_llm_moe_layers(m) / (double)m->layers;
+        mlp = (1.0 - w) * mlp + w * moe;
+    }
     double split = attn + mlp;
-    double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * s * b : 0.0;
+    /* unfused scores: sliding-window blocks keep s x min(s, window) of them */
+    double keys = s;
+    if (m->window > 0 && m->window_every > 0) {
+        double ws = m->window_every == 1 ? 1.0 : 0.5;
+        keys = (1.0 - ws) * s + ws * fmin(s, (double)m->window);
+    }
+    double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * keys * b : 0.0;
     return rep / rep_div + (split + scores) / t;
 }
 
