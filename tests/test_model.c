@@ -859,6 +859,11 @@ START_TEST(hf_visual_tokens)
     ck_assert_int_eq(mm_model_tokens_per_frame(&m), 128);
     load_model_ok(HF "llava-1.5-7b-hf.json", &m);
     ck_assert_int_eq(mm_model_tokens_per_tile(&m), 576);
+    /* Idefics3: pixel shuffle by scale_factor 2, then one Linear without
+     * bias (Idefics3Connector): (512/16)^2 / 4 = 256 tokens, 768*4 x 576 */
+    load_model_ok(HF "idefics3-small.json", &m);
+    ck_assert_int_eq(mm_model_tokens_per_tile(&m), 256);
+    ck_assert_int_eq(mm_projector_params(&m.vision_proj), 768 * 4 * 576);
 }
 END_TEST
 
