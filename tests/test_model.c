@@ -752,6 +752,19 @@ START_TEST(hf_moe_active)
     ck_assert_rel(mm_llm_mtp_params(&v3), 11.5e9, 0.01);
     ck_assert_int_eq(mm_llm_moe_layers(&v3), 58); /* first_k_dense_replace 3 of 61 */
     ck_assert(v3.router_bias);
+    /* a pipeline stage of the first 3 blocks is dense, the rest MoE: each
+     * stage's mean block is its own */
+    ck_assert(!mm_llm_blocks_uniform(&v3));
+    mm_llm s0 = mm_llm_stage_view(&v3, 0, 3), s1 = mm_llm_stage_view(&v3, 3, 58);
+    ck_assert_int_eq(mm_llm_moe_layers(&s0), 0);
+    ck_assert_int_eq(mm_llm_moe_layers(&s1), 58);
+    ck_assert_int_eq(mm_llm_layer_params(&s0), mm_llm_layer_params_at(&v3, 0));
+    ck_assert_int_eq(mm_llm_layer_params(&s1), mm_llm_layer_params_at(&v3, 3));
+    ck_assert_int_eq(3 * mm_llm_layer_params(&s0) + 58 * mm_llm_layer_params(&s1),
+                     mm_llm_params(&v3) - mm_llm_embedding_params(&v3) - mm_llm_head_params(&v3) -
+                         mm_llm_final_norm_params(&v3));
+    ck_assert_rel(3 * mm_llm_layer_fwd_flops(&s0, 1, 4096) + 58 * mm_llm_layer_fwd_flops(&s1, 1, 4096),
+                  61 * mm_llm_layer_fwd_flops(&v3, 1, 4096), 1e-12);
 }
 END_TEST
 

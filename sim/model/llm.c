@@ -97,7 +97,7 @@ bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i)
 int64_t mm_llm_moe_layers(const mm_llm *m)
 {
     int64_t n = 0;
-    for (int64_t i = 0; i < m->layers; i++)
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         n += mm_llm_layer_is_moe(m, i);
     return n;
 }
@@ -105,10 +105,12 @@ int64_t mm_llm_moe_layers(const mm_llm *m)
 static int64_t sliding_layers(const mm_llm *m)
 {
     int64_t n = 0;
-    for (int64_t i = 0; i < m->layers; i++)
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         n += mm_llm_layer_is_sliding(m, i);
     return n;
 }
+
+static int64_t sliding_layers(const mm_llm *m);
 
 static bool mla(const mm_llm *m)
 {
@@ -162,11 +164,15 @@ static int64_t moe_params(const mm_llm *m, int64_t routed)
     return p;
 }
 
+static int64_t kind_params(const mm_llm *m, bool moe, bool active)
+{
+    int64_t mlp = moe ? moe_params(m, active ? m->experts_per_tok : m->experts) : mlp_params(m, m->ffn);
+    return attn_params(m) + mlp + (m->sandwich_norm ? 4 : 2) * norm_params(m);
+}
+
 static int64_t block_params(const mm_llm *m, int64_t i, bool active)
 {
-    int64_t mlp = mm_llm_layer_is_moe(m, i) ? moe_params(m, active ? m->experts_per_tok : m->experts)
-                                            : mlp_params(m, m->ffn);
-    return attn_params(m) + mlp + (m->sandwich_norm ? 4 : 2) * norm_params(m);
+    return kind_params(m, mm_llm_layer_is_moe(m, i), active);
 }
 
 int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i)
@@ -174,10 +180,24 @@ int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i)
     return block_params(m, i, false);
 }
 
+bool mm_llm_blocks_uniform(const mm_llm *m)
+{
+    int64_t moe = mm_llm_moe_layers(m), sl = sliding_layers(m);
+    return (moe == 0 || moe == m->layers) && (sl == 0 || sl == m->layers);
+}
+
+mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n)
+{
+    mm_llm v = *m;
+    v.layer0 = m->layer0 + first;
+    v.layers = n;
+    return v;
+}
+
 static int64_t blocks_params(const mm_llm *m, bool active)
 {
     int64_t p = 0;
-    for (int64_t i = 0; i < m->layers; i++)
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         p += block_params(m, i, active);
     return p;
 }
@@ -233,7 +253,7 @@ int64_t mm_llm_mtp_params(const mm_llm *m)
     if (m->mtp_layers <= 0)
         return 0;
     int64_t h = m->hidden;
-    return m->mtp_layers * (3 * norm_params(m) + 2 * h * h + block_params(m, m->layers, false));
+    return m->mtp_layers * (3 * norm_params(m) + 2 * h * h + kind_params(m, m->experts > 0, false));
 }
 
 /* ------------------------------------------------------------------------ */

@@ -89,6 +89,9 @@ typedef struct mm_llm {
     int64_t window;
     int window_every;
     double attn_softcap, final_softcap; /* Gemma 2 tanh soft-capping; 0: none */
+    /* Index of the first block this struct describes: 0 for a model, the
+     * stage's first block for mm_llm_stage_view. */
+    int64_t layer0;
 } mm_llm;
 
 /* Reads a Hugging Face config.json of a decoder-only LLM (llm_read.c: the
@@ -161,6 +164,15 @@ int64_t mm_llm_active_params(const mm_llm *m);
 int64_t mm_llm_mtp_params(const mm_llm *m);
 /* Layers with an MoE MLP (what expert parallelism splits). */
 int64_t mm_llm_moe_layers(const mm_llm *m);
+/* The blocks [first, first + n) as a model of their own: its mean block
+ * (mm_llm_layer_params, the FLOPs and op lists) is that stage's, so a
+ * pipeline stage of DeepSeek's dense first blocks or of Gemma 2's sliding
+ * and global blocks is costed as it is.  Embedding, head and vocab are the
+ * model's; only the block functions make sense on a view. */
+mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n);
+/* Every block of the same kind (all dense or all MoE, all sliding or all
+ * global): then any stage's mean block is the model's. */
+bool mm_llm_blocks_uniform(const mm_llm *m);
 
 /* ---- FLOPs (Megatron convention; b sequences of s tokens) ---- */
 

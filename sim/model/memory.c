@@ -101,11 +101,22 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     if (mm_mem_ep_fold(c->ep > 0 ? c->ep : 1, c->tp, c->dp, &ep_dp, &ep_tp))
         return -1;
 
+    /* The stage's own blocks (DeepSeek's dense first ones, Gemma 2's mix)
+     * when its layers are contiguous (vpp 1); else the model's mean block. */
+    mm_llm view = *m;
+    if ((c->vpp <= 1) && !mm_llm_blocks_uniform(m)) {
+        int l0 = 0;
+        for (int k = 0; k < stage; k++)
+            l0 += stage_layers(m, c, k);
+        view = mm_llm_stage_view(m, l0, nl);
+    }
+    const mm_llm *sm = &view;
+
     /* ---- model states ---- */
     /* mean block (llm.h): routed experts split over the expert group's
      * ep_dp replicas as well as tp */
-    double layer = (double)mm_llm_layer_params(m);
-    double expert_part = (double)mm_llm_layer_expert_params(m);
+    double layer = (double)mm_llm_layer_params(sm);
+    double expert_part = (double)mm_llm_layer_expert_params(sm);
     double dense = (double)nl * (layer - expert_part) / t;
     double experts = (double)nl * expert_part / (t * ep_dp);
     if (first)
@@ -129,7 +140,7 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         out->optimizer = 0;
 
     /* ---- activations ---- */
-    double per_layer = mm_mem_layer_activations(m, b, s, c->tp, c->sp, c->cp, c->recompute);
+    double per_layer = mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, c->recompute);
     double inflight = mm_mem_in_flight(c->schedule, stage, c->pp, c->vpp, c->micro_batches);
     double stage_act = (double)nl * per_layer;
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
@@ -142,7 +153,7 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
      * during its backward; on the last stage the fp32 logits of the
      * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */
     if (c->recompute == MM_RECOMPUTE_FULL)
-        out->transient += mm_mem_layer_activations(m, b, s, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
+        out->transient += mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
     if (last)
         out->transient += 4.0 * sl * b * (double)m->vocab / t + 2.0 * sl * b * h / (c->sp ? t : 1.0);
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
