@@ -183,6 +183,7 @@ int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int
     as_llm.heads = as_llm.kv_heads = e->heads;
     as_llm.head_dim = e->head_dim;
     as_llm.ffn = e->ffn;
+    as_llm.gated_mlp = e->gated_mlp; /* Qwen2.5-VL's SwiGLU tower */
     double n = (double)mm_encoder_tokens(e);
     double per_layer = frozen ? 0.0 : mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
     out->activations = (double)in_flight * (double)e->layers * per_layer;
