@@ -893,6 +893,7 @@ START_TEST(hf_refusals)
         { "nested_act.json", "key 'text_config.hidden_act'" },
         { "vision_unmodeled.json", "key 'vision_config.num_registers'" },
         { "composite_unmodeled.json", "key 'mystery_resampler_queries'" },
+        { "layer_types.json", "key 'layer_types'" },
     };
     char dir[256], out[8192], err[4096], args[512];
     mmx_tmpdir(dir, sizeof dir, "hf");

@@ -388,11 +388,13 @@ int mm_cli_model(int argc, char **argv)
      * (DeepSeek-V3's 61 layers under pp = 2) is a note, not a refusal. */
     char note[512] = "";
     if (layout_costs(&m, &sc, &l, &err)) {
-        /* only "does not divide the model's layers/heads/experts"; a layout
-         * the cluster or the batch does not take is refused as by run */
+        /* only "does not divide the model's layers/heads/experts" (or a
+         * seq_len past its learned positions); a layout the cluster or the
+         * batch does not take is refused as by run */
         bool shape = err.code == MM_EINPUT && strstr(err.msg, "the model's") &&
                      (!strcmp(err.key, "parallel.llm.pp") || !strcmp(err.key, "parallel.llm.vpp") ||
-                      !strcmp(err.key, "parallel.llm.tp") || !strcmp(err.key, "parallel.llm.ep"));
+                      !strcmp(err.key, "parallel.llm.tp") || !strcmp(err.key, "parallel.llm.ep") ||
+                      !strcmp(err.key, "train.seq_len"));
         if (!shape)
             return mm_cli_fail(&err);
         char msg[400];

@@ -72,7 +72,7 @@ static const def_row defs[] = {
     S("qwen2_moe", "hidden_act", "silu"), I("qwen2_moe", "decoder_sparse_step", 1),
     I("qwen2_moe", "moe_intermediate_size", 1408), I("qwen2_moe", "shared_expert_intermediate_size", 5632),
     I("qwen2_moe", "num_experts_per_tok", 4), I("qwen2_moe", "num_experts", 60),
-    B("qwen2_moe", "use_sliding_window", false),
+    B("qwen2_moe", "use_sliding_window", false), B("qwen2_moe", "qkv_bias", true),
     LL("qwen3", 151936, 4096, 22016, 32, 32, 32768, false), I("qwen3", "num_key_value_heads", 32),
     I("qwen3", "head_dim", 128), S("qwen3", "hidden_act", "silu"), B("qwen3", "use_sliding_window", false),
     LL("qwen3_moe", 151936, 2048, 6144, 24, 32, 32768, false), I("qwen3_moe", "num_key_value_heads", 4),

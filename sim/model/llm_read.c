@@ -169,7 +169,7 @@ static const char *const llama_read[] = {
     "use_sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "bias", "q_lora_rank",
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts",
     "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "num_nextn_predict_layers", "topk_method",
-    NULL,
+    "qkv_bias", "layer_types", NULL,
 };
 /* max_window_layers: only with use_sliding_window; query_pre_attn_scalar:
  * a scale; n_group/topk_group/scoring_func/routed_scaling_factor: routing
@@ -178,10 +178,37 @@ static const char *const llama_read[] = {
 static const char *const llama_costless[] = {
     "max_window_layers", "query_pre_attn_scalar", "cache_implementation", "n_group", "topk_group",
     "scoring_func", "routed_scaling_factor", "partial_rotary_factor", "rotary_pct", "rotary_emb_base",
-    "use_parallel_residual", "layer_types", "rope_interleave", "moe_router_topk",
+    "use_parallel_residual", "rope_interleave", "moe_router_topk",
     "sliding_window_size", /* early Gemma 2 configs: a copy of sliding_window */
     NULL,
 };
+
+/* Sliding windows: Mistral/Mixtral/Phi-3 apply sliding_window on every
+ * layer when set; Gemma 2 on even layers (layer_types' default); Qwen2/3
+ * only with use_sliding_window, which is refused (its max_window_layers
+ * split is not modeled). */
+/* layer_types (transformers >= 4.54 writes it out): accepted when it says
+ * what the model's own rule says (every layer "full_attention", or Gemma
+ * 2's sliding even layers); any other per-layer pattern is refused. */
+static int check_layer_types(const mm_hf *r, int every)
+{
+    struct fy_node *lt = mm_node_get(r->map, "layer_types");
+    if (!lt || mm_node_is_null(lt))
+        return 0;
+    if (!fy_node_is_sequence(lt))
+        return mm_hf_fail(r, "layer_types", "expected a list of attention types");
+    void *it = NULL;
+    struct fy_node *e;
+    for (int i = 0; (e = fy_node_sequence_iterate(lt, &it)); i++) {
+        const char *t = fy_node_get_scalar0(e);
+        bool sliding = every > 0 && i % every == 0;
+        if (!t || strcmp(t, sliding ? "sliding_attention" : "full_attention"))
+            return mm_hf_fail(r, "layer_types", "entry %d is '%s' where this model's rule gives '%s': "
+                              "per-layer attention patterns are not modeled", i, t ? t : "?",
+                              sliding ? "sliding_attention" : "full_attention");
+    }
+    return 0;
+}
 
 /* Sliding windows: Mistral/Mixtral/Phi-3 apply sliding_window on every
  * layer when set; Gemma 2 on even layers (layer_types' default); Qwen2/3
@@ -198,16 +225,14 @@ static int read_window(const mm_hf *r, mm_llm *m)
         if (use)
             return mm_hf_fail(r, "use_sliding_window", "sliding-window attention on the layers past "
                               "max_window_layers is not modeled");
-        return 0; /* sliding_window is read only when use_sliding_window */
+        return check_layer_types(r, 0); /* sliding_window is read only when use_sliding_window */
     }
-    if (mm_hf_has(r, "layer_types") && strcmp(r->type, "gemma2") != 0)
-        return mm_hf_fail(r, "layer_types", "per-layer attention types are not modeled for '%s'", r->type);
     m->window_every = !strcmp(r->type, "gemma2") ? 2 : 1;
     if ((rc = mm_hf_int(r, "sliding_window", 1, POS_MAX, &m->window, NULL)))
         return rc;
     if (m->window == 0)
         m->window_every = 0;
-    return 0;
+    return check_layer_types(r, m->window > 0 ? m->window_every : 0);
 }
 
 /* Llama/Mistral/Qwen/Gemma/Phi-3/InternLM2 keys (configuration_llama.py and
@@ -266,6 +291,8 @@ static int read_llama(const mm_hf *r, mm_llm *m)
     m->qkv_bias = ab || mm_hf_in(r->type, qwen2_types);
     m->out_bias = ab;
     m->mlp_bias = mb;
+    if (!strcmp(r->type, "qwen2_moe") && (rc = mm_hf_bool(r, "qkv_bias", &m->qkv_bias)))
+        return rc; /* Qwen2MoeConfig qkv_bias, default True */
     if (!strcmp(r->type, "internlm2")) {
         bool b = true;
         if ((rc = mm_hf_bool(r, "bias", &b)))
