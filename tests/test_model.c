@@ -894,6 +894,7 @@ START_TEST(hf_refusals)
         { "vision_unmodeled.json", "key 'vision_config.num_registers'" },
         { "composite_unmodeled.json", "key 'mystery_resampler_queries'" },
         { "layer_types.json", "key 'layer_types'" },
+        { "composite_audio.json", "key 'audio_config'" },
     };
     char dir[256], out[8192], err[4096], args[512];
     mmx_tmpdir(dir, sizeof dir, "hf");

@@ -323,8 +323,8 @@ int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const 
         const char *k = fy_node_get_scalar0(fy_node_pair_key(p));
         if (!k)
             continue;
-        size_t n = strlen(k);
-        if (n > 7 && !strcmp(k + n - 7, "_config"))
+        static const char *const nested[] = {"text_config", "vision_config", "llm_config", NULL};
+        if (mm_hf_in(k, nested)) /* read by the composite reader, each with its own checks */
             continue;
         if (mm_hf_in(k, read) || find_def(r->type, k) || mm_hf_in(k, costless_generic) ||
             mm_hf_in(k, costless))

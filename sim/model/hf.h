@@ -55,8 +55,9 @@ int mm_hf_fail(const mm_hf *r, const char *key, const char *fmt, ...)
 /* Refuses (MM_EINPUT, naming the key) any key of the mapping that is not
  * in `read` (what the caller models), not a key of the class's defaults
  * row, and not in the lists of keys known not to change cost (generic ones
- * and `costless`, may be NULL).  Keys whose name ends in "_config" are left
- * to the caller (nested modules). */
+ * and `costless`, may be NULL).  text_config, vision_config and llm_config
+ * are left to the caller (nested modules, checked on their own); any other
+ * sub-config (an audio_config on a vision-language type) is refused. */
 int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const *costless);
 
 /* The hidden_act names mmsim knows: *gated set for the SwiGLU family when
