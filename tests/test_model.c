@@ -830,6 +830,14 @@ START_TEST(hf_defaults_and_layouts)
     ck_assert_int_eq(q.vision_proj.type, MM_PROJ_QWEN_MERGER);
     /* Conv3d 3x2x14x14 -> 1280; 32 blocks; merger 5120 -> 5120 -> 3584 */
     ck_assert_int_eq(mm_encoder_params(&q.vision) + mm_projector_params(&q.vision_proj), INT64_C(676550144));
+    /* a 448x448 unit: 1024 patches; 4 of 32 blocks attend all of them, 28
+     * within 64-patch windows; SwiGLU MLP of 3420 */
+    double np = 1024, h = 1280, f = 3420, pairs = (4.0 / 32) * np * np + (28.0 / 32) * np * 64;
+    ck_assert_rel(mm_encoder_layer_fwd_flops(&q.vision, 1), 2 * np * (4 * h * h + 3 * h * f) + 4 * pairs * h, 1e-12);
+    mm_op_cost eops[MM_LLM_MAX_OPS];
+    int ne = mm_encoder_layer_ops(&q.vision, 3, 2, false, 2, eops, MM_LLM_MAX_OPS);
+    ck_assert_int_gt(ne, 0);
+    ck_assert_rel(sum_flops(eops, ne) * 2, mm_encoder_layer_fwd_flops(&q.vision, 3), 1e-12);
 
     /* InternVL: the transformers-native layout's tower equals the original's */
     mm_model o, n;
