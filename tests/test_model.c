@@ -846,6 +846,14 @@ START_TEST(hf_defaults_and_layouts)
     ck_assert_int_eq(mm_encoder_params(&o.vision), mm_encoder_params(&n.vision));
     ck_assert_int_eq(mm_model_tokens_per_tile(&n), 256);
 
+    /* llava_next without image_grid_pinpoints: LlavaNextConfig's grids
+     * (336x672 ... 672x672: at most 2x2) plus the base tile; image_newline */
+    mm_model nx;
+    load_model_ok(HF "llava-next-small.json", &nx);
+    ck_assert_int_eq(nx.n_grids, 5);
+    ck_assert_int_eq(nx.max_tiles, 5);
+    ck_assert_int_eq(nx.extra_params, 512);
+
     mm_llm c;
     load_ok(HF "costless-keys.json", &c); /* token ids, dropout, rope_scaling, quantization_config */
 }

@@ -259,17 +259,15 @@ static int read_llama(const mm_hf *r, mm_llm *m)
     if (m->head_dim > 0 && m->heads * m->head_dim > WIDTH_MAX)
         return mm_hf_fail(r, "head_dim", "heads x head_dim = %lld exceeds %lld",
                           (long long)(m->heads * m->head_dim), (long long)WIDTH_MAX);
-    char act[64] = "";
-    const char *actkey = mm_hf_has(r, "hidden_activation") || !strcmp(r->type, "gemma2") ? "hidden_activation"
-                                                                                       : "hidden_act";
-    if ((rc = mm_hf_str(r, actkey, act, sizeof act)))
-        return rc;
-    if (!act[0] && (rc = mm_hf_str(r, "hidden_act", act, sizeof act)))
-        return rc;
-    if (!act[0])
-        snprintf(act, sizeof act, "silu");
-    if ((rc = mm_hf_act(r, actkey, act)))
-        return rc;
+    /* hidden_act, and Gemma 2's hidden_activation (its MLP's; published
+     * configs carry both): every name given must be one mmsim knows; the
+     * MLP's shape does not depend on which (Llama-family MLPs are gated). */
+    static const char *const act_keys[] = {"hidden_act", "hidden_activation"};
+    for (int k = 0; k < 2; k++) {
+        char act[64] = "";
+        if ((rc = mm_hf_str(r, act_keys[k], act, sizeof act)) || (act[0] && (rc = mm_hf_act(r, act_keys[k], act))))
+            return rc;
+    }
     m->rope = true;
     if (neox) {
         bool ab = true; /* GPTNeoXConfig: attention_bias True; MLP always biased */
