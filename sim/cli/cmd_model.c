@@ -16,6 +16,7 @@
 #include "run/costs.h"
 #include "run/scenario.h"
 #include "run/sim.h"
+#include "workload/workload.h"
 
 #define MAX_SETS 256
 
@@ -56,7 +57,11 @@ static void model_flops(const mm_model *m, double s, long long images, model_rep
 {
     memset(r, 0, sizeof *r);
     r->tiles = (int)images * (m->max_tiles > 0 ? m->max_tiles : 1);
-    r->image_tokens = m->has_vision ? (int64_t)r->tiles * mm_model_tokens_per_tile(m) : 0;
+    /* as the workload counts them (anyres_max caps what reaches the LLM) */
+    mm_token_model tm;
+    mm_token_model_from_model(m, &tm);
+    mm_sample img = {.images = (int32_t)images, .tiles = r->tiles};
+    r->image_tokens = m->has_vision ? mm_sample_mm_tokens(&img, &tm) : 0;
     if (m->has_llm) {
         double f = (double)m->llm.layers * mm_llm_layer_fwd_flops(&m->llm, 1, s) + mm_llm_head_fwd_flops(&m->llm, 1, s);
         r->llm_fwd_per_sample = f;

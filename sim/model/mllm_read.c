@@ -508,6 +508,7 @@ static int read_composite(const mm_doc *d, struct fy_node *root, const char *typ
     bool next = !strcmp(type, "llava_next"), ov = !strcmp(type, "llava_onevision");
     if (next || ov) {
         m->extra_params = m->llm.hidden; /* image_newline */
+        m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
         struct fy_node *pp = mm_node_get(root, "image_grid_pinpoints");
         if (pp && !mm_node_is_null(pp)) {
             if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
