@@ -16,6 +16,7 @@
 #include "run/costs.h"
 #include "scenario/scenario.h"
 #include "run/sim.h"
+#include "workload/workload.h"
 
 #define MAX_SETS 256
 
@@ -57,7 +58,11 @@ static void model_flops(const mm_model *m, double s, long long images, model_rep
 {
     memset(r, 0, sizeof *r);
     r->tiles = (int)images * (m->max_tiles > 0 ? m->max_tiles : 1);
-    r->image_tokens = m->has_vision ? (int64_t)r->tiles * mm_model_tokens_per_tile(m) : 0;
+    /* as the workload counts them (anyres_max caps what reaches the LLM) */
+    mm_token_model tm;
+    mm_token_model_from_model(m, &tm);
+    mm_sample img = {.images = (int32_t)images, .tiles = r->tiles};
+    r->image_tokens = m->has_vision ? mm_sample_mm_tokens(&img, &tm) : 0;
     if (m->has_llm) {
         double f = (double)m->llm.layers * mm_llm_layer_fwd_flops(&m->llm, 1, s) + mm_llm_head_fwd_flops(&m->llm, 1, s);
         r->llm_fwd_per_sample = f;
@@ -197,12 +202,35 @@ static void print_json_layout(const layout_report *l)
     jnum("peak_memory_gib", l->mem.peak_gib);
 }
 
+/* A JSON string's characters: quotes and backslashes escaped, controls dropped. */
+static void jstr(const char *s)
+{
+    putchar('"');
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s >= 0x20)
+            putchar(*s);
+    putchar('"');
+}
+
 static void print_json(const mm_model *m, long long seq, long long images, const model_report *r,
-                       const layout_report *l)
+                       const layout_report *l, const char *note)
 {
     printf("{\n");
     printf("  \"model\": \"%s\",\n", m->name);
     printf("  \"params\": %lld,\n", (long long)mm_model_params(m));
+    printf("  \"active_params\": %lld,\n", (long long)mm_model_active_params(m));
+    if (m->has_llm && m->llm.mtp_layers > 0)
+        printf("  \"mtp_params\": %lld,\n", (long long)mm_llm_mtp_params(&m->llm));
+    if (m->has_vision)
+        printf("  \"tokens_per_tile\": %lld,\n  \"tokens_per_frame\": %lld,\n",
+               (long long)mm_model_tokens_per_tile(m), (long long)mm_model_tokens_per_frame(m));
+    if (note[0]) {
+        printf("  \"note\": ");
+        jstr(note);
+        printf(",\n");
+    }
     printf("  \"modules\": {");
     bool first = true;
     if (m->has_vision)
@@ -213,8 +241,11 @@ static void print_json(const mm_model *m, long long seq, long long images, const
         jkey_params("audio", mm_encoder_params(&m->audio), &first);
     if (m->has_audio && m->audio_proj.type != MM_PROJ_NONE)
         jkey_params("audio_projector", mm_projector_params(&m->audio_proj), &first);
-    if (m->has_llm)
-        jkey_params("llm", mm_llm_params(&m->llm), &first);
+    if (m->has_llm) {
+        printf("%s\"llm\": {\"params\": %lld, \"active_params\": %lld}", first ? "" : ", ",
+               (long long)mm_llm_params(&m->llm), (long long)mm_llm_active_params(&m->llm));
+        first = false;
+    }
     printf("},\n");
     printf("  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", seq, images,
            r->tiles, (long long)r->image_tokens);
@@ -246,7 +277,17 @@ static void print_text_model(const mm_model *m, const char *resolved, long long 
     if (m->has_llm)
         printf("  llm         %16.3f M   %lld layers, h %lld%s\n", (double)mm_llm_params(&m->llm) * 1e-6,
                (long long)m->llm.layers, (long long)m->llm.hidden, m->llm.experts ? ", MoE" : "");
+    if (m->has_llm && m->llm.experts)
+        printf("  llm active  %16.3f M   per token (%lld of %lld routed experts)\n",
+               (double)mm_llm_active_params(&m->llm) * 1e-6, (long long)m->llm.experts_per_tok,
+               (long long)m->llm.experts);
+    if (m->has_llm && m->llm.mtp_layers > 0)
+        printf("  mtp         %16.3f M   %lld multi-token-prediction module(s), not in the total\n",
+               (double)mm_llm_mtp_params(&m->llm) * 1e-6, (long long)m->llm.mtp_layers);
     printf("  total       %16.3f M\n", (double)mm_model_params(m) * 1e-6);
+    if (m->has_vision)
+        printf("  visual tokens: %lld per tile, %lld per video frame\n", (long long)mm_model_tokens_per_tile(m),
+               (long long)mm_model_tokens_per_frame(m));
     printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
     if (m->has_llm)
         printf("  llm         %12.4g per token at seq %lld\n", r->llm_fwd_per_token, seq);
@@ -258,8 +299,12 @@ static void print_text_model(const mm_model *m, const char *resolved, long long 
     printf("  per sample  %12.4g\n", r->sample_fwd);
 }
 
-static void print_text_layout(const layout_report *l)
+static void print_text_layout(const layout_report *l, const char *note)
 {
+    if (note[0]) {
+        printf("\n  no layout: %s\n", note);
+        return;
+    }
     if (!l->sim) {
         printf("\n  no layout: %s\n", l->note);
         return;
@@ -362,13 +407,30 @@ int mm_cli_model(int argc, char **argv)
     model_report r;
     model_flops(&m, (double)seq, images, &r);
     layout_report l;
-    if (layout_costs(&m, &sc, &l, &err))
-        return mm_cli_fail(&err);
+    /* Parameters and FLOPs need no layout: one that does not fit the model
+     * (DeepSeek-V3's 61 layers under pp = 2) is a note, not a refusal. */
+    char note[512] = "";
+    if (layout_costs(&m, &sc, &l, &err)) {
+        /* only "does not divide the model's layers/heads/experts" (or a
+         * seq_len past its learned positions); a layout the cluster or the
+         * batch does not take is refused as by run */
+        bool shape = err.code == MM_EINPUT && strstr(err.msg, "the model's") &&
+                     (!strcmp(err.key, "parallel.llm.pp") || !strcmp(err.key, "parallel.llm.vpp") ||
+                      !strcmp(err.key, "parallel.llm.tp") || !strcmp(err.key, "parallel.llm.ep") ||
+                      !strcmp(err.key, "train.seq_len"));
+        if (!shape)
+            return mm_cli_fail(&err);
+        char msg[400];
+        mm_err_format(&err, msg, sizeof msg);
+        snprintf(note, sizeof note, "the layout does not fit this model (%s); parameters and FLOPs above "
+                 "need none", msg);
+        mm_err_clear(&err);
+    }
     if (json)
-        print_json(&m, seq, images, &r, &l);
+        print_json(&m, seq, images, &r, &l, note);
     else {
         print_text_model(&m, resolved, seq, images, &r);
-        print_text_layout(&l);
+        print_text_layout(&l, note);
     }
     layout_free(&l);
     mm_scenario_free(&sc); /* after the sim, which borrows its strings */
