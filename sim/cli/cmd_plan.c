@@ -222,9 +222,12 @@ static void print_cand_json(const mm_plan *p, size_t i)
         mm_cli_json_string(c->reason);
     else
         printf("null");
-    char sets[1024];
-    mm_plan_cand_sets_json(c, sets, sizeof sets);
-    printf(", \"sets\": %s}", sets);
+    size_t need = mm_plan_cand_sets_json(c, NULL, 0) + 1;
+    char *sets = malloc(need);
+    if (sets)
+        mm_plan_cand_sets_json(c, sets, need);
+    printf(", \"sets\": %s}", sets ? sets : "null");
+    free(sets);
 }
 
 static void print_json(const mm_plan *p, const char *db, int all)

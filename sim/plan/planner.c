@@ -6,9 +6,11 @@
  * (mm_sim_load); each candidate only rewrites the layout and training
  * fields of that one mm_sim and checks it again (mm_sim_relayout) before
  * mm_sim_estimate, so a candidate costs microseconds, not the milliseconds
- * of reading the files.  The K rescorings go through the runner (forked
- * workers, results in the store, reused by a later plan of the same
- * scenario).
+ * of reading the files.  The K rescorings run in this process, or through
+ * the runner (forked workers, results in the store, reused by a later plan
+ * of the same scenario), which gets each candidate's canonical scenario
+ * text.  All three apply a candidate the one way the scenario layer has
+ * (mm_scenario_apply_layout, on the base each time), so they agree.
  * Not for: printing (the CLI formats mm_plan) or sweeps (sweep.h). */
 #include "plan/planner.h"
 
