@@ -260,6 +260,45 @@ static int mm_store_migrate(mm_store *st, mm_err *err)
     return rc;
 }
 
+/* Puts the database in WAL mode.  Changing the journal mode needs an
+ * exclusive lock, and SQLite answers SQLITE_BUSY at once, without calling
+ * the busy handler, when waiting could deadlock (another connection of a
+ * parallel sweep holds a shared lock while it converts the same file): so
+ * the busy timeout alone does not cover it, and the switch is retried here
+ * until MM_STORE_BUSY_MS have passed.  A database already in WAL mode (every
+ * opening but the first) is left alone.  The mode SQLite reports back may
+ * differ from "wal" (":memory:", or a file system without shared memory);
+ * the store works either way, only parallel writers are then serialised more
+ * coarsely. */
+static int mm_store_set_wal(mm_store *st, mm_err *err)
+{
+    enum { NAP_MS = 5 };
+    for (int waited = 0;; waited += NAP_MS) {
+        sqlite3_stmt *s = NULL;
+        int src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode", -1, &s, NULL);
+        int is_wal = 0;
+        if (src == SQLITE_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
+            const unsigned char *mode = sqlite3_column_text(s, 0);
+            is_wal = mode && strcmp((const char *)mode, "wal") == 0;
+        }
+        sqlite3_finalize(s);
+        if (is_wal)
+            return 0;
+        if (src == SQLITE_ROW || src == SQLITE_DONE) {
+            src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+            if (src == SQLITE_OK)
+                src = sqlite3_step(s);
+            sqlite3_finalize(s);
+            if (src == SQLITE_ROW || src == SQLITE_DONE)
+                return 0;
+        }
+        int prim = src & 0xff;
+        if ((prim != SQLITE_BUSY && prim != SQLITE_LOCKED) || waited >= MM_STORE_BUSY_MS)
+            return mm_store_fail(st, err, MM_EINTERNAL, "setting WAL journal mode");
+        sqlite3_sleep(NAP_MS);
+    }
+}
+
 /* Everything of mm_store_open after the connection exists. */
 static int mm_store_setup(mm_store *st, mm_err *err)
 {
@@ -275,16 +314,7 @@ static int mm_store_setup(mm_store *st, mm_err *err)
     if (rc < 0)
         return rc;
 
-    /* The mode SQLite reports back may differ from "wal" (":memory:", or a
-     * file system without shared memory); the store works either way, only
-     * parallel writers are then serialised more coarsely. */
-    sqlite3_stmt *s = NULL;
-    int src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
-    if (src == SQLITE_OK)
-        src = sqlite3_step(s);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        rc = mm_store_fail(st, err, MM_EINTERNAL, "setting WAL journal mode");
-    sqlite3_finalize(s);
+    rc = mm_store_set_wal(st, err);
     if (rc < 0)
         return rc;
     rc = mm_store_exec(st, "PRAGMA foreign_keys = ON", "enabling foreign keys", err);
