@@ -11,6 +11,12 @@
  * status for the error (2 for MM_EINPUT, 1 otherwise). */
 int mm_cli_fail(const mm_err *err);
 
+/* A command-line error, through mm_err_format like every other message:
+ * prints "mmsim: <cli>: key 'FLAG': WHAT 'VALUE' (see mmsim help CMD)" and
+ * returns 2.  FLAG and VALUE may be NULL or "": that part is left out (no
+ * empty quotes); CMD NULL leaves out the pointer to the help. */
+int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, const char *value);
+
 /* Prints s as a JSON string literal (quotes and escapes) on stdout. */
 void mm_cli_json_string(const char *s);
 

@@ -20,8 +20,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help model)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("model", NULL, what, arg);
 }
 
 typedef struct model_report {

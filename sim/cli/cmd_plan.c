@@ -46,8 +46,7 @@ const char mm_cli_plan_usage[] =
 
 static int bad_arg(const char *flag, const char *msg)
 {
-    fprintf(stderr, "mmsim: <cli>: key '%s': %s (see mmsim help plan)\n", flag, msg);
-    return 2;
+    return mm_cli_usage_error("plan", flag, msg, NULL);
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)

@@ -21,8 +21,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help report)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("report", NULL, what, arg);
 }
 
 /* A table of strings, kept whole so that columns can be aligned. */

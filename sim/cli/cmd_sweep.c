@@ -26,8 +26,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help sweep)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("sweep", NULL, what, arg);
 }
 
 /* Progress on stderr: a bar redrawn in place on a terminal, or a plain line

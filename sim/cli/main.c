@@ -123,8 +123,7 @@ int mm_cli_fail(const mm_err *err)
 /* A command-line error: exit status 2, naming the argument. */
 static int bad_usage(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help run)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("run", NULL, what, arg);
 }
 
 /* JSON number, or null for NaN/inf. */

@@ -8,6 +8,19 @@
 
 #include "cli/cli.h"
 
+int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, const char *value)
+{
+    mm_err err;
+    char help[64] = "";
+    if (cmd)
+        snprintf(help, sizeof help, " (see mmsim help %s)", cmd);
+    if (value && value[0])
+        mm_err_set(&err, MM_EINPUT, "<cli>", 0, flag, "%s '%s'%s", what, value, help);
+    else
+        mm_err_set(&err, MM_EINPUT, "<cli>", 0, flag, "%s%s", what, help);
+    return mm_cli_fail(&err);
+}
+
 void mm_cli_json_string(const char *s)
 {
     putchar('"');

@@ -972,7 +972,7 @@ static int apply_set(loader *ld, const char *set, mm_err *err)
                                                                           : NULL;
             if (!item || !fy_node_is_mapping(item)) {
                 fy_node_free(copy);
-                return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key, "the list has no mapping at index %ld (%d entries)",
+                return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key, "index %ld is out of range or not a mapping (the list has %d entries)",
                                   i, fy_node_sequence_item_count(next));
             }
             cl = strlen(canon);
@@ -984,6 +984,13 @@ static int apply_set(loader *ld, const char *set, mm_err *err)
         if (next && fy_node_is_mapping(next)) {
             cur = next;
             continue;
+        }
+        if (dot[1] >= '0' && dot[1] <= '9') { /* an index into a list that is not there */
+            fy_node_free(copy);
+            return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
+                              "index %ld is out of range: '%s' holds no list (0 entries); "
+                              "give the whole list instead, e.g. --set '%s=[{...}]'",
+                              strtol(dot + 1, NULL, 10), canon, canon);
         }
         next = fy_node_create_mapping(fyd);
         if (!next || put(fyd, cur, part, n, next) != 0) {
