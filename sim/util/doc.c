@@ -70,9 +70,12 @@ static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_
         return;
     cap->have = true;
     cap->line = 0;
+    /* Only error lines count: a warning ("Unsupported directive") and the
+     * pieces printed after it are not ours to report, and an error that
+     * was never captured is still seen by fy_diag_got_error. */
     char *tag = strstr(text, ": error: ");
     if (!tag) {
-        copy_trunc(cap->msg, sizeof cap->msg, text);
+        cap->have = false;
         return;
     }
     copy_trunc(cap->msg, sizeof cap->msg, tag + strlen(": error: "));
@@ -205,6 +208,11 @@ static bool key_at(const char *buf, size_t len, int line, int col, char *out, si
 /* Takes ownership of buf (malloc'ed, len bytes, NUL at buf[len]). */
 static int parse_buffer(mm_doc *doc, const char *name, char *buf, size_t len, mm_err *err)
 {
+    int urc = mm_text_check_utf8(name, buf, len, err);
+    if (urc < 0) {
+        free(buf);
+        return urc;
+    }
     diag_capture cap = {0};
     struct fy_diag_cfg dcfg;
     fy_diag_cfg_default(&dcfg);

@@ -102,6 +102,42 @@ int mm_text_check_nul(const char *name, const char *text, size_t len, mm_err *er
                       "a NUL byte (is it a binary file?); input files are text");
 }
 
+/* Length of the UTF-8 sequence at p (RFC 3629: no overlongs, no
+ * surrogates, at most U+10FFFF), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || n > left || (n == 2 && c < 0xc2) || (n == 4 && c > 0xf4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
+        return 0;
+    if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+int mm_text_check_utf8(const char *name, const char *text, size_t len, mm_err *err)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        if (p[i] < 0x80) { /* the common case, one byte at a time */
+            i++;
+            continue;
+        }
+        size_t n = utf8_len(p + i, len - i);
+        if (n == 0)
+            return mm_err_set(err, MM_EINPUT, name, line_of(text, i), "",
+                              "byte 0x%02x is not valid UTF-8; YAML and JSON files are UTF-8 text",
+                              p[i]);
+        i += n;
+    }
+    return 0;
+}
+
 int mm_file_read(const char *path, int64_t max, char **out, size_t *out_len, mm_err *err)
 {
     *out = NULL;

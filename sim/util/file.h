@@ -35,4 +35,10 @@ int mm_file_read(const char *path, int64_t max_bytes, char **buf, size_t *len, m
  * first NUL among its len bytes -> MM_EINPUT naming `name` and the line. */
 int mm_text_check_nul(const char *name, const char *text, size_t len, mm_err *err);
 
+/* The first byte of text that is not valid UTF-8 -> MM_EINPUT naming
+ * `name` and the line.  YAML and JSON documents are checked so before they
+ * reach libfyaml, whose 0.7.12 scanner loops forever on some invalid bytes
+ * in a directive line (found by tests/fuzz, kept in tests/data/fuzz/). */
+int mm_text_check_utf8(const char *name, const char *text, size_t len, mm_err *err);
+
 #endif
