@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
 
 static const char scenario_a[] =
     "model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml, nodes: 1}\n"

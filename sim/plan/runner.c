@@ -24,7 +24,6 @@
 #include <sys/prctl.h>
 #endif
 
-#include <sqlite3.h>
 
 #include "mmsim_config.h"
 #include "run/sim.h"
@@ -265,13 +264,9 @@ static int plan_load(runner *r, mm_err *err)
 /* The oom flag of a stored run (0 when it cannot be read). */
 static int run_oom(mm_store *st, int64_t id)
 {
-    sqlite3_stmt *s = NULL;
     int oom = 0;
-    if (sqlite3_prepare_v2(mm_store_sqlite(st), "SELECT oom FROM runs WHERE id = ?1", -1, &s,
-                           NULL) == SQLITE_OK &&
-        sqlite3_bind_int64(s, 1, id) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        oom = sqlite3_column_int(s, 0) != 0;
-    sqlite3_finalize(s);
+    mm_err ignored;
+    (void)mm_store_run_oom(st, id, &oom, &ignored);
     return oom;
 }
 

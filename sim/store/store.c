@@ -9,17 +9,14 @@
  * Not for: timelines, CSV, or report queries (other files of sim/store). */
 #include "store/store.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
-struct mm_store {
-    sqlite3 *db;
-    char *path; /* for error messages */
-};
+#include "store/store_private.h"
 
 const char *const mm_store_metric_names[] = {
     "iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",
@@ -142,10 +139,14 @@ void mm_store_hash_hex(const char *text, char out[17])
     out[16] = '\0';
 }
 
-/* Fills err from the connection's last error; returns -code. */
-static int mm_store_fail(const mm_store *st, mm_err *err, int code, const char *what)
+int mm_store_fail(const mm_store *st, mm_err *err, int code, const char *what)
 {
-    return mm_err_set(err, code, st->path, 0, NULL, "%s: %s", what, sqlite3_errmsg(st->db));
+    int ext = sqlite3_extended_errcode(st->db), prim = ext & 0xff;
+    const char *hint = prim == SQLITE_FULL    ? " (the disk or a file-size limit is full; "
+                                                "the database was left as it was)"
+                       : prim == SQLITE_IOERR ? " (an I/O error; the database was left as it was)"
+                                              : "";
+    return mm_err_set(err, code, st->path, 0, NULL, "%s: %s%s", what, sqlite3_errmsg(st->db), hint);
 }
 
 /* Does the file start like an SQLite database?  Compares as many bytes of
@@ -163,6 +164,41 @@ static int mm_store_header_ok(const char *path)
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     return memcmp(buf, magic, n) == 0;
+}
+
+int mm_store_check_path(const char *path, int must_exist, mm_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT && !must_exist) {
+            /* A new database: its folder must be there (the CLI makes it,
+             * every missing level, before it opens the store). */
+            const char *slash = strrchr(path, '/');
+            char dir[1024];
+            if (!slash || slash == path)
+                snprintf(dir, sizeof dir, "%s", slash ? "/" : ".");
+            else
+                snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+            if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+                return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                                  "cannot create the database: its folder '%s' does not exist",
+                                  dir);
+            return 0;
+        }
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL, "cannot open the database: %s",
+                          strerror(errno));
+    }
+    if (S_ISDIR(sb.st_mode))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "a directory, not a database file (give a file name, e.g. %s/mmsim.db)",
+                          path);
+    if (!S_ISREG(sb.st_mode))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "not a regular file (a device, FIFO or socket); refused");
+    if (!mm_store_header_ok(path))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "not an SQLite database (left untouched)");
+    return 0;
 }
 
 /* Runs a statement returning one row of n integers (a pragma, a count). */
@@ -188,15 +224,14 @@ static int mm_store_query_ints(mm_store *st, const char *sql, int64_t *v, int n,
     return ret;
 }
 
-static int mm_store_exec(mm_store *st, const char *sql, const char *what, mm_err *err)
+int mm_store_exec(mm_store *st, const char *sql, const char *what, mm_err *err)
 {
     if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return mm_store_fail(st, err, MM_EINTERNAL, what);
     return 0;
 }
 
-/* Rolls back the open transaction, if SQLite has not already done so. */
-static void mm_store_rollback(mm_store *st)
+void mm_store_rollback(mm_store *st)
 {
     if (!sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -329,9 +364,11 @@ int mm_store_open(mm_store **out, const char *path, mm_err *err)
     if (!path)
         return mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "mm_store_open: no path");
     int memory = path[0] == '\0' || strcmp(path, ":memory:") == 0;
-    if (!memory && !mm_store_header_ok(path))
-        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
-                          "not an SQLite database (left untouched)");
+    if (!memory) {
+        int crc = mm_store_check_path(path, 0, err);
+        if (crc < 0)
+            return crc;
+    }
 
     mm_store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
@@ -367,14 +404,14 @@ void mm_store_close(mm_store *st)
     free(st);
 }
 
-struct sqlite3 *mm_store_sqlite(mm_store *st)
+sqlite3 *mm_store_sqlite(mm_store *st)
 {
     return st->db;
 }
 
 /* ---- writing ---------------------------------------------------------- */
 
-static int mm_store_bind_real(sqlite3_stmt *s, int i, double v)
+int mm_store_bind_real(sqlite3_stmt *s, int i, double v)
 {
     return isnan(v) ? sqlite3_bind_null(s, i) : sqlite3_bind_double(s, i, v);
 }
@@ -391,7 +428,7 @@ static int mm_store_step_insert(mm_store *st, sqlite3_stmt *s, int bind_rc,
     return ret;
 }
 
-static int mm_store_prepare(mm_store *st, const char *sql, sqlite3_stmt **s, mm_err *err)
+int mm_store_prepare(mm_store *st, const char *sql, sqlite3_stmt **s, mm_err *err)
 {
     if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) != SQLITE_OK)
         return mm_store_fail(st, err, MM_EINTERNAL, "preparing a statement");
@@ -792,6 +829,26 @@ int mm_store_sweep_point(mm_store *st, int64_t sweep_id, int64_t point, int64_t 
     } else if (step != SQLITE_DONE) {
         rc = mm_store_fail(st, err, MM_EINTERNAL, "reading a sweep point");
     }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int mm_store_run_oom(mm_store *st, int64_t run_id, int *oom, mm_err *err)
+{
+    *oom = 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st, "SELECT oom FROM runs WHERE id = ?1", &s, err);
+    if (rc < 0)
+        return rc;
+    int step = sqlite3_bind_int64(s, 1, run_id);
+    if (step == SQLITE_OK)
+        step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        *oom = sqlite3_column_int(s, 0) != 0;
+    else if (step == SQLITE_DONE)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, NULL, "no run %lld", (long long)run_id);
+    else
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "reading a run");
     sqlite3_finalize(s);
     return rc;
 }
