@@ -20,9 +20,12 @@ int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, cons
 /* Prints s as a JSON string literal (quotes and escapes) on stdout. */
 void mm_cli_json_string(const char *s);
 
-/* Makes the folder that holds `path` (one level: results/ for the default
- * database); errors are left for the caller's open to report. */
-void mm_cli_make_parent(const char *path);
+/* The database first: makes every missing folder above `path` (like
+ * mkdir -p, so results/ and a/b/c/ alike), then opens the store once, which
+ * creates or migrates it and refuses a directory, a non-SQLite file or a
+ * newer schema.  Called before any simulation, so that a bad --db costs
+ * nothing.  Returns 0 or -code with err filled. */
+int mm_cli_open_db(const char *path, mm_err *err);
 
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */

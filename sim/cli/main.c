@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "mmsim_config.h"
+#include "run/limits.h"
 #include "run/sim.h"
 #include "store/store.h"
 #include "store/trace.h"
@@ -326,7 +327,6 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
         .model = sim->model_path, .topology = sim->topology_path,
         .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
     };
-    mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
     if (rc)
@@ -381,7 +381,9 @@ int mm_cli_run(int argc, char **argv)
     static mm_sim sim;
     if (mm_scenario_load(&sc, scenario, sets, n_sets, &err))
         return mm_cli_fail(&err);
-    if (mm_sim_prepare(&sim, &sc, &err))
+    if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err))
+        return mm_cli_fail(&err);
+    if (!no_db && mm_cli_open_db(db, &err))
         return mm_cli_fail(&err);
     mm_metrics m;
     mm_sim_timeline tl;

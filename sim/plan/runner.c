@@ -27,6 +27,7 @@
 
 #include "mmsim_config.h"
 #include "run/sim.h"
+#include "run/limits.h"
 #include "store/store.h"
 
 #if MMSIM_MPI
@@ -148,11 +149,12 @@ static void simulate(const mm_point *pt, outcome *oc)
     memset(oc, 0, sizeof *oc);
     mm_err_clear(&oc->err);
     mm_scenario *sc = malloc(sizeof *sc);
-    mm_sim *sim = malloc(sizeof *sim);
+    mm_sim *sim = calloc(1, sizeof *sim); /* zeroed: mm_sim_free is safe on any path */
     if (!sc || !sim) {
         mm_err_set(&oc->err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
     } else if (load_point(pt, sc, &oc->canon, &oc->err) == 0 &&
                mm_sim_prepare(sim, sc, &oc->err) == 0 &&
+               mm_sim_check_limits(sim, &oc->err) == 0 &&
                mm_sim_run(sim, &oc->m, NULL, &oc->err) == 0) {
         oc->ok = 1;
         snprintf(oc->source, sizeof oc->source, "%s", sc->source);
@@ -160,6 +162,8 @@ static void simulate(const mm_point *pt, outcome *oc)
         snprintf(oc->topology, sizeof oc->topology, "%s", sim->topology_path);
         oc->seed = sc->seed;
     }
+    if (sim)
+        mm_sim_free(sim); /* a mixture or trace workload's samples */
     free(sc);
     free(sim);
 }
