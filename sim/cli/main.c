@@ -4,6 +4,7 @@
  * Not for: logic a planner embedding libmmsim would also need. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,6 +425,10 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+    /* Past a file-size limit (ulimit -f) write() fails with EFBIG, which
+     * the store reports (exit 1, the database intact), instead of the
+     * signal killing the process in the middle of a write. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;
