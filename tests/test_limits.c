@@ -1,4 +1,4 @@
-/* test_limits.c - the bounds of docs/limits.md, one test each, and the
+/* test_limits.c - the bounds of docs/reliability.md, one test each, and the
  * messages of the reliability issue: alias bombs and deep documents, device
  * files, directories, NUL bytes, invalid UTF-8 and oversized files; absurd
  * cluster, iteration and batch sizes; the database path checked before any

@@ -424,7 +424,7 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
     if ((int64_t)c->nodes * c->gpus_per_node > MM_LIMIT_GPUS) { /* util/limits.h */
         rc = mm_err_set(err, MM_EINPUT, path, 0, "nodes",
                         "%d nodes x %d GPUs = %lld GPUs, above the limit of %d GPUs "
-                        "(docs/limits.md)", c->nodes, c->gpus_per_node,
+                        "(docs/reliability.md)", c->nodes, c->gpus_per_node,
                         (long long)c->nodes * c->gpus_per_node, MM_LIMIT_GPUS);
         goto out;
     }

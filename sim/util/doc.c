@@ -104,7 +104,7 @@ static bool name_is_json(const char *name)
     return n >= 5 && strcmp(name + n - 5, ".json") == 0;
 }
 
-/* ---- bounds (docs/limits.md) --------------------------------------------
+/* ---- bounds (docs/reliability.md) --------------------------------------------
  * A document is parsed with its aliases unresolved and walked once, counting
  * every node as if each alias were replaced by what it names; only a document
  * within both bounds is then resolved.  The walk stops as soon as a bound is
@@ -166,10 +166,10 @@ static int check_bounds(struct fy_document *fyd, const char *name, mm_err *err)
     int line = w.outer_alias ? mm_node_line(w.outer_alias) : 0;
     if (w.deep)
         return mm_err_set(err, MM_EINPUT, name, line, "",
-                          "nested deeper than %d levels%s (see docs/limits.md)",
+                          "nested deeper than %d levels%s (see docs/reliability.md)",
                           MM_DOC_MAX_DEPTH, w.outer_alias ? " once aliases are expanded" : "");
     return mm_err_set(err, MM_EINPUT, name, line, "",
-                      "more than %d nodes%s; refused (see docs/limits.md)", MM_DOC_MAX_NODES,
+                      "more than %d nodes%s; refused (see docs/reliability.md)", MM_DOC_MAX_NODES,
                       w.outer_alias ? " once aliases are expanded (an alias bomb?)" : "");
 }
 

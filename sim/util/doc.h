@@ -18,7 +18,7 @@
 struct fy_document;
 struct fy_node;
 
-/* Bounds on one document, aliases expanded (docs/limits.md): larger or
+/* Bounds on one document, aliases expanded (docs/reliability.md): larger or
  * deeper documents are refused (MM_EINPUT) before they are built. */
 #define MM_DOC_MAX_NODES 1000000
 #define MM_DOC_MAX_DEPTH 256

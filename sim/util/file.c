@@ -50,7 +50,7 @@ static int too_large(const char *path, int64_t max, mm_err *err)
     limit_text(max, lim, sizeof lim);
     return mm_err_set(err, MM_EINPUT, path, 0, "",
                       "file larger than the limit of %s for this kind of input "
-                      "(see docs/limits.md)", lim);
+                      "(see docs/reliability.md)", lim);
 }
 
 /* Opens and checks type and size; returns the fd or -1. */

@@ -3,7 +3,7 @@
  * FIFO or a socket), no larger than a limit, and without a NUL byte (a
  * binary file, or text a C string would silently cut short).
  *
- * The limits are documented in docs/limits.md; a reader picks the one for
+ * The limits are documented in docs/reliability.md; a reader picks the one for
  * its kind of file.  Refusals are MM_EINPUT naming the file (and, for a NUL
  * byte, its line); an I/O error while reading is MM_EINPUT too, with errno's
  * words, since it is about the user's file.

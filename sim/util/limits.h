@@ -1,5 +1,5 @@
 /* limits.h - the documented bounds on what one mmsim process will take
- * (docs/limits.md): sizes past them are refused with exit 2 and a message
+ * (docs/reliability.md): sizes past them are refused with exit 2 and a message
  * naming the key, rather than run for hours or until the memory is gone.
  * They are far above any real training run the simulator models (the
  * largest in the papers it reproduces: Megatron-LM's 1T model on 3,072
