@@ -26,6 +26,9 @@ void mm_cli_json_string(const char *s);
  * newer schema.  Called before any simulation, so that a bad --db costs
  * nothing.  Returns 0 or -code with err filled. */
 int mm_cli_open_db(const char *path, mm_err *err);
+/* Only the folders of mm_cli_open_db, errors left for the store's open to
+ * report (for callers that open the store themselves). */
+void mm_cli_make_parent(const char *path);
 
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */

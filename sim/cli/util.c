@@ -65,6 +65,12 @@ static int make_parents(const char *path, mm_err *err)
     }
 }
 
+void mm_cli_make_parent(const char *path)
+{
+    mm_err ignored;
+    (void)make_parents(path, &ignored); /* the store's open reports the real error */
+}
+
 int mm_cli_open_db(const char *path, mm_err *err)
 {
     int rc = make_parents(path, err);
