@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "mmsim_config.h"
@@ -337,6 +338,28 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     return rc;
 }
 
+/* Progress of a long run on a terminal: "iteration 12 of 100" on stderr,
+ * redrawn in place, once the run has taken a second (short runs, pipes and
+ * files see nothing), and cleared at the end. */
+typedef struct run_progress {
+    struct timespec t0;
+    int shown;
+} run_progress;
+
+static void show_run_progress(int done, int total, void *ctx)
+{
+    run_progress *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double s = (double)(now.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->t0.tv_nsec);
+    if (done < total && (p->shown || s >= 1.0)) {
+        fprintf(stderr, "\rmmsim: iteration %d of %d (%.0f s)", done, total, s);
+        p->shown = 1;
+    } else if (done == total && p->shown) {
+        fprintf(stderr, "\r%*s\r", 60, "");
+    }
+}
+
 int mm_cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *db = DEFAULT_DB, *trace = NULL;
@@ -386,6 +409,12 @@ int mm_cli_run(int argc, char **argv)
         return mm_cli_fail(&err);
     if (!no_db && mm_cli_open_db(db, &err))
         return mm_cli_fail(&err);
+    run_progress progress = {.shown = 0};
+    if (isatty(2)) {
+        clock_gettime(CLOCK_MONOTONIC, &progress.t0);
+        sim.progress = show_run_progress;
+        sim.progress_ctx = &progress;
+    }
     mm_metrics m;
     mm_sim_timeline tl;
     if (mm_sim_run(&sim, &m, trace ? &tl : NULL, &err))
