@@ -25,6 +25,17 @@ void mm_store_rollback(mm_store *st);
 /* NAN -> NULL. */
 int mm_store_bind_real(sqlite3_stmt *s, int i, double v);
 
+/* Steps an INSERT once (after binds that returned bind_rc) and resets it
+ * for the next row; returns 0 or -MM_EINTERNAL naming `what`. */
+int mm_store_step_insert(mm_store *st, sqlite3_stmt *s, int bind_rc, const char *what,
+                         mm_err *err);
+/* The rows of one run, inside the caller's transaction; *id is its runs.id. */
+int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
+                        int64_t *id, mm_err *err);
+/* Caller bugs (missing fields, bad arrays), caught before a transaction. */
+int mm_store_check_args(const mm_store *st, const mm_run_record *rec, const mm_metrics *m,
+                        mm_err *err);
+
 /* Checks a database path before SQLite sees it: an existing path must be a
  * regular file starting like an SQLite database (a directory, a device or
  * a text file is refused, and left untouched); a missing one is refused

@@ -37,6 +37,12 @@ int mm_doc_load_file(mm_doc *doc, const char *path, mm_err *err);
 int mm_doc_load_string(mm_doc *doc, const char *name, const char *text, mm_err *err);
 void mm_doc_free(mm_doc *doc);
 
+/* The bounds above over a parsed, not yet resolved document: nodes counted
+ * as if every alias were replaced by what it names.  0, or MM_EINPUT naming
+ * `name` and the line of the outermost alias being expanded.  (The loaders
+ * call it; exposed for tests.) */
+int mm_doc_check_bounds(struct fy_document *fyd, const char *name, mm_err *err);
+
 struct fy_node *mm_doc_root(const mm_doc *doc);
 
 /* 1-based line where node starts, 0 for NULL. */
