@@ -3,20 +3,17 @@
 
 #include <stdlib.h>
 
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 int mm_fuzz_scenario(const uint8_t *data, size_t size)
 {
     const char *path = mm_fuzz_file(data, size, ".yaml");
     mm_scenario *sc = calloc(1, sizeof *sc);
     mm_err err;
-    if (path && sc && mm_scenario_load(sc, path, NULL, 0, &err) == 0) {
-        size_t need = mm_scenario_canonical(sc, NULL, 0) + 1;
-        char *text = malloc(need);
-        if (text)
-            mm_scenario_canonical(sc, text, need);
-        free(text);
-    }
+    if (path && sc && mm_scenario_load(sc, path, NULL, 0, &err) == 0)
+        free(mm_scenario_canonical_alloc(sc));
+    if (sc)
+        mm_scenario_free(sc);
     free(sc);
     return 0;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 int mm_fuzz_set(const uint8_t *data, size_t size)
 {
@@ -17,13 +17,10 @@ int mm_fuzz_set(const uint8_t *data, size_t size)
          line = strtok_r(NULL, "\n", &save))
         sets[n++] = line;
     mm_err err;
-    if (sc && text && mm_scenario_load(sc, NULL, sets, n, &err) == 0) {
-        size_t need = mm_scenario_canonical(sc, NULL, 0) + 1;
-        char *canon = malloc(need);
-        if (canon)
-            mm_scenario_canonical(sc, canon, need);
-        free(canon);
-    }
+    if (sc && text && mm_scenario_load(sc, NULL, sets, n, &err) == 0)
+        free(mm_scenario_canonical_alloc(sc));
+    if (sc)
+        mm_scenario_free(sc);
     free(sc);
     free(text);
     return 0;
