@@ -219,7 +219,7 @@ END_TEST
 START_TEST(test_absurd_sizes_refused)
 {
     ck_assert_int_eq(run("collective --cluster topologies/dgx-h100.yaml --op allreduce --nodes 100000"), 2);
-    ck_assert_ptr_nonnull(strstr(errbuf, "key 'nodes': 100000 nodes x 8 GPUs = 800000 GPUs, above the limit of 65536"));
+    ck_assert_ptr_nonnull(strstr(errbuf, "key 'nodes': 100000 nodes (as asked: cluster.nodes or --nodes) x 8 GPUs = 800000 GPUs, above the limit of 65536"));
     ck_assert_int_eq(run("run --no-db --set cluster.nodes=8193"), 2);
     ck_assert_ptr_nonnull(strstr(errbuf, "above the limit of 65536 GPUs"));
     ck_assert_int_eq(run("run --no-db --set iterations=100000"), 2);
