@@ -22,8 +22,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help model)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("model", NULL, what, arg);
 }
 
 /* The model alone: FLOPs at seq tokens and `images` images per sample. */
