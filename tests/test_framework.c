@@ -320,6 +320,12 @@ START_TEST(breakdown_adds_up)
         ck_assert(fabs(bk.opt[v].total_s - st->opt_s) < 1e-15);
     }
     ck_assert(bk.recompute_s > 0 && bk.recompute_s == bk.layer.attn_core_fwd);
+    /* communication alone on the network: two TP all-reduces of the layer's
+     * activations forward and backward, one transfer, the DP reduction */
+    int g2[2] = {0, 1};
+    double ar = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLREDUCE, g2, 2, c.spec.tp_bytes);
+    ck_assert(fabs(bk.tp_fwd_s - 2 * ar) < 1e-15 && fabs(bk.tp_bwd_s - 2 * ar) < 1e-15);
+    ck_assert(bk.p2p_s > 0 && bk.dp_grad_s > 0);
     mm_sim_costs_free(&c);
     mm_sim_free(&sim);
 }

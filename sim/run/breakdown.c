@@ -6,7 +6,43 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "hw/net.h"
+#include "parallel/build.h"
 #include "run/sim.h"
+
+/* The first group of each kind under Megatron's default order (tp fastest,
+ * then cp, dp, pp): TP ranks 0 .. tp-1, the DP ranks every tp x cp GPUs,
+ * the next stage tp x cp x dp GPUs on.  Analytic network time, alone. */
+void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_breakdown *bk)
+{
+    const mm_cluster *c = &sim->cluster;
+    int tp = sp->tp > 0 ? sp->tp : 1, cp = sp->cp > 0 ? sp->cp : 1, dp = sp->dp > 0 ? sp->dp : 1;
+    int n = tp > dp ? tp : dp, gpus[MM_BK_MAX_STAGES * 8];
+    if (n > (int)(sizeof gpus / sizeof gpus[0]))
+        n = (int)(sizeof gpus / sizeof gpus[0]);
+    bk->tp_fwd_s = bk->tp_bwd_s = bk->p2p_s = bk->dp_grad_s = 0;
+    if (tp > 1 && sp->tp_bytes > 0) {
+        for (int i = 0; i < tp && i < n; i++)
+            gpus[i] = i;
+        /* with SP one message is an all-gather and a reduce-scatter */
+        double one = sp->sp ? mm_net_analytic_time(c, MM_COLL_ALLGATHER, gpus, tp, sp->tp_bytes) +
+                                  mm_net_analytic_time(c, MM_COLL_REDUCESCATTER, gpus, tp, sp->tp_bytes)
+                            : mm_net_analytic_time(c, MM_COLL_ALLREDUCE, gpus, tp, sp->tp_bytes);
+        bk->tp_fwd_s = sp->tp_msgs_fwd * one;
+        bk->tp_bwd_s = sp->tp_msgs_bwd * one;
+    }
+    int next = tp * cp * dp;
+    if (sp->pp > 1 && next < mm_cluster_gpus(c)) {
+        int pair[2] = {0, next};
+        bk->p2p_s = mm_net_analytic_time(c, MM_COLL_SENDRECV, pair, 2, sp->p2p_bytes / (tp * cp));
+    }
+    if (dp > 1 && sp->stages && dp <= n && (dp - 1) * tp * cp < mm_cluster_gpus(c)) {
+        for (int i = 0; i < dp; i++)
+            gpus[i] = i * tp * cp;
+        bk->dp_grad_s = mm_net_analytic_time(c, sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, gpus, dp,
+                                             sp->stages[0].grad_bytes);
+    }
+}
 
 static void json_pass(FILE *f, const mm_pass_breakdown *b, double scale)
 {
@@ -38,7 +74,9 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
                    "\"total_s\": %.9g}",
                 v ? ", " : "", v, o->step_s, o->grad_norm_s, o->zero_grad_s, o->total_s);
     }
-    fprintf(f, "]}");
+    fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
+               "\"p2p_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}}",
+            indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->dp_grad_s);
 }
 
 static void text_row(FILE *f, const char *name, const mm_pass_breakdown *b, int p)
@@ -51,8 +89,8 @@ static void text_row(FILE *f, const char *name, const mm_pass_breakdown *b, int 
 
 void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk)
 {
-    fprintf(f, "  breakdown   one micro-batch on one GPU, ms (framework %s, attention %s; communication is\n"
-               "              timed by the network in the executed graph, see comm_s per stage)\n",
+    fprintf(f, "  breakdown   one micro-batch on one GPU, ms (framework %s, attention %s; the run's\n"
+               "              communication, shared and overlapped, is comm_s per stage above)\n",
             sim->fw.name, mm_attn_impl_names[sim->attn]);
     fprintf(f, "  %-10s %-6s %10s %10s %10s %10s\n", "part", "pass", "gemm", "attention", "memory", "total");
     const struct {
@@ -64,6 +102,9 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
             text_row(f, parts[i].name, parts[i].b, p);
     if (bk->recompute_s > 0)
         fprintf(f, "  %-10s %-6s %43.3f\n", "layer", "recomp", 1e3 * bk->recompute_s);
+    fprintf(f, "  comm       per layer: TP %.3f fwd, %.3f bgrad; per micro-batch: p2p %.3f; per stage: DP grads %.3f "
+               "(alone on the network)\n",
+            1e3 * bk->tp_fwd_s, 1e3 * bk->tp_bwd_s, 1e3 * bk->p2p_s, 1e3 * bk->dp_grad_s);
     int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
     for (int v = 0; v < n; v++) {
         const mm_opt_breakdown *o = &bk->opt[v];

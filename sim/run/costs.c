@@ -200,6 +200,8 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
     mm_build_spec spec;
     memset(&spec, 0, sizeof spec);
     int rc = stage_costs_bk(sim, st, &spec, NULL, bk, err);
+    if (rc == 0)
+        mm_sim_breakdown_comm(sim, &spec, bk);
     free(st);
     return rc;
 }

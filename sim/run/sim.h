@@ -111,6 +111,12 @@ typedef struct mm_sim_breakdown {
     double recompute_s;   /* per layer per micro-batch, part of B */
     int n_stages;         /* virtual stages; opt[] holds the first MM_BK_MAX_STAGES */
     mm_opt_breakdown opt[MM_BK_MAX_STAGES];
+    /* Communication of one layer and micro-batch, alone on the network
+     * (analytic, uncontended; the executed graph's, with contention and
+     * overlap, is in the metrics): TP in the forward and in the input-
+     * gradient pass, one pipeline transfer, and per stage the DP gradient
+     * reduction of the whole stage (once per iteration) */
+    double tp_fwd_s, tp_bwd_s, p2p_s, dp_grad_s;
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */
@@ -121,6 +127,11 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err);
  * (breakdown.c).  Seconds per micro-batch on one GPU. */
 void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk, const char *indent);
 void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk);
+
+struct mm_build_spec;
+/* Fills bk's communication times from the layout's build spec (breakdown.c;
+ * mm_sim_get_breakdown calls it). */
+void mm_sim_breakdown_comm(const mm_sim *sim, const struct mm_build_spec *spec, mm_sim_breakdown *bk);
 
 /* The recompute mode whose activations the memory model counts: train.
  * recompute, except that no recomputation on a flash or cuDNN attention
