@@ -80,21 +80,14 @@ static pass_times time_layer(const mm_sim *sim, const mm_llm *m, const mm_op_cos
     return from_breakdown(&b);
 }
 
-/* Bytes of HBM traffic per parameter of a mixed-precision Adam step as
- * Megatron runs it: read fp32 master weight, momentum, variance and
- * gradient (16), write master, momentum, variance (12) and the bf16 copy
- * (2) -- Kingma and Ba's update, Micikevicius et al.'s mixed-precision
- * master weights. */
-#define MM_ADAM_BYTES_PER_PARAM 30.0
-
 /* The framework's DP gradient bucket in parameters: max(P, p x dp)
  * (Megatron: 40M and 1M; DeepSpeed: reduce_bucket_size), or one layer's
  * parameters on this rank for per-block reduces (FSDP2). */
-static double bucket_params(const mm_sim *sim, int dp, int layers)
+static double bucket_params(const mm_sim *sim, int dp)
 {
     const mm_framework *fw = &sim->fw;
     if (fw->bucket_params <= 0 && fw->bucket_per_dp <= 0)
-        return (double)mm_llm_layer_params(&sim->llm) / sim->sc.parallel.llm.tp * (layers > 0 ? 1 : 1);
+        return (double)mm_llm_layer_params(&sim->llm) / sim->sc.parallel.llm.tp;
     return fmax(fw->bucket_params, fw->bucket_per_dp * dp);
 }
 
@@ -327,7 +320,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     spec->tp_overlap = sc->train.tp_comm_overlap;
     spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
     spec->overlap_param_gather = sc->train.overlap_param_gather;
-    spec->bucket_bytes = bucket_params(sim, L->dp, per_vs) * gbytes;
+    spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
     spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
     spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
     /* one TP message: the rank's s/cp tokens of activations */
@@ -482,7 +475,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
             st[0].fwd_flops += projc.fwd_flops;
             st[0].bwd_flops += projc.bwd_flops;
             double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->tp;
-            st[0].grad_bytes += pp * 2;
+            st[0].grad_bytes += pp * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
             st[0].param_bytes += pp * 2;
         }
         for (int k = 0; k < nmb; k++)
@@ -491,8 +484,11 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         es->tp_msgs_bwd = 2;
         int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
         double local = params / tp / es->pp;
-        es->grad_bytes = local * 2;
-        es->opt_s = mm_mem_time(&sim->cluster.gpu, (zero >= 1 ? local / es->dp : local) * MM_ADAM_BYTES_PER_PARAM);
+        /* the framework's gradient dtype and optimizer phase, as the LLM's */
+        es->grad_bytes = local * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
+        mm_opt_breakdown ob;
+        optimizer_phase(sim, local, zero >= 1 ? local / es->dp : local, zero, &ob);
+        es->opt_s = ob.total_s;
         es->mb = mb_out[i];
     }
     return 0;

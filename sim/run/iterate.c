@@ -218,7 +218,7 @@ static double *op_mem_frac(const mm_graph *g, const double *frac, int V)
         const mm_op *op = &g->ops[i];
         int c = op->cat == MM_CAT_FWD ? 0 : op->cat == MM_CAT_BWD ? 1 : op->cat == MM_CAT_WGRAD ? 2 : -1;
         if (op->cat == MM_CAT_OPT)
-            m[i] = 1.0; /* Adam streams its states through HBM (MM_ADAM_BYTES_PER_PARAM) */
+            m[i] = 1.0; /* Adam streams its states through HBM (the profile's step bytes) */
         else if (op->module == 0 && c >= 0 && op->stage >= 0 && op->stage < V)
             m[i] = frac[3 * op->stage + c];
         else
