@@ -175,6 +175,59 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
  * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
  * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
  * breakdown (may be NULL). */
+/* The build spec's layout and communication fields of the LLM: degrees,
+ * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
+ * size of each TP, CP, EP and pipeline message. */
+static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool sp, int gbytes)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    double b = (double)sc->train.micro_batch, s = sim->seq;
+    int cp = L->cp, rc = (int)sc->train.recompute;
+    const int wbytes = 2;
+    static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
+                                        [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
+                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
+    spec->schedule = sched[sc->train.schedule];
+    spec->tp = L->tp;
+    spec->cp = cp;
+    spec->ep = L->ep;
+    spec->pp = L->pp;
+    spec->vpp = L->vpp;
+    spec->dp = L->dp;
+    spec->m = sim->micro_batches;
+    mm_build_parse_order(sc->parallel.order, spec->order);
+    spec->zero = zero;
+    spec->sp = sp;
+    spec->tp_overlap = sc->train.tp_comm_overlap;
+    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
+    spec->overlap_param_gather = sc->train.overlap_param_gather;
+    spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
+    spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
+    spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
+    /* one TP message: the rank's s/cp tokens of activations */
+    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
+    spec->tp_msgs_fwd = 2;
+    spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
+    /* Sequence parallelism keeps only the local shard of the column-parallel
+     * layers' input, so backward all-gathers it again for the weight
+     * gradient (Megatron tensor_parallel/layers.py
+     * LinearWithGradAccumulationAndAsyncCommunication.backward): two more
+     * all-gathers per layer, one more AG + RS pair's worth. */
+    if (sp)
+        spec->tp_msgs_bwd += 1;
+    spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
+    /* ring: one K and one V block of the local s/cp tokens per step, heads
+     * split by TP; Ulysses: one all-to-all of the local activations */
+    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
+                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
+    /* EP: each token's hidden state goes to experts_per_tok experts and
+     * comes back (Megatron's all-to-all token dispatcher) */
+    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
+    spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+}
+
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
                           mm_sim_breakdown *bk, mm_err *err);
 
@@ -303,46 +356,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
             bk->opt[k] = ob;
         c->opt_s = ob.total_s;
     }
-    static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
-                                        [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
-                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
-    spec->schedule = sched[sc->train.schedule];
-    spec->tp = L->tp;
-    spec->cp = cp;
-    spec->ep = L->ep;
-    spec->pp = L->pp;
-    spec->vpp = L->vpp;
-    spec->dp = L->dp;
-    spec->m = sim->micro_batches;
-    mm_build_parse_order(sc->parallel.order, spec->order);
-    spec->zero = zero;
-    spec->sp = sp;
-    spec->tp_overlap = sc->train.tp_comm_overlap;
-    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
-    spec->overlap_param_gather = sc->train.overlap_param_gather;
-    spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
-    spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
-    spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
-    /* one TP message: the rank's s/cp tokens of activations */
-    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
-    spec->tp_msgs_fwd = 2;
-    spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
-    /* Sequence parallelism keeps only the local shard of the column-parallel
-     * layers' input, so backward all-gathers it again for the weight
-     * gradient (Megatron tensor_parallel/layers.py
-     * LinearWithGradAccumulationAndAsyncCommunication.backward): two more
-     * all-gathers per layer, one more AG + RS pair's worth. */
-    if (sp)
-        spec->tp_msgs_bwd += 1;
-    spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
-    /* ring: one K and one V block of the local s/cp tokens per step, heads
-     * split by TP; Ulysses: one all-to-all of the local activations */
-    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
-                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
-    /* EP: each token's hidden state goes to experts_per_tok experts and
-     * comes back (Megatron's all-to-all token dispatcher) */
-    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
-    spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+    layout_spec(sim, spec, zero, sp, gbytes);
     spec->stages = st;
     if (sc->train.pass_times[0]) {
         if (mem_frac) /* measured pass times: no kernel breakdown */
