@@ -723,6 +723,12 @@ START_TEST(hf_gemma2_exact)
     double s = 8192, H = 16, d = 256;
     double want = 2.0 * H * 2.0 * d * (0.5 * s * s + 0.5 * s * 4096);
     ck_assert_rel(mm_llm_layer_attn_fwd_flops(&m, 1, s), want, 1e-12);
+    /* two pipeline stages of 21 blocks: 11 and 10 sliding ones, each stage
+     * costed from its own (the model's mean is 21 of 42) */
+    mm_llm g0 = mm_llm_stage_view(&m, 0, 21), g1 = mm_llm_stage_view(&m, 21, 21);
+    double a0 = mm_llm_layer_attn_fwd_flops(&g0, 1, s), a1 = mm_llm_layer_attn_fwd_flops(&g1, 1, s);
+    ck_assert_rel(a0, 2.0 * H * 2.0 * d * (10.0 / 21 * s * s + 11.0 / 21 * s * 4096), 1e-12);
+    ck_assert_rel(21 * (a0 + a1), 42 * mm_llm_layer_attn_fwd_flops(&m, 1, s), 1e-12);
     /* the soft-capped logits cost one more pass over them */
     mm_op_cost ops[MM_LLM_MAX_OPS];
     int n = mm_llm_head_ops(&m, 1, 4096, 1, false, 2, ops, MM_LLM_MAX_OPS);
@@ -959,6 +965,10 @@ START_TEST(hf_runs)
     ck_assert_int_eq(mmx_run(dir, NULL, "run --no-db --json --set model=" HF "deepseek-v2-lite.json "
                              "--set 'parallel.llm={tp: 2, pp: 1, dp: 8, ep: 16}' --set iterations=1",
                              out, sizeof out, err, sizeof err), 0);
+    /* the case: ep 32 over dp 16 (x tp 2) was refused */
+    ck_assert_int_eq(mmx_run(dir, NULL, "run --no-db --set model=" HF "deepseek-v2-lite.json --set cluster.nodes=4 "
+                             "--set 'parallel.llm={tp: 2, pp: 1, dp: 16, ep: 32}' --set train.global_batch=64 "
+                             "--set iterations=1", out, sizeof out, err, sizeof err), 0);
     ck_assert_int_eq(mmx_run(dir, NULL, "run --no-db --set model=" HF "deepseek-v2-lite.json "
                              "--set 'parallel.llm={tp: 2, pp: 1, dp: 8, ep: 3}' --set iterations=1",
                              out, sizeof out, err, sizeof err), 2);
