@@ -692,6 +692,7 @@ START_TEST(hf_published_totals)
         { HF "llava-onevision-qwen2-7b-ov-hf.json", 8.03e9, "llava-hf/llava-onevision-qwen2-7b-ov-hf page: 8.03B" },
         { HF "internvl2.5-8b.json", 8.08e9, "OpenGVLab/InternVL2_5-8B page: 8.08B" },
         { HF "deepseek-v2-lite.json", 15.7e9, "DeepSeek-V2-Lite card: 15.7B total" },
+        { HF "deepseek-v2.json", 236e9, "DeepSeek-V2 paper (arXiv 2405.04434): 236B total (was read as 18.7B dense)" },
         { HF "deepseek-v3.json", 671e9, "DeepSeek-V3 report (arXiv 2412.19437): 671B total, MTP apart" },
         { HF "qwen3-30b-a3b.json", 30.5e9, "Qwen/Qwen3-30B-A3B card: 30.5B total" },
         { HF "gemma-2-9b.json", 9.24e9, "google/gemma-2-9b page: 9.24B" },
@@ -752,6 +753,9 @@ START_TEST(hf_moe_active)
     ck_assert_rel(mm_llm_active_params(&v2) - mm_llm_embedding_params(&v2), 2.4e9, 0.03);
     load_ok(HF "deepseek-v3.json", &v3);
     ck_assert_rel(mm_llm_active_params(&v3) - mm_llm_embedding_params(&v3), 36.6e9, 0.005);
+    mm_llm v2f; /* DeepSeek-V2 paper: "21B are activated for each token" (2 figures: 2 %) */
+    load_ok(HF "deepseek-v2.json", &v2f);
+    ck_assert_rel(mm_llm_active_params(&v2f) - mm_llm_embedding_params(&v2f), 21e9, 0.02);
     /* V3's MTP module, apart: README_WEIGHTS.md "11.5B unique parameters"
      * (rounded; eh_proj's 0.10B makes ours 11.61B) */
     ck_assert_int_eq(v3.mtp_layers, 1);
