@@ -23,6 +23,7 @@
 #include "hw/cluster.h"
 #include "model/memory.h"
 #include "plan/runner.h"
+#include "run/limits.h"
 #include "run/sim.h"
 #include "store/planstore.h"
 #include "store/store.h"
@@ -552,7 +553,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         }
         base->nodes = o->gpus / gpn;
     }
-    if ((rc = mm_sim_load(sim, base, err)))
+    if ((rc = mm_sim_load(sim, base, err)) || (rc = mm_sim_check_limits(sim, err)))
         goto out;
     const mm_model *mo = &sim->model;
     space sp = {
