@@ -201,20 +201,8 @@ static void print_json_layout(const layout_report *l)
     jnum("peak_memory_gib", l->mem.peak_gib);
 }
 
-/* A JSON string's characters: quotes and backslashes escaped, controls dropped. */
-static void jstr(const char *s)
-{
-    putchar('"');
-    for (; *s; s++)
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s >= 0x20)
-            putchar(*s);
-    putchar('"');
-}
-
 static void print_json(const mm_model *m, long long seq, long long images, const model_report *r,
-                       const layout_report *l, const char *note)
+                       const layout_report *l)
 {
     printf("{\n");
     printf("  \"model\": \"%s\",\n", m->name);
@@ -225,11 +213,6 @@ static void print_json(const mm_model *m, long long seq, long long images, const
     if (m->has_vision)
         printf("  \"tokens_per_tile\": %lld,\n  \"tokens_per_frame\": %lld,\n",
                (long long)mm_model_tokens_per_tile(m), (long long)mm_model_tokens_per_frame(m));
-    if (note[0]) {
-        printf("  \"note\": ");
-        jstr(note);
-        printf(",\n");
-    }
     printf("  \"modules\": {");
     bool first = true;
     if (m->has_vision)
@@ -298,12 +281,8 @@ static void print_text_model(const mm_model *m, const char *resolved, long long 
     printf("  per sample  %12.4g\n", r->sample_fwd);
 }
 
-static void print_text_layout(const layout_report *l, const char *note)
+static void print_text_layout(const layout_report *l)
 {
-    if (note[0]) {
-        printf("\n  no layout: %s\n", note);
-        return;
-    }
     if (!l->sim) {
         printf("\n  no layout: %s\n", l->note);
         return;
@@ -406,30 +385,17 @@ int mm_cli_model(int argc, char **argv)
     model_report r;
     model_flops(&m, (double)seq, images, &r);
     layout_report l;
-    /* Parameters and FLOPs need no layout: one that does not fit the model
-     * (DeepSeek-V3's 61 layers under pp = 2) is a note, not a refusal. */
-    char note[512] = "";
+    /* Parameters and FLOPs need no layout: one that `mmsim run` refuses
+     * (DeepSeek-V3's 61 layers under pp = 2) becomes l.note, not a refusal. */
     if (layout_costs(&m, &sc, &l, &err)) {
-        /* only "does not divide the model's layers/heads/experts" (or a
-         * seq_len past its learned positions); a layout the cluster or the
-         * batch does not take is refused as by run */
-        bool shape = err.code == MM_EINPUT && strstr(err.msg, "the model's") &&
-                     (!strcmp(err.key, "parallel.llm.pp") || !strcmp(err.key, "parallel.llm.vpp") ||
-                      !strcmp(err.key, "parallel.llm.tp") || !strcmp(err.key, "parallel.llm.ep") ||
-                      !strcmp(err.key, "train.seq_len"));
-        if (!shape)
-            return mm_cli_fail(&err);
-        char msg[400];
-        mm_err_format(&err, msg, sizeof msg);
-        snprintf(note, sizeof note, "the layout does not fit this model (%s); parameters and FLOPs above "
-                 "need none", msg);
-        mm_err_clear(&err);
+        mm_scenario_free(&sc);
+        return mm_cli_fail(&err);
     }
     if (json)
-        print_json(&m, seq, images, &r, &l, note);
+        print_json(&m, seq, images, &r, &l);
     else {
         print_text_model(&m, resolved, seq, images, &r);
-        print_text_layout(&l, note);
+        print_text_layout(&l);
     }
     layout_free(&l);
     mm_scenario_free(&sc); /* after the sim, which borrows its strings */
