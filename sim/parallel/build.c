@@ -585,6 +585,76 @@ static int enc_stage_chunks(const mm_enc_spec *e, int se)
     return e->chunks / e->pp + (se < e->chunks % e->pp);
 }
 
+/* Where the LLM's first stage runs chunk 0's forward and backward of each
+ * micro-batch in its schedule: pos[2j] and pos[2j + 1] (every replica runs
+ * the same order).  NULL when out of memory. */
+static int *llm_stage0_positions(const builder *b)
+{
+    const mm_build_spec *sp = b->sp;
+    int len = mm_schedule_len(sp->schedule, sp->m, sp->vpp);
+    mm_sched_step *st = malloc((size_t)len * sizeof *st);
+    int *pos = malloc((size_t)2 * sp->m * sizeof *pos);
+    int n = st && pos ? mm_schedule_steps(sp->schedule, sp->pp, 0, sp->m, sp->vpp, st) : -1;
+    if (n < 0) {
+        free(st);
+        free(pos);
+        return NULL;
+    }
+    for (int j = 0; j < 2 * sp->m; j++)
+        pos[j] = n; /* a frozen LLM's schedule has no B: never needed */
+    for (int k = 0; k < n; k++)
+        if (st[k].chunk == 0 && st[k].pass != MM_PASS_W)
+            pos[2 * st[k].mb + (st[k].pass == MM_PASS_B)] = k;
+    free(st);
+    return pos;
+}
+
+typedef struct enc_event {
+    int key, kind, t; /* kind 0: B, 1: F (B first on equal keys) */
+} enc_event;
+
+static int enc_event_cmp(const void *a, const void *b)
+{
+    const enc_event *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The order of encoder stage se's passes over its mt tasks.  Each task's
+ * forward is keyed by the LLM step that consumes it, moved `lead` steps
+ * earlier (2 per encoder stage from this one to the LLM: 1F1B warm-up
+ * plus the steady phase's forward, so that the encoder pipeline
+ * fills), each backward by the LLM step that produces its gradient; sorted
+ * by key this is deadlock-free under any LLM schedule, since a backward is
+ * issued only after every forward the LLM needs before producing it (the
+ * old count of warm-up forwards, pp micro-batches per replica, ignored
+ * interleaving's (v-1)p extra ones).  Disjoint encoders and frozen ones
+ * run every forward first.  Returns the number of steps. */
+static int enc_order(const builder *b, const mm_enc_spec *e, int se, const int *tasks, int mt, const int *pos,
+                     mm_sched_step *steps)
+{
+    const mm_build_spec *sp = b->sp;
+    bool all_f_first = e->placement == MM_ENC_DISJOINT || e->frozen;
+    enc_event *ev = malloc((size_t)(2 * mt + 1) * sizeof *ev);
+    int n = 0, lead = 2 * (e->pp - se);
+    if (!ev)
+        return -1;
+    for (int t = 0; t < mt; t++) {
+        int j = tasks[t] / sp->dp;
+        ev[n++] = (enc_event){all_f_first ? t - 2 * mt : pos[2 * j] - lead, 1, t};
+        if (!e->frozen)
+            ev[n++] = (enc_event){all_f_first ? t : pos[2 * j + 1], 0, t};
+    }
+    qsort(ev, (size_t)n, sizeof *ev, enc_event_cmp);
+    for (int k = 0; k < n; k++)
+        steps[k] = (mm_sched_step){ev[k].kind ? MM_PASS_F : MM_PASS_B, ev[k].t, 0};
+    free(ev);
+    return n;
+}
+
 /* Pipeline and disjoint placements: the encoder's own ranks. */
 static int emit_own_encoder(builder *b, int i)
 {
@@ -596,25 +666,17 @@ static int emit_own_encoder(builder *b, int i)
     pass_ends *fe = calloc(nf, sizeof *fe), *be = calloc(nf, sizeof *be);
     mm_sched_step *steps = malloc(2 * (size_t)total * sizeof *steps);
     int *tpg = malloc((size_t)e->tp * sizeof *tpg);
-    int rc = tasks && fe && be && steps && tpg ? 0 : -1;
+    int *llm_pos = llm_stage0_positions(b);
+    int rc = tasks && fe && be && steps && tpg && llm_pos ? 0 : -1;
     bool disjoint = e->placement == MM_ENC_DISJOINT;
     for (int rep = 0; rep < e->dp && rc == 0; rep++) {
         int mt = enc_tasks(b, e, rep, tasks);
         for (int se = 0; se < e->pp && rc == 0; se++) {
-            int rank = b->enc_rank_off[i] + rep + e->dp * se, n = 0, f = 0, bw = 0;
-            /* the order of passes: disjoint runs every forward first; the
-             * pipeline runs 1F1B with enough warm-up for the LLM's first
-             * stage to reach its own first backward (pp micro-batches of
-             * every LLM replica, of which this replica encodes 1/dp_enc) */
-            int warm = disjoint || e->frozen ? mt : (sp->pp * sp->dp + e->dp - 1) / e->dp + (e->pp - se - 1);
-            if (warm > mt)
-                warm = mt;
-            for (; f < warm; f++)
-                steps[n++] = (mm_sched_step){MM_PASS_F, f, 0};
-            while (!e->frozen && bw < mt) {
-                if (f < mt)
-                    steps[n++] = (mm_sched_step){MM_PASS_F, f++, 0};
-                steps[n++] = (mm_sched_step){MM_PASS_B, bw++, 0};
+            int rank = b->enc_rank_off[i] + rep + e->dp * se;
+            int n = enc_order(b, e, se, tasks, mt, llm_pos, steps);
+            if (n < 0) {
+                rc = -1;
+                break;
             }
             int ch = enc_stage_chunks(e, se);
             for (int t = 0; t < e->tp; t++)
@@ -690,6 +752,7 @@ static int emit_own_encoder(builder *b, int i)
     free(be);
     free(steps);
     free(tpg);
+    free(llm_pos);
     return rc;
 }
 
