@@ -12,9 +12,12 @@ const char *const mm_batch_policy_names[] = {"sequential", "grouped", "packed", 
                                              "post-balance", NULL};
 const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
-/* ~50-80 ms a node for 512 samples x 64 bins (30K binaries) on one core:
- * a few seconds, DFLOP's own budget being a 10 s CP-SAT time limit */
-#define DEFAULT_NODE_LIMIT 50
+/* Branch-and-bound nodes: ~10 ms a node for 512 samples x 64 bins (30K
+ * binaries) and ~40 ms for 448 x 224 (100K) on one core in a debug build,
+ * so 5 nodes keep a search near 100 ms (scripts/bench, bench_ilp).  On the
+ * InternVL trace and the OneVision mix the local search and the L_j bound
+ * close the gap to 0.1 % before any node is opened (balance_ilp.c). */
+#define DEFAULT_NODE_LIMIT 5
 
 typedef struct ctx {
     const mm_sample *s;
@@ -188,16 +191,7 @@ static double max_bin(const mm_bin *b, int nb, bool enc, bool llm)
     return mx;
 }
 
-static double lower_bound(const ctx *c, int bins)
-{
-    double se = 0, sl = 0, mx = 0;
-    for (int i = 0; i < c->n; i++) {
-        se += c->enc[i];
-        sl += c->llm[i];
-        mx = fmax(mx, fmax(c->enc[i], c->llm[i]));
-    }
-    return fmax(mx, fmax(se, sl) / bins);
-}
+static double lower_bound(const ctx *c, int bins) { return mm_balance_lower_bound(c->enc, c->llm, c->n, bins); }
 
 /* Megatron's order: chunk q of b consecutive samples goes to micro-batch
  * q / dp of rank q % dp; g = rank * m + micro. */

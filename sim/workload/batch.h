@@ -147,6 +147,11 @@ double mm_batch_padded_fraction(const mm_batch_plan *plan);
  * one dimension zero this is Graham's LPT: at most (4/3 - 1/(3k)) OPT. */
 double mm_lpt_assign(const double *enc, const double *llm, int n, int k, int *assign);
 
+/* A lower bound on the largest bin of any assignment of n items to k
+ * bins: per dimension the average, the largest item and Dell'Amico and
+ * Martello's L_j (some bin holds j+1 of the jk+1 largest items). */
+double mm_balance_lower_bound(const double *enc, const double *llm, int n, int k);
+
 /* The integer program of `balanced` on its own: x_ik binary, every item in
  * one bin, every bin non-empty, minimize z >= each bin's enc and llm sum.
  * `assign` holds a starting solution on entry (given to GLPK as its first
