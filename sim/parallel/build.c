@@ -536,6 +536,87 @@ static int64_t all_llm_coll(builder *b, int kind, double bytes)
     return cl;
 }
 
+/* The simulated LLM rank (d + dp s) holding LLM-relative GPU g. */
+static int rank_of_gpu(const mm_build_spec *sp, const int stride[MM_DIM_COUNT], int g)
+{
+    int d = g / stride[MM_DIM_DP] % sp->dp, s = g / stride[MM_DIM_PP] % sp->pp;
+    return d + sp->dp * s;
+}
+
+int mm_build_enc_homes(const mm_build_spec *sp, int i, int *home, int max)
+{
+    if (i < 0 || i >= sp->n_enc || sp->enc[i].tp < 1)
+        return -1;
+    int st[MM_DIM_COUNT], G = sp->tp * (sp->cp > 0 ? sp->cp : 1) * sp->dp * sp->pp, n = G / sp->enc[i].tp;
+    strides(sp, sp->cp > 0 ? sp->cp : 1, st);
+    if (n > max)
+        return -1;
+    for (int k = 0; k < n; k++)
+        home[k] = rank_of_gpu(sp, st, k * sp->enc[i].tp) % sp->dp;
+    return n;
+}
+
+/* Colocated with per-rank costs: each simulated rank runs, forward, the
+ * slowest of the encoder ranks on its GPUs, and its FLOPs' share (each GPU
+ * 1/tp_enc of its rank's); the pairs' transfers join on the first stage. */
+static int emit_colocated_ranks(builder *b, int i, int pass)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    int R = sp->pp * sp->dp, G = llm_gpus(b), K = e->n_ranks;
+    bool fwd = pass == MM_PASS_F;
+    if (K != G / e->tp || !e->pair_bytes)
+        return -1;
+    int64_t *op_of = malloc((size_t)R * sizeof *op_of), *tail = malloc((size_t)R * sizeof *tail);
+    int rc = op_of && tail ? 0 : -1;
+    for (int r = 0; r < R && rc == 0; r++) {
+        int d = r % sp->dp, s = r / sp->dp;
+        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
+                    .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1};
+        for (int c = 0; c < b->cp; c++)
+            for (int t = 0; t < sp->tp; t++) {
+                const mm_enc_rank_cost *k = &e->ranks[(gpu(b, t, c, d, s) - b->llm_off) / e->tp];
+                double dur = fwd ? k->fwd_s : k->bwd_s, fl = fwd ? k->fwd_flops : k->bwd_flops;
+                op.dur_s = dur > op.dur_s ? dur : op.dur_s;
+                op.flops += fl / e->tp;
+                op.hw_flops += (fl + (fwd ? 0 : k->recompute_flops)) / e->tp;
+            }
+        tail[r] = b->last_compute[r]; /* backward: the LLM's last op of this rank */
+        op_of[r] = add(b, &op, b->last_compute[r]);
+        rc = op_of[r] < 0 ? -1 : 0;
+    }
+    /* forward: a zero-time join on each first-stage rank gathers its pairs */
+    for (int d = 0; d < sp->dp && rc == 0 && fwd; d++) {
+        mm_op j = {.rank = d, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .module = (uint8_t)(i + 1),
+                   .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1};
+        tail[d] = add(b, &j, op_of[d]);
+        rc = tail[d] < 0 ? -1 : 0;
+    }
+    for (int k = 0; k < K && rc == 0; k++) {
+        int src = rank_of_gpu(sp, b->stride, k * e->tp);
+        for (int d = 0; d < sp->dp && rc == 0; d++) {
+            double by = e->pair_bytes[(size_t)k * sp->dp + d];
+            if (by <= 0 || src == d) /* nothing, or already on the first stage's GPUs */
+                continue;
+            int pair[2] = {b->llm_off + k * e->tp, gpu(b, 0, 0, d, 0)};
+            if (!fwd)
+                pair[0] = gpu(b, 0, 0, d, 0), pair[1] = b->llm_off + k * e->tp;
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, by / sp->tp, pair, 2);
+            mm_op op = {.rank = fwd ? src : d, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                        .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = (int32_t)cl,
+                        .peer = fwd ? d : src};
+            int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
+            int64_t from = fwd ? op_of[src] : tail[d], to = fwd ? tail[d] : op_of[src];
+            if (id < 0 || (from >= 0 && mm_graph_dep(b->g, (uint32_t)from, (uint32_t)id)) ||
+                mm_graph_dep(b->g, (uint32_t)id, (uint32_t)to))
+                rc = -1;
+        }
+    }
+    free(op_of);
+    free(tail);
+    return rc;
+}
+
 /* Colocated: each LLM rank (tp x cp GPUs) holds tp*cp/tp_enc encoder TP
  * groups out of G/tp_enc, so it spends total * tp_enc / G encoding; then
  * the outputs are resharded to the first stage, an all-to-all over all
@@ -544,6 +625,8 @@ static int emit_colocated(builder *b, int i, int pass)
 {
     const mm_build_spec *sp = b->sp;
     const mm_enc_spec *e = &sp->enc[i];
+    if (e->ranks)
+        return emit_colocated_ranks(b, i, pass);
     double G = llm_gpus(b), share = e->tp / G, fshare = sp->tp * b->cp / G;
     bool fwd = pass == MM_PASS_F;
     int64_t cl = all_llm_coll(b, MM_COLL_ALLTOALL, enc_total(b, e, 5) / G);
