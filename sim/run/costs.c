@@ -145,6 +145,33 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
  * the executor sees a pass as one op, not its kernels. */
 int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
 
+int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
+{
+    return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
+}
+
+void mm_sim_freeze_stage(const mm_sim *sim, mm_stage_cost *c)
+{
+    if (!sim->llm_frozen)
+        return;
+    c->bwd_s -= c->wgrad_s;
+    c->bwd_flops -= c->wgrad_flops;
+    c->wgrad_s = c->wgrad_flops = 0;
+    if (!(c->param_bytes > 0))
+        c->param_bytes = c->grad_bytes; /* ZeRO-3 still gathers the weights */
+    c->grad_bytes = 0;                  /* no gradients, no DP traffic */
+    c->opt_s = 0;
+}
+
+void mm_sim_freeze_mb(const mm_sim *sim, mm_mb_cost *c)
+{
+    if (!sim->llm_frozen)
+        return;
+    c->bwd_s -= c->wgrad_s;
+    c->bwd_flops -= c->wgrad_flops;
+    c->wgrad_s = c->wgrad_flops = 0;
+}
+
 int mm_sim_stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err)
 {
     return mm_sim_stage_costs_mem(sim, st, spec, NULL, err);
@@ -177,7 +204,7 @@ int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
     n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times head = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
 
-    int rc = (int)sc->train.recompute;
+    int rc = mm_sim_recompute(sim, L);
     double layer_flops = mm_llm_layer_fwd_flops(m, b, s);
     double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
                       : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(m, b, s)
@@ -226,6 +253,7 @@ int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
         c->param_bytes = local * wbytes;
         double opt_params = zero >= 1 ? local / L->dp : local;
         c->opt_s = mm_mem_time(g, opt_params * MM_ADAM_BYTES_PER_PARAM);
+        mm_sim_freeze_stage(sim, c);
     }
     static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
                                         [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
@@ -315,10 +343,14 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     double L = (double)e->enc->layers;
-    int rc = (int)sc->train.recompute;
+    int rc = mm_sim_recompute(sim, &e->layout);
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
     double tower_f = mm_encoder_fwd_flops(e->enc) * inputs, proj_f = mm_projector_fwd_flops(e->proj, ptok);
-    double pb = e->frozen_proj ? 0 : proj.bwd, pbf = e->frozen_proj ? 0 : 2 * proj_f;
+    /* a trainable projector: its whole backward; a frozen one ahead of a
+     * trainable tower: its input-gradient pass only (the tower needs it);
+     * else none.  The tower has nothing upstream: no pass when frozen. */
+    double pb = !e->frozen_proj ? proj.bwd : !e->frozen_tower ? proj.bwd - proj.wgrad : 0;
+    double pbf = !e->frozen_proj ? 2 * proj_f : !e->frozen_tower ? proj_f : 0;
     if (llm_side && projc) {
         projc->fwd_s = proj.fwd;
         projc->bwd_s = pb;
@@ -385,7 +417,7 @@ int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         es->chunks = (int)e->enc->layers;
         es->frozen = e->frozen_tower && e->frozen_proj;
         es->tp_msgs_fwd = 2;
-        es->tp_msgs_bwd = 2;
+        es->tp_msgs_bwd = e->frozen_tower ? 0 : 2; /* no backward through a frozen tower */
         int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
         double local = params / tp / es->pp;
         es->grad_bytes = local * 2;
@@ -421,7 +453,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     pass_times emb = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
     k = mm_llm_head_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
     pass_times head = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
-    int rc = (int)sc->train.recompute;
+    int rc = mm_sim_recompute(sim, L);
     double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
     double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
@@ -438,6 +470,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
         c->recompute_flops = nl * re_f;
         c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);
         c->p2p_bytes = T * (double)m->hidden * 2;
+        mm_sim_freeze_mb(sim, c);
     }
     return 0;
 }
@@ -458,7 +491,8 @@ static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
         .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
         .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = (int)sc->train.recompute,
+        .recompute = mm_sim_recompute(sim, L),
+        .frozen = sim->llm_frozen,
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
@@ -516,7 +550,7 @@ static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
                                  ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                  : e->layout.sp);
     if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
-                            (int)sc->train.recompute, flight, es->frozen, &r))
+                            mm_sim_recompute(sim, &e->layout), flight, e->frozen_tower, &r))
         return NAN;
     return r.total / es->pp;
 }

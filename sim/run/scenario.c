@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "util/doc.h"
+#include "workload/batch.h"
 
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
@@ -69,7 +70,8 @@ const char mm_scenario_default_yaml[] =
     "  overlap_param_gather: false\n"
     "  tp_comm_overlap: false\n"
     "  memory_reserve_gib: 2     # HBM kept back from the OOM verdict\n"
-    "  frozen: []                # modules without backward/optimizer\n"
+    "  frozen: []                # any of vision, projector, audio, llm\n"
+    "  padding: none             # none (varlen) | longest | max_length\n"
     "parallel:\n"
     "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1}   # 4 x 2 x 2 = 16 GPUs\n"
     "  vision: {tp: 1, pp: 1, dp: 16}                      # sharded over the same 16\n"
@@ -102,13 +104,13 @@ static const char *const train_keys[] = {
     "global_batch", "micro_batch", "seq_len", "precision", "recompute",
     "sequence_parallel", "zero", "schedule", "overlap_grad_reduce",
     "overlap_param_gather", "tp_comm_overlap", "memory_reserve_gib", "frozen", "cp_comm",
-    "pass_times", "attention", NULL};
+    "pass_times", "attention", "padding", NULL};
 static const char *const parallel_keys[] = {"llm", "vision", "audio", "placement", "order", "projector", NULL};
 static const char *const projector_sides[] = {"encoder", "llm", NULL};
 /* tp first: a typo such as `tpp` is as close to tp as to pp, and tp is the
  * likelier meaning. */
 static const char *const layout_keys[] = {"tp", "pp", "cp", "dp", "vpp", "ep",
-                                          "zero", "sp", "layers_per_stage", NULL};
+                                          "zero", "sp", "layers_per_stage", "recompute", NULL};
 static const char *const fixed_keys[] = {"kind", "images", "tiles", "text_tokens", "audio_seconds", NULL};
 static const char *const workload_kinds[] = {"fixed", NULL};
 
@@ -422,6 +424,8 @@ static int read_train(loader *ld, struct fy_node *root, bool *gb_found, mm_err *
         rc = get_str(ld, m, p, "pass_times", sc->train.pass_times, sizeof sc->train.pass_times, &given, err);
     if (!rc)
         rc = read_frozen(ld, m, err);
+    if (!rc)
+        rc = get_enum(ld, m, p, "padding", mm_padding_names, &sc->train.padding, err);
     sc->train.precision = (mm_precision)prec;
     sc->train.recompute = (mm_recompute)rec;
     sc->train.schedule = (mm_schedule_kind)sched;
@@ -468,6 +472,7 @@ static int read_layout(loader *ld, struct fy_node *par, const char *name, bool a
     memset(lay, 0, sizeof *lay);
     lay->tp = lay->pp = lay->cp = lay->dp = lay->vpp = lay->ep = 1;
     lay->zero = -1;
+    lay->recompute = -1;
     struct fy_node *m;
     int rc = get_section(ld, par, "parallel", name, layout_keys, &m, err);
     lay->present = always || m != NULL;
@@ -480,6 +485,8 @@ static int read_layout(loader *ld, struct fy_node *par, const char *name, bool a
         rc = get_int(ld, m, prefix, "zero", 0, 3, &lay->zero, err);
     if (!rc)
         rc = get_bool(ld, m, prefix, "sp", &lay->sp, err);
+    if (!rc)
+        rc = get_enum(ld, m, prefix, "recompute", mm_recompute_names, &lay->recompute, err);
     if (!rc)
         rc = read_stages(ld, m, prefix, lay, err);
     return rc;
@@ -1109,7 +1116,10 @@ static void sb_layout(sbuf *b, const char *name, const mm_module_layout *l, int 
               l->zero < 0 ? train_zero : l->zero, l->sp ? "true" : "false");
     for (int i = 0; i < l->n_layers_per_stage; i++)
         sb_printf(b, "%s%d", i ? ", " : "", l->layers_per_stage[i]);
-    sb_printf(b, "]}\n");
+    sb_printf(b, "]");
+    if (l->recompute >= 0) /* only when set: older scenarios keep their text */
+        sb_printf(b, ", recompute: %s", mm_recompute_names[l->recompute]);
+    sb_printf(b, "}\n");
 }
 
 static void sb_ids(sbuf *b, const char *key, const int *ids, int n)
@@ -1213,7 +1223,10 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
         sb_printf(&b, "%s", i ? ", " : "");
         sb_quote(&b, sc->train.frozen[i]);
     }
-    sb_printf(&b, "]\nparallel:\n");
+    sb_printf(&b, "]\n");
+    if (sc->train.padding) /* only when set: older scenarios keep their text */
+        sb_printf(&b, "  padding: %s\n", mm_padding_names[sc->train.padding]);
+    sb_printf(&b, "parallel:\n");
     sb_layout(&b, "llm", &sc->parallel.llm, sc->train.zero);
     sb_layout(&b, "vision", &sc->parallel.vision, sc->train.zero);
     sb_layout(&b, "audio", &sc->parallel.audio, sc->train.zero);

@@ -38,6 +38,9 @@ typedef struct mm_sim {
     int micro_batches;       /* per DP replica */
     double seq;              /* LLM tokens per sample (text + visual) */
     int n_enc;               /* encoders with work in this workload */
+    bool llm_frozen;         /* train.frozen names llm: the LLM runs forward and
+                                its input-gradient pass (a trainable module
+                                lies upstream), no weight gradients */
     mm_sim_encoder enc[2];
     /* A mixture or trace workload (workload: FILE): samples differ, so each
      * iteration draws its global batch and forms micro-batches with the

@@ -14,6 +14,16 @@
  * with work; loads a workload file. */
 int mm_sim_check_workload(mm_sim *sim, mm_err *err);
 
+/* costs.c: a module's recompute mode: parallel.<module>.recompute when
+ * given, else train.recompute (mm_recompute). */
+int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
+
+/* costs.c: a frozen LLM (sim->llm_frozen) keeps its forward and its
+ * input-gradient pass; its weight-gradient pass, gradients and optimizer
+ * step go.  Applied to a stage's costs and to a micro-batch's. */
+void mm_sim_freeze_stage(const mm_sim *sim, mm_stage_cost *c);
+void mm_sim_freeze_mb(const mm_sim *sim, mm_mb_cost *c);
+
 /* costs.c: per virtual stage costs of the LLM and the build spec's layout
  * fields; mem_frac (may be NULL) receives per virtual stage the
  * memory-bound share of the F, B and W passes. */
