@@ -166,6 +166,10 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
     jnum("bubble_fraction", m->bubble_fraction, 0);
     jnum("exposed_comm_s", m->exposed_comm_s, 0);
     jnum("peak_memory_gib", m->peak_memory_gib, 0);
+    if (sim->n_enc) /* issue 13: max / mean over encoder ranks, mean over iterations */
+        jnum("encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance, 0);
+    if (sim->sc.train.padding)
+        jnum("padded_fraction", m->oom ? NAN : m->padded_fraction, 0);
     printf("  \"oom\": %s,\n", m->oom ? "true" : "false");
     printf("  \"gpus\": %d,\n", m->gpus);
     printf("  \"micro_batches\": %d,\n", sim->micro_batches);
@@ -287,6 +291,12 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("  batching           %s: DP load max/mean %.3f, stage spread %.4f s (means)\n",
                mm_batching_names[sc->batching], imb, spread);
     }
+    if (sim->n_enc)
+        printf("  encoder load       %10.3f max/mean over encoder ranks (mean over iterations)\n",
+               m->encoder_load_imbalance);
+    if (sc->train.padding)
+        printf("  padding            %s: %.1f %% of the LLM's tokens are padding\n",
+               mm_padding_names[sc->train.padding], 100 * m->padded_fraction);
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
            m->tflops_per_gpu, m->hw_tflops_per_gpu);

@@ -245,16 +245,9 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
         free(gl);
     }
 
-    /* Post-balancing moves samples between DP ranks before anything runs. */
-    if (rc == 0 && sp->pre_a2a_bytes > 0) {
-        int64_t cl = mm_bld_all_llm_coll(&b, MM_COLL_ALLTOALL, sp->pre_a2a_bytes);
-        for (int r = 0; r < sp->pp * sp->dp && rc == 0; r++) {
-            mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
-                        .mb = -1, .coll = (int32_t)cl, .peer = -1};
-            if (cl < 0 || add(&b, &op, b.last_compute[r]) < 0)
-                rc = -1;
-        }
-    }
+    /* Post-balancing moves samples between ranks before anything runs. */
+    if (rc == 0)
+        rc = mm_bld_emit_rebalance(&b, 0);
 
     /* Colocated encoders encode the whole iteration's input first. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
@@ -325,6 +318,9 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
                 if (rc == 0)
                     rc = mm_bld_emit_p2p(&b, d, vs + 1, vs, j, b.be[y].last, b.be[x].first);
             }
+    /* 2b. Post-balancing's gradients go back before the encoders' backward. */
+    if (rc == 0)
+        rc = mm_bld_emit_rebalance(&b, 1);
     /* 3. Gradient synchronisation and the optimizer step. */
     for (int s = 0; s < sp->pp && rc == 0; s++)
         rc = mm_bld_emit_dp_tail(&b, s, last);

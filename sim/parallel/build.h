@@ -170,9 +170,15 @@ typedef struct mm_build_spec {
                                     time, FLOPs and message sizes */
     int n_enc;
     mm_enc_spec enc[MM_MAX_ENCODERS];
-    double pre_a2a_bytes;    /* > 0: an all-to-all over all the LLM's GPUs
-                                (this many bytes per GPU) opens the iteration:
-                                OrchMLLM's post-balancing re-deal */
+    /* OrchMLLM's post-balancing re-deal, per phase on the GPUs of that
+     * phase (bytes per GPU; 0: none): */
+    double enc_a2a_bytes;    /* raw inputs to the encoder phase's ranks: an
+                                all-to-all over the first encoder's GPUs (the
+                                LLM's when it shares them) opening the iteration */
+    double pre_a2a_bytes;    /* embeddings to the LLM phase's ranks: over all
+                                the LLM's GPUs, before the LLM starts */
+    double post_a2a_bytes;   /* their gradients back: over the LLM's GPUs
+                                after its last backward */
 } mm_build_spec;
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear

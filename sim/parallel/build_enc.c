@@ -434,3 +434,47 @@ int mm_bld_emit_enc_tail(builder *b, int i)
     }
     return 0;
 }
+
+/* One all-to-all of `bytes` per GPU whose members are ranks [r0, r1) on
+ * their compute streams, over the GPUs in gl[0..n). */
+static int rebalance_coll(builder *b, int r0, int r1, const int *gl, int n, double bytes)
+{
+    int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, r1 - r0, 1, bytes, gl, n);
+    for (int r = r0; r < r1; r++) {
+        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
+                    .mb = -1, .coll = (int32_t)cl, .peer = -1};
+        if (cl < 0 || add(b, &op, b->last_compute[r]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int mm_bld_emit_rebalance(builder *b, int at)
+{
+    const mm_build_spec *sp = b->sp;
+    int R = sp->pp * sp->dp, G = llm_gpus(b), rc = 0;
+    int *gl = malloc((size_t)(G > 0 ? G : 1) * sizeof *gl);
+    if (!gl)
+        return -1;
+    for (int k = 0; k < G; k++)
+        gl[k] = b->llm_off + k;
+    if (at == 0 && sp->enc_a2a_bytes > 0 && sp->n_enc > 0) {
+        const mm_enc_spec *e = &sp->enc[0];
+        if (e->placement == MM_ENC_PIPELINE || e->placement == MM_ENC_DISJOINT) { /* the encoder's own GPUs, every rank of it */
+            int n = e->tp * e->pp * e->dp, *eg = malloc((size_t)n * sizeof *eg);
+            for (int k = 0; eg && k < n; k++)
+                eg[k] = b->enc_gpu_off[0] + k;
+            rc = eg ? rebalance_coll(b, b->enc_rank_off[0], b->enc_rank_off[0] + e->pp * e->dp, eg, n,
+                                     sp->enc_a2a_bytes)
+                    : -1;
+            free(eg);
+        } else {
+            rc = rebalance_coll(b, 0, R, gl, G, sp->enc_a2a_bytes);
+        }
+    }
+    double llm = at == 0 ? sp->pre_a2a_bytes : sp->post_a2a_bytes;
+    if (rc == 0 && llm > 0)
+        rc = rebalance_coll(b, 0, R, gl, G, llm);
+    free(gl);
+    return rc;
+}

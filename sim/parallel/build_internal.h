@@ -132,5 +132,8 @@ int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes);
 int mm_bld_emit_colocated(builder *b, int i, int pass);
 int mm_bld_emit_own_encoder(builder *b, int i);
 int mm_bld_emit_enc_tail(builder *b, int i);
+/* post-balance's all-to-alls: at = 0 the encoder phase's and the LLM
+ * phase's forward ones (opening the iteration), at = 1 the gradients'. */
+int mm_bld_emit_rebalance(builder *b, int at);
 
 #endif

@@ -57,8 +57,11 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return rc;
     /* per-sample costs for the balancing policies: fitted to the model's
      * own op costs at two lengths (linear + attention's quadratic term) */
-    cost_ctx cc = {.shared = sc->parallel.placement == MM_PLACE_COLOCATED ||
-                             sc->parallel.placement == MM_PLACE_HOMOGENEOUS};
+    /* post-balance runs the encoder phase and the LLM phase one after the
+     * other and balances each on its own cost, shared GPUs or not */
+    cost_ctx cc = {.shared = (sc->parallel.placement == MM_PLACE_COLOCATED ||
+                              sc->parallel.placement == MM_PLACE_HOMOGENEOUS) &&
+                             sc->batching != MM_BATCH_POST_BALANCE};
     mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
     double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
     rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
@@ -81,9 +84,11 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     }
     mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
                        .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
-                       .ilp_node_limit = 10,
                        .enc_bytes_per_input = 3.0 * (double)(sim->model.tile * sim->model.tile),
-                       .bytes_per_token = 2.0 * (double)sim->llm.hidden};
+                       .bytes_per_token = 2.0 * (double)sim->llm.hidden, .padding = (mm_padding)sc->train.padding};
+    bool coloc = sim->n_enc && sc->parallel.placement == MM_PLACE_COLOCATED;
+    if (coloc) /* the colocated encoder's own DP ranks */
+        o.enc_ranks = L->tp * L->cp * L->pp * L->dp / spec->enc[0].tp;
     mm_batch_plan plan;
     if ((rc = mm_batch_form(w->samples, B, &o, &plan, err)))
         return rc;
@@ -101,8 +106,17 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
-    w->tokens = 0;
+    w->tokens = w->padded_tokens = 0;
     w->load_max = 0;
+    w->m = m;
+    free(w->mb_T), free(w->mb_S), free(w->mb_inputs);
+    w->mb_T = calloc((size_t)dp * m + 1, sizeof *w->mb_T);
+    w->mb_S = calloc((size_t)dp * m + 1, sizeof *w->mb_S);
+    w->mb_inputs = calloc((size_t)dp * m + 1, sizeof *w->mb_inputs);
+    if (!w->mb_T || !w->mb_S || !w->mb_inputs) {
+        mm_batch_plan_free(&plan);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
     double load_sum = 0;
     for (int r = 0; r < dp && rc == 0; r++) {
         double load = 0;
@@ -110,9 +124,13 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
             const mm_bin *bn = &plan.bins[k];
             int j = k - plan.rank_first[r];
             size_t at = ((size_t)0 * dp + r) * m + j;
-            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens, bn->n, &w->mb[at],
-                              (size_t)dp * m);
+            /* the LLM runs at the padded length; it trains the real tokens */
+            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq, bn->n, &w->mb[at],
+                                     (size_t)dp * m);
             w->tokens += (double)bn->llm_tokens;
+            w->padded_tokens += (double)bn->padded_tokens;
+            w->mb_T[at] = (double)bn->padded_tokens;
+            w->mb_S[at] = bn->padded_sum_sq;
             for (int v = 0; v < V; v++)
                 load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
         }
@@ -132,6 +150,8 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
                 mm_enc_mb_cost projc;
                 rc = mm_sim_enc_mb_cost_split(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
                                        &params, &projc);
+                if (i == 0)
+                    w->mb_inputs[(size_t)r * m + (k - ef[r])] = inputs;
                 mm_mb_cost *first = &w->mb[(size_t)r * m + (k - ef[r])]; /* virtual stage 0 */
                 first->fwd_s += projc.fwd_s;
                 first->bwd_s += projc.bwd_s;
@@ -142,8 +162,22 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         if (rc)
             rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
     }
-    /* post-balance: its all-to-alls open the iteration */
-    spec->pre_a2a_bytes = plan.enc_bins ? (plan.a2a_enc_total + plan.a2a_llm_total) / mm_build_gpus(spec) : 0;
+    if (rc == 0 && coloc)
+        rc = mm_sim_enc_ranks(sim, spec, 0, &plan, w->samples, w, err);
+    /* post-balance: each phase's all-to-all on its own GPUs (the raw inputs
+     * forward only; the embeddings forward and their gradients backward,
+     * unless a colocated encoder's pairwise reshard carries them already) */
+    spec->pre_a2a_bytes = spec->post_a2a_bytes = spec->enc_a2a_bytes = 0;
+    if (plan.enc_bins && sim->n_enc) {
+        int enc_g = coloc ? mm_build_gpus(spec) : sim->n_enc ? spec->enc[0].tp * spec->enc[0].pp * spec->enc[0].dp : 0;
+        if (spec->enc[0].placement == MM_ENC_HOMOGENEOUS)
+            enc_g = mm_build_gpus(spec);
+        spec->enc_a2a_bytes = enc_g > 0 ? plan.a2a_enc_total / enc_g : 0;
+        if (!coloc) {
+            spec->pre_a2a_bytes = plan.a2a_llm_total / (L->tp * L->cp * L->pp * L->dp);
+            spec->post_a2a_bytes = spec->pre_a2a_bytes;
+        }
+    }
     spec->mb_costs = w->mb;
     mm_batch_plan_free(&plan);
     return rc;
@@ -154,7 +188,10 @@ void mm_sim_wl_iter_free(wl_iter *w)
     free(w->samples);
     free(w->mb);
     free(w->enc);
-    w->samples = NULL;
-    w->mb = NULL;
-    w->enc = NULL;
+    free(w->enc_ranks);
+    free(w->pair_bytes);
+    free(w->mb_T);
+    free(w->mb_S);
+    free(w->mb_inputs);
+    memset(w, 0, sizeof *w);
 }

@@ -145,6 +145,12 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
  * the executor sees a pass as one op, not its kernels. */
 int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
 
+double mm_sim_cost_seq(const mm_sim *sim)
+{
+    bool pad = sim->sc.train.padding == MM_PAD_MAX_LENGTH && !sim->wl;
+    return pad && (double)sim->sc.train.seq_len > sim->seq ? (double)sim->sc.train.seq_len : sim->seq;
+}
+
 int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
 {
     return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
@@ -184,7 +190,7 @@ int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *
     const mm_llm *m = &sim->llm;
     const mm_gpu_spec *g = &sim->cluster.gpu;
     mm_dtype dt = (mm_dtype)sc->train.precision;
-    double b = (double)sc->train.micro_batch, s = sim->seq;
+    double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int cp = L->cp, V = L->pp * L->vpp;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
@@ -496,7 +502,7 @@ static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
-        .seq = sim->seq,
+        .seq = mm_sim_cost_seq(sim),
         .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;

@@ -364,6 +364,10 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
             im->tokens = sim->wl ? wi.tokens : tokens;
             im->samples = (double)sc->train.global_batch;
             im->load_imbalance = sim->wl && wi.load_mean > 0 ? wi.load_max / wi.load_mean : 1.0;
+            im->encoder_load_imbalance = spec.n_enc ? mm_sim_enc_imbalance(&spec) : NAN;
+            im->padded_fraction = sim->wl ? (wi.padded_tokens > 0 ? 1.0 - wi.tokens / wi.padded_tokens : 0)
+                                          : 1.0 - sim->seq / mm_sim_cost_seq(sim);
+            im->peak_memory_gib = mt->peak_memory_gib;
             mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
             double lo = INFINITY, hi = 0;
             for (int s = 0; s < P && s < MM_MAX_PP; s++) {
@@ -399,8 +403,10 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         goto out;
     int gpus = mm_cluster_gpus(&sim->cluster);
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
-    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0;
+    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, padded = 0;
     for (int i = 0; i < iters; i++) {
+        eli += mt->iters[i].encoder_load_imbalance;
+        padded += mt->iters[i].tokens / (1.0 - mt->iters[i].padded_fraction);
         T += mt->iters[i].time_s;
         bub += mt->iters[i].bubble_fraction;
         exp += mt->iters[i].exposed_comm_s;
@@ -438,6 +444,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->hfu = hf / (T * gpus * peak);
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
+    mt->encoder_load_imbalance = eli / iters; /* NAN without an encoder */
+    mt->padded_fraction = padded > 0 ? 1.0 - tok / padded : 0;
     mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_stage_memory() */
     mt->gpus = gpus;
     mt->events = mm_engine_dispatched(eng);

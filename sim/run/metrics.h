@@ -23,6 +23,11 @@ typedef struct mm_iter_metrics {
     double tokens, samples; /* trained this iteration, whole cluster */
     double load_imbalance;  /* max / mean LLM work over DP ranks (1 = even) */
     double stage_spread_s;  /* slowest minus fastest stage's compute */
+    double encoder_load_imbalance; /* max / mean over encoder ranks of their
+                                      compute seconds (1 = even; NAN without
+                                      an encoder) */
+    double padded_fraction; /* padding tokens / tokens the LLM ran on */
+    double peak_memory_gib; /* the largest GPU's peak in this iteration */
 } mm_iter_metrics;
 
 /* Per pipeline stage, averaged over iterations and over the DP replicas. */
@@ -54,7 +59,9 @@ typedef struct mm_metrics {
     double tflops_per_gpu, hw_tflops_per_gpu;
     double bubble_fraction;
     double exposed_comm_s;
-    double peak_memory_gib; /* NAN until the memory model exists */
+    double peak_memory_gib; /* the peak over every GPU and iteration */
+    double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
+    double padded_fraction;        /* over all iterations' tokens */
     bool oom;
     int gpus;
     uint64_t events;   /* engine events dispatched, all iterations */

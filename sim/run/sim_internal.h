@@ -59,8 +59,35 @@ typedef struct wl_iter {
     mm_mb_cost *mb;           /* V x dp x m */
     mm_enc_mb_cost *enc;      /* dp x m (the vision encoder) */
     double tokens;            /* LLM tokens trained this iteration */
+    double padded_tokens;     /* tokens the LLM ran on (train.padding) */
     double load_max, load_mean; /* per-DP-rank LLM work (seconds) */
+    /* colocated: per encoder DP rank (GPU order) costs and the bytes each
+     * (encoder rank, LLM replica) pair moves (encrank.c) */
+    mm_enc_rank_cost *enc_ranks;
+    double *pair_bytes;
+    /* per (replica d, micro-batch j), d*m + j: the LLM tokens (T, at the
+     * padded length) and sum of squares (S) it runs on, and the vision
+     * and audio inputs its encoders hold, for memory that follows the data */
+    double *mb_T, *mb_S, *mb_inputs;
+    int m;                    /* micro-batches per replica this iteration */
 } wl_iter;
+
+/* encrank.c: a colocated encoder's per-rank work from the plan's
+ * enc_rank_bins (plan encoder rank q serves the q-th GPU rank when ranks
+ * are ordered by the LLM replica they sit on), and the pairs' bytes; sets
+ * spec->enc[i].ranks / pair_bytes.  Returns 0 or -code. */
+int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_batch_plan *plan,
+                     const mm_sample *samples, wl_iter *w, mm_err *err);
+
+/* encrank.c: encoder_load_imbalance of one iteration's spec: max / mean
+ * over encoder ranks of their compute seconds (forward + backward) for the
+ * first encoder: colocated ranks, homogeneous DP replicas (their first
+ * stage), pipeline/disjoint replicas (their tasks).  1 without encoders. */
+double mm_sim_enc_imbalance(const mm_build_spec *spec);
+
+/* costs.c: LLM tokens per sample the costs run on: train.seq_len under
+ * padding max_length for a fixed or text workload, else sim->seq. */
+double mm_sim_cost_seq(const mm_sim *sim);
 
 int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stage_cost *st, int it, wl_iter *w,
                            mm_err *err);
