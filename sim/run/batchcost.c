@@ -193,5 +193,6 @@ void mm_sim_wl_iter_free(wl_iter *w)
     free(w->mb_T);
     free(w->mb_S);
     free(w->mb_inputs);
+    free(w->enc_rank_inputs);
     memset(w, 0, sizeof *w);
 }

@@ -486,14 +486,14 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
 /* Peak bytes on one GPU of each pipeline stage (memory.h) into
  * mt->stages[].memory_gib and mt->peak_memory_gib; true when some stage
  * plus train.memory_reserve_gib exceeds the GPU's HBM. */
-static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
+void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     static const mm_mem_schedule sched[] = {
         [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
         [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
-    mm_mem_config c = {
+    *c = (mm_mem_config){
         .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
         .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
@@ -505,6 +505,14 @@ static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
         .seq = mm_sim_cost_seq(sim),
         .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
+}
+
+static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    mm_mem_config c;
+    mm_sim_llm_mem_config(sim, &c);
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
     mt->peak_memory_gib = 0;

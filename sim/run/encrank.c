@@ -36,10 +36,12 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
     int K = plan->n_enc_ranks, dp = spec->dp;
     free(w->enc_ranks);
     free(w->pair_bytes);
+    free(w->enc_rank_inputs);
+    w->enc_rank_inputs = calloc((size_t)K + 1, sizeof *w->enc_rank_inputs);
     w->enc_ranks = calloc((size_t)K + 1, sizeof *w->enc_ranks);
     w->pair_bytes = calloc((size_t)K * dp + 1, sizeof *w->pair_bytes);
     int *perm = malloc((size_t)K * sizeof *perm + 1), *llm_of = malloc((size_t)plan->n_samples * sizeof *llm_of + 1);
-    int rc = w->enc_ranks && w->pair_bytes && perm && llm_of ? 0 : -1;
+    int rc = w->enc_ranks && w->pair_bytes && perm && llm_of && w->enc_rank_inputs ? 0 : -1;
     if (rc == 0 && enc_rank_perm(spec, i, K, perm))
         rc = -1;
     if (rc) {
@@ -58,6 +60,7 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
         mm_enc_mb_cost c, projc;
         double params;
         rc = mm_sim_enc_mb_cost_split(sim, e, (double)(bn->tiles + bn->frames), spec->enc[i].tp, &c, &params, &projc);
+        w->enc_rank_inputs[k] = (double)(bn->tiles + bn->frames);
         w->enc_ranks[k] = (mm_enc_rank_cost){.fwd_s = c.fwd_s, .bwd_s = c.bwd_s, .fwd_flops = c.fwd_flops,
                                              .bwd_flops = c.bwd_flops, .recompute_flops = c.recompute_flops};
         for (int t = 0; t < bn->n; t++) {

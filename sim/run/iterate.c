@@ -323,7 +323,15 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         goto out;
     /* A layout that does not fit is an answer (design.md section 5): the
      * per-stage memory, oom = true, and no time. */
-    if (mm_sim_stage_memory(sim, &spec, mt) || capacity_oom(sim, &spec, mt)) {
+    mt->oom_at.iteration = -1;
+    bool early = mm_sim_stage_memory(sim, &spec, mt);
+    if (sim->wl) {
+        /* with a workload file that verdict is a bound (the largest sample
+         * in every micro-batch): each iteration's own data decides below */
+        mt->peak_memory_bound_gib = mt->peak_memory_gib;
+        early = false;
+    }
+    if (early || capacity_oom(sim, &spec, mt)) {
         mt->oom = true;
         mt->n_iters = 0;
         mt->gpus = mm_cluster_gpus(&sim->cluster);
@@ -335,9 +343,32 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         goto out;
     }
     double tokens = (double)sc->train.global_batch * sim->seq;
+    if (sim->wl) {
+        mt->peak_memory_gib = 0;
+        for (int s = 0; s < P; s++)
+            mt->stages[s].memory_gib = 0;
+    }
     for (int it = 0; it < iters && rc == 0; it++) {
         if (sim->wl && (rc = mm_sim_iteration_costs(sim, &spec, st, it, &wi, err)))
             break;
+        if (sim->wl) {
+            int dm = mm_sim_data_memory(sim, &spec, &wi, it, mt, &mt->iters[it]);
+            if (dm < 0) {
+                rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model");
+                break;
+            }
+            if (dm > 0) { /* this drawn batch does not fit: the run is OOM here */
+                mt->n_iters = 0;
+                mt->gpus = mm_cluster_gpus(&sim->cluster);
+                mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
+                mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+                mt->bubble_fraction = mt->exposed_comm_s = NAN;
+                mt->encoder_load_imbalance = mt->padded_fraction = NAN;
+                for (int s = 0; s < P; s++)
+                    mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
+                goto out;
+            }
+        }
         double busy_before[MM_MAX_PP];
         for (int s = 0; s < P && s < MM_MAX_PP; s++)
             busy_before[s] = mt->stages[s].busy_s;
@@ -367,7 +398,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
             im->encoder_load_imbalance = spec.n_enc ? mm_sim_enc_imbalance(&spec) : NAN;
             im->padded_fraction = sim->wl ? (wi.padded_tokens > 0 ? 1.0 - wi.tokens / wi.padded_tokens : 0)
                                           : 1.0 - sim->seq / mm_sim_cost_seq(sim);
-            im->peak_memory_gib = mt->peak_memory_gib;
+            if (!sim->wl)
+                im->peak_memory_gib = mt->peak_memory_gib;
             mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
             double lo = INFINITY, hi = 0;
             for (int s = 0; s < P && s < MM_MAX_PP; s++) {

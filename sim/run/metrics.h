@@ -60,9 +60,17 @@ typedef struct mm_metrics {
     double bubble_fraction;
     double exposed_comm_s;
     double peak_memory_gib; /* the peak over every GPU and iteration */
+    double peak_memory_bound_gib;  /* workload file: the early check's bound
+                                      (every micro-batch its largest sample) */
     double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
     double padded_fraction;        /* over all iterations' tokens */
     bool oom;
+    /* memory that follows the data: where a drawn batch first did not fit
+     * (iteration -1: the layout itself did not, or it fit) */
+    struct {
+        int iteration, micro_batch, stage, replica;
+        double need_gib, cap_gib;
+    } oom_at;
     int gpus;
     uint64_t events;   /* engine events dispatched, all iterations */
     double wall_s;     /* host seconds spent simulating (not stored in

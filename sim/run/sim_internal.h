@@ -8,6 +8,7 @@
 
 #include "parallel/build.h"
 #include "run/sim.h"
+#include "model/memory.h"
 #include "workload/batch.h"
 
 /* load.c: the samples' shape (LLM tokens per sample) and the encoders
@@ -48,6 +49,9 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
                         mm_mb_cost *out, size_t stride);
 
+/* costs.c: the LLM's memory configuration (memory.h) for this scenario. */
+void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
+
 /* costs.c: peak memory per stage and module into mt; true when some GPU
  * does not fit. */
 bool mm_sim_stage_memory(const mm_sim *sim, const mm_build_spec *spec, mm_metrics *mt);
@@ -69,6 +73,7 @@ typedef struct wl_iter {
      * padded length) and sum of squares (S) it runs on, and the vision
      * and audio inputs its encoders hold, for memory that follows the data */
     double *mb_T, *mb_S, *mb_inputs;
+    double *enc_rank_inputs;  /* colocated: tiles + frames per encoder rank (GPU order) */
     int m;                    /* micro-batches per replica this iteration */
 } wl_iter;
 
@@ -92,5 +97,17 @@ double mm_sim_cost_seq(const mm_sim *sim);
 int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stage_cost *st, int it, wl_iter *w,
                            mm_err *err);
 void mm_sim_wl_iter_free(wl_iter *w);
+
+/* datamem.c: memory that follows the data: per stage and DP replica, the
+ * model states plus the activations of the micro-batches the schedule
+ * holds in flight (each from its own tokens, tiles and frames), peaked
+ * over the schedule's steps, plus the encoders' share on the same GPUs.
+ * Fills im->peak_memory_gib and raises mt->stages[].memory_gib and
+ * mt->peak_memory_gib to this iteration's; when a GPU does not fit, sets
+ * mt->oom and mt->oom_at (this iteration, the micro-batch whose forward
+ * made the peak, the stage, the bytes) and returns 1.  0 when it fits,
+ * -1 out of memory (the host's). */
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
+                       mm_iter_metrics *im);
 
 #endif

@@ -1,0 +1,181 @@
+/* datamem.c - memory that follows the data (issue 13 item 4): for a
+ * mixture or trace workload, each iteration's per-GPU peak from the
+ * micro-batches actually drawn.  Per LLM stage and DP replica the
+ * schedule's steps are walked: a forward adds its micro-batch's
+ * activations (from its own tokens at the padded length and, on the first
+ * stage of a homogeneous layout, its tiles and frames through the
+ * encoder), its backward frees them; the peak of that running sum plus the
+ * model states and the largest micro-batch's transients is the stage's
+ * memory.  A colocated encoder holds its own samples' activations from
+ * its forward until its backward at the end of the iteration, so they
+ * stand on top for the whole schedule.  Encoders on their own GPUs hold
+ * their pipeline's depth of micro-batches, the largest of the iteration.
+ * Known limits: zero-bubble's deferred W passes keep some tensors past B,
+ * counted as freed at B (ZB-H1's peak equals 1F1B's, Qi et al. 2024);
+ * allocator fragmentation is the reserve's job.
+ * Not for: the early check of a layout (costs.c, a bound from the
+ * largest sample), or timing. */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel/schedule.h"
+
+typedef struct enc_mem {
+    double states;    /* weights, gradients, optimizer of one of its GPUs */
+    double per_input; /* activations kept per tile/frame (0 when frozen) */
+    double transient; /* per tile/frame being encoded */
+} enc_mem;
+
+static int enc_mem_of(const mm_sim *sim, const mm_build_spec *spec, int i, enc_mem *em)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_sim_encoder *e = &sim->enc[i];
+    const mm_enc_spec *es = &spec->enc[i];
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero, rc = mm_sim_recompute(sim, &e->layout);
+    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
+                                                                 : e->layout.sp);
+    int edp = es->placement == MM_ENC_HOMOGENEOUS ? spec->dp : es->dp;
+    mm_mem_rank r0, r1;
+    if (mm_mem_encoder_rank(e->enc, 0, es->tp, sp, edp, zero, rc, 1, e->frozen_tower, &r0) ||
+        mm_mem_encoder_rank(e->enc, 1, es->tp, sp, edp, zero, rc, 1, e->frozen_tower, &r1))
+        return -1;
+    int epp = es->placement == MM_ENC_PIPELINE || es->placement == MM_ENC_DISJOINT ? es->pp : 1;
+    em->states = (r0.weights + r0.grads + r0.optimizer) / epp;
+    em->per_input = r1.activations / epp;
+    em->transient = r1.transient;
+    return 0;
+}
+
+/* Activations of micro-batch (d, j) on virtual stage vs. */
+static double mb_act(const mm_sim *sim, const mm_mem_config *vc, const wl_iter *w, int vs, size_t idx,
+                     double enc_per_input)
+{
+    double a = mm_mem_llm_mb_activations(&sim->llm, vc, vs, w->mb_T[idx], w->mb_S[idx]);
+    return a + (vs == 0 ? enc_per_input * w->mb_inputs[idx] : 0);
+}
+
+/* One stage's peak on replica d: returns the bytes, *at the micro-batch
+ * whose forward made it. */
+static double stage_peak(const mm_sim *sim, const mm_build_spec *spec, const mm_mem_config *vc, const wl_iter *w,
+                         int s, int d, double enc_per_input, const mm_sched_step *steps, int n, int *at)
+{
+    double cur = 0, peak = 0;
+    *at = -1;
+    for (int k = 0; k < n; k++) {
+        if (steps[k].pass == MM_PASS_W)
+            continue;
+        int vs = steps[k].chunk * spec->pp + s;
+        size_t idx = (size_t)d * w->m + steps[k].mb;
+        double a = mb_act(sim, vc, w, vs, idx, enc_per_input);
+        cur += steps[k].pass == MM_PASS_F ? a : -a;
+        if (cur > peak) {
+            peak = cur;
+            *at = steps[k].mb;
+        }
+    }
+    return peak;
+}
+
+/* The largest transient of stage s on replica d: the last stage's fp32
+ * logits and final-norm input, a recomputed layer under full recompute. */
+static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const wl_iter *w, int s, int d)
+{
+    const mm_llm *m = &sim->llm;
+    double T = 0, t = c->tp, cp = c->cp > 0 ? c->cp : 1;
+    for (int j = 0; j < w->m; j++)
+        T = fmax(T, w->mb_T[(size_t)d * w->m + j]);
+    double x = 0;
+    if (c->recompute == MM_RECOMPUTE_FULL)
+        x += mm_mem_layer_activations(m, 1, T, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
+    if (s == c->pp - 1)
+        x += 4.0 * (T / cp) * (double)m->vocab / t + 2.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
+    return x;
+}
+
+/* A colocated encoder's activations on simulated rank (d, s): the most
+ * loaded encoder rank among its GPUs, for the whole iteration. */
+static double coloc_act(const mm_build_spec *spec, const mm_enc_spec *es, const wl_iter *w, const enc_mem *em,
+                        int d, int s)
+{
+    double mx = 0;
+    int off = mm_build_gpu(spec, 0, 0, 0, 0) - 0;
+    for (int c = 0; c < (spec->cp > 0 ? spec->cp : 1); c++)
+        for (int t = 0; t < spec->tp; t++) {
+            int k = (mm_build_gpu(spec, t, c, d, s) - off) / es->tp;
+            double x = w->enc_rank_inputs && k < es->n_ranks ? w->enc_rank_inputs[k] : 0;
+            mx = fmax(mx, x * em->per_input + (x > 0 ? em->transient : 0));
+        }
+    return mx;
+}
+
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
+                       mm_iter_metrics *im)
+{
+    const mm_scenario *sc = &sim->sc;
+    int P = spec->pp, V = P * spec->vpp;
+    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
+    mm_mem_config c, vc;
+    mm_sim_llm_mem_config(sim, &c);
+    vc = c; /* per virtual stage: pp * vpp stages of layers / V */
+    vc.pp = V;
+    vc.vpp = 1;
+    if (spec->vpp > 1)
+        vc.layers_per_stage = NULL;
+    enc_mem em = {0};
+    const mm_enc_spec *es = sim->n_enc ? &spec->enc[0] : NULL;
+    if (es && enc_mem_of(sim, spec, 0, &em))
+        return -1;
+    bool homog = es && es->placement == MM_ENC_HOMOGENEOUS, coloc = es && es->placement == MM_ENC_COLOCATED;
+    mm_sched_step *steps = malloc((size_t)mm_schedule_len(spec->schedule, spec->m, spec->vpp) * sizeof *steps);
+    if (!steps)
+        return -1;
+    int oom = 0;
+    im->peak_memory_gib = 0;
+    for (int s = 0; s < P; s++) {
+        mm_mem_rank r;
+        int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->vpp, steps);
+        if (n < 0 || mm_mem_llm_rank(&sim->llm, &c, s, &r)) {
+            free(steps);
+            return -1;
+        }
+        double states = r.weights + r.grads + r.optimizer, worst = 0;
+        if (homog && s == 0)
+            states += em.states;
+        if (coloc)
+            states += em.states;
+        for (int d = 0; d < spec->dp; d++) {
+            int at;
+            double need = states + stage_peak(sim, spec, &vc, w, s, d, homog ? em.per_input : 0, steps, n, &at) +
+                          stage_transient(sim, &c, w, s, d) + (coloc ? coloc_act(spec, es, w, &em, d, s) : 0);
+            worst = fmax(worst, need);
+            if (need > cap && !oom) {
+                oom = 1;
+                mt->oom_at.iteration = it, mt->oom_at.micro_batch = at, mt->oom_at.stage = s;
+                mt->oom_at.replica = d, mt->oom_at.need_gib = need / MM_GIB, mt->oom_at.cap_gib = cap / MM_GIB;
+            }
+        }
+        mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, worst / MM_GIB);
+        im->peak_memory_gib = fmax(im->peak_memory_gib, worst / MM_GIB);
+    }
+    free(steps);
+    if (es && !homog && !coloc) { /* its own GPUs: its depth of the largest micro-batches */
+        double mx = 0;
+        for (size_t k = 0; k < (size_t)spec->dp * w->m; k++)
+            mx = fmax(mx, w->mb_inputs[k]);
+        int flight = es->placement == MM_ENC_PIPELINE ? es->pp + P : es->buffer + 1;
+        double need = em.states + flight * mx * em.per_input + mx * em.transient;
+        im->peak_memory_gib = fmax(im->peak_memory_gib, need / MM_GIB);
+        if (need > cap && !oom) {
+            oom = 1;
+            mt->oom_at.iteration = it, mt->oom_at.micro_batch = -1, mt->oom_at.stage = -1;
+            mt->oom_at.replica = -1, mt->oom_at.need_gib = need / MM_GIB, mt->oom_at.cap_gib = cap / MM_GIB;
+        }
+    }
+    mt->peak_memory_gib = fmax(mt->peak_memory_gib, im->peak_memory_gib);
+    if (oom)
+        mt->oom = true;
+    return oom;
+}
