@@ -563,7 +563,8 @@ static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
     bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
                                  ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                  : e->layout.sp);
-    if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
+    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
+    if (mm_mem_encoder_rank(e->enc, inputs * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
                             mm_sim_recompute(sim, &e->layout), flight, e->frozen_tower, &r))
         return NAN;
     return r.total / es->pp;

@@ -26,6 +26,8 @@ typedef struct mm_sim_encoder {
     bool frozen_tower, frozen_proj;
     double inputs_per_sample; /* tiles (vision) or 30-s clips (audio) */
     double tokens_per_input;  /* LLM tokens one tile or clip becomes */
+    double max_inputs;        /* workload file: its largest sample's inputs, for
+                                 the early memory bound (0: inputs_per_sample) */
 } mm_sim_encoder;
 
 typedef struct mm_sim {
