@@ -7,6 +7,7 @@
 #define MM_SIM_INTERNAL_H
 
 #include "parallel/build.h"
+#include "run/costs.h"
 #include "run/sim.h"
 #include "model/memory.h"
 #include "workload/batch.h"
@@ -25,17 +26,6 @@ int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
 void mm_sim_freeze_stage(const mm_sim *sim, mm_stage_cost *c);
 void mm_sim_freeze_mb(const mm_sim *sim, mm_mb_cost *c);
 
-/* costs.c: per virtual stage costs of the LLM and the build spec's layout
- * fields; mem_frac (may be NULL) receives per virtual stage the
- * memory-bound share of the F, B and W passes. */
-int mm_sim_stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err);
-int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
-
-/* costs.c: the encoders' specs and per-micro-batch costs (mb_out[i] is
- * allocated, the caller frees). */
-int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, mm_enc_mb_cost **mb_out,
-                     mm_err *err);
-
 /* costs.c: one encoder's work on one micro-batch of `inputs` tiles or
  * clips; _split hands the projector's work to *projc when it runs on the
  * LLM (parallel.projector: llm).  Return 0 or -1. */
@@ -52,9 +42,10 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
 /* costs.c: the LLM's memory configuration (memory.h) for this scenario. */
 void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
 
-/* costs.c: peak memory per stage and module into mt; true when some GPU
- * does not fit. */
-bool mm_sim_stage_memory(const mm_sim *sim, const mm_build_spec *spec, mm_metrics *mt);
+/* costs.c: mm_sim_stage_memory into mt (stages[].memory_gib, modules[],
+ * peak_memory_gib; mt->stages allocated for pp stages).  Returns 1 when
+ * some GPU does not fit, 0 when all fit, -code on error. */
+int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err);
 
 /* batchcost.c: one iteration of a workload file, drawn and batched; the
  * arrays are reused across iterations and freed by wl_iter_free. */
