@@ -14,7 +14,7 @@
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "run/costs.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
 
 #define MAX_SETS 256

@@ -33,6 +33,7 @@ static const char usage_main[] =
     "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command\n"
+    "  help scenario         every scenario key: type, default, built-in value, doc\n"
     "\n"
     "options:\n"
     "  --help                show this help\n"
@@ -339,8 +340,9 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
 static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
                      mm_err *err)
 {
-    static char text[65536];
-    mm_scenario_canonical(&sim->sc, text, sizeof text);
+    char *text = mm_scenario_canonical_alloc(&sim->sc); /* what the store hashes: whole, never cut */
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     char created[32];
     time_t now = time(NULL);
     struct tm tmv;
@@ -354,10 +356,10 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
-    if (rc)
-        return rc;
-    rc = mm_store_write_run(st, &rec, m, run_id, err);
+    if (rc == 0)
+        rc = mm_store_write_run(st, &rec, m, run_id, err);
     mm_store_close(st);
+    free(text);
     return rc;
 }
 
@@ -427,6 +429,8 @@ int mm_cli_run(int argc, char **argv)
     if (trace)
         mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
     return rc;
 }
 
@@ -464,6 +468,13 @@ int main(int argc, char **argv)
         if (argc < 3) {
             fputs(usage_main, stdout);
             return 0;
+        }
+        if (!strcmp(argv[2], "scenario")) { /* the key table's own listing */
+            char *text = mm_scenario_help_text();
+            if (text)
+                fputs(text, stdout);
+            free(text);
+            return text ? 0 : 1;
         }
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             if (!strcmp(argv[2], commands[i].name)) {
