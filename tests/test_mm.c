@@ -16,14 +16,21 @@
 #include "run/sim_internal.h"
 #include "workload/batch.h"
 
-static void load(mm_sim *sim, const char *const *sets, int n)
+/* A sim of the built-in scenario with sets; the scenario it borrows is
+ * the caller's to free (done() frees both). */
+static void load(mm_sim *sim, mm_scenario *sc, const char *const *sets, int n)
 {
-    static mm_scenario sc;
     mm_err err;
-    int rc = mm_scenario_load(&sc, NULL, sets, n, &err);
+    int rc = mm_scenario_load(sc, NULL, sets, n, &err);
     ck_assert_msg(rc == 0, "%s: %s", err.key, err.msg);
-    rc = mm_sim_prepare(sim, &sc, &err);
+    rc = mm_sim_prepare(sim, sc, &err);
     ck_assert_msg(rc == 0, "%s: %s", err.key, err.msg);
+}
+
+static void done(mm_sim *sim, mm_scenario *sc)
+{
+    mm_sim_free(sim);
+    mm_scenario_free(sc);
 }
 
 static void run(const mm_sim *sim, mm_metrics *m, mm_sim_timeline *tl)
@@ -62,7 +69,8 @@ START_TEST(colocated_ranks_encode_their_own_samples)
                           "parallel.placement=colocated", "train.global_batch=2",
                           "workload=tests/data/mm/unequal.csv", "iterations=1"};
     mm_sim sim;
-    load(&sim, sets, 8);
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 8);
     mm_metrics m;
     mm_sim_timeline tl;
     run(&sim, &m, &tl);
@@ -82,7 +90,7 @@ START_TEST(colocated_ranks_encode_their_own_samples)
     ck_assert(fabs(m.iters[0].encoder_load_imbalance - want) < 1e-12);
     mm_metrics_free(&m);
     mm_sim_timeline_free(&tl);
-    mm_sim_free(&sim);
+    done(&sim, &sc_sim);
 }
 END_TEST
 
@@ -126,9 +134,10 @@ START_TEST(llava_stage1_and_stage2)
                           "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}", "train.seq_len=2048",
                           "train.frozen=[vision, llm]"};
     mm_sim s1, s2;
-    load(&s1, base, 9);
+    mm_scenario sc_s1 = {0}, sc_s2 = {0};
+    load(&s1, &sc_s1, base, 9);
     base[8] = "train.frozen=[vision]";
-    load(&s2, base, 9);
+    load(&s2, &sc_s2, base, 9);
     mm_metrics m1, m2;
     mm_sim_timeline t1, t2;
     run(&s1, &m1, &t1);
@@ -169,8 +178,8 @@ START_TEST(llava_stage1_and_stage2)
     mm_metrics_free(&m2);
     mm_sim_timeline_free(&t1);
     mm_sim_timeline_free(&t2);
-    mm_sim_free(&s1);
-    mm_sim_free(&s2);
+    done(&s1, &sc_s1);
+    done(&s2, &sc_s2);
 }
 END_TEST
 
@@ -222,9 +231,10 @@ START_TEST(padding_in_a_run)
                           "train.recompute=full",
                           "train.padding=none"};
     mm_sim a, b;
-    load(&a, sets, 11);
+    mm_scenario sc_a = {0}, sc_b = {0};
+    load(&a, &sc_a, sets, 11);
     sets[10] = "train.padding=longest";
-    load(&b, sets, 11);
+    load(&b, &sc_b, sets, 11);
     mm_metrics ma, mb;
     run(&a, &ma, NULL);
     run(&b, &mb, NULL);
@@ -234,9 +244,9 @@ START_TEST(padding_in_a_run)
     ck_assert(fabs(ma.tokens_per_s * ma.iteration_time_s - mb.tokens_per_s * mb.iteration_time_s) < 1e-6 * ma.tokens_per_s);
     mm_metrics_free(&ma);
     mm_metrics_free(&mb);
-    mm_sim_free(&a);
-    mm_sim_free(&b);
-    mm_scenario sc;
+    done(&a, &sc_a);
+    done(&b, &sc_b);
+    mm_scenario sc = {0};
     mm_err err;
     const char *bad[] = {"train.padding=left"};
     ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad, 1, &err), -MM_EINPUT);
@@ -254,7 +264,8 @@ START_TEST(oom_in_the_iteration_that_does_not_fit)
     const char *sets[] = {"workload=tests/data/mm/small-then-big.csv", "train.global_batch=16", "iterations=1",
                           "train.memory_reserve_gib=50"};
     mm_sim sim;
-    load(&sim, sets, 4);
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 4);
     mm_metrics m;
     run(&sim, &m, NULL);
     ck_assert(!m.oom);
@@ -262,9 +273,9 @@ START_TEST(oom_in_the_iteration_that_does_not_fit)
     ck_assert_msg(m.peak_memory_gib < cap, "%.2f", m.peak_memory_gib);
     double first = m.iters[0].peak_memory_gib;
     mm_metrics_free(&m);
-    mm_sim_free(&sim);
+    done(&sim, &sc_sim);
     sets[2] = "iterations=2";
-    load(&sim, sets, 4);
+    load(&sim, &sc_sim, sets, 4);
     run(&sim, &m, NULL);
     ck_assert(m.oom);
     ck_assert_int_eq(m.oom_at.iteration, 1);
@@ -273,7 +284,7 @@ START_TEST(oom_in_the_iteration_that_does_not_fit)
     ck_assert(m.oom_at.need_gib > first);
     ck_assert(isnan(m.iteration_time_s));
     mm_metrics_free(&m);
-    mm_sim_free(&sim);
+    done(&sim, &sc_sim);
 }
 END_TEST
 
@@ -283,7 +294,8 @@ START_TEST(memory_follows_the_mix)
 {
     const char *sets[] = {"workload=tests/data/mm/small-then-big.csv", "train.global_batch=16", "iterations=2"};
     mm_sim sim;
-    load(&sim, sets, 3);
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 3);
     mm_metrics m;
     run(&sim, &m, NULL);
     ck_assert(!m.oom);
@@ -291,7 +303,7 @@ START_TEST(memory_follows_the_mix)
     ck_assert(fabs(m.peak_memory_gib - fmax(m.iters[0].peak_memory_gib, m.iters[1].peak_memory_gib)) < 1e-12);
     ck_assert(m.peak_memory_bound_gib >= m.peak_memory_gib);
     mm_metrics_free(&m);
-    mm_sim_free(&sim);
+    done(&sim, &sc_sim);
 }
 END_TEST
 
@@ -314,7 +326,8 @@ START_TEST(placement_by_schedule_matrix)
                 const char *sets[] = {pl, sc, llm, vis, own ? "train.global_batch=12" : "train.global_batch=16",
                                       "iterations=1", w ? "workload=workloads/llava-ov-mix.yaml" : "seed=1"};
                 mm_sim sim;
-                load(&sim, sets, 7);
+                mm_scenario sc_sim = {0};
+                load(&sim, &sc_sim, sets, 7);
                 mm_metrics m;
                 mm_err err;
                 int rc = mm_sim_run(&sim, &m, NULL, &err);
@@ -324,7 +337,7 @@ START_TEST(placement_by_schedule_matrix)
                 if (!m.oom)
                     ck_assert(m.encoder_load_imbalance >= 1.0 - 1e-12);
                 mm_metrics_free(&m);
-                mm_sim_free(&sim);
+                done(&sim, &sc_sim);
             }
 }
 END_TEST
@@ -336,12 +349,13 @@ START_TEST(pipeline_placement_with_interleaving)
                           "parallel.vision={tp: 1, pp: 1, dp: 4}", "train.schedule=interleaved",
                           "train.global_batch=48", "iterations=1"};
     mm_sim sim;
-    load(&sim, sets, 6);
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 6);
     mm_metrics m;
     run(&sim, &m, NULL);
     ck_assert(!m.oom && m.iteration_time_s > 0);
     mm_metrics_free(&m);
-    mm_sim_free(&sim);
+    done(&sim, &sc_sim);
 }
 END_TEST
 
@@ -350,8 +364,9 @@ START_TEST(per_module_recompute)
 {
     const char *sets[] = {"train.recompute=none", "parallel.vision={tp: 1, pp: 1, dp: 16, recompute: full}"};
     mm_sim a, b;
-    load(&a, sets, 1);
-    load(&b, sets, 2);
+    mm_scenario sc_a = {0}, sc_b = {0};
+    load(&a, &sc_a, sets, 1);
+    load(&b, &sc_b, sets, 2);
     ck_assert_int_eq(mm_sim_recompute(&b, &b.enc[0].layout), MM_RECOMPUTE_FULL);
     ck_assert_int_eq(mm_sim_recompute(&b, &b.sc.parallel.llm), MM_RECOMPUTE_NONE);
     mm_enc_mb_cost ca, cb;
@@ -359,9 +374,9 @@ START_TEST(per_module_recompute)
     ck_assert_int_eq(mm_sim_enc_mb_cost(&a, &a.enc[0], 5, 1, &ca, &pa), 0);
     ck_assert_int_eq(mm_sim_enc_mb_cost(&b, &b.enc[0], 5, 1, &cb, &pb), 0);
     ck_assert(cb.bwd_s > ca.bwd_s && cb.recompute_flops > 0 && ca.recompute_flops == 0);
-    mm_sim_free(&a);
-    mm_sim_free(&b);
-    mm_scenario sc;
+    done(&a, &sc_a);
+    done(&b, &sc_b);
+    mm_scenario sc = {0};
     mm_err err;
     const char *bad[] = {"parallel.vision={tp: 1, pp: 1, dp: 16, recompute: most}"};
     ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad, 1, &err), -MM_EINPUT);
@@ -374,13 +389,13 @@ START_TEST(frozen_bad_input)
 {
     const char *bad[][1] = {{"train.frozen=[vison]"}, {"train.frozen=[vision, projector, llm]"}};
     for (int i = 0; i < 2; i++) {
-        mm_scenario sc;
+        mm_scenario sc = {0};
         mm_sim sim;
         mm_err err;
         ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad[i], 1, &err), 0);
         ck_assert_int_eq(mm_sim_prepare(&sim, &sc, &err), -MM_EINPUT);
         ck_assert_str_eq(err.key, "train.frozen");
-        mm_sim_free(&sim);
+        done(&sim, &sc);
     }
 }
 END_TEST
