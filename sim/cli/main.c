@@ -169,11 +169,15 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
     jnum("peak_memory_gib", m->peak_memory_gib, 0);
     if (sim->wl)
         jnum("peak_memory_bound_gib", m->peak_memory_bound_gib, 0);
-    if (m->oom && m->oom_at.iteration >= 0)
+    if (m->oom && m->oom_at.iteration >= 0) {
         printf("  \"oom_at\": {\"iteration\": %d, \"micro_batch\": %d, \"stage\": %d, \"replica\": %d, "
-               "\"need_gib\": %.6g, \"cap_gib\": %.6g},\n",
-               m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.stage, m->oom_at.replica, m->oom_at.need_gib,
-               m->oom_at.cap_gib);
+               "\"need_gib\": %.6g, \"cap_gib\": ",
+               m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.stage, m->oom_at.replica, m->oom_at.need_gib);
+        if (isfinite(m->oom_at.cap_gib)) /* NaN: a perturbed GPU's own capacity */
+            printf("%.6g},\n", m->oom_at.cap_gib);
+        else
+            printf("null},\n");
+    }
     if (sim->n_enc) /* issue 13: max / mean over encoder ranks, mean over iterations */
         jnum("encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance, 0);
     if (sim->sc.train.padding)
@@ -279,10 +283,16 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     if (m->oom) {
         printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
                m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
-        if (m->oom_at.iteration >= 0)
+        if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
             printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
                    m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
                    m->oom_at.need_gib, m->oom_at.cap_gib);
+        else if (m->oom_at.iteration >= 0 && isfinite(m->oom_at.cap_gib))
+            printf("  in iteration %d: a GPU of the encoder's own needs %.2f GiB of %.2f\n", m->oom_at.iteration,
+                   m->oom_at.need_gib, m->oom_at.cap_gib);
+        else if (m->oom_at.iteration >= 0)
+            printf("  in iteration %d: %.2f GiB on a GPU with less HBM (node group or hbm perturbation)\n",
+                   m->oom_at.iteration, m->oom_at.need_gib);
         printf("\n  stage   memory (GiB)\n");
         for (int s = 0; s < m->n_stages; s++)
             printf("  %5d %12.2f\n", s, m->stages[s].memory_gib);

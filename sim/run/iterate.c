@@ -324,6 +324,13 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         int dm = mm_sim_data_memory(sim, spec, wi, it, mt, &mt->iters[it]);
         if (dm)
             return dm < 0 ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model") : 1;
+        if (capacity_oom(sim, spec, mt)) { /* a GPU with less HBM (node group, hbm perturbation) */
+            mt->oom_at.iteration = it;
+            mt->oom_at.micro_batch = mt->oom_at.stage = mt->oom_at.replica = -1;
+            mt->oom_at.need_gib = mt->peak_memory_gib;
+            mt->oom_at.cap_gib = NAN;
+            return 1;
+        }
     }
     mm_graph g;
     if (mm_build_iteration(spec, &g, err))
