@@ -288,6 +288,25 @@ START_TEST(oom_in_the_iteration_that_does_not_fit)
 }
 END_TEST
 
+/* A GPU with a fifth of its HBM (an hbm perturbation) does not hold the
+ * first drawn batch: OOM in iteration 0, the capacity left to that GPU. */
+START_TEST(oom_on_a_smaller_gpu)
+{
+    const char *sets[] = {"workload=tests/data/mm/small-then-big.csv", "train.global_batch=16", "iterations=2",
+                          "perturb=[{kind: hbm, gpus: [3], capacity: 0.2}]"};
+    mm_sim sim;
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 4);
+    mm_metrics m;
+    run(&sim, &m, NULL);
+    ck_assert(m.oom);
+    ck_assert_int_eq(m.oom_at.iteration, 0);
+    ck_assert(m.oom_at.need_gib > 0.2 * 80e9 / MM_GIB - 2);
+    mm_metrics_free(&m);
+    done(&sim, &sc_sim);
+}
+END_TEST
+
 /* Image-heavy data holds more memory than text-heavy data (the peak follows
  * the samples, not the model's maxima). */
 START_TEST(memory_follows_the_mix)
@@ -425,6 +444,7 @@ static Suite *suite(void)
     tcase_add_test(t, padding_in_a_run);
     tcase_add_test(t, oom_in_the_iteration_that_does_not_fit);
     tcase_add_test(t, memory_follows_the_mix);
+    tcase_add_test(t, oom_on_a_smaller_gpu);
     tcase_add_test(t, placement_by_schedule_matrix);
     tcase_add_test(t, pipeline_placement_with_interleaving);
     tcase_add_test(t, per_module_recompute);
