@@ -52,6 +52,11 @@ typedef struct mm_sim {
     mm_workload *wl;
     mm_token_model tm;
     char workload_path[512];
+    /* Optional, set by the caller after mm_sim_prepare (which clears it):
+     * called after each simulated iteration, so that a long run can show
+     * its progress (mmsim run draws it on a terminal).  NULL: none. */
+    void (*progress)(int done, int total, void *ctx);
+    void *progress_ctx;
 } mm_sim;
 
 /* Frees what mm_sim_prepare allocated (the workload); the struct itself is
