@@ -61,7 +61,8 @@ static int count_ops(const mm_graph *g, int module, int cat)
 /* Two GPUs, LLM dp 2, a colocated encoder of dp 2: sample 0 (5 tiles) on
  * GPU 0, sample 1 (1 tile) on GPU 1.  Each GPU's encoder time is its own
  * sample's cost (the cost bridge's, for 5 and 1 tiles), not half of the
- * batch's; encoder_load_imbalance = 2 c5 / (c5 + c1). */
+ * batch's; encoder_load_imbalance = 2 c5 / (c5 + c1), and the slowest
+ * rank works (c5 - c1) / 2 longer than the mean. */
 START_TEST(colocated_ranks_encode_their_own_samples)
 {
     const char *sets[] = {"cluster.topology=tests/data/mm/two-gpu.yaml", "cluster.nodes=1",
@@ -88,6 +89,8 @@ START_TEST(colocated_ranks_encode_their_own_samples)
     double want = 2 * (c5.fwd_s + c5.bwd_s) / (c5.fwd_s + c5.bwd_s + c1.fwd_s + c1.bwd_s);
     ck_assert_msg(fabs(m.encoder_load_imbalance - want) < 1e-12, "%.12f vs %.12f", m.encoder_load_imbalance, want);
     ck_assert(fabs(m.iters[0].encoder_load_imbalance - want) < 1e-12);
+    double excess = (c5.fwd_s + c5.bwd_s - c1.fwd_s - c1.bwd_s) / 2; /* max - mean of two */
+    ck_assert(fabs(m.encoder_excess_s - excess) < 1e-12);
     mm_metrics_free(&m);
     mm_sim_timeline_free(&tl);
     done(&sim, &sc_sim);

@@ -182,6 +182,8 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
     }
     if (sim->n_enc) /* issue 13: max / mean over encoder ranks, mean over iterations */
         jnum("encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance, 0);
+    if (sim->n_enc)
+        jnum("encoder_excess_s", m->oom ? NAN : m->encoder_excess_s, 0);
     if (sim->sc.train.padding)
         jnum("padded_fraction", m->oom ? NAN : m->padded_fraction, 0);
     printf("  \"oom\": %s,\n", m->oom ? "true" : "false");
@@ -316,8 +318,8 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
                mm_batching_names[sc->batching], imb, spread);
     }
     if (sim->n_enc)
-        printf("  encoder load       %10.3f max/mean over encoder ranks (mean over iterations)\n",
-               m->encoder_load_imbalance);
+        printf("  encoder load       %10.3f max/mean over encoder ranks; the slowest %.4f s above the mean\n",
+               m->encoder_load_imbalance, m->encoder_excess_s);
     if (sc->train.padding)
         printf("  padding            %s: %.1f %% of the LLM's tokens are padding\n",
                mm_padding_names[sc->train.padding], 100 * m->padded_fraction);

@@ -78,20 +78,23 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
     return 0;
 }
 
-static double max_over_mean(const double *v, int n)
+/* what = 0: max / mean; 1: max - mean */
+static double max_vs_mean(const double *v, int n, int what)
 {
     double mx = 0, sum = 0;
     for (int k = 0; k < n; k++) {
         mx = fmax(mx, v[k]);
         sum += v[k];
     }
+    if (what)
+        return mx - sum / n;
     return sum > 0 ? mx / (sum / n) : 1.0;
 }
 
-double mm_sim_enc_imbalance(const mm_build_spec *spec)
+static double enc_rank_stat(const mm_build_spec *spec, int what)
 {
     if (spec->n_enc < 1)
-        return 1.0;
+        return what ? 0.0 : 1.0;
     const mm_enc_spec *e = &spec->enc[0];
     int n = e->placement == MM_ENC_COLOCATED && e->ranks ? e->n_ranks
             : e->placement == MM_ENC_HOMOGENEOUS || e->placement == MM_ENC_COLOCATED ? spec->dp
@@ -112,7 +115,11 @@ double mm_sim_enc_imbalance(const mm_build_spec *spec)
                 t[by_llm ? d : (j * spec->dp + d) % n] += c->fwd_s + c->bwd_s;
             }
     }
-    double r = max_over_mean(t, n);
+    double r = max_vs_mean(t, n, what);
     free(t);
     return r;
 }
+
+double mm_sim_enc_imbalance(const mm_build_spec *spec) { return enc_rank_stat(spec, 0); }
+
+double mm_sim_enc_excess_s(const mm_build_spec *spec) { return enc_rank_stat(spec, 1); }

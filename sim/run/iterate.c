@@ -304,7 +304,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
     mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
     mt->bubble_fraction = mt->exposed_comm_s = NAN;
-    mt->encoder_load_imbalance = mt->padded_fraction = NAN;
+    mt->encoder_load_imbalance = mt->padded_fraction = mt->encoder_excess_s = NAN;
     for (int s = 0; s < mt->n_stages; s++)
         mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
 }
@@ -357,6 +357,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         im->samples = (double)sc->train.global_batch;
         im->load_imbalance = sim->wl && wi->load_mean > 0 ? wi->load_max / wi->load_mean : 1.0;
         im->encoder_load_imbalance = spec->n_enc ? mm_sim_enc_imbalance(spec) : NAN;
+        im->encoder_excess_s = spec->n_enc ? mm_sim_enc_excess_s(spec) : NAN;
         im->padded_fraction = sim->wl ? (wi->padded_tokens > 0 ? 1.0 - wi->tokens / wi->padded_tokens : 0)
                                       : 1.0 - sim->seq / mm_sim_cost_seq(sim);
         if (!sim->wl)
@@ -402,9 +403,10 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
     int P = sc->parallel.llm.pp, iters = sc->iterations;
     int gpus = mm_cluster_gpus(&sim->cluster);
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
-    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, padded = 0;
+    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
     for (int i = 0; i < iters; i++) {
         eli += mt->iters[i].encoder_load_imbalance;
+        exs += mt->iters[i].encoder_excess_s;
         padded += mt->iters[i].tokens / (1.0 - mt->iters[i].padded_fraction);
         T += mt->iters[i].time_s;
         bub += mt->iters[i].bubble_fraction;
@@ -442,6 +444,7 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
     mt->encoder_load_imbalance = eli / iters; /* NAN without an encoder */
+    mt->encoder_excess_s = exs / iters;
     mt->padded_fraction = padded > 0 ? 1.0 - tok / padded : 0;
     mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_metrics_memory() */
     mt->gpus = gpus;

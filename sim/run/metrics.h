@@ -30,6 +30,9 @@ typedef struct mm_iter_metrics {
                                       an encoder) */
     double padded_fraction; /* padding tokens / tokens the LLM ran on */
     double peak_memory_gib; /* the largest GPU's peak in this iteration */
+    double encoder_excess_s; /* the slowest encoder rank's compute minus the
+                                ranks' mean: what the imbalance costs when
+                                the others wait for it (colocated) */
 } mm_iter_metrics;
 
 /* Per pipeline stage, averaged over iterations and over the DP replicas. */
@@ -65,6 +68,7 @@ typedef struct mm_metrics {
     double peak_memory_bound_gib;  /* workload file: the early check's bound
                                       (every micro-batch its largest sample) */
     double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
+    double encoder_excess_s;       /* mean over iterations */
     double padded_fraction;        /* over all iterations' tokens */
     bool oom;
     /* memory that follows the data: where a drawn batch first did not fit

@@ -80,6 +80,9 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
  * first encoder: colocated ranks, homogeneous DP replicas (their first
  * stage), pipeline/disjoint replicas (their tasks).  1 without encoders. */
 double mm_sim_enc_imbalance(const mm_build_spec *spec);
+/* The same ranks' max minus mean compute seconds: how much longer the
+ * slowest encoder rank works than an even split would (0 without one). */
+double mm_sim_enc_excess_s(const mm_build_spec *spec);
 
 /* costs.c: LLM tokens per sample the costs run on: train.seq_len under
  * padding max_length for a fixed or text workload, else sim->seq. */
