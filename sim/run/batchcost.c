@@ -16,6 +16,7 @@ typedef struct cost_ctx {
     double enc_per_input;     /* seconds per tile/frame, whole encoder, F + B */
     double llm_a, llm_b;      /* seconds per token and per token^2 (attention), F + B */
     bool shared;              /* the encoder runs on the LLM's GPUs */
+    bool audio;               /* the (first) encoder is an audio encoder: clips */
 } cost_ctx;
 
 /* A sample's encoder and LLM seconds.  The balancers minimize the largest
@@ -27,7 +28,7 @@ static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ct
 {
     const cost_ctx *c = ctx;
     double t = (double)mm_sample_llm_tokens(smp, tm);
-    *enc = c->enc_per_input * (double)(smp->tiles + smp->frames);
+    *enc = c->enc_per_input * (c->audio ? (double)mm_sample_audio_clips(smp, tm) : (double)(smp->tiles + smp->frames));
     *llm = c->llm_a * t + c->llm_b * t * t;
     if (c->shared) {
         *llm += *enc;
@@ -86,8 +87,7 @@ static int enc_bins(const mm_sim *sim, mm_build_spec *spec, const mm_batch_plan 
                 mm_enc_mb_cost projc;
                 rc = mm_sim_enc_mb_cost_split(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
                                        &params, &projc);
-                if (i == 0)
-                    w->mb_inputs[(size_t)r * m + (k - ef[r])] = inputs;
+                w->mb_inputs[(size_t)i * dp * m + (size_t)r * m + (k - ef[r])] = inputs;
                 mm_mb_cost *first = &w->mb[(size_t)r * m + (k - ef[r])]; /* virtual stage 0 */
                 first->fwd_s += projc.fwd_s;
                 first->bwd_s += projc.bwd_s;
@@ -157,6 +157,7 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
     cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
+    cc.audio = sim->n_enc && !strcmp(sim->enc[0].name, "audio");
     if (sim->n_enc) { /* a tile (or a clip, for an audio-only model) */
         mm_enc_mb_cost one;
         double params;
@@ -193,7 +194,7 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     free(w->mb_T), free(w->mb_S), free(w->mb_inputs);
     w->mb_T = calloc((size_t)dp * m + 1, sizeof *w->mb_T);
     w->mb_S = calloc((size_t)dp * m + 1, sizeof *w->mb_S);
-    w->mb_inputs = calloc((size_t)dp * m + 1, sizeof *w->mb_inputs);
+    w->mb_inputs = calloc((size_t)(sim->n_enc ? sim->n_enc : 1) * dp * m + 1, sizeof *w->mb_inputs);
     if (!w->mb_T || !w->mb_S || !w->mb_inputs) {
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");

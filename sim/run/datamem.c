@@ -8,8 +8,9 @@
  * model states and the largest micro-batch's transients is the stage's
  * memory.  A colocated encoder holds its own samples' activations from
  * its forward until its backward at the end of the iteration, so they
- * stand on top for the whole schedule.  Encoders on their own GPUs hold
- * their pipeline's depth of micro-batches, the largest of the iteration.
+ * stand on top for the whole schedule (a second colocated encoder: an even
+ * share of its inputs).  Encoders on their own GPUs hold their pipeline's
+ * depth of micro-batches, the largest of the iteration.
  * Known limits: zero-bubble's deferred W passes keep some tensors past B,
  * counted as freed at B (ZB-H1's peak equals 1F1B's, Qi et al. 2024);
  * allocator fragmentation is the reserve's job.
@@ -49,27 +50,42 @@ static int enc_mem_of(const mm_sim *sim, const mm_build_spec *spec, int i, enc_m
     return 0;
 }
 
-/* Activations of micro-batch (d, j) on virtual stage vs. */
-static double mb_act(const mm_sim *sim, const mm_mem_config *vc, const wl_iter *w, int vs, size_t idx,
-                     double enc_per_input)
+/* One iteration's memory walk: the LLM's per virtual stage configuration
+ * and each encoder's bytes. */
+typedef struct dm {
+    const mm_sim *sim;
+    const mm_build_spec *spec;
+    const wl_iter *w;
+    mm_mem_config vc;
+    enc_mem em[MM_MAX_ENCODERS];
+    bool homog, coloc;
+} dm;
+
+/* Activations of micro-batch (d, j) (idx = d m + j) on virtual stage vs:
+ * the LLM's, and on a homogeneous first stage every encoder's. */
+static double mb_act(const dm *x, int vs, size_t idx)
 {
-    double a = mm_mem_llm_mb_activations(&sim->llm, vc, vs, w->mb_T[idx], w->mb_S[idx]);
-    return a + (vs == 0 ? enc_per_input * w->mb_inputs[idx] : 0);
+    const wl_iter *w = x->w;
+    double a = mm_mem_llm_mb_activations(&x->sim->llm, &x->vc, vs, w->mb_T[idx], w->mb_S[idx]);
+    size_t per = (size_t)x->spec->dp * w->m;
+    for (int i = 0; x->homog && vs == 0 && i < x->sim->n_enc; i++)
+        a += x->em[i].per_input * w->mb_inputs[i * per + idx];
+    return a;
 }
 
 /* One stage's peak on replica d: returns the bytes, *at the micro-batch
  * whose forward made it. */
-static double stage_peak(const mm_sim *sim, const mm_build_spec *spec, const mm_mem_config *vc, const wl_iter *w,
-                         int s, int d, double enc_per_input, const mm_sched_step *steps, int n, int *at)
+static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, int n, int *at)
 {
+    const mm_build_spec *spec = x->spec;
     double cur = 0, peak = 0;
     *at = -1;
     for (int k = 0; k < n; k++) {
         if (steps[k].pass == MM_PASS_W)
             continue;
         int vs = steps[k].chunk * spec->pp + s;
-        size_t idx = (size_t)d * w->m + steps[k].mb;
-        double a = mb_act(sim, vc, w, vs, idx, enc_per_input);
+        size_t idx = (size_t)d * x->w->m + steps[k].mb;
+        double a = mb_act(x, vs, idx);
         cur += steps[k].pass == MM_PASS_F ? a : -a;
         if (cur > peak) {
             peak = cur;
@@ -95,20 +111,46 @@ static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const w
     return x;
 }
 
-/* A colocated encoder's activations on simulated rank (d, s): the most
- * loaded encoder rank among its GPUs, for the whole iteration. */
-static double coloc_act(const mm_build_spec *spec, const mm_enc_spec *es, const wl_iter *w, const enc_mem *em,
-                        int d, int s)
+/* Colocated encoders' activations on simulated rank (d, s): for the first
+ * encoder the most loaded of its ranks among the rank's GPUs (their own
+ * samples), for another one an even share of the iteration's inputs (its
+ * ranks' samples are not tracked); held for the whole iteration. */
+static double coloc_act(const dm *x, int d, int s)
 {
-    double mx = 0;
-    int off = mm_build_gpu(spec, 0, 0, 0, 0) - 0;
+    const mm_build_spec *spec = x->spec;
+    const wl_iter *w = x->w;
+    double mx = 0, total = 0;
+    int off = mm_build_gpu(spec, 0, 0, 0, 0);
+    const mm_enc_spec *es = &spec->enc[0];
     for (int c = 0; c < (spec->cp > 0 ? spec->cp : 1); c++)
         for (int t = 0; t < spec->tp; t++) {
             int k = (mm_build_gpu(spec, t, c, d, s) - off) / es->tp;
-            double x = w->enc_rank_inputs && k < es->n_ranks ? w->enc_rank_inputs[k] : 0;
-            mx = fmax(mx, x * em->per_input + (x > 0 ? em->transient : 0));
+            double in = w->enc_rank_inputs && k < es->n_ranks ? w->enc_rank_inputs[k] : 0;
+            mx = fmax(mx, in * x->em[0].per_input + (in > 0 ? x->em[0].transient : 0));
         }
-    return mx;
+    size_t per = (size_t)spec->dp * w->m;
+    int G = mm_build_gpus(spec);
+    for (int i = 1; i < x->sim->n_enc; i++) {
+        double sum = 0;
+        for (size_t k = 0; k < per; k++)
+            sum += w->mb_inputs[i * per + k];
+        double in = sum / (G / spec->enc[i].tp);
+        total += in * x->em[i].per_input + (in > 0 ? x->em[i].transient : 0);
+    }
+    return mx + total;
+}
+
+/* An encoder on its own GPUs: its pipeline's depth (or its queue) of the
+ * iteration's largest micro-batches.  Bytes on one of its GPUs. */
+static double own_gpu_need(const dm *x, int i)
+{
+    const mm_enc_spec *es = &x->spec->enc[i];
+    size_t per = (size_t)x->spec->dp * x->w->m;
+    double mx = 0;
+    for (size_t k = 0; k < per; k++)
+        mx = fmax(mx, x->w->mb_inputs[i * per + k]);
+    int flight = es->placement == MM_ENC_PIPELINE ? es->pp + x->spec->pp : es->buffer + 1;
+    return x->em[i].states + flight * mx * x->em[i].per_input + mx * x->em[i].transient;
 }
 
 int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
@@ -117,18 +159,21 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     const mm_scenario *sc = &sim->sc;
     int P = spec->pp, V = P * spec->vpp;
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
-    mm_mem_config c, vc;
+    mm_mem_config c;
     mm_sim_llm_mem_config(sim, &c);
-    vc = c; /* per virtual stage: pp * vpp stages of layers / V */
-    vc.pp = V;
-    vc.vpp = 1;
+    dm x = {.sim = sim, .spec = spec, .w = w, .vc = c};
+    x.vc.pp = V; /* per virtual stage: pp * vpp stages of layers / V */
+    x.vc.vpp = 1;
     if (spec->vpp > 1)
-        vc.layers_per_stage = NULL;
-    enc_mem em = {0};
-    const mm_enc_spec *es = sim->n_enc ? &spec->enc[0] : NULL;
-    if (es && enc_mem_of(sim, spec, 0, &em))
-        return -1;
-    bool homog = es && es->placement == MM_ENC_HOMOGENEOUS, coloc = es && es->placement == MM_ENC_COLOCATED;
+        x.vc.layers_per_stage = NULL;
+    double enc_states = 0;
+    for (int i = 0; i < sim->n_enc; i++) {
+        if (enc_mem_of(sim, spec, i, &x.em[i]))
+            return -1;
+        enc_states += x.em[i].states;
+    }
+    x.homog = sim->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
+    x.coloc = sim->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
     mm_sched_step *steps = malloc((size_t)mm_schedule_len(spec->schedule, spec->m, spec->vpp) * sizeof *steps);
     if (!steps)
         return -1;
@@ -142,14 +187,12 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
             return -1;
         }
         double states = r.weights + r.grads + r.optimizer, worst = 0;
-        if (homog && s == 0)
-            states += em.states;
-        if (coloc)
-            states += em.states;
+        if ((x.homog && s == 0) || x.coloc)
+            states += enc_states;
         for (int d = 0; d < spec->dp; d++) {
             int at;
-            double need = states + stage_peak(sim, spec, &vc, w, s, d, homog ? em.per_input : 0, steps, n, &at) +
-                          stage_transient(sim, &c, w, s, d) + (coloc ? coloc_act(spec, es, w, &em, d, s) : 0);
+            double need = states + stage_peak(&x, s, d, steps, n, &at) + stage_transient(sim, &c, w, s, d) +
+                          (x.coloc ? coloc_act(&x, d, s) : 0);
             worst = fmax(worst, need);
             if (need > cap && !oom) {
                 oom = 1;
@@ -161,12 +204,8 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
         im->peak_memory_gib = fmax(im->peak_memory_gib, worst / MM_GIB);
     }
     free(steps);
-    if (es && !homog && !coloc) { /* its own GPUs: its depth of the largest micro-batches */
-        double mx = 0;
-        for (size_t k = 0; k < (size_t)spec->dp * w->m; k++)
-            mx = fmax(mx, w->mb_inputs[k]);
-        int flight = es->placement == MM_ENC_PIPELINE ? es->pp + P : es->buffer + 1;
-        double need = em.states + flight * mx * em.per_input + mx * em.transient;
+    for (int i = 0; i < sim->n_enc && !x.homog && !x.coloc; i++) {
+        double need = own_gpu_need(&x, i);
         im->peak_memory_gib = fmax(im->peak_memory_gib, need / MM_GIB);
         if (need > cap && !oom) {
             oom = 1;

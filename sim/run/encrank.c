@@ -52,21 +52,22 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
         for (int t = 0; t < plan->bins[g].n; t++)
             llm_of[plan->bins[g].idx[t]] = plan->bins[g].rank;
     /* embeddings per visual token as the encoder hands them over */
-    bool llm_side = sim->sc.parallel.projector_on_llm;
+    bool llm_side = sim->sc.parallel.projector_on_llm, audio = !strcmp(e->name, "audio");
     double per_tok = 2.0 * (double)(llm_side ? e->proj->in : sim->llm.hidden);
     for (int q = 0; q < K && rc == 0; q++) {
         const mm_bin *bn = &plan->enc_rank_bins[q];
         int k = perm[q];
         mm_enc_mb_cost c, projc;
-        double params;
-        rc = mm_sim_enc_mb_cost_split(sim, e, (double)(bn->tiles + bn->frames), spec->enc[i].tp, &c, &params, &projc);
-        w->enc_rank_inputs[k] = (double)(bn->tiles + bn->frames);
+        double params, inputs = audio ? (double)bn->audio_clips : (double)(bn->tiles + bn->frames);
+        rc = mm_sim_enc_mb_cost_split(sim, e, inputs, spec->enc[i].tp, &c, &params, &projc);
+        w->enc_rank_inputs[k] = inputs;
         w->enc_ranks[k] = (mm_enc_rank_cost){.fwd_s = c.fwd_s, .bwd_s = c.bwd_s, .fwd_flops = c.fwd_flops,
                                              .bwd_flops = c.bwd_flops, .recompute_flops = c.recompute_flops};
         for (int t = 0; t < bn->n; t++) {
             const mm_sample *s = &samples[bn->idx[t]];
-            double vis = (double)(mm_sample_mm_tokens(s, &sim->tm) - mm_sample_audio_tokens(s, &sim->tm));
-            w->pair_bytes[(size_t)k * dp + llm_of[bn->idx[t]]] += vis * per_tok;
+            double aud = (double)mm_sample_audio_tokens(s, &sim->tm);
+            double tok = audio ? aud : (double)mm_sample_mm_tokens(s, &sim->tm) - aud;
+            w->pair_bytes[(size_t)k * dp + llm_of[bn->idx[t]]] += tok * per_tok;
         }
     }
     free(perm), free(llm_of);

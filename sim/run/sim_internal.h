@@ -61,8 +61,8 @@ typedef struct wl_iter {
     mm_enc_rank_cost *enc_ranks;
     double *pair_bytes;
     /* per (replica d, micro-batch j), d*m + j: the LLM tokens (T, at the
-     * padded length) and sum of squares (S) it runs on, and the vision
-     * and audio inputs its encoders hold, for memory that follows the data */
+     * padded length) and sum of squares (S) it runs on, and (i dp m + d m
+     * + j) encoder i's inputs, for memory that follows the data */
     double *mb_T, *mb_S, *mb_inputs;
     double *enc_rank_inputs;  /* colocated: tiles + frames per encoder rank (GPU order) */
     int m;                    /* micro-batches per replica this iteration */
