@@ -364,6 +364,25 @@ START_TEST(placement_by_schedule_matrix)
 }
 END_TEST
 
+/* An audio-only model's colocated encoder: its ranks count their own
+ * clips (the audio mix's samples have 0-2 of them, so the ranks differ). */
+START_TEST(colocated_audio_ranks)
+{
+    const char *sets[] = {"model=models/qwen2-audio-like-7b.yaml", "workload=workloads/audio-mix.yaml",
+                          "parallel.placement=colocated", "parallel.audio={tp: 1, pp: 1, dp: 16}",
+                          "train.global_batch=48", "iterations=2"};
+    mm_sim sim;
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 6);
+    mm_metrics m;
+    run(&sim, &m, NULL);
+    ck_assert(!m.oom);
+    ck_assert_msg(m.encoder_load_imbalance > 1.01 && m.encoder_excess_s > 0, "%.4f", m.encoder_load_imbalance);
+    mm_metrics_free(&m);
+    done(&sim, &sc_sim);
+}
+END_TEST
+
 /* The deadlock: pipeline placement, an interleaved LLM. */
 START_TEST(pipeline_placement_with_interleaving)
 {
@@ -450,6 +469,7 @@ static Suite *suite(void)
     tcase_add_test(t, oom_on_a_smaller_gpu);
     tcase_add_test(t, placement_by_schedule_matrix);
     tcase_add_test(t, pipeline_placement_with_interleaving);
+    tcase_add_test(t, colocated_audio_ranks);
     tcase_add_test(t, per_module_recompute);
     tcase_add_test(t, frozen_bad_input);
     tcase_add_test(t, plan_goes_on);
