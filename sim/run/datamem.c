@@ -35,7 +35,7 @@ static int enc_mem_of(const mm_sim *sim, const mm_build_spec *spec, int i, enc_m
     const mm_scenario *sc = &sim->sc;
     const mm_sim_encoder *e = &sim->enc[i];
     const mm_enc_spec *es = &spec->enc[i];
-    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero, rc = mm_sim_recompute(sim, &e->layout);
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero, rc = mm_sim_mem_recompute_of(sim, &e->layout);
     bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                                                  : e->layout.sp);
     int edp = es->placement == MM_ENC_HOMOGENEOUS ? spec->dp : es->dp;

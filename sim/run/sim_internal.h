@@ -19,6 +19,9 @@ int mm_sim_check_workload(mm_sim *sim, mm_err *err);
 /* costs.c: a module's recompute mode: parallel.<module>.recompute when
  * given, else train.recompute (mm_recompute). */
 int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
+/* The same as the memory model keeps it (mm_sim_mem_recompute, sim.h: a
+ * fused attention kernel never stores the scores) for one module. */
+int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay);
 
 /* costs.c: a frozen LLM (sim->llm_frozen) keeps its forward and its
  * input-gradient pass; its weight-gradient pass, gradients and optimizer
