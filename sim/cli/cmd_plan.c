@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/report.h"
 #include "cli/cli.h"
 #include "mmsim_config.h"
 #include "plan/planner.h"
@@ -89,187 +90,6 @@ static int parse_placements(const char *v, unsigned *mask)
 
 
 
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.9g", v);
-    else
-        printf("null");
-}
-
-/* The kind of a pruning reason: the key it names, or "memory" for OOM. */
-static void reason_kind(const char *r, char *out, size_t len)
-{
-    const char *k = r ? strstr(r, "key '") : NULL;
-    if (r && !strncmp(r, "OOM", 3)) {
-        snprintf(out, len, "memory (OOM)");
-    } else if (k) {
-        k += 5;
-        const char *e = strchr(k, '\'');
-        snprintf(out, len, "%.*s", e ? (int)(e - k) : (int)strlen(k), k);
-    } else {
-        snprintf(out, len, "other");
-    }
-}
-
-typedef struct reason_count {
-    char kind[64];
-    size_t n;
-} reason_count;
-
-static int cmp_count(const void *a, const void *b)
-{
-    const reason_count *x = a, *y = b;
-    if (x->n != y->n)
-        return x->n > y->n ? -1 : 1;
-    return strcmp(x->kind, y->kind);
-}
-
-static int count_reasons(const mm_plan *p, reason_count *rc, int cap)
-{
-    int n = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->c[i].status != MM_CAND_PRUNED)
-            continue;
-        char kind[64];
-        reason_kind(p->c[i].reason, kind, sizeof kind);
-        int j = 0;
-        while (j < n && strcmp(rc[j].kind, kind))
-            j++;
-        if (j == n) {
-            if (n == cap)
-                continue;
-            snprintf(rc[n].kind, sizeof rc[n].kind, "%s", kind);
-            rc[n++].n = 0;
-        }
-        rc[j].n++;
-    }
-    qsort(rc, (size_t)n, sizeof *rc, cmp_count);
-    return n;
-}
-
-/* Simulated time of the next simulated candidate over this one's, - 1. */
-static double margin(const mm_plan *p, size_t i)
-{
-    if (p->c[i].status != MM_CAND_SIMULATED || i + 1 >= p->n || p->c[i + 1].status != MM_CAND_SIMULATED)
-        return NAN;
-    return p->c[i + 1].sim_s / p->c[i].sim_s - 1;
-}
-
-static void print_dims(const char *name, const mm_plan_dims *d, int llm)
-{
-    printf("\"%s\": {\"tp\": %d, \"pp\": %d, ", name, d->tp, d->pp);
-    if (llm)
-        printf("\"vpp\": %d, \"cp\": %d, ", d->vpp, d->cp);
-    printf("\"dp\": %d", d->dp);
-    if (llm)
-        printf(", \"ep\": %d", d->ep);
-    printf("}");
-}
-
-static void print_cand_json(const mm_plan *p, size_t i)
-{
-    const mm_plan_cand *c = &p->c[i];
-    printf("    {\"rank\": ");
-    if (c->rank)
-        printf("%d", c->rank);
-    else
-        printf("null");
-    printf(", \"candidate\": %d, \"status\": \"%s\", \"layout\": ", c->index, mm_cand_status_names[c->status]);
-    mm_cli_json_string(c->layout);
-    printf(", \"placement\": ");
-    if (c->placement >= 0)
-        mm_cli_json_string(mm_placement_names[c->placement]);
-    else
-        printf("null");
-    printf(", \"encoder_gpus\": %d, ", c->enc_gpus);
-    print_dims("llm", &c->llm, 1);
-    printf(", ");
-    if (c->placement >= 0 && c->placement != MM_PLACE_HOMOGENEOUS)
-        print_dims("vision", &c->vision, 0);
-    else
-        printf("\"vision\": null");
-    printf(", \"micro_batch\": %d, \"micro_batches\": ", c->micro_batch);
-    if (c->micro_batches)
-        printf("%d", c->micro_batches);
-    else
-        printf("null");
-    printf(", \"recompute\": \"%s\", \"zero\": %d, \"schedule\": \"%s\"", mm_recompute_names[c->recompute], c->zero,
-           mm_schedule_names[c->schedule]);
-    printf(", \"estimate_s\": ");
-    json_num(c->est_s);
-    printf(", \"estimate_tflops_per_gpu\": ");
-    json_num(c->est_tflops);
-    printf(", \"iteration_time_s\": ");
-    json_num(c->sim_s);
-    printf(", \"tokens_per_s\": ");
-    json_num(c->sim_tokens_s);
-    printf(", \"tflops_per_gpu\": ");
-    json_num(c->status == MM_CAND_SIMULATED ? c->sim_tflops : NAN);
-    printf(", \"mfu\": ");
-    json_num(c->status == MM_CAND_SIMULATED ? c->sim_mfu : NAN);
-    printf(", \"peak_memory_gib\": ");
-    json_num(c->status == MM_CAND_SIMULATED ? c->sim_mem_gib : c->mem_gib);
-    printf(", \"margin\": ");
-    json_num(margin(p, i));
-    printf(", \"run_id\": ");
-    if (c->run_id > 0)
-        printf("%lld", (long long)c->run_id);
-    else
-        printf("null");
-    printf(", \"reason\": ");
-    if (c->reason)
-        mm_cli_json_string(c->reason);
-    else
-        printf("null");
-    char sets[1024];
-    mm_plan_cand_sets_json(c, sets, sizeof sets);
-    printf(", \"sets\": %s}", sets);
-}
-
-static void print_json(const mm_plan *p, const char *db, int all)
-{
-    printf("{\n  \"mmsim_version\": \"%s\",\n  \"scenario\": ", MMSIM_VERSION);
-    mm_cli_json_string(p->base_source);
-    printf(",\n  \"model\": ");
-    mm_cli_json_string(p->model);
-    printf(",\n  \"gpus\": %d,\n  \"nodes\": %d,\n  \"gpus_per_node\": %d,\n  \"has_encoder\": %s,\n"
-           "  \"top_k\": %d,\n  \"iterations\": %d,\n  \"db\": ",
-           p->gpus, p->nodes, p->gpus_per_node, p->has_encoder ? "true" : "false", p->top_k, p->iterations);
-    if (db)
-        mm_cli_json_string(db);
-    else
-        printf("null");
-    printf(",\n  \"plan_id\": ");
-    if (p->plan_id > 0)
-        printf("%lld", (long long)p->plan_id);
-    else
-        printf("null");
-    printf(",\n  \"candidates\": %zu,\n  \"pruned\": %zu,\n  \"oom\": %zu,\n  \"estimated\": %zu,\n"
-           "  \"simulated\": %zu,\n  \"failed\": %zu,\n",
-           p->n, p->pruned, p->oom, p->estimated, p->simulated, p->failed);
-    printf("  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ", p->estimate_s);
-    json_num(p->estimate_s > 0 ? (double)p->n / p->estimate_s : NAN);
-    printf(",\n  \"simulate_wall_s\": %.6f,\n  \"wall_s\": %.6f,\n  \"pruned_by\": [", p->simulate_s, p->wall_s);
-    reason_count rc[64];
-    int nr = count_reasons(p, rc, 64);
-    for (int i = 0; i < nr; i++) {
-        printf("%s{\"reason\": ", i ? ", " : "");
-        mm_cli_json_string(rc[i].kind);
-        printf(", \"count\": %zu}", rc[i].n);
-    }
-    printf("],\n  \"ranked\": [");
-    size_t shown = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        const mm_plan_cand *c = &p->c[i];
-        if (!all && c->status != MM_CAND_SIMULATED)
-            continue;
-        printf("%s\n", shown++ ? "," : "");
-        print_cand_json(p, i);
-    }
-    printf("%s]\n}\n", shown ? "\n  " : "");
-}
-
 static void print_table(const mm_plan *p, const char *db)
 {
     printf("mmsim %s: plan for %s on %d GPUs (%d nodes x %d), scenario %s\n", MMSIM_VERSION, p->model, p->gpus,
@@ -280,8 +100,8 @@ static void print_table(const mm_plan *p, const char *db)
            p->failed);
     printf("  host time: pre-scoring %.2f s (%.0f candidates/s), event-level %.2f s, total %.2f s\n",
            p->estimate_s, p->estimate_s > 0 ? (double)p->n / p->estimate_s : 0.0, p->simulate_s, p->wall_s);
-    reason_count rc[64];
-    int nr = count_reasons(p, rc, 64);
+    mm_reason_count rc[64];
+    int nr = mm_plan_count_reasons(p, rc, 64);
     if (nr) {
         printf("  pruned by:");
         for (int i = 0; i < nr && i < 8; i++)
@@ -302,7 +122,7 @@ static void print_table(const mm_plan *p, const char *db)
             printf("  %4s  %-*s %8.3f  failed: %s\n", "-", w, c->layout, c->est_s, c->reason ? c->reason : "");
             continue;
         }
-        double mg = margin(p, i);
+        double mg = mm_plan_margin(p, i);
         char mgs[16] = "";
         if (isfinite(mg))
             snprintf(mgs, sizeof mgs, "%+.1f%%", 100 * mg);
@@ -391,7 +211,7 @@ int mm_cli_plan(int argc, char **argv)
     if (mm_plan_run(&o, &p, &err))
         return mm_cli_fail(&err);
     if (json)
-        print_json(&p, o.db, all);
+        mm_report_plan_json(stdout, &p, o.db, all);
     else
         print_table(&p, o.db);
     mm_plan_free(&p);

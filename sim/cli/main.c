@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "api/report.h"
 #include "cli/cli.h"
 #include "mmsim_config.h"
 #include "run/sim.h"
@@ -125,90 +126,6 @@ static int bad_usage(const char *what, const char *arg)
 {
     fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help run)\n", what, arg);
     return 2;
-}
-
-/* JSON number, or null for NaN/inf. */
-static void jnum(const char *key, double v, int last)
-{
-    if (isfinite(v))
-        printf("  \"%s\": %.17g%s\n", key, v, last ? "" : ",");
-    else
-        printf("  \"%s\": null%s\n", key, last ? "" : ",");
-}
-
-static void jstr(const char *key, const char *v)
-{
-    printf("  \"%s\": ", key);
-    mm_cli_json_string(v);
-    printf(",\n");
-}
-
-static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
-{
-    printf("{\n");
-    jstr("mmsim_version", MMSIM_VERSION);
-    jstr("scenario", sim->sc.source);
-    jstr("model", sim->llm.name);
-    jstr("topology", sim->cluster.name);
-    if (run_id > 0) {
-        jstr("db", db);
-        printf("  \"run_id\": %lld,\n", (long long)run_id);
-    }
-    jnum("iteration_time_s", m->oom ? NAN : m->iteration_time_s, 0);
-    jnum("iteration_time_p50_s", m->oom ? NAN : m->iteration_time_p50_s, 0);
-    jnum("iteration_time_p99_s", m->oom ? NAN : m->iteration_time_p99_s, 0);
-    jnum("tokens_per_s", m->tokens_per_s, 0);
-    jnum("samples_per_s", m->samples_per_s, 0);
-    jnum("mfu", m->mfu, 0);
-    jnum("hfu", m->hfu, 0);
-    jnum("tflops_per_gpu", m->tflops_per_gpu, 0);
-    jnum("hw_tflops_per_gpu", m->hw_tflops_per_gpu, 0);
-    jnum("bubble_fraction", m->bubble_fraction, 0);
-    jnum("exposed_comm_s", m->exposed_comm_s, 0);
-    jnum("peak_memory_gib", m->peak_memory_gib, 0);
-    printf("  \"oom\": %s,\n", m->oom ? "true" : "false");
-    printf("  \"gpus\": %d,\n", m->gpus);
-    printf("  \"micro_batches\": %d,\n", sim->micro_batches);
-    printf("  \"events\": %llu,\n", (unsigned long long)m->events);
-    printf("  \"stages\": [");
-    for (int s = 0; s < m->n_stages; s++) {
-        const mm_stage_metrics *st = &m->stages[s];
-        printf("%s{\"stage\": %d", s ? ", " : "", s);
-        const char *names[] = {"busy_s", "idle_s", "bubble_s", "comm_s", "memory_gib"};
-        const double vals[] = {st->busy_s, st->idle_s, st->bubble_s, st->comm_s, st->memory_gib};
-        for (int k = 0; k < 5; k++) {
-            if (isfinite(vals[k]))
-                printf(", \"%s\": %.9g", names[k], vals[k]);
-            else
-                printf(", \"%s\": null", names[k]);
-        }
-        printf("}");
-    }
-    printf("],\n");
-    printf("  \"modules\": [");
-    for (int i = 0; i < m->n_modules; i++) {
-        const mm_module_metrics *md = &m->modules[i];
-        printf("%s{\"name\": \"%s\", \"gpus\": %d, \"compute_s\": ", i ? ", " : "", md->name, md->gpus);
-        if (isfinite(md->compute_s) && !m->oom)
-            printf("%.9g", md->compute_s);
-        else
-            printf("null");
-        printf(", \"memory_gib\": ");
-        if (isfinite(md->memory_gib))
-            printf("%.9g}", md->memory_gib);
-        else
-            printf("null}");
-    }
-    printf("],\n");
-    printf("  \"critical_path\": [");
-    for (int i = 0; i < m->crit.n; i++) {
-        const mm_crit_entry *e = &m->crit.e[i];
-        printf("%s{\"rank\": %d, \"stage\": %d, \"what\": \"%s\", \"seconds\": %.9g, \"share\": %.6g, \"ops\": %d}",
-               i ? ", " : "", e->rank, e->stage, e->what, e->seconds, e->share, e->ops);
-    }
-    printf("],\n");
-    jnum("wall_s", m->wall_s, 1);
-    printf("}\n");
 }
 
 /* The critical path by kind of work, then its largest entries by rank. */
@@ -396,7 +313,7 @@ int mm_cli_run(int argc, char **argv)
         rc = mm_cli_fail(&err);
     if (rc == 0) {
         if (json)
-            print_json(&sim, &m, run_id, db);
+            mm_report_run_json(stdout, &sim, &m, run_id, db);
         else
             print_summary(&sim, &m, run_id, db);
     }

@@ -6,20 +6,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/report.h"
 #include "cli/cli.h"
 
 void mm_cli_json_string(const char *s)
 {
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
+    mm_json_string(stdout, s);
 }
 
 void mm_cli_make_parent(const char *path)

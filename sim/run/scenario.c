@@ -1011,18 +1011,18 @@ static int apply_set(loader *ld, const char *set, mm_err *err)
 
 /* ---- public ------------------------------------------------------------- */
 
-int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
-                     int n_sets, mm_err *err)
+/* Loads the file `path`, or else the YAML `text` under the name `name`. */
+static int load_any(mm_scenario *sc, const char *path, const char *name, const char *text,
+                    const char *const *sets, int n_sets, mm_err *err)
 {
     mm_err e;
     mm_err_clear(&e);
     memset(sc, 0, sizeof *sc);
-    copy_trunc(sc->source, sizeof sc->source, path ? path : "<default>");
+    copy_trunc(sc->source, sizeof sc->source, path ? path : name);
     set_defaults(sc);
 
     loader ld = {.sc = sc};
-    int rc = path ? mm_doc_load_file(&ld.doc, path, &e)
-                  : mm_doc_load_string(&ld.doc, sc->source, mm_scenario_default_yaml, &e);
+    int rc = path ? mm_doc_load_file(&ld.doc, path, &e) : mm_doc_load_string(&ld.doc, sc->source, text, &e);
     for (int i = 0; !rc && i < n_sets; i++)
         rc = apply_set(&ld, sets[i], &e);
     if (!rc)
@@ -1032,6 +1032,18 @@ int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
     if (rc && err)
         *err = e;
     return rc;
+}
+
+int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
+                     int n_sets, mm_err *err)
+{
+    return load_any(sc, path, "<default>", mm_scenario_default_yaml, sets, n_sets, err);
+}
+
+int mm_scenario_load_text(mm_scenario *sc, const char *name, const char *text, const char *const *sets,
+                          int n_sets, mm_err *err)
+{
+    return load_any(sc, NULL, name ? name : "<text>", text, sets, n_sets, err);
 }
 
 int mm_scenario_fail(const mm_scenario *sc, mm_err *err, const char *key,

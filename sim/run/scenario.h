@@ -127,6 +127,12 @@ extern const char mm_scenario_default_yaml[];
 int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
                      int n_sets, mm_err *err);
 
+/* The same from YAML text held in memory (the C API's scenarios); errors
+ * name `name` (NULL: "<text>") as the file.  Relative paths in it resolve
+ * against the current folder, then the data folders. */
+int mm_scenario_load_text(mm_scenario *sc, const char *name, const char *text, const char *const *sets,
+                          int n_sets, mm_err *err);
+
 /* Fills err for a rule broken by the value of `key`, naming where that key was
  * set (its file and line, or the scenario file with line 0 when it was a
  * default).  Returns -MM_EINPUT. */
