@@ -32,36 +32,37 @@ int mm_cli_model(int argc, char **argv)
     int n_sets = 0;
     bool json = false;
     long long seq = 0, images = 1;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--set") || !strcmp(a, "--seq") || !strcmp(a, "--images")) {
-            if (i + 1 >= argc)
-                return bad_arg("missing value after", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--set")) {
-                if (n_sets == MAX_SETS)
-                    return bad_arg("too many --set options at", v);
-                sets[n_sets++] = v;
-            } else {
-                char *end;
-                long long x = strtoll(v, &end, 10);
-                if (*end || x < (a[2] == 's' ? 1 : 0) || x > (1LL << 30))
-                    return bad_arg(a[2] == 's' ? "--seq needs a positive integer, got" : "--images needs an integer >= 0, got", v);
-                if (a[2] == 's')
-                    seq = x;
-                else
-                    images = x;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg("unknown option", a);
-        } else if (!path) {
-            path = a;
-        } else {
-            return bad_arg("more than one model given; extra", a);
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},      {"json", no_argument, NULL, 'J'},
+        {"set", required_argument, NULL, 's'}, {"seq", required_argument, NULL, 'S'},
+        {"images", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+    int c, x;
+    while ((c = mm_cli_getopt(argc, argv, "hs:", longopts)) != -1) {
+        switch (c) {
+        case 'h': return mm_cli_help("model");
+        case 'J': json = true; break;
+        case 's':
+            if (n_sets == MAX_SETS)
+                return bad_arg("too many --set options at", optarg);
+            sets[n_sets++] = optarg;
+            break;
+        case 'S':
+            if (mm_cli_int("model", "--seq", optarg, 1, 1L << 30, &x))
+                return 2;
+            seq = x;
+            break;
+        case 'i':
+            if (mm_cli_int("model", "--images", optarg, 0, 1L << 30, &x))
+                return 2;
+            images = x;
+            break;
+        default: return 2;
         }
     }
+    if (optind < argc)
+        path = argv[optind++];
+    if (optind < argc)
+        return bad_arg("more than one model given; extra", argv[optind]);
     if (!path) {
         fprintf(stderr, "mmsim: <cli>: missing MODEL (see mmsim help model)\n");
         return 2;

@@ -43,7 +43,11 @@ const char mm_cli_plan_usage[] =
     "  --placement L    encoder placements to try, comma-separated (default all:\n"
     "                   pipeline,colocated,disjoint,homogeneous)\n"
     "  --max-pp N       largest LLM pipeline depth tried (default 32)\n"
-    "  --set KEY=VALUE  scenario override, as for mmsim run\n";
+    "  -s, --set KEY=VALUE  scenario override, as for mmsim run\n"
+    "  -q, --quiet      only the best layout and its time, on one line\n"
+    "  -v, --verbose    also every candidate with its status and reason\n"
+    "\n"
+    "A status line is drawn on stderr while it plans, when stderr is a terminal.\n";
 
 static int bad_arg(const char *flag, const char *msg)
 {
@@ -148,58 +152,76 @@ static void print_table(const mm_plan *p, const char *db)
         printf("\n  stored as plan %lld in %s (tables plans, plan_candidates)\n", (long long)p->plan_id, db);
 }
 
+/* -q: the winner on one line. */
+static void print_best(const mm_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->c[i].rank == 1) {
+            const mm_plan_cand *c = &p->c[i];
+            printf("%s  %.6g s\n", c->layout, c->status == MM_CAND_SIMULATED ? c->sim_s : c->est_s);
+            return;
+        }
+    printf("no layout fits\n");
+}
+
+/* -v: every candidate with its status and, when pruned or failed, why. */
+static void print_all(const mm_plan *p)
+{
+    printf("\n  every candidate (enumeration index, status, layout, reason):\n");
+    for (size_t i = 0; i < p->n; i++) {
+        const mm_plan_cand *c = &p->c[i];
+        printf("  %5d %-9s %s%s%s\n", c->index, mm_cand_status_names[c->status], c->layout, c->reason ? "  " : "",
+               c->reason ? c->reason : "");
+    }
+}
+
 int mm_cli_plan(int argc, char **argv)
 {
     const char *sets[MAX_SETS];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     mm_plan_opts o = {.top_k = 8, .jobs = ncpu > 0 ? (int)ncpu : 1, .db = DEFAULT_DB, .version = MMSIM_VERSION};
-    int json = 0, all = 0, no_db = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(mm_cli_plan_usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--all")) {
-            all = 1;
-        } else if (!strcmp(a, "--no-db")) {
-            no_db = 1;
-        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--top") || !strcmp(a, "--iterations") ||
-                   !strcmp(a, "--jobs") || !strcmp(a, "--max-pp") || !strcmp(a, "--db") ||
-                   !strcmp(a, "--placement") || !strcmp(a, "--set")) {
-            if (i + 1 >= argc)
-                return bad_arg(a, "needs a value");
-            const char *v = argv[++i];
-            int rc = 0;
-            if (!strcmp(a, "--gpus"))
-                rc = parse_int(a, v, 1, 1 << 24, &o.gpus);
-            else if (!strcmp(a, "--top"))
-                rc = parse_int(a, v, 0, 100000, &o.top_k);
-            else if (!strcmp(a, "--iterations"))
-                rc = parse_int(a, v, 1, 1000000, &o.iterations);
-            else if (!strcmp(a, "--jobs"))
-                rc = parse_int(a, v, 1, 4096, &o.jobs);
-            else if (!strcmp(a, "--max-pp"))
-                rc = parse_int(a, v, 1, 4096, &o.max_pp);
-            else if (!strcmp(a, "--placement"))
-                rc = parse_placements(v, &o.placements);
-            else if (!strcmp(a, "--db"))
-                o.db = v;
-            else if (o.n_sets == MAX_SETS)
-                rc = bad_arg(a, "at most 256 overrides");
+    int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0;
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
+        {"all", no_argument, NULL, 'A'},           {"no-db", no_argument, NULL, 'N'},
+        {"gpus", required_argument, NULL, 'g'},    {"top", required_argument, NULL, 't'},
+        {"iterations", required_argument, NULL, 'i'}, {"jobs", required_argument, NULL, 'j'},
+        {"max-pp", required_argument, NULL, 'p'},  {"db", required_argument, NULL, 'd'},
+        {"placement", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 's'},
+        {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0}};
+    int c, rc = 0;
+    while (rc == 0 && (c = mm_cli_getopt(argc, argv, "hg:j:s:qv", longopts)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+        case 'h': return mm_cli_help("plan");
+        case 'J': json = 1; break;
+        case 'A': all = 1; break;
+        case 'N': no_db = 1; break;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        case 'g': rc = parse_int("--gpus", v, 1, 1 << 24, &o.gpus); break;
+        case 't': rc = parse_int("--top", v, 0, 100000, &o.top_k); break;
+        case 'i': rc = parse_int("--iterations", v, 1, 1000000, &o.iterations); break;
+        case 'j': rc = parse_int("--jobs", v, 1, 4096, &o.jobs); break;
+        case 'p': rc = parse_int("--max-pp", v, 1, 4096, &o.max_pp); break;
+        case 'P': rc = parse_placements(v, &o.placements); break;
+        case 'd': o.db = v; break;
+        case 's':
+            if (o.n_sets == MAX_SETS)
+                rc = bad_arg("--set", "at most 256 overrides");
             else
                 sets[o.n_sets++] = v;
-            if (rc)
-                return rc;
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg(a, "unknown option");
-        } else if (!o.scenario) {
-            o.scenario = a;
-        } else {
-            return bad_arg(a, "more than one scenario given");
+            break;
+        default: return 2;
         }
     }
+    if (rc)
+        return rc;
+    if (optind < argc)
+        o.scenario = argv[optind++];
+    if (optind < argc)
+        return bad_arg(argv[optind], "more than one scenario given");
     o.sets = sets;
     if (no_db)
         o.db = NULL;
@@ -208,12 +230,24 @@ int mm_cli_plan(int argc, char **argv)
     mm_err err;
     mm_err_clear(&err);
     mm_plan p;
-    if (mm_plan_run(&o, &p, &err))
+    /* a status line while it plans, on a terminal only (the planner has no
+     * progress callback: the line says what runs, not how far it is) */
+    bool progress = mm_cli_progress_ok(quiet);
+    if (progress)
+        fprintf(stderr, "mmsim: planning (enumerate, pre-score, simulate the best %d) ...", o.top_k);
+    int prc = mm_plan_run(&o, &p, &err);
+    if (progress)
+        fprintf(stderr, "\r\033[K");
+    if (prc)
         return mm_cli_fail(&err);
     if (json)
         mm_report_plan_json(stdout, &p, o.db, all);
+    else if (quiet)
+        print_best(&p);
     else
         print_table(&p, o.db);
+    if (verbose && !json)
+        print_all(&p);
     mm_plan_free(&p);
     return 0;
 }

@@ -94,39 +94,34 @@ static int stats(int argc, char **argv)
     const char *file = NULL, *model = NULL;
     int64_t samples = 0, seed = 1, tpt = -1, tpf = -1, max_tokens = 0;
     int json = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--model") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
-                   !strcmp(a, "--tokens-per-tile") || !strcmp(a, "--tokens-per-frame") ||
-                   !strcmp(a, "--max-tokens")) {
-            if (i + 1 >= argc)
-                return bad_arg("option needs a value:", a);
-            const char *v = argv[++i];
-            int bad = 0;
-            if (!strcmp(a, "--model"))
-                model = v;
-            else if (!strcmp(a, "--samples"))
-                bad = parse_i64(v, 1, 100000000, &samples);
-            else if (!strcmp(a, "--seed"))
-                bad = parse_i64(v, 0, INT64_MAX, &seed);
-            else if (!strcmp(a, "--tokens-per-tile"))
-                bad = parse_i64(v, 0, 1000000, &tpt);
-            else if (!strcmp(a, "--tokens-per-frame"))
-                bad = parse_i64(v, 0, 1000000, &tpf);
-            else
-                bad = parse_i64(v, 0, INT64_MAX, &max_tokens);
-            if (bad)
-                return bad_arg("bad value for", a);
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg("unknown option", a);
-        } else if (!file) {
-            file = a;
-        } else {
-            return bad_arg("more than one file given; extra", a);
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
+        {"model", required_argument, NULL, 'm'},   {"samples", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 's'},    {"tokens-per-tile", required_argument, NULL, 't'},
+        {"tokens-per-frame", required_argument, NULL, 'f'}, {"max-tokens", required_argument, NULL, 'x'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = mm_cli_getopt(argc, argv, "h", longopts)) != -1) {
+        const char *v = optarg, *flag = "";
+        int bad = 0;
+        switch (c) {
+        case 'h': return mm_cli_help("workload");
+        case 'J': json = 1; break;
+        case 'm': model = v; break;
+        case 'n': flag = "--samples", bad = parse_i64(v, 1, 100000000, &samples); break;
+        case 's': flag = "--seed", bad = parse_i64(v, 0, INT64_MAX, &seed); break;
+        case 't': flag = "--tokens-per-tile", bad = parse_i64(v, 0, 1000000, &tpt); break;
+        case 'f': flag = "--tokens-per-frame", bad = parse_i64(v, 0, 1000000, &tpf); break;
+        case 'x': flag = "--max-tokens", bad = parse_i64(v, 0, INT64_MAX, &max_tokens); break;
+        default: return 2;
         }
+        if (bad)
+            return bad_arg("bad value for", flag);
     }
+    if (optind < argc)
+        file = argv[optind++];
+    if (optind < argc)
+        return bad_arg("more than one file given; extra", argv[optind]);
     if (!file)
         return bad_arg("missing", "FILE");
 
@@ -249,21 +244,14 @@ out:
 
 int mm_cli_workload(int argc, char **argv)
 {
-    if (argc < 1)
+    /* argv[0] is "workload", argv[1] the subcommand */
+    if (argc < 2)
         return bad_arg("missing subcommand; expected", "stats");
-    if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        fputs(mm_cli_workload_usage, stdout);
-        return 0;
-    }
-    if (!strcmp(argv[0], "stats")) {
-        for (int i = 1; i < argc; i++)
-            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                fputs(mm_cli_workload_usage, stdout);
-                return 0;
-            }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+        return mm_cli_help("workload");
+    if (!strcmp(argv[1], "stats"))
         return stats(argc - 1, argv + 1);
-    }
-    return bad_arg("unknown workload subcommand", argv[0]);
+    return bad_arg("unknown workload subcommand", argv[1]);
 }
 
 const char mm_cli_workload_usage[] =

@@ -2,9 +2,13 @@
  * strings, the folder of an output file).  Not for: anything a program
  * embedding libmmsim needs. */
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/report.h"
 #include "cli/cli.h"
@@ -23,4 +27,55 @@ void mm_cli_make_parent(const char *path)
     snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return; /* the store's open reports the real error */
+}
+
+int mm_cli_bad(const char *cmd, const char *flag, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "mmsim: <cli>: key '%s': %s (see mmsim help %s)\n", flag, msg, cmd);
+    return 2;
+}
+
+int mm_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+    static char **scanning;
+    if (argv != scanning) {
+        scanning = argv;
+        optind = 0; /* glibc: a full restart of the scan */
+    }
+    char so[64];
+    snprintf(so, sizeof so, ":%s", shortopts); /* ':' reports a missing value apart */
+    opterr = 0;
+    int c = getopt_long(argc, argv, so, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* the option as the user wrote it, without "=value" */
+    char flag[128];
+    const char *w = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    if (optopt && c == '?' && !(w[0] == '-' && w[1] == '-'))
+        snprintf(flag, sizeof flag, "-%c", optopt);
+    else
+        snprintf(flag, sizeof flag, "%.*s", (int)strcspn(w, "="), w);
+    mm_cli_bad(argv[0], flag, c == ':' ? "needs a value" : "unknown option");
+    return '?';
+}
+
+int mm_cli_int(const char *cmd, const char *flag, const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < lo || n > hi || n > INT_MAX)
+        return mm_cli_bad(cmd, flag, "takes a whole number from %ld to %ld, not '%.60s'", lo, hi, v);
+    *out = (int)n;
+    return 0;
+}
+
+bool mm_cli_progress_ok(bool quiet)
+{
+    return !quiet && isatty(STDERR_FILENO);
 }
