@@ -276,11 +276,13 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
     int gpus = 0;
     if ((rc = cluster_gpus(sc, &gpus, err)))
         return rc;
-    int per = mg->tp * mg->pp * mg->cp;
+    /* the degrees as they stand after the user's --set */
+    const mm_module_layout *L = &sc->parallel.llm;
+    int per = L->tp * L->pp * L->cp;
     if (gpus % per)
         return mm_err_set(err, MM_EINPUT, o->megatron, 0, "--tensor-model-parallel-size",
                           "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
-                          mg->tp, mg->pp, mg->cp, per, gpus);
+                          L->tp, L->pp, L->cp, per, gpus);
     static char dp[64];
     snprintf(dp, sizeof dp, "parallel.llm.dp=%d", gpus / per);
     snprintf(mg->notes[mg->n_notes++ % MM_MG_MAX_NOTES], sizeof mg->notes[0],

@@ -321,19 +321,24 @@ static void note(mm_megatron *mg, const char *fmt, ...)
     va_end(ap);
 }
 
-/* An override, noted with the argument it came from. */
-static void set(mm_megatron *mg, const char *from, const char *key, const char *fmt, ...)
+/* An override, noted with the argument it came from (or, when that
+ * argument is absent, as Megatron-LM's default for it). */
+static void set(const reader *r, const char *from, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void set(mm_megatron *mg, const char *from, const char *key, const char *fmt, ...)
+static void set(const reader *r, const char *from, const char *key, const char *fmt, ...)
 {
     char v[120];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(v, sizeof v, fmt, ap);
     va_end(ap);
+    mm_megatron *mg = r->mg;
     if (mg->n_sets < MM_MG_MAX_SETS)
         snprintf(mg->sets[mg->n_sets++], sizeof mg->sets[0], "%s=%s", key, v);
-    note(mg, "%s -> %s: %s", from, key, v);
+    if (from[0] == '(' || has(r, from))
+        note(mg, "%s -> %s: %s", from, key, v);
+    else
+        note(mg, "(no %s: Megatron's default) -> %s: %s", from, key, v);
 }
 
 /* Walks the words: each option is looked up, its value taken, ignored and
@@ -506,7 +511,6 @@ static void write_json(const shape *m, char *out, size_t len)
 
 static int map_layout(reader *r, const shape *m, long tp)
 {
-    mm_megatron *mg = r->mg;
     int rc;
     long pp, cp, ep, vpl, vsr;
     if ((rc = get_long(r, "--pipeline-model-parallel-size", 1, 1, &pp)) ||
@@ -522,32 +526,28 @@ static int map_layout(reader *r, const shape *m, long tp)
                        vpl, pp, m->layers);
         vpp = m->layers / (pp * vpl);
     }
-    set(mg, "--tensor-model-parallel-size", "parallel.llm.tp", "%ld", tp);
-    set(mg, "--pipeline-model-parallel-size", "parallel.llm.pp", "%ld", pp);
-    set(mg, "--context-parallel-size", "parallel.llm.cp", "%ld", cp);
-    set(mg, "--expert-model-parallel-size", "parallel.llm.ep", "%ld", ep);
-    set(mg, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
+    set(r, "--tensor-model-parallel-size", "parallel.llm.tp", "%ld", tp);
+    set(r, "--pipeline-model-parallel-size", "parallel.llm.pp", "%ld", pp);
+    set(r, "--context-parallel-size", "parallel.llm.cp", "%ld", cp);
+    set(r, "--expert-model-parallel-size", "parallel.llm.ep", "%ld", ep);
+    set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
     /* Megatron runs the interleaved 1F1B schedule when there are virtual stages */
-    set(mg, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
-    mg->tp = (int)tp;
-    mg->pp = (int)pp;
-    mg->cp = (int)cp;
+    set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
     return 0;
 }
 
 static int map_precision(reader *r)
 {
-    mm_megatron *mg = r->mg;
     const char *fp8 = get_str(r, "--fp8-format", NULL);
     if (fp8 && strcmp(fp8, "e4m3") && strcmp(fp8, "hybrid"))
         return bad(r, "--fp8-format", "'%s' is not e4m3 or hybrid", fp8);
     if (fp8)
-        set(mg, "--fp8-format", "train.precision", "fp8");
+        set(r, "--fp8-format", "train.precision", "fp8");
     else if (has(r, "--bf16"))
-        set(mg, "--bf16", "train.precision", "bf16");
+        set(r, "--bf16", "train.precision", "bf16");
     else if (has(r, "--fp16"))
-        set(mg, "--fp16", "train.precision", "fp16");
+        set(r, "--fp16", "train.precision", "fp16");
     else
         return bad(r, "--bf16", "none of --bf16, --fp16, --fp8-format: Megatron-LM then trains in FP32, which mmsim "
                                 "does not model");
@@ -575,7 +575,8 @@ static int map_recompute(reader *r)
     } else if (meth) {
         return bad(r, "--recompute-method", "applies to --recompute-granularity full only");
     }
-    set(r->mg, has(r, "--recompute-granularity") ? "--recompute-granularity" : "--recompute-activations",
+    set(r, has(r, "--recompute-activations") && !has(r, "--recompute-granularity") ? "--recompute-activations"
+                                                                                 : "--recompute-granularity",
         "train.recompute", "%s", g);
     return 0;
 }
@@ -587,21 +588,21 @@ static int map_training(reader *r, const shape *m)
     long mbs, gbs;
     if ((rc = get_long(r, "--micro-batch-size", 1, 1, &mbs)) || (rc = get_long(r, "--global-batch-size", 1, 0, &gbs)))
         return rc;
-    set(mg, "--seq-length", "train.seq_len", "%ld", m->seq);
-    set(mg, "--micro-batch-size", "train.micro_batch", "%ld", mbs);
+    set(r, "--seq-length", "train.seq_len", "%ld", m->seq);
+    set(r, "--micro-batch-size", "train.micro_batch", "%ld", mbs);
     if (gbs)
-        set(mg, "--global-batch-size", "train.global_batch", "%ld", gbs);
+        set(r, "--global-batch-size", "train.global_batch", "%ld", gbs);
     else
         note(mg, "no --global-batch-size: the scenario's train.global_batch (Megatron's default is mbs x dp)");
     if ((rc = map_precision(r)) || (rc = map_recompute(r)))
         return rc;
-    set(mg, "--sequence-parallel", "train.sequence_parallel", "%s", has(r, "--sequence-parallel") ? "true" : "false");
-    set(mg, "--use-distributed-optimizer", "train.zero", "%d", has(r, "--use-distributed-optimizer") ? 1 : 0);
-    set(mg, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",
+    set(r, "--sequence-parallel", "train.sequence_parallel", "%s", has(r, "--sequence-parallel") ? "true" : "false");
+    set(r, "--use-distributed-optimizer", "train.zero", "%d", has(r, "--use-distributed-optimizer") ? 1 : 0);
+    set(r, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",
         has(r, "--overlap-grad-reduce") ? "true" : "false");
-    set(mg, "--overlap-param-gather", "train.overlap_param_gather", "%s",
+    set(r, "--overlap-param-gather", "train.overlap_param_gather", "%s",
         has(r, "--overlap-param-gather") ? "true" : "false");
-    set(mg, "--tp-comm-overlap", "train.tp_comm_overlap", "%s", has(r, "--tp-comm-overlap") ? "true" : "false");
+    set(r, "--tp-comm-overlap", "train.tp_comm_overlap", "%s", has(r, "--tp-comm-overlap") ? "true" : "false");
     const char *impl = get_str(r, "--transformer-impl", "transformer_engine");
     if (strcmp(impl, "transformer_engine") && strcmp(impl, "local"))
         return bad(r, "--transformer-impl", "'%s' is not transformer_engine or local", impl);
@@ -613,10 +614,10 @@ static int map_training(reader *r, const shape *m)
         return bad(r, "--attention-backend", "'%s' is not flash, fused, unfused, local or auto", be);
     bool unfused = !has(r, "--use-flash-attn") &&
                    (!strcmp(be, "unfused") || !strcmp(be, "local") || (mg->wants_local && !strcmp(be, "auto")));
-    set(mg, has(r, "--use-flash-attn") ? "--use-flash-attn" : has(r, "--attention-backend") ? "--attention-backend"
+    set(r, has(r, "--use-flash-attn") ? "--use-flash-attn" : has(r, "--attention-backend") ? "--attention-backend"
                                                                                             : "--transformer-impl",
         "train.attention", "%s", unfused ? "unfused" : "flash");
-    set(mg, "(text-only model)", "workload", "text");
+    set(r, "(text-only model)", "workload", "text");
     return 0;
 }
 
@@ -652,8 +653,14 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
         rc = map_layout(r, &m, tp);
     if (!rc)
         rc = map_training(r, &m);
-    if (!rc)
+    if (!rc) {
         write_json(&m, mg->model_json, sizeof mg->model_json);
+        note(mg, "model -> %s config.json: h %ld, %ld layers, %ld heads (%ld kv), ffn %ld%s, %ld positions, "
+                 "vocab %ld, %s%s",
+             m.rope ? "Llama-style (RoPE, RMSNorm)" : "GPT-2-style (learned positions, LayerNorm)", m.hidden,
+             m.layers, m.heads, m.groups, m.ffn, m.swiglu ? " SwiGLU" : " GeLU", m.maxpos, m.vocab,
+             m.untie ? "untied" : "tied", m.experts ? ", MoE" : "");
+    }
     free_words(&ws);
     free(r);
     return rc;

@@ -29,8 +29,6 @@ typedef struct mm_megatron {
      * "--fp16 -> train.precision: fp16", "--lr: ignored (optimizer ...)" */
     char notes[MM_MG_MAX_NOTES][192];
     int n_notes;
-    int tp, pp, cp;         /* for dp = GPUs / (tp pp cp) */
-    char dp_arg[64];        /* the argument that set the product (for messages) */
     /* --transformer-impl local: train.framework megatron-local, when the
      * scenario has that key; main.c checks */
     bool wants_local;
