@@ -314,6 +314,52 @@ START_TEST(cli_conventions)
 }
 END_TEST
 
+/* ---- the Perfetto trace ----------------------------------------------------------- */
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Flow arrows pair up (one per pipeline transfer, each "s" with its "f"),
+ * the module is a category, and the in-flight counter peaks at pp on the
+ * first stage under 1F1B (Narayanan et al. SC'21 Sec. 2.2: stage s holds
+ * min(pp - s, m) micro-batches). */
+START_TEST(trace_flows_and_counters)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    ck_assert_int_eq(run("run --no-db --trace %s --set model=models/llama-2-7b.json --set iterations=1 "
+                         "--set 'parallel.llm={tp: 2, pp: 4, dp: 2}' --set train.global_batch=16",
+                         path),
+                     0);
+    static char t[1 << 22];
+    mmx_slurp(path, t, sizeof t);
+    int s = count(t, "\"ph\":\"s\""), f = count(t, "\"ph\":\"f\""), pp = count(t, "\"cat\":\"pp,llm\"");
+    ck_assert_int_gt(pp, 0);
+    ck_assert_int_eq(s, pp);
+    ck_assert_int_eq(f, pp);
+    ck_assert_int_gt(count(t, "\"cat\":\"fwd,llm\""), 0);
+    ck_assert_int_gt(count(t, "\"name\":\"llm memory (GiB)\""), 0);
+    /* the peak of rank 0's (stage 0's) in-flight counter */
+    int peak = 0;
+    for (const char *p = t; (p = strstr(p, "\"micro-batches in flight\",\"ph\":\"C\",\"pid\":0,")); p++) {
+        const char *v = strstr(p, "\"llm\":");
+        if (v && atoi(v + 6) > peak)
+            peak = atoi(v + 6);
+    }
+    ck_assert_int_eq(peak, 4);
+    /* the multimodal default: encoder outputs flow into the LLM */
+    ck_assert_int_eq(run("run --no-db --trace %s --set iterations=1", path), 0);
+    mmx_slurp(path, t, sizeof t);
+    ck_assert_int_gt(count(t, "\"name\":\"encoder to llm\""), 0);
+    ck_assert_int_gt(count(t, "\"cat\":\"fwd,vision\""), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("interop");
@@ -325,6 +371,7 @@ int main(void)
     tcase_add_test(tc, megatron_refusals);
     tcase_add_test(tc, nccl_tests_format);
     tcase_add_test(tc, cli_conventions);
+    tcase_add_test(tc, trace_flows_and_counters);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

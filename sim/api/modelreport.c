@@ -11,6 +11,34 @@
 #include "hw/cluster.h"
 #include "model/memory.h"
 
+static const mm_mem_schedule sched_of[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
+                                           [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
+                                           [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
+
+/* The memory model's configuration for the scenario's LLM layout. */
+static mm_mem_config mem_config(const mm_scenario *sc)
+{
+    const mm_module_layout *L = &sc->parallel.llm;
+    return (mm_mem_config){
+        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
+        .sp = sc->train.sequence_parallel && L->tp > 1,
+        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
+        .recompute = (int)sc->train.recompute, .schedule = sched_of[sc->train.schedule],
+        .micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp)),
+        .micro_batch = (double)sc->train.micro_batch, .seq = (double)sc->train.seq_len,
+        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
+    };
+}
+
+int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
+                               double *in_flight)
+{
+    mm_mem_config c = mem_config(sc);
+    if (in_flight)
+        *in_flight = mm_mem_in_flight(c.schedule, stage, c.pp, c.vpp, c.micro_batches);
+    return mm_mem_llm_rank(llm, &c, stage, out);
+}
+
 /* Memory of each LLM stage (and of the vision encoder on its own GPUs)
  * under the scenario's layout. */
 static int llm_memory(const mm_model *m, const mm_scenario *sc, double cap, mm_model_report *r, mm_err *err)
@@ -22,22 +50,10 @@ static int llm_memory(const mm_model *m, const mm_scenario *sc, double cap, mm_m
     if (!L->n_layers_per_stage && m->llm.layers % L->pp)
         return mm_scenario_fail(sc, err, "parallel.llm.pp", "pp = %d does not divide the model's %lld layers", L->pp,
                                 (long long)m->llm.layers);
-    static const mm_mem_schedule sched[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
-                                            [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
-                                            [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
-    mm_mem_config c = {
-        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
-        .sp = sc->train.sequence_parallel && L->tp > 1,
-        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = (int)sc->train.recompute, .schedule = sched[sc->train.schedule],
-        .micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp)),
-        .micro_batch = (double)sc->train.micro_batch, .seq = (double)sc->train.seq_len,
-        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
-    };
     r->n_stages = L->pp;
     for (int k = 0; k < L->pp; k++) {
         mm_mem_rank mr;
-        if (mm_mem_llm_rank(&m->llm, &c, k, &mr))
+        if (mm_report_llm_stage_memory(&m->llm, sc, k, &mr, NULL))
             return mm_scenario_fail(sc, err, "parallel.llm", "layout outside the memory model");
         r->stage_gib[k] = mr.total / MM_GIB;
         if (mr.total > cap)
