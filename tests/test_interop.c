@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "mmsim_config.h"
 #include "mmsim_exe.h"
 
 static char dir[256], out[1 << 20], errtxt[1 << 16];
@@ -314,6 +317,35 @@ START_TEST(cli_conventions)
 }
 END_TEST
 
+/* ---- data files from any folder ------------------------------------------------------ */
+
+/* From a folder without models/ or topologies/, the relative paths of the
+ * default scenario resolve under $MMSIM_DATADIR (what meson install's
+ * share/mmsim gives an installed mmsim). */
+START_TEST(datadir_from_any_folder)
+{
+    const char *src = getenv("MMSIM_SRCDIR");
+    ck_assert_ptr_nonnull(src);
+    char prefix[1024];
+    snprintf(prefix, sizeof prefix, "cd %s && MMSIM_DATADIR=/nonexistent", dir);
+    if (access(MMSIM_DATADIR "/models", F_OK) != 0) { /* no installed copy to fall back on */
+        ck_assert_int_eq(mmx_run(dir, prefix, "run --no-db -q", out, sizeof out, errtxt, sizeof errtxt), 2);
+        ck_assert_ptr_nonnull(strstr(errtxt, "models/llava-ov-qwen2.5-7b.yaml"));
+    }
+    snprintf(prefix, sizeof prefix, "cd %s && MMSIM_DATADIR=%s", dir, src);
+    ck_assert_int_eq(mmx_run(dir, prefix, "run --no-db -q --set model=models/llama-2-7b.json", out, sizeof out,
+                             errtxt, sizeof errtxt),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "iteration_time_s "));
+    ck_assert_int_eq(mmx_run(dir, prefix, "collective --cluster=topologies/dgx-h100.yaml --op allreduce --min 1M --max 1M",
+                             out, sizeof out, errtxt, sizeof errtxt),
+                     0);
+    ck_assert_int_eq(mmx_run(dir, prefix, "model models/llama-2-7b.json --json", out, sizeof out, errtxt,
+                             sizeof errtxt),
+                     0);
+}
+END_TEST
+
 /* ---- the Perfetto trace ----------------------------------------------------------- */
 
 static int count(const char *hay, const char *needle)
@@ -372,6 +404,7 @@ int main(void)
     tcase_add_test(tc, nccl_tests_format);
     tcase_add_test(tc, cli_conventions);
     tcase_add_test(tc, trace_flows_and_counters);
+    tcase_add_test(tc, datadir_from_any_folder);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
