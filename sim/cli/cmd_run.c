@@ -242,18 +242,19 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
     int rc = mm_megatron_read(o->megatron, mg, err);
     if (rc)
         return rc;
-    if (mg->wants_local) {
-        /* train.framework comes with the frameworks issue; until the
-         * scenario has it, the local implementation cannot be told apart */
-        const char *probe[] = {"train.framework=megatron-local"};
-        if (mm_scenario_load(sc, NULL, probe, 1, NULL) == 0) {
-            snprintf(mg->sets[mg->n_sets++], sizeof mg->sets[0], "train.framework=megatron-local");
-            snprintf(mg->notes[mg->n_notes++], sizeof mg->notes[0], "--transformer-impl -> train.framework: megatron-local");
-        } else {
-            return mm_err_set(err, MM_EINPUT, o->megatron, 0, "--transformer-impl",
-                              "local: this mmsim has no train.framework key to model Megatron's local "
-                              "implementation apart from Transformer Engine; use transformer_engine");
-        }
+    /* train.framework comes with the frameworks issue: map onto it when
+     * this scenario format has it; until then Transformer Engine is the
+     * default and the local implementation cannot be told apart */
+    const char *probe[] = {"train.framework=megatron-core"};
+    bool has_framework = mm_scenario_load(sc, NULL, probe, 1, NULL) == 0;
+    if (has_framework) {
+        mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
+    } else if (mg->wants_local) {
+        return mm_err_set(err, MM_EINPUT, o->megatron, 0, "--transformer-impl",
+                          "local: this mmsim has no train.framework key to model Megatron's local "
+                          "implementation apart from Transformer Engine; use transformer_engine");
+    } else {
+        mm_megatron_note(mg, "--transformer-impl transformer_engine: the default framework (no train.framework key yet)");
     }
     char path[512];
     if (o->megatron_model) {
@@ -285,8 +286,9 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
                           L->tp, L->pp, L->cp, per, gpus);
     static char dp[64];
     snprintf(dp, sizeof dp, "parallel.llm.dp=%d", gpus / per);
-    snprintf(mg->notes[mg->n_notes++ % MM_MG_MAX_NOTES], sizeof mg->notes[0],
-             "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
+    char note[96];
+    snprintf(note, sizeof note, "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
+    mm_megatron_note(mg, note);
     memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)o->n_sets * sizeof *all);
     all[mg->n_sets] = dp;
     return mm_scenario_load(sc, o->scenario, all, n + 1, err);

@@ -683,3 +683,15 @@ int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
     mg->n_sets++;
     return 0;
 }
+
+void mm_megatron_add(mm_megatron *mg, const char *from, const char *key, const char *value)
+{
+    if (mg->n_sets < MM_MG_MAX_SETS)
+        snprintf(mg->sets[mg->n_sets++], sizeof mg->sets[0], "%s=%s", key, value);
+    note(mg, "%s -> %s: %s", from, key, value);
+}
+
+void mm_megatron_note(mm_megatron *mg, const char *text)
+{
+    note(mg, "%s", text);
+}

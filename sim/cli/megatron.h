@@ -38,6 +38,13 @@ typedef struct mm_megatron {
  * argument as key). */
 int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
 
+/* Adds an override "key=value" (with its note "from -> key: value"), as
+ * the reader does; for what main.c maps after reading (train.framework,
+ * dp).  Silently capped at MM_MG_MAX_SETS / MM_MG_MAX_NOTES. */
+void mm_megatron_add(mm_megatron *mg, const char *from, const char *key, const char *value);
+/* Adds a note only. */
+void mm_megatron_note(mm_megatron *mg, const char *text);
+
 /* Writes mg->model_json to out_path and appends "model=out_path" to the
  * overrides.  Returns 0 or -code. */
 int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err);
