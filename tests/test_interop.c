@@ -74,7 +74,7 @@ START_TEST(megatron_gpt3_175b)
                           "vocabulary padded 50257 -> 51200", "(world size 128 GPUs) -> parallel.llm.dp: 1"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
-    ck_assert_int_eq(run("model %s/gpt3.json --json", dir), 0);
+    ck_assert_int_eq(run("model %s/gpt3.json --seq 2048 --json", dir), 0);
     double l = 96, h = 12288, V = 51200, s = 2048;
     ck_assert_double_eq(jget(out, "params"), 12 * l * h * h + 13 * l * h + (V + s) * h + 2 * h);
     /* it runs: 128 GPUs, and tokens/s is tokens over the iteration time */
@@ -105,7 +105,7 @@ START_TEST(megatron_llama3_8b)
                           "dp: 16", "--rotary-base: ignored"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
-    ck_assert_int_eq(run("model %s/l3.json --json", dir), 0);
+    ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
     ck_assert_double_eq(jget(out, "params"), 8030261248.0);
 }
 END_TEST

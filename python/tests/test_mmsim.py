@@ -85,9 +85,9 @@ class SameNumbersAsCli(unittest.TestCase):
         self.assertEqual(without_wall(py) | {"scenario": ""}, without_wall(cli) | {"scenario": ""})
 
     def test_model(self):
-        py = mmsim.model("models/llama-2-7b.json", sets={"parallel.llm.tp": 8, "parallel.llm.dp": 2}, seq=2048)
-        cli = cli_json("model", "models/llama-2-7b.json", "--seq", "2048", "--set", "parallel.llm.tp=8",
-                       "--set", "parallel.llm.dp=2", "--json")
+        sets = {"parallel.llm": {"tp": 8, "pp": 1, "dp": 2}}
+        py = mmsim.model("models/llama-2-7b.json", sets=sets, seq=2048)
+        cli = cli_json("model", "models/llama-2-7b.json", "--seq", "2048", *cli_sets(sets), "--json")
         self.assertEqual(py, cli)
         self.assertEqual(py["params"], 6738415616)  # Llama-2-7B's published 6.74 B
 

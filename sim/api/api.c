@@ -23,6 +23,7 @@ struct mmsim {
     bool have_metrics;
     mm_metrics m;
     char *path;       /* the scenario file (NULL: default or text) */
+    char *text;       /* the scenario's YAML when opened from text */
     char **sets;      /* copies of the overrides, for the planner */
     int n_sets;
     mm_err err;
@@ -63,6 +64,11 @@ static mmsim *open_any(const char *path, const char *text, const char *name, con
         return h;
     }
     h->from_text = text != NULL;
+    if (text && !(h->text = strdup(text))) {
+        mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+        fail(h, -MM_EINTERNAL);
+        return h;
+    }
     int rc = text ? mm_scenario_load_text(&h->sc, name, text, (const char *const *)h->sets, n_sets, &h->err)
                   : mm_scenario_load(&h->sc, path, (const char *const *)h->sets, n_sets, &h->err);
     if (rc)
@@ -93,6 +99,7 @@ void mmsim_close(mmsim *h)
         free(h->sets[i]);
     free(h->sets);
     free(h->path);
+    free(h->text);
     free(h->run_json);
     free(h->plan_json);
     free(h->model_json);
@@ -264,9 +271,10 @@ const char *mmsim_plan_json(mmsim *h, int gpus, int top_k, int iterations, int a
     return h->plan_json;
 }
 
-static void write_model(FILE *f, const void *r, const void *sc)
+static void write_model(FILE *f, const void *r, const void *unused)
 {
-    mm_report_model_json(f, r, sc);
+    (void)unused;
+    mm_report_model_json(f, r);
 }
 
 const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long long images)
@@ -281,25 +289,18 @@ const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long lo
         fail(h, -MM_EINPUT);
         return NULL;
     }
-    /* the report sets train.seq_len: work on a copy of the scenario */
-    mm_scenario *sc = malloc(sizeof *sc);
+    /* the handle's scenario and overrides, then model= and seq, as
+     * `mmsim model MODEL --set ...` loads them */
     mm_model_report r;
-    memset(&r, 0, sizeof r);
-    if (!sc) {
-        mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
-        fail(h, -MM_EINTERNAL);
-        return NULL;
-    }
-    *sc = h->sc;
     const char *out = NULL;
-    if (mm_model_report_make(model, sc, seq, images, &r, &h->err)) {
+    if (mm_model_report_make(h->from_text ? h->sc.source : h->path, h->text, model, (const char *const *)h->sets,
+                             h->n_sets, seq, images, &r, &h->err)) {
         fail(h, -h->err.code);
     } else {
         free(h->model_json);
-        h->model_json = to_string(write_model, &r, sc);
+        h->model_json = to_string(write_model, &r, NULL);
         out = h->model_json;
     }
     mm_model_report_free(&r);
-    free(sc);
     return out;
 }

@@ -88,10 +88,12 @@ MMSIM_API double mmsim_stage_metric(const mmsim *h, int stage, const char *name)
  * file again for each candidate): MMSIM_EINPUT. */
 MMSIM_API const char *mmsim_plan_json(mmsim *h, int gpus, int top_k, int iterations, int all);
 
-/* Reports the model file `model` (HF config.json or model YAML) under this
- * scenario's layout, at seq tokens per sample (0: train.seq_len) and
- * `images` images per sample: the JSON of `mmsim model MODEL --json`, or
- * NULL on error. */
+/* Reports the model file `model` (HF config.json or model YAML) as
+ * `mmsim model MODEL --seq SEQ --images IMAGES --set ...` does: the
+ * handle's scenario and overrides, then model=MODEL and (seq > 0)
+ * train.seq_len=seq, prepared as `mmsim run` would (so a layout the model
+ * does not fit is an error naming the key); returns the JSON of
+ * `mmsim model --json`, or NULL on error. */
 MMSIM_API const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long long images);
 
 #ifdef __cplusplus

@@ -1,25 +1,26 @@
-/* modelreport.c - what `mmsim model` reports about a model file: parameters
- * per module, forward FLOPs per token, tile and sample, and per-GPU memory
- * under a scenario's layout (report.h).  The CLI's table and the JSON of
- * the CLI and the C API all read this one mm_model_report.
- * Not for: simulation (mmsim run) or the memory model itself (model/memory.c). */
+/* modelreport.c - what `mmsim model` reports about a model file (report.h):
+ * parameters per module and forward FLOPs (the model alone), then what
+ * `mmsim run` with the same --set uses for its layout: per-stage pass times
+ * and per-GPU memory from the cost bridge (run/costs.h), number for number.
+ * The CLI's table and the JSON of the CLI and of the C API all read this
+ * one mm_model_report; the trace's memory counter reads the memory model
+ * through mm_report_llm_stage_memory.
+ * Not for: simulation (mmsim run); any cost of its own (one source). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/report.h"
-#include "hw/cluster.h"
-#include "model/memory.h"
 
 static const mm_mem_schedule sched_of[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
                                            [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
                                            [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
 
-/* The memory model's configuration for the scenario's LLM layout. */
-static mm_mem_config mem_config(const mm_scenario *sc)
+int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
+                               double *in_flight)
 {
     const mm_module_layout *L = &sc->parallel.llm;
-    return (mm_mem_config){
+    mm_mem_config c = {
         .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
         .sp = sc->train.sequence_parallel && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
@@ -28,101 +29,13 @@ static mm_mem_config mem_config(const mm_scenario *sc)
         .micro_batch = (double)sc->train.micro_batch, .seq = (double)sc->train.seq_len,
         .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
-}
-
-int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
-                               double *in_flight)
-{
-    mm_mem_config c = mem_config(sc);
     if (in_flight)
         *in_flight = mm_mem_in_flight(c.schedule, stage, c.pp, c.vpp, c.micro_batches);
     return mm_mem_llm_rank(llm, &c, stage, out);
 }
 
-/* Memory of each LLM stage (and of the vision encoder on its own GPUs)
- * under the scenario's layout. */
-static int llm_memory(const mm_model *m, const mm_scenario *sc, double cap, mm_model_report *r, mm_err *err)
+static void model_flops(const mm_model *m, double s, long long images, mm_model_report *r)
 {
-    const mm_module_layout *L = &sc->parallel.llm;
-    if (sc->train.global_batch % (sc->train.micro_batch * L->dp))
-        return mm_scenario_fail(sc, err, "train.global_batch", "%lld is not divisible by micro_batch*dp = %lld*%d",
-                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->dp);
-    if (!L->n_layers_per_stage && m->llm.layers % L->pp)
-        return mm_scenario_fail(sc, err, "parallel.llm.pp", "pp = %d does not divide the model's %lld layers", L->pp,
-                                (long long)m->llm.layers);
-    r->n_stages = L->pp;
-    for (int k = 0; k < L->pp; k++) {
-        mm_mem_rank mr;
-        if (mm_report_llm_stage_memory(&m->llm, sc, k, &mr, NULL))
-            return mm_scenario_fail(sc, err, "parallel.llm", "layout outside the memory model");
-        r->stage_gib[k] = mr.total / MM_GIB;
-        if (mr.total > cap)
-            r->oom = true;
-    }
-    return 0;
-}
-
-static void vision_memory(const mm_model *m, const mm_scenario *sc, double cap, mm_model_report *r)
-{
-    const mm_module_layout *L = &sc->parallel.llm;
-    const mm_module_layout *V = sc->parallel.vision.present ? &sc->parallel.vision : NULL;
-    bool frozen = false;
-    for (int i = 0; i < sc->train.n_frozen; i++)
-        if (!strcmp(sc->train.frozen[i], "vision"))
-            frozen = true;
-    int tp = V ? V->tp : 1, dp = V ? V->dp : L->dp;
-    double inputs = (double)sc->train.micro_batch * (double)r->images * (m->max_tiles > 0 ? m->max_tiles : 1);
-    mm_mem_rank vr;
-    if (mm_mem_encoder_rank(&m->vision, inputs, tp, sc->train.sequence_parallel && tp > 1, dp, sc->train.zero,
-                            (int)sc->train.recompute, 1, frozen, &vr) == 0) {
-        r->vision_gib = vr.total / MM_GIB;
-        if (vr.total > cap)
-            r->oom = true;
-    }
-}
-
-static int memory(const mm_model *m, const mm_scenario *sc, mm_model_report *r, mm_err *err)
-{
-    char topo[512];
-    mm_sim_resolve_path(sc->topology, sc->source, topo, sizeof topo);
-    mm_cluster *cl = malloc(sizeof *cl);
-    if (!cl)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = mm_cluster_load(topo, sc->nodes, cl, err);
-    if (rc) {
-        free(cl);
-        return rc;
-    }
-    double cap = cl->gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
-    r->cap_gib = cl->gpu.hbm_bytes / MM_GIB;
-    free(cl);
-    r->vision_gib = NAN;
-    if (m->has_llm && (rc = llm_memory(m, sc, cap, r, err)))
-        return rc;
-    if (m->has_vision)
-        vision_memory(m, sc, cap, r);
-    return 0;
-}
-
-int mm_model_report_make(const char *model_path, mm_scenario *sc, long long seq, long long images,
-                         mm_model_report *r, mm_err *err)
-{
-    memset(r, 0, sizeof *r);
-    mm_sim_resolve_path(model_path, NULL, r->path, sizeof r->path);
-    r->model = malloc(sizeof *r->model);
-    if (!r->model)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    const mm_model *m = r->model;
-    int rc = mm_model_load(r->path, r->model, err);
-    if (rc)
-        return rc;
-    if (seq == 0)
-        seq = (long long)sc->train.seq_len;
-    else
-        sc->train.seq_len = seq;
-    r->seq = seq;
-    r->images = images;
-    double s = (double)seq;
     r->tiles = (int)images * (m->max_tiles > 0 ? m->max_tiles : 1);
     r->image_tokens = m->has_vision ? (int64_t)r->tiles * mm_model_tokens_per_tile(m) : 0;
     if (m->has_llm) {
@@ -139,13 +52,83 @@ int mm_model_report_make(const char *model_path, mm_scenario *sc, long long seq,
         r->audio_fwd_per_clip =
             mm_encoder_fwd_flops(&m->audio) + mm_projector_fwd_flops(&m->audio_proj, (double)m->audio.frames);
     r->sample_fwd = r->llm_fwd_per_sample + r->vision_fwd_per_sample + r->proj_fwd_per_sample + r->audio_fwd_per_clip;
-    return memory(m, sc, r, err);
+}
+
+/* Prepares sc with `mmsim run`'s checks and asks the cost bridge for the
+ * layout's stage times and memory.  A model without an LLM has no layout
+ * to report (`mmsim run` refuses it): l->sim stays NULL. */
+static int layout_costs(const mm_model *m, const mm_scenario *sc, mm_model_report *l, mm_err *err)
+{
+    if (!m->has_llm)
+        return 0;
+    l->sim = calloc(1, sizeof *l->sim);
+    if (!l->sim)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_sim_prepare(l->sim, sc, err);
+    if (rc == 0)
+        rc = mm_sim_stage_times(l->sim, &l->costs, err);
+    if (rc == 0 && (rc = mm_sim_stage_memory(l->sim, &l->mem, err)))
+        mm_sim_costs_free(&l->costs);
+    if (rc) {
+        mm_sim_free(l->sim);
+        free(l->sim);
+        l->sim = NULL;
+    }
+    return rc;
+}
+
+
+int mm_model_report_make(const char *scenario, const char *scenario_text, const char *model_path,
+                         const char *const *sets, int n_sets, long long seq, long long images, mm_model_report *r,
+                         mm_err *err)
+{
+    memset(r, 0, sizeof *r);
+    mm_sim_resolve_path(model_path, NULL, r->path, sizeof r->path);
+    r->model = malloc(sizeof *r->model);
+    r->sc = malloc(sizeof *r->sc);
+    const char **all = malloc(((size_t)n_sets + 2) * sizeof *all);
+    int rc = 0;
+    if (!r->model || !r->sc || !all || strlen(model_path) + 7 > sizeof r->model_set)
+        rc = mm_err_set(err, r->model && r->sc && all ? MM_EINPUT : MM_EINTERNAL, "<cli>", 0, "MODEL", "%s",
+                        r->model && r->sc && all ? "model path too long" : "out of memory");
+    if (!rc)
+        rc = mm_model_load(r->path, r->model, err);
+    /* the layout: MODEL and --seq as `mmsim run --set model=MODEL --set train.seq_len=N` */
+    int n = 0;
+    for (int i = 0; !rc && i < n_sets; i++)
+        all[n++] = sets[i];
+    if (!rc) {
+        snprintf(r->model_set, sizeof r->model_set, "model=%s", model_path);
+        all[n++] = r->model_set;
+        if (seq > 0) {
+            snprintf(r->seq_set, sizeof r->seq_set, "train.seq_len=%lld", seq);
+            all[n++] = r->seq_set;
+        }
+        rc = scenario_text ? mm_scenario_load_text(r->sc, scenario, scenario_text, all, n, err)
+                           : mm_scenario_load(r->sc, scenario, all, n, err);
+    }
+    free(all);
+    if (rc)
+        return rc;
+    r->seq = seq > 0 ? seq : (long long)r->sc->train.seq_len; /* as --set left it */
+    r->images = images;
+    model_flops(r->model, (double)r->seq, images, r);
+    return layout_costs(r->model, r->sc, r, err);
 }
 
 void mm_model_report_free(mm_model_report *r)
 {
+    if (r->sim) {
+        mm_sim_costs_free(&r->costs);
+        mm_sim_memory_free(&r->mem);
+        mm_sim_free(r->sim);
+        free(r->sim);
+    }
+    r->sim = NULL;
     free(r->model);
+    free(r->sc);
     r->model = NULL;
+    r->sc = NULL;
 }
 
 static void jkey_params(FILE *f, const char *name, int64_t p, bool *first)
@@ -154,21 +137,92 @@ static void jkey_params(FILE *f, const char *name, int64_t p, bool *first)
     *first = false;
 }
 
-static void jnum(FILE *f, const char *key, double v)
+static void jval(FILE *f, double v)
 {
     if (isfinite(v))
-        fprintf(f, "  \"%s\": %.17g,\n", key, v);
+        fprintf(f, "%.9g", v);
     else
-        fprintf(f, "  \"%s\": null,\n", key);
+        fputs("null", f);
 }
 
-void mm_report_model_json(FILE *f, const mm_model_report *r, const mm_scenario *sc)
+static void jnum(FILE *f, const char *key, double v)
+{
+    fprintf(f, "  \"%s\": ", key);
+    jval(f, v);
+    fputs(",\n", f);
+}
+
+static double module_gib(const mm_model_report *l, const char *name)
+{
+    for (int i = 0; l->sim && i < l->mem.n_modules; i++)
+        if (!strcmp(l->mem.module_name[i], name))
+            return l->mem.module_gib[i];
+    return NAN;
+}
+
+static void json_layout(FILE *f, const mm_model_report *l)
+{
+    if (!l->sim) {
+        fprintf(f, "  \"layout\": null,\n  \"memory_gib\": [],\n");
+        return;
+    }
+    const mm_sim *sim = l->sim;
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_build_spec *sp = &l->costs.spec;
+    fprintf(f, "  \"layout\": {\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d, \"cp\": %d, \"vpp\": %d, \"ep\": %d, "
+           "\"zero\": %d, \"recompute\": \"%s\", \"sequence_parallel\": %s, \"micro_batch\": %lld, "
+           "\"micro_batches\": %d, \"llm_tokens_per_sample\": %.9g, \"placement\": \"%s\"},\n",
+           mm_cluster_gpus(&sim->cluster), L->tp, L->pp, L->dp, L->cp, L->vpp, L->ep, sp->zero,
+           mm_recompute_names[sc->train.recompute], sp->sp ? "true" : "false", (long long)sc->train.micro_batch,
+           sim->micro_batches, sim->seq, mm_placement_names[sc->parallel.placement]);
+    fprintf(f, "  \"stage_times_s\": [");
+    for (int v = 0; v < l->costs.n_vstages; v++) {
+        const mm_stage_cost *c = &l->costs.stages[v];
+        fprintf(f, "%s{\"fwd\": ", v ? ", " : "");
+        jval(f, c->fwd_s);
+        fprintf(f, ", \"bwd\": ");
+        jval(f, c->bwd_s);
+        fprintf(f, ", \"wgrad\": ");
+        jval(f, c->wgrad_s);
+        fprintf(f, ", \"optimizer\": ");
+        jval(f, c->opt_s);
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n  \"encoder_times_s\": {");
+    for (int i = 0; i < sp->n_enc; i++) {
+        fprintf(f, "%s\"%s\": {\"fwd\": ", i ? ", " : "", sp->enc[i].name);
+        jval(f, sp->enc[i].mb[0].fwd_s);
+        fprintf(f, ", \"bwd\": ");
+        jval(f, sp->enc[i].mb[0].bwd_s);
+        fprintf(f, ", \"optimizer\": ");
+        jval(f, sp->enc[i].opt_s);
+        fprintf(f, "}");
+    }
+    fprintf(f, "},\n  \"memory_gib\": [");
+    for (int k = 0; k < l->mem.n_stages; k++) {
+        fputs(k ? ", " : "", f);
+        jval(f, l->mem.stage_gib[k]);
+    }
+    fprintf(f, "],\n  \"modules_memory_gib\": {");
+    for (int i = 0; i < l->mem.n_modules; i++) {
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", l->mem.module_name[i]);
+        jval(f, l->mem.module_gib[i]);
+    }
+    fprintf(f, "},\n");
+    jnum(f, "peak_memory_gib", l->mem.peak_gib);
+}
+
+void mm_report_model_json(FILE *f, const mm_model_report *r)
 {
     const mm_model *m = r->model;
-    const mm_module_layout *L = &sc->parallel.llm;
-    fprintf(f, "{\n  \"model\": ");
+    const mm_model_report *l = r;
+    long long seq = r->seq, images = r->images;
+    fprintf(f, "{\n");
+    fputs("  \"model\": ", f);
     mm_json_string(f, m->name);
-    fprintf(f, ",\n  \"params\": %lld,\n", (long long)mm_model_params(m));
+    fputs(",\n", f);
+    fprintf(f, "  \"params\": %lld,\n", (long long)mm_model_params(m));
     fprintf(f, "  \"modules\": {");
     bool first = true;
     if (m->has_vision)
@@ -182,21 +236,15 @@ void mm_report_model_json(FILE *f, const mm_model_report *r, const mm_scenario *
     if (m->has_llm)
         jkey_params(f, "llm", mm_llm_params(&m->llm), &first);
     fprintf(f, "},\n");
-    fprintf(f, "  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", r->seq,
-            r->images, r->tiles, (long long)r->image_tokens);
+    fprintf(f, "  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", seq, images,
+           r->tiles, (long long)r->image_tokens);
     jnum(f, "flops_fwd_per_token", m->has_llm ? r->llm_fwd_per_token : NAN);
     jnum(f, "flops_fwd_per_sample", r->sample_fwd);
     jnum(f, "vision_flops_fwd_per_tile", m->has_vision ? r->vision_fwd_per_tile : NAN);
     jnum(f, "audio_flops_fwd_per_clip", m->has_audio ? r->audio_fwd_per_clip : NAN);
-    fprintf(f, "  \"layout\": {\"tp\": %d, \"pp\": %d, \"dp\": %d, \"cp\": %d, \"zero\": %d, \"recompute\": \"%s\", "
-               "\"sequence_parallel\": %s, \"micro_batch\": %lld},\n",
-            L->tp, L->pp, L->dp, L->cp, sc->train.zero, mm_recompute_names[sc->train.recompute],
-            sc->train.sequence_parallel ? "true" : "false", (long long)sc->train.micro_batch);
-    fprintf(f, "  \"memory_gib\": [");
-    for (int k = 0; k < r->n_stages; k++)
-        fprintf(f, "%s%.6g", k ? ", " : "", r->stage_gib[k]);
-    fprintf(f, "],\n");
-    jnum(f, "vision_memory_gib", r->vision_gib);
-    jnum(f, "hbm_gib", r->cap_gib);
-    fprintf(f, "  \"oom\": %s\n}\n", r->oom ? "true" : "false");
+    json_layout(f, l);
+    jnum(f, "vision_memory_gib", module_gib(l, "vision"));
+    jnum(f, "hbm_gib", l->sim ? l->mem.hbm_gib : NAN);
+    fprintf(f, "  \"oom\": %s\n}\n", l->sim && l->mem.oom ? "true" : "false");
 }
+

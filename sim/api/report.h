@@ -14,6 +14,7 @@
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "plan/planner.h"
+#include "run/costs.h"
 #include "run/metrics.h"
 #include "run/scenario.h"
 #include "run/sim.h"
@@ -41,28 +42,38 @@ int mm_plan_count_reasons(const mm_plan *p, mm_reason_count *rc, int cap);
  * (NAN when either was not simulated). */
 double mm_plan_margin(const mm_plan *p, size_t i);
 
-/* What `mmsim model` reports: parameters, forward FLOPs, per-stage memory. */
+/* What `mmsim model` reports: the model alone (parameters, forward FLOPs
+ * at seq tokens and `images` images per sample), then the layout as
+ * `mmsim run` with the same overrides prepares it, and the cost bridge's
+ * per-stage times and memory for it. */
 typedef struct mm_model_report {
-    mm_model *model;         /* loaded (owned: mm_model_report_free) */
+    mm_model *model;         /* loaded (owned) */
+    mm_scenario *sc;         /* the scenario with model= and seq (owned) */
     char path[512];          /* resolved model file */
+    char model_set[600], seq_set[64];
     long long seq, images;
     double llm_fwd_per_token, llm_fwd_per_sample, vision_fwd_per_tile, vision_fwd_per_sample;
     double proj_fwd_per_sample, audio_fwd_per_clip, sample_fwd;
     int tiles;
     int64_t image_tokens;
-    int n_stages;
-    double stage_gib[MM_MAX_PP];
-    double vision_gib;       /* NAN without a vision encoder */
-    bool oom;
-    double cap_gib;
+    mm_sim *sim;             /* the prepared layout (owned); NULL: the model has no LLM */
+    mm_sim_costs costs;
+    mm_sim_memory mem;
 } mm_model_report;
 
 /* Loads the model file (resolved like a scenario's paths) and reports it
- * under the layout of sc; seq 0 means sc's train.seq_len, which is then
- * set to seq (sc is changed).  Returns 0 or -code. */
-int mm_model_report_make(const char *model_path, mm_scenario *sc, long long seq, long long images,
-                         mm_model_report *r, mm_err *err);
+ * under the scenario `scenario` (a file, or with scenario_text non-NULL the
+ * name of that YAML text; NULL and NULL: the built-in default) with the
+ * overrides, then model=MODEL and, when seq > 0, train.seq_len=seq, as
+ * `mmsim model` does.  Free r with mm_model_report_free, also after an
+ * error.  Returns 0 or -code. */
+int mm_model_report_make(const char *scenario, const char *scenario_text, const char *model_path,
+                         const char *const *sets, int n_sets, long long seq, long long images, mm_model_report *r,
+                         mm_err *err);
 void mm_model_report_free(mm_model_report *r);
+
+/* The object `mmsim model --json` prints. */
+void mm_report_model_json(FILE *f, const mm_model_report *r);
 
 /* The memory model's figures for LLM pipeline stage `stage` under the
  * scenario's layout (what `mmsim model` and the trace's memory counter
@@ -71,7 +82,5 @@ void mm_model_report_free(mm_model_report *r);
 int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
                                double *in_flight);
 
-/* The object `mmsim model --json` prints. */
-void mm_report_model_json(FILE *f, const mm_model_report *r, const mm_scenario *sc);
 
 #endif

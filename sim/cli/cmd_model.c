@@ -1,8 +1,10 @@
-/* cmd_model.c - `mmsim model MODEL`: parameters per module, forward FLOPs
- * per token and per sample, and per-GPU memory under a layout (the default
- * scenario's, changed with --set like `mmsim run`).  Parsing and printing
- * only; the numbers come from sim/model and the scenario loader.
- * Not for: simulation (mmsim run). */
+/* cmd_model.c - `mmsim model MODEL`: parameters per module and forward
+ * FLOPs per token and per sample (the model alone, no layout), then what
+ * `mmsim run` with the same --set uses for the model's layout: per-stage
+ * pass times and per-GPU memory from the cost bridge (run/costs.h), number
+ * for number.  Parsing and printing only: the report (and its JSON, which
+ * the C API returns too) is sim/api/modelreport.c's.
+ * Not for: simulation (mmsim run); any cost of its own (one source). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +13,6 @@
 #include "api/report.h"
 #include "cli/cli.h"
 #include "mmsim_config.h"
-#include "hw/cluster.h"
-#include "model/memory.h"
-#include "model/mllm.h"
-#include "run/scenario.h"
-#include "run/sim.h"
 
 #define MAX_SETS 256
 
@@ -25,10 +22,80 @@ static int bad_arg(const char *what, const char *arg)
     return 2;
 }
 
+static void print_text_model(const mm_model_report *r)
+{
+    const mm_model *m = r->model;
+    const char *resolved = r->path;
+    long long seq = r->seq, images = r->images;
+    printf("mmsim %s: model %s (%s)\n", MMSIM_VERSION, m->name, resolved);
+    printf("\n  module            parameters\n");
+    if (m->has_vision)
+        printf("  vision      %16.3f M   %s, %lld layers, h %lld, %lld tokens per %lld px tile\n",
+               (double)mm_encoder_params(&m->vision) * 1e-6, m->vision.model_type, (long long)m->vision.layers,
+               (long long)m->vision.hidden, (long long)mm_encoder_tokens(&m->vision), (long long)m->vision.image_size);
+    if (m->has_vision && m->vision_proj.type != MM_PROJ_NONE)
+        printf("  projector   %16.3f M   %lld -> %lld\n", (double)mm_projector_params(&m->vision_proj) * 1e-6,
+               (long long)m->vision_proj.in, (long long)m->vision_proj.out);
+    if (m->has_audio)
+        printf("  audio       %16.3f M   whisper encoder, %lld layers, %lld frames\n",
+               (double)mm_encoder_params(&m->audio) * 1e-6, (long long)m->audio.layers, (long long)m->audio.frames);
+    if (m->has_llm)
+        printf("  llm         %16.3f M   %lld layers, h %lld%s\n", (double)mm_llm_params(&m->llm) * 1e-6,
+               (long long)m->llm.layers, (long long)m->llm.hidden, m->llm.experts ? ", MoE" : "");
+    printf("  total       %16.3f M\n", (double)mm_model_params(m) * 1e-6);
+    printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
+    if (m->has_llm)
+        printf("  llm         %12.4g per token at seq %lld\n", r->llm_fwd_per_token, seq);
+    if (m->has_vision)
+        printf("  vision      %12.4g per tile; %d tile(s) for %lld image(s) -> %lld LLM tokens\n",
+               r->vision_fwd_per_tile, r->tiles, images, (long long)r->image_tokens);
+    if (m->has_audio)
+        printf("  audio       %12.4g per clip\n", r->audio_fwd_per_clip);
+    printf("  per sample  %12.4g\n", r->sample_fwd);
+}
+
+static void print_text_layout(const mm_model_report *l)
+{
+    if (!l->sim) {
+        printf("\n  no layout: the model has no LLM decoder (`mmsim run` trains a model with one)\n");
+        return;
+    }
+    const mm_sim *sim = l->sim;
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_build_spec *sp = &l->costs.spec;
+    printf("\n  layout (as `mmsim run` with the same --set): %d GPUs, llm tp %d x pp %d x dp %d (cp %d, vpp %d, "
+           "ep %d), sp %s, ZeRO %d, recompute %s%s%s\n",
+           mm_cluster_gpus(&sim->cluster), L->tp, L->pp, L->dp, L->cp, L->vpp, L->ep, sp->sp ? "on" : "off",
+           sp->zero, mm_recompute_names[sc->train.recompute], sp->n_enc ? ", encoders " : "",
+           sp->n_enc ? mm_placement_names[sc->parallel.placement] : "");
+    printf("  micro-batch: %lld sample(s) of %.0f LLM tokens; %d micro-batches per DP rank\n",
+           (long long)sc->train.micro_batch, sim->seq, sim->micro_batches);
+    printf("\n  per micro-batch, one GPU   forward ms  backward ms   (W part)  optimizer ms\n");
+    for (int v = 0; v < l->costs.n_vstages; v++) {
+        const mm_stage_cost *c = &l->costs.stages[v];
+        printf("  llm stage %-3d            %11.3f %12.3f %10.3f %13.3f\n", v, c->fwd_s * 1e3, c->bwd_s * 1e3,
+               c->wgrad_s * 1e3, c->opt_s * 1e3);
+    }
+    for (int i = 0; i < sp->n_enc; i++)
+        printf("  %-10s               %11.3f %12.3f %10s %13.3f\n", sp->enc[i].name, sp->enc[i].mb[0].fwd_s * 1e3,
+               sp->enc[i].mb[0].bwd_s * 1e3, "", sp->enc[i].opt_s * 1e3);
+    printf("\n  memory per GPU\n");
+    for (int k = 0; k < l->mem.n_stages; k++)
+        printf("  llm stage %-3d %10.2f GiB\n", k, l->mem.stage_gib[k]);
+    for (int i = 1; i < l->mem.n_modules; i++)
+        printf("  %-10s %13.2f GiB%s\n", l->mem.module_name[i], l->mem.module_gib[i],
+               sp->enc[i - 1].placement == MM_ENC_COLOCATED     ? " (included in every stage above)"
+               : sp->enc[i - 1].placement == MM_ENC_HOMOGENEOUS ? " (included in stage 0 above)"
+                                                                : " (on its own GPUs)");
+    printf("  %s (HBM %.1f GiB, reserve %.1f GiB)\n", l->mem.oom ? "DOES NOT FIT" : "fits", l->mem.hbm_gib,
+           sc->train.memory_reserve_gib);
+}
+
 int mm_cli_model(int argc, char **argv)
 {
     const char *path = NULL;
-    const char *sets[MAX_SETS + 1];
+    const char *sets[MAX_SETS];
     int n_sets = 0;
     bool json = false;
     long long seq = 0, images = 1;
@@ -69,56 +136,18 @@ int mm_cli_model(int argc, char **argv)
     }
     mm_err err;
     mm_err_clear(&err);
-    static mm_scenario sc;
-    if (mm_scenario_load(&sc, NULL, sets, n_sets, &err))
-        return mm_cli_fail(&err);
     mm_model_report r;
-    if (mm_model_report_make(path, &sc, seq, images, &r, &err)) {
+    int rc = mm_model_report_make(NULL, NULL, path, sets, n_sets, seq, images, &r, &err);
+    if (rc) {
         mm_model_report_free(&r);
         return mm_cli_fail(&err);
     }
-    const mm_model *mp = r.model;
-    seq = r.seq;
-    const mm_module_layout *L = &sc.parallel.llm;
     if (json) {
-        mm_report_model_json(stdout, &r, &sc);
-        mm_model_report_free(&r);
-        return 0;
+        mm_report_model_json(stdout, &r);
+    } else {
+        print_text_model(&r);
+        print_text_layout(&r);
     }
-    printf("mmsim %s: model %s (%s)\n", MMSIM_VERSION, mp->name, r.path);
-    printf("\n  module            parameters\n");
-    if (mp->has_vision)
-        printf("  vision      %16.3f M   %s, %lld layers, h %lld, %lld tokens per %lld px tile\n",
-               (double)mm_encoder_params(&mp->vision) * 1e-6, mp->vision.model_type, (long long)mp->vision.layers,
-               (long long)mp->vision.hidden, (long long)mm_encoder_tokens(&mp->vision), (long long)mp->vision.image_size);
-    if (mp->has_vision && mp->vision_proj.type != MM_PROJ_NONE)
-        printf("  projector   %16.3f M   %lld -> %lld\n", (double)mm_projector_params(&mp->vision_proj) * 1e-6,
-               (long long)mp->vision_proj.in, (long long)mp->vision_proj.out);
-    if (mp->has_audio)
-        printf("  audio       %16.3f M   whisper encoder, %lld layers, %lld frames\n",
-               (double)mm_encoder_params(&mp->audio) * 1e-6, (long long)mp->audio.layers, (long long)mp->audio.frames);
-    if (mp->has_llm)
-        printf("  llm         %16.3f M   %lld layers, h %lld%s\n", (double)mm_llm_params(&mp->llm) * 1e-6,
-               (long long)mp->llm.layers, (long long)mp->llm.hidden, mp->llm.experts ? ", MoE" : "");
-    printf("  total       %16.3f M\n", (double)mm_model_params(mp) * 1e-6);
-    printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
-    if (mp->has_llm)
-        printf("  llm         %12.4g per token at seq %lld\n", r.llm_fwd_per_token, seq);
-    if (mp->has_vision)
-        printf("  vision      %12.4g per tile; %d tile(s) for %lld image(s) -> %lld LLM tokens\n",
-               r.vision_fwd_per_tile, r.tiles, images, (long long)r.image_tokens);
-    if (mp->has_audio)
-        printf("  audio       %12.4g per clip\n", r.audio_fwd_per_clip);
-    printf("  per sample  %12.4g\n", r.sample_fwd);
-    printf("\n  memory per GPU: tp %d x pp %d x dp %d, ZeRO %d, recompute %s, micro-batch %lld x %lld\n", L->tp,
-           L->pp, L->dp, sc.train.zero, mm_recompute_names[sc.train.recompute], (long long)sc.train.micro_batch,
-           seq);
-    for (int k = 0; k < r.n_stages; k++)
-        printf("  llm stage %-3d %10.2f GiB\n", k, r.stage_gib[k]);
-    if (isfinite(r.vision_gib))
-        printf("  vision      %12.2f GiB\n", r.vision_gib);
-    printf("  %s (HBM %.1f GiB, reserve %.1f GiB)\n", r.oom ? "DOES NOT FIT" : "fits", r.cap_gib,
-           sc.train.memory_reserve_gib);
     mm_model_report_free(&r);
     return 0;
 }
