@@ -89,11 +89,15 @@ static void json_hist(const char *key, const hist *h, bool comma)
 }
 
 
-static int stats(int argc, char **argv)
+typedef struct stats_opts {
+    const char *file, *model;
+    int64_t samples, seed, tpt, tpf, max_tokens;
+    int json;
+} stats_opts;
+
+/* Returns 0, -1 for --help (done), or the exit status 2. */
+static int stats_args(int argc, char **argv, stats_opts *o)
 {
-    const char *file = NULL, *model = NULL;
-    int64_t samples = 0, seed = 1, tpt = -1, tpf = -1, max_tokens = 0;
-    int json = 0;
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
         {"model", required_argument, NULL, 'm'},   {"samples", required_argument, NULL, 'n'},
@@ -105,25 +109,37 @@ static int stats(int argc, char **argv)
         const char *v = optarg, *flag = "";
         int bad = 0;
         switch (c) {
-        case 'h': return mm_cli_help("workload");
-        case 'J': json = 1; break;
-        case 'm': model = v; break;
-        case 'n': flag = "--samples", bad = parse_i64(v, 1, 100000000, &samples); break;
-        case 's': flag = "--seed", bad = parse_i64(v, 0, INT64_MAX, &seed); break;
-        case 't': flag = "--tokens-per-tile", bad = parse_i64(v, 0, 1000000, &tpt); break;
-        case 'f': flag = "--tokens-per-frame", bad = parse_i64(v, 0, 1000000, &tpf); break;
-        case 'x': flag = "--max-tokens", bad = parse_i64(v, 0, INT64_MAX, &max_tokens); break;
+        case 'h': return mm_cli_help("workload") - 1;
+        case 'J': o->json = 1; break;
+        case 'm': o->model = v; break;
+        case 'n': flag = "--samples", bad = parse_i64(v, 1, 100000000, &o->samples); break;
+        case 's': flag = "--seed", bad = parse_i64(v, 0, INT64_MAX, &o->seed); break;
+        case 't': flag = "--tokens-per-tile", bad = parse_i64(v, 0, 1000000, &o->tpt); break;
+        case 'f': flag = "--tokens-per-frame", bad = parse_i64(v, 0, 1000000, &o->tpf); break;
+        case 'x': flag = "--max-tokens", bad = parse_i64(v, 0, INT64_MAX, &o->max_tokens); break;
         default: return 2;
         }
         if (bad)
             return bad_arg("bad value for", flag);
     }
     if (optind < argc)
-        file = argv[optind++];
+        o->file = argv[optind++];
     if (optind < argc)
         return bad_arg("more than one file given; extra", argv[optind]);
-    if (!file)
+    if (!o->file)
         return bad_arg("missing", "FILE");
+    return 0;
+}
+
+static int stats(int argc, char **argv)
+{
+    stats_opts o = {.seed = 1, .tpt = -1, .tpf = -1};
+    int prc = stats_args(argc, argv, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    const char *file = o.file, *model = o.model;
+    int64_t samples = o.samples, seed = o.seed, tpt = o.tpt, tpf = o.tpf, max_tokens = o.max_tokens;
+    int json = o.json;
 
     mm_err err;
     mm_err_clear(&err);
