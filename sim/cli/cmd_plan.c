@@ -230,14 +230,10 @@ int mm_cli_plan(int argc, char **argv)
     mm_err err;
     mm_err_clear(&err);
     mm_plan p;
-    /* a status line while it plans, on a terminal only (the planner has no
-     * progress callback: the line says what runs, not how far it is) */
-    bool progress = mm_cli_progress_ok(quiet);
-    if (progress)
-        fprintf(stderr, "mmsim: planning (enumerate, pre-score, simulate the best %d) ...", o.top_k);
+    /* a status line while it plans, on a terminal only */
+    mm_cli_status_start(quiet || json, "planning (enumerate, prune, pre-score, simulate the best %d)", o.top_k);
     int prc = mm_plan_run(&o, &p, &err);
-    if (progress)
-        fprintf(stderr, "\r\033[K");
+    mm_cli_status_stop();
     if (prc)
         return mm_cli_fail(&err);
     if (json)

@@ -353,15 +353,12 @@ int mm_cli_run(int argc, char **argv)
     if (mm_sim_prepare(&sim, &sc, &err))
         return mm_cli_fail(&err);
     /* a status line while it runs, on a terminal only */
-    bool progress = mm_cli_progress_ok(o.quiet);
-    if (progress)
-        fprintf(stderr, "mmsim: simulating %d iteration(s) of %s on %d GPUs ...", sc.iterations, sc.source,
-                sim.cluster.nodes * sim.cluster.gpus_per_node);
+    mm_cli_status_start(o.quiet || o.json, "simulating %d iteration(s) of %s on %d GPUs", sc.iterations, sc.source,
+                        sim.cluster.nodes * sim.cluster.gpus_per_node);
     mm_metrics m;
     mm_sim_timeline tl;
     int rrc = mm_sim_run(&sim, &m, o.trace ? &tl : NULL, &err);
-    if (progress)
-        fprintf(stderr, "\r\033[K");
+    mm_cli_status_stop();
     if (rrc)
         return mm_cli_fail(&err);
     int rc = 0;

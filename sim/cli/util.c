@@ -2,6 +2,9 @@
  * strings, the folder of an output file).  Not for: anything a program
  * embedding libmmsim needs. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,4 +81,53 @@ int mm_cli_int(const char *cmd, const char *flag, const char *v, long lo, long h
 bool mm_cli_progress_ok(bool quiet)
 {
     return !quiet && isatty(STDERR_FILENO);
+}
+
+/* The status line: a thread redraws "mmsim: WHAT ... N s" every half
+ * second until stopped.  One at a time (the CLI runs one long thing). */
+static struct {
+    pthread_t thread;
+    atomic_bool running;
+    bool started;
+    char what[200];
+    struct timespec t0;
+} status;
+
+static void *status_loop(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&status.running)) {
+        struct timespec now, nap = {0, 100000000};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double s = (double)(now.tv_sec - status.t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - status.t0.tv_nsec);
+        fprintf(stderr, "\r\033[Kmmsim: %s ... %.0f s", status.what, s);
+        fflush(stderr);
+        for (int i = 0; i < 5 && atomic_load(&status.running); i++)
+            nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+void mm_cli_status_start(bool quiet, const char *fmt, ...)
+{
+    if (status.started || !mm_cli_progress_ok(quiet))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(status.what, sizeof status.what, fmt, ap);
+    va_end(ap);
+    clock_gettime(CLOCK_MONOTONIC, &status.t0);
+    atomic_store(&status.running, true);
+    status.started = pthread_create(&status.thread, NULL, status_loop, NULL) == 0;
+}
+
+void mm_cli_status_stop(void)
+{
+    if (!status.started)
+        return;
+    atomic_store(&status.running, false);
+    pthread_join(status.thread, NULL);
+    status.started = false;
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
 }
