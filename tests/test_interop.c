@@ -364,10 +364,13 @@ START_TEST(trace_flows_and_counters)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/t.json", dir);
-    ck_assert_int_eq(run("run --no-db --trace %s --set model=models/llama-2-7b.json --set iterations=1 "
+    ck_assert_int_eq(run("run --no-db --json --trace %s --set model=models/llama-2-7b.json --set iterations=1 "
                          "--set 'parallel.llm={tp: 2, pp: 4, dp: 2}' --set train.global_batch=16",
                          path),
                      0);
+    const char *st0 = strstr(out, "\"stage\": 0,");
+    ck_assert_ptr_nonnull(st0);
+    double stage0_gib = jget(st0, "memory_gib");
     static char t[1 << 22];
     mmx_slurp(path, t, sizeof t);
     int s = count(t, "\"ph\":\"s\""), f = count(t, "\"ph\":\"f\""), pp = count(t, "\"cat\":\"pp,llm\"");
@@ -384,6 +387,15 @@ START_TEST(trace_flows_and_counters)
             peak = atoi(v + 6);
     }
     ck_assert_int_eq(peak, 4);
+    /* at that peak the memory counter is the run's stage-0 memory (the
+     * same memory model: states + 4 micro-batches of activations) */
+    double peak_gib = 0;
+    for (const char *p = t; (p = strstr(p, "\"llm memory (GiB)\",\"ph\":\"C\",\"pid\":0,")); p++) {
+        const char *a = strstr(p, "\"states\":"), *b = strstr(p, "\"activations\":");
+        if (a && b && atof(a + 9) + atof(b + 14) > peak_gib)
+            peak_gib = atof(a + 9) + atof(b + 14);
+    }
+    ck_assert_double_eq_tol(peak_gib, stage0_gib, 2e-4);
     /* the multimodal default: encoder outputs flow into the LLM */
     ck_assert_int_eq(run("run --no-db --trace %s --set iterations=1", path), 0);
     mmx_slurp(path, t, sizeof t);
