@@ -16,7 +16,7 @@
 #include <libfyaml.h>
 
 #include "run/costs.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
 
 #include "mmsim_exe.h"

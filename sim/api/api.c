@@ -95,6 +95,7 @@ void mmsim_close(mmsim *h)
     if (h->have_metrics)
         mm_metrics_free(&h->m);
     mm_sim_free(&h->sim);
+    mm_scenario_free(&h->sc); /* after the sim, which borrows its strings */
     for (int i = 0; i < h->n_sets; i++)
         free(h->sets[i]);
     free(h->sets);

@@ -85,7 +85,7 @@ int mm_model_report_make(const char *scenario, const char *scenario_text, const 
     memset(r, 0, sizeof *r);
     mm_sim_resolve_path(model_path, NULL, r->path, sizeof r->path);
     r->model = malloc(sizeof *r->model);
-    r->sc = malloc(sizeof *r->sc);
+    r->sc = calloc(1, sizeof *r->sc);
     const char **all = malloc(((size_t)n_sets + 2) * sizeof *all);
     int rc = 0;
     if (!r->model || !r->sc || !all || strlen(model_path) + 7 > sizeof r->model_set)
@@ -126,6 +126,8 @@ void mm_model_report_free(mm_model_report *r)
     }
     r->sim = NULL;
     free(r->model);
+    if (r->sc)
+        mm_scenario_free(r->sc);
     free(r->sc);
     r->model = NULL;
     r->sc = NULL;

@@ -16,7 +16,7 @@
 #include "plan/planner.h"
 #include "run/costs.h"
 #include "run/metrics.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
 
 /* A JSON string literal (quotes and escapes). */

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "mmsim_config.h"
 #include "plan/planner.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 #define DEFAULT_DB "results/mmsim.db"
 #define MAX_SETS 256

@@ -126,8 +126,9 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
 static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
                      mm_err *err)
 {
-    static char text[65536];
-    mm_scenario_canonical(&sim->sc, text, sizeof text);
+    char *text = mm_scenario_canonical_alloc(&sim->sc); /* what the store hashes: whole, never cut */
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     char created[32];
     time_t now = time(NULL);
     struct tm tmv;
@@ -141,10 +142,10 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
-    if (rc)
-        return rc;
-    rc = mm_store_write_run(st, &rec, m, run_id, err);
+    if (rc == 0)
+        rc = mm_store_write_run(st, &rec, m, run_id, err);
     mm_store_close(st);
+    free(text);
     return rc;
 }
 
@@ -247,6 +248,7 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
      * default and the local implementation cannot be told apart */
     const char *probe[] = {"train.framework=megatron-core"};
     bool has_framework = mm_scenario_load(sc, NULL, probe, 1, NULL) == 0;
+    mm_scenario_free(sc);
     if (has_framework) {
         mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
     } else if (mg->wants_local) {
@@ -275,15 +277,20 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
     if ((rc = mm_scenario_load(sc, o->scenario, all, n, err)))
         return rc;
     int gpus = 0;
-    if ((rc = cluster_gpus(sc, &gpus, err)))
+    if ((rc = cluster_gpus(sc, &gpus, err))) {
+        mm_scenario_free(sc);
         return rc;
+    }
     /* the degrees as they stand after the user's --set */
     const mm_module_layout *L = &sc->parallel.llm;
     int per = L->tp * L->pp * L->cp;
-    if (gpus % per)
-        return mm_err_set(err, MM_EINPUT, o->megatron, 0, "--tensor-model-parallel-size",
-                          "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
-                          L->tp, L->pp, L->cp, per, gpus);
+    if (gpus % per) {
+        rc = mm_err_set(err, MM_EINPUT, o->megatron, 0, "--tensor-model-parallel-size",
+                        "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
+                        L->tp, L->pp, L->cp, per, gpus);
+        mm_scenario_free(sc);
+        return rc;
+    }
     static char dp[64];
     snprintf(dp, sizeof dp, "parallel.llm.dp=%d", gpus / per);
     char note[96];
@@ -291,20 +298,22 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
     mm_megatron_note(mg, note);
     memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)o->n_sets * sizeof *all);
     all[mg->n_sets] = dp;
+    mm_scenario_free(sc);
     return mm_scenario_load(sc, o->scenario, all, n + 1, err);
 }
 
 static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)
 {
-    static char text[65536];
-    mm_scenario_canonical(sc, text, sizeof text);
+    char *text = mm_scenario_canonical_alloc(sc);
     printf("# mmsim %s: the scenario `mmsim run --megatron-args %s` simulates\n", MMSIM_VERSION, o->megatron);
     printf("# (base: %s; the user's --set overrides applied last).  Argument by argument:\n",
            o->scenario ? o->scenario : "the built-in default");
     for (int i = 0; i < mg->n_notes; i++)
         printf("#   %s\n", mg->notes[i]);
     printf("# model file written: %s\n", mg->sets[0] + strlen("model="));
-    fputs(text, stdout);
+    if (text)
+        fputs(text, stdout);
+    free(text);
 }
 
 /* The timeline, with the memory model's per-stage figures for its memory
@@ -384,5 +393,6 @@ int mm_cli_run(int argc, char **argv)
         mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);
     mm_sim_free(&sim);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
     return rc;
 }

@@ -4,10 +4,12 @@
  * input, 1 internal error).  Nothing here models anything.
  * Not for: logic a planner embedding libmmsim would also need. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "mmsim_config.h"
+#include "scenario/scenario.h"
 
 #define DEFAULT_DB "results/mmsim.db"
 
@@ -25,6 +27,7 @@ static const char usage_main[] =
     "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command (mmsim help help: about help)\n"
+    "  help scenario         every scenario key: type, default, built-in value, doc\n"
     "\n"
     "options:\n"
     "  -h, --help            show this help\n"
@@ -39,7 +42,9 @@ static const char usage_help[] =
     "\n"
     "Prints the usage of COMMAND (run, model, collective, workload, sweep, report,\n"
     "plan, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
-    "prints the same.  Exit status 2 for a command that does not exist.\n";
+    "prints the same.  `mmsim help scenario` lists every scenario key with its\n"
+    "type, default, built-in value and doc.  Exit status 2 for a command that\n"
+    "does not exist.\n";
 
 static const char usage_run[] =
     "usage: mmsim run [SCENARIO.yaml] [--set KEY=VALUE]... [--json] [--db FILE]\n"
@@ -177,6 +182,13 @@ static int help(int argc, char **argv)
     if (argc > 3) {
         fprintf(stderr, "mmsim: <cli>: help takes one command, got also '%s' (see mmsim help help)\n", argv[3]);
         return 2;
+    }
+    if (!strcmp(argv[2], "scenario")) { /* the key table's own listing */
+        char *text = mm_scenario_help_text();
+        if (text)
+            fputs(text, stdout);
+        free(text);
+        return text ? 0 : 1;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[2], commands[i].name)) {

@@ -16,7 +16,7 @@
 #include "workload/workload.h"
 #include "parallel/graph.h"
 #include "run/metrics.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 /* Everything a scenario resolves to, kept for the caller (store, trace). */
 /* An encoder of a multimodal model as the scenario runs it. */
@@ -62,7 +62,9 @@ void mm_sim_free(mm_sim *sim);
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len);
 
 /* Loads the model and topology the scenario names and checks the layout.
- * Errors name the file, line and key (MM_EINPUT). */
+ * Errors name the file, line and key (MM_EINPUT).  sim->sc is a struct copy
+ * of *sc that borrows its strings and lists: keep *sc loaded until the sim
+ * is done, then mm_scenario_free it. */
 int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err);
 
 /* The first half of mm_sim_prepare: loads the model and topology (and
