@@ -404,6 +404,45 @@ START_TEST(trace_flows_and_counters)
 }
 END_TEST
 
+/* ---- scripts/plot ------------------------------------------------------------------------ */
+
+/* The sweep plot filters with --where and refuses an axis the sweep does
+ * not have; the timeline plot draws a trace (when gnuplot is installed). */
+START_TEST(plot_script)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1 && command -v sqlite3 >/dev/null 2>&1") != 0)
+        return; /* scripts/test installs both; a bare machine skips */
+    const char *src = getenv("MMSIM_SRCDIR");
+    ck_assert_ptr_nonnull(src);
+    write_file("s.yaml", "name: tiny\nset: {model: models/llama-2-7b.json, workload: text, iterations: 1}\n"
+                         "axes:\n  - key: train.global_batch\n    values: [16, 32, 64]\n"
+                         "  - key: train.seq_len\n    values: [1024, 2048]\n");
+    ck_assert_int_eq(run("sweep %s/s.yaml --db %s/s.db --jobs 1 -q", dir, dir), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s/scripts/plot sweep %s/s.db --x train.global_batch --y tokens_per_s --where train.seq_len=2048 "
+             "%s/a.png >%s/plot.out 2>&1",
+             src, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    char p[512];
+    snprintf(p, sizeof p, "%s/a.png", dir);
+    ck_assert_int_eq(access(p, R_OK), 0);
+    snprintf(cmd, sizeof cmd,
+             "%s/scripts/plot sweep %s/s.db --x train.global_batch --y tokens_per_s --where nope=1 %s/b.png "
+             ">%s/plot.out 2>&1",
+             src, dir, dir, dir);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    ck_assert_int_eq(run("run --no-db --trace %s/t.json --set model=models/llama-2-7b.json --set iterations=1 -q",
+                         dir),
+                     0);
+    snprintf(cmd, sizeof cmd, "%s/scripts/plot timeline %s/t.json %s/t.png --ranks 2 >%s/plot.out 2>&1", src, dir,
+             dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/t.png", dir);
+    ck_assert_int_eq(access(p, R_OK), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("interop");
@@ -417,6 +456,7 @@ int main(void)
     tcase_add_test(tc, cli_conventions);
     tcase_add_test(tc, trace_flows_and_counters);
     tcase_add_test(tc, datadir_from_any_folder);
+    tcase_add_test(tc, plot_script);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
