@@ -63,7 +63,11 @@ int mm_cli_getopt(int argc, char **argv, const char *shortopts, const struct opt
         snprintf(flag, sizeof flag, "-%c", optopt);
     else
         snprintf(flag, sizeof flag, "%.*s", (int)strcspn(w, "="), w);
-    mm_cli_bad(argv[0], flag, c == ':' ? "needs a value" : "unknown option");
+    const char *why = c == ':' ? "needs a value" : "unknown option";
+    for (const struct option *o = longopts; c == '?' && o && o->name; o++)
+        if (!strcmp(flag + 2, o->name) && strchr(w, '='))
+            why = "takes no value";
+    mm_cli_bad(argv[0], flag, "%s", why);
     return '?';
 }
 
