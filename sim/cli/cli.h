@@ -44,10 +44,12 @@ bool mm_cli_progress_ok(bool quiet);
 
 /* A status line on stderr while something long runs, when
  * mm_cli_progress_ok(quiet): "mmsim: WHAT ... 12 s", the elapsed time
- * redrawn twice a second (the library has no progress callback, so it says
- * how long, not how far); erased by mm_cli_status_stop. */
+ * redrawn twice a second, and how far when the caller says
+ * (mm_cli_status_detail); erased by mm_cli_status_stop. */
 void mm_cli_status_start(bool quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mm_cli_status_stop(void);
+/* What the status line adds after WHAT ("iteration 3 of 8"). */
+void mm_cli_status_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */

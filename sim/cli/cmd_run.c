@@ -342,6 +342,13 @@ static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timelin
     return rc;
 }
 
+/* mm_sim_run's progress hook: the status line says how far it is. */
+static void on_iteration(void *ctx, int done, int total)
+{
+    (void)ctx;
+    mm_cli_status_detail("iteration %d of %d done", done, total);
+}
+
 int mm_cli_run(int argc, char **argv)
 {
     run_opts o = {.db = DEFAULT_DB};
@@ -362,8 +369,9 @@ int mm_cli_run(int argc, char **argv)
     if (mm_sim_prepare(&sim, &sc, &err))
         return mm_cli_fail(&err);
     /* a status line while it runs, on a terminal only */
-    mm_cli_status_start(o.quiet || o.json, "simulating %d iteration(s) of %s on %d GPUs", sc.iterations, sc.source,
+    mm_cli_status_start(o.quiet || o.json, "simulating %s on %d GPUs", sc.source,
                         sim.cluster.nodes * sim.cluster.gpus_per_node);
+    sim.progress = on_iteration;
     mm_metrics m;
     mm_sim_timeline tl;
     int rrc = mm_sim_run(&sim, &m, o.trace ? &tl : NULL, &err);

@@ -91,11 +91,12 @@ bool mm_cli_progress_ok(bool quiet)
  * second until stopped.  One at a time (the CLI runs one long thing). */
 static struct {
     pthread_t thread;
+    pthread_mutex_t lock; /* guards detail */
     atomic_bool running;
     bool started;
-    char what[200];
+    char what[200], detail[64];
     struct timespec t0;
-} status;
+} status = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void *status_loop(void *arg)
 {
@@ -104,7 +105,11 @@ static void *status_loop(void *arg)
         struct timespec now, nap = {0, 100000000};
         clock_gettime(CLOCK_MONOTONIC, &now);
         double s = (double)(now.tv_sec - status.t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - status.t0.tv_nsec);
-        fprintf(stderr, "\r\033[Kmmsim: %s ... %.0f s", status.what, s);
+        char detail[64];
+        pthread_mutex_lock(&status.lock);
+        snprintf(detail, sizeof detail, "%s", status.detail);
+        pthread_mutex_unlock(&status.lock);
+        fprintf(stderr, "\r\033[Kmmsim: %s%s%s ... %.0f s", status.what, detail[0] ? ": " : "", detail, s);
         fflush(stderr);
         for (int i = 0; i < 5 && atomic_load(&status.running); i++)
             nanosleep(&nap, NULL);
@@ -121,6 +126,7 @@ void mm_cli_status_start(bool quiet, const char *fmt, ...)
     vsnprintf(status.what, sizeof status.what, fmt, ap);
     va_end(ap);
     clock_gettime(CLOCK_MONOTONIC, &status.t0);
+    status.detail[0] = '\0';
     atomic_store(&status.running, true);
     status.started = pthread_create(&status.thread, NULL, status_loop, NULL) == 0;
 }
@@ -134,4 +140,16 @@ void mm_cli_status_stop(void)
     status.started = false;
     fprintf(stderr, "\r\033[K");
     fflush(stderr);
+}
+
+void mm_cli_status_detail(const char *fmt, ...)
+{
+    if (!status.started)
+        return;
+    pthread_mutex_lock(&status.lock);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(status.detail, sizeof status.detail, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&status.lock);
 }

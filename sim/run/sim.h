@@ -47,6 +47,11 @@ typedef struct mm_sim {
     mm_workload *wl;
     mm_token_model tm;
     char workload_path[512];
+    /* Called by mm_sim_run after each iteration (done of total) when set,
+     * e.g. for a progress line; NULL by default.  Nothing it does changes
+     * the results. */
+    void (*progress)(void *ctx, int done, int total);
+    void *progress_ctx;
 } mm_sim;
 
 /* Frees what mm_sim_prepare allocated (the workload); the struct itself is
