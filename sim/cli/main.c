@@ -75,7 +75,8 @@ static const char usage_run[] =
     "  --print-scenario print the scenario --megatron-args made (YAML, with the\n"
     "                   mapping of each argument in comments) instead of running\n"
     "\n"
-    "A progress line is drawn on stderr while it runs, when stderr is a terminal.\n";
+    "A progress line (iterations done, elapsed time) is drawn on stderr while it\n"
+    "runs, when stderr is a terminal and neither -q nor --json is given.\n";
 
 static const char usage_model[] =
     "usage: mmsim model MODEL [--seq N] [--images K] [--set KEY=VALUE]... [--json]\n"
