@@ -24,6 +24,7 @@
 #include "plan/runner.h"
 #include "plan/sweep.h"
 #include "store/store.h"
+#include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
 
 #include "mmsim_exe.h"
 

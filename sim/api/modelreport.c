@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/report.h"
+#include "workload/workload.h"
 
 static const mm_mem_schedule sched_of[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
                                            [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
@@ -37,7 +38,11 @@ int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int sta
 static void model_flops(const mm_model *m, double s, long long images, mm_model_report *r)
 {
     r->tiles = (int)images * (m->max_tiles > 0 ? m->max_tiles : 1);
-    r->image_tokens = m->has_vision ? (int64_t)r->tiles * mm_model_tokens_per_tile(m) : 0;
+    /* as the workload counts them (anyres_max caps what reaches the LLM) */
+    mm_token_model tm;
+    mm_token_model_from_model(m, &tm);
+    mm_sample img = {.images = (int32_t)images, .tiles = r->tiles};
+    r->image_tokens = m->has_vision ? mm_sample_mm_tokens(&img, &tm) : 0;
     if (m->has_llm) {
         double f = (double)m->llm.layers * mm_llm_layer_fwd_flops(&m->llm, 1, s) + mm_llm_head_fwd_flops(&m->llm, 1, s);
         r->llm_fwd_per_sample = f;
@@ -59,12 +64,24 @@ static void model_flops(const mm_model *m, double s, long long images, mm_model_
  * to report (`mmsim run` refuses it): l->sim stays NULL. */
 static int layout_costs(const mm_model *m, const mm_scenario *sc, mm_model_report *l, mm_err *err)
 {
-    if (!m->has_llm)
+    if (!m->has_llm) {
+        snprintf(l->note, sizeof l->note, "the model has no LLM decoder (`mmsim run` trains a model with one)");
         return 0;
+    }
     l->sim = calloc(1, sizeof *l->sim);
     if (!l->sim)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     int rc = mm_sim_prepare(l->sim, sc, err);
+    if (rc == -MM_EINPUT) {
+        char msg[sizeof l->note - 40];
+        mm_err_format(err, msg, sizeof msg);
+        snprintf(l->note, sizeof l->note, "`mmsim run` refuses it: %s", msg);
+        mm_err_clear(err);
+        mm_sim_free(l->sim);
+        free(l->sim);
+        l->sim = NULL;
+        return 0;
+    }
     if (rc == 0)
         rc = mm_sim_stage_times(l->sim, &l->costs, err);
     if (rc == 0 && (rc = mm_sim_stage_memory(l->sim, &l->mem, err)))
@@ -165,7 +182,9 @@ static double module_gib(const mm_model_report *l, const char *name)
 static void json_layout(FILE *f, const mm_model_report *l)
 {
     if (!l->sim) {
-        fprintf(f, "  \"layout\": null,\n  \"memory_gib\": [],\n");
+        fprintf(f, "  \"layout\": null,\n  \"layout_note\": ");
+        mm_json_string(f, l->note);
+        fprintf(f, ",\n  \"memory_gib\": [],\n");
         return;
     }
     const mm_sim *sim = l->sim;
@@ -225,6 +244,12 @@ void mm_report_model_json(FILE *f, const mm_model_report *r)
     mm_json_string(f, m->name);
     fputs(",\n", f);
     fprintf(f, "  \"params\": %lld,\n", (long long)mm_model_params(m));
+    fprintf(f, "  \"active_params\": %lld,\n", (long long)mm_model_active_params(m));
+    if (m->has_llm && m->llm.mtp_layers > 0)
+        fprintf(f, "  \"mtp_params\": %lld,\n", (long long)mm_llm_mtp_params(&m->llm));
+    if (m->has_vision)
+        fprintf(f, "  \"tokens_per_tile\": %lld,\n  \"tokens_per_frame\": %lld,\n",
+                (long long)mm_model_tokens_per_tile(m), (long long)mm_model_tokens_per_frame(m));
     fprintf(f, "  \"modules\": {");
     bool first = true;
     if (m->has_vision)
@@ -235,8 +260,11 @@ void mm_report_model_json(FILE *f, const mm_model_report *r)
         jkey_params(f, "audio", mm_encoder_params(&m->audio), &first);
     if (m->has_audio && m->audio_proj.type != MM_PROJ_NONE)
         jkey_params(f, "audio_projector", mm_projector_params(&m->audio_proj), &first);
-    if (m->has_llm)
-        jkey_params(f, "llm", mm_llm_params(&m->llm), &first);
+    if (m->has_llm) {
+        fprintf(f, "%s\"llm\": {\"params\": %lld, \"active_params\": %lld}", first ? "" : ", ",
+                (long long)mm_llm_params(&m->llm), (long long)mm_llm_active_params(&m->llm));
+        first = false;
+    }
     fprintf(f, "},\n");
     fprintf(f, "  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", seq, images,
            r->tiles, (long long)r->image_tokens);

@@ -242,9 +242,12 @@ static void print_cand_json(FILE *f, const mm_plan *p, size_t i)
         mm_json_string(f, c->reason);
     else
         fprintf(f, "null");
-    char sets[1024];
-    mm_plan_cand_sets_json(c, sets, sizeof sets);
-    fprintf(f, ", \"sets\": %s}", sets);
+    size_t need = mm_plan_cand_sets_json(c, NULL, 0) + 1;
+    char *sets = malloc(need);
+    if (sets)
+        mm_plan_cand_sets_json(c, sets, need);
+    fprintf(f, ", \"sets\": %s}", sets ? sets : "null");
+    free(sets);
 }
 
 void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all)

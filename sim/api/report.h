@@ -56,9 +56,10 @@ typedef struct mm_model_report {
     double proj_fwd_per_sample, audio_fwd_per_clip, sample_fwd;
     int tiles;
     int64_t image_tokens;
-    mm_sim *sim;             /* the prepared layout (owned); NULL: the model has no LLM */
+    mm_sim *sim;             /* the prepared layout (owned); NULL: none to report, note says why */
     mm_sim_costs costs;
     mm_sim_memory mem;
+    char note[1200];         /* why no layout: no LLM, or `mmsim run`'s refusal */
 } mm_model_report;
 
 /* Loads the model file (resolved like a scenario's paths) and reports it

@@ -18,8 +18,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help model)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("model", NULL, what, arg);
 }
 
 static void print_text_model(const mm_model_report *r)
@@ -42,7 +41,17 @@ static void print_text_model(const mm_model_report *r)
     if (m->has_llm)
         printf("  llm         %16.3f M   %lld layers, h %lld%s\n", (double)mm_llm_params(&m->llm) * 1e-6,
                (long long)m->llm.layers, (long long)m->llm.hidden, m->llm.experts ? ", MoE" : "");
+    if (m->has_llm && m->llm.experts)
+        printf("  llm active  %16.3f M   per token (%lld of %lld routed experts)\n",
+               (double)mm_llm_active_params(&m->llm) * 1e-6, (long long)m->llm.experts_per_tok,
+               (long long)m->llm.experts);
+    if (m->has_llm && m->llm.mtp_layers > 0)
+        printf("  mtp         %16.3f M   %lld multi-token-prediction module(s), not in the total\n",
+               (double)mm_llm_mtp_params(&m->llm) * 1e-6, (long long)m->llm.mtp_layers);
     printf("  total       %16.3f M\n", (double)mm_model_params(m) * 1e-6);
+    if (m->has_vision)
+        printf("  visual tokens: %lld per tile, %lld per video frame\n", (long long)mm_model_tokens_per_tile(m),
+               (long long)mm_model_tokens_per_frame(m));
     printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
     if (m->has_llm)
         printf("  llm         %12.4g per token at seq %lld\n", r->llm_fwd_per_token, seq);
@@ -57,7 +66,7 @@ static void print_text_model(const mm_model_report *r)
 static void print_text_layout(const mm_model_report *l)
 {
     if (!l->sim) {
-        printf("\n  no layout: the model has no LLM decoder (`mmsim run` trains a model with one)\n");
+        printf("\n  no layout: %s\n", l->note);
         return;
     }
     const mm_sim *sim = l->sim;

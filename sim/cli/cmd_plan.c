@@ -12,6 +12,7 @@
 
 #include "api/report.h"
 #include "cli/cli.h"
+#include "util/limits.h"
 #include "mmsim_config.h"
 #include "plan/planner.h"
 #include "scenario/scenario.h"
@@ -51,8 +52,7 @@ const char mm_cli_plan_usage[] =
 
 static int bad_arg(const char *flag, const char *msg)
 {
-    fprintf(stderr, "mmsim: <cli>: key '%s': %s (see mmsim help plan)\n", flag, msg);
-    return 2;
+    return mm_cli_usage_error("plan", flag, msg, NULL);
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)
@@ -202,7 +202,7 @@ int mm_cli_plan(int argc, char **argv)
         case 'v': verbose = 1; break;
         case 'g': rc = parse_int("--gpus", v, 1, 1 << 24, &o.gpus); break;
         case 't': rc = parse_int("--top", v, 0, 100000, &o.top_k); break;
-        case 'i': rc = parse_int("--iterations", v, 1, 1000000, &o.iterations); break;
+        case 'i': rc = parse_int("--iterations", v, 1, MM_LIMIT_ITERATIONS, &o.iterations); break; /* util/limits.h */
         case 'j': rc = parse_int("--jobs", v, 1, 4096, &o.jobs); break;
         case 'p': rc = parse_int("--max-pp", v, 1, 4096, &o.max_pp); break;
         case 'P': rc = parse_placements(v, &o.placements); break;
@@ -225,10 +225,10 @@ int mm_cli_plan(int argc, char **argv)
     o.sets = sets;
     if (no_db)
         o.db = NULL;
-    if (o.db)
-        mm_cli_make_parent(o.db);
     mm_err err;
     mm_err_clear(&err);
+    if (o.db && mm_cli_open_db(o.db, &err))
+        return mm_cli_fail(&err);
     mm_plan p;
     /* a status line while it plans, on a terminal only */
     mm_cli_status_start(quiet || json, "planning (enumerate, prune, pre-score, simulate the best %d)", o.top_k);

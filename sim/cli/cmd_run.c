@@ -14,6 +14,7 @@
 #include "cli/megatron.h"
 #include "hw/cluster.h"
 #include "mmsim_config.h"
+#include "run/limits.h"
 #include "run/sim.h"
 #include "store/store.h"
 #include "store/trace.h"
@@ -139,7 +140,6 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
         .model = sim->model_path, .topology = sim->topology_path,
         .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
     };
-    mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
     if (rc == 0)
@@ -343,7 +343,7 @@ static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timelin
 }
 
 /* mm_sim_run's progress hook: the status line says how far it is. */
-static void on_iteration(void *ctx, int done, int total)
+static void on_iteration(int done, int total, void *ctx)
 {
     (void)ctx;
     mm_cli_status_detail("iteration %d of %d done", done, total);
@@ -366,7 +366,10 @@ int mm_cli_run(int argc, char **argv)
         print_scenario(&o, &mg, &sc);
         return 0;
     }
-    if (mm_sim_prepare(&sim, &sc, &err))
+    if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err))
+        return mm_cli_fail(&err);
+    /* the database first: a bad --db costs no simulation */
+    if (!o.no_db && mm_cli_open_db(o.db, &err))
         return mm_cli_fail(&err);
     /* a status line while it runs, on a terminal only */
     mm_cli_status_start(o.quiet || o.json, "simulating %s on %d GPUs", sc.source,

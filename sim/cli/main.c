@@ -3,6 +3,7 @@
  * call the library, print, and choose the exit status (0 success, 2 bad
  * input, 1 internal error).  Nothing here models anything.
  * Not for: logic a planner embedding libmmsim would also need. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,10 @@ static int help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* Past a file-size limit (ulimit -f) write() fails with EFBIG, which
+     * the store reports (exit 1, the database intact), instead of the
+     * signal killing the process in the middle of a write. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;

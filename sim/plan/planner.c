@@ -6,9 +6,11 @@
  * (mm_sim_load); each candidate only rewrites the layout and training
  * fields of that one mm_sim and checks it again (mm_sim_relayout) before
  * mm_sim_estimate, so a candidate costs microseconds, not the milliseconds
- * of reading the files.  The K rescorings go through the runner (forked
- * workers, results in the store, reused by a later plan of the same
- * scenario).
+ * of reading the files.  The K rescorings run in this process, or through
+ * the runner (forked workers, results in the store, reused by a later plan
+ * of the same scenario), which gets each candidate's canonical scenario
+ * text.  All three apply a candidate the one way the scenario layer has
+ * (mm_scenario_apply_layout, on the base each time), so they agree.
  * Not for: printing (the CLI formats mm_plan) or sweeps (sweep.h). */
 #include "plan/planner.h"
 
@@ -21,6 +23,7 @@
 #include "hw/cluster.h"
 #include "model/memory.h"
 #include "plan/runner.h"
+#include "run/limits.h"
 #include "run/sim.h"
 #include "store/planstore.h"
 #include "store/store.h"
@@ -550,7 +553,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         }
         base->nodes = o->gpus / gpn;
     }
-    if ((rc = mm_sim_load(sim, base, err)))
+    if ((rc = mm_sim_load(sim, base, err)) || (rc = mm_sim_check_limits(sim, err)))
         goto out;
     const mm_model *mo = &sim->model;
     space sp = {

@@ -24,11 +24,11 @@
 #include <sys/prctl.h>
 #endif
 
-#include <sqlite3.h>
 
 #include "mmsim_config.h"
 #include "run/sim.h"
 #include "plan/runner_internal.h"
+#include "run/limits.h"
 #include "store/store.h"
 
 
@@ -129,11 +129,12 @@ void mm_rn_simulate(const mm_point *pt, outcome *oc)
     memset(oc, 0, sizeof *oc);
     mm_err_clear(&oc->err);
     mm_scenario *sc = calloc(1, sizeof *sc);
-    mm_sim *sim = calloc(1, sizeof *sim);
+    mm_sim *sim = calloc(1, sizeof *sim); /* zeroed: mm_sim_free is safe on any path */
     if (!sc || !sim) {
         mm_err_set(&oc->err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
     } else if (load_point(pt, sc, &oc->canon, &oc->err) == 0 &&
                mm_sim_prepare(sim, sc, &oc->err) == 0 &&
+               mm_sim_check_limits(sim, &oc->err) == 0 &&
                mm_sim_run(sim, &oc->m, NULL, &oc->err) == 0) {
         oc->ok = 1;
         snprintf(oc->source, sizeof oc->source, "%s", sc->source);
@@ -249,13 +250,9 @@ static int plan_load(runner *r, mm_err *err)
 /* The oom flag of a stored run (0 when it cannot be read). */
 static int run_oom(mm_store *st, int64_t id)
 {
-    sqlite3_stmt *s = NULL;
     int oom = 0;
-    if (sqlite3_prepare_v2(mm_store_sqlite(st), "SELECT oom FROM runs WHERE id = ?1", -1, &s,
-                           NULL) == SQLITE_OK &&
-        sqlite3_bind_int64(s, 1, id) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        oom = sqlite3_column_int(s, 0) != 0;
-    sqlite3_finalize(s);
+    mm_err ignored;
+    (void)mm_store_run_oom(st, id, &oom, &ignored);
     return oom;
 }
 

@@ -47,10 +47,10 @@ typedef struct mm_sim {
     mm_workload *wl;
     mm_token_model tm;
     char workload_path[512];
-    /* Called by mm_sim_run after each iteration (done of total) when set,
-     * e.g. for a progress line; NULL by default.  Nothing it does changes
-     * the results. */
-    void (*progress)(void *ctx, int done, int total);
+    /* Optional, set by the caller after mm_sim_prepare (which clears it):
+     * called after each simulated iteration, so that a long run can show
+     * its progress (mmsim run draws it on a terminal).  NULL: none. */
+    void (*progress)(int done, int total, void *ctx);
     void *progress_ctx;
 } mm_sim;
 

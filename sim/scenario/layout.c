@@ -6,6 +6,7 @@
  * Not for: choosing layouts (plan/planner.c) or checking them against the
  * model and cluster (the run layer). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,10 @@ static void set_dims(mm_module_layout *m, const mm_layout_dims *d)
 void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay)
 {
     set_dims(&sc->parallel.llm, &lay->llm);
+    if (lay->layers_per_stage) { /* borrowed (scenario.h): a copy never frees it */
+        sc->parallel.llm.layers_per_stage = (int *)(uintptr_t)lay->layers_per_stage;
+        sc->parallel.llm.n_layers_per_stage = lay->llm.pp;
+    }
     if (lay->placement >= 0) {
         sc->parallel.placement = (mm_placement)lay->placement;
         if (mm_layout_has_vision(lay->placement)) {
@@ -57,24 +62,40 @@ typedef struct jbuf {
     size_t len, n;
 } jbuf;
 
+/* Appends printf output, snprintf-like: what does not fit is counted. */
+static void append(jbuf *b, const char *fmt, va_list ap)
+{
+    size_t room = b->n < b->len ? b->len - b->n : 0;
+    int w = vsnprintf(room ? b->buf + b->n : NULL, room, fmt, ap);
+    if (w > 0)
+        b->n += (size_t)w;
+}
+
+static void lit(jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void lit(jbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    append(b, fmt, ap);
+    va_end(ap);
+}
+
 /* Appends one "key=value" string of the JSON list (no quotes or
  * backslashes can occur in these keys and values). */
 static void put(jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void put(jbuf *b, const char *fmt, ...)
 {
-    char piece[96];
+    lit(b, "%s\"", b->n > 1 ? ", " : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(piece, sizeof piece, fmt, ap);
+    append(b, fmt, ap);
     va_end(ap);
-    size_t room = b->n < b->len ? b->len - b->n : 0;
-    int w = snprintf(room ? b->buf + b->n : NULL, room, "%s\"%s\"", b->n > 1 ? ", " : "", piece);
-    if (w > 0)
-        b->n += (size_t)w;
+    lit(b, "\"");
 }
 
-static void put_dims(jbuf *b, const char *m, const mm_layout_dims *d, int zero)
+static void put_dims(jbuf *b, const char *m, const mm_layout_dims *d, int zero, const int *layers)
 {
     put(b, "parallel.%s.tp=%d", m, d->tp);
     put(b, "parallel.%s.pp=%d", m, d->pp);
@@ -83,7 +104,14 @@ static void put_dims(jbuf *b, const char *m, const mm_layout_dims *d, int zero)
     put(b, "parallel.%s.vpp=%d", m, d->vpp);
     put(b, "parallel.%s.ep=%d", m, d->ep);
     put(b, "parallel.%s.zero=%d", m, zero); /* what an inherited zero resolves to */
-    put(b, "parallel.%s.layers_per_stage=[]", m);
+    if (!layers) {
+        put(b, "parallel.%s.layers_per_stage=[]", m);
+        return;
+    }
+    lit(b, ", \"parallel.%s.layers_per_stage=[", m);
+    for (int i = 0; i < d->pp; i++)
+        lit(b, "%s%d", i ? "," : "", layers[i]);
+    lit(b, "]\"");
 }
 
 size_t mm_layout_sets_json(const mm_layout *lay, char *buf, size_t len)
@@ -96,19 +124,17 @@ size_t mm_layout_sets_json(const mm_layout *lay, char *buf, size_t len)
     b.n = 1;
     if (lay->placement >= 0)
         put(&b, "parallel.placement=%s", mm_placement_names[lay->placement]);
-    put_dims(&b, "llm", &lay->llm, lay->zero);
+    put_dims(&b, "llm", &lay->llm, lay->zero, lay->layers_per_stage);
     if (lay->placement >= 0 && mm_layout_has_vision(lay->placement)) {
         mm_layout_dims v = {.tp = lay->vision.tp, .pp = lay->vision.pp, .dp = lay->vision.dp,
                             .vpp = 1, .cp = 1, .ep = 1};
-        put_dims(&b, "vision", &v, lay->zero);
+        put_dims(&b, "vision", &v, lay->zero, NULL);
     }
     put(&b, "train.micro_batch=%d", lay->micro_batch);
     put(&b, "train.recompute=%s", mm_recompute_names[lay->recompute]);
     put(&b, "train.zero=%d", lay->zero);
     put(&b, "train.schedule=%s", mm_schedule_names[lay->schedule]);
-    size_t room = b.n < b.len ? b.len - b.n : 0;
-    int w = snprintf(room ? b.buf + b.n : NULL, room, "]");
-    b.n += w > 0 ? (size_t)w : 0;
+    lit(&b, "]");
     if (b.len && b.n >= b.len)
         buf[b.len - 1] = '\0';
     return b.n;

@@ -198,6 +198,9 @@ typedef struct mm_layout {
     int recompute;          /* enum mm_recompute */
     int zero;               /* train.zero; the modules inherit it */
     int schedule;           /* mm_schedule_kind */
+    /* The LLM's layers per pipeline stage, llm.pp entries; NULL: an even
+     * split.  Borrowed: the scenario points at this array (see below). */
+    const int *layers_per_stage;
 } mm_layout;
 
 /* True when the placement gives the vision encoder a layout of its own. */
@@ -206,10 +209,12 @@ bool mm_layout_has_vision(int placement);
 /* The one way to change a layout: writes `lay` into the scenario.  The
  * degrees of parallel.llm (and of parallel.vision, when the placement gives
  * it a layout: cp, vpp, ep = 1) are replaced, the modules' zero inherits
- * lay->zero and an uneven layers_per_stage is dropped (it was for another
- * pp); everything else, per-module sp included, stays.  Only numbers and
- * list lengths change (nothing is freed or allocated), so it may be applied
- * to a struct copy of a scenario. */
+ * lay->zero, and the LLM's layers_per_stage becomes lay's (an earlier
+ * uneven split was for another pp; an encoder's is dropped); everything
+ * else, per-module sp included, stays.  Nothing is freed or allocated: it is
+ * meant for a struct copy of a loaded scenario (the planner's shared sim, a
+ * candidate's text), which then borrows lay->layers_per_stage; do not
+ * mm_scenario_free a scenario a split was applied to. */
 void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay);
 
 /* Undoes any layout applied to sc: copies from `base` (the scenario sc was

@@ -260,8 +260,13 @@ static size_t help_text(char *buf, size_t len)
         char type[160], def[64];
         mm_key_type_text(k, type, sizeof type);
         default_of(k, def, sizeof def);
-        mm_sb_printf(&b, "%-32s default %-18s built-in %s\n        %s\n        %s\n", k->name, def,
-                     k->builtin ? k->builtin : "-", type, k->doc);
+        const char *bi = k->builtin ? k->builtin : "-";
+        if (k->type == MM_KT_SECTION) /* a section is in the built-in scenario when a key below it is */
+            bi = in_builtin(k) ? "present" : "absent";
+        else if (k->type == MM_KT_WORKLOAD && !k->builtin && in_builtin(k))
+            bi = "mapping"; /* the fixed sample of the workload.* rows */
+        mm_sb_printf(&b, "%-32s default %-18s built-in %s\n        %s\n        %s\n", k->name, def, bi, type,
+                     k->doc);
     }
     return b.n;
 }
