@@ -932,7 +932,7 @@ START_TEST(hf_model_cli)
     char dir[256], out[16384], err[4096];
     mmx_tmpdir(dir, sizeof dir, "hfcli");
     ck_assert_int_eq(mmx_run(dir, NULL, "model " HF "deepseek-v3.json --json", out, sizeof out, err, sizeof err), 0);
-    ck_assert_msg(strstr(out, "\"note\": \"the layout does not fit this model") != NULL &&
+    ck_assert_msg(strstr(out, "\"layout_note\": \"`mmsim run` refuses it") != NULL &&
                       strstr(out, "parallel.llm.pp") != NULL, "%s", out);
     ck_assert(strstr(out, "\"active_params\": ") && strstr(out, "\"mtp_params\": "));
     ck_assert_int_eq(mmx_run(dir, NULL, "model " HF "llava-onevision-qwen2-7b-ov-hf.json --json", out, sizeof out,
