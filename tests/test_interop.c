@@ -122,7 +122,9 @@ START_TEST(megatron_refusals)
         {"  --num-query-groups $GROUPS --group-query-attention\n", "$GROUPS", "a.args:2"},
         {"  --frobnicate 3\n", "--frobnicate", "a.args:2"},
         {"  --recompute-granularity full --recompute-method block\n", "--recompute-method", "a.args:2"},
-        {"  --tensor-model-parallel-size 3\n", "--tensor-model-parallel-size", "a.args"},
+        {"  --tensor-model-parallel-size 3\n", "--tensor-model-parallel-size", "a.args:2"},
+        /* a scenario rule broken by a mapped value names the argument and its line */
+        {"  --global-batch-size 30\n", "(from --global-batch-size)", "a.args:2: key 'train.global_batch'"},
         {"  ${EXTRA_ARGS[@]}\n", "EXTRA_ARGS", "a.args:2"},
         {"  --swiglu\n", "--swiglu", "a.args:2"},
     };

@@ -285,7 +285,11 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
     const mm_module_layout *L = &sc->parallel.llm;
     int per = L->tp * L->pp * L->cp;
     if (gpus % per) {
-        rc = mm_err_set(err, MM_EINPUT, o->megatron, 0, "--tensor-model-parallel-size",
+        int line = 0; /* the line of --tensor-model-parallel-size, when given */
+        for (int i = 0; i < mg->n_sets; i++)
+            if (!strncmp(mg->sets[i], "parallel.llm.tp=", 16))
+                line = mg->set_line[i];
+        rc = mm_err_set(err, MM_EINPUT, o->megatron, line, "--tensor-model-parallel-size",
                         "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
                         L->tp, L->pp, L->cp, per, gpus);
         mm_scenario_free(sc);
@@ -360,14 +364,23 @@ int mm_cli_run(int argc, char **argv)
     static mm_scenario sc;
     static mm_sim sim;
     static mm_megatron mg;
-    if (o.megatron ? load_megatron(&o, &mg, &sc, &err) : mm_scenario_load(&sc, o.scenario, o.sets, o.n_sets, &err))
+    if (o.megatron ? load_megatron(&o, &mg, &sc, &err) : mm_scenario_load(&sc, o.scenario, o.sets, o.n_sets, &err)) {
+        if (o.megatron)
+            mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
         return mm_cli_fail(&err);
+    }
+    /* checked as a run checks it, --print-scenario too: what it prints runs */
+    if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err)) {
+        if (o.megatron)
+            mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
+        return mm_cli_fail(&err);
+    }
     if (o.print_scenario) {
         print_scenario(&o, &mg, &sc);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
         return 0;
     }
-    if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err))
-        return mm_cli_fail(&err);
     /* the database first: a bad --db costs no simulation */
     if (!o.no_db && mm_cli_open_db(o.db, &err))
         return mm_cli_fail(&err);

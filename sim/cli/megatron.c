@@ -333,8 +333,12 @@ static void set(const reader *r, const char *from, const char *key, const char *
     vsnprintf(v, sizeof v, fmt, ap);
     va_end(ap);
     mm_megatron *mg = r->mg;
-    if (mg->n_sets < MM_MG_MAX_SETS)
+    if (mg->n_sets < MM_MG_MAX_SETS) {
+        const seen *sn = from[0] == '-' ? get(r, from) : NULL;
+        snprintf(mg->set_from[mg->n_sets], sizeof mg->set_from[0], "%s", sn ? from : "");
+        mg->set_line[mg->n_sets] = sn ? sn->line : 0;
         snprintf(mg->sets[mg->n_sets++], sizeof mg->sets[0], "%s=%s", key, v);
+    }
     if (from[0] == '(' || has(r, from))
         note(mg, "%s -> %s: %s", from, key, v);
     else
@@ -679,6 +683,10 @@ int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
         return mm_err_set(err, MM_EINTERNAL, out_path, 0, "", "too many overrides");
     /* the model first, so that a later --set model=... of the user wins */
     memmove(mg->sets[1], mg->sets[0], (size_t)mg->n_sets * sizeof mg->sets[0]);
+    memmove(mg->set_from[1], mg->set_from[0], (size_t)mg->n_sets * sizeof mg->set_from[0]);
+    memmove(mg->set_line + 1, mg->set_line, (size_t)mg->n_sets * sizeof mg->set_line[0]);
+    mg->set_from[0][0] = '\0';
+    mg->set_line[0] = 0;
     snprintf(mg->sets[0], sizeof mg->sets[0], "model=%s", out_path);
     mg->n_sets++;
     return 0;
@@ -694,4 +702,31 @@ void mm_megatron_add(mm_megatron *mg, const char *from, const char *key, const c
 void mm_megatron_note(mm_megatron *mg, const char *text)
 {
     note(mg, "%s", text);
+}
+
+/* True when override "key=value" sets exactly `key`. */
+static bool sets_key(const char *set, const char *key)
+{
+    size_t n = strlen(key);
+    return !strncmp(set, key, n) && set[n] == '=';
+}
+
+void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *const *user_sets, int n_user,
+                         mm_err *err)
+{
+    if (!err || err->code != MM_EINPUT || strcmp(err->file, "--set") != 0)
+        return;
+    for (int i = 0; i < n_user; i++)
+        if (sets_key(user_sets[i], err->key))
+            return; /* the user's own --set */
+    for (int i = mg->n_sets - 1; i >= 0; i--) {
+        if (!sets_key(mg->sets[i], err->key) || !mg->set_from[i][0])
+            continue;
+        size_t n = strlen(err->msg);
+        if (n + strlen(mg->set_from[i]) + 8 < sizeof err->msg)
+            snprintf(err->msg + n, sizeof err->msg - n, " (from %s)", mg->set_from[i]);
+        snprintf(err->file, sizeof err->file, "%s", path);
+        err->line = mg->set_line[i];
+        return;
+    }
 }

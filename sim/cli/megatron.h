@@ -24,6 +24,10 @@ typedef struct mm_megatron {
      * is added by mm_megatron_write_model */
     char sets[MM_MG_MAX_SETS][160];
     int n_sets;
+    /* for each override, the argument it came from and that argument's
+     * line in FILE ("" and 0: a default or a derived value) */
+    char set_from[MM_MG_MAX_SETS][64];
+    int set_line[MM_MG_MAX_SETS];
     char model_json[2048];  /* the HF config.json text */
     /* what each argument became, one line each, for --print-scenario:
      * "--fp16 -> train.precision: fp16", "--lr: ignored (optimizer ...)" */
@@ -44,6 +48,13 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
 void mm_megatron_add(mm_megatron *mg, const char *from, const char *key, const char *value);
 /* Adds a note only. */
 void mm_megatron_note(mm_megatron *mg, const char *text);
+
+/* Re-points an error the scenario gave for one of mg's overrides (file
+ * "--set", its key) at the argument that made it: file `path`, that
+ * argument's line, and "(from --ARG)" in the message.  Overrides the user
+ * gave (user_sets) keep theirs.  A no-op for any other error. */
+void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *const *user_sets, int n_user,
+                         mm_err *err);
 
 /* Writes mg->model_json to out_path and appends "model=out_path" to the
  * overrides.  Returns 0 or -code. */
