@@ -118,6 +118,15 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
         fprintf(f, ", \"seconds\": %.9g, \"share\": %.6g, \"ops\": %d}", e->seconds, e->share, e->ops);
     }
     fprintf(f, "],\n");
+    /* the framework's per-layer breakdown (run/breakdown.c), when the
+     * layout has one */
+    mm_sim_breakdown *bk = calloc(1, sizeof *bk);
+    mm_err berr;
+    if (bk && mm_sim_get_breakdown(sim, bk, &berr) == 0) {
+        mm_sim_breakdown_write_json(f, sim, bk, "  ");
+        fprintf(f, ",\n");
+    }
+    free(bk);
     jnum(f, "wall_s", m->wall_s, 1);
     fprintf(f, "}\n");
 }

@@ -172,10 +172,10 @@ typedef struct run_opts {
     const char *scenario, *db, *trace, *megatron, *megatron_model;
     const char *sets[MAX_SETS];
     int n_sets;
-    bool json, no_db, print_scenario, quiet, verbose;
+    bool json, no_db, print_scenario, quiet, verbose, breakdown;
 } run_opts;
 
-enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT };
+enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN };
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
@@ -185,7 +185,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
         {"megatron-args", required_argument, NULL, OPT_MEGATRON},
         {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
-        {"print-scenario", no_argument, NULL, OPT_PRINT},
+        {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
         {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -204,6 +204,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_MEGATRON: o->megatron = optarg; break;
         case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
         case OPT_PRINT: o->print_scenario = true; break;
+        case OPT_BREAKDOWN: o->breakdown = true; break;
         case 'q': o->quiet = true; break;
         case 'v': o->verbose = true; break;
         default: return 2;
@@ -409,6 +410,13 @@ int mm_cli_run(int argc, char **argv)
             print_summary(&sim, &m, run_id, o.db);
         if (o.verbose && !o.json)
             print_iterations(&m);
+        if (o.breakdown && !o.json) {
+            static mm_sim_breakdown bk;
+            if (mm_sim_get_breakdown(&sim, &bk, &err))
+                rc = mm_cli_fail(&err);
+            else
+                mm_sim_breakdown_write_text(stdout, &sim, &bk);
+        }
         if (o.megatron && o.verbose)
             for (int i = 0; i < mg.n_notes; i++)
                 fprintf(stderr, "mmsim: megatron: %s\n", mg.notes[i]);

@@ -49,7 +49,7 @@ static const char usage_help[] =
 
 static const char usage_run[] =
     "usage: mmsim run [SCENARIO.yaml] [--set KEY=VALUE]... [--json] [--db FILE]\n"
-    "                 [--no-db] [--trace FILE] [-q | -v]\n"
+    "                 [--no-db] [--trace FILE] [--breakdown] [-q | -v]\n"
     "       mmsim run [SCENARIO.yaml] --megatron-args FILE [--megatron-model OUT.json]\n"
     "                 [--print-scenario] [--set KEY=VALUE]... [...]\n"
     "\n"
@@ -65,6 +65,10 @@ static const char usage_run[] =
     "  --no-db          do not store the run\n"
     "  --trace FILE     write the last iteration's timeline as Chrome-trace JSON\n"
     "                   (open in chrome://tracing or ui.perfetto.dev)\n"
+    "  --breakdown      also print per layer and micro-batch the GEMM, attention\n"
+    "                   and memory-bound time of the forward, input-gradient and\n"
+    "                   weight-gradient passes, and the optimizer phase (--json\n"
+    "                   always has it as \"breakdown\")\n"
     "  -q, --quiet      one line: iteration_time_s, tokens_per_s, mfu\n"
     "  -v, --verbose    also every iteration (and the Megatron mapping, on stderr)\n"
     "  --megatron-args FILE  a Megatron-LM argument list (as in a launch script)\n"
