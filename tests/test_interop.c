@@ -101,7 +101,7 @@ START_TEST(megatron_llama3_8b)
                          dir),
                      0);
     const char *want[] = {"precision: fp8", "sequence_parallel: true", "zero: 1", "overlap_grad_reduce: true",
-                          "overlap_param_gather: true", "attention: flash", "seq_len: 8192", "recompute: full",
+                          "overlap_param_gather: true", "attention: cudnn", "seq_len: 8192", "recompute: full",
                           "dp: 16", "--rotary-base: ignored"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);

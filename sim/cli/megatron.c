@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "scenario/scenario.h"
 
 /* ---- splitting the file into words ---------------------------------------- */
 
@@ -585,6 +586,36 @@ static int map_recompute(reader *r)
     return 0;
 }
 
+/* A kernel name train.attention takes, else its generic fallback (a
+ * scenario format from before the kernel list). */
+static const char *kernel(const char *name, const char *fallback)
+{
+    for (int i = 0; mm_attention_names[i]; i++)
+        if (!strcmp(mm_attention_names[i], name))
+            return name;
+    return fallback;
+}
+
+/* train.attention for Megatron's attention arguments:
+ * --use-flash-attn: the flash-attn package's kernels (FlashAttention-2
+ * since flash-attn 2.0); --attention-backend flash: TE's flash-attn
+ * backend; fused: TE's FusedAttention, cuDNN; unfused, local: batched
+ * GEMMs + softmax; auto (and no flag) under Transformer Engine: what TE
+ * picks for the GPU, the framework profile's; the local implementation
+ * without flash-attn: its unfused core attention. */
+static const char *attention_kernel(const reader *r, const char *be, bool local)
+{
+    if (has(r, "--use-flash-attn"))
+        return kernel("flash2", "flash");
+    if (!strcmp(be, "flash"))
+        return "flash";
+    if (!strcmp(be, "fused"))
+        return kernel("cudnn", "flash");
+    if (!strcmp(be, "unfused") || !strcmp(be, "local") || local)
+        return "unfused";
+    return kernel("auto", "flash");
+}
+
 static int map_training(reader *r, const shape *m)
 {
     mm_megatron *mg = r->mg;
@@ -611,16 +642,13 @@ static int map_training(reader *r, const shape *m)
     if (strcmp(impl, "transformer_engine") && strcmp(impl, "local"))
         return bad(r, "--transformer-impl", "'%s' is not transformer_engine or local", impl);
     mg->wants_local = !strcmp(impl, "local");
-    /* attention: flash-attn, or the backend TE picks (flash/fused) unless
-     * told unfused; the local implementation without flash-attn is unfused */
     const char *be = get_str(r, "--attention-backend", "auto");
     if (strcmp(be, "auto") && strcmp(be, "flash") && strcmp(be, "fused") && strcmp(be, "unfused") && strcmp(be, "local"))
         return bad(r, "--attention-backend", "'%s' is not flash, fused, unfused, local or auto", be);
-    bool unfused = !has(r, "--use-flash-attn") &&
-                   (!strcmp(be, "unfused") || !strcmp(be, "local") || (mg->wants_local && !strcmp(be, "auto")));
-    set(r, has(r, "--use-flash-attn") ? "--use-flash-attn" : has(r, "--attention-backend") ? "--attention-backend"
-                                                                                            : "--transformer-impl",
-        "train.attention", "%s", unfused ? "unfused" : "flash");
+    const char *from = has(r, "--use-flash-attn")     ? "--use-flash-attn"
+                       : has(r, "--attention-backend") ? "--attention-backend"
+                                                       : "--transformer-impl";
+    set(r, from, "train.attention", "%s", attention_kernel(r, be, mg->wants_local));
     set(r, "(text-only model)", "workload", "text");
     return 0;
 }
