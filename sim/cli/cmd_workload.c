@@ -130,6 +130,39 @@ static int stats_args(int argc, char **argv, stats_opts *o)
     return 0;
 }
 
+/* Token model: the model's, else InternVL's 256 per 448 px tile and
+ * frame (OpenGVLab/InternVL modeling_internvl_chat.py num_image_token)
+ * and Qwen2-Audio's 25 per second (arXiv 2407.10759 Sec. 2); then the
+ * command line's overrides.  Returns 0 or -code. */
+static int token_model(const char *model, int64_t tpt, int64_t tpf, int64_t max_tokens, mm_token_model *tm,
+                       char *source, size_t len, mm_err *err)
+{
+    *tm = (mm_token_model){.tokens_per_tile = 256, .tokens_per_frame = 256, .tokens_per_audio_s = 25,
+                           .audio_clip_s = 30};
+    snprintf(source, len, "default: 256 per tile and frame (InternVL), 25 per audio second (Qwen2-Audio)");
+    if (model) {
+        char path[512];
+        mm_sim_resolve_path(model, NULL, path, sizeof path);
+        mm_model *m = malloc(sizeof *m);
+        if (!m)
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        int rc = mm_model_load(path, m, err);
+        if (rc) {
+            free(m);
+            return rc;
+        }
+        mm_token_model_from_model(m, tm);
+        snprintf(source, len, "from %.250s", path);
+        free(m);
+    }
+    if (tpt >= 0)
+        tm->tokens_per_tile = tpt;
+    if (tpf >= 0)
+        tm->tokens_per_frame = tpf;
+    tm->max_tokens = max_tokens;
+    return 0;
+}
+
 static int stats(int argc, char **argv)
 {
     stats_opts o = {.seed = 1, .tpt = -1, .tpf = -1};
@@ -142,31 +175,10 @@ static int stats(int argc, char **argv)
 
     mm_err err;
     mm_err_clear(&err);
-    /* Token model: the model's, else InternVL's 256 per 448 px tile and
-     * frame (OpenGVLab/InternVL modeling_internvl_chat.py num_image_token)
-     * and Qwen2-Audio's 25 per second (arXiv 2407.10759 Sec. 2). */
-    mm_token_model tm = {.tokens_per_tile = 256, .tokens_per_frame = 256, .tokens_per_audio_s = 25,
-                         .audio_clip_s = 30};
-    char tm_source[300] = "default: 256 per tile and frame (InternVL), 25 per audio second (Qwen2-Audio)";
-    if (model) {
-        char path[512];
-        mm_sim_resolve_path(model, NULL, path, sizeof path);
-        mm_model *m = malloc(sizeof *m);
-        if (!m)
-            return mm_cli_fail(&(mm_err){.code = MM_EINTERNAL, .msg = "out of memory"});
-        if (mm_model_load(path, m, &err)) {
-            free(m);
-            return mm_cli_fail(&err);
-        }
-        mm_token_model_from_model(m, &tm);
-        snprintf(tm_source, sizeof tm_source, "from %.250s", path);
-        free(m);
-    }
-    if (tpt >= 0)
-        tm.tokens_per_tile = tpt;
-    if (tpf >= 0)
-        tm.tokens_per_frame = tpf;
-    tm.max_tokens = max_tokens;
+    mm_token_model tm;
+    char tm_source[300];
+    if (token_model(model, tpt, tpf, max_tokens, &tm, tm_source, sizeof tm_source, &err))
+        return mm_cli_fail(&err);
 
     char path[512];
     mm_sim_resolve_path(file, NULL, path, sizeof path);
