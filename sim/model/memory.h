@@ -57,6 +57,8 @@ typedef struct mm_mem_config {
                             optimizer states; activations are still kept, as
                             a trainable module upstream needs its input
                             gradients (LLaVA's stage 1) */
+    double grad_bytes;   /* bytes of one gradient buffer element (the
+                            framework's reduce dtype); 0: MM_BYTES_GRAD */
 } mm_mem_config;
 
 typedef struct mm_mem_rank {

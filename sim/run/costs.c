@@ -671,6 +671,7 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
         .recompute = mm_sim_mem_recompute_of(sim, L),
         .frozen = sim->llm_frozen,
+        .grad_bytes = mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision),
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
