@@ -25,6 +25,14 @@ struct mm_network {
     size_t rlen, rcap;
     int oom;
     double xmax;   /* largest perturbation latency over the routes of a phase */
+    /* aggregation (alltoall_flows): while `agg` is set, route_commit adds the
+     * route's coefficients into acoef[] instead of starting a flow */
+    int aggregate; /* allowed (mm_network_set_aggregate; on by default) */
+    int agg;
+    double *acoef; /* per link; 0 when untouched */
+    int *atouch;   /* links touched, in first-touch order */
+    size_t an;
+    double abytes; /* bytes of each merged sub-flow */
 };
 
 typedef struct coll_op {
@@ -63,7 +71,10 @@ mm_network *mm_network_alloc(const mm_cluster *c, mm_engine *eng, mm_net_model m
     }
     if (model == MM_NET_MODEL_FLOW) {
         net->fn = mm_flownet_alloc(eng, net->topo.n_links, net->topo.cap);
-        if (!net->fn) {
+        net->acoef = calloc((size_t)net->topo.n_links + 1, sizeof *net->acoef);
+        net->atouch = malloc(((size_t)net->topo.n_links + 1) * sizeof *net->atouch);
+        net->aggregate = 1;
+        if (!net->fn || !net->acoef || !net->atouch) {
             mm_network_free(net);
             mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory for the flow model");
             return NULL;
@@ -80,12 +91,19 @@ void mm_network_free(mm_network *net)
     mm_topo_free(&net->topo);
     free(net->rl);
     free(net->rc);
+    free(net->acoef);
+    free(net->atouch);
     free(net);
 }
 
 void mm_network_set_stepwise(mm_network *net, int on)
 {
     net->stepwise = on;
+}
+
+void mm_network_set_aggregate(mm_network *net, int on)
+{
+    net->aggregate = on;
 }
 
 uint32_t mm_network_active(const mm_network *net)
@@ -110,11 +128,12 @@ static void route_clear(mm_network *net)
     net->rlen = 0;
 }
 
-static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
+/* Room for `need` route entries. */
+static int route_fit(mm_network *net, size_t need)
 {
-    if (net->rlen + MM_TOPO_MAX_PATH > net->rcap) {
+    if (need > net->rcap) {
         size_t nc = net->rcap ? 2 * net->rcap : 256;
-        while (nc < net->rlen + MM_TOPO_MAX_PATH)
+        while (nc < need)
             nc *= 2;
         int *a = realloc(net->rl, nc * sizeof *a);
         if (a)
@@ -124,10 +143,17 @@ static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_
             net->rc = b;
         if (!a || !b) {
             net->oom = 1;
-            return;
+            return -1;
         }
         net->rcap = nc;
     }
+    return 0;
+}
+
+static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
+{
+    if (route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
+        return;
     int k = mm_topo_path(&net->topo, src, dst, rail_out, rail_in, net->rl + net->rlen);
     double x = 0;
     for (int i = 0; i < k; i++) {
@@ -141,18 +167,62 @@ static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_
 
 static void on_flow_done(void *ctx, uint64_t arg);
 
-/* Turns the route built so far into a flow of `bytes`. */
+static void agg_flush(coll_op *op);
+
+/* Turns the route built so far into a flow of `bytes` (or, aggregating,
+ * into a sub-flow of the aggregate). */
 static void route_commit(coll_op *op, double bytes)
 {
     mm_network *net = op->net;
     if (net->rlen == 0 || bytes <= 0 || net->oom)
         return;
+    if (net->agg) {
+        if (net->an && bytes != net->abytes) /* sub-flows of one aggregate move equal bytes */
+            agg_flush(op);
+        net->abytes = bytes;
+        for (size_t i = 0; i < net->rlen; i++) {
+            int l = net->rl[i];
+            if (net->acoef[l] == 0)
+                net->atouch[net->an++] = l;
+            net->acoef[l] += net->rc[i];
+        }
+        route_clear(net);
+        return;
+    }
     if (mm_flownet_add(net->fn, net->rl, net->rc, (int)net->rlen, bytes, on_flow_done, op, 0) < 0) {
         net->oom = 1;
         return;
     }
     op->pending++;
     route_clear(net);
+}
+
+/* Starts the aggregate flow of the sub-flows merged since the last flush:
+ * one flow of abytes whose coefficient on each link is the sum of the
+ * sub-flows' (so that at rate r it loads the link as they would at r
+ * each).  Max-min gives it the rate every sub-flow would get when they all
+ * get the same one (symmetry: see can_aggregate). */
+static void agg_flush(coll_op *op)
+{
+    mm_network *net = op->net;
+    if (!net->an)
+        return;
+    net->agg = 0;
+    route_clear(net);
+    if (route_fit(net, net->an) == 0) {
+        for (size_t i = 0; i < net->an; i++) {
+            int l = net->atouch[i];
+            net->rl[i] = l;
+            net->rc[i] = net->acoef[l];
+        }
+        net->rlen = net->an;
+        route_commit(op, net->abytes);
+    }
+    for (size_t i = 0; i < net->an; i++)
+        net->acoef[net->atouch[i]] = 0;
+    net->an = 0;
+    route_clear(net);
+    net->agg = 1;
 }
 
 /* ---- group layout ------------------------------------------------------ */
@@ -381,12 +451,56 @@ static void nvls_flows(coll_op *op)
     route_commit(op, op->bytes);
 }
 
+/* Whether the sub-flows of an all-to-all all get one max-min rate, so
+ * that they may move as aggregates: the links are unperturbed and of the
+ * base node's rates (no node groups, no link perturbation), every node
+ * holds the same local GPUs of the group, and every NIC the group uses
+ * serves as many of them.  Then the per-pair flows are images of each
+ * other under permutations of nodes and rails that map the link graph
+ * onto itself, and so are their rates.  (A fat tree whose last leaf is
+ * partly filled breaks the symmetry of the uplinks; the aggregate then
+ * moves at the pace of its most loaded uplink, which the per-pair
+ * all-to-all also waits for, as it ends with its slowest flow.) */
+static int can_aggregate(const coll_op *op)
+{
+    const mm_cluster *c = op->net->c;
+    if (!op->net->aggregate || c->n_groups || op->s.min_per_node != op->s.max_per_node)
+        return 0;
+    for (int i = 0; i < c->pt.n; i++) {
+        int k = c->pt.e[i].kind;
+        if (k == MM_PT_NIC || k == MM_PT_RAIL || k == MM_PT_SWITCH || k == MM_PT_LINK || k == MM_PT_NODE_GROUP)
+            return 0;
+    }
+    int N = nodes_of(op), m = members(op, 0), G = c->gpus_per_node;
+    for (int X = 1; X < N; X++)
+        for (int j = 0; j < m; j++)
+            if (member(op, X, j) % G != member(op, 0, j) % G)
+                return 0;
+    int per_nic = -1, run = 0;
+    for (int j = 0; j <= m; j++) { /* members are sorted, so a NIC's GPUs are contiguous */
+        if (j > 0 && (j == m || mm_cluster_nic_of(c, member(op, 0, j)) != mm_cluster_nic_of(c, member(op, 0, j - 1)))) {
+            if (per_nic >= 0 && run != per_nic)
+                return 0;
+            per_nic = run;
+            run = 0;
+        }
+        run++;
+    }
+    return 1;
+}
+
+/* One flow per ordered pair inside a node, one per (source node,
+ * destination GPU) across nodes; under symmetry (can_aggregate) the
+ * intra-node pairs of all nodes move as one aggregate and the cross-node
+ * ones as another, so that an all-to-all over G GPUs is two flows instead
+ * of G (G/N - 1) + N (N - 1) G/N. */
 static void alltoall_flows(coll_op *op)
 {
     mm_network *net = op->net;
     const mm_cluster *c = net->c;
     int N = nodes_of(op), G = c->gpus_per_node;
     double per = op->bytes / op->n;
+    net->agg = can_aggregate(op);
     for (int X = 0; X < N; X++)
         for (int i = 0; i < members(op, X); i++)
             for (int j = 0; j < members(op, X); j++)
@@ -394,6 +508,8 @@ static void alltoall_flows(coll_op *op)
                     route_hop(net, member(op, X, i), member(op, X, j), 0, 0, 1.0);
                     route_commit(op, per);
                 }
+    if (net->agg)
+        agg_flush(op);
     for (int X = 0; X < N; X++)
         for (int Y = 0; Y < N; Y++) {
             if (X == Y)
@@ -406,6 +522,9 @@ static void alltoall_flows(coll_op *op)
                 route_commit(op, members(op, X) * per);
             }
         }
+    if (net->agg)
+        agg_flush(op);
+    net->agg = 0;
 }
 
 /* ---- the phase machine -------------------------------------------------- */

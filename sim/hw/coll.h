@@ -34,7 +34,11 @@
  *             multicast), at the NVLS efficiency.
  *   alltoall  one flow per ordered pair inside a node (S/n); across nodes
  *             one flow per (source node, destination GPU) of m S / n bytes,
- *             rail-aligned (the NVLink hop of PXN is not modeled).
+ *             rail-aligned (the NVLink hop of PXN is not modeled).  When
+ *             the group and the links are symmetric these move as two
+ *             aggregate flows (intra-node, cross-node) whose coefficient on
+ *             a link counts the pairs crossing it: the same max-min rates
+ *             with O(1) flows instead of O(n^2/m) (mm_network_set_aggregate).
  *   sendrecv  one flow, source's NIC to destination's NIC.
  * The step-by-step ring (every step its own set of flows, one per hop, and
  * its own alpha) is available for checking (mm_network_set_stepwise); with
@@ -69,6 +73,11 @@ void mm_network_free(mm_network *net);
 
 /* Ring collectives step by step instead of in steady state (flow model). */
 void mm_network_set_stepwise(mm_network *net, int on);
+
+/* Dense collectives (all-to-all) as aggregate flows where max-min gives
+ * all their per-pair flows one rate (coll.c, can_aggregate); on by
+ * default.  Off: one flow per pair, for checking (tests/test_net.c). */
+void mm_network_set_aggregate(mm_network *net, int on);
 
 /* Starts the collective now.  Returns 0, -MM_EINPUT when a forced
  * algorithm cannot run it (message says why), -MM_EINTERNAL when out of

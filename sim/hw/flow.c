@@ -60,22 +60,84 @@ static lheap_ent lheap_pop(lheap_ent *h, size_t *n)
     return top;
 }
 
+/* Scratch of the solver, kept between calls so that a flow network solves
+ * without allocating once its largest component has been seen. */
+typedef struct mm_solve_buf {
+    double *C, *W;
+    uint32_t *unf, *loff, *fill;
+    int32_t *lf;
+    uint8_t *frozen;
+    lheap_ent *h;
+    size_t cl, ce, cf; /* capacities: links, entries, flows */
+} mm_solve_buf;
+
+static void solve_buf_free(mm_solve_buf *b)
+{
+    free(b->C);
+    free(b->W);
+    free(b->unf);
+    free(b->loff);
+    free(b->fill);
+    free(b->lf);
+    free(b->frozen);
+    free(b->h);
+    memset(b, 0, sizeof *b);
+}
+
+static int regrow(void **p, size_t n, size_t elem)
+{
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+/* Makes room for L links, E entries, F flows (doubling, so amortized). */
+static int solve_buf_fit(mm_solve_buf *b, size_t L, size_t E, size_t F)
+{
+    if (L + 2 > b->cl) {
+        size_t n = 2 * (L + 2);
+        if (regrow((void **)&b->C, n, sizeof *b->C) || regrow((void **)&b->W, n, sizeof *b->W) ||
+            regrow((void **)&b->unf, n, sizeof *b->unf) || regrow((void **)&b->loff, n, sizeof *b->loff) ||
+            regrow((void **)&b->fill, n, sizeof *b->fill))
+            return -1;
+        b->cl = n;
+    }
+    if (L + E + 1 > b->ce) {
+        size_t n = 2 * (L + E + 1);
+        if (regrow((void **)&b->lf, n, sizeof *b->lf) || regrow((void **)&b->h, n, sizeof *b->h))
+            return -1;
+        b->ce = n;
+    }
+    if (F + 1 > b->cf) {
+        size_t n = 2 * (F + 1);
+        if (regrow((void **)&b->frozen, n, sizeof *b->frozen))
+            return -1;
+        b->cf = n;
+    }
+    return 0;
+}
+
 /* Links 0..L-1 local; flows 0..F-1 in CSR.  Bertsekas-Gallager bottleneck
  * form of progressive filling: the level only rises, so a link's ratio
  * C/W never drops below the level just frozen, and stale heap entries
  * (ratio no longer current) are skipped when they surface. */
-int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
-                    const double *cf, double *rate)
+static int solve(mm_solve_buf *b, int L, const double *cap, int F, const uint32_t *off,
+                 const int32_t *lk, const double *cf, double *rate)
 {
     size_t E = off[F];
-    double *C = malloc(((size_t)L + 1) * sizeof *C), *W = malloc(((size_t)L + 1) * sizeof *W);
-    uint32_t *unf = calloc((size_t)L + 1, sizeof *unf), *loff = calloc((size_t)L + 2, sizeof *loff);
-    int32_t *lf = malloc((E + 1) * sizeof *lf);
-    uint8_t *frozen = calloc((size_t)F + 1, 1);
-    lheap_ent *h = malloc(((size_t)L + E + 1) * sizeof *h);
-    int rc = -1;
-    if (!C || !W || !unf || !loff || !lf || !frozen || !h)
-        goto out;
+    if (solve_buf_fit(b, (size_t)L, E, (size_t)F))
+        return -1;
+    double *C = b->C, *W = b->W;
+    uint32_t *unf = b->unf, *loff = b->loff, *fill = b->fill;
+    int32_t *lf = b->lf;
+    uint8_t *frozen = b->frozen;
+    lheap_ent *h = b->h;
+    memset(unf, 0, (size_t)L * sizeof *unf);
+    memset(loff, 0, ((size_t)L + 1) * sizeof *loff);
+    memset(fill, 0, (size_t)L * sizeof *fill);
+    memset(frozen, 0, (size_t)F);
     for (int l = 0; l < L; l++)
         C[l] = cap[l], W[l] = 0;
     for (size_t e = 0; e < E; e++) {
@@ -85,15 +147,9 @@ int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const 
     }
     for (int l = 0; l < L; l++)
         loff[l + 1] += loff[l];
-    {
-        uint32_t *fill = calloc((size_t)L + 1, sizeof *fill);
-        if (!fill)
-            goto out;
-        for (int f = 0; f < F; f++)
-            for (uint32_t e = off[f]; e < off[f + 1]; e++)
-                lf[loff[lk[e]] + fill[lk[e]]++] = f;
-        free(fill);
-    }
+    for (int f = 0; f < F; f++)
+        for (uint32_t e = off[f]; e < off[f + 1]; e++)
+            lf[loff[lk[e]] + fill[lk[e]]++] = f;
     size_t nh = 0;
     for (int l = 0; l < L; l++)
         if (unf[l])
@@ -119,15 +175,15 @@ int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const 
             }
         }
     }
-    rc = 0;
-out:
-    free(C);
-    free(W);
-    free(unf);
-    free(loff);
-    free(lf);
-    free(frozen);
-    free(h);
+    return 0;
+}
+
+int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
+                    const double *cf, double *rate)
+{
+    mm_solve_buf b = {0};
+    int rc = solve(&b, L, cap, F, off, lk, cf, rate);
+    solve_buf_free(&b);
     return rc;
 }
 
@@ -146,7 +202,7 @@ typedef struct flow {
     int32_t *lk;
     double *cf;
     uint32_t *pos; /* index of this flow in each link's list */
-    int len;
+    int len, lcap; /* route length; room in lk, cf, pos (kept when the slot is reused) */
     double remaining, rate;
     mm_time t_last, finish;
     uint64_t seq;
@@ -157,6 +213,12 @@ typedef struct flow {
     uint32_t stamp;
     int active;
 } flow;
+
+typedef struct fdone {
+    mm_flow_done_fn fn;
+    void *ctx;
+    uint64_t arg;
+} fdone;
 
 typedef struct ivec {
     int32_t *v;
@@ -178,7 +240,10 @@ struct mm_flownet {
     mm_time ev_at;
     uint64_t seq, solves;
     uint32_t active;
-    /* solver scratch */
+    /* solver scratch, reused: no allocation per event once warm */
+    mm_solve_buf sb;
+    fdone *dl; /* flows finishing at one event */
+    size_t dl_cap;
     uint32_t *soff;
     int32_t *slk;
     double *scf, *scap, *srate;
@@ -248,6 +313,8 @@ void mm_flownet_free(mm_flownet *fn)
     free(fn->scf);
     free(fn->scap);
     free(fn->srate);
+    free(fn->dl);
+    solve_buf_free(&fn->sb);
     free(fn);
 }
 
@@ -342,14 +409,13 @@ int32_t mm_flownet_add(mm_flownet *fn, const int *links, const double *coef, int
         id = fn->nf++;
     }
     flow *f = &fn->f[id];
-    free(f->lk);
-    free(f->cf);
-    free(f->pos);
-    f->lk = malloc((size_t)len * sizeof *f->lk);
-    f->cf = malloc((size_t)len * sizeof *f->cf);
-    f->pos = malloc((size_t)len * sizeof *f->pos);
-    if (!f->lk || !f->cf || !f->pos)
-        return -1;
+    if (len > f->lcap) { /* a reused slot keeps its arrays when they are big enough */
+        int nc = len < 8 ? 8 : len;
+        if (regrow((void **)&f->lk, (size_t)nc, sizeof *f->lk) || regrow((void **)&f->cf, (size_t)nc, sizeof *f->cf) ||
+            regrow((void **)&f->pos, (size_t)nc, sizeof *f->pos))
+            return -1;
+        f->lcap = nc;
+    }
     f->len = len;
     f->remaining = bytes;
     f->rate = 0;
@@ -483,7 +549,7 @@ int mm_flownet_commit(mm_flownet *fn)
         }
     }
     fn->soff[F] = e;
-    int rc = F ? mm_maxmin_solve((int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate) : 0;
+    int rc = F ? solve(&fn->sb, (int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate) : 0;
     for (size_t i = 0; i < L; i++)
         fn->lidx[fn->cl.v[i]] = -1;
     if (rc)
@@ -503,40 +569,30 @@ int mm_flownet_commit(mm_flownet *fn)
     return 0;
 }
 
-typedef struct fdone {
-    mm_flow_done_fn fn;
-    void *ctx;
-    uint64_t arg;
-} fdone;
-
 static void on_event(mm_engine *eng, void *ctx, uint64_t arg)
 {
     (void)arg;
     mm_flownet *fn = ctx;
     mm_time now = mm_engine_now(eng);
     fn->ev = 0;
-    fdone small[16], *list = small;
-    size_t n = 0, cap = 16;
+    size_t n = 0;
     while (fn->heap.n && fn->f[fn->heap.v[0]].finish <= now) {
         int32_t id = fn->heap.v[0];
-        if (n == cap) {
-            fdone *p = malloc(2 * cap * sizeof *p);
-            if (!p)
+        if (n == fn->dl_cap) {
+            size_t nc = fn->dl_cap ? 2 * fn->dl_cap : 64;
+            if (regrow((void **)&fn->dl, nc, sizeof *fn->dl))
                 break; /* the rest finish at the next event */
-            memcpy(p, list, n * sizeof *p);
-            if (list != small)
-                free(list);
-            list = p, cap *= 2;
+            fn->dl_cap = nc;
         }
-        list[n++] = (fdone){fn->f[id].done, fn->f[id].ctx, fn->f[id].arg};
+        fn->dl[n++] = (fdone){fn->f[id].done, fn->f[id].ctx, fn->f[id].arg};
         detach(fn, id);
     }
     mm_flownet_commit(fn);
+    /* the callbacks may add flows but do not run this handler again before
+     * returning (the next completion is a later engine event), so dl holds */
     for (size_t i = 0; i < n; i++)
-        if (list[i].fn)
-            list[i].fn(list[i].ctx, list[i].arg);
-    if (list != small)
-        free(list);
+        if (fn->dl[i].fn)
+            fn->dl[i].fn(fn->dl[i].ctx, fn->dl[i].arg);
 }
 
 double mm_flownet_rate(const mm_flownet *fn, int32_t id)
