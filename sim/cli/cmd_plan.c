@@ -248,8 +248,10 @@ static void print_json(const mm_plan *p, const char *db, int all)
     printf(",\n  \"candidates\": %zu,\n  \"pruned\": %zu,\n  \"oom\": %zu,\n  \"estimated\": %zu,\n"
            "  \"simulated\": %zu,\n  \"failed\": %zu,\n",
            p->n, p->pruned, p->oom, p->estimated, p->simulated, p->failed);
-    printf("  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ", p->estimate_s);
-    json_num(p->estimate_s > 0 ? (double)p->n / p->estimate_s : NAN);
+    printf("  \"gpus_asked\": %d,\n  \"prescored\": %zu,\n  \"validate_wall_s\": %.6f,\n"
+           "  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ",
+           p->gpus_asked, p->prescored, p->validate_s, p->estimate_s);
+    json_num(p->estimate_s > 0 ? (double)p->prescored / p->estimate_s : NAN);
     printf(",\n  \"simulate_wall_s\": %.6f,\n  \"wall_s\": %.6f,\n  \"pruned_by\": [", p->simulate_s, p->wall_s);
     reason_count rc[64];
     int nr = count_reasons(p, rc, 64);
@@ -278,8 +280,13 @@ static void print_table(const mm_plan *p, const char *db)
            "(%d iteration%s each), %zu failed\n",
            p->n, p->pruned, p->oom, p->estimated, p->simulated, p->iterations, p->iterations == 1 ? "" : "s",
            p->failed);
-    printf("  host time: pre-scoring %.2f s (%.0f candidates/s), event-level %.2f s, total %.2f s\n",
-           p->estimate_s, p->estimate_s > 0 ? (double)p->n / p->estimate_s : 0.0, p->simulate_s, p->wall_s);
+    if (p->gpus < p->gpus_asked)
+        printf("  no layout uses all %d GPUs: planned on the largest count that has one, %d GPUs (%d nodes)\n",
+               p->gpus_asked, p->gpus, p->nodes);
+    printf("  host time: checks %.2f s, pre-scoring %.2f s (%zu pre-scored, %.0f/s), event-level %.2f s, "
+           "total %.2f s\n",
+           p->validate_s, p->estimate_s, p->prescored, p->estimate_s > 0 ? (double)p->prescored / p->estimate_s : 0.0,
+           p->simulate_s, p->wall_s);
     reason_count rc[64];
     int nr = count_reasons(p, rc, 64);
     if (nr) {

@@ -28,7 +28,7 @@
 const char *const mm_cand_status_names[] = {"pruned", "estimated", "simulated", "failed", NULL};
 
 #define MAX_SETS 12
-#define SET_LEN 192
+#define SET_LEN 320 /* room for a layers_per_stage list of 32 stages */
 
 typedef struct cand_sets {
     int n;
@@ -80,8 +80,12 @@ static void cand_layout(mm_plan_cand *c)
     char pl[32] = "";
     if (c->placement >= 0)
         snprintf(pl, sizeof pl, "%s |", mm_placement_names[c->placement]);
-    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d | mb%d %s zero%d",
-                     pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep,
+    char split[48] = "";
+    if (c->first_layers)
+        snprintf(split, sizeof split, " layers %d+%dx%d+%d", c->first_layers, c->mid_layers, c->llm.pp - 2,
+                 c->last_layers);
+    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d%s | mb%d %s zero%d",
+                     pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, split,
                      c->micro_batch, mm_recompute_names[c->recompute], c->zero);
     if (n < 0 || (size_t)n >= sizeof c->layout) /* cannot happen with these widths; keep it terminated */
         c->layout[sizeof c->layout - 1] = '\0';
@@ -95,8 +99,16 @@ static void cand_sets_of(const mm_plan_cand *c, cand_sets *s)
     s->n = 0;
     if (c->placement >= 0)
         snprintf(s->s[s->n++], SET_LEN, "parallel.placement=%s", mm_placement_names[c->placement]);
-    snprintf(s->s[s->n++], SET_LEN, "parallel.llm={tp: %d, pp: %d, vpp: %d, cp: %d, dp: %d, ep: %d}", c->llm.tp,
-             c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep);
+    char lps[SET_LEN / 2] = "";
+    if (c->first_layers) { /* the stages as a list: what the scenario reads */
+        size_t u = (size_t)snprintf(lps, sizeof lps, ", layers_per_stage: [%d", c->first_layers);
+        for (int st = 1; st < c->llm.pp && u < sizeof lps; st++)
+            u += (size_t)snprintf(lps + u, sizeof lps - u, ", %d", st + 1 < c->llm.pp ? c->mid_layers : c->last_layers);
+        if (u < sizeof lps)
+            snprintf(lps + u, sizeof lps - u, "]");
+    }
+    snprintf(s->s[s->n++], SET_LEN, "parallel.llm={tp: %d, pp: %d, vpp: %d, cp: %d, dp: %d, ep: %d%s}", c->llm.tp,
+             c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, lps);
     if (c->placement >= 0 && has_vision_layout(c->placement))
         snprintf(s->s[s->n++], SET_LEN, "parallel.vision={tp: %d, pp: %d, dp: %d}", c->vision.tp, c->vision.pp,
                  c->vision.dp);
@@ -141,6 +153,11 @@ static void apply_cand(mm_scenario *sc, const mm_plan_cand *c)
     L->ep = c->llm.ep;
     L->zero = -1;
     L->n_layers_per_stage = 0;
+    if (c->first_layers) {
+        L->n_layers_per_stage = c->llm.pp;
+        for (int st = 0; st < c->llm.pp; st++)
+            L->layers_per_stage[st] = st == 0 ? c->first_layers : st + 1 < c->llm.pp ? c->mid_layers : c->last_layers;
+    }
     if (c->placement >= 0) {
         sc->parallel.placement = (mm_placement)c->placement;
         mm_module_layout *V = &sc->parallel.vision;
@@ -181,12 +198,56 @@ static int divisors(int n, int max, int *out, int cap)
     return k;
 }
 
+/* How L layers go on pp stages of vpp chunks each, following Megatron-LM
+ * (megatron/core/transformer/transformer_block.py, the layer offsets of
+ * get_num_layers_to_build and its pipeline-split options):
+ *   - even: L / (pp vpp) per chunk when that divides (returns 1);
+ *   - account_for_embedding_in_pipeline_split + ..._loss_...: the
+ *     embedding and the loss count as a layer of the first and the last
+ *     stage, so (L + 2) / pp per stage and one transformer layer fewer on
+ *     those two (vpp 1 only: with chunks the first chunk alone would be
+ *     short, which per-stage counts cannot say);
+ *   - --decoder-first/last-pipeline-num-layers f, l: the pp - 2 middle
+ *     stages take (L - f - l) / (pp - 2) each; with vpp every stage's count
+ *     must divide by vpp.  We pick the middle count that minimizes the
+ *     largest stage, the first stage taking the odd vpp-multiple (the last
+ *     one carries the output layer and the loss).
+ * Returns 0 with *f, *m, *l set (uneven), 1 (even), -1 (no split). */
+static int split_layers(int64_t L, int pp, int vpp, int *f, int *m, int *l)
+{
+    *f = *m = *l = 0;
+    if (L % ((int64_t)pp * vpp) == 0)
+        return 1;
+    if (pp < 2 || L % vpp)
+        return -1;
+    if (vpp == 1 && (L + 2) % pp == 0 && (L + 2) / pp >= 2) {
+        int per = (int)((L + 2) / pp);
+        *f = *l = per - 1;
+        *m = per;
+        return 0;
+    }
+    int best = -1;
+    for (int64_t mid = pp > 2 ? vpp : 0; (pp - 2) * mid <= L - 2 * vpp; mid += vpp) {
+        int64_t rest = L - (pp - 2) * mid, last = vpp * (rest / (2 * vpp)), first = rest - last;
+        int64_t worst = first > mid ? first : mid;
+        if (last >= vpp && (best < 0 || worst <= best)) {
+            best = (int)worst;
+            *f = (int)first, *m = (int)mid, *l = (int)last;
+        }
+        if (pp == 2)
+            break;
+    }
+    return best < 0 ? -1 : 0;
+}
+
 /* The LLM's degrees on gllm GPUs, crossed with the training choices. */
 static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int gllm)
 {
     int tps[16], pps[64];
     int ntp = divisors(sp->gpn, sp->gpn, tps, 16);
-    int npp = divisors((int)sp->layers, sp->max_pp, pps, 64);
+    int npp = 0; /* every depth up to max_pp: uneven splits cover what does not divide */
+    for (int p = 1; p <= sp->max_pp && p <= sp->layers && npp < 64; p++)
+        pps[npp++] = p;
     int cps[3] = {1, 2, 4}, ncp = sp->seq >= 32768 ? 3 : sp->seq >= 8192 ? 2 : 1;
     int eps[8] = {1}, nep = 1;
     for (int e = 2; e <= 8 && sp->experts > 0; e *= 2)
@@ -202,7 +263,10 @@ static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int
                 if (gllm % mp)
                     continue;
                 int dp = (int)(gllm / mp);
-                for (int vpp = 1; vpp <= (pps[p] > 1 ? 2 : 1); vpp++)
+                for (int vpp = 1; vpp <= (pps[p] > 1 ? 2 : 1); vpp++) {
+                    int fl, ml, ll;
+                    if (split_layers(sp->layers, pps[p], vpp, &fl, &ml, &ll) < 0)
+                        continue;
                     for (int e = 0; e < nep; e++)
                         for (int m = 0; m < 4; m++)
                             for (int r = 0; r < 2; r++)
@@ -219,8 +283,10 @@ static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int
                                     c->recompute = rcs[r];
                                     c->zero = zeros[z];
                                     c->schedule = vpp > 1 ? MM_SCHED_INTERLEAVED : sp->base_schedule;
+                                    c->first_layers = fl, c->mid_layers = ml, c->last_layers = ll;
                                     cand_layout(c);
                                 }
+                }
             }
     return 0;
 }
@@ -291,19 +357,26 @@ static int set_reason(mm_plan_cand *c, const char *fmt_key, const char *msg)
     return 0;
 }
 
-/* Validation, memory, estimate of one candidate in the shared sim. */
-static int score(mm_sim *sim, mm_plan_cand *c, mm_err *err)
+/* Validation, memory, estimate of one candidate in the shared sim; the
+ * host time of the validation and of the estimate go to p apart, and p
+ * counts the candidates the estimate ran on. */
+static int score(mm_sim *sim, mm_plan_cand *c, mm_plan *p, mm_err *err)
 {
     mm_err e;
     mm_err_clear(&e);
     apply_cand(&sim->sc, c);
     c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = NAN;
     c->sim_s = c->sim_tflops = c->sim_mfu = c->sim_tokens_s = c->sim_mem_gib = NAN;
+    double t0 = now_s();
     int rc = mm_sim_relayout(sim, &e);
+    double t1 = now_s();
+    p->validate_s += t1 - t0;
     if (rc == 0) {
         c->micro_batches = sim->micro_batches;
         mm_metrics m;
         rc = mm_sim_estimate(sim, &m, &e);
+        p->estimate_s += now_s() - t1;
+        p->prescored++;
         if (rc == 0) {
             c->mem_gib = m.peak_memory_gib;
             if (m.oom) {
@@ -527,7 +600,7 @@ static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p
                           .scenario_source = base->source, .scenario_text = text, .gpus = p->gpus,
                           .top_k = p->top_k, .iterations = p->iterations};
     mm_plan_row *rows = calloc(p->n + 1, sizeof *rows);
-    char *sets = malloc((p->n + 1) * 512);
+    char *sets = malloc((p->n + 1) * 1024);
     if (!rows || !sets) {
         free(rows);
         free(sets);
@@ -535,8 +608,8 @@ static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p
     }
     for (size_t i = 0; i < p->n; i++) {
         const mm_plan_cand *c = &p->c[i];
-        mm_plan_cand_sets_json(c, sets + 512 * i, 512);
-        rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + 512 * i,
+        mm_plan_cand_sets_json(c, sets + 1024 * i, 1024);
+        rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + 1024 * i,
                                 .status = mm_cand_status_names[c->status], .reason = c->reason, .rank = c->rank,
                                 .estimate_s = c->est_s, .estimate_tflops_per_gpu = c->est_tflops,
                                 .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id};
@@ -563,6 +636,54 @@ static int check_opts(const mm_plan_opts *o, mm_err *err)
         return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--iterations", "must be 1 or more, not %d", o->iterations);
     if (o->max_pp < 0)
         return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--max-pp", "must be 1 or more, not %d", o->max_pp);
+    return 0;
+}
+
+/* Loads the base scenario as it stands (base->nodes), enumerates and
+ * scores every candidate into v; p gets the counts, host times and the
+ * description of the cluster. */
+static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, mm_plan *p, mm_err *err)
+{
+    double t0 = now_s();
+    int rc = mm_sim_load(sim, base, err);
+    if (rc)
+        return rc;
+    const mm_model *mo = &sim->model;
+    space sp = {
+        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
+        .layers = sim->llm.layers, .experts = sim->llm.experts, .seq = base->train.seq_len,
+        .max_pp = o->max_pp > 0 ? o->max_pp : 32,
+        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
+        .placements = o->placements ? o->placements : 0xfu,
+    };
+    sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
+                                    (base->workload.kind == MM_WORKLOAD_FIXED &&
+                                     base->workload.images * base->workload.tiles > 0));
+    p->gpus = sp.G;
+    p->gpus_per_node = sp.gpn;
+    p->nodes = sim->cluster.nodes;
+    p->has_encoder = sp.encoder;
+    p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
+    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
+    snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
+    if (enumerate(&sp, v))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    p->enumerate_s += now_s() - t0;
+    /* a node count given up on (no layout) counts as enumeration time */
+    p->enumerate_s += p->validate_s + p->estimate_s;
+    p->validate_s = p->estimate_s = 0;
+    p->pruned = p->oom = p->estimated = p->prescored = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        int s = score(sim, &v->c[i], p, err);
+        if (s < 0)
+            return s;
+        if (v->c[i].status == MM_CAND_PRUNED) {
+            p->pruned++;
+            p->oom += v->c[i].reason && !strncmp(v->c[i].reason, "OOM", 3);
+        } else {
+            p->estimated++;
+        }
+    }
     return 0;
 }
 
@@ -604,47 +725,27 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         }
         base->nodes = o->gpus / gpn;
     }
-    if ((rc = mm_sim_load(sim, base, err)))
-        goto out;
-    const mm_model *mo = &sim->model;
-    space sp = {
-        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
-        .layers = sim->llm.layers, .experts = sim->llm.experts, .seq = base->train.seq_len,
-        .max_pp = o->max_pp > 0 ? o->max_pp : 32,
-        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
-        .placements = o->placements ? o->placements : 0xfu,
-    };
-    sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
-                                    (base->workload.kind == MM_WORKLOAD_FIXED &&
-                                     base->workload.images * base->workload.tiles > 0));
-    p->gpus = sp.G;
-    p->gpus_per_node = sp.gpn;
-    p->nodes = sim->cluster.nodes;
-    p->has_encoder = sp.encoder;
-    p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
-    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
-    snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
-    if (enumerate(&sp, &v)) {
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        goto out;
-    }
-    double t1 = now_s();
-    p->enumerate_s = t1 - t0;
-    for (size_t i = 0; i < v.n; i++) {
-        int s = score(sim, &v.c[i], err);
-        if (s < 0) {
-            rc = s;
+    int min_nodes = 0;
+    for (;;) {
+        if ((rc = plan_on(o, base, sim, &v, p, err)))
             goto out;
-        }
-        if (v.c[i].status == MM_CAND_PRUNED) {
-            p->pruned++;
-            p->oom += v.c[i].reason && !strncmp(v.c[i].reason, "OOM", 3);
+        if (!p->gpus_asked)
+            p->gpus_asked = p->gpus, min_nodes = (p->nodes + 1) / 2;
+        if (p->estimated > 0 || base->nodes <= min_nodes) {
+            if (p->estimated > 0 || p->gpus == p->gpus_asked)
+                break;
+            base->nodes = p->gpus_asked / p->gpus_per_node; /* none anywhere: report the full cluster */
+            min_nodes = base->nodes + 1;
         } else {
-            p->estimated++;
+            base->nodes--; /* no layout on these GPUs: one node fewer (planner.h, step 2) */
         }
+        for (size_t i = 0; i < v.n; i++)
+            free(v.c[i].reason);
+        v.n = 0;
+        mm_sim_free(sim);
+        memset(sim, 0, sizeof *sim);
     }
     double t2 = now_s();
-    p->estimate_s = t2 - t1;
     qsort(v.c, v.n, sizeof *v.c, cmp_estimate);
     size_t k = (size_t)o->top_k < p->estimated ? (size_t)o->top_k : p->estimated;
     p->top_k = o->top_k;
