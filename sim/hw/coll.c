@@ -489,6 +489,83 @@ static int can_aggregate(const coll_op *op)
     return 1;
 }
 
+/* Adds the route built so far into the aggregate with weight w (w
+ * sub-flows take it), keeping only the links of node `node` (>= 0) or of
+ * the fabric (node < 0). */
+static void agg_add(mm_network *net, int node, double w)
+{
+    const mm_topo *t = &net->topo;
+    int lo = node >= 0 ? node * t->per_node : t->o_fabric, hi = node >= 0 ? lo + t->per_node : t->n_links;
+    for (size_t i = 0; i < net->rlen; i++) {
+        int l = net->rl[i];
+        if (l < lo || l >= hi)
+            continue;
+        if (net->acoef[l] == 0)
+            net->atouch[net->an++] = l;
+        net->acoef[l] += net->rc[i] * w;
+    }
+    route_clear(net);
+}
+
+/* The cross-node sub-flows of a symmetric all-to-all (can_aggregate) as one
+ * aggregate, without walking its N (N-1) m routes: a route from node X to
+ * member j of node Y is links of node X (proxy GPU, PCIe, NIC k and its
+ * leaf port: they depend on X and the rail k = NIC of j only), links of
+ * node Y (on Y and j only), and fabric links, which depend only on X's
+ * leaf group and on Y, j (D-mod-k picks the spine by the destination; a
+ * route inside one leaf group has none).  So N K + N m + (leaf groups) N m
+ * routes give every link's count of sub-flows: X's own links carry its
+ * (N-1) m_k sub-flows on rail k, Y's links the N-1 that reach j, a fabric
+ * link the |a| sources of group a times the destinations routed over it.
+ * The counts are the brute-force sums (integers, exact), so the aggregate
+ * is the same flow as merging every route one by one. */
+static void alltoall_cross_agg(coll_op *op, double bytes)
+{
+    mm_network *net = op->net;
+    const mm_cluster *c = net->c;
+    int N = nodes_of(op), m = members(op, 0), G = c->gpus_per_node, npl = c->nodes_per_leaf;
+    route_clear(net);
+    net->an = 0;
+    for (int X = 0; X < N; X++) {
+        int node = mm_cluster_node_of(c, member(op, X, 0)), Y = (X + 1) % N;
+        for (int j = 0; j < m; j++) { /* the first member on each NIC stands for the rail */
+            int k = mm_cluster_nic_of(c, member(op, Y, j)), mk = 1;
+            if (j > 0 && mm_cluster_nic_of(c, member(op, Y, j - 1)) == k)
+                continue;
+            while (j + mk < m && mm_cluster_nic_of(c, member(op, Y, j + mk)) == k)
+                mk++;
+            route_hop(net, node * G + mm_topo_nic_gpu(c, k), member(op, Y, j), k, k, 1.0);
+            agg_add(net, node, (double)(N - 1) * mk);
+        }
+    }
+    for (int Y = 0; Y < N; Y++) {
+        int X = (Y + 1) % N, xnode = mm_cluster_node_of(c, member(op, X, 0));
+        int ynode = mm_cluster_node_of(c, member(op, Y, 0));
+        for (int j = 0; j < m; j++) {
+            int dst = member(op, Y, j), k = mm_cluster_nic_of(c, dst);
+            route_hop(net, xnode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
+            agg_add(net, ynode, N - 1.0);
+        }
+    }
+    for (int A = 0; A < N;) { /* leaf groups: members sorted, so nodes ascend */
+        int anode = mm_cluster_node_of(c, member(op, A, 0)), grp = anode / npl, B = A;
+        while (B < N && mm_cluster_node_of(c, member(op, B, 0)) / npl == grp)
+            B++;
+        for (int Y = 0; Y < N; Y++) {
+            if (Y >= A && Y < B)
+                continue;
+            for (int j = 0; j < m; j++) {
+                int dst = member(op, Y, j), k = mm_cluster_nic_of(c, dst);
+                route_hop(net, anode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
+                agg_add(net, -1, B - A);
+            }
+        }
+        A = B;
+    }
+    net->abytes = bytes;
+    agg_flush(op);
+}
+
 /* One flow per ordered pair inside a node, one per (source node,
  * destination GPU) across nodes; under symmetry (can_aggregate) the
  * intra-node pairs of all nodes move as one aggregate and the cross-node
@@ -508,8 +585,13 @@ static void alltoall_flows(coll_op *op)
                     route_hop(net, member(op, X, i), member(op, X, j), 0, 0, 1.0);
                     route_commit(op, per);
                 }
-    if (net->agg)
+    if (net->agg) {
         agg_flush(op);
+        if (N > 1)
+            alltoall_cross_agg(op, members(op, 0) * per);
+        net->agg = 0;
+        return;
+    }
     for (int X = 0; X < N; X++)
         for (int Y = 0; Y < N; Y++) {
             if (X == Y)
@@ -522,9 +604,6 @@ static void alltoall_flows(coll_op *op)
                 route_commit(op, members(op, X) * per);
             }
         }
-    if (net->agg)
-        agg_flush(op);
-    net->agg = 0;
 }
 
 /* ---- the phase machine -------------------------------------------------- */

@@ -549,7 +549,28 @@ int mm_flownet_commit(mm_flownet *fn)
         }
     }
     fn->soff[F] = e;
-    int rc = F ? solve(&fn->sb, (int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate) : 0;
+    int rc = 0;
+    if (F == 1) {
+        /* one flow alone (most changes: a transfer or a node-local ring):
+         * its rate is its tightest link, cap / (its coefficients there),
+         * the value the solver's first pop gives, computed the same way */
+        if (solve_buf_fit(&fn->sb, L, E, F)) {
+            rc = -1;
+        } else {
+            double *W = fn->sb.W;
+            for (size_t i = 0; i < L; i++)
+                W[i] = 0;
+            for (uint32_t k = 0; k < e; k++)
+                W[fn->slk[k]] += fn->scf[k];
+            double best = INFINITY;
+            for (size_t i = 0; i < L; i++)
+                if (W[i] > 0 && fn->scap[i] / W[i] < best)
+                    best = fn->scap[i] / W[i];
+            fn->srate[0] = best;
+        }
+    } else if (F) {
+        rc = solve(&fn->sb, (int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate);
+    }
     for (size_t i = 0; i < L; i++)
         fn->lidx[fn->cl.v[i]] = -1;
     if (rc)
