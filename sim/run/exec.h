@@ -9,7 +9,7 @@
  * (hw/perturb.h) set each compute op's effective duration: its nominal
  * dur_s x the pace of the slowest GPU of its rank (rank_gpus), jitter
  * included; network perturbations live in the link graph.  Not for:
- * building graphs or computing metrics (sim.c). */
+ * building graphs or computing metrics (iterate.c). */
 #ifndef MM_EXEC_H
 #define MM_EXEC_H
 

@@ -1,0 +1,310 @@
+/* build_enc.c - the encoders' part of one iteration's graph, per
+ * placement: homogeneous (on the LLM's first stage), colocated (on all of
+ * the LLM's GPUs, before and after it), and on GPUs of their own (pipeline,
+ * disjoint) with their hand-over to the LLM and their DP tail.
+ * Not for: the LLM's passes (build_llm.c) or the iteration's order
+ * (build.c). */
+#include "parallel/build_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Encoder layers of micro-batch mb of DP replica d run on `rank`: `chunks`
+ * compute ops for the pass (`share` of the whole encoder's work), each
+ * followed by its TP all-reduces over the n GPUs in b->gbuf, starting
+ * after `prev` (-1: nothing).  Returns the last op (prev when chunks is
+ * 0), or -2 on error. */
+static int64_t emit_enc_chunks(builder *b, int i, int rank, int stage, int d, int mb, int pass, int chunks,
+                               double share, int64_t prev, int n, uint32_t *first)
+{
+    const mm_enc_spec *e = &b->sp->enc[i];
+    const mm_enc_mb_cost *c = &e->mb[(size_t)d * b->sp->m + mb];
+    bool fwd = pass == MM_PASS_F;
+    double dur = (fwd ? c->fwd_s : c->bwd_s) * share, fl = (fwd ? c->fwd_flops : c->bwd_flops) * share;
+    double hw = fl + (fwd ? 0 : c->recompute_flops * share);
+    int msgs = fwd ? e->tp_msgs_fwd : e->tp_msgs_bwd;
+    int *tpg = malloc((size_t)(n > 0 ? n : 1) * sizeof *tpg);
+    if (!tpg)
+        return -2;
+    memcpy(tpg, b->gbuf, (size_t)n * sizeof *tpg);
+    int64_t tail = prev;
+    for (int k = 0; k < chunks && tail >= -1; k++) {
+        int layer = fwd ? k : chunks - 1 - k;
+        mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
+                    .module = (uint8_t)(i + 1), .layer = (int16_t)layer, .stage = stage, .mb = mb,
+                    .coll = -1, .peer = -1, .dur_s = dur / chunks, .flops = fl / chunks, .hw_flops = hw / chunks};
+        int64_t id = add(b, &op, tail);
+        if (id < 0) {
+            tail = -2;
+            break;
+        }
+        if (first && *first == UINT32_MAX)
+            *first = (uint32_t)id;
+        tail = id;
+        if (n > 1 && c->tp_bytes > 0 && msgs > 0) {
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLREDUCE, 1, msgs, c->tp_bytes, tpg, n);
+            mm_op cop = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_TP, .module = (uint8_t)(i + 1),
+                         .layer = (int16_t)layer, .stage = stage, .mb = mb, .coll = (int32_t)cl, .peer = -1};
+            tail = cl < 0 ? -2 : add(b, &cop, tail);
+            if (tail < 0)
+                tail = -2;
+        }
+    }
+    free(tpg);
+    return tail;
+}
+
+/* Homogeneous placement: stage 0 runs the encoders of its micro-batch
+ * before the LLM layers (forward) or after them (backward). */
+int64_t mm_bld_emit_homogeneous(builder *b, int d, int vs, int pass, int mb, int64_t prev, uint32_t *first)
+{
+    if (vs != 0 || pass == MM_PASS_W)
+        return prev;
+    for (int i = 0; i < b->sp->n_enc && prev >= -1; i++) {
+        const mm_enc_spec *e = &b->sp->enc[i];
+        if (e->placement != MM_ENC_HOMOGENEOUS || (pass == MM_PASS_B && e->frozen))
+            continue;
+        int n = tp_group(b, d, 0);
+        prev = emit_enc_chunks(b, i, rank_of(b->sp, d, vs), vs, d, mb, pass, e->chunks, 1.0, prev, n, first);
+    }
+    return prev; /* -2 on error */
+}
+
+/* ---- encoders ------------------------------------------------------------ */
+
+static double enc_total(const builder *b, const mm_enc_spec *e, int what)
+{
+    double t = 0;
+    for (int k = 0; k < b->sp->dp * b->sp->m; k++) {
+        const mm_enc_mb_cost *c = &e->mb[k];
+        t += what == 0 ? c->fwd_s : what == 1 ? c->bwd_s : what == 2 ? c->fwd_flops
+           : what == 3 ? c->bwd_flops : what == 4 ? c->recompute_flops : c->out_bytes;
+    }
+    return t;
+}
+
+static int llm_gpus(const builder *b) { return b->sp->tp * b->cp * b->sp->dp * b->sp->pp; }
+
+/* A collective over all of the LLM's GPUs reached by every LLM rank. */
+int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes)
+{
+    int n = llm_gpus(b);
+    int *all = malloc((size_t)n * sizeof *all);
+    if (!all)
+        return -1;
+    for (int i = 0; i < n; i++)
+        all[i] = b->llm_off + i;
+    int64_t cl = mm_graph_add_coll(b->g, kind, b->sp->pp * b->sp->dp, 1, bytes, all, n);
+    free(all);
+    return cl;
+}
+
+/* Colocated: each LLM rank (tp x cp GPUs) holds tp*cp/tp_enc encoder TP
+ * groups out of G/tp_enc, so it spends total * tp_enc / G encoding; then
+ * the outputs are resharded to the first stage, an all-to-all over all
+ * GPUs of total_out/G bytes each.  Backward mirrors it. */
+int mm_bld_emit_colocated(builder *b, int i, int pass)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    double G = llm_gpus(b), share = e->tp / G, fshare = sp->tp * b->cp / G;
+    bool fwd = pass == MM_PASS_F;
+    int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, enc_total(b, e, 5) / G);
+    if (cl < 0)
+        return -1;
+    for (int r = 0; r < sp->pp * sp->dp; r++) {
+        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
+                    .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1,
+                    .dur_s = enc_total(b, e, fwd ? 0 : 1) * share, .flops = enc_total(b, e, fwd ? 2 : 3) * fshare};
+        op.hw_flops = op.flops + (fwd ? 0 : enc_total(b, e, 4) * fshare);
+        mm_op rs = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .module = (uint8_t)(i + 1),
+                    .layer = -1, .stage = -1, .mb = -1, .coll = (int32_t)cl, .peer = -1};
+        int64_t a, z;
+        if (fwd) { /* encode, then reshard to the first stage */
+            a = add(b, &op, b->last_compute[r]);
+            z = a < 0 ? -1 : add(b, &rs, a);
+        } else { /* gradients back, then the encoder's backward */
+            a = add(b, &rs, b->last_compute[r]);
+            z = a < 0 ? -1 : add(b, &op, a);
+        }
+        if (z < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Tasks of encoder replica `rep`: LLM micro-batches (d, j) in global order
+ * g = j*dp + d with g mod dp_enc == rep. */
+static int enc_tasks(const builder *b, const mm_enc_spec *e, int rep, int *out)
+{
+    int n = 0, total = b->sp->dp * b->sp->m;
+    for (int g = rep; g < total; g += e->dp)
+        out[n++] = g;
+    return n;
+}
+
+static int enc_stage_chunks(const mm_enc_spec *e, int se)
+{
+    return e->chunks / e->pp + (se < e->chunks % e->pp);
+}
+
+/* Pipeline and disjoint placements: the encoder's own ranks. */
+int mm_bld_emit_own_encoder(builder *b, int i)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    int total = sp->dp * sp->m;
+    int *tasks = malloc((size_t)total * sizeof *tasks);
+    size_t nf = (size_t)e->pp * total;
+    pass_ends *fe = calloc(nf, sizeof *fe), *be = calloc(nf, sizeof *be);
+    mm_sched_step *steps = malloc(2 * (size_t)total * sizeof *steps);
+    int *tpg = malloc((size_t)e->tp * sizeof *tpg);
+    int rc = tasks && fe && be && steps && tpg ? 0 : -1;
+    bool disjoint = e->placement == MM_ENC_DISJOINT;
+    for (int rep = 0; rep < e->dp && rc == 0; rep++) {
+        int mt = enc_tasks(b, e, rep, tasks);
+        for (int se = 0; se < e->pp && rc == 0; se++) {
+            int rank = b->enc_rank_off[i] + rep + e->dp * se, n = 0, f = 0, bw = 0;
+            /* the order of passes: disjoint runs every forward first; the
+             * pipeline runs 1F1B with enough warm-up for the LLM's first
+             * stage to reach its own first backward (pp micro-batches of
+             * every LLM replica, of which this replica encodes 1/dp_enc) */
+            int warm = disjoint || e->frozen ? mt : (sp->pp * sp->dp + e->dp - 1) / e->dp + (e->pp - se - 1);
+            if (warm > mt)
+                warm = mt;
+            for (; f < warm; f++)
+                steps[n++] = (mm_sched_step){MM_PASS_F, f, 0};
+            while (!e->frozen && bw < mt) {
+                if (f < mt)
+                    steps[n++] = (mm_sched_step){MM_PASS_F, f++, 0};
+                steps[n++] = (mm_sched_step){MM_PASS_B, bw++, 0};
+            }
+            int ch = enc_stage_chunks(e, se);
+            for (int t = 0; t < e->tp; t++)
+                tpg[t] = enc_gpu(b, i, t, rep, se);
+            for (int k = 0; k < n && rc == 0; k++) {
+                int g = tasks[steps[k].mb], d = g % sp->dp, j = g / sp->dp;
+                pass_ends *pe = (steps[k].pass == MM_PASS_F ? fe : be) + (size_t)se * total + g;
+                pe->first = UINT32_MAX;
+                memcpy(b->gbuf, tpg, (size_t)e->tp * sizeof *tpg);
+                int64_t t = emit_enc_chunks(b, i, rank, -(e->pp - se), d, j, steps[k].pass, ch,
+                                            (double)ch / e->chunks, b->last_compute[rank], e->tp, &pe->first);
+                if (t < 0) {
+                    rc = -1;
+                    break;
+                }
+                /* the boundary: gather the TP-split output, then hand it on */
+                if (se == e->pp - 1 && steps[k].pass == MM_PASS_F && e->tp > 1) {
+                    memcpy(b->gbuf, tpg, (size_t)e->tp * sizeof *tpg);
+                    int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, 1, 1, e->mb[(size_t)d * sp->m + j].out_bytes,
+                                                   b->gbuf, e->tp);
+                    t = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_PP, -(e->pp - se), j, -1, cl, t);
+                    if (t < 0) {
+                        rc = -1;
+                        break;
+                    }
+                    b->g->ops[t].module = (uint8_t)(i + 1);
+                }
+                pe->last = (uint32_t)t;
+                /* disjoint: a bounded queue between the encoder and the LLM */
+                if (disjoint && se == 0 && steps[k].pass == MM_PASS_F && e->buffer > 0 && steps[k].mb >= e->buffer) {
+                    int g0 = tasks[steps[k].mb - e->buffer];
+                    rc = mm_graph_dep(b->g, b->fe[pass_index(b, 0, g0 % sp->dp, g0 / sp->dp)].first, pe->first);
+                }
+            }
+        }
+    }
+    /* transfers: between encoder stages, and to / from the LLM's first stage */
+    for (int g = 0; g < total && rc == 0; g++) {
+        int d = g % sp->dp, j = g / sp->dp, rep = g % e->dp;
+        const mm_enc_mb_cost *c = &e->mb[(size_t)d * sp->m + j];
+        for (int se = 0; se + 1 < e->pp && rc == 0; se++) {
+            int ra = b->enc_rank_off[i] + rep + e->dp * se, rb = ra + e->dp;
+            int pair[2] = {enc_gpu(b, i, 0, rep, se), enc_gpu(b, i, 0, rep, se + 1)};
+            for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
+                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->act_bytes / e->tp, pair, 2);
+                mm_op op = {.rank = dir ? rb : ra, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                            .module = (uint8_t)(i + 1), .layer = -1, .stage = -(e->pp - se), .mb = j,
+                            .coll = (int32_t)cl, .peer = dir ? ra : rb};
+                uint32_t from = dir ? be[(size_t)(se + 1) * total + g].last : fe[(size_t)se * total + g].last;
+                uint32_t to = dir ? be[(size_t)se * total + g].first : fe[(size_t)(se + 1) * total + g].first;
+                int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
+                if (id < 0 || mm_graph_dep(b->g, from, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, to))
+                    rc = -1;
+            }
+        }
+        int last_enc = b->enc_rank_off[i] + rep + e->dp * (e->pp - 1), llm0 = rank_of(sp, d, 0);
+        int pair[2] = {enc_gpu(b, i, 0, rep, e->pp - 1), gpu(b, 0, 0, d, 0)};
+        for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
+            /* each LLM TP rank receives its slice of the embeddings */
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->out_bytes / sp->tp, pair, 2);
+            mm_op op = {.rank = dir ? llm0 : last_enc, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                        .module = (uint8_t)(i + 1), .layer = -1, .stage = dir ? 0 : -1, .mb = j,
+                        .coll = (int32_t)cl, .peer = dir ? last_enc : llm0};
+            uint32_t from = dir ? b->be[pass_index(b, 0, d, j)].last : fe[(size_t)(e->pp - 1) * total + g].last;
+            uint32_t to = dir ? be[(size_t)(e->pp - 1) * total + g].first : b->fe[pass_index(b, 0, d, j)].first;
+            int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
+            if (id < 0 || mm_graph_dep(b->g, from, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, to))
+                rc = -1;
+        }
+    }
+    free(tasks);
+    free(fe);
+    free(be);
+    free(steps);
+    free(tpg);
+    return rc;
+}
+
+/* Gradient sync and optimizer step of an encoder that is not frozen. */
+int mm_bld_emit_enc_tail(builder *b, int i)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    if (e->frozen || e->placement == MM_ENC_HOMOGENEOUS)
+        return 0;
+    int kind = sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE;
+    if (e->placement == MM_ENC_COLOCATED) {
+        /* encoder DP group: every tp_enc-th GPU of the LLM's */
+        int G = llm_gpus(b), n = G / e->tp;
+        int *grp = malloc((size_t)(n > 0 ? n : 1) * sizeof *grp);
+        if (!grp)
+            return -1;
+        for (int k = 0; k < n; k++)
+            grp[k] = b->llm_off + k * e->tp;
+        int64_t cl = n > 1 && e->grad_bytes > 0 ? mm_graph_add_coll(b->g, kind, sp->pp * sp->dp, 1, e->grad_bytes, grp, n) : -2;
+        free(grp);
+        for (int r = 0; r < sp->pp * sp->dp && cl != -1; r++) {
+            int64_t prev = b->last_compute[r];
+            if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
+                return -1;
+            if (cl >= 0)
+                b->g->ops[prev].module = (uint8_t)(i + 1);
+            mm_op o = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .module = (uint8_t)(i + 1),
+                       .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1, .dur_s = e->opt_s};
+            if (add(b, &o, prev) < 0)
+                return -1;
+        }
+        return cl == -1 ? -1 : 0;
+    }
+    for (int se = 0; se < e->pp; se++) {
+        for (int rep = 0; rep < e->dp; rep++)
+            b->gbuf[rep] = enc_gpu(b, i, 0, rep, se);
+        int64_t cl = e->dp > 1 && e->grad_bytes > 0 ? mm_graph_add_coll(b->g, kind, e->dp, 1, e->grad_bytes, b->gbuf, e->dp) : -2;
+        if (cl == -1)
+            return -1;
+        for (int rep = 0; rep < e->dp; rep++) {
+            int r = b->enc_rank_off[i] + rep + e->dp * se;
+            int64_t prev = b->last_compute[r];
+            if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -(e->pp - se), -1, -1, cl, prev)) < 0)
+                return -1;
+            if (cl >= 0)
+                b->g->ops[prev].module = (uint8_t)(i + 1);
+            mm_op o = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .module = (uint8_t)(i + 1),
+                       .layer = -1, .stage = -(e->pp - se), .mb = -1, .coll = -1, .peer = -1, .dur_s = e->opt_s};
+            if (add(b, &o, prev) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,129 @@
+/* build_internal.h - what the files of the graph builder (build.c,
+ * build_llm.c, build_enc.c) share: the builder's state, its small helpers
+ * (rank and GPU numbering, appending ops, shared collectives) and the
+ * emitters each file provides to mm_build_iteration.
+ * Private to sim/parallel: not installed, not for callers (they use
+ * parallel/build.h). */
+#ifndef MM_BUILD_INTERNAL_H
+#define MM_BUILD_INTERNAL_H
+
+#include "parallel/build.h"
+
+typedef struct pass_ends {
+    uint32_t first, last; /* first and last op of a pass on a rank */
+} pass_ends;
+
+/* A collective shared by several ranks, keyed by position. */
+typedef struct coll_cache {
+    int64_t *id; /* -1: not created yet */
+    size_t n;
+} coll_cache;
+
+typedef struct builder {
+    const mm_build_spec *sp;
+    mm_graph *g;
+    int V;                /* virtual stages: pp * vpp */
+    int cp, ep;
+    int stride[MM_DIM_COUNT];
+    pass_ends *fe, *be;   /* by (virtual stage, dp replica, micro-batch) */
+    int64_t *last_compute; /* per rank: last op on its compute stream */
+    int64_t *last_dp;     /* per rank: last op on its DP stream */
+    uint32_t *layer_ops;  /* compute op of each layer of the last pass */
+    coll_cache z3;        /* ZeRO-3: (vs, mb, pass, layer) -> gather / scatter */
+    coll_cache epc;       /* EP: (group, vs, mb, pass, layer, k) */
+    coll_cache bucket;    /* DP buckets: (stage, bucket) for grads and params */
+    int max_chunks;
+    int *gbuf;            /* scratch GPU list */
+    int llm_off;          /* first GPU of the LLM */
+    int enc_gpu_off[MM_MAX_ENCODERS];  /* first GPU of an encoder on its own GPUs */
+    int enc_rank_off[MM_MAX_ENCODERS]; /* first simulated rank of such an encoder */
+    int n_ranks;
+} builder;
+
+static inline int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->dp * (vs % sp->pp); }
+
+static inline size_t pass_index(const builder *b, int vs, int d, int mb)
+{
+    return ((size_t)vs * b->sp->dp + d) * b->sp->m + mb;
+}
+
+static inline int gpu(const builder *b, int t, int c, int d, int s)
+{
+    return b->llm_off + t * b->stride[MM_DIM_TP] + c * b->stride[MM_DIM_CP] + d * b->stride[MM_DIM_DP] +
+           s * b->stride[MM_DIM_PP];
+}
+
+/* Encoder GPUs: tp fastest, then dp, then pp, like the LLM's default. */
+static inline int enc_gpu(const builder *b, int i, int t, int e, int s)
+{
+    const mm_enc_spec *en = &b->sp->enc[i];
+    return b->enc_gpu_off[i] + t + en->tp * (e + en->dp * s);
+}
+
+/* Looks a shared collective up, creating it (kind, members, count, bytes
+ * over the GPUs in b->gbuf[0..n)) on first use. */
+static inline int64_t shared_coll(builder *b, coll_cache *cc, size_t key, int kind, int members, int count,
+                                  double bytes, int n)
+{
+    if (key >= cc->n)
+        return -1;
+    if (cc->id[key] < 0)
+        cc->id[key] = mm_graph_add_coll(b->g, kind, members, count, bytes, b->gbuf, n);
+    return cc->id[key];
+}
+
+/* Appends an op that waits for `after` (if >= 0); returns its id or -1. */
+static inline int64_t add(builder *b, const mm_op *op, int64_t after)
+{
+    int64_t id = mm_graph_add_op(b->g, op);
+    if (id < 0 || (after >= 0 && mm_graph_dep(b->g, (uint32_t)after, (uint32_t)id)))
+        return -1;
+    if (op->stream == MM_STREAM_COMPUTE)
+        b->last_compute[op->rank] = id;
+    else if (op->stream == MM_STREAM_DP)
+        b->last_dp[op->rank] = id;
+    return id;
+}
+
+/* A communication op of rank `rank` on `stream` in collective `cl`. */
+static inline int64_t add_comm(builder *b, int rank, int stream, int cat, int vs, int mb, int layer,
+                               int64_t cl, int64_t after)
+{
+    if (cl < 0)
+        return -1;
+    mm_op op = {.rank = rank, .stream = (uint8_t)stream, .cat = (uint8_t)cat, .layer = (int16_t)layer,
+                .stage = vs, .mb = mb, .coll = (int32_t)cl, .peer = -1};
+    return add(b, &op, after);
+}
+
+/* TP group of DP replica d, stage s (all CP ranks' TP peers are collapsed
+ * with it; the TP collective runs over the tp GPUs of CP rank 0). */
+static inline int tp_group(builder *b, int d, int s)
+{
+    for (int t = 0; t < b->sp->tp; t++)
+        b->gbuf[t] = gpu(b, t, 0, d, s);
+    return b->sp->tp;
+}
+
+static inline int dp_group(builder *b, int s)
+{
+    for (int d = 0; d < b->sp->dp; d++)
+        b->gbuf[d] = gpu(b, 0, 0, d, s);
+    return b->sp->dp;
+}
+
+/* build_llm.c */
+int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe);
+int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t after, uint32_t before);
+int mm_bld_buckets(const builder *b, int s, int *bucket_of);
+double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int bucket, int params);
+int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op);
+
+/* build_enc.c */
+int64_t mm_bld_emit_homogeneous(builder *b, int d, int vs, int pass, int mb, int64_t prev, uint32_t *first);
+int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes);
+int mm_bld_emit_colocated(builder *b, int i, int pass);
+int mm_bld_emit_own_encoder(builder *b, int i);
+int mm_bld_emit_enc_tail(builder *b, int i);
+
+#endif

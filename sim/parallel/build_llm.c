@@ -1,0 +1,262 @@
+/* build_llm.c - the LLM's part of one iteration's graph: each pass of a
+ * virtual stage with its TP, CP, EP and ZeRO-3 communication, pipeline
+ * transfers between stages, and the DP tail (gradient buckets, their
+ * reduction and the optimizer step).
+ * Not for: encoders (build_enc.c) or the iteration's order (build.c). */
+#include "parallel/build_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ZeRO-3 all-gather of one layer's parameters before a pass, prefetched one
+ * layer ahead: it may start once the compute before the previous layer is
+ * done (the DP stream keeps the gathers in order). */
+static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int layer, int64_t prev)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    double bytes = (c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
+    size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
+    int n = dp_group(b, vs % sp->pp);
+    int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->dp, 1, bytes, n);
+    return add_comm(b, rank_of(sp, d, vs), MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, prev);
+}
+
+/* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
+ * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
+ * communication.  W passes have none but ZeRO-3's gradient scatter. */
+int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    int s = vs % sp->pp, rank = rank_of(sp, d, vs), chunks = c->chunks;
+    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    /* per-micro-batch costs, when micro-batches differ */
+    const mm_mb_cost *mc = sp->mb_costs ? &sp->mb_costs[pass_index(b, vs, d, mb)] : NULL;
+    double fwd_s = mc ? mc->fwd_s : c->fwd_s, bwd_s = mc ? mc->bwd_s : c->bwd_s;
+    double wgrad_s = mc ? mc->wgrad_s : c->wgrad_s;
+    double fwd_fl = mc ? mc->fwd_flops : c->fwd_flops, bwd_fl = mc ? mc->bwd_flops : c->bwd_flops;
+    double wgrad_fl = mc ? mc->wgrad_flops : c->wgrad_flops;
+    double re_fl = mc ? mc->recompute_flops : c->recompute_flops;
+    double tp_bytes = mc ? mc->tp_bytes : sp->tp_bytes;
+    double dur, flops, hw;
+    int msgs, cat;
+    if (pass == MM_PASS_F) {
+        dur = fwd_s, flops = fwd_fl, hw = flops, msgs = sp->tp_msgs_fwd, cat = MM_CAT_FWD;
+    } else if (pass == MM_PASS_B) {
+        dur = zb ? bwd_s - wgrad_s : bwd_s;
+        flops = zb ? bwd_fl - wgrad_fl : bwd_fl;
+        hw = flops + re_fl, msgs = sp->tp_msgs_bwd, cat = MM_CAT_BWD;
+    } else {
+        dur = wgrad_s, flops = wgrad_fl, hw = flops, msgs = 0, cat = MM_CAT_WGRAD;
+    }
+    bool comm_pass = pass != MM_PASS_W;
+    pe->first = UINT32_MAX;
+    int64_t prev = b->last_compute[rank];
+    if (pass == MM_PASS_F && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, &pe->first)) < -1)
+        return -1;
+    int64_t prev2 = prev; /* tail of the layer before the previous one */
+    for (int k = 0; k < chunks; k++) {
+        /* backward visits the layers from the last to the first */
+        int layer = pass == MM_PASS_F ? k : chunks - 1 - k;
+        int64_t gather = -1;
+        if (sp->zero >= 3 && comm_pass && sp->dp > 1) {
+            /* prefetch depth one: gather layer k while layer k-1 computes */
+            gather = zero3_gather(b, d, vs, mb, pass, layer, prev2);
+            if (gather < 0)
+                return -1;
+        }
+        mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
+                    .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
+                    .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
+        int64_t layer_start = prev;
+        int64_t id = add(b, &op, prev);
+        if (id < 0 || (gather >= 0 && mm_graph_dep(b->g, (uint32_t)gather, (uint32_t)id)))
+            return -1;
+        if (pe->first == UINT32_MAX)
+            pe->first = (uint32_t)id;
+        b->layer_ops[layer] = (uint32_t)id;
+        int64_t tail = id;      /* what the next layer waits for */
+        int64_t side_end = -1;  /* overlapped communication of this layer */
+        if (comm_pass && sp->tp > 1 && tp_bytes > 0 && msgs > 0) {
+            int n = tp_group(b, d, s);
+            int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
+            for (int q = 0; q < (sp->sp ? 2 : 1); q++) {
+                int64_t cl = mm_graph_add_coll(b->g, kinds[q], 1, msgs, tp_bytes, b->gbuf, n);
+                if (sp->tp_overlap) {
+                    int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_TP, vs, mb, layer, cl, layer_start);
+                    if (o < 0)
+                        return -1;
+                    side_end = o;
+                } else if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_TP, vs, mb, layer, cl, tail)) < 0) {
+                    return -1;
+                }
+            }
+        }
+        if (comm_pass && b->cp > 1 && sp->cp_bytes > 0) {
+            if (sp->cp_ring) {
+                /* KV blocks around the ring while attention computes */
+                b->gbuf[0] = gpu(b, 0, 0, d, s);
+                b->gbuf[1] = gpu(b, 0, 1, d, s);
+                int steps = (pass == MM_PASS_F ? 1 : 2) * (b->cp - 1);
+                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, steps, sp->cp_bytes, b->gbuf, 2);
+                int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_CP, vs, mb, layer, cl, layer_start);
+                if (o < 0)
+                    return -1;
+                side_end = o;
+            } else {
+                for (int t = 0; t < b->cp; t++)
+                    b->gbuf[t] = gpu(b, 0, t, d, s);
+                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, 1, 4, sp->cp_bytes, b->gbuf, b->cp);
+                if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_CP, vs, mb, layer, cl, tail)) < 0)
+                    return -1;
+            }
+        }
+        if (comm_pass && b->ep > 1 && sp->ep_bytes > 0 && layer < c->moe_chunks) {
+            int g0 = d - d % b->ep; /* first DP replica of the expert group */
+            for (int e = 0; e < b->ep; e++)
+                b->gbuf[e] = gpu(b, 0, 0, g0 + e, s);
+            size_t key = ((((size_t)(d / b->ep) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
+                         b->max_chunks + layer;
+            int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep, 2, sp->ep_bytes, b->ep);
+            if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_EP, vs, mb, layer, cl, tail)) < 0)
+                return -1;
+        }
+        if (side_end >= 0) {
+            /* the next layer needs this layer's overlapped traffic too: a
+             * zero-time join keeps one predecessor per layer */
+            mm_op join = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
+                          .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1};
+            int64_t j = add(b, &join, tail);
+            if (j < 0 || mm_graph_dep(b->g, (uint32_t)side_end, (uint32_t)j))
+                return -1;
+            tail = j;
+        }
+        /* ZeRO-3: this layer's gradients leave after its last backward work */
+        bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
+        if (sp->zero >= 3 && grads_done && sp->dp > 1) {
+            size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
+            int n = dp_group(b, s);
+            int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / chunks, n);
+            if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0)
+                return -1;
+        }
+        prev2 = prev;
+        prev = tail;
+    }
+    if (pass == MM_PASS_B && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, NULL)) < -1)
+        return -1;
+    pe->last = (uint32_t)prev;
+    return 0;
+}
+
+/* A transfer of one micro-batch's activation (or gradient) between the same
+ * DP replica of two adjacent virtual stages.  With Megatron's scatter-gather
+ * optimisation each of the tp x cp GPU pairs carries its share in parallel,
+ * so one representative pair is timed with bytes/(tp cp).  With measured
+ * times fed in (p2p_s > 0) the transfer is a fixed delay. */
+int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t after, uint32_t before)
+{
+    const mm_build_spec *sp = b->sp;
+    mm_op op = {.rank = rank_of(sp, d, from_vs), .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                .layer = -1, .stage = from_vs, .mb = mb, .coll = -1, .peer = rank_of(sp, d, to_vs)};
+    if (sp->p2p_s > 0) {
+        op.dur_s = sp->p2p_s;
+    } else {
+        int pair[2] = {gpu(b, 0, 0, d, from_vs % sp->pp), gpu(b, 0, 0, d, to_vs % sp->pp)};
+        int up = from_vs < to_vs ? from_vs : to_vs; /* the boundary's upper stage */
+        double bytes = sp->mb_costs ? sp->mb_costs[pass_index(b, up, d, mb)].p2p_bytes : sp->p2p_bytes;
+        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, bytes / (sp->tp * b->cp), pair, 2);
+        if (cl < 0)
+            return -1;
+        op.coll = (int32_t)cl;
+    }
+    int64_t id = mm_graph_add_op(b->g, &op);
+    if (id < 0 || mm_graph_dep(b->g, after, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, before))
+        return -1;
+    return 0;
+}
+
+/* Bucket boundaries of physical stage s: layers are visited from the last
+ * chunk's last layer backwards (the order backward produces gradients);
+ * a bucket closes when it holds bucket_bytes or at the stage's end.  Fills
+ * bucket_of[v][layer] and returns the number of buckets. */
+int mm_bld_buckets(const builder *b, int s, int *bucket_of)
+{
+    const mm_build_spec *sp = b->sp;
+    int nb = 0;
+    double fill = 0;
+    bool split = sp->bucket_bytes > 0 && (sp->overlap_grad_reduce || sp->overlap_param_gather);
+    for (int v = sp->vpp - 1; v >= 0; v--) {
+        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+        for (int k = c->chunks - 1; k >= 0; k--) {
+            bucket_of[v * b->max_chunks + k] = nb;
+            fill += c->grad_bytes / c->chunks;
+            if (split && fill >= sp->bucket_bytes) {
+                nb++;
+                fill = 0;
+            }
+        }
+    }
+    return fill > 0 || nb == 0 ? nb + 1 : nb;
+}
+
+double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int bucket, int params)
+{
+    const mm_build_spec *sp = b->sp;
+    double sum = 0;
+    for (int v = 0; v < sp->vpp; v++) {
+        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+        double per = (params && c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
+        for (int k = 0; k < c->chunks; k++)
+            if (bucket_of[v * b->max_chunks + k] == bucket)
+                sum += per;
+    }
+    return sum;
+}
+
+/* Gradient synchronisation of physical stage s, the optimizer step, and
+ * with the distributed optimizer the parameter all-gather (unless it was
+ * overlapped with this iteration's forward).  With overlap_grad_reduce
+ * the buckets' reductions were emitted during the backward already. */
+int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
+{
+    const mm_build_spec *sp = b->sp;
+    double grad = 0, opt = 0;
+    for (int v = 0; v < sp->vpp; v++) {
+        grad += sp->stages[v * sp->pp + s].grad_bytes;
+        opt += sp->stages[v * sp->pp + s].opt_s;
+    }
+    for (int i = 0; i < sp->n_enc && s == 0; i++)
+        if (sp->enc[i].placement == MM_ENC_HOMOGENEOUS && !sp->enc[i].frozen) {
+            grad += sp->enc[i].grad_bytes; /* one bucket with stage 0's */
+            opt += sp->enc[i].opt_s;
+        }
+    int rc = 0;
+    bool dist = sp->zero >= 1 && sp->zero <= 2;
+    int64_t rs = -1, ag = -1;
+    int n = dp_group(b, s);
+    if (sp->dp > 1 && grad > 0 && sp->zero < 3 && !sp->overlap_grad_reduce)
+        rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, grad, b->gbuf, n);
+    if (sp->dp > 1 && grad > 0 && dist && !sp->overlap_param_gather)
+        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, grad, b->gbuf, n);
+    for (int d = 0; d < sp->dp && rc == 0; d++) {
+        int rank = d + sp->dp * s;
+        int64_t prev = last_op[rank];
+        if (rs >= 0 && (prev = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, rs, prev)) < 0)
+            return -1;
+        int64_t dp_before = b->last_dp[rank];
+        mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .layer = -1,
+                   .stage = s, .mb = -1, .coll = -1, .peer = -1, .dur_s = opt};
+        int64_t oid = add(b, &o, prev);
+        if (oid < 0)
+            return -1;
+        /* the step needs every gradient: the DP stream's last op (buckets,
+         * ZeRO-3 scatters) is done when all of them are */
+        if (dp_before >= 0 && dp_before != prev && mm_graph_dep(b->g, (uint32_t)dp_before, (uint32_t)oid))
+            return -1;
+        if (ag >= 0 && add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, ag, oid) < 0)
+            return -1;
+    }
+    return rc;
+}

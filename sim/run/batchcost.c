@@ -1,0 +1,160 @@
+/* batchcost.c - a mixture or trace workload's costs, per iteration: draw
+ * the global batch, form micro-batches with the scenario's batching policy
+ * (per-sample costs fitted to the model's own op costs) and turn every
+ * micro-batch into LLM and encoder costs.
+ * Not for: the costs themselves (costs.c) or the batching policies
+ * (workload/batch.c). */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- workload files: costs that differ per micro-batch ---- */
+
+typedef struct cost_ctx {
+    double enc_per_input;     /* seconds per tile/frame, whole encoder, F + B */
+    double llm_a, llm_b;      /* seconds per token and per token^2 (attention), F + B */
+    bool shared;              /* the encoder runs on the LLM's GPUs */
+} cost_ctx;
+
+/* A sample's encoder and LLM seconds.  The balancers minimize the largest
+ * bin's max(encoder, LLM), which is right when the two run on different
+ * GPUs (pipeline, disjoint: DFLOP's setting); when they share GPUs
+ * (colocated, homogeneous) a bin's time is their sum, so the sum is
+ * handed over as the LLM cost. */
+static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ctx, double *enc, double *llm)
+{
+    const cost_ctx *c = ctx;
+    double t = (double)mm_sample_llm_tokens(smp, tm);
+    *enc = c->enc_per_input * (double)(smp->tiles + smp->frames);
+    *llm = c->llm_a * t + c->llm_b * t * t;
+    if (c->shared) {
+        *llm += *enc;
+        *enc = 0;
+    }
+}
+
+static const mm_batch_policy bpolicy[] = {
+    [MM_BATCH_SEQUENTIAL] = MM_BP_SEQUENTIAL, [MM_BATCH_GROUPED] = MM_BP_GROUPED, [MM_BATCH_PACKED] = MM_BP_PACKED,
+    [MM_BATCH_BALANCED] = MM_BP_BALANCED, [MM_BATCH_POST_BALANCE] = MM_BP_POST_BALANCE};
+
+/* Draws iteration `it`'s global batch, forms its micro-batches with the
+ * scenario's policy and turns every micro-batch into costs.  Sets spec->m
+ * (packing may give ranks different counts: the others get empty ones). */
+int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stage_cost *st, int it, wl_iter *w,
+                           mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    int B = (int)sc->train.global_batch, V = L->pp * L->vpp, dp = L->dp;
+    free(w->samples);
+    w->samples = malloc((size_t)B * sizeof *w->samples);
+    if (!w->samples)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_workload_draw(sim->wl, sc->seed, it, B, w->samples, err);
+    if (rc)
+        return rc;
+    /* per-sample costs for the balancing policies: fitted to the model's
+     * own op costs at two lengths (linear + attention's quadratic term) */
+    cost_ctx cc = {.shared = sc->parallel.placement == MM_PLACE_COLOCATED ||
+                             sc->parallel.placement == MM_PLACE_HOMOGENEOUS};
+    mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
+    double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
+    rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
+    for (int v = 0; v < V && rc == 0; v++)
+        t1 += probe[v].fwd_s + probe[v].bwd_s;
+    if (rc == 0)
+        rc = mm_sim_llm_bin_cost(sim, st, V, L2, L2 * L2, 1, probe, 1);
+    for (int v = 0; v < V && rc == 0; v++)
+        t2 += probe[v].fwd_s + probe[v].bwd_s;
+    free(probe);
+    if (rc)
+        return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+    cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
+    cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
+    if (sim->n_enc) { /* a tile (or a clip, for an audio-only model) */
+        mm_enc_mb_cost one;
+        double params;
+        if (mm_sim_enc_mb_cost(sim, &sim->enc[0], 1, spec->enc[0].tp, &one, &params) == 0)
+            cc.enc_per_input = one.fwd_s + one.bwd_s;
+    }
+    mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
+                       .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
+                       .ilp_node_limit = 10,
+                       .enc_bytes_per_input = 3.0 * (double)(sim->model.tile * sim->model.tile),
+                       .bytes_per_token = 2.0 * (double)sim->llm.hidden};
+    mm_batch_plan plan;
+    if ((rc = mm_batch_form(w->samples, B, &o, &plan, err)))
+        return rc;
+    int m = 0;
+    for (int r = 0; r < dp; r++)
+        m = plan.rank_first[r + 1] - plan.rank_first[r] > m ? plan.rank_first[r + 1] - plan.rank_first[r] : m;
+    if (spec->schedule == MM_SCHEDULE_INTERLEAVED && m % L->pp)
+        m += L->pp - m % L->pp; /* interleaving needs a multiple of pp: pad with empty ones */
+    spec->m = m;
+    free(w->mb);
+    free(w->enc);
+    w->mb = calloc((size_t)V * dp * m, sizeof *w->mb);
+    w->enc = calloc((size_t)(sim->n_enc ? sim->n_enc : 1) * dp * m + 1, sizeof *w->enc);
+    if (!w->mb || !w->enc) {
+        mm_batch_plan_free(&plan);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    w->tokens = 0;
+    w->load_max = 0;
+    double load_sum = 0;
+    for (int r = 0; r < dp && rc == 0; r++) {
+        double load = 0;
+        for (int k = plan.rank_first[r]; k < plan.rank_first[r + 1] && rc == 0; k++) {
+            const mm_bin *bn = &plan.bins[k];
+            int j = k - plan.rank_first[r];
+            size_t at = ((size_t)0 * dp + r) * m + j;
+            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens, bn->n, &w->mb[at],
+                              (size_t)dp * m);
+            w->tokens += (double)bn->llm_tokens;
+            for (int v = 0; v < V; v++)
+                load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
+        }
+        w->load_max = fmax(w->load_max, load);
+        load_sum += load;
+    }
+    w->load_mean = load_sum / dp;
+    /* the encoder: the LLM's bins, or post-balance's own encoder phase */
+    for (int i = 0; i < sim->n_enc && rc == 0; i++) {
+        const mm_bin *eb = plan.enc_bins ? plan.enc_bins : plan.bins;
+        const int *ef = plan.enc_bins ? plan.enc_rank_first : plan.rank_first;
+        bool audio = !strcmp(sim->enc[i].name, "audio");
+        mm_enc_mb_cost *arr = w->enc + (size_t)i * dp * m;
+        for (int r = 0; r < dp && rc == 0; r++)
+            for (int k = ef[r]; k < ef[r + 1] && k - ef[r] < m && rc == 0; k++) {
+                double params, inputs = audio ? (double)eb[k].audio_clips : (double)(eb[k].tiles + eb[k].frames);
+                mm_enc_mb_cost projc;
+                rc = mm_sim_enc_mb_cost_split(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
+                                       &params, &projc);
+                mm_mb_cost *first = &w->mb[(size_t)r * m + (k - ef[r])]; /* virtual stage 0 */
+                first->fwd_s += projc.fwd_s;
+                first->bwd_s += projc.bwd_s;
+                first->fwd_flops += projc.fwd_flops;
+                first->bwd_flops += projc.bwd_flops;
+            }
+        spec->enc[i].mb = arr;
+        if (rc)
+            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
+    }
+    /* post-balance: its all-to-alls open the iteration */
+    spec->pre_a2a_bytes = plan.enc_bins ? (plan.a2a_enc_total + plan.a2a_llm_total) / mm_build_gpus(spec) : 0;
+    spec->mb_costs = w->mb;
+    mm_batch_plan_free(&plan);
+    return rc;
+}
+
+void mm_sim_wl_iter_free(wl_iter *w)
+{
+    free(w->samples);
+    free(w->mb);
+    free(w->enc);
+    w->samples = NULL;
+    w->mb = NULL;
+    w->enc = NULL;
+}

@@ -1,0 +1,555 @@
+/* costs.c - the model-by-hardware cost bridge: per-stage pass times of
+ * the LLM (from the model's op costs and the GPU's kernel tables, or
+ * measured pass times), the encoders' per-micro-batch costs, one LLM
+ * micro-batch of a given token count (for workload files), and the peak
+ * memory of every stage and module.
+ * Not for: forming micro-batches (batchcost.c), building or executing the
+ * graph (iterate.c). */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/compute.h"
+#include "model/memory.h"
+#include "model/mllm.h"
+#include "parallel/passtimes.h"
+
+/* ---- costs ---- */
+
+typedef struct pass_times {
+    double fwd, bwd, attn_fwd; /* seconds */
+    double wgrad;              /* the weight-gradient part of bwd */
+    double mem_fwd, mem_bwd, mem_wgrad; /* of which memory-bound kernels (MM_OPK_MEM) */
+} pass_times;
+
+/* Seconds of one op on the GPU: GEMMs from the GEMM table by shape,
+ * attention from the flash-attention table (sequence length = geometric
+ * mean of query and key lengths), memory-bound kernels from the bandwidth
+ * table by bytes (compute.h; single factors where a GPU has no tables).
+ * Empty ops (a pass with nothing to do) cost nothing. */
+static double op_time(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *o)
+{
+    switch (o->kind) {
+    case MM_OPK_GEMM:
+        return mm_gemm_time(g, dt, o->m, o->n, o->k, o->batch, o->bytes);
+    case MM_OPK_ATTN: {
+        bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
+        return mm_attn_time(g, dt, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k, o->causal,
+                            bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
+    }
+    case MM_OPK_MEM:
+        return o->bytes > 0 ? mm_mem_time(g, o->bytes) : 0.0;
+    }
+    return 0.0;
+}
+
+/* Forward, backward and weight-gradient time of a list of forward kernels:
+ * each op's B (input gradient) and W (weight gradient) passes come from
+ * mm_op_pass (llm.h), so a GEMM's backward is two GEMMs of transposed
+ * shapes, flash attention's backward runs 2.5x its forward FLOPs at the
+ * table's backward throughput, and memory-bound kernels move twice the
+ * bytes backward. */
+static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n);
+
+/* With train.attention: unfused each attention core becomes the GEMMs and
+ * memory-bound kernels that frameworks ran before flash attention. */
+static pass_times time_layer(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n, bool unfused)
+{
+    if (!unfused)
+        return time_ops(g, dt, ops, n);
+    mm_op_cost x[MM_LLM_MAX_OPS + 8];
+    memset(x, 0, sizeof x);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int got = ops[i].kind == MM_OPK_ATTN ? mm_llm_attn_unfused(&ops[i], 2, x + k, MM_LLM_MAX_OPS + 8 - k) : -1;
+        if (got > 0)
+            k += got;
+        else
+            x[k++] = ops[i];
+    }
+    pass_times t = time_ops(g, dt, x, k);
+    /* what selective recomputation re-runs: the whole core */
+    t.attn_fwd = 0;
+    for (int i = 0; i < k; i++)
+        if (!strncmp(x[i].name, "attn_", 5) && strcmp(x[i].name, "attn_out"))
+            t.attn_fwd += time_ops(g, dt, &x[i], 1).fwd;
+    return t;
+}
+
+static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n)
+{
+    pass_times t = {.fwd = 0};
+    for (int i = 0; i < n; i++) {
+        mm_op_cost b = mm_op_pass(&ops[i], MM_OP_B), w = mm_op_pass(&ops[i], MM_OP_W);
+        double tf = op_time(g, dt, &ops[i]), tw = op_time(g, dt, &w);
+        t.fwd += tf;
+        t.bwd += op_time(g, dt, &b) + tw;
+        t.wgrad += tw;
+        if (ops[i].kind == MM_OPK_ATTN)
+            t.attn_fwd += tf;
+        if (ops[i].kind == MM_OPK_MEM) {
+            t.mem_fwd += tf;
+            t.mem_bwd += op_time(g, dt, &b) + tw;
+            t.mem_wgrad += tw;
+        }
+    }
+    return t;
+}
+
+/* Bytes of HBM traffic per parameter of a mixed-precision Adam step as
+ * Megatron runs it: read fp32 master weight, momentum, variance and
+ * gradient (16), write master, momentum, variance (12) and the bf16 copy
+ * (2) -- Kingma and Ba's update, Micikevicius et al.'s mixed-precision
+ * master weights. */
+#define MM_ADAM_BYTES_PER_PARAM 30.0
+
+/* Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters
+ * (DistributedDataParallelConfig.bucket_size default). */
+static double bucket_params(int dp) { return dp * 1e6 > 40e6 ? dp * 1e6 : 40e6; }
+
+/* Per-stage pass times measured elsewhere (train.pass_times): they replace
+ * the compute model for F, B and W, and the network for pipeline transfers. */
+static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_build_spec *spec, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    char path[512];
+    mm_sim_resolve_path(sc->train.pass_times, sc->source, path, sizeof path);
+    mm_pass_times pt;
+    int rc = mm_pass_times_load(path, &pt, err);
+    if (rc)
+        return rc;
+    if (pt.n_stages != V) {
+        mm_pass_times_free(&pt);
+        return mm_scenario_fail(sc, err, "train.pass_times", "'%s' lists %d stages, the layout has pp*vpp = %d",
+                                sc->train.pass_times, pt.n_stages, V);
+    }
+    double p2p = 0;
+    for (int v = 0; v < V; v++) {
+        st[v].fwd_s = pt.f_s[v];
+        st[v].bwd_s = pt.b_s[v] + pt.w_s[v];
+        st[v].wgrad_s = pt.w_s[v];
+        p2p += pt.p2p_s[v] / V;
+    }
+    spec->p2p_s = p2p > 0 ? p2p : 1e-12; /* a fixed delay, even when tiny */
+    mm_pass_times_free(&pt);
+    return 0;
+}
+
+/* stage_costs, and per virtual stage the share of the F, B and W passes'
+ * nominal time spent in memory-bound kernels (mem_frac[3 v + 0..2], may be
+ * NULL): HBM perturbations and node groups' GPUs scale that share by the
+ * bandwidth ratio and the rest by the peak ratio (hw/perturb.h), since
+ * the executor sees a pass as one op, not its kernels. */
+int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
+
+int mm_sim_stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err)
+{
+    return mm_sim_stage_costs_mem(sim, st, spec, NULL, err);
+}
+
+int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    double b = (double)sc->train.micro_batch, s = sim->seq;
+    int cp = L->cp, V = L->pp * L->vpp;
+    bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
+    const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
+                             only the GEMM peak (Transformer Engine keeps
+                             activations in 16 bits between kernels) */
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    /* With context parallelism a rank holds s/cp tokens of each sequence
+     * and attends over all s keys (ring attention): its attention work is
+     * (s/cp) x s per sequence, written as a packed batch with that sum. */
+    int n = cp > 1 ? mm_llm_layer_ops_packed(m, b * s / cp, b * s * s / cp, b, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS)
+                   : mm_llm_layer_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+    pass_times layer = time_layer(g, dt, ops, n, sc->train.attention == MM_ATTN_UNFUSED);
+    n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times emb = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times head = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+
+    int rc = (int)sc->train.recompute;
+    double layer_flops = mm_llm_layer_fwd_flops(m, b, s);
+    double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
+                      : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(m, b, s)
+                                                     : 0.0;
+    double re_time = rc == MM_RECOMPUTE_FULL ? layer.fwd
+                     : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd
+                                                    : 0.0;
+    int zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    int per_vs = (int)(m->layers / V);
+    for (int k = 0; k < V; k++) {
+        /* virtual stage k = chunk k / pp of physical stage k % pp (build.c) */
+        int nl = L->n_layers_per_stage ? L->layers_per_stage[k % L->pp] / L->vpp : per_vs;
+        bool first = k == 0, last = k == V - 1;
+        mm_stage_cost *c = &st[k];
+        c->chunks = nl;
+        c->moe_chunks = m->experts > 0 ? nl : 0;
+        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
+        c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
+        c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
+        c->bwd_flops = 2 * c->fwd_flops;
+        c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
+        if (mem_frac) {
+            double mf = nl * layer.mem_fwd + (first ? emb.mem_fwd : 0) + (last ? head.mem_fwd : 0);
+            double mb = nl * layer.mem_bwd + (first ? emb.mem_bwd : 0) + (last ? head.mem_bwd : 0);
+            double mw = nl * layer.mem_wgrad + (first ? emb.mem_wgrad : 0) + (last ? head.mem_wgrad : 0);
+            mem_frac[3 * k + 0] = c->fwd_s > 0 ? mf / c->fwd_s : 0;
+            mem_frac[3 * k + 1] = c->bwd_s > 0 ? mb / c->bwd_s : 0;
+            mem_frac[3 * k + 2] = c->wgrad_s > 0 ? mw / c->wgrad_s : 0;
+        }
+        /* weight gradients: every matmul but the attention core, once */
+        c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(m, b, s);
+        c->recompute_flops = nl * re_flops;
+        /* Megatron keeps the (tied) embedding on the first stage and a copy
+         * for the LM head on the last.  Experts are split over ep. */
+        double layer_params = (double)mm_llm_layer_params(m);
+        if (m->experts > 0 && L->ep > 1)
+            layer_params -= (double)mm_llm_layer_expert_params(m) * (1.0 - 1.0 / L->ep);
+        double params = (double)nl * layer_params;
+        if (first)
+            params += (double)mm_llm_embedding_params(m);
+        if (last)
+            params += (double)mm_llm_final_norm_params(m) +
+                      (m->tied ? (V > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
+                               : (double)mm_llm_head_params(m));
+        double local = params / L->tp;
+        c->grad_bytes = local * wbytes;
+        c->param_bytes = local * wbytes;
+        double opt_params = zero >= 1 ? local / L->dp : local;
+        c->opt_s = mm_mem_time(g, opt_params * MM_ADAM_BYTES_PER_PARAM);
+    }
+    static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
+                                        [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
+                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
+    spec->schedule = sched[sc->train.schedule];
+    spec->tp = L->tp;
+    spec->cp = cp;
+    spec->ep = L->ep;
+    spec->pp = L->pp;
+    spec->vpp = L->vpp;
+    spec->dp = L->dp;
+    spec->m = sim->micro_batches;
+    mm_build_parse_order(sc->parallel.order, spec->order);
+    spec->zero = zero;
+    spec->sp = sp;
+    spec->tp_overlap = sc->train.tp_comm_overlap;
+    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
+    spec->overlap_param_gather = sc->train.overlap_param_gather;
+    spec->bucket_bytes = bucket_params(L->dp) * wbytes;
+    /* one TP message: the rank's s/cp tokens of activations */
+    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
+    spec->tp_msgs_fwd = 2;
+    spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
+    spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
+    /* ring: one K and one V block of the local s/cp tokens per step, heads
+     * split by TP; Ulysses: one all-to-all of the local activations */
+    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
+                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
+    /* EP: each token's hidden state goes to experts_per_tok experts and
+     * comes back (Megatron's all-to-all token dispatcher) */
+    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
+    spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+    spec->stages = st;
+    if (sc->train.pass_times[0]) {
+        if (mem_frac) /* measured pass times: no kernel breakdown */
+            memset(mem_frac, 0, (size_t)(3 * V) * sizeof *mem_frac);
+        return apply_pass_times(sim, st, V, spec, err);
+    }
+    return 0;
+}
+
+
+/* ---- encoders ---- */
+
+/* An encoder's (and its projector's) work on one micro-batch of `inputs`
+ * tiles, on one GPU group of tensor parallelism tp: the stem, every layer
+ * and the projector, timed like the LLM's ops. */
+/* With parallel.projector: llm the projector's work and weights belong to
+ * the LLM's first stage (timed with the LLM's TP) and the encoder hands over
+ * its unprojected output; *projc (may be NULL) receives that work, and the
+ * projector's parameters are left out of *wgrad_params. */
+int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
+                             double *wgrad_params, mm_enc_mb_cost *projc);
+
+int mm_sim_enc_mb_cost(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
+                       double *wgrad_params)
+{
+    return mm_sim_enc_mb_cost_split(sim, e, inputs, tp, c, wgrad_params, NULL);
+}
+
+int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double inputs, int tp, mm_enc_mb_cost *c,
+                             double *wgrad_params, mm_enc_mb_cost *projc)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    const int wbytes = 2;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    memset(c, 0, sizeof *c);
+    if (projc)
+        memset(projc, 0, sizeof *projc);
+    *wgrad_params = 0;
+    if (inputs <= 0)
+        return 0;
+    bool llm_side = sc->parallel.projector_on_llm;
+    /* homogeneous: the LLM's TP and sequence parallelism; else the encoder's own */
+    const mm_module_layout *ll = &sc->parallel.llm;
+    bool sp = tp > 1 && (sc->parallel.placement == MM_PLACE_HOMOGENEOUS ? (sc->train.sequence_parallel || ll->sp)
+                                                                        : e->layout.sp);
+    int n = mm_encoder_layer_ops(e->enc, inputs, tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return -1;
+    pass_times layer = time_ops(g, dt, ops, n);
+    n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    double ptok = inputs * e->tokens_per_input;
+    n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
+    pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    double L = (double)e->enc->layers;
+    int rc = (int)sc->train.recompute;
+    double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
+    double tower_f = mm_encoder_fwd_flops(e->enc) * inputs, proj_f = mm_projector_fwd_flops(e->proj, ptok);
+    double pb = e->frozen_proj ? 0 : proj.bwd, pbf = e->frozen_proj ? 0 : 2 * proj_f;
+    if (llm_side && projc) {
+        projc->fwd_s = proj.fwd;
+        projc->bwd_s = pb;
+        projc->fwd_flops = proj_f;
+        projc->bwd_flops = pbf;
+    }
+    c->fwd_s = L * layer.fwd + stem.fwd + (llm_side ? 0 : proj.fwd);
+    c->fwd_flops = tower_f + (llm_side ? 0 : proj_f);
+    c->bwd_s = (e->frozen_tower ? 0 : L * (layer.bwd + re_t) + stem.bwd) + (llm_side ? 0 : pb);
+    c->bwd_flops = 2 * (e->frozen_tower ? 0 : tower_f) + (llm_side ? 0 : pbf);
+    c->recompute_flops = e->frozen_tower ? 0
+                         : rc == MM_RECOMPUTE_FULL ? mm_encoder_layer_fwd_flops(e->enc, inputs) * L
+                                                   : 0;
+    double tokens = inputs * (double)mm_encoder_tokens(e->enc);
+    c->tp_bytes = tokens * (double)e->enc->hidden * wbytes;
+    c->act_bytes = c->tp_bytes;
+    c->out_bytes = ptok * (double)(llm_side ? e->proj->in : sim->llm.hidden) * wbytes;
+    *wgrad_params = (e->frozen_tower ? 0 : (double)mm_encoder_params(e->enc)) +
+                    (e->frozen_proj || llm_side ? 0 : (double)mm_projector_params(e->proj));
+    return 0;
+}
+
+static const mm_enc_placement enc_place[] = {
+    [MM_PLACE_PIPELINE] = MM_ENC_PIPELINE, [MM_PLACE_COLOCATED] = MM_ENC_COLOCATED,
+    [MM_PLACE_DISJOINT] = MM_ENC_DISJOINT, [MM_PLACE_HOMOGENEOUS] = MM_ENC_HOMOGENEOUS};
+
+/* Fills spec->enc[] (costs of every LLM micro-batch; all equal for a fixed
+ * workload).  *mb_out receives the allocated per-micro-batch arrays. */
+int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, mm_enc_mb_cost **mb_out,
+                     mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    int nmb = L->dp * sim->micro_batches;
+    spec->n_enc = sim->n_enc;
+    for (int i = 0; i < sim->n_enc; i++) {
+        const mm_sim_encoder *e = &sim->enc[i];
+        mm_enc_spec *es = &spec->enc[i];
+        bool homog = sc->parallel.placement == MM_PLACE_HOMOGENEOUS;
+        int tp = homog ? L->tp : e->layout.tp;
+        mb_out[i] = calloc((size_t)nmb, sizeof *mb_out[i]);
+        if (!mb_out[i])
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        double inputs = e->inputs_per_sample * (double)sc->train.micro_batch, params = 0;
+        mm_enc_mb_cost one, projc;
+        if (mm_sim_enc_mb_cost_split(sim, e, inputs, tp, &one, &params, &projc))
+            return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
+        if (sc->parallel.projector_on_llm) { /* the LLM's first stage runs it */
+            st[0].fwd_s += projc.fwd_s;
+            st[0].bwd_s += projc.bwd_s;
+            st[0].fwd_flops += projc.fwd_flops;
+            st[0].bwd_flops += projc.bwd_flops;
+            double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->tp;
+            st[0].grad_bytes += pp * 2;
+            st[0].param_bytes += pp * 2;
+        }
+        for (int k = 0; k < nmb; k++)
+            mb_out[i][k] = one;
+        snprintf(es->name, sizeof es->name, "%s", e->name);
+        es->placement = enc_place[sc->parallel.placement];
+        es->tp = tp;
+        es->pp = homog ? 1 : e->layout.pp;
+        es->dp = homog ? L->dp : e->layout.dp;
+        es->chunks = (int)e->enc->layers;
+        es->frozen = e->frozen_tower && e->frozen_proj;
+        es->tp_msgs_fwd = 2;
+        es->tp_msgs_bwd = 2;
+        int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
+        double local = params / tp / es->pp;
+        es->grad_bytes = local * 2;
+        es->opt_s = mm_mem_time(&sim->cluster.gpu, (zero >= 1 ? local / es->dp : local) * MM_ADAM_BYTES_PER_PARAM);
+        es->buffer = 2 * sim->micro_batches > 4 ? 4 : 2; /* DistTrain-style queue of a few micro-batches */
+        es->mb = mb_out[i];
+    }
+    return 0;
+}
+
+
+/* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
+ * S, on every virtual stage. */
+int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
+                        mm_mb_cost *out, size_t stride)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
+    for (int v = 0; v < V; v++)
+        memset(&out[(size_t)v * stride], 0, sizeof *out);
+    if (T <= 0)
+        return 0;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int cp = L->cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    if (k < 0)
+        return -1;
+    pass_times layer = time_layer(g, dt, ops, k, sc->train.attention == MM_ATTN_UNFUSED);
+    k = mm_llm_embed_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    pass_times emb = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
+    k = mm_llm_head_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    pass_times head = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
+    int rc = (int)sc->train.recompute;
+    double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
+    double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
+    double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
+    for (int v = 0; v < V; v++) {
+        mm_mb_cost *c = &out[(size_t)v * stride];
+        int nl = st[v].chunks;
+        bool first = v == 0, last = v == V - 1;
+        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
+        c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
+        c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
+        c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
+        c->bwd_flops = 2 * c->fwd_flops;
+        c->wgrad_flops = c->fwd_flops - nl * af;
+        c->recompute_flops = nl * re_f;
+        c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);
+        c->p2p_bytes = T * (double)m->hidden * 2;
+    }
+    return 0;
+}
+
+/* ---- memory ---- */
+
+/* Peak bytes on one GPU of each pipeline stage (memory.h) into
+ * mt->stages[].memory_gib and mt->peak_memory_gib; true when some stage
+ * plus train.memory_reserve_gib exceeds the GPU's HBM. */
+static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    static const mm_mem_schedule sched[] = {
+        [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
+        [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
+    mm_mem_config c = {
+        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
+        .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
+        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
+        .recompute = (int)sc->train.recompute,
+        .schedule = sched[sc->train.schedule],
+        .micro_batches = sim->micro_batches,
+        .micro_batch = (double)sc->train.micro_batch,
+        .seq = sim->seq,
+        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
+    };
+    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
+    bool oom = false;
+    mt->peak_memory_gib = 0;
+    for (int k = 0; k < L->pp; k++) {
+        mm_mem_rank r;
+        if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
+            mt->stages[k].memory_gib = NAN;
+            mt->peak_memory_gib = NAN;
+            continue;
+        }
+        mt->stages[k].stage = k;
+        mt->stages[k].memory_gib = r.total / MM_GIB;
+        if (mt->stages[k].memory_gib > mt->peak_memory_gib)
+            mt->peak_memory_gib = mt->stages[k].memory_gib;
+        if (r.total > cap)
+            oom = true;
+    }
+    return oom;
+}
+
+/* An encoder's bytes on one of its GPUs: model states, and activations of
+ * the micro-batches it holds at once (its pipeline's depth; a colocated
+ * encoder keeps every micro-batch it encoded until the LLM's backward; a
+ * disjoint one its queue). */
+static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_sim_encoder *e = &sim->enc[i];
+    const mm_enc_spec *es = &spec->enc[i];
+    int flight;
+    switch (es->placement) {
+    case MM_ENC_PIPELINE:
+        flight = es->pp + sc->parallel.llm.pp;
+        break;
+    case MM_ENC_COLOCATED:
+        flight = (spec->dp * spec->m + es->dp - 1) / es->dp;
+        break;
+    case MM_ENC_DISJOINT:
+        flight = es->buffer + 1;
+        break;
+    default:
+        flight = spec->pp;
+    }
+    if (flight > spec->m * spec->dp)
+        flight = spec->m * spec->dp;
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
+    mm_mem_rank r;
+    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
+                                 ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
+                                 : e->layout.sp);
+    if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
+                            (int)sc->train.recompute, flight, es->frozen, &r))
+        return NAN;
+    return r.total / es->pp;
+}
+
+/* Peak memory per stage and per module; true when some GPU does not fit. */
+bool mm_sim_stage_memory(const mm_sim *sim, const mm_build_spec *spec, mm_metrics *mt)
+{
+    bool oom = llm_memory(sim, mt);
+    double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
+    mt->n_modules = 1 + sim->n_enc;
+    snprintf(mt->modules[0].name, sizeof mt->modules[0].name, "llm");
+    mt->modules[0].memory_gib = mt->peak_memory_gib;
+    for (int i = 0; i < sim->n_enc; i++) {
+        const mm_enc_spec *es = &spec->enc[i];
+        double gib = enc_memory(sim, spec, i) / MM_GIB;
+        mm_module_metrics *mm = &mt->modules[1 + i];
+        snprintf(mm->name, sizeof mm->name, "%s", es->name);
+        mm->memory_gib = gib;
+        if (es->placement == MM_ENC_HOMOGENEOUS || es->placement == MM_ENC_COLOCATED) {
+            /* on the LLM's GPUs: the first stage, or every stage */
+            for (int k = 0; k < mt->n_stages; k++)
+                if (k == 0 || es->placement == MM_ENC_COLOCATED)
+                    mt->stages[k].memory_gib += gib;
+            mt->peak_memory_gib = 0;
+            for (int k = 0; k < mt->n_stages; k++) {
+                mt->peak_memory_gib = fmax(mt->peak_memory_gib, mt->stages[k].memory_gib);
+                oom |= mt->stages[k].memory_gib > cap;
+            }
+        } else {
+            mt->peak_memory_gib = fmax(mt->peak_memory_gib, gib);
+            oom |= gib > cap;
+        }
+    }
+    return oom;
+}

@@ -1,0 +1,115 @@
+/* estimate.c - the analytic pre-score (mm_sim_estimate): the same stage
+ * and encoder costs and memory as mm_sim_run, combined by the uniform
+ * pipeline formula documented in sim.h.
+ * Not for: event-level timing (iterate.c). */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/net.h"
+
+int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    memset(mt, 0, sizeof *mt);
+    int P = L->pp, V = L->pp * L->vpp, rc = 0;
+    mm_stage_cost *st = calloc((size_t)V, sizeof *st);
+    mt->stages = calloc((size_t)P, sizeof *mt->stages);
+    mm_build_spec spec = {0};
+    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
+    if (!st || !mt->stages) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    mt->n_stages = P;
+    if ((rc = mm_sim_stage_costs(sim, st, &spec, err)) || (rc = mm_sim_enc_costs(sim, &spec, st, enc_mb, err)))
+        goto out;
+    mt->gpus = mm_cluster_gpus(&sim->cluster);
+    if (mm_sim_stage_memory(sim, &spec, mt)) {
+        mt->oom = true;
+        mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
+        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+        mt->bubble_fraction = mt->exposed_comm_s = NAN;
+        goto out;
+    }
+    /* the slowest (physical) stage's F + B per micro-batch, with its TP
+     * all-reduces (analytic network time, serialized as in the executor) */
+    int m = sim->micro_batches, tpg[1024];
+    for (int t = 0; t < L->tp && t < 1024; t++)
+        tpg[t] = t;
+    double tp_one = L->tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, tpg, L->tp < 1024 ? L->tp : 1024,
+                                                     spec.tp_bytes)
+                              : 0;
+    double worst = 0, flops = 0, hw = 0, grad = 0, opt = 0;
+    for (int s = 0; s < P; s++) {
+        double t = 0, g = 0, o = 0;
+        for (int c = 0; c < L->vpp; c++) {
+            const mm_stage_cost *x = &st[c * P + s];
+            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (spec.tp_msgs_fwd + spec.tp_msgs_bwd);
+            flops += (x->fwd_flops + x->bwd_flops) * m * L->dp;
+            hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->dp;
+            g += x->grad_bytes;
+            o += x->opt_s;
+        }
+        worst = fmax(worst, t);
+        grad = fmax(grad, g);
+        opt = fmax(opt, o);
+    }
+    double enc_first = 0, enc_around = 0, enc_stage = 0;
+    for (int i = 0; i < spec.n_enc; i++) {
+        const mm_enc_spec *e = &spec.enc[i];
+        const mm_enc_mb_cost *c = &e->mb[0];
+        double per = c->fwd_s + c->bwd_s;
+        if (e->tp > 1 && c->tp_bytes > 0) { /* its layers' TP all-reduces, as the executor runs them */
+            int g8[1024], nt = e->tp < 1024 ? e->tp : 1024;
+            for (int t = 0; t < nt; t++)
+                g8[t] = t;
+            per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
+                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, g8, nt, c->tp_bytes);
+        }
+        flops += (c->fwd_flops + c->bwd_flops) * m * L->dp;
+        hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->dp;
+        switch (e->placement) {
+        case MM_ENC_HOMOGENEOUS:
+            enc_first += per;
+            break;
+        case MM_ENC_COLOCATED:
+            enc_around += per * m * L->dp * e->tp / (double)(L->tp * L->cp * L->dp * L->pp);
+            break;
+        default: /* a stage of its own: its share of the micro-batches */
+            enc_stage = fmax(enc_stage, per / e->pp * (double)L->dp / e->dp);
+        }
+    }
+    worst = fmax(worst + enc_first, enc_stage);
+    double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
+    double pipe = (m + (stages - 1) / L->vpp) * worst;
+    int dpg[4096], n = L->dp < 4096 ? L->dp : 4096;
+    for (int d = 0; d < n; d++)
+        dpg[d] = d * L->tp * L->cp;
+    double dp_t = n > 1 ? mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE,
+                                               dpg, n, grad) * (spec.zero ? 2 : 1)
+                        : 0;
+    if (spec.overlap_grad_reduce)
+        dp_t *= 0.5; /* about half hides behind the last backward */
+    double T = pipe + enc_around + dp_t + opt;
+    double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
+    mt->iteration_time_s = T;
+    mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
+    mt->samples_per_s = (double)sc->train.global_batch / T;
+    mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
+    mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
+    mt->mfu = flops / (T * mt->gpus * peak);
+    mt->hfu = hw / (T * mt->gpus * peak);
+    mt->bubble_fraction = (stages - 1) / L->vpp * worst / pipe;
+    mt->exposed_comm_s = dp_t;
+out:
+    free(st);
+    free(enc_mb[0]);
+    free(enc_mb[1]);
+    if (rc)
+        mm_metrics_free(mt);
+    return rc;
+}

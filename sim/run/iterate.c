@@ -1,0 +1,455 @@
+/* iterate.c - the iteration loop (mm_sim_run): costs, memory and OOM,
+ * then per iteration build the graph, execute it and measure it (busy,
+ * bubble, exposed communication, per-module time, critical path,
+ * perturbation stalls), and the run's averages and percentiles.
+ * Not for: the costs (costs.c) or the analytic estimate (estimate.c). */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "model/memory.h"
+#include "run/exec.h"
+
+void mm_metrics_free(mm_metrics *m)
+{
+    if (!m)
+        return;
+    free(m->iters);
+    free(m->stages);
+    mm_critpath_free(&m->crit);
+    m->iters = NULL;
+    m->stages = NULL;
+    m->n_iters = m->n_stages = 0;
+}
+
+void mm_sim_timeline_free(mm_sim_timeline *tl)
+{
+    if (!tl)
+        return;
+    mm_graph_free(&tl->graph);
+    free(tl->start);
+    free(tl->end);
+    tl->start = tl->end = NULL;
+}
+
+/* Compute seconds of each module on one of its GPUs, from the executed
+ * graph (all kernels on compute streams, averaged over the ranks that run
+ * the module). */
+static void module_time(const mm_graph *g, const mm_time *start, const mm_time *end, const mm_build_spec *spec,
+                        mm_metrics *mt)
+{
+    double busy[MM_MAX_MODULES] = {0};
+    int ranks[MM_MAX_MODULES] = {0};
+    unsigned char *seen = calloc((size_t)g->n_ranks * MM_MAX_MODULES, 1);
+    if (!seen)
+        return;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        if (op->stream != MM_STREAM_COMPUTE || mm_cat_is_comm(op->cat) || op->module >= MM_MAX_MODULES)
+            continue;
+        busy[op->module] += (double)(end[i] - start[i]) * 1e-9;
+        unsigned char *f = &seen[(size_t)op->rank * MM_MAX_MODULES + op->module];
+        if (!*f) {
+            *f = 1;
+            ranks[op->module]++;
+        }
+    }
+    free(seen);
+    int tpcp = spec->tp * (spec->cp > 0 ? spec->cp : 1);
+    for (int m = 0; m < mt->n_modules && m <= MM_MAX_ENCODERS; m++) {
+        mt->modules[m].compute_s += ranks[m] ? busy[m] / ranks[m] : 0;
+        int per = m == 0 ? tpcp : spec->enc[m - 1].placement == MM_ENC_PIPELINE ||
+                                          spec->enc[m - 1].placement == MM_ENC_DISJOINT
+                                      ? spec->enc[m - 1].tp
+                                      : tpcp;
+        mt->modules[m].gpus = ranks[m] * per;
+    }
+}
+
+/* ---- measurement ---- */
+
+typedef struct span {
+    mm_time t;
+    int comp, comm; /* +1 opens, -1 closes */
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    /* closes before opens at the same instant: touching intervals do not overlap */
+    int dx = x->comp + x->comm, dy = y->comp + y->comm;
+    return (dx > dy) - (dx < dy);
+}
+
+/* Time during which some communication of the rank runs and none of its
+ * compute does. */
+static double exposed_ns(span *sp, size_t n)
+{
+    qsort(sp, n, sizeof *sp, span_cmp);
+    int comp = 0, comm = 0;
+    double exposed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && comm > 0 && comp == 0)
+            exposed += (double)(sp[i].t - sp[i - 1].t);
+        comp += sp[i].comp;
+        comm += sp[i].comm;
+    }
+    return exposed;
+}
+
+void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
+                    mm_time t0, mm_time t1, mm_iter_metrics *it,
+                    mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
+{
+    int R = g->n_ranks;
+    mm_time t_pipe = t0;
+    double mflops = 0, hflops = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
+            t_pipe = end[i];
+        mflops += op->flops;
+        hflops += op->hw_flops;
+    }
+    double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
+    double *busy = calloc((size_t)R, sizeof *busy);
+    double *comm = calloc((size_t)R, sizeof *comm);
+    size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
+    span *sp = malloc((4 * (size_t)g->n_ops + 1) * sizeof *sp);
+    if (!busy_pipe || !busy || !comm || !cnt || !sp)
+        goto out;
+    /* Bucket interval endpoints by rank (a transfer counts for both ends). */
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        cnt[op->rank + 1] += 2;
+        if (op->peer >= 0)
+            cnt[op->peer + 1] += 2;
+    }
+    for (int r = 0; r < R; r++)
+        cnt[r + 1] += cnt[r];
+    size_t *fill = calloc((size_t)R, sizeof *fill);
+    if (!fill)
+        goto out;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        double d = (double)(end[i] - start[i]);
+        int is_comm = mm_cat_is_comm(op->cat);
+        if (op->stream == MM_STREAM_COMPUTE) {
+            busy[op->rank] += d;
+            if (op->mb >= 0)
+                busy_pipe[op->rank] += d;
+        }
+        if (is_comm)
+            comm[op->rank] += d;
+        int ranks[2] = {op->rank, op->peer};
+        for (int k = 0; k < 2; k++) {
+            if (ranks[k] < 0)
+                continue;
+            span *base = sp + cnt[ranks[k]] + fill[ranks[k]];
+            base[0] = (span){start[i], is_comm ? 0 : 1, is_comm ? 1 : 0};
+            base[1] = (span){end[i], is_comm ? 0 : -1, is_comm ? -1 : 0};
+            fill[ranks[k]] += 2;
+        }
+    }
+    free(fill);
+    double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
+    double bubble = 0, exposed = 0;
+    for (int r = 0; r < R; r++) {
+        bubble += pipe > 0 ? (pipe - busy_pipe[r]) / pipe : 0;
+        exposed += exposed_ns(sp + cnt[r], cnt[r + 1] - cnt[r]);
+    }
+    it->time_s = total * 1e-9;
+    it->bubble_fraction = bubble / R;
+    it->exposed_comm_s = exposed / R * 1e-9;
+    it->model_flops = mflops;
+    it->hw_flops = hflops;
+    for (int s = 0; s < n_stages && stages; s++) {
+        double b = 0, c = 0, bp = 0;
+        for (int d = 0; d < ranks_per_stage; d++) {
+            b += busy[d + ranks_per_stage * s];
+            c += comm[d + ranks_per_stage * s];
+            bp += busy_pipe[d + ranks_per_stage * s];
+        }
+        stages[s].stage = s;
+        stages[s].bubble_s += (pipe - bp / ranks_per_stage) * 1e-9;
+        stages[s].busy_s += b / ranks_per_stage * 1e-9;
+        stages[s].idle_s += (total - b / ranks_per_stage) * 1e-9;
+        stages[s].comm_s += c / ranks_per_stage * 1e-9;
+    }
+out:
+    free(busy_pipe);
+    free(busy);
+    free(comm);
+    free(cnt);
+    free(sp);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double host_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- perturbations ---- */
+
+/* Per op of a built graph: the memory-bound share of its nominal time
+ * (LLM passes from the stage costs, every optimizer step 1, encoder passes
+ * 0), for the executor's pace model.  NULL when out of memory. */
+static double *op_mem_frac(const mm_graph *g, const double *frac, int V)
+{
+    double *m = malloc((g->n_ops + 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        int c = op->cat == MM_CAT_FWD ? 0 : op->cat == MM_CAT_BWD ? 1 : op->cat == MM_CAT_WGRAD ? 2 : -1;
+        if (op->cat == MM_CAT_OPT)
+            m[i] = 1.0; /* Adam streams its states through HBM (MM_ADAM_BYTES_PER_PARAM) */
+        else if (op->module == 0 && c >= 0 && op->stage >= 0 && op->stage < V)
+            m[i] = frac[3 * op->stage + c];
+        else
+            m[i] = 0.0;
+    }
+    return m;
+}
+
+/* HBM capacity per GPU after node groups' GPUs and hbm perturbations: a
+ * rank whose GPU holds less than its stage's (or its encoder's) peak plus
+ * the reserve makes the run OOM, like any layout that does not fit. */
+static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_metrics *mt)
+{
+    const mm_cluster *c = &sim->cluster;
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    bool changed = false;
+    for (int i = 0; i < c->n_groups; i++)
+        changed |= c->groups[i].has_gpu;
+    for (int i = 0; i < c->pt.n; i++)
+        changed |= c->pt.e[i].kind == MM_PT_HBM && c->pt.e[i].hbm_cap != 1.0;
+    if (!changed)
+        return false;
+    mm_graph g;
+    mm_gpu_pace pace;
+    mm_err e;
+    if (mm_build_iteration(spec, &g))
+        return false;
+    int *module = malloc((size_t)(g.n_ranks + 1) * sizeof *module);
+    if (!module || !g.rank_gpu_off || mm_gpu_pace_build(&pace, c, &e)) {
+        free(module);
+        mm_graph_free(&g);
+        return false;
+    }
+    for (int r = 0; r < g.n_ranks; r++)
+        module[r] = -1;
+    for (uint32_t i = 0; i < g.n_ops; i++)
+        if (module[g.ops[i].rank] < 0)
+            module[g.ops[i].rank] = g.ops[i].module;
+    double reserve = sim->sc.train.memory_reserve_gib * MM_GIB;
+    bool oom = false;
+    for (int r = 0; r < g.n_ranks && !oom; r++) {
+        double gib = r < L->pp * L->dp ? mt->stages[r / L->dp].memory_gib
+                     : module[r] > 0 && module[r] < mt->n_modules ? mt->modules[module[r]].memory_gib
+                                                                 : 0;
+        for (uint32_t k = g.rank_gpu_off[r]; k < g.rank_gpu_off[r + 1]; k++)
+            oom |= gib * MM_GIB + reserve > pace.hbm_bytes[g.rank_gpus[k]];
+    }
+    mm_gpu_pace_free(&pace);
+    free(module);
+    mm_graph_free(&g);
+    return oom;
+}
+
+/* A periodic stall (checkpoint write) ends the iteration on every rank:
+ * it joins the critical path as its own entry. */
+static int crit_add_stall(mm_critpath *cp, double stall_s, double total_s)
+{
+    mm_crit_entry *e = realloc(cp->e, (size_t)(cp->n + 1) * sizeof *e);
+    if (!e)
+        return -1;
+    cp->e = e;
+    for (int i = 0; i < cp->n; i++)
+        e[i].share = e[i].seconds / total_s;
+    mm_crit_entry x = {.rank = -1, .stage = -1, .seconds = stall_s, .share = stall_s / total_s, .ops = 0};
+    snprintf(x.what, sizeof x.what, "stall");
+    int at = cp->n;
+    while (at > 0 && e[at - 1].seconds < stall_s) {
+        e[at] = e[at - 1];
+        at--;
+    }
+    e[at] = x;
+    cp->n++;
+    return 0;
+}
+
+int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    double t_host = host_seconds();
+    memset(mt, 0, sizeof *mt);
+    if (tl)
+        memset(tl, 0, sizeof *tl);
+    int P = L->pp, iters = sc->iterations;
+    mm_stage_cost *st = calloc((size_t)P * (size_t)L->vpp, sizeof *st);
+    mt->iters = calloc((size_t)iters, sizeof *mt->iters);
+    mt->stages = calloc((size_t)P, sizeof *mt->stages);
+    mm_engine *eng = mm_engine_alloc();
+    mm_build_spec spec = {0};
+    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
+    wl_iter wi = {0}; /* a workload file's per-iteration arrays */
+    int rc = 0;
+    bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
+    double *mfrac = calloc((size_t)(3 * P * L->vpp), sizeof *mfrac);
+    if (!st || !mt->iters || !mt->stages || !eng || !mfrac) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    mt->n_iters = iters;
+    mt->n_stages = P;
+    if ((rc = mm_sim_stage_costs_mem(sim, st, &spec, mfrac, err)) || (rc = mm_sim_enc_costs(sim, &spec, st, enc_mb, err)))
+        goto out;
+    /* A layout that does not fit is an answer (design.md section 5): the
+     * per-stage memory, oom = true, and no time. */
+    if (mm_sim_stage_memory(sim, &spec, mt) || capacity_oom(sim, &spec, mt)) {
+        mt->oom = true;
+        mt->n_iters = 0;
+        mt->gpus = mm_cluster_gpus(&sim->cluster);
+        mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
+        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+        mt->bubble_fraction = mt->exposed_comm_s = NAN;
+        for (int s = 0; s < P; s++)
+            mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
+        goto out;
+    }
+    double tokens = (double)sc->train.global_batch * sim->seq;
+    for (int it = 0; it < iters && rc == 0; it++) {
+        if (sim->wl && (rc = mm_sim_iteration_costs(sim, &spec, st, it, &wi, err)))
+            break;
+        double busy_before[MM_MAX_PP];
+        for (int s = 0; s < P && s < MM_MAX_PP; s++)
+            busy_before[s] = mt->stages[s].busy_s;
+        mm_graph g;
+        if (mm_build_iteration(&spec, &g)) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph");
+            break;
+        }
+        mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
+        mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
+        mm_time t0 = mm_engine_now(eng), t1 = t0;
+        mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, mfrac, P * L->vpp) : NULL,
+                           .iteration = (uint64_t)it};
+        if (!start || !end || (perturbed && !xo.mem_frac))
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        else
+            rc = mm_exec_run_opts(eng, &g, &sim->cluster,
+                                  sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC,
+                                  &xo, start, end, &t1, err);
+        free((void *)xo.mem_frac);
+        if (rc == 0) {
+            mm_iter_metrics *im = &mt->iters[it];
+            im->iteration = it;
+            im->tokens = sim->wl ? wi.tokens : tokens;
+            im->samples = (double)sc->train.global_batch;
+            im->load_imbalance = sim->wl && wi.load_mean > 0 ? wi.load_max / wi.load_mean : 1.0;
+            mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+            double lo = INFINITY, hi = 0;
+            for (int s = 0; s < P && s < MM_MAX_PP; s++) {
+                double b = mt->stages[s].busy_s - busy_before[s];
+                lo = fmin(lo, b);
+                hi = fmax(hi, b);
+            }
+            im->stage_spread_s = P > 0 ? hi - lo : 0;
+            module_time(&g, start, end, &spec, mt);
+            if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
+                rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+            double stall = mm_perturb_stall_s(&sim->cluster.pt, it);
+            if (stall > 0) {
+                im->time_s += stall;
+                for (int s = 0; s < P; s++)
+                    mt->stages[s].idle_s += stall;
+                if (rc == 0 && it == iters - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
+                    rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+            }
+        }
+        if (rc == 0 && tl && it == iters - 1) {
+            tl->graph = g;
+            tl->start = start;
+            tl->end = end;
+            tl->t0 = t0;
+        } else {
+            mm_graph_free(&g);
+            free(start);
+            free(end);
+        }
+    }
+    if (rc)
+        goto out;
+    int gpus = mm_cluster_gpus(&sim->cluster);
+    double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
+    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0;
+    for (int i = 0; i < iters; i++) {
+        T += mt->iters[i].time_s;
+        bub += mt->iters[i].bubble_fraction;
+        exp += mt->iters[i].exposed_comm_s;
+        mf += mt->iters[i].model_flops;
+        hf += mt->iters[i].hw_flops;
+        tok += mt->iters[i].tokens;
+        smp += mt->iters[i].samples;
+    }
+    for (int k = 0; k < mt->n_modules; k++)
+        mt->modules[k].compute_s /= iters;
+    for (int s = 0; s < P; s++) {
+        mt->stages[s].busy_s /= iters;
+        mt->stages[s].idle_s /= iters;
+        mt->stages[s].bubble_s /= iters;
+        mt->stages[s].comm_s /= iters;
+    }
+    mt->iteration_time_s = T / iters;
+    {
+        double *ts = malloc((size_t)iters * sizeof *ts);
+        if (ts) {
+            for (int i = 0; i < iters; i++)
+                ts[i] = mt->iters[i].time_s;
+            qsort(ts, (size_t)iters, sizeof *ts, cmp_double);
+            /* nearest-rank percentiles */
+            mt->iteration_time_p50_s = ts[(int)ceil(0.50 * iters) - 1];
+            mt->iteration_time_p99_s = ts[(int)ceil(0.99 * iters) - 1];
+            free(ts);
+        }
+    }
+    mt->tokens_per_s = tok / T;
+    mt->samples_per_s = smp / T;
+    mt->tflops_per_gpu = mf / (T * gpus) * 1e-12;
+    mt->hw_tflops_per_gpu = hf / (T * gpus) * 1e-12;
+    mt->mfu = mf / (T * gpus * peak);
+    mt->hfu = hf / (T * gpus * peak);
+    mt->bubble_fraction = bub / iters;
+    mt->exposed_comm_s = exp / iters;
+    mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_stage_memory() */
+    mt->gpus = gpus;
+    mt->events = mm_engine_dispatched(eng);
+out:
+    mt->wall_s = host_seconds() - t_host;
+    free(mfrac);
+    free(st);
+    free(enc_mb[0]);
+    free(enc_mb[1]);
+    mm_sim_wl_iter_free(&wi);
+    mm_engine_free(eng);
+    if (rc)
+        mm_metrics_free(mt);
+    return rc;
+}

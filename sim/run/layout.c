@@ -1,0 +1,174 @@
+/* layout.c - the layout checked against the cluster, the model and the
+ * training keys (mm_sim_prepare, mm_sim_relayout): GPU counts, divisibility
+ * of heads, layers and batches, encoder layouts per placement, and what is
+ * refused by name (cp/vpp/ep on an encoder, a frozen LLM, an uneven split
+ * with the interleaved schedule, batching policies without a workload file).
+ * Not for: loading files (load.c) or costs (costs.c). */
+#include "run/sim_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Encoder layouts against the placement and the GPUs left by the LLM. */
+static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    int gpus = mm_cluster_gpus(&sim->cluster);
+    long long used = llm_gpus;
+    for (int i = 0; i < sim->n_enc; i++) {
+        mm_sim_encoder *e = &sim->enc[i];
+        mm_module_layout *L = &e->layout;
+        char key[48];
+        snprintf(key, sizeof key, "parallel.%s", e->name);
+        if (!L->present) { /* no section: the smallest layout */
+            L->present = true;
+            L->tp = L->pp = L->dp = L->cp = L->vpp = L->ep = 1;
+            L->zero = -1;
+        }
+        if (L->cp != 1 || L->vpp != 1 || L->ep != 1)
+            return mm_scenario_fail(sc, err, key, "encoders take tp, sp, pp, dp and zero (cp, vpp and ep must be 1: "
+                                    "an encoder's inputs are short tiles and clips, not long contexts)");
+        if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
+            continue;
+        snprintf(key, sizeof key, "parallel.%s.tp", e->name);
+        if (e->enc->heads % L->tp)
+            return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->tp,
+                                    (long long)e->enc->heads);
+        if (sc->parallel.placement == MM_PLACE_COLOCATED) {
+            snprintf(key, sizeof key, "parallel.%s.dp", e->name);
+            if (L->pp != 1 || (long long)L->tp * L->dp != llm_gpus)
+                return mm_scenario_fail(sc, err, key,
+                                        "colocated: the encoder spans the LLM's %lld GPUs, so tp*dp must be %lld "
+                                        "and pp 1 (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus, L->tp, L->pp, L->dp);
+            continue;
+        }
+        if (L->pp > e->enc->layers) {
+            snprintf(key, sizeof key, "parallel.%s.pp", e->name);
+            return mm_scenario_fail(sc, err, key, "pp = %d exceeds the encoder's %lld layers", L->pp,
+                                    (long long)e->enc->layers);
+        }
+        used += (long long)L->tp * L->pp * L->dp;
+    }
+    if (used != gpus) {
+        char key[48];
+        snprintf(key, sizeof key, "parallel.%s.dp", sim->n_enc ? sim->enc[0].name : "llm");
+        return mm_scenario_fail(sc, err, sim->n_enc ? key : "parallel.llm.dp",
+                                "the layout uses %lld GPUs (LLM %lld + encoders on their own GPUs %lld), but the "
+                                "cluster has %d (%d nodes x %d GPUs)", used, llm_gpus, used - llm_gpus, gpus,
+                                sim->cluster.nodes, sim->cluster.gpus_per_node);
+    }
+    return 0;
+}
+
+static int check_layout(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    int gpus = mm_cluster_gpus(&sim->cluster);
+    bool moe = m->experts > 0;
+    if (L->ep > 1 && !moe)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->ep);
+    if (L->ep > 1 && (L->dp % L->ep || m->experts % L->ep))
+        return mm_scenario_fail(sc, err, "parallel.llm.ep",
+                                "ep = %d must divide dp = %d and the model's %lld experts (Megatron folds expert "
+                                "groups into data parallelism)", L->ep, L->dp, (long long)m->experts);
+    if (L->cp > 1 && sc->train.seq_len % (2 * L->cp))
+        return mm_scenario_fail(sc, err, "parallel.llm.cp",
+                                "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",
+                                (long long)sc->train.seq_len, 2 * L->cp);
+    if (L->vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED)
+        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved", L->vpp);
+    int order[MM_DIM_COUNT];
+    if (mm_build_parse_order(sc->parallel.order, order))
+        return mm_scenario_fail(sc, err, "parallel.order",
+                                "'%s' is not an order of tp, cp, dp and pp (ep may stand right before dp), "
+                                "e.g. tp-cp-ep-dp-pp", sc->parallel.order);
+    long long need = (long long)L->tp * L->cp * L->pp * L->dp;
+    int rc = mm_sim_check_workload(sim, err);
+    if (rc)
+        return rc;
+    bool own = sc->parallel.placement == MM_PLACE_PIPELINE || sc->parallel.placement == MM_PLACE_DISJOINT;
+    if (need != gpus && !(own && sim->n_enc > 0))
+        return mm_scenario_fail(sc, err, "parallel.llm.dp",
+                                "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
+                                L->tp, L->cp, L->pp, L->dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+    if ((rc = check_encoders(sim, need, err)))
+        return rc;
+    if (sim->cluster.gpus_per_node % L->tp && L->tp < sim->cluster.gpus_per_node)
+        return mm_scenario_fail(sc, err, "parallel.llm.tp",
+                                "tp = %d does not divide the %d GPUs of a node, so TP groups would straddle nodes",
+                                L->tp, sim->cluster.gpus_per_node);
+    if (m->heads % L->tp)
+        return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
+                                L->tp, (long long)m->heads);
+    if (L->n_layers_per_stage) {
+        if (L->n_layers_per_stage != L->pp)
+            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                    "has %d entries but pp = %d", L->n_layers_per_stage, L->pp);
+        long long sum = 0;
+        for (int s = 0; s < L->pp; s++) {
+            if (L->layers_per_stage[s] < 1)
+                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                        "entry %d is %d; every stage needs at least one layer", s, L->layers_per_stage[s]);
+            /* interleaved: each stage's layers in vpp equal chunks (Megatron-LM
+             * asserts the same of --decoder-first/last-pipeline-num-layers) */
+            if (L->layers_per_stage[s] % L->vpp)
+                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                        "entry %d is %d layers, not a multiple of vpp = %d (each stage splits its "
+                                        "layers into vpp equal model chunks)", s, L->layers_per_stage[s], L->vpp);
+            sum += L->layers_per_stage[s];
+        }
+        if (sum != m->layers)
+            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                    "sums to %lld layers, but the model has %lld", sum, (long long)m->layers);
+    } else if (m->layers % ((long long)L->pp * L->vpp)) {
+        return mm_scenario_fail(sc, err, L->vpp > 1 ? "parallel.llm.vpp" : "parallel.llm.pp",
+                                "pp*vpp = %d*%d does not divide the model's %lld layers (give "
+                                "parallel.llm.layers_per_stage for an uneven split)",
+                                L->pp, L->vpp, (long long)m->layers);
+    }
+    if (sc->train.global_batch % (sc->train.micro_batch * L->dp))
+        return mm_scenario_fail(sc, err, "train.global_batch",
+                                "%lld is not divisible by micro_batch*dp = %lld*%d",
+                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->dp);
+    sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp));
+    if (sc->train.schedule == MM_SCHED_INTERLEAVED && sim->micro_batches % L->pp)
+        return mm_scenario_fail(sc, err, "train.global_batch",
+                                "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
+                                "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->pp);
+    if (sc->train.overlap_param_gather && sc->train.zero < 1)
+        return mm_scenario_fail(sc, err, "train.overlap_param_gather",
+                                "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
+    for (int i = 0; i < sc->train.n_frozen; i++)
+        if (!strcmp(sc->train.frozen[i], "llm"))
+            return mm_scenario_fail(sc, err, "train.frozen", "a frozen LLM is not modeled yet");
+    if (sc->batching != MM_BATCH_SEQUENTIAL && !sim->wl)
+        return mm_scenario_fail(sc, err, "batching",
+                                "'%s' needs samples that differ: a mixture or trace file as the workload "
+                                "(with `text` or a fixed sample every policy is `sequential`)",
+                                mm_batching_names[sc->batching]);
+    if (sc->train.seq_len > m->max_pos && m->learned_pos)
+        return mm_scenario_fail(sc, err, "train.seq_len", "%lld exceeds the model's %lld learned positions",
+                                (long long)sc->train.seq_len, (long long)m->max_pos);
+    mm_dtype dt = (mm_dtype)sc->train.precision;
+    if (!(sim->cluster.gpu.peak_flops[dt] > 0))
+        return mm_scenario_fail(sc, err, "train.precision", "%s has no %s tensor-core peak",
+                                sim->cluster.gpu.name, mm_precision_names[sc->train.precision]);
+    return 0;
+}
+
+int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
+{
+    int rc = mm_sim_load(sim, sc, err);
+    return rc ? rc : check_layout(sim, err);
+}
+
+int mm_sim_relayout(mm_sim *sim, mm_err *err)
+{
+    mm_sim_free(sim); /* a workload file is loaded again by check_layout */
+    sim->n_enc = 0;
+    sim->micro_batches = 0;
+    memset(sim->enc, 0, sizeof sim->enc);
+    return check_layout(sim, err);
+}

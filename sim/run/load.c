@@ -1,0 +1,202 @@
+/* load.c - what a scenario names, loaded: data-path lookup, the model and
+ * topology files, the workload (a mixture or trace file, or the fixed
+ * sample's shape and the encoders it gives work) and the perturbations
+ * handed to the hardware layer.
+ * Not for: checking the layout (layout.c) or any cost (costs.c). */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mmsim_config.h"
+
+static int readable(const char *p) { return p[0] && access(p, R_OK) == 0; }
+
+void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len)
+{
+    char cand[1024];
+    snprintf(out, len, "%s", path);
+    if (readable(path) || path[0] == '/')
+        return;
+    if (scenario_file && scenario_file[0] && scenario_file[0] != '<') {
+        const char *slash = strrchr(scenario_file, '/');
+        if (slash) {
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - scenario_file), scenario_file, path);
+            if (readable(cand)) {
+                snprintf(out, len, "%s", cand);
+                return;
+            }
+        }
+    }
+    const char *env = getenv("MMSIM_DATADIR");
+    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
+    for (size_t i = 0; i < 2; i++) {
+        if (!dirs[i][0])
+            continue;
+        snprintf(cand, sizeof cand, "%s/%s", dirs[i], path);
+        if (readable(cand)) {
+            snprintf(out, len, "%s", cand);
+            return;
+        }
+    }
+}
+
+/* Adds the vision or audio encoder of the model to the scenario's run. */
+static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = &sim->model;
+    mm_token_model tm;
+    mm_token_model_from_model(mo, &tm);
+    mm_sim_encoder *e = &sim->enc[sim->n_enc++];
+    e->enc = audio ? &mo->audio : &mo->vision;
+    e->proj = audio ? &mo->audio_proj : &mo->vision_proj;
+    e->name = audio ? "audio" : "vision";
+    e->layout = audio ? sc->parallel.audio : sc->parallel.vision;
+    e->inputs_per_sample = inputs;
+    double clip = tm.audio_clip_s > 0 ? tm.audio_clip_s : 30.0;
+    e->tokens_per_input = audio ? tm.tokens_per_audio_s * clip : (double)mm_model_tokens_per_tile(mo);
+    for (int i = 0; i < sc->train.n_frozen; i++) {
+        e->frozen_tower |= !strcmp(sc->train.frozen[i], e->name);
+        e->frozen_proj |= !strcmp(sc->train.frozen[i], audio ? "audio_projector" : "projector");
+    }
+    return e;
+}
+
+void mm_sim_free(mm_sim *sim)
+{
+    if (sim->wl) {
+        mm_workload_free(sim->wl);
+        free(sim->wl);
+        sim->wl = NULL;
+    }
+}
+
+/* A mixture or trace file: samples are drawn per iteration.  The LLM's
+ * sequences are at most train.seq_len tokens (longer samples are cut, as
+ * model_max_length does); the vision encoder (if the model has one) gets
+ * each micro-batch's tiles and frames. */
+static int load_workload_file(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = &sim->model;
+    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, sizeof sim->workload_path);
+    if (!readable(sim->workload_path))
+        return mm_scenario_fail(sc, err, "workload", "cannot open workload file '%s'", sc->workload.path);
+    sim->wl = calloc(1, sizeof *sim->wl);
+    if (!sim->wl)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_workload_load(sim->workload_path, sim->wl, err);
+    if (rc) {
+        free(sim->wl);
+        sim->wl = NULL;
+        return rc;
+    }
+    mm_token_model_from_model(mo, &sim->tm);
+    sim->tm.max_tokens = sc->train.seq_len;
+    /* memory is checked for the largest sample: the model's most tiles, one clip */
+    if (mo->has_vision)
+        add_encoder(sim, false, mo->max_tiles > 0 ? mo->max_tiles : 1);
+    if (mo->has_audio)
+        add_encoder(sim, true, 1);
+    return 0;
+}
+
+/* The samples' shape: LLM tokens per sample, and the encoders that have
+ * work.  A model without an encoder ignores the encoder sections and the
+ * images (its samples are train.seq_len text tokens, as with `text`), so
+ * any LLM runs on top of the default multimodal scenario; a text workload
+ * gives an encoder nothing to do. */
+int mm_sim_check_workload(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = &sim->model;
+    sim->seq = (double)sc->train.seq_len;
+    sim->n_enc = 0;
+    if (sc->workload.kind == MM_WORKLOAD_FILE)
+        return load_workload_file(sim, err);
+    if (sc->workload.kind != MM_WORKLOAD_FIXED)
+        return 0;
+    double tiles = (double)sc->workload.images * sc->workload.tiles, audio_s = sc->workload.audio_seconds;
+    if (!mo->has_vision && !mo->has_audio)
+        return 0; /* design.md: a model without an encoder runs on top of a
+                     multimodal scenario; its samples are train.seq_len text.
+                     A model with only one kind of encoder ignores the other
+                     modality's part of the sample. */
+    mm_token_model tm;
+    mm_token_model_from_model(mo, &tm);
+    double clip = tm.audio_clip_s > 0 ? tm.audio_clip_s : 30.0;
+    double clips = audio_s > 0 && mo->has_audio ? ceil(audio_s / clip - 1e-12) : 0;
+    double visual = mo->has_vision ? tiles * (double)mm_model_tokens_per_tile(mo) : 0;
+    double aural = clips > 0 ? audio_s * tm.tokens_per_audio_s : 0;
+    double tokens = (double)sc->workload.text_tokens + visual + aural;
+    if (tokens > (double)sc->train.seq_len)
+        return mm_scenario_fail(sc, err, "train.seq_len",
+                                "a sample is %.0f LLM tokens (%lld text + %.0f visual), more than seq_len %lld",
+                                tokens, (long long)sc->workload.text_tokens, visual, (long long)sc->train.seq_len);
+    if (tokens < 1)
+        return mm_scenario_fail(sc, err, "workload", "a sample has no tokens");
+    sim->seq = tokens;
+    if (tiles > 0 && mo->has_vision)
+        add_encoder(sim, false, tiles);
+    if (clips > 0)
+        add_encoder(sim, true, clips);
+    return 0;
+}
+
+
+/* The scenario's perturbations, checked against the cluster and handed to
+ * the hardware layer (the cluster carries them, hw/perturb.h); a
+ * node_group entry rewrites its group's NIC rate here. */
+static int apply_perturb(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    mm_cluster *c = &sim->cluster;
+    char key[32], msg[200], path[64];
+    int bad = mm_perturb_check(&sc->perturb, c, key, sizeof key, msg, sizeof msg);
+    if (bad >= 0) {
+        snprintf(path, sizeof path, "perturb[%d].%s", bad, key);
+        return mm_scenario_fail(sc, err, path, "%s", msg);
+    }
+    for (int i = 0; i < sc->perturb.n; i++) {
+        const mm_perturb_entry *e = &sc->perturb.e[i];
+        int k = e->kind;
+        if (sc->network == MM_NET_ANALYTIC && (k == MM_PT_NIC || k == MM_PT_RAIL || k == MM_PT_SWITCH || k == MM_PT_LINK)) {
+            snprintf(path, sizeof path, "perturb[%d].kind", i);
+            return mm_scenario_fail(sc, err, path, "%s perturbs links, which only network: flow models "
+                                    "(the analytic model has no link graph)", mm_perturb_kind_names[k]);
+        }
+        if (k == MM_PT_NODE_GROUP)
+            for (int g = 0; g < c->n_groups; g++)
+                if (!strcmp(c->groups[g].name, e->group))
+                    c->groups[g].nic_bw = e->nic_gbit_s * 1e9 / 8.0;
+    }
+    c->pt = sc->perturb;
+    return 0;
+}
+
+int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
+{
+    memset(sim, 0, sizeof *sim); /* callers free a previous workload first */
+    sim->sc = *sc;
+    mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
+    mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
+    if (!readable(sim->model_path))
+        return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
+    if (!readable(sim->topology_path))
+        return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
+    int rc = mm_model_load(sim->model_path, &sim->model, err);
+    if (rc == 0 && !sim->model.has_llm)
+        rc = mm_scenario_fail(sc, err, "model", "'%s' has no LLM decoder; `mmsim run` trains a model with one "
+                              "(`mmsim model` reports an encoder's costs)", sc->model);
+    if (rc)
+        return rc;
+    sim->llm = sim->model.llm;
+    rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
+    if (rc)
+        return rc;
+    return apply_perturb(sim, err);
+}
