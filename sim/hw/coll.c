@@ -33,6 +33,9 @@ struct mm_network {
     int *atouch;   /* links touched, in first-touch order */
     size_t an;
     double abytes; /* bytes of each merged sub-flow */
+    struct coll_op *free_ops; /* finished ops, reused: no allocation per collective once warm */
+    int *sg;           /* sorted group scratch */
+    int sg_cap;
 };
 
 typedef struct coll_op {
@@ -49,6 +52,8 @@ typedef struct coll_op {
     int *node_off; /* members of node X: g[node_off[X] .. node_off[X+1]-1] */
     int *nic_off;  /* distinct NICs of node X: nics[nic_off[X] ..] */
     int *nics;
+    int cap;       /* room in g, node_off, nic_off, nics (pooled ops keep it) */
+    struct coll_op *next_free;
     mm_event_fn done;
     void *ctx;
     uint64_t arg;
@@ -93,6 +98,16 @@ void mm_network_free(mm_network *net)
     free(net->rc);
     free(net->acoef);
     free(net->atouch);
+    free(net->sg);
+    while (net->free_ops) {
+        coll_op *op = net->free_ops;
+        net->free_ops = op->next_free;
+        free(op->g);
+        free(op->node_off);
+        free(op->nic_off);
+        free(op->nics);
+        free(op);
+    }
     free(net);
 }
 
@@ -259,15 +274,11 @@ static int rail(const coll_op *op, int X, int c)
     return op->nics[op->nic_off[X] + c];
 }
 
+/* node_off, nic_off, nics from the sorted members (arrays of op->cap >= n + 1). */
 static int layout(coll_op *op)
 {
     const mm_cluster *c = op->net->c;
     int N = op->s.nodes;
-    op->node_off = malloc(((size_t)N + 1) * sizeof *op->node_off);
-    op->nic_off = malloc(((size_t)N + 1) * sizeof *op->nic_off);
-    op->nics = malloc(((size_t)op->n + 1) * sizeof *op->nics);
-    if (!op->node_off || !op->nic_off || !op->nics)
-        return -1;
     int X = -1, prev = -1, last_nic = -1, nn = 0;
     for (int i = 0; i < op->n; i++) {
         int node = mm_cluster_node_of(c, op->g[i]), k = mm_cluster_nic_of(c, op->g[i]);
@@ -622,13 +633,43 @@ static double phase_latency(const coll_op *op)
 
 static void phase_start(coll_op *op);
 
+/* An op with room for n members, from the pool (its arrays kept) or new. */
+static coll_op *op_get(mm_network *net, int n)
+{
+    coll_op *op = net->free_ops;
+    if (op)
+        net->free_ops = op->next_free;
+    else if (!(op = calloc(1, sizeof *op)))
+        return NULL;
+    int *g = op->g, *no = op->node_off, *ni = op->nic_off, *nc = op->nics, cap = op->cap;
+    if (n + 1 > cap) {
+        size_t k = (size_t)n + 1;
+        int *a = realloc(g, k * sizeof *a);
+        g = a ? a : g;
+        int *b = a ? realloc(no, k * sizeof *b) : NULL;
+        no = b ? b : no;
+        int *d = b ? realloc(ni, k * sizeof *d) : NULL;
+        ni = d ? d : ni;
+        int *e = d ? realloc(nc, k * sizeof *e) : NULL;
+        nc = e ? e : nc;
+        if (!e) {
+            op->g = g, op->node_off = no, op->nic_off = ni, op->nics = nc; /* kept for freeing */
+            op->next_free = net->free_ops;
+            net->free_ops = op;
+            return NULL;
+        }
+        cap = n + 1;
+    }
+    memset(op, 0, sizeof *op);
+    op->g = g, op->node_off = no, op->nic_off = ni, op->nics = nc, op->cap = cap;
+    return op;
+}
+
 static void op_free(coll_op *op)
 {
-    free(op->g);
-    free(op->node_off);
-    free(op->nic_off);
-    free(op->nics);
-    free(op);
+    mm_network *net = op->net;
+    op->next_free = net->free_ops;
+    net->free_ops = op;
 }
 
 static void phase_done(coll_op *op)
@@ -752,15 +793,17 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
                               req->gpus[i], total);
     if (req->kind == MM_COLL_SENDRECV && n != 2)
         return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "send/recv takes two GPUs, got %d", n);
-    int *g = mm_group_sorted(req->gpus, n);
-    if (!g)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if (n + 1 > net->sg_cap) {
+        int *q = realloc(net->sg, ((size_t)n + 1) * sizeof *q);
+        if (!q)
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        net->sg = q, net->sg_cap = n + 1;
+    }
+    int *g = net->sg;
+    mm_group_sort_into(req->gpus, n, g);
     for (int i = 1; i < n; i++)
-        if (g[i] == g[i - 1]) {
-            int dup = g[i];
-            free(g);
-            return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", dup);
-        }
+        if (g[i] == g[i - 1])
+            return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", g[i]);
     mm_group_shape s;
     mm_group_shape_of(c, g, n, &s);
     mm_coll_algo algo = req->algo;
@@ -768,7 +811,6 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     if (algo == MM_ALGO_AUTO)
         algo = mm_coll_auto(c, req->kind, &s, req->bytes);
     else if (mm_coll_algo_check(c, req->kind, algo, &s, why, sizeof why)) {
-        free(g);
         return mm_err_set(err, MM_EINPUT, "", 0, "algo", "%s: %s", mm_coll_algo_names[algo], why);
     }
     /* hier on one level is the ring */
@@ -780,20 +822,17 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     mm_time now = mm_engine_now(net->eng);
     if (n < 2 || req->bytes <= 0 || net->model == MM_NET_MODEL_ANALYTIC) {
         double t = n < 2 || req->bytes <= 0 ? 0 : count * mm_net_analytic_shape_time(c, req->kind, algo, &s, req->bytes);
-        free(g);
         if (!mm_engine_at(net->eng, now + (mm_time)llround(t * 1e9), done, ctx, arg))
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the engine");
         return 0;
     }
-    coll_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        free(g);
+    coll_op *op = op_get(net, n);
+    if (!op)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    }
+    memcpy(op->g, g, (size_t)n * sizeof *g);
     op->net = net;
     op->kind = req->kind;
     op->algo = algo;
-    op->g = g;
     op->n = n;
     op->root = req->gpus[0];
     op->s = s;
