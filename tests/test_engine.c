@@ -629,6 +629,28 @@ static void ev_maybe_stop(mm_engine *eng, void *ctx, uint64_t arg)
         mm_engine_stop(eng);
 }
 
+/* Seconds to nanoseconds: nearest or up, saturating at the ends. */
+START_TEST(time_from_seconds)
+{
+    ck_assert_int_eq(mm_time_from_s(1.0, MM_ROUND_NEAREST), MM_NS_PER_S);
+    ck_assert_int_eq(mm_time_from_s(1.2e-9, MM_ROUND_NEAREST), 1);
+    ck_assert_int_eq(mm_time_from_s(1.5e-9, MM_ROUND_NEAREST), 2); /* half away from zero, as llround */
+    ck_assert_int_eq(mm_time_from_s(1.2e-9, MM_ROUND_UP), 2);
+    ck_assert_int_eq(mm_time_from_s(2e-9, MM_ROUND_UP), 2);
+    ck_assert_int_eq(mm_time_from_s(0.0, MM_ROUND_UP), 0);
+    ck_assert_int_eq(mm_time_from_s(-3e-9, MM_ROUND_NEAREST), -3);
+    ck_assert_int_eq(mm_time_from_s(1e10, MM_ROUND_NEAREST), MM_TIME_MAX); /* 317 years */
+    ck_assert_int_eq(mm_time_from_s(INFINITY, MM_ROUND_UP), MM_TIME_MAX);
+    ck_assert_int_eq(mm_time_from_s(NAN, MM_ROUND_NEAREST), MM_TIME_MAX);
+    ck_assert_int_eq(mm_time_from_s(-1e10, MM_ROUND_NEAREST), -MM_TIME_MAX);
+    ck_assert_int_eq(mm_time_from_s(9.1e9, MM_ROUND_NEAREST), 9100000000000000000LL);
+    ck_assert_int_eq(mm_time_add(5, 7), 12);
+    ck_assert_int_eq(mm_time_add(MM_TIME_MAX - 5, 10), MM_TIME_MAX);
+    ck_assert_int_eq(mm_time_add(100, MM_TIME_MAX), MM_TIME_MAX);
+    ck_assert_int_eq(mm_time_add(100, -40), 60);
+}
+END_TEST
+
 START_TEST(engine_stop)
 {
     mm_engine *eng = mm_engine_alloc();
@@ -688,6 +710,7 @@ static Suite *engine_suite(void)
     tcase_add_test(te, engine_run_until);
     tcase_add_test(te, engine_schedule_in_past);
     tcase_add_test(te, engine_deterministic_hold);
+    tcase_add_test(te, time_from_seconds);
     tcase_add_test(te, engine_stop);
     suite_add_tcase(s, te);
     return s;

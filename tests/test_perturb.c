@@ -353,7 +353,7 @@ START_TEST(uniform_1f1b_path)
     mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .tp = 1, .pp = p, .dp = 1, .vpp = 1, .m = m,
                           .stages = st, .p2p_s = x, .p2p_bytes = 1};
     mm_graph g;
-    ck_assert_int_eq(mm_build_iteration(&spec, &g), 0);
+    ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
     mm_cluster *c = malloc(sizeof *c);
     *c = load("topologies/dgx-h100.yaml", 1);
     mm_engine *eng = mm_engine_alloc();

@@ -30,7 +30,7 @@ static mm_iter_metrics uniform_pipeline(mm_schedule kind, int p, int m, double t
         st[s] = (mm_stage_cost){.chunks = 1, .fwd_s = tf, .bwd_s = tb};
     mm_build_spec spec = {.schedule = kind, .tp = 1, .pp = p, .dp = 1, .vpp = 1, .m = m, .stages = st};
     mm_graph g;
-    ck_assert_int_eq(mm_build_iteration(&spec, &g), 0);
+    ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
     mm_cluster c = test_cluster();
     mm_engine *eng = mm_engine_alloc();
     mm_time *start = malloc(g.n_ops * sizeof *start), *end = malloc(g.n_ops * sizeof *end);

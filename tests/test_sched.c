@@ -29,7 +29,7 @@ typedef struct run_result {
 static run_result run_spec(const mm_build_spec *sp)
 {
     mm_graph g;
-    ck_assert_int_eq(mm_build_iteration(sp, &g), 0);
+    ck_assert_int_eq(mm_build_iteration(sp, &g, NULL), 0);
     /* every GPU of the layout belongs to exactly one simulated rank (colocated
      * and homogeneous encoders share the LLM's) */
     int ng = mm_build_gpus(sp);
@@ -310,7 +310,7 @@ static mm_build_spec comm_spec(mm_stage_cost *st)
 static int count_cat(const mm_build_spec *sp, int cat, int stream)
 {
     mm_graph g;
-    ck_assert_int_eq(mm_build_iteration(sp, &g), 0);
+    ck_assert_int_eq(mm_build_iteration(sp, &g, NULL), 0);
     int n = 0;
     for (uint32_t i = 0; i < g.n_ops; i++)
         n += g.ops[i].cat == cat && (stream < 0 || g.ops[i].stream == stream);
@@ -429,7 +429,11 @@ START_TEST(cp_and_ep_traffic)
     ck_assert(r.all_once && r.eager);
     sp.ep = 3; /* must divide dp */
     mm_graph g;
-    ck_assert_int_eq(mm_build_iteration(&sp, &g), -1);
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_build_iteration(&sp, &g, &e), -1);
+    ck_assert_int_eq(e.code, MM_EINTERNAL); /* the message names the field */
+    ck_assert_msg(strstr(e.msg, "ep 3 must divide dp"), "%s", e.msg);
 }
 END_TEST
 

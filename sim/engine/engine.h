@@ -10,6 +10,7 @@
 #ifndef MM_ENGINE_H
 #define MM_ENGINE_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "util/err.h"
@@ -17,6 +18,33 @@
 typedef int64_t mm_time;
 #define MM_TIME_MAX INT64_MAX
 #define MM_NS_PER_S 1000000000LL
+
+typedef enum {
+    MM_ROUND_NEAREST, /* durations: the nearest nanosecond */
+    MM_ROUND_UP       /* a finish that must not come before the work is done
+                         (a flow's last byte): the next nanosecond up */
+} mm_round;
+
+/* Seconds to engine nanoseconds: the one conversion every layer uses.
+ * Saturating: NaN, +inf and anything past MM_TIME_MAX ns give MM_TIME_MAX
+ * (never due), anything below -MM_TIME_MAX gives -MM_TIME_MAX (the engine
+ * refuses a time in the past), instead of the undefined behaviour of an
+ * out-of-range conversion to int64. */
+static inline mm_time mm_time_from_s(double s, mm_round r)
+{
+    double ns = s * 1e9;
+    if (!(ns < 9.2e18)) /* also NaN; 9.2e18 < INT64_MAX converts exactly */
+        return MM_TIME_MAX;
+    if (ns <= -9.2e18)
+        return -MM_TIME_MAX;
+    return r == MM_ROUND_UP ? (mm_time)ceil(ns) : (mm_time)llround(ns);
+}
+
+/* now + d without overflow: MM_TIME_MAX when it would pass it. */
+static inline mm_time mm_time_add(mm_time now, mm_time d)
+{
+    return d > 0 && now > MM_TIME_MAX - d ? MM_TIME_MAX : now + d;
+}
 
 typedef struct mm_engine mm_engine;
 typedef void (*mm_event_fn)(mm_engine *eng, void *ctx, uint64_t arg);

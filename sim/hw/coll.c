@@ -702,7 +702,7 @@ static void on_xlat_done(mm_engine *eng, void *ctx, uint64_t arg)
 static void phase_end(coll_op *op)
 {
     if (op->xlat_s > 0)
-        mm_engine_after(op->net->eng, (mm_time)llround(op->xlat_s * 1e9), on_xlat_done, op, 0);
+        mm_engine_after(op->net->eng, mm_time_from_s(op->xlat_s, MM_ROUND_NEAREST), on_xlat_done, op, 0);
     else
         phase_done(op);
 }
@@ -775,7 +775,7 @@ static void on_latency(mm_engine *eng, void *ctx, uint64_t arg)
 static void phase_start(coll_op *op)
 {
     mm_network *net = op->net;
-    mm_time lat = (mm_time)llround(phase_latency(op) * 1e9);
+    mm_time lat = mm_time_from_s(phase_latency(op), MM_ROUND_NEAREST);
     if (lat > 0)
         mm_engine_after(net->eng, lat, on_latency, op, 0);
     else
@@ -822,7 +822,7 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     mm_time now = mm_engine_now(net->eng);
     if (n < 2 || req->bytes <= 0 || net->model == MM_NET_MODEL_ANALYTIC) {
         double t = n < 2 || req->bytes <= 0 ? 0 : count * mm_net_analytic_shape_time(c, req->kind, algo, &s, req->bytes);
-        if (!mm_engine_at(net->eng, now + (mm_time)llround(t * 1e9), done, ctx, arg))
+        if (!mm_engine_at(net->eng, mm_time_add(now, mm_time_from_s(t, MM_ROUND_NEAREST)), done, ctx, arg))
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the engine");
         return 0;
     }

@@ -605,8 +605,7 @@ int mm_flownet_commit(mm_flownet *fn)
         flow *f = &fn->f[id];
         f->rate = fn->srate[i];
         double left = f->remaining > 0 ? f->remaining : 0;
-        double ns = f->rate > 0 ? ceil(left / f->rate * 1e9) : INFINITY;
-        f->finish = ns < 9e18 - (double)now ? now + (mm_time)ns : MM_TIME_MAX;
+        f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
         fn->heap[f->heap].finish = f->finish;
         hfix(fn, (uint32_t)f->heap);
     }

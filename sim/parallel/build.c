@@ -11,6 +11,7 @@
  * and DP tail (build_llm.c), the encoders (build_enc.c). */
 #include "parallel/build_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,130 +91,196 @@ static int cache_init(coll_cache *cc, size_t n)
     return 0;
 }
 
-static int check_enc(const mm_build_spec *sp, const mm_enc_spec *e)
+int mm_bld_fail(builder *b, const char *fmt, ...)
 {
+    if (b->failed || !b->err)
+        return -1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mm_err_set(b->err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph: %s", msg);
+    b->failed = true;
+    return -1;
+}
+
+int mm_bld_fail_op(builder *b, const mm_op *op, const char *what)
+{
+    const char *module = op->module == 0 ? "llm" : op->module <= b->sp->n_enc ? b->sp->enc[op->module - 1].name : "?";
+    return mm_bld_fail(b, "the %s %s op of stage %d, micro-batch %d, layer %d on rank %d: %s", module,
+                       op->cat < MM_CAT_COUNT ? mm_op_cat_names[op->cat] : "?", op->stage, op->mb, op->layer,
+                       op->rank, what);
+}
+
+static const char *const sched_names[] = {[MM_SCHEDULE_GPIPE] = "gpipe", [MM_SCHEDULE_1F1B] = "1f1b",
+                                          [MM_SCHEDULE_INTERLEAVED] = "interleaved", [MM_SCHEDULE_ZB_H1] = "zb-h1"};
+
+static int check_enc(builder *b, int i)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
     int G = sp->tp * (sp->cp > 0 ? sp->cp : 1) * sp->dp * sp->pp;
     if (!e->mb || e->chunks < 1 || e->placement < MM_ENC_PIPELINE || e->placement > MM_ENC_HOMOGENEOUS)
-        return -1;
+        return mm_bld_fail(b, "encoder %d ('%s'): needs per-micro-batch costs, at least one layer and a known "
+                           "placement", i, e->name);
     if (own_gpus(e) && (e->tp < 1 || e->pp < 1 || e->dp < 1 || e->pp > e->chunks || e->tp > 4096 || e->dp > 4096))
-        return -1;
+        return mm_bld_fail(b, "encoder '%s' on its own GPUs: tp %d, pp %d, dp %d must be >= 1 (tp, dp <= 4096) "
+                           "and pp at most its %d layers", e->name, e->tp, e->pp, e->dp, e->chunks);
     if (e->placement == MM_ENC_COLOCATED && (e->tp < 1 || G % e->tp))
-        return -1;
+        return mm_bld_fail(b, "colocated encoder '%s': tp %d must divide the LLM's %d GPUs", e->name, e->tp, G);
     return 0;
 }
 
-static int check_spec(const mm_build_spec *sp)
+static int check_spec(builder *b)
 {
+    const mm_build_spec *sp = b->sp;
     int cp = sp->cp > 0 ? sp->cp : 1, ep = sp->ep > 0 ? sp->ep : 1;
     if (sp->n_enc < 0 || sp->n_enc > MM_MAX_ENCODERS)
-        return -1;
+        return mm_bld_fail(b, "%d encoders (at most %d)", sp->n_enc, MM_MAX_ENCODERS);
     for (int i = 0; i < sp->n_enc; i++)
-        if (check_enc(sp, &sp->enc[i]))
+        if (check_enc(b, i))
             return -1;
     if (sp->tp < 1 || sp->pp < 1 || sp->dp < 1 || sp->m < 1 || sp->vpp < 1 || !sp->stages)
-        return -1;
-    if (sp->tp > 4096 || cp > 4096 || ep > 4096 || sp->dp % ep || sp->zero < 0 || sp->zero > 3)
-        return -1;
+        return mm_bld_fail(b, "tp %d, pp %d, dp %d, vpp %d and micro-batches %d must be >= 1, with stage costs",
+                           sp->tp, sp->pp, sp->dp, sp->vpp, sp->m);
+    if (sp->tp > 4096 || cp > 4096 || ep > 4096)
+        return mm_bld_fail(b, "tp %d, cp %d and ep %d must be at most 4096", sp->tp, cp, ep);
+    if (sp->dp % ep)
+        return mm_bld_fail(b, "ep %d must divide dp %d", ep, sp->dp);
+    if (sp->zero < 0 || sp->zero > 3)
+        return mm_bld_fail(b, "zero %d must be 0-3", sp->zero);
     if (sp->vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
-        return -1;
+        return mm_bld_fail(b, "vpp %d needs the interleaved schedule", sp->vpp);
     for (int v = 0; v < sp->pp * sp->vpp; v++)
         if (sp->stages[v].chunks < 1 || sp->stages[v].moe_chunks > sp->stages[v].chunks)
-            return -1;
+            return mm_bld_fail(b, "virtual stage %d: %d layers (>= 1 needed), %d of them MoE", v,
+                               sp->stages[v].chunks, sp->stages[v].moe_chunks);
     return 0;
 }
 
-int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
+/* The builder's scratch arrays and the iteration's working state. */
+typedef struct work {
+    mm_sched_step *steps;
+    uint32_t *last;       /* per rank: its last compute op of the pipeline phase */
+    int *bucket_of;       /* per (vpp chunk, layer) of the current stage: its DP bucket */
+    int64_t *param_gather; /* per (rank, vpp chunk, layer): gather op; NULL without overlap_param_gather */
+} work;
+
+static void builder_free(builder *b, work *w)
 {
-    if (check_spec(sp))
-        return -1;
+    free(b->fe);
+    free(b->be);
+    free(b->last_compute);
+    free(b->gbuf);
+    free(b->z3.id);
+    free(b->epc.id);
+    free(b->bucket.id);
+    free(w->steps);
+    free(w->last);
+    free(w->bucket_of);
+    free(b->last_dp);
+    free(b->layer_ops);
+    free(w->param_gather);
+}
+
+/* GPU and rank offsets, module names and every array the build needs. */
+static int builder_init(builder *b, work *w)
+{
+    const mm_build_spec *sp = b->sp;
     int n_ranks = sp->pp * sp->dp;
-    builder b = {.sp = sp, .g = g, .V = sp->pp * sp->vpp, .cp = sp->cp > 0 ? sp->cp : 1,
-                 .ep = sp->ep > 0 ? sp->ep : 1};
-    strides(sp, b.cp, b.stride);
+    strides(sp, b->cp, b->stride);
     int gmax = sp->tp > sp->dp ? sp->tp : sp->dp;
-    gmax = gmax > b.cp ? gmax : b.cp;
+    gmax = gmax > b->cp ? gmax : b->cp;
     for (int i = 0; i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         if (own_gpus(e)) {
-            b.enc_gpu_off[i] = b.llm_off;
-            b.llm_off += enc_gpus(e);
-            b.enc_rank_off[i] = n_ranks;
+            b->enc_gpu_off[i] = b->llm_off;
+            b->llm_off += enc_gpus(e);
+            b->enc_rank_off[i] = n_ranks;
             n_ranks += e->pp * e->dp;
             gmax = e->dp > gmax ? e->dp : gmax;
         }
         gmax = e->tp > gmax ? e->tp : gmax;
     }
-    b.n_ranks = n_ranks;
-    for (int v = 0; v < b.V; v++)
-        if (sp->stages[v].chunks > b.max_chunks)
-            b.max_chunks = sp->stages[v].chunks;
-    mm_graph_init(g, n_ranks);
+    b->n_ranks = n_ranks;
+    for (int v = 0; v < b->V; v++)
+        if (sp->stages[v].chunks > b->max_chunks)
+            b->max_chunks = sp->stages[v].chunks;
+    mm_graph_init(b->g, n_ranks);
     for (int i = 0; i < sp->n_enc; i++)
-        snprintf(g->module_names[g->n_modules++], sizeof g->module_names[0], "%s",
+        snprintf(b->g->module_names[b->g->n_modules++], sizeof b->g->module_names[0], "%s",
                  sp->enc[i].name[0] ? sp->enc[i].name : "encoder");
-    size_t npass = (size_t)b.V * sp->dp * sp->m;
+    size_t npass = (size_t)b->V * sp->dp * sp->m;
     int nsteps = mm_schedule_len(sp->schedule, sp->m, sp->vpp);
-    b.fe = calloc(npass, sizeof *b.fe);
-    b.be = calloc(npass, sizeof *b.be);
-    b.last_compute = malloc((size_t)n_ranks * sizeof *b.last_compute);
-    b.gbuf = malloc((size_t)(gmax + 2) * sizeof *b.gbuf);
-    mm_sched_step *steps = malloc((size_t)nsteps * sizeof *steps);
-    uint32_t *last = calloc((size_t)n_ranks, sizeof *last);
-    int *bucket_of = malloc((size_t)sp->vpp * b.max_chunks * sizeof *bucket_of);
-    b.last_dp = malloc((size_t)n_ranks * sizeof *b.last_dp);
-    b.layer_ops = malloc((size_t)b.max_chunks * sizeof *b.layer_ops);
-    size_t z3n = sp->zero >= 3 ? (size_t)b.V * sp->m * 3 * b.max_chunks * 2 : 0;
-    size_t epn = b.ep > 1 ? (size_t)(sp->dp / b.ep) * b.V * sp->m * 2 * b.max_chunks : 0;
-    int rc = (b.fe && b.be && b.last_compute && b.gbuf && steps && last && bucket_of && b.last_dp &&
-              b.layer_ops && cache_init(&b.z3, z3n) == 0 && cache_init(&b.epc, epn) == 0 &&
-              cache_init(&b.bucket, (size_t)sp->pp * b.max_chunks * sp->vpp * 2) == 0)
-                 ? 0
-                 : -1;
-    for (int r = 0; r < n_ranks && rc == 0; r++)
-        b.last_compute[r] = b.last_dp[r] = -1;
+    b->fe = calloc(npass, sizeof *b->fe);
+    b->be = calloc(npass, sizeof *b->be);
+    b->last_compute = malloc((size_t)n_ranks * sizeof *b->last_compute);
+    b->gbuf = malloc((size_t)(gmax + 2) * sizeof *b->gbuf);
+    w->steps = malloc((size_t)nsteps * sizeof *w->steps);
+    w->last = calloc((size_t)n_ranks, sizeof *w->last);
+    w->bucket_of = malloc((size_t)sp->vpp * b->max_chunks * sizeof *w->bucket_of);
+    b->last_dp = malloc((size_t)n_ranks * sizeof *b->last_dp);
+    b->layer_ops = malloc((size_t)b->max_chunks * sizeof *b->layer_ops);
+    size_t z3n = sp->zero >= 3 ? (size_t)b->V * sp->m * 3 * b->max_chunks * 2 : 0;
+    size_t epn = b->ep > 1 ? (size_t)(sp->dp / b->ep) * b->V * sp->m * 2 * b->max_chunks : 0;
+    if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
+          b->layer_ops && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
+          cache_init(&b->bucket, (size_t)sp->pp * b->max_chunks * sp->vpp * 2) == 0))
+        return mm_bld_fail(b, "out of memory for %d ranks, %zu passes", n_ranks, npass);
+    for (int r = 0; r < n_ranks; r++)
+        b->last_compute[r] = b->last_dp[r] = -1;
+    return 0;
+}
 
-    /* 0. With overlap_param_gather the distributed optimizer's parameter
-     * all-gathers open the iteration, bucket by bucket in forward order. */
-    int64_t *param_gather = NULL; /* per (rank, vpp chunk, layer): gather op */
-    if (rc == 0 && sp->overlap_param_gather && sp->zero >= 1 && sp->zero <= 2 && sp->dp > 1) {
-        param_gather = malloc((size_t)n_ranks * sp->vpp * b.max_chunks * sizeof *param_gather);
-        rc = param_gather ? 0 : -1;
-        for (int s = 0; s < sp->pp && rc == 0; s++) {
-            int nb = mm_bld_buckets(&b, s, bucket_of);
-            for (int d = 0; d < sp->dp && rc == 0; d++) {
-                int rank = d + sp->dp * s;
-                int64_t *ops = calloc((size_t)nb, sizeof *ops);
-                rc = ops ? 0 : -1;
-                for (int q = nb - 1; q >= 0 && rc == 0; q--) { /* forward order: last bucket first */
-                    int n = dp_group(&b, s);
-                    double by = mm_bld_bucket_bytes_of(&b, s, bucket_of, q, 1);
-                    int64_t cl = shared_coll(&b, &b.bucket, ((size_t)s * b.max_chunks * sp->vpp + q) * 2 + 1,
-                                             MM_COLL_ALLGATHER, sp->dp, 1, by, n);
-                    ops[q] = add_comm(&b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, -1);
-                    if (ops[q] < 0)
-                        rc = -1;
-                }
-                for (int v = 0; v < sp->vpp && rc == 0; v++)
-                    for (int k = 0; k < sp->stages[v * sp->pp + s].chunks; k++)
-                        param_gather[((size_t)rank * sp->vpp + v) * b.max_chunks + k] =
-                            ops[bucket_of[v * b.max_chunks + k]];
-                free(ops);
+/* 0. With overlap_param_gather the distributed optimizer's parameter
+ * all-gathers open the iteration, bucket by bucket in forward order. */
+static int emit_param_gathers(builder *b, work *w)
+{
+    const mm_build_spec *sp = b->sp;
+    if (!(sp->overlap_param_gather && sp->zero >= 1 && sp->zero <= 2 && sp->dp > 1))
+        return 0;
+    w->param_gather = malloc((size_t)b->n_ranks * sp->vpp * b->max_chunks * sizeof *w->param_gather);
+    int rc = w->param_gather ? 0 : mm_bld_fail(b, "out of memory for the parameter gathers");
+    for (int s = 0; s < sp->pp && rc == 0; s++) {
+        int nb = mm_bld_buckets(b, s, w->bucket_of);
+        for (int d = 0; d < sp->dp && rc == 0; d++) {
+            int rank = d + sp->dp * s;
+            int64_t *ops = calloc((size_t)nb, sizeof *ops);
+            rc = ops ? 0 : mm_bld_fail(b, "out of memory for stage %d's parameter gathers", s);
+            for (int q = nb - 1; q >= 0 && rc == 0; q--) { /* forward order: last bucket first */
+                int n = dp_group(b, s);
+                double by = mm_bld_bucket_bytes_of(b, s, w->bucket_of, q, 1);
+                int64_t cl = shared_coll(b, &b->bucket, ((size_t)s * b->max_chunks * sp->vpp + q) * 2 + 1,
+                                         MM_COLL_ALLGATHER, sp->dp, 1, by, n);
+                ops[q] = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, -1);
+                if (ops[q] < 0)
+                    rc = -1;
             }
+            for (int v = 0; v < sp->vpp && rc == 0; v++)
+                for (int k = 0; k < sp->stages[v * sp->pp + s].chunks; k++)
+                    w->param_gather[((size_t)rank * sp->vpp + v) * b->max_chunks + k] =
+                        ops[w->bucket_of[v * b->max_chunks + k]];
+            free(ops);
         }
     }
+    return rc;
+}
 
-    /* Which GPUs each simulated rank stands for (perturbations use it). */
+/* Which GPUs each simulated rank stands for (perturbations use it). */
+static int map_rank_gpus(builder *b)
+{
+    const mm_build_spec *sp = b->sp;
+    int rc = 0;
     for (int r = 0; r < sp->pp * sp->dp && rc == 0; r++) {
         int d = r % sp->dp, s = r / sp->dp, k = 0;
-        int *gl = malloc((size_t)(sp->tp * b.cp) * sizeof *gl);
-        if (!gl) {
-            rc = -1;
-            break;
-        }
-        for (int c = 0; c < b.cp; c++)
+        int *gl = malloc((size_t)(sp->tp * b->cp) * sizeof *gl);
+        if (!gl)
+            return mm_bld_fail(b, "out of memory for rank %d's GPU list", r);
+        for (int c = 0; c < b->cp; c++)
             for (int t = 0; t < sp->tp; t++)
-                gl[k++] = gpu(&b, t, c, d, s);
-        rc = mm_graph_rank_gpus(g, r, gl, k);
+                gl[k++] = gpu(b, t, c, d, s);
+        rc = mm_graph_rank_gpus(b->g, r, gl, k);
         free(gl);
     }
     for (int i = 0; i < sp->n_enc && rc == 0; i++) {
@@ -224,115 +291,159 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g)
         for (int se = 0; se < e->pp && rc == 0 && gl; se++)
             for (int rep = 0; rep < e->dp && rc == 0; rep++) {
                 for (int t = 0; t < e->tp; t++)
-                    gl[t] = enc_gpu(&b, i, t, rep, se);
-                rc = mm_graph_rank_gpus(g, b.enc_rank_off[i] + rep + e->dp * se, gl, e->tp);
+                    gl[t] = enc_gpu(b, i, t, rep, se);
+                rc = mm_graph_rank_gpus(b->g, b->enc_rank_off[i] + rep + e->dp * se, gl, e->tp);
             }
         if (!gl)
             rc = -1;
         free(gl);
     }
+    return rc ? mm_bld_fail(b, "out of memory for the ranks' GPU lists") : 0;
+}
 
-    /* Post-balancing moves samples between DP ranks before anything runs. */
-    if (rc == 0 && sp->pre_a2a_bytes > 0) {
-        int64_t cl = mm_bld_all_llm_coll(&b, MM_COLL_ALLTOALL, sp->pre_a2a_bytes);
-        for (int r = 0; r < sp->pp * sp->dp && rc == 0; r++) {
-            mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
-                        .mb = -1, .coll = (int32_t)cl, .peer = -1};
-            if (cl < 0 || add(&b, &op, b.last_compute[r]) < 0)
-                rc = -1;
+/* Post-balancing moves samples between DP ranks before anything runs. */
+static int emit_pre_a2a(builder *b)
+{
+    const mm_build_spec *sp = b->sp;
+    if (sp->pre_a2a_bytes <= 0)
+        return 0;
+    int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, sp->pre_a2a_bytes);
+    for (int r = 0; r < sp->pp * sp->dp; r++) {
+        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
+                    .mb = -1, .coll = (int32_t)cl, .peer = -1};
+        if (cl < 0)
+            return mm_bld_fail_op(b, &op, "the post-balance all-to-all could not be created");
+        if (add(b, &op, b->last_compute[r]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Overlapped gradient reduction after rank's last micro-batch's pass of
+ * chunk c on stage s: a bucket leaves when that backward has produced all
+ * of it. */
+static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c)
+{
+    const mm_build_spec *sp = b->sp;
+    int nl = sp->stages[c * sp->pp + s].chunks;
+    for (int k = nl - 1; k >= 0; k--) {
+        int q = w->bucket_of[c * b->max_chunks + k];
+        /* a bucket is complete at its lowest layer (backward runs downwards) */
+        bool closes = k == 0 ? (c == 0 || w->bucket_of[(c - 1) * b->max_chunks +
+                                                       sp->stages[(c - 1) * sp->pp + s].chunks - 1] != q)
+                             : w->bucket_of[c * b->max_chunks + k - 1] != q;
+        if (!closes)
+            continue;
+        int gn = dp_group(b, s);
+        int dist = sp->zero >= 1;
+        double by = mm_bld_bucket_bytes_of(b, s, w->bucket_of, q, 0);
+        int64_t cl = shared_coll(b, &b->bucket, ((size_t)s * b->max_chunks * sp->vpp + q) * 2,
+                                 dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, by, gn);
+        if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, b->layer_ops[k]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* 1. Stage s's compute streams in schedule order, on every DP rank. */
+static int emit_stage(builder *b, work *w, int s)
+{
+    const mm_build_spec *sp = b->sp;
+    int n = mm_schedule_steps(sp->schedule, sp->pp, s, sp->m, sp->vpp, w->steps);
+    mm_bld_buckets(b, s, w->bucket_of);
+    if (n < 0)
+        return mm_bld_fail(b, "the %s schedule does not take stage %d of pp %d with %d micro-batches and vpp %d",
+                           sched_names[sp->schedule], s, sp->pp, sp->m, sp->vpp);
+    int rc = 0;
+    for (int d = 0; d < sp->dp && rc == 0; d++) {
+        int rank = d + sp->dp * s;
+        for (int i = 0; i < n && rc == 0; i++) {
+            int vs = w->steps[i].chunk * sp->pp + s, pass = w->steps[i].pass, mb = w->steps[i].mb;
+            pass_ends tmp, *pe = pass == MM_PASS_F   ? &b->fe[pass_index(b, vs, d, mb)]
+                                 : pass == MM_PASS_B ? &b->be[pass_index(b, vs, d, mb)]
+                                                     : &tmp;
+            int c = w->steps[i].chunk, nl = sp->stages[vs].chunks;
+            rc = mm_bld_emit_pass(b, d, vs, pass, mb, pe);
+            w->last[rank] = pe->last;
+            /* first forward of each layer waits for its parameters */
+            if (rc == 0 && w->param_gather && pass == MM_PASS_F && mb == 0)
+                for (int k = 0; k < nl && rc == 0; k++)
+                    rc = mm_graph_dep(b->g,
+                                      (uint32_t)w->param_gather[((size_t)rank * sp->vpp + c) * b->max_chunks + k],
+                                      b->layer_ops[k])
+                             ? mm_bld_fail(b, "out of memory in stage %d's parameter-gather edges", s)
+                             : 0;
+            bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
+            if (rc == 0 && sp->overlap_grad_reduce && sp->zero < 3 && sp->dp > 1 && grads_done && mb == sp->m - 1)
+                rc = emit_grad_buckets(b, w, s, rank, c);
         }
     }
+    return rc;
+}
 
+/* 2. Pipeline transfers between consecutive virtual stages: forward
+ * activations down, input gradients up.  A W pass follows its B on the
+ * same in-order stream, so it needs no edge. */
+static int emit_transfers(builder *b)
+{
+    const mm_build_spec *sp = b->sp;
+    int rc = 0;
+    for (int vs = 0; vs + 1 < b->V && rc == 0; vs++)
+        for (int d = 0; d < sp->dp && rc == 0; d++)
+            for (int j = 0; j < sp->m && rc == 0; j++) {
+                size_t x = pass_index(b, vs, d, j), y = pass_index(b, vs + 1, d, j);
+                rc = mm_bld_emit_p2p(b, d, vs, vs + 1, j, b->fe[x].last, b->fe[y].first);
+                if (rc == 0)
+                    rc = mm_bld_emit_p2p(b, d, vs + 1, vs, j, b->be[y].last, b->be[x].first);
+            }
+    return rc;
+}
+
+int mm_build_iteration(const mm_build_spec *sp, mm_graph *g, mm_err *err)
+{
+    builder b = {.sp = sp, .g = g, .V = sp->pp * sp->vpp, .cp = sp->cp > 0 ? sp->cp : 1,
+                 .ep = sp->ep > 0 ? sp->ep : 1, .err = err};
+    work w = {0};
+    if (check_spec(&b))
+        return -1;
+    int rc = builder_init(&b, &w);
+    if (rc == 0)
+        rc = emit_param_gathers(&b, &w);
+    if (rc == 0)
+        rc = map_rank_gpus(&b);
+    if (rc == 0)
+        rc = emit_pre_a2a(&b);
     /* Colocated encoders encode the whole iteration's input first. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
-        if (sp->enc[i].placement == MM_ENC_COLOCATED)
-            rc = mm_bld_emit_colocated(&b, i, MM_PASS_F);
-
-    /* 1. Every rank's compute stream in schedule order. */
-    for (int s = 0; s < sp->pp && rc == 0; s++) {
-        int n = mm_schedule_steps(sp->schedule, sp->pp, s, sp->m, sp->vpp, steps);
-        mm_bld_buckets(&b, s, bucket_of);
-        if (n < 0)
-            rc = -1;
-        for (int d = 0; d < sp->dp && rc == 0; d++) {
-            int rank = d + sp->dp * s;
-            for (int i = 0; i < n && rc == 0; i++) {
-                int vs = steps[i].chunk * sp->pp + s, pass = steps[i].pass, mb = steps[i].mb;
-                pass_ends tmp, *pe = pass == MM_PASS_F   ? &b.fe[pass_index(&b, vs, d, mb)]
-                                     : pass == MM_PASS_B ? &b.be[pass_index(&b, vs, d, mb)]
-                                                         : &tmp;
-                int c = steps[i].chunk, nl = sp->stages[vs].chunks;
-                rc = mm_bld_emit_pass(&b, d, vs, pass, mb, pe);
-                last[rank] = pe->last;
-                /* first forward of each layer waits for its parameters */
-                if (rc == 0 && param_gather && pass == MM_PASS_F && mb == 0)
-                    for (int k = 0; k < nl && rc == 0; k++)
-                        rc = mm_graph_dep(g, (uint32_t)param_gather[((size_t)rank * sp->vpp + c) * b.max_chunks + k],
-                                          b.layer_ops[k]);
-                /* overlapped gradient reduction: a bucket leaves when the
-                 * last micro-batch's backward has produced all of it */
-                bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
-                if (rc == 0 && sp->overlap_grad_reduce && sp->zero < 3 && sp->dp > 1 && grads_done &&
-                    mb == sp->m - 1) {
-                    for (int k = nl - 1; k >= 0 && rc == 0; k--) {
-                        int q = bucket_of[c * b.max_chunks + k];
-                        /* a bucket is complete at its lowest layer (backward runs downwards) */
-                        bool closes = k == 0 ? (c == 0 || bucket_of[(c - 1) * b.max_chunks +
-                                                                   sp->stages[(c - 1) * sp->pp + s].chunks - 1] != q)
-                                             : bucket_of[c * b.max_chunks + k - 1] != q;
-                        if (!closes)
-                            continue;
-                        int gn = dp_group(&b, s);
-                        int dist = sp->zero >= 1;
-                        double by = mm_bld_bucket_bytes_of(&b, s, bucket_of, q, 0);
-                        int64_t cl = shared_coll(&b, &b.bucket, ((size_t)s * b.max_chunks * sp->vpp + q) * 2,
-                                                 dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, by, gn);
-                        if (add_comm(&b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, b.layer_ops[k]) < 0)
-                            rc = -1;
-                    }
-                }
-            }
-        }
-    }
+        if (sp->enc[i].placement == MM_ENC_COLOCATED && (rc = mm_bld_emit_colocated(&b, i, MM_PASS_F)))
+            mm_bld_fail(&b, "encoder '%s' colocated, forward: out of memory", sp->enc[i].name);
+    for (int s = 0; s < sp->pp && rc == 0; s++)
+        if ((rc = emit_stage(&b, &w, s)))
+            mm_bld_fail(&b, "stage %d's passes: out of memory", s);
     /* 1b. Encoders on their own GPUs, and colocated encoders' backward. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++) {
         if (own_gpus(&sp->enc[i]))
             rc = mm_bld_emit_own_encoder(&b, i);
         else if (sp->enc[i].placement == MM_ENC_COLOCATED && !sp->enc[i].frozen)
             rc = mm_bld_emit_colocated(&b, i, MM_PASS_B);
+        if (rc)
+            mm_bld_fail(&b, "encoder '%s' (%s): out of memory", sp->enc[i].name,
+                        own_gpus(&sp->enc[i]) ? "on its own GPUs" : "colocated, backward");
     }
-    /* 2. Pipeline transfers between consecutive virtual stages: forward
-     * activations down, input gradients up.  A W pass follows its B on the
-     * same in-order stream, so it needs no edge. */
-    for (int vs = 0; vs + 1 < b.V && rc == 0; vs++)
-        for (int d = 0; d < sp->dp && rc == 0; d++)
-            for (int j = 0; j < sp->m && rc == 0; j++) {
-                size_t x = pass_index(&b, vs, d, j), y = pass_index(&b, vs + 1, d, j);
-                rc = mm_bld_emit_p2p(&b, d, vs, vs + 1, j, b.fe[x].last, b.fe[y].first);
-                if (rc == 0)
-                    rc = mm_bld_emit_p2p(&b, d, vs + 1, vs, j, b.be[y].last, b.be[x].first);
-            }
+    if (rc == 0 && (rc = emit_transfers(&b)))
+        mm_bld_fail(&b, "pipeline transfers: out of memory");
     /* 3. Gradient synchronisation and the optimizer step. */
     for (int s = 0; s < sp->pp && rc == 0; s++)
-        rc = mm_bld_emit_dp_tail(&b, s, last);
+        if ((rc = mm_bld_emit_dp_tail(&b, s, w.last)))
+            mm_bld_fail(&b, "stage %d's gradient synchronisation and optimizer step: out of memory", s);
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
-        rc = mm_bld_emit_enc_tail(&b, i);
-    if (rc == 0)
-        rc = mm_graph_finish(g);
-    free(b.fe);
-    free(b.be);
-    free(b.last_compute);
-    free(b.gbuf);
-    free(b.z3.id);
-    free(b.epc.id);
-    free(b.bucket.id);
-    free(steps);
-    free(last);
-    free(bucket_of);
-    free(b.last_dp);
-    free(b.layer_ops);
-    free(param_gather);
+        if ((rc = mm_bld_emit_enc_tail(&b, i)))
+            mm_bld_fail(&b, "encoder '%s''s gradient synchronisation and optimizer step: out of memory",
+                        sp->enc[i].name);
+    if (rc == 0 && (rc = mm_graph_finish(g)))
+        mm_bld_fail(&b, "out of memory in the graph's successor lists");
+    builder_free(&b, &w);
     if (rc)
         mm_graph_free(g);
-    return rc;
+    return rc ? -1 : 0;
 }

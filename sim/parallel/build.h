@@ -58,12 +58,17 @@
  *  - disjoint: the encoder's own GPUs run ahead of the LLM, all forwards
  *    in order, each waiting until the LLM has taken the output `buffer`
  *    micro-batches earlier (a bounded queue), then the backwards.
- * Frozen encoders have no backward, gradient sync or optimizer step. */
+ * Frozen encoders have no backward, gradient sync or optimizer step.
+ *
+ * Not for: costs (the run layer's cost bridge, run/costs.h), checking a
+ * layout against a cluster or model (run/layout.c: a bad spec here is a
+ * bug, reported as MM_EINTERNAL), or timing (run/exec.h). */
 #ifndef MM_BUILD_H
 #define MM_BUILD_H
 
 #include "parallel/graph.h"
 #include "parallel/schedule.h"
+#include "util/err.h"
 
 typedef struct mm_stage_cost {
     int chunks;              /* compute ops per pass (one per layer); >= 1 */
@@ -170,7 +175,9 @@ int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s);
 int mm_build_gpus(const mm_build_spec *sp);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
- * arguments or out of memory (g is then freed). */
-int mm_build_iteration(const mm_build_spec *spec, mm_graph *g);
+ * arguments or out of memory (g is then freed) with err (may be NULL) set
+ * to MM_EINTERNAL and a message naming the op or spec field and the stage:
+ * a spec that the run layer built wrong is a bug, not bad input. */
+int mm_build_iteration(const mm_build_spec *spec, mm_graph *g, mm_err *err);
 
 #endif

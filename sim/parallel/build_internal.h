@@ -38,7 +38,15 @@ typedef struct builder {
     int enc_gpu_off[MM_MAX_ENCODERS];  /* first GPU of an encoder on its own GPUs */
     int enc_rank_off[MM_MAX_ENCODERS]; /* first simulated rank of such an encoder */
     int n_ranks;
+    mm_err *err;          /* the first failure, naming its op (may be NULL) */
+    bool failed;          /* err holds a message */
 } builder;
+
+/* Records the first failure of the build in b->err; returns -1. */
+int mm_bld_fail(builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* mm_bld_fail naming op (its kind, stage, micro-batch, layer and rank). */
+int mm_bld_fail_op(builder *b, const mm_op *op, const char *what);
 
 static inline int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->dp * (vs % sp->pp); }
 
@@ -77,7 +85,7 @@ static inline int64_t add(builder *b, const mm_op *op, int64_t after)
 {
     int64_t id = mm_graph_add_op(b->g, op);
     if (id < 0 || (after >= 0 && mm_graph_dep(b->g, (uint32_t)after, (uint32_t)id)))
-        return -1;
+        return mm_bld_fail_op(b, op, "out of memory");
     if (op->stream == MM_STREAM_COMPUTE)
         b->last_compute[op->rank] = id;
     else if (op->stream == MM_STREAM_DP)
@@ -89,10 +97,11 @@ static inline int64_t add(builder *b, const mm_op *op, int64_t after)
 static inline int64_t add_comm(builder *b, int rank, int stream, int cat, int vs, int mb, int layer,
                                int64_t cl, int64_t after)
 {
-    if (cl < 0)
-        return -1;
     mm_op op = {.rank = rank, .stream = (uint8_t)stream, .cat = (uint8_t)cat, .layer = (int16_t)layer,
                 .stage = vs, .mb = mb, .coll = (int32_t)cl, .peer = -1};
+    if (cl < 0)
+        return mm_bld_fail_op(b, &op, "its collective could not be created (out of memory, or past the "
+                                      "builder's collective table)");
     return add(b, &op, after);
 }
 

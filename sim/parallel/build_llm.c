@@ -22,6 +22,63 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     return add_comm(b, rank_of(sp, d, vs), MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
 
+/* A layer's TP, CP and EP communication after its compute op (a pass with
+ * communication: F or B): blocking ones extend *tail on the compute
+ * stream, overlapped ones (tp_comm_overlap, the CP ring) run on the side
+ * stream from layer_start and set *side_end. */
+static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int layer, double tp_bytes, int msgs,
+                           int64_t layer_start, int64_t *tail, int64_t *side_end)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    int s = vs % sp->pp, rank = rank_of(sp, d, vs);
+    if (sp->tp > 1 && tp_bytes > 0 && msgs > 0) {
+        int n = tp_group(b, d, s);
+        int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
+        for (int q = 0; q < (sp->sp ? 2 : 1); q++) {
+            int64_t cl = mm_graph_add_coll(b->g, kinds[q], 1, msgs, tp_bytes, b->gbuf, n);
+            if (sp->tp_overlap) {
+                int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_TP, vs, mb, layer, cl, layer_start);
+                if (o < 0)
+                    return -1;
+                *side_end = o;
+            } else if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_TP, vs, mb, layer, cl, *tail)) < 0) {
+                return -1;
+            }
+        }
+    }
+    if (b->cp > 1 && sp->cp_bytes > 0) {
+        if (sp->cp_ring) {
+            /* KV blocks around the ring while attention computes */
+            b->gbuf[0] = gpu(b, 0, 0, d, s);
+            b->gbuf[1] = gpu(b, 0, 1, d, s);
+            int steps = (pass == MM_PASS_F ? 1 : 2) * (b->cp - 1);
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, steps, sp->cp_bytes, b->gbuf, 2);
+            int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_CP, vs, mb, layer, cl, layer_start);
+            if (o < 0)
+                return -1;
+            *side_end = o;
+        } else {
+            for (int t = 0; t < b->cp; t++)
+                b->gbuf[t] = gpu(b, 0, t, d, s);
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, 1, 4, sp->cp_bytes, b->gbuf, b->cp);
+            if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_CP, vs, mb, layer, cl, *tail)) < 0)
+                return -1;
+        }
+    }
+    if (b->ep > 1 && sp->ep_bytes > 0 && layer < c->moe_chunks) {
+        int g0 = d - d % b->ep; /* first DP replica of the expert group */
+        for (int e = 0; e < b->ep; e++)
+            b->gbuf[e] = gpu(b, 0, 0, g0 + e, s);
+        size_t key = ((((size_t)(d / b->ep) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
+                     b->max_chunks + layer;
+        int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep, 2, sp->ep_bytes, b->ep);
+        if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_EP, vs, mb, layer, cl, *tail)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
  * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
  * communication.  W passes have none but ZeRO-3's gradient scatter. */
@@ -78,50 +135,8 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
         b->layer_ops[layer] = (uint32_t)id;
         int64_t tail = id;      /* what the next layer waits for */
         int64_t side_end = -1;  /* overlapped communication of this layer */
-        if (comm_pass && sp->tp > 1 && tp_bytes > 0 && msgs > 0) {
-            int n = tp_group(b, d, s);
-            int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
-            for (int q = 0; q < (sp->sp ? 2 : 1); q++) {
-                int64_t cl = mm_graph_add_coll(b->g, kinds[q], 1, msgs, tp_bytes, b->gbuf, n);
-                if (sp->tp_overlap) {
-                    int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_TP, vs, mb, layer, cl, layer_start);
-                    if (o < 0)
-                        return -1;
-                    side_end = o;
-                } else if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_TP, vs, mb, layer, cl, tail)) < 0) {
-                    return -1;
-                }
-            }
-        }
-        if (comm_pass && b->cp > 1 && sp->cp_bytes > 0) {
-            if (sp->cp_ring) {
-                /* KV blocks around the ring while attention computes */
-                b->gbuf[0] = gpu(b, 0, 0, d, s);
-                b->gbuf[1] = gpu(b, 0, 1, d, s);
-                int steps = (pass == MM_PASS_F ? 1 : 2) * (b->cp - 1);
-                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, steps, sp->cp_bytes, b->gbuf, 2);
-                int64_t o = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_CP, vs, mb, layer, cl, layer_start);
-                if (o < 0)
-                    return -1;
-                side_end = o;
-            } else {
-                for (int t = 0; t < b->cp; t++)
-                    b->gbuf[t] = gpu(b, 0, t, d, s);
-                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, 1, 4, sp->cp_bytes, b->gbuf, b->cp);
-                if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_CP, vs, mb, layer, cl, tail)) < 0)
-                    return -1;
-            }
-        }
-        if (comm_pass && b->ep > 1 && sp->ep_bytes > 0 && layer < c->moe_chunks) {
-            int g0 = d - d % b->ep; /* first DP replica of the expert group */
-            for (int e = 0; e < b->ep; e++)
-                b->gbuf[e] = gpu(b, 0, 0, g0 + e, s);
-            size_t key = ((((size_t)(d / b->ep) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
-                         b->max_chunks + layer;
-            int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep, 2, sp->ep_bytes, b->ep);
-            if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_EP, vs, mb, layer, cl, tail)) < 0)
-                return -1;
-        }
+        if (comm_pass && emit_layer_comm(b, d, vs, mb, pass, layer, tp_bytes, msgs, layer_start, &tail, &side_end))
+            return -1;
         if (side_end >= 0) {
             /* the next layer needs this layer's overlapped traffic too: a
              * zero-time join keeps one predecessor per layer */

@@ -1,4 +1,5 @@
-/* graph.c - growable arrays for the op graph and its CSR finishing step. */
+/* graph.c - growable arrays for the op graph and its CSR finishing step.
+ * Not for: deciding which ops exist (build*.c) or running them (run/exec.c). */
 #include "parallel/graph.h"
 
 #include <stdio.h>

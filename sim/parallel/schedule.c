@@ -1,4 +1,5 @@
-/* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B and ZB-H1. */
+/* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B and ZB-H1.
+ * Not for: dependencies or timing (build*.c emits the ops in this order). */
 #include "parallel/schedule.h"
 
 int mm_schedule_len(mm_schedule kind, int m, int v)

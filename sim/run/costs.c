@@ -5,6 +5,8 @@
  * memory of every stage and module.
  * Not for: forming micro-batches (batchcost.c), building or executing the
  * graph (iterate.c). */
+#include "run/costs.h"
+
 #include "run/sim_internal.h"
 
 #include <math.h>
@@ -138,19 +140,13 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
     return 0;
 }
 
-/* stage_costs, and per virtual stage the share of the F, B and W passes'
- * nominal time spent in memory-bound kernels (mem_frac[3 v + 0..2], may be
- * NULL): HBM perturbations and node groups' GPUs scale that share by the
- * bandwidth ratio and the rest by the peak ratio (hw/perturb.h), since
- * the executor sees a pass as one op, not its kernels. */
-int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
-
-int mm_sim_stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err)
-{
-    return mm_sim_stage_costs_mem(sim, st, spec, NULL, err);
-}
-
-int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err)
+/* The LLM's costs per virtual stage and the spec's layout fields, and per
+ * virtual stage the share of the F, B and W passes' nominal time spent in
+ * memory-bound kernels (mem_frac[3 v + 0..2], may be NULL): HBM
+ * perturbations and node groups' GPUs scale that share by the bandwidth
+ * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
+ * sees a pass as one op, not its kernels. */
+static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -346,9 +342,28 @@ static const mm_enc_placement enc_place[] = {
     [MM_PLACE_PIPELINE] = MM_ENC_PIPELINE, [MM_PLACE_COLOCATED] = MM_ENC_COLOCATED,
     [MM_PLACE_DISJOINT] = MM_ENC_DISJOINT, [MM_PLACE_HOMOGENEOUS] = MM_ENC_HOMOGENEOUS};
 
+/* Encoder i's layout as the graph builder takes it: placement, tp, pp, dp
+ * (homogeneous: the LLM's tp and dp on its first stage), layers, frozen,
+ * the disjoint queue's depth.  Costs and memory both read it from here. */
+static void enc_layout(const mm_sim *sim, int i, mm_enc_spec *es)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_sim_encoder *e = &sim->enc[i];
+    bool homog = sc->parallel.placement == MM_PLACE_HOMOGENEOUS;
+    snprintf(es->name, sizeof es->name, "%s", e->name);
+    es->placement = enc_place[sc->parallel.placement];
+    es->tp = homog ? L->tp : e->layout.tp;
+    es->pp = homog ? 1 : e->layout.pp;
+    es->dp = homog ? L->dp : e->layout.dp;
+    es->chunks = (int)e->enc->layers;
+    es->frozen = e->frozen_tower && e->frozen_proj;
+    es->buffer = 2 * sim->micro_batches > 4 ? 4 : 2; /* DistTrain-style queue of a few micro-batches */
+}
+
 /* Fills spec->enc[] (costs of every LLM micro-batch; all equal for a fixed
  * workload).  *mb_out receives the allocated per-micro-batch arrays. */
-int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, mm_enc_mb_cost **mb_out,
+static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, mm_enc_mb_cost **mb_out,
                      mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -358,8 +373,8 @@ int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
     for (int i = 0; i < sim->n_enc; i++) {
         const mm_sim_encoder *e = &sim->enc[i];
         mm_enc_spec *es = &spec->enc[i];
-        bool homog = sc->parallel.placement == MM_PLACE_HOMOGENEOUS;
-        int tp = homog ? L->tp : e->layout.tp;
+        enc_layout(sim, i, es);
+        int tp = es->tp;
         mb_out[i] = calloc((size_t)nmb, sizeof *mb_out[i]);
         if (!mb_out[i])
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -378,23 +393,41 @@ int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         }
         for (int k = 0; k < nmb; k++)
             mb_out[i][k] = one;
-        snprintf(es->name, sizeof es->name, "%s", e->name);
-        es->placement = enc_place[sc->parallel.placement];
-        es->tp = tp;
-        es->pp = homog ? 1 : e->layout.pp;
-        es->dp = homog ? L->dp : e->layout.dp;
-        es->chunks = (int)e->enc->layers;
-        es->frozen = e->frozen_tower && e->frozen_proj;
         es->tp_msgs_fwd = 2;
         es->tp_msgs_bwd = 2;
         int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
         double local = params / tp / es->pp;
         es->grad_bytes = local * 2;
         es->opt_s = mm_mem_time(&sim->cluster.gpu, (zero >= 1 ? local / es->dp : local) * MM_ADAM_BYTES_PER_PARAM);
-        es->buffer = 2 * sim->micro_batches > 4 ? 4 : 2; /* DistTrain-style queue of a few micro-batches */
         es->mb = mb_out[i];
     }
     return 0;
+}
+
+void mm_sim_costs_free(mm_sim_costs *c)
+{
+    free(c->stages);
+    free(c->mem_frac);
+    for (int i = 0; i < MM_MAX_ENCODERS; i++)
+        free(c->enc_mb[i]);
+    memset(c, 0, sizeof *c);
+}
+
+int mm_sim_stage_times(const mm_sim *sim, mm_sim_costs *c, mm_err *err)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    memset(c, 0, sizeof *c);
+    c->n_vstages = L->pp * L->vpp;
+    c->stages = calloc((size_t)c->n_vstages, sizeof *c->stages);
+    c->mem_frac = calloc((size_t)(3 * c->n_vstages), sizeof *c->mem_frac);
+    int rc = c->stages && c->mem_frac ? 0 : mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if (rc == 0)
+        rc = stage_costs(sim, c->stages, &c->spec, c->mem_frac, err);
+    if (rc == 0)
+        rc = enc_costs(sim, &c->spec, c->stages, c->enc_mb, err);
+    if (rc)
+        mm_sim_costs_free(c);
+    return rc;
 }
 
 
@@ -446,9 +479,9 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
 /* ---- memory ---- */
 
 /* Peak bytes on one GPU of each pipeline stage (memory.h) into
- * mt->stages[].memory_gib and mt->peak_memory_gib; true when some stage
- * plus train.memory_reserve_gib exceeds the GPU's HBM. */
-static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
+ * m->stage_gib and m->peak_gib; true when some stage plus
+ * train.memory_reserve_gib exceeds the GPU's HBM. */
+static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -468,18 +501,17 @@ static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
     };
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
-    mt->peak_memory_gib = 0;
+    mt->peak_gib = 0;
     for (int k = 0; k < L->pp; k++) {
         mm_mem_rank r;
         if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
-            mt->stages[k].memory_gib = NAN;
-            mt->peak_memory_gib = NAN;
+            mt->stage_gib[k] = NAN;
+            mt->peak_gib = NAN;
             continue;
         }
-        mt->stages[k].stage = k;
-        mt->stages[k].memory_gib = r.total / MM_GIB;
-        if (mt->stages[k].memory_gib > mt->peak_memory_gib)
-            mt->peak_memory_gib = mt->stages[k].memory_gib;
+        mt->stage_gib[k] = r.total / MM_GIB;
+        if (mt->stage_gib[k] > mt->peak_gib)
+            mt->peak_gib = mt->stage_gib[k];
         if (r.total > cap)
             oom = true;
     }
@@ -490,27 +522,26 @@ static bool llm_memory(const mm_sim *sim, mm_metrics *mt)
  * the micro-batches it holds at once (its pipeline's depth; a colocated
  * encoder keeps every micro-batch it encoded until the LLM's backward; a
  * disjoint one its queue). */
-static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
+static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_sim_encoder *e = &sim->enc[i];
-    const mm_enc_spec *es = &spec->enc[i];
-    int flight;
+    int dp = sc->parallel.llm.dp, m = sim->micro_batches, flight;
     switch (es->placement) {
     case MM_ENC_PIPELINE:
         flight = es->pp + sc->parallel.llm.pp;
         break;
     case MM_ENC_COLOCATED:
-        flight = (spec->dp * spec->m + es->dp - 1) / es->dp;
+        flight = (dp * m + es->dp - 1) / es->dp;
         break;
     case MM_ENC_DISJOINT:
         flight = es->buffer + 1;
         break;
     default:
-        flight = spec->pp;
+        flight = sc->parallel.llm.pp;
     }
-    if (flight > spec->m * spec->dp)
-        flight = spec->m * spec->dp;
+    if (flight > m * dp)
+        flight = m * dp;
     int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
     mm_mem_rank r;
     bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
@@ -522,34 +553,68 @@ static double enc_memory(const mm_sim *sim, const mm_build_spec *spec, int i)
     return r.total / es->pp;
 }
 
-/* Peak memory per stage and per module; true when some GPU does not fit. */
-bool mm_sim_stage_memory(const mm_sim *sim, const mm_build_spec *spec, mm_metrics *mt)
+void mm_sim_memory_free(mm_sim_memory *m)
 {
+    free(m->stage_gib);
+    m->stage_gib = NULL;
+    m->n_stages = 0;
+}
+
+int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
+{
+    memset(mt, 0, sizeof *mt);
+    mt->n_stages = sim->sc.parallel.llm.pp;
+    mt->stage_gib = calloc((size_t)mt->n_stages, sizeof *mt->stage_gib);
+    if (!mt->stage_gib)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     bool oom = llm_memory(sim, mt);
+    mt->hbm_gib = sim->cluster.gpu.hbm_bytes / MM_GIB;
     double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
+    mt->cap_gib = cap;
     mt->n_modules = 1 + sim->n_enc;
-    snprintf(mt->modules[0].name, sizeof mt->modules[0].name, "llm");
-    mt->modules[0].memory_gib = mt->peak_memory_gib;
+    snprintf(mt->module_name[0], sizeof mt->module_name[0], "llm");
+    mt->module_gib[0] = mt->peak_gib;
     for (int i = 0; i < sim->n_enc; i++) {
-        const mm_enc_spec *es = &spec->enc[i];
-        double gib = enc_memory(sim, spec, i) / MM_GIB;
-        mm_module_metrics *mm = &mt->modules[1 + i];
-        snprintf(mm->name, sizeof mm->name, "%s", es->name);
-        mm->memory_gib = gib;
-        if (es->placement == MM_ENC_HOMOGENEOUS || es->placement == MM_ENC_COLOCATED) {
+        mm_enc_spec es = {0};
+        enc_layout(sim, i, &es);
+        double gib = enc_memory(sim, &es, i) / MM_GIB;
+        snprintf(mt->module_name[1 + i], sizeof mt->module_name[0], "%s", es.name);
+        mt->module_gib[1 + i] = gib;
+        if (es.placement == MM_ENC_HOMOGENEOUS || es.placement == MM_ENC_COLOCATED) {
             /* on the LLM's GPUs: the first stage, or every stage */
             for (int k = 0; k < mt->n_stages; k++)
-                if (k == 0 || es->placement == MM_ENC_COLOCATED)
-                    mt->stages[k].memory_gib += gib;
-            mt->peak_memory_gib = 0;
+                if (k == 0 || es.placement == MM_ENC_COLOCATED)
+                    mt->stage_gib[k] += gib;
+            mt->peak_gib = 0;
             for (int k = 0; k < mt->n_stages; k++) {
-                mt->peak_memory_gib = fmax(mt->peak_memory_gib, mt->stages[k].memory_gib);
-                oom |= mt->stages[k].memory_gib > cap;
+                mt->peak_gib = fmax(mt->peak_gib, mt->stage_gib[k]);
+                oom |= mt->stage_gib[k] > cap;
             }
         } else {
-            mt->peak_memory_gib = fmax(mt->peak_memory_gib, gib);
+            mt->peak_gib = fmax(mt->peak_gib, gib);
             oom |= gib > cap;
         }
     }
-    return oom;
+    mt->oom = oom;
+    return 0;
+}
+
+int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+{
+    mm_sim_memory m;
+    int rc = mm_sim_stage_memory(sim, &m, err);
+    if (rc)
+        return rc;
+    for (int k = 0; k < m.n_stages && k < mt->n_stages; k++) {
+        mt->stages[k].stage = k;
+        mt->stages[k].memory_gib = m.stage_gib[k];
+    }
+    mt->peak_memory_gib = m.peak_gib;
+    mt->n_modules = m.n_modules;
+    for (int i = 0; i < m.n_modules; i++) {
+        snprintf(mt->modules[i].name, sizeof mt->modules[i].name, "%s", m.module_name[i]);
+        mt->modules[i].memory_gib = m.module_gib[i];
+    }
+    mm_sim_memory_free(&m);
+    return m.oom ? 1 : 0;
 }

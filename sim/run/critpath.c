@@ -5,7 +5,8 @@
  * the op's stream predecessor, else to the lower op id, so the path is
  * deterministic and stays on a rank unless another rank made it wait (in a
  * uniform 1F1B pipeline every stage is tight; theory's path is the one
- * that stays on the last stage). */
+ * that stays on the last stage).
+ * Not for: executing or measuring (exec.c, iterate.c). */
 #include "run/critpath.h"
 
 #include <stdio.h>

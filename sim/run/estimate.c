@@ -15,20 +15,25 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     memset(mt, 0, sizeof *mt);
-    int P = L->pp, V = L->pp * L->vpp, rc = 0;
-    mm_stage_cost *st = calloc((size_t)V, sizeof *st);
+    int P = L->pp, rc = 0;
+    mm_sim_costs costs = {0};
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
-    mm_build_spec spec = {0};
-    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
-    if (!st || !mt->stages) {
+    if (!mt->stages) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
     mt->n_stages = P;
-    if ((rc = mm_sim_stage_costs(sim, st, &spec, err)) || (rc = mm_sim_enc_costs(sim, &spec, st, enc_mb, err)))
+    if ((rc = mm_sim_stage_times(sim, &costs, err)))
         goto out;
+    const mm_stage_cost *st = costs.stages;
+    const mm_build_spec spec = costs.spec;
     mt->gpus = mm_cluster_gpus(&sim->cluster);
-    if (mm_sim_stage_memory(sim, &spec, mt)) {
+    int fit = mm_sim_metrics_memory(sim, mt, err);
+    if (fit < 0) {
+        rc = fit;
+        goto out;
+    }
+    if (fit > 0) {
         mt->oom = true;
         mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
         mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
@@ -106,9 +111,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     mt->bubble_fraction = (stages - 1) / L->vpp * worst / pipe;
     mt->exposed_comm_s = dp_t;
 out:
-    free(st);
-    free(enc_mb[0]);
-    free(enc_mb[1]);
+    mm_sim_costs_free(&costs);
     if (rc)
         mm_metrics_free(mt);
     return rc;

@@ -5,7 +5,8 @@
  * Collective members wait in an arrival count; the last arrival starts the
  * collective on the network interface (hw/coll.h), which calls back when it
  * is done: at a fixed time under `analytic`, when its flows have drained
- * under `flow`, where TP, PP and DP traffic in flight share links. */
+ * under `flow`, where TP, PP and DP traffic in flight share links.
+ * Not for: building graphs (parallel/) or metrics (iterate.c). */
 #include "run/exec.h"
 
 #include <math.h>
@@ -40,10 +41,17 @@ static void start_op(exec_state *st, uint32_t id, double dur_s)
 {
     mm_time now = mm_engine_now(st->eng);
     st->start[id] = now;
-    mm_time dur = (mm_time)llround(dur_s * 1e9);
-    /* The queue allocates only when the pool grows; a failure here would
-     * surface as a deadlock report, never as a silent wrong time. */
-    mm_engine_at(st->eng, now + dur, on_complete, st, id);
+    mm_time at = mm_time_add(now, mm_time_from_s(dur_s, MM_ROUND_NEAREST));
+    /* The queue allocates only when the pool grows, and refuses a time in
+     * the past (a negative duration): either stops the run with its op. */
+    if (!mm_engine_at(st->eng, at, on_complete, st, id) && st->rc == 0) {
+        const mm_op *op = &st->g->ops[id];
+        st->rc = mm_err_set(st->err, MM_EINTERNAL, "", 0, "",
+                            "cannot schedule the end of op %u (%s, rank %d, stage %d) after %g s: %s", id,
+                            mm_op_cat_names[op->cat], op->rank, op->stage, dur_s,
+                            dur_s < 0 ? "negative duration" : "out of memory in the engine");
+        mm_engine_stop(st->eng);
+    }
 }
 
 /* The op's dependencies are met and it heads its stream (or has none). */

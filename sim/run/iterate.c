@@ -244,7 +244,7 @@ static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_
     mm_graph g;
     mm_gpu_pace pace;
     mm_err e;
-    if (mm_build_iteration(spec, &g))
+    if (mm_build_iteration(spec, &g, NULL)) /* the run's own build reports the failure */
         return false;
     int *module = malloc((size_t)(g.n_ranks + 1) * sizeof *module);
     if (!module || !g.rank_gpu_off || mm_gpu_pace_build(&pace, c, &e)) {
@@ -294,109 +294,94 @@ static int crit_add_stall(mm_critpath *cp, double stall_s, double total_s)
     return 0;
 }
 
-int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
+/* A layout that does not fit is an answer (design.md section 5): the
+ * per-stage memory, oom = true, and no time. */
+static void oom_answer(const mm_sim *sim, mm_metrics *mt)
+{
+    mt->oom = true;
+    mt->n_iters = 0;
+    mt->gpus = mm_cluster_gpus(&sim->cluster);
+    mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
+    mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+    mt->bubble_fraction = mt->exposed_comm_s = NAN;
+    for (int s = 0; s < mt->n_stages; s++)
+        mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
+}
+
+/* Iteration `it` measured into mt->iters[it] (stage and module times
+ * accumulate); the last one's critical path, and its graph into tl. */
+static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec, const mm_sim_costs *costs,
+                         wl_iter *wi, int it, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    double t_host = host_seconds();
-    memset(mt, 0, sizeof *mt);
-    if (tl)
-        memset(tl, 0, sizeof *tl);
-    int P = L->pp, iters = sc->iterations;
-    mm_stage_cost *st = calloc((size_t)P * (size_t)L->vpp, sizeof *st);
-    mt->iters = calloc((size_t)iters, sizeof *mt->iters);
-    mt->stages = calloc((size_t)P, sizeof *mt->stages);
-    mm_engine *eng = mm_engine_alloc();
-    mm_build_spec spec = {0};
-    mm_enc_mb_cost *enc_mb[2] = {NULL, NULL};
-    wl_iter wi = {0}; /* a workload file's per-iteration arrays */
-    int rc = 0;
+    int P = L->pp, iters = sc->iterations, rc;
     bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
-    double *mfrac = calloc((size_t)(3 * P * L->vpp), sizeof *mfrac);
-    if (!st || !mt->iters || !mt->stages || !eng || !mfrac) {
+    if (sim->wl && (rc = mm_sim_iteration_costs(sim, spec, costs->stages, it, wi, err)))
+        return rc;
+    mm_graph g;
+    if (mm_build_iteration(spec, &g, err))
+        return -MM_EINTERNAL;
+    double *busy_before = malloc((size_t)P * sizeof *busy_before);
+    mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
+    mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
+    mm_time t0 = mm_engine_now(eng), t1 = t0;
+    mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->vpp) : NULL,
+                       .iteration = (uint64_t)it};
+    if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        goto out;
-    }
-    mt->n_iters = iters;
-    mt->n_stages = P;
-    if ((rc = mm_sim_stage_costs_mem(sim, st, &spec, mfrac, err)) || (rc = mm_sim_enc_costs(sim, &spec, st, enc_mb, err)))
-        goto out;
-    /* A layout that does not fit is an answer (design.md section 5): the
-     * per-stage memory, oom = true, and no time. */
-    if (mm_sim_stage_memory(sim, &spec, mt) || capacity_oom(sim, &spec, mt)) {
-        mt->oom = true;
-        mt->n_iters = 0;
-        mt->gpus = mm_cluster_gpus(&sim->cluster);
-        mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
-        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
-        mt->bubble_fraction = mt->exposed_comm_s = NAN;
+    else
+        rc = mm_exec_run_opts(eng, &g, &sim->cluster,
+                              sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
+                              &t1, err);
+    free((void *)xo.mem_frac);
+    if (rc == 0) {
         for (int s = 0; s < P; s++)
-            mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
-        goto out;
-    }
-    double tokens = (double)sc->train.global_batch * sim->seq;
-    for (int it = 0; it < iters && rc == 0; it++) {
-        if (sim->wl && (rc = mm_sim_iteration_costs(sim, &spec, st, it, &wi, err)))
-            break;
-        double busy_before[MM_MAX_PP];
-        for (int s = 0; s < P && s < MM_MAX_PP; s++)
             busy_before[s] = mt->stages[s].busy_s;
-        mm_graph g;
-        if (mm_build_iteration(&spec, &g)) {
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph");
-            break;
+        mm_iter_metrics *im = &mt->iters[it];
+        im->iteration = it;
+        im->tokens = sim->wl ? wi->tokens : (double)sc->train.global_batch * sim->seq;
+        im->samples = (double)sc->train.global_batch;
+        im->load_imbalance = sim->wl && wi->load_mean > 0 ? wi->load_max / wi->load_mean : 1.0;
+        mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+        double lo = INFINITY, hi = 0;
+        for (int s = 0; s < P; s++) {
+            double b = mt->stages[s].busy_s - busy_before[s];
+            lo = fmin(lo, b);
+            hi = fmax(hi, b);
         }
-        mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
-        mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
-        mm_time t0 = mm_engine_now(eng), t1 = t0;
-        mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, mfrac, P * L->vpp) : NULL,
-                           .iteration = (uint64_t)it};
-        if (!start || !end || (perturbed && !xo.mem_frac))
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        else
-            rc = mm_exec_run_opts(eng, &g, &sim->cluster,
-                                  sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC,
-                                  &xo, start, end, &t1, err);
-        free((void *)xo.mem_frac);
-        if (rc == 0) {
-            mm_iter_metrics *im = &mt->iters[it];
-            im->iteration = it;
-            im->tokens = sim->wl ? wi.tokens : tokens;
-            im->samples = (double)sc->train.global_batch;
-            im->load_imbalance = sim->wl && wi.load_mean > 0 ? wi.load_max / wi.load_mean : 1.0;
-            mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
-            double lo = INFINITY, hi = 0;
-            for (int s = 0; s < P && s < MM_MAX_PP; s++) {
-                double b = mt->stages[s].busy_s - busy_before[s];
-                lo = fmin(lo, b);
-                hi = fmax(hi, b);
-            }
-            im->stage_spread_s = P > 0 ? hi - lo : 0;
-            module_time(&g, start, end, &spec, mt);
-            if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
+        im->stage_spread_s = P > 0 ? hi - lo : 0;
+        module_time(&g, start, end, spec, mt);
+        if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+        double stall = mm_perturb_stall_s(&sim->cluster.pt, it);
+        if (stall > 0) {
+            im->time_s += stall;
+            for (int s = 0; s < P; s++)
+                mt->stages[s].idle_s += stall;
+            if (rc == 0 && it == iters - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
                 rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
-            double stall = mm_perturb_stall_s(&sim->cluster.pt, it);
-            if (stall > 0) {
-                im->time_s += stall;
-                for (int s = 0; s < P; s++)
-                    mt->stages[s].idle_s += stall;
-                if (rc == 0 && it == iters - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
-                    rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
-            }
-        }
-        if (rc == 0 && tl && it == iters - 1) {
-            tl->graph = g;
-            tl->start = start;
-            tl->end = end;
-            tl->t0 = t0;
-        } else {
-            mm_graph_free(&g);
-            free(start);
-            free(end);
         }
     }
-    if (rc)
-        goto out;
+    free(busy_before);
+    if (rc == 0 && tl && it == iters - 1) {
+        tl->graph = g;
+        tl->start = start;
+        tl->end = end;
+        tl->t0 = t0;
+    } else {
+        mm_graph_free(&g);
+        free(start);
+        free(end);
+    }
+    return rc;
+}
+
+/* The run's means over iterations, nearest-rank percentiles and rates. */
+static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
+{
+    const mm_scenario *sc = &sim->sc;
+    int P = sc->parallel.llm.pp, iters = sc->iterations;
     int gpus = mm_cluster_gpus(&sim->cluster);
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
     double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0;
@@ -418,17 +403,15 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         mt->stages[s].comm_s /= iters;
     }
     mt->iteration_time_s = T / iters;
-    {
-        double *ts = malloc((size_t)iters * sizeof *ts);
-        if (ts) {
-            for (int i = 0; i < iters; i++)
-                ts[i] = mt->iters[i].time_s;
-            qsort(ts, (size_t)iters, sizeof *ts, cmp_double);
-            /* nearest-rank percentiles */
-            mt->iteration_time_p50_s = ts[(int)ceil(0.50 * iters) - 1];
-            mt->iteration_time_p99_s = ts[(int)ceil(0.99 * iters) - 1];
-            free(ts);
-        }
+    double *ts = malloc((size_t)iters * sizeof *ts);
+    if (ts) {
+        for (int i = 0; i < iters; i++)
+            ts[i] = mt->iters[i].time_s;
+        qsort(ts, (size_t)iters, sizeof *ts, cmp_double);
+        /* nearest-rank percentiles */
+        mt->iteration_time_p50_s = ts[(int)ceil(0.50 * iters) - 1];
+        mt->iteration_time_p99_s = ts[(int)ceil(0.99 * iters) - 1];
+        free(ts);
     }
     mt->tokens_per_s = tok / T;
     mt->samples_per_s = smp / T;
@@ -438,15 +421,51 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mt->hfu = hf / (T * gpus * peak);
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
-    mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_stage_memory() */
+    mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_metrics_memory() */
     mt->gpus = gpus;
     mt->events = mm_engine_dispatched(eng);
+}
+
+int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    double t_host = host_seconds();
+    memset(mt, 0, sizeof *mt);
+    if (tl)
+        memset(tl, 0, sizeof *tl);
+    int P = sc->parallel.llm.pp, iters = sc->iterations;
+    mm_sim_costs costs = {0};
+    mt->iters = calloc((size_t)iters, sizeof *mt->iters);
+    mt->stages = calloc((size_t)P, sizeof *mt->stages);
+    mm_engine *eng = mm_engine_alloc();
+    mm_build_spec spec = {0};
+    wl_iter wi = {0}; /* a workload file's per-iteration arrays */
+    int rc = 0;
+    if (!mt->iters || !mt->stages || !eng) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    mt->n_iters = iters;
+    mt->n_stages = P;
+    if ((rc = mm_sim_stage_times(sim, &costs, err)))
+        goto out;
+    spec = costs.spec; /* a workload file changes its micro-batch costs per iteration */
+    int fit = mm_sim_metrics_memory(sim, mt, err);
+    if (fit < 0) {
+        rc = fit;
+        goto out;
+    }
+    if (fit > 0 || capacity_oom(sim, &spec, mt)) {
+        oom_answer(sim, mt);
+        goto out;
+    }
+    for (int it = 0; it < iters && rc == 0; it++)
+        rc = run_iteration(sim, eng, &spec, &costs, &wi, it, mt, tl, err);
+    if (rc == 0)
+        summarize(sim, eng, mt);
 out:
     mt->wall_s = host_seconds() - t_host;
-    free(mfrac);
-    free(st);
-    free(enc_mb[0]);
-    free(enc_mb[1]);
+    mm_sim_costs_free(&costs);
     mm_sim_wl_iter_free(&wi);
     mm_engine_free(eng);
     if (rc)

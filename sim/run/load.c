@@ -15,33 +15,34 @@
 
 static int readable(const char *p) { return p[0] && access(p, R_OK) == 0; }
 
+/* snprintf that reports truncation: a cut path would name another file. */
+static bool fits(int n, size_t len) { return n >= 0 && (size_t)n < len; }
+
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len)
 {
     char cand[1024];
-    snprintf(out, len, "%s", path);
+    if (!fits(snprintf(out, len, "%s", path), len))
+        out[0] = '\0'; /* too long for the caller: names no file, so "cannot open" follows */
     if (readable(path) || path[0] == '/')
         return;
     if (scenario_file && scenario_file[0] && scenario_file[0] != '<') {
         const char *slash = strrchr(scenario_file, '/');
-        if (slash) {
-            snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - scenario_file), scenario_file, path);
-            if (readable(cand)) {
-                snprintf(out, len, "%s", cand);
-                return;
-            }
-        }
+        if (slash && fits(snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - scenario_file), scenario_file, path),
+                          sizeof cand) &&
+            readable(cand) && fits(snprintf(out, len, "%s", cand), len))
+            return;
     }
     const char *env = getenv("MMSIM_DATADIR");
     const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
     for (size_t i = 0; i < 2; i++) {
         if (!dirs[i][0])
             continue;
-        snprintf(cand, sizeof cand, "%s/%s", dirs[i], path);
-        if (readable(cand)) {
-            snprintf(out, len, "%s", cand);
+        if (fits(snprintf(cand, sizeof cand, "%s/%s", dirs[i], path), sizeof cand) && readable(cand) &&
+            fits(snprintf(out, len, "%s", cand), len))
             return;
-        }
     }
+    if (!fits(snprintf(out, len, "%s", path), len))
+        out[0] = '\0';
 }
 
 /* Adds the vision or audio encoder of the model to the scenario's run. */

@@ -3,7 +3,9 @@
  *
  * Values that a later layer or issue fills in are NAN ("null" in JSON/SQL)
  * until then.  Times are seconds (double) here; the engine's clock is int64
- * nanoseconds and is converted only at this boundary. */
+ * nanoseconds and is converted only at this boundary.
+ * Not for: computing anything (iterate.c and estimate.c fill it, the cost
+ * bridge run/costs.h gives the memory) or formatting (cli, store). */
 #ifndef MM_METRICS_H
 #define MM_METRICS_H
 

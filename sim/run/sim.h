@@ -1,7 +1,9 @@
-/* sim.h - one scenario, end to end: load what it names, check the layout
- * against the cluster and the model, build and execute each iteration, and
- * measure it.  This is the single path the CLI, the tests and (later) the
- * planner and sweeps go through.
+/* sim.h - one scenario, end to end: load what it names (load.c), check the
+ * layout against the cluster and the model (layout.c), build and execute
+ * each iteration and measure it (iterate.c), or estimate it analytically
+ * (estimate.c).  The single path `mmsim run`, `mmsim model`, the planner,
+ * sweeps and the tests go through; the per-stage costs and memory they
+ * all use are the cost bridge's (run/costs.h).
  * Not for: printing, storing (the store layer writes what this returns). */
 #ifndef MM_SIM_H
 #define MM_SIM_H

@@ -7,23 +7,13 @@
 #define MM_SIM_INTERNAL_H
 
 #include "parallel/build.h"
+#include "run/costs.h"
 #include "run/sim.h"
 #include "workload/batch.h"
 
 /* load.c: the samples' shape (LLM tokens per sample) and the encoders
  * with work; loads a workload file. */
 int mm_sim_check_workload(mm_sim *sim, mm_err *err);
-
-/* costs.c: per virtual stage costs of the LLM and the build spec's layout
- * fields; mem_frac (may be NULL) receives per virtual stage the
- * memory-bound share of the F, B and W passes. */
-int mm_sim_stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_err *err);
-int mm_sim_stage_costs_mem(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err);
-
-/* costs.c: the encoders' specs and per-micro-batch costs (mb_out[i] is
- * allocated, the caller frees). */
-int mm_sim_enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, mm_enc_mb_cost **mb_out,
-                     mm_err *err);
 
 /* costs.c: one encoder's work on one micro-batch of `inputs` tiles or
  * clips; _split hands the projector's work to *projc when it runs on the
@@ -38,9 +28,10 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
                         mm_mb_cost *out, size_t stride);
 
-/* costs.c: peak memory per stage and module into mt; true when some GPU
- * does not fit. */
-bool mm_sim_stage_memory(const mm_sim *sim, const mm_build_spec *spec, mm_metrics *mt);
+/* costs.c: mm_sim_stage_memory into mt (stages[].memory_gib, modules[],
+ * peak_memory_gib; mt->stages allocated for pp stages).  Returns 1 when
+ * some GPU does not fit, 0 when all fit, -code on error. */
+int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err);
 
 /* batchcost.c: one iteration of a workload file, drawn and batched; the
  * arrays are reused across iterations and freed by wl_iter_free. */

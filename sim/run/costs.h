@@ -1,0 +1,62 @@
+/* costs.h - the cost bridge: what one layout of a prepared scenario
+ * (mm_sim) costs on its hardware, as two functions, per-stage times and
+ * per-stage memory.  `mmsim run` (mm_sim_run), the planner's pre-score
+ * (mm_sim_estimate, and through it `mmsim plan`) and `mmsim model` all call
+ * these two, so each number has one source.
+ *
+ * Times come from the model's op costs (model/llm.h, model/mllm.h) timed on
+ * the GPU's kernel tables (hw/compute.h), or from measured pass times
+ * (train.pass_times); memory from model/memory.h with the micro-batches in
+ * flight that the schedule and the encoder placement give.
+ *
+ * Not for: a workload file's per-micro-batch costs (they change every
+ * iteration: batchcost.c), building or executing the graph (iterate.c),
+ * and the capacity check against node groups' and perturbed GPUs' HBM,
+ * which needs the built graph's rank-to-GPU map (mm_sim_run only). */
+#ifndef MM_COSTS_H
+#define MM_COSTS_H
+
+#include "parallel/build.h"
+#include "parallel/graph.h"
+#include "run/sim.h"
+
+/* The per-stage times of a layout, and the build spec they form. */
+typedef struct mm_sim_costs {
+    int n_vstages;          /* virtual stages: pp x vpp */
+    mm_stage_cost *stages;  /* per virtual stage, one micro-batch of train.micro_batch
+                               samples of sim->seq tokens (owned) */
+    double *mem_frac;       /* per virtual stage, the memory-bound share of the F, B
+                               and W passes: [3 v + 0..2] (owned) */
+    mm_enc_mb_cost *enc_mb[MM_MAX_ENCODERS]; /* per encoder, its dp x m micro-batches (owned) */
+    mm_build_spec spec;     /* the graph builder's input; spec.stages and
+                               spec.enc[i].mb point at the arrays above */
+} mm_sim_costs;
+
+/* Fills *c for sim's layout (sim from mm_sim_prepare or mm_sim_relayout).
+ * With parallel.projector: llm the projector's work is in stage 0.  Returns
+ * 0, or -code with err set (c is then freed). */
+int mm_sim_stage_times(const mm_sim *sim, mm_sim_costs *c, mm_err *err);
+void mm_sim_costs_free(mm_sim_costs *c);
+
+/* The per-stage memory of a layout: peak bytes on one GPU of each pipeline
+ * stage and of each module (the largest sample of a workload file). */
+typedef struct mm_sim_memory {
+    int n_stages;          /* the LLM's pipeline stages (pp) */
+    double *stage_gib;     /* one GPU of each stage, encoders on the LLM's GPUs
+                              included; NaN outside the memory model (owned) */
+    int n_modules;         /* the LLM, then each encoder with work */
+    char module_name[MM_MAX_MODULES][16];
+    double module_gib[MM_MAX_MODULES]; /* one of its GPUs: the LLM's peak stage
+                                          alone, an encoder's own share */
+    double peak_gib;       /* largest per-GPU total */
+    double hbm_gib;        /* the GPU's HBM */
+    double cap_gib;        /* HBM less train.memory_reserve_gib */
+    bool oom;              /* some GPU's total exceeds cap_gib */
+} mm_sim_memory;
+
+/* Fills *m for sim's layout.  Returns 0, or -code (out of memory) with err
+ * set.  A layout that does not fit is not an error: m->oom. */
+int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *m, mm_err *err);
+void mm_sim_memory_free(mm_sim_memory *m);
+
+#endif
