@@ -88,6 +88,42 @@ START_TEST(interleaved_uneven_stages)
 }
 END_TEST
 
+/* A pipeline-placed encoder feeds the LLM's first stage ahead by as many
+ * micro-batches as that stage forwards before its first backward: under
+ * the interleaved schedule and GPipe that is more than pp, and too short a
+ * lead deadlocked.  Both run now, uneven stages included, on the analytic
+ * and the flow network; GPipe is no faster than 1F1B. */
+START_TEST(pipeline_encoder_any_schedule)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    const char *sched[] = {"train.schedule=interleaved", "train.schedule=gpipe", "train.schedule=1f1b"};
+    const char *llm[] = {"parallel.llm={tp: 2, pp: 4, vpp: 2, dp: 2, layers_per_stage: [8, 6, 6, 8]}",
+                         "parallel.llm={tp: 2, pp: 4, dp: 2, layers_per_stage: [8, 6, 6, 8]}",
+                         "parallel.llm={tp: 2, pp: 4, dp: 2, layers_per_stage: [8, 6, 6, 8]}"};
+    double t[2][3];
+    for (int net = 0; net < 2; net++)
+        for (int k = 0; k < 3; k++) {
+            const char *sets[] = {"cluster.nodes=3", "parallel.placement=pipeline",
+                                  "parallel.vision={tp: 4, pp: 1, dp: 2}", llm[k], sched[k],
+                                  "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                                  "batching=sequential", "train.global_batch=16", "iterations=1",
+                                  net ? "network=flow" : "network=analytic"};
+            mm_err err;
+            mm_metrics m;
+            ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 10, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
+                          "%s: %s", err.key, err.msg);
+            ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s %s: %s", sched[k], sets[9], err.msg);
+            t[net][k] = m.iteration_time_s;
+            ck_assert(isfinite(t[net][k]) && t[net][k] > 0);
+            mm_metrics_free(&m);
+            mm_sim_free(&sim);
+        }
+    for (int net = 0; net < 2; net++)
+        ck_assert_msg(t[net][1] >= t[net][2] * (1 - 1e-9), "gpipe %g < 1f1b %g", t[net][1], t[net][2]);
+}
+END_TEST
+
 /* Every candidate's split adds up to the model's layers, middle stages
  * equal, every stage a multiple of vpp; the counts add up. */
 static void check_splits(const mm_plan *p, int layers)
@@ -171,6 +207,7 @@ static Suite *scale_suite(void)
     TCase *tc = tcase_create("uneven");
     tcase_add_test(tc, interleaved_even_list_is_the_even_split);
     tcase_add_test(tc, interleaved_uneven_stages);
+    tcase_add_test(tc, pipeline_encoder_any_schedule);
     tcase_add_test(tc, plan_530b_uneven);
     tcase_add_test(tc, plan_falls_back_to_fewer_gpus);
     suite_add_tcase(s, tc);
