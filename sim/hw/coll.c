@@ -8,56 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/coll_internal.h"
 #include "hw/flow.h"
 
 const char *const mm_net_model_names[] = {"flow", "analytic", NULL};
 
-struct mm_network {
-    const mm_cluster *c;
-    mm_engine *eng;
-    mm_net_model model;
-    int stepwise;
-    mm_topo topo;
-    mm_flownet *fn;
-    uint32_t active;
-    int *rl;       /* route being built */
-    double *rc;
-    size_t rlen, rcap;
-    int oom;
-    double xmax;   /* largest perturbation latency over the routes of a phase */
-    /* aggregation (alltoall_flows): while `agg` is set, route_commit adds the
-     * route's coefficients into acoef[] instead of starting a flow */
-    int aggregate; /* allowed (mm_network_set_aggregate; on by default) */
-    int agg;
-    double *acoef; /* per link; 0 when untouched */
-    int *atouch;   /* links touched, in first-touch order */
-    size_t an;
-    double abytes; /* bytes of each merged sub-flow */
-    struct coll_op *free_ops; /* finished ops, reused: no allocation per collective once warm */
-    int *sg;           /* sorted group scratch */
-    int sg_cap;
-};
-
-typedef struct coll_op {
-    mm_network *net;
-    mm_coll_kind kind;
-    mm_coll_algo algo;
-    int *g;        /* members sorted by id (SENDRECV: {src, dst}) */
-    int n, root;
-    mm_group_shape s;
-    double bytes;
-    int count_left, phase, n_phases;
-    uint32_t pending;
-    double xlat_s; /* perturbation latency this phase pays after its flows */
-    int *node_off; /* members of node X: g[node_off[X] .. node_off[X+1]-1] */
-    int *nic_off;  /* distinct NICs of node X: nics[nic_off[X] ..] */
-    int *nics;
-    int cap;       /* room in g, node_off, nic_off, nics (pooled ops keep it) */
-    struct coll_op *next_free;
-    mm_event_fn done;
-    void *ctx;
-    uint64_t arg;
-} coll_op;
 
 mm_network *mm_network_alloc(const mm_cluster *c, mm_engine *eng, mm_net_model model,
                              mm_err *err)
@@ -138,13 +93,9 @@ mm_flownet *mm_network_flows(mm_network *net)
 
 /* ---- building routes ------------------------------------------------- */
 
-static void route_clear(mm_network *net)
-{
-    net->rlen = 0;
-}
 
 /* Room for `need` route entries. */
-static int route_fit(mm_network *net, size_t need)
+int coll_route_fit(mm_network *net, size_t need)
 {
     if (need > net->rcap) {
         size_t nc = net->rcap ? 2 * net->rcap : 256;
@@ -165,9 +116,9 @@ static int route_fit(mm_network *net, size_t need)
     return 0;
 }
 
-static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
+void coll_route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
 {
-    if (route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
+    if (coll_route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
         return;
     int k = mm_topo_path(&net->topo, src, dst, rail_out, rail_in, net->rl + net->rlen);
     double x = 0;
@@ -182,18 +133,15 @@ static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_
 
 static void on_flow_done(void *ctx, uint64_t arg);
 
-static void agg_flush(coll_op *op);
-
 /* Turns the route built so far into a flow of `bytes` (or, aggregating,
  * into a sub-flow of the aggregate). */
-static void route_commit(coll_op *op, double bytes)
+void coll_route_commit(coll_op *op, double bytes)
 {
     mm_network *net = op->net;
     if (net->rlen == 0 || bytes <= 0 || net->oom)
         return;
-    if (net->agg) {
-        if (net->an && bytes != net->abytes) /* sub-flows of one aggregate move equal bytes */
-            agg_flush(op);
+    /* sub-flows of one aggregate move equal bytes; another size goes alone */
+    if (net->agg && (!net->an || bytes == net->abytes)) {
         net->abytes = bytes;
         for (size_t i = 0; i < net->rlen; i++) {
             int l = net->rl[i];
@@ -201,7 +149,7 @@ static void route_commit(coll_op *op, double bytes)
                 net->atouch[net->an++] = l;
             net->acoef[l] += net->rc[i];
         }
-        route_clear(net);
+        coll_route_clear(net);
         return;
     }
     if (mm_flownet_add(net->fn, net->rl, net->rc, (int)net->rlen, bytes, on_flow_done, op, 0) < 0) {
@@ -209,53 +157,10 @@ static void route_commit(coll_op *op, double bytes)
         return;
     }
     op->pending++;
-    route_clear(net);
-}
-
-/* Starts the aggregate flow of the sub-flows merged since the last flush:
- * one flow of abytes whose coefficient on each link is the sum of the
- * sub-flows' (so that at rate r it loads the link as they would at r
- * each).  Max-min gives it the rate every sub-flow would get when they all
- * get the same one (symmetry: see can_aggregate). */
-static void agg_flush(coll_op *op)
-{
-    mm_network *net = op->net;
-    if (!net->an)
-        return;
-    net->agg = 0;
-    route_clear(net);
-    if (route_fit(net, net->an) == 0) {
-        for (size_t i = 0; i < net->an; i++) {
-            int l = net->atouch[i];
-            net->rl[i] = l;
-            net->rc[i] = net->acoef[l];
-        }
-        net->rlen = net->an;
-        route_commit(op, net->abytes);
-    }
-    for (size_t i = 0; i < net->an; i++)
-        net->acoef[net->atouch[i]] = 0;
-    net->an = 0;
-    route_clear(net);
-    net->agg = 1;
+    coll_route_clear(net);
 }
 
 /* ---- group layout ------------------------------------------------------ */
-
-static int nodes_of(const coll_op *op)
-{
-    return op->s.nodes;
-}
-
-static int members(const coll_op *op, int X)
-{
-    return op->node_off[X + 1] - op->node_off[X];
-}
-
-static int member(const coll_op *op, int X, int j)
-{
-    return op->g[op->node_off[X] + j];
-}
 
 /* Index (within node X) where channel c enters: the first member that
  * channel c's NIC serves. */
@@ -263,8 +168,8 @@ static int entry_of(const coll_op *op, int X, int c)
 {
     const mm_cluster *cl = op->net->c;
     int nic = op->nics[op->nic_off[X] + c];
-    for (int j = 0; j < members(op, X); j++)
-        if (mm_cluster_nic_of(cl, member(op, X, j)) == nic)
+    for (int j = 0; j < coll_members(op, X); j++)
+        if (mm_cluster_nic_of(cl, coll_member(op, X, j)) == nic)
             return j;
     return 0;
 }
@@ -324,9 +229,9 @@ static void intra_rings(coll_op *op, const int *mem, int m, double bytes, int op
             int d = (i + strides[r]) % m;
             if (mem[d] == open_at)
                 continue;
-            route_hop(net, mem[i], mem[d], 0, 0, 1.0);
+            coll_route_hop(net, mem[i], mem[d], 0, 0, 1.0);
         }
-        route_commit(op, bytes / ns);
+        coll_route_commit(op, bytes / ns);
     }
 }
 
@@ -336,25 +241,25 @@ static void intra_rings(coll_op *op, const int *mem, int m, double bytes, int op
 static void ring_channel(coll_op *op, int c, double bytes, int open_at, double step_bytes)
 {
     mm_network *net = op->net;
-    int N = nodes_of(op);
+    int N = coll_nodes_of(op);
     for (int X = 0; X < N; X++) {
-        int m = members(op, X), e = entry_of(op, X, c);
+        int m = coll_members(op, X), e = entry_of(op, X, c);
         int Y = (X + 1) % N;
         for (int j = 0; j < m; j++) {
-            int src = member(op, X, (e + j) % m);
-            int dst = j + 1 < m ? member(op, X, (e + j + 1) % m) : member(op, Y, entry_of(op, Y, c));
+            int src = coll_member(op, X, (e + j) % m);
+            int dst = j + 1 < m ? coll_member(op, X, (e + j + 1) % m) : coll_member(op, Y, entry_of(op, Y, c));
             if (dst == open_at || src == dst)
                 continue;
             if (j + 1 < m)
-                route_hop(net, src, dst, 0, 0, 1.0);
+                coll_route_hop(net, src, dst, 0, 0, 1.0);
             else
-                route_hop(net, src, dst, rail(op, X, c), rail(op, Y, c), 1.0);
+                coll_route_hop(net, src, dst, rail(op, X, c), rail(op, Y, c), 1.0);
             if (step_bytes > 0)
-                route_commit(op, step_bytes);
+                coll_route_commit(op, step_bytes);
         }
     }
     if (step_bytes <= 0)
-        route_commit(op, bytes);
+        coll_route_commit(op, bytes);
 }
 
 static double ring_factor(mm_coll_kind kind, int n)
@@ -378,33 +283,33 @@ static void ring_flows(coll_op *op, double step_bytes)
 static void tree_flows(coll_op *op)
 {
     mm_network *net = op->net;
-    int N = nodes_of(op);
+    int N = coll_nodes_of(op);
     if (N == 1) { /* a chain: reduce toward the first, broadcast back */
         for (int i = 0; i + 1 < op->n; i++) {
-            route_hop(net, op->g[i + 1], op->g[i], 0, 0, 1.0);
-            route_hop(net, op->g[i], op->g[i + 1], 0, 0, 1.0);
+            coll_route_hop(net, op->g[i + 1], op->g[i], 0, 0, 1.0);
+            coll_route_hop(net, op->g[i], op->g[i + 1], 0, 0, 1.0);
         }
-        route_commit(op, op->bytes);
+        coll_route_commit(op, op->bytes);
         return;
     }
     int k = op->s.channels;
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < k; c++) {
             for (int X = 0; X < N; X++) {
-                int m = members(op, X), e = entry_of(op, X, c);
+                int m = coll_members(op, X), e = entry_of(op, X, c);
                 for (int j = 0; j + 1 < m; j++) {
-                    int a = member(op, X, (e + j) % m), b = member(op, X, (e + j + 1) % m);
-                    route_hop(net, b, a, 0, 0, 1.0);
-                    route_hop(net, a, b, 0, 0, 1.0);
+                    int a = coll_member(op, X, (e + j) % m), b = coll_member(op, X, (e + j + 1) % m);
+                    coll_route_hop(net, b, a, 0, 0, 1.0);
+                    coll_route_hop(net, a, b, 0, 0, 1.0);
                 }
                 int P = mm_dtree_parent(t, X, N);
                 if (P >= 0) {
-                    int hx = member(op, X, e), hp = member(op, P, entry_of(op, P, c));
-                    route_hop(net, hx, hp, rail(op, X, c), rail(op, P, c), 1.0);
-                    route_hop(net, hp, hx, rail(op, P, c), rail(op, X, c), 1.0);
+                    int hx = coll_member(op, X, e), hp = coll_member(op, P, entry_of(op, P, c));
+                    coll_route_hop(net, hx, hp, rail(op, X, c), rail(op, P, c), 1.0);
+                    coll_route_hop(net, hp, hx, rail(op, P, c), rail(op, X, c), 1.0);
                 }
             }
-            route_commit(op, op->bytes / (2.0 * k));
+            coll_route_commit(op, op->bytes / (2.0 * k));
         }
 }
 
@@ -412,10 +317,10 @@ static void hier_flows(coll_op *op)
 {
     mm_network *net = op->net;
     const mm_cluster *c = net->c;
-    int N = nodes_of(op), mmax = op->s.max_per_node;
+    int N = coll_nodes_of(op), mmax = op->s.max_per_node;
     if (op->phase != 1) { /* reduce-scatter, then all-gather, in every node */
         for (int X = 0; X < N; X++) {
-            int m = members(op, X);
+            int m = coll_members(op, X);
             if (m > 1)
                 intra_rings(op, op->g + op->node_off[X], m, (m - 1.0) / m * op->bytes, -1);
         }
@@ -424,21 +329,21 @@ static void hier_flows(coll_op *op)
     for (int j = 0; j < mmax; j++) {
         int cnt = 0, first = -1, prev = -1;
         for (int X = 0; X < N; X++) {
-            if (members(op, X) <= j)
+            if (coll_members(op, X) <= j)
                 continue;
-            int gx = member(op, X, j);
+            int gx = coll_member(op, X, j);
             if (prev >= 0)
-                route_hop(net, prev, gx, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, gx), 1.0);
+                coll_route_hop(net, prev, gx, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, gx), 1.0);
             else
                 first = gx;
             prev = gx;
             cnt++;
         }
         if (cnt > 1) {
-            route_hop(net, prev, first, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, first), 1.0);
-            route_commit(op, 2.0 * (cnt - 1) / cnt * op->bytes / mmax);
+            coll_route_hop(net, prev, first, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, first), 1.0);
+            coll_route_commit(op, 2.0 * (cnt - 1) / cnt * op->bytes / mmax);
         } else {
-            route_clear(net);
+            coll_route_clear(net);
         }
     }
 }
@@ -449,172 +354,17 @@ static void nvls_flows(coll_op *op)
     const mm_cluster *c = net->c;
     const mm_topo *t = &net->topo;
     double coef = (1.0 + 1.0 / op->n) * c->nvlink_eff / c->nvls_eff;
-    route_clear(net);
+    coll_route_clear(net);
     for (int i = 0; i < op->n; i++) {
         int node = mm_cluster_node_of(c, op->g[i]), local = op->g[i] % c->gpus_per_node;
         int links[2] = {node * t->per_node + t->o_up + local, node * t->per_node + t->o_down + local};
         for (int k = 0; k < 2; k++) {
-            route_hop(net, 0, 0, 0, 0, 0); /* ensures room; adds nothing */
+            coll_route_hop(net, 0, 0, 0, 0, 0); /* ensures room; adds nothing */
             net->rl[net->rlen] = links[k];
             net->rc[net->rlen++] = coef;
         }
     }
-    route_commit(op, op->bytes);
-}
-
-/* Whether the sub-flows of an all-to-all all get one max-min rate, so
- * that they may move as aggregates: the links are unperturbed and of the
- * base node's rates (no node groups, no link perturbation), every node
- * holds the same local GPUs of the group, and every NIC the group uses
- * serves as many of them.  Then the per-pair flows are images of each
- * other under permutations of nodes and rails that map the link graph
- * onto itself, and so are their rates.  (A fat tree whose last leaf is
- * partly filled breaks the symmetry of the uplinks; the aggregate then
- * moves at the pace of its most loaded uplink, which the per-pair
- * all-to-all also waits for, as it ends with its slowest flow.) */
-static int can_aggregate(const coll_op *op)
-{
-    const mm_cluster *c = op->net->c;
-    if (!op->net->aggregate || c->n_groups || op->s.min_per_node != op->s.max_per_node)
-        return 0;
-    for (int i = 0; i < c->pt.n; i++) {
-        int k = c->pt.e[i].kind;
-        if (k == MM_PT_NIC || k == MM_PT_RAIL || k == MM_PT_SWITCH || k == MM_PT_LINK || k == MM_PT_NODE_GROUP)
-            return 0;
-    }
-    int N = nodes_of(op), m = members(op, 0), G = c->gpus_per_node;
-    for (int X = 1; X < N; X++)
-        for (int j = 0; j < m; j++)
-            if (member(op, X, j) % G != member(op, 0, j) % G)
-                return 0;
-    int per_nic = -1, run = 0;
-    for (int j = 0; j <= m; j++) { /* members are sorted, so a NIC's GPUs are contiguous */
-        if (j > 0 && (j == m || mm_cluster_nic_of(c, member(op, 0, j)) != mm_cluster_nic_of(c, member(op, 0, j - 1)))) {
-            if (per_nic >= 0 && run != per_nic)
-                return 0;
-            per_nic = run;
-            run = 0;
-        }
-        run++;
-    }
-    return 1;
-}
-
-/* Adds the route built so far into the aggregate with weight w (w
- * sub-flows take it), keeping only the links of node `node` (>= 0) or of
- * the fabric (node < 0). */
-static void agg_add(mm_network *net, int node, double w)
-{
-    const mm_topo *t = &net->topo;
-    int lo = node >= 0 ? node * t->per_node : t->o_fabric, hi = node >= 0 ? lo + t->per_node : t->n_links;
-    for (size_t i = 0; i < net->rlen; i++) {
-        int l = net->rl[i];
-        if (l < lo || l >= hi)
-            continue;
-        if (net->acoef[l] == 0)
-            net->atouch[net->an++] = l;
-        net->acoef[l] += net->rc[i] * w;
-    }
-    route_clear(net);
-}
-
-/* The cross-node sub-flows of a symmetric all-to-all (can_aggregate) as one
- * aggregate, without walking its N (N-1) m routes: a route from node X to
- * member j of node Y is links of node X (proxy GPU, PCIe, NIC k and its
- * leaf port: they depend on X and the rail k = NIC of j only), links of
- * node Y (on Y and j only), and fabric links, which depend only on X's
- * leaf group and on Y, j (D-mod-k picks the spine by the destination; a
- * route inside one leaf group has none).  So N K + N m + (leaf groups) N m
- * routes give every link's count of sub-flows: X's own links carry its
- * (N-1) m_k sub-flows on rail k, Y's links the N-1 that reach j, a fabric
- * link the |a| sources of group a times the destinations routed over it.
- * The counts are the brute-force sums (integers, exact), so the aggregate
- * is the same flow as merging every route one by one. */
-static void alltoall_cross_agg(coll_op *op, double bytes)
-{
-    mm_network *net = op->net;
-    const mm_cluster *c = net->c;
-    int N = nodes_of(op), m = members(op, 0), G = c->gpus_per_node, npl = c->nodes_per_leaf;
-    route_clear(net);
-    net->an = 0;
-    for (int X = 0; X < N; X++) {
-        int node = mm_cluster_node_of(c, member(op, X, 0)), Y = (X + 1) % N;
-        for (int j = 0; j < m; j++) { /* the first member on each NIC stands for the rail */
-            int k = mm_cluster_nic_of(c, member(op, Y, j)), mk = 1;
-            if (j > 0 && mm_cluster_nic_of(c, member(op, Y, j - 1)) == k)
-                continue;
-            while (j + mk < m && mm_cluster_nic_of(c, member(op, Y, j + mk)) == k)
-                mk++;
-            route_hop(net, node * G + mm_topo_nic_gpu(c, k), member(op, Y, j), k, k, 1.0);
-            agg_add(net, node, (double)(N - 1) * mk);
-        }
-    }
-    for (int Y = 0; Y < N; Y++) {
-        int X = (Y + 1) % N, xnode = mm_cluster_node_of(c, member(op, X, 0));
-        int ynode = mm_cluster_node_of(c, member(op, Y, 0));
-        for (int j = 0; j < m; j++) {
-            int dst = member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-            route_hop(net, xnode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
-            agg_add(net, ynode, N - 1.0);
-        }
-    }
-    for (int A = 0; A < N;) { /* leaf groups: members sorted, so nodes ascend */
-        int anode = mm_cluster_node_of(c, member(op, A, 0)), grp = anode / npl, B = A;
-        while (B < N && mm_cluster_node_of(c, member(op, B, 0)) / npl == grp)
-            B++;
-        for (int Y = 0; Y < N; Y++) {
-            if (Y >= A && Y < B)
-                continue;
-            for (int j = 0; j < m; j++) {
-                int dst = member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-                route_hop(net, anode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
-                agg_add(net, -1, B - A);
-            }
-        }
-        A = B;
-    }
-    net->abytes = bytes;
-    agg_flush(op);
-}
-
-/* One flow per ordered pair inside a node, one per (source node,
- * destination GPU) across nodes; under symmetry (can_aggregate) the
- * intra-node pairs of all nodes move as one aggregate and the cross-node
- * ones as another, so that an all-to-all over G GPUs is two flows instead
- * of G (G/N - 1) + N (N - 1) G/N. */
-static void alltoall_flows(coll_op *op)
-{
-    mm_network *net = op->net;
-    const mm_cluster *c = net->c;
-    int N = nodes_of(op), G = c->gpus_per_node;
-    double per = op->bytes / op->n;
-    net->agg = can_aggregate(op);
-    for (int X = 0; X < N; X++)
-        for (int i = 0; i < members(op, X); i++)
-            for (int j = 0; j < members(op, X); j++)
-                if (i != j) {
-                    route_hop(net, member(op, X, i), member(op, X, j), 0, 0, 1.0);
-                    route_commit(op, per);
-                }
-    if (net->agg) {
-        agg_flush(op);
-        if (N > 1)
-            alltoall_cross_agg(op, members(op, 0) * per);
-        net->agg = 0;
-        return;
-    }
-    for (int X = 0; X < N; X++)
-        for (int Y = 0; Y < N; Y++) {
-            if (X == Y)
-                continue;
-            int node = mm_cluster_node_of(c, member(op, X, 0));
-            for (int j = 0; j < members(op, Y); j++) {
-                int dst = member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-                int src = node * G + mm_topo_nic_gpu(c, k);
-                route_hop(net, src, dst, k, k, 1.0);
-                route_commit(op, members(op, X) * per);
-            }
-        }
+    coll_route_commit(op, op->bytes);
 }
 
 /* ---- the phase machine -------------------------------------------------- */
@@ -733,14 +483,14 @@ static void on_flow_done(void *ctx, uint64_t arg)
 static void add_flows(coll_op *op)
 {
     mm_network *net = op->net;
-    route_clear(net);
+    coll_route_clear(net);
     net->xmax = 0;
     op->pending = 1; /* held until every flow is added */
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
-        route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
+        coll_route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
                   mm_cluster_nic_of(net->c, op->g[1]), 1.0);
-        route_commit(op, op->bytes);
+        coll_route_commit(op, op->bytes);
         break;
     case MM_ALGO_TREE:
         tree_flows(op);
@@ -753,7 +503,7 @@ static void add_flows(coll_op *op)
         break;
     default:
         if (op->kind == MM_COLL_ALLTOALL)
-            alltoall_flows(op);
+            coll_alltoall_flows(op);
         else if (op->n_phases > 1) /* stepwise ring */
             ring_flows(op, ring_factor(op->kind, op->n) * op->bytes / op->n_phases);
         else
