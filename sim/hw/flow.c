@@ -4,10 +4,16 @@
  * Cost of a change: a breadth-first walk over the component it touches,
  * then the solver on that component, O((L + E) log(L + E)) for L links and
  * E route entries (a binary heap of links keyed by remaining capacity per
- * unfrozen flow, with lazy deletion).  A cluster-wide collective is one
+ * unfrozen flow, with lazy deletion); a flow alone on its links takes its
+ * tightest link's share without the solver (the same divisions).  This is
+ * the granularity of SimGrid's lmm selective update (Donassolo, Casanova,
+ * Legrand and Velho, LSAP 2010: only the constraints reachable from a
+ * modified one are re-solved).  A cluster-wide collective is one
  * component; independent collectives on disjoint links never recompute
  * each other.  Known limit: a change inside a huge component recomputes
- * all of it (SimGrid's lmm does the same; its selective update is finer). */
+ * all of it; re-solving only the links a rate change propagates to is not
+ * done.  Every array (solver scratch, routes, completion list) is kept and
+ * reused, so a warm set of flows allocates nothing per event. */
 #include "hw/flow.h"
 
 #include <math.h>
