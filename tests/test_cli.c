@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scenario/scenario.h"
 #include "store/store.h"
 #include "util/doc.h"
 #include <libfyaml.h>
@@ -43,6 +44,12 @@ START_TEST(version_and_help)
     ck_assert_ptr_nonnull(strstr(out, "run [SCENARIO.yaml]"));
     ck_assert_int_eq(mmsim("help run"), 0);
     ck_assert_ptr_nonnull(strstr(out, "--set KEY=VALUE"));
+    /* help scenario: the key table's listing, exactly */
+    ck_assert_int_eq(mmsim("help scenario"), 0);
+    char *keys = mm_scenario_help_text();
+    ck_assert_ptr_nonnull(keys);
+    ck_assert_str_eq(out, keys);
+    free(keys);
     ck_assert_int_eq(mmsim("help nosuch"), 2);
     ck_assert_int_eq(mmsim("frobnicate"), 2);
     ck_assert_ptr_nonnull(strstr(errtxt, "frobnicate"));

@@ -17,7 +17,8 @@
 
 #include <libfyaml.h>
 
-#include "run/scenario.h"
+#include "scenario/keys.h"
+#include "scenario/scenario.h"
 #include "util/doc.h"
 #include "util/err.h"
 
@@ -83,6 +84,13 @@ static mm_err load_fail(const char *path, const char *const *sets, int n_sets)
     free(sc);
     ck_assert_int_eq(rc, -MM_EINPUT);
     return e;
+}
+
+/* Frees a scenario from load_ok. */
+static void drop(mm_scenario *sc)
+{
+    mm_scenario_free(sc);
+    free(sc);
 }
 
 static mm_scenario *load_ok(const char *path, const char *const *sets, int n_sets)
@@ -471,7 +479,7 @@ START_TEST(scenario_default_values)
     ck_assert_ptr_nonnull(file);
     ck_assert_str_eq(file, "<default>");
     ck_assert_int_gt(line, 1);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -536,7 +544,7 @@ START_TEST(scenario_full_file)
     ck_assert_int_eq(line, 3);
     ck_assert_str_eq(key_file(sc, "parallel.llm.layers_per_stage", &line), DATA "full.yaml");
     ck_assert_int_eq(line, 26);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -560,10 +568,10 @@ START_TEST(scenario_minimal_defaults)
                      -MM_EINPUT);
     assert_err(&e, DATA "minimal.yaml", 0, "parallel.llm.tp", "needs 8 GPUs");
     const char *sets[] = {"parallel.llm.dp=4", "train.micro_batch=2"};
-    free(sc);
+    drop(sc);
     sc = load_ok(DATA "minimal.yaml", sets, 2);
     ck_assert_int_eq(sc->train.global_batch, 8);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -573,14 +581,14 @@ START_TEST(scenario_memory_reserve)
 {
     mm_scenario *sc = load_ok(NULL, NULL, 0);
     ck_assert(sc->train.memory_reserve_gib == 2.0);
-    free(sc);
+    drop(sc);
     const char *sets[] = {"train.memory_reserve_gib=3.5"};
     sc = load_ok(NULL, sets, 1);
     ck_assert(sc->train.memory_reserve_gib == 3.5);
     char *text = canon(sc);
     ck_assert_ptr_nonnull(strstr(text, "  memory_reserve_gib: 3.5\n"));
     free(text);
-    free(sc);
+    drop(sc);
     const char *bad[] = {"train.memory_reserve_gib=-1"};
     mm_err e = load_fail(NULL, bad, 1);
     ck_assert_str_eq(e.key, "train.memory_reserve_gib");
@@ -618,7 +626,7 @@ START_TEST(scenario_unknown_layout_key)
 {
     mm_err e = load_fail(DATA "unknown_llm.yaml", NULL, 0);
     assert_err(&e, DATA "unknown_llm.yaml", 5, "parallel.llm.tpp",
-               "unknown key 'tpp' (did you mean 'tp'?)");
+               "unknown key 'parallel.llm.tpp' (did you mean 'parallel.llm.tp'?)");
 }
 END_TEST
 
@@ -659,7 +667,7 @@ START_TEST(scenario_missing_model)
     mm_scenario *sc = load_ok(DATA "no_model.yaml", sets, 1);
     ck_assert_str_eq(sc->model, "models/llama-3-8b.json");
     ck_assert_int_eq(sc->train.seq_len, 1024);
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -703,7 +711,7 @@ START_TEST(set_values_parse)
     mm_scenario_fail(sc, &e, "parallel.llm.layers_per_stage", "sums to %d, model has %d", 10,
                      32);
     assert_err(&e, "--set", 0, "parallel.llm.layers_per_stage", "sums to 10, model has 32");
-    free(sc);
+    drop(sc);
 
     /* A later --set wins; a workload path is a string. */
     const char *sets2[] = {"train.seq_len=1024", "train.seq_len=2048",
@@ -712,7 +720,7 @@ START_TEST(set_values_parse)
     ck_assert_int_eq(sc->train.seq_len, 2048);
     ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FILE);
     ck_assert_str_eq(sc->workload.path, "workloads/mix.yaml");
-    free(sc);
+    drop(sc);
 }
 END_TEST
 
@@ -730,7 +738,7 @@ START_TEST(set_on_file)
     mm_err e;
     mm_scenario_fail(sc, &e, "parallel.llm.tp", "tp %d does not divide heads", 4);
     assert_err(&e, DATA "full.yaml", 19, "parallel.llm.tp", "tp 4 does not divide heads");
-    free(sc);
+    drop(sc);
     /* an error in the file itself still names the file */
     const char *sets2[] = {"train.seq_len=512"};
     mm_err e2 = load_fail(DATA "tp_0.yaml", sets2, 1);
@@ -746,7 +754,8 @@ START_TEST(set_errors)
 
     const char *s2[] = {"parallel.llm.tpp=4"};
     e = load_fail(NULL, s2, 1);
-    assert_err(&e, "--set", 0, "parallel.llm.tpp", "unknown key 'tpp' (did you mean 'tp'?)");
+    assert_err(&e, "--set", 0, "parallel.llm.tpp",
+               "unknown key 'parallel.llm.tpp' (did you mean 'parallel.llm.tp'?)");
 
     const char *s3[] = {"trian.seq_len=4096"};
     e = load_fail(NULL, s3, 1);
@@ -836,7 +845,7 @@ START_TEST(canonical_stable)
     char *tsp = canon(d);
     ck_assert_ptr_nonnull(strstr(tsp, "dp: 16, vpp: 1, ep: 1, zero: 1, sp: true,"));
     free(tsp);
-    free(d);
+    drop(d);
     ck_assert_ptr_nonnull(strstr(ta, "  audio: null\n"));
     /* A short buffer is filled as far as it goes and terminated. */
     char small[16];
@@ -847,9 +856,9 @@ START_TEST(canonical_stable)
     free(ta);
     free(tb);
     free(tc);
-    free(a);
-    free(b);
-    free(c);
+    drop(a);
+    drop(b);
+    drop(c);
 }
 END_TEST
 
@@ -863,8 +872,8 @@ START_TEST(canonical_order_free_frozen)
     ck_assert_ptr_nonnull(strstr(ta, "  frozen: [\"audio\", \"vision\"]\n"));
     free(ta);
     free(tb);
-    free(a);
-    free(b);
+    drop(a);
+    drop(b);
 }
 END_TEST
 
@@ -886,13 +895,277 @@ START_TEST(canonical_round_trip)
         ck_assert_str_eq(ta, tb);
         free(ta);
         free(tb);
-        free(a);
-        free(b);
+        drop(a);
+        drop(b);
     }
 }
 END_TEST
 
 /* ---- runner --------------------------------------------------------------- */
+
+/* ---- the key table -------------------------------------------------------- */
+
+/* A value of row k other than `cur` that the reader accepts, as YAML. */
+static void other_value(const mm_key *k, const char *cur, char *buf, size_t len)
+{
+    switch (k->type) {
+    case MM_KT_INT:
+    case MM_KT_I64:
+    case MM_KT_U64: {
+        long long v = cur ? atoll(cur) : k->min;
+        snprintf(buf, len, "%lld", v + 1 <= k->max ? v + 1 : v - 1);
+        break;
+    }
+    case MM_KT_DOUBLE:
+        snprintf(buf, len, "%g", (cur ? atof(cur) : k->dmin) + 0.5);
+        break;
+    case MM_KT_BOOL:
+        snprintf(buf, len, "%s", cur && !strcmp(cur, "true") ? "false" : "true");
+        break;
+    case MM_KT_ENUM:
+        snprintf(buf, len, "%s", cur && !strcmp(cur, k->choices[0]) ? k->choices[1] : k->choices[0]);
+        break;
+    case MM_KT_INT_LIST:
+        snprintf(buf, len, "[1, 2]");
+        break;
+    case MM_KT_NAME_LIST:
+        snprintf(buf, len, "[audio]");
+        break;
+    default:
+        snprintf(buf, len, "other/file.yaml");
+        break;
+    }
+}
+
+/* Every row lands in the canonical text: changing any key's value changes
+ * the text the store hashes (a key missed there would merge two runs). */
+START_TEST(table_every_key_in_canonical_text)
+{
+    mm_scenario *base = load_ok(NULL, NULL, 0);
+    char *t0 = canon(base);
+    int tried = 0;
+    for (size_t i = 0; i < mm_n_keys; i++) {
+        const mm_key *k = &mm_keys[i];
+        if (k->type == MM_KT_SECTION || k->type == MM_KT_WORKLOAD || k->type == MM_KT_PERTURB ||
+            k->off == SIZE_MAX)
+            continue;
+        if (!strcmp(k->name, "workload.kind"))
+            continue;
+        char val[64], set[160];
+        /* an inherited zero is written as train.zero's value (1 here): change it from that */
+        other_value(k, k->flags & MM_KF_INHERIT ? "1" : k->builtin ? k->builtin : k->def, val, sizeof val);
+        snprintf(set, sizeof set, "%s=%s", k->name, val);
+        const char *sets[] = {set};
+        mm_scenario *sc = load_ok(NULL, sets, 1);
+        char *t = canon(sc);
+        ck_assert_msg(strcmp(t, t0) != 0, "--set %s leaves the canonical text as it was", set);
+        /* and the text reads back to the same text */
+        mm_scenario *back = calloc(1, sizeof *back);
+        mm_err e;
+        ck_assert_msg(mm_scenario_load_text(back, "<text>", t, NULL, 0, &e) == 0, "%s: %s", set, e.msg);
+        char *t2 = canon(back);
+        ck_assert_str_eq(t, t2);
+        free(t2);
+        drop(back);
+        free(t);
+        drop(sc);
+        tried++;
+    }
+    ck_assert_int_gt(tried, 40);
+    free(t0);
+    drop(base);
+}
+END_TEST
+
+/* The built-in default scenario is the table's built-in column. */
+START_TEST(table_builtin_default)
+{
+    char *text = mm_scenario_default_text();
+    ck_assert_ptr_nonnull(text);
+    mm_scenario *a = load_ok(NULL, NULL, 0);
+    mm_scenario *b = calloc(1, sizeof *b);
+    mm_err e;
+    ck_assert_int_eq(mm_scenario_load_text(b, "<default>", text, NULL, 0, &e), 0);
+    char *ta = canon(a), *tb = canon(b);
+    ck_assert_str_eq(ta, tb);
+    for (size_t i = 0; i < mm_n_keys; i++) /* every built-in value is written */
+        if (mm_keys[i].builtin) {
+            char line[160];
+            snprintf(line, sizeof line, "%s: %s\n", mm_key_leaf(mm_keys[i].name), mm_keys[i].builtin);
+            ck_assert_msg(strstr(text, line), "%s missing from the default text", line);
+        }
+    free(ta);
+    free(tb);
+    free(text);
+    drop(a);
+    drop(b);
+}
+END_TEST
+
+/* An unknown key names its full dotted path and suggests the nearest row,
+ * a sibling first, else a key of another section with that name. */
+START_TEST(table_nearest_key)
+{
+    static const char *const cases[][3] = {
+        {"train.seq_lenn=4", "train.seq_lenn", "did you mean 'train.seq_len'?"},
+        {"seq_len=4", "seq_len", "did you mean 'train.seq_len'?"},
+        {"train.tp=2", "train.tp", "did you mean 'parallel.llm.tp'?"},
+        {"parallel.vision.tpp=2", "parallel.vision.tpp", "did you mean 'parallel.vision.tp'?"},
+        {"cluster.node=2", "cluster.node", "did you mean 'cluster.nodes'?"},
+        {"workload={kind: fixed, image: 1}", "workload.image", "did you mean 'workload.images'?"},
+        {"zzzzzz=1", "zzzzzz", "allowed keys: model, cluster, train"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *sets[] = {cases[i][0]};
+        mm_err e = load_fail(NULL, sets, 1);
+        assert_err(&e, "--set", 0, cases[i][1], cases[i][2]);
+    }
+    /* in a file: file and line */
+    mm_err e = load_fail(DATA "unknown_root.yaml", NULL, 0);
+    assert_err(&e, DATA "unknown_root.yaml", 3, "trian", "did you mean 'train'?");
+}
+END_TEST
+
+/* Loading canonical text under a source name: that name is the source
+ * (errors, relative paths), and the scenario is the same. */
+START_TEST(table_load_text)
+{
+    const char *sets[] = {"parallel.llm.sp=true", "train.frozen=[vision]", "parallel.llm.layers_per_stage=[13, 15]"};
+    mm_scenario *a = load_ok(DATA "full.yaml", sets, 3);
+    char *ta = canon(a);
+    mm_scenario *b = calloc(1, sizeof *b);
+    mm_err e;
+    ck_assert_int_eq(mm_scenario_load_text(b, DATA "full.yaml", ta, NULL, 0, &e), 0);
+    ck_assert_str_eq(b->source, DATA "full.yaml");
+    ck_assert(b->parallel.llm.sp && b->parallel.llm.n_layers_per_stage == 2 &&
+              b->parallel.llm.layers_per_stage[1] == 15);
+    char *tb = canon(b);
+    ck_assert_str_eq(ta, tb);
+    int line = -1;
+    ck_assert_str_eq(key_file(b, "parallel.llm.sp", &line), DATA "full.yaml");
+    ck_assert_int_gt(line, 1); /* a line of the text */
+    free(ta);
+    free(tb);
+    drop(a);
+    drop(b);
+    /* a bad text: an error naming the source */
+    mm_scenario c;
+    ck_assert_int_eq(mm_scenario_load_text(&c, "cand", "model: x\ncluster: {topology: t}\ntrain: {zero: 9}\n", NULL, 0, &e),
+                     -MM_EINPUT);
+    assert_err(&e, "cand", 3, "train.zero", "must be between 0 and 3");
+}
+END_TEST
+
+/* The layout's --set spelling and mm_scenario_apply_layout give the same
+ * scenario (canonical text), per-module sp and the other keys kept, on a
+ * base with per-module sp, zero and an uneven split. */
+START_TEST(layout_sets_equal_apply)
+{
+    const char *base_sets[] = {"parallel.llm.sp=true", "parallel.vision.sp=true", "parallel.vision.zero=3",
+                               "parallel.llm.zero=2", "parallel.llm.layers_per_stage=[13, 15]",
+                               "train.recompute=full", "train.global_batch=32"};
+    enum { NB = sizeof base_sets / sizeof base_sets[0] };
+    static const int split4[] = {6, 8, 8, 6};
+    const mm_layout lays[] = {
+        {.placement = MM_PLACE_COLOCATED, .llm = {1, 4, 1, 1, 4, 1}, .vision = {1, 1, 1, 1, 16, 1}, .micro_batch = 1,
+         .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_1F1B, .layers_per_stage = split4},
+        {.placement = -1, .llm = {2, 1, 1, 1, 8, 1}, .micro_batch = 4, .recompute = MM_RECOMPUTE_SELECTIVE,
+         .zero = 1, .schedule = MM_SCHED_1F1B},
+        {.placement = MM_PLACE_COLOCATED, .llm = {2, 2, 2, 1, 4, 1}, .vision = {2, 1, 1, 1, 8, 1}, .micro_batch = 2,
+         .recompute = MM_RECOMPUTE_FULL, .zero = 0, .schedule = MM_SCHED_INTERLEAVED},
+        {.placement = MM_PLACE_HOMOGENEOUS, .llm = {4, 2, 1, 1, 2, 1}, .micro_batch = 1,
+         .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_ZB_H1},
+        {.placement = MM_PLACE_PIPELINE, .llm = {2, 1, 1, 1, 6, 1}, .vision = {1, 1, 1, 1, 4, 1}, .micro_batch = 1,
+         .recompute = MM_RECOMPUTE_NONE, .zero = 1, .schedule = MM_SCHED_GPIPE},
+    };
+    mm_scenario *base = load_ok(NULL, base_sets, NB);
+    for (size_t i = 0; i < sizeof lays / sizeof lays[0]; i++) {
+        mm_scenario applied = *base; /* a struct copy: it borrows, base owns */
+        mm_scenario_apply_layout(&applied, &lays[i]);
+        ck_assert(applied.parallel.llm.sp && applied.parallel.vision.sp);
+        ck_assert_int_eq(applied.parallel.llm.n_layers_per_stage, lays[i].layers_per_stage ? lays[i].llm.pp : 0);
+        char *ta = canon(&applied);
+        char json[2048], sets[40][128];
+        ck_assert_uint_lt(mm_layout_sets_json(&lays[i], json, sizeof json), sizeof json);
+        const char *ptr[64];
+        int n = 0;
+        for (; n < NB; n++)
+            ptr[n] = base_sets[n];
+        int k = 0;
+        for (char *q = strchr(json, '"'); q; q = strchr(q + 1, '"')) {
+            char *e = strchr(q + 1, '"');
+            ck_assert_ptr_nonnull(e);
+            snprintf(sets[k], sizeof sets[k], "%.*s", (int)(e - q - 1), q + 1);
+            ptr[n++] = sets[k++];
+            q = e;
+        }
+        mm_scenario *viasets = load_ok(NULL, ptr, n);
+        char *tb = canon(viasets);
+        ck_assert_str_eq(ta, tb);
+        free(ta);
+        free(tb);
+        drop(viasets);
+    }
+    /* a short buffer: snprintf-like length, terminated */
+    char small[20];
+    size_t need = mm_layout_sets_json(&lays[2], small, sizeof small);
+    ck_assert_uint_gt(need, sizeof small);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    drop(base);
+}
+END_TEST
+
+/* Key names of `mmsim help scenario` (rows that do not start with '#' or
+ * a space), in order, joined by newlines. */
+static char *help_keys(void)
+{
+    char *text = mm_scenario_help_text();
+    ck_assert_ptr_nonnull(text);
+    char *keys = calloc(strlen(text) + 1, 1);
+    size_t n = 0;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len && line[0] != '#' && line[0] != ' ') {
+            size_t w = strcspn(line, " \n");
+            memcpy(keys + n, line, w);
+            n += w;
+            keys[n++] = '\n';
+        }
+        line += len + (end ? 1 : 0);
+    }
+    free(text);
+    return keys;
+}
+
+/* docs/scenario.md lists the same keys in the same order: the rows of its
+ * key table are "| `dotted.key` | ...". */
+START_TEST(docs_list_every_key)
+{
+    FILE *f = fopen("docs/scenario.md", "r");
+    ck_assert_msg(f != NULL, "docs/scenario.md not found (run from the source root)");
+    static char doc[1 << 16];
+    char line[1024];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "| `", 3) != 0)
+            continue;
+        char *end = strchr(line + 3, '`');
+        ck_assert_ptr_nonnull(end);
+        size_t w = (size_t)(end - (line + 3));
+        ck_assert_uint_lt(n + w + 2, sizeof doc);
+        memcpy(doc + n, line + 3, w);
+        n += w;
+        doc[n++] = '\n';
+    }
+    fclose(f);
+    doc[n] = '\0';
+    char *keys = help_keys();
+    ck_assert_msg(!strcmp(doc, keys), "docs/scenario.md lists other keys than `mmsim help scenario` "
+                                      "(scripts/scenario-keys writes the table):\n%s\nvs\n%s", doc, keys);
+    free(keys);
+}
+END_TEST
 
 static Suite *config_suite(void)
 {
@@ -936,6 +1209,12 @@ static Suite *config_suite(void)
     tcase_add_test(can, canonical_stable);
     tcase_add_test(can, canonical_order_free_frozen);
     tcase_add_test(can, canonical_round_trip);
+    tcase_add_test(can, table_every_key_in_canonical_text);
+    tcase_add_test(can, table_builtin_default);
+    tcase_add_test(can, table_nearest_key);
+    tcase_add_test(can, table_load_text);
+    tcase_add_test(can, layout_sets_equal_apply);
+    tcase_add_test(can, docs_list_every_key);
     suite_add_tcase(s, can);
     return s;
 }

@@ -208,13 +208,13 @@ START_TEST(run_uses_tables)
     snprintf(set, sizeof set, "cluster.topology=%s", tmp);
     const char *llm[] = {"model=models/llama-2-7b.json"};
     const char *sets[] = {"model=models/llama-2-7b.json", set};
-    static mm_scenario sc;
+    static mm_scenario sc, sc2; /* each sim borrows its scenario's strings */
     static mm_sim a, b;
     mm_err err;
     ck_assert(mm_scenario_load(&sc, NULL, llm, 1, &err) == 0);
     ck_assert(mm_sim_prepare(&a, &sc, &err) == 0);
-    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 2, &err) == 0, "%s", err.msg);
-    ck_assert_msg(mm_sim_prepare(&b, &sc, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_scenario_load(&sc2, NULL, sets, 2, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_sim_prepare(&b, &sc2, &err) == 0, "%s", err.msg);
     unlink(tmp);
     mm_metrics ma, mb;
     ck_assert(mm_sim_run(&a, &ma, NULL, &err) == 0);

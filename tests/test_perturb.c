@@ -38,6 +38,7 @@ static void run_sets(const char *const *sets, int n, mm_metrics *mt, mm_sim_time
     rc = mm_sim_run(sim, mt, tl, &err);
     ck_assert_msg(rc == 0, "%s", err.msg);
     free(sim);
+    mm_scenario_free(&sc);
 }
 
 #define RUN(mt, tl, ...)                                                          \
@@ -158,7 +159,9 @@ START_TEST(half_nics)
         if (model == MM_NET_MODEL_FLOW) {
             mm_cluster *p = malloc(sizeof *p);
             *p = *c;
+            mm_perturb_entry one[1];
             p->pt.n = 1;
+            p->pt.e = one;
             p->pt.e[0] = (mm_perturb_entry){.kind = MM_PT_NIC, .n_nodes = 2, .nodes = {0, 1}, .factor = 0.5};
             double bp = busbw(p, model, MM_ALGO_RING, 32, S);
             ck_assert_msg(fabs(bp / b0 - 0.5) < 0.015, "perturbed: %g of %g GB/s", bp * 1e-9, b0 * 1e-9);
@@ -227,6 +230,8 @@ START_TEST(failed_spine_link)
     mm_time base[32], cut[32];
     cross_leaf(c, base);
     const int dead = spine_of[5], detour = (dead + 1) % c->spines;
+    mm_perturb_entry entries[MM_PERTURB_MAX];
+    c->pt.e = entries;
     c->pt.n = 1;
     c->pt.e[0] = (mm_perturb_entry){.kind = MM_PT_LINK, .n_leaves = 1, .leaves = {0}, .n_spines = 1,
                                     .spines = {dead}, .factor = 1, .failed = true};
@@ -447,6 +452,7 @@ static void load_err(const char *path, const char *const *sets, int n, int stage
     mm_sim *sim = malloc(sizeof *sim);
     rc = mm_sim_prepare(sim, &sc, err);
     free(sim);
+    mm_scenario_free(&sc);
     ck_assert_int_eq(rc, -MM_EINPUT);
 }
 
@@ -521,12 +527,15 @@ START_TEST(set_and_canonical)
     ck_assert_uint_eq(mm_scenario_canonical(&b, again, n + 1), n);
     ck_assert_str_eq(text, again);
     /* unperturbed: an empty list, still in the text */
+    mm_scenario_free(&b);
     ck_assert_int_eq(mm_scenario_load(&b, NULL, NULL, 0, &err), 0);
     size_t m = mm_scenario_canonical(&b, again, n + 1);
     ck_assert(m <= n);
     ck_assert_ptr_nonnull(strstr(again, "perturb: []"));
     free(text);
     free(again);
+    mm_scenario_free(&a);
+    mm_scenario_free(&b);
     /* and the whole scenario runs (network perturbations on the default 2 nodes) */
     mm_metrics mt;
     RUN(&mt, NULL, "iterations=1", "perturb=[{kind: slow_gpu, fraction: 0.25, factor: 1.2}, {kind: rail, rails: [1], "

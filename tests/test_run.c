@@ -107,6 +107,7 @@ static int load_sim(mm_sim *sim, const char *path, const char *const *sets, int 
     int k = path ? 0 : 1;
     for (int i = 0; i < n && k < 16; i++)
         all[k++] = sets[i];
+    mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     int rc = mm_scenario_load(&sc, path, all, k, err);
     if (rc)
         return rc;
@@ -118,8 +119,10 @@ START_TEST(default_is_deterministic)
     static mm_sim a, b;
     mm_err err;
     static mm_scenario sa, sb;
+    mm_scenario_free(&sa); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sa, NULL, NULL, 0, &err) == 0 && mm_sim_prepare(&a, &sa, &err) == 0, "%s",
                   err.msg);
+    mm_scenario_free(&sb); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sb, NULL, NULL, 0, &err) == 0 && mm_sim_prepare(&b, &sb, &err) == 0, "%s",
                   err.msg);
     mm_metrics ma, mb;
@@ -287,6 +290,7 @@ START_TEST(audio_encoder_runs)
     const char *base[] = {"model=models/qwen2-audio-like-7b.yaml",
                           "workload={kind: fixed, audio_seconds: 45, text_tokens: 200}",
                           "parallel.audio={tp: 1, pp: 1, dp: 16}", "train.global_batch=32", "iterations=1"};
+    mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sc, NULL, base, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
                   err.key, err.msg);
     ck_assert_int_eq(sim.n_enc, 1);
@@ -305,6 +309,7 @@ START_TEST(audio_encoder_runs)
                           "iterations=1"};
     static mm_scenario sc2;
     static mm_sim sim2;
+    mm_scenario_free(&sc2); /* the previous load of this static (no-op when none) */
     ck_assert(mm_scenario_load(&sc2, NULL, text, 4, &err) == 0 && mm_sim_prepare(&sim2, &sc2, &err) == 0);
     ck_assert_int_eq(mm_sim_run(&sim2, &m, NULL, &err), 0);
     ck_assert_msg(with_audio > m.iteration_time_s * 1.05, "%.4f vs %.4f", with_audio, m.iteration_time_s);
@@ -316,6 +321,7 @@ START_TEST(audio_encoder_runs)
         const char *tp2[] = {base[0], base[1], sp ? "parallel.audio={tp: 2, pp: 1, dp: 8, sp: true}"
                                                   : "parallel.audio={tp: 2, pp: 1, dp: 8}",
                              base[3], base[4]};
+        mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
         ck_assert(mm_scenario_load(&sc, NULL, tp2, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0);
         ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
         mem[sp] = m.modules[1].memory_gib;
@@ -335,6 +341,7 @@ START_TEST(projector_side)
     double flops[2], stage0[2];
     for (int side = 0; side < 2; side++) {
         const char *sets[] = {side ? "parallel.projector=llm" : "parallel.projector=encoder", "iterations=1"};
+        mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
         ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 2, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
                       "%s: %s", err.key, err.msg);
         mm_metrics m;

@@ -427,13 +427,13 @@ START_TEST(cp_and_ep_traffic)
     ck_assert_int_eq(count_cat(&sp, MM_CAT_EP, MM_STREAM_COMPUTE), 8 * 4 * 4 * 2);
     r = run_spec(&sp);
     ck_assert(r.all_once && r.eager);
-    sp.ep = 3; /* must divide dp */
+    sp.ep = 3; /* must fold into dp x tp (gcd(3, dp 4) = 1 replica x 3 TP ranks: tp 2 does not take 3) */
     mm_graph g;
     mm_err e;
     mm_err_clear(&e);
     ck_assert_int_eq(mm_build_iteration(&sp, &g, &e), -1);
     ck_assert_int_eq(e.code, MM_EINTERNAL); /* the message names the field */
-    ck_assert_msg(strstr(e.msg, "ep 3 must divide dp"), "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "ep 3 must fold into dp"), "%s", e.msg);
 }
 END_TEST
 

@@ -18,7 +18,9 @@
 #include <check.h>
 #include <sqlite3.h>
 
+#include "store/report.h"
 #include "store/store.h"
+#include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
 
 static const char scenario_a[] =
     "model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml, nodes: 1}\n"
@@ -843,6 +845,125 @@ START_TEST(test_parallel_writers)
 }
 END_TEST
 
+
+/* ---- the report queries (store/report.h) ---- */
+
+START_TEST(test_report_readonly_refusals)
+{
+    char path[512];
+    mm_store *st = NULL;
+    mm_err err;
+    path_in(path, sizeof path, "missing.db");
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), -MM_EINPUT);
+    ck_assert(!exists(path)); /* never created */
+    ck_assert_int_eq(mm_store_open_readonly(&st, tmpdir, &err), -MM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a directory"));
+    path_in(path, sizeof path, "text.db");
+    spit(path, "hello\n", 6);
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), -MM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not an SQLite database"));
+    path_in(path, sizeof path, "foreign.db");
+    sqlite3 *h;
+    ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(h, "CREATE TABLE t(x)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), -MM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no schema version"));
+    ck_assert_ptr_null(st);
+}
+END_TEST
+
+START_TEST(test_report_runs_bound_metrics)
+{
+    char path[512];
+    path_in(path, sizeof path, "report.db");
+    mm_store *st = open_ok(path);
+    int64_t a = write_ok(st, scenario_a, 1);
+    write_ok(st, scenario_b, 2);
+    int oom = -1;
+    mm_err err;
+    ck_assert_int_eq(mm_store_run_oom(st, a, &oom, &err), 0);
+    ck_assert_int_eq(oom, 0);
+    ck_assert_int_eq(mm_store_run_oom(st, 999, &oom, &err), -MM_EINPUT);
+    mm_store_close(st);
+
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), 0);
+    const char *metrics[] = {"iteration_time_s", "mfu"};
+    mm_table t;
+    ck_assert_int_eq(mm_store_report_runs(st, metrics, 2, &t, &err), 0);
+    ck_assert_int_eq(t.ncols, 7);
+    ck_assert_str_eq(t.head[5], "iteration_time_s");
+    ck_assert_uint_eq(t.nrows, 2);
+    double expect = 0;
+    mm_store *rw = open_ok(path);
+    ck_assert_int_eq(mm_store_get_metric(rw, a, "mfu", &expect, &err), 0);
+    mm_store_close(rw);
+    ck_assert_int_eq(t.cells[6].type, MM_CELL_REAL);
+    ck_assert_double_eq(t.cells[6].r, expect);
+    mm_table_free(&t);
+    /* A name that would change the query if it were spliced into SQL is
+     * just an unknown metric, and the tables are untouched. */
+    const char *evil[] = {"mfu') AS x FROM runs; DROP TABLE runs; --"};
+    ck_assert_int_eq(mm_store_report_runs(st, evil, 1, &t, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "--metrics");
+    ck_assert_int_eq(mm_store_report_sweeps(st, &t, &err), 0);
+    ck_assert_uint_eq(t.nrows, 0);
+    mm_table_free(&t);
+    int64_t last = -1;
+    ck_assert_int_eq(mm_store_last_sweep(st, &last, &err), 0);
+    ck_assert_int_eq(last, 0);
+    ck_assert_int_eq(mm_store_report_sweep(st, 1, metrics, 2, &t, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "--sweep");
+    mm_store_close(st);
+    st = open_ok(path);
+    ck_assert_int_eq(count_runs(st), 2);
+    mm_store_close(st);
+}
+END_TEST
+
+START_TEST(test_report_sweep_keys_bound)
+{
+    char path[512];
+    path_in(path, sizeof path, "sweep-report.db");
+    mm_store *st = open_ok(path);
+    mm_err err;
+    int64_t sid = 0;
+    /* A key with a quote and SQL in it: bound as a JSON path, not spliced. */
+    ck_assert_int_eq(mm_store_sweep_open(st, "s", "spec", 2, "[\"seed\", \"it's; DROP TABLE runs\"]",
+                                         "2026-01-01T00:00:00Z", &sid, NULL, &err), 0);
+    sample s;
+    for (int p = 0; p < 2; p++) {
+        sample_fill(&s, p + 1);
+        mm_run_record rec = record(p ? scenario_b : scenario_a);
+        char axis[128];
+        snprintf(axis, sizeof axis, "{\"seed\": %d, \"it's; DROP TABLE runs\": \"v%d\"}", p + 7, p);
+        mm_sweep_link link = {.sweep_id = sid, .point = p, .axis_values = axis};
+        ck_assert_int_eq(mm_store_write_sweep_run(st, &link, &rec, &s.m, NULL, NULL, &err), 0);
+    }
+    mm_store_close(st);
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), 0);
+    int64_t last = 0;
+    ck_assert_int_eq(mm_store_last_sweep(st, &last, &err), 0);
+    ck_assert_int_eq(last, sid);
+    const char *metrics[] = {"tokens_per_s"};
+    mm_table t;
+    ck_assert_int_eq(mm_store_report_sweep(st, sid, metrics, 1, &t, &err), 0);
+    ck_assert_int_eq(t.ncols, 8); /* point status run seed key oom tokens_per_s error */
+    ck_assert_str_eq(t.head[4], "it's; DROP TABLE runs");
+    ck_assert_uint_eq(t.nrows, 2);
+    ck_assert_int_eq(t.cells[3].type, MM_CELL_INT);
+    ck_assert_int_eq(t.cells[3].i, 7);
+    ck_assert_int_eq(t.cells[8 + 4].type, MM_CELL_TEXT);
+    ck_assert_str_eq(t.cells[8 + 4].text, "v1");
+    mm_table_free(&t);
+    ck_assert_int_eq(mm_store_report_sweeps(st, &t, &err), 0);
+    ck_assert_uint_eq(t.nrows, 1);
+    ck_assert_int_eq(t.cells[3].i, 2); /* done */
+    mm_table_free(&t);
+    mm_store_close(st);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -868,6 +989,9 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_bad_arguments_rejected);
     tcase_add_test(tc, test_killed_writer_leaves_earlier_runs);
     tcase_add_test(tc, test_parallel_writers);
+    tcase_add_test(tc, test_report_readonly_refusals);
+    tcase_add_test(tc, test_report_runs_bound_metrics);
+    tcase_add_test(tc, test_report_sweep_keys_bound);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,6 +24,7 @@
 #include "plan/runner.h"
 #include "plan/sweep.h"
 #include "store/store.h"
+#include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
 
 #include "mmsim_exe.h"
 
@@ -420,7 +421,7 @@ START_TEST(failed_points_and_duplicates)
     snprintf(args, sizeof args, "sweep %s --jobs 1 --db %s", path, db);
     ck_assert_msg(mmsim(args) == 0, "%s", errtxt);
     ck_assert_ptr_nonnull(strstr(out, "failed 2"));
-    ck_assert_ptr_nonnull(strstr(out, "did you mean 'seq_len'"));
+    ck_assert_ptr_nonnull(strstr(out, "did you mean 'train.seq_len'"));
     spit(path, "axes:\n  - {key: iterations, values: ['1']}\n");
     ck_assert_msg(mmsim(args) == 0, "%s", errtxt);
     ck_assert_ptr_nonnull(strstr(out, "key 'iterations': expected an integer"));

@@ -33,6 +33,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     static mm_scenario sc;
     static mm_sim sim;
     mm_err err;
+    mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sc, NULL, p, 12, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;

@@ -14,9 +14,7 @@
 
 static int bad_flag(const char *flag, const char *what, const char *val)
 {
-    fprintf(stderr, "mmsim: <cli>: key '%s': %s '%s' (see mmsim help collective)\n", flag, what,
-            val ? val : "");
-    return 2;
+    return mm_cli_usage_error("collective", flag, what, val);
 }
 
 /* "8", "1K", "8G", "1.5M" (powers of 1024, as nccl-tests reads -b/-e). */

@@ -14,15 +14,15 @@
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "run/costs.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 #include "run/sim.h"
+#include "workload/workload.h"
 
 #define MAX_SETS 256
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help model)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("model", NULL, what, arg);
 }
 
 /* The model alone: FLOPs at seq tokens and `images` images per sample. */
@@ -36,9 +36,10 @@ typedef struct model_report {
 /* The layout: the scenario prepared as `mmsim run` prepares it, and the
  * cost bridge's answer for it. */
 typedef struct layout_report {
-    mm_sim *sim;          /* NULL: the model has no LLM, so no layout */
+    mm_sim *sim;          /* NULL: no layout to report, note says why */
     mm_sim_costs costs;
     mm_sim_memory mem;
+    char note[1200];      /* why not: no LLM, or `mmsim run`'s refusal */
 } layout_report;
 
 static void layout_free(layout_report *l)
@@ -56,7 +57,11 @@ static void model_flops(const mm_model *m, double s, long long images, model_rep
 {
     memset(r, 0, sizeof *r);
     r->tiles = (int)images * (m->max_tiles > 0 ? m->max_tiles : 1);
-    r->image_tokens = m->has_vision ? (int64_t)r->tiles * mm_model_tokens_per_tile(m) : 0;
+    /* as the workload counts them (anyres_max caps what reaches the LLM) */
+    mm_token_model tm;
+    mm_token_model_from_model(m, &tm);
+    mm_sample img = {.images = (int32_t)images, .tiles = r->tiles};
+    r->image_tokens = m->has_vision ? mm_sample_mm_tokens(&img, &tm) : 0;
     if (m->has_llm) {
         double f = (double)m->llm.layers * mm_llm_layer_fwd_flops(&m->llm, 1, s) + mm_llm_head_fwd_flops(&m->llm, 1, s);
         r->llm_fwd_per_sample = f;
@@ -74,17 +79,32 @@ static void model_flops(const mm_model *m, double s, long long images, model_rep
 }
 
 /* Prepares sc with `mmsim run`'s checks and asks the cost bridge for the
- * layout's stage times and memory.  A model without an LLM has no layout
- * to report (`mmsim run` refuses it): l->sim stays NULL. */
+ * layout's stage times and memory.  A model without an LLM, or a layout
+ * that `mmsim run` refuses (e.g. the default scenario's seq_len past a
+ * GPT's learned positions), has none to report: l->sim stays NULL and
+ * l->note says why, with run's message (file, line and key), while the
+ * model's own report still stands.  Returns 0, or -code for internal
+ * errors. */
 static int layout_costs(const mm_model *m, const mm_scenario *sc, layout_report *l, mm_err *err)
 {
     memset(l, 0, sizeof *l);
-    if (!m->has_llm)
+    if (!m->has_llm) {
+        snprintf(l->note, sizeof l->note, "the model has no LLM decoder (`mmsim run` trains a model with one)");
         return 0;
+    }
     l->sim = calloc(1, sizeof *l->sim);
     if (!l->sim)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     int rc = mm_sim_prepare(l->sim, sc, err);
+    if (rc == -MM_EINPUT) {
+        char msg[sizeof l->note - 40];
+        mm_err_format(err, msg, sizeof msg);
+        snprintf(l->note, sizeof l->note, "`mmsim run` refuses it: %s", msg);
+        mm_sim_free(l->sim);
+        free(l->sim);
+        l->sim = NULL;
+        return 0;
+    }
     if (rc == 0)
         rc = mm_sim_stage_times(l->sim, &l->costs, err);
     if (rc == 0 && (rc = mm_sim_stage_memory(l->sim, &l->mem, err)))
@@ -129,7 +149,9 @@ static double module_gib(const layout_report *l, const char *name)
 static void print_json_layout(const layout_report *l)
 {
     if (!l->sim) {
-        printf("  \"layout\": null,\n  \"memory_gib\": [],\n");
+        printf("  \"layout\": null,\n  \"layout_note\": ");
+        mm_cli_json_string(l->note);
+        printf(",\n  \"memory_gib\": [],\n");
         return;
     }
     const mm_sim *sim = l->sim;
@@ -185,6 +207,12 @@ static void print_json(const mm_model *m, long long seq, long long images, const
     printf("{\n");
     printf("  \"model\": \"%s\",\n", m->name);
     printf("  \"params\": %lld,\n", (long long)mm_model_params(m));
+    printf("  \"active_params\": %lld,\n", (long long)mm_model_active_params(m));
+    if (m->has_llm && m->llm.mtp_layers > 0)
+        printf("  \"mtp_params\": %lld,\n", (long long)mm_llm_mtp_params(&m->llm));
+    if (m->has_vision)
+        printf("  \"tokens_per_tile\": %lld,\n  \"tokens_per_frame\": %lld,\n",
+               (long long)mm_model_tokens_per_tile(m), (long long)mm_model_tokens_per_frame(m));
     printf("  \"modules\": {");
     bool first = true;
     if (m->has_vision)
@@ -195,8 +223,11 @@ static void print_json(const mm_model *m, long long seq, long long images, const
         jkey_params("audio", mm_encoder_params(&m->audio), &first);
     if (m->has_audio && m->audio_proj.type != MM_PROJ_NONE)
         jkey_params("audio_projector", mm_projector_params(&m->audio_proj), &first);
-    if (m->has_llm)
-        jkey_params("llm", mm_llm_params(&m->llm), &first);
+    if (m->has_llm) {
+        printf("%s\"llm\": {\"params\": %lld, \"active_params\": %lld}", first ? "" : ", ",
+               (long long)mm_llm_params(&m->llm), (long long)mm_llm_active_params(&m->llm));
+        first = false;
+    }
     printf("},\n");
     printf("  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", seq, images,
            r->tiles, (long long)r->image_tokens);
@@ -228,7 +259,17 @@ static void print_text_model(const mm_model *m, const char *resolved, long long 
     if (m->has_llm)
         printf("  llm         %16.3f M   %lld layers, h %lld%s\n", (double)mm_llm_params(&m->llm) * 1e-6,
                (long long)m->llm.layers, (long long)m->llm.hidden, m->llm.experts ? ", MoE" : "");
+    if (m->has_llm && m->llm.experts)
+        printf("  llm active  %16.3f M   per token (%lld of %lld routed experts)\n",
+               (double)mm_llm_active_params(&m->llm) * 1e-6, (long long)m->llm.experts_per_tok,
+               (long long)m->llm.experts);
+    if (m->has_llm && m->llm.mtp_layers > 0)
+        printf("  mtp         %16.3f M   %lld multi-token-prediction module(s), not in the total\n",
+               (double)mm_llm_mtp_params(&m->llm) * 1e-6, (long long)m->llm.mtp_layers);
     printf("  total       %16.3f M\n", (double)mm_model_params(m) * 1e-6);
+    if (m->has_vision)
+        printf("  visual tokens: %lld per tile, %lld per video frame\n", (long long)mm_model_tokens_per_tile(m),
+               (long long)mm_model_tokens_per_frame(m));
     printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
     if (m->has_llm)
         printf("  llm         %12.4g per token at seq %lld\n", r->llm_fwd_per_token, seq);
@@ -243,7 +284,7 @@ static void print_text_model(const mm_model *m, const char *resolved, long long 
 static void print_text_layout(const layout_report *l)
 {
     if (!l->sim) {
-        printf("\n  no layout: the model has no LLM decoder (`mmsim run` trains a model with one)\n");
+        printf("\n  no layout: %s\n", l->note);
         return;
     }
     const mm_sim *sim = l->sim;
@@ -344,8 +385,12 @@ int mm_cli_model(int argc, char **argv)
     model_report r;
     model_flops(&m, (double)seq, images, &r);
     layout_report l;
-    if (layout_costs(&m, &sc, &l, &err))
+    /* Parameters and FLOPs need no layout: one that `mmsim run` refuses
+     * (DeepSeek-V3's 61 layers under pp = 2) becomes l.note, not a refusal. */
+    if (layout_costs(&m, &sc, &l, &err)) {
+        mm_scenario_free(&sc);
         return mm_cli_fail(&err);
+    }
     if (json)
         print_json(&m, seq, images, &r, &l);
     else {
@@ -353,5 +398,6 @@ int mm_cli_model(int argc, char **argv)
         print_text_layout(&l);
     }
     layout_free(&l);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
     return 0;
 }

@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/limits.h"
 #include "mmsim_config.h"
 #include "plan/planner.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 #define DEFAULT_DB "results/mmsim.db"
 #define MAX_SETS 256
@@ -46,8 +47,7 @@ const char mm_cli_plan_usage[] =
 
 static int bad_arg(const char *flag, const char *msg)
 {
-    fprintf(stderr, "mmsim: <cli>: key '%s': %s (see mmsim help plan)\n", flag, msg);
-    return 2;
+    return mm_cli_usage_error("plan", flag, msg, NULL);
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)
@@ -222,9 +222,12 @@ static void print_cand_json(const mm_plan *p, size_t i)
         mm_cli_json_string(c->reason);
     else
         printf("null");
-    char sets[1024];
-    mm_plan_cand_sets_json(c, sets, sizeof sets);
-    printf(", \"sets\": %s}", sets);
+    size_t need = mm_plan_cand_sets_json(c, NULL, 0) + 1;
+    char *sets = malloc(need);
+    if (sets)
+        mm_plan_cand_sets_json(c, sets, need);
+    printf(", \"sets\": %s}", sets ? sets : "null");
+    free(sets);
 }
 
 static void print_json(const mm_plan *p, const char *db, int all)
@@ -364,7 +367,7 @@ int mm_cli_plan(int argc, char **argv)
             else if (!strcmp(a, "--top"))
                 rc = parse_int(a, v, 0, 100000, &o.top_k);
             else if (!strcmp(a, "--iterations"))
-                rc = parse_int(a, v, 1, 1000000, &o.iterations);
+                rc = parse_int(a, v, 1, MM_LIMIT_ITERATIONS, &o.iterations); /* util/limits.h */
             else if (!strcmp(a, "--jobs"))
                 rc = parse_int(a, v, 1, 4096, &o.jobs);
             else if (!strcmp(a, "--max-pp"))
@@ -390,10 +393,10 @@ int mm_cli_plan(int argc, char **argv)
     o.sets = sets;
     if (no_db)
         o.db = NULL;
-    if (o.db)
-        mm_cli_make_parent(o.db);
     mm_err err;
     mm_err_clear(&err);
+    if (o.db && mm_cli_open_db(o.db, &err))
+        return mm_cli_fail(&err);
     mm_plan p;
     if (mm_plan_run(&o, &p, &err))
         return mm_cli_fail(&err);

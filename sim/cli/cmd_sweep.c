@@ -26,8 +26,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help sweep)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("sweep", NULL, what, arg);
 }
 
 /* Progress on stderr: a bar redrawn in place on a terminal, or a plain line
@@ -186,8 +185,14 @@ static int sweep_main(const char *spec, const char *db, int jobs, int json, int 
         fprintf(stderr, "mmsim: out of memory\n");
         return 1;
     }
-    if (rank == 0)
-        mm_cli_make_parent(db);
+    mm_err dberr;
+    if (mm_cli_open_db(db, &dberr)) { /* every rank: all fail alike */
+        free(axes);
+        free(res);
+        mm_sweep_points_free(&pts);
+        mm_sweep_free(&sw);
+        return mm_cli_fail(&dberr);
+    }
     progress_view view = {.tty = isatty(2), .quiet = quiet || rank != 0, .last_quarter = -1};
     mm_runner_opts o = {
         .db = db, .jobs = jobs, .version = MMSIM_VERSION,

@@ -20,8 +20,7 @@
 
 static int bad_arg(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help workload)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("workload", NULL, what, arg);
 }
 
 static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)

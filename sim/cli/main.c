@@ -4,14 +4,17 @@
  * Not for: logic a planner embedding libmmsim would also need. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "mmsim_config.h"
+#include "run/limits.h"
 #include "run/sim.h"
 #include "store/store.h"
 #include "store/trace.h"
@@ -33,6 +36,7 @@ static const char usage_main[] =
     "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command\n"
+    "  help scenario         every scenario key: type, default, built-in value, doc\n"
     "\n"
     "options:\n"
     "  --help                show this help\n"
@@ -123,8 +127,7 @@ int mm_cli_fail(const mm_err *err)
 /* A command-line error: exit status 2, naming the argument. */
 static int bad_usage(const char *what, const char *arg)
 {
-    fprintf(stderr, "mmsim: <cli>: %s '%s' (see mmsim help run)\n", what, arg);
-    return 2;
+    return mm_cli_usage_error("run", NULL, what, arg);
 }
 
 /* JSON number, or null for NaN/inf. */
@@ -315,8 +318,9 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
 static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
                      mm_err *err)
 {
-    static char text[65536];
-    mm_scenario_canonical(&sim->sc, text, sizeof text);
+    char *text = mm_scenario_canonical_alloc(&sim->sc); /* what the store hashes: whole, never cut */
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     char created[32];
     time_t now = time(NULL);
     struct tm tmv;
@@ -327,14 +331,35 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
         .model = sim->model_path, .topology = sim->topology_path,
         .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
     };
-    mm_cli_make_parent(db);
     mm_store *st = NULL;
     int rc = mm_store_open(&st, db, err);
-    if (rc)
-        return rc;
-    rc = mm_store_write_run(st, &rec, m, run_id, err);
+    if (rc == 0)
+        rc = mm_store_write_run(st, &rec, m, run_id, err);
     mm_store_close(st);
+    free(text);
     return rc;
+}
+
+/* Progress of a long run on a terminal: "iteration 12 of 100" on stderr,
+ * redrawn in place, once the run has taken a second (short runs, pipes and
+ * files see nothing), and cleared at the end. */
+typedef struct run_progress {
+    struct timespec t0;
+    int shown;
+} run_progress;
+
+static void show_run_progress(int done, int total, void *ctx)
+{
+    run_progress *p = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double s = (double)(now.tv_sec - p->t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - p->t0.tv_nsec);
+    if (done < total && (p->shown || s >= 1.0)) {
+        fprintf(stderr, "\rmmsim: iteration %d of %d (%.0f s)", done, total, s);
+        p->shown = 1;
+    } else if (done == total && p->shown) {
+        fprintf(stderr, "\r%*s\r", 60, "");
+    }
 }
 
 int mm_cli_run(int argc, char **argv)
@@ -382,8 +407,16 @@ int mm_cli_run(int argc, char **argv)
     static mm_sim sim;
     if (mm_scenario_load(&sc, scenario, sets, n_sets, &err))
         return mm_cli_fail(&err);
-    if (mm_sim_prepare(&sim, &sc, &err))
+    if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err))
         return mm_cli_fail(&err);
+    if (!no_db && mm_cli_open_db(db, &err))
+        return mm_cli_fail(&err);
+    run_progress progress = {.shown = 0};
+    if (isatty(2)) {
+        clock_gettime(CLOCK_MONOTONIC, &progress.t0);
+        sim.progress = show_run_progress;
+        sim.progress_ctx = &progress;
+    }
     mm_metrics m;
     mm_sim_timeline tl;
     if (mm_sim_run(&sim, &m, trace ? &tl : NULL, &err))
@@ -403,6 +436,8 @@ int mm_cli_run(int argc, char **argv)
     if (trace)
         mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
     return rc;
 }
 
@@ -423,6 +458,10 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+    /* Past a file-size limit (ulimit -f) write() fails with EFBIG, which
+     * the store reports (exit 1, the database intact), instead of the
+     * signal killing the process in the middle of a write. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;
@@ -440,6 +479,13 @@ int main(int argc, char **argv)
         if (argc < 3) {
             fputs(usage_main, stdout);
             return 0;
+        }
+        if (!strcmp(argv[2], "scenario")) { /* the key table's own listing */
+            char *text = mm_scenario_help_text();
+            if (text)
+                fputs(text, stdout);
+            free(text);
+            return text ? 0 : 1;
         }
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             if (!strcmp(argv[2], commands[i].name)) {

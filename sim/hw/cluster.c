@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/doc.h"
+#include "util/limits.h"
 
 static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source",
                                        "node_groups", NULL};
@@ -420,6 +421,14 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         goto out;
     snprintf(c->source, sizeof c->source, "%s", path);
     c->nodes = nodes > 0 ? nodes : (int)file_nodes;
+    if ((int64_t)c->nodes * c->gpus_per_node > MM_LIMIT_GPUS) { /* util/limits.h */
+        rc = mm_err_set(err, MM_EINPUT, path, nodes > 0 ? 0 : mm_node_key_line(root, "nodes"),
+                        "nodes", "%d nodes%s x %d GPUs = %lld GPUs, above the limit of %d GPUs "
+                        "(docs/reliability.md)", c->nodes,
+                        nodes > 0 ? " (as asked: cluster.nodes or --nodes)" : "",
+                        c->gpus_per_node, (long long)c->nodes * c->gpus_per_node, MM_LIMIT_GPUS);
+        goto out;
+    }
     rc = load_fabric(&d, f, c, err);
     if (!rc)
         rc = load_groups(&d, root, c, err);

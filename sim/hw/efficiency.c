@@ -2,6 +2,7 @@
  * interpolating them with GSL.  The scheme is described in efficiency.h.
  * Not for: turning throughput into time (compute.c). */
 #include "hw/efficiency.h"
+#include "util/file.h"
 
 #include <csv.h>
 #include <gsl/gsl_interp.h>
@@ -94,9 +95,9 @@ static void csv_rows_free(csv_rows *c)
 static int csv_read(const char *path, csv_rows *c, mm_err *err)
 {
     memset(c, 0, sizeof *c);
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = mm_file_open(path, MM_FILE_MAX_CONFIG, err);
     if (!fp)
-        return mm_err_set(err, MM_EINPUT, path, 0, "", "cannot open kernel table");
+        return -MM_EINPUT;
     struct csv_parser p;
     if (csv_init(&p, CSV_APPEND_NULL | CSV_STRICT | CSV_STRICT_FINI) != 0) {
         fclose(fp);

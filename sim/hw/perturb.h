@@ -16,7 +16,7 @@
  *     member's pace);
  *   - HBM capacity per GPU, for the OOM verdict;
  *   - periodic stalls (mm_perturb_stall_s).
- * Not for: reading YAML (run/scenario.c), checking ids against the cluster
+ * Not for: reading YAML (scenario/perturb.c), checking ids against the cluster
  * (mm_perturb_check does the arithmetic; the scenario layer names the key). */
 #ifndef MM_PERTURB_H
 #define MM_PERTURB_H
@@ -28,7 +28,7 @@
 
 #include "util/err.h"
 
-#define MM_PERTURB_MAX 16 /* entries of a scenario's perturb list */
+#define MM_PERTURB_MAX 16 /* entries of a scenario's perturb list (an input bound) */
 #define MM_PERTURB_IDS 64 /* ids per selector list */
 
 typedef enum {
@@ -76,7 +76,9 @@ typedef struct mm_perturb_entry {
 typedef struct mm_perturb {
     int n;
     uint64_t seed; /* the scenario's seed: fraction draws and jitter */
-    mm_perturb_entry e[MM_PERTURB_MAX];
+    /* n entries, allocated to size by whoever filled them (the scenario
+     * owns its list; a cluster's copy borrows it) */
+    mm_perturb_entry *e;
 } mm_perturb;
 
 struct mm_cluster;

@@ -1,320 +1,23 @@
-/* llm.c - decoder-only LLM: reading Hugging Face config.json files, and the
- * parameter counts, FLOPs and per-op costs of the model they describe.
+/* llm.c - decoder-only LLM costs: parameter counts, FLOPs and per-op costs
+ * of the model a config describes (reading is llm_read.c).
  *
- * The config reader follows transformers' own defaults where a key is
- * absent, so a file Hugging Face loads means the same thing here; it only
- * insists on the keys that size the model.  The cost functions are closed
- * forms over the shape (Megatron-LM's conventions, see llm.h).
+ * Closed forms over the shape, Megatron-LM's conventions (see llm.h).
+ * Blocks may differ (DeepSeek's dense first layers, Gemma 2's alternating
+ * sliding-window layers): parameters are summed block by block, FLOPs and op
+ * lists describe the mean block, weighted by each kind's share.
  * Not for: encoders, memory, timing, or layout checks. */
 #include "model/llm.h"
 
-#include <libfyaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "util/doc.h"
-
-/* ------------------------------------------------------------------------ */
-/* Reading config.json                                                       */
-/* ------------------------------------------------------------------------ */
-
 /* Upper bounds, far above any published model, that keep every count below
- * in int64 range: a block has at most ~7 * WIDTH_MAX^2 = 2^43 parameters,
- * times LAYERS_MAX = 2^59; embedding tables at most VOCAB_MAX * WIDTH_MAX.
- * heads * head_dim is held to WIDTH_MAX as well. */
+ * in int64 range (the reader enforces the same ones). */
 #define WIDTH_MAX (INT64_C(1) << 20)
 #define LAYERS_MAX (INT64_C(1) << 16)
 #define VOCAB_MAX (INT64_C(1) << 24)
 #define POS_MAX (INT64_C(1) << 40) /* RoPE models: only a stated limit */
-
-typedef struct reader {
-    const mm_doc *doc;
-    struct fy_node *map;
-    const char *prefix;
-    mm_err *err;
-} reader;
-
-static void key_path(const reader *r, const char *key, char *buf, size_t len)
-{
-    if (r->prefix && r->prefix[0])
-        snprintf(buf, len, "%s.%s", r->prefix, key);
-    else
-        snprintf(buf, len, "%s", key);
-}
-
-/* Present, non-null child, else NULL.  Hugging Face reads JSON null as
- * "use the default", e.g. GPT-2's "n_inner": null. */
-static struct fy_node *child(const reader *r, const char *key)
-{
-    struct fy_node *n = mm_node_get(r->map, key);
-    return mm_node_is_null(n) ? NULL : n;
-}
-
-static int missing(const reader *r, const char *key, const char *what)
-{
-    char kp[128];
-    key_path(r, key, kp, sizeof kp);
-    return mm_err_set(r->err, MM_EINPUT, r->doc->path, mm_node_line(r->map), kp,
-                      "missing required key (%s)", what);
-}
-
-/* An integer in [min, max]; a quoted "4096" is a string and refused, as
- * Hugging Face would.  Absent or null: *found false, *out untouched. */
-static int get_int(const reader *r, const char *key, int64_t min, int64_t max,
-                   int64_t *out, bool *found)
-{
-    char kp[128];
-    key_path(r, key, kp, sizeof kp);
-    *found = false;
-    if (!child(r, key))
-        return 0;
-    return mm_node_int(r->doc, r->map, key, kp, min, max, out, found, r->err);
-}
-
-static int need_int(const reader *r, const char *key, int64_t min, int64_t max,
-                    int64_t *out, const char *what)
-{
-    bool found = false;
-    int rc = get_int(r, key, min, max, out, &found);
-    if (rc < 0)
-        return rc;
-    return found ? 0 : missing(r, key, what);
-}
-
-static int get_bool(const reader *r, const char *key, bool *out)
-{
-    char kp[128];
-    key_path(r, key, kp, sizeof kp);
-    if (!child(r, key))
-        return 0;
-    return mm_node_bool(r->doc, r->map, key, kp, out, NULL, r->err);
-}
-
-static int get_str(const reader *r, const char *key, char *out, size_t len)
-{
-    char kp[128];
-    key_path(r, key, kp, sizeof kp);
-    if (!child(r, key))
-        return 0;
-    return mm_node_str(r->doc, r->map, key, kp, out, len, NULL, r->err);
-}
-
-static bool in_list(const char *s, const char *const *list)
-{
-    for (; *list; list++)
-        if (strcmp(s, *list) == 0)
-            return true;
-    return false;
-}
-
-/* model_types whose transformers config class defaults tie_word_embeddings
- * to False (configuration_llama.py, configuration_mistral.py,
- * configuration_mixtral.py, configuration_qwen2.py, configuration_qwen2_moe.py,
- * configuration_qwen3.py, configuration_gpt_neox.py).  Every other class
- * inherits PretrainedConfig's default, True. */
-static const char *const untied_by_default[] = {
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gpt_neox", NULL
-};
-
-/* Gated MLP activations (SwiGLU: Shazeer 2020, "GLU Variants Improve
- * Transformer"); Gemma's GeGLU uses a gelu name, so it goes by model_type. */
-static const char *const gated_acts[] = { "silu", "swish", "swiglu", NULL };
-static const char *const gated_types[] = { "gemma", "gemma2", NULL };
-
-/* GPT-2 keys (transformers configuration_gpt2.py).  n_inner null -> 4h. */
-static int read_gpt2(const reader *r, mm_llm *m)
-{
-    int rc;
-    bool found;
-    if ((rc = need_int(r, "n_embd", 1, WIDTH_MAX, &m->hidden, "hidden size")) < 0 ||
-        (rc = need_int(r, "n_layer", 1, LAYERS_MAX, &m->layers, "number of layers")) < 0 ||
-        (rc = need_int(r, "n_head", 1, WIDTH_MAX, &m->heads, "attention heads")) < 0 ||
-        (rc = need_int(r, "vocab_size", 1, VOCAB_MAX, &m->vocab, "vocabulary size")) < 0 ||
-        (rc = need_int(r, "n_positions", 1, VOCAB_MAX, &m->max_pos,
-                       "rows of the learned position table")) < 0)
-        return rc;
-    m->ffn = 4 * m->hidden;
-    if ((rc = get_int(r, "n_inner", 1, WIDTH_MAX, &m->ffn, &found)) < 0)
-        return rc;
-    /* activation_function (gelu_new, gelu, relu, ...) only names the
-     * element-wise op; GPT-2 blocks are never gated.  Read it to type-check. */
-    char act[64] = "";
-    if ((rc = get_str(r, "activation_function", act, sizeof act)) < 0)
-        return rc;
-    m->kv_heads = m->heads;
-    m->gated_mlp = false;
-    m->tied = true;
-    m->learned_pos = true;
-    m->rope = false;
-    m->qkv_bias = m->out_bias = m->mlp_bias = true;
-    m->rmsnorm = false;
-    return 0;
-}
-
-/* Llama/Mistral/Qwen2 keys (configuration_llama.py and relatives), and
- * GPT-NeoX (configuration_gpt_neox.py), which shares the size keys. */
-static int read_llama(const reader *r, mm_llm *m)
-{
-    int rc;
-    bool found;
-    bool neox = m->style == MM_LLM_NEOX;
-    if ((rc = need_int(r, "hidden_size", 1, WIDTH_MAX, &m->hidden, "hidden size")) < 0 ||
-        (rc = need_int(r, "num_hidden_layers", 1, LAYERS_MAX, &m->layers,
-                       "number of layers")) < 0 ||
-        (rc = need_int(r, "num_attention_heads", 1, WIDTH_MAX, &m->heads,
-                       "attention heads")) < 0 ||
-        (rc = need_int(r, "intermediate_size", 1, WIDTH_MAX, &m->ffn, "MLP width")) < 0 ||
-        (rc = need_int(r, "vocab_size", 1, VOCAB_MAX, &m->vocab, "vocabulary size")) < 0)
-        return rc;
-    m->kv_heads = m->heads; /* absent -> MHA, as LlamaConfig does */
-    if (!neox && (rc = get_int(r, "num_key_value_heads", 1, WIDTH_MAX, &m->kv_heads,
-                               &found)) < 0)
-        return rc;
-    m->head_dim = 0;
-    if ((rc = get_int(r, "head_dim", 1, WIDTH_MAX, &m->head_dim, &found)) < 0)
-        return rc;
-    if (m->head_dim > 0 && m->heads * m->head_dim > WIDTH_MAX) {
-        char kp[128];
-        key_path(r, "head_dim", kp, sizeof kp);
-        return mm_err_set(r->err, MM_EINPUT, r->doc->path,
-                          mm_node_key_line(r->map, "head_dim"), kp,
-                          "heads x head_dim = %lld exceeds %lld",
-                          (long long)(m->heads * m->head_dim), (long long)WIDTH_MAX);
-    }
-    m->max_pos = 0;
-    if ((rc = get_int(r, "max_position_embeddings", 1, POS_MAX, &m->max_pos, &found)) < 0)
-        return rc;
-
-    char act[64] = "";
-    if ((rc = get_str(r, "hidden_act", act, sizeof act)) < 0)
-        return rc;
-    if (neox) {
-        m->gated_mlp = false;
-        m->rmsnorm = false;
-        /* GPTNeoXConfig: attention_bias defaults to True (query_key_value
-         * and dense); the MLP always has biases. */
-        bool ab = true;
-        if ((rc = get_bool(r, "attention_bias", &ab)) < 0)
-            return rc;
-        m->qkv_bias = m->out_bias = ab;
-        m->mlp_bias = true;
-    } else {
-        if (!act[0])
-            snprintf(act, sizeof act, "silu"); /* LlamaConfig's default */
-        m->gated_mlp = in_list(act, gated_acts) || in_list(m->model_type, gated_types);
-        m->rmsnorm = true;
-        /* LlamaConfig: attention_bias (q, k, v, o) and mlp_bias, default
-         * False.  Qwen2Attention hard-codes bias=True on q, k, v only
-         * (modeling_qwen2.py), with no key for it. */
-        bool ab = false, mb = false;
-        if ((rc = get_bool(r, "attention_bias", &ab)) < 0 ||
-            (rc = get_bool(r, "mlp_bias", &mb)) < 0)
-            return rc;
-        m->qkv_bias = ab || strcmp(m->model_type, "qwen2") == 0;
-        m->out_bias = ab;
-        m->mlp_bias = mb;
-    }
-    m->tied = !in_list(m->model_type, untied_by_default);
-    m->learned_pos = false;
-    m->rope = true;
-    /* MixtralConfig: num_local_experts (default 8), num_experts_per_tok
-     * (default 2); only a mixtral model_type or an explicit key makes an MoE. */
-    bool fe = false, fk = false;
-    if (strcmp(m->model_type, "mixtral") == 0) {
-        m->experts = 8;
-        m->experts_per_tok = 2;
-    }
-    if ((rc = get_int(r, "num_local_experts", 1, 1 << 16, &m->experts, &fe)) < 0 ||
-        (rc = get_int(r, "num_experts_per_tok", 1, 1 << 16, &m->experts_per_tok, &fk)) < 0)
-        return rc;
-    if (fe && !fk && m->experts_per_tok == 0)
-        m->experts_per_tok = 2;
-    if (m->experts > 0 && m->experts_per_tok > m->experts) {
-        char kp[128];
-        key_path(r, "num_experts_per_tok", kp, sizeof kp);
-        return mm_err_set(r->err, MM_EINPUT, r->doc->path, mm_node_key_line(r->map, "num_experts_per_tok"),
-                          kp, "%lld experts per token exceed the %lld experts",
-                          (long long)m->experts_per_tok, (long long)m->experts);
-    }
-    return 0;
-}
-
-int mm_llm_from_node(const mm_doc *doc, struct fy_node *map, const char *prefix,
-                     mm_llm *m, mm_err *err)
-{
-    reader r = { doc, map, prefix ? prefix : "", err };
-    int rc;
-
-    memset(m, 0, sizeof *m);
-
-    if (!map || !fy_node_is_mapping(map))
-        return mm_err_set(err, MM_EINPUT, doc->path, mm_node_line(map), r.prefix,
-                          "expected a mapping of config.json keys");
-    if ((rc = get_str(&r, "model_type", m->model_type, sizeof m->model_type)) < 0)
-        return rc;
-
-    if (mm_node_get(map, "n_embd") || strcmp(m->model_type, "gpt2") == 0)
-        m->style = MM_LLM_GPT2;
-    else if (strcmp(m->model_type, "gpt_neox") == 0)
-        m->style = MM_LLM_NEOX;
-    else
-        m->style = MM_LLM_LLAMA;
-
-    rc = m->style == MM_LLM_GPT2 ? read_gpt2(&r, m) : read_llama(&r, m);
-    if (rc < 0)
-        return rc;
-
-    /* tie_word_embeddings overrides the per-class default in every style. */
-    if ((rc = get_bool(&r, "tie_word_embeddings", &m->tied)) < 0)
-        return rc;
-
-    char kp[128];
-    if (m->head_dim == 0) {
-        if (m->hidden % m->heads != 0) {
-            const char *key = m->style == MM_LLM_GPT2 ? "n_head" : "num_attention_heads";
-            key_path(&r, key, kp, sizeof kp);
-            return mm_err_set(err, MM_EINPUT, doc->path, mm_node_key_line(map, key), kp,
-                              "%lld heads do not divide the hidden size %lld "
-                              "(give head_dim to decouple them)",
-                              (long long)m->heads, (long long)m->hidden);
-        }
-        m->head_dim = m->hidden / m->heads;
-    }
-    if (m->heads % m->kv_heads != 0) {
-        key_path(&r, "num_key_value_heads", kp, sizeof kp);
-        return mm_err_set(err, MM_EINPUT, doc->path,
-                          mm_node_key_line(map, "num_key_value_heads"), kp,
-                          "%lld key/value heads do not divide the %lld attention heads",
-                          (long long)m->kv_heads, (long long)m->heads);
-    }
-    return 0;
-}
-
-int mm_llm_load(const char *path, mm_llm *m, mm_err *err)
-{
-    mm_doc doc;
-    memset(&doc, 0, sizeof doc);
-    int rc = mm_doc_load_file(&doc, path, err);
-    if (rc < 0)
-        return rc;
-    rc = mm_llm_from_node(&doc, mm_doc_root(&doc), "", m, err);
-    mm_doc_free(&doc);
-    if (rc < 0)
-        return rc;
-
-    /* name = file name without folders and extension */
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.'); /* "qwen2.5-7b.json": last dot only */
-    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    if (n >= sizeof m->name)
-        n = sizeof m->name - 1;
-    memcpy(m->name, base, n);
-    m->name[n] = '\0';
-    snprintf(m->source, sizeof m->source, "%s", path);
-    return 0;
-}
 
 void mm_llm_init_gpt(mm_llm *m, int64_t hidden, int64_t layers, int64_t heads,
                      int64_t vocab, int64_t seq)
@@ -378,30 +81,138 @@ static int64_t norm_params(const mm_llm *m)
     return m->rmsnorm ? m->hidden : 2 * m->hidden;
 }
 
+bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i)
+{
+    if (m->experts <= 0 || i < m->first_dense)
+        return false;
+    int64_t every = m->moe_every > 0 ? m->moe_every : 1;
+    return (i + m->moe_offset) % every == 0;
+}
+
+bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i)
+{
+    return m->window > 0 && m->window_every > 0 && i % m->window_every == 0;
+}
+
+int64_t mm_llm_moe_layers(const mm_llm *m)
+{
+    int64_t n = 0;
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
+        n += mm_llm_layer_is_moe(m, i);
+    return n;
+}
+
+static int64_t sliding_layers(const mm_llm *m)
+{
+    int64_t n = 0;
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
+        n += mm_llm_layer_is_sliding(m, i);
+    return n;
+}
+
+static int64_t sliding_layers(const mm_llm *m);
+
+static bool mla(const mm_llm *m)
+{
+    return m->kv_lora > 0;
+}
+
+/* Matmul weights of the attention (no biases, no norms). */
+static int64_t attn_matmul_params(const mm_llm *m)
+{
+    int64_t h = m->hidden, H = m->heads;
+    if (mla(m)) { /* q_a/q_b or q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj */
+        int64_t qd = m->qk_nope + m->qk_rope;
+        int64_t q = m->q_lora > 0 ? h * m->q_lora + m->q_lora * H * qd : h * H * qd;
+        return q + h * (m->kv_lora + m->qk_rope) + m->kv_lora * H * (m->qk_nope + m->v_dim) + H * m->v_dim * h;
+    }
+    int64_t q = H * m->head_dim, kv = m->kv_heads * m->head_dim;
+    return h * (q + 2 * kv) + q * h;
+}
+
+static int64_t attn_params(const mm_llm *m)
+{
+    int64_t p = attn_matmul_params(m), h = m->hidden;
+    if (mla(m)) { /* q_a_layernorm, kv_a_layernorm; biases on q_a (or q), kv_a, o */
+        p += (m->q_lora > 0 ? m->q_lora : 0) + m->kv_lora;
+        if (m->qkv_bias)
+            p += (m->q_lora > 0 ? m->q_lora : m->heads * (m->qk_nope + m->qk_rope)) + m->kv_lora + m->qk_rope;
+    } else {
+        if (m->qkv_bias)
+            p += (m->heads + 2 * m->kv_heads) * m->head_dim;
+        if (m->qk_norm)
+            p += 2 * m->head_dim;
+    }
+    return p + (m->out_bias ? h : 0);
+}
+
+/* An MLP of inner width f (gated: gate + up, then down). */
+static int64_t mlp_params(const mm_llm *m, int64_t f)
+{
+    int64_t h = m->hidden, up = m->gated_mlp ? 2 * f : f;
+    return h * up + f * h + (m->mlp_bias ? up + h : 0);
+}
+
+/* The MoE MLP with `routed` of its experts (all of them, or the top-k). */
+static int64_t moe_params(const mm_llm *m, int64_t routed)
+{
+    int64_t h = m->hidden, p = routed * mlp_params(m, m->moe_ffn) + h * m->experts;
+    if (m->router_bias)
+        p += m->experts;
+    if (m->shared_ffn > 0)
+        p += mlp_params(m, m->shared_ffn) + (m->shared_gate ? h : 0);
+    return p;
+}
+
+static int64_t kind_params(const mm_llm *m, bool moe, bool active)
+{
+    int64_t mlp = moe ? moe_params(m, active ? m->experts_per_tok : m->experts) : mlp_params(m, m->ffn);
+    return attn_params(m) + mlp + (m->sandwich_norm ? 4 : 2) * norm_params(m);
+}
+
+static int64_t block_params(const mm_llm *m, int64_t i, bool active)
+{
+    return kind_params(m, mm_llm_layer_is_moe(m, i), active);
+}
+
+int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i)
+{
+    return block_params(m, i, false);
+}
+
+bool mm_llm_blocks_uniform(const mm_llm *m)
+{
+    int64_t moe = mm_llm_moe_layers(m), sl = sliding_layers(m);
+    return (moe == 0 || moe == m->layers) && (sl == 0 || sl == m->layers);
+}
+
+mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n)
+{
+    mm_llm v = *m;
+    v.layer0 = m->layer0 + first;
+    v.layers = n;
+    return v;
+}
+
+static int64_t blocks_params(const mm_llm *m, bool active)
+{
+    int64_t p = 0;
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
+        p += block_params(m, i, active);
+    return p;
+}
+
 int64_t mm_llm_layer_params(const mm_llm *m)
 {
-    int64_t h = m->hidden, q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim;
-    int64_t attn = h * (q + 2 * kv) + q * h;
-    if (m->qkv_bias)
-        attn += q + 2 * kv;
-    if (m->out_bias)
-        attn += h;
-    int64_t up = m->gated_mlp ? 2 * m->ffn : m->ffn; /* gate + up, or fc1 */
-    int64_t mlp = h * up + m->ffn * h;
-    if (m->mlp_bias)
-        mlp += up + h;
-    if (m->experts > 0) /* every expert an MLP, plus the router (no bias) */
-        mlp = m->experts * mlp + h * m->experts;
-    return attn + mlp + 2 * norm_params(m);
+    return m->layers > 0 ? (blocks_params(m, false) + m->layers / 2) / m->layers : 0;
 }
 
 int64_t mm_llm_layer_expert_params(const mm_llm *m)
 {
-    if (m->experts <= 0)
+    if (m->experts <= 0 || m->layers <= 0)
         return 0;
-    int64_t h = m->hidden, up = m->gated_mlp ? 2 * m->ffn : m->ffn;
-    int64_t mlp = h * up + m->ffn * h + (m->mlp_bias ? up + h : 0);
-    return m->experts * mlp;
+    int64_t all = m->experts * mlp_params(m, m->moe_ffn) * mm_llm_moe_layers(m);
+    return (all + m->layers / 2) / m->layers;
 }
 
 int64_t mm_llm_embedding_params(const mm_llm *m)
@@ -411,7 +222,7 @@ int64_t mm_llm_embedding_params(const mm_llm *m)
 
 int64_t mm_llm_head_params(const mm_llm *m)
 {
-    return m->tied ? 0 : m->vocab * m->hidden; /* GPT-2, Llama, NeoX: no bias */
+    return m->tied ? 0 : m->vocab * m->hidden; /* no bias in any supported family */
 }
 
 int64_t mm_llm_final_norm_params(const mm_llm *m)
@@ -424,35 +235,97 @@ int64_t mm_llm_final_norm_params(const mm_llm *m)
  * LayerNorm's 2h, which that closed form leaves out. */
 int64_t mm_llm_params(const mm_llm *m)
 {
-    return m->layers * mm_llm_layer_params(m) + mm_llm_embedding_params(m) +
-           mm_llm_final_norm_params(m) + mm_llm_head_params(m);
+    return blocks_params(m, false) + mm_llm_embedding_params(m) + mm_llm_final_norm_params(m) +
+           mm_llm_head_params(m);
+}
+
+int64_t mm_llm_active_params(const mm_llm *m)
+{
+    return blocks_params(m, true) + mm_llm_embedding_params(m) + mm_llm_final_norm_params(m) +
+           mm_llm_head_params(m);
+}
+
+/* DeepSeek-V3 README_WEIGHTS.md: each MTP module is enorm, hnorm, eh_proj
+ * (2h -> h), one transformer block "identical to the main model's" (an MoE
+ * block) and shared_head.norm; embedding and output head are shared. */
+int64_t mm_llm_mtp_params(const mm_llm *m)
+{
+    if (m->mtp_layers <= 0)
+        return 0;
+    int64_t h = m->hidden;
+    return m->mtp_layers * (3 * norm_params(m) + 2 * h * h + kind_params(m, m->experts > 0, false));
 }
 
 /* ------------------------------------------------------------------------ */
 /* FLOPs                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* The matmul FLOPs of one block that scale with tokens (everything but the
- * attention core), per token: 2h(a+2g)d + 2*a*d*h + 2hf*(gated ? 3 : 2). */
-static double layer_linear_flops_per_token(const mm_llm *m)
+/* Shares of the blocks that are MoE / sliding-window. */
+static double moe_share(const mm_llm *m)
 {
-    double h = (double)m->hidden, q = (double)(m->heads * m->head_dim);
-    double kv = (double)(m->kv_heads * m->head_dim), f = (double)m->ffn;
-    double mlp = 2.0 * h * f * (m->gated_mlp ? 3.0 : 2.0);
-    if (m->experts > 0) /* top-k experts per token, plus the router */
-        mlp = (double)m->experts_per_tok * mlp + 2.0 * h * (double)m->experts;
-    return 2.0 * h * (q + 2.0 * kv) + 2.0 * q * h + mlp;
+    return m->experts > 0 && m->layers > 0 ? (double)mm_llm_moe_layers(m) / (double)m->layers : 0.0;
 }
 
-/* Q K^T and P V: 2 matmuls of 2*s^2*d FLOPs per head per sequence. */
-static double attn_flops(const mm_llm *m, double sum_sq)
+static double sliding_share(const mm_llm *m)
 {
-    return 4.0 * sum_sq * (double)(m->heads * m->head_dim);
+    return m->window > 0 && m->layers > 0 ? (double)sliding_layers(m) / (double)m->layers : 0.0;
+}
+
+/* Matmul FLOPs per token of the mean block outside the attention core:
+ * 2 x the matmul weights a token passes through (top-k experts, router and
+ * shared experts for MoE blocks). */
+static double layer_linear_flops_per_token(const mm_llm *m)
+{
+    double h = (double)m->hidden, g = m->gated_mlp ? 3.0 : 2.0;
+    double dense = 2.0 * h * (double)m->ffn * g;
+    double moe = 0.0;
+    if (m->experts > 0) {
+        moe = (double)m->experts_per_tok * 2.0 * h * (double)m->moe_ffn * g + 2.0 * h * (double)m->experts;
+        if (m->shared_ffn > 0)
+            moe += 2.0 * h * (double)m->shared_ffn * g + (m->shared_gate ? 2.0 * h : 0.0);
+    }
+    double w = moe_share(m);
+    return 2.0 * (double)attn_matmul_params(m) + (1.0 - w) * dense + w * moe;
+}
+
+/* Query-key and value widths of one head. */
+static double qk_dim(const mm_llm *m)
+{
+    return mla(m) ? (double)(m->qk_nope + m->qk_rope) : (double)m->head_dim;
+}
+
+static double v_dim(const mm_llm *m)
+{
+    return mla(m) ? (double)m->v_dim : (double)m->head_dim;
+}
+
+/* Q K^T and P V over `pairs` query-key pairs: 2*pairs*(dqk + dv) per head
+ * (4*pairs*d for standard attention). */
+static double core_flops(const mm_llm *m, double pairs)
+{
+    return 2.0 * pairs * (double)m->heads * (qk_dim(m) + v_dim(m));
+}
+
+/* Query-key pairs of a sliding-window layer: each query sees at most
+ * `window` keys; over packed samples of mean length sum_sq/tokens that is
+ * tokens x min(mean length, window) (an estimate when lengths spread). */
+static double window_pairs(const mm_llm *m, double tokens, double sum_sq)
+{
+    double slen = tokens > 0 ? sum_sq / tokens : 0.0;
+    return slen > (double)m->window ? tokens * (double)m->window : sum_sq;
+}
+
+/* The mean block's attention core. */
+static double attn_flops(const mm_llm *m, double tokens, double sum_sq)
+{
+    double w = sliding_share(m);
+    double pairs = (1.0 - w) * sum_sq + (w > 0 ? w * window_pairs(m, tokens, sum_sq) : 0.0);
+    return core_flops(m, pairs);
 }
 
 double mm_llm_layer_fwd_flops_packed(const mm_llm *m, double tokens, double sum_sq)
 {
-    return tokens * layer_linear_flops_per_token(m) + attn_flops(m, sum_sq);
+    return tokens * layer_linear_flops_per_token(m) + attn_flops(m, tokens, sum_sq);
 }
 
 double mm_llm_layer_fwd_flops(const mm_llm *m, double b, double s)
@@ -462,7 +335,7 @@ double mm_llm_layer_fwd_flops(const mm_llm *m, double b, double s)
 
 double mm_llm_layer_attn_fwd_flops(const mm_llm *m, double b, double s)
 {
-    return attn_flops(m, b * s * s);
+    return attn_flops(m, b * s, b * s * s);
 }
 
 double mm_llm_head_fwd_flops(const mm_llm *m, double b, double s)
@@ -608,6 +481,122 @@ static int finish(const op_list *l)
     return l->n <= l->cap ? l->n : -1;
 }
 
+/* Scales the ops pushed since `from` by the share w of the blocks they
+ * belong to (work, bytes and GEMM batch: the compute model times a GEMM
+ * from its shape times batch), so the list's sums stay the mean block's. */
+static void scale_from(op_list *l, int from, double w)
+{
+    if (w >= 1.0)
+        return;
+    if (w <= 0.0) {
+        l->n = from;
+        return;
+    }
+    for (int i = from; i < l->n && i < l->cap; i++) {
+        l->ops[i].flops *= w;
+        l->ops[i].bytes *= w;
+        if (l->ops[i].kind != MM_OPK_MEM)
+            l->ops[i].batch *= w;
+    }
+}
+
+static void push_mem(op_list *l, const char *name, double bytes)
+{
+    push(l, name, MM_OPK_MEM, 0.0, bytes, 0, 0, 0, 0, false);
+}
+
+/* The attention projections of one block on one TP rank (heads split by
+ * tp).  MLA (DeepSeek-V2 section 2.1): the down-projections to the q and
+ * kv latents are replicated over tp (Megatron-Core's MLA shards only the
+ * up-projections), then q_b / kv_b column-parallel. */
+static void push_attn_proj(op_list *l, const mm_llm *m, double tokens, double t, double e)
+{
+    double h = (double)m->hidden, H = (double)m->heads / t;
+    if (mla(m)) {
+        double qd = qk_dim(m), kvl = (double)m->kv_lora, rope = (double)m->qk_rope;
+        if (m->q_lora > 0) {
+            double ql = (double)m->q_lora;
+            push_gemm(l, "q_down", tokens, ql, h, m->qkv_bias, e);
+            push_mem(l, "q_norm", (2.0 * tokens * ql + ql) * e);
+            push_gemm(l, "q_up", tokens, H * qd, ql, false, e);
+        } else {
+            push_gemm(l, "q", tokens, H * qd, h, m->qkv_bias, e);
+        }
+        push_gemm(l, "kv_down", tokens, kvl + rope, h, m->qkv_bias, e);
+        push_mem(l, "kv_norm", (2.0 * tokens * kvl + kvl) * e);
+        push_gemm(l, "kv_up", tokens, H * ((double)m->qk_nope + v_dim(m)), kvl, false, e);
+        /* RoPE on the decoupled parts: q's rope slice and the shared key */
+        push_mem(l, "rope", 2.0 * tokens * (H + 1.0) * rope * e);
+        return;
+    }
+    double d = (double)m->head_dim, q = (double)m->heads * d / t, kv = (double)m->kv_heads * d / t;
+    /* Column-parallel fused QKV (Megatron ColumnParallelLinear): the input
+     * is the full token set (all-gathered when sp). */
+    push_gemm(l, "qkv", tokens, q + 2.0 * kv, h, m->qkv_bias, e);
+    if (m->qk_norm) /* Qwen3 q_norm, k_norm: read and write q and k */
+        push_mem(l, "qk_norm", 2.0 * tokens * (q + kv) * e);
+    if (m->rope) /* read and write q and k */
+        push_mem(l, "rope", 2.0 * tokens * (q + kv) * e);
+}
+
+/* The attention core: FlashAttention-style, reads q, k, v, writes o;
+ * scores stay on chip.  FLOPs dense (Megatron convention) even though
+ * causal.  Sliding-window blocks attend min(length, window) keys (Gemma 2,
+ * Mistral; FlashAttention's window_size), each kind weighted by its share. */
+static void push_attn_core(op_list *l, const mm_llm *m, double tokens, double sum_sq, double seqs, double t,
+                           double e)
+{
+    double H = (double)m->heads / t, kvh = mla(m) ? H : (double)m->kv_heads / t;
+    double io = tokens * (H * (qk_dim(m) + v_dim(m)) + kvh * (qk_dim(m) + v_dim(m))) * e;
+    double slen = tokens > 0 ? sum_sq / tokens : 0.0, ws = sliding_share(m);
+    int from = l->n;
+    push(l, "attn", MM_OPK_ATTN, core_flops(m, sum_sq) / t, io, slen, slen, qk_dim(m), seqs * H, true);
+    scale_from(l, from, 1.0 - ws);
+    if (ws > 0) {
+        from = l->n;
+        double wk = fmin(slen, (double)m->window);
+        push(l, "attn_window", MM_OPK_ATTN, core_flops(m, window_pairs(m, tokens, sum_sq)) / t, io, slen, wk,
+             qk_dim(m), seqs * H, true);
+        scale_from(l, from, ws);
+    }
+}
+
+/* A gated (or plain) MLP of inner width f on this rank. */
+static void push_mlp(op_list *l, const mm_llm *m, const char *up_name, const char *down_name, double tokens,
+                     double f, double e)
+{
+    double h = (double)m->hidden, up = m->gated_mlp ? 2.0 * f : f;
+    push_gemm(l, up_name, tokens, up, h, m->mlp_bias, e);
+    /* gated: act(gate) * up, reads 2f writes f; else act(x), reads f writes f */
+    push_mem(l, "act", tokens * (up + f) * e);
+    push_gemm(l, down_name, tokens, h, f, false, e);
+}
+
+/* The MoE MLP on this rank: router, dispatch (Megatron's token permute),
+ * the routed experts as batched GEMMs over their mean load (or capacity),
+ * combine, and the shared expert(s) every token passes through. */
+static void push_moe(op_list *l, const mm_llm *m, double tokens, double t, double e)
+{
+    double h = (double)m->hidden, E = (double)m->experts, k = (double)m->experts_per_tok;
+    double f = (double)m->moe_ffn / t, up = m->gated_mlp ? 2.0 * f : f;
+    /* Router: every token scores every expert (replicated over tp, fp32
+     * softmax and top-k are small and folded into the permute). */
+    push_gemm(l, "router", tokens, E, h, false, e);
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    double te = cf * tokens * k / E;
+    /* dispatch and combine each read and write k copies of the tokens */
+    push_mem(l, "moe_dispatch", 2.0 * tokens * k * h * e);
+    push_gemm_n(l, "expert_fc1", te, up, h, E, m->mlp_bias, e);
+    push_mem(l, "act", E * te * (up + f) * e);
+    push_gemm_n(l, "expert_fc2", te, h, f, E, false, e);
+    push_mem(l, "moe_combine", 2.0 * tokens * k * h * e);
+    if (m->shared_ffn > 0) {
+        push_mlp(l, m, "shared_fc1", "shared_fc2", tokens, (double)m->shared_ffn / t, e);
+        if (m->shared_gate) /* Qwen2-MoE: sigmoid(x W_g) scales the shared output */
+            push_gemm(l, "shared_gate", tokens, 1.0, h, false, e);
+    }
+}
+
 int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
                             double seqs, int tp, bool sp, int dtype_bytes,
                             mm_op_cost *ops, int cap)
@@ -616,57 +605,33 @@ int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
         return -1;
     op_list l = { ops, 0, cap };
     double t = (double)tp, e = (double)dtype_bytes, h = (double)m->hidden;
-    double d = (double)m->head_dim;
-    double q = (double)m->heads * d / t;     /* query width on this rank */
-    double kv = (double)m->kv_heads * d / t; /* key (= value) width on this rank */
-    double f = (double)m->ffn / t;
-    double up = m->gated_mlp ? 2.0 * f : f;
     /* Sequence parallelism shards the token dimension of the regions outside
      * the tensor-parallel matmuls (Korthikanti et al. 2022 section 4.2.2). */
     double tn = sp ? tokens / t : tokens;
-    double slen = tokens > 0 ? sum_sq / tokens : 0.0; /* mean attended length */
 
     push_norm(&l, "norm_attn", m, tn, e);
-    /* Column-parallel fused QKV (Megatron ColumnParallelLinear): the input
-     * is the full token set (all-gathered when sp). */
-    push_gemm(&l, "qkv", tokens, q + 2.0 * kv, h, m->qkv_bias, e);
-    if (m->rope) /* read and write q and k */
-        push(&l, "rope", MM_OPK_MEM, 0.0, 2.0 * tokens * (q + kv) * e, 0, 0, 0, 0, false);
-    /* FlashAttention-style core: reads q, k, v, writes o; scores stay on
-     * chip.  FLOPs dense (Megatron convention) even though causal. */
-    push(&l, "attn", MM_OPK_ATTN, attn_flops(m, sum_sq) / t,
-         tokens * (2.0 * q + 2.0 * kv) * e, slen, slen, d,
-         seqs * (double)m->heads / t, true);
+    push_attn_proj(&l, m, tokens, t, e);
+    push_attn_core(&l, m, tokens, sum_sq, seqs, t, e);
     /* Row-parallel output projection; its bias is added after the
      * all-reduce, fused with the residual add below. */
-    push_gemm(&l, "attn_out", tokens, h, q, false, e);
+    push_gemm(&l, "attn_out", tokens, h, (double)m->heads * v_dim(m) / t, false, e);
+    if (m->sandwich_norm) /* Gemma 2 post_attention_layernorm */
+        push_norm(&l, "norm_post_attn", m, tn, e);
     /* bias + residual add: read two h-wide inputs (+ bias), write one */
-    push(&l, "residual_attn", MM_OPK_MEM, 0.0,
-         (3.0 * tn * h + (m->out_bias ? h : 0.0)) * e, 0, 0, 0, 0, false);
+    push_mem(&l, "residual_attn", (3.0 * tn * h + (m->out_bias ? h : 0.0)) * e);
     push_norm(&l, "norm_mlp", m, tn, e);
-    if (m->experts > 0) {
-        /* Router: every token scores every expert (replicated over tp, fp32
-         * softmax and top-k are small and folded into the permute). */
-        double E = (double)m->experts, k = (double)m->experts_per_tok;
-        push_gemm(&l, "router", tokens, E, h, false, e);
-        /* Tokens per expert: the mean load, or the capacity when set. */
-        double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
-        double te = cf * tokens * k / E;
-        /* dispatch (permute) and combine (unpermute, weighted sum): each
-         * reads and writes k copies of the token activations */
-        push(&l, "moe_dispatch", MM_OPK_MEM, 0.0, 2.0 * tokens * k * h * e, 0, 0, 0, 0, false);
-        push_gemm_n(&l, "expert_fc1", te, up, h, E, m->mlp_bias, e);
-        push(&l, "act", MM_OPK_MEM, 0.0, E * te * (up + f) * e, 0, 0, 0, 0, false);
-        push_gemm_n(&l, "expert_fc2", te, h, f, E, false, e);
-        push(&l, "moe_combine", MM_OPK_MEM, 0.0, 2.0 * tokens * k * h * e, 0, 0, 0, 0, false);
-    } else {
-        push_gemm(&l, "fc1", tokens, up, h, m->mlp_bias, e);
-        /* gated: act(gate) * up, reads 2f writes f; else act(x), reads f writes f */
-        push(&l, "act", MM_OPK_MEM, 0.0, tokens * (up + f) * e, 0, 0, 0, 0, false);
-        push_gemm(&l, "fc2", tokens, h, f, false, e);
+    double w = moe_share(m);
+    int from = l.n;
+    push_mlp(&l, m, "fc1", "fc2", tokens, (double)m->ffn / t, e);
+    scale_from(&l, from, 1.0 - w);
+    if (w > 0) {
+        from = l.n;
+        push_moe(&l, m, tokens, t, e);
+        scale_from(&l, from, w);
     }
-    push(&l, "residual_mlp", MM_OPK_MEM, 0.0,
-         (3.0 * tn * h + (m->mlp_bias ? h : 0.0)) * e, 0, 0, 0, 0, false);
+    if (m->sandwich_norm) /* Gemma 2 post_feedforward_layernorm */
+        push_norm(&l, "norm_post_mlp", m, tn, e);
+    push_mem(&l, "residual_mlp", (3.0 * tn * h + (m->mlp_bias ? h : 0.0)) * e);
     return finish(&l);
 }
 
@@ -709,6 +674,8 @@ int mm_llm_head_ops(const mm_llm *m, double b, double s, int tp, bool sp,
      * dtype and processed in fp32 in about three passes (max, exp and sum,
      * normalise and keep the softmax for backward).  An estimate: fused
      * cross-entropy kernels move less. */
+    if (m->final_softcap > 0) /* Gemma 2: logits = c * tanh(logits / c), read and write */
+        push_mem(&l, "logit_softcap", 2.0 * tokens * v * e);
     push(&l, "cross_entropy", MM_OPK_MEM, 0.0, tokens * v * (e + 3.0 * 4.0), 0, 0, 0, 0,
          false);
     return finish(&l);

@@ -29,7 +29,8 @@ struct mm_doc;
 typedef enum mm_llm_style {
     MM_LLM_GPT2,  /* n_embd, n_layer, n_head, n_positions, n_inner */
     MM_LLM_LLAMA, /* hidden_size, num_hidden_layers, ... (llama, mistral, qwen2, ...) */
-    MM_LLM_NEOX   /* model_type gpt_neox: Llama-like keys, GPT-like blocks */
+    MM_LLM_NEOX,  /* model_type gpt_neox: Llama-like keys, GPT-like blocks */
+    MM_LLM_MLA    /* DeepSeek-V2/V3: multi-head latent attention, fine-grained MoE */
 } mm_llm_style;
 
 typedef struct mm_llm {
@@ -63,10 +64,40 @@ typedef struct mm_llm {
      * Switch Transformer); 0 = dropless, experts sized by their mean load.
      * Not a config.json key: 0 unless the caller sets it. */
     double capacity_factor;
+    /* Fine-grained MoE (DeepSeek-V2/V3, Qwen2/3-MoE).  moe_ffn: width of one
+     * routed expert (= ffn for Mixtral); shared_ffn: total width of the
+     * always-on shared expert(s) (DeepSeek n_shared_experts x
+     * moe_intermediate_size, Qwen2-MoE shared_expert_intermediate_size), 0
+     * none; shared_gate: Qwen2-MoE's sigmoid gate Linear(h, 1) on it;
+     * router_bias: DeepSeek-V3's e_score_correction_bias (one per expert).
+     * Which layers are MoE: layer i >= first_dense with
+     * (i + moe_offset) % moe_every == 0 (DeepSeek: offset 0, Qwen: 1). */
+    int64_t moe_ffn, shared_ffn;
+    bool shared_gate, router_bias;
+    int64_t first_dense, moe_every, moe_offset;
+    /* Multi-head latent attention (DeepSeek-V2/V3), when kv_lora > 0:
+     * q_lora (0: a plain q projection), kv_lora, per-head qk_nope + qk_rope
+     * query/key width and v_dim value width. */
+    int64_t q_lora, kv_lora, qk_nope, qk_rope, v_dim;
+    /* DeepSeek-V3 multi-token-prediction modules (num_nextn_predict_layers):
+     * counted and reported apart, not in mm_llm_params. */
+    int64_t mtp_layers;
+    bool sandwich_norm;  /* Gemma 2: post-attention and post-MLP norms as well (4 per layer) */
+    bool qk_norm;        /* Qwen3: RMSNorm over head_dim on q and k */
+    /* Sliding-window attention: window tokens on the layers window_every
+     * selects (1: every layer, 2: layers 0, 2, 4, ... as Gemma 2); 0: none. */
+    int64_t window;
+    int window_every;
+    double attn_softcap, final_softcap; /* Gemma 2 tanh soft-capping; 0: none */
+    /* Index of the first block this struct describes: 0 for a model, the
+     * stage's first block for mm_llm_stage_view. */
+    int64_t layer0;
 } mm_llm;
 
-/* Reads a Hugging Face config.json of a decoder-only LLM (GPT-2, Llama,
- * Mistral, Qwen2, GPT-NeoX key styles).  Missing or mistyped keys,
+/* Reads a Hugging Face config.json of a decoder-only LLM (llm_read.c: the
+ * model types of docs/models.md; absent keys take the transformers class
+ * defaults of hf.c; unknown types, activations and unmodeled keys are
+ * refused by name).  Missing or mistyped keys,
  * non-positive sizes, heads not dividing hidden (without head_dim) and
  * kv heads not dividing heads give MM_EINPUT naming file, line and key.
  * Returns 0 or a negative mm_status. */
@@ -78,6 +109,16 @@ int mm_llm_load(const char *path, mm_llm *m, mm_err *err);
  * first, so name and source are left empty for the caller to fill. */
 int mm_llm_from_node(const struct mm_doc *doc, struct fy_node *map,
                      const char *prefix, mm_llm *m, mm_err *err);
+
+/* Same with the model family forced to `type` (its class's defaults and
+ * keys), whatever the mapping's model_type says: Qwen2-VL's flat LLM keys
+ * are read as "qwen2_vl_text". */
+int mm_llm_from_node_typed(const struct mm_doc *doc, struct fy_node *map, const char *prefix,
+                           const char *type, mm_llm *m, mm_err *err);
+
+/* Refuses an "architectures" entry mmsim does not model (MM_EINPUT). */
+int mm_llm_check_architectures(const struct mm_doc *doc, struct fy_node *map, const char *prefix,
+                               mm_err *err);
 
 /* A Megatron-LM GPT as in Narayanan et al. SC'21 Table 1: MHA, ffn = 4h,
  * GeLU, LayerNorm, biases, learned positions (seq rows), tied embeddings. */
@@ -105,10 +146,41 @@ int64_t mm_llm_head_params(const mm_llm *m);
 /* The norm after the last block (h, or 2h for LayerNorm). */
 int64_t mm_llm_final_norm_params(const mm_llm *m);
 
+/* Layer i (0-based) has an MoE MLP / sliding-window attention. */
+bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i);
+bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i);
+/* Exact parameters of block i.  mm_llm_layer_params is their mean over the
+ * model's blocks (rounded), so l x it is the blocks' total for uniform
+ * models; models whose blocks differ (DeepSeek's dense first layers) are
+ * summed exactly by mm_llm_params. */
+int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i);
+/* Parameters a token passes through: routed experts counted experts_per_tok
+ * times instead of all of them (the router and shared experts count in
+ * full); = mm_llm_params for a dense model. */
+int64_t mm_llm_active_params(const mm_llm *m);
+/* DeepSeek-V3's MTP modules (each: two norms, the 2h -> h projection, one
+ * MoE block, the shared head's norm; embedding and head shared): not part
+ * of mm_llm_params.  0 without. */
+int64_t mm_llm_mtp_params(const mm_llm *m);
+/* Layers with an MoE MLP (what expert parallelism splits). */
+int64_t mm_llm_moe_layers(const mm_llm *m);
+/* The blocks [first, first + n) as a model of their own: its mean block
+ * (mm_llm_layer_params, the FLOPs and op lists) is that stage's, so a
+ * pipeline stage of DeepSeek's dense first blocks or of Gemma 2's sliding
+ * and global blocks is costed as it is.  Embedding, head and vocab are the
+ * model's; only the block functions make sense on a view. */
+mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n);
+/* Every block of the same kind (all dense or all MoE, all sliding or all
+ * global): then any stage's mean block is the model's. */
+bool mm_llm_blocks_uniform(const mm_llm *m);
+
 /* ---- FLOPs (Megatron convention; b sequences of s tokens) ---- */
 
 /* One block forward: QKV 2bsh(a+2g)d, scores+values 4bs^2*a*d,
- * output 2bs*a*d*h, MLP 2bshf*(gated ? 3 : 2). */
+ * output 2bs*a*d*h, MLP 2bshf*(gated ? 3 : 2).  For models whose blocks
+ * differ (dense and MoE blocks, sliding and global attention) this and the
+ * op lists below describe the MEAN block, so l x it is the model's total
+ * exactly; each kind's share weights its ops. */
 double mm_llm_layer_fwd_flops(const mm_llm *m, double b, double s);
 /* The attention score/value part alone, 4bs^2*a*d (what selective
  * recomputation executes again). */
@@ -172,7 +244,7 @@ typedef enum mm_op_pass_kind { MM_OP_F = 0, MM_OP_B = 1, MM_OP_W = 2 } mm_op_pas
 mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p);
 
 /* Enough for every list below. */
-#define MM_LLM_MAX_OPS 20
+#define MM_LLM_MAX_OPS 40
 
 /* One transformer block FORWARD on ONE tensor-parallel rank of `tp`, with
  * Megatron's sharding (QKV and fc1 column-parallel, output projection and

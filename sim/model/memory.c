@@ -40,12 +40,31 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     if (recompute == MM_RECOMPUTE_FULL) /* only the block input is kept */
         return 2.0 * sl * b * h / rep_div;
     double rep = sl * b * h * (2.0 + 1.0 + 2.0 + 1.0 + 4.0); /* 10 sbh */
+    if (m->sandwich_norm) /* Gemma 2's post-attention and post-MLP norms */
+        rep += 4.0 * sl * b * h;
     double attn = 2.0 * sl * b * (a + 2.0 * g) * d + 2.0 * sl * b * a * d;
-    double mlp = 2.0 * sl * b * f * (m->gated_mlp ? 2.0 : 1.0) + 2.0 * sl * b * f;
-    if (m->experts > 0)
-        mlp = (double)m->experts_per_tok * mlp + 4.0 * sl * b * (double)m->experts;
+    if (m->kv_lora > 0) { /* MLA: q and k of nope+rope, v of v_dim per head, and the latents */
+        double qk = (double)(m->qk_nope + m->qk_rope), v = (double)m->v_dim;
+        attn = 2.0 * sl * b * a * (2.0 * qk + v) + 2.0 * sl * b * a * v +
+               2.0 * sl * b * (double)(m->kv_lora + m->q_lora) * t; /* latents: replicated */
+    }
+    double gate = m->gated_mlp ? 2.0 : 1.0;
+    double mlp = 2.0 * sl * b * f * gate + 2.0 * sl * b * f;
+    if (m->experts > 0) { /* the mean block: routed top-k copies, router logits, shared experts */
+        double fe = (double)m->moe_ffn, fs = (double)m->shared_ffn;
+        double moe = (double)m->experts_per_tok * (2.0 * sl * b * fe * gate + 2.0 * sl * b * fe) +
+                     4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + 2.0 * sl * b * fs);
+        double w = (double)mm_llm_moe_layers(m) / (double)m->layers;
+        mlp = (1.0 - w) * mlp + w * moe;
+    }
     double split = attn + mlp;
-    double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * s * b : 0.0;
+    /* unfused scores: sliding-window blocks keep s x min(s, window) of them */
+    double keys = s;
+    if (m->window > 0 && m->window_every > 0) {
+        double ws = m->window_every == 1 ? 1.0 : 0.5;
+        keys = (1.0 - ws) * s + ws * fmin(s, (double)m->window);
+    }
+    double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * keys * b : 0.0;
     return rep / rep_div + (split + scores) / t;
 }
 
@@ -78,27 +97,37 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     bool first = stage == 0, last = stage == c->pp - 1;
     double t = (double)c->tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
     double cp = c->cp > 0 ? (double)c->cp : 1.0;
-    int ep = c->ep > 0 ? c->ep : 1;
+    int ep_dp = 1, ep_tp = 1;
+    if (mm_mem_ep_fold(c->ep > 0 ? c->ep : 1, c->tp, c->dp, &ep_dp, &ep_tp))
+        return -1;
+
+    /* The stage's own blocks (DeepSeek's dense first ones, Gemma 2's mix)
+     * when its layers are contiguous (vpp 1); else the model's mean block. */
+    mm_llm view = *m;
+    if ((c->vpp <= 1) && !mm_llm_blocks_uniform(m)) {
+        int l0 = 0;
+        for (int k = 0; k < stage; k++)
+            l0 += stage_layers(m, c, k);
+        view = mm_llm_stage_view(m, l0, nl);
+    }
+    const mm_llm *sm = &view;
 
     /* ---- model states ---- */
-    double layer = (double)mm_llm_layer_params(m);
-    double expert_part = 0.0;
-    if (m->experts > 0) { /* expert weights split over ep as well */
-        double up = m->gated_mlp ? 2.0 * (double)m->ffn : (double)m->ffn;
-        double one = h * up + (double)m->ffn * h + (m->mlp_bias ? up + h : 0.0);
-        expert_part = (double)m->experts * one;
-    }
+    /* mean block (llm.h): routed experts split over the expert group's
+     * ep_dp replicas as well as tp */
+    double layer = (double)mm_llm_layer_params(sm);
+    double expert_part = (double)mm_llm_layer_expert_params(sm);
     double dense = (double)nl * (layer - expert_part) / t;
-    double experts = (double)nl * expert_part / (t * ep);
+    double experts = (double)nl * expert_part / (t * ep_dp);
     if (first)
         dense += (double)mm_llm_embedding_params(m) / t;
     if (last)
         dense += (double)mm_llm_final_norm_params(m) / t +
                  (m->tied ? (c->pp > 1 ? (double)m->vocab * h : 0.0) : (double)mm_llm_head_params(m)) / t;
     out->params = dense + experts;
-    /* Experts are data-parallel over dp/ep... Megatron's expert DP group is
-     * dp*tp/(ep*etp); with etp = tp that is dp/ep. */
-    double exp_dp = (double)c->dp / (double)ep;
+    /* Experts are data-parallel over the replicas outside their group:
+     * Megatron's expert DP group is dp*tp/(ep*etp), here dp/ep_dp. */
+    double exp_dp = (double)c->dp / (double)ep_dp;
     if (exp_dp < 1.0)
         exp_dp = 1.0;
     double bpp_dense = mm_mem_state_bytes_per_param(c->zero, c->dp);
@@ -111,7 +140,7 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         out->optimizer = 0;
 
     /* ---- activations ---- */
-    double per_layer = mm_mem_layer_activations(m, b, s, c->tp, c->sp, c->cp, c->recompute);
+    double per_layer = mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, c->recompute);
     double inflight = mm_mem_in_flight(c->schedule, stage, c->pp, c->vpp, c->micro_batches);
     double stage_act = (double)nl * per_layer;
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
@@ -124,7 +153,7 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
      * during its backward; on the last stage the fp32 logits of the
      * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */
     if (c->recompute == MM_RECOMPUTE_FULL)
-        out->transient += mm_mem_layer_activations(m, b, s, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
+        out->transient += mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
     if (last)
         out->transient += 4.0 * sl * b * (double)m->vocab / t + 2.0 * sl * b * h / (c->sp ? t : 1.0);
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
@@ -154,11 +183,34 @@ int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int
     as_llm.heads = as_llm.kv_heads = e->heads;
     as_llm.head_dim = e->head_dim;
     as_llm.ffn = e->ffn;
+    as_llm.gated_mlp = e->gated_mlp; /* Qwen2.5-VL's SwiGLU tower */
     double n = (double)mm_encoder_tokens(e);
     double per_layer = frozen ? 0.0 : mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
     out->activations = (double)in_flight * (double)e->layers * per_layer;
     /* a frozen encoder runs forward only: one layer's output at a time */
     out->transient = 2.0 * 2.0 * inputs * n * (double)e->hidden / t;
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
+    return 0;
+}
+
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+int mm_mem_ep_fold(int ep, int tp, int dp, int *ep_dp, int *ep_tp)
+{
+    if (ep < 1 || tp < 1 || dp < 1)
+        return -1;
+    int d = gcd(ep, dp), t = ep / d;
+    if (tp % t)
+        return -1;
+    *ep_dp = d;
+    *ep_tp = t;
     return 0;
 }

@@ -84,6 +84,14 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
 int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int dp, int zero,
                         int recompute, int in_flight, bool frozen, mm_mem_rank *out);
 
+/* Expert-parallel groups folded over the data- and tensor-parallel ranks
+ * (Megatron-Core's MoE parallel folding, Liu et al., arXiv 2504.14960): a
+ * group of ep GPUs takes ep_dp = gcd(ep, dp) DP replicas and ep_tp = ep /
+ * ep_dp of each replica's TP ranks, so ep need not divide dp (ep 32 over
+ * dp 16 x tp 2).  Each GPU then holds 1/(tp x ep_dp) of the experts.
+ * Returns 0, or -1 when ep_tp does not divide tp or ep < 1. */
+int mm_mem_ep_fold(int ep, int tp, int dp, int *ep_dp, int *ep_tp);
+
 #define MM_GIB (1024.0 * 1024.0 * 1024.0)
 
 #endif

@@ -41,19 +41,34 @@ typedef struct mm_encoder {
     bool k_bias;               /* false: key projection without bias (Whisper) */
     bool qk_norm;              /* InternViT-6B qk_normalization */
     bool layer_scale;          /* InternViT ls1/ls2: 2h per block */
+    /* Qwen2-VL / Qwen2.5-VL towers: a Conv3d stem over temporal_patch
+     * frames, 2-D RoPE (no position table), no class token and no final
+     * norm (the merger projector has its own).  gated_mlp: Qwen2.5-VL's
+     * SwiGLU MLP (gate, up, down, with biases).  window: patches per
+     * attention window (Qwen2.5-VL window_size / patch_size, squared: 64);
+     * full_layers: how many blocks attend over the whole tile
+     * (fullatt_block_indexes), the others attend within their window. */
+    int64_t temporal_patch;
+    bool rope2d, gated_mlp;
+    int64_t window, full_layers;
 } mm_encoder;
 
 typedef enum mm_projector_type {
     MM_PROJ_NONE,
     MM_PROJ_LINEAR,   /* LLaVA-1: one Linear */
     MM_PROJ_MLP_GELU, /* LLaVA-1.5 mlp2x_gelu: Linear, GELU, Linear (depth Linears) */
-    MM_PROJ_INTERNVL  /* InternVL mlp1: LayerNorm, Linear, GELU, Linear */
+    MM_PROJ_INTERNVL, /* InternVL mlp1: LayerNorm, Linear, GELU, Linear */
+    MM_PROJ_QWEN_MERGER, /* Qwen2-VL PatchMerger: norm over the encoder width, Linear(4c, 4c), GELU,
+                          * Linear(4c, llm): part of the vision tower in the checkpoint */
+    MM_PROJ_IDEFICS3  /* Idefics3Connector: pixel shuffle, one Linear without bias */
 } mm_projector_type;
 
 typedef struct mm_projector {
     mm_projector_type type;
     int depth;          /* Linears (mlpNx_gelu: N) */
     int64_t in, out;    /* in: encoder width (x 1/ratio^2 after pixel shuffle) */
+    bool rmsnorm;       /* QWEN_MERGER: Qwen2.5-VL's RMSNorm ln_q (Qwen2-VL: LayerNorm) */
+    int64_t norm_dim;   /* QWEN_MERGER: width of ln_q (the encoder's, before merging) */
 } mm_projector;
 
 #define MM_MAX_GRIDS 64
@@ -72,6 +87,16 @@ typedef struct mm_model {
     double pixel_shuffle; /* InternVL downsample_ratio (0.5); 1 = none */
     int n_grids;
     int grids[MM_MAX_GRIDS][2]; /* rows, cols of tiles */
+    /* Visual tokens as the model makes them (mm_model_tokens_per_frame):
+     * frame_pool: LLaVA-OneVision pools each video frame's grid 2x2
+     * (bilinear, ceil: 27x27 -> 14x14); anyres_max: its anyres_max_N
+     * reduction caps an image at N grid tiles' tokens plus the base tile
+     * (0: no cap).  dynamic: Qwen2-VL's dynamic resolution, where `tile` is
+     * an accounting unit of area (448 px square), not a crop. */
+    int frame_pool;
+    int anyres_max;
+    bool dynamic;
+    int64_t extra_params; /* image_newline (LLaVA-NeXT/OneVision): one LLM-width vector */
 } mm_model;
 
 /* Loads any of the accepted forms (see the top of this file).  Errors name
@@ -107,7 +132,16 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
 
 /* ---- the whole model ---- */
 int64_t mm_model_params(const mm_model *m);
-/* LLM tokens one image tile becomes. */
+/* LLM tokens one image tile becomes (after pixel shuffle / patch merging). */
 int64_t mm_model_tokens_per_tile(const mm_model *m);
+/* LLM tokens one video frame becomes: tokens_per_tile, pooled 2x2 for
+ * LLaVA-OneVision (729 -> 196 for SigLIP-384/14), halved for Qwen2-VL
+ * (temporal_patch_size 2 frames make one temporal patch). */
+int64_t mm_model_tokens_per_frame(const mm_model *m);
+/* Most tiles of one image that reach the LLM (anyres_max_N: N + 1); 0: no
+ * cap. */
+int mm_model_tiles_cap(const mm_model *m);
+/* Active parameters per token (MoE LLM: top-k experts), all modules. */
+int64_t mm_model_active_params(const mm_model *m);
 
 #endif

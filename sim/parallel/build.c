@@ -11,6 +11,8 @@
  * and DP tail (build_llm.c), the encoders (build_enc.c). */
 #include "parallel/build_internal.h"
 
+#include "model/memory.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,8 +148,10 @@ static int check_spec(builder *b)
                            sp->tp, sp->pp, sp->dp, sp->vpp, sp->m);
     if (sp->tp > 4096 || cp > 4096 || ep > 4096)
         return mm_bld_fail(b, "tp %d, cp %d and ep %d must be at most 4096", sp->tp, cp, ep);
-    if (sp->dp % ep)
-        return mm_bld_fail(b, "ep %d must divide dp %d", ep, sp->dp);
+    int ep_dp, ep_tp;
+    if (mm_mem_ep_fold(ep, sp->tp, sp->dp, &ep_dp, &ep_tp))
+        return mm_bld_fail(b, "ep %d must fold into dp %d x tp %d (gcd(ep, dp) replicas x ep/gcd TP ranks)", ep,
+                           sp->dp, sp->tp);
     if (sp->zero < 0 || sp->zero > 3)
         return mm_bld_fail(b, "zero %d must be 0-3", sp->zero);
     if (sp->vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
@@ -190,8 +194,10 @@ static int builder_init(builder *b, work *w)
     const mm_build_spec *sp = b->sp;
     int n_ranks = sp->pp * sp->dp;
     strides(sp, b->cp, b->stride);
+    mm_mem_ep_fold(b->ep, sp->tp, sp->dp, &b->ep_dp, &b->ep_tp);
     int gmax = sp->tp > sp->dp ? sp->tp : sp->dp;
     gmax = gmax > b->cp ? gmax : b->cp;
+    gmax = gmax > b->ep ? gmax : b->ep;
     for (int i = 0; i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         if (own_gpus(e)) {
@@ -223,7 +229,7 @@ static int builder_init(builder *b, work *w)
     b->last_dp = malloc((size_t)n_ranks * sizeof *b->last_dp);
     b->layer_ops = malloc((size_t)b->max_chunks * sizeof *b->layer_ops);
     size_t z3n = sp->zero >= 3 ? (size_t)b->V * sp->m * 3 * b->max_chunks * 2 : 0;
-    size_t epn = b->ep > 1 ? (size_t)(sp->dp / b->ep) * b->V * sp->m * 2 * b->max_chunks : 0;
+    size_t epn = b->ep > 1 ? (size_t)(sp->dp / b->ep_dp) * b->V * sp->m * 2 * b->max_chunks : 0;
     if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
           b->layer_ops && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
           cache_init(&b->bucket, (size_t)sp->pp * b->max_chunks * sp->vpp * 2) == 0))

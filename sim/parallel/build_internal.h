@@ -24,6 +24,7 @@ typedef struct builder {
     mm_graph *g;
     int V;                /* virtual stages: pp * vpp */
     int cp, ep;
+    int ep_dp, ep_tp; /* an expert group: ep_dp DP replicas x ep_tp TP ranks (mm_mem_ep_fold) */
     int stride[MM_DIM_COUNT];
     pass_ends *fe, *be;   /* by (virtual stage, dp replica, micro-batch) */
     int64_t *last_compute; /* per rank: last op on its compute stream */

@@ -67,12 +67,16 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
         }
     }
     if (b->ep > 1 && sp->ep_bytes > 0 && layer < c->moe_chunks) {
-        int g0 = d - d % b->ep; /* first DP replica of the expert group */
-        for (int e = 0; e < b->ep; e++)
-            b->gbuf[e] = gpu(b, 0, 0, g0 + e, s);
-        size_t key = ((((size_t)(d / b->ep) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
+        /* the expert group: ep_dp DP replicas x ep_tp of their TP ranks
+         * (folded EP); the replicas are its members, the TP peers
+         * collapsed into them move their own tokens over the network */
+        int g0 = d - d % b->ep_dp, n = 0;
+        for (int e = 0; e < b->ep_dp; e++)
+            for (int t = 0; t < b->ep_tp; t++)
+                b->gbuf[n++] = gpu(b, t, 0, g0 + e, s);
+        size_t key = ((((size_t)(d / b->ep_dp) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
                      b->max_chunks + layer;
-        int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep, 2, sp->ep_bytes, b->ep);
+        int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep_dp, 2, sp->ep_bytes, n);
         if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_EP, vs, mb, layer, cl, *tail)) < 0)
             return -1;
     }

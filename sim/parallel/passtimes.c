@@ -1,6 +1,7 @@
 /* passtimes.c - the pass-times CSV reader (libcsv callbacks into arrays).
  * Not for: using the times (run/costs.c puts them into the stage costs). */
 #include "parallel/passtimes.h"
+#include "util/file.h"
 
 #include <csv.h>
 #include <errno.h>
@@ -90,9 +91,14 @@ void mm_pass_times_free(mm_pass_times *pt)
 int mm_pass_times_load(const char *path, mm_pass_times *pt, mm_err *err)
 {
     memset(pt, 0, sizeof *pt);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mm_err_set(err, MM_EINPUT, path, 0, "", "cannot open: %s", strerror(errno));
+    /* Only train.pass_times names such a file, so its key goes with the
+     * file's own errors (a missing file, a device, a NUL byte). */
+    FILE *f = mm_file_open(path, MM_FILE_MAX_CONFIG, err);
+    if (!f) {
+        if (err && !err->key[0])
+            snprintf(err->key, sizeof err->key, "train.pass_times");
+        return -MM_EINPUT;
+    }
     reader *r = calloc(1, sizeof *r);
     struct csv_parser p;
     if (!r || csv_init(&p, CSV_STRICT | CSV_APPEND_NULL) != 0) {

@@ -6,9 +6,11 @@
  * (mm_sim_load); each candidate only rewrites the layout and training
  * fields of that one mm_sim and checks it again (mm_sim_relayout) before
  * mm_sim_estimate, so a candidate costs microseconds, not the milliseconds
- * of reading the files.  The K rescorings go through the runner (forked
- * workers, results in the store, reused by a later plan of the same
- * scenario).
+ * of reading the files.  The K rescorings run in this process, or through
+ * the runner (forked workers, results in the store, reused by a later plan
+ * of the same scenario), which gets each candidate's canonical scenario
+ * text.  All three apply a candidate the one way the scenario layer has
+ * (mm_scenario_apply_layout, on the base each time), so they agree.
  * Not for: printing (the CLI formats mm_plan) or sweeps (sweep.h). */
 #include "plan/planner.h"
 
@@ -21,19 +23,12 @@
 #include "hw/cluster.h"
 #include "model/memory.h"
 #include "plan/runner.h"
+#include "run/limits.h"
 #include "run/sim.h"
 #include "store/planstore.h"
 #include "store/store.h"
 
 const char *const mm_cand_status_names[] = {"pruned", "estimated", "simulated", "failed", NULL};
-
-#define MAX_SETS 12
-#define SET_LEN 320 /* room for a layers_per_stage list of 32 stages */
-
-typedef struct cand_sets {
-    int n;
-    char s[MAX_SETS][SET_LEN];
-} cand_sets;
 
 static double now_s(void)
 {
@@ -65,17 +60,12 @@ static mm_plan_cand *cand_push(cand_vec *v)
     return c;
 }
 
-static bool has_vision_layout(int placement)
-{
-    return placement == MM_PLACE_PIPELINE || placement == MM_PLACE_DISJOINT || placement == MM_PLACE_COLOCATED;
-}
-
 /* The canonical layout string: what a reader needs to rebuild the layout,
  * in a fixed order, so that equal layouts give equal strings. */
 static void cand_layout(mm_plan_cand *c)
 {
     char enc[64] = "";
-    if (c->placement >= 0 && has_vision_layout(c->placement))
+    if (c->placement >= 0 && mm_layout_has_vision(c->placement))
         snprintf(enc, sizeof enc, " vision tp%d pp%d dp%d |", c->vision.tp, c->vision.pp, c->vision.dp);
     char pl[32] = "";
     if (c->placement >= 0)
@@ -93,88 +83,48 @@ static void cand_layout(mm_plan_cand *c)
         memmove(c->layout, c->layout + 1, strlen(c->layout));
 }
 
-/* The --set overrides that turn the base scenario into the candidate. */
-static void cand_sets_of(const mm_plan_cand *c, cand_sets *s)
+/* Room for an uneven split's layers per stage, which a layout borrows
+ * (scenario.h): it must outlive the scenario the layout is applied to. */
+typedef struct lps_buf {
+    int v[MM_MAX_PP];
+} lps_buf;
+
+/* The candidate as a layout of the scenario layer, which applies it
+ * (mm_scenario_apply_layout) the same way for the pre-score, the in-process
+ * reruns and the stored reruns; an uneven split is written into *lps. */
+static mm_layout layout_of(const mm_plan_cand *c, lps_buf *lps)
 {
-    s->n = 0;
-    if (c->placement >= 0)
-        snprintf(s->s[s->n++], SET_LEN, "parallel.placement=%s", mm_placement_names[c->placement]);
-    char lps[SET_LEN / 2] = "";
-    if (c->first_layers) { /* the stages as a list: what the scenario reads */
-        size_t u = (size_t)snprintf(lps, sizeof lps, ", layers_per_stage: [%d", c->first_layers);
-        for (int st = 1; st < c->llm.pp && u < sizeof lps; st++)
-            u += (size_t)snprintf(lps + u, sizeof lps - u, ", %d", st + 1 < c->llm.pp ? c->mid_layers : c->last_layers);
-        if (u < sizeof lps)
-            snprintf(lps + u, sizeof lps - u, "]");
+    const int *stages = NULL;
+    if (c->first_layers && c->llm.pp <= MM_MAX_PP) {
+        for (int st = 0; st < c->llm.pp; st++)
+            lps->v[st] = st == 0 ? c->first_layers : st + 1 < c->llm.pp ? c->mid_layers : c->last_layers;
+        stages = lps->v;
     }
-    snprintf(s->s[s->n++], SET_LEN, "parallel.llm={tp: %d, pp: %d, vpp: %d, cp: %d, dp: %d, ep: %d%s}", c->llm.tp,
-             c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, lps);
-    if (c->placement >= 0 && has_vision_layout(c->placement))
-        snprintf(s->s[s->n++], SET_LEN, "parallel.vision={tp: %d, pp: %d, dp: %d}", c->vision.tp, c->vision.pp,
-                 c->vision.dp);
-    snprintf(s->s[s->n++], SET_LEN, "train.micro_batch=%d", c->micro_batch);
-    snprintf(s->s[s->n++], SET_LEN, "train.recompute=%s", mm_recompute_names[c->recompute]);
-    snprintf(s->s[s->n++], SET_LEN, "train.zero=%d", c->zero);
-    snprintf(s->s[s->n++], SET_LEN, "train.schedule=%s", mm_schedule_names[c->schedule]);
+    return (mm_layout){.placement = c->placement,
+                       .llm = {.tp = c->llm.tp, .pp = c->llm.pp, .vpp = c->llm.vpp, .cp = c->llm.cp,
+                               .dp = c->llm.dp, .ep = c->llm.ep},
+                       .vision = {.tp = c->vision.tp, .pp = c->vision.pp, .dp = c->vision.dp,
+                                  .vpp = 1, .cp = 1, .ep = 1},
+                       .micro_batch = c->micro_batch, .recompute = c->recompute, .zero = c->zero,
+                       .schedule = c->schedule, .layers_per_stage = stages};
+}
+
+/* The shared sim's scenario becomes the base with the candidate applied:
+ * from the base each time, so that nothing one candidate set (an encoder
+ * layout a homogeneous candidate leaves alone) leaks into the next. */
+static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c, lps_buf *lps)
+{
+    mm_layout lay = layout_of(c, lps);
+    mm_scenario_reset_layout(&sim->sc, base);
+    sim->sc.iterations = base->iterations;
+    mm_scenario_apply_layout(&sim->sc, &lay);
 }
 
 size_t mm_plan_cand_sets_json(const mm_plan_cand *c, char *buf, size_t len)
 {
-    cand_sets s;
-    cand_sets_of(c, &s);
-    size_t used = 0;
-    for (int i = 0; i <= s.n; i++) {
-        char piece[SET_LEN + 8];
-        if (i == s.n)
-            snprintf(piece, sizeof piece, "]");
-        else
-            snprintf(piece, sizeof piece, "%s\"%s\"", i ? ", " : "[", s.s[i]); /* no quotes or backslashes inside */
-        size_t k = strlen(piece);
-        if (used + k < len)
-            memcpy(buf + used, piece, k + 1);
-        used += k;
-    }
-    if (len && used >= len)
-        buf[len - 1] = '\0';
-    return used;
-}
-
-/* Writes the candidate's layout and training keys into the scenario the
- * prepared sim carries. */
-static void apply_cand(mm_scenario *sc, const mm_plan_cand *c)
-{
-    mm_module_layout *L = &sc->parallel.llm;
-    L->present = true;
-    L->tp = c->llm.tp;
-    L->pp = c->llm.pp;
-    L->vpp = c->llm.vpp;
-    L->cp = c->llm.cp;
-    L->dp = c->llm.dp;
-    L->ep = c->llm.ep;
-    L->zero = -1;
-    L->n_layers_per_stage = 0;
-    if (c->first_layers) {
-        L->n_layers_per_stage = c->llm.pp;
-        for (int st = 0; st < c->llm.pp; st++)
-            L->layers_per_stage[st] = st == 0 ? c->first_layers : st + 1 < c->llm.pp ? c->mid_layers : c->last_layers;
-    }
-    if (c->placement >= 0) {
-        sc->parallel.placement = (mm_placement)c->placement;
-        mm_module_layout *V = &sc->parallel.vision;
-        if (has_vision_layout(c->placement)) {
-            V->present = true;
-            V->tp = c->vision.tp;
-            V->pp = c->vision.pp;
-            V->dp = c->vision.dp;
-            V->cp = V->vpp = V->ep = 1;
-            V->zero = -1;
-            V->n_layers_per_stage = 0;
-        }
-    }
-    sc->train.micro_batch = c->micro_batch;
-    sc->train.recompute = (mm_recompute)c->recompute;
-    sc->train.zero = c->zero;
-    sc->train.schedule = (mm_schedule_kind)c->schedule;
+    lps_buf lps;
+    mm_layout lay = layout_of(c, &lps);
+    return mm_layout_sets_json(&lay, buf, len);
 }
 
 /* ---- enumeration ---- */
@@ -360,11 +310,11 @@ static int set_reason(mm_plan_cand *c, const char *fmt_key, const char *msg)
 /* Validation, memory, estimate of one candidate in the shared sim; the
  * host time of the validation and of the estimate go to p apart, and p
  * counts the candidates the estimate ran on. */
-static int score(mm_sim *sim, mm_plan_cand *c, mm_plan *p, mm_err *err)
+static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, lps_buf *lps, mm_plan *p, mm_err *err)
 {
     mm_err e;
     mm_err_clear(&e);
-    apply_cand(&sim->sc, c);
+    relay(sim, base, c, lps);
     c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = NAN;
     c->sim_s = c->sim_tflops = c->sim_mfu = c->sim_tokens_s = c->sim_mem_gib = NAN;
     double t0 = now_s();
@@ -449,35 +399,19 @@ static int cmp_estimate(const void *pa, const void *pb)
 
 /* ---- rescoring ---- */
 
-/* The point's overrides: the user's, the cluster size and batch (fixed:
- * a scenario without global_batch would derive it from the layout), the
- * candidate's, the iterations. */
-typedef struct point_sets {
-    const char *ptr[256 + MAX_SETS + 4];
-    cand_sets cs;
-    char extra[3][SET_LEN];
-} point_sets;
-
-static int build_point(const mm_plan_opts *o, const mm_scenario *base, int iterations, const mm_plan_cand *c,
-                       point_sets *ps, mm_point *pt)
+/* A rerun as the runner takes it: the canonical text of the (resized)
+ * base scenario with the candidate applied, over the rescoring iterations.
+ * The text is complete (every key, global_batch included), so the run is the
+ * in-process rerun's scenario exactly, and a later plan of the same scenario
+ * finds it in the store.  Returns the text (free() it) or NULL. */
+static char *point_text(const mm_scenario *base, int iterations, const mm_plan_cand *c)
 {
-    int n = 0;
-    for (int i = 0; i < o->n_sets && n < 256; i++)
-        ps->ptr[n++] = o->sets[i];
-    snprintf(ps->extra[0], SET_LEN, "cluster.nodes=%d", base->nodes);
-    snprintf(ps->extra[1], SET_LEN, "train.global_batch=%lld", (long long)base->train.global_batch);
-    snprintf(ps->extra[2], SET_LEN, "iterations=%d", iterations);
-    ps->ptr[n++] = ps->extra[0];
-    ps->ptr[n++] = ps->extra[1];
-    cand_sets_of(c, &ps->cs);
-    for (int i = 0; i < ps->cs.n; i++)
-        ps->ptr[n++] = ps->cs.s[i];
-    ps->ptr[n++] = ps->extra[2];
-    pt->scenario = o->scenario;
-    pt->sets = ps->ptr;
-    pt->n_sets = n;
-    pt->label = NULL;
-    return 0;
+    mm_scenario sc = *base; /* apply_layout changes only numbers: a struct copy will do */
+    lps_buf lps;
+    mm_layout lay = layout_of(c, &lps);
+    mm_scenario_apply_layout(&sc, &lay);
+    sc.iterations = iterations;
+    return mm_scenario_canonical_alloc(&sc);
 }
 
 static void take_metrics(mm_plan_cand *c, const mm_metrics *m)
@@ -490,13 +424,14 @@ static void take_metrics(mm_plan_cand *c, const mm_metrics *m)
 }
 
 /* In this process, without a store: the shared sim, relaid out. */
-static int rescore_local(mm_sim *sim, mm_plan_cand *top, size_t k, int iterations, mm_err *err)
+static int rescore_local(mm_sim *sim, const mm_scenario *base, mm_plan_cand *top, size_t k, int iterations,
+                         lps_buf *lps, mm_err *err)
 {
     for (size_t i = 0; i < k; i++) {
         mm_plan_cand *c = &top[i];
         mm_err e;
         mm_err_clear(&e);
-        apply_cand(&sim->sc, c);
+        relay(sim, base, c, lps);
         sim->sc.iterations = iterations;
         mm_metrics m;
         bool ran = false;
@@ -534,16 +469,21 @@ static int rescore_local(mm_sim *sim, mm_plan_cand *top, size_t k, int iteration
 static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan_cand *top, size_t k,
                          int iterations, mm_err *err)
 {
-    point_sets *ps = calloc(k + 1, sizeof *ps);
+    char **text = calloc(k + 1, sizeof *text);
     mm_point *pts = calloc(k + 1, sizeof *pts);
     mm_point_result *res = calloc(k + 1, sizeof *res);
     int rc = 0;
-    if (!ps || !pts || !res) {
+    if (!text || !pts || !res) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < k; i++)
-        build_point(o, base, iterations, &top[i], &ps[i], &pts[i]);
+    for (size_t i = 0; i < k; i++) {
+        if (!(text[i] = point_text(base, iterations, &top[i]))) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+            goto out;
+        }
+        pts[i] = (mm_point){.scenario = base->source, .text = text[i]};
+    }
     mm_runner_opts ro = {.db = o->db, .jobs = o->jobs, .version = o->version ? o->version : "?"};
     if ((rc = mm_runner_run(&ro, pts, k, res, NULL, err)))
         goto out;
@@ -578,7 +518,9 @@ static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan
     }
     mm_store_close(st);
 out:
-    free(ps);
+    for (size_t i = 0; text && i < k; i++)
+        free(text[i]);
+    free(text);
     free(pts);
     free(res);
     return rc;
@@ -588,8 +530,9 @@ out:
 
 static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p, mm_err *err)
 {
-    static char text[65536];
-    mm_scenario_canonical(base, text, sizeof text);
+    char *text = mm_scenario_canonical_alloc(base);
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     char created[32];
     if (o->created_at) {
         snprintf(created, sizeof created, "%s", o->created_at);
@@ -600,19 +543,25 @@ static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p
                           .scenario_source = base->source, .scenario_text = text, .gpus = p->gpus,
                           .top_k = p->top_k, .iterations = p->iterations};
     mm_plan_row *rows = calloc(p->n + 1, sizeof *rows);
-    char *sets = malloc((p->n + 1) * 1024);
+    size_t total = 1;
+    for (size_t i = 0; i < p->n; i++)
+        total += mm_plan_cand_sets_json(&p->c[i], NULL, 0) + 1;
+    char *sets = malloc(total);
     if (!rows || !sets) {
         free(rows);
         free(sets);
+        free(text);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
+    size_t at = 0;
     for (size_t i = 0; i < p->n; i++) {
         const mm_plan_cand *c = &p->c[i];
-        mm_plan_cand_sets_json(c, sets + 1024 * i, 1024);
-        rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + 1024 * i,
+        size_t n = mm_plan_cand_sets_json(c, sets + at, total - at) + 1;
+        rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + at,
                                 .status = mm_cand_status_names[c->status], .reason = c->reason, .rank = c->rank,
                                 .estimate_s = c->est_s, .estimate_tflops_per_gpu = c->est_tflops,
                                 .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id};
+        at += n;
     }
     mm_store *st = NULL;
     int rc = mm_store_open(&st, o->db, err);
@@ -621,6 +570,7 @@ static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p
     mm_store_close(st);
     free(rows);
     free(sets);
+    free(text);
     return rc;
 }
 
@@ -642,11 +592,12 @@ static int check_opts(const mm_plan_opts *o, mm_err *err)
 /* Loads the base scenario as it stands (base->nodes), enumerates and
  * scores every candidate into v; p gets the counts, host times and the
  * description of the cluster. */
-static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, mm_plan *p, mm_err *err)
+static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, lps_buf *lps, mm_plan *p,
+                   mm_err *err)
 {
     double t0 = now_s();
     int rc = mm_sim_load(sim, base, err);
-    if (rc)
+    if (rc || (rc = mm_sim_check_limits(sim, err)))
         return rc;
     const mm_model *mo = &sim->model;
     space sp = {
@@ -674,7 +625,7 @@ static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_v
     p->validate_s = p->estimate_s = 0;
     p->pruned = p->oom = p->estimated = p->prescored = 0;
     for (size_t i = 0; i < v->n; i++) {
-        int s = score(sim, &v->c[i], p, err);
+        int s = score(sim, base, &v->c[i], lps, p, err);
         if (s < 0)
             return s;
         if (v->c[i].status == MM_CAND_PRUNED) {
@@ -694,10 +645,11 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     int rc = check_opts(o, err);
     if (rc)
         return rc;
-    mm_scenario *base = malloc(sizeof *base);
+    mm_scenario *base = calloc(1, sizeof *base);
     mm_sim *sim = calloc(1, sizeof *sim);
+    lps_buf *lps = malloc(sizeof *lps);
     cand_vec v = {0};
-    if (!base || !sim) {
+    if (!base || !sim || !lps) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
@@ -727,7 +679,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     }
     int min_nodes = 0;
     for (;;) {
-        if ((rc = plan_on(o, base, sim, &v, p, err)))
+        if ((rc = plan_on(o, base, sim, &v, lps, p, err)))
             goto out;
         if (!p->gpus_asked)
             p->gpus_asked = p->gpus, min_nodes = (p->nodes + 1) / 2;
@@ -751,7 +703,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     p->top_k = o->top_k;
     if (k > 0) {
         rc = o->db ? rescore_store(o, base, v.c, k, p->iterations, err)
-                   : rescore_local(sim, v.c, k, p->iterations, err);
+                   : rescore_local(sim, base, v.c, k, p->iterations, lps, err);
         if (rc)
             goto out;
     }
@@ -781,7 +733,9 @@ out:
     free(v.c);
     mm_sim_free(sim);
     free(sim);
+    mm_scenario_free(base);
     free(base);
+    free(lps);
     return rc;
 }
 

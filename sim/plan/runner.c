@@ -24,15 +24,13 @@
 #include <sys/prctl.h>
 #endif
 
-#include <sqlite3.h>
 
 #include "mmsim_config.h"
 #include "run/sim.h"
+#include "plan/runner_internal.h"
+#include "run/limits.h"
 #include "store/store.h"
 
-#if MMSIM_MPI
-#include <mpi.h>
-#endif
 
 #define CANON_MAX (1 << 20)
 
@@ -56,22 +54,8 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* State shared by the phases of one mm_runner_run. */
-typedef struct runner {
-    const mm_runner_opts *o;
-    const mm_point *pts;
-    size_t n;
-    mm_point_result *res;
-    char **canon;       /* per point: canonical text, NULL when it did not load */
-    long *follows;      /* per point: earlier point with the same text, or -1 */
-    size_t *pending;    /* points to simulate, in order */
-    size_t n_pending;
-    mm_runner_progress prog;
-    double t0;
-    int64_t sweep_id;   /* o->sweep_id, or the sweep opened by plan_store */
-} runner;
 
-static void report(runner *r, int final)
+void mm_rn_report(runner *r, int final)
 {
     r->prog.elapsed_s = mono_s() - r->t0;
     r->prog.final = final;
@@ -80,7 +64,7 @@ static void report(runner *r, int final)
 }
 
 /* Counts a finished point. */
-static void count(runner *r, size_t i)
+void mm_rn_count(runner *r, size_t i)
 {
     const mm_point_result *p = &r->res[i];
     r->prog.done++;
@@ -110,17 +94,8 @@ static mm_sweep_link link_of(const runner *r, size_t i)
 
 /* ---- one point -------------------------------------------------------- */
 
-/* What simulating one point gave, before it is stored. */
-typedef struct outcome {
-    int ok;            /* 1: metrics valid; 0: failed (err) */
-    mm_err err;
-    mm_metrics m;
-    char *canon;       /* canonical text (owned) */
-    char source[256], model[512], topology[512];
-    uint64_t seed;
-} outcome;
 
-static void outcome_free(outcome *oc)
+void mm_rn_outcome_free(outcome *oc)
 {
     if (oc->ok)
         mm_metrics_free(&oc->m);
@@ -132,28 +107,34 @@ static void outcome_free(outcome *oc)
 static int load_point(const mm_point *pt, mm_scenario *sc, char **canon, mm_err *err)
 {
     *canon = NULL;
-    int rc = mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
+    int rc = pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, pt->sets,
+                                              pt->n_sets, err)
+                      : mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
     if (rc < 0)
         return rc;
     size_t need = mm_scenario_canonical(sc, NULL, 0) + 1;
-    if (need > CANON_MAX || !(*canon = malloc(need)))
-        return mm_err_set(err, MM_EINTERNAL, sc->source, 0, NULL, "out of memory");
+    if (need > CANON_MAX || !(*canon = malloc(need))) {
+        mm_err_set(err, MM_EINTERNAL, sc->source, 0, NULL, "out of memory");
+        mm_scenario_free(sc);
+        return -MM_EINTERNAL;
+    }
     mm_scenario_canonical(sc, *canon, need);
     return 0;
 }
 
 /* Simulates one point; never touches the store.  Failures of the scenario
  * or the simulation are the point's (oc->ok = 0), not the batch's. */
-static void simulate(const mm_point *pt, outcome *oc)
+void mm_rn_simulate(const mm_point *pt, outcome *oc)
 {
     memset(oc, 0, sizeof *oc);
     mm_err_clear(&oc->err);
-    mm_scenario *sc = malloc(sizeof *sc);
-    mm_sim *sim = malloc(sizeof *sim);
+    mm_scenario *sc = calloc(1, sizeof *sc);
+    mm_sim *sim = calloc(1, sizeof *sim); /* zeroed: mm_sim_free is safe on any path */
     if (!sc || !sim) {
         mm_err_set(&oc->err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
     } else if (load_point(pt, sc, &oc->canon, &oc->err) == 0 &&
                mm_sim_prepare(sim, sc, &oc->err) == 0 &&
+               mm_sim_check_limits(sim, &oc->err) == 0 &&
                mm_sim_run(sim, &oc->m, NULL, &oc->err) == 0) {
         oc->ok = 1;
         snprintf(oc->source, sizeof oc->source, "%s", sc->source);
@@ -161,13 +142,16 @@ static void simulate(const mm_point *pt, outcome *oc)
         snprintf(oc->topology, sizeof oc->topology, "%s", sim->topology_path);
         oc->seed = sc->seed;
     }
+    if (sim)
+        mm_sim_free(sim); /* before the scenario: the sim borrows its strings */
+    mm_scenario_free(sc);
     free(sc);
     free(sim);
 }
 
 /* Stores one outcome (run + link, or the failed link) and fills res.
  * Returns 0, or -code when the store fails (the batch stops). */
-static int store_outcome(const runner *r, mm_store *st, size_t i, const outcome *oc,
+int mm_rn_store_outcome(const runner *r, mm_store *st, size_t i, const outcome *oc,
                          mm_err *err)
 {
     mm_point_result *p = &r->res[i];
@@ -196,12 +180,12 @@ static int store_outcome(const runner *r, mm_store *st, size_t i, const outcome 
     return 0;
 }
 
-static int run_one(const runner *r, mm_store *st, size_t i, mm_err *err)
+int mm_rn_run_one(const runner *r, mm_store *st, size_t i, mm_err *err)
 {
     outcome oc;
-    simulate(&r->pts[i], &oc);
-    int rc = store_outcome(r, st, i, &oc, err);
-    outcome_free(&oc);
+    mm_rn_simulate(&r->pts[i], &oc);
+    int rc = mm_rn_store_outcome(r, st, i, &oc, err);
+    mm_rn_outcome_free(&oc);
     return rc;
 }
 
@@ -228,7 +212,7 @@ static int cmp_keyed(const void *a, const void *b)
  * points whose text equals an earlier point's. */
 static int plan_load(runner *r, mm_err *err)
 {
-    mm_scenario *sc = malloc(sizeof *sc);
+    mm_scenario *sc = calloc(1, sizeof *sc);
     keyed *k = calloc(r->n ? r->n : 1, sizeof *k);
     if (!sc || !k) {
         free(sc);
@@ -250,6 +234,7 @@ static int plan_load(runner *r, mm_err *err)
             set_failed(&r->res[i], &e);
             continue;
         }
+        mm_scenario_free(sc);
         k[nk++] = (keyed){.hash = mm_store_hash(r->canon[i]), .i = i, .text = r->canon[i]};
     }
     qsort(k, nk, sizeof *k, cmp_keyed);
@@ -265,13 +250,9 @@ static int plan_load(runner *r, mm_err *err)
 /* The oom flag of a stored run (0 when it cannot be read). */
 static int run_oom(mm_store *st, int64_t id)
 {
-    sqlite3_stmt *s = NULL;
     int oom = 0;
-    if (sqlite3_prepare_v2(mm_store_sqlite(st), "SELECT oom FROM runs WHERE id = ?1", -1, &s,
-                           NULL) == SQLITE_OK &&
-        sqlite3_bind_int64(s, 1, id) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        oom = sqlite3_column_int(s, 0) != 0;
-    sqlite3_finalize(s);
+    mm_err ignored;
+    (void)mm_store_run_oom(st, id, &oom, &ignored);
     return oom;
 }
 
@@ -297,7 +278,7 @@ static int plan_store(runner *r, mm_err *err)
         if (p->status == MM_POINT_FAILED) { /* its scenario did not load */
             if (r->sweep_id > 0)
                 rc = mm_store_link_sweep_run(st, &link, 0, p->error, err);
-            count(r, i);
+            mm_rn_count(r, i);
             continue;
         }
         if (r->follows[i] >= 0)
@@ -319,7 +300,7 @@ static int plan_store(runner *r, mm_err *err)
             p->status = MM_POINT_SKIPPED;
             p->run_id = id;
             p->oom = run_oom(st, id);
-            count(r, i);
+            mm_rn_count(r, i);
         } else {
             r->pending[r->n_pending++] = i;
         }
@@ -358,7 +339,7 @@ static int settle_follows(runner *r, mm_err *err)
             if (r->sweep_id > 0)
                 rc = mm_store_link_sweep_run(st, &link, p->run_id, NULL, err);
         }
-        count(r, i);
+        mm_rn_count(r, i);
     }
     mm_store_close(st);
     return rc;
@@ -373,10 +354,10 @@ static int run_serial(runner *r, mm_err *err)
     mm_store *st = NULL;
     int rc = mm_store_open(&st, r->o->db, err);
     for (size_t k = 0; rc == 0 && k < r->n_pending; k++) {
-        rc = run_one(r, st, r->pending[k], err);
+        rc = mm_rn_run_one(r, st, r->pending[k], err);
         if (rc == 0) {
-            count(r, r->pending[k]);
-            report(r, 0);
+            mm_rn_count(r, r->pending[k]);
+            mm_rn_report(r, 0);
         }
     }
     mm_store_close(st);
@@ -449,7 +430,7 @@ static _Noreturn void worker_main(runner *r, int w, int cmd_fd, int res_fd, pid_
         memset(&msg, 0, sizeof msg);
         msg.worker = w;
         msg.idx = idx;
-        int rc = run_one(r, st, idx, &err);
+        int rc = mm_rn_run_one(r, st, idx, &err);
         if (rc < 0) {
             msg.fatal = 1;
             mm_err_format(&err, msg.error, sizeof msg.error);
@@ -547,7 +528,7 @@ static int reap_workers(runner *r, pool *pl, mm_err *err)
                                        : "worker process died (exit status %d)",
                    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         set_failed(&r->res[i], &e);
-        count(r, i);
+        mm_rn_count(r, i);
         died = 1;
     }
     if (died && r->sweep_id > 0) {
@@ -603,8 +584,8 @@ static int run_forked(runner *r, int jobs, mm_err *err)
             p->oom = msg.oom;
             memcpy(p->error, msg.error, sizeof p->error);
             p->error[sizeof p->error - 1] = '\0';
-            count(r, msg.idx);
-            report(r, 0);
+            mm_rn_count(r, msg.idx);
+            mm_rn_report(r, 0);
             dispatch(r, &pl, w);
         }
         int rrc = reap_workers(r, &pl, err);
@@ -622,267 +603,6 @@ static int run_forked(runner *r, int jobs, mm_err *err)
     free(pl.inflight);
     return rc;
 }
-
-/* ---- MPI ranks -------------------------------------------------------- */
-
-#if MMSIM_MPI
-/* Results travel from the ranks to rank 0 as byte strings: the point index,
- * the outcome's strings and the metrics with their arrays, copied as they
- * lie in memory (every rank runs the same mmsim binary on the same kind of
- * machine, so the layouts agree). */
-enum { TAG_RESULT = 1, TAG_DONE = 2 };
-
-typedef struct pbuf {
-    unsigned char *b;
-    size_t n, cap;
-    int bad;
-} pbuf;
-
-static void put(pbuf *p, const void *v, size_t len)
-{
-    if (p->bad)
-        return;
-    if (p->n + len > p->cap) {
-        size_t cap = p->cap ? p->cap : 4096;
-        while (cap < p->n + len)
-            cap *= 2;
-        unsigned char *b = realloc(p->b, cap);
-        if (!b) {
-            p->bad = 1;
-            return;
-        }
-        p->b = b;
-        p->cap = cap;
-    }
-    if (len)
-        memcpy(p->b + p->n, v, len);
-    p->n += len;
-}
-
-static void put_str(pbuf *p, const char *s)
-{
-    uint64_t len = s ? strlen(s) : 0;
-    put(p, &len, sizeof len);
-    put(p, s, len);
-}
-
-static void get(pbuf *p, void *v, size_t len)
-{
-    if (p->bad || p->n + len > p->cap) {
-        p->bad = 1;
-        memset(v, 0, len);
-        return;
-    }
-    memcpy(v, p->b + p->n, len);
-    p->n += len;
-}
-
-/* Copies a string of at most len - 1 bytes into out, or (out NULL) returns
- * a new string. */
-static char *get_str(pbuf *p, char *out, size_t len)
-{
-    uint64_t n = 0;
-    get(p, &n, sizeof n);
-    if (p->bad || n > p->cap - p->n) {
-        p->bad = 1;
-        return NULL;
-    }
-    char *s = out ? out : malloc(n + 1);
-    if (!s) {
-        p->bad = 1;
-        return NULL;
-    }
-    size_t k = out && n >= len ? len - 1 : (size_t)n;
-    memcpy(s, p->b + p->n, k);
-    s[k] = '\0';
-    p->n += n;
-    return s;
-}
-
-/* The scalar fields of mm_metrics that the store writes, one by one: the
- * struct also holds owned pointers (arrays, the critical path) that must not
- * travel.  A field the store starts writing must be added here too. */
-#define MM_METRIC_SCALARS(X)                                                     \
-    X(iteration_time_s) X(tokens_per_s) X(samples_per_s) X(mfu) X(hfu)          \
-    X(tflops_per_gpu) X(hw_tflops_per_gpu) X(bubble_fraction) X(exposed_comm_s) \
-    X(peak_memory_gib) X(iteration_time_p50_s) X(iteration_time_p99_s) X(oom) X(gpus) X(events) X(wall_s)   \
-    X(n_iters) X(n_stages)
-
-static void put_metrics(pbuf *p, const mm_metrics *m)
-{
-#define PUT(f) put(p, &m->f, sizeof m->f);
-    MM_METRIC_SCALARS(PUT)
-#undef PUT
-}
-
-static void get_metrics(pbuf *p, mm_metrics *m)
-{
-    memset(m, 0, sizeof *m);
-#define GET(f) get(p, &m->f, sizeof m->f);
-    MM_METRIC_SCALARS(GET)
-#undef GET
-}
-
-static void pack_outcome(pbuf *p, uint64_t idx, const outcome *oc)
-{
-    int32_t ok = oc->ok;
-    put(p, &idx, sizeof idx);
-    put(p, &ok, sizeof ok);
-    put(p, &oc->err, sizeof oc->err);
-    if (!ok)
-        return;
-    put_str(p, oc->canon);
-    put_str(p, oc->source);
-    put_str(p, oc->model);
-    put_str(p, oc->topology);
-    put(p, &oc->seed, sizeof oc->seed);
-    put_metrics(p, &oc->m);
-    put(p, oc->m.iters, (size_t)oc->m.n_iters * sizeof *oc->m.iters);
-    put(p, oc->m.stages, (size_t)oc->m.n_stages * sizeof *oc->m.stages);
-}
-
-static int unpack_outcome(pbuf *p, size_t n_points, uint64_t *idx, outcome *oc)
-{
-    memset(oc, 0, sizeof *oc);
-    int32_t ok = 0;
-    get(p, idx, sizeof *idx);
-    get(p, &ok, sizeof ok);
-    get(p, &oc->err, sizeof oc->err);
-    if (!p->bad && ok) {
-        oc->canon = get_str(p, NULL, 0);
-        get_str(p, oc->source, sizeof oc->source);
-        get_str(p, oc->model, sizeof oc->model);
-        get_str(p, oc->topology, sizeof oc->topology);
-        get(p, &oc->seed, sizeof oc->seed);
-        get_metrics(p, &oc->m);
-        if (!p->bad && oc->m.n_iters >= 0 && oc->m.n_stages >= 0 &&
-            (size_t)oc->m.n_iters * sizeof *oc->m.iters <= p->cap - p->n) {
-            oc->m.iters = calloc((size_t)oc->m.n_iters + 1, sizeof *oc->m.iters);
-            oc->m.stages = calloc((size_t)oc->m.n_stages + 1, sizeof *oc->m.stages);
-            if (!oc->m.iters || !oc->m.stages)
-                p->bad = 1;
-            else {
-                get(p, oc->m.iters, (size_t)oc->m.n_iters * sizeof *oc->m.iters);
-                get(p, oc->m.stages, (size_t)oc->m.n_stages * sizeof *oc->m.stages);
-            }
-        } else {
-            p->bad = 1;
-        }
-        oc->ok = 1; /* so that outcome_free frees the arrays */
-    }
-    if (p->bad || *idx >= n_points) {
-        outcome_free(oc);
-        return -1;
-    }
-    return 0;
-}
-
-/* Rank 0: receives one message (blocking or not) and stores it.  Returns 1
- * when a message was handled, 0 when none was waiting. */
-static int mpi_receive(runner *r, mm_store *st, int block, int *done_ranks, int *fatal,
-                       mm_err *err)
-{
-    MPI_Status status;
-    int flag = 1;
-    if (block)
-        MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
-    else
-        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
-    if (!flag)
-        return 0;
-    int len = 0;
-    MPI_Get_count(&status, MPI_BYTE, &len);
-    pbuf p = {.b = malloc(len > 0 ? (size_t)len : 1), .cap = len > 0 ? (size_t)len : 0};
-    MPI_Recv(p.b, len, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
-    if (status.MPI_TAG == TAG_DONE) {
-        (*done_ranks)++;
-    } else if (!*fatal) {
-        uint64_t idx = 0;
-        outcome oc;
-        if (!p.b || unpack_outcome(&p, r->n, &idx, &oc) < 0) {
-            mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL,
-                       "a garbled result came from MPI rank %d", status.MPI_SOURCE);
-            *fatal = 1;
-        } else {
-            if (store_outcome(r, st, (size_t)idx, &oc, err) < 0)
-                *fatal = 1;
-            else {
-                count(r, (size_t)idx);
-                report(r, 0);
-            }
-            outcome_free(&oc);
-        }
-    }
-    free(p.b);
-    return 1;
-}
-
-static int run_mpi(runner *r, int plan_rc, mm_err *err)
-{
-    const int rank = r->o->mpi_rank, size = r->o->mpi_size;
-    /* the plan: [failed, sweep_id, n_pending], then the pending indices */
-    int64_t hdr[3] = {plan_rc < 0, r->sweep_id, (int64_t)r->n_pending};
-    MPI_Bcast(hdr, 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
-    r->sweep_id = hdr[1]; /* only rank 0 writes, but let every rank know */
-    r->prog.sweep_id = hdr[1];
-    if (hdr[0])
-        return rank == 0 ? plan_rc
-                         : mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL,
-                                      "MPI rank 0 could not prepare the sweep");
-    if (hdr[2] < 0 || (size_t)hdr[2] > r->n)
-        return mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "bad plan from MPI rank 0");
-    r->n_pending = (size_t)hdr[2];
-    uint64_t *idx = calloc(r->n_pending + 1, sizeof *idx);
-    if (!idx)
-        return mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
-    for (size_t k = 0; rank == 0 && k < r->n_pending; k++)
-        idx[k] = r->pending[k];
-    MPI_Bcast(idx, (int)r->n_pending, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    int rc = 0;
-    if (rank != 0) {
-        for (size_t k = (size_t)rank; k < r->n_pending; k += (size_t)size) {
-            outcome oc;
-            simulate(&r->pts[idx[k]], &oc);
-            pbuf p = {0};
-            pack_outcome(&p, idx[k], &oc);
-            outcome_free(&oc);
-            if (p.bad) {
-                free(p.b);
-                rc = mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
-                break;
-            }
-            MPI_Send(p.b, (int)p.n, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
-            free(p.b);
-        }
-        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_DONE, MPI_COMM_WORLD);
-        free(idx);
-        return rc;
-    }
-    /* Rank 0 simulates its share and stores everything; on a store failure
-     * it goes on receiving (and dropping) so that no rank blocks forever. */
-    mm_store *st = NULL;
-    int fatal = 0, done_ranks = 0;
-    rc = mm_store_open(&st, r->o->db, err);
-    if (rc < 0)
-        fatal = 1;
-    for (size_t k = 0; !fatal && k < r->n_pending; k += (size_t)size) {
-        if (run_one(r, st, idx[k], err) < 0) {
-            fatal = 1;
-            break;
-        }
-        count(r, idx[k]);
-        report(r, 0);
-        while (!fatal && mpi_receive(r, st, 0, &done_ranks, &fatal, err))
-            ;
-    }
-    while (done_ranks < size - 1)
-        mpi_receive(r, st, 1, &done_ranks, &fatal, err);
-    mm_store_close(st);
-    free(idx);
-    return fatal ? -MM_EINTERNAL : 0;
-}
-#endif
 
 /* ---- the whole batch -------------------------------------------------- */
 
@@ -913,12 +633,12 @@ int mm_runner_run(const mm_runner_opts *o, const mm_point *pts, size_t n,
             rc = plan_store(&r, err);
         r.prog.to_run = r.n_pending;
         if (rc == 0)
-            report(&r, 0);
+            mm_rn_report(&r, 0);
     }
     r.t0 = mono_s();
 #if MMSIM_MPI
     if (mpi)
-        rc = run_mpi(&r, rc, err);
+        rc = mm_rn_run_mpi(&r, rc, err);
     else
 #endif
     if (rc == 0 && o->jobs > 1 && r.n_pending > 1)
@@ -928,7 +648,7 @@ int mm_runner_run(const mm_runner_opts *o, const mm_point *pts, size_t n,
     if (rc == 0 && leader)
         rc = settle_follows(&r, err);
     if (leader)
-        report(&r, 1);
+        mm_rn_report(&r, 1);
     if (summary)
         *summary = r.prog;
     for (size_t i = 0; r.canon && i < n; i++)

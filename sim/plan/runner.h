@@ -36,11 +36,16 @@
 
 #include "util/err.h"
 
-/* One scenario to simulate.  Strings belong to whoever built the array. */
+/* One scenario to simulate.  Strings belong to whoever built the array.
+ * Either a file and overrides (a sweep's points), or the scenario's whole
+ * text (the planner's reruns: canonical text, mm_scenario_canonical). */
 typedef struct mm_point {
-    const char *scenario;     /* scenario file; NULL: the built-in default */
-    const char *const *sets;  /* "dotted.key=YAML value" overrides, in order */
+    const char *scenario;     /* scenario file; NULL: the built-in default.  With
+                                 text: the name the text is loaded as (errors,
+                                 relative paths, runs.scenario_source) */
+    const char *const *sets;  /* "dotted.key=YAML value" overrides, in order (after text) */
     int n_sets;
+    const char *text;         /* the scenario as YAML text; NULL: read `scenario` */
     const char *label;        /* JSON object of the swept values (sweep_runs.axis_values) */
 } mm_point;
 

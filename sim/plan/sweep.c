@@ -5,6 +5,7 @@
  * line cannot, and the scenario loader stays the one place that checks keys.
  * Not for: running anything (runner.c), or checking the points' scenarios. */
 #include "plan/sweep.h"
+#include "util/file.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -418,32 +419,12 @@ int mm_sweep_load_string(mm_sweep *sw, const char *name, const char *text, mm_er
 int mm_sweep_load(mm_sweep *sw, const char *path, mm_err *err)
 {
     memset(sw, 0, sizeof *sw);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mm_err_set(err, MM_EINPUT, path, 0, NULL, "cannot read the sweep file");
-    size_t cap = 4096, len = 0;
-    char *text = malloc(cap);
-    while (text) {
-        size_t got = fread(text + len, 1, cap - len - 1, f);
-        len += got;
-        if (len < cap - 1)
-            break;
-        char *t = realloc(text, cap *= 2);
-        if (!t)
-            free(text);
-        text = t;
-    }
-    int ioerr = ferror(f);
-    fclose(f);
-    if (!text)
-        return mm_err_set(err, MM_EINTERNAL, path, 0, NULL, "out of memory");
-    text[len] = '\0';
-    if (ioerr || strlen(text) != len) {
-        free(text);
-        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
-                          ioerr ? "cannot read the sweep file" : "not a text file (NUL byte)");
-    }
-    int rc = mm_sweep_load_string(sw, path, text, err);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = mm_file_read(path, MM_FILE_MAX_CONFIG, &text, &len, err);
+    if (rc < 0)
+        return rc;
+    rc = mm_sweep_load_string(sw, path, text, err);
     free(text);
     return rc;
 }

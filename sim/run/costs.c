@@ -140,6 +140,27 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
     return 0;
 }
 
+/* The pass times of one (mean) block of `m` (the model, or a stage's view
+ * of its blocks) on one rank of the scenario's LLM layout. */
+static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *out)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    double b = (double)sc->train.micro_batch, s = sim->seq;
+    int cp = L->cp;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    /* With context parallelism a rank holds s/cp tokens of each sequence
+     * and attends over all s keys (ring attention): its attention work is
+     * (s/cp) x s per sequence, written as a packed batch with that sum. */
+    int n = cp > 1 ? mm_llm_layer_ops_packed(m, b * s / cp, b * s * s / cp, b, L->tp, sp, 2, ops, MM_LLM_MAX_OPS)
+                   : mm_llm_layer_ops(m, b, s, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    if (n < 0)
+        return -1;
+    *out = time_layer(&sim->cluster.gpu, (mm_dtype)sc->train.precision, ops, n,
+                      sc->train.attention == MM_ATTN_UNFUSED);
+    return 0;
+}
+
 /* The LLM's costs per virtual stage and the spec's layout fields, and per
  * virtual stage the share of the F, B and W passes' nominal time spent in
  * memory-bound kernels (mem_frac[3 v + 0..2], may be NULL): HBM
@@ -160,36 +181,40 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
                              only the GEMM peak (Transformer Engine keeps
                              activations in 16 bits between kernels) */
     mm_op_cost ops[MM_LLM_MAX_OPS];
-    /* With context parallelism a rank holds s/cp tokens of each sequence
-     * and attends over all s keys (ring attention): its attention work is
-     * (s/cp) x s per sequence, written as a packed batch with that sum. */
-    int n = cp > 1 ? mm_llm_layer_ops_packed(m, b * s / cp, b * s * s / cp, b, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS)
-                   : mm_llm_layer_ops(m, b, s, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    if (n < 0)
+    pass_times layer;
+    if (block_costs(sim, m, sp, &layer))
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
-    pass_times layer = time_layer(g, dt, ops, n, sc->train.attention == MM_ATTN_UNFUSED);
+    int n;
     n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times emb = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
     n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times head = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
 
     int rc = (int)sc->train.recompute;
-    double layer_flops = mm_llm_layer_fwd_flops(m, b, s);
-    double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
-                      : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(m, b, s)
-                                                     : 0.0;
-    double re_time = rc == MM_RECOMPUTE_FULL ? layer.fwd
-                     : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd
-                                                    : 0.0;
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
     int per_vs = (int)(m->layers / V);
-    for (int k = 0; k < V; k++) {
-        /* virtual stage k = chunk k / pp of physical stage k % pp (build.c) */
+    for (int k = 0, l0 = 0; k < V; k++) {
+        /* virtual stage k = chunk k / pp of physical stage k % pp (build.c);
+         * layers go to virtual stages in their order, as in Megatron-LM */
         int nl = L->n_layers_per_stage ? L->layers_per_stage[k % L->pp] / L->vpp : per_vs;
         bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
         c->chunks = nl;
-        c->moe_chunks = m->experts > 0 ? nl : 0;
+        /* the stage's MoE blocks (DeepSeek's first blocks are dense): they
+         * carry the EP all-to-all */
+        c->moe_chunks = 0;
+        for (int i = l0; i < l0 + nl; i++)
+            c->moe_chunks += mm_llm_layer_is_moe(m, i);
+        /* the stage's own mean block: its dense/MoE and sliding/global mix */
+        mm_llm sv = mm_llm_stage_view(m, l0, nl);
+        l0 += nl;
+        if (!mm_llm_blocks_uniform(m) && block_costs(sim, &sv, sp, &layer))
+            return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+        double layer_flops = mm_llm_layer_fwd_flops(&sv, b, s);
+        double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
+                          : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(&sv, b, s)
+                                                         : 0.0;
+        double re_time = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0.0;
         c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
         c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
         c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
@@ -204,13 +229,14 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
             mem_frac[3 * k + 2] = c->wgrad_s > 0 ? mw / c->wgrad_s : 0;
         }
         /* weight gradients: every matmul but the attention core, once */
-        c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(m, b, s);
+        c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(&sv, b, s);
         c->recompute_flops = nl * re_flops;
         /* Megatron keeps the (tied) embedding on the first stage and a copy
          * for the LM head on the last.  Experts are split over ep. */
-        double layer_params = (double)mm_llm_layer_params(m);
-        if (m->experts > 0 && L->ep > 1)
-            layer_params -= (double)mm_llm_layer_expert_params(m) * (1.0 - 1.0 / L->ep);
+        double layer_params = (double)mm_llm_layer_params(&sv);
+        int ep_dp = 1, ep_tp = 1;
+        if (m->experts > 0 && L->ep > 1 && mm_mem_ep_fold(L->ep, L->tp, L->dp, &ep_dp, &ep_tp) == 0)
+            layer_params -= (double)mm_llm_layer_expert_params(&sv) * (1.0 - 1.0 / ep_dp);
         double params = (double)nl * layer_params;
         if (first)
             params += (double)mm_llm_embedding_params(m);
@@ -459,10 +485,23 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
     double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
-    for (int v = 0; v < V; v++) {
+    bool uniform = mm_llm_blocks_uniform(m);
+    for (int v = 0, l0 = 0; v < V; v++) {
         mm_mb_cost *c = &out[(size_t)v * stride];
         int nl = st[v].chunks;
         bool first = v == 0, last = v == V - 1;
+        if (!uniform) { /* this stage's own mix of dense/MoE, sliding/global blocks */
+            mm_llm sv = mm_llm_stage_view(m, l0, nl);
+            k = mm_llm_layer_ops_packed(&sv, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+            if (k < 0)
+                return -1;
+            layer = time_layer(g, dt, ops, k, sc->train.attention == MM_ATTN_UNFUSED);
+            lf = mm_llm_layer_fwd_flops_packed(&sv, T, S);
+            af = lf - mm_llm_layer_fwd_flops_packed(&sv, T, 0);
+            re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
+            re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
+        }
+        l0 += nl;
         c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
         c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);

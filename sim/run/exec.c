@@ -9,6 +9,7 @@
  * Not for: building graphs (parallel/) or metrics (iterate.c). */
 #include "run/exec.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@ typedef struct exec_state {
     uint32_t *coll_off;  /* CSR: member ops per collective */
     uint32_t *coll_ops;
     uint32_t done;
+    uint8_t *runs;       /* completions per op (saturating at 255) */
+    mm_time last;        /* time of the latest completion seen */
+    int backwards;       /* a completion came before an earlier one */
     mm_network *net;
     double *scale;       /* per op: perturbation multiplier of dur_s; NULL: none */
     int rc;
@@ -111,8 +115,13 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
     exec_state *st = ctx;
     uint32_t id = (uint32_t)arg;
     const mm_op *op = &st->g->ops[id];
-    st->end[id] = mm_engine_now(eng);
+    mm_time now = mm_engine_now(eng);
+    st->end[id] = now;
     st->done++;
+    if (st->runs[id] < 255)
+        st->runs[id]++;
+    st->backwards |= now < st->last;
+    st->last = now;
     if (op->stream != MM_STREAM_NONE) {
         size_t s = stream_of(op);
         st->head[s]++;
@@ -177,6 +186,37 @@ static int op_scales(exec_state *st, const mm_exec_opts *opts)
     return 0;
 }
 
+int mm_exec_check(const mm_graph *g, const uint8_t *runs, const mm_time *start,
+                  const mm_time *end, mm_time t0, mm_time t_end, mm_err *err)
+{
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        if (runs && runs[i] != 1)
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                              "internal error: op %u (rank %d) ran %d times, not once", i,
+                              g->ops[i].rank, runs[i]);
+        if (start[i] < t0 || end[i] < start[i] || end[i] > t_end)
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                              "internal error: simulated time went backwards at op %u (rank %d):"
+                              " start %lld ns, end %lld ns, iteration %lld..%lld ns",
+                              i, g->ops[i].rank, (long long)start[i], (long long)end[i],
+                              (long long)t0, (long long)t_end);
+    }
+    /* A stream runs its ops in order, one at a time: each starts after the
+     * one before it ended. */
+    size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
+    for (size_t s = 0; s < nstreams; s++)
+        for (uint32_t p = g->stream_off[s] + 1; p < g->stream_off[s + 1]; p++) {
+            uint32_t a = g->stream_ops[p - 1], b = g->stream_ops[p];
+            if (start[b] < end[a])
+                return mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                                  "internal error: stream %zu of rank %zu ran ops %u and %u at "
+                                  "once (%lld < %lld ns)", s % MM_STREAM_COUNT,
+                                  s / MM_STREAM_COUNT, a, b, (long long)start[b],
+                                  (long long)end[a]);
+        }
+    return 0;
+}
+
 int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                 mm_exec_net net, mm_time *start, mm_time *end, mm_time *t_end,
                 mm_err *err)
@@ -199,8 +239,12 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     st.coll_arrived = calloc(g->n_colls + 1, sizeof *st.coll_arrived);
     st.coll_off = calloc(g->n_colls + 2, sizeof *st.coll_off);
     st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
+    st.runs = calloc(g->n_ops + 1, 1);
+    mm_time t0 = mm_engine_now(eng);
+    st.last = t0;
     int rc = 0;
-    if (!st.deps || !st.head || !st.arrived || !st.coll_arrived || !st.coll_off || !st.coll_ops) {
+    if (!st.deps || !st.head || !st.arrived || !st.coll_arrived || !st.coll_off || !st.coll_ops ||
+        !st.runs) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
         goto out;
     }
@@ -236,6 +280,18 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "",
                         "schedule deadlock: %u of %u ops never ran", g->n_ops - st.done,
                         g->n_ops);
+    /* The run-time invariants, after every iteration: each op ran exactly
+     * once, no stream ran two ops at once, time never went backwards.  A
+     * debug build stops at the first broken one; a release build reports it
+     * as an internal error (exit 1), never as a number. */
+    if (rc == 0) {
+        int broken = st.backwards ? mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                                               "internal error: an op completed before one "
+                                               "that completed earlier")
+                                  : mm_exec_check(g, st.runs, start, end, t0, *t_end, err);
+        assert(broken == 0 && "executor invariant broken (mm_exec_check)");
+        rc = broken;
+    }
 out:
     mm_network_free(st.net);
     free(st.deps);
@@ -244,6 +300,7 @@ out:
     free(st.coll_arrived);
     free(st.coll_off);
     free(st.coll_ops);
+    free(st.runs);
     free(st.scale);
     return rc;
 }

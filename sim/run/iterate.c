@@ -459,8 +459,11 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         oom_answer(sim, mt);
         goto out;
     }
-    for (int it = 0; it < iters && rc == 0; it++)
+    for (int it = 0; it < iters && rc == 0; it++) {
         rc = run_iteration(sim, eng, &spec, &costs, &wi, it, mt, tl, err);
+        if (rc == 0 && sim->progress)
+            sim->progress(it + 1, iters, sim->progress_ctx);
+    }
     if (rc == 0)
         summarize(sim, eng, mt);
 out:

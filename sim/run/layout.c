@@ -6,6 +6,8 @@
  * Not for: loading files (load.c) or costs (costs.c). */
 #include "run/sim_internal.h"
 
+#include "model/memory.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -69,10 +71,13 @@ static int check_layout(mm_sim *sim, mm_err *err)
     bool moe = m->experts > 0;
     if (L->ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->ep);
-    if (L->ep > 1 && (L->dp % L->ep || m->experts % L->ep))
+    int ep_dp = 1, ep_tp = 1;
+    if (L->ep > 1 && (mm_mem_ep_fold(L->ep, L->tp, L->dp, &ep_dp, &ep_tp) || m->experts % L->ep))
         return mm_scenario_fail(sc, err, "parallel.llm.ep",
-                                "ep = %d must divide dp = %d and the model's %lld experts (Megatron folds expert "
-                                "groups into data parallelism)", L->ep, L->dp, (long long)m->experts);
+                                "ep = %d must divide the model's %lld experts and fold into dp x tp: gcd(ep, dp) "
+                                "replicas times ep/gcd TP ranks, which must divide tp = %d (dp = %d; "
+                                "Megatron-Core MoE parallel folding)",
+                                L->ep, (long long)m->experts, L->tp, L->dp);
     if (L->cp > 1 && sc->train.seq_len % (2 * L->cp))
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",

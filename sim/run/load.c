@@ -131,7 +131,9 @@ int mm_sim_check_workload(mm_sim *sim, mm_err *err)
     mm_token_model_from_model(mo, &tm);
     double clip = tm.audio_clip_s > 0 ? tm.audio_clip_s : 30.0;
     double clips = audio_s > 0 && mo->has_audio ? ceil(audio_s / clip - 1e-12) : 0;
-    double visual = mo->has_vision ? tiles * (double)mm_model_tokens_per_tile(mo) : 0;
+    /* the workload's own count: anyres_max caps what reaches the LLM */
+    mm_sample img = {.images = (int32_t)sc->workload.images, .tiles = (int32_t)tiles};
+    double visual = mo->has_vision ? (double)mm_sample_mm_tokens(&img, &tm) : 0;
     double aural = clips > 0 ? audio_s * tm.tokens_per_audio_s : 0;
     double tokens = (double)sc->workload.text_tokens + visual + aural;
     if (tokens > (double)sc->train.seq_len)

@@ -16,7 +16,7 @@
 #include "workload/workload.h"
 #include "parallel/graph.h"
 #include "run/metrics.h"
-#include "run/scenario.h"
+#include "scenario/scenario.h"
 
 /* Everything a scenario resolves to, kept for the caller (store, trace). */
 /* An encoder of a multimodal model as the scenario runs it. */
@@ -47,6 +47,11 @@ typedef struct mm_sim {
     mm_workload *wl;
     mm_token_model tm;
     char workload_path[512];
+    /* Optional, set by the caller after mm_sim_prepare (which clears it):
+     * called after each simulated iteration, so that a long run can show
+     * its progress (mmsim run draws it on a terminal).  NULL: none. */
+    void (*progress)(int done, int total, void *ctx);
+    void *progress_ctx;
 } mm_sim;
 
 /* Frees what mm_sim_prepare allocated (the workload); the struct itself is
@@ -62,7 +67,9 @@ void mm_sim_free(mm_sim *sim);
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len);
 
 /* Loads the model and topology the scenario names and checks the layout.
- * Errors name the file, line and key (MM_EINPUT). */
+ * Errors name the file, line and key (MM_EINPUT).  sim->sc is a struct copy
+ * of *sc that borrows its strings and lists: keep *sc loaded until the sim
+ * is done, then mm_scenario_free it. */
 int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err);
 
 /* The first half of mm_sim_prepare: loads the model and topology (and

@@ -5,11 +5,15 @@
 #include "store/planstore.h"
 
 #include <math.h>
-#include <sqlite3.h>
+#include <stdio.h>
 
-static int db_fail(sqlite3 *db, mm_err *err, const char *what)
+#include "store/store_private.h"
+
+static int db_fail(const mm_store *st, mm_err *err, const char *what)
 {
-    return mm_err_set(err, MM_EINTERNAL, "", 0, "", "writing the plan (%s): %s", what, sqlite3_errmsg(db));
+    char w[64];
+    snprintf(w, sizeof w, "writing the plan (%s)", what);
+    return mm_store_fail(st, err, MM_EINTERNAL, w);
 }
 
 static void bind_real(sqlite3_stmt *s, int i, double v)
@@ -39,11 +43,11 @@ static void bind_id(sqlite3_stmt *s, int i, int64_t v)
 int mm_store_write_plan(mm_store *st, const mm_plan_record *rec, const mm_plan_row *rows, size_t n,
                         int64_t *plan_id, mm_err *err)
 {
-    sqlite3 *db = mm_store_sqlite(st);
+    sqlite3 *db = st->db;
     if (!rec->created_at || !rec->version || !rec->scenario_text)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "writing the plan: a required field is missing");
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(db, err, "begin");
+        return db_fail(st, err, "begin");
     sqlite3_stmt *p = NULL, *c = NULL;
     int rc = 0;
     size_t pruned = 0;
@@ -58,7 +62,7 @@ int mm_store_write_plan(mm_store *st, const mm_plan_record *rec, const mm_plan_r
                            " estimate_s, estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib, run_id)"
                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &c, NULL) != SQLITE_OK) {
-        rc = db_fail(db, err, "prepare");
+        rc = db_fail(st, err, "prepare");
         goto out;
     }
     bind_text(p, 1, rec->created_at);
@@ -71,7 +75,7 @@ int mm_store_write_plan(mm_store *st, const mm_plan_record *rec, const mm_plan_r
     sqlite3_bind_int64(p, 8, (sqlite3_int64)n);
     sqlite3_bind_int64(p, 9, (sqlite3_int64)pruned);
     if (sqlite3_step(p) != SQLITE_DONE) {
-        rc = db_fail(db, err, "plans");
+        rc = db_fail(st, err, "plans");
         goto out;
     }
     int64_t id = sqlite3_last_insert_rowid(db);
@@ -91,12 +95,12 @@ int mm_store_write_plan(mm_store *st, const mm_plan_record *rec, const mm_plan_r
         bind_real(c, 11, r->peak_memory_gib);
         bind_id(c, 12, r->run_id);
         if (sqlite3_step(c) != SQLITE_DONE) {
-            rc = db_fail(db, err, "plan_candidates");
+            rc = db_fail(st, err, "plan_candidates");
             goto out;
         }
     }
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_fail(db, err, "commit");
+        rc = db_fail(st, err, "commit");
         goto out;
     }
     if (plan_id)
@@ -105,6 +109,6 @@ out:
     sqlite3_finalize(p);
     sqlite3_finalize(c);
     if (rc)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        mm_store_rollback(st);
     return rc;
 }

@@ -6,20 +6,18 @@
  * ours: first the 16-byte SQLite header is checked by hand, then the schema
  * version and the table list are read, and only then is the journal mode
  * changed (which rewrites the header) and the schema created.
- * Not for: timelines, CSV, or report queries (other files of sim/store). */
+ * Not for: sweeps' tables (sweepstore.c), plans (planstore.c), report
+ * queries (report.c), timelines or CSV. */
 #include "store/store.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
-struct mm_store {
-    sqlite3 *db;
-    char *path; /* for error messages */
-};
+#include "store/store_private.h"
 
 const char *const mm_store_metric_names[] = {
     "iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",
@@ -114,8 +112,8 @@ static const char *const mm_store_migrations[] = {
     "CREATE INDEX IF NOT EXISTS plan_candidates_run ON plan_candidates(run_id);",
     /* 4 -> 5: why an iteration of a modality-mixed workload took its time
      * (issue 8): DP load max/mean and the spread of the stages' compute */
-    "ALTER TABLE iterations ADD COLUMN load_imbalance REAL;"
-    "ALTER TABLE iterations ADD COLUMN stage_spread_s REAL;",
+    ("ALTER TABLE iterations ADD COLUMN load_imbalance REAL;"
+     "ALTER TABLE iterations ADD COLUMN stage_spread_s REAL;"), /* one entry (clang asks) */
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -142,10 +140,14 @@ void mm_store_hash_hex(const char *text, char out[17])
     out[16] = '\0';
 }
 
-/* Fills err from the connection's last error; returns -code. */
-static int mm_store_fail(const mm_store *st, mm_err *err, int code, const char *what)
+int mm_store_fail(const mm_store *st, mm_err *err, int code, const char *what)
 {
-    return mm_err_set(err, code, st->path, 0, NULL, "%s: %s", what, sqlite3_errmsg(st->db));
+    int ext = sqlite3_extended_errcode(st->db), prim = ext & 0xff;
+    const char *hint = prim == SQLITE_FULL    ? " (the disk or a file-size limit is full; "
+                                                "the database was left as it was)"
+                       : prim == SQLITE_IOERR ? " (an I/O error; the database was left as it was)"
+                                              : "";
+    return mm_err_set(err, code, st->path, 0, NULL, "%s: %s%s", what, sqlite3_errmsg(st->db), hint);
 }
 
 /* Does the file start like an SQLite database?  Compares as many bytes of
@@ -163,6 +165,41 @@ static int mm_store_header_ok(const char *path)
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     return memcmp(buf, magic, n) == 0;
+}
+
+int mm_store_check_path(const char *path, int must_exist, mm_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT && !must_exist) {
+            /* A new database: its folder must be there (the CLI makes it,
+             * every missing level, before it opens the store). */
+            const char *slash = strrchr(path, '/');
+            char dir[1024];
+            if (!slash || slash == path)
+                snprintf(dir, sizeof dir, "%s", slash ? "/" : ".");
+            else
+                snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+            if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+                return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                                  "cannot create the database: its folder '%s' does not exist",
+                                  dir);
+            return 0;
+        }
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL, "cannot open the database: %s",
+                          strerror(errno));
+    }
+    if (S_ISDIR(sb.st_mode))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "a directory, not a database file (give a file name, e.g. %s/mmsim.db)",
+                          path);
+    if (!S_ISREG(sb.st_mode))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "not a regular file (a device, FIFO or socket); refused");
+    if (!mm_store_header_ok(path))
+        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
+                          "not an SQLite database (left untouched)");
+    return 0;
 }
 
 /* Runs a statement returning one row of n integers (a pragma, a count). */
@@ -188,15 +225,14 @@ static int mm_store_query_ints(mm_store *st, const char *sql, int64_t *v, int n,
     return ret;
 }
 
-static int mm_store_exec(mm_store *st, const char *sql, const char *what, mm_err *err)
+int mm_store_exec(mm_store *st, const char *sql, const char *what, mm_err *err)
 {
     if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return mm_store_fail(st, err, MM_EINTERNAL, what);
     return 0;
 }
 
-/* Rolls back the open transaction, if SQLite has not already done so. */
-static void mm_store_rollback(mm_store *st)
+void mm_store_rollback(mm_store *st)
 {
     if (!sqlite3_get_autocommit(st->db))
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -260,6 +296,45 @@ static int mm_store_migrate(mm_store *st, mm_err *err)
     return rc;
 }
 
+/* Puts the database in WAL mode.  Changing the journal mode needs an
+ * exclusive lock, and SQLite answers SQLITE_BUSY at once, without calling
+ * the busy handler, when waiting could deadlock (another connection of a
+ * parallel sweep holds a shared lock while it converts the same file): so
+ * the busy timeout alone does not cover it, and the switch is retried here
+ * until MM_STORE_BUSY_MS have passed.  A database already in WAL mode (every
+ * opening but the first) is left alone.  The mode SQLite reports back may
+ * differ from "wal" (":memory:", or a file system without shared memory);
+ * the store works either way, only parallel writers are then serialised more
+ * coarsely. */
+static int mm_store_set_wal(mm_store *st, mm_err *err)
+{
+    enum { NAP_MS = 5 };
+    for (int waited = 0;; waited += NAP_MS) {
+        sqlite3_stmt *s = NULL;
+        int src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode", -1, &s, NULL);
+        int is_wal = 0;
+        if (src == SQLITE_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
+            const unsigned char *mode = sqlite3_column_text(s, 0);
+            is_wal = mode && strcmp((const char *)mode, "wal") == 0;
+        }
+        sqlite3_finalize(s);
+        if (is_wal)
+            return 0;
+        if (src == SQLITE_ROW || src == SQLITE_DONE) {
+            src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+            if (src == SQLITE_OK)
+                src = sqlite3_step(s);
+            sqlite3_finalize(s);
+            if (src == SQLITE_ROW || src == SQLITE_DONE)
+                return 0;
+        }
+        int prim = src & 0xff;
+        if ((prim != SQLITE_BUSY && prim != SQLITE_LOCKED) || waited >= MM_STORE_BUSY_MS)
+            return mm_store_fail(st, err, MM_EINTERNAL, "setting WAL journal mode");
+        sqlite3_sleep(NAP_MS);
+    }
+}
+
 /* Everything of mm_store_open after the connection exists. */
 static int mm_store_setup(mm_store *st, mm_err *err)
 {
@@ -275,16 +350,7 @@ static int mm_store_setup(mm_store *st, mm_err *err)
     if (rc < 0)
         return rc;
 
-    /* The mode SQLite reports back may differ from "wal" (":memory:", or a
-     * file system without shared memory); the store works either way, only
-     * parallel writers are then serialised more coarsely. */
-    sqlite3_stmt *s = NULL;
-    int src = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
-    if (src == SQLITE_OK)
-        src = sqlite3_step(s);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        rc = mm_store_fail(st, err, MM_EINTERNAL, "setting WAL journal mode");
-    sqlite3_finalize(s);
+    rc = mm_store_set_wal(st, err);
     if (rc < 0)
         return rc;
     rc = mm_store_exec(st, "PRAGMA foreign_keys = ON", "enabling foreign keys", err);
@@ -299,9 +365,11 @@ int mm_store_open(mm_store **out, const char *path, mm_err *err)
     if (!path)
         return mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "mm_store_open: no path");
     int memory = path[0] == '\0' || strcmp(path, ":memory:") == 0;
-    if (!memory && !mm_store_header_ok(path))
-        return mm_err_set(err, MM_EINPUT, path, 0, NULL,
-                          "not an SQLite database (left untouched)");
+    if (!memory) {
+        int crc = mm_store_check_path(path, 0, err);
+        if (crc < 0)
+            return crc;
+    }
 
     mm_store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
@@ -337,21 +405,21 @@ void mm_store_close(mm_store *st)
     free(st);
 }
 
-struct sqlite3 *mm_store_sqlite(mm_store *st)
+sqlite3 *mm_store_sqlite(mm_store *st)
 {
     return st->db;
 }
 
 /* ---- writing ---------------------------------------------------------- */
 
-static int mm_store_bind_real(sqlite3_stmt *s, int i, double v)
+int mm_store_bind_real(sqlite3_stmt *s, int i, double v)
 {
     return isnan(v) ? sqlite3_bind_null(s, i) : sqlite3_bind_double(s, i, v);
 }
 
 /* Steps an INSERT once and resets it for the next row.  The message is taken
  * before the reset, which would otherwise be the one to report it. */
-static int mm_store_step_insert(mm_store *st, sqlite3_stmt *s, int bind_rc,
+int mm_store_step_insert(mm_store *st, sqlite3_stmt *s, int bind_rc,
                                 const char *what, mm_err *err)
 {
     int rc = bind_rc == SQLITE_OK ? sqlite3_step(s) : bind_rc;
@@ -361,7 +429,7 @@ static int mm_store_step_insert(mm_store *st, sqlite3_stmt *s, int bind_rc,
     return ret;
 }
 
-static int mm_store_prepare(mm_store *st, const char *sql, sqlite3_stmt **s, mm_err *err)
+int mm_store_prepare(mm_store *st, const char *sql, sqlite3_stmt **s, mm_err *err)
 {
     if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) != SQLITE_OK)
         return mm_store_fail(st, err, MM_EINTERNAL, "preparing a statement");
@@ -501,7 +569,7 @@ static int mm_store_insert_crit(mm_store *st, int64_t id, const mm_metrics *m, m
     return rc;
 }
 
-static int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
+int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_metrics *m,
                                int64_t *id, mm_err *err)
 {
     int rc = mm_store_insert_run(st, rec, m, id, err);
@@ -517,7 +585,7 @@ static int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_
 }
 
 /* Caller bugs are caught before the transaction starts. */
-static int mm_store_check_args(const mm_store *st, const mm_run_record *rec,
+int mm_store_check_args(const mm_store *st, const mm_run_record *rec,
                                const mm_metrics *m, mm_err *err)
 {
     const char *missing = !rec                  ? "rec"
@@ -611,157 +679,22 @@ int mm_store_find_run(mm_store *st, const char *scenario_text, int64_t *run_id, 
     return rc;
 }
 
-/* ---- sweeps ----------------------------------------------------------- */
-
-int mm_store_sweep_open(mm_store *st, const char *name, const char *spec, int64_t points,
-                        const char *axes, const char *created_at, int64_t *sweep_id,
-                        int *resumed, mm_err *err)
+int mm_store_run_oom(mm_store *st, int64_t run_id, int *oom, mm_err *err)
 {
-    *sweep_id = 0;
-    if (resumed)
-        *resumed = 0;
-    if (!name || !spec || !created_at)
-        return mm_err_set(err, MM_EINTERNAL, st->path, 0, NULL,
-                          "mm_store_sweep_open: name, spec and created_at are required");
-    int rc = mm_store_exec(st, "BEGIN IMMEDIATE", "locking the database", err);
-    if (rc < 0)
-        return rc;
+    *oom = 0;
     sqlite3_stmt *s = NULL;
-    rc = mm_store_prepare(st,
-        "SELECT id FROM sweeps WHERE name = ?1 AND spec = ?2 AND points = ?3"
-        " ORDER BY id DESC LIMIT 1", &s, err);
-    if (rc == 0) {
-        int b = sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-        if (b == SQLITE_OK) b = sqlite3_bind_text(s, 2, spec, -1, SQLITE_STATIC);
-        if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 3, points);
-        int step = b == SQLITE_OK ? sqlite3_step(s) : b;
-        if (step == SQLITE_ROW) {
-            *sweep_id = sqlite3_column_int64(s, 0);
-            if (resumed)
-                *resumed = 1;
-        } else if (step != SQLITE_DONE) {
-            rc = mm_store_fail(st, err, MM_EINTERNAL, "finding a sweep");
-        }
-        sqlite3_finalize(s);
-    }
-    if (rc == 0 && *sweep_id == 0) {
-        rc = mm_store_prepare(st,
-            "INSERT INTO sweeps(name, spec, created_at, points, axes)"
-            " VALUES (?1, ?2, ?3, ?4, ?5)", &s, err);
-        if (rc == 0) {
-            int b = sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-            if (b == SQLITE_OK) b = sqlite3_bind_text(s, 2, spec, -1, SQLITE_STATIC);
-            if (b == SQLITE_OK) b = sqlite3_bind_text(s, 3, created_at, -1, SQLITE_STATIC);
-            if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 4, points);
-            if (b == SQLITE_OK) b = sqlite3_bind_text(s, 5, axes, -1, SQLITE_STATIC);
-            rc = mm_store_step_insert(st, s, b, "writing the sweep", err);
-            if (rc == 0)
-                *sweep_id = sqlite3_last_insert_rowid(st->db);
-            sqlite3_finalize(s);
-        }
-    }
-    if (rc == 0)
-        rc = mm_store_exec(st, "COMMIT", "committing the sweep", err);
-    if (rc < 0) {
-        mm_store_rollback(st);
-        *sweep_id = 0;
-    }
-    return rc;
-}
-
-/* INSERT OR REPLACE of one sweep_runs row, inside the caller's transaction:
- * a point that failed before and succeeds now replaces its row. */
-static int mm_store_put_link(mm_store *st, const mm_sweep_link *link, int64_t run_id,
-                             const char *error, mm_err *err)
-{
-    sqlite3_stmt *s = NULL;
-    int rc = mm_store_prepare(st,
-        "INSERT OR REPLACE INTO sweep_runs(sweep_id, point, run_id, axis_values, status, error)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+    int rc = mm_store_prepare(st, "SELECT oom FROM runs WHERE id = ?1", &s, err);
     if (rc < 0)
         return rc;
-    int b = sqlite3_bind_int64(s, 1, link->sweep_id);
-    if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 2, link->point);
-    if (b == SQLITE_OK)
-        b = run_id > 0 ? sqlite3_bind_int64(s, 3, run_id) : sqlite3_bind_null(s, 3);
-    if (b == SQLITE_OK)
-        b = sqlite3_bind_text(s, 4, link->axis_values ? link->axis_values : "{}", -1,
-                              SQLITE_STATIC);
-    if (b == SQLITE_OK)
-        b = sqlite3_bind_text(s, 5, error ? "failed" : "done", -1, SQLITE_STATIC);
-    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 6, error, -1, SQLITE_STATIC);
-    rc = mm_store_step_insert(st, s, b, "writing a sweep point", err);
-    sqlite3_finalize(s);
-    return rc;
-}
-
-int mm_store_write_sweep_run(mm_store *st, const mm_sweep_link *link, const mm_run_record *rec,
-                             const mm_metrics *m, int64_t *run_id, int *reused, mm_err *err)
-{
-    if (reused)
-        *reused = 0;
-    int rc = mm_store_check_args(st, rec, m, err);
-    if (rc < 0)
-        return rc;
-    rc = mm_store_exec(st, "BEGIN IMMEDIATE", "locking the database", err);
-    if (rc < 0)
-        return rc;
-    /* Looked up under the write lock: a run another process committed since
-     * the caller last looked is linked, not written twice. */
-    int64_t id = 0;
-    rc = mm_store_find_run(st, rec->scenario_text, &id, err);
-    if (rc == 0 && id > 0 && reused)
-        *reused = 1;
-    if (rc == 0 && id == 0)
-        rc = mm_store_insert_all(st, rec, m, &id, err);
-    if (rc == 0 && link)
-        rc = mm_store_put_link(st, link, id, NULL, err);
-    if (rc == 0)
-        rc = mm_store_exec(st, "COMMIT", "committing the run", err);
-    if (rc < 0) {
-        mm_store_rollback(st);
-        return rc;
-    }
-    if (run_id)
-        *run_id = id;
-    return 0;
-}
-
-int mm_store_link_sweep_run(mm_store *st, const mm_sweep_link *link, int64_t run_id,
-                            const char *error, mm_err *err)
-{
-    int rc = mm_store_exec(st, "BEGIN IMMEDIATE", "locking the database", err);
-    if (rc < 0)
-        return rc;
-    rc = mm_store_put_link(st, link, run_id, error, err);
-    if (rc == 0)
-        rc = mm_store_exec(st, "COMMIT", "committing a sweep point", err);
-    if (rc < 0)
-        mm_store_rollback(st);
-    return rc;
-}
-
-int mm_store_sweep_point(mm_store *st, int64_t sweep_id, int64_t point, int64_t *run_id,
-                         int *status, mm_err *err)
-{
-    *run_id = 0;
-    *status = 0;
-    sqlite3_stmt *s = NULL;
-    int rc = mm_store_prepare(st,
-        "SELECT status, run_id FROM sweep_runs WHERE sweep_id = ?1 AND point = ?2", &s, err);
-    if (rc < 0)
-        return rc;
-    int b = sqlite3_bind_int64(s, 1, sweep_id);
-    if (b == SQLITE_OK)
-        b = sqlite3_bind_int64(s, 2, point);
-    int step = b == SQLITE_OK ? sqlite3_step(s) : b;
-    if (step == SQLITE_ROW) {
-        const unsigned char *t = sqlite3_column_text(s, 0);
-        *status = t && !strcmp((const char *)t, "done") ? 1 : 2;
-        *run_id = sqlite3_column_type(s, 1) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 1);
-    } else if (step != SQLITE_DONE) {
-        rc = mm_store_fail(st, err, MM_EINTERNAL, "reading a sweep point");
-    }
+    int step = sqlite3_bind_int64(s, 1, run_id);
+    if (step == SQLITE_OK)
+        step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        *oom = sqlite3_column_int(s, 0) != 0;
+    else if (step == SQLITE_DONE)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, NULL, "no run %lld", (long long)run_id);
+    else
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "reading a run");
     sqlite3_finalize(s);
     return rc;
 }

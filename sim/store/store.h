@@ -70,8 +70,10 @@
  *
  * One mm_store is one connection: use it from one thread at a time; open one
  * per process or thread for parallel writers.
- * Not for: timelines (Chrome trace JSON) or CSV export, and not for report
- * queries beyond the few readers below (reports use mm_store_sqlite()). */
+ * Every SQL statement of mmsim is in sim/store: the report queries are in
+ * store/report.h, the plans in store/planstore.h; the connection itself is
+ * not handed out.
+ * Not for: timelines (Chrome trace JSON) or CSV export. */
 #ifndef MM_STORE_H
 #define MM_STORE_H
 
@@ -84,7 +86,6 @@
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;
-struct sqlite3; /* sqlite3.h: typedef struct sqlite3 sqlite3 */
 
 /* What describes a run, besides its metrics.  Strings are copied into the
  * database; NULL for an optional field stores SQL NULL. */
@@ -179,9 +180,8 @@ int mm_store_link_sweep_run(mm_store *st, const mm_sweep_link *link, int64_t run
 int mm_store_sweep_point(mm_store *st, int64_t sweep_id, int64_t point, int64_t *run_id,
                          int *status, mm_err *err);
 
-/* The underlying connection, for read-only queries by reports and tests.
- * Do not begin transactions or change pragmas on it; it is closed by
- * mm_store_close. */
-struct sqlite3 *mm_store_sqlite(mm_store *st);
+/* The oom flag of a stored run: *oom 0 or 1; a run that is not there ->
+ * MM_EINPUT. */
+int mm_store_run_oom(mm_store *st, int64_t run_id, int *oom, mm_err *err);
 
 #endif

@@ -21,6 +21,7 @@
  * second `---` document is an error.
  * Not for: knowing any schema (scenario.c and friends do), or writing YAML. */
 #include "util/doc.h"
+#include "util/file.h"
 
 #include <errno.h>
 #include <float.h>
@@ -37,6 +38,7 @@
 typedef struct diag_capture {
     bool have;      /* an error line was captured */
     int line;       /* 1-based, 0 when it could not be read */
+    int col;        /* 1-based, 0 when it could not be read */
     char msg[256];
 } diag_capture;
 
@@ -68,9 +70,12 @@ static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_
         return;
     cap->have = true;
     cap->line = 0;
+    /* Only error lines count: a warning ("Unsupported directive") and the
+     * pieces printed after it are not ours to report, and an error that
+     * was never captured is still seen by fy_diag_got_error. */
     char *tag = strstr(text, ": error: ");
     if (!tag) {
-        copy_trunc(cap->msg, sizeof cap->msg, text);
+        cap->have = false;
         return;
     }
     copy_trunc(cap->msg, sizeof cap->msg, tag + strlen(": error: "));
@@ -86,9 +91,11 @@ static void diag_output(struct fy_diag *diag, void *user, const char *buf, size_
         colon[field] = q; /* first digit */
         p = q - 1;
     }
-    long line = strtol(colon[1], NULL, 10);
+    long line = strtol(colon[1], NULL, 10), col = strtol(colon[0], NULL, 10);
     if (line >= 0 && line < INT_MAX)
         cap->line = (int)line;
+    if (col >= 0 && col < INT_MAX)
+        cap->col = (int)col;
 }
 
 static bool name_is_json(const char *name)
@@ -97,9 +104,46 @@ static bool name_is_json(const char *name)
     return n >= 5 && strcmp(name + n - 5, ".json") == 0;
 }
 
+/* libfyaml says "duplicate key" at the line and column of the second key;
+ * the key's text is read back from the source there, so the message can
+ * name it.  Returns false when it cannot be found. */
+static bool key_at(const char *buf, size_t len, int line, int col, char *out, size_t out_len)
+{
+    if (line < 1 || col < 1 || out_len < 2)
+        return false;
+    size_t i = 0;
+    for (int l = 1; l < line && i < len; i++)
+        if (buf[i] == '\n')
+            l++;
+    i += (size_t)col - 1;
+    if (i >= len)
+        return false;
+    /* The mark is at the opening quote or (JSON, quoted YAML) just after it. */
+    char quote = buf[i] == '"' || buf[i] == '\'' ? buf[i++] : '\0';
+    if (!quote && i > 0 && (buf[i - 1] == '"' || buf[i - 1] == '\''))
+        quote = buf[i - 1];
+    size_t n = 0;
+    for (; i < len && n + 1 < out_len; i++) {
+        char c = buf[i];
+        if (quote ? c == quote
+                  : (c == ':' || c == ',' || c == '}' || c == ' ' || c == '"' || c == '\''))
+            break;
+        if (c == '\n' || c == '\r')
+            break;
+        out[n++] = c;
+    }
+    out[n] = '\0';
+    return n > 0;
+}
+
 /* Takes ownership of buf (malloc'ed, len bytes, NUL at buf[len]). */
 static int parse_buffer(mm_doc *doc, const char *name, char *buf, size_t len, mm_err *err)
 {
+    int urc = mm_text_check_utf8(name, buf, len, err);
+    if (urc < 0) {
+        free(buf);
+        return urc;
+    }
     diag_capture cap = {0};
     struct fy_diag_cfg dcfg;
     fy_diag_cfg_default(&dcfg);
@@ -119,7 +163,7 @@ static int parse_buffer(mm_doc *doc, const char *name, char *buf, size_t len, mm
     }
     struct fy_parse_cfg pcfg;
     memset(&pcfg, 0, sizeof pcfg);
-    pcfg.flags = (enum fy_parse_cfg_flags)(FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT |
+    pcfg.flags = (enum fy_parse_cfg_flags)(FYPCF_QUIET |
                                            (name_is_json(name) ? FYPCF_JSON_FORCE
                                                                : FYPCF_JSON_NONE));
     pcfg.diag = diag;
@@ -147,14 +191,33 @@ static int parse_buffer(mm_doc *doc, const char *name, char *buf, size_t len, mm
         fy_parse_document_destroy(fyp, extra);
     if (!fyd && !failed) /* an empty stream: no document at all */
         fyd = fy_document_create(&pcfg);
+    /* Bounds first, then aliases and merge keys are resolved (while the
+     * diagnostics still capture what resolving may report). */
+    int bound_rc = 0;
+    if (fyd && !failed && !extra) {
+        bound_rc = mm_doc_check_bounds(fyd, name, err);
+        if (bound_rc == 0 && fy_document_resolve(fyd) != 0)
+            failed = true;
+        failed = failed || fy_diag_got_error(diag) || cap.have;
+    }
+    char dup[64] = "";
+    if (failed && cap.have && strncmp(cap.msg, "duplicate key", 13) == 0 &&
+        !key_at(buf, len, cap.line, cap.col, dup, sizeof dup))
+        dup[0] = '\0';
     fy_parser_destroy(fyp);
     /* No output after this, so the stack-held capture is never touched by
      * later document operations (the document keeps a reference). */
     fy_diag_destroy(diag);
 
-    if (failed || extra || !fyd) {
+    if (failed || extra || !fyd || bound_rc) {
         if (fyd)
             fy_document_destroy(fyd);
+        if (bound_rc)
+            return bound_rc;
+        if (dup[0])
+            return mm_err_set(err, MM_EINPUT, name, cap.line, dup,
+                              "duplicate key: it appears a second time in the same mapping "
+                              "(each key may appear once)");
         if (extra)
             return mm_err_set(err, MM_EINPUT, name, extra_line, "",
                               "a second YAML document ('---'); one file holds one document");
@@ -176,45 +239,11 @@ static void doc_init(mm_doc *doc, const char *name)
 int mm_doc_load_file(mm_doc *doc, const char *path, mm_err *err)
 {
     doc_init(doc, path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        char why[128];
-        if (strerror_r(errno, why, sizeof why) != 0)
-            snprintf(why, sizeof why, "error %d", errno);
-        return mm_err_set(err, MM_EINPUT, path, 0, "", "cannot open: %s", why);
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
-        if (len + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (!buf) {
-        rc = mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory reading the file");
-    } else if (ferror(f)) {
-        char why[128];
-        if (strerror_r(errno, why, sizeof why) != 0)
-            snprintf(why, sizeof why, "error %d", errno);
-        rc = mm_err_set(err, MM_EINPUT, path, 0, "", "cannot read: %s", why);
-        free(buf);
-    }
-    fclose(f);
-    if (rc)
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = mm_file_read(path, MM_FILE_MAX_CONFIG, &buf, &len, err);
+    if (rc < 0)
         return rc;
-    buf[len] = '\0';
     return parse_buffer(doc, path, buf, len, err);
 }
 

@@ -18,17 +18,30 @@
 struct fy_document;
 struct fy_node;
 
+/* Bounds on one document, aliases expanded (docs/reliability.md): larger or
+ * deeper documents are refused (MM_EINPUT) before they are built. */
+#define MM_DOC_MAX_NODES 1000000
+#define MM_DOC_MAX_DEPTH 256
+
 typedef struct mm_doc {
     struct fy_document *fyd;
     char path[256]; /* file name used in error messages */
 } mm_doc;
 
 /* Parses a file.  Missing/unreadable file or syntax error -> MM_EINPUT with
- * the file and (for syntax errors) the line of the error. */
+ * the file and (for syntax errors) the line of the error.  The file must be
+ * a regular file of at most MM_FILE_MAX_CONFIG bytes without NUL bytes
+ * (util/file.h), and the document within the bounds above. */
 int mm_doc_load_file(mm_doc *doc, const char *path, mm_err *err);
 /* Parses text held in memory; `name` is used as the file name in errors. */
 int mm_doc_load_string(mm_doc *doc, const char *name, const char *text, mm_err *err);
 void mm_doc_free(mm_doc *doc);
+
+/* The bounds above over a parsed, not yet resolved document: nodes counted
+ * as if every alias were replaced by what it names.  0, or MM_EINPUT naming
+ * `name` and the line of the outermost alias being expanded.  (The loaders
+ * call it; exposed for tests.) */
+int mm_doc_check_bounds(struct fy_document *fyd, const char *name, mm_err *err);
 
 struct fy_node *mm_doc_root(const mm_doc *doc);
 

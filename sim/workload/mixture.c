@@ -26,6 +26,7 @@
 #include <libfyaml.h>
 
 #include "util/doc.h"
+#include "util/file.h"
 #include "workload/workload.h"
 
 #define MAX_GRIDS 64
@@ -187,9 +188,10 @@ static int read_histogram_file(loader *ld, const char *file, int keyline, const 
         snprintf(path, sizeof path, "%s", file);
     else
         snprintf(path, sizeof path, "%s/%s", ld->dir, file);
-    FILE *f = fopen(path, "r");
+    mm_err ferr;
+    FILE *f = mm_file_open(path, MM_FILE_MAX_CONFIG, &ferr);
     if (!f)
-        return fail(ld, keyline, key, err, "cannot open histogram file '%s'", path);
+        return fail(ld, keyline, key, err, "histogram file '%s': %s", path, ferr.msg);
     int cap = 64, n = 0, line = 0;
     double *r = malloc((size_t)(cap + 1) * sizeof *r), *w = malloc((size_t)cap * sizeof *w);
     char buf[512];

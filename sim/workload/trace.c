@@ -19,6 +19,7 @@
 #include <csv.h>
 
 #include "workload/workload.h"
+#include "util/file.h"
 
 enum { C_ID, C_TEXT, C_IMAGES, C_TILES, C_FRAMES, C_AUDIO, NCOLS };
 static const char *const col_names[] = {"id", "text_tokens", "images", "tiles", "frames", "audio_seconds", NULL};
@@ -158,9 +159,9 @@ int mm_sample_trace_load(const char *path, mm_sample_trace *t, mm_err *err)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->path, sizeof t->path, "%s", path);
-    FILE *f = fopen(path, "r");
+    FILE *f = mm_file_open(path, MM_FILE_MAX_TRACE, err);
     if (!f)
-        return mm_err_set(err, MM_EINPUT, path, 0, "", "cannot open trace: %s", strerror(errno));
+        return -MM_EINPUT;
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_APPEND_NULL | CSV_STRICT_FINI) != 0) {
         fclose(f);

@@ -36,7 +36,8 @@ void mm_token_model_from_model(const mm_model *m, mm_token_model *tm)
 {
     memset(tm, 0, sizeof *tm);
     tm->tokens_per_tile = mm_model_tokens_per_tile(m);
-    tm->tokens_per_frame = tm->tokens_per_tile;
+    tm->tokens_per_frame = mm_model_tokens_per_frame(m); /* pooled / merged as the model does */
+    tm->tiles_per_image_cap = mm_model_tiles_cap(m);
     tm->audio_clip_s = AUDIO_WINDOW_S;
     if (m->has_audio && m->audio.frames > 0)
         tm->tokens_per_audio_s = (double)m->audio.frames / AUDIO_WINDOW_S / AUDIO_POOL;
@@ -55,8 +56,12 @@ int32_t mm_sample_audio_clips(const mm_sample *s, const mm_token_model *tm)
 
 int64_t mm_sample_mm_tokens(const mm_sample *s, const mm_token_model *tm)
 {
-    return (int64_t)s->tiles * tm->tokens_per_tile + (int64_t)s->frames * tm->tokens_per_frame +
-           mm_sample_audio_tokens(s, tm);
+    /* anyres_max_N: no image reaches the LLM with more than N + 1 tiles'
+     * tokens (the encoder still sees every tile) */
+    int64_t tiles = s->tiles;
+    if (tm->tiles_per_image_cap > 0 && s->images > 0 && tiles > (int64_t)s->images * tm->tiles_per_image_cap)
+        tiles = (int64_t)s->images * tm->tiles_per_image_cap;
+    return tiles * tm->tokens_per_tile + (int64_t)s->frames * tm->tokens_per_frame + mm_sample_audio_tokens(s, tm);
 }
 
 int64_t mm_sample_llm_tokens(const mm_sample *s, const mm_token_model *tm)

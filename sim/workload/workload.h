@@ -46,13 +46,14 @@ mm_modality mm_sample_modality(const mm_sample *s);
 typedef struct mm_token_model {
     int64_t tokens_per_tile;   /* e.g. 256 InternVL (448 px, pixel shuffle 0.5), 576 LLaVA-1.5, 729 SigLIP-384 */
     int64_t tokens_per_frame;  /* e.g. 196 LLaVA-OV (2x2 pooled), 256 InternVL */
+    int tiles_per_image_cap;   /* LLaVA-OV anyres_max_9: 10 tiles' tokens per image at most; 0 none */
     double tokens_per_audio_s; /* e.g. 25 Qwen2-Audio */
     double audio_clip_s;       /* encoder window: one encoder input per started clip (30 s Whisper); 0 = 30 */
     int64_t max_tokens;        /* LLM sequence is truncated here (model_max_length); 0 = no cap */
 } mm_token_model;
 
 /* Fills tm from a model: tokens_per_tile = mm_model_tokens_per_tile, a video
- * frame is one tile, audio = the encoder's positions per second (Whisper:
+ * frame as the model makes it (mm_model_tokens_per_frame), audio = the encoder's positions per second (Whisper:
  * 1500 per 30 s) halved by Qwen2-Audio's AvgPool1d(2,2) (arXiv 2407.10759
  * Sec. 2), max_tokens = 0.  Models without vision/audio get 0 there. */
 void mm_token_model_from_model(const mm_model *m, mm_token_model *tm);

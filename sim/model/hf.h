@@ -1,0 +1,71 @@
+/* hf.h - reading Hugging Face config.json mappings as transformers reads
+ * them: a key a config leaves out takes the default of its transformers
+ * config class (one table, hf.c, that names the transformers version it was
+ * read from), and a key mmsim neither models nor knows to be costless is
+ * refused by name instead of being ignored.
+ * Not for: what the keys mean for cost (llm_read.c, mllm_read.c). */
+#ifndef MM_HF_H
+#define MM_HF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/doc.h"
+#include "util/err.h"
+
+struct fy_node;
+
+/* The transformers release the defaults table was read from. */
+#define MM_HF_TRANSFORMERS_VERSION "transformers 5.0 dev (main, commit 008e574)"
+
+/* One mapping being read: its document, node, key prefix for messages
+ * ("text_config") and the model_type whose class supplies the defaults. */
+typedef struct mm_hf {
+    const mm_doc *doc;
+    struct fy_node *map;
+    const char *prefix;
+    const char *type; /* defaults row: "llama", "clip_vision_model", ... */
+    mm_err *err;
+} mm_hf;
+
+/* The transformers config class of a model_type ("LlamaConfig"), or NULL
+ * when the table has no row for it. */
+const char *mm_hf_class(const char *type);
+
+/* Dotted key for messages: prefix.key. */
+void mm_hf_key(const mm_hf *r, const char *key, char *buf, size_t len);
+
+/* Present and not JSON null. */
+bool mm_hf_has(const mm_hf *r, const char *key);
+
+/* An integer in [min, max]: the config's value, else the class default,
+ * else (no default) *found = false.  Errors name file, line and key. */
+int mm_hf_int(const mm_hf *r, const char *key, int64_t min, int64_t max, int64_t *out, bool *found);
+/* Same, but a key with neither value nor default is an error. */
+int mm_hf_need_int(const mm_hf *r, const char *key, int64_t min, int64_t max, int64_t *out);
+int mm_hf_bool(const mm_hf *r, const char *key, bool *out);
+int mm_hf_str(const mm_hf *r, const char *key, char *out, size_t len);
+int mm_hf_double(const mm_hf *r, const char *key, double min, double max, double *out);
+
+/* An error about `key` of this mapping (MM_EINPUT, its line). */
+int mm_hf_fail(const mm_hf *r, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Refuses (MM_EINPUT, naming the key) any key of the mapping that is not
+ * in `read` (what the caller models), not a key of the class's defaults
+ * row, and not in the lists of keys known not to change cost (generic ones
+ * and `costless`, may be NULL).  text_config, vision_config and llm_config
+ * are left to the caller (nested modules, checked on their own); any other
+ * sub-config (an audio_config on a vision-language type) is refused. */
+int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const *costless);
+
+/* The hidden_act names mmsim knows: *gated set for the SwiGLU family when
+ * `gated_family` (Llama-style MLPs are gated whatever the name), GELU and
+ * ReLU variants accepted as element-wise.  An unknown name is refused. */
+int mm_hf_act(const mm_hf *r, const char *key, const char *act);
+
+/* True when s is in the NULL-terminated list. */
+bool mm_hf_in(const char *s, const char *const *list);
+
+#endif

@@ -1,0 +1,737 @@
+/* mllm_read.c - reading multimodal models: encoder configs (CLIP, SigLIP,
+ * InternViT, Idefics3's SigLIP, the Qwen2-VL/2.5-VL vision towers,
+ * Whisper's encoder), Hugging Face composites (llava, llava_next,
+ * llava_onevision, internvl_chat and internvl, qwen2_vl and qwen2_5_vl,
+ * idefics3) and our YAML form.  Absent keys take their transformers config
+ * class's defaults (hf.c); unmodeled keys are refused by name.
+ * Not for: costs (mllm.c), the LLM reader itself (llm_read.c). */
+#include "model/mllm.h"
+
+#include <libfyaml.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/hf.h"
+#include "util/doc.h"
+
+#define DIM_MAX (INT64_C(1) << 20)
+
+/* ------------------------------------------------------------------------ */
+/* Reading                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void stem_name(const char *path, char *out, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, base, n);
+    out[n] = '\0';
+}
+
+static const char *const vision_types[] = {"clip_vision_model", "siglip_vision_model", "intern_vit_6b",
+                                           "internvl_vision", "idefics3_vision", "qwen2_vl", "qwen2_5_vl", NULL};
+
+static bool in_list(const char *s, const char *const *l)
+{
+    return mm_hf_in(s, l);
+}
+
+/* An int that transformers-native InternVL writes as [h, w] (image_size,
+ * patch_size): a square pair is read as its side, a non-square one refused. */
+static int square_int(const mm_hf *r, const char *key, int64_t *out)
+{
+    struct fy_node *n = mm_node_get(r->map, key);
+    if (!n || !fy_node_is_sequence(n))
+        return mm_hf_need_int(r, key, 1, DIM_MAX, out);
+    char kp[160];
+    mm_hf_key(r, key, kp, sizeof kp);
+    int64_t v[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        int rc = mm_node_as_int(r->doc, fy_node_sequence_get_by_index(n, i), kp, 1, DIM_MAX, &v[i], r->err);
+        if (rc)
+            return rc;
+    }
+    if (fy_node_sequence_item_count(n) != 2 || v[0] != v[1])
+        return mm_hf_fail(r, key, "only square [n, n] sizes are modeled");
+    *out = v[0];
+    return 0;
+}
+
+/* Vision-tower keys that change nothing mmsim costs: which layer's features
+ * feed the projector (every layer still runs in transformers' forward),
+ * SigLIP's pooling head switch (off in every composite), projection dims of
+ * the unused contrastive heads, initialisation and dropout. */
+static const char *const vit_costless[] = {
+    "projection_dim", "vocab_size", "vision_use_head", "use_mask_token", "use_absolute_position_embeddings",
+    "layer_scale_init_value", "projection_dropout", "use_mean_pooling", "dropout", "vision_feature_layer",
+    "spatial_patch_size", "tokens_per_second", "num_positions", "max_num_patches",
+    "architectures", "hidden_act", NULL,
+};
+
+/* CLIP / SigLIP (and Idefics3's SigLIP) vision towers, InternViT (remote
+ * code) and transformers' InternVLVisionModel. */
+static int read_vit(const mm_doc *d, struct fy_node *map, const char *prefix, const char *type,
+                    mm_encoder *e, mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, map, prefix, type, err};
+    static const char *const read[] = {"qkv_bias", "qk_normalization", "norm_type", "attention_bias",
+                                       "use_qk_norm", NULL};
+    e->kind = MM_ENC_VISION;
+    snprintf(e->model_type, sizeof e->model_type, "%s", type);
+    e->channels = 3;
+    char act[32] = "";
+    if ((rc = mm_hf_check_keys(&r, read, vit_costless)) ||
+        (rc = mm_hf_need_int(&r, "hidden_size", 1, DIM_MAX, &e->hidden)) ||
+        (rc = mm_hf_need_int(&r, "intermediate_size", 1, DIM_MAX, &e->ffn)) ||
+        (rc = mm_hf_need_int(&r, "num_hidden_layers", 1, DIM_MAX, &e->layers)) ||
+        (rc = mm_hf_need_int(&r, "num_attention_heads", 1, DIM_MAX, &e->heads)) ||
+        (rc = square_int(&r, "image_size", &e->image_size)) || (rc = square_int(&r, "patch_size", &e->patch_size)) ||
+        (rc = mm_hf_int(&r, "num_channels", 1, 64, &e->channels, NULL)) ||
+        (rc = mm_hf_str(&r, "hidden_act", act, sizeof act)) || (act[0] && (rc = mm_hf_act(&r, "hidden_act", act))))
+        return rc;
+    bool intern = !strcmp(type, "intern_vit_6b"), native = !strcmp(type, "internvl_vision");
+    bool clip = !strcmp(type, "clip_vision_model");
+    /* CLIPVisionEmbeddings: class token, patch conv without bias, learned
+     * positions; CLIPVisionTransformer: pre_layrnorm and post_layernorm.
+     * SiglipVisionEmbeddings: no class token, conv with bias; a
+     * post_layernorm (the attention-pooling head is left out: the
+     * composites use the patch features).  InternVisionEmbeddings: class
+     * token, conv with bias; blocks with layer scale, optional qk norm. */
+    e->cls_token = clip || intern || native;
+    e->pre_norm = clip;
+    e->post_norm = !intern && !native;
+    e->patch_bias = !clip;
+    e->qkv_bias = e->out_bias = e->mlp_bias = e->k_bias = true;
+    if (intern || native) {
+        bool qb = false, qk = intern;
+        char norm[32] = "rms_norm";
+        if (native)
+            snprintf(norm, sizeof norm, "layer_norm"); /* InternVLVisionConfig defaults */
+        if ((rc = mm_hf_bool(&r, intern ? "qkv_bias" : "attention_bias", &qb)) ||
+            (rc = mm_hf_bool(&r, intern ? "qk_normalization" : "use_qk_norm", &qk)) ||
+            (rc = mm_hf_str(&r, "norm_type", norm, sizeof norm)))
+            return rc;
+        if (strcmp(norm, "rms_norm") && strcmp(norm, "layer_norm"))
+            return mm_hf_fail(&r, "norm_type", "unknown norm '%s' (rms_norm, layer_norm)", norm);
+        e->qkv_bias = e->k_bias = qb;
+        e->qk_norm = qk;
+        e->layer_scale = true;
+        e->rmsnorm = !strcmp(norm, "rms_norm");
+    }
+    if (e->hidden % e->heads)
+        return mm_hf_fail(&r, "num_attention_heads", "%lld heads do not divide the hidden size %lld",
+                          (long long)e->heads, (long long)e->hidden);
+    /* The patch conv has stride = kernel and no padding: a remainder is
+     * dropped (SigLIP 384/14: 27 x 27 patches). */
+    if (e->patch_size > e->image_size)
+        return mm_hf_fail(&r, "patch_size", "patch size %lld exceeds the image size %lld", (long long)e->patch_size,
+                          (long long)e->image_size);
+    e->head_dim = e->hidden / e->heads;
+    return 0;
+}
+
+/* The accounting tile of Qwen2-VL's dynamic resolution: an image of H x W
+ * pixels costs H*W / 448^2 tiles (1024 patches of 14 px, 256 LLM tokens
+ * after the 2x2 merger).  448 is our unit, not the processor's: cost and
+ * tokens scale with area at dynamic resolution; only the full-attention
+ * blocks' quadratic term depends on how large one image really is. */
+#define QWEN_TILE 448
+
+/* Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig (configuration_qwen2_vl.py,
+ * configuration_qwen2_5_vl.py; modeling: PatchEmbed Conv3d without bias,
+ * blocks of norm1, qkv (bias), proj (bias), norm2, MLP; PatchMerger). */
+static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, int64_t *merge)
+{
+    int rc;
+    bool v25 = !strcmp(r->type, "qwen2_5_vl");
+    static const char *const read[] = {"depth", "embed_dim", "mlp_ratio", "num_heads", "in_channels",
+                                       "temporal_patch_size", "spatial_merge_size", "window_size",
+                                       "fullatt_block_indexes", "out_hidden_size", "intermediate_size", "in_chans",
+                                       NULL};
+    e->kind = MM_ENC_VISION;
+    snprintf(e->model_type, sizeof e->model_type, "%s", r->type);
+    int64_t ratio = 4, out = 0, win = 0;
+    char act[32] = "";
+    if ((rc = mm_hf_check_keys(r, read, vit_costless)) ||
+        (rc = mm_hf_need_int(r, "depth", 1, DIM_MAX, &e->layers)) ||
+        (rc = mm_hf_need_int(r, "num_heads", 1, DIM_MAX, &e->heads)) ||
+        (rc = mm_hf_need_int(r, mm_hf_has(r, "in_chans") ? "in_chans" : "in_channels", 1, 64, &e->channels)) ||
+        (rc = mm_hf_need_int(r, "patch_size", 1, DIM_MAX, &e->patch_size)) ||
+        (rc = mm_hf_need_int(r, "temporal_patch_size", 1, 64, &e->temporal_patch)) ||
+        (rc = mm_hf_need_int(r, "spatial_merge_size", 1, 64, merge)) ||
+        (rc = mm_hf_str(r, "hidden_act", act, sizeof act)) || (rc = mm_hf_act(r, "hidden_act", act)))
+        return rc;
+    if (v25) { /* hidden_size is the tower's width, out_hidden_size the LLM's */
+        if ((rc = mm_hf_need_int(r, "hidden_size", 1, DIM_MAX, &e->hidden)) ||
+            (rc = mm_hf_need_int(r, "intermediate_size", 1, DIM_MAX, &e->ffn)) ||
+            (rc = mm_hf_need_int(r, "out_hidden_size", 1, DIM_MAX, &out)) ||
+            (rc = mm_hf_need_int(r, "window_size", 1, DIM_MAX, &win)))
+            return rc;
+    } else { /* embed_dim is the tower's width, hidden_size the LLM's */
+        if ((rc = mm_hf_need_int(r, "embed_dim", 1, DIM_MAX, &e->hidden)) ||
+            (rc = mm_hf_need_int(r, "mlp_ratio", 1, 64, &ratio)) ||
+            (rc = mm_hf_need_int(r, "hidden_size", 1, DIM_MAX, &out)))
+            return rc;
+        e->ffn = e->hidden * ratio;
+    }
+    if (e->hidden % e->heads)
+        return mm_hf_fail(r, "num_heads", "%lld heads do not divide the width %lld", (long long)e->heads,
+                          (long long)e->hidden);
+    e->head_dim = e->hidden / e->heads;
+    e->image_size = QWEN_TILE;
+    if (QWEN_TILE % (e->patch_size * *merge))
+        return mm_hf_fail(r, "patch_size", "the %d-px accounting tile is not a whole number of %lld-px merged "
+                          "patches", QWEN_TILE, (long long)(e->patch_size * *merge));
+    e->rope2d = true;
+    e->qkv_bias = e->k_bias = e->out_bias = e->mlp_bias = true;
+    e->gated_mlp = v25;
+    e->rmsnorm = v25; /* Qwen2RMSNorm in 2.5; LayerNorm in Qwen2-VL */
+    e->full_layers = e->layers;
+    if (v25) {
+        /* Window attention (Qwen2.5-VL Sec. 2.1): windows of window_size px,
+         * i.e. (112/14)^2 = 64 patches; the blocks listed in
+         * fullatt_block_indexes attend over the whole image (Qwen2_5_VLVisionConfig
+         * default [7, 15, 23, 31]). */
+        int64_t side = win / e->patch_size;
+        e->window = side * side;
+        e->full_layers = 4;
+        struct fy_node *fl = mm_node_get(r->map, "fullatt_block_indexes");
+        if (fl && !mm_node_is_null(fl)) {
+            if (!fy_node_is_sequence(fl))
+                return mm_hf_fail(r, "fullatt_block_indexes", "expected a list of block indexes");
+            e->full_layers = fy_node_sequence_item_count(fl);
+        }
+        if (e->full_layers > e->layers)
+            return mm_hf_fail(r, "fullatt_block_indexes", "%lld full-attention blocks in a %lld-block tower",
+                              (long long)e->full_layers, (long long)e->layers);
+    }
+    *merger = (mm_projector){MM_PROJ_QWEN_MERGER, 2, 0, out, v25, e->hidden};
+    return 0;
+}
+
+/* The encoder half of a WhisperConfig (the decoder is not modeled: its
+ * keys are costless here, Qwen2-Audio-style models use the encoder only). */
+static int read_whisper(const mm_doc *d, struct fy_node *map, const char *prefix, mm_encoder *e,
+                        mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, map, prefix, "whisper", err};
+    static const char *const costless[] = {
+        "decoder_layers", "decoder_attention_heads", "decoder_ffn_dim", "max_target_positions", "vocab_size",
+        "activation_function", "scale_embedding", "encoder_layerdrop", "decoder_layerdrop", "num_hidden_layers",
+        "apply_spec_augment", "mask_time_prob", "mask_time_length", "mask_time_min_masks", "mask_feature_prob",
+        "mask_feature_length", "mask_feature_min_masks", "median_filter_width", "classifier_proj_size",
+        "use_weighted_layer_sum", "forced_decoder_ids", "suppress_tokens", "begin_suppress_tokens",
+        "alignment_heads", "lang_ids", "max_length", NULL};
+    e->kind = MM_ENC_AUDIO;
+    snprintf(e->model_type, sizeof e->model_type, "whisper");
+    if ((rc = mm_hf_check_keys(&r, NULL, costless)) ||
+        (rc = mm_hf_need_int(&r, "d_model", 1, DIM_MAX, &e->hidden)) ||
+        (rc = mm_hf_need_int(&r, "encoder_layers", 1, DIM_MAX, &e->layers)) ||
+        (rc = mm_hf_need_int(&r, "encoder_attention_heads", 1, DIM_MAX, &e->heads)) ||
+        (rc = mm_hf_need_int(&r, "encoder_ffn_dim", 1, DIM_MAX, &e->ffn)) ||
+        (rc = mm_hf_need_int(&r, "num_mel_bins", 1, DIM_MAX, &e->mel_bins)) ||
+        (rc = mm_hf_need_int(&r, "max_source_positions", 1, DIM_MAX, &e->frames)))
+        return rc;
+    if (e->hidden % e->heads)
+        return mm_hf_fail(&r, "encoder_attention_heads", "%lld heads do not divide d_model %lld",
+                          (long long)e->heads, (long long)e->hidden);
+    e->head_dim = e->hidden / e->heads;
+    /* WhisperEncoderLayer: q, v and out projections with bias, k without;
+     * fc1/fc2 with bias; LayerNorms; a final layer_norm.  Stem: conv1
+     * (mel -> d, k 3) and conv2 (d -> d, k 3, stride 2), both with bias. */
+    e->qkv_bias = e->out_bias = e->mlp_bias = e->patch_bias = true;
+    e->k_bias = false;
+    e->post_norm = true;
+    return 0;
+}
+
+/* An encoder from a mapping; `deftype` names the class when the mapping
+ * has no model_type (a composite's default vision_config class). */
+static int read_encoder_as(const mm_doc *d, struct fy_node *map, const char *prefix, const char *deftype,
+                           mm_encoder *e, mm_projector *merger, int64_t *merge, mm_err *err)
+{
+    memset(e, 0, sizeof *e);
+    char type[64] = "";
+    if (!map || !fy_node_is_mapping(map))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(map), prefix, "expected a mapping");
+    mm_hf r = {d, map, prefix, NULL, err};
+    int rc = mm_hf_str(&r, "model_type", type, sizeof type);
+    if (rc)
+        return rc;
+    if (!type[0] && deftype)
+        snprintf(type, sizeof type, "%s", deftype);
+    r.type = type;
+    if (!strcmp(type, "whisper"))
+        return read_whisper(d, map, prefix, e, err);
+    if (!strcmp(type, "qwen2_vl") || !strcmp(type, "qwen2_5_vl")) {
+        mm_projector p;
+        int64_t mg = 1;
+        rc = read_qwen_vit(&r, e, merger ? merger : &p, merge ? merge : &mg);
+        return rc;
+    }
+    if (!strcmp(type, "siglip_vision_model") || !strcmp(type, "idefics3_vision"))
+        return read_vit(d, map, prefix, type, e, err);
+    if (in_list(type, vision_types))
+        return read_vit(d, map, prefix, type, e, err);
+    return mm_hf_fail(&r, "model_type", "'%s' is not an encoder mmsim knows (clip_vision_model, "
+                      "siglip_vision_model, intern_vit_6b, internvl_vision, idefics3_vision, qwen2_vl, "
+                      "qwen2_5_vl, whisper)", type[0] ? type : "(none)");
+}
+
+static int read_encoder(const mm_doc *d, struct fy_node *map, const char *prefix, mm_encoder *e, mm_err *err)
+{
+    return read_encoder_as(d, map, prefix, NULL, e, NULL, NULL, err);
+}
+
+static int parse_projector(const mm_doc *d, struct fy_node *node, const char *key, const char *type,
+                           mm_projector *p, mm_err *err)
+{
+    int depth = 0, used = 0;
+    if (!strcmp(type, "linear"))
+        p->type = MM_PROJ_LINEAR, p->depth = 1;
+    else if (!strcmp(type, "internvl"))
+        p->type = MM_PROJ_INTERNVL, p->depth = 2;
+    else if (sscanf(type, "mlp%dx_gelu%n", &depth, &used) == 1 && used == (int)strlen(type) && depth >= 1 &&
+             depth <= 16)
+        p->type = MM_PROJ_MLP_GELU, p->depth = depth;
+    else
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(node), key,
+                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl)", type);
+    return 0;
+}
+
+/* Fills the projector's widths once the modules are known. */
+static void size_projector(mm_projector *p, const mm_encoder *e, const mm_llm *l, double shuffle)
+{
+    if (p->type == MM_PROJ_NONE)
+        return;
+    double r = shuffle > 0 ? shuffle : 1.0;
+    p->in = (int64_t)llround((double)e->hidden / (r * r));
+    p->norm_dim = e->hidden;
+    if (p->type != MM_PROJ_QWEN_MERGER || p->out == 0)
+        p->out = l->hidden;
+}
+
+static void finish_grids(mm_model *m)
+{
+    if (m->max_tiles < 1) {
+        int mx = 0;
+        for (int i = 0; i < m->n_grids; i++)
+            if (m->grids[i][0] * m->grids[i][1] > mx)
+                mx = m->grids[i][0] * m->grids[i][1];
+        m->max_tiles = m->n_grids ? mx + 1 : 1; /* + the base image */
+    }
+}
+
+/* anyres pin-points: a list of [height, width] in pixels, multiples of tile. */
+static int read_pinpoints(const mm_doc *d, struct fy_node *list, const char *key, mm_model *m, bool pixels,
+                          mm_err *err)
+{
+    if (!fy_node_is_sequence(list))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(list), key, "expected a list of [rows, cols]");
+    void *it = NULL;
+    struct fy_node *pair;
+    while ((pair = fy_node_sequence_iterate(list, &it))) {
+        if (!fy_node_is_sequence(pair) || fy_node_sequence_item_count(pair) != 2)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pair), key, "each entry is a pair [rows, cols]");
+        if (m->n_grids == MM_MAX_GRIDS)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pair), key, "more than %d grids", MM_MAX_GRIDS);
+        int64_t v[2];
+        for (int i = 0; i < 2; i++) {
+            int rc = mm_node_as_int(d, fy_node_sequence_get_by_index(pair, i), key, 1, 1 << 20, &v[i], err);
+            if (rc)
+                return rc;
+        }
+        if (pixels) {
+            if (v[0] % m->tile || v[1] % m->tile)
+                return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pair), key,
+                                  "%lldx%lld is not a multiple of the %lld-pixel tile", (long long)v[0],
+                                  (long long)v[1], (long long)m->tile);
+            v[0] /= m->tile;
+            v[1] /= m->tile;
+        }
+        m->grids[m->n_grids][0] = (int)v[0];
+        m->grids[m->n_grids][1] = (int)v[1];
+        m->n_grids++;
+    }
+    return 0;
+}
+
+/* What each composite model_type is made of (transformers' LlavaConfig,
+ * LlavaNextConfig, LlavaOnevisionConfig, InternVLConfig, Qwen2VLConfig,
+ * Qwen2_5_VLConfig, Idefics3Config; OpenGVLab's InternVLChatConfig): the
+ * key of its LLM mapping (NULL: the LLM keys sit at the root), the classes
+ * its sub-configs default to, and the composite keys it reads or knows to
+ * be costless. */
+typedef struct composite {
+    const char *type, *llm_key, *text_type, *vision_type;
+} composite;
+
+static const composite composites[] = {
+    {"llava", "text_config", "llama", "clip_vision_model"},
+    {"llava_next", "text_config", "llama", "clip_vision_model"},
+    {"llava_onevision", "text_config", "qwen2", "siglip_vision_model"},
+    {"internvl_chat", "llm_config", NULL, "intern_vit_6b"},
+    {"internvl", "text_config", "qwen2", "internvl_vision"},
+    {"qwen2_vl", NULL, "qwen2_vl_text", "qwen2_vl"},
+    {"qwen2_5_vl", NULL, "qwen2_5_vl_text", "qwen2_5_vl"},
+    {"idefics3", "text_config", "llama", "idefics3_vision"},
+    {NULL, NULL, NULL, NULL},
+};
+
+/* Composite keys that do not change cost: which encoder layer feeds the
+ * projector (the whole tower runs either way), whether CLS is dropped (one
+ * token in 577), the projector's activation, chat templates and processor
+ * settings, LoRA switches of the original InternVL code. */
+static const char *const composite_costless[] = {
+    "vision_feature_layer", "vision_feature_select_strategy", "projector_hidden_act", "multimodal_projector_bias",
+    "image_seq_length", "template", "ps_version", "select_layer", "dynamic_image_size", "min_dynamic_patch",
+    "use_backbone_lora", "use_llm_lora", "pad2square", "vocab_size", "tie_word_embeddings", "use_cache",
+    "text_config", "vision_config", "llm_config", "hidden_size", "output_attentions", NULL,
+};
+static const char *const composite_read[] = {"use_image_newline_parameter", "mm_projector_type", "downsample_ratio", "force_image_size",
+                                             "max_dynamic_patch", "use_thumbnail", "image_grid_pinpoints",
+                                             "vision_aspect_ratio", "scale_factor", NULL};
+
+/* LlavaOnevisionConfig's default image_grid_pinpoints: every [384 i, 384 j]
+ * for i, j in 1..6; LlavaNextConfig's: 336x672, 672x336, 672x672,
+ * 1008x336, 336x1008. */
+static void default_grids(mm_model *m, bool onevision)
+{
+    static const int next[5][2] = {{1, 2}, {2, 1}, {2, 2}, {3, 1}, {1, 3}};
+    m->n_grids = 0;
+    for (int i = 1; i <= (onevision ? 6 : 5); i++)
+        for (int j = 1; j <= (onevision ? 6 : 1); j++) {
+            m->grids[m->n_grids][0] = onevision ? i : next[i - 1][0];
+            m->grids[m->n_grids][1] = onevision ? j : next[i - 1][1];
+            m->n_grids++;
+        }
+}
+
+/* InternVL (both layouts): pixel shuffle by downsample_ratio, tiles up to
+ * max_dynamic_patch plus a thumbnail. */
+static int read_internvl(const mm_hf *r, mm_model *m)
+{
+    double ratio = 0.5;
+    int64_t maxp = 12, fis = 0;
+    bool thumb = true, found = false;
+    int rc;
+    if ((rc = mm_hf_double(r, "downsample_ratio", 0.01, 1.0, &ratio)) ||
+        (rc = mm_hf_int(r, "max_dynamic_patch", 1, 4096, &maxp, NULL)) ||
+        (rc = mm_hf_bool(r, "use_thumbnail", &thumb)) ||
+        (rc = mm_hf_int(r, "force_image_size", 1, DIM_MAX, &fis, &found)))
+        return rc;
+    if (found && fis != m->vision.image_size)
+        return mm_hf_fail(r, "force_image_size", "%lld differs from the tower's image_size %lld (resized "
+                          "position tables are not modeled)", (long long)fis, (long long)m->vision.image_size);
+    m->pixel_shuffle = ratio;
+    m->max_tiles = (int)maxp + (thumb ? 1 : 0);
+    return 0;
+}
+
+/* A Hugging Face composite: its LLM, its vision tower and the projector
+ * between them, each from its own sub-config. */
+static int read_composite(const mm_doc *d, struct fy_node *root, const char *type, mm_model *m, mm_err *err)
+{
+    int rc;
+    const composite *c = composites;
+    while (c->type && strcmp(c->type, type))
+        c++;
+    mm_hf r = {d, root, "", type, err};
+    if (!c->type)
+        return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s'", type);
+    bool flat = c->llm_key == NULL;
+    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless)))
+        return rc;
+    if ((rc = mm_llm_check_architectures(d, root, "", err)))
+        return rc;
+    /* The LLM: the root itself (Qwen2-VL's flat layout), or its mapping;
+     * transformers-native Qwen2.5-VL files may nest it in text_config. */
+    const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
+    struct fy_node *lm = lk ? mm_node_get(root, lk) : root;
+    if (!lm || !fy_node_is_mapping(lm))
+        return mm_hf_fail(&r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
+    char ttype[64] = "";
+    mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
+    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
+        return rc;
+    const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
+    if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
+        (rc = mm_llm_validate(&m->llm, err)))
+        return rc;
+    struct fy_node *vm = mm_node_get(root, "vision_config");
+    if (!vm)
+        return mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
+    int64_t merge = 1;
+    mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0};
+    if ((rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err)))
+        return rc;
+    m->has_vision = m->has_llm = true;
+    m->tile = m->vision.image_size;
+    m->pixel_shuffle = 1.0;
+    bool internvl = !strcmp(type, "internvl_chat") || !strcmp(type, "internvl");
+    if (merger.type == MM_PROJ_QWEN_MERGER) {
+        /* The merger concatenates merge x merge neighbouring patches. */
+        m->vision_proj = merger;
+        m->pixel_shuffle = 1.0 / (double)merge;
+        m->dynamic = true;
+        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+        if (merger.out != m->llm.hidden)
+            return mm_hf_fail(&r, "vision_config", "the merger's output width %lld is not the LLM's %lld",
+                              (long long)merger.out, (long long)m->llm.hidden);
+        return 0;
+    }
+    char ptype[64] = "mlp2x_gelu"; /* LlavaMultiModalProjector: linear_1, act, linear_2 */
+    if (internvl)
+        snprintf(ptype, sizeof ptype, "internvl");
+    if ((rc = mm_hf_str(&r, "mm_projector_type", ptype, sizeof ptype)))
+        return rc;
+    if (!strcmp(type, "idefics3")) {
+        int64_t scale = 2; /* Idefics3Config scale_factor */
+        if ((rc = mm_hf_int(&r, "scale_factor", 1, 64, &scale, NULL)))
+            return rc;
+        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0};
+        m->pixel_shuffle = 1.0 / (double)scale;
+    } else if ((rc = parse_projector(d, mm_node_get(root, "mm_projector_type"), "mm_projector_type", ptype,
+                                     &m->vision_proj, err))) {
+        return rc;
+    }
+    if (internvl && (rc = read_internvl(&r, m)))
+        return rc;
+    bool next = !strcmp(type, "llava_next"), ov = !strcmp(type, "llava_onevision");
+    if (next || ov) {
+        m->extra_params = m->llm.hidden; /* image_newline */
+        m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
+        struct fy_node *pp = mm_node_get(root, "image_grid_pinpoints");
+        if (pp && !mm_node_is_null(pp)) {
+            if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
+                return rc;
+        } else {
+            default_grids(m, ov);
+        }
+    }
+    if (ov) {
+        /* LLaVA-OneVision: video frames pooled 2x2 (get_video_features,
+         * bilinear to ceil(27/2)); anyres_max_9 caps an image's grid. */
+        char ar[32] = "anyres_max_9";
+        int mx = 0, used = 0;
+        if ((rc = mm_hf_str(&r, "vision_aspect_ratio", ar, sizeof ar)))
+            return rc;
+        if (sscanf(ar, "anyres_max_%d%n", &mx, &used) == 1 && used == (int)strlen(ar) && mx >= 1 && mx <= 64)
+            m->anyres_max = mx;
+        else if (strcmp(ar, "anyres"))
+            return mm_hf_fail(&r, "vision_aspect_ratio", "unknown '%s' (anyres, anyres_max_N)", ar);
+        m->frame_pool = 2;
+    }
+    finish_grids(m);
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Resolves a part's path relative to the YAML file's folder. */
+static void part_path(const char *yaml, const char *rel, char *out, size_t len)
+{
+    const char *slash = strrchr(yaml, '/');
+    if (rel[0] == '/' || !slash)
+        snprintf(out, len, "%s", rel);
+    else
+        snprintf(out, len, "%.*s/%s", (int)(slash - yaml), yaml, rel);
+}
+
+static const char *const yaml_keys[] = {"name", "vision", "audio", "llm", "projector", "audio_projector",
+                                        "image", "source", NULL};
+static const char *const proj_keys[] = {"type", NULL};
+static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", "frame_pool", "anyres_max",
+                                         NULL};
+
+static int load_part(const mm_doc *d, struct fy_node *root, const char *key, mm_model *part, mm_err *err)
+{
+    char rel[512], path[1024];
+    int rc = mm_node_str(d, root, key, key, rel, sizeof rel, NULL, err);
+    if (rc)
+        return rc;
+    part_path(d->path, rel, path, sizeof path);
+    rc = mm_model_load(path, part, err);
+    return rc;
+}
+
+static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm_err *err)
+{
+    int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
+    if (rc)
+        return rc;
+    mm_model part;
+    if (mm_node_get(root, "llm")) {
+        if ((rc = load_part(d, root, "llm", &part, err)))
+            return rc;
+        if (!part.has_llm || part.has_vision || part.has_audio)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(root, "llm"), "llm",
+                              "'%s' is not an LLM config", part.source);
+        m->llm = part.llm;
+        m->has_llm = true;
+    }
+    const char *enc_keys[2] = {"vision", "audio"};
+    for (int i = 0; i < 2; i++) {
+        if (!mm_node_get(root, enc_keys[i]))
+            continue;
+        if ((rc = load_part(d, root, enc_keys[i], &part, err)))
+            return rc;
+        bool ok = i == 0 ? part.has_vision && !part.has_llm : part.has_audio && !part.has_llm;
+        if (!ok)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(root, enc_keys[i]), enc_keys[i],
+                              "'%s' is not a %s encoder config", part.source, enc_keys[i]);
+        if (i == 0) {
+            m->vision = part.vision;
+            m->has_vision = true;
+        } else {
+            m->audio = part.audio;
+            m->has_audio = true;
+        }
+    }
+    if (!m->has_llm && (m->has_vision || m->has_audio) && (mm_node_get(root, "projector") || mm_node_get(root, "audio_projector")))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(root), "llm", "a projector needs an llm");
+    m->pixel_shuffle = 1.0;
+    m->tile = m->has_vision ? m->vision.image_size : 0;
+    const char *pkeys[2] = {"projector", "audio_projector"};
+    mm_projector *pj[2] = {&m->vision_proj, &m->audio_proj};
+    for (int i = 0; i < 2; i++) {
+        struct fy_node *p = mm_node_get(root, pkeys[i]);
+        if (!p)
+            continue;
+        char type[64] = "", kp[64];
+        snprintf(kp, sizeof kp, "%s.type", pkeys[i]);
+        bool found = false;
+        if ((rc = mm_node_check_keys(d, p, pkeys[i], proj_keys, err)) ||
+            (rc = mm_node_str(d, p, "type", kp, type, sizeof type, &found, err)))
+            return rc;
+        if (!found)
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), kp, "missing required key");
+        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)))
+            return rc;
+    }
+    struct fy_node *im = mm_node_get(root, "image");
+    if (im) {
+        int64_t maxt = 0;
+        if ((rc = mm_node_check_keys(d, im, "image", image_keys, err)) ||
+            (rc = mm_node_int(d, im, "tile", "image.tile", 1, 1 << 20, &m->tile, NULL, err)) ||
+            (rc = mm_node_int(d, im, "max_tiles", "image.max_tiles", 1, 4096, &maxt, NULL, err)) ||
+            (rc = mm_node_double(d, im, "pixel_shuffle", "image.pixel_shuffle", 0.01, 1.0, &m->pixel_shuffle,
+                                 NULL, err)))
+            return rc;
+        m->max_tiles = (int)maxt;
+        int64_t pool = 0, amax = 0; /* as llava_onevision's frame pooling and anyres_max_N */
+        if ((rc = mm_node_int(d, im, "frame_pool", "image.frame_pool", 1, 16, &pool, NULL, err)) ||
+            (rc = mm_node_int(d, im, "anyres_max", "image.anyres_max", 1, 64, &amax, NULL, err)))
+            return rc;
+        m->frame_pool = (int)pool;
+        m->anyres_max = (int)amax;
+        struct fy_node *g = mm_node_get(im, "grids");
+        if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
+            return rc;
+    }
+    if (m->has_vision && m->tile != m->vision.image_size)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(im, "tile"), "image.tile",
+                          "tile %lld differs from the vision encoder's image size %lld", (long long)m->tile,
+                          (long long)m->vision.image_size);
+    finish_grids(m);
+    if (m->has_vision && m->vision_proj.type == MM_PROJ_NONE && m->has_llm)
+        m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0};
+    if (m->has_audio && m->audio_proj.type == MM_PROJ_NONE && m->has_llm)
+        m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0};
+    if (m->has_llm) {
+        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+        size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
+    }
+    if (!m->has_llm && !m->has_vision && !m->has_audio)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(root), "llm",
+                          "a model needs at least one of llm, vision, audio");
+    if (mm_node_get(root, "name"))
+        return mm_node_str(d, root, "name", "name", m->name, sizeof m->name, NULL, err);
+    return 0;
+}
+
+/* True when the root is our YAML form: a part named by a path. */
+static bool is_yaml_form(struct fy_node *root)
+{
+    const char *k[] = {"llm", "vision", "audio"};
+    for (int i = 0; i < 3; i++) {
+        struct fy_node *n = mm_node_get(root, k[i]);
+        if (n && fy_node_is_scalar(n))
+            return true;
+    }
+    return false;
+}
+
+int mm_model_load(const char *path, mm_model *m, mm_err *err)
+{
+    memset(m, 0, sizeof *m);
+    mm_doc d;
+    memset(&d, 0, sizeof d);
+    int rc = mm_doc_load_file(&d, path, err);
+    if (rc)
+        return rc;
+    struct fy_node *root = mm_doc_root(&d);
+    char type[64] = "";
+    if (!root || !fy_node_is_mapping(root)) {
+        rc = mm_err_set(err, MM_EINPUT, path, mm_node_line(root), "", "expected a mapping of config keys");
+        goto out;
+    }
+    if (mm_node_get(root, "model_type") &&
+        (rc = mm_node_str(&d, root, "model_type", "model_type", type, sizeof type, NULL, err)))
+        goto out;
+    m->pixel_shuffle = 1.0;
+    m->max_tiles = 1;
+    if (is_yaml_form(root)) {
+        m->max_tiles = 0;
+        rc = read_yaml_form(&d, root, m, err);
+    } else if ((!strcmp(type, "clip") || !strcmp(type, "siglip")) && mm_node_get(root, "vision_config")) {
+        /* a dual encoder: its vision tower (the text tower is not used) */
+        struct fy_node *vc = mm_node_get(root, "vision_config");
+        char vt[64] = "clip_vision_model";
+        if (!strcmp(type, "siglip"))
+            snprintf(vt, sizeof vt, "siglip_vision_model");
+        memset(&m->vision, 0, sizeof m->vision);
+        rc = read_vit(&d, vc, "vision_config", vt, &m->vision, err);
+        m->has_vision = rc == 0;
+        m->tile = m->vision.image_size;
+    } else if ((in_list(type, vision_types) && !mm_node_get(root, "vision_config")) || !strcmp(type, "whisper")) {
+        rc = read_encoder(&d, root, "", !strcmp(type, "whisper") ? &m->audio : &m->vision, err);
+        m->has_audio = !strcmp(type, "whisper");
+        m->has_vision = !m->has_audio;
+        m->tile = m->vision.image_size;
+    } else if (mm_node_get(root, "vision_config")) {
+        rc = read_composite(&d, root, type, m, err);
+    } else {
+        rc = mm_llm_from_node(&d, root, "", &m->llm, err);
+        if (rc == 0)
+            rc = mm_llm_validate(&m->llm, err);
+        m->has_llm = rc == 0;
+    }
+    if (rc)
+        goto out;
+    if (!m->name[0])
+        stem_name(path, m->name, sizeof m->name);
+    snprintf(m->source, sizeof m->source, "%s", path);
+    if (m->has_llm) {
+        stem_name(path, m->llm.name, sizeof m->llm.name);
+        if (!m->llm.source[0])
+            snprintf(m->llm.source, sizeof m->llm.source, "%s", path);
+    }
+    mm_encoder *encs[2] = {m->has_vision ? &m->vision : NULL, m->has_audio ? &m->audio : NULL};
+    for (int i = 0; i < 2; i++)
+        if (encs[i] && !encs[i]->source[0]) {
+            stem_name(path, encs[i]->name, sizeof encs[i]->name);
+            snprintf(encs[i]->source, sizeof encs[i]->source, "%s", path);
+        }
+out:
+    mm_doc_free(&d);
+    return rc;
+}
+

@@ -1,0 +1,238 @@
+/* keys.c - the table of scenario keys (keys.h) and the name tables of the
+ * enums.  Row order is the order of the canonical text (which the store
+ * hashes: reordering rows changes every hash, so append within a section).
+ *
+ * Defaults (`def`) are what a file that leaves a key out gets; `builtin` is
+ * the built-in default scenario (`mmsim run` with no file): a
+ * LLaVA-OneVision-7B-like model (SigLIP so400m + MLP projector + Qwen2.5-7B)
+ * on two DGX H100 nodes (16 GPUs), the encoder colocated with the LLM, one
+ * image in 5 tiles (anyres 2x2 + base) of 729 tokens and 300 text tokens per
+ * sample.  Any LLM config runs on top of it (--set model=models/llama-2-7b.json):
+ * a model without an encoder ignores the encoder sections and the images.
+ * Not for: reading or writing (read.c, write.c). */
+#include "scenario/keys.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scenario/scenario.h"
+
+const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
+const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
+const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
+const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
+const char *const mm_attention_names[] = {"flash", "unfused", NULL};
+const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
+                                          "homogeneous", NULL};
+const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
+                                         "post-balance", NULL};
+const char *const mm_network_names[] = {"flow", "analytic", NULL};
+static const char *const projector_sides[] = {"encoder", "llm", NULL};
+static const char *const workload_kinds[] = {"fixed", NULL};
+
+#define F(field) offsetof(mm_scenario, field), sizeof(((mm_scenario *)0)->field)
+#define NOFIELD SIZE_MAX, 0
+#define POS INT64_C(1), (int64_t)INT_MAX
+#define NONNEG INT64_C(0), (int64_t)INT_MAX
+
+/* The rows of one module layout; tp first so that a typo such as `tpp`,
+ * as close to tp as to pp, suggests tp. */
+#define LAYOUT(m, flags, what, b_tp, b_pp, b_cp, b_dp, b_vpp, b_ep)                                                      \
+    {"parallel." #m, MM_KT_SECTION, (flags) | MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,                      \
+     what, F(parallel.m.present), 0},                                                                        \
+    {"parallel." #m ".tp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_tp, "tensor-parallel degree",                 \
+     F(parallel.m.tp), 0},                                                                                   \
+    {"parallel." #m ".pp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_pp, "pipeline stages", F(parallel.m.pp), 0},  \
+    {"parallel." #m ".cp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_cp,                                           \
+     "context-parallel degree (splits the sequence)", F(parallel.m.cp), 0},                                  \
+    {"parallel." #m ".dp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_dp, "data-parallel degree",                   \
+     F(parallel.m.dp), 0},                                                                                   \
+    {"parallel." #m ".vpp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_vpp,                                         \
+     "virtual stages per pipeline rank (interleaved schedule)", F(parallel.m.vpp), 0},                       \
+    {"parallel." #m ".ep", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_ep,                                           \
+     "expert-parallel degree (MoE; divides dp and the experts)", F(parallel.m.ep), 0},                       \
+    {"parallel." #m ".zero", MM_KT_INT, MM_KF_INHERIT, 0, 3, 0, 0, NULL, NULL, NULL,                         \
+     "ZeRO stage of this module; unset: train.zero", F(parallel.m.zero), 0},                                 \
+    {"parallel." #m ".sp", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,                                   \
+     "sequence parallelism of this module (the LLM also takes train.sequence_parallel)", F(parallel.m.sp),   \
+     0},                                                                                                     \
+    {"parallel." #m ".layers_per_stage", MM_KT_INT_LIST, 0, NONNEG, 0, 0, NULL, "[]", NULL,                  \
+     "layers of each pipeline stage, e.g. [2, 3, 3, 2]; []: an even split",                                  \
+     F(parallel.m.layers_per_stage), offsetof(mm_scenario, parallel.m.n_layers_per_stage)}
+
+const mm_key mm_keys[] = {
+    {"model", MM_KT_STR, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "models/llava-ov-qwen2.5-7b.yaml",
+     "model config: an HF config.json (LLM or LLaVA/InternVL) or an mmsim model YAML", F(model), 0},
+    {"cluster", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
+    {"cluster.topology", MM_KT_STR, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "topologies/dgx-h100.yaml",
+     "topology file: GPUs, links and switches of one node and the fabric", F(topology), 0},
+    {"cluster.nodes", MM_KT_INT, 0, POS, 0, 0, NULL, "1", "2", "nodes of the topology", F(nodes), 0},
+    {"train", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
+    {"train.global_batch", MM_KT_I64, MM_KF_DERIVED, INT64_C(1), INT64_MAX, 0, 0, NULL, NULL, "64",
+     "samples per iteration, a multiple of micro_batch x dp; unset: micro_batch x parallel.llm.dp",
+     F(train.global_batch), 0},
+    {"train.micro_batch", MM_KT_I64, 0, POS, 0, 0, NULL, "1", "1", "samples per micro-batch",
+     F(train.micro_batch), 0},
+    {"train.seq_len", MM_KT_I64, 0, INT64_C(1), INT64_MAX, 0, 0, NULL, "4096", "4096",
+     "max LLM tokens per sample (text + visual) or packed sequence", F(train.seq_len), 0},
+    {"train.precision", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_precision_names, "bf16", "bf16",
+     "compute precision (fp8 needs a GPU with an FP8 peak)", F(train.precision), 0},
+    {"train.recompute", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_recompute_names, "none", "selective",
+     "activation recomputation (selective: Megatron's attention core)", F(train.recompute), 0},
+    {"train.sequence_parallel", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
+     "Megatron sequence parallelism of the LLM (all-gather/reduce-scatter instead of all-reduce)",
+     F(train.sequence_parallel), 0},
+    {"train.zero", MM_KT_INT, 0, 0, 3, 0, 0, NULL, "0", "1",
+     "ZeRO stage: 0, 1 (distributed optimizer), 2 (+ gradients), 3 (+ weights, per-layer gathers)",
+     F(train.zero), 0},
+    {"train.schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_schedule_names, "1f1b", "1f1b",
+     "pipeline schedule (interleaved needs vpp > 1)", F(train.schedule), 0},
+    {"train.overlap_grad_reduce", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
+     "reduce gradient buckets during the last backward (Megatron's switch)", F(train.overlap_grad_reduce), 0},
+    {"train.overlap_param_gather", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
+     "overlap the distributed optimizer's parameter all-gather with the forward",
+     F(train.overlap_param_gather), 0},
+    {"train.tp_comm_overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
+     "TP traffic on a side stream, concurrent with the layer's compute", F(train.tp_comm_overlap), 0},
+    {"train.memory_reserve_gib", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "2", "2",
+     "HBM held back from the OOM verdict (CUDA context, NCCL buffers, fragmentation; an allowance)",
+     F(train.memory_reserve_gib), 0},
+    {"train.cp_comm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_cp_comm_names, "ring", NULL,
+     "context-parallel attention: ring (KV exchange) or ulysses (all-to-all)", F(train.cp_comm), 0},
+    {"train.attention", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_attention_names, "flash", NULL,
+     "attention kernels: flash, or unfused (batched GEMMs + softmax + dropout, pre-2022)",
+     F(train.attention), 0},
+    {"train.pass_times", MM_KT_STR, 0, 0, 0, 0, 0, NULL, "\"\"", NULL,
+     "CSV of measured per-stage F/B/W/p2p times replacing the cost model; \"\": none",
+     F(train.pass_times), 0},
+    {"train.frozen", MM_KT_NAME_LIST, 0, 0, 0, 0, 0, NULL, "[]", "[]",
+     "modules without weight gradients or optimizer: vision, projector, audio, audio_projector",
+     F(train.frozen), offsetof(mm_scenario, train.n_frozen)},
+    {"parallel", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
+    LAYOUT(llm, MM_KF_ALWAYS, "the LLM's layout (tp x cp x pp x dp = its GPUs)", "4", "2", "1", "2", "1", "1"),
+    LAYOUT(vision, 0, "the vision encoder's layout (cp, vpp, ep stay 1); absent: none", "1", "1", NULL, "16",
+           NULL, NULL),
+    LAYOUT(audio, 0, "the audio encoder's layout (cp, vpp, ep stay 1); absent: none", NULL, NULL, NULL, NULL,
+           NULL, NULL),
+    {"parallel.placement", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_placement_names, "pipeline", "colocated",
+     "where encoders run: own pipeline stages, sharded over the LLM's GPUs, own GPUs ahead, or the LLM's first stage",
+     F(parallel.placement), 0},
+    {"parallel.order", MM_KT_WORD, 0, 0, 0, 0, 0, NULL, "tp-cp-ep-dp-pp", NULL,
+     "rank placement, fastest-varying first (Megatron-LM's default)", F(parallel.order), 0},
+    {"parallel.projector", MM_KT_ENUM, 0, 0, 0, 0, 0, projector_sides, "encoder", NULL,
+     "which side runs the projector: the encoder's, or the LLM's first stage", F(parallel.projector_on_llm), 0},
+    {"workload", MM_KT_WORKLOAD, 0, 0, 0, 0, 0, NULL, "text", NULL,
+     "`text` (every sample is seq_len text tokens), a mixture or trace file, or a fixed sample {kind: fixed, ...}",
+     NOFIELD, 0},
+    {"workload.kind", MM_KT_ENUM, 0, 0, 0, 0, 0, workload_kinds, NULL, "fixed",
+     "a fixed sample: every sample has the shape below", NOFIELD, 0},
+    {"workload.images", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "0", "1", "images per sample", F(workload.images), 0},
+    {"workload.tiles", MM_KT_INT, 0, POS, 0, 0, NULL, "1", "5", "tiles per image (anyres crops + base)",
+     F(workload.tiles), 0},
+    {"workload.text_tokens", MM_KT_I64, 0, INT64_C(0), INT64_MAX, 0, 0, NULL, "0", "300", "text tokens per sample",
+     F(workload.text_tokens), 0},
+    {"workload.audio_seconds", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "seconds of audio per sample (ceil(s/30) Whisper clips, 25 LLM tokens per second)",
+     F(workload.audio_seconds), 0},
+    {"batching", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_batching_names, "sequential", "sequential",
+     "micro-batch formation: as sampled, length-grouped, packed, DFLOP-balanced, or DP post-balanced",
+     F(batching), 0},
+    {"network", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_network_names, "flow", "flow",
+     "network model: flow (max-min link sharing) or analytic (alpha-beta, no contention)", F(network), 0},
+    {"iterations", MM_KT_INT, 0, POS, 0, 0, NULL, "1", "2", "simulated iterations", F(iterations), 0},
+    {"seed", MM_KT_U64, 0, INT64_C(0), INT64_MAX, 0, 0, NULL, "1", "1",
+     "random seed: workload draws, perturbation fractions, jitter", F(seed), 0},
+    {"perturb", MM_KT_PERTURB, 0, 0, 0, 0, 0, NULL, "[]", NULL,
+     "what-if perturbations: a list of {kind: slow_gpu | jitter | hbm | nic | rail | switch | link | "
+     "node_group | stall, ...}",
+     F(perturb), 0},
+};
+
+const size_t mm_n_keys = sizeof mm_keys / sizeof mm_keys[0];
+
+const mm_key *mm_key_find(const char *name)
+{
+    for (size_t i = 0; i < mm_n_keys; i++)
+        if (!strcmp(mm_keys[i].name, name))
+            return &mm_keys[i];
+    return NULL;
+}
+
+size_t mm_key_parent_len(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot ? (size_t)(dot - name) : 0;
+}
+
+const char *mm_key_leaf(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot ? dot + 1 : name;
+}
+
+const mm_key *mm_key_parent(const mm_key *k)
+{
+    size_t n = mm_key_parent_len(k->name);
+    if (n == 0)
+        return NULL;
+    for (size_t i = 0; i < mm_n_keys; i++)
+        if (strlen(mm_keys[i].name) == n && !strncmp(mm_keys[i].name, k->name, n))
+            return &mm_keys[i];
+    return NULL;
+}
+
+static void range_text(char *buf, size_t len, const char *type, int64_t min, int64_t max, int64_t top)
+{
+    if (max >= top)
+        snprintf(buf, len, "%s >= %lld", type, (long long)min);
+    else
+        snprintf(buf, len, "%s %lld..%lld", type, (long long)min, (long long)max);
+}
+
+void mm_key_type_text(const mm_key *k, char *buf, size_t len)
+{
+    switch (k->type) {
+    case MM_KT_SECTION:
+        snprintf(buf, len, "mapping");
+        break;
+    case MM_KT_STR:
+        snprintf(buf, len, "path");
+        break;
+    case MM_KT_WORD:
+        snprintf(buf, len, "word");
+        break;
+    case MM_KT_INT:
+        range_text(buf, len, "int", k->min, k->max, INT_MAX);
+        break;
+    case MM_KT_I64:
+    case MM_KT_U64:
+        range_text(buf, len, "int", k->min, k->max, INT_MAX);
+        break;
+    case MM_KT_DOUBLE:
+        snprintf(buf, len, "number %g..%g", k->dmin, k->dmax);
+        break;
+    case MM_KT_BOOL:
+        snprintf(buf, len, "bool");
+        break;
+    case MM_KT_ENUM: {
+        size_t n = (size_t)snprintf(buf, len, "one of ");
+        for (int i = 0; k->choices[i] && n < len; i++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " | " : "", k->choices[i]);
+        break;
+    }
+    case MM_KT_INT_LIST:
+        snprintf(buf, len, "list of int >= %lld", (long long)k->min);
+        break;
+    case MM_KT_NAME_LIST:
+        snprintf(buf, len, "list of names");
+        break;
+    case MM_KT_WORKLOAD:
+        snprintf(buf, len, "text | file | mapping");
+        break;
+    case MM_KT_PERTURB:
+        snprintf(buf, len, "list of mappings");
+        break;
+    }
+}

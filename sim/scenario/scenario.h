@@ -1,0 +1,233 @@
+/* scenario.h - a simulation scenario: the validated, typed form of a
+ * scenario YAML file plus `--set key=value` overrides (design.md section 5).
+ *
+ * Every key of the format is one row of a table (scenario/keys.h: dotted
+ * name, type, range or choices, default, value in the built-in scenario,
+ * one-line doc, field of mm_scenario).  That table drives the built-in
+ * default scenario, the reader and its errors, `--set`, the canonical text
+ * the store hashes, and `mmsim help scenario`, so a key cannot be known to
+ * one of them and missed by another.
+ *
+ * Loading happens in two steps so that every error can name its file, line
+ * and key:
+ *   1. mm_scenario_load() parses YAML (or the built-in default), applies the
+ *      overrides to the document, checks keys, types and ranges, and fills
+ *      the struct, remembering the line of each key it read;
+ *   2. the run layer then loads the model and topology the scenario names and
+ *      checks the cross-file rules (degrees against GPU count, layers against
+ *      pp, batch against micro_batch*dp) with mm_scenario_fail(), which
+ *      reports the line of the offending key.
+ * Strings and lists are allocated to size and owned by the scenario: free
+ * them with mm_scenario_free().  A struct copy (`sim->sc = *sc`) borrows
+ * them: the original must outlive it and is the one to free.
+ * Not for: loading models or topologies (the model and hw layers do that). */
+#ifndef MM_SCENARIO_H
+#define MM_SCENARIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hw/perturb.h"
+#include "model/llm.h"
+#include "util/err.h"
+
+/* The most pipeline stages a layers_per_stage list may give (callers size
+ * per-stage scratch arrays by it). */
+#define MM_MAX_PP 512
+
+typedef enum { MM_PREC_BF16, MM_PREC_FP16, MM_PREC_FP8, MM_PREC_COUNT } mm_precision;
+/* Recompute modes are the model layer's (model/llm.h): none, selective, full. */
+typedef enum mm_recompute mm_recompute;
+typedef enum {
+    MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_INTERLEAVED, MM_SCHED_ZB_H1
+} mm_schedule_kind;
+typedef enum {
+    MM_PLACE_PIPELINE, MM_PLACE_COLOCATED, MM_PLACE_DISJOINT, MM_PLACE_HOMOGENEOUS
+} mm_placement;
+typedef enum {
+    MM_BATCH_SEQUENTIAL, MM_BATCH_GROUPED, MM_BATCH_PACKED, MM_BATCH_BALANCED,
+    MM_BATCH_POST_BALANCE
+} mm_batching;
+typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
+typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
+typedef enum { MM_ATTN_FLASH, MM_ATTN_UNFUSED } mm_attention;
+typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
+
+/* Name tables, index = enum value, NULL-terminated (for messages, JSON and
+ * the canonical text). */
+extern const char *const mm_precision_names[];
+extern const char *const mm_recompute_names[];
+extern const char *const mm_schedule_names[];
+extern const char *const mm_placement_names[];
+extern const char *const mm_batching_names[];
+extern const char *const mm_network_names[];
+extern const char *const mm_cp_comm_names[];
+extern const char *const mm_attention_names[];
+
+/* Parallel layout of one module (LLM, vision encoder, audio encoder). */
+typedef struct mm_module_layout {
+    bool present;      /* the section was given (or defaulted, for llm) */
+    int tp, pp, cp, dp, vpp, ep;
+    int zero;          /* -1: inherit train.zero */
+    bool sp;           /* sequence parallelism for this module (the LLM also
+                          takes train.sequence_parallel) */
+    int n_layers_per_stage;            /* 0: split evenly */
+    int *layers_per_stage;             /* n_layers_per_stage entries (owned) */
+} mm_module_layout;
+
+/* Where one key was read (for mm_scenario_fail). */
+typedef struct mm_scenario_key {
+    char *key;        /* dotted key as errors spell it, e.g. "perturb[0].factor" */
+    const char *file; /* "--set" or the scenario's source */
+    int line;         /* 1-based; 0 for --set */
+} mm_scenario_key;
+
+typedef struct mm_scenario {
+    char *source;           /* scenario file name, or "<default>" */
+    char *model;            /* path as written (resolved by the run layer) */
+    char *topology;
+    int nodes;
+    struct {
+        int64_t global_batch, micro_batch, seq_len;
+        mm_precision precision;
+        mm_recompute recompute;
+        bool sequence_parallel;
+        int zero;
+        mm_schedule_kind schedule;
+        bool overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+        mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
+        mm_attention attention; /* flash | unfused (pre-2022 frameworks) */
+        char *pass_times;       /* measured per-stage pass times (CSV); "" none */
+        /* HBM held back from the OOM verdict: CUDA context, NCCL buffers,
+         * allocator fragmentation (an allowance, not a measurement) */
+        double memory_reserve_gib;
+        int n_frozen;
+        char **frozen;          /* n_frozen module names, sorted, unique */
+    } train;
+    struct {
+        mm_module_layout llm, vision, audio;
+        mm_placement placement;
+        char *order;            /* rank placement, fastest first: tp-cp-ep-dp-pp */
+        bool projector_on_llm;  /* parallel.projector: llm (else encoder) */
+    } parallel;
+    struct {
+        mm_workload_kind kind;
+        char *path;          /* MM_WORKLOAD_FILE; "" otherwise */
+        int images, tiles;   /* MM_WORKLOAD_FIXED */
+        int64_t text_tokens; /* MM_WORKLOAD_FIXED */
+        double audio_seconds; /* MM_WORKLOAD_FIXED */
+    } workload;
+    mm_batching batching;
+    mm_network_kind network;
+    int iterations;
+    uint64_t seed;
+    /* What-if perturbations (`perturb:` list, hw/perturb.h); perturb.seed
+     * is the scenario's seed. */
+    mm_perturb perturb;
+
+    /* Where each key was read.  An override from --set records file
+     * "--set" and line 0. */
+    int n_keys, cap_keys;
+    mm_scenario_key *keys;
+} mm_scenario;
+
+/* The built-in default scenario as YAML text (what `mmsim run` with no file
+ * uses), written from the key table's built-in column.  A new string (free()
+ * it); NULL when out of memory. */
+char *mm_scenario_default_text(void);
+
+/* Loads `path` (NULL: the built-in default), then applies n_sets overrides
+ * "dotted.key=value" in order; each value is parsed as YAML, so lists and
+ * mappings work ("parallel.llm.layers_per_stage=[2,3,3,2]").  Unknown keys
+ * (with the nearest known key suggested), wrong types, and values out of
+ * range are MM_EINPUT errors naming the file, line and dotted key (for
+ * overrides: file "--set").  *sc is overwritten (not freed first): free it
+ * with mm_scenario_free before loading into it again.  On failure *sc holds
+ * nothing to free.  Returns 0 or -code. */
+int mm_scenario_load(mm_scenario *sc, const char *path, const char *const *sets,
+                     int n_sets, mm_err *err);
+
+/* The same from YAML text held in memory (canonical text, the C API's
+ * scenarios), then the overrides; `name` (NULL: "<text>") becomes
+ * sc->source: the file errors name and the folder relative paths are
+ * resolved from, as if the text had been read from that file. */
+int mm_scenario_load_text(mm_scenario *sc, const char *name, const char *text, const char *const *sets,
+                          int n_sets, mm_err *err);
+
+/* Frees the strings and lists of a loaded scenario and zeroes it.  Safe on a
+ * zeroed scenario and on one whose load failed. */
+void mm_scenario_free(mm_scenario *sc);
+
+/* Fills err for a rule broken by the value of `key`, naming where that key was
+ * set (its file and line, or the scenario file with line 0 when it was a
+ * default).  Returns -MM_EINPUT. */
+int mm_scenario_fail(const mm_scenario *sc, mm_err *err, const char *key,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Writes the canonical text of the scenario: every key of the table,
+ * defaults filled in, in table order, as YAML.  Two scenarios that mean the
+ * same thing give the same text (this is what the store hashes), and the
+ * text reads back (mm_scenario_load_text) to the same scenario.  Returns the
+ * length that was needed (like snprintf). */
+size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len);
+
+/* The canonical text in a new string (free() it); NULL when out of memory. */
+char *mm_scenario_canonical_alloc(const mm_scenario *sc);
+
+/* `mmsim help scenario`: every key with its type, default, built-in value
+ * and one-line doc, one key per entry, in table order.  A new string (free()
+ * it); NULL when out of memory. */
+char *mm_scenario_help_text(void);
+
+/* ---- layouts ---------------------------------------------------------- */
+
+typedef struct mm_layout_dims {
+    int tp, pp, vpp, cp, dp, ep;
+} mm_layout_dims;
+
+/* What a planner varies: the parallel layout and the training keys that go
+ * with it. */
+typedef struct mm_layout {
+    int placement;          /* mm_placement; -1: keep the scenario's placement
+                               and encoder layouts */
+    mm_layout_dims llm;
+    mm_layout_dims vision;  /* tp, pp, dp; used when the placement gives the
+                               encoder a layout (pipeline, colocated, disjoint) */
+    int micro_batch;
+    int recompute;          /* enum mm_recompute */
+    int zero;               /* train.zero; the modules inherit it */
+    int schedule;           /* mm_schedule_kind */
+    /* The LLM's layers per pipeline stage, llm.pp entries; NULL: an even
+     * split.  Borrowed: the scenario points at this array (see below). */
+    const int *layers_per_stage;
+} mm_layout;
+
+/* True when the placement gives the vision encoder a layout of its own. */
+bool mm_layout_has_vision(int placement);
+
+/* The one way to change a layout: writes `lay` into the scenario.  The
+ * degrees of parallel.llm (and of parallel.vision, when the placement gives
+ * it a layout: cp, vpp, ep = 1) are replaced, the modules' zero inherits
+ * lay->zero, and the LLM's layers_per_stage becomes lay's (an earlier
+ * uneven split was for another pp; an encoder's is dropped); everything
+ * else, per-module sp included, stays.  Nothing is freed or allocated: it is
+ * meant for a struct copy of a loaded scenario (the planner's shared sim, a
+ * candidate's text), which then borrows lay->layers_per_stage; do not
+ * mm_scenario_free a scenario a split was applied to. */
+void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay);
+
+/* Undoes any layout applied to sc: copies from `base` (the scenario sc was
+ * copied from) the sections mm_scenario_apply_layout writes (parallel and
+ * train), without copying the whole struct; a planner's inner loop calls it
+ * before each candidate. */
+void mm_scenario_reset_layout(mm_scenario *sc, const mm_scenario *base);
+
+/* The same change as `--set` overrides, one dotted key each
+ * ("parallel.llm.tp=2", ...), as a JSON list of strings, for a user to run a
+ * candidate by hand: loading the scenario with them gives the canonical text
+ * mm_scenario_apply_layout gives (a test checks it).  Returns the length
+ * needed, like snprintf. */
+size_t mm_layout_sets_json(const mm_layout *lay, char *buf, size_t len);
+
+#endif
