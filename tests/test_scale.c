@@ -31,6 +31,7 @@ static int run_llama(const char *const *sets, int n, mm_metrics *m, mm_err *err)
     if (rc == 0)
         rc = mm_sim_run(&sim, m, NULL, err);
     mm_sim_free(&sim);
+    mm_scenario_free(&sc);
     return rc;
 }
 
@@ -118,6 +119,7 @@ START_TEST(pipeline_encoder_any_schedule)
             ck_assert(isfinite(t[net][k]) && t[net][k] > 0);
             mm_metrics_free(&m);
             mm_sim_free(&sim);
+            mm_scenario_free(&sc);
         }
     for (int net = 0; net < 2; net++)
         ck_assert_msg(t[net][1] >= t[net][2] * (1 - 1e-9), "gpipe %g < 1f1b %g", t[net][1], t[net][2]);

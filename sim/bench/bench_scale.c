@@ -66,5 +66,6 @@ int main(int argc, char **argv)
     mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);
     mm_sim_free(&sim);
+    mm_scenario_free(&sc);
     return 0;
 }
