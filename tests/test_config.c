@@ -1020,8 +1020,12 @@ START_TEST(table_nearest_key)
         mm_err e = load_fail(NULL, sets, 1);
         assert_err(&e, "--set", 0, cases[i][1], cases[i][2]);
     }
+    /* a key that is not a name: said so, nothing suggested */
+    const char *bad[] = {"train={[1]: 2}"};
+    mm_err e = load_fail(NULL, bad, 1);
+    assert_err(&e, "--set", 0, "train", "a key must be a plain name, not a list or a mapping");
     /* in a file: file and line */
-    mm_err e = load_fail(DATA "unknown_root.yaml", NULL, 0);
+    e = load_fail(DATA "unknown_root.yaml", NULL, 0);
     assert_err(&e, DATA "unknown_root.yaml", 3, "trian", "did you mean 'train'?");
 }
 END_TEST

@@ -235,8 +235,13 @@ static int check_children(mm_loader *ld, struct fy_node *map, const char *prefix
         struct fy_node *k = fy_node_pair_key(p);
         size_t n = 0;
         const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &n) : NULL;
+        if (!s || n == 0)
+            return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(k ? k : map), prefix,
+                                            "a key must be a plain name, not %s",
+                                            !k || !fy_node_is_scalar(k) ? "a list or a mapping" : "empty"),
+                             err);
         char name[MM_PATH_MAX_LEN], full[MM_PATH_MAX_LEN];
-        snprintf(name, sizeof name, "%.*s", s ? (int)n : 0, s ? s : "");
+        snprintf(name, sizeof name, "%.*s", (int)n, s);
         mm_ld_join(full, prefix, name);
         const mm_key *row = mm_key_find(full);
         if (row && mm_key_parent_len(full) == strlen(prefix))
