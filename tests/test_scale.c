@@ -126,6 +126,80 @@ START_TEST(pipeline_encoder_any_schedule)
 }
 END_TEST
 
+/* ---- identical DP replicas simulated once (run/symmetry.h) ---- */
+
+static void run_sym(const char *const *sets, int n, bool no_sym, mm_metrics *m)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_err err;
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
+                  err.key, err.msg);
+    sim.no_symmetry = no_sym;
+    ck_assert_msg(mm_sim_run(&sim, m, NULL, &err) == 0, "%s", err.msg);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc);
+}
+
+/* Text (Llama-2-7B, tp 4 x pp 2 x dp 4, 1F1B and interleaved) and fixed
+ * multimodal samples (the default model, colocated encoder): under
+ * `analytic` the collapsed run's metrics are the full run's bit for bit
+ * (iteration, stages, critical path), with fewer events; under `flow`
+ * within 0.5 % (the replicas' transfers and TP rings still load the links,
+ * as aggregates).  A mixture workload is never collapsed (same events). */
+START_TEST(symmetric_replicas_once)
+{
+    const char *text[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text", "train.global_batch=64",
+                          "train.seq_len=2048", "iterations=2", "parallel.llm={tp: 4, pp: 2, dp: 4}", "network=analytic"};
+    const char *inter[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text", "train.global_batch=64",
+                           "train.seq_len=2048", "iterations=1", "parallel.llm={tp: 4, pp: 2, vpp: 2, dp: 4}",
+                           "train.schedule=interleaved", "network=analytic"};
+    const char *mm[] = {"cluster.nodes=4", "parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
+                        "parallel.vision={tp: 1, pp: 1, dp: 32}", "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                        "batching=sequential", "train.global_batch=64", "iterations=1", "network=analytic"};
+    struct {
+        const char **s;
+        int n;
+    } cases[] = {{text, 8}, {inter, 9}, {mm, 9}};
+    for (size_t i = 0; i < 3; i++)
+        for (int flow = 0; flow < 2; flow++) {
+            cases[i].s[cases[i].n - 1] = flow ? "network=flow" : "network=analytic";
+            mm_metrics a, b;
+            run_sym(cases[i].s, cases[i].n, true, &a);
+            run_sym(cases[i].s, cases[i].n, false, &b);
+            ck_assert_msg(b.events * 2 < a.events, "case %zu: %llu events collapsed, %llu full", i,
+                          (unsigned long long)b.events, (unsigned long long)a.events);
+            if (!flow) {
+                ck_assert(memcmp(&a.iteration_time_s, &b.iteration_time_s, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.mfu, &b.mfu, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.bubble_fraction, &b.bubble_fraction, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.exposed_comm_s, &b.exposed_comm_s, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.peak_memory_gib, &b.peak_memory_gib, sizeof(double)) == 0);
+                ck_assert_int_eq(a.n_iters, b.n_iters);
+                ck_assert(memcmp(a.iters, b.iters, (size_t)a.n_iters * sizeof *a.iters) == 0);
+                ck_assert(memcmp(a.stages, b.stages, (size_t)a.n_stages * sizeof *a.stages) == 0);
+                ck_assert_int_eq(a.crit.n, b.crit.n);
+                ck_assert_int_eq(a.crit.path_ops, b.crit.path_ops);
+                ck_assert(a.crit.n == 0 || memcmp(a.crit.e, b.crit.e, (size_t)a.crit.n * sizeof *a.crit.e) == 0);
+            } else {
+                ck_assert_msg(fabs(b.iteration_time_s / a.iteration_time_s - 1) < 0.005, "case %zu flow: %.9g vs %.9g",
+                              i, b.iteration_time_s, a.iteration_time_s);
+            }
+            mm_metrics_free(&a);
+            mm_metrics_free(&b);
+        }
+    /* a mixture: replicas differ, every one is simulated */
+    const char *mix[] = {"cluster.nodes=2", "iterations=1", "network=analytic", "workload=workloads/llava-ov-mix.yaml"};
+    mm_metrics a, b;
+    run_sym(mix, 4, true, &a);
+    run_sym(mix, 4, false, &b);
+    ck_assert_uint_eq(a.events, b.events);
+    ck_assert(memcmp(&a.iteration_time_s, &b.iteration_time_s, sizeof(double)) == 0);
+    mm_metrics_free(&a);
+    mm_metrics_free(&b);
+}
+END_TEST
+
 /* Every candidate's split adds up to the model's layers, middle stages
  * equal, every stage a multiple of vpp; the counts add up. */
 static void check_splits(const mm_plan *p, int layers)
@@ -210,6 +284,7 @@ static Suite *scale_suite(void)
     tcase_add_test(tc, interleaved_even_list_is_the_even_split);
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, pipeline_encoder_any_schedule);
+    tcase_add_test(tc, symmetric_replicas_once);
     tcase_add_test(tc, plan_530b_uneven);
     tcase_add_test(tc, plan_falls_back_to_fewer_gpus);
     suite_add_tcase(s, tc);

@@ -2,7 +2,9 @@
  * peak resident memory and ops of the graph, so that the bench can print
  * bytes per op next to the times.  Not a test: it asserts nothing.
  *
- *   bench_scale [--set KEY=VALUE]...      (the built-in default scenario)
+ *   bench_scale [--no-symmetry] [--set KEY=VALUE]...   (the built-in default
+ *                                          scenario; --no-symmetry simulates
+ *                                          every DP replica, run/symmetry.h)
  *
  * Prints one line: cpu_s wall_s peak_rss_mib ops events bytes_per_op
  * iteration_time_s.  CPU time and peak RSS come from getrusage (the whole
@@ -30,11 +32,14 @@ int main(int argc, char **argv)
 {
     const char *sets[256];
     int n = 0;
+    bool no_sym = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--set") && i + 1 < argc && n < 256) {
+        if (!strcmp(argv[i], "--no-symmetry")) {
+            no_sym = true;
+        } else if (!strcmp(argv[i], "--set") && i + 1 < argc && n < 256) {
             sets[n++] = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_scale [--set KEY=VALUE]...\n");
+            fprintf(stderr, "usage: bench_scale [--no-symmetry] [--set KEY=VALUE]...\n");
             return 2;
         }
     }
@@ -48,6 +53,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_scale: %s:%d %s: %s\n", err.file, err.line, err.key, err.msg);
         return 2;
     }
+    sim.no_symmetry = no_sym;
     mm_metrics m;
     mm_sim_timeline tl;
     memset(&tl, 0, sizeof tl);

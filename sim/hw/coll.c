@@ -54,6 +54,7 @@ void mm_network_free(mm_network *net)
     free(net->acoef);
     free(net->atouch);
     free(net->sg);
+    free(net->hops);
     while (net->free_ops) {
         coll_op *op = net->free_ops;
         net->free_ops = op->next_free;
@@ -116,6 +117,20 @@ int coll_route_fit(mm_network *net, size_t need)
     return 0;
 }
 
+static void log_hop(mm_network *net, coll_hop h)
+{
+    if (net->nhops == net->hcap) {
+        size_t nc = net->hcap ? 2 * net->hcap : 64;
+        coll_hop *q = realloc(net->hops, nc * sizeof *q);
+        if (!q) {
+            net->oom = 1;
+            return;
+        }
+        net->hops = q, net->hcap = nc;
+    }
+    net->hops[net->nhops++] = h;
+}
+
 void coll_route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
 {
     if (coll_route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
@@ -129,6 +144,60 @@ void coll_route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in
     if (x > net->xmax)
         net->xmax = x;
     net->rlen += (size_t)k;
+    if (k > 0 && net->reps > 1)
+        log_hop(net, (coll_hop){src, dst, rail_out, rail_in, 0, coef});
+}
+
+void coll_route_nvls(mm_network *net, int gpu, double coef)
+{
+    const mm_cluster *c = net->c;
+    const mm_topo *t = &net->topo;
+    if (coll_route_fit(net, net->rlen + 2))
+        return;
+    int node = mm_cluster_node_of(c, gpu), local = gpu % c->gpus_per_node;
+    net->rl[net->rlen] = node * t->per_node + t->o_up + local;
+    net->rc[net->rlen++] = coef;
+    net->rl[net->rlen] = node * t->per_node + t->o_down + local;
+    net->rc[net->rlen++] = coef;
+    if (net->reps > 1)
+        log_hop(net, (coll_hop){gpu, gpu, 0, 0, 1, coef});
+}
+
+/* The NIC that serves, for the copy of a GPU shifted by r replicas, what
+ * `rail` served for the GPU: shifted by the GPU's move inside its node
+ * (whole when replica_stride x NICs is a multiple of the node's GPUs, as
+ * run/symmetry.c requires). */
+static int shift_rail(const mm_cluster *c, int gpu, int shifted, int rail)
+{
+    int G = c->gpus_per_node;
+    return rail + (shifted % G - gpu % G) * c->nics_per_node / G;
+}
+
+/* Appends the route of the other replicas: every logged hop again, shifted
+ * by r x stride GPUs, for r = 1 .. reps - 1. */
+static void replay_replicas(mm_network *net)
+{
+    const mm_cluster *c = net->c;
+    for (int r = 1; r < net->reps; r++)
+        for (size_t i = 0; i < net->nhops; i++) {
+            coll_hop h = net->hops[i];
+            int d = r * net->rstride, src = h.src + d, dst = h.dst + d;
+            if (h.nvls) {
+                int keep = net->reps;
+                net->reps = 1; /* not logged again */
+                coll_route_nvls(net, src, h.coef);
+                net->reps = keep;
+                continue;
+            }
+            if (coll_route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
+                return;
+            int k = mm_topo_path(&net->topo, src, dst, shift_rail(c, h.src, src, h.rail_out),
+                                 shift_rail(c, h.dst, dst, h.rail_in), net->rl + net->rlen);
+            for (int j = 0; j < k; j++)
+                net->rc[net->rlen + (size_t)j] = h.coef;
+            net->rlen += (size_t)k;
+        }
+    net->nhops = 0;
 }
 
 static void on_flow_done(void *ctx, uint64_t arg);
@@ -140,6 +209,8 @@ void coll_route_commit(coll_op *op, double bytes)
     mm_network *net = op->net;
     if (net->rlen == 0 || bytes <= 0 || net->oom)
         return;
+    if (net->reps > 1 && net->nhops) /* the other replicas' copies load the links with this one */
+        replay_replicas(net);
     /* sub-flows of one aggregate move equal bytes; another size goes alone */
     if (net->agg && (!net->an || bytes == net->abytes)) {
         net->abytes = bytes;
@@ -352,18 +423,10 @@ static void nvls_flows(coll_op *op)
 {
     mm_network *net = op->net;
     const mm_cluster *c = net->c;
-    const mm_topo *t = &net->topo;
     double coef = (1.0 + 1.0 / op->n) * c->nvlink_eff / c->nvls_eff;
     coll_route_clear(net);
-    for (int i = 0; i < op->n; i++) {
-        int node = mm_cluster_node_of(c, op->g[i]), local = op->g[i] % c->gpus_per_node;
-        int links[2] = {node * t->per_node + t->o_up + local, node * t->per_node + t->o_down + local};
-        for (int k = 0; k < 2; k++) {
-            coll_route_hop(net, 0, 0, 0, 0, 0); /* ensures room; adds nothing */
-            net->rl[net->rlen] = links[k];
-            net->rc[net->rlen++] = coef;
-        }
-    }
+    for (int i = 0; i < op->n; i++)
+        coll_route_nvls(net, op->g[i], coef);
     coll_route_commit(op, op->bytes);
 }
 
@@ -485,6 +548,7 @@ static void on_flow_done(void *ctx, uint64_t arg)
 static void add_flows(coll_op *op)
 {
     mm_network *net = op->net;
+    net->reps = op->reps, net->rstride = op->rstride;
     coll_route_clear(net);
     net->xmax = 0;
     op->pending = 1; /* held until every flow is added */
@@ -511,6 +575,7 @@ static void add_flows(coll_op *op)
         else
             ring_flows(op, 0);
     }
+    net->reps = 1;
     mm_flownet_commit(net->fn);
     op->xlat_s = net->topo.any_xlat ? net->xmax * xsteps(op) : 0;
     if (--op->pending == 0)
@@ -537,11 +602,23 @@ static void phase_start(coll_op *op)
 int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, void *ctx,
                      uint64_t arg, mm_coll_algo *used, mm_err *err)
 {
+    return mm_network_start_replicated(net, req, 1, 0, done, ctx, arg, used, err);
+}
+
+int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
+                                 mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err)
+{
     const mm_cluster *c = net->c;
     int n = req->n, total = mm_cluster_gpus(c);
     for (int i = 0; i < n; i++)
         if (req->gpus[i] < 0 || req->gpus[i] >= total)
             return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d is not in the cluster (%d GPUs)",
+                              req->gpus[i], total);
+    int reps = replicas > 1 ? replicas : 1;
+    for (int i = 0; i < n && reps > 1; i++)
+        if (req->gpus[i] + (long long)(reps - 1) * stride >= total || stride <= 0)
+            return mm_err_set(err, MM_EINPUT, "", 0, "replicas",
+                              "%d replicas %d GPUs apart of GPU %d leave the cluster (%d GPUs)", reps, stride,
                               req->gpus[i], total);
     if (req->kind == MM_COLL_SENDRECV && n != 2)
         return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "send/recv takes two GPUs, got %d", n);
@@ -590,6 +667,7 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     op->s = s;
     op->bytes = req->bytes;
     op->count_left = count;
+    op->reps = reps, op->rstride = stride;
     op->done = done, op->ctx = ctx, op->arg = arg;
     op->n_phases = 1;
     if (algo == MM_ALGO_HIER && s.nodes > 1 && s.max_per_node > 1)

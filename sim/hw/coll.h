@@ -85,6 +85,15 @@ void mm_network_set_aggregate(mm_network *net, int on);
 int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, void *ctx,
                      uint64_t arg, mm_coll_algo *used, mm_err *err);
 
+/* The same, with the collective running at the same time on `replicas`
+ * copies of the group, copy r on gpus + r x stride (identical DP replicas
+ * simulated once, run/symmetry.h): under `flow` their flows load the links
+ * as aggregates with this one's (one flow for a flow of every copy, its
+ * coefficients the copies' summed), which max-min gives this one's rate
+ * when the copies are symmetric.  replicas <= 1: mm_network_start. */
+int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
+                                 mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err);
+
 /* Collectives in flight. */
 uint32_t mm_network_active(const mm_network *net);
 const mm_topo *mm_network_topo(const mm_network *net);

@@ -31,7 +31,18 @@ struct mm_network {
     struct coll_op *free_ops; /* finished ops, reused: no allocation per collective once warm */
     int *sg;           /* sorted group scratch */
     int sg_cap;
+    /* replicas of the collective being laid out (mm_coll_req.replicas):
+     * the hops of the route being built, replayed shifted at commit */
+    int reps, rstride;
+    struct coll_hop *hops;
+    size_t nhops, hcap;
 };
+
+/* A hop of a route (coll_route_hop), or a GPU's switch links (NVLS). */
+typedef struct coll_hop {
+    int src, dst, rail_out, rail_in, nvls;
+    double coef;
+} coll_hop;
 
 typedef struct coll_op {
     mm_network *net;
@@ -48,6 +59,7 @@ typedef struct coll_op {
     int *nic_off;  /* distinct NICs of node X: nics[nic_off[X] ..] */
     int *nics;
     int cap;       /* room in g, node_off, nic_off, nics (pooled ops keep it) */
+    int reps, rstride; /* mm_coll_req.replicas (>= 1), replica_stride */
     struct coll_op *next_free;
     mm_event_fn done;
     void *ctx;
@@ -57,6 +69,7 @@ typedef struct coll_op {
 static inline void coll_route_clear(mm_network *net)
 {
     net->rlen = 0;
+    net->nhops = 0;
 }
 
 static inline int coll_nodes_of(const coll_op *op)
@@ -79,6 +92,9 @@ int coll_route_fit(mm_network *net, size_t need);
 
 /* Appends the links from GPU src to dst (rails across nodes) with coef. */
 void coll_route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef);
+
+/* Appends GPU gpu's two switch links (NVLS) with coef. */
+void coll_route_nvls(mm_network *net, int gpu, double coef);
 
 /* Turns the route built so far into a flow of `bytes` (or, while
  * net->agg is set, into a sub-flow of the aggregate being merged). */
