@@ -175,11 +175,15 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
     int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, enc_total(b, e, 5) / G);
     if (cl < 0)
         return -1;
+    /* the encoder's totals over all dp x m micro-batches, once: the same
+     * for every rank (computing them per rank made building O(pp dp^2 m)) */
+    double t_dur = enc_total(b, e, fwd ? 0 : 1), t_flops = enc_total(b, e, fwd ? 2 : 3);
+    double t_re = fwd ? 0 : enc_total(b, e, 4);
     for (int r = 0; r < sp->pp * sp->dp; r++) {
         mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
                     .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1,
-                    .dur_s = enc_total(b, e, fwd ? 0 : 1) * share, .flops = enc_total(b, e, fwd ? 2 : 3) * fshare};
-        op.hw_flops = op.flops + (fwd ? 0 : enc_total(b, e, 4) * fshare);
+                    .dur_s = t_dur * share, .flops = t_flops * fshare};
+        op.hw_flops = op.flops + (fwd ? 0 : t_re * fshare);
         mm_op rs = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .module = (uint8_t)(i + 1),
                     .layer = -1, .stage = -1, .mb = -1, .coll = (int32_t)cl, .peer = -1};
         int64_t a, z;
