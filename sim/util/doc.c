@@ -138,8 +138,9 @@ static bool key_at(const char *buf, size_t len, int line, int col, char *out, si
 
 /* libfyaml 0.7.12 dereferences a freed indent (fy_indent_vacuum_internal, a
  * SEGV in fy_parser_destroy) on a tab between a mapping's ':' and a block
- * indicator on the same line after an explicit key: `? : x:\t-` (found by
- * tests/fuzz, kept in tests/data/fuzz/).  That text is never valid YAML (a
+ * indicator on the same line after an explicit key: `? : x:\t-`, and with
+ * an explicit key even before a scalar starting with one: `? ror:\t?*h`
+ * (found by tests/fuzz, kept in tests/data/fuzz/).  That text is never valid YAML (a
  * block collection cannot start on its key's line, and tabs do not indent),
  * so it is refused before libfyaml sees it: ':' then blanks holding a tab,
  * then '-', '?' or ':' followed by a blank or the line's end.  Text after a
@@ -148,16 +149,28 @@ static bool key_at(const char *buf, size_t len, int line, int col, char *out, si
 static int check_tab_indicator(const char *name, const char *buf, size_t len, mm_err *err)
 {
     int line = 1;
-    bool skip = false; /* after a quote or a comment mark on this line */
+    bool skip = false;     /* after a quote or a comment mark on this line */
+    bool explicit = false; /* an explicit-key '?' earlier on this line */
     for (size_t i = 0; i < len; i++) {
         char c = buf[i];
         if (c == '\n') {
             line++;
-            skip = false;
+            skip = explicit = false;
             continue;
         }
-        if (c == '"' || c == '\'' || c == '#')
+        /* A quote opens a quoted scalar and '#' a comment only where a token
+         * starts (after a blank, an indicator or the line's start). */
+        char prev = i ? buf[i - 1] : '\n';
+        bool token = prev == ' ' || prev == '\t' || prev == '\n' || prev == '[' || prev == '{' ||
+                     prev == ',' || prev == ':';
+        if ((c == '"' || c == '\'') && token)
             skip = true;
+        if (c == '#' && (prev == ' ' || prev == '\t' || prev == '\n'))
+            skip = true;
+        if (!skip && c == '?' && (i == 0 || buf[i - 1] == ' ' || buf[i - 1] == '\t' ||
+                                  buf[i - 1] == '\n') &&
+            (i + 1 >= len || buf[i + 1] == ' ' || buf[i + 1] == '\t' || buf[i + 1] == '\n'))
+            explicit = true;
         if (skip || c != ':')
             continue;
         size_t j = i + 1;
@@ -166,8 +179,11 @@ static int check_tab_indicator(const char *name, const char *buf, size_t len, mm
             tab |= buf[j++] == '\t';
         if (!tab || j >= len || (buf[j] != '-' && buf[j] != '?' && buf[j] != ':'))
             continue;
+        /* After an explicit key libfyaml fails on any scalar starting with
+         * the indicator character too ("? a: \t?*h"), so then every one is
+         * refused; elsewhere only a real indicator (a blank after it). */
         char after = j + 1 < len ? buf[j + 1] : '\n';
-        if (after == ' ' || after == '\t' || after == '\n' || after == '\r')
+        if (explicit || after == ' ' || after == '\t' || after == '\n' || after == '\r')
             return mm_err_set(err, MM_EINPUT, name, line, "",
                               "a tab before the block indicator '%c' on a key's line; YAML "
                               "does not allow a list or key to start there", buf[j]);
