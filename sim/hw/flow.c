@@ -2,9 +2,10 @@
  * set of flows driven by the engine with component-local recomputation.
  *
  * Cost of a change: a breadth-first walk over the component it touches,
- * then the solver on that component, O((L + E) log(L + E)) for L links and
- * E route entries (a binary heap of links keyed by remaining capacity per
- * unfrozen flow, with lazy deletion); a flow alone on its links takes its
+ * then the solver on that component: each level found by scanning the
+ * unfrozen links (components freeze in a few levels), past a budget
+ * O((L + E) log(L + E)) for L links and E route entries (a binary heap of
+ * links keyed by remaining capacity per unfrozen flow, lazy deletion); a flow alone on its links takes its
  * tightest link's share without the solver (the same divisions).  This is
  * the granularity of SimGrid's lmm selective update (Donassolo, Casanova,
  * Legrand and Velho, LSAP 2010: only the constraints reachable from a
