@@ -59,6 +59,15 @@ def run(scenario, sets):
     return json.loads(p.stdout)
 
 
+def run_db(scenario, sets, db):
+    """mmsim run into database DB (for the per-iteration table); the metrics."""
+    cmd = [mmsim(), "run", path(scenario), "--db", db, "--json"] + sets_args(sets)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
+    return json.loads(p.stdout)
+
+
 def plan(scenario, gpus, placements, sets, top=2, iterations=1, max_pp=16):
     """mmsim plan: the rank-1 candidate (dict with layout, sets, metrics) of the
     given placements, or {"error": ...} when none fits."""
