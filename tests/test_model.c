@@ -692,6 +692,7 @@ START_TEST(hf_published_totals)
         { HF "llava-onevision-qwen2-7b-ov-hf.json", 8.03e9, "llava-hf/llava-onevision-qwen2-7b-ov-hf page: 8.03B" },
         { HF "internvl2.5-8b.json", 8.08e9, "OpenGVLab/InternVL2_5-8B page: 8.08B" },
         { HF "deepseek-v2-lite.json", 15.7e9, "DeepSeek-V2-Lite card: 15.7B total" },
+        { HF "deepseek-v2.json", 236e9, "DeepSeek-V2 paper (arXiv 2405.04434): 236B total (was read as 18.7B dense)" },
         { HF "deepseek-v3.json", 671e9, "DeepSeek-V3 report (arXiv 2412.19437): 671B total, MTP apart" },
         { HF "qwen3-30b-a3b.json", 30.5e9, "Qwen/Qwen3-30B-A3B card: 30.5B total" },
         { HF "gemma-2-9b.json", 9.24e9, "google/gemma-2-9b page: 9.24B" },
@@ -723,6 +724,12 @@ START_TEST(hf_gemma2_exact)
     double s = 8192, H = 16, d = 256;
     double want = 2.0 * H * 2.0 * d * (0.5 * s * s + 0.5 * s * 4096);
     ck_assert_rel(mm_llm_layer_attn_fwd_flops(&m, 1, s), want, 1e-12);
+    /* two pipeline stages of 21 blocks: 11 and 10 sliding ones, each stage
+     * costed from its own (the model's mean is 21 of 42) */
+    mm_llm g0 = mm_llm_stage_view(&m, 0, 21), g1 = mm_llm_stage_view(&m, 21, 21);
+    double a0 = mm_llm_layer_attn_fwd_flops(&g0, 1, s), a1 = mm_llm_layer_attn_fwd_flops(&g1, 1, s);
+    ck_assert_rel(a0, 2.0 * H * 2.0 * d * (10.0 / 21 * s * s + 11.0 / 21 * s * 4096), 1e-12);
+    ck_assert_rel(21 * (a0 + a1), 42 * mm_llm_layer_attn_fwd_flops(&m, 1, s), 1e-12);
     /* the soft-capped logits cost one more pass over them */
     mm_op_cost ops[MM_LLM_MAX_OPS];
     int n = mm_llm_head_ops(&m, 1, 4096, 1, false, 2, ops, MM_LLM_MAX_OPS);
@@ -746,6 +753,9 @@ START_TEST(hf_moe_active)
     ck_assert_rel(mm_llm_active_params(&v2) - mm_llm_embedding_params(&v2), 2.4e9, 0.03);
     load_ok(HF "deepseek-v3.json", &v3);
     ck_assert_rel(mm_llm_active_params(&v3) - mm_llm_embedding_params(&v3), 36.6e9, 0.005);
+    mm_llm v2f; /* DeepSeek-V2 paper: "21B are activated for each token" (2 figures: 2 %) */
+    load_ok(HF "deepseek-v2.json", &v2f);
+    ck_assert_rel(mm_llm_active_params(&v2f) - mm_llm_embedding_params(&v2f), 21e9, 0.02);
     /* V3's MTP module, apart: README_WEIGHTS.md "11.5B unique parameters"
      * (rounded; eh_proj's 0.10B makes ours 11.61B) */
     ck_assert_int_eq(v3.mtp_layers, 1);
@@ -794,6 +804,17 @@ START_TEST(hf_mla_blocks)
     /* the executor's ops: MLA's projections, routed and shared experts */
     mm_op_cost ops[MM_LLM_MAX_OPS];
     int n = mm_llm_layer_ops(&m, 1, 4096, 2, true, 2, ops, MM_LLM_MAX_OPS);
+    /* EP: a GPU's 64/4 experts each take 4 replicas' mean load in one GEMM;
+     * the same FLOPs */
+    mm_llm e4 = m;
+    e4.ep_share = 4;
+    mm_op_cost ops4[MM_LLM_MAX_OPS];
+    int n4 = mm_llm_layer_ops(&e4, 1, 4096, 2, true, 2, ops4, MM_LLM_MAX_OPS);
+    ck_assert_int_eq(n4, n);
+    const mm_op_cost *x1 = find_op(ops, n, "expert_fc1"), *x4 = find_op(ops4, n4, "expert_fc1");
+    ck_assert_rel(x4->m, 4 * x1->m, 1e-12);
+    ck_assert_rel(x4->batch, x1->batch / 4, 1e-12);
+    ck_assert_rel(sum_flops(ops4, n4), sum_flops(ops, n), 1e-12);
     const char *need[] = { "q", "kv_down", "kv_norm", "kv_up", "attn", "expert_fc1", "expert_fc2",
                            "shared_fc1", "shared_fc2", "fc1", "router" };
     for (size_t k = 0; k < sizeof need / sizeof need[0]; k++) {
@@ -959,6 +980,10 @@ START_TEST(hf_runs)
     ck_assert_int_eq(mmx_run(dir, NULL, "run --no-db --json --set model=" HF "deepseek-v2-lite.json "
                              "--set 'parallel.llm={tp: 2, pp: 1, dp: 8, ep: 16}' --set iterations=1",
                              out, sizeof out, err, sizeof err), 0);
+    /* the case: ep 32 over dp 16 (x tp 2) was refused */
+    ck_assert_int_eq(mmx_run(dir, NULL, "run --no-db --set model=" HF "deepseek-v2-lite.json --set cluster.nodes=4 "
+                             "--set 'parallel.llm={tp: 2, pp: 1, dp: 16, ep: 32}' --set train.global_batch=64 "
+                             "--set iterations=1", out, sizeof out, err, sizeof err), 0);
     ck_assert_int_eq(mmx_run(dir, NULL, "run --no-db --set model=" HF "deepseek-v2-lite.json "
                              "--set 'parallel.llm={tp: 2, pp: 1, dp: 8, ep: 3}' --set iterations=1",
                              out, sizeof out, err, sizeof err), 2);

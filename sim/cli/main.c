@@ -46,7 +46,7 @@ static const char usage_main[] =
 
 static const char usage_run[] =
     "usage: mmsim run [SCENARIO.yaml] [--set KEY=VALUE]... [--json] [--db FILE]\n"
-    "                 [--no-db] [--trace FILE]\n"
+    "                 [--no-db] [--trace FILE] [--breakdown]\n"
     "\n"
     "Simulates the scenario's iterations and prints a summary (or, with --json,\n"
     "one JSON object).  Without SCENARIO the built-in default runs.\n"
@@ -59,7 +59,11 @@ static const char usage_run[] =
     "                   (default " DEFAULT_DB ")\n"
     "  --no-db          do not store the run\n"
     "  --trace FILE     write the last iteration's timeline as Chrome-trace JSON\n"
-    "                   (open in chrome://tracing or ui.perfetto.dev)\n";
+    "                   (open in chrome://tracing or ui.perfetto.dev)\n"
+    "  --breakdown      also print per layer and micro-batch the GEMM, attention\n"
+    "                   and memory-bound time of the forward, input-gradient and\n"
+    "                   weight-gradient passes, and the optimizer phase (--json\n"
+    "                   always has it as \"breakdown\")\n";
 
 static const char usage_model[] =
     "usage: mmsim model MODEL [--seq N] [--images K] [--set KEY=VALUE]... [--json]\n"
@@ -210,6 +214,13 @@ static void print_json(const mm_sim *sim, const mm_metrics *m, int64_t run_id, c
                i ? ", " : "", e->rank, e->stage, e->what, e->seconds, e->share, e->ops);
     }
     printf("],\n");
+    mm_sim_breakdown *bk = calloc(1, sizeof *bk);
+    mm_err berr;
+    if (bk && mm_sim_get_breakdown(sim, bk, &berr) == 0) {
+        mm_sim_breakdown_write_json(stdout, sim, bk, "  ");
+        printf(",\n");
+    }
+    free(bk);
     jnum("wall_s", m->wall_s, 1);
     printf("}\n");
 }
@@ -366,7 +377,7 @@ int mm_cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *db = DEFAULT_DB, *trace = NULL;
     const char *sets[MAX_SETS];
-    int n_sets = 0, json = 0, no_db = 0;
+    int n_sets = 0, json = 0, no_db = 0, breakdown = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -376,6 +387,8 @@ int mm_cli_run(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--no-db")) {
             no_db = 1;
+        } else if (!strcmp(a, "--breakdown")) {
+            breakdown = 1;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--db") || !strcmp(a, "--trace")) {
             if (i + 1 >= argc)
                 return bad_usage("option needs a value:", a);
@@ -432,6 +445,13 @@ int mm_cli_run(int argc, char **argv)
             print_json(&sim, &m, run_id, db);
         else
             print_summary(&sim, &m, run_id, db);
+        if (!json && breakdown) {
+            static mm_sim_breakdown bk;
+            if (mm_sim_get_breakdown(&sim, &bk, &err))
+                rc = mm_cli_fail(&err);
+            else
+                mm_sim_breakdown_write_text(stdout, &sim, &bk);
+        }
     }
     if (trace)
         mm_sim_timeline_free(&tl);

@@ -17,8 +17,11 @@ static const char *const group_keys[] = {"name", "first", "count", "nic_gbit_s",
 static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s", NULL};
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
-                                       "memory_efficiency", "kernel_overhead_us", "kernels", NULL};
-static const char *const kernel_keys[] = {"gemm", "attention", "memory", NULL};
+                                       "memory_efficiency", "kernel_overhead_us", "kernels",
+                                       "compute_capability", NULL};
+/* Tables first (index i below), then attention_is. */
+static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
+                                          "attention_is", NULL};
 static const char *const peak_keys[] = {"bf16", "fp16", "fp8", NULL};
 static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
                                         "nvlink_allreduce_busbw_gb_s", "nvlink_latency_us",
@@ -26,10 +29,10 @@ static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
                                         "pcie_gb_s",
                                         "pcie_efficiency", "pcie_switches",
                                         "pcie_allreduce_busbw_gb_s", "pcie_latency_us", "nics",
-                                        "nic_gbit_s", NULL};
+                                        "nic_gbit_s", "p2p_sendrecv", NULL};
 static const char *const fabric_keys[] = {"allreduce_busbw_gb_s", "latency_us", "kind",
                                           "nodes_per_leaf", "oversubscription", "spines",
-                                          "hop_latency_us", NULL};
+                                          "hop_latency_us", "p2p_sendrecv", NULL};
 static const char *const intra_names[] = {"nvswitch", "nvlink-mesh", "pcie", NULL};
 static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
 
@@ -63,8 +66,26 @@ static int need_map(const mm_doc *d, struct fy_node *parent, const char *key,
     return mm_node_check_keys(d, *out, key, allowed, err);
 }
 
-/* gpu.kernels: {gemm: F, attention: F, memory: F}, each a CSV path relative
- * to the topology file's folder (or absolute).  Any may be left out. */
+/* A data file named by `key` in mapping `map`, relative to the topology
+ * file's folder (or absolute); *found false when the key is absent. */
+static int data_path(const mm_doc *d, struct fy_node *map, const char *key, const char *path_key, char *out,
+                     size_t len, bool *found, mm_err *err)
+{
+    char rel[512];
+    int rc = mm_node_str(d, map, key, path_key, rel, sizeof rel, found, err);
+    if (rc || !*found)
+        return rc;
+    const char *dir_end = strrchr(d->path, '/');
+    if (rel[0] == '/' || !dir_end)
+        snprintf(out, len, "%s", rel);
+    else
+        snprintf(out, len, "%.*s/%s", (int)(dir_end - d->path), d->path, rel);
+    return 0;
+}
+
+/* gpu.kernels: {gemm: F, attention: F, memory: F, flash1 / flash2 / flash3 /
+ * cudnn: F, attention_is: IMPL}, each F a CSV path relative to the topology
+ * file's folder (or absolute).  Any may be left out. */
 static int load_kernels(const mm_doc *d, struct fy_node *g, mm_kernel_tables *kt, mm_err *err)
 {
     memset(kt, 0, sizeof *kt);
@@ -74,33 +95,53 @@ static int load_kernels(const mm_doc *d, struct fy_node *g, mm_kernel_tables *kt
     int rc = mm_node_check_keys(d, k, "gpu.kernels", kernel_keys, err);
     if (rc)
         return rc;
-    const char *dir_end = strrchr(d->path, '/');
-    int dir_len = dir_end ? (int)(dir_end - d->path) : 0;
-    for (int i = 0; kernel_keys[i]; i++) {
-        char key[64], rel[512], path[1024];
+    for (int i = 0; i < 7; i++) {
+        char key[64], path[1024];
         bool found = false;
         snprintf(key, sizeof key, "gpu.kernels.%s", kernel_keys[i]);
-        if ((rc = mm_node_str(d, k, kernel_keys[i], key, rel, sizeof rel, &found, err)))
+        if ((rc = data_path(d, k, kernel_keys[i], key, path, sizeof path, &found, err)))
             return rc;
         if (!found)
             continue;
-        if (rel[0] == '/' || !dir_end)
-            snprintf(path, sizeof path, "%s", rel);
-        else
-            snprintf(path, sizeof path, "%.*s/%s", dir_len, d->path, rel);
         rc = i == 0 ? mm_gemm_table_load(path, &kt->gemm, err)
              : i == 1 ? mm_attn_table_load(path, &kt->attn, err)
-                      : mm_mem_table_load(path, &kt->mem, err);
+             : i == 2 ? mm_mem_table_load(path, &kt->mem, err)
+                      : mm_attn_table_load(path, &kt->impl[i - 3], err);
         if (rc)
             return rc;
         if (i == 0)
             kt->has_gemm = true;
         else if (i == 1)
             kt->has_attn = true;
-        else
+        else if (i == 2)
             kt->has_mem = true;
+        else
+            kt->has_impl[i - 3] = true;
     }
+    /* what the generic table measures: one of the named kernels */
+    static const char *const named[] = {"flash1", "flash2", "flash3", "cudnn", NULL};
+    int is = -1;
+    bool found = false;
+    if ((rc = mm_node_enum(d, k, "attention_is", "gpu.kernels.attention_is", named, &is, &found, err)))
+        return rc;
+    kt->attn_is = found ? (mm_attn_impl)(MM_ATTN_IMPL_FLASH1 + is) : MM_ATTN_IMPL_FLASH;
     return 0;
+}
+
+/* node.p2p_sendrecv / fabric.p2p_sendrecv: a CSV of bytes,efficiency,source,
+ * the nccl-tests sendrecv_perf bandwidth at that message size as a fraction
+ * of the link's line rate per direction (efficiency.h's memory-table
+ * format and interpolation). */
+static int load_p2p(const mm_doc *d, struct fy_node *map, const char *sec, mm_mem_table *t, bool *has,
+                    mm_err *err)
+{
+    char key[64], path[1024];
+    snprintf(key, sizeof key, "%s.p2p_sendrecv", sec);
+    *has = false;
+    int rc = data_path(d, map, "p2p_sendrecv", key, path, sizeof path, has, err);
+    if (rc || !*has)
+        return rc;
+    return mm_mem_table_load(path, t, err);
 }
 
 static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err *err)
@@ -143,6 +184,12 @@ static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err
     gpu->hbm_bytes = hbm_gb * 1e9;
     gpu->hbm_bw = hbm_gbs * 1e9;
     gpu->kernel_overhead_s = launch_us * 1e-6;
+    /* CUDA compute capability (8.0 A100, 9.0 H100/H200): frameworks pick
+     * kernels by it (the frameworks/ profiles); 0 when unstated */
+    gpu->compute_capability = 0;
+    if ((rc = mm_node_double(d, g, "compute_capability", "gpu.compute_capability", 1.0, 100.0,
+                             &gpu->compute_capability, &found, err)))
+        return rc;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 
@@ -432,6 +479,10 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
     rc = load_fabric(&d, f, c, err);
     if (!rc)
         rc = load_groups(&d, root, c, err);
+    if (!rc)
+        rc = load_p2p(&d, n, "node", &c->p2p_intra, &c->has_p2p_intra, err);
+    if (!rc)
+        rc = load_p2p(&d, f, "fabric", &c->p2p_inter, &c->has_p2p_inter, err);
 out:
     mm_doc_free(&d);
     return rc;

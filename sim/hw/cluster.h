@@ -33,6 +33,7 @@ typedef struct mm_gpu_spec {
     double attn_eff;      /* flash-attention achieved / peak */
     double mem_eff;       /* achieved / peak HBM bandwidth, fused kernels */
     double kernel_overhead_s; /* fixed cost per kernel launch */
+    double compute_capability; /* CUDA sm version (8.0, 9.0); 0: not stated */
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used. */
     mm_kernel_tables kernels;
@@ -90,6 +91,11 @@ typedef struct mm_cluster {
     int n_groups;         /* node groups that differ from the base node */
     mm_node_group groups[MM_NODE_GROUPS_MAX];
     mm_perturb pt;        /* what-if perturbations (perturb.h); pt.n == 0: none */
+    /* NCCL send/recv bandwidth by message size, as a fraction of the line
+     * rate per direction: inside a node (of nvlink_bw) and across nodes (of
+     * nic_bw).  Absent: send/recv runs at the all-reduce efficiency. */
+    bool has_p2p_intra, has_p2p_inter;
+    mm_mem_table p2p_intra, p2p_inter;
 } mm_cluster;
 
 /* Reads a topology file; `nodes` overrides the file's node count when > 0.

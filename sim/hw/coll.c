@@ -414,6 +414,8 @@ static double phase_latency(const coll_op *op)
 {
     const mm_cluster *c = op->net->c;
     double total = mm_net_latency(c, op->kind, op->algo, &op->s);
+    if (op->kind == MM_COLL_SENDRECV) /* the measured p2p curve (net.h) */
+        total += mm_net_p2p_extra(c, &op->s, op->bytes);
     if (op->algo == MM_ALGO_HIER && op->n_phases == 3) {
         double ai = c->nvlink_latency_s;
         double side = (op->s.max_per_node - 1) * ai;

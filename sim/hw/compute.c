@@ -63,19 +63,26 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
     return fmax(flops / rate, t_bytes) + g->kernel_overhead_s;
 }
 
-double mm_attn_time(const mm_gpu_spec *g, mm_dtype dt, double flops, double seqlen,
-                    double head_dim, bool causal, mm_attn_pass pass, double bytes)
+double mm_attn_time_impl(const mm_gpu_spec *g, mm_attn_impl impl, mm_dtype dt, double flops, double seqlen,
+                         double head_dim, bool causal, mm_attn_pass pass, double bytes)
 {
     /* FlashAttention papers' FLOP count: causal halves, backward 2.5x */
     double f = (causal ? 0.5 : 1.0) * flops * (pass == MM_ATTN_BWD ? 2.5 : pass == MM_ATTN_FWDBWD ? 3.5 : 1.0);
     if (!(f > 0))
         return mm_mem_time(g, bytes);
     double peak = peak_of(g, dt), rate = NAN;
-    if (g->kernels.has_attn)
-        rate = mm_attn_table_tflops(&g->kernels.attn, seqlen, head_dim, causal, pass) * 1e12;
+    const mm_attn_table *t = mm_kernel_attn_table(&g->kernels, impl);
+    if (t)
+        rate = mm_attn_table_tflops(t, seqlen, head_dim, causal, pass) * 1e12;
     if (!(rate > 0))
         rate = peak * g->attn_eff;
     rate = fmin(rate, peak);
     double t_bytes = bytes > 0 ? bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) : 0.0;
     return fmax(f / rate, t_bytes) + g->kernel_overhead_s;
+}
+
+double mm_attn_time(const mm_gpu_spec *g, mm_dtype dt, double flops, double seqlen,
+                    double head_dim, bool causal, mm_attn_pass pass, double bytes)
+{
+    return mm_attn_time_impl(g, MM_ATTN_IMPL_FLASH, dt, flops, seqlen, head_dim, causal, pass, bytes);
 }

@@ -43,6 +43,12 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
 double mm_attn_time(const mm_gpu_spec *g, mm_dtype dt, double flops, double seqlen,
                     double head_dim, bool causal, mm_attn_pass pass, double bytes);
 
+/* Same with the table of one attention implementation (efficiency.h:
+ * mm_kernel_attn_table); a GPU without that table uses its single
+ * attention_efficiency factor.  mm_attn_time is impl MM_ATTN_IMPL_FLASH. */
+double mm_attn_time_impl(const mm_gpu_spec *g, mm_attn_impl impl, mm_dtype dt, double flops, double seqlen,
+                         double head_dim, bool causal, mm_attn_pass pass, double bytes);
+
 /* A memory-bound kernel moving `bytes`. */
 double mm_mem_time(const mm_gpu_spec *g, double bytes);
 

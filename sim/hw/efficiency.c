@@ -11,6 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const mm_attn_impl_names[] = {"flash", "flash1", "flash2", "flash3", "cudnn", "unfused", NULL};
+
+const mm_attn_table *mm_kernel_attn_table(const mm_kernel_tables *k, mm_attn_impl impl)
+{
+    if (impl == MM_ATTN_IMPL_UNFUSED || impl < 0 || impl >= MM_ATTN_IMPL_COUNT)
+        return NULL;
+    if (impl != MM_ATTN_IMPL_FLASH && k->has_impl[impl - MM_ATTN_IMPL_FLASH1])
+        return &k->impl[impl - MM_ATTN_IMPL_FLASH1];
+    /* a generic table that does not say which kernel it measured stands
+     * for whichever fused kernel runs; one that names its kernel serves
+     * that kernel only */
+    if (k->has_attn && (impl == MM_ATTN_IMPL_FLASH || k->attn_is == impl || k->attn_is == MM_ATTN_IMPL_FLASH))
+        return &k->attn;
+    return NULL;
+}
+
 /* ---- a whole CSV file as rows of strings ---- */
 
 typedef struct csv_rows {

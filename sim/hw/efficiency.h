@@ -47,6 +47,25 @@
 
 typedef enum mm_attn_pass { MM_ATTN_FWD = 0, MM_ATTN_BWD = 1, MM_ATTN_FWDBWD = 2 } mm_attn_pass;
 
+/* Which kernel runs the attention core.  FLASH is the topology's generic
+ * `attention` table (the best flash kernel it cites for that GPU); the
+ * others name one implementation, each with its own optional table
+ * (gpu.kernels.flash1 / flash2 / flash3 / cudnn); UNFUSED has no table: the
+ * cost bridge expands it into batched GEMMs and softmax kernels. */
+typedef enum mm_attn_impl {
+    MM_ATTN_IMPL_FLASH = 0,
+    MM_ATTN_IMPL_FLASH1, /* FlashAttention (Dao et al. 2022) */
+    MM_ATTN_IMPL_FLASH2, /* FlashAttention-2 (Dao 2023) */
+    MM_ATTN_IMPL_FLASH3, /* FlashAttention-3 (Shah et al. 2024), Hopper only */
+    MM_ATTN_IMPL_CUDNN,  /* cuDNN fused attention (Transformer Engine's FusedAttention) */
+    MM_ATTN_IMPL_UNFUSED,
+    MM_ATTN_IMPL_COUNT
+} mm_attn_impl;
+
+/* "flash", "flash1", "flash2", "flash3", "cudnn", "unfused"; NULL-terminated. */
+extern const char *const mm_attn_impl_names[];
+#define MM_ATTN_NAMED_TABLES 4 /* flash1 .. cudnn */
+
 typedef struct mm_gemm_table {
     int nm, nn, nk;
     double m[MM_GEMM_AXIS_MAX], n[MM_GEMM_AXIS_MAX], k[MM_GEMM_AXIS_MAX]; /* ascending */
@@ -80,7 +99,18 @@ typedef struct mm_kernel_tables {
     mm_gemm_table gemm;
     mm_attn_table attn;
     mm_mem_table mem;
+    /* What the generic `attention` table measures (gpu.kernels.attention_is;
+     * MM_ATTN_IMPL_FLASH when unstated), and one table per named
+     * implementation, index impl - MM_ATTN_IMPL_FLASH1. */
+    mm_attn_impl attn_is;
+    bool has_impl[MM_ATTN_NAMED_TABLES];
+    mm_attn_table impl[MM_ATTN_NAMED_TABLES];
 } mm_kernel_tables;
+
+/* The table for one attention implementation: its own table, else the
+ * generic one when attention_is names it, is unstated, or impl is FLASH;
+ * NULL when the GPU has none for it (and always for UNFUSED). */
+const mm_attn_table *mm_kernel_attn_table(const mm_kernel_tables *k, mm_attn_impl impl);
 
 /* Loaders.  A missing file, a missing column, a non-numeric or
  * non-positive value, a row without a source, a repeated point or a GEMM

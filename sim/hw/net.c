@@ -309,6 +309,32 @@ static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, dou
     return t;
 }
 
+/* The measured send/recv curve gives the time nccl-tests prints for one
+ * message, latency included: S / (eff(S) x line rate).  NCCL moves p2p
+ * traffic on few channels (NCCL_NCHANNELS_PER_NET_PEER, 2 by default, and
+ * the p2p channel count inside a node), so a transfer reaches only part of
+ * what the ring all-reduce's busbw implies, the less the smaller it is.
+ * What that costs beyond the wire model (alpha + S / link rate) is returned
+ * here and added as latency by both network models, so a lone transfer
+ * takes the measured time and contention still shares the links. */
+double mm_net_p2p_extra(const mm_cluster *c, const mm_group_shape *s, double S)
+{
+    if (s->n != 2 || !(S > 0))
+        return 0;
+    bool cross = s->nodes > 1;
+    const mm_mem_table *t = cross ? (c->has_p2p_inter ? &c->p2p_inter : NULL)
+                                  : (c->has_p2p_intra && c->intra != MM_INTRA_PCIE ? &c->p2p_intra : NULL);
+    if (!t)
+        return 0;
+    double line = cross ? c->nic_bw : c->nvlink_bw;
+    if (!cross && c->intra == MM_INTRA_NVLINK_MESH && c->gpus_per_node > 1)
+        line /= c->gpus_per_node - 1;
+    double measured = S / (mm_mem_table_eff(t, S) * line);
+    double wire = mm_net_latency(c, MM_COLL_SENDRECV, MM_ALGO_RING, s) +
+                  S / (cross ? b_nic(c) : line * c->nvlink_eff);
+    return measured > wire ? measured - wire : 0;
+}
+
 double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
                                   const mm_group_shape *s, double S)
 {
@@ -324,7 +350,7 @@ double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_col
             bw = S / (c->nvlink_bw * c->nvlink_eff / (c->gpus_per_node - 1));
         else
             bw = S / (c->nvlink_bw * c->nvlink_eff);
-        return lat + bw;
+        return lat + bw + mm_net_p2p_extra(c, s, S);
     case MM_COLL_ALLTOALL:
         return lat + alltoall_bw_time(c, s, S);
     default:

@@ -69,6 +69,12 @@ mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group
 double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
                       const mm_group_shape *s);
 
+/* Seconds a send/recv of S bytes between the two members of s takes beyond
+ * the wire model, from the cluster's measured p2p curve (node.p2p_sendrecv,
+ * fabric.p2p_sendrecv); 0 without a curve or when the curve is faster.
+ * Both network models add it as latency (net.c explains why). */
+double mm_net_p2p_extra(const mm_cluster *c, const mm_group_shape *s, double S);
+
 /* Analytic time (seconds) of one collective of `bytes` (nccl-tests' S) with
  * a resolved algorithm (not AUTO; SENDRECV and ALLTOALL ignore it). */
 double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,

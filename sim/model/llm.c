@@ -583,12 +583,15 @@ static void push_moe(op_list *l, const mm_llm *m, double tokens, double t, doubl
      * softmax and top-k are small and folded into the permute). */
     push_gemm(l, "router", tokens, E, h, false, e);
     double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
-    double te = cf * tokens * k / E;
+    /* with EP this GPU holds E/g experts, each fed by the g replicas of its
+     * group: g x the mean load per expert GEMM */
+    double g = m->ep_share > 1 ? (double)m->ep_share : 1.0;
+    double te = cf * tokens * k / E * g, el = E / g;
     /* dispatch and combine each read and write k copies of the tokens */
     push_mem(l, "moe_dispatch", 2.0 * tokens * k * h * e);
-    push_gemm_n(l, "expert_fc1", te, up, h, E, m->mlp_bias, e);
-    push_mem(l, "act", E * te * (up + f) * e);
-    push_gemm_n(l, "expert_fc2", te, h, f, E, false, e);
+    push_gemm_n(l, "expert_fc1", te, up, h, el, m->mlp_bias, e);
+    push_mem(l, "act", el * te * (up + f) * e);
+    push_gemm_n(l, "expert_fc2", te, h, f, el, false, e);
     push_mem(l, "moe_combine", 2.0 * tokens * k * h * e);
     if (m->shared_ffn > 0) {
         push_mlp(l, m, "shared_fc1", "shared_fc2", tokens, (double)m->shared_ffn / t, e);

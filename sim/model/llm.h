@@ -64,6 +64,11 @@ typedef struct mm_llm {
      * Switch Transformer); 0 = dropless, experts sized by their mean load.
      * Not a config.json key: 0 unless the caller sets it. */
     double capacity_factor;
+    /* Expert-parallel replicas whose tokens one GPU's experts serve (the
+     * expert group's DP part, mm_mem_ep_fold): each local expert then runs
+     * one GEMM over ep_share x its mean load, experts / ep_share of them.
+     * Same FLOPs; a larger GEMM.  Not a config.json key: 0 or 1 = no EP. */
+    int ep_share;
     /* Fine-grained MoE (DeepSeek-V2/V3, Qwen2/3-MoE).  moe_ffn: width of one
      * routed expert (= ffn for Mixtral); shared_ffn: total width of the
      * always-on shared expert(s) (DeepSeek n_shared_experts x

@@ -138,6 +138,11 @@ typedef struct mm_build_spec {
                                 tp-cp-(ep-)dp-pp */
     int zero;                /* 0: all-reduce grads; 1, 2: distributed
                                 optimizer; 3: + per-layer parameter gathers */
+    int z3_gathers;          /* ZeRO-3: all-gathers per layer and pass, each
+                                with its latency (DeepSpeed gathers module by
+                                module, FSDP2 a block at once); 0 is taken as 1 */
+    int z3_prefetch;         /* ZeRO-3: layers a gather runs ahead of its
+                                compute; 0 is taken as 1 */
     bool sp;                 /* sequence parallel TP traffic */
     bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
     double bucket_bytes;     /* DP bucket size (0: one bucket per stage) */

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ZeRO-3 all-gather of one layer's parameters before a pass, prefetched one
- * layer ahead: it may start once the compute before the previous layer is
- * done (the DP stream keeps the gathers in order). */
+/* ZeRO-3 all-gather of one layer's parameters before a pass, in
+ * z3_gathers collectives of equal size (each pays its latency), prefetched
+ * z3_prefetch layers ahead: it may start once the compute before the layer
+ * that many places earlier is done (`prev`; the DP stream keeps the gathers
+ * in order). */
 static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int layer, int64_t prev)
 {
     const mm_build_spec *sp = b->sp;
@@ -18,7 +20,8 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     double bytes = (c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
     size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
     int n = dp_group(b, vs % sp->pp);
-    int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->dp, 1, bytes, n);
+    int count = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
+    int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->dp, count, bytes / count, n);
     return add_comm(b, rank_of(sp, d, vs), MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
 
@@ -116,14 +119,18 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     int64_t prev = b->last_compute[rank];
     if (pass == MM_PASS_F && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, &pe->first)) < -1)
         return -1;
-    int64_t prev2 = prev; /* tail of the layer before the previous one */
+    /* tails of the last z3_prefetch + 1 layers (ZeRO-3 gathers start after
+     * the one `depth` layers back) */
+    enum { Z3_RING = 16 };
+    int depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
+    int64_t ring[Z3_RING], start = prev;
     for (int k = 0; k < chunks; k++) {
         /* backward visits the layers from the last to the first */
         int layer = pass == MM_PASS_F ? k : chunks - 1 - k;
         int64_t gather = -1;
         if (sp->zero >= 3 && comm_pass && sp->dp > 1) {
-            /* prefetch depth one: gather layer k while layer k-1 computes */
-            gather = zero3_gather(b, d, vs, mb, pass, layer, prev2);
+            /* gather layer k while layers k-depth .. k-1 compute */
+            gather = zero3_gather(b, d, vs, mb, pass, layer, k > depth ? ring[(k - depth - 1) % Z3_RING] : start);
             if (gather < 0)
                 return -1;
         }
@@ -160,7 +167,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0)
                 return -1;
         }
-        prev2 = prev;
+        ring[k % Z3_RING] = tail;
         prev = tail;
     }
     if (pass == MM_PASS_B && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, NULL)) < -1)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "hw/compute.h"
+#include "hw/net.h"
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "parallel/passtimes.h"
@@ -27,90 +28,96 @@ typedef struct pass_times {
     double mem_fwd, mem_bwd, mem_wgrad; /* of which memory-bound kernels (MM_OPK_MEM) */
 } pass_times;
 
-/* Seconds of one op on the GPU: GEMMs from the GEMM table by shape,
- * attention from the flash-attention table (sequence length = geometric
- * mean of query and key lengths), memory-bound kernels from the bandwidth
- * table by bytes (compute.h; single factors where a GPU has no tables).
- * Empty ops (a pass with nothing to do) cost nothing. */
-static double op_time(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *o)
+/* How the LLM's layers run: the scenario's GPU and precision, the
+ * framework profile and the attention kernel resolved at load (fwcost.h).
+ * Encoders run the same framework's attention kernel, fused (their ops
+ * have no unfused expansion), with llm.h's fused memory-bound kernels. */
+static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
-    switch (o->kind) {
-    case MM_OPK_GEMM:
-        return mm_gemm_time(g, dt, o->m, o->n, o->k, o->batch, o->bytes);
-    case MM_OPK_ATTN: {
-        bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
-        return mm_attn_time(g, dt, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k, o->causal,
-                            bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
-    }
-    case MM_OPK_MEM:
-        return o->bytes > 0 ? mm_mem_time(g, o->bytes) : 0.0;
-    }
-    return 0.0;
+    return (mm_fw_ctx){&sim->cluster.gpu, (mm_dtype)sim->sc.train.precision, &sim->fw, sim->attn, 2};
 }
 
-/* Forward, backward and weight-gradient time of a list of forward kernels:
- * each op's B (input gradient) and W (weight gradient) passes come from
- * mm_op_pass (llm.h), so a GEMM's backward is two GEMMs of transposed
- * shapes, flash attention's backward runs 2.5x its forward FLOPs at the
- * table's backward throughput, and memory-bound kernels move twice the
- * bytes backward. */
-static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n);
-
-/* With train.attention: unfused each attention core becomes the GEMMs and
- * memory-bound kernels that frameworks ran before flash attention. */
-static pass_times time_layer(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n, bool unfused)
+static mm_fw_ctx enc_ctx(const mm_sim *sim)
 {
-    if (!unfused)
-        return time_ops(g, dt, ops, n);
-    mm_op_cost x[MM_LLM_MAX_OPS + 8];
-    memset(x, 0, sizeof x);
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        int got = ops[i].kind == MM_OPK_ATTN ? mm_llm_attn_unfused(&ops[i], 2, x + k, MM_LLM_MAX_OPS + 8 - k) : -1;
-        if (got > 0)
-            k += got;
-        else
-            x[k++] = ops[i];
-    }
-    pass_times t = time_ops(g, dt, x, k);
-    /* what selective recomputation re-runs: the whole core */
-    t.attn_fwd = 0;
-    for (int i = 0; i < k; i++)
-        if (!strncmp(x[i].name, "attn_", 5) && strcmp(x[i].name, "attn_out"))
-            t.attn_fwd += time_ops(g, dt, &x[i], 1).fwd;
+    mm_fw_ctx c = llm_ctx(sim);
+    c.fw = NULL;
+    if (c.attn == MM_ATTN_IMPL_UNFUSED)
+        c.attn = MM_ATTN_IMPL_FLASH;
+    return c;
+}
+
+static pass_times from_breakdown(const mm_pass_breakdown *b)
+{
+    pass_times t = {.fwd = mm_pass_breakdown_pass(b, MM_OP_F), .attn_fwd = b->attn_core_fwd};
+    t.wgrad = mm_pass_breakdown_pass(b, MM_OP_W);
+    t.bwd = mm_pass_breakdown_pass(b, MM_OP_B) + t.wgrad;
+    t.mem_fwd = b->s[MM_OP_F][MM_BK_MEM];
+    t.mem_wgrad = b->s[MM_OP_W][MM_BK_MEM];
+    t.mem_bwd = b->s[MM_OP_B][MM_BK_MEM] + t.mem_wgrad;
     return t;
 }
 
-static pass_times time_ops(const mm_gpu_spec *g, mm_dtype dt, const mm_op_cost *ops, int n)
+/* Forward, backward and weight-gradient time of a list of forward kernels
+ * (fwcost.h: each op's B and W passes from mm_op_pass). */
+static pass_times time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int n)
 {
-    pass_times t = {.fwd = 0};
-    for (int i = 0; i < n; i++) {
-        mm_op_cost b = mm_op_pass(&ops[i], MM_OP_B), w = mm_op_pass(&ops[i], MM_OP_W);
-        double tf = op_time(g, dt, &ops[i]), tw = op_time(g, dt, &w);
-        t.fwd += tf;
-        t.bwd += op_time(g, dt, &b) + tw;
-        t.wgrad += tw;
-        if (ops[i].kind == MM_OPK_ATTN)
-            t.attn_fwd += tf;
-        if (ops[i].kind == MM_OPK_MEM) {
-            t.mem_fwd += tf;
-            t.mem_bwd += op_time(g, dt, &b) + tw;
-            t.mem_wgrad += tw;
-        }
-    }
-    return t;
+    mm_pass_breakdown b = mm_fw_time_ops(c, ops, n);
+    return from_breakdown(&b);
 }
 
-/* Bytes of HBM traffic per parameter of a mixed-precision Adam step as
- * Megatron runs it: read fp32 master weight, momentum, variance and
- * gradient (16), write master, momentum, variance (12) and the bf16 copy
- * (2) -- Kingma and Ba's update, Micikevicius et al.'s mixed-precision
- * master weights. */
-#define MM_ADAM_BYTES_PER_PARAM 30.0
+/* One LLM layer as the framework runs it (unfused attention expanded,
+ * the framework's extra kernels added): `tokens` on this rank, tn in the
+ * residual region.  *bk (may be NULL) receives the breakdown. */
+static pass_times time_layer(const mm_sim *sim, const mm_llm *m, const mm_op_cost *ops, int n, double tokens,
+                             double tn, mm_pass_breakdown *bk)
+{
+    mm_fw_ctx c = llm_ctx(sim);
+    mm_pass_breakdown b;
+    if (mm_fw_time_layer(&c, m, ops, n, tokens, tn, sim->sc.parallel.llm.tp, &b))
+        b = mm_fw_time_ops(&c, ops, n);
+    if (bk)
+        *bk = b;
+    return from_breakdown(&b);
+}
 
-/* Megatron-LM's DDP bucket: max(40M, 1M x dp) parameters
- * (DistributedDataParallelConfig.bucket_size default). */
-static double bucket_params(int dp) { return dp * 1e6 > 40e6 ? dp * 1e6 : 40e6; }
+/* The framework's DP gradient bucket in parameters: max(P, p x dp)
+ * (Megatron: 40M and 1M; DeepSpeed: reduce_bucket_size), or one layer's
+ * parameters on this rank for per-block reduces (FSDP2). */
+static double bucket_params(const mm_sim *sim, int dp)
+{
+    const mm_framework *fw = &sim->fw;
+    if (fw->bucket_params <= 0 && fw->bucket_per_dp <= 0)
+        return (double)mm_llm_layer_params(&sim->llm) / sim->sc.parallel.llm.tp;
+    return fmax(fw->bucket_params, fw->bucket_per_dp * dp);
+}
+
+/* The optimizer phase of one rank holding `local` parameters of which it
+ * updates `opt_params` (its ZeRO shard): the step (the profile's bytes per
+ * parameter), gradient clipping's L2 norm (one fp32 read of the shard's
+ * gradients) and the all-reduce of that norm over the whole job (latency
+ * only: one fp32), and zeroing the gradient buffer (a memset of the fp32
+ * buffer; sharded under ZeRO-2/3).  Megatron: optimizer.step() in
+ * core/optimizer/optimizer.py runs clip_grad_norm, then the step; the
+ * buffer is zeroed at the start of the next iteration. */
+static void optimizer_phase(const mm_sim *sim, double local, double opt_params, int zero, mm_opt_breakdown *o)
+{
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    const mm_framework *fw = &sim->fw;
+    memset(o, 0, sizeof *o);
+    o->step_s = mm_mem_time(g, opt_params * fw->step_bytes_per_param);
+    if (fw->grad_norm) {
+        o->grad_norm_s = mm_mem_time(g, opt_params * 4.0);
+        const mm_cluster *c = &sim->cluster;
+        int world = mm_cluster_gpus(c);
+        mm_group_shape sh = {.n = world, .nodes = c->nodes, .max_per_node = c->gpus_per_node,
+                             .min_per_node = c->gpus_per_node, .channels = 1, .leaf_groups = 1};
+        o->grad_norm_s += mm_net_analytic_shape_time(c, MM_COLL_ALLREDUCE, mm_coll_auto(c, MM_COLL_ALLREDUCE, &sh, 4),
+                                                     &sh, 4.0);
+    }
+    if (fw->zero_grad_buffer)
+        o->zero_grad_s = mm_mem_time(g, (zero >= 2 ? opt_params : local) * 4.0);
+    o->total_s = o->step_s + o->grad_norm_s + o->zero_grad_s;
+}
 
 /* Per-stage pass times measured elsewhere (train.pass_times): they replace
  * the compute model for F, B and W, and the network for pipeline transfers. */
@@ -142,7 +149,7 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
 
 /* The pass times of one (mean) block of `m` (the model, or a stage's view
  * of its blocks) on one rank of the scenario's LLM layout. */
-static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *out)
+static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *out, mm_pass_breakdown *bk)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -156,8 +163,8 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
                    : mm_llm_layer_ops(m, b, s, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return -1;
-    *out = time_layer(&sim->cluster.gpu, (mm_dtype)sc->train.precision, ops, n,
-                      sc->train.attention == MM_ATTN_UNFUSED);
+    double tokens = b * s / cp;
+    *out = time_layer(sim, m, ops, n, tokens, sp ? tokens / L->tp : tokens, bk);
     return 0;
 }
 
@@ -166,13 +173,91 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
  * memory-bound kernels (mem_frac[3 v + 0..2], may be NULL): HBM
  * perturbations and node groups' GPUs scale that share by the bandwidth
  * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
- * sees a pass as one op, not its kernels. */
-static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err)
+ * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
+ * breakdown (may be NULL). */
+/* The build spec's layout and communication fields of the LLM: degrees,
+ * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
+ * size of each TP, CP, EP and pipeline message. */
+static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool sp, int gbytes)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
-    const mm_gpu_spec *g = &sim->cluster.gpu;
+    double b = (double)sc->train.micro_batch, s = sim->seq;
+    int cp = L->cp, rc = (int)sc->train.recompute;
+    const int wbytes = 2;
+    static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
+                                        [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
+                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
+    spec->schedule = sched[sc->train.schedule];
+    spec->tp = L->tp;
+    spec->cp = cp;
+    spec->ep = L->ep;
+    spec->pp = L->pp;
+    spec->vpp = L->vpp;
+    spec->dp = L->dp;
+    spec->m = sim->micro_batches;
+    mm_build_parse_order(sc->parallel.order, spec->order);
+    spec->zero = zero;
+    spec->sp = sp;
+    spec->tp_overlap = sc->train.tp_comm_overlap;
+    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
+    spec->overlap_param_gather = sc->train.overlap_param_gather;
+    spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
+    spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
+    spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
+    /* one TP message: the rank's s/cp tokens of activations */
+    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
+    spec->tp_msgs_fwd = 2;
+    spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
+    /* Sequence parallelism keeps only the local shard of the column-parallel
+     * layers' input, so backward all-gathers it again for the weight
+     * gradient (Megatron tensor_parallel/layers.py
+     * LinearWithGradAccumulationAndAsyncCommunication.backward): two more
+     * all-gathers per layer, one more AG + RS pair's worth. */
+    if (sp)
+        spec->tp_msgs_bwd += 1;
+    spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
+    /* ring: one K and one V block of the local s/cp tokens per step, heads
+     * split by TP; Ulysses: one all-to-all of the local activations */
+    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
+                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
+    /* EP: each token's hidden state goes to experts_per_tok experts and
+     * comes back (Megatron's all-to-all token dispatcher) */
+    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
+    spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+}
+
+static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
+                          mm_sim_breakdown *bk, mm_err *err);
+
+static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac, mm_err *err)
+{
+    return stage_costs_bk(sim, st, spec, mem_frac, NULL, err);
+}
+
+int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int V = L->pp * L->vpp;
+    mm_stage_cost *st = calloc((size_t)V, sizeof *st);
+    if (!st)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    mm_build_spec spec;
+    memset(&spec, 0, sizeof spec);
+    int rc = stage_costs_bk(sim, st, &spec, NULL, bk, err);
+    if (rc == 0)
+        mm_sim_breakdown_comm(sim, &spec, bk);
+    free(st);
+    return rc;
+}
+
+static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
+                          mm_sim_breakdown *bk, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
     mm_dtype dt = (mm_dtype)sc->train.precision;
     double b = (double)sc->train.micro_batch, s = sim->seq;
     int cp = L->cp, V = L->pp * L->vpp;
@@ -181,17 +266,36 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
                              only the GEMM peak (Transformer Engine keeps
                              activations in 16 bits between kernels) */
     mm_op_cost ops[MM_LLM_MAX_OPS];
+    mm_fw_ctx fc = llm_ctx(sim);
+    double tokens = b * s / cp;
+    mm_sim_breakdown bk_local;
+    if (!bk)
+        bk = &bk_local;
+    memset(bk, 0, sizeof *bk);
     pass_times layer;
-    if (block_costs(sim, m, sp, &layer))
+    /* the breakdown reports the model's mean block (a stage view's own
+     * block, for non-uniform models, times the executed graph) */
+    if (block_costs(sim, m, sp, &layer, &bk->layer))
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     int n;
     n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times emb = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    if (n >= 0)
+        bk->embed = mm_fw_time_ops(&fc, ops, n);
+    /* the embedding table's weight gradient (no forward op carries it) */
+    bk->embed.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, tokens, L->tp);
+    pass_times emb = from_breakdown(&bk->embed);
     n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times head = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    if (n >= 0)
+        bk->head = mm_fw_time_ops(&fc, ops, n);
+    pass_times head = from_breakdown(&bk->head);
 
     int rc = (int)sc->train.recompute;
+    bk->recompute_s = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0.0;
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    /* gradients are reduced in the framework's dtype (fp32 for bf16 under
+     * Megatron); parameters are gathered in 16 bits */
+    int gbytes = mm_framework_grad_bytes(&sim->fw, dt);
+    bk->n_stages = V;
     int per_vs = (int)(m->layers / V);
     for (int k = 0, l0 = 0; k < V; k++) {
         int nl = L->n_layers_per_stage ? L->layers_per_stage[k] : per_vs;
@@ -206,7 +310,7 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
         /* the stage's own mean block: its dense/MoE and sliding/global mix */
         mm_llm sv = mm_llm_stage_view(m, l0, nl);
         l0 += nl;
-        if (!mm_llm_blocks_uniform(m) && block_costs(sim, &sv, sp, &layer))
+        if (!mm_llm_blocks_uniform(m) && block_costs(sim, &sv, sp, &layer, NULL))
             return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
         double layer_flops = mm_llm_layer_fwd_flops(&sv, b, s);
         double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
@@ -243,42 +347,16 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
                       (m->tied ? (V > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
                                : (double)mm_llm_head_params(m));
         double local = params / L->tp;
-        c->grad_bytes = local * wbytes;
+        c->grad_bytes = local * gbytes;
         c->param_bytes = local * wbytes;
         double opt_params = zero >= 1 ? local / L->dp : local;
-        c->opt_s = mm_mem_time(g, opt_params * MM_ADAM_BYTES_PER_PARAM);
+        mm_opt_breakdown ob;
+        optimizer_phase(sim, local, opt_params, zero, &ob);
+        if (k < MM_BK_MAX_STAGES)
+            bk->opt[k] = ob;
+        c->opt_s = ob.total_s;
     }
-    static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
-                                        [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
-                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
-    spec->schedule = sched[sc->train.schedule];
-    spec->tp = L->tp;
-    spec->cp = cp;
-    spec->ep = L->ep;
-    spec->pp = L->pp;
-    spec->vpp = L->vpp;
-    spec->dp = L->dp;
-    spec->m = sim->micro_batches;
-    mm_build_parse_order(sc->parallel.order, spec->order);
-    spec->zero = zero;
-    spec->sp = sp;
-    spec->tp_overlap = sc->train.tp_comm_overlap;
-    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
-    spec->overlap_param_gather = sc->train.overlap_param_gather;
-    spec->bucket_bytes = bucket_params(L->dp) * wbytes;
-    /* one TP message: the rank's s/cp tokens of activations */
-    spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
-    spec->tp_msgs_fwd = 2;
-    spec->tp_msgs_bwd = rc == MM_RECOMPUTE_FULL ? 4 : 2; /* the recomputed forward all-reduces too */
-    spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
-    /* ring: one K and one V block of the local s/cp tokens per step, heads
-     * split by TP; Ulysses: one all-to-all of the local activations */
-    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
-                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
-    /* EP: each token's hidden state goes to experts_per_tok experts and
-     * comes back (Megatron's all-to-all token dispatcher) */
-    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
-    spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+    layout_spec(sim, spec, zero, sp, gbytes);
     spec->stages = st;
     if (sc->train.pass_times[0]) {
         if (mem_frac) /* measured pass times: no kernel breakdown */
@@ -311,8 +389,7 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
                              double *wgrad_params, mm_enc_mb_cost *projc)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_gpu_spec *g = &sim->cluster.gpu;
-    mm_dtype dt = (mm_dtype)sc->train.precision;
+    mm_fw_ctx ec = enc_ctx(sim);
     const int wbytes = 2;
     mm_op_cost ops[MM_LLM_MAX_OPS];
     memset(c, 0, sizeof *c);
@@ -329,12 +406,12 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     int n = mm_encoder_layer_ops(e->enc, inputs, tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return -1;
-    pass_times layer = time_ops(g, dt, ops, n);
+    pass_times layer = time_ops(&ec, ops, n);
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
     double ptok = inputs * e->tokens_per_input;
     n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
-    pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(g, dt, ops, n);
+    pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
     double L = (double)e->enc->layers;
     int rc = (int)sc->train.recompute;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
@@ -412,7 +489,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
             st[0].fwd_flops += projc.fwd_flops;
             st[0].bwd_flops += projc.bwd_flops;
             double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->tp;
-            st[0].grad_bytes += pp * 2;
+            st[0].grad_bytes += pp * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
             st[0].param_bytes += pp * 2;
         }
         for (int k = 0; k < nmb; k++)
@@ -421,8 +498,11 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         es->tp_msgs_bwd = 2;
         int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
         double local = params / tp / es->pp;
-        es->grad_bytes = local * 2;
-        es->opt_s = mm_mem_time(&sim->cluster.gpu, (zero >= 1 ? local / es->dp : local) * MM_ADAM_BYTES_PER_PARAM);
+        /* the framework's gradient dtype and optimizer phase, as the LLM's */
+        es->grad_bytes = local * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
+        mm_opt_breakdown ob;
+        optimizer_phase(sim, local, zero >= 1 ? local / es->dp : local, zero, &ob);
+        es->opt_s = ob.total_s;
         es->mb = mb_out[i];
     }
     return 0;
@@ -463,8 +543,6 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
-    const mm_gpu_spec *g = &sim->cluster.gpu;
-    mm_dtype dt = (mm_dtype)sc->train.precision;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);
@@ -474,11 +552,18 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     int cp = L->cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
     if (k < 0)
         return -1;
-    pass_times layer = time_layer(g, dt, ops, k, sc->train.attention == MM_ATTN_UNFUSED);
+    mm_fw_ctx fc = llm_ctx(sim);
+    double tn = sp ? T / cp / L->tp : T / cp;
+    pass_times layer = time_layer(sim, m, ops, k, T / cp, tn, NULL);
     k = mm_llm_embed_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
-    pass_times emb = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
+    mm_pass_breakdown eb;
+    memset(&eb, 0, sizeof eb);
+    if (k >= 0)
+        eb = mm_fw_time_ops(&fc, ops, k);
+    eb.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, T / cp, L->tp);
+    pass_times emb = from_breakdown(&eb);
     k = mm_llm_head_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
-    pass_times head = k < 0 ? (pass_times){0} : time_ops(g, dt, ops, k);
+    pass_times head = k < 0 ? (pass_times){0} : time_ops(&fc, ops, k);
     int rc = (int)sc->train.recompute;
     double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
     double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
@@ -493,7 +578,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
             k = mm_llm_layer_ops_packed(&sv, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
             if (k < 0)
                 return -1;
-            layer = time_layer(g, dt, ops, k, sc->train.attention == MM_ATTN_UNFUSED);
+            layer = time_layer(sim, &sv, ops, k, T / cp, tn, NULL);
             lf = mm_llm_layer_fwd_flops_packed(&sv, T, S);
             af = lf - mm_llm_layer_fwd_flops_packed(&sv, T, 0);
             re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
@@ -515,6 +600,19 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
 
 /* ---- memory ---- */
 
+/* The recompute mode the memory model sees.  Flash and cuDNN fused
+ * attention never write the 5as^2b scores, softmax and dropout mask that
+ * Korthikanti's count keeps without recomputation (the kernel keeps a
+ * per-row log-sum-exp, a*s fp32, and regenerates dropout from the RNG
+ * seed): exactly the terms selective recomputation drops, so a run without
+ * recomputation on a fused kernel holds selective's activations. */
+int mm_sim_mem_recompute(const mm_sim *sim)
+{
+    int rc = (int)sim->sc.train.recompute;
+    return rc == MM_RECOMPUTE_NONE && sim->attn != MM_ATTN_IMPL_UNFUSED ? MM_RECOMPUTE_SELECTIVE : rc;
+}
+
+
 /* Peak bytes on one GPU of each pipeline stage (memory.h) into
  * m->stage_gib and m->peak_gib; true when some stage plus
  * train.memory_reserve_gib exceeds the GPU's HBM. */
@@ -529,7 +627,7 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
         .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
         .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = (int)sc->train.recompute,
+        .recompute = mm_sim_mem_recompute(sim),
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
@@ -585,7 +683,7 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
                                  ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                  : e->layout.sp);
     if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
-                            (int)sc->train.recompute, flight, es->frozen, &r))
+                            mm_sim_mem_recompute(sim), flight, es->frozen, &r))
         return NAN;
     return r.total / es->pp;
 }

@@ -34,11 +34,21 @@ typedef struct exec_state {
     int backwards;       /* a completion came before an earlier one */
     mm_network *net;
     double *scale;       /* per op: perturbation multiplier of dur_s; NULL: none */
+    uint32_t *comm_active; /* per rank: overlapped communication ops in flight */
+    double overlap;      /* mm_exec_opts.overlap_slowdown */
     int rc;
     mm_err *err;
 } exec_state;
 
 static void on_complete(mm_engine *eng, void *ctx, uint64_t arg);
+
+/* A collective member that runs beside the compute stream rather than on it
+ * (a blocking one leaves no compute to slow). */
+static bool overlapped(const exec_state *st, uint32_t id)
+{
+    const mm_op *op = &st->g->ops[id];
+    return st->overlap > 0 && op->stream != MM_STREAM_COMPUTE && op->rank >= 0 && op->rank < st->g->n_ranks;
+}
 static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg);
 
 static void start_op(exec_state *st, uint32_t id, double dur_s)
@@ -64,7 +74,11 @@ static void arrive(exec_state *st, uint32_t id)
     const mm_op *op = &st->g->ops[id];
     st->arrived[id] = 1;
     if (op->coll < 0) {
-        start_op(st, id, st->scale ? op->dur_s * st->scale[id] : op->dur_s);
+        double d = st->scale ? op->dur_s * st->scale[id] : op->dur_s;
+        if (st->overlap > 0 && op->rank >= 0 && op->rank < st->g->n_ranks && st->comm_active[op->rank] > 0 &&
+            !mm_cat_is_comm(op->cat))
+            d *= 1.0 + st->overlap;
+        start_op(st, id, d);
         return;
     }
     uint32_t c = (uint32_t)op->coll;
@@ -72,8 +86,12 @@ static void arrive(exec_state *st, uint32_t id)
     if (++st->coll_arrived[c] < (uint32_t)cl->members)
         return;
     mm_time now = mm_engine_now(st->eng);
-    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
-        st->start[st->coll_ops[k]] = now;
+    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++) {
+        uint32_t m = st->coll_ops[k];
+        st->start[m] = now;
+        if (overlapped(st, m))
+            st->comm_active[st->g->ops[m].rank]++;
+    }
     mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
                        .gpus = st->g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
                        .bytes = cl->bytes, .count = cl->count};
@@ -139,6 +157,9 @@ static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg)
 {
     exec_state *st = ctx;
     uint32_t c = (uint32_t)arg;
+    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
+        if (overlapped(st, st->coll_ops[k]))
+            st->comm_active[st->g->ops[st->coll_ops[k]].rank]--;
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
         on_complete(eng, st, st->coll_ops[k]);
 }
@@ -239,12 +260,14 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     st.coll_arrived = calloc(g->n_colls + 1, sizeof *st.coll_arrived);
     st.coll_off = calloc(g->n_colls + 2, sizeof *st.coll_off);
     st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
+    st.comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st.comm_active);
+    st.overlap = opts ? opts->overlap_slowdown : 0.0;
     st.runs = calloc(g->n_ops + 1, 1);
     mm_time t0 = mm_engine_now(eng);
     st.last = t0;
     int rc = 0;
     if (!st.deps || !st.head || !st.arrived || !st.coll_arrived || !st.coll_off || !st.coll_ops ||
-        !st.runs) {
+        !st.runs || !st.comm_active) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
         goto out;
     }
@@ -300,6 +323,7 @@ out:
     free(st.coll_arrived);
     free(st.coll_off);
     free(st.coll_ops);
+    free(st.comm_active);
     free(st.runs);
     free(st.scale);
     return rc;

@@ -218,7 +218,7 @@ static double *op_mem_frac(const mm_graph *g, const double *frac, int V)
         const mm_op *op = &g->ops[i];
         int c = op->cat == MM_CAT_FWD ? 0 : op->cat == MM_CAT_BWD ? 1 : op->cat == MM_CAT_WGRAD ? 2 : -1;
         if (op->cat == MM_CAT_OPT)
-            m[i] = 1.0; /* Adam streams its states through HBM (MM_ADAM_BYTES_PER_PARAM) */
+            m[i] = 1.0; /* Adam streams its states through HBM (the profile's step bytes) */
         else if (op->module == 0 && c >= 0 && op->stage >= 0 && op->stage < V)
             m[i] = frac[3 * op->stage + c];
         else
@@ -327,7 +327,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
     mm_time t0 = mm_engine_now(eng), t1 = t0;
     mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->vpp) : NULL,
-                       .iteration = (uint64_t)it};
+                       .iteration = (uint64_t)it, .overlap_slowdown = MM_OVERLAP_SLOWDOWN};
     if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else

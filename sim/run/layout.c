@@ -78,6 +78,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 "replicas times ep/gcd TP ranks, which must divide tp = %d (dp = %d; "
                                 "Megatron-Core MoE parallel folding)",
                                 L->ep, (long long)m->experts, L->tp, L->dp);
+    sim->llm.ep_share = L->ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
     if (L->cp > 1 && sc->train.seq_len % (2 * L->cp))
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",

@@ -181,6 +181,45 @@ static int apply_perturb(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.framework: a profile name (frameworks/NAME.yaml, found like any
+ * data file) or a profile file; then the attention kernel: train.attention
+ * unless auto, else the profile's for this GPU's compute capability.  A GPU
+ * with attention tables must have one for that kernel: a missing table is
+ * refused by name, not replaced by another kernel's. */
+static int load_framework(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    char rel[600];
+    bool file = strchr(sc->train.framework, '/') || strstr(sc->train.framework, ".yaml");
+    snprintf(rel, sizeof rel, file ? "%s" : "frameworks/%s.yaml", sc->train.framework);
+    mm_sim_resolve_path(rel, sc->source, sim->framework_path, sizeof sim->framework_path);
+    if (!readable(sim->framework_path))
+        return mm_scenario_fail(sc, err, "train.framework",
+                                "no framework profile '%s' (frameworks/: megatron-core, megatron-local, "
+                                "hf-deepspeed, fsdp; or a profile file)", sc->train.framework);
+    int rc = mm_framework_load(sim->framework_path, &sim->fw, err);
+    if (rc)
+        return rc;
+    static const mm_attn_impl from_key[] = {
+        [MM_ATTN_FLASH] = MM_ATTN_IMPL_FLASH,   [MM_ATTN_UNFUSED] = MM_ATTN_IMPL_UNFUSED,
+        [MM_ATTN_FLASH1] = MM_ATTN_IMPL_FLASH1, [MM_ATTN_FLASH2] = MM_ATTN_IMPL_FLASH2,
+        [MM_ATTN_FLASH3] = MM_ATTN_IMPL_FLASH3, [MM_ATTN_CUDNN] = MM_ATTN_IMPL_CUDNN};
+    const mm_gpu_spec *g = &sim->cluster.gpu;
+    bool from_fw = sc->train.attention == MM_ATTN_AUTO;
+    sim->attn = from_fw ? mm_framework_attention(&sim->fw, g->compute_capability) : from_key[sc->train.attention];
+    const mm_kernel_tables *k = &g->kernels;
+    bool any = k->has_attn;
+    for (int i = 0; i < MM_ATTN_NAMED_TABLES; i++)
+        any = any || k->has_impl[i];
+    if (any && sim->attn != MM_ATTN_IMPL_UNFUSED && !mm_kernel_attn_table(k, sim->attn))
+        return mm_scenario_fail(sc, err, from_fw ? "train.framework" : "train.attention",
+                                "%s runs %s attention on %s (compute capability %.1f) and '%s' has no table for it "
+                                "(gpu.kernels.%s)", from_fw ? sim->fw.name : "train.attention",
+                                mm_attn_impl_names[sim->attn], g->name, g->compute_capability, sc->topology,
+                                mm_attn_impl_names[sim->attn]);
+    return 0;
+}
+
 int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     memset(sim, 0, sizeof *sim); /* callers free a previous workload first */
@@ -199,6 +238,9 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
         return rc;
     sim->llm = sim->model.llm;
     rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
+    if (rc)
+        return rc;
+    rc = load_framework(sim, err);
     if (rc)
         return rc;
     return apply_perturb(sim, err);

@@ -8,9 +8,13 @@
 #ifndef MM_SIM_H
 #define MM_SIM_H
 
+#include <stdio.h>
+
 #include "engine/engine.h"
 #include "hw/cluster.h"
 #include "model/llm.h"
+#include "model/framework.h"
+#include "run/fwcost.h"
 #include "model/mllm.h"
 #include "workload/batch.h"
 #include "workload/workload.h"
@@ -47,6 +51,11 @@ typedef struct mm_sim {
     mm_workload *wl;
     mm_token_model tm;
     char workload_path[512];
+    /* train.framework's profile, and the attention kernel the LLM runs
+     * (train.attention, or the profile's choice for this GPU) */
+    mm_framework fw;
+    char framework_path[512];
+    mm_attn_impl attn;
     /* Optional, set by the caller after mm_sim_prepare (which clears it):
      * called after each simulated iteration, so that a long run can show
      * its progress (mmsim run draws it on a terminal).  NULL: none. */
@@ -85,6 +94,49 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err);
  * microseconds instead of the milliseconds of mm_sim_prepare.  Returns 0 or
  * -code with err as mm_sim_prepare gives it. */
 int mm_sim_relayout(mm_sim *sim, mm_err *err);
+
+/* What one micro-batch costs on one GPU, by layer and pass, as the cost
+ * bridge computes it for mm_sim_run (one source): a transformer layer, the
+ * embedding (first stage) and the LM head with its loss (last stage) split
+ * into GEMM, attention and memory-bound time of the F, B and W passes
+ * (fwcost.h); recomputation added to B; and per virtual stage the
+ * optimizer phase.  Communication is not in these numbers: the network
+ * model times it in the executed graph (exposed_comm_s, per-stage comm_s). */
+#define MM_BK_MAX_STAGES 64
+typedef struct mm_opt_breakdown {
+    double step_s, grad_norm_s, zero_grad_s, total_s;
+} mm_opt_breakdown;
+typedef struct mm_sim_breakdown {
+    mm_pass_breakdown layer, embed, head;
+    double recompute_s;   /* per layer per micro-batch, part of B */
+    int n_stages;         /* virtual stages; opt[] holds the first MM_BK_MAX_STAGES */
+    mm_opt_breakdown opt[MM_BK_MAX_STAGES];
+    /* Communication of one layer and micro-batch, alone on the network
+     * (analytic, uncontended; the executed graph's, with contention and
+     * overlap, is in the metrics): TP in the forward and in the input-
+     * gradient pass, one pipeline transfer, and per stage the DP gradient
+     * reduction of the whole stage (once per iteration) */
+    double tp_fwd_s, tp_bwd_s, p2p_s, dp_grad_s;
+} mm_sim_breakdown;
+
+/* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */
+int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err);
+
+/* Writes *bk as a `"breakdown": {...}` JSON member (no trailing comma;
+ * lines after the first start with indent), or as a text table
+ * (breakdown.c).  Seconds per micro-batch on one GPU. */
+void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk, const char *indent);
+void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk);
+
+struct mm_build_spec;
+/* Fills bk's communication times from the layout's build spec (breakdown.c;
+ * mm_sim_get_breakdown calls it). */
+void mm_sim_breakdown_comm(const mm_sim *sim, const struct mm_build_spec *spec, mm_sim_breakdown *bk);
+
+/* The recompute mode whose activations the memory model counts: train.
+ * recompute, except that no recomputation on a flash or cuDNN attention
+ * kernel keeps no attention scores (selective's activations). */
+int mm_sim_mem_recompute(const mm_sim *sim);
 
 /* Optional per-op timeline of one iteration, for the trace writer. */
 typedef struct mm_sim_timeline {

@@ -23,7 +23,7 @@ const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
-const char *const mm_attention_names[] = {"flash", "unfused", NULL};
+const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
 const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
@@ -101,9 +101,14 @@ const mm_key mm_keys[] = {
      F(train.memory_reserve_gib), 0},
     {"train.cp_comm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_cp_comm_names, "ring", NULL,
      "context-parallel attention: ring (KV exchange) or ulysses (all-to-all)", F(train.cp_comm), 0},
-    {"train.attention", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_attention_names, "flash", NULL,
-     "attention kernels: flash, or unfused (batched GEMMs + softmax + dropout, pre-2022)",
+    {"train.attention", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_attention_names, "auto", NULL,
+     "attention kernel: auto (train.framework's for the GPU), flash (the topology's table), unfused "
+     "(batched GEMMs + softmax + dropout), flash1, flash2, flash3, cudnn",
      F(train.attention), 0},
+    {"train.framework", MM_KT_STR, 0, 0, 0, 0, 0, NULL, "megatron-core", NULL,
+     "how the framework runs a layer (frameworks/: megatron-core, megatron-local, hf-deepspeed, fsdp; "
+     "or a profile file)",
+     F(train.framework), 0},
     {"train.pass_times", MM_KT_STR, 0, 0, 0, 0, 0, NULL, "\"\"", NULL,
      "CSV of measured per-stage F/B/W/p2p times replacing the cost model; \"\": none",
      F(train.pass_times), 0},

@@ -51,7 +51,10 @@ typedef enum {
 } mm_batching;
 typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
 typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
-typedef enum { MM_ATTN_FLASH, MM_ATTN_UNFUSED } mm_attention;
+/* auto: what train.framework's profile runs on the GPU; the others override it */
+typedef enum {
+    MM_ATTN_AUTO, MM_ATTN_FLASH, MM_ATTN_UNFUSED, MM_ATTN_FLASH1, MM_ATTN_FLASH2, MM_ATTN_FLASH3, MM_ATTN_CUDNN
+} mm_attention;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -97,7 +100,8 @@ typedef struct mm_scenario {
         mm_schedule_kind schedule;
         bool overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
-        mm_attention attention; /* flash | unfused (pre-2022 frameworks) */
+        mm_attention attention; /* auto (the framework's) | flash | unfused | flash1..3 | cudnn */
+        char *framework;        /* a frameworks/ profile name, or a profile file */
         char *pass_times;       /* measured per-stage pass times (CSV); "" none */
         /* HBM held back from the OOM verdict: CUDA context, NCCL buffers,
          * allocator fragmentation (an allowance, not a measurement) */

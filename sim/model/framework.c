@@ -1,0 +1,297 @@
+/* framework.c - reading framework profiles (the frameworks/ folder) and
+ * rewriting a layer's op list into the kernels that framework runs.
+ * Every key of a profile is required: a profile states each choice with its
+ * source instead of inheriting a silent default.
+ * Not for: timing or memory (the run and memory layers use the result). */
+#include "model/framework.h"
+
+#include <libfyaml.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/doc.h"
+
+const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cross_entropy", NULL};
+
+static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
+                                       "optimizer", "grad_bucket", "zero3", NULL};
+static const char *const z3_keys[] = {"gather", "prefetch_mparams", NULL};
+static const char *const z3_gather_names[] = {"layer", "module", NULL};
+static const char *const attn_keys[] = {"default", "sm90", NULL};
+static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
+                                          "qkv_bias_separate", "layout_copies", "hidden_dropout",
+                                          "host_overhead_us", NULL};
+static const char *const group_keys[] = {"kernels", "traffic", NULL};
+static const char *const copy_keys[] = {"fused", "unfused", NULL};
+static const char *const reduce_keys[] = {"bf16", "fp16", "fp8", NULL}; /* = train.precision names */
+static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
+static const int dtype_size[] = {4, 2, 2};
+static const char *const opt_keys[] = {"step_bytes_per_param", "grad_norm", "zero_grad_buffer", NULL};
+static const char *const bucket_keys[] = {"mparams", "mparams_per_dp", NULL};
+
+typedef struct rd {
+    const mm_doc *d;
+    mm_err *err;
+} rd;
+
+/* The mapping under `key` of `parent`, its keys checked. */
+static int section(const rd *r, struct fy_node *parent, const char *key, const char *path,
+                   const char *const *allowed, struct fy_node **out)
+{
+    *out = mm_node_get(parent, key);
+    if (!*out)
+        return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(parent), path, "missing required key");
+    return mm_node_check_keys(r->d, *out, path, allowed, r->err);
+}
+
+static int need(const rd *r, struct fy_node *map, const char *path, bool found)
+{
+    return found ? 0 : mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(map), path, "missing required key");
+}
+
+static int req_double(const rd *r, struct fy_node *map, const char *key, const char *path, double lo, double hi,
+                      double *out)
+{
+    bool found = false;
+    int rc = mm_node_double(r->d, map, key, path, lo, hi, out, &found, r->err);
+    return rc ? rc : need(r, map, path, found);
+}
+
+static int req_bool(const rd *r, struct fy_node *map, const char *key, const char *path, bool *out)
+{
+    bool found = false;
+    int rc = mm_node_bool(r->d, map, key, path, out, &found, r->err);
+    return rc ? rc : need(r, map, path, found);
+}
+
+static int req_enum(const rd *r, struct fy_node *map, const char *key, const char *path,
+                    const char *const *names, int *out)
+{
+    bool found = false;
+    int rc = mm_node_enum(r->d, map, key, path, names, out, &found, r->err);
+    return rc ? rc : need(r, map, path, found);
+}
+
+static int req_int(const rd *r, struct fy_node *map, const char *key, const char *path, int lo, int hi, int *out)
+{
+    bool found = false;
+    int64_t v = 0;
+    int rc = mm_node_int(r->d, map, key, path, lo, hi, &v, &found, r->err);
+    if (!rc)
+        rc = need(r, map, path, found);
+    *out = (int)v;
+    return rc;
+}
+
+static int read_attention(const rd *r, struct fy_node *root, mm_framework *fw)
+{
+    struct fy_node *a;
+    int rc = section(r, root, "attention", "attention", attn_keys, &a);
+    int v = 0, w = 0;
+    /* "flash" (the topology's generic table) is not a framework's choice:
+     * a framework runs one named kernel */
+    if (!rc)
+        rc = req_enum(r, a, "default", "attention.default", mm_attn_impl_names, &v);
+    if (!rc)
+        rc = req_enum(r, a, "sm90", "attention.sm90", mm_attn_impl_names, &w);
+    if (!rc && (v == MM_ATTN_IMPL_FLASH || w == MM_ATTN_IMPL_FLASH))
+        rc = mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(a), v ? "attention.sm90" : "attention.default",
+                        "name the kernel (flash1, flash2, flash3, cudnn or unfused), not the generic 'flash'");
+    fw->attn = (mm_attn_impl)v;
+    fw->attn_sm90 = (mm_attn_impl)w;
+    return rc;
+}
+
+static int read_kernels(const rd *r, struct fy_node *root, mm_framework *fw)
+{
+    struct fy_node *k, *g, *c;
+    int rc = section(r, root, "kernels", "kernels", kernel_keys, &k);
+    char path[64];
+    for (int i = 0; !rc && i < MM_FW_GROUPS; i++) {
+        snprintf(path, sizeof path, "kernels.%s", mm_fw_group_names[i]);
+        rc = section(r, k, mm_fw_group_names[i], path, group_keys, &g);
+        snprintf(path, sizeof path, "kernels.%s.kernels", mm_fw_group_names[i]);
+        if (!rc)
+            rc = req_int(r, g, "kernels", path, 1, 64, &fw->group[i].kernels);
+        snprintf(path, sizeof path, "kernels.%s.traffic", mm_fw_group_names[i]);
+        if (!rc)
+            rc = req_double(r, g, "traffic", path, 0.1, 100.0, &fw->group[i].traffic);
+    }
+    if (!rc)
+        rc = req_bool(r, k, "qkv_bias_separate", "kernels.qkv_bias_separate", &fw->qkv_bias_separate);
+    if (!rc)
+        rc = section(r, k, "layout_copies", "kernels.layout_copies", copy_keys, &c);
+    if (!rc)
+        rc = req_int(r, c, "fused", "kernels.layout_copies.fused", 0, 16, &fw->layout_copies_fused);
+    if (!rc)
+        rc = req_int(r, c, "unfused", "kernels.layout_copies.unfused", 0, 16, &fw->layout_copies_unfused);
+    if (!rc)
+        rc = req_double(r, k, "hidden_dropout", "kernels.hidden_dropout", 0.0, 0.999, &fw->hidden_dropout);
+    double us = 0;
+    if (!rc)
+        rc = req_double(r, k, "host_overhead_us", "kernels.host_overhead_us", 0.0, 1e4, &us);
+    fw->host_overhead_s = us * 1e-6;
+    return rc;
+}
+
+static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
+{
+    struct fy_node *g, *o, *b;
+    int rc = section(r, root, "grad_reduce", "grad_reduce", reduce_keys, &g);
+    char path[64];
+    for (int i = 0; !rc && reduce_keys[i]; i++) {
+        int v = 0;
+        snprintf(path, sizeof path, "grad_reduce.%s", reduce_keys[i]);
+        rc = req_enum(r, g, reduce_keys[i], path, dtype_names, &v);
+        fw->grad_reduce_bytes[i] = dtype_size[v];
+    }
+    if (!rc)
+        rc = section(r, root, "optimizer", "optimizer", opt_keys, &o);
+    if (!rc)
+        rc = req_double(r, o, "step_bytes_per_param", "optimizer.step_bytes_per_param", 1.0, 1000.0,
+                        &fw->step_bytes_per_param);
+    if (!rc)
+        rc = req_bool(r, o, "grad_norm", "optimizer.grad_norm", &fw->grad_norm);
+    if (!rc)
+        rc = req_bool(r, o, "zero_grad_buffer", "optimizer.zero_grad_buffer", &fw->zero_grad_buffer);
+    if (!rc)
+        rc = section(r, root, "grad_bucket", "grad_bucket", bucket_keys, &b);
+    if (!rc)
+        rc = req_double(r, b, "mparams", "grad_bucket.mparams", 0.0, 1e6, &fw->bucket_params);
+    if (!rc)
+        rc = req_double(r, b, "mparams_per_dp", "grad_bucket.mparams_per_dp", 0.0, 1e6, &fw->bucket_per_dp);
+    fw->bucket_params *= 1e6;
+    fw->bucket_per_dp *= 1e6;
+    struct fy_node *z;
+    int gather = 0;
+    if (!rc)
+        rc = section(r, root, "zero3", "zero3", z3_keys, &z);
+    if (!rc)
+        rc = req_enum(r, z, "gather", "zero3.gather", z3_gather_names, &gather);
+    if (!rc)
+        rc = req_double(r, z, "prefetch_mparams", "zero3.prefetch_mparams", 0.0, 1e6, &fw->z3_prefetch_params);
+    fw->z3_per_module = gather == 1;
+    fw->z3_prefetch_params *= 1e6;
+    return rc;
+}
+
+int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
+{
+    memset(fw, 0, sizeof *fw);
+    mm_doc d;
+    int rc = mm_doc_load_file(&d, path, err);
+    if (rc)
+        return rc;
+    rd r = {&d, err};
+    struct fy_node *root = mm_doc_root(&d);
+    bool found = false;
+    char src[1024];
+    rc = mm_node_check_keys(&d, root, "", top_keys, err);
+    if (!rc)
+        rc = mm_node_str(&d, root, "name", "name", fw->name, sizeof fw->name, &found, err);
+    if (!rc)
+        rc = need(&r, root, "name", found);
+    if (!rc)
+        rc = mm_node_str(&d, root, "source", "source", src, sizeof src, &found, err);
+    if (!rc)
+        rc = need(&r, root, "source", found && src[0]);
+    if (!rc)
+        rc = read_attention(&r, root, fw);
+    if (!rc)
+        rc = read_kernels(&r, root, fw);
+    if (!rc)
+        rc = read_rest(&r, root, fw);
+    snprintf(fw->source, sizeof fw->source, "%s", path);
+    mm_doc_free(&d);
+    return rc;
+}
+
+mm_attn_impl mm_framework_attention(const mm_framework *fw, double compute_capability)
+{
+    return compute_capability >= 9.0 ? fw->attn_sm90 : fw->attn;
+}
+
+int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision)
+{
+    return precision >= 0 && precision < MM_DTYPE_COUNT ? fw->grad_reduce_bytes[precision] : 2;
+}
+
+int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m)
+{
+    if (!fw->z3_per_module)
+        return 1;
+    int qkv = m->style == MM_LLM_GPT2 ? 1 : 3;
+    return 2 + qkv + 1 + (m->gated_mlp ? 3 : 2);
+}
+
+int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m)
+{
+    double layer = (double)mm_llm_layer_params(m);
+    int d = fw->z3_prefetch_params > 0 && layer > 0 ? (int)floor(fw->z3_prefetch_params / layer) : 1;
+    return d < 1 ? 1 : d > 15 ? 15 : d;
+}
+
+/* Which group an op of llm.h's lists belongs to, by its name; -1 none. */
+static int group_of(const char *name)
+{
+    if (!name)
+        return -1;
+    if (!strncmp(name, "norm_", 5) || !strcmp(name, "final_norm"))
+        return MM_FW_NORM;
+    if (!strcmp(name, "rope"))
+        return MM_FW_ROPE;
+    if (!strcmp(name, "act"))
+        return MM_FW_ACT;
+    if (!strncmp(name, "residual_", 9))
+        return MM_FW_RESIDUAL;
+    if (!strcmp(name, "cross_entropy"))
+        return MM_FW_XENT;
+    return -1;
+}
+
+int mm_framework_op_kernels(const mm_framework *fw, const char *op_name)
+{
+    int g = group_of(op_name);
+    return g < 0 ? 1 : fw->group[g].kernels;
+}
+
+void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int g = group_of(ops[i].name);
+        if (g >= 0 && ops[i].kind == MM_OPK_MEM)
+            ops[i].bytes *= fw->group[g].traffic;
+    }
+}
+
+static int add_mem(mm_op_cost *ops, int n, int cap, const char *name, double bytes)
+{
+    if (n >= cap)
+        return -1;
+    ops[n] = (mm_op_cost){.name = name, .kind = MM_OPK_MEM, .bytes = bytes, .pass = MM_OP_F};
+    return n + 1;
+}
+
+int mm_framework_layer_extras(const mm_framework *fw, const mm_llm *m, double tokens, double tn, int tp,
+                              bool unfused, int dtype_bytes, mm_op_cost *ops, int n, int cap)
+{
+    double e = dtype_bytes, t = tp > 0 ? tp : 1, h = (double)m->hidden;
+    double q = (double)(m->heads * m->head_dim) / t, kv = (double)(m->kv_heads * m->head_dim) / t;
+    /* Megatron's legacy ColumnParallelLinear: output = matmul + bias, a
+     * separate add that reads and writes the QKV output */
+    if (n >= 0 && fw->qkv_bias_separate && m->qkv_bias)
+        n = add_mem(ops, n, cap, "qkv_bias", 2.0 * tokens * (q + 2.0 * kv) * e);
+    /* rearrange(...).contiguous() of q, k, v into the kernel's layout and of
+     * its output back: each reads and writes one tensor of that width */
+    int copies = unfused ? fw->layout_copies_unfused : fw->layout_copies_fused;
+    if (n >= 0 && copies > 0) {
+        double width = copies >= 4 ? (q + 2.0 * kv) + q * (copies - 3) : q * copies;
+        n = add_mem(ops, n, cap, "attn_layout", 2.0 * tokens * width * e);
+    }
+    /* dropout on both residual branches, fused into bias-dropout-add: the
+     * kernel also writes a 1-byte mask per element (read again backward) */
+    if (n >= 0 && fw->hidden_dropout > 0)
+        n = add_mem(ops, n, cap, "dropout_mask", 2.0 * tn * h);
+    return n;
+}

@@ -1,0 +1,100 @@
+/* framework.h - a training framework as it executes a transformer layer,
+ * read from a profile file (frameworks/NAME.yaml): which attention kernel
+ * it runs, which memory-bound work it fuses and which it runs as separate
+ * eager kernels, in which dtype it reduces gradients, what its optimizer
+ * step reads and writes, and how it buckets the gradient reduce.  Every
+ * value in a profile cites the framework's code; the cost bridge (sim/run)
+ * turns it into kernels and bytes.
+ *
+ * Scenario keys still override a profile: train.attention (when not auto)
+ * replaces the profile's attention choice.
+ * Not for: timing (sim/hw), the base op list of a layer (llm.h), or
+ * deciding a layout (sim/parallel). */
+#ifndef MM_FRAMEWORK_H
+#define MM_FRAMEWORK_H
+
+#include <stdbool.h>
+
+#include "hw/cluster.h"
+#include "hw/efficiency.h"
+#include "model/llm.h"
+#include "util/err.h"
+
+/* A group of memory-bound work in a layer, relative to the one fused
+ * kernel llm.h lists for it: `kernels` launches instead of one, moving
+ * `traffic` times its HBM bytes (1, 1 for a fused kernel). */
+typedef struct mm_fw_group {
+    int kernels;
+    double traffic;
+} mm_fw_group;
+
+enum { MM_FW_NORM, MM_FW_ROPE, MM_FW_ACT, MM_FW_RESIDUAL, MM_FW_XENT, MM_FW_GROUPS };
+extern const char *const mm_fw_group_names[]; /* "norm", "rope", "act", "residual", "cross_entropy" */
+
+typedef struct mm_framework {
+    char name[32];
+    char source[512];           /* the profile file */
+    /* attention core: before compute capability 9.0, and from 9.0 (Hopper) */
+    mm_attn_impl attn, attn_sm90;
+    mm_fw_group group[MM_FW_GROUPS];
+    bool qkv_bias_separate;     /* the QKV bias added by its own kernel after the GEMM */
+    /* h-wide tensors copied into / out of the attention kernel's layout per
+     * layer forward: with a flash/cuDNN kernel, with the unfused core */
+    int layout_copies_fused, layout_copies_unfused;
+    double hidden_dropout;      /* dropout rate on the two residual branches (0: none) */
+    double host_overhead_s;     /* host dispatch per kernel; a kernel lasts at least this */
+    int grad_reduce_bytes[MM_DTYPE_COUNT]; /* DP gradient reduce element size, by train.precision */
+    double step_bytes_per_param; /* optimizer step HBM traffic per parameter on this rank */
+    bool grad_norm;             /* gradient clipping: an L2 norm over every gradient + all-reduce */
+    bool zero_grad_buffer;      /* the gradient buffer is zeroed (memset) every iteration */
+    /* DP gradient bucket: max(bucket_params, bucket_per_dp x dp) parameters;
+     * both 0: one bucket per transformer layer (FSDP2 fully_shard per block) */
+    double bucket_params;
+    double bucket_per_dp;
+    /* ZeRO-3 / FSDP parameter gathers: one per module of a layer (DeepSpeed's
+     * per-submodule fetch) or one per layer (FSDP2's fully_shard per
+     * block); prefetched this many parameters ahead (0: one layer ahead) */
+    bool z3_per_module;
+    double z3_prefetch_params;
+} mm_framework;
+
+/* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
+ * layer's parameter-holding modules as Hugging Face builds them (two norms,
+ * q/k/v separate except GPT-2's fused c_attn, the output projection, and
+ * two or three MLP matrices). */
+int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
+
+/* Layers a ZeRO-3 gather runs ahead: max(1, prefetch / layer parameters). */
+int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
+
+/* Reads a profile.  Unknown keys, missing keys, wrong types and values out
+ * of range give MM_EINPUT naming the file, line and key. */
+int mm_framework_load(const char *path, mm_framework *fw, mm_err *err);
+
+/* The attention implementation the framework runs on a GPU of that compute
+ * capability (0: unknown, taken as pre-Hopper). */
+mm_attn_impl mm_framework_attention(const mm_framework *fw, double compute_capability);
+
+/* Bytes of one gradient element in the DP reduce under `precision`. */
+int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision);
+
+/* Kernels the framework launches for one op of llm.h's lists, found by its
+ * name ("norm_attn", "rope", "act", "residual_mlp", "cross_entropy", ...):
+ * the group's count, 1 for anything else. */
+int mm_framework_op_kernels(const mm_framework *fw, const char *op_name);
+
+/* Scales the bytes of every memory-bound op of a list (layer, embedding or
+ * head) by its group's traffic, in place. */
+void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n);
+
+/* Appends to a layer's forward list ops[0..n) what the framework runs on
+ * top of it: the QKV bias kernel, the copies into and out of the attention
+ * kernel's layout (`unfused`: the count for an expanded core) and the
+ * dropout masks of the residual branches (a 1-byte mask written per
+ * element).  `tokens` are the micro-batch's tokens on this rank, `tn` those
+ * of the residual region (tokens / tp under sequence parallelism).  Returns
+ * the new count, or -1 when cap is too small. */
+int mm_framework_layer_extras(const mm_framework *fw, const mm_llm *m, double tokens, double tn, int tp,
+                              bool unfused, int dtype_bytes, mm_op_cost *ops, int n, int cap);
+
+#endif

@@ -1,0 +1,114 @@
+/* breakdown.c - writing the per-layer cost breakdown (sim.h:
+ * mm_sim_breakdown) as a JSON member or as a text table, so a user can hold
+ * it against an Nsight Systems profile of a real run.  The numbers come from
+ * mm_sim_get_breakdown, the same cost bridge mm_sim_run executes.
+ * Not for: computing anything (costs.c does). */
+#include <math.h>
+#include <stdio.h>
+
+#include "hw/net.h"
+#include "parallel/build.h"
+#include "run/sim.h"
+
+/* The first group of each kind under Megatron's default order (tp fastest,
+ * then cp, dp, pp): TP ranks 0 .. tp-1, the DP ranks every tp x cp GPUs,
+ * the next stage tp x cp x dp GPUs on.  Analytic network time, alone. */
+void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_breakdown *bk)
+{
+    const mm_cluster *c = &sim->cluster;
+    int tp = sp->tp > 0 ? sp->tp : 1, cp = sp->cp > 0 ? sp->cp : 1, dp = sp->dp > 0 ? sp->dp : 1;
+    int n = tp > dp ? tp : dp, gpus[MM_BK_MAX_STAGES * 8];
+    if (n > (int)(sizeof gpus / sizeof gpus[0]))
+        n = (int)(sizeof gpus / sizeof gpus[0]);
+    bk->tp_fwd_s = bk->tp_bwd_s = bk->p2p_s = bk->dp_grad_s = 0;
+    if (tp > 1 && sp->tp_bytes > 0) {
+        for (int i = 0; i < tp && i < n; i++)
+            gpus[i] = i;
+        /* with SP one message is an all-gather and a reduce-scatter */
+        double one = sp->sp ? mm_net_analytic_time(c, MM_COLL_ALLGATHER, gpus, tp, sp->tp_bytes) +
+                                  mm_net_analytic_time(c, MM_COLL_REDUCESCATTER, gpus, tp, sp->tp_bytes)
+                            : mm_net_analytic_time(c, MM_COLL_ALLREDUCE, gpus, tp, sp->tp_bytes);
+        bk->tp_fwd_s = sp->tp_msgs_fwd * one;
+        bk->tp_bwd_s = sp->tp_msgs_bwd * one;
+    }
+    int next = tp * cp * dp;
+    if (sp->pp > 1 && next < mm_cluster_gpus(c)) {
+        int pair[2] = {0, next};
+        bk->p2p_s = mm_net_analytic_time(c, MM_COLL_SENDRECV, pair, 2, sp->p2p_bytes / (tp * cp));
+    }
+    if (dp > 1 && sp->stages && dp <= n && (dp - 1) * tp * cp < mm_cluster_gpus(c)) {
+        for (int i = 0; i < dp; i++)
+            gpus[i] = i * tp * cp;
+        bk->dp_grad_s = mm_net_analytic_time(c, sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, gpus, dp,
+                                             sp->stages[0].grad_bytes);
+    }
+}
+
+static void json_pass(FILE *f, const mm_pass_breakdown *b, double scale)
+{
+    fprintf(f, "{");
+    for (int p = 0; p < 3; p++) {
+        fprintf(f, "%s\"%s\": {", p ? ", " : "", mm_bk_pass_names[p]);
+        for (int k = 0; k < MM_BK_KINDS; k++)
+            fprintf(f, "%s\"%s_s\": %.9g", k ? ", " : "", mm_bk_kind_names[k], scale * b->s[p][k]);
+        fprintf(f, ", \"total_s\": %.9g}", scale * mm_pass_breakdown_pass(b, p));
+    }
+    fprintf(f, "}");
+}
+
+void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk, const char *indent)
+{
+    fprintf(f, "%s\"breakdown\": {\"framework\": \"%s\", \"attention\": \"%s\", \"per_micro_batch\": true,\n", indent,
+            sim->fw.name, mm_attn_impl_names[sim->attn]);
+    fprintf(f, "%s  \"layer\": ", indent);
+    json_pass(f, &bk->layer, 1.0);
+    fprintf(f, ",\n%s  \"recompute_s\": %.9g,\n%s  \"embedding\": ", indent, bk->recompute_s, indent);
+    json_pass(f, &bk->embed, 1.0);
+    fprintf(f, ",\n%s  \"head\": ", indent);
+    json_pass(f, &bk->head, 1.0);
+    fprintf(f, ",\n%s  \"optimizer\": [", indent);
+    int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
+    for (int v = 0; v < n; v++) {
+        const mm_opt_breakdown *o = &bk->opt[v];
+        fprintf(f, "%s{\"stage\": %d, \"step_s\": %.9g, \"grad_norm_s\": %.9g, \"zero_grad_s\": %.9g, "
+                   "\"total_s\": %.9g}",
+                v ? ", " : "", v, o->step_s, o->grad_norm_s, o->zero_grad_s, o->total_s);
+    }
+    fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
+               "\"p2p_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}}",
+            indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->dp_grad_s);
+}
+
+static void text_row(FILE *f, const char *name, const mm_pass_breakdown *b, int p)
+{
+    fprintf(f, "  %-10s %-6s", name, mm_bk_pass_names[p]);
+    for (int k = 0; k < MM_BK_KINDS; k++)
+        fprintf(f, " %10.3f", 1e3 * b->s[p][k]);
+    fprintf(f, " %10.3f\n", 1e3 * mm_pass_breakdown_pass(b, p));
+}
+
+void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk)
+{
+    fprintf(f, "  breakdown   one micro-batch on one GPU, ms (framework %s, attention %s; the run's\n"
+               "              communication, shared and overlapped, is comm_s per stage above)\n",
+            sim->fw.name, mm_attn_impl_names[sim->attn]);
+    fprintf(f, "  %-10s %-6s %10s %10s %10s %10s\n", "part", "pass", "gemm", "attention", "memory", "total");
+    const struct {
+        const char *name;
+        const mm_pass_breakdown *b;
+    } parts[] = {{"layer", &bk->layer}, {"embedding", &bk->embed}, {"head+loss", &bk->head}};
+    for (int i = 0; i < 3; i++)
+        for (int p = 0; p < 3; p++)
+            text_row(f, parts[i].name, parts[i].b, p);
+    if (bk->recompute_s > 0)
+        fprintf(f, "  %-10s %-6s %43.3f\n", "layer", "recomp", 1e3 * bk->recompute_s);
+    fprintf(f, "  comm       per layer: TP %.3f fwd, %.3f bgrad; per micro-batch: p2p %.3f; per stage: DP grads %.3f "
+               "(alone on the network)\n",
+            1e3 * bk->tp_fwd_s, 1e3 * bk->tp_bwd_s, 1e3 * bk->p2p_s, 1e3 * bk->dp_grad_s);
+    int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
+    for (int v = 0; v < n; v++) {
+        const mm_opt_breakdown *o = &bk->opt[v];
+        fprintf(f, "  optimizer  stage %d: step %.3f, grad norm %.3f, zero grad %.3f = %.3f ms\n", v, 1e3 * o->step_s,
+                1e3 * o->grad_norm_s, 1e3 * o->zero_grad_s, 1e3 * o->total_s);
+    }
+}

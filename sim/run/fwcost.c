@@ -1,0 +1,129 @@
+/* fwcost.c - a layer's kernels as the framework runs them, timed with
+ * the GPU's tables (fwcost.h).
+ * Not for: which framework or attention kernel a scenario uses (the cost
+ * bridge resolves them), communication or memory. */
+#include "run/fwcost.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "hw/compute.h"
+
+const char *const mm_bk_kind_names[] = {"gemm", "attention", "memory", NULL};
+const char *const mm_bk_pass_names[] = {"fwd", "bgrad", "wgrad", NULL};
+
+double mm_pass_breakdown_kind(const mm_pass_breakdown *b, int pass, int kind) { return b->s[pass][kind]; }
+
+double mm_pass_breakdown_pass(const mm_pass_breakdown *b, int pass)
+{
+    double t = 0;
+    for (int k = 0; k < MM_BK_KINDS; k++)
+        t += b->s[pass][k];
+    return t;
+}
+
+void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, double k)
+{
+    for (int p = 0; p < 3; p++)
+        for (int j = 0; j < MM_BK_KINDS; j++)
+            acc->s[p][j] += k * a->s[p][j];
+    acc->attn_core_fwd += k * a->attn_core_fwd;
+}
+
+/* Seconds of one kernel on the GPU: GEMMs by shape, attention by the
+ * resolved implementation's table (sequence length = geometric mean of
+ * query and key lengths), memory-bound kernels by bytes.  Empty ops (a
+ * pass with nothing to do) cost nothing. */
+static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
+{
+    const mm_gpu_spec *g = c->gpu;
+    switch (o->kind) {
+    case MM_OPK_GEMM:
+        return mm_gemm_time(g, c->dt, o->m, o->n, o->k, o->batch, o->bytes);
+    case MM_OPK_ATTN: {
+        bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
+        return mm_attn_time_impl(g, c->attn, c->dt, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k,
+                                 o->causal, bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
+    }
+    case MM_OPK_MEM:
+        return o->bytes > 0 ? mm_mem_time(g, o->bytes) : 0.0;
+    }
+    return 0.0;
+}
+
+static int kind_of(const mm_op_cost *o)
+{
+    return o->kind == MM_OPK_GEMM ? MM_BK_GEMM : o->kind == MM_OPK_ATTN ? MM_BK_ATTN : MM_BK_MEM;
+}
+
+/* A kernel, or a group of `kernels` launches, lasts at least what the host
+ * needs to issue it; an empty pass launches nothing. */
+static double floored(const mm_fw_ctx *c, double t, int kernels)
+{
+    if (!(t > 0) || !c->fw)
+        return t;
+    return fmax(t, kernels * c->fw->host_overhead_s);
+}
+
+/* The ops of the unfused attention core (llm.h: mm_llm_attn_unfused) */
+static bool is_core(const char *name)
+{
+    return name && !strncmp(name, "attn_", 5) && strcmp(name, "attn_out") && strcmp(name, "attn_layout");
+}
+
+mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int n)
+{
+    mm_pass_breakdown t;
+    memset(&t, 0, sizeof t);
+    mm_op_cost scaled[MM_FW_MAX_OPS];
+    int k = n < MM_FW_MAX_OPS ? n : MM_FW_MAX_OPS;
+    memcpy(scaled, ops, (size_t)k * sizeof *ops);
+    if (c->fw)
+        mm_framework_scale_ops(c->fw, scaled, k);
+    for (int i = 0; i < k; i++) {
+        const mm_op_cost *o = &scaled[i];
+        int kernels = c->fw ? mm_framework_op_kernels(c->fw, o->name) : 1;
+        for (int p = MM_OP_F; p <= MM_OP_W; p++) {
+            mm_op_cost x = mm_op_pass(o, (mm_op_pass_kind)p);
+            double s = floored(c, op_time(c, &x), kernels);
+            t.s[p][kind_of(&x)] += s;
+            if (p == MM_OP_F && (o->kind == MM_OPK_ATTN || is_core(o->name)))
+                t.attn_core_fwd += s;
+        }
+    }
+    return t;
+}
+
+int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops, int n, double tokens, double tn,
+                     int tp, mm_pass_breakdown *out)
+{
+    mm_op_cost x[MM_FW_MAX_OPS];
+    memset(x, 0, sizeof x);
+    bool unfused = c->attn == MM_ATTN_IMPL_UNFUSED;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int got = unfused && ops[i].kind == MM_OPK_ATTN
+                      ? mm_llm_attn_unfused(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k)
+                      : -1;
+        if (got > 0)
+            k += got;
+        else if (k < MM_FW_MAX_OPS)
+            x[k++] = ops[i];
+        else
+            return -1;
+    }
+    if (c->fw) {
+        k = mm_framework_layer_extras(c->fw, m, tokens, tn, tp, unfused, c->dtype_bytes, x, k, MM_FW_MAX_OPS);
+        if (k < 0)
+            return -1;
+    }
+    *out = mm_fw_time_ops(c, x, k);
+    return 0;
+}
+
+double mm_fw_embed_wgrad_time(const mm_fw_ctx *c, const mm_llm *m, double tokens, int tp)
+{
+    double t = tp > 0 ? tp : 1, h = (double)m->hidden;
+    double bytes = (double)m->vocab * h / t * (2.0 + 2.0 + 4.0 + 4.0) + tokens * h * 6.0;
+    return mm_mem_time(c->gpu, bytes);
+}

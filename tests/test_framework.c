@@ -1,0 +1,454 @@
+/* test_framework.c - issue 15: framework profiles (the frameworks/ folder) and
+ * what they change.  The loader refuses bad profiles with file, line and
+ * key; the profiles say what their framework's code says; the cost bridge
+ * applies them: attention kernel by profile and GPU, activation memory by
+ * kernel, gradient-reduce dtype, the measured send/recv curve, eager
+ * kernels, the optimizer phase, and a breakdown that adds up to the stage
+ * times mm_sim_run executes.  Tolerances are stated at each assertion. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hw/net.h"
+#include "model/framework.h"
+#include "run/costs.h"
+#include "run/exec.h"
+#include "run/sim.h"
+
+static const char *const profiles[] = {"megatron-core", "megatron-local", "hf-deepspeed", "fsdp"};
+
+static void load_profile(const char *name, mm_framework *fw)
+{
+    char path[256];
+    snprintf(path, sizeof path, "frameworks/%s.yaml", name);
+    mm_err err;
+    ck_assert_msg(mm_framework_load(path, fw, &err) == 0, "%s:%d: %s: %s", err.file, err.line, err.key, err.msg);
+}
+
+/* Every profile loads, names itself, and states what its code does. */
+START_TEST(profiles_say_what_the_code_does)
+{
+    mm_framework fw;
+    for (int i = 0; i < 4; i++) {
+        load_profile(profiles[i], &fw);
+        ck_assert_str_eq(fw.name, profiles[i]);
+    }
+    load_profile("megatron-core", &fw);
+    /* TE prefers cuDNN fused attention from compute capability 9.0 */
+    ck_assert_int_eq(mm_framework_attention(&fw, 8.0), MM_ATTN_IMPL_FLASH2);
+    ck_assert_int_eq(mm_framework_attention(&fw, 9.0), MM_ATTN_IMPL_CUDNN);
+    /* accumulate_allreduce_grads_in_fp32 for bf16; fp16 keeps 16 bits */
+    ck_assert_int_eq(mm_framework_grad_bytes(&fw, MM_DTYPE_BF16), 4);
+    ck_assert_int_eq(mm_framework_grad_bytes(&fw, MM_DTYPE_FP16), 2);
+    ck_assert(fw.bucket_params == 40e6 && fw.bucket_per_dp == 1e6);
+    load_profile("megatron-local", &fw);
+    ck_assert_int_eq(mm_framework_attention(&fw, 9.0), MM_ATTN_IMPL_UNFUSED);
+    ck_assert(fw.qkv_bias_separate && fw.layout_copies_fused == 4);
+    load_profile("hf-deepspeed", &fw);
+    ck_assert_int_eq(mm_framework_grad_bytes(&fw, MM_DTYPE_BF16), 2);
+    ck_assert(fw.group[MM_FW_NORM].kernels == 8 && fw.group[MM_FW_NORM].traffic == 9);
+    ck_assert(fw.host_overhead_s > 0 && !fw.zero_grad_buffer);
+    load_profile("fsdp", &fw);
+    ck_assert_int_eq(mm_framework_grad_bytes(&fw, MM_DTYPE_BF16), 4);
+    ck_assert(fw.bucket_params == 0 && fw.bucket_per_dp == 0);
+}
+END_TEST
+
+/* A copy of megatron-core.yaml with one line replaced, loaded. */
+static int load_edited(const char *from, const char *to, mm_err *err, char *tmp, size_t len)
+{
+    FILE *in = fopen("frameworks/megatron-core.yaml", "r");
+    ck_assert_ptr_nonnull(in);
+    snprintf(tmp, len, "/tmp/mmsim-fw-XXXXXX");
+    int fd = mkstemp(tmp);
+    ck_assert(fd >= 0);
+    FILE *out = fdopen(fd, "w");
+    char line[1024];
+    bool done = false;
+    while (fgets(line, sizeof line, in)) {
+        if (!done && strstr(line, from)) {
+            fputs(to, out);
+            done = true;
+        } else {
+            fputs(line, out);
+        }
+    }
+    fclose(in);
+    fclose(out);
+    ck_assert_msg(done, "no line with '%s'", from);
+    mm_framework fw;
+    int rc = mm_framework_load(tmp, &fw, err);
+    unlink(tmp);
+    return rc;
+}
+
+START_TEST(bad_profiles_are_refused_by_file_line_and_key)
+{
+    static const struct {
+        const char *from, *to, *key;
+        int line; /* 0: not checked */
+    } cases[] = {
+        {"  norm: {kernels: 1", "  nrom: {kernels: 1, traffic: 1}\n", "kernels.nrom", 0},
+        {"  sm90: cudnn", "  sm90: cudnn9\n", "attention.sm90", 0},
+        {"  sm90: cudnn", "  sm90: flash\n", "attention.sm90", 0},
+        {"  bf16: fp32", "  bf16: fp64\n", "grad_reduce.bf16", 0},
+        {"  step_bytes_per_param: 30", "  step_bytes_per_param: -1\n", "optimizer.step_bytes_per_param", 0},
+        {"  hidden_dropout: 0.1", "\n", "kernels.hidden_dropout", 0},
+        {"  rope: {kernels: 1", "  rope: {kernels: 0, traffic: 1}\n", "kernels.rope.kernels", 0},
+        {"name: megatron-core", "name: megatron-core\nspeed: fast\n", "speed", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mm_err err;
+        char tmp[64];
+        int rc = load_edited(cases[i].from, cases[i].to, &err, tmp, sizeof tmp);
+        ck_assert_msg(rc == -MM_EINPUT, "case %zu: rc %d", i, rc);
+        ck_assert_msg(!strcmp(err.key, cases[i].key), "case %zu: key '%s', expected '%s'", i, err.key, cases[i].key);
+        ck_assert_msg(!strcmp(err.file, tmp), "case %zu: file '%s'", i, err.file);
+        ck_assert_msg(err.line > 0, "case %zu: no line", i);
+    }
+}
+END_TEST
+
+static void prepare(mm_sim *sim, const char *const *extra, int n_extra)
+{
+    const char *sets[24];
+    int n = 0;
+    sets[n++] = "model=models/llama-2-7b.json";
+    sets[n++] = "workload=text";
+    sets[n++] = "parallel.vision=null";
+    sets[n++] = "cluster.nodes=1";
+    sets[n++] = "parallel.llm={tp: 1, pp: 1, dp: 8}";
+    sets[n++] = "train.global_batch=8";
+    for (int i = 0; i < n_extra; i++)
+        sets[n++] = extra[i];
+    static mm_scenario sc;
+    mm_err err;
+    mm_scenario_free(&sc);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0, "%s: %s", err.key, err.msg);
+    ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+}
+
+static int prepare_rc(const char *const *extra, int n_extra, mm_err *err)
+{
+    const char *sets[24];
+    int n = 0;
+    sets[n++] = "model=models/llama-2-7b.json";
+    sets[n++] = "workload=text";
+    sets[n++] = "parallel.vision=null";
+    sets[n++] = "cluster.nodes=1";
+    sets[n++] = "parallel.llm={tp: 1, pp: 1, dp: 8}";
+    sets[n++] = "train.global_batch=8";
+    for (int i = 0; i < n_extra; i++)
+        sets[n++] = extra[i];
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_scenario_free(&sc);
+    int rc = mm_scenario_load(&sc, NULL, sets, n, err);
+    if (!rc)
+        rc = mm_sim_prepare(&sim, &sc, err);
+    mm_sim_free(&sim);
+    return rc;
+}
+
+/* The scenario keys: train.framework names a profile (unknown: refused by
+ * key), train.attention overrides the profile, and a topology that names
+ * its tables refuses a kernel it has no table for. */
+START_TEST(scenario_keys)
+{
+    mm_err err;
+    const char *bad[] = {"train.framework=megatron-lm"};
+    ck_assert_int_eq(prepare_rc(bad, 1, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.framework");
+    const char *fa3_a100[] = {"cluster.topology=topologies/dgx-a100.yaml", "train.attention=flash3"};
+    ck_assert_int_eq(prepare_rc(fa3_a100, 2, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.attention");
+    ck_assert_ptr_nonnull(strstr(err.msg, "gpu.kernels.flash3"));
+    static mm_sim sim;
+    const char *h100[] = {"cluster.topology=topologies/dgx-h100.yaml"};
+    prepare(&sim, h100, 1);
+    ck_assert_str_eq(sim.fw.name, "megatron-core"); /* the default */
+    ck_assert_int_eq(sim.attn, MM_ATTN_IMPL_CUDNN);
+    mm_sim_free(&sim);
+    const char *a100[] = {"cluster.topology=topologies/dgx-a100.yaml"};
+    prepare(&sim, a100, 1);
+    ck_assert_int_eq(sim.attn, MM_ATTN_IMPL_FLASH2);
+    mm_sim_free(&sim);
+    const char *over[] = {"cluster.topology=topologies/dgx-h100.yaml", "train.attention=flash3"};
+    prepare(&sim, over, 2);
+    ck_assert_int_eq(sim.attn, MM_ATTN_IMPL_FLASH3);
+    mm_sim_free(&sim);
+}
+END_TEST
+
+/* Issue 15's case: Llama-2-7B, seq 4096, micro-batch 1, dp 8, distributed
+ * optimizer, no recomputation, DGX H100.  A flash/cuDNN kernel keeps no
+ * 5as^2b scores: 64.7 GiB per GPU (fits); the unfused core keeps them,
+ * 80 GiB more: 144.7 GiB (OOM).  The difference is 32 layers x 5 a s^2 b
+ * bytes = 32 x 5 x 32 x 4096^2 = 80 GiB exactly. */
+START_TEST(activation_memory_by_attention_kernel)
+{
+    const char *base[] = {"cluster.topology=topologies/dgx-h100.yaml", "parallel.llm={tp: 1, pp: 1, dp: 8}",
+                          "train.seq_len=4096", "train.micro_batch=1", "train.global_batch=64",
+                          "train.zero=1", "train.recompute=none", NULL};
+    double gib[2];
+    bool oom[2];
+    for (int u = 0; u < 2; u++) {
+        base[7] = u ? "train.attention=unfused" : "train.attention=auto";
+        static mm_sim sim;
+        prepare(&sim, base, 8);
+        mm_sim_memory mem;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
+        gib[u] = mem.peak_gib;
+        oom[u] = mem.oom;
+        mm_sim_memory_free(&mem);
+        mm_sim_free(&sim);
+    }
+    ck_assert_msg(!oom[0] && oom[1], "fused %g GiB, unfused %g GiB", gib[0], gib[1]);
+    ck_assert_msg(fabs(gib[1] - gib[0] - 80.0) < 1e-9, "difference %g GiB", gib[1] - gib[0]);
+    ck_assert_msg(fabs(gib[0] - 64.7) < 0.05, "fused %g GiB", gib[0]);
+}
+END_TEST
+
+/* DP gradients reduce in the profile's dtype: megatron-core bf16 4 bytes,
+ * hf-deepspeed 2; the bucket follows the framework. */
+START_TEST(grad_reduce_dtype)
+{
+    double bytes[2];
+    const char *fwk[] = {"train.framework=megatron-core", "train.framework=hf-deepspeed"};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"parallel.llm={tp: 1, pp: 1, dp: 8}", "train.global_batch=8", "train.zero=0", fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        bytes[i] = c.stages[0].grad_bytes;
+        ck_assert(fabs(c.stages[0].param_bytes - (double)mm_llm_params(&sim.llm) * 2) < 1);
+        if (i == 0)
+            ck_assert(fabs(c.spec.bucket_bytes - 40e6 * 4) < 1);
+        else
+            ck_assert(fabs(c.spec.bucket_bytes - 500e6 * 2) < 1);
+        mm_sim_costs_free(&c);
+        mm_sim_free(&sim);
+    }
+    ck_assert(fabs(bytes[0] - 2 * bytes[1]) < 1e-6 * bytes[0]);
+}
+END_TEST
+
+/* The measured send/recv curve (topologies/kernels/a100-nvlink-sendrecv.csv):
+ * a 25 MB activation inside a DGX A100 takes S / (0.3694 x 300 GB/s), the
+ * 128 MiB point's bandwidth (below the curve's range: clamped), 0.227 ms
+ * instead of the all-reduce bus bandwidth's 0.11; at 1 GiB 65 % of NVLink.
+ * Both network models give it (one transfer, no contention). */
+START_TEST(p2p_curve)
+{
+    mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    ck_assert(c.has_p2p_intra && c.has_p2p_inter);
+    int g[2] = {0, 1};
+    double S = 3 * 1024.0 * 4096 * 2;
+    double t = mm_net_analytic_time(&c, MM_COLL_SENDRECV, g, 2, S);
+    ck_assert_msg(fabs(t - S / (0.3694 * 300e9)) < 1e-9, "%g s", t);
+    double G = 1073741824.0;
+    ck_assert(fabs(mm_net_analytic_time(&c, MM_COLL_SENDRECV, g, 2, G) - G / (0.6503 * 300e9)) < 1e-9);
+    /* a topology without a curve keeps the wire model */
+    mm_cluster h;
+    ck_assert(mm_cluster_load("topologies/dgx-h100.yaml", 1, &h, &err) == 0);
+    ck_assert(!h.has_p2p_intra);
+    mm_group_shape s;
+    int sorted[2] = {0, 1};
+    mm_group_shape_of(&h, sorted, 2, &s);
+    ck_assert(mm_net_p2p_extra(&h, &s, S) == 0);
+}
+END_TEST
+
+/* What a framework runs: HF's eager RMSNorm, RoPE and SwiGLU move more
+ * bytes in more kernels than Transformer Engine's fused ones, so the same
+ * layer's memory-bound time is larger; GEMMs do not change. */
+START_TEST(eager_kernels_cost_more)
+{
+    mm_sim_breakdown bk[2];
+    const char *fwk[] = {"train.framework=megatron-core", "train.framework=hf-deepspeed"};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"parallel.llm={tp: 1, pp: 1, dp: 8}", "train.global_batch=8", "train.attention=flash2",
+                              fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        mm_err err;
+        ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk[i], &err), 0);
+        mm_sim_free(&sim);
+    }
+    for (int p = 0; p < 3; p++)
+        ck_assert(fabs(bk[0].layer.s[p][MM_BK_GEMM] - bk[1].layer.s[p][MM_BK_GEMM]) < 1e-12);
+    ck_assert_msg(bk[1].layer.s[MM_OP_F][MM_BK_MEM] > 2 * bk[0].layer.s[MM_OP_F][MM_BK_MEM], "hf %g vs core %g",
+                  bk[1].layer.s[MM_OP_F][MM_BK_MEM], bk[0].layer.s[MM_OP_F][MM_BK_MEM]);
+    /* megatron zeroes its fp32 grad buffer, DeepSpeed sets grads to None */
+    ck_assert(bk[0].opt[0].zero_grad_s > 0 && bk[1].opt[0].zero_grad_s == 0);
+}
+END_TEST
+
+/* The breakdown is the cost bridge's own numbers: per stage F, B, W equal
+ * layers x layer + embedding (first) + head (last), + recomputation in B,
+ * and the optimizer phase is the stage's opt_s. */
+START_TEST(breakdown_adds_up)
+{
+    const char *sets[] = {"parallel.llm={tp: 2, pp: 2, dp: 2}", "train.global_batch=16", "train.recompute=selective"};
+    static mm_sim sim;
+    prepare(&sim, sets, 3);
+    mm_err err;
+    static mm_sim_breakdown bk;
+    ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+    mm_sim_costs c;
+    ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+    ck_assert_int_eq(bk.n_stages, 2);
+    for (int v = 0; v < 2; v++) {
+        const mm_stage_cost *st = &c.stages[v];
+        double nl = st->chunks;
+        double F = nl * mm_pass_breakdown_pass(&bk.layer, MM_OP_F), W = nl * mm_pass_breakdown_pass(&bk.layer, MM_OP_W);
+        double B = nl * (mm_pass_breakdown_pass(&bk.layer, MM_OP_B) + bk.recompute_s) + W;
+        const mm_pass_breakdown *end = v == 0 ? &bk.embed : &bk.head;
+        F += mm_pass_breakdown_pass(end, MM_OP_F);
+        W += mm_pass_breakdown_pass(end, MM_OP_W);
+        B += mm_pass_breakdown_pass(end, MM_OP_B) + mm_pass_breakdown_pass(end, MM_OP_W);
+        ck_assert_msg(fabs(F - st->fwd_s) < 1e-12 && fabs(B - st->bwd_s) < 1e-12 && fabs(W - st->wgrad_s) < 1e-12,
+                      "stage %d: %g %g %g vs %g %g %g", v, F, B, W, st->fwd_s, st->bwd_s, st->wgrad_s);
+        ck_assert(fabs(bk.opt[v].total_s - st->opt_s) < 1e-15);
+    }
+    ck_assert(bk.recompute_s > 0 && bk.recompute_s == bk.layer.attn_core_fwd);
+    /* communication alone on the network: two TP all-reduces of the layer's
+     * activations forward and backward, one transfer, the DP reduction */
+    int g2[2] = {0, 1};
+    double ar = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLREDUCE, g2, 2, c.spec.tp_bytes);
+    ck_assert(fabs(bk.tp_fwd_s - 2 * ar) < 1e-15 && fabs(bk.tp_bwd_s - 2 * ar) < 1e-15);
+    ck_assert(bk.p2p_s > 0 && bk.dp_grad_s > 0);
+    mm_sim_costs_free(&c);
+    mm_sim_free(&sim);
+}
+END_TEST
+
+/* Overlap contention: rank 0 runs a 10 ms compute op while a 1 GiB DP
+ * all-reduce with rank 1 is in flight on its DP stream; with the executor's
+ * slowdown the compute takes 10 ms x (1 + 0.189) (Lee et al. 2025), without
+ * it 10 ms; a compute op that starts after the communication ended is not
+ * slowed, and the communication itself is untouched. */
+START_TEST(overlap_contention)
+{
+    mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    double comp_s[2][2], comm_s[2];
+    for (int k = 0; k < 2; k++) {
+        mm_graph g;
+        ck_assert_int_eq(mm_graph_init(&g, 2), 0);
+        for (int r = 0; r < 2; r++) {
+            int gp = r;
+            ck_assert_int_eq(mm_graph_rank_gpus(&g, r, &gp, 1), 0);
+        }
+        int gpus[2] = {0, 1};
+        int64_t cl = mm_graph_add_coll(&g, MM_COLL_ALLREDUCE, 2, 1, 1073741824.0, gpus, 2);
+        mm_op dp = {.stream = MM_STREAM_DP, .cat = MM_CAT_DP, .layer = -1, .stage = 0, .mb = -1, .coll = (int32_t)cl,
+                    .peer = -1};
+        mm_op comp = {.stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .layer = 0, .stage = 0, .mb = 0, .coll = -1,
+                      .peer = -1, .dur_s = 0.010};
+        uint32_t dps[2];
+        for (int r = 0; r < 2; r++) {
+            dp.rank = r;
+            dps[r] = (uint32_t)mm_graph_add_op(&g, &dp);
+        }
+        comp.rank = 0;
+        mm_op z = comp;
+        z.dur_s = 1e-6; /* a starts 1 us in, the all-reduce in flight */
+        ck_assert(mm_graph_add_op(&g, &z) >= 0);
+        int64_t a = mm_graph_add_op(&g, &comp);
+        int64_t b = mm_graph_add_op(&g, &comp); /* after it, and after a */
+        ck_assert(a >= 0 && b >= 0);
+        ck_assert_int_eq(mm_graph_dep(&g, dps[0], (uint32_t)b), 0);
+        ck_assert_int_eq(mm_graph_finish(&g), 0);
+        mm_engine *eng = mm_engine_alloc();
+        ck_assert_ptr_nonnull(eng);
+        mm_time *st = calloc(g.n_ops, sizeof *st), *en = calloc(g.n_ops, sizeof *en), t1;
+        mm_exec_opts o = {.overlap_slowdown = k ? MM_OVERLAP_SLOWDOWN : 0};
+        ck_assert_int_eq(mm_exec_run_opts(eng, &g, &c, MM_EXEC_NET_ANALYTIC, &o, st, en, &t1, &err), 0);
+        comp_s[k][0] = (double)(en[a] - st[a]) * 1e-9;
+        comp_s[k][1] = (double)(en[b] - st[b]) * 1e-9;
+        comm_s[k] = (double)(en[dps[0]] - st[dps[0]]) * 1e-9;
+        ck_assert(st[b] >= en[dps[0]]);
+        free(st);
+        free(en);
+        mm_engine_free(eng);
+        mm_graph_free(&g);
+    }
+    ck_assert(fabs(comp_s[0][0] - 0.010) < 1e-9 && fabs(comp_s[0][1] - 0.010) < 1e-9);
+    ck_assert_msg(fabs(comp_s[1][0] - 0.010 * 1.189) < 1e-9, "overlapped compute %g s", comp_s[1][0]);
+    ck_assert(fabs(comp_s[1][1] - 0.010) < 1e-9);
+    ck_assert(comm_s[0] == comm_s[1] && comm_s[0] > 0.001);
+}
+END_TEST
+
+/* ZeRO-3 gathers by framework: DeepSpeed fetches a Llama layer module by
+ * module (two norms, q, k, v, o, gate, up, down: 9 all-gathers, each with
+ * its latency), FSDP2 a block at once; the bytes per layer are the same. */
+START_TEST(zero3_gathers_by_framework)
+{
+    const char *fwk[] = {"train.framework=hf-deepspeed", "train.framework=fsdp"};
+    int counts[2] = {0, 0};
+    double bytes[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"train.zero=3", "train.attention=flash2", fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 3);
+        mm_metrics m;
+        mm_sim_timeline tl;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, &tl, &err), 0);
+        for (uint32_t k = 0; k < tl.graph.n_colls; k++) {
+            const mm_coll *c = &tl.graph.colls[k];
+            if (c->kind == MM_COLL_ALLGATHER && c->members == 8 && counts[i] == 0) {
+                counts[i] = c->count;
+                bytes[i] = c->bytes * c->count;
+            }
+        }
+        mm_sim_timeline_free(&tl);
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+    ck_assert_int_eq(counts[0], 9);
+    ck_assert_int_eq(counts[1], 1);
+    ck_assert(bytes[0] > 0 && fabs(bytes[0] - bytes[1]) < 1e-6 * bytes[1]);
+    mm_framework fw;
+    mm_llm m;
+    mm_err err;
+    ck_assert(mm_llm_load("models/llama-2-7b.json", &m, &err) == 0);
+    load_profile("hf-deepspeed", &fw);
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 1); /* 5e7 < one 202M-parameter layer */
+    fw.z3_prefetch_params = 1e9;                            /* stage3_max_live_parameters-sized: 4 layers */
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 4);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("framework");
+    TCase *tc = tcase_create("framework");
+    tcase_add_test(tc, profiles_say_what_the_code_does);
+    tcase_add_test(tc, bad_profiles_are_refused_by_file_line_and_key);
+    tcase_add_test(tc, scenario_keys);
+    tcase_add_test(tc, activation_memory_by_attention_kernel);
+    tcase_add_test(tc, grad_reduce_dtype);
+    tcase_add_test(tc, p2p_curve);
+    tcase_add_test(tc, eager_kernels_cost_more);
+    tcase_add_test(tc, breakdown_adds_up);
+    tcase_add_test(tc, overlap_contention);
+    tcase_add_test(tc, zero3_gathers_by_framework);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
