@@ -85,6 +85,31 @@ def plan(scenario, gpus, placements, sets, top=2, iterations=1, max_pp=16):
     return best
 
 
+def plan_vpp1(scenario, gpus, placements, sets, top=4, iterations=1, max_pp=16):
+    """The planner restricted to non-interleaved candidates (vpp 1): mmsim plan
+    enumerates, prunes and pre-scores (--top 0 --all), this keeps the vpp-1
+    candidates it estimated, and runs the best TOP by the planner's estimate
+    event by event (what plan's rescoring does).  Used for the pipeline
+    placement: DFLOP's runtime is plain 1F1B, and in this build an interleaved
+    pipeline-placement candidate can deadlock the simulation
+    (docs/reproductions.md), which aborts a whole plan."""
+    cmd = [mmsim(), "plan", path(scenario), "--no-db", "--json", "--all", "--gpus", str(gpus), "--top", "0",
+           "--iterations", str(iterations), "--placement", placements, "--max-pp", str(max_pp)] + sets_args(sets)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
+    j = json.loads(p.stdout)
+    est = sorted((r for r in j["ranked"] if r["status"] == "estimated" and r["llm"]["vpp"] == 1),
+                 key=lambda r: (r["estimate_s"], r["candidate"]))
+    best = None
+    for cand in est[:top]:
+        r = run(scenario, sets + cand["sets"] + ["iterations=%d" % iterations])
+        if ok(r) and (best is None or r["iteration_time_s"] < best["iteration_time_s"]):
+            r["layout"], r["sets"] = cand["layout"], cand["sets"]
+            best = r
+    return best or {"error": "no vpp-1 layout fits (%d estimated)" % len(est)}
+
+
 def ok(r):
     return r and "error" not in r and not r.get("oom") and r.get("iteration_time_s")
 

@@ -17,7 +17,7 @@ The systems, as mmsim runs them (the assumptions are written into each CSV):
   PyTorch 3D    the same placement, batching and rule, torch.distributed
                 without a distributed optimizer (ZeRO 0), framework fsdp
                 (torchtitan's eager kernels, which DFLOP itself builds on)
-  DFLOP         `mmsim plan --placement pipeline` (the encoder on its own GPUs
+  DFLOP         `mmsim plan --placement pipeline`, vpp 1 (common.plan_vpp1; the encoder on its own GPUs
                 as pipeline stages ahead of the LLM: DFLOP's disjoint split,
                 per-module TP/PP/DP), DFLOP's ILP batching (`balanced`),
                 framework fsdp.  mmsim's planner is not DFLOP's closed form
@@ -76,7 +76,7 @@ def layout_set(lay):
 
 
 def plan_dflop(model, batching="balanced"):
-    r = c.plan(BASE, GPUS, "pipeline", dflop_sets(model, batching))
+    r = c.plan_vpp1(BASE, GPUS, "pipeline", dflop_sets(model, batching))
     return r, r.get("layout", r.get("error", ""))
 
 
@@ -91,7 +91,8 @@ NOTES = [
     "(its comment lists what the paper leaves open and what is assumed)",
     "Megatron-LM / PyTorch 3D: homogeneous placement, sequential batching, the Megatron layout rule "
     "(least TP in 1,2,4,8 then PP in 1..16 that fits in memory, selective then full recomputation; DP the rest); ZeRO 1 / ZeRO 0",
-    "DFLOP: mmsim plan --placement pipeline (encoder on its own GPUs ahead of the LLM), batching balanced (ILP)",
+    "DFLOP: mmsim plan --placement pipeline over vpp-1 candidates (DFLOP runs plain 1F1B; the encoder on its own "
+    "GPUs ahead of the LLM), batching balanced (ILP), its top 4 by the planner's estimate simulated",
     "planner-best homogeneous: an extra comparison, not a paper baseline (mmsim plan --placement homogeneous)",
 ]
 

@@ -55,7 +55,7 @@ def layouts(extra):
     for name, pl, pol in (("DistTrain-like", "disjoint", "sequential"), ("DFLOP-like", "pipeline", "balanced"),
                           ("MegaScale-Omni", "colocated", "post-balance"),
                           ("planner-best homogeneous (extra)", "homogeneous", "sequential")):
-        r = c.plan(BASE, GPUS, pl, w + ["batching=" + pol])
+        r = (c.plan_vpp1 if pl == "pipeline" else c.plan)(BASE, GPUS, pl, w + ["batching=" + pol])
         out[name] = (r["sets"] + ["batching=" + pol]) if "sets" in r else None
         if out[name] is None:
             ERR[name] = r.get("error", "")
