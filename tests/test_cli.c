@@ -214,8 +214,9 @@ START_TEST(trace_structure)
         for (int k = 0; k < 6; k++)
             ck_assert_ptr_nonnull(fy_node_mapping_lookup_by_string(e, need[k], FY_NT));
         const char *cat = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "cat", FY_NT));
-        fwd += !strcmp(cat, "fwd");
-        bwd += !strcmp(cat, "bwd");
+        /* categories "PASS,MODULE" */
+        fwd += !strcmp(cat, "fwd,llm");
+        bwd += !strcmp(cat, "bwd,llm");
         ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "dur", FY_NT))) >= 0);
     }
     /* default: 2 stages x 16 layers x 32 micro-batches x 2 DP replicas */

@@ -14,6 +14,7 @@
 
 #include "hw/net.h"
 #include "model/framework.h"
+#include "model/memory.h"
 #include "run/costs.h"
 #include "run/exec.h"
 #include "run/sim.h"
@@ -236,6 +237,22 @@ START_TEST(grad_reduce_dtype)
         mm_sim_free(&sim);
     }
     ck_assert(fabs(bytes[0] - 2 * bytes[1]) < 1e-6 * bytes[0]);
+    /* and the gradient buffer is held in that dtype: 2 bytes less per
+     * parameter under DeepSpeed's 16-bit gradients (ZeRO-1: unsharded) */
+    double gib[2], params = 0;
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"parallel.llm={tp: 1, pp: 1, dp: 8}", "train.global_batch=8", "train.zero=1", fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        mm_sim_memory mem;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
+        gib[i] = mem.peak_gib;
+        params = (double)mm_llm_params(&sim.llm);
+        mm_sim_memory_free(&mem);
+        mm_sim_free(&sim);
+    }
+    ck_assert_msg(fabs((gib[0] - gib[1]) - 2.0 * params / MM_GIB) < 1e-6, "%g - %g GiB", gib[0], gib[1]);
 }
 END_TEST
 

@@ -74,7 +74,8 @@ static int megatron_sets(const row *r, char s[][128], const char **ptr)
     snprintf(s[n++], 128, "train.global_batch=%d", r->batch);
     snprintf(s[n++], 128, "train.seq_len=2048");
     snprintf(s[n++], 128, "train.recompute=full");
-    snprintf(s[n++], 128, "train.attention=unfused");
+    snprintf(s[n++], 128, "train.framework=megatron-local"); /* 2021's modules, unfused attention */
+    snprintf(s[n++], 128, "train.precision=fp16");
     snprintf(s[n++], 128, "train.schedule=1f1b");
     snprintf(s[n++], 128, "train.zero=1");
     snprintf(s[n++], 128, "iterations=1");

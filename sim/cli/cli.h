@@ -5,6 +5,9 @@
 #ifndef MM_CLI_H
 #define MM_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
+
 #include "util/err.h"
 
 /* Prints "mmsim: file:line: key 'k': message" to stderr and returns the exit
@@ -29,6 +32,36 @@ int mm_cli_open_db(const char *path, mm_err *err);
 /* Only the folders of mm_cli_open_db, errors left for the store's open to
  * report (for callers that open the store themselves). */
 void mm_cli_make_parent(const char *path);
+
+/* getopt_long over a subcommand's arguments, argv[0] being the command's
+ * name ("run"): `--opt=value` and `--opt value` alike, options and operands
+ * in any order (GNU permutes; operands are then argv[optind..argc-1]).
+ * Returns the option's val, -1 at the end, or '?' after printing
+ * "mmsim: <cli>: key '--opt': unknown option|needs a value (see mmsim help
+ * CMD)" (the caller returns 2).  A new argv starts a new scan. */
+int mm_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/* "mmsim: <cli>: key 'FLAG': MSG (see mmsim help CMD)" on stderr; returns 2. */
+int mm_cli_bad(const char *cmd, const char *flag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* An integer option from lo to hi, else mm_cli_bad; returns 0 or 2. */
+int mm_cli_int(const char *cmd, const char *flag, const char *v, long lo, long hi, int *out);
+
+/* Prints the usage of a command (main.c's table) on stdout; returns 0. */
+int mm_cli_help(const char *cmd);
+
+/* True when progress lines may be drawn: stderr is a terminal and the user
+ * did not ask for -q. */
+bool mm_cli_progress_ok(bool quiet);
+
+/* A status line on stderr while something long runs, when
+ * mm_cli_progress_ok(quiet): "mmsim: WHAT ... 12 s", the elapsed time
+ * redrawn twice a second, and how far when the caller says
+ * (mm_cli_status_detail); erased by mm_cli_status_stop. */
+void mm_cli_status_start(bool quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mm_cli_status_stop(void);
+/* What the status line adds after WHAT ("iteration 3 of 8"). */
+void mm_cli_status_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */

@@ -1,6 +1,14 @@
-/* cmd_collective.c - `mmsim collective`: an nccl-tests-style table of one
- * collective over a message-size sweep on a topology, under either network
- * model.  Parsing and printing only; the times come from hw/coll.h.
+/* cmd_collective.c - `mmsim collective`: one collective over a message-size
+ * sweep on a topology, under either network model, printed in nccl-tests'
+ * own output format (src/util.cu of NVIDIA/nccl-tests: `#` headers, the
+ * size/count/type/redop/root columns, out-of-place and in-place halves,
+ * the "# Avg bus bandwidth" footer) so that scripts which parse nccl-tests
+ * logs read it unchanged.  Parsing and printing only; the times come from
+ * hw/coll.h.
+ * Known limits of the imitation: the simulated in-place and out-of-place
+ * times are the same (the model has no local copy to tell them apart);
+ * #wrong is N/A (as nccl-tests prints with -c 0: nothing is checked);
+ * counts are not rounded to nccl-tests' 16-byte multiples per rank.
  * Not for: anything a program embedding libmmsim would need. */
 #include <errno.h>
 #include <math.h>
@@ -10,12 +18,10 @@
 
 #include "cli/cli.h"
 #include "hw/coll.h"
+#include "mmsim_config.h"
 #include "run/sim.h"
 
-static int bad_flag(const char *flag, const char *what, const char *val)
-{
-    return mm_cli_usage_error("collective", flag, what, val);
-}
+#define CMD "collective"
 
 /* "8", "1K", "8G", "1.5M" (powers of 1024, as nccl-tests reads -b/-e). */
 static int parse_size(const char *s, double *out)
@@ -55,89 +61,183 @@ static void note_end(mm_engine *eng, void *ctx, uint64_t arg)
     *(mm_time *)ctx = mm_engine_now(eng);
 }
 
-int mm_cli_collective(int argc, char **argv)
+typedef struct coll_opts {
+    const char *cluster, *netname;
+    int nodes, gpus, op, algo;
+    bool json, algo_column;
+    double lo, hi, factor;
+} coll_opts;
+
+enum { OPT_MIN = 256, OPT_MAX, OPT_FACTOR, OPT_NETWORK, OPT_JSON, OPT_SHOW_ALGO };
+
+static int parse_args(int argc, char **argv, coll_opts *o)
 {
-    const char *cluster = NULL, *netname = "flow";
-    int nodes = 0, gpus = 0, op = -1, algo = MM_ALGO_AUTO, json = 0;
-    double lo = 8, hi = 8.0 * 1024 * 1024 * 1024, factor = 2;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("see: mmsim help collective\n");
-            return 0;
-        }
-        if (!strcmp(a, "--json")) {
-            json = 1;
-            continue;
-        }
-        if (a[0] != '-' || a[1] != '-')
-            return bad_flag("<cli>", "unexpected argument", a);
-        if (!v)
-            return bad_flag(a, "option needs a value:", a);
-        i++;
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},          {"cluster", required_argument, NULL, 'c'},
+        {"nodes", required_argument, NULL, 'N'},   {"gpus", required_argument, NULL, 'g'},
+        {"op", required_argument, NULL, 'o'},      {"algo", required_argument, NULL, 'a'},
+        {"min", required_argument, NULL, OPT_MIN}, {"max", required_argument, NULL, OPT_MAX},
+        {"factor", required_argument, NULL, OPT_FACTOR}, {"network", required_argument, NULL, OPT_NETWORK},
+        {"json", no_argument, NULL, OPT_JSON},     {"show-algo", no_argument, NULL, OPT_SHOW_ALGO},
+        {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = mm_cli_getopt(argc, argv, "hc:N:g:o:a:b:e:f:", longopts)) != -1) {
+        const char *v = optarg;
+        double x;
         char *end;
-        if (!strcmp(a, "--cluster")) {
-            cluster = v;
-        } else if (!strcmp(a, "--nodes") || !strcmp(a, "--gpus")) {
-            long x = strtol(v, &end, 10);
-            if (*end || end == v || x < 1 || x > (1 << 22))
-                return bad_flag(a, "expects a positive integer, got", v);
-            *(a[2] == 'n' ? &nodes : &gpus) = (int)x;
-        } else if (!strcmp(a, "--op")) {
-            if ((op = lookup(mm_coll_names, v)) < 0)
-                return bad_flag(a, "unknown collective (allreduce, allgather, reducescatter, alltoall, "
-                                   "broadcast, sendrecv):", v);
-        } else if (!strcmp(a, "--algo")) {
-            if ((algo = lookup(mm_coll_algo_names, v)) < 0)
-                return bad_flag(a, "unknown algorithm (auto, ring, tree, hier, nvls):", v);
-        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
-            double x;
+        switch (c) {
+        case 'h': return mm_cli_help(CMD) - 1; /* -1: done, exit 0 */
+        case 'c': o->cluster = v; break;
+        case 'N': if (mm_cli_int(CMD, "--nodes", v, 1, 1 << 22, &o->nodes)) return 2; break;
+        case 'g': if (mm_cli_int(CMD, "--gpus", v, 1, 1 << 22, &o->gpus)) return 2; break;
+        case 'o':
+            if ((o->op = lookup(mm_coll_names, v)) < 0)
+                return mm_cli_bad(CMD, "--op", "unknown collective (allreduce, allgather, reducescatter, alltoall, "
+                                               "broadcast, sendrecv): '%s'", v);
+            break;
+        case 'a':
+            if ((o->algo = lookup(mm_coll_algo_names, v)) < 0)
+                return mm_cli_bad(CMD, "--algo", "unknown algorithm (auto, ring, tree, hier, nvls): '%s'", v);
+            break;
+        case 'b': case OPT_MIN: case 'e': case OPT_MAX:
             if (parse_size(v, &x) || x < 1)
-                return bad_flag(a, "expects a size such as 8, 64K, 8G; got", v);
-            *(a[3] == 'i' ? &lo : &hi) = x;
-        } else if (!strcmp(a, "--factor")) {
-            double x = strtod(v, &end);
+                return mm_cli_bad(CMD, c == 'b' || c == OPT_MIN ? "--min" : "--max",
+                                  "expects a size such as 8, 64K, 8G; got '%s'", v);
+            *(c == 'b' || c == OPT_MIN ? &o->lo : &o->hi) = x;
+            break;
+        case 'f': case OPT_FACTOR:
+            x = strtod(v, &end);
             if (*end || end == v || !(x > 1))
-                return bad_flag(a, "expects a number above 1, got", v);
-            factor = x;
-        } else if (!strcmp(a, "--network")) {
+                return mm_cli_bad(CMD, "--factor", "expects a number above 1, got '%s'", v);
+            o->factor = x;
+            break;
+        case OPT_NETWORK:
             if (lookup(mm_net_model_names, v) < 0)
-                return bad_flag(a, "expects flow or analytic, got", v);
-            netname = v;
-        } else {
-            return bad_flag(a, "unknown option", a);
+                return mm_cli_bad(CMD, "--network", "expects flow or analytic, got '%s'", v);
+            o->netname = v;
+            break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_SHOW_ALGO: o->algo_column = true; break;
+        default: return 2;
         }
     }
-    if (!cluster)
-        return bad_flag("--cluster", "is required", "");
-    if (op < 0)
-        return bad_flag("--op", "is required", "");
-    if (lo > hi)
-        return bad_flag("--min", "is above --max", "");
+    if (optind < argc)
+        return mm_cli_bad(CMD, "<cli>", "unexpected argument '%s'", argv[optind]);
+    if (!o->cluster)
+        return mm_cli_bad(CMD, "--cluster", "is required");
+    if (o->op < 0)
+        return mm_cli_bad(CMD, "--op", "is required");
+    if (o->lo > o->hi)
+        return mm_cli_bad(CMD, "--min", "is above --max");
+    return 0;
+}
+
+/* nccl-tests' number field (util.cu getFloatStr): the most decimals that
+ * fit the width. */
+static void float_str(double v, int width, char *out, size_t len)
+{
+    for (int prec = 2; prec >= 0; prec--)
+        if (snprintf(out, len, "%*.*f", width, prec, v) <= width)
+            return;
+    snprintf(out, len, width >= 7 ? "%*.1e" : "%*.0e", width, v);
+}
+
+/* Elements per rank as nccl-tests counts them (4-byte floats): the whole
+ * buffer for all-reduce, broadcast, send/recv; a rank's share otherwise. */
+static double elements(int op, double bytes, int gpus)
+{
+    double e = floor(bytes / 4);
+    return op == MM_COLL_ALLGATHER || op == MM_COLL_REDUCESCATTER || op == MM_COLL_ALLTOALL ? floor(e / gpus) : e;
+}
+
+static void print_header(const coll_opts *o, const mm_cluster *c, int gpus)
+{
+    int op = o->op;
+    printf("# nccl-tests output format, simulated by mmsim %s (no GPU ran this)\n", MMSIM_VERSION);
+    printf("# Collective test starting: mmsim collective --op %s\n", mm_coll_names[op]);
+    printf("# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %g(factor) warmup iters: 0 iters: 1 "
+           "agg iters: 1 validation: 0 graph: 0\n", gpus, o->lo, o->hi, o->factor);
+    printf("#\n# mmsim: %s on %d GPUs of %s (%d x %d), network %s, algo %s\n", mm_coll_names[op], gpus, c->name,
+           c->nodes, c->gpus_per_node, o->netname, mm_coll_algo_names[o->algo]);
+    printf("# mmsim: busbw = algbw x %.4f (nccl-tests' bus factor for %s); in-place = out-of-place "
+           "(no local copy is modeled)\n", mm_coll_bus_factor((mm_coll_kind)op, gpus), mm_coll_names[op]);
+    printf("#\n");
+    printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "",
+           "", "");
+    printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s%s\n", "size", "count", "type", "redop",
+           "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", o->algo_column ? "  algo" : "");
+    printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+/* redop and root as nccl-tests' tests pass them (sum for the reducing
+ * ones and send/recv, none otherwise; root 0 for broadcast, else -1). */
+static void print_row(int op, double bytes, int gpus, double t_us, double alg, double bus, const char *algo)
+{
+    static const char *const redop[] = {"sum", "none", "sum", "none", "none", "sum"};
+    char ts[16], as[16], bs[16];
+    float_str(t_us, 7, ts, sizeof ts);
+    float_str(alg, 6, as, sizeof as);
+    float_str(bus, 6, bs, sizeof bs);
+    printf("%12.0f  %12.0f  %8s  %6s  %6d", bytes, elements(op, bytes, gpus), "float", redop[op],
+           op == MM_COLL_BROADCAST ? 0 : -1);
+    for (int half = 0; half < 2; half++)
+        printf("  %7s  %6s  %6s    N/A", ts, as, bs);
+    if (algo)
+        printf("  %s", algo);
+    printf("\n");
+}
+
+/* The algorithm chosen per size, as ranges: "ring 8..1048576, nvls 2097152..". */
+typedef struct algo_runs {
+    char text[1024];
+    const char *last;
+    double from, to;
+} algo_runs;
+
+static void runs_flush(algo_runs *r)
+{
+    if (!r->last)
+        return;
+    size_t n = strlen(r->text);
+    snprintf(r->text + n, sizeof r->text - n, "%s%s %.0f-%.0f B", n ? ", " : "", r->last, r->from, r->to);
+}
+
+static void runs_add(algo_runs *r, const char *algo, double bytes)
+{
+    if (r->last && !strcmp(r->last, algo)) {
+        r->to = bytes;
+        return;
+    }
+    runs_flush(r);
+    r->last = algo;
+    r->from = r->to = bytes;
+}
+
+int mm_cli_collective(int argc, char **argv)
+{
+    coll_opts o = {.netname = "flow", .op = -1, .algo = MM_ALGO_AUTO, .lo = 8,
+                   .hi = 8.0 * 1024 * 1024 * 1024, .factor = 2};
+    int prc = parse_args(argc, argv, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     char path[1024];
-    mm_sim_resolve_path(cluster, NULL, path, sizeof path);
+    mm_sim_resolve_path(o.cluster, NULL, path, sizeof path);
     mm_err err;
     mm_err_clear(&err);
     mm_cluster c;
-    if (mm_cluster_load(path, nodes, &c, &err))
+    if (mm_cluster_load(path, o.nodes, &c, &err))
         return mm_cli_fail(&err);
-    int total = mm_cluster_gpus(&c);
+    int op = o.op, total = mm_cluster_gpus(&c), gpus = o.gpus;
     if (gpus == 0)
         gpus = op == MM_COLL_SENDRECV ? 2 : total;
-    if (gpus > total) {
-        char v[64];
-        snprintf(v, sizeof v, "%d", gpus);
-        return bad_flag("--gpus", "exceeds the cluster's GPUs (use --nodes), got", v);
-    }
+    if (gpus > total)
+        return mm_cli_bad(CMD, "--gpus", "exceeds the cluster's %d GPUs (use --nodes), got %d", total, gpus);
     if (op == MM_COLL_SENDRECV && gpus != 2)
-    {
-        char v[64];
-        snprintf(v, sizeof v, "%d", gpus);
-        return bad_flag("--gpus", "send/recv runs between 2 GPUs; got", v);
-    }
+        return mm_cli_bad(CMD, "--gpus", "send/recv runs between 2 GPUs; got %d", gpus);
     int *g = malloc((size_t)gpus * sizeof *g);
     mm_engine *eng = mm_engine_alloc();
-    mm_net_model model = (mm_net_model)lookup(mm_net_model_names, netname);
+    mm_net_model model = (mm_net_model)lookup(mm_net_model_names, o.netname);
     mm_network *net = g && eng ? mm_network_alloc(&c, eng, model, &err) : NULL;
     if (!net) {
         if (err.code == MM_OK)
@@ -152,26 +252,21 @@ int mm_cli_collective(int argc, char **argv)
         g[i] = i;
     if (op == MM_COLL_SENDRECV)
         g[1] = c.nodes > 1 ? (c.nodes - 1) * c.gpus_per_node : 1;
-    if (!json) {
-        printf("# mmsim collective: %s on %d GPUs of %s (%d x %d), network %s, algo %s\n",
-               mm_coll_names[op], gpus, c.name, c.nodes, c.gpus_per_node, netname,
-               mm_coll_algo_names[algo]);
-        printf("# busbw = algbw x %.4f (nccl-tests' bus factor for %s)\n",
-               mm_coll_bus_factor((mm_coll_kind)op, gpus), mm_coll_names[op]);
-        printf("%14s %12s %10s %10s  %s\n", "size (B)", "time (us)", "algbw", "busbw", "algo");
-        printf("%14s %12s %10s %10s\n", "", "", "(GB/s)", "(GB/s)");
-    } else {
+    if (o.json)
         printf("{\"rows\":[");
-    }
+    else
+        print_header(&o, &c, gpus);
     int rc = 0, row = 0;
-    for (double S = lo; S <= hi * (1 + 1e-12); S *= factor) {
+    double bus_sum = 0;
+    algo_runs runs = {.text = ""};
+    for (double S = o.lo; S <= o.hi * (1 + 1e-12); S *= o.factor) {
         double bytes = floor(S);
-        mm_coll_req req = {.kind = (mm_coll_kind)op, .algo = (mm_coll_algo)algo, .gpus = g,
+        mm_coll_req req = {.kind = (mm_coll_kind)op, .algo = (mm_coll_algo)o.algo, .gpus = g,
                            .n = gpus, .bytes = bytes, .count = 1};
         mm_time t0 = mm_engine_now(eng), t1 = -1;
         mm_coll_algo used = MM_ALGO_RING;
         if (mm_network_start(net, &req, note_end, &t1, 0, &used, &err)) {
-            if (json)
+            if (o.json)
                 printf("]}\n");
             rc = mm_cli_fail(&err);
             break;
@@ -179,20 +274,29 @@ int mm_cli_collective(int argc, char **argv)
         mm_engine_run(eng);
         double t = (double)(t1 - t0) * 1e-9;
         /* all-to-all and send/recv have one algorithm: direct transfers */
-        const char *aname = op == MM_COLL_ALLTOALL || op == MM_COLL_SENDRECV ? "direct"
-                                                                             : mm_coll_algo_names[used];
+        const char *aname = op == MM_COLL_ALLTOALL || op == MM_COLL_SENDRECV ? "direct" : mm_coll_algo_names[used];
         double alg = t > 0 ? bytes / t / 1e9 : INFINITY;
         double bus = alg * mm_coll_bus_factor((mm_coll_kind)op, gpus);
-        if (json)
+        if (o.json)
             printf("%s{\"bytes\":%.0f,\"time_us\":%.6g,\"algbw_gbps\":%.6g,\"busbw_gbps\":%.6g,"
                    "\"algo\":\"%s\"}",
                    row ? "," : "", bytes, t * 1e6, alg, bus, aname);
         else
-            printf("%14.0f %12.2f %10.2f %10.2f  %s\n", bytes, t * 1e6, alg, bus, aname);
+            print_row(op, bytes, gpus, t * 1e6, alg, bus, o.algo_column ? aname : NULL);
+        runs_add(&runs, aname, bytes);
+        bus_sum += bus;
         row++;
     }
-    if (json && rc == 0)
+    if (o.json && rc == 0)
         printf("]}\n");
+    if (!o.json && rc == 0) {
+        runs_flush(&runs);
+        printf("# mmsim algorithm: %s\n", runs.text);
+        printf("# %-20s : %d %s\n", "Out of bounds values", 0, "OK");
+        /* nccl-tests averages busbw over every out-of-place and in-place row */
+        printf("# %-20s : %g \n", "Avg bus bandwidth", row ? bus_sum / row : 0.0);
+        printf("#\n# Collective test concluded: mmsim collective --op %s\n#\n", mm_coll_names[op]);
+    }
     mm_network_free(net);
     mm_engine_free(eng);
     free(g);

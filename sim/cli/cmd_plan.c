@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/report.h"
 #include "cli/cli.h"
 #include "util/limits.h"
 #include "mmsim_config.h"
@@ -43,7 +44,11 @@ const char mm_cli_plan_usage[] =
     "  --placement L    encoder placements to try, comma-separated (default all:\n"
     "                   pipeline,colocated,disjoint,homogeneous)\n"
     "  --max-pp N       largest LLM pipeline depth tried (default 32)\n"
-    "  --set KEY=VALUE  scenario override, as for mmsim run\n";
+    "  -s, --set KEY=VALUE  scenario override, as for mmsim run\n"
+    "  -q, --quiet      only the best layout and its time, on one line\n"
+    "  -v, --verbose    also every candidate with its status and reason\n"
+    "\n"
+    "A status line is drawn on stderr while it plans, when stderr is a terminal.\n";
 
 static int bad_arg(const char *flag, const char *msg)
 {
@@ -89,190 +94,6 @@ static int parse_placements(const char *v, unsigned *mask)
 
 
 
-static void json_num(double v)
-{
-    if (isfinite(v))
-        printf("%.9g", v);
-    else
-        printf("null");
-}
-
-/* The kind of a pruning reason: the key it names, or "memory" for OOM. */
-static void reason_kind(const char *r, char *out, size_t len)
-{
-    const char *k = r ? strstr(r, "key '") : NULL;
-    if (r && !strncmp(r, "OOM", 3)) {
-        snprintf(out, len, "memory (OOM)");
-    } else if (k) {
-        k += 5;
-        const char *e = strchr(k, '\'');
-        snprintf(out, len, "%.*s", e ? (int)(e - k) : (int)strlen(k), k);
-    } else {
-        snprintf(out, len, "other");
-    }
-}
-
-typedef struct reason_count {
-    char kind[64];
-    size_t n;
-} reason_count;
-
-static int cmp_count(const void *a, const void *b)
-{
-    const reason_count *x = a, *y = b;
-    if (x->n != y->n)
-        return x->n > y->n ? -1 : 1;
-    return strcmp(x->kind, y->kind);
-}
-
-static int count_reasons(const mm_plan *p, reason_count *rc, int cap)
-{
-    int n = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        if (p->c[i].status != MM_CAND_PRUNED)
-            continue;
-        char kind[64];
-        reason_kind(p->c[i].reason, kind, sizeof kind);
-        int j = 0;
-        while (j < n && strcmp(rc[j].kind, kind))
-            j++;
-        if (j == n) {
-            if (n == cap)
-                continue;
-            snprintf(rc[n].kind, sizeof rc[n].kind, "%s", kind);
-            rc[n++].n = 0;
-        }
-        rc[j].n++;
-    }
-    qsort(rc, (size_t)n, sizeof *rc, cmp_count);
-    return n;
-}
-
-/* Simulated time of the next simulated candidate over this one's, - 1. */
-static double margin(const mm_plan *p, size_t i)
-{
-    if (p->c[i].status != MM_CAND_SIMULATED || i + 1 >= p->n || p->c[i + 1].status != MM_CAND_SIMULATED)
-        return NAN;
-    return p->c[i + 1].sim_s / p->c[i].sim_s - 1;
-}
-
-static void print_dims(const char *name, const mm_plan_dims *d, int llm)
-{
-    printf("\"%s\": {\"tp\": %d, \"pp\": %d, ", name, d->tp, d->pp);
-    if (llm)
-        printf("\"vpp\": %d, \"cp\": %d, ", d->vpp, d->cp);
-    printf("\"dp\": %d", d->dp);
-    if (llm)
-        printf(", \"ep\": %d", d->ep);
-    printf("}");
-}
-
-static void print_cand_json(const mm_plan *p, size_t i)
-{
-    const mm_plan_cand *c = &p->c[i];
-    printf("    {\"rank\": ");
-    if (c->rank)
-        printf("%d", c->rank);
-    else
-        printf("null");
-    printf(", \"candidate\": %d, \"status\": \"%s\", \"layout\": ", c->index, mm_cand_status_names[c->status]);
-    mm_cli_json_string(c->layout);
-    printf(", \"placement\": ");
-    if (c->placement >= 0)
-        mm_cli_json_string(mm_placement_names[c->placement]);
-    else
-        printf("null");
-    printf(", \"encoder_gpus\": %d, ", c->enc_gpus);
-    print_dims("llm", &c->llm, 1);
-    printf(", ");
-    if (c->placement >= 0 && c->placement != MM_PLACE_HOMOGENEOUS)
-        print_dims("vision", &c->vision, 0);
-    else
-        printf("\"vision\": null");
-    printf(", \"micro_batch\": %d, \"micro_batches\": ", c->micro_batch);
-    if (c->micro_batches)
-        printf("%d", c->micro_batches);
-    else
-        printf("null");
-    printf(", \"recompute\": \"%s\", \"zero\": %d, \"schedule\": \"%s\"", mm_recompute_names[c->recompute], c->zero,
-           mm_schedule_names[c->schedule]);
-    printf(", \"estimate_s\": ");
-    json_num(c->est_s);
-    printf(", \"estimate_tflops_per_gpu\": ");
-    json_num(c->est_tflops);
-    printf(", \"iteration_time_s\": ");
-    json_num(c->sim_s);
-    printf(", \"tokens_per_s\": ");
-    json_num(c->sim_tokens_s);
-    printf(", \"tflops_per_gpu\": ");
-    json_num(c->status == MM_CAND_SIMULATED ? c->sim_tflops : NAN);
-    printf(", \"mfu\": ");
-    json_num(c->status == MM_CAND_SIMULATED ? c->sim_mfu : NAN);
-    printf(", \"peak_memory_gib\": ");
-    json_num(c->status == MM_CAND_SIMULATED ? c->sim_mem_gib : c->mem_gib);
-    printf(", \"margin\": ");
-    json_num(margin(p, i));
-    printf(", \"run_id\": ");
-    if (c->run_id > 0)
-        printf("%lld", (long long)c->run_id);
-    else
-        printf("null");
-    printf(", \"reason\": ");
-    if (c->reason)
-        mm_cli_json_string(c->reason);
-    else
-        printf("null");
-    size_t need = mm_plan_cand_sets_json(c, NULL, 0) + 1;
-    char *sets = malloc(need);
-    if (sets)
-        mm_plan_cand_sets_json(c, sets, need);
-    printf(", \"sets\": %s}", sets ? sets : "null");
-    free(sets);
-}
-
-static void print_json(const mm_plan *p, const char *db, int all)
-{
-    printf("{\n  \"mmsim_version\": \"%s\",\n  \"scenario\": ", MMSIM_VERSION);
-    mm_cli_json_string(p->base_source);
-    printf(",\n  \"model\": ");
-    mm_cli_json_string(p->model);
-    printf(",\n  \"gpus\": %d,\n  \"nodes\": %d,\n  \"gpus_per_node\": %d,\n  \"has_encoder\": %s,\n"
-           "  \"top_k\": %d,\n  \"iterations\": %d,\n  \"db\": ",
-           p->gpus, p->nodes, p->gpus_per_node, p->has_encoder ? "true" : "false", p->top_k, p->iterations);
-    if (db)
-        mm_cli_json_string(db);
-    else
-        printf("null");
-    printf(",\n  \"plan_id\": ");
-    if (p->plan_id > 0)
-        printf("%lld", (long long)p->plan_id);
-    else
-        printf("null");
-    printf(",\n  \"candidates\": %zu,\n  \"pruned\": %zu,\n  \"oom\": %zu,\n  \"estimated\": %zu,\n"
-           "  \"simulated\": %zu,\n  \"failed\": %zu,\n",
-           p->n, p->pruned, p->oom, p->estimated, p->simulated, p->failed);
-    printf("  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ", p->estimate_s);
-    json_num(p->estimate_s > 0 ? (double)p->n / p->estimate_s : NAN);
-    printf(",\n  \"simulate_wall_s\": %.6f,\n  \"wall_s\": %.6f,\n  \"pruned_by\": [", p->simulate_s, p->wall_s);
-    reason_count rc[64];
-    int nr = count_reasons(p, rc, 64);
-    for (int i = 0; i < nr; i++) {
-        printf("%s{\"reason\": ", i ? ", " : "");
-        mm_cli_json_string(rc[i].kind);
-        printf(", \"count\": %zu}", rc[i].n);
-    }
-    printf("],\n  \"ranked\": [");
-    size_t shown = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        const mm_plan_cand *c = &p->c[i];
-        if (!all && c->status != MM_CAND_SIMULATED)
-            continue;
-        printf("%s\n", shown++ ? "," : "");
-        print_cand_json(p, i);
-    }
-    printf("%s]\n}\n", shown ? "\n  " : "");
-}
-
 static void print_table(const mm_plan *p, const char *db)
 {
     printf("mmsim %s: plan for %s on %d GPUs (%d nodes x %d), scenario %s\n", MMSIM_VERSION, p->model, p->gpus,
@@ -283,8 +104,8 @@ static void print_table(const mm_plan *p, const char *db)
            p->failed);
     printf("  host time: pre-scoring %.2f s (%.0f candidates/s), event-level %.2f s, total %.2f s\n",
            p->estimate_s, p->estimate_s > 0 ? (double)p->n / p->estimate_s : 0.0, p->simulate_s, p->wall_s);
-    reason_count rc[64];
-    int nr = count_reasons(p, rc, 64);
+    mm_reason_count rc[64];
+    int nr = mm_plan_count_reasons(p, rc, 64);
     if (nr) {
         printf("  pruned by:");
         for (int i = 0; i < nr && i < 8; i++)
@@ -305,7 +126,7 @@ static void print_table(const mm_plan *p, const char *db)
             printf("  %4s  %-*s %8.3f  failed: %s\n", "-", w, c->layout, c->est_s, c->reason ? c->reason : "");
             continue;
         }
-        double mg = margin(p, i);
+        double mg = mm_plan_margin(p, i);
         char mgs[16] = "";
         if (isfinite(mg))
             snprintf(mgs, sizeof mgs, "%+.1f%%", 100 * mg);
@@ -331,58 +152,76 @@ static void print_table(const mm_plan *p, const char *db)
         printf("\n  stored as plan %lld in %s (tables plans, plan_candidates)\n", (long long)p->plan_id, db);
 }
 
+/* -q: the winner on one line. */
+static void print_best(const mm_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->c[i].rank == 1) {
+            const mm_plan_cand *c = &p->c[i];
+            printf("%s  %.6g s\n", c->layout, c->status == MM_CAND_SIMULATED ? c->sim_s : c->est_s);
+            return;
+        }
+    printf("no layout fits\n");
+}
+
+/* -v: every candidate with its status and, when pruned or failed, why. */
+static void print_all(const mm_plan *p)
+{
+    printf("\n  every candidate (enumeration index, status, layout, reason):\n");
+    for (size_t i = 0; i < p->n; i++) {
+        const mm_plan_cand *c = &p->c[i];
+        printf("  %5d %-9s %s%s%s\n", c->index, mm_cand_status_names[c->status], c->layout, c->reason ? "  " : "",
+               c->reason ? c->reason : "");
+    }
+}
+
 int mm_cli_plan(int argc, char **argv)
 {
     const char *sets[MAX_SETS];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     mm_plan_opts o = {.top_k = 8, .jobs = ncpu > 0 ? (int)ncpu : 1, .db = DEFAULT_DB, .version = MMSIM_VERSION};
-    int json = 0, all = 0, no_db = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(mm_cli_plan_usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--all")) {
-            all = 1;
-        } else if (!strcmp(a, "--no-db")) {
-            no_db = 1;
-        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--top") || !strcmp(a, "--iterations") ||
-                   !strcmp(a, "--jobs") || !strcmp(a, "--max-pp") || !strcmp(a, "--db") ||
-                   !strcmp(a, "--placement") || !strcmp(a, "--set")) {
-            if (i + 1 >= argc)
-                return bad_arg(a, "needs a value");
-            const char *v = argv[++i];
-            int rc = 0;
-            if (!strcmp(a, "--gpus"))
-                rc = parse_int(a, v, 1, 1 << 24, &o.gpus);
-            else if (!strcmp(a, "--top"))
-                rc = parse_int(a, v, 0, 100000, &o.top_k);
-            else if (!strcmp(a, "--iterations"))
-                rc = parse_int(a, v, 1, MM_LIMIT_ITERATIONS, &o.iterations); /* util/limits.h */
-            else if (!strcmp(a, "--jobs"))
-                rc = parse_int(a, v, 1, 4096, &o.jobs);
-            else if (!strcmp(a, "--max-pp"))
-                rc = parse_int(a, v, 1, 4096, &o.max_pp);
-            else if (!strcmp(a, "--placement"))
-                rc = parse_placements(v, &o.placements);
-            else if (!strcmp(a, "--db"))
-                o.db = v;
-            else if (o.n_sets == MAX_SETS)
-                rc = bad_arg(a, "at most 256 overrides");
+    int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0;
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
+        {"all", no_argument, NULL, 'A'},           {"no-db", no_argument, NULL, 'N'},
+        {"gpus", required_argument, NULL, 'g'},    {"top", required_argument, NULL, 't'},
+        {"iterations", required_argument, NULL, 'i'}, {"jobs", required_argument, NULL, 'j'},
+        {"max-pp", required_argument, NULL, 'p'},  {"db", required_argument, NULL, 'd'},
+        {"placement", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 's'},
+        {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0}};
+    int c, rc = 0;
+    while (rc == 0 && (c = mm_cli_getopt(argc, argv, "hg:j:s:qv", longopts)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+        case 'h': return mm_cli_help("plan");
+        case 'J': json = 1; break;
+        case 'A': all = 1; break;
+        case 'N': no_db = 1; break;
+        case 'q': quiet = 1; break;
+        case 'v': verbose = 1; break;
+        case 'g': rc = parse_int("--gpus", v, 1, 1 << 24, &o.gpus); break;
+        case 't': rc = parse_int("--top", v, 0, 100000, &o.top_k); break;
+        case 'i': rc = parse_int("--iterations", v, 1, MM_LIMIT_ITERATIONS, &o.iterations); break; /* util/limits.h */
+        case 'j': rc = parse_int("--jobs", v, 1, 4096, &o.jobs); break;
+        case 'p': rc = parse_int("--max-pp", v, 1, 4096, &o.max_pp); break;
+        case 'P': rc = parse_placements(v, &o.placements); break;
+        case 'd': o.db = v; break;
+        case 's':
+            if (o.n_sets == MAX_SETS)
+                rc = bad_arg("--set", "at most 256 overrides");
             else
                 sets[o.n_sets++] = v;
-            if (rc)
-                return rc;
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg(a, "unknown option");
-        } else if (!o.scenario) {
-            o.scenario = a;
-        } else {
-            return bad_arg(a, "more than one scenario given");
+            break;
+        default: return 2;
         }
     }
+    if (rc)
+        return rc;
+    if (optind < argc)
+        o.scenario = argv[optind++];
+    if (optind < argc)
+        return bad_arg(argv[optind], "more than one scenario given");
     o.sets = sets;
     if (no_db)
         o.db = NULL;
@@ -391,12 +230,20 @@ int mm_cli_plan(int argc, char **argv)
     if (o.db && mm_cli_open_db(o.db, &err))
         return mm_cli_fail(&err);
     mm_plan p;
-    if (mm_plan_run(&o, &p, &err))
+    /* a status line while it plans, on a terminal only */
+    mm_cli_status_start(quiet || json, "planning (enumerate, prune, pre-score, simulate the best %d)", o.top_k);
+    int prc = mm_plan_run(&o, &p, &err);
+    mm_cli_status_stop();
+    if (prc)
         return mm_cli_fail(&err);
     if (json)
-        print_json(&p, o.db, all);
+        mm_report_plan_json(stdout, &p, o.db, all);
+    else if (quiet)
+        print_best(&p);
     else
         print_table(&p, o.db);
+    if (verbose && !json)
+        print_all(&p);
     mm_plan_free(&p);
     return 0;
 }

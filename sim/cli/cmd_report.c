@@ -179,28 +179,23 @@ int mm_cli_report(int argc, char **argv)
     const char *path = NULL, *sweep = NULL;
     char *mlist = NULL;
     int csv = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("see: mmsim help report\n");
-            return 0;
-        } else if (!strcmp(a, "--csv")) {
-            csv = 1;
-        } else if (!strcmp(a, "--sweep") || !strcmp(a, "--metrics")) {
-            if (i + 1 >= argc)
-                return bad_arg("option needs a value:", a);
-            if (!strcmp(a, "--sweep"))
-                sweep = argv[++i];
-            else
-                mlist = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg("unknown option", a);
-        } else if (!path) {
-            path = a;
-        } else {
-            return bad_arg("more than one database given; extra", a);
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'}, {"csv", no_argument, NULL, 'c'},
+        {"sweep", required_argument, NULL, 's'}, {"metrics", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = mm_cli_getopt(argc, argv, "h", longopts)) != -1) {
+        switch (c) {
+        case 'h': return mm_cli_help("report");
+        case 'c': csv = 1; break;
+        case 's': sweep = optarg; break;
+        case 'm': mlist = optarg; break;
+        default: return 2;
         }
     }
+    if (optind < argc)
+        path = argv[optind++];
+    if (optind < argc)
+        return bad_arg("more than one database given; extra", argv[optind]);
     if (!path)
         return bad_arg("a database is needed, e.g. mmsim report", "results/mmsim.db");
     char dflt[] = "iteration_time_s,tokens_per_s,mfu,peak_memory_gib";

@@ -222,36 +222,24 @@ int mm_cli_sweep(int argc, char **argv)
     const char *spec = NULL, *db = DEFAULT_DB;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int jobs = ncpu > 0 ? (int)ncpu : 1, json = 0, quiet = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("see: mmsim help sweep\n");
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            quiet = 1;
-        } else if (!strcmp(a, "--db") || !strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-            if (i + 1 >= argc)
-                return bad_arg("option needs a value:", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--db")) {
-                db = v;
-            } else {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || n < 1 || n > 4096)
-                    return bad_arg("--jobs takes a number of processes from 1 to 4096, not", v);
-                jobs = (int)n;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg("unknown option", a);
-        } else if (!spec) {
-            spec = a;
-        } else {
-            return bad_arg("more than one sweep file given; extra", a);
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, 'J'}, {"quiet", no_argument, NULL, 'q'},
+        {"db", required_argument, NULL, 'd'}, {"jobs", required_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = mm_cli_getopt(argc, argv, "hqj:", longopts)) != -1) {
+        switch (c) {
+        case 'h': return mm_cli_help("sweep");
+        case 'J': json = 1; break;
+        case 'q': quiet = 1; break;
+        case 'd': db = optarg; break;
+        case 'j': if (mm_cli_int("sweep", "--jobs", optarg, 1, 4096, &jobs)) return 2; break;
+        default: return 2;
         }
     }
+    if (optind < argc)
+        spec = argv[optind++];
+    if (optind < argc)
+        return bad_arg("more than one sweep file given; extra", argv[optind]);
     if (!spec)
         return bad_arg("a sweep file is needed, e.g. mmsim sweep", "sweeps/example.yaml");
 

@@ -88,74 +88,97 @@ static void json_hist(const char *key, const hist *h, bool comma)
 }
 
 
-static int stats(int argc, char **argv)
-{
-    const char *file = NULL, *model = NULL;
-    int64_t samples = 0, seed = 1, tpt = -1, tpf = -1, max_tokens = 0;
-    int json = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--model") || !strcmp(a, "--samples") || !strcmp(a, "--seed") ||
-                   !strcmp(a, "--tokens-per-tile") || !strcmp(a, "--tokens-per-frame") ||
-                   !strcmp(a, "--max-tokens")) {
-            if (i + 1 >= argc)
-                return bad_arg("option needs a value:", a);
-            const char *v = argv[++i];
-            int bad = 0;
-            if (!strcmp(a, "--model"))
-                model = v;
-            else if (!strcmp(a, "--samples"))
-                bad = parse_i64(v, 1, 100000000, &samples);
-            else if (!strcmp(a, "--seed"))
-                bad = parse_i64(v, 0, INT64_MAX, &seed);
-            else if (!strcmp(a, "--tokens-per-tile"))
-                bad = parse_i64(v, 0, 1000000, &tpt);
-            else if (!strcmp(a, "--tokens-per-frame"))
-                bad = parse_i64(v, 0, 1000000, &tpf);
-            else
-                bad = parse_i64(v, 0, INT64_MAX, &max_tokens);
-            if (bad)
-                return bad_arg("bad value for", a);
-        } else if (a[0] == '-' && a[1]) {
-            return bad_arg("unknown option", a);
-        } else if (!file) {
-            file = a;
-        } else {
-            return bad_arg("more than one file given; extra", a);
-        }
-    }
-    if (!file)
-        return bad_arg("missing", "FILE");
+typedef struct stats_opts {
+    const char *file, *model;
+    int64_t samples, seed, tpt, tpf, max_tokens;
+    int json;
+} stats_opts;
 
-    mm_err err;
-    mm_err_clear(&err);
-    /* Token model: the model's, else InternVL's 256 per 448 px tile and
-     * frame (OpenGVLab/InternVL modeling_internvl_chat.py num_image_token)
-     * and Qwen2-Audio's 25 per second (arXiv 2407.10759 Sec. 2). */
-    mm_token_model tm = {.tokens_per_tile = 256, .tokens_per_frame = 256, .tokens_per_audio_s = 25,
-                         .audio_clip_s = 30};
-    char tm_source[300] = "default: 256 per tile and frame (InternVL), 25 per audio second (Qwen2-Audio)";
+/* Returns 0, -1 for --help (done), or the exit status 2. */
+static int stats_args(int argc, char **argv, stats_opts *o)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
+        {"model", required_argument, NULL, 'm'},   {"samples", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 's'},    {"tokens-per-tile", required_argument, NULL, 't'},
+        {"tokens-per-frame", required_argument, NULL, 'f'}, {"max-tokens", required_argument, NULL, 'x'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = mm_cli_getopt(argc, argv, "h", longopts)) != -1) {
+        const char *v = optarg, *flag = "";
+        int bad = 0;
+        switch (c) {
+        case 'h': return mm_cli_help("workload") - 1;
+        case 'J': o->json = 1; break;
+        case 'm': o->model = v; break;
+        case 'n': flag = "--samples", bad = parse_i64(v, 1, 100000000, &o->samples); break;
+        case 's': flag = "--seed", bad = parse_i64(v, 0, INT64_MAX, &o->seed); break;
+        case 't': flag = "--tokens-per-tile", bad = parse_i64(v, 0, 1000000, &o->tpt); break;
+        case 'f': flag = "--tokens-per-frame", bad = parse_i64(v, 0, 1000000, &o->tpf); break;
+        case 'x': flag = "--max-tokens", bad = parse_i64(v, 0, INT64_MAX, &o->max_tokens); break;
+        default: return 2;
+        }
+        if (bad)
+            return bad_arg("bad value for", flag);
+    }
+    if (optind < argc)
+        o->file = argv[optind++];
+    if (optind < argc)
+        return bad_arg("more than one file given; extra", argv[optind]);
+    if (!o->file)
+        return bad_arg("missing", "FILE");
+    return 0;
+}
+
+/* Token model: the model's, else InternVL's 256 per 448 px tile and
+ * frame (OpenGVLab/InternVL modeling_internvl_chat.py num_image_token)
+ * and Qwen2-Audio's 25 per second (arXiv 2407.10759 Sec. 2); then the
+ * command line's overrides.  Returns 0 or -code. */
+static int token_model(const char *model, int64_t tpt, int64_t tpf, int64_t max_tokens, mm_token_model *tm,
+                       char *source, size_t len, mm_err *err)
+{
+    *tm = (mm_token_model){.tokens_per_tile = 256, .tokens_per_frame = 256, .tokens_per_audio_s = 25,
+                           .audio_clip_s = 30};
+    snprintf(source, len, "default: 256 per tile and frame (InternVL), 25 per audio second (Qwen2-Audio)");
     if (model) {
         char path[512];
         mm_sim_resolve_path(model, NULL, path, sizeof path);
         mm_model *m = malloc(sizeof *m);
         if (!m)
-            return mm_cli_fail(&(mm_err){.code = MM_EINTERNAL, .msg = "out of memory"});
-        if (mm_model_load(path, m, &err)) {
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        int rc = mm_model_load(path, m, err);
+        if (rc) {
             free(m);
-            return mm_cli_fail(&err);
+            return rc;
         }
-        mm_token_model_from_model(m, &tm);
-        snprintf(tm_source, sizeof tm_source, "from %.250s", path);
+        mm_token_model_from_model(m, tm);
+        snprintf(source, len, "from %.250s", path);
         free(m);
     }
     if (tpt >= 0)
-        tm.tokens_per_tile = tpt;
+        tm->tokens_per_tile = tpt;
     if (tpf >= 0)
-        tm.tokens_per_frame = tpf;
-    tm.max_tokens = max_tokens;
+        tm->tokens_per_frame = tpf;
+    tm->max_tokens = max_tokens;
+    return 0;
+}
+
+static int stats(int argc, char **argv)
+{
+    stats_opts o = {.seed = 1, .tpt = -1, .tpf = -1};
+    int prc = stats_args(argc, argv, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    const char *file = o.file, *model = o.model;
+    int64_t samples = o.samples, seed = o.seed, tpt = o.tpt, tpf = o.tpf, max_tokens = o.max_tokens;
+    int json = o.json;
+
+    mm_err err;
+    mm_err_clear(&err);
+    mm_token_model tm;
+    char tm_source[300];
+    if (token_model(model, tpt, tpf, max_tokens, &tm, tm_source, sizeof tm_source, &err))
+        return mm_cli_fail(&err);
 
     char path[512];
     mm_sim_resolve_path(file, NULL, path, sizeof path);
@@ -248,21 +271,14 @@ out:
 
 int mm_cli_workload(int argc, char **argv)
 {
-    if (argc < 1)
+    /* argv[0] is "workload", argv[1] the subcommand */
+    if (argc < 2)
         return bad_arg("missing subcommand; expected", "stats");
-    if (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        fputs(mm_cli_workload_usage, stdout);
-        return 0;
-    }
-    if (!strcmp(argv[0], "stats")) {
-        for (int i = 1; i < argc; i++)
-            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                fputs(mm_cli_workload_usage, stdout);
-                return 0;
-            }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+        return mm_cli_help("workload");
+    if (!strcmp(argv[1], "stats"))
         return stats(argc - 1, argv + 1);
-    }
-    return bad_arg("unknown workload subcommand", argv[0]);
+    return bad_arg("unknown workload subcommand", argv[1]);
 }
 
 const char mm_cli_workload_usage[] =

@@ -2,10 +2,18 @@
  * strings, the folder of an output file).  Not for: anything a program
  * embedding libmmsim needs. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "api/report.h"
 #include "cli/cli.h"
 #include "store/store.h"
 
@@ -24,16 +32,7 @@ int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, cons
 
 void mm_cli_json_string(const char *s)
 {
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
+    mm_json_string(stdout, s);
 }
 
 /* mkdir -p of the folder that holds `path`: every missing level, or none
@@ -80,4 +79,125 @@ int mm_cli_open_db(const char *path, mm_err *err)
     rc = mm_store_open(&st, path, err);
     mm_store_close(st);
     return rc;
+}
+
+int mm_cli_bad(const char *cmd, const char *flag, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mm_cli_usage_error(cmd, flag, msg, NULL); /* the shared formatter */
+}
+
+int mm_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+    static char **scanning;
+    if (argv != scanning) {
+        scanning = argv;
+        optind = 0; /* glibc: a full restart of the scan */
+    }
+    char so[64];
+    snprintf(so, sizeof so, ":%s", shortopts); /* ':' reports a missing value apart */
+    opterr = 0;
+    int c = getopt_long(argc, argv, so, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* the option as the user wrote it, without "=value" */
+    char flag[128];
+    const char *w = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    if (optopt && c == '?' && !(w[0] == '-' && w[1] == '-'))
+        snprintf(flag, sizeof flag, "-%c", optopt);
+    else
+        snprintf(flag, sizeof flag, "%.*s", (int)strcspn(w, "="), w);
+    const char *why = c == ':' ? "needs a value" : "unknown option";
+    for (const struct option *o = longopts; c == '?' && o && o->name; o++)
+        if (!strcmp(flag + 2, o->name) && strchr(w, '='))
+            why = "takes no value";
+    mm_cli_bad(argv[0], flag, "%s", why);
+    return '?';
+}
+
+int mm_cli_int(const char *cmd, const char *flag, const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < lo || n > hi || n > INT_MAX)
+        return mm_cli_bad(cmd, flag, "takes a whole number from %ld to %ld, not '%.60s'", lo, hi, v);
+    *out = (int)n;
+    return 0;
+}
+
+bool mm_cli_progress_ok(bool quiet)
+{
+    return !quiet && isatty(STDERR_FILENO);
+}
+
+/* The status line: a thread redraws "mmsim: WHAT ... N s" every half
+ * second until stopped.  One at a time (the CLI runs one long thing). */
+static struct {
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards detail */
+    atomic_bool running;
+    bool started;
+    char what[200], detail[64];
+    struct timespec t0;
+} status = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *status_loop(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&status.running)) {
+        struct timespec now, nap = {0, 100000000};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double s = (double)(now.tv_sec - status.t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - status.t0.tv_nsec);
+        char detail[64];
+        pthread_mutex_lock(&status.lock);
+        snprintf(detail, sizeof detail, "%s", status.detail);
+        pthread_mutex_unlock(&status.lock);
+        fprintf(stderr, "\r\033[Kmmsim: %s%s%s ... %.0f s", status.what, detail[0] ? ": " : "", detail, s);
+        fflush(stderr);
+        for (int i = 0; i < 5 && atomic_load(&status.running); i++)
+            nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+void mm_cli_status_start(bool quiet, const char *fmt, ...)
+{
+    if (status.started || !mm_cli_progress_ok(quiet))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(status.what, sizeof status.what, fmt, ap);
+    va_end(ap);
+    clock_gettime(CLOCK_MONOTONIC, &status.t0);
+    status.detail[0] = '\0';
+    atomic_store(&status.running, true);
+    status.started = pthread_create(&status.thread, NULL, status_loop, NULL) == 0;
+}
+
+void mm_cli_status_stop(void)
+{
+    if (!status.started)
+        return;
+    atomic_store(&status.running, false);
+    pthread_join(status.thread, NULL);
+    status.started = false;
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+}
+
+void mm_cli_status_detail(const char *fmt, ...)
+{
+    if (!status.started)
+        return;
+    pthread_mutex_lock(&status.lock);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(status.detail, sizeof status.detail, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&status.lock);
 }

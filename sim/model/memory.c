@@ -138,6 +138,11 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     out->optimizer = all - out->weights - out->grads;
     if (out->optimizer < 0) /* rounding across the two DP groups */
         out->optimizer = 0;
+    /* the framework's gradient buffer element (Megatron's main_grad is fp32
+     * only with accumulate_allreduce_grads_in_fp32; DeepSpeed keeps 16-bit
+     * gradients): the 4 bytes above scaled, the other states unchanged */
+    if (c->grad_bytes > 0)
+        out->grads *= c->grad_bytes / MM_BYTES_GRAD;
 
     /* ---- activations ---- */
     double per_layer = mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, c->recompute);

@@ -52,6 +52,8 @@ typedef struct mm_mem_config {
     double micro_batch;  /* sequences per micro-batch */
     double seq;          /* tokens per sequence */
     const int *layers_per_stage; /* pp entries, or NULL for an even split */
+    double grad_bytes;   /* bytes of one gradient buffer element (the
+                            framework's reduce dtype); 0: MM_BYTES_GRAD */
 } mm_mem_config;
 
 typedef struct mm_mem_rank {

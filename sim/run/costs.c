@@ -628,6 +628,7 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
         .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
         .recompute = mm_sim_mem_recompute(sim),
+        .grad_bytes = mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision),
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,

@@ -1,9 +1,16 @@
 /* trace.c - writing mm_sim_timeline as Chrome trace-event JSON
- * ("Trace Event Format", Google, 2016; timestamps in microseconds). */
+ * ("Trace Event Format", Google, 2016; timestamps in microseconds): slices,
+ * flow arrows and counter tracks (trace.h).
+ * Known limits: the in-flight count takes a micro-batch as in flight on a
+ * rank from its first forward op to its last backward op there, so with
+ * interleaving (vpp > 1) it counts a micro-batch whose chunks are only
+ * partly done as whole; the memory counter is the LLM's alone (an encoder
+ * colocated on the GPU adds its own). */
 #include "store/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Threads: the rank's streams, then its outgoing pipeline transfers. */
@@ -15,23 +22,31 @@ static int tid_of(const mm_op *op)
     return op->stream == MM_STREAM_NONE ? MM_STREAM_COUNT : op->stream;
 }
 
-int mm_trace_write(const char *path, const mm_sim_timeline *tl, mm_err *err)
+static double us(const mm_sim_timeline *tl, mm_time t)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return mm_err_set(err, MM_EINPUT, path, 0, "--trace", "cannot write: %s", strerror(errno));
-    const mm_graph *g = &tl->graph;
-    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
-    int first = 1;
+    return (double)(t - tl->t0) * 1e-3;
+}
+
+static const char *module_of(const mm_graph *g, const mm_op *op)
+{
+    return op->module < g->n_modules ? g->module_names[op->module] : "llm";
+}
+
+static void write_meta(FILE *f, const mm_graph *g)
+{
     for (int r = 0; r < g->n_ranks; r++)
         for (int t = 0; t < N_THREADS; t++) {
             if (t == 0)
                 fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}",
-                        first ? "" : ",\n", r, r);
-            first = 0;
+                        r ? ",\n" : "", r, r);
             fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
                     r, t, stream_names[t]);
         }
+}
+
+static void write_slices(FILE *f, const mm_sim_timeline *tl)
+{
+    const mm_graph *g = &tl->graph;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
         char name[96];
@@ -42,16 +57,133 @@ int mm_trace_write(const char *path, const mm_sim_timeline *tl, mm_err *err)
             snprintf(name, sizeof name, "%s s%d mb%d to rank %d", cat, op->stage, op->mb, op->peer);
         else
             snprintf(name, sizeof name, "%s s%d", cat, op->stage);
-        double ts = (double)(tl->start[i] - tl->t0) * 1e-3;
-        double dur = (double)(tl->end[i] - tl->start[i]) * 1e-3;
-        const char *module = op->module < g->n_modules ? g->module_names[op->module] : "llm";
-        fprintf(f, ",\n{\"name\":\"%s%s%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+        const char *module = module_of(g, op);
+        fprintf(f, ",\n{\"name\":\"%s%s%s\",\"cat\":\"%s,%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
                    "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"module\":\"%s\",\"stage\":%d,\"mb\":%d,\"layer\":%d}}",
-                op->module ? module : "", op->module ? " " : "", name, cat, op->rank, tid_of(op), ts, dur, module,
-                op->stage, op->mb, op->layer);
+                op->module ? module : "", op->module ? " " : "", name, cat, module, op->rank, tid_of(op),
+                us(tl, tl->start[i]), us(tl, tl->end[i]) - us(tl, tl->start[i]), module, op->stage, op->mb,
+                op->layer);
     }
+}
+
+/* One arrow per dependency between ranks (pipeline transfers) or between
+ * modules (encoder output into the LLM): from the producer's slice to the
+ * consumer's, bound to the slices that enclose the two timestamps. */
+static void write_flows(FILE *f, const mm_sim_timeline *tl)
+{
+    const mm_graph *g = &tl->graph;
+    unsigned long id = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *a = &g->ops[i];
+        for (uint32_t k = 0; k < a->nsucc; k++) {
+            uint32_t j = g->succ[a->succ_off + k];
+            const mm_op *b = &g->ops[j];
+            if (a->rank == b->rank && a->module == b->module)
+                continue;
+            const char *what = a->module != b->module ? "encoder to llm" : "pp send to recv";
+            id++;
+            fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%lu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f}",
+                    what, id, a->rank, tid_of(a), us(tl, tl->start[i]));
+            fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%lu,\"pid\":%d,"
+                       "\"tid\":%d,\"ts\":%.3f}",
+                    what, id, b->rank, tid_of(b), us(tl, tl->start[j]));
+        }
+    }
+}
+
+/* A +1 / -1 step of a rank's in-flight count. */
+typedef struct step {
+    mm_time t;
+    int rank, delta;
+} step;
+
+static int cmp_step(const void *x, const void *y)
+{
+    const step *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->delta - b->delta; /* a release before an arrival at the same time */
+}
+
+/* Counter tracks: LLM micro-batches in flight per rank, and the memory
+ * they imply.  Returns 0 or -1 (out of memory). */
+static int write_counters(FILE *f, const mm_sim_timeline *tl, const mm_trace_memory *mem)
+{
+    const mm_graph *g = &tl->graph;
+    int max_mb = -1;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].module == 0 && g->ops[i].mb > max_mb)
+            max_mb = g->ops[i].mb;
+    if (max_mb < 0)
+        return 0;
+    size_t n = (size_t)g->n_ranks * (size_t)(max_mb + 1);
+    mm_time *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
+    int *stage = malloc((size_t)g->n_ranks * sizeof *stage);
+    step *st = malloc(2 * n * sizeof *st);
+    int rc = first && last && stage && st ? 0 : -1;
+    for (size_t k = 0; !rc && k < n; k++)
+        first[k] = last[k] = -1;
+    for (int r = 0; !rc && r < g->n_ranks; r++)
+        stage[r] = -1;
+    for (uint32_t i = 0; !rc && i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        if (op->module != 0 || op->mb < 0 || (op->cat != MM_CAT_FWD && op->cat != MM_CAT_BWD))
+            continue;
+        size_t k = (size_t)op->rank * (size_t)(max_mb + 1) + (size_t)op->mb;
+        stage[op->rank] = op->stage;
+        if (op->cat == MM_CAT_FWD && (first[k] < 0 || tl->start[i] < first[k]))
+            first[k] = tl->start[i];
+        if (op->cat == MM_CAT_BWD && tl->end[i] > last[k])
+            last[k] = tl->end[i];
+    }
+    size_t ns = 0;
+    for (size_t k = 0; !rc && k < n; k++)
+        if (first[k] >= 0 && last[k] >= first[k]) {
+            int r = (int)(k / (size_t)(max_mb + 1));
+            st[ns++] = (step){first[k], r, +1};
+            st[ns++] = (step){last[k], r, -1};
+        }
+    if (!rc)
+        qsort(st, ns, sizeof *st, cmp_step);
+    int level = 0;
+    for (size_t k = 0; !rc && k < ns; k++) {
+        if (k == 0 || st[k].rank != st[k - 1].rank)
+            level = 0;
+        level += st[k].delta;
+        if (k + 1 < ns && st[k + 1].rank == st[k].rank && st[k + 1].t == st[k].t)
+            continue; /* one sample per instant */
+        int s = stage[st[k].rank];
+        fprintf(f, ",\n{\"name\":\"micro-batches in flight\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,"
+                   "\"args\":{\"llm\":%d}}",
+                st[k].rank, us(tl, st[k].t), level);
+        if (mem && s >= 0 && s < mem->n_stages)
+            fprintf(f, ",\n{\"name\":\"llm memory (GiB)\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,"
+                       "\"args\":{\"states\":%.4f,\"activations\":%.4f}}",
+                    st[k].rank, us(tl, st[k].t), mem->states_gib[s], level * mem->act_gib_per_mb[s]);
+    }
+    free(first);
+    free(last);
+    free(stage);
+    free(st);
+    return rc;
+}
+
+int mm_trace_write(const char *path, const mm_sim_timeline *tl, const mm_trace_memory *mem, mm_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return mm_err_set(err, MM_EINPUT, path, 0, "--trace", "cannot write: %s", strerror(errno));
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    write_meta(f, &tl->graph);
+    write_slices(f, tl);
+    write_flows(f, tl);
+    int rc = write_counters(f, tl, mem);
     fputs("\n]}\n", f);
     if (ferror(f) | fclose(f))
         return mm_err_set(err, MM_EINPUT, path, 0, "--trace", "write failed");
+    if (rc)
+        return mm_err_set(err, MM_EINTERNAL, path, 0, "--trace", "out of memory");
     return 0;
 }

@@ -1,0 +1,171 @@
+"""unittest suite of the Python package mmsim: the same numbers as the CLI
+(`mmsim run --no-db --json` and friends, through one JSON writer), errors
+with file, line and key, and the library's version through ctypes.
+
+Run from the repository: python3 -m unittest discover -s python/tests
+(MMSIM_EXE: the mmsim binary, default build/mmsim; MMSIM_LIB: the library).
+"""
+import ctypes
+import json
+import math
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+import mmsim  # noqa: E402
+from mmsim import _lib  # noqa: E402
+
+EXE = os.environ.get("MMSIM_EXE", os.path.join(REPO, "build", "mmsim"))
+
+# Three layouts of the default scenario (16 H100s), as --set overrides.
+LAYOUTS = [
+    {"parallel.llm": {"tp": 2, "pp": 2, "dp": 4}},
+    {"parallel.llm": {"tp": 4, "pp": 1, "dp": 4}, "train.recompute": "full"},
+    {"model": "models/llama-2-7b.json", "parallel.llm": {"tp": 1, "pp": 4, "dp": 4},
+     "train.schedule": "interleaved", "parallel.llm.vpp": 2, "iterations": 1},
+]
+
+
+def cli_json(*args):
+    out = subprocess.run([EXE] + list(args), cwd=REPO, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def cli_sets(sets):
+    args = []
+    for k, v in sets.items():
+        args += ["--set", "%s=%s" % (k, mmsim.yaml_value(v))]
+    return args
+
+
+def without_wall(d):
+    return {k: v for k, v in d.items() if not k.endswith("wall_s")}
+
+
+class SameNumbersAsCli(unittest.TestCase):
+    def test_default_scenario(self):
+        py = mmsim.run()
+        cli = cli_json("run", "--no-db", "--json")
+        self.assertEqual(without_wall(py), without_wall(cli))
+        self.assertGreater(py["iteration_time_s"], 0)
+
+    def test_three_layouts(self):
+        for sets in LAYOUTS:
+            with self.subTest(sets=sets):
+                py = mmsim.run(sets=sets)
+                cli = cli_json("run", "--no-db", "--json", *cli_sets(sets))
+                self.assertEqual(without_wall(py), without_wall(cli))
+                self.assertFalse(py["oom"])
+
+    def test_layouts_differ(self):
+        # a test that can fail: the layouts are not scored alike
+        times = {mmsim.run(sets=s)["iteration_time_s"] for s in LAYOUTS[:2]}
+        self.assertEqual(len(times), 2)
+
+    def test_getters_match_json(self):
+        with mmsim.Scenario(sets=LAYOUTS[0]) as s:
+            d = s.run()
+            for k in ("iteration_time_s", "tokens_per_s", "mfu", "peak_memory_gib", "gpus", "events"):
+                self.assertEqual(s.metric(k), d[k], k)
+            # the JSON's per-stage numbers have 9 significant digits
+            self.assertAlmostEqual(s.stage_metric(1, "busy_s") / d["stages"][1]["busy_s"], 1, delta=1e-8)
+            self.assertTrue(math.isnan(s.metric("no_such_metric")))
+            self.assertEqual(s.run(), d | {"wall_s": s.metric("wall_s")})  # deterministic rerun
+
+    def test_text_scenario(self):
+        with open(os.path.join(REPO, "tests", "data", "api-scenario.yaml")) as f:
+            text = f.read()
+        py = mmsim.run(text=text)
+        cli = cli_json("run", "tests/data/api-scenario.yaml", "--no-db", "--json")
+        self.assertEqual(without_wall(py) | {"scenario": ""}, without_wall(cli) | {"scenario": ""})
+
+    def test_model(self):
+        sets = {"parallel.llm": {"tp": 8, "pp": 1, "dp": 2}}
+        py = mmsim.model("models/llama-2-7b.json", sets=sets, seq=2048)
+        cli = cli_json("model", "models/llama-2-7b.json", "--seq", "2048", *cli_sets(sets), "--json")
+        self.assertEqual(py, cli)
+        self.assertEqual(py["params"], 6738415616)  # Llama-2-7B's published 6.74 B
+
+    def test_plan(self):
+        sets = {"model": "models/llama-2-7b.json", "iterations": 1}
+        py = mmsim.plan(sets=sets, gpus=16, top=2)
+        cli = cli_json("plan", "--gpus", "16", "--top", "2", "--no-db", "--jobs", "1", "--json", *cli_sets(sets))
+        strip = lambda p: {k: v for k, v in p.items() if not k.endswith("wall_s") and k != "prescores_per_s"}
+        self.assertEqual(strip(py), strip(cli))
+        self.assertEqual(py["simulated"], 2)
+
+
+class Errors(unittest.TestCase):
+    def test_bad_override_names_key(self):
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.run(sets={"train.recompute": "sometimes"})
+        e = cm.exception
+        self.assertEqual((e.file, e.line, e.key, e.status), ("--set", 0, "train.recompute", 2))
+
+    def test_bad_text_names_line(self):
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.run(text="model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml}\n"
+                            "train:\n  precision: fp7\n")
+        e = cm.exception
+        self.assertEqual((e.file, e.line, e.key), ("<text>", 4, "train.precision"))
+        self.assertIn("fp7", e.message)
+
+    def test_layout_rule_names_key(self):
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.run(sets={"parallel.llm.tp": 3})
+        self.assertTrue(cm.exception.key.startswith("parallel.llm"))
+
+    def test_missing_model_file(self):
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.model("models/no-such-model.json")
+        self.assertEqual(cm.exception.status, 2)
+
+    def test_bad_sets_type(self):
+        with self.assertRaises(TypeError):
+            mmsim.run(sets={"seed": object()})
+
+    def test_plan_from_text_refused(self):
+        with mmsim.Scenario(text="model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml}\n") as s:
+            with self.assertRaises(mmsim.Error):
+                s.plan(gpus=8)
+
+
+class Values(unittest.TestCase):
+    def test_yaml_values(self):
+        self.assertEqual(mmsim.yaml_value(True), "true")
+        self.assertEqual(mmsim.yaml_value(None), "null")
+        self.assertEqual(mmsim.yaml_value([2, 3, 3, 2]), "[2, 3, 3, 2]")
+        self.assertEqual(mmsim.yaml_value({"tp": 4}), '{"tp": 4}')
+        self.assertEqual(mmsim.yaml_value("full"), '"full"')
+        self.assertEqual(mmsim.yaml_value(float("inf")), ".inf")
+
+    def test_list_value(self):
+        sets = {"model": "models/llama-2-7b.json", "parallel.llm.pp": 4, "parallel.llm.tp": 2,
+                "parallel.llm.layers_per_stage": [7, 9, 9, 7], "iterations": 1}
+        py = mmsim.run(sets=sets)
+        cli = cli_json("run", "--no-db", "--json", *cli_sets(sets))
+        self.assertEqual(without_wall(py), without_wall(cli))
+
+
+class SharedLibrary(unittest.TestCase):
+    def test_mm_version_through_ctypes(self):
+        lib = ctypes.CDLL(_lib.find())
+        lib.mm_version.restype = ctypes.c_char_p
+        v = lib.mm_version().decode()
+        out = subprocess.run([EXE, "--version"], capture_output=True, text=True).stdout
+        self.assertEqual(out.strip(), "mmsim " + v)
+        self.assertEqual(mmsim.version(), v)
+
+    def test_only_the_api_is_exported(self):
+        lib = ctypes.CDLL(_lib.find())
+        self.assertTrue(hasattr(lib, "mmsim_open"))
+        self.assertFalse(hasattr(lib, "mm_sim_prepare"))  # internal: hidden
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,307 @@
+/* api.c - the C API of mmsim.h over the library's internal structs: a
+ * handle owns one scenario, the simulation prepared from it, the last
+ * metrics and the JSON strings handed out.  The JSON comes from report.c,
+ * the same writer the CLI prints with.
+ * Not for: anything the CLI needs beyond what a program embedding the
+ * library would (printing tables, exit statuses). */
+#include "api/mmsim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/report.h"
+#include "mmsim_config.h"
+
+struct mmsim {
+    mm_scenario sc;
+    mm_sim sim;
+    bool loaded;      /* sc holds a scenario */
+    bool from_text;
+    bool prepared;    /* sim was prepared from sc */
+    bool have_metrics;
+    mm_metrics m;
+    char *path;       /* the scenario file (NULL: default or text) */
+    char *text;       /* the scenario's YAML when opened from text */
+    char **sets;      /* copies of the overrides, for the planner */
+    int n_sets;
+    mm_err err;
+    char errtext[1200];
+    char *run_json, *plan_json, *model_json;
+};
+
+const char *mm_version(void)
+{
+    return MMSIM_VERSION;
+}
+
+static int fail(mmsim *h, int rc)
+{
+    mm_err_format(&h->err, h->errtext, sizeof h->errtext);
+    return rc;
+}
+
+static mmsim *open_any(const char *path, const char *text, const char *name, const char *const *sets, int n_sets)
+{
+    mmsim *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    mm_err_clear(&h->err);
+    if (n_sets < 0 || (n_sets > 0 && !sets)) {
+        mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "sets", "n_sets %d without a list of overrides", n_sets);
+        fail(h, -MM_EINPUT);
+        return h;
+    }
+    h->sets = calloc((size_t)n_sets + 1, sizeof *h->sets);
+    h->path = path ? strdup(path) : NULL;
+    bool oom = !h->sets || (path && !h->path);
+    for (int i = 0; !oom && i < n_sets; i++)
+        oom = !(h->sets[h->n_sets++] = strdup(sets[i] ? sets[i] : ""));
+    if (oom) {
+        mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+        fail(h, -MM_EINTERNAL);
+        return h;
+    }
+    h->from_text = text != NULL;
+    if (text && !(h->text = strdup(text))) {
+        mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+        fail(h, -MM_EINTERNAL);
+        return h;
+    }
+    int rc = text ? mm_scenario_load_text(&h->sc, name, text, (const char *const *)h->sets, n_sets, &h->err)
+                  : mm_scenario_load(&h->sc, path, (const char *const *)h->sets, n_sets, &h->err);
+    if (rc)
+        fail(h, rc);
+    else
+        h->loaded = true;
+    return h;
+}
+
+mmsim *mmsim_open(const char *path, const char *const *sets, int n_sets)
+{
+    return open_any(path, NULL, NULL, sets, n_sets);
+}
+
+mmsim *mmsim_open_text(const char *text, const char *name, const char *const *sets, int n_sets)
+{
+    return open_any(NULL, text ? text : "", name, sets, n_sets);
+}
+
+void mmsim_close(mmsim *h)
+{
+    if (!h)
+        return;
+    if (h->have_metrics)
+        mm_metrics_free(&h->m);
+    mm_sim_free(&h->sim);
+    mm_scenario_free(&h->sc); /* after the sim, which borrows its strings */
+    for (int i = 0; i < h->n_sets; i++)
+        free(h->sets[i]);
+    free(h->sets);
+    free(h->path);
+    free(h->text);
+    free(h->run_json);
+    free(h->plan_json);
+    free(h->model_json);
+    free(h);
+}
+
+int mmsim_status(const mmsim *h)
+{
+    return h ? h->err.code : MMSIM_EINTERNAL;
+}
+
+const char *mmsim_error_message(const mmsim *h)
+{
+    return h ? h->errtext : "no handle (out of memory)";
+}
+
+const char *mmsim_error_file(const mmsim *h)
+{
+    return h ? h->err.file : "";
+}
+
+int mmsim_error_line(const mmsim *h)
+{
+    return h ? h->err.line : 0;
+}
+
+const char *mmsim_error_key(const mmsim *h)
+{
+    return h ? h->err.key : "";
+}
+
+/* A handle whose scenario did not load keeps failing with that error. */
+static int usable(mmsim *h)
+{
+    if (!h)
+        return -MM_EINTERNAL;
+    return h->loaded ? 0 : -h->err.code;
+}
+
+/* Everything `write` prints, as one malloc'd string (NULL when out of memory). */
+typedef void (*writer)(FILE *f, const void *a, const void *b);
+
+static char *to_string(writer write, const void *a, const void *b)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    write(f, a, b);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int mmsim_run(mmsim *h)
+{
+    int rc = usable(h);
+    if (rc)
+        return rc;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    if (!h->prepared) {
+        if ((rc = mm_sim_prepare(&h->sim, &h->sc, &h->err)))
+            return fail(h, rc);
+        h->prepared = true;
+    }
+    if (h->have_metrics) {
+        mm_metrics_free(&h->m);
+        h->have_metrics = false;
+    }
+    free(h->run_json);
+    h->run_json = NULL;
+    if ((rc = mm_sim_run(&h->sim, &h->m, NULL, &h->err)))
+        return fail(h, rc);
+    h->have_metrics = true;
+    return 0;
+}
+
+static void write_run(FILE *f, const void *sim, const void *m)
+{
+    mm_report_run_json(f, sim, m, 0, NULL);
+}
+
+const char *mmsim_run_json(mmsim *h)
+{
+    if (!h || !h->have_metrics)
+        return NULL;
+    if (!h->run_json)
+        h->run_json = to_string(write_run, &h->sim, &h->m);
+    return h->run_json;
+}
+
+double mmsim_metric(const mmsim *h, const char *name)
+{
+    if (!h || !h->have_metrics || !name)
+        return NAN;
+    const mm_metrics *m = &h->m;
+    const struct {
+        const char *name;
+        double v;
+    } t[] = {
+        {"iteration_time_s", m->oom ? NAN : m->iteration_time_s},
+        {"iteration_time_p50_s", m->oom ? NAN : m->iteration_time_p50_s},
+        {"iteration_time_p99_s", m->oom ? NAN : m->iteration_time_p99_s},
+        {"tokens_per_s", m->tokens_per_s}, {"samples_per_s", m->samples_per_s},
+        {"mfu", m->mfu}, {"hfu", m->hfu},
+        {"tflops_per_gpu", m->tflops_per_gpu}, {"hw_tflops_per_gpu", m->hw_tflops_per_gpu},
+        {"bubble_fraction", m->bubble_fraction}, {"exposed_comm_s", m->exposed_comm_s},
+        {"peak_memory_gib", m->peak_memory_gib}, {"oom", m->oom ? 1 : 0},
+        {"gpus", m->gpus}, {"micro_batches", h->sim.micro_batches},
+        {"events", (double)m->events}, {"wall_s", m->wall_s},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(name, t[i].name))
+            return isfinite(t[i].v) ? t[i].v : NAN;
+    return NAN;
+}
+
+int mmsim_stage_count(const mmsim *h)
+{
+    return h && h->have_metrics ? h->m.n_stages : 0;
+}
+
+double mmsim_stage_metric(const mmsim *h, int stage, const char *name)
+{
+    if (!h || !h->have_metrics || !name || stage < 0 || stage >= h->m.n_stages)
+        return NAN;
+    const mm_stage_metrics *s = &h->m.stages[stage];
+    double v = !strcmp(name, "busy_s")       ? s->busy_s
+               : !strcmp(name, "idle_s")     ? s->idle_s
+               : !strcmp(name, "bubble_s")   ? s->bubble_s
+               : !strcmp(name, "comm_s")     ? s->comm_s
+               : !strcmp(name, "memory_gib") ? s->memory_gib
+                                             : NAN;
+    return isfinite(v) ? v : NAN;
+}
+
+static void write_plan(FILE *f, const void *p, const void *all)
+{
+    mm_report_plan_json(f, p, NULL, *(const int *)all != 0);
+}
+
+const char *mmsim_plan_json(mmsim *h, int gpus, int top_k, int iterations, int all)
+{
+    if (usable(h))
+        return NULL;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    if (h->from_text) {
+        mm_err_set(&h->err, MM_EINPUT, h->sc.source, 0, "", "a scenario opened from text cannot be planned: "
+                                                            "the planner reads the scenario file (use mmsim_open)");
+        fail(h, -MM_EINPUT);
+        return NULL;
+    }
+    mm_plan_opts o = {.scenario = h->path, .sets = (const char *const *)h->sets, .n_sets = h->n_sets,
+                      .gpus = gpus, .top_k = top_k, .iterations = iterations, .jobs = 1,
+                      .version = MMSIM_VERSION};
+    mm_plan p;
+    if (mm_plan_run(&o, &p, &h->err)) {
+        fail(h, -h->err.code);
+        return NULL;
+    }
+    free(h->plan_json);
+    h->plan_json = to_string(write_plan, &p, &all);
+    mm_plan_free(&p);
+    return h->plan_json;
+}
+
+static void write_model(FILE *f, const void *r, const void *unused)
+{
+    (void)unused;
+    mm_report_model_json(f, r);
+}
+
+const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long long images)
+{
+    if (usable(h))
+        return NULL;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    if (!model || seq < 0 || images < 0) {
+        mm_err_set(&h->err, MM_EINPUT, "<api>", 0, !model ? "model" : seq < 0 ? "seq" : "images",
+                   "needs a model file, seq >= 0 and images >= 0");
+        fail(h, -MM_EINPUT);
+        return NULL;
+    }
+    /* the handle's scenario and overrides, then model= and seq, as
+     * `mmsim model MODEL --set ...` loads them */
+    mm_model_report r;
+    const char *out = NULL;
+    if (mm_model_report_make(h->from_text ? h->sc.source : h->path, h->text, model, (const char *const *)h->sets,
+                             h->n_sets, seq, images, &r, &h->err)) {
+        fail(h, -h->err.code);
+    } else {
+        free(h->model_json);
+        h->model_json = to_string(write_model, &r, NULL);
+        out = h->model_json;
+    }
+    mm_model_report_free(&r);
+    return out;
+}

@@ -1,0 +1,302 @@
+/* report.c - the JSON objects of `mmsim run --json` and `mmsim plan --json`
+ * (report.h), written once for the CLI and the C API alike.
+ * Not for: the model report (modelreport.c) or any table for people. */
+#include "api/report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mmsim_config.h"
+
+void mm_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A top-level member: number, or null for NaN/inf. */
+static void jnum(FILE *f, const char *key, double v, int last)
+{
+    if (isfinite(v))
+        fprintf(f, "  \"%s\": %.17g%s\n", key, v, last ? "" : ",");
+    else
+        fprintf(f, "  \"%s\": null%s\n", key, last ? "" : ",");
+}
+
+static void jstr(FILE *f, const char *key, const char *v)
+{
+    fprintf(f, "  \"%s\": ", key);
+    mm_json_string(f, v);
+    fprintf(f, ",\n");
+}
+
+/* A number inside a list or an inner object (9 digits, as stored). */
+static void jval(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.9g", v);
+    else
+        fprintf(f, "null");
+}
+
+static void run_stages(FILE *f, const mm_metrics *m)
+{
+    fprintf(f, "  \"stages\": [");
+    for (int s = 0; s < m->n_stages; s++) {
+        const mm_stage_metrics *st = &m->stages[s];
+        fprintf(f, "%s{\"stage\": %d", s ? ", " : "", s);
+        const char *names[] = {"busy_s", "idle_s", "bubble_s", "comm_s", "memory_gib"};
+        const double vals[] = {st->busy_s, st->idle_s, st->bubble_s, st->comm_s, st->memory_gib};
+        for (int k = 0; k < 5; k++) {
+            fprintf(f, ", \"%s\": ", names[k]);
+            jval(f, vals[k]);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n");
+}
+
+static void run_modules(FILE *f, const mm_metrics *m)
+{
+    fprintf(f, "  \"modules\": [");
+    for (int i = 0; i < m->n_modules; i++) {
+        const mm_module_metrics *md = &m->modules[i];
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        mm_json_string(f, md->name);
+        fprintf(f, ", \"gpus\": %d, \"compute_s\": ", md->gpus);
+        jval(f, m->oom ? NAN : md->compute_s);
+        fprintf(f, ", \"memory_gib\": ");
+        jval(f, md->memory_gib);
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n");
+}
+
+void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+{
+    fprintf(f, "{\n");
+    jstr(f, "mmsim_version", MMSIM_VERSION);
+    jstr(f, "scenario", sim->sc.source);
+    jstr(f, "model", sim->llm.name);
+    jstr(f, "topology", sim->cluster.name);
+    if (run_id > 0) {
+        jstr(f, "db", db);
+        fprintf(f, "  \"run_id\": %lld,\n", (long long)run_id);
+    }
+    jnum(f, "iteration_time_s", m->oom ? NAN : m->iteration_time_s, 0);
+    jnum(f, "iteration_time_p50_s", m->oom ? NAN : m->iteration_time_p50_s, 0);
+    jnum(f, "iteration_time_p99_s", m->oom ? NAN : m->iteration_time_p99_s, 0);
+    jnum(f, "tokens_per_s", m->tokens_per_s, 0);
+    jnum(f, "samples_per_s", m->samples_per_s, 0);
+    jnum(f, "mfu", m->mfu, 0);
+    jnum(f, "hfu", m->hfu, 0);
+    jnum(f, "tflops_per_gpu", m->tflops_per_gpu, 0);
+    jnum(f, "hw_tflops_per_gpu", m->hw_tflops_per_gpu, 0);
+    jnum(f, "bubble_fraction", m->bubble_fraction, 0);
+    jnum(f, "exposed_comm_s", m->exposed_comm_s, 0);
+    jnum(f, "peak_memory_gib", m->peak_memory_gib, 0);
+    fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
+    fprintf(f, "  \"gpus\": %d,\n", m->gpus);
+    fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);
+    fprintf(f, "  \"events\": %llu,\n", (unsigned long long)m->events);
+    run_stages(f, m);
+    run_modules(f, m);
+    fprintf(f, "  \"critical_path\": [");
+    for (int i = 0; i < m->crit.n; i++) {
+        const mm_crit_entry *e = &m->crit.e[i];
+        fprintf(f, "%s{\"rank\": %d, \"stage\": %d, \"what\": ", i ? ", " : "", e->rank, e->stage);
+        mm_json_string(f, e->what);
+        fprintf(f, ", \"seconds\": %.9g, \"share\": %.6g, \"ops\": %d}", e->seconds, e->share, e->ops);
+    }
+    fprintf(f, "],\n");
+    /* the framework's per-layer breakdown (run/breakdown.c), when the
+     * layout has one */
+    mm_sim_breakdown *bk = calloc(1, sizeof *bk);
+    mm_err berr;
+    if (bk && mm_sim_get_breakdown(sim, bk, &berr) == 0) {
+        mm_sim_breakdown_write_json(f, sim, bk, "  ");
+        fprintf(f, ",\n");
+    }
+    free(bk);
+    jnum(f, "wall_s", m->wall_s, 1);
+    fprintf(f, "}\n");
+}
+
+/* ---- plan --------------------------------------------------------------- */
+
+/* The kind of a pruning reason: the key it names, or "memory" for OOM. */
+static void reason_kind(const char *r, char *out, size_t len)
+{
+    const char *k = r ? strstr(r, "key '") : NULL;
+    if (r && !strncmp(r, "OOM", 3)) {
+        snprintf(out, len, "memory (OOM)");
+    } else if (k) {
+        k += 5;
+        const char *e = strchr(k, '\'');
+        snprintf(out, len, "%.*s", e ? (int)(e - k) : (int)strlen(k), k);
+    } else {
+        snprintf(out, len, "other");
+    }
+}
+
+static int cmp_count(const void *a, const void *b)
+{
+    const mm_reason_count *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n > y->n ? -1 : 1;
+    return strcmp(x->kind, y->kind);
+}
+
+int mm_plan_count_reasons(const mm_plan *p, mm_reason_count *rc, int cap)
+{
+    int n = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->c[i].status != MM_CAND_PRUNED)
+            continue;
+        char kind[64];
+        reason_kind(p->c[i].reason, kind, sizeof kind);
+        int j = 0;
+        while (j < n && strcmp(rc[j].kind, kind))
+            j++;
+        if (j == n) {
+            if (n == cap)
+                continue;
+            snprintf(rc[n].kind, sizeof rc[n].kind, "%s", kind);
+            rc[n++].n = 0;
+        }
+        rc[j].n++;
+    }
+    qsort(rc, (size_t)n, sizeof *rc, cmp_count);
+    return n;
+}
+
+double mm_plan_margin(const mm_plan *p, size_t i)
+{
+    if (p->c[i].status != MM_CAND_SIMULATED || i + 1 >= p->n || p->c[i + 1].status != MM_CAND_SIMULATED)
+        return NAN;
+    return p->c[i + 1].sim_s / p->c[i].sim_s - 1;
+}
+
+static void print_dims(FILE *f, const char *name, const mm_plan_dims *d, int llm)
+{
+    fprintf(f, "\"%s\": {\"tp\": %d, \"pp\": %d, ", name, d->tp, d->pp);
+    if (llm)
+        fprintf(f, "\"vpp\": %d, \"cp\": %d, ", d->vpp, d->cp);
+    fprintf(f, "\"dp\": %d", d->dp);
+    if (llm)
+        fprintf(f, ", \"ep\": %d", d->ep);
+    fprintf(f, "}");
+}
+
+static void jmember(FILE *f, const char *key, double v)
+{
+    fprintf(f, ", \"%s\": ", key);
+    jval(f, v);
+}
+
+static void print_cand_json(FILE *f, const mm_plan *p, size_t i)
+{
+    const mm_plan_cand *c = &p->c[i];
+    fprintf(f, "    {\"rank\": ");
+    if (c->rank)
+        fprintf(f, "%d", c->rank);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"candidate\": %d, \"status\": \"%s\", \"layout\": ", c->index, mm_cand_status_names[c->status]);
+    mm_json_string(f, c->layout);
+    fprintf(f, ", \"placement\": ");
+    if (c->placement >= 0)
+        mm_json_string(f, mm_placement_names[c->placement]);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"encoder_gpus\": %d, ", c->enc_gpus);
+    print_dims(f, "llm", &c->llm, 1);
+    fprintf(f, ", ");
+    if (c->placement >= 0 && c->placement != MM_PLACE_HOMOGENEOUS)
+        print_dims(f, "vision", &c->vision, 0);
+    else
+        fprintf(f, "\"vision\": null");
+    fprintf(f, ", \"micro_batch\": %d, \"micro_batches\": ", c->micro_batch);
+    if (c->micro_batches)
+        fprintf(f, "%d", c->micro_batches);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"recompute\": \"%s\", \"zero\": %d, \"schedule\": \"%s\"", mm_recompute_names[c->recompute],
+            c->zero, mm_schedule_names[c->schedule]);
+    bool sim = c->status == MM_CAND_SIMULATED;
+    jmember(f, "estimate_s", c->est_s);
+    jmember(f, "estimate_tflops_per_gpu", c->est_tflops);
+    jmember(f, "iteration_time_s", c->sim_s);
+    jmember(f, "tokens_per_s", c->sim_tokens_s);
+    jmember(f, "tflops_per_gpu", sim ? c->sim_tflops : NAN);
+    jmember(f, "mfu", sim ? c->sim_mfu : NAN);
+    jmember(f, "peak_memory_gib", sim ? c->sim_mem_gib : c->mem_gib);
+    jmember(f, "margin", mm_plan_margin(p, i));
+    fprintf(f, ", \"run_id\": ");
+    if (c->run_id > 0)
+        fprintf(f, "%lld", (long long)c->run_id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"reason\": ");
+    if (c->reason)
+        mm_json_string(f, c->reason);
+    else
+        fprintf(f, "null");
+    size_t need = mm_plan_cand_sets_json(c, NULL, 0) + 1;
+    char *sets = malloc(need);
+    if (sets)
+        mm_plan_cand_sets_json(c, sets, need);
+    fprintf(f, ", \"sets\": %s}", sets ? sets : "null");
+    free(sets);
+}
+
+void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all)
+{
+    fprintf(f, "{\n  \"mmsim_version\": \"%s\",\n  \"scenario\": ", MMSIM_VERSION);
+    mm_json_string(f, p->base_source);
+    fprintf(f, ",\n  \"model\": ");
+    mm_json_string(f, p->model);
+    fprintf(f, ",\n  \"gpus\": %d,\n  \"nodes\": %d,\n  \"gpus_per_node\": %d,\n  \"has_encoder\": %s,\n"
+               "  \"top_k\": %d,\n  \"iterations\": %d,\n  \"db\": ",
+            p->gpus, p->nodes, p->gpus_per_node, p->has_encoder ? "true" : "false", p->top_k, p->iterations);
+    if (db)
+        mm_json_string(f, db);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\n  \"plan_id\": ");
+    if (p->plan_id > 0)
+        fprintf(f, "%lld", (long long)p->plan_id);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\n  \"candidates\": %zu,\n  \"pruned\": %zu,\n  \"oom\": %zu,\n  \"estimated\": %zu,\n"
+               "  \"simulated\": %zu,\n  \"failed\": %zu,\n",
+            p->n, p->pruned, p->oom, p->estimated, p->simulated, p->failed);
+    fprintf(f, "  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ", p->estimate_s);
+    jval(f, p->estimate_s > 0 ? (double)p->n / p->estimate_s : NAN);
+    fprintf(f, ",\n  \"simulate_wall_s\": %.6f,\n  \"wall_s\": %.6f,\n  \"pruned_by\": [", p->simulate_s, p->wall_s);
+    mm_reason_count rc[64];
+    int nr = mm_plan_count_reasons(p, rc, 64);
+    for (int i = 0; i < nr; i++) {
+        fprintf(f, "%s{\"reason\": ", i ? ", " : "");
+        mm_json_string(f, rc[i].kind);
+        fprintf(f, ", \"count\": %zu}", rc[i].n);
+    }
+    fprintf(f, "],\n  \"ranked\": [");
+    size_t shown = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (!all && p->c[i].status != MM_CAND_SIMULATED)
+            continue;
+        fprintf(f, "%s\n", shown++ ? "," : "");
+        print_cand_json(f, p, i);
+    }
+    fprintf(f, "%s]\n}\n", shown ? "\n  " : "");
+}

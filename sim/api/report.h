@@ -1,0 +1,87 @@
+/* report.h - the JSON (and the figures behind it) that `mmsim run --json`,
+ * `mmsim plan --json` and `mmsim model --json` print, written to any FILE:
+ * the CLI passes stdout, the C API (api.c) a memory stream, so the command
+ * line and the library give one source for each number.
+ * Internal to libmmsim (not installed): the embedding API is mmsim.h.
+ * Not for: the human-readable tables (the CLI prints those). */
+#ifndef MM_API_REPORT_H
+#define MM_API_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model/memory.h"
+#include "model/mllm.h"
+#include "plan/planner.h"
+#include "run/costs.h"
+#include "run/metrics.h"
+#include "scenario/scenario.h"
+#include "run/sim.h"
+
+/* A JSON string literal (quotes and escapes). */
+void mm_json_string(FILE *f, const char *s);
+
+/* The object `mmsim run --json` prints.  run_id > 0 adds "db" and
+ * "run_id" (the run was stored). */
+void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db);
+
+/* The object `mmsim plan --json` prints; db may be NULL; all: every
+ * candidate, pruned ones with their reason. */
+void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all);
+
+/* Pruning reasons by kind (the key a reason names, "memory (OOM)" or
+ * "other"), most frequent first; returns how many (at most cap). */
+typedef struct mm_reason_count {
+    char kind[64];
+    size_t n;
+} mm_reason_count;
+int mm_plan_count_reasons(const mm_plan *p, mm_reason_count *rc, int cap);
+
+/* Simulated time of the next simulated candidate over candidate i's, - 1
+ * (NAN when either was not simulated). */
+double mm_plan_margin(const mm_plan *p, size_t i);
+
+/* What `mmsim model` reports: the model alone (parameters, forward FLOPs
+ * at seq tokens and `images` images per sample), then the layout as
+ * `mmsim run` with the same overrides prepares it, and the cost bridge's
+ * per-stage times and memory for it. */
+typedef struct mm_model_report {
+    mm_model *model;         /* loaded (owned) */
+    mm_scenario *sc;         /* the scenario with model= and seq (owned) */
+    char path[512];          /* resolved model file */
+    char model_set[600], seq_set[64];
+    long long seq, images;
+    double llm_fwd_per_token, llm_fwd_per_sample, vision_fwd_per_tile, vision_fwd_per_sample;
+    double proj_fwd_per_sample, audio_fwd_per_clip, sample_fwd;
+    int tiles;
+    int64_t image_tokens;
+    mm_sim *sim;             /* the prepared layout (owned); NULL: none to report, note says why */
+    mm_sim_costs costs;
+    mm_sim_memory mem;
+    char note[1200];         /* why no layout: no LLM, or `mmsim run`'s refusal */
+} mm_model_report;
+
+/* Loads the model file (resolved like a scenario's paths) and reports it
+ * under the scenario `scenario` (a file, or with scenario_text non-NULL the
+ * name of that YAML text; NULL and NULL: the built-in default) with the
+ * overrides, then model=MODEL and, when seq > 0, train.seq_len=seq, as
+ * `mmsim model` does.  Free r with mm_model_report_free, also after an
+ * error.  Returns 0 or -code. */
+int mm_model_report_make(const char *scenario, const char *scenario_text, const char *model_path,
+                         const char *const *sets, int n_sets, long long seq, long long images, mm_model_report *r,
+                         mm_err *err);
+void mm_model_report_free(mm_model_report *r);
+
+/* The object `mmsim model --json` prints. */
+void mm_report_model_json(FILE *f, const mm_model_report *r);
+
+/* The memory model's figures for LLM pipeline stage `stage` under the
+ * scenario's layout (what `mmsim model` and the trace's memory counter
+ * show), and the micro-batches in flight at its peak (may be NULL).
+ * Returns 0, or -1 for a layout outside the formulas. */
+int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
+                               double *in_flight);
+
+
+#endif

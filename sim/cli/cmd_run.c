@@ -1,0 +1,430 @@
+/* cmd_run.c - `mmsim run`: parses the arguments (a scenario, --set
+ * overrides, or a Megatron-LM argument list through megatron.c), runs the
+ * scenario through the library, stores it, and prints the summary or the
+ * JSON (api/report.c writes that, for the C API too).
+ * Not for: anything a program embedding libmmsim would need. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/report.h"
+#include "cli/cli.h"
+#include "cli/megatron.h"
+#include "hw/cluster.h"
+#include "mmsim_config.h"
+#include "run/limits.h"
+#include "run/sim.h"
+#include "store/store.h"
+#include "store/trace.h"
+
+#define CMD "run"
+#define DEFAULT_DB "results/mmsim.db"
+#define MAX_SETS 256
+
+/* The critical path by kind of work, then its largest entries by rank. */
+static void print_critical_path(const mm_metrics *m)
+{
+    if (!m->crit.n)
+        return;
+    const char *kinds[] = {"fwd", "bwd", "wgrad", "optimizer", "tp", "pp", "dp", "cp", "ep", "wait"};
+    printf("\n  critical path (%d ops):", m->crit.path_ops);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        double share = 0;
+        for (int i = 0; i < m->crit.n; i++) {
+            const char *w = strchr(m->crit.e[i].what, ':'); /* "vision:fwd" counts as fwd */
+            if (!strcmp(w ? w + 1 : m->crit.e[i].what, kinds[k]))
+                share += m->crit.e[i].share;
+        }
+        if (share > 0.0005)
+            printf(" %s %.1f%%", kinds[k], 100 * share);
+    }
+    printf("\n  %-6s %-6s %-10s %10s %7s\n", "rank", "stage", "what", "seconds", "share");
+    for (int i = 0; i < m->crit.n && i < 5; i++) {
+        const mm_crit_entry *e = &m->crit.e[i];
+        printf("  %-6d %-6d %-10s %10.4f %6.1f%%\n", e->rank, e->stage, e->what, e->seconds, 100 * e->share);
+    }
+}
+
+static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
+    printf("  model       %s, %.2f B parameters (%s)\n", sim->model.name[0] ? sim->model.name : sim->llm.name,
+           (double)mm_model_params(&sim->model) * 1e-9, sim->model_path);
+    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster.name,
+           sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
+           sim->topology_path);
+    printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
+           L->tp, L->cp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
+           (long long)sc->train.micro_batch, sim->seq);
+    for (int i = 0; i < sim->n_enc; i++) {
+        const mm_sim_encoder *e = &sim->enc[i];
+        const char *frozen = e->frozen_tower ? (e->frozen_proj ? ", frozen" : ", tower frozen") : "";
+        if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
+            printf("  %-11s homogeneous (the LLM's layout, first stage), %.0f inputs per sample%s\n", e->name,
+                   e->inputs_per_sample, frozen);
+        else
+            printf("  %-11s %s, tp %d x pp %d x dp %d, %.0f inputs per sample%s\n", e->name,
+                   mm_placement_names[sc->parallel.placement], e->layout.tp, e->layout.pp, e->layout.dp,
+                   e->inputs_per_sample, frozen);
+    }
+    printf("  training    %s, recompute %s, ZeRO %d, network %s, %d iteration(s), seed %llu\n",
+           mm_precision_names[sc->train.precision], mm_recompute_names[sc->train.recompute],
+           sc->train.zero, mm_network_names[sc->network], sc->iterations,
+           (unsigned long long)sc->seed);
+    printf("\n");
+    if (m->oom) {
+        printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
+               m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
+        printf("\n  stage   memory (GiB)\n");
+        for (int s = 0; s < m->n_stages; s++)
+            printf("  %5d %12.2f\n", s, m->stages[s].memory_gib);
+        if (run_id > 0)
+            printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
+        return;
+    }
+    printf("  iteration time     %10.4f s", m->iteration_time_s);
+    if (m->n_iters > 1)
+        printf("  (mean of %d; p50 %.4f, p99 %.4f)", m->n_iters, m->iteration_time_p50_s, m->iteration_time_p99_s);
+    printf("\n");
+    if (sim->wl) {
+        double imb = 0, spread = 0;
+        for (int i = 0; i < m->n_iters; i++) {
+            imb += m->iters[i].load_imbalance / m->n_iters;
+            spread += m->iters[i].stage_spread_s / m->n_iters;
+        }
+        printf("  batching           %s: DP load max/mean %.3f, stage spread %.4f s (means)\n",
+               mm_batching_names[sc->batching], imb, spread);
+    }
+    printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
+    printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
+           m->tflops_per_gpu, m->hw_tflops_per_gpu);
+    printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
+    printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
+    printf("  exposed comm       %10.4f s per rank\n", m->exposed_comm_s);
+    printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
+           sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
+    printf("\n  stage   busy (s)   idle (s) bubble (s)   comm (s)  memory (GiB)\n");
+    for (int s = 0; s < m->n_stages; s++)
+        printf("  %5d %10.4f %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,
+               m->stages[s].bubble_s, m->stages[s].comm_s, m->stages[s].memory_gib);
+    if (m->n_modules > 1) {
+        printf("\n  module      GPUs  compute (s)  memory (GiB)\n");
+        for (int i = 0; i < m->n_modules; i++)
+            printf("  %-10s %5d %12.4f %13.2f\n", m->modules[i].name, m->modules[i].gpus, m->modules[i].compute_s,
+                   m->modules[i].memory_gib);
+    }
+    print_critical_path(m);
+    printf("\n  %llu events simulated in %.3f s\n", (unsigned long long)m->events, m->wall_s);
+    if (run_id > 0)
+        printf("  stored as run %lld in %s\n", (long long)run_id, db);
+}
+
+
+static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int64_t *run_id,
+                     mm_err *err)
+{
+    char *text = mm_scenario_canonical_alloc(&sim->sc); /* what the store hashes: whole, never cut */
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    char created[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    mm_run_record rec = {
+        .scenario_text = text, .scenario_source = sim->sc.source,
+        .model = sim->model_path, .topology = sim->topology_path,
+        .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
+    };
+    mm_store *st = NULL;
+    int rc = mm_store_open(&st, db, err);
+    if (rc == 0)
+        rc = mm_store_write_run(st, &rec, m, run_id, err);
+    mm_store_close(st);
+    free(text);
+    return rc;
+}
+
+
+/* -q: the three numbers a script greps for, on one line. */
+static void print_quiet(const mm_metrics *m)
+{
+    if (m->oom)
+        printf("oom: peak %.2f GiB per GPU\n", m->peak_memory_gib);
+    else
+        printf("iteration_time_s %.6g tokens_per_s %.6g mfu %.4f\n", m->iteration_time_s, m->tokens_per_s, m->mfu);
+}
+
+/* -v: every iteration, after the summary. */
+static void print_iterations(const mm_metrics *m)
+{
+    printf("\n  iteration   time (s)   bubble   exposed comm (s)   DP load max/mean\n");
+    for (int i = 0; i < m->n_iters; i++)
+        printf("  %9d %10.4f %7.1f%% %18.4f %18.3f\n", m->iters[i].iteration, m->iters[i].time_s,
+               100 * m->iters[i].bubble_fraction, m->iters[i].exposed_comm_s, m->iters[i].load_imbalance);
+}
+
+typedef struct run_opts {
+    const char *scenario, *db, *trace, *megatron, *megatron_model;
+    const char *sets[MAX_SETS];
+    int n_sets;
+    bool json, no_db, print_scenario, quiet, verbose, breakdown;
+} run_opts;
+
+enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN };
+
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},        {"set", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, OPT_JSON},   {"db", required_argument, NULL, OPT_DB},
+        {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
+        {"megatron-args", required_argument, NULL, OPT_MEGATRON},
+        {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
+        {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
+        {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = mm_cli_getopt(argc, argv, "hs:qv", longopts)) != -1) {
+        switch (c) {
+        case 'h': return mm_cli_help(CMD) - 1;
+        case 's':
+            if (o->n_sets == MAX_SETS)
+                return mm_cli_bad(CMD, "--set", "at most %d overrides", MAX_SETS);
+            o->sets[o->n_sets++] = optarg;
+            break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_DB: o->db = optarg; break;
+        case OPT_NO_DB: o->no_db = true; break;
+        case OPT_TRACE: o->trace = optarg; break;
+        case OPT_MEGATRON: o->megatron = optarg; break;
+        case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
+        case OPT_PRINT: o->print_scenario = true; break;
+        case OPT_BREAKDOWN: o->breakdown = true; break;
+        case 'q': o->quiet = true; break;
+        case 'v': o->verbose = true; break;
+        default: return 2;
+        }
+    }
+    if (optind < argc)
+        o->scenario = argv[optind++];
+    if (optind < argc)
+        return mm_cli_bad(CMD, "<cli>", "more than one scenario given; extra '%s'", argv[optind]);
+    if (o->megatron_model && !o->megatron)
+        return mm_cli_bad(CMD, "--megatron-model", "goes with --megatron-args");
+    if (o->print_scenario && !o->megatron)
+        return mm_cli_bad(CMD, "--print-scenario", "prints the scenario --megatron-args makes; give --megatron-args");
+    return 0;
+}
+
+/* The GPUs of the cluster the scenario (with the overrides) names. */
+static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
+{
+    char topo[1024];
+    mm_sim_resolve_path(sc->topology, sc->source, topo, sizeof topo);
+    mm_cluster *cl = malloc(sizeof *cl);
+    if (!cl)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_cluster_load(topo, sc->nodes, cl, err);
+    if (!rc)
+        *gpus = mm_cluster_gpus(cl);
+    free(cl);
+    return rc;
+}
+
+/* The Megatron argument list's overrides go first, then data parallelism
+ * from the cluster (dp = GPUs / (tp pp cp), as Megatron-LM derives it from
+ * the world size), then the user's --set, which win. */
+static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    int rc = mm_megatron_read(o->megatron, mg, err);
+    if (rc)
+        return rc;
+    /* train.framework comes with the frameworks issue: map onto it when
+     * this scenario format has it; until then Transformer Engine is the
+     * default and the local implementation cannot be told apart */
+    const char *probe[] = {"train.framework=megatron-core"};
+    bool has_framework = mm_scenario_load(sc, NULL, probe, 1, NULL) == 0;
+    mm_scenario_free(sc);
+    if (has_framework) {
+        mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
+    } else if (mg->wants_local) {
+        return mm_err_set(err, MM_EINPUT, o->megatron, 0, "--transformer-impl",
+                          "local: this mmsim has no train.framework key to model Megatron's local "
+                          "implementation apart from Transformer Engine; use transformer_engine");
+    } else {
+        mm_megatron_note(mg, "--transformer-impl transformer_engine: the default framework (no train.framework key yet)");
+    }
+    char path[512];
+    if (o->megatron_model) {
+        snprintf(path, sizeof path, "%s", o->megatron_model);
+    } else {
+        const char *base = strrchr(o->megatron, '/');
+        base = base ? base + 1 : o->megatron;
+        snprintf(path, sizeof path, "results/megatron-%.*s.json", (int)strcspn(base, "."), base);
+    }
+    if ((rc = mm_megatron_write_model(mg, path, err)))
+        return rc;
+    const char *all[MM_MG_MAX_SETS + 1 + MAX_SETS];
+    int n = 0;
+    for (int i = 0; i < mg->n_sets; i++)
+        all[n++] = mg->sets[i];
+    for (int i = 0; i < o->n_sets; i++)
+        all[n++] = o->sets[i];
+    if ((rc = mm_scenario_load(sc, o->scenario, all, n, err)))
+        return rc;
+    int gpus = 0;
+    if ((rc = cluster_gpus(sc, &gpus, err))) {
+        mm_scenario_free(sc);
+        return rc;
+    }
+    /* the degrees as they stand after the user's --set */
+    const mm_module_layout *L = &sc->parallel.llm;
+    int per = L->tp * L->pp * L->cp;
+    if (gpus % per) {
+        int line = 0; /* the line of --tensor-model-parallel-size, when given */
+        for (int i = 0; i < mg->n_sets; i++)
+            if (!strncmp(mg->sets[i], "parallel.llm.tp=", 16))
+                line = mg->set_line[i];
+        rc = mm_err_set(err, MM_EINPUT, o->megatron, line, "--tensor-model-parallel-size",
+                        "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
+                        L->tp, L->pp, L->cp, per, gpus);
+        mm_scenario_free(sc);
+        return rc;
+    }
+    static char dp[64];
+    snprintf(dp, sizeof dp, "parallel.llm.dp=%d", gpus / per);
+    char note[96];
+    snprintf(note, sizeof note, "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
+    mm_megatron_note(mg, note);
+    memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)o->n_sets * sizeof *all);
+    all[mg->n_sets] = dp;
+    mm_scenario_free(sc);
+    return mm_scenario_load(sc, o->scenario, all, n + 1, err);
+}
+
+static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)
+{
+    char *text = mm_scenario_canonical_alloc(sc);
+    printf("# mmsim %s: the scenario `mmsim run --megatron-args %s` simulates\n", MMSIM_VERSION, o->megatron);
+    printf("# (base: %s; the user's --set overrides applied last).  Argument by argument:\n",
+           o->scenario ? o->scenario : "the built-in default");
+    for (int i = 0; i < mg->n_notes; i++)
+        printf("#   %s\n", mg->notes[i]);
+    printf("# model file written: %s\n", mg->sets[0] + strlen("model="));
+    if (text)
+        fputs(text, stdout);
+    free(text);
+}
+
+/* The timeline, with the memory model's per-stage figures for its memory
+ * counter (none when the layout is outside the formulas). */
+static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timeline *tl, mm_err *err)
+{
+    static mm_scenario sc;
+    sc = sim->sc;
+    sc.train.seq_len = (int64_t)sim->seq; /* LLM tokens per sample, visual ones included */
+    int pp = sc.parallel.llm.pp;
+    double *states = calloc((size_t)pp, sizeof *states), *act = calloc((size_t)pp, sizeof *act);
+    mm_trace_memory mem = {.n_stages = pp, .states_gib = states, .act_gib_per_mb = act};
+    bool ok = states && act;
+    for (int k = 0; ok && k < pp; k++) {
+        mm_mem_rank mr;
+        double in_flight = 0;
+        ok = mm_report_llm_stage_memory(&sim->llm, &sc, k, &mr, &in_flight) == 0 && in_flight > 0;
+        if (ok) {
+            states[k] = (mr.weights + mr.grads + mr.optimizer) / MM_GIB;
+            act[k] = mr.activations / in_flight / MM_GIB;
+        }
+    }
+    int rc = mm_trace_write(path, tl, ok ? &mem : NULL, err);
+    free(states);
+    free(act);
+    return rc;
+}
+
+/* mm_sim_run's progress hook: the status line says how far it is. */
+static void on_iteration(int done, int total, void *ctx)
+{
+    (void)ctx;
+    mm_cli_status_detail("iteration %d of %d done", done, total);
+}
+
+int mm_cli_run(int argc, char **argv)
+{
+    run_opts o = {.db = DEFAULT_DB};
+    int prc = parse_args(argc, argv, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    mm_err err;
+    mm_err_clear(&err);
+    static mm_scenario sc;
+    static mm_sim sim;
+    static mm_megatron mg;
+    if (o.megatron ? load_megatron(&o, &mg, &sc, &err) : mm_scenario_load(&sc, o.scenario, o.sets, o.n_sets, &err)) {
+        if (o.megatron)
+            mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
+        return mm_cli_fail(&err);
+    }
+    /* checked as a run checks it, --print-scenario too: what it prints runs */
+    if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err)) {
+        if (o.megatron)
+            mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
+        return mm_cli_fail(&err);
+    }
+    if (o.print_scenario) {
+        print_scenario(&o, &mg, &sc);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+        return 0;
+    }
+    /* the database first: a bad --db costs no simulation */
+    if (!o.no_db && mm_cli_open_db(o.db, &err))
+        return mm_cli_fail(&err);
+    /* a status line while it runs, on a terminal only */
+    mm_cli_status_start(o.quiet || o.json, "simulating %s on %d GPUs", sc.source,
+                        sim.cluster.nodes * sim.cluster.gpus_per_node);
+    sim.progress = on_iteration;
+    mm_metrics m;
+    mm_sim_timeline tl;
+    int rrc = mm_sim_run(&sim, &m, o.trace ? &tl : NULL, &err);
+    mm_cli_status_stop();
+    if (rrc)
+        return mm_cli_fail(&err);
+    int rc = 0;
+    int64_t run_id = 0;
+    if (o.trace && write_trace(o.trace, &sim, &tl, &err))
+        rc = mm_cli_fail(&err);
+    if (rc == 0 && !o.no_db && store_run(o.db, &sim, &m, &run_id, &err))
+        rc = mm_cli_fail(&err);
+    if (rc == 0) {
+        if (o.json)
+            mm_report_run_json(stdout, &sim, &m, run_id, o.db);
+        else if (o.quiet)
+            print_quiet(&m);
+        else
+            print_summary(&sim, &m, run_id, o.db);
+        if (o.verbose && !o.json)
+            print_iterations(&m);
+        if (o.breakdown && !o.json) {
+            static mm_sim_breakdown bk;
+            if (mm_sim_get_breakdown(&sim, &bk, &err))
+                rc = mm_cli_fail(&err);
+            else
+                mm_sim_breakdown_write_text(stdout, &sim, &bk);
+        }
+        if (o.megatron && o.verbose)
+            for (int i = 0; i < mg.n_notes; i++)
+                fprintf(stderr, "mmsim: megatron: %s\n", mg.notes[i]);
+    }
+    if (o.trace)
+        mm_sim_timeline_free(&tl);
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc); /* after the sim, which borrows its strings */
+    return rc;
+}

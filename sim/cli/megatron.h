@@ -1,0 +1,63 @@
+/* megatron.h - `mmsim run --megatron-args FILE`: a Megatron-LM argument
+ * list, as launch scripts write it, turned into scenario overrides and the
+ * Hugging Face config.json of the text-only GPT or Llama it describes
+ * (docs/megatron.md has the whole mapping).
+ *
+ * Every argument is one of: mapped (onto a scenario key or the model),
+ * ignored (it does not change the simulated cost: learning rate, paths,
+ * logging), or refused (it changes the cost and mmsim does not model it, or
+ * mmsim does not know it): a refused argument is an MM_EINPUT error naming
+ * the file, its line and the argument.
+ * Not for: running anything (main.c applies the overrides). */
+#ifndef MM_CLI_MEGATRON_H
+#define MM_CLI_MEGATRON_H
+
+#include <stdbool.h>
+
+#include "util/err.h"
+
+#define MM_MG_MAX_SETS 48
+#define MM_MG_MAX_NOTES 160
+
+typedef struct mm_megatron {
+    /* --set overrides, in order ("train.seq_len=2048", ...); the model= one
+     * is added by mm_megatron_write_model */
+    char sets[MM_MG_MAX_SETS][160];
+    int n_sets;
+    /* for each override, the argument it came from and that argument's
+     * line in FILE ("" and 0: a default or a derived value) */
+    char set_from[MM_MG_MAX_SETS][64];
+    int set_line[MM_MG_MAX_SETS];
+    char model_json[2048];  /* the HF config.json text */
+    /* what each argument became, one line each, for --print-scenario:
+     * "--fp16 -> train.precision: fp16", "--lr: ignored (optimizer ...)" */
+    char notes[MM_MG_MAX_NOTES][192];
+    int n_notes;
+    /* --transformer-impl local: train.framework megatron-local, when the
+     * scenario has that key; main.c checks */
+    bool wants_local;
+} mm_megatron;
+
+/* Reads and maps FILE.  Returns 0 or -MM_EINPUT (err: file, line, the
+ * argument as key). */
+int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
+
+/* Adds an override "key=value" (with its note "from -> key: value"), as
+ * the reader does; for what main.c maps after reading (train.framework,
+ * dp).  Silently capped at MM_MG_MAX_SETS / MM_MG_MAX_NOTES. */
+void mm_megatron_add(mm_megatron *mg, const char *from, const char *key, const char *value);
+/* Adds a note only. */
+void mm_megatron_note(mm_megatron *mg, const char *text);
+
+/* Re-points an error the scenario gave for one of mg's overrides (file
+ * "--set", its key) at the argument that made it: file `path`, that
+ * argument's line, and "(from --ARG)" in the message.  Overrides the user
+ * gave (user_sets) keep theirs.  A no-op for any other error. */
+void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *const *user_sets, int n_user,
+                         mm_err *err);
+
+/* Writes mg->model_json to out_path and appends "model=out_path" to the
+ * overrides.  Returns 0 or -code. */
+int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err);
+
+#endif

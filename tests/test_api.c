@@ -1,0 +1,131 @@
+/* test_api.c - the C API of sim/api/mmsim.h: the JSON of a run is byte for
+ * byte what `mmsim run --no-db --json` prints (apart from wall_s), the
+ * getters agree with it, errors carry file, line and key, and a bad handle
+ * keeps failing instead of crashing. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/mmsim.h"
+#include "mmsim_config.h"
+#include "mmsim_exe.h"
+
+/* Drops the "wall_s" line (host time differs between two runs). */
+static void drop_wall(char *s)
+{
+    char *w = strstr(s, "  \"wall_s\"");
+    if (w) {
+        char *e = strchr(w, '\n');
+        memmove(w, e + 1, strlen(e + 1) + 1);
+    }
+}
+
+static char out[1 << 20], errbuf[4096], json[1 << 20];
+
+START_TEST(test_version)
+{
+    ck_assert_str_eq(mm_version(), MMSIM_VERSION);
+}
+END_TEST
+
+START_TEST(test_run_json_is_the_cli_json)
+{
+    mmsim *h = mmsim_open("tests/data/api-scenario.yaml", NULL, 0);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(mmsim_status(h), MMSIM_OK);
+    ck_assert_ptr_null(mmsim_run_json(h));
+    ck_assert_int_eq(mmsim_run(h), 0);
+    snprintf(json, sizeof json, "%s", mmsim_run_json(h));
+    char dir[256];
+    mmx_tmpdir(dir, sizeof dir, "api");
+    ck_assert_int_eq(mmx_run(dir, NULL, "run tests/data/api-scenario.yaml --no-db --json", out, sizeof out, errbuf,
+                             sizeof errbuf), 0);
+    drop_wall(out);
+    drop_wall(json);
+    ck_assert_str_eq(json, out);
+    /* getters: the same numbers as the JSON (which prints %.17g) */
+    char key[64];
+    double t = mmsim_metric(h, "iteration_time_s");
+    snprintf(key, sizeof key, "\"iteration_time_s\": %.17g,", t);
+    ck_assert_ptr_nonnull(strstr(json, key));
+    ck_assert(t > 0);
+    ck_assert_int_eq((int)mmsim_metric(h, "gpus"), 8);
+    ck_assert_int_eq(mmsim_stage_count(h), 2);
+    ck_assert(mmsim_stage_metric(h, 0, "busy_s") > 0);
+    ck_assert(isnan(mmsim_stage_metric(h, 2, "busy_s")));
+    ck_assert(isnan(mmsim_metric(h, "nonsense")));
+    /* a second run of the same handle: bit for bit the same numbers */
+    ck_assert_int_eq(mmsim_run(h), 0);
+    ck_assert(mmsim_metric(h, "iteration_time_s") == t);
+    mmsim_close(h);
+    mmx_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_overrides_and_errors)
+{
+    const char *bad[] = {"train.recompute=sometimes"};
+    mmsim *h = mmsim_open("tests/data/api-scenario.yaml", bad, 1);
+    ck_assert_int_eq(mmsim_status(h), MMSIM_EINPUT);
+    ck_assert_str_eq(mmsim_error_file(h), "--set");
+    ck_assert_str_eq(mmsim_error_key(h), "train.recompute");
+    ck_assert_ptr_nonnull(strstr(mmsim_error_message(h), "sometimes"));
+    /* every later call fails with the same status, without crashing */
+    ck_assert_int_eq(mmsim_run(h), -MMSIM_EINPUT);
+    ck_assert_ptr_null(mmsim_run_json(h));
+    ck_assert_ptr_null(mmsim_model_json(h, "models/llama-2-7b.json", 0, 1));
+    mmsim_close(h);
+
+    h = mmsim_open_text("model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml}\n"
+                        "train: {seq_len: -4}\n",
+                        "job.yaml", NULL, 0);
+    ck_assert_int_eq(mmsim_status(h), MMSIM_EINPUT);
+    ck_assert_str_eq(mmsim_error_file(h), "job.yaml");
+    ck_assert_int_eq(mmsim_error_line(h), 3);
+    ck_assert_str_eq(mmsim_error_key(h), "train.seq_len");
+    mmsim_close(h);
+
+    /* a layout rule is found at run time and names the key */
+    const char *tp3[] = {"parallel.llm.tp=3"};
+    h = mmsim_open("tests/data/api-scenario.yaml", tp3, 1);
+    ck_assert_int_eq(mmsim_status(h), MMSIM_OK);
+    ck_assert_int_eq(mmsim_run(h), -MMSIM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(mmsim_error_key(h), "parallel.llm"));
+    mmsim_close(h);
+    mmsim_close(NULL);
+}
+END_TEST
+
+START_TEST(test_model_json_is_the_cli_json)
+{
+    mmsim *h = mmsim_open(NULL, NULL, 0);
+    const char *j = mmsim_model_json(h, "models/llama-2-7b.json", 2048, 1);
+    ck_assert_ptr_nonnull(j);
+    char dir[256];
+    mmx_tmpdir(dir, sizeof dir, "api");
+    ck_assert_int_eq(mmx_run(dir, NULL, "model models/llama-2-7b.json --seq 2048 --json", out, sizeof out, errbuf,
+                             sizeof errbuf), 0);
+    ck_assert_str_eq(j, out);
+    ck_assert_ptr_null(mmsim_model_json(h, "models/none.json", 0, 1));
+    ck_assert_int_eq(mmsim_status(h), MMSIM_EINPUT);
+    mmsim_close(h);
+    mmx_rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("api");
+    TCase *tc = tcase_create("api");
+    tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_run_json_is_the_cli_json);
+    tcase_add_test(tc, test_overrides_and_errors);
+    tcase_add_test(tc, test_model_json_is_the_cli_json);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
