@@ -427,6 +427,67 @@ START_TEST(deterministic)
 }
 END_TEST
 
+/* Aggregate flows (coll.c, can_aggregate) against one flow per pair: an
+ * all-to-all alone, and next to an all-reduce over the same GPUs, on
+ * symmetric groups (whole nodes, the same half of every node, a 2:1 fat
+ * tree on 4 leaves, PCIe servers).  Tolerance 1e-9 relative: the two
+ * differ only in the order of floating-point sums.  The aggregate starts
+ * two flows where the pairs start hundreds. */
+static void run_agg(const mm_cluster *c, int aggregate, const mm_coll_req *r0, const mm_coll_req *r1, double out[2],
+                    uint32_t *flows)
+{
+    mm_engine *eng = mm_engine_alloc();
+    mm_err err;
+    mm_network *net = mm_network_alloc(c, eng, MM_NET_MODEL_FLOW, &err);
+    mm_network_set_aggregate(net, aggregate);
+    two_ends e = {{0, 0}, eng};
+    ck_assert_int_eq(mm_network_start(net, r0, end_of, &e, 0, NULL, &err), 0);
+    if (r1)
+        ck_assert_int_eq(mm_network_start(net, r1, end_of, &e, 1, NULL, &err), 0);
+    /* the flows in flight once the latency terms are paid (microseconds) */
+    mm_flownet *fn = mm_network_flows(net);
+    for (mm_time t = 1000; mm_flownet_active(fn) == 0 && t < 1000000; t += 1000)
+        mm_engine_run_until(eng, t);
+    *flows = mm_flownet_active(fn);
+    mm_engine_run(eng);
+    out[0] = (double)e.end[0] * 1e-9;
+    out[1] = (double)e.end[1] * 1e-9;
+    mm_network_free(net);
+    mm_engine_free(eng);
+}
+
+START_TEST(alltoall_aggregate_matches_pairs)
+{
+    mm_cluster h = load("topologies/dgx-h100.yaml", 4);
+    mm_cluster ft = load("topologies/dgx-h100-fattree-2to1.yaml", 16);
+    mm_cluster pc = load("topologies/pcie-8gpu.yaml", 2);
+    int all[128], half[16];
+    for (int i = 0; i < 128; i++)
+        all[i] = i;
+    for (int i = 0; i < 16; i++)
+        half[i] = (i / 4) * 8 + 4 + i % 4; /* local GPUs 4..7 of each of the 4 nodes */
+    struct {
+        const mm_cluster *c;
+        const int *g;
+        int n;
+    } cases[] = {{&h, all, 32}, {&h, half, 16}, {&ft, all, 128}, {&pc, all, 16}, {&h, all, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int with_ar = 0; with_ar < 2; with_ar++) {
+            mm_coll_req a2a = {MM_COLL_ALLTOALL, MM_ALGO_AUTO, cases[i].g, cases[i].n, 1 * GiB, 1};
+            mm_coll_req ar = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].g, cases[i].n, 0.25 * GiB, 1};
+            double p[2], q[2];
+            uint32_t fp, fq;
+            run_agg(cases[i].c, 0, &a2a, with_ar ? &ar : NULL, p, &fp);
+            run_agg(cases[i].c, 1, &a2a, with_ar ? &ar : NULL, q, &fq);
+            for (int k = 0; k <= with_ar; k++)
+                ck_assert_msg(fabs(q[k] / p[k] - 1) < 1e-9, "case %zu ar %d coll %d: aggregate %.12g pairs %.12g", i,
+                              with_ar, k, q[k], p[k]);
+            if (!with_ar && cases[i].n > 8)
+                ck_assert_msg(fq <= 2 && fp > 2 * fq, "case %zu: %u aggregate flows, %u pairs", i, fq, fp);
+        }
+}
+END_TEST
+
 /* 2:1 oversubscribed fat-tree, 16 nodes on 4 leaves: 12/15 of an
  * all-to-all leaves its leaf through half the bandwidth, so it takes 1.6x
  * as long as on a non-blocking fabric (> 1.4x, both models); a ring
@@ -666,6 +727,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, rates_recomputed_when_flows_end);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, oversubscribed_fat_tree);
+    tcase_add_test(tc, alltoall_aggregate_matches_pairs);
     tcase_add_test(tc, exec_dp_and_pp_share_a_nic);
     suite_add_tcase(s, tc);
     tc = tcase_create("topology");

@@ -280,8 +280,10 @@ void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all)
     fprintf(f, ",\n  \"candidates\": %zu,\n  \"pruned\": %zu,\n  \"oom\": %zu,\n  \"estimated\": %zu,\n"
                "  \"simulated\": %zu,\n  \"failed\": %zu,\n",
             p->n, p->pruned, p->oom, p->estimated, p->simulated, p->failed);
-    fprintf(f, "  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ", p->estimate_s);
-    jval(f, p->estimate_s > 0 ? (double)p->n / p->estimate_s : NAN);
+    fprintf(f, "  \"gpus_asked\": %d,\n  \"prescored\": %zu,\n  \"validate_wall_s\": %.6f,\n"
+               "  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ",
+            p->gpus_asked, p->prescored, p->validate_s, p->estimate_s);
+    jval(f, p->estimate_s > 0 ? (double)p->prescored / p->estimate_s : NAN);
     fprintf(f, ",\n  \"simulate_wall_s\": %.6f,\n  \"wall_s\": %.6f,\n  \"pruned_by\": [", p->simulate_s, p->wall_s);
     mm_reason_count rc[64];
     int nr = mm_plan_count_reasons(p, rc, 64);

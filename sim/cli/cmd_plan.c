@@ -102,8 +102,13 @@ static void print_table(const mm_plan *p, const char *db)
            "(%d iteration%s each), %zu failed\n",
            p->n, p->pruned, p->oom, p->estimated, p->simulated, p->iterations, p->iterations == 1 ? "" : "s",
            p->failed);
-    printf("  host time: pre-scoring %.2f s (%.0f candidates/s), event-level %.2f s, total %.2f s\n",
-           p->estimate_s, p->estimate_s > 0 ? (double)p->n / p->estimate_s : 0.0, p->simulate_s, p->wall_s);
+    if (p->gpus < p->gpus_asked)
+        printf("  no layout uses all %d GPUs: planned on the largest count that has one, %d GPUs (%d nodes)\n",
+               p->gpus_asked, p->gpus, p->nodes);
+    printf("  host time: checks %.2f s, pre-scoring %.2f s (%zu pre-scored, %.0f/s), event-level %.2f s, "
+           "total %.2f s\n",
+           p->validate_s, p->estimate_s, p->prescored, p->estimate_s > 0 ? (double)p->prescored / p->estimate_s : 0.0,
+           p->simulate_s, p->wall_s);
     mm_reason_count rc[64];
     int nr = mm_plan_count_reasons(p, rc, 64);
     if (nr) {

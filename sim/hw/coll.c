@@ -8,43 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/coll_internal.h"
 #include "hw/flow.h"
 
 const char *const mm_net_model_names[] = {"flow", "analytic", NULL};
 
-struct mm_network {
-    const mm_cluster *c;
-    mm_engine *eng;
-    mm_net_model model;
-    int stepwise;
-    mm_topo topo;
-    mm_flownet *fn;
-    uint32_t active;
-    int *rl;       /* route being built */
-    double *rc;
-    size_t rlen, rcap;
-    int oom;
-    double xmax;   /* largest perturbation latency over the routes of a phase */
-};
-
-typedef struct coll_op {
-    mm_network *net;
-    mm_coll_kind kind;
-    mm_coll_algo algo;
-    int *g;        /* members sorted by id (SENDRECV: {src, dst}) */
-    int n, root;
-    mm_group_shape s;
-    double bytes;
-    int count_left, phase, n_phases;
-    uint32_t pending;
-    double xlat_s; /* perturbation latency this phase pays after its flows */
-    int *node_off; /* members of node X: g[node_off[X] .. node_off[X+1]-1] */
-    int *nic_off;  /* distinct NICs of node X: nics[nic_off[X] ..] */
-    int *nics;
-    mm_event_fn done;
-    void *ctx;
-    uint64_t arg;
-} coll_op;
 
 mm_network *mm_network_alloc(const mm_cluster *c, mm_engine *eng, mm_net_model model,
                              mm_err *err)
@@ -63,7 +31,10 @@ mm_network *mm_network_alloc(const mm_cluster *c, mm_engine *eng, mm_net_model m
     }
     if (model == MM_NET_MODEL_FLOW) {
         net->fn = mm_flownet_alloc(eng, net->topo.n_links, net->topo.cap);
-        if (!net->fn) {
+        net->acoef = calloc((size_t)net->topo.n_links + 1, sizeof *net->acoef);
+        net->atouch = malloc(((size_t)net->topo.n_links + 1) * sizeof *net->atouch);
+        net->aggregate = 1;
+        if (!net->fn || !net->acoef || !net->atouch) {
             mm_network_free(net);
             mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory for the flow model");
             return NULL;
@@ -80,12 +51,30 @@ void mm_network_free(mm_network *net)
     mm_topo_free(&net->topo);
     free(net->rl);
     free(net->rc);
+    free(net->acoef);
+    free(net->atouch);
+    free(net->sg);
+    free(net->hops);
+    while (net->free_ops) {
+        coll_op *op = net->free_ops;
+        net->free_ops = op->next_free;
+        free(op->g);
+        free(op->node_off);
+        free(op->nic_off);
+        free(op->nics);
+        free(op);
+    }
     free(net);
 }
 
 void mm_network_set_stepwise(mm_network *net, int on)
 {
     net->stepwise = on;
+}
+
+void mm_network_set_aggregate(mm_network *net, int on)
+{
+    net->aggregate = on;
 }
 
 uint32_t mm_network_active(const mm_network *net)
@@ -105,16 +94,13 @@ mm_flownet *mm_network_flows(mm_network *net)
 
 /* ---- building routes ------------------------------------------------- */
 
-static void route_clear(mm_network *net)
-{
-    net->rlen = 0;
-}
 
-static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
+/* Room for `need` route entries. */
+int coll_route_fit(mm_network *net, size_t need)
 {
-    if (net->rlen + MM_TOPO_MAX_PATH > net->rcap) {
+    if (need > net->rcap) {
         size_t nc = net->rcap ? 2 * net->rcap : 256;
-        while (nc < net->rlen + MM_TOPO_MAX_PATH)
+        while (nc < need)
             nc *= 2;
         int *a = realloc(net->rl, nc * sizeof *a);
         if (a)
@@ -124,10 +110,31 @@ static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_
             net->rc = b;
         if (!a || !b) {
             net->oom = 1;
-            return;
+            return -1;
         }
         net->rcap = nc;
     }
+    return 0;
+}
+
+static void log_hop(mm_network *net, coll_hop h)
+{
+    if (net->nhops == net->hcap) {
+        size_t nc = net->hcap ? 2 * net->hcap : 64;
+        coll_hop *q = realloc(net->hops, nc * sizeof *q);
+        if (!q) {
+            net->oom = 1;
+            return;
+        }
+        net->hops = q, net->hcap = nc;
+    }
+    net->hops[net->nhops++] = h;
+}
+
+void coll_route_hop(mm_network *net, int src, int dst, int rail_out, int rail_in, double coef)
+{
+    if (coll_route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
+        return;
     int k = mm_topo_path(&net->topo, src, dst, rail_out, rail_in, net->rl + net->rlen);
     double x = 0;
     for (int i = 0; i < k; i++) {
@@ -137,40 +144,94 @@ static void route_hop(mm_network *net, int src, int dst, int rail_out, int rail_
     if (x > net->xmax)
         net->xmax = x;
     net->rlen += (size_t)k;
+    if (k > 0 && net->reps > 1)
+        log_hop(net, (coll_hop){src, dst, rail_out, rail_in, 0, coef});
+}
+
+void coll_route_nvls(mm_network *net, int gpu, double coef)
+{
+    const mm_cluster *c = net->c;
+    const mm_topo *t = &net->topo;
+    if (coll_route_fit(net, net->rlen + 2))
+        return;
+    int node = mm_cluster_node_of(c, gpu), local = gpu % c->gpus_per_node;
+    net->rl[net->rlen] = node * t->per_node + t->o_up + local;
+    net->rc[net->rlen++] = coef;
+    net->rl[net->rlen] = node * t->per_node + t->o_down + local;
+    net->rc[net->rlen++] = coef;
+    if (net->reps > 1)
+        log_hop(net, (coll_hop){gpu, gpu, 0, 0, 1, coef});
+}
+
+/* The NIC that serves, for the copy of a GPU shifted by r replicas, what
+ * `rail` served for the GPU: shifted by the GPU's move inside its node
+ * (whole when replica_stride x NICs is a multiple of the node's GPUs, as
+ * run/symmetry.c requires). */
+static int shift_rail(const mm_cluster *c, int gpu, int shifted, int rail)
+{
+    int G = c->gpus_per_node;
+    return rail + (shifted % G - gpu % G) * c->nics_per_node / G;
+}
+
+/* Appends the route of the other replicas: every logged hop again, shifted
+ * by r x stride GPUs, for r = 1 .. reps - 1. */
+static void replay_replicas(mm_network *net)
+{
+    const mm_cluster *c = net->c;
+    for (int r = 1; r < net->reps; r++)
+        for (size_t i = 0; i < net->nhops; i++) {
+            coll_hop h = net->hops[i];
+            int d = r * net->rstride, src = h.src + d, dst = h.dst + d;
+            if (h.nvls) {
+                int keep = net->reps;
+                net->reps = 1; /* not logged again */
+                coll_route_nvls(net, src, h.coef);
+                net->reps = keep;
+                continue;
+            }
+            if (coll_route_fit(net, net->rlen + MM_TOPO_MAX_PATH))
+                return;
+            int k = mm_topo_path(&net->topo, src, dst, shift_rail(c, h.src, src, h.rail_out),
+                                 shift_rail(c, h.dst, dst, h.rail_in), net->rl + net->rlen);
+            for (int j = 0; j < k; j++)
+                net->rc[net->rlen + (size_t)j] = h.coef;
+            net->rlen += (size_t)k;
+        }
+    net->nhops = 0;
 }
 
 static void on_flow_done(void *ctx, uint64_t arg);
 
-/* Turns the route built so far into a flow of `bytes`. */
-static void route_commit(coll_op *op, double bytes)
+/* Turns the route built so far into a flow of `bytes` (or, aggregating,
+ * into a sub-flow of the aggregate). */
+void coll_route_commit(coll_op *op, double bytes)
 {
     mm_network *net = op->net;
     if (net->rlen == 0 || bytes <= 0 || net->oom)
         return;
+    if (net->reps > 1 && net->nhops) /* the other replicas' copies load the links with this one */
+        replay_replicas(net);
+    /* sub-flows of one aggregate move equal bytes; another size goes alone */
+    if (net->agg && (!net->an || bytes == net->abytes)) {
+        net->abytes = bytes;
+        for (size_t i = 0; i < net->rlen; i++) {
+            int l = net->rl[i];
+            if (net->acoef[l] == 0)
+                net->atouch[net->an++] = l;
+            net->acoef[l] += net->rc[i];
+        }
+        coll_route_clear(net);
+        return;
+    }
     if (mm_flownet_add(net->fn, net->rl, net->rc, (int)net->rlen, bytes, on_flow_done, op, 0) < 0) {
         net->oom = 1;
         return;
     }
     op->pending++;
-    route_clear(net);
+    coll_route_clear(net);
 }
 
 /* ---- group layout ------------------------------------------------------ */
-
-static int nodes_of(const coll_op *op)
-{
-    return op->s.nodes;
-}
-
-static int members(const coll_op *op, int X)
-{
-    return op->node_off[X + 1] - op->node_off[X];
-}
-
-static int member(const coll_op *op, int X, int j)
-{
-    return op->g[op->node_off[X] + j];
-}
 
 /* Index (within node X) where channel c enters: the first member that
  * channel c's NIC serves. */
@@ -178,8 +239,8 @@ static int entry_of(const coll_op *op, int X, int c)
 {
     const mm_cluster *cl = op->net->c;
     int nic = op->nics[op->nic_off[X] + c];
-    for (int j = 0; j < members(op, X); j++)
-        if (mm_cluster_nic_of(cl, member(op, X, j)) == nic)
+    for (int j = 0; j < coll_members(op, X); j++)
+        if (mm_cluster_nic_of(cl, coll_member(op, X, j)) == nic)
             return j;
     return 0;
 }
@@ -189,15 +250,11 @@ static int rail(const coll_op *op, int X, int c)
     return op->nics[op->nic_off[X] + c];
 }
 
+/* node_off, nic_off, nics from the sorted members (arrays of op->cap >= n + 1). */
 static int layout(coll_op *op)
 {
     const mm_cluster *c = op->net->c;
     int N = op->s.nodes;
-    op->node_off = malloc(((size_t)N + 1) * sizeof *op->node_off);
-    op->nic_off = malloc(((size_t)N + 1) * sizeof *op->nic_off);
-    op->nics = malloc(((size_t)op->n + 1) * sizeof *op->nics);
-    if (!op->node_off || !op->nic_off || !op->nics)
-        return -1;
     int X = -1, prev = -1, last_nic = -1, nn = 0;
     for (int i = 0; i < op->n; i++) {
         int node = mm_cluster_node_of(c, op->g[i]), k = mm_cluster_nic_of(c, op->g[i]);
@@ -243,9 +300,9 @@ static void intra_rings(coll_op *op, const int *mem, int m, double bytes, int op
             int d = (i + strides[r]) % m;
             if (mem[d] == open_at)
                 continue;
-            route_hop(net, mem[i], mem[d], 0, 0, 1.0);
+            coll_route_hop(net, mem[i], mem[d], 0, 0, 1.0);
         }
-        route_commit(op, bytes / ns);
+        coll_route_commit(op, bytes / ns);
     }
 }
 
@@ -255,25 +312,25 @@ static void intra_rings(coll_op *op, const int *mem, int m, double bytes, int op
 static void ring_channel(coll_op *op, int c, double bytes, int open_at, double step_bytes)
 {
     mm_network *net = op->net;
-    int N = nodes_of(op);
+    int N = coll_nodes_of(op);
     for (int X = 0; X < N; X++) {
-        int m = members(op, X), e = entry_of(op, X, c);
+        int m = coll_members(op, X), e = entry_of(op, X, c);
         int Y = (X + 1) % N;
         for (int j = 0; j < m; j++) {
-            int src = member(op, X, (e + j) % m);
-            int dst = j + 1 < m ? member(op, X, (e + j + 1) % m) : member(op, Y, entry_of(op, Y, c));
+            int src = coll_member(op, X, (e + j) % m);
+            int dst = j + 1 < m ? coll_member(op, X, (e + j + 1) % m) : coll_member(op, Y, entry_of(op, Y, c));
             if (dst == open_at || src == dst)
                 continue;
             if (j + 1 < m)
-                route_hop(net, src, dst, 0, 0, 1.0);
+                coll_route_hop(net, src, dst, 0, 0, 1.0);
             else
-                route_hop(net, src, dst, rail(op, X, c), rail(op, Y, c), 1.0);
+                coll_route_hop(net, src, dst, rail(op, X, c), rail(op, Y, c), 1.0);
             if (step_bytes > 0)
-                route_commit(op, step_bytes);
+                coll_route_commit(op, step_bytes);
         }
     }
     if (step_bytes <= 0)
-        route_commit(op, bytes);
+        coll_route_commit(op, bytes);
 }
 
 static double ring_factor(mm_coll_kind kind, int n)
@@ -297,33 +354,33 @@ static void ring_flows(coll_op *op, double step_bytes)
 static void tree_flows(coll_op *op)
 {
     mm_network *net = op->net;
-    int N = nodes_of(op);
+    int N = coll_nodes_of(op);
     if (N == 1) { /* a chain: reduce toward the first, broadcast back */
         for (int i = 0; i + 1 < op->n; i++) {
-            route_hop(net, op->g[i + 1], op->g[i], 0, 0, 1.0);
-            route_hop(net, op->g[i], op->g[i + 1], 0, 0, 1.0);
+            coll_route_hop(net, op->g[i + 1], op->g[i], 0, 0, 1.0);
+            coll_route_hop(net, op->g[i], op->g[i + 1], 0, 0, 1.0);
         }
-        route_commit(op, op->bytes);
+        coll_route_commit(op, op->bytes);
         return;
     }
     int k = op->s.channels;
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < k; c++) {
             for (int X = 0; X < N; X++) {
-                int m = members(op, X), e = entry_of(op, X, c);
+                int m = coll_members(op, X), e = entry_of(op, X, c);
                 for (int j = 0; j + 1 < m; j++) {
-                    int a = member(op, X, (e + j) % m), b = member(op, X, (e + j + 1) % m);
-                    route_hop(net, b, a, 0, 0, 1.0);
-                    route_hop(net, a, b, 0, 0, 1.0);
+                    int a = coll_member(op, X, (e + j) % m), b = coll_member(op, X, (e + j + 1) % m);
+                    coll_route_hop(net, b, a, 0, 0, 1.0);
+                    coll_route_hop(net, a, b, 0, 0, 1.0);
                 }
                 int P = mm_dtree_parent(t, X, N);
                 if (P >= 0) {
-                    int hx = member(op, X, e), hp = member(op, P, entry_of(op, P, c));
-                    route_hop(net, hx, hp, rail(op, X, c), rail(op, P, c), 1.0);
-                    route_hop(net, hp, hx, rail(op, P, c), rail(op, X, c), 1.0);
+                    int hx = coll_member(op, X, e), hp = coll_member(op, P, entry_of(op, P, c));
+                    coll_route_hop(net, hx, hp, rail(op, X, c), rail(op, P, c), 1.0);
+                    coll_route_hop(net, hp, hx, rail(op, P, c), rail(op, X, c), 1.0);
                 }
             }
-            route_commit(op, op->bytes / (2.0 * k));
+            coll_route_commit(op, op->bytes / (2.0 * k));
         }
 }
 
@@ -331,10 +388,10 @@ static void hier_flows(coll_op *op)
 {
     mm_network *net = op->net;
     const mm_cluster *c = net->c;
-    int N = nodes_of(op), mmax = op->s.max_per_node;
+    int N = coll_nodes_of(op), mmax = op->s.max_per_node;
     if (op->phase != 1) { /* reduce-scatter, then all-gather, in every node */
         for (int X = 0; X < N; X++) {
-            int m = members(op, X);
+            int m = coll_members(op, X);
             if (m > 1)
                 intra_rings(op, op->g + op->node_off[X], m, (m - 1.0) / m * op->bytes, -1);
         }
@@ -343,21 +400,21 @@ static void hier_flows(coll_op *op)
     for (int j = 0; j < mmax; j++) {
         int cnt = 0, first = -1, prev = -1;
         for (int X = 0; X < N; X++) {
-            if (members(op, X) <= j)
+            if (coll_members(op, X) <= j)
                 continue;
-            int gx = member(op, X, j);
+            int gx = coll_member(op, X, j);
             if (prev >= 0)
-                route_hop(net, prev, gx, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, gx), 1.0);
+                coll_route_hop(net, prev, gx, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, gx), 1.0);
             else
                 first = gx;
             prev = gx;
             cnt++;
         }
         if (cnt > 1) {
-            route_hop(net, prev, first, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, first), 1.0);
-            route_commit(op, 2.0 * (cnt - 1) / cnt * op->bytes / mmax);
+            coll_route_hop(net, prev, first, mm_cluster_nic_of(c, prev), mm_cluster_nic_of(c, first), 1.0);
+            coll_route_commit(op, 2.0 * (cnt - 1) / cnt * op->bytes / mmax);
         } else {
-            route_clear(net);
+            coll_route_clear(net);
         }
     }
 }
@@ -366,46 +423,11 @@ static void nvls_flows(coll_op *op)
 {
     mm_network *net = op->net;
     const mm_cluster *c = net->c;
-    const mm_topo *t = &net->topo;
     double coef = (1.0 + 1.0 / op->n) * c->nvlink_eff / c->nvls_eff;
-    route_clear(net);
-    for (int i = 0; i < op->n; i++) {
-        int node = mm_cluster_node_of(c, op->g[i]), local = op->g[i] % c->gpus_per_node;
-        int links[2] = {node * t->per_node + t->o_up + local, node * t->per_node + t->o_down + local};
-        for (int k = 0; k < 2; k++) {
-            route_hop(net, 0, 0, 0, 0, 0); /* ensures room; adds nothing */
-            net->rl[net->rlen] = links[k];
-            net->rc[net->rlen++] = coef;
-        }
-    }
-    route_commit(op, op->bytes);
-}
-
-static void alltoall_flows(coll_op *op)
-{
-    mm_network *net = op->net;
-    const mm_cluster *c = net->c;
-    int N = nodes_of(op), G = c->gpus_per_node;
-    double per = op->bytes / op->n;
-    for (int X = 0; X < N; X++)
-        for (int i = 0; i < members(op, X); i++)
-            for (int j = 0; j < members(op, X); j++)
-                if (i != j) {
-                    route_hop(net, member(op, X, i), member(op, X, j), 0, 0, 1.0);
-                    route_commit(op, per);
-                }
-    for (int X = 0; X < N; X++)
-        for (int Y = 0; Y < N; Y++) {
-            if (X == Y)
-                continue;
-            int node = mm_cluster_node_of(c, member(op, X, 0));
-            for (int j = 0; j < members(op, Y); j++) {
-                int dst = member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-                int src = node * G + mm_topo_nic_gpu(c, k);
-                route_hop(net, src, dst, k, k, 1.0);
-                route_commit(op, members(op, X) * per);
-            }
-        }
+    coll_route_clear(net);
+    for (int i = 0; i < op->n; i++)
+        coll_route_nvls(net, op->g[i], coef);
+    coll_route_commit(op, op->bytes);
 }
 
 /* ---- the phase machine -------------------------------------------------- */
@@ -426,13 +448,43 @@ static double phase_latency(const coll_op *op)
 
 static void phase_start(coll_op *op);
 
+/* An op with room for n members, from the pool (its arrays kept) or new. */
+static coll_op *op_get(mm_network *net, int n)
+{
+    coll_op *op = net->free_ops;
+    if (op)
+        net->free_ops = op->next_free;
+    else if (!(op = calloc(1, sizeof *op)))
+        return NULL;
+    int *g = op->g, *no = op->node_off, *ni = op->nic_off, *nc = op->nics, cap = op->cap;
+    if (n + 1 > cap) {
+        size_t k = (size_t)n + 1;
+        int *a = realloc(g, k * sizeof *a);
+        g = a ? a : g;
+        int *b = a ? realloc(no, k * sizeof *b) : NULL;
+        no = b ? b : no;
+        int *d = b ? realloc(ni, k * sizeof *d) : NULL;
+        ni = d ? d : ni;
+        int *e = d ? realloc(nc, k * sizeof *e) : NULL;
+        nc = e ? e : nc;
+        if (!e) {
+            op->g = g, op->node_off = no, op->nic_off = ni, op->nics = nc; /* kept for freeing */
+            op->next_free = net->free_ops;
+            net->free_ops = op;
+            return NULL;
+        }
+        cap = n + 1;
+    }
+    memset(op, 0, sizeof *op);
+    op->g = g, op->node_off = no, op->nic_off = ni, op->nics = nc, op->cap = cap;
+    return op;
+}
+
 static void op_free(coll_op *op)
 {
-    free(op->g);
-    free(op->node_off);
-    free(op->nic_off);
-    free(op->nics);
-    free(op);
+    mm_network *net = op->net;
+    op->next_free = net->free_ops;
+    net->free_ops = op;
 }
 
 static void phase_done(coll_op *op)
@@ -496,14 +548,15 @@ static void on_flow_done(void *ctx, uint64_t arg)
 static void add_flows(coll_op *op)
 {
     mm_network *net = op->net;
-    route_clear(net);
+    net->reps = op->reps, net->rstride = op->rstride;
+    coll_route_clear(net);
     net->xmax = 0;
     op->pending = 1; /* held until every flow is added */
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
-        route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
+        coll_route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
                   mm_cluster_nic_of(net->c, op->g[1]), 1.0);
-        route_commit(op, op->bytes);
+        coll_route_commit(op, op->bytes);
         break;
     case MM_ALGO_TREE:
         tree_flows(op);
@@ -516,12 +569,13 @@ static void add_flows(coll_op *op)
         break;
     default:
         if (op->kind == MM_COLL_ALLTOALL)
-            alltoall_flows(op);
+            coll_alltoall_flows(op);
         else if (op->n_phases > 1) /* stepwise ring */
             ring_flows(op, ring_factor(op->kind, op->n) * op->bytes / op->n_phases);
         else
             ring_flows(op, 0);
     }
+    net->reps = 1;
     mm_flownet_commit(net->fn);
     op->xlat_s = net->topo.any_xlat ? net->xmax * xsteps(op) : 0;
     if (--op->pending == 0)
@@ -548,23 +602,37 @@ static void phase_start(coll_op *op)
 int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, void *ctx,
                      uint64_t arg, mm_coll_algo *used, mm_err *err)
 {
+    return mm_network_start_replicated(net, req, 1, 0, done, ctx, arg, used, err);
+}
+
+int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
+                                 mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err)
+{
     const mm_cluster *c = net->c;
     int n = req->n, total = mm_cluster_gpus(c);
     for (int i = 0; i < n; i++)
         if (req->gpus[i] < 0 || req->gpus[i] >= total)
             return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d is not in the cluster (%d GPUs)",
                               req->gpus[i], total);
+    int reps = replicas > 1 ? replicas : 1;
+    for (int i = 0; i < n && reps > 1; i++)
+        if (req->gpus[i] + (long long)(reps - 1) * stride >= total || stride <= 0)
+            return mm_err_set(err, MM_EINPUT, "", 0, "replicas",
+                              "%d replicas %d GPUs apart of GPU %d leave the cluster (%d GPUs)", reps, stride,
+                              req->gpus[i], total);
     if (req->kind == MM_COLL_SENDRECV && n != 2)
         return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "send/recv takes two GPUs, got %d", n);
-    int *g = mm_group_sorted(req->gpus, n);
-    if (!g)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if (n + 1 > net->sg_cap) {
+        int *q = realloc(net->sg, ((size_t)n + 1) * sizeof *q);
+        if (!q)
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        net->sg = q, net->sg_cap = n + 1;
+    }
+    int *g = net->sg;
+    mm_group_sort_into(req->gpus, n, g);
     for (int i = 1; i < n; i++)
-        if (g[i] == g[i - 1]) {
-            int dup = g[i];
-            free(g);
-            return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", dup);
-        }
+        if (g[i] == g[i - 1])
+            return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", g[i]);
     mm_group_shape s;
     mm_group_shape_of(c, g, n, &s);
     mm_coll_algo algo = req->algo;
@@ -572,7 +640,6 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     if (algo == MM_ALGO_AUTO)
         algo = mm_coll_auto(c, req->kind, &s, req->bytes);
     else if (mm_coll_algo_check(c, req->kind, algo, &s, why, sizeof why)) {
-        free(g);
         return mm_err_set(err, MM_EINPUT, "", 0, "algo", "%s: %s", mm_coll_algo_names[algo], why);
     }
     /* hier on one level is the ring */
@@ -584,25 +651,23 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     mm_time now = mm_engine_now(net->eng);
     if (n < 2 || req->bytes <= 0 || net->model == MM_NET_MODEL_ANALYTIC) {
         double t = n < 2 || req->bytes <= 0 ? 0 : count * mm_net_analytic_shape_time(c, req->kind, algo, &s, req->bytes);
-        free(g);
         if (!mm_engine_at(net->eng, mm_time_add(now, mm_time_from_s(t, MM_ROUND_NEAREST)), done, ctx, arg))
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the engine");
         return 0;
     }
-    coll_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        free(g);
+    coll_op *op = op_get(net, n);
+    if (!op)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    }
+    memcpy(op->g, g, (size_t)n * sizeof *g);
     op->net = net;
     op->kind = req->kind;
     op->algo = algo;
-    op->g = g;
     op->n = n;
     op->root = req->gpus[0];
     op->s = s;
     op->bytes = req->bytes;
     op->count_left = count;
+    op->reps = reps, op->rstride = stride;
     op->done = done, op->ctx = ctx, op->arg = arg;
     op->n_phases = 1;
     if (algo == MM_ALGO_HIER && s.nodes > 1 && s.max_per_node > 1)

@@ -34,7 +34,11 @@
  *             multicast), at the NVLS efficiency.
  *   alltoall  one flow per ordered pair inside a node (S/n); across nodes
  *             one flow per (source node, destination GPU) of m S / n bytes,
- *             rail-aligned (the NVLink hop of PXN is not modeled).
+ *             rail-aligned (the NVLink hop of PXN is not modeled).  When
+ *             the group and the links are symmetric these move as two
+ *             aggregate flows (intra-node, cross-node) whose coefficient on
+ *             a link counts the pairs crossing it: the same max-min rates
+ *             with O(1) flows instead of O(n^2/m) (mm_network_set_aggregate).
  *   sendrecv  one flow, source's NIC to destination's NIC.
  * The step-by-step ring (every step its own set of flows, one per hop, and
  * its own alpha) is available for checking (mm_network_set_stepwise); with
@@ -70,11 +74,25 @@ void mm_network_free(mm_network *net);
 /* Ring collectives step by step instead of in steady state (flow model). */
 void mm_network_set_stepwise(mm_network *net, int on);
 
+/* Dense collectives (all-to-all) as aggregate flows where max-min gives
+ * all their per-pair flows one rate (coll.c, can_aggregate); on by
+ * default.  Off: one flow per pair, for checking (tests/test_net.c). */
+void mm_network_set_aggregate(mm_network *net, int on);
+
 /* Starts the collective now.  Returns 0, -MM_EINPUT when a forced
  * algorithm cannot run it (message says why), -MM_EINTERNAL when out of
  * memory.  *used (may be NULL) receives the algorithm that runs. */
 int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, void *ctx,
                      uint64_t arg, mm_coll_algo *used, mm_err *err);
+
+/* The same, with the collective running at the same time on `replicas`
+ * copies of the group, copy r on gpus + r x stride (identical DP replicas
+ * simulated once, run/symmetry.h): under `flow` their flows load the links
+ * as aggregates with this one's (one flow for a flow of every copy, its
+ * coefficients the copies' summed), which max-min gives this one's rate
+ * when the copies are symmetric.  replicas <= 1: mm_network_start. */
+int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
+                                 mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err);
 
 /* Collectives in flight. */
 uint32_t mm_network_active(const mm_network *net);

@@ -4,10 +4,16 @@
  * Cost of a change: a breadth-first walk over the component it touches,
  * then the solver on that component, O((L + E) log(L + E)) for L links and
  * E route entries (a binary heap of links keyed by remaining capacity per
- * unfrozen flow, with lazy deletion).  A cluster-wide collective is one
+ * unfrozen flow, with lazy deletion); a flow alone on its links takes its
+ * tightest link's share without the solver (the same divisions).  This is
+ * the granularity of SimGrid's lmm selective update (Donassolo, Casanova,
+ * Legrand and Velho, LSAP 2010: only the constraints reachable from a
+ * modified one are re-solved).  A cluster-wide collective is one
  * component; independent collectives on disjoint links never recompute
  * each other.  Known limit: a change inside a huge component recomputes
- * all of it (SimGrid's lmm does the same; its selective update is finer). */
+ * all of it; re-solving only the links a rate change propagates to is not
+ * done.  Every array (solver scratch, routes, completion list) is kept and
+ * reused, so a warm set of flows allocates nothing per event. */
 #include "hw/flow.h"
 
 #include <math.h>
@@ -60,22 +66,84 @@ static lheap_ent lheap_pop(lheap_ent *h, size_t *n)
     return top;
 }
 
+/* Scratch of the solver, kept between calls so that a flow network solves
+ * without allocating once its largest component has been seen. */
+typedef struct mm_solve_buf {
+    double *C, *W;
+    uint32_t *unf, *loff, *fill;
+    int32_t *lf;
+    uint8_t *frozen;
+    lheap_ent *h;
+    size_t cl, ce, cf; /* capacities: links, entries, flows */
+} mm_solve_buf;
+
+static void solve_buf_free(mm_solve_buf *b)
+{
+    free(b->C);
+    free(b->W);
+    free(b->unf);
+    free(b->loff);
+    free(b->fill);
+    free(b->lf);
+    free(b->frozen);
+    free(b->h);
+    memset(b, 0, sizeof *b);
+}
+
+static int regrow(void **p, size_t n, size_t elem)
+{
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+/* Makes room for L links, E entries, F flows (doubling, so amortized). */
+static int solve_buf_fit(mm_solve_buf *b, size_t L, size_t E, size_t F)
+{
+    if (L + 2 > b->cl) {
+        size_t n = 2 * (L + 2);
+        if (regrow((void **)&b->C, n, sizeof *b->C) || regrow((void **)&b->W, n, sizeof *b->W) ||
+            regrow((void **)&b->unf, n, sizeof *b->unf) || regrow((void **)&b->loff, n, sizeof *b->loff) ||
+            regrow((void **)&b->fill, n, sizeof *b->fill))
+            return -1;
+        b->cl = n;
+    }
+    if (L + E + 1 > b->ce) {
+        size_t n = 2 * (L + E + 1);
+        if (regrow((void **)&b->lf, n, sizeof *b->lf) || regrow((void **)&b->h, n, sizeof *b->h))
+            return -1;
+        b->ce = n;
+    }
+    if (F + 1 > b->cf) {
+        size_t n = 2 * (F + 1);
+        if (regrow((void **)&b->frozen, n, sizeof *b->frozen))
+            return -1;
+        b->cf = n;
+    }
+    return 0;
+}
+
 /* Links 0..L-1 local; flows 0..F-1 in CSR.  Bertsekas-Gallager bottleneck
  * form of progressive filling: the level only rises, so a link's ratio
  * C/W never drops below the level just frozen, and stale heap entries
  * (ratio no longer current) are skipped when they surface. */
-int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
-                    const double *cf, double *rate)
+static int solve(mm_solve_buf *b, int L, const double *cap, int F, const uint32_t *off,
+                 const int32_t *lk, const double *cf, double *rate)
 {
     size_t E = off[F];
-    double *C = malloc(((size_t)L + 1) * sizeof *C), *W = malloc(((size_t)L + 1) * sizeof *W);
-    uint32_t *unf = calloc((size_t)L + 1, sizeof *unf), *loff = calloc((size_t)L + 2, sizeof *loff);
-    int32_t *lf = malloc((E + 1) * sizeof *lf);
-    uint8_t *frozen = calloc((size_t)F + 1, 1);
-    lheap_ent *h = malloc(((size_t)L + E + 1) * sizeof *h);
-    int rc = -1;
-    if (!C || !W || !unf || !loff || !lf || !frozen || !h)
-        goto out;
+    if (solve_buf_fit(b, (size_t)L, E, (size_t)F))
+        return -1;
+    double *C = b->C, *W = b->W;
+    uint32_t *unf = b->unf, *loff = b->loff, *fill = b->fill;
+    int32_t *lf = b->lf;
+    uint8_t *frozen = b->frozen;
+    lheap_ent *h = b->h;
+    memset(unf, 0, (size_t)L * sizeof *unf);
+    memset(loff, 0, ((size_t)L + 1) * sizeof *loff);
+    memset(fill, 0, (size_t)L * sizeof *fill);
+    memset(frozen, 0, (size_t)F);
     for (int l = 0; l < L; l++)
         C[l] = cap[l], W[l] = 0;
     for (size_t e = 0; e < E; e++) {
@@ -85,15 +153,9 @@ int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const 
     }
     for (int l = 0; l < L; l++)
         loff[l + 1] += loff[l];
-    {
-        uint32_t *fill = calloc((size_t)L + 1, sizeof *fill);
-        if (!fill)
-            goto out;
-        for (int f = 0; f < F; f++)
-            for (uint32_t e = off[f]; e < off[f + 1]; e++)
-                lf[loff[lk[e]] + fill[lk[e]]++] = f;
-        free(fill);
-    }
+    for (int f = 0; f < F; f++)
+        for (uint32_t e = off[f]; e < off[f + 1]; e++)
+            lf[loff[lk[e]] + fill[lk[e]]++] = f;
     size_t nh = 0;
     for (int l = 0; l < L; l++)
         if (unf[l])
@@ -119,34 +181,47 @@ int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const 
             }
         }
     }
-    rc = 0;
-out:
-    free(C);
-    free(W);
-    free(unf);
-    free(loff);
-    free(lf);
-    free(frozen);
-    free(h);
+    return 0;
+}
+
+int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
+                    const double *cf, double *rate)
+{
+    mm_solve_buf b = {0};
+    int rc = solve(&b, L, cap, F, off, lk, cf, rate);
+    solve_buf_free(&b);
     return rc;
 }
 
 /* ---- flows on the engine --------------------------------------------- */
 
+/* Memory layout: the walk of a commit touches, per link, its flow list,
+ * capacity, stamp and local index, and per flow its route: each kept in
+ * one record (structure of arrays cost a cache miss per field on clusters
+ * of 10^5 links).  The completion heap holds its keys, so that sifting
+ * does not reach into the flows. */
+
 typedef struct lref {
     int32_t flow, entry;
 } lref;
 
-typedef struct lvec {
-    lref *v;
+typedef struct flink {
+    lref *v; /* flows on the link */
     uint32_t n, cap;
-} lvec;
+    double capacity;
+    uint32_t stamp; /* of the last commit that reached it */
+    int32_t idx;    /* its index in the solver's problem, -1 outside */
+} flink;
+
+typedef struct rent {
+    int32_t lk;   /* link */
+    uint32_t pos; /* index of this flow in the link's list */
+    double cf;    /* coefficient */
+} rent;
 
 typedef struct flow {
-    int32_t *lk;
-    double *cf;
-    uint32_t *pos; /* index of this flow in each link's list */
-    int len;
+    rent *r;
+    int len, lcap; /* route length; room in r (kept when the slot is reused) */
     double remaining, rate;
     mm_time t_last, finish;
     uint64_t seq;
@@ -158,27 +233,41 @@ typedef struct flow {
     int active;
 } flow;
 
+typedef struct fdone {
+    mm_flow_done_fn fn;
+    void *ctx;
+    uint64_t arg;
+} fdone;
+
 typedef struct ivec {
     int32_t *v;
     uint32_t n, cap;
 } ivec;
 
+typedef struct hent {
+    mm_time finish;
+    uint64_t seq;
+    int32_t id;
+} hent;
+
 struct mm_flownet {
     mm_engine *eng;
     int n_links;
-    double *cap;
-    lvec *lf;
-    uint32_t *lstamp;
-    int32_t *lidx;
+    flink *l;
     flow *f;
     int32_t nf, capf;
-    ivec freel, heap, dirty, cl, cfl;
+    ivec freel, dirty, cl, cfl;
+    hent *heap; /* completions, keyed by (finish, seq) */
+    uint32_t hn, hcap;
     uint32_t stamp;
     mm_event_id ev;
     mm_time ev_at;
     uint64_t seq, solves;
     uint32_t active;
-    /* solver scratch */
+    /* solver scratch, reused: no allocation per event once warm */
+    mm_solve_buf sb;
+    fdone *dl; /* flows finishing at one event */
+    size_t dl_cap;
     uint32_t *soff;
     int32_t *slk;
     double *scf, *scap, *srate;
@@ -205,17 +294,15 @@ mm_flownet *mm_flownet_alloc(mm_engine *eng, int n_links, const double *cap)
         return NULL;
     fn->eng = eng;
     fn->n_links = n_links;
-    fn->cap = malloc(((size_t)n_links + 1) * sizeof *fn->cap);
-    fn->lf = calloc((size_t)n_links + 1, sizeof *fn->lf);
-    fn->lstamp = calloc((size_t)n_links + 1, sizeof *fn->lstamp);
-    fn->lidx = malloc(((size_t)n_links + 1) * sizeof *fn->lidx);
-    if (!fn->cap || !fn->lf || !fn->lstamp || !fn->lidx) {
+    fn->l = calloc((size_t)n_links + 1, sizeof *fn->l);
+    if (!fn->l) {
         mm_flownet_free(fn);
         return NULL;
     }
-    memcpy(fn->cap, cap, (size_t)n_links * sizeof *cap);
-    for (int i = 0; i < n_links; i++)
-        fn->lidx[i] = -1;
+    for (int i = 0; i < n_links; i++) {
+        fn->l[i].capacity = cap[i];
+        fn->l[i].idx = -1;
+    }
     return fn;
 }
 
@@ -225,21 +312,15 @@ void mm_flownet_free(mm_flownet *fn)
         return;
     if (fn->ev)
         mm_engine_cancel(fn->eng, fn->ev);
-    for (int32_t i = 0; i < fn->nf; i++) {
-        free(fn->f[i].lk);
-        free(fn->f[i].cf);
-        free(fn->f[i].pos);
-    }
-    if (fn->lf)
+    for (int32_t i = 0; i < fn->nf; i++)
+        free(fn->f[i].r);
+    if (fn->l)
         for (int i = 0; i < fn->n_links; i++)
-            free(fn->lf[i].v);
+            free(fn->l[i].v);
     free(fn->f);
-    free(fn->lf);
-    free(fn->cap);
-    free(fn->lstamp);
-    free(fn->lidx);
+    free(fn->l);
     free(fn->freel.v);
-    free(fn->heap.v);
+    free(fn->heap);
     free(fn->dirty.v);
     free(fn->cl.v);
     free(fn->cfl.v);
@@ -248,71 +329,79 @@ void mm_flownet_free(mm_flownet *fn)
     free(fn->scf);
     free(fn->scap);
     free(fn->srate);
+    free(fn->dl);
+    solve_buf_free(&fn->sb);
     free(fn);
 }
 
-/* completion heap, keyed by (finish, seq) */
-static int fless(const mm_flownet *fn, int32_t a, int32_t b)
+/* completion heap */
+static int hless(const hent *x, const hent *y)
 {
-    const flow *x = &fn->f[a], *y = &fn->f[b];
     return x->finish < y->finish || (x->finish == y->finish && x->seq < y->seq);
 }
 
-static void hset(mm_flownet *fn, uint32_t i, int32_t id)
+static void hset(mm_flownet *fn, uint32_t i, hent e)
 {
-    fn->heap.v[i] = id;
-    fn->f[id].heap = (int32_t)i;
+    fn->heap[i] = e;
+    fn->f[e.id].heap = (int32_t)i;
 }
 
-static void hup(mm_flownet *fn, uint32_t i)
+/* Moves entry i up or down to its place (its key changed). */
+static void hfix(mm_flownet *fn, uint32_t i)
 {
-    int32_t id = fn->heap.v[i];
+    hent e = fn->heap[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!fless(fn, id, fn->heap.v[p]))
+        if (!hless(&e, &fn->heap[p]))
             break;
-        hset(fn, i, fn->heap.v[p]);
+        hset(fn, i, fn->heap[p]);
         i = p;
     }
-    hset(fn, i, id);
-}
-
-static void hdown(mm_flownet *fn, uint32_t i)
-{
-    int32_t id = fn->heap.v[i];
-    uint32_t n = fn->heap.n;
+    uint32_t n = fn->hn;
     for (;;) {
-        uint32_t l = 2 * i + 1, m = i;
-        int32_t best = id;
-        if (l < n && fless(fn, fn->heap.v[l], best))
-            m = l, best = fn->heap.v[l];
-        if (l + 1 < n && fless(fn, fn->heap.v[l + 1], best))
-            m = l + 1;
+        uint32_t c = 2 * i + 1, m = i;
+        const hent *best = &e;
+        if (c < n && hless(&fn->heap[c], best))
+            m = c, best = &fn->heap[c];
+        if (c + 1 < n && hless(&fn->heap[c + 1], best))
+            m = c + 1;
         if (m == i)
             break;
-        hset(fn, i, fn->heap.v[m]);
+        hset(fn, i, fn->heap[m]);
         i = m;
     }
-    hset(fn, i, id);
+    hset(fn, i, e);
+}
+
+static int hpush(mm_flownet *fn, int32_t id)
+{
+    if (fn->hn == fn->hcap) {
+        uint32_t nc = fn->hcap ? 2 * fn->hcap : 64;
+        if (regrow((void **)&fn->heap, nc, sizeof *fn->heap))
+            return -1;
+        fn->hcap = nc;
+    }
+    fn->heap[fn->hn++] = (hent){fn->f[id].finish, fn->f[id].seq, id};
+    hfix(fn, fn->hn - 1);
+    return 0;
 }
 
 static void hremove(mm_flownet *fn, int32_t id)
 {
     uint32_t i = (uint32_t)fn->f[id].heap;
-    int32_t last = fn->heap.v[--fn->heap.n];
+    hent last = fn->heap[--fn->hn];
     fn->f[id].heap = -1;
-    if (last == id)
+    if (last.id == id)
         return;
     hset(fn, i, last);
-    hup(fn, i);
-    hdown(fn, (uint32_t)fn->f[last].heap);
+    hfix(fn, i);
 }
 
 static void on_event(mm_engine *eng, void *ctx, uint64_t arg);
 
 static void reschedule(mm_flownet *fn)
 {
-    mm_time at = fn->heap.n ? fn->f[fn->heap.v[0]].finish : MM_TIME_MAX;
+    mm_time at = fn->hn ? fn->heap[0].finish : MM_TIME_MAX;
     if (fn->ev && at == fn->ev_at)
         return;
     if (fn->ev)
@@ -342,14 +431,12 @@ int32_t mm_flownet_add(mm_flownet *fn, const int *links, const double *coef, int
         id = fn->nf++;
     }
     flow *f = &fn->f[id];
-    free(f->lk);
-    free(f->cf);
-    free(f->pos);
-    f->lk = malloc((size_t)len * sizeof *f->lk);
-    f->cf = malloc((size_t)len * sizeof *f->cf);
-    f->pos = malloc((size_t)len * sizeof *f->pos);
-    if (!f->lk || !f->cf || !f->pos)
-        return -1;
+    if (len > f->lcap) { /* a reused slot keeps its route array when it is big enough */
+        int nc = len < 8 ? 8 : len;
+        if (regrow((void **)&f->r, (size_t)nc, sizeof *f->r))
+            return -1;
+        f->lcap = nc;
+    }
     f->len = len;
     f->remaining = bytes;
     f->rate = 0;
@@ -361,7 +448,7 @@ int32_t mm_flownet_add(mm_flownet *fn, const int *links, const double *coef, int
     f->stamp = 0;
     f->active = 1;
     for (int i = 0; i < len; i++) {
-        lvec *lv = &fn->lf[links[i]];
+        flink *lv = &fn->l[links[i]];
         if (lv->n == lv->cap) {
             uint32_t nc = lv->cap ? 2 * lv->cap : 4;
             lref *p = realloc(lv->v, nc * sizeof *p);
@@ -369,18 +456,14 @@ int32_t mm_flownet_add(mm_flownet *fn, const int *links, const double *coef, int
                 return -1;
             lv->v = p, lv->cap = nc;
         }
-        f->lk[i] = links[i];
-        f->cf[i] = coef ? coef[i] : 1.0;
-        f->pos[i] = lv->n;
+        f->r[i] = (rent){links[i], lv->n, coef ? coef[i] : 1.0};
         lv->v[lv->n++] = (lref){id, i};
         if (ivec_push(&fn->dirty, links[i]))
             return -1;
     }
     /* park it in the heap so that it is found even before its rate is set */
-    if (ivec_push(&fn->heap, id))
+    if (hpush(fn, id))
         return -1;
-    fn->f[id].heap = (int32_t)(fn->heap.n - 1);
-    hup(fn, fn->heap.n - 1);
     fn->active++;
     return id;
 }
@@ -390,14 +473,14 @@ static int detach(mm_flownet *fn, int32_t id)
 {
     flow *f = &fn->f[id];
     for (int i = 0; i < f->len; i++) {
-        lvec *lv = &fn->lf[f->lk[i]];
-        uint32_t p = f->pos[i];
+        flink *lv = &fn->l[f->r[i].lk];
+        uint32_t p = f->r[i].pos;
         lref last = lv->v[--lv->n];
         if (p != lv->n) {
             lv->v[p] = last;
-            fn->f[last.flow].pos[last.entry] = p;
+            fn->f[last.flow].r[last.entry].pos = p;
         }
-        if (ivec_push(&fn->dirty, f->lk[i]))
+        if (ivec_push(&fn->dirty, f->r[i].lk))
             return -1;
     }
     if (f->heap >= 0)
@@ -421,6 +504,61 @@ static int grow(void **p, size_t *have, size_t need, size_t elem)
     return 0;
 }
 
+/* The component the dirty links touch: links into cl, flows into cfl
+ * (breadth-first over links -> flows -> links). */
+static int component(mm_flownet *fn, uint32_t st)
+{
+    fn->cl.n = fn->cfl.n = 0;
+    for (uint32_t i = 0; i < fn->dirty.n; i++) {
+        int32_t l = fn->dirty.v[i];
+        if (fn->l[l].stamp != st) {
+            fn->l[l].stamp = st;
+            if (ivec_push(&fn->cl, l))
+                return -1;
+        }
+    }
+    fn->dirty.n = 0;
+    for (uint32_t q = 0; q < fn->cl.n; q++) {
+        const flink *lv = &fn->l[fn->cl.v[q]];
+        for (uint32_t j = 0; j < lv->n; j++) {
+            flow *f = &fn->f[lv->v[j].flow];
+            if (f->stamp == st)
+                continue;
+            f->stamp = st;
+            if (ivec_push(&fn->cfl, lv->v[j].flow))
+                return -1;
+            for (int k = 0; k < f->len; k++) {
+                flink *m = &fn->l[f->r[k].lk];
+                if (m->stamp != st) {
+                    m->stamp = st;
+                    if (ivec_push(&fn->cl, f->r[k].lk))
+                        return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* The rate of a flow alone in its component: its tightest link, cap / (its
+ * coefficients there): the value the solver's first pop gives, computed
+ * the same way. */
+static int lone_rate(mm_flownet *fn, size_t L, uint32_t E)
+{
+    if (solve_buf_fit(&fn->sb, L, E, 1))
+        return -1;
+    double *W = fn->sb.W, best = INFINITY;
+    for (size_t i = 0; i < L; i++)
+        W[i] = 0;
+    for (uint32_t k = 0; k < E; k++)
+        W[fn->slk[k]] += fn->scf[k];
+    for (size_t i = 0; i < L; i++)
+        if (W[i] > 0 && fn->scap[i] / W[i] < best)
+            best = fn->scap[i] / W[i];
+    fn->srate[0] = best;
+    return 0;
+}
+
 int mm_flownet_commit(mm_flownet *fn)
 {
     if (!fn->dirty.n) {
@@ -429,34 +567,8 @@ int mm_flownet_commit(mm_flownet *fn)
     }
     mm_time now = mm_engine_now(fn->eng);
     uint32_t st = ++fn->stamp;
-    fn->cl.n = fn->cfl.n = 0;
-    /* breadth-first over links -> flows -> links */
-    for (uint32_t i = 0; i < fn->dirty.n; i++) {
-        int32_t l = fn->dirty.v[i];
-        if (fn->lstamp[l] != st) {
-            fn->lstamp[l] = st;
-            if (ivec_push(&fn->cl, l))
-                return -1;
-        }
-    }
-    fn->dirty.n = 0;
-    for (uint32_t q = 0; q < fn->cl.n; q++) {
-        const lvec *lv = &fn->lf[fn->cl.v[q]];
-        for (uint32_t j = 0; j < lv->n; j++) {
-            flow *f = &fn->f[lv->v[j].flow];
-            if (f->stamp == st)
-                continue;
-            f->stamp = st;
-            if (ivec_push(&fn->cfl, lv->v[j].flow))
-                return -1;
-            for (int k = 0; k < f->len; k++)
-                if (fn->lstamp[f->lk[k]] != st) {
-                    fn->lstamp[f->lk[k]] = st;
-                    if (ivec_push(&fn->cl, f->lk[k]))
-                        return -1;
-                }
-        }
-    }
+    if (component(fn, st))
+        return -1;
     size_t F = fn->cfl.n, L = fn->cl.n, E = 0;
     for (size_t i = 0; i < F; i++)
         E += (size_t)fn->f[fn->cfl.v[i]].len;
@@ -467,8 +579,9 @@ int mm_flownet_commit(mm_flownet *fn)
         grow((void **)&fn->scap, &fn->c_cap, L + 1, sizeof *fn->scap))
         return -1;
     for (size_t i = 0; i < L; i++) {
-        fn->lidx[fn->cl.v[i]] = (int32_t)i;
-        fn->scap[i] = fn->cap[fn->cl.v[i]];
+        flink *lv = &fn->l[fn->cl.v[i]];
+        lv->idx = (int32_t)i;
+        fn->scap[i] = lv->capacity;
     }
     uint32_t e = 0;
     for (size_t i = 0; i < F; i++) {
@@ -478,14 +591,18 @@ int mm_flownet_commit(mm_flownet *fn)
         f->t_last = now;
         fn->soff[i] = e;
         for (int k = 0; k < f->len; k++, e++) {
-            fn->slk[e] = fn->lidx[f->lk[k]];
-            fn->scf[e] = f->cf[k];
+            fn->slk[e] = fn->l[f->r[k].lk].idx;
+            fn->scf[e] = f->r[k].cf;
         }
     }
     fn->soff[F] = e;
-    int rc = F ? mm_maxmin_solve((int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate) : 0;
+    int rc = 0;
+    if (F == 1) /* one flow alone (most changes: a transfer, a node-local ring) */
+        rc = lone_rate(fn, L, e);
+    else if (F)
+        rc = solve(&fn->sb, (int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate);
     for (size_t i = 0; i < L; i++)
-        fn->lidx[fn->cl.v[i]] = -1;
+        fn->l[fn->cl.v[i]].idx = -1;
     if (rc)
         return -1;
     fn->solves++;
@@ -495,18 +612,12 @@ int mm_flownet_commit(mm_flownet *fn)
         f->rate = fn->srate[i];
         double left = f->remaining > 0 ? f->remaining : 0;
         f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
-        hup(fn, (uint32_t)f->heap);
-        hdown(fn, (uint32_t)f->heap);
+        fn->heap[f->heap].finish = f->finish;
+        hfix(fn, (uint32_t)f->heap);
     }
     reschedule(fn);
     return 0;
 }
-
-typedef struct fdone {
-    mm_flow_done_fn fn;
-    void *ctx;
-    uint64_t arg;
-} fdone;
 
 static void on_event(mm_engine *eng, void *ctx, uint64_t arg)
 {
@@ -514,28 +625,24 @@ static void on_event(mm_engine *eng, void *ctx, uint64_t arg)
     mm_flownet *fn = ctx;
     mm_time now = mm_engine_now(eng);
     fn->ev = 0;
-    fdone small[16], *list = small;
-    size_t n = 0, cap = 16;
-    while (fn->heap.n && fn->f[fn->heap.v[0]].finish <= now) {
-        int32_t id = fn->heap.v[0];
-        if (n == cap) {
-            fdone *p = malloc(2 * cap * sizeof *p);
-            if (!p)
+    size_t n = 0;
+    while (fn->hn && fn->heap[0].finish <= now) {
+        int32_t id = fn->heap[0].id;
+        if (n == fn->dl_cap) {
+            size_t nc = fn->dl_cap ? 2 * fn->dl_cap : 64;
+            if (regrow((void **)&fn->dl, nc, sizeof *fn->dl))
                 break; /* the rest finish at the next event */
-            memcpy(p, list, n * sizeof *p);
-            if (list != small)
-                free(list);
-            list = p, cap *= 2;
+            fn->dl_cap = nc;
         }
-        list[n++] = (fdone){fn->f[id].done, fn->f[id].ctx, fn->f[id].arg};
+        fn->dl[n++] = (fdone){fn->f[id].done, fn->f[id].ctx, fn->f[id].arg};
         detach(fn, id);
     }
     mm_flownet_commit(fn);
+    /* the callbacks may add flows but do not run this handler again before
+     * returning (the next completion is a later engine event), so dl holds */
     for (size_t i = 0; i < n; i++)
-        if (list[i].fn)
-            list[i].fn(list[i].ctx, list[i].arg);
-    if (list != small)
-        free(list);
+        if (fn->dl[i].fn)
+            fn->dl[i].fn(fn->dl[i].ctx, fn->dl[i].arg);
 }
 
 double mm_flownet_rate(const mm_flownet *fn, int32_t id)

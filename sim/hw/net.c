@@ -50,13 +50,22 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void mm_group_sort_into(const int *gpus, int n, int *out)
+{
+    memcpy(out, gpus, (size_t)n * sizeof *out);
+    int sorted = 1; /* groups the builder makes mostly come in order */
+    for (int i = 1; i < n && sorted; i++)
+        sorted = out[i - 1] <= out[i];
+    if (!sorted)
+        qsort(out, (size_t)n, sizeof *out, cmp_int);
+}
+
 int *mm_group_sorted(const int *gpus, int n)
 {
     int *s = malloc(((size_t)n + 1) * sizeof *s);
     if (!s)
         return NULL;
-    memcpy(s, gpus, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_int);
+    mm_group_sort_into(gpus, n, s);
     return s;
 }
 

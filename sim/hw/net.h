@@ -93,5 +93,7 @@ int mm_dtree_parent(int t, int r, int N);
 
 /* Sorts a copy of gpus (caller frees); NULL when out of memory. */
 int *mm_group_sorted(const int *gpus, int n);
+/* The same into out[0..n-1] (no allocation). */
+void mm_group_sort_into(const int *gpus, int n, int *out);
 
 #endif

@@ -112,11 +112,15 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
     int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, enc_total(b, e, 5) / G);
     if (cl < 0)
         return -1;
+    /* the encoder's totals over all dp x m micro-batches, once: the same
+     * for every rank (computing them per rank made building O(pp dp^2 m)) */
+    double t_dur = enc_total(b, e, fwd ? 0 : 1), t_flops = enc_total(b, e, fwd ? 2 : 3);
+    double t_re = fwd ? 0 : enc_total(b, e, 4);
     for (int r = 0; r < sp->pp * sp->dp; r++) {
         mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
                     .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1,
-                    .dur_s = enc_total(b, e, fwd ? 0 : 1) * share, .flops = enc_total(b, e, fwd ? 2 : 3) * fshare};
-        op.hw_flops = op.flops + (fwd ? 0 : enc_total(b, e, 4) * fshare);
+                    .dur_s = t_dur * share, .flops = t_flops * fshare};
+        op.hw_flops = op.flops + (fwd ? 0 : t_re * fshare);
         mm_op rs = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .module = (uint8_t)(i + 1),
                     .layer = -1, .stage = -1, .mb = -1, .coll = (int32_t)cl, .peer = -1};
         int64_t a, z;
@@ -148,6 +152,22 @@ static int enc_stage_chunks(const mm_enc_spec *e, int se)
     return e->chunks / e->pp + (se < e->chunks % e->pp);
 }
 
+/* Micro-batches whose embeddings the LLM's first stage consumes before its
+ * first backward: pp under 1F1B; more under the interleaved schedule
+ * (Megatron's warm-up runs (pp - 1) x 2 + (vpp - 1) x pp chunk forwards
+ * first) and all m under GPipe.  Counted from the stage's own step order
+ * (schedule.h); never below pp, the count the encoder always led by. */
+static int llm_lead(const mm_build_spec *sp)
+{
+    int n = mm_schedule_len(sp->schedule, sp->m, sp->vpp), lead = 0;
+    mm_sched_step *st = n > 0 ? malloc((size_t)n * sizeof *st) : NULL;
+    if (st && mm_schedule_steps(sp->schedule, sp->pp, 0, sp->m, sp->vpp, st) == n)
+        for (int k = 0; k < n && st[k].pass == MM_PASS_F; k++)
+            lead += st[k].chunk == 0;
+    free(st);
+    return lead > sp->pp ? lead : sp->pp;
+}
+
 /* Pipeline and disjoint placements: the encoder's own ranks. */
 int mm_bld_emit_own_encoder(builder *b, int i)
 {
@@ -161,15 +181,16 @@ int mm_bld_emit_own_encoder(builder *b, int i)
     int *tpg = malloc((size_t)e->tp * sizeof *tpg);
     int rc = tasks && fe && be && steps && tpg ? 0 : -1;
     bool disjoint = e->placement == MM_ENC_DISJOINT;
+    int lead = llm_lead(sp);
     for (int rep = 0; rep < e->dp && rc == 0; rep++) {
         int mt = enc_tasks(b, e, rep, tasks);
         for (int se = 0; se < e->pp && rc == 0; se++) {
             int rank = b->enc_rank_off[i] + rep + e->dp * se, n = 0, f = 0, bw = 0;
             /* the order of passes: disjoint runs every forward first; the
              * pipeline runs 1F1B with enough warm-up for the LLM's first
-             * stage to reach its own first backward (pp micro-batches of
+             * stage to reach its own first backward (`lead` micro-batches of
              * every LLM replica, of which this replica encodes 1/dp_enc) */
-            int warm = disjoint || e->frozen ? mt : (sp->pp * sp->dp + e->dp - 1) / e->dp + (e->pp - se - 1);
+            int warm = disjoint || e->frozen ? mt : (lead * sp->dp + e->dp - 1) / e->dp + (e->pp - se - 1);
             if (warm > mt)
                 warm = mt;
             for (; f < warm; f++)

@@ -59,6 +59,9 @@ typedef struct mm_coll {
     int count;
     double bytes;
     uint32_t gpu_off, n_gpus;
+    /* run/symmetry.c: the collective stands for `replicas` copies of itself,
+     * copy r on the GPUs + r x replica_stride (0 or 1: itself alone) */
+    int replicas, replica_stride;
 } mm_coll;
 
 #define MM_MAX_MODULES 4

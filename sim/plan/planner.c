@@ -70,8 +70,12 @@ static void cand_layout(mm_plan_cand *c)
     char pl[32] = "";
     if (c->placement >= 0)
         snprintf(pl, sizeof pl, "%s |", mm_placement_names[c->placement]);
-    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d | mb%d %s zero%d",
-                     pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep,
+    char split[48] = "";
+    if (c->first_layers)
+        snprintf(split, sizeof split, " layers %d+%dx%d+%d", c->first_layers, c->mid_layers, c->llm.pp - 2,
+                 c->last_layers);
+    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d%s | mb%d %s zero%d",
+                     pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, split,
                      c->micro_batch, mm_recompute_names[c->recompute], c->zero);
     if (n < 0 || (size_t)n >= sizeof c->layout) /* cannot happen with these widths; keep it terminated */
         c->layout[sizeof c->layout - 1] = '\0';
@@ -79,26 +83,38 @@ static void cand_layout(mm_plan_cand *c)
         memmove(c->layout, c->layout + 1, strlen(c->layout));
 }
 
+/* Room for an uneven split's layers per stage, which a layout borrows
+ * (scenario.h): it must outlive the scenario the layout is applied to. */
+typedef struct lps_buf {
+    int v[MM_MAX_PP];
+} lps_buf;
+
 /* The candidate as a layout of the scenario layer, which applies it
  * (mm_scenario_apply_layout) the same way for the pre-score, the in-process
- * reruns and the stored reruns. */
-static mm_layout layout_of(const mm_plan_cand *c)
+ * reruns and the stored reruns; an uneven split is written into *lps. */
+static mm_layout layout_of(const mm_plan_cand *c, lps_buf *lps)
 {
+    const int *stages = NULL;
+    if (c->first_layers && c->llm.pp <= MM_MAX_PP) {
+        for (int st = 0; st < c->llm.pp; st++)
+            lps->v[st] = st == 0 ? c->first_layers : st + 1 < c->llm.pp ? c->mid_layers : c->last_layers;
+        stages = lps->v;
+    }
     return (mm_layout){.placement = c->placement,
                        .llm = {.tp = c->llm.tp, .pp = c->llm.pp, .vpp = c->llm.vpp, .cp = c->llm.cp,
                                .dp = c->llm.dp, .ep = c->llm.ep},
                        .vision = {.tp = c->vision.tp, .pp = c->vision.pp, .dp = c->vision.dp,
                                   .vpp = 1, .cp = 1, .ep = 1},
                        .micro_batch = c->micro_batch, .recompute = c->recompute, .zero = c->zero,
-                       .schedule = c->schedule};
+                       .schedule = c->schedule, .layers_per_stage = stages};
 }
 
 /* The shared sim's scenario becomes the base with the candidate applied:
  * from the base each time, so that nothing one candidate set (an encoder
  * layout a homogeneous candidate leaves alone) leaks into the next. */
-static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c)
+static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c, lps_buf *lps)
 {
-    mm_layout lay = layout_of(c);
+    mm_layout lay = layout_of(c, lps);
     mm_scenario_reset_layout(&sim->sc, base);
     sim->sc.iterations = base->iterations;
     mm_scenario_apply_layout(&sim->sc, &lay);
@@ -106,7 +122,8 @@ static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c)
 
 size_t mm_plan_cand_sets_json(const mm_plan_cand *c, char *buf, size_t len)
 {
-    mm_layout lay = layout_of(c);
+    lps_buf lps;
+    mm_layout lay = layout_of(c, &lps);
     return mm_layout_sets_json(&lay, buf, len);
 }
 
@@ -131,12 +148,56 @@ static int divisors(int n, int max, int *out, int cap)
     return k;
 }
 
+/* How L layers go on pp stages of vpp chunks each, following Megatron-LM
+ * (megatron/core/transformer/transformer_block.py, the layer offsets of
+ * get_num_layers_to_build and its pipeline-split options):
+ *   - even: L / (pp vpp) per chunk when that divides (returns 1);
+ *   - account_for_embedding_in_pipeline_split + ..._loss_...: the
+ *     embedding and the loss count as a layer of the first and the last
+ *     stage, so (L + 2) / pp per stage and one transformer layer fewer on
+ *     those two (vpp 1 only: with chunks the first chunk alone would be
+ *     short, which per-stage counts cannot say);
+ *   - --decoder-first/last-pipeline-num-layers f, l: the pp - 2 middle
+ *     stages take (L - f - l) / (pp - 2) each; with vpp every stage's count
+ *     must divide by vpp.  We pick the middle count that minimizes the
+ *     largest stage, the first stage taking the odd vpp-multiple (the last
+ *     one carries the output layer and the loss).
+ * Returns 0 with *f, *m, *l set (uneven), 1 (even), -1 (no split). */
+static int split_layers(int64_t L, int pp, int vpp, int *f, int *m, int *l)
+{
+    *f = *m = *l = 0;
+    if (L % ((int64_t)pp * vpp) == 0)
+        return 1;
+    if (pp < 2 || L % vpp)
+        return -1;
+    if (vpp == 1 && (L + 2) % pp == 0 && (L + 2) / pp >= 2) {
+        int per = (int)((L + 2) / pp);
+        *f = *l = per - 1;
+        *m = per;
+        return 0;
+    }
+    int best = -1;
+    for (int64_t mid = pp > 2 ? vpp : 0; (pp - 2) * mid <= L - 2 * vpp; mid += vpp) {
+        int64_t rest = L - (pp - 2) * mid, last = vpp * (rest / (2 * vpp)), first = rest - last;
+        int64_t worst = first > mid ? first : mid;
+        if (last >= vpp && (best < 0 || worst <= best)) {
+            best = (int)worst;
+            *f = (int)first, *m = (int)mid, *l = (int)last;
+        }
+        if (pp == 2)
+            break;
+    }
+    return best < 0 ? -1 : 0;
+}
+
 /* The LLM's degrees on gllm GPUs, crossed with the training choices. */
 static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int gllm)
 {
     int tps[16], pps[64];
     int ntp = divisors(sp->gpn, sp->gpn, tps, 16);
-    int npp = divisors((int)sp->layers, sp->max_pp, pps, 64);
+    int npp = 0; /* every depth up to max_pp: uneven splits cover what does not divide */
+    for (int p = 1; p <= sp->max_pp && p <= sp->layers && npp < 64; p++)
+        pps[npp++] = p;
     int cps[3] = {1, 2, 4}, ncp = sp->seq >= 32768 ? 3 : sp->seq >= 8192 ? 2 : 1;
     int eps[8] = {1}, nep = 1;
     for (int e = 2; e <= 8 && sp->experts > 0; e *= 2)
@@ -152,7 +213,10 @@ static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int
                 if (gllm % mp)
                     continue;
                 int dp = (int)(gllm / mp);
-                for (int vpp = 1; vpp <= (pps[p] > 1 ? 2 : 1); vpp++)
+                for (int vpp = 1; vpp <= (pps[p] > 1 ? 2 : 1); vpp++) {
+                    int fl, ml, ll;
+                    if (split_layers(sp->layers, pps[p], vpp, &fl, &ml, &ll) < 0)
+                        continue;
                     for (int e = 0; e < nep; e++)
                         for (int m = 0; m < 4; m++)
                             for (int r = 0; r < 2; r++)
@@ -169,8 +233,10 @@ static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int
                                     c->recompute = rcs[r];
                                     c->zero = zeros[z];
                                     c->schedule = vpp > 1 ? MM_SCHED_INTERLEAVED : sp->base_schedule;
+                                    c->first_layers = fl, c->mid_layers = ml, c->last_layers = ll;
                                     cand_layout(c);
                                 }
+                }
             }
     return 0;
 }
@@ -241,19 +307,26 @@ static int set_reason(mm_plan_cand *c, const char *fmt_key, const char *msg)
     return 0;
 }
 
-/* Validation, memory, estimate of one candidate in the shared sim. */
-static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, mm_err *err)
+/* Validation, memory, estimate of one candidate in the shared sim; the
+ * host time of the validation and of the estimate go to p apart, and p
+ * counts the candidates the estimate ran on. */
+static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, lps_buf *lps, mm_plan *p, mm_err *err)
 {
     mm_err e;
     mm_err_clear(&e);
-    relay(sim, base, c);
+    relay(sim, base, c, lps);
     c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = NAN;
     c->sim_s = c->sim_tflops = c->sim_mfu = c->sim_tokens_s = c->sim_mem_gib = NAN;
+    double t0 = now_s();
     int rc = mm_sim_relayout(sim, &e);
+    double t1 = now_s();
+    p->validate_s += t1 - t0;
     if (rc == 0) {
         c->micro_batches = sim->micro_batches;
         mm_metrics m;
         rc = mm_sim_estimate(sim, &m, &e);
+        p->estimate_s += now_s() - t1;
+        p->prescored++;
         if (rc == 0) {
             c->mem_gib = m.peak_memory_gib;
             if (m.oom) {
@@ -334,7 +407,8 @@ static int cmp_estimate(const void *pa, const void *pb)
 static char *point_text(const mm_scenario *base, int iterations, const mm_plan_cand *c)
 {
     mm_scenario sc = *base; /* apply_layout changes only numbers: a struct copy will do */
-    mm_layout lay = layout_of(c);
+    lps_buf lps;
+    mm_layout lay = layout_of(c, &lps);
     mm_scenario_apply_layout(&sc, &lay);
     sc.iterations = iterations;
     return mm_scenario_canonical_alloc(&sc);
@@ -351,13 +425,13 @@ static void take_metrics(mm_plan_cand *c, const mm_metrics *m)
 
 /* In this process, without a store: the shared sim, relaid out. */
 static int rescore_local(mm_sim *sim, const mm_scenario *base, mm_plan_cand *top, size_t k, int iterations,
-                         mm_err *err)
+                         lps_buf *lps, mm_err *err)
 {
     for (size_t i = 0; i < k; i++) {
         mm_plan_cand *c = &top[i];
         mm_err e;
         mm_err_clear(&e);
-        relay(sim, base, c);
+        relay(sim, base, c, lps);
         sim->sc.iterations = iterations;
         mm_metrics m;
         bool ran = false;
@@ -515,6 +589,55 @@ static int check_opts(const mm_plan_opts *o, mm_err *err)
     return 0;
 }
 
+/* Loads the base scenario as it stands (base->nodes), enumerates and
+ * scores every candidate into v; p gets the counts, host times and the
+ * description of the cluster. */
+static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, lps_buf *lps, mm_plan *p,
+                   mm_err *err)
+{
+    double t0 = now_s();
+    int rc = mm_sim_load(sim, base, err);
+    if (rc || (rc = mm_sim_check_limits(sim, err)))
+        return rc;
+    const mm_model *mo = &sim->model;
+    space sp = {
+        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
+        .layers = sim->llm.layers, .experts = sim->llm.experts, .seq = base->train.seq_len,
+        .max_pp = o->max_pp > 0 ? o->max_pp : 32,
+        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
+        .placements = o->placements ? o->placements : 0xfu,
+    };
+    sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
+                                    (base->workload.kind == MM_WORKLOAD_FIXED &&
+                                     base->workload.images * base->workload.tiles > 0));
+    p->gpus = sp.G;
+    p->gpus_per_node = sp.gpn;
+    p->nodes = sim->cluster.nodes;
+    p->has_encoder = sp.encoder;
+    p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
+    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
+    snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
+    if (enumerate(&sp, v))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    p->enumerate_s += now_s() - t0;
+    /* a node count given up on (no layout) counts as enumeration time */
+    p->enumerate_s += p->validate_s + p->estimate_s;
+    p->validate_s = p->estimate_s = 0;
+    p->pruned = p->oom = p->estimated = p->prescored = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        int s = score(sim, base, &v->c[i], lps, p, err);
+        if (s < 0)
+            return s;
+        if (v->c[i].status == MM_CAND_PRUNED) {
+            p->pruned++;
+            p->oom += v->c[i].reason && !strncmp(v->c[i].reason, "OOM", 3);
+        } else {
+            p->estimated++;
+        }
+    }
+    return 0;
+}
+
 int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
 {
     double t0 = now_s();
@@ -524,8 +647,9 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         return rc;
     mm_scenario *base = calloc(1, sizeof *base);
     mm_sim *sim = calloc(1, sizeof *sim);
+    lps_buf *lps = malloc(sizeof *lps);
     cand_vec v = {0};
-    if (!base || !sim) {
+    if (!base || !sim || !lps) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
@@ -553,53 +677,33 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         }
         base->nodes = o->gpus / gpn;
     }
-    if ((rc = mm_sim_load(sim, base, err)) || (rc = mm_sim_check_limits(sim, err)))
-        goto out;
-    const mm_model *mo = &sim->model;
-    space sp = {
-        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
-        .layers = sim->llm.layers, .experts = sim->llm.experts, .seq = base->train.seq_len,
-        .max_pp = o->max_pp > 0 ? o->max_pp : 32,
-        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
-        .placements = o->placements ? o->placements : 0xfu,
-    };
-    sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
-                                    (base->workload.kind == MM_WORKLOAD_FIXED &&
-                                     base->workload.images * base->workload.tiles > 0));
-    p->gpus = sp.G;
-    p->gpus_per_node = sp.gpn;
-    p->nodes = sim->cluster.nodes;
-    p->has_encoder = sp.encoder;
-    p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
-    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
-    snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
-    if (enumerate(&sp, &v)) {
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        goto out;
-    }
-    double t1 = now_s();
-    p->enumerate_s = t1 - t0;
-    for (size_t i = 0; i < v.n; i++) {
-        int s = score(sim, base, &v.c[i], err);
-        if (s < 0) {
-            rc = s;
+    int min_nodes = 0;
+    for (;;) {
+        if ((rc = plan_on(o, base, sim, &v, lps, p, err)))
             goto out;
-        }
-        if (v.c[i].status == MM_CAND_PRUNED) {
-            p->pruned++;
-            p->oom += v.c[i].reason && !strncmp(v.c[i].reason, "OOM", 3);
+        if (!p->gpus_asked)
+            p->gpus_asked = p->gpus, min_nodes = (p->nodes + 1) / 2;
+        if (p->estimated > 0 || base->nodes <= min_nodes) {
+            if (p->estimated > 0 || p->gpus == p->gpus_asked)
+                break;
+            base->nodes = p->gpus_asked / p->gpus_per_node; /* none anywhere: report the full cluster */
+            min_nodes = base->nodes + 1;
         } else {
-            p->estimated++;
+            base->nodes--; /* no layout on these GPUs: one node fewer (planner.h, step 2) */
         }
+        for (size_t i = 0; i < v.n; i++)
+            free(v.c[i].reason);
+        v.n = 0;
+        mm_sim_free(sim);
+        memset(sim, 0, sizeof *sim);
     }
     double t2 = now_s();
-    p->estimate_s = t2 - t1;
     qsort(v.c, v.n, sizeof *v.c, cmp_estimate);
     size_t k = (size_t)o->top_k < p->estimated ? (size_t)o->top_k : p->estimated;
     p->top_k = o->top_k;
     if (k > 0) {
         rc = o->db ? rescore_store(o, base, v.c, k, p->iterations, err)
-                   : rescore_local(sim, base, v.c, k, p->iterations, err);
+                   : rescore_local(sim, base, v.c, k, p->iterations, lps, err);
         if (rc)
             goto out;
     }
@@ -631,6 +735,7 @@ out:
     free(sim);
     mm_scenario_free(base);
     free(base);
+    free(lps);
     return rc;
 }
 

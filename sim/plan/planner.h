@@ -8,8 +8,13 @@
  *    work), the GPUs the encoder takes for pipeline/disjoint (G/128, G/64,
  *    G/32, G/16, G/8, 3G/16, G/4 of them), the encoder's tp (divisors of a
  *    node) with pp 1 and the dp its GPUs leave, and for the LLM tp (divisors
- *    of a node), cp (1; also 2 from 8K tokens, 4 from 32K), pp (divisors of
- *    the layers up to max_pp), dp (what the GPUs leave), vpp (1, and 2 with
+ *    of a node), cp (1; also 2 from 8K tokens, 4 from 32K), pp (1 .. max_pp;
+ *    when pp x vpp does not divide the layers, the uneven split of
+ *    Megatron-LM's --decoder-first/last-pipeline-num-layers: `mid` layers on
+ *    each middle stage, the rest on the first and last, chosen to minimize
+ *    the largest stage, every stage a multiple of vpp as Megatron requires;
+ *    or, with vpp 1, its account_for_embedding/loss_in_pipeline_split when
+ *    that divides evenly), dp (what the GPUs leave), vpp (1, and 2 with
  *    the interleaved schedule when pp > 1), ep (MoE: 1 and powers of two
  *    dividing the experts, up to 8); micro-batch size 1, 2, 4, 8 (the count
  *    follows from the global batch); recompute selective or full; ZeRO 1
@@ -17,6 +22,10 @@
  * 2. Prune: each candidate goes through the scenario's own validation
  *    (mm_sim_relayout: the message naming the key is the reason) and the
  *    memory model ("OOM: x GiB > y GiB").
+ *    When no candidate survives on all the GPUs (no product of degrees gives
+ *    them, or none fits), the plan drops one node at a time, down to half
+ *    the cluster, and plans on the largest count where one does
+ *    (mm_plan.gpus < gpus_asked says so).
  * 3. Pre-score every survivor analytically (mm_sim_estimate).
  * 4. Rescore the best top_k event by event (mm_sim_run, through the runner,
  *    so they are stored as runs and a second plan reuses them), over the
@@ -53,11 +62,15 @@ typedef struct mm_plan_cand {
     int placement;     /* mm_placement; -1: no encoder in this plan */
     int enc_gpus;      /* GPUs of the encoder's own (pipeline, disjoint) */
     mm_plan_dims llm, vision; /* vision: tp, pp, dp (colocated, pipeline, disjoint) */
+    /* Uneven LLM split (Megatron-LM's --decoder-first/last-pipeline-num-layers):
+     * first_layers on stage 0, last_layers on stage pp-1, mid_layers on each
+     * other; 0: the even split layers / pp. */
+    int first_layers, mid_layers, last_layers;
     int micro_batch, micro_batches; /* size in samples; count per DP replica */
     int recompute;     /* enum mm_recompute */
     int zero;
     int schedule;      /* mm_schedule_kind */
-    char layout[136];  /* canonical layout string (ties and display) */
+    char layout[160];  /* canonical layout string (ties and display) */
     mm_cand_status status;
     char *reason;      /* pruned / failed: why (owned) */
     double est_s, est_tflops, est_mfu, mem_gib; /* pre-score; mem_gib also for OOM */
@@ -86,12 +99,20 @@ typedef struct mm_plan {
     mm_plan_cand *c;             /* every candidate, in rank order (see above) */
     size_t n;
     size_t pruned, oom, estimated, simulated, failed;
+    size_t prescored;            /* candidates the analytic estimate ran on (not
+                                    those the validation pruned first) */
     int gpus, gpus_per_node, nodes, iterations, top_k;
+    int gpus_asked;              /* the cluster's (or --gpus) size; gpus < gpus_asked
+                                    when no layout used them all and the plan fell
+                                    back to the largest node count with one */
     int has_encoder;
     char model[128];
     char base_source[256];
     int64_t plan_id;             /* plans.id; 0 when not stored */
-    double enumerate_s, estimate_s, simulate_s, wall_s; /* host seconds */
+    double enumerate_s, validate_s, estimate_s, simulate_s, wall_s; /* host seconds:
+                                    validate_s the scenario checks of every candidate,
+                                    estimate_s the pre-scores alone, simulate_s the
+                                    event-level rescoring */
 } mm_plan;
 
 /* Runs the plan: out is filled (free with mm_plan_free) unless an error is

@@ -298,7 +298,9 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     bk->n_stages = V;
     int per_vs = (int)(m->layers / V);
     for (int k = 0, l0 = 0; k < V; k++) {
-        int nl = L->n_layers_per_stage ? L->layers_per_stage[k] : per_vs;
+        /* virtual stage k = chunk k / pp of physical stage k % pp (build.c);
+         * layers go to virtual stages in their order, as in Megatron-LM */
+        int nl = L->n_layers_per_stage ? L->layers_per_stage[k % L->pp] / L->vpp : per_vs;
         bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
         c->chunks = nl;

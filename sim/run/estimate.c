@@ -10,12 +10,20 @@
 
 #include "hw/net.h"
 
+/* ranks 0, stride, 2 stride, ...: the group a collective is timed over */
+static const int *group(int *ranks, int n, int stride)
+{
+    for (int i = 0; i < n; i++)
+        ranks[i] = i * stride;
+    return ranks;
+}
+
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     memset(mt, 0, sizeof *mt);
-    int P = L->pp, rc = 0;
+    int P = L->pp, rc = 0, *ranks = NULL;
     mm_sim_costs costs = {0};
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     if (!mt->stages) {
@@ -42,10 +50,17 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     }
     /* the slowest (physical) stage's F + B per micro-batch, with its TP
      * all-reduces (analytic network time, serialized as in the executor) */
-    int m = sim->micro_batches, tpg[1024];
-    for (int t = 0; t < L->tp && t < 1024; t++)
-        tpg[t] = t;
-    double tp_one = L->tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, tpg, L->tp < 1024 ? L->tp : 1024,
+    /* one rank array, as large as the largest group timed below (TP of
+     * each module, DP of the LLM): no group is cut short */
+    int m = sim->micro_batches, most = L->tp > L->dp ? L->tp : L->dp;
+    for (int i = 0; i < spec.n_enc; i++)
+        most = spec.enc[i].tp > most ? spec.enc[i].tp : most;
+    ranks = malloc((size_t)most * sizeof *ranks);
+    if (!ranks) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    double tp_one = L->tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->tp, 1), L->tp,
                                                      spec.tp_bytes)
                               : 0;
     double worst = 0, flops = 0, hw = 0, grad = 0, opt = 0;
@@ -69,11 +84,8 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         const mm_enc_mb_cost *c = &e->mb[0];
         double per = c->fwd_s + c->bwd_s;
         if (e->tp > 1 && c->tp_bytes > 0) { /* its layers' TP all-reduces, as the executor runs them */
-            int g8[1024], nt = e->tp < 1024 ? e->tp : 1024;
-            for (int t = 0; t < nt; t++)
-                g8[t] = t;
             per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
-                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, g8, nt, c->tp_bytes);
+                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, e->tp, 1), e->tp, c->tp_bytes);
         }
         flops += (c->fwd_flops + c->bwd_flops) * m * L->dp;
         hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->dp;
@@ -91,11 +103,9 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
     double pipe = (m + (stages - 1) / L->vpp) * worst;
-    int dpg[4096], n = L->dp < 4096 ? L->dp : 4096;
-    for (int d = 0; d < n; d++)
-        dpg[d] = d * L->tp * L->cp;
+    int n = L->dp;
     double dp_t = n > 1 ? mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE,
-                                               dpg, n, grad) * (spec.zero ? 2 : 1)
+                                               group(ranks, n, L->tp * L->cp), n, grad) * (spec.zero ? 2 : 1)
                         : 0;
     if (spec.overlap_grad_reduce)
         dp_t *= 0.5; /* about half hides behind the last backward */
@@ -111,6 +121,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     mt->bubble_fraction = (stages - 1) / L->vpp * worst / pipe;
     mt->exposed_comm_s = dp_t;
 out:
+    free(ranks);
     mm_sim_costs_free(&costs);
     if (rc)
         mm_metrics_free(mt);

@@ -98,7 +98,8 @@ static void arrive(exec_state *st, uint32_t id)
     /* A failure leaves the members unfinished: reported as a deadlock
      * unless the error below is kept first. */
     if (st->rc == 0)
-        st->rc = mm_network_start(st->net, &req, on_coll_done, st, c, NULL, st->err);
+        st->rc = mm_network_start_replicated(st->net, &req, cl->replicas, cl->replica_stride, on_coll_done, st, c,
+                                             NULL, st->err);
 }
 
 static void try_stream(exec_state *st, size_t s)

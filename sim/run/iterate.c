@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "model/memory.h"
 #include "run/exec.h"
+#include "run/symmetry.h"
 
 void mm_metrics_free(mm_metrics *m)
 {
@@ -331,9 +332,13 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
-        rc = mm_exec_run_opts(eng, &g, &sim->cluster,
-                              sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
-                              &t1, err);
+        rc = mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
+                 ? mm_sym_exec(eng, &g, L->dp, &sim->cluster,
+                               sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
+                               &t1, err)
+                 : mm_exec_run_opts(eng, &g, &sim->cluster,
+                                    sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start,
+                                    end, &t1, err);
     free((void *)xo.mem_frac);
     if (rc == 0) {
         for (int s = 0; s < P; s++)

@@ -85,9 +85,6 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 (long long)sc->train.seq_len, 2 * L->cp);
     if (L->vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED)
         return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved", L->vpp);
-    if (sc->train.schedule == MM_SCHED_INTERLEAVED && L->n_layers_per_stage)
-        return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                "an uneven split is not supported with the interleaved schedule");
     int order[MM_DIM_COUNT];
     if (mm_build_parse_order(sc->parallel.order, order))
         return mm_scenario_fail(sc, err, "parallel.order",
@@ -120,6 +117,12 @@ static int check_layout(mm_sim *sim, mm_err *err)
             if (L->layers_per_stage[s] < 1)
                 return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
                                         "entry %d is %d; every stage needs at least one layer", s, L->layers_per_stage[s]);
+            /* interleaved: each stage's layers in vpp equal chunks (Megatron-LM
+             * asserts the same of --decoder-first/last-pipeline-num-layers) */
+            if (L->layers_per_stage[s] % L->vpp)
+                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                        "entry %d is %d layers, not a multiple of vpp = %d (each stage splits its "
+                                        "layers into vpp equal model chunks)", s, L->layers_per_stage[s], L->vpp);
             sum += L->layers_per_stage[s];
         }
         if (sum != m->layers)

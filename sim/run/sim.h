@@ -61,6 +61,9 @@ typedef struct mm_sim {
      * its progress (mmsim run draws it on a terminal).  NULL: none. */
     void (*progress)(int done, int total, void *ctx);
     void *progress_ctx;
+    /* Set by the caller after mm_sim_prepare: simulate every DP replica even
+     * where they are identical (run/symmetry.h); for checking the collapse. */
+    bool no_symmetry;
 } mm_sim;
 
 /* Frees what mm_sim_prepare allocated (the workload); the struct itself is

@@ -1,0 +1,301 @@
+/* test_scale.c - what the speed-at-scale work must not change, and the
+ * planner's reach (issue 16): uneven first/last stages (also under the
+ * interleaved schedule) give the even split's numbers bit for bit when the
+ * list is even, refuse a stage that vpp does not divide, and let the
+ * planner find the 530B layout on 5,120 A100s; a plan falls back to the
+ * largest GPU count that has a layout and says so; the pre-score counts
+ * only the candidates it estimated.  Wall-clock speed is never asserted
+ * here (scripts/bench measures it). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/planner.h"
+#include "run/sim.h"
+
+/* Llama-2-7B (32 layers) on 2 nodes, analytic network, text workload, one
+ * iteration, plus the given overrides. */
+static int run_llama(const char *const *sets, int n, mm_metrics *m, mm_err *err)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    const char *all[24] = {"model=models/llama-2-7b.json", "cluster.nodes=2", "workload=text",
+                           "train.global_batch=64", "train.seq_len=2048", "iterations=1", "network=analytic"};
+    int k = 7;
+    for (int i = 0; i < n && k < 24; i++)
+        all[k++] = sets[i];
+    int rc = mm_scenario_load(&sc, NULL, all, k, err);
+    if (rc == 0)
+        rc = mm_sim_prepare(&sim, &sc, err);
+    if (rc == 0)
+        rc = mm_sim_run(&sim, m, NULL, err);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc);
+    return rc;
+}
+
+static void same_metrics(const mm_metrics *a, const mm_metrics *b)
+{
+    ck_assert(memcmp(&a->iteration_time_s, &b->iteration_time_s, sizeof(double)) == 0);
+    ck_assert(memcmp(&a->mfu, &b->mfu, sizeof(double)) == 0);
+    ck_assert(memcmp(&a->bubble_fraction, &b->bubble_fraction, sizeof(double)) == 0);
+    ck_assert(memcmp(&a->exposed_comm_s, &b->exposed_comm_s, sizeof(double)) == 0);
+    ck_assert(memcmp(&a->peak_memory_gib, &b->peak_memory_gib, sizeof(double)) == 0);
+    ck_assert_uint_eq(a->events, b->events);
+}
+
+/* An even list under the interleaved schedule is the even split: same
+ * metrics bit for bit (pp 4, vpp 2, 8 layers a stage). */
+START_TEST(interleaved_even_list_is_the_even_split)
+{
+    const char *base[] = {"parallel.llm={tp: 4, pp: 4, vpp: 2, dp: 1}", "train.schedule=interleaved"};
+    const char *list[] = {"parallel.llm={tp: 4, pp: 4, vpp: 2, dp: 1, layers_per_stage: [8, 8, 8, 8]}",
+                          "train.schedule=interleaved"};
+    mm_metrics a, b;
+    mm_err err;
+    ck_assert_msg(run_llama(base, 2, &a, &err) == 0, "%s", err.msg);
+    ck_assert_msg(run_llama(list, 2, &b, &err) == 0, "%s", err.msg);
+    same_metrics(&a, &b);
+    mm_metrics_free(&a);
+    mm_metrics_free(&b);
+}
+END_TEST
+
+/* Uneven stages under interleaving run (Megatron's first/last form:
+ * 10 + 6 + 6 + 10, each in 2 chunks) and the slowest stage sets the pace:
+ * slower than the even split, by less than the 10/8 of its largest stage
+ * over the even one.  A stage whose layers vpp does not divide is refused,
+ * naming the key. */
+START_TEST(interleaved_uneven_stages)
+{
+    const char *even[] = {"parallel.llm={tp: 4, pp: 4, vpp: 2, dp: 1}", "train.schedule=interleaved"};
+    const char *uneven[] = {"parallel.llm={tp: 4, pp: 4, vpp: 2, dp: 1, layers_per_stage: [10, 6, 6, 10]}",
+                            "train.schedule=interleaved"};
+    const char *odd[] = {"parallel.llm={tp: 4, pp: 4, vpp: 2, dp: 1, layers_per_stage: [9, 7, 8, 8]}",
+                         "train.schedule=interleaved"};
+    mm_metrics a, b, c;
+    mm_err err;
+    ck_assert_msg(run_llama(even, 2, &a, &err) == 0, "%s", err.msg);
+    ck_assert_msg(run_llama(uneven, 2, &b, &err) == 0, "%s", err.msg);
+    ck_assert_msg(b.iteration_time_s > a.iteration_time_s && b.iteration_time_s < a.iteration_time_s * 10 / 8,
+                  "uneven %g even %g", b.iteration_time_s, a.iteration_time_s);
+    ck_assert_int_ne(run_llama(odd, 2, &c, &err), 0);
+    ck_assert_int_eq(err.code, MM_EINPUT);
+    ck_assert_str_eq(err.key, "parallel.llm.layers_per_stage");
+    ck_assert_ptr_nonnull(strstr(err.msg, "vpp"));
+    mm_metrics_free(&a);
+    mm_metrics_free(&b);
+}
+END_TEST
+
+/* A pipeline-placed encoder feeds the LLM's first stage ahead by as many
+ * micro-batches as that stage forwards before its first backward: under
+ * the interleaved schedule and GPipe that is more than pp, and too short a
+ * lead deadlocked.  Both run now, uneven stages included, on the analytic
+ * and the flow network; GPipe is no faster than 1F1B. */
+START_TEST(pipeline_encoder_any_schedule)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    const char *sched[] = {"train.schedule=interleaved", "train.schedule=gpipe", "train.schedule=1f1b"};
+    const char *llm[] = {"parallel.llm={tp: 2, pp: 4, vpp: 2, dp: 2, layers_per_stage: [8, 6, 6, 8]}",
+                         "parallel.llm={tp: 2, pp: 4, dp: 2, layers_per_stage: [8, 6, 6, 8]}",
+                         "parallel.llm={tp: 2, pp: 4, dp: 2, layers_per_stage: [8, 6, 6, 8]}"};
+    double t[2][3];
+    for (int net = 0; net < 2; net++)
+        for (int k = 0; k < 3; k++) {
+            const char *sets[] = {"cluster.nodes=3", "parallel.placement=pipeline",
+                                  "parallel.vision={tp: 4, pp: 1, dp: 2}", llm[k], sched[k],
+                                  "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                                  "batching=sequential", "train.global_batch=16", "iterations=1",
+                                  net ? "network=flow" : "network=analytic"};
+            mm_err err;
+            mm_metrics m;
+            ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 10, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
+                          "%s: %s", err.key, err.msg);
+            ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s %s: %s", sched[k], sets[9], err.msg);
+            t[net][k] = m.iteration_time_s;
+            ck_assert(isfinite(t[net][k]) && t[net][k] > 0);
+            mm_metrics_free(&m);
+            mm_sim_free(&sim);
+            mm_scenario_free(&sc);
+        }
+    for (int net = 0; net < 2; net++)
+        ck_assert_msg(t[net][1] >= t[net][2] * (1 - 1e-9), "gpipe %g < 1f1b %g", t[net][1], t[net][2]);
+}
+END_TEST
+
+/* ---- identical DP replicas simulated once (run/symmetry.h) ---- */
+
+static void run_sym(const char *const *sets, int n, bool no_sym, mm_metrics *m)
+{
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_err err;
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
+                  err.key, err.msg);
+    sim.no_symmetry = no_sym;
+    ck_assert_msg(mm_sim_run(&sim, m, NULL, &err) == 0, "%s", err.msg);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc);
+}
+
+/* Text (Llama-2-7B, tp 4 x pp 2 x dp 4, 1F1B and interleaved) and fixed
+ * multimodal samples (the default model, colocated encoder): under
+ * `analytic` the collapsed run's metrics are the full run's bit for bit
+ * (iteration, stages, critical path), with fewer events; under `flow`
+ * within 0.5 % (the replicas' transfers and TP rings still load the links,
+ * as aggregates).  A mixture workload is never collapsed (same events). */
+START_TEST(symmetric_replicas_once)
+{
+    const char *text[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text", "train.global_batch=64",
+                          "train.seq_len=2048", "iterations=2", "parallel.llm={tp: 4, pp: 2, dp: 4}", "network=analytic"};
+    const char *inter[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text", "train.global_batch=64",
+                           "train.seq_len=2048", "iterations=1", "parallel.llm={tp: 4, pp: 2, vpp: 2, dp: 4}",
+                           "train.schedule=interleaved", "network=analytic"};
+    const char *mm[] = {"cluster.nodes=4", "parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
+                        "parallel.vision={tp: 1, pp: 1, dp: 32}", "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                        "batching=sequential", "train.global_batch=64", "iterations=1", "network=analytic"};
+    struct {
+        const char **s;
+        int n;
+    } cases[] = {{text, 8}, {inter, 9}, {mm, 9}};
+    for (size_t i = 0; i < 3; i++)
+        for (int flow = 0; flow < 2; flow++) {
+            cases[i].s[cases[i].n - 1] = flow ? "network=flow" : "network=analytic";
+            mm_metrics a, b;
+            run_sym(cases[i].s, cases[i].n, true, &a);
+            run_sym(cases[i].s, cases[i].n, false, &b);
+            ck_assert_msg(b.events * 2 < a.events, "case %zu: %llu events collapsed, %llu full", i,
+                          (unsigned long long)b.events, (unsigned long long)a.events);
+            if (!flow) {
+                ck_assert(memcmp(&a.iteration_time_s, &b.iteration_time_s, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.mfu, &b.mfu, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.bubble_fraction, &b.bubble_fraction, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.exposed_comm_s, &b.exposed_comm_s, sizeof(double)) == 0);
+                ck_assert(memcmp(&a.peak_memory_gib, &b.peak_memory_gib, sizeof(double)) == 0);
+                ck_assert_int_eq(a.n_iters, b.n_iters);
+                ck_assert(memcmp(a.iters, b.iters, (size_t)a.n_iters * sizeof *a.iters) == 0);
+                ck_assert(memcmp(a.stages, b.stages, (size_t)a.n_stages * sizeof *a.stages) == 0);
+                ck_assert_int_eq(a.crit.n, b.crit.n);
+                ck_assert_int_eq(a.crit.path_ops, b.crit.path_ops);
+                ck_assert(a.crit.n == 0 || memcmp(a.crit.e, b.crit.e, (size_t)a.crit.n * sizeof *a.crit.e) == 0);
+            } else {
+                ck_assert_msg(fabs(b.iteration_time_s / a.iteration_time_s - 1) < 0.005, "case %zu flow: %.9g vs %.9g",
+                              i, b.iteration_time_s, a.iteration_time_s);
+            }
+            mm_metrics_free(&a);
+            mm_metrics_free(&b);
+        }
+    /* a mixture: replicas differ, every one is simulated */
+    const char *mix[] = {"cluster.nodes=2", "iterations=1", "network=analytic", "workload=workloads/llava-ov-mix.yaml"};
+    mm_metrics a, b;
+    run_sym(mix, 4, true, &a);
+    run_sym(mix, 4, false, &b);
+    ck_assert_uint_eq(a.events, b.events);
+    ck_assert(memcmp(&a.iteration_time_s, &b.iteration_time_s, sizeof(double)) == 0);
+    mm_metrics_free(&a);
+    mm_metrics_free(&b);
+}
+END_TEST
+
+/* Every candidate's split adds up to the model's layers, middle stages
+ * equal, every stage a multiple of vpp; the counts add up. */
+static void check_splits(const mm_plan *p, int layers)
+{
+    size_t prescored = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const mm_plan_cand *c = &p->c[i];
+        int pp = c->llm.pp, v = c->llm.vpp;
+        if (c->first_layers) {
+            ck_assert_int_ge(pp, 2);
+            ck_assert_int_eq(c->first_layers + (pp - 2) * c->mid_layers + c->last_layers, layers);
+            ck_assert(c->first_layers % v == 0 && c->mid_layers % v == 0 && c->last_layers % v == 0);
+            ck_assert(c->last_layers >= v && (pp == 2 || c->mid_layers >= v));
+            ck_assert_ptr_nonnull(strstr(c->layout, " layers "));
+        } else {
+            ck_assert_int_eq(layers % (pp * v), 0);
+        }
+        prescored += c->status != MM_CAND_PRUNED || (c->reason && !strncmp(c->reason, "OOM", 3));
+    }
+    ck_assert_uint_eq(prescored, p->prescored);
+    ck_assert_uint_lt(p->prescored, p->n); /* some were refused before any estimate */
+}
+
+/* Issue 16: 105 layers on 5,120 A100s (only pp 1 and 5 divide both) - the
+ * uneven splits give layouts that fit; the best has a finite estimate. */
+START_TEST(plan_530b_uneven)
+{
+    const char *sets[] = {"model=models/megatron-gpt-530b.json", "cluster.topology=topologies/dgx-a100.yaml",
+                          "workload=text", "train.global_batch=2560", "train.seq_len=2048"};
+    mm_plan_opts o = {.sets = sets, .n_sets = 5, .gpus = 5120, .top_k = 0, .jobs = 1};
+    mm_plan p;
+    mm_err err;
+    ck_assert_msg(mm_plan_run(&o, &p, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(p.gpus, 5120);
+    ck_assert_int_eq(p.gpus_asked, 5120);
+    ck_assert_int_gt((int)p.estimated, 0);
+    ck_assert_int_eq(p.c[0].status, MM_CAND_ESTIMATED);
+    ck_assert(isfinite(p.c[0].est_s) && p.c[0].est_s > 0);
+    check_splits(&p, 105);
+    int uneven_fits = 0;
+    for (size_t i = 0; i < p.n; i++)
+        uneven_fits += p.c[i].first_layers && p.c[i].status == MM_CAND_ESTIMATED;
+    ck_assert_int_gt(uneven_fits, 0);
+    mm_plan_free(&p);
+}
+END_TEST
+
+/* 3 nodes (24 GPUs), pp 1 only, global batch 16: dp would be 3, 6, 12 or
+ * 24, none dividing 16, so no layout uses all the GPUs; the plan falls
+ * back to 16 GPUs (tp 8 x dp 2 or tp 4 x dp 4 ...) and says so. */
+START_TEST(plan_falls_back_to_fewer_gpus)
+{
+    const char *sets[] = {"model=models/llama-2-7b.json", "workload=text", "train.global_batch=16",
+                          "train.seq_len=2048"};
+    mm_plan_opts o = {.sets = sets, .n_sets = 4, .gpus = 24, .top_k = 0, .max_pp = 1, .jobs = 1};
+    mm_plan p;
+    mm_err err;
+    ck_assert_msg(mm_plan_run(&o, &p, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(p.gpus_asked, 24);
+    ck_assert_int_eq(p.gpus, 16);
+    ck_assert_int_eq(p.nodes, 2);
+    ck_assert_int_gt((int)p.estimated, 0);
+    for (size_t i = 0; i < p.n; i++)
+        if (p.c[i].status == MM_CAND_ESTIMATED)
+            ck_assert_int_eq(p.c[i].llm.tp * p.c[i].llm.dp * p.c[i].llm.pp * p.c[i].llm.cp, 16);
+    mm_plan_free(&p);
+    /* where nothing fits at any count the plan stays on the whole cluster */
+    const char *big[] = {"model=models/megatron-gpt-530b.json", "workload=text", "train.global_batch=16",
+                         "train.seq_len=2048"};
+    mm_plan_opts q = {.sets = big, .n_sets = 4, .gpus = 16, .top_k = 0, .jobs = 1};
+    ck_assert_msg(mm_plan_run(&q, &p, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(p.gpus, 16);
+    ck_assert_int_eq((int)p.estimated, 0);
+    mm_plan_free(&p);
+}
+END_TEST
+
+static Suite *scale_suite(void)
+{
+    Suite *s = suite_create("scale");
+    TCase *tc = tcase_create("uneven");
+    tcase_add_test(tc, interleaved_even_list_is_the_even_split);
+    tcase_add_test(tc, interleaved_uneven_stages);
+    tcase_add_test(tc, pipeline_encoder_any_schedule);
+    tcase_add_test(tc, symmetric_replicas_once);
+    tcase_add_test(tc, plan_530b_uneven);
+    tcase_add_test(tc, plan_falls_back_to_fewer_gpus);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(scale_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
