@@ -67,7 +67,7 @@ ERR = {}
 
 def describe(sets):
     return " ".join(s for s in sets if s.startswith(("parallel.placement", "parallel.llm=", "parallel.llm.tp",
-                                                     "parallel.llm.pp", "parallel.llm.cp", "parallel.llm.dp", "parallel.vision.dp",
+                                                     "parallel.llm.pp", "parallel.llm.cp", "parallel.llm.dp", "parallel.llm.layers_per_stage", "parallel.vision.dp",
                                                      "train.recompute", "batching")))
 
 
