@@ -89,10 +89,10 @@ def plan_vpp1(scenario, gpus, placements, sets, top=4, iterations=1, max_pp=16):
     """The planner restricted to non-interleaved candidates (vpp 1): mmsim plan
     enumerates, prunes and pre-scores (--top 0 --all), this keeps the vpp-1
     candidates it estimated, and runs the best TOP by the planner's estimate
-    event by event (what plan's rescoring does).  Used for the pipeline
-    placement: DFLOP's runtime is plain 1F1B, and in this build an interleaved
-    pipeline-placement candidate can deadlock the simulation
-    (docs/reproductions.md), which aborts a whole plan."""
+    event by event (what plan's rescoring does).  Used for DFLOP, whose
+    runtime is plain 1F1B (no interleaving); it also kept the DFLOP figures
+    running while an interleaved pipeline-placement candidate deadlocked the
+    simulation (fixed since; docs/reproductions.md)."""
     cmd = [mmsim(), "plan", path(scenario), "--no-db", "--json", "--all", "--gpus", str(gpus), "--top", "0",
            "--iterations", str(iterations), "--placement", placements, "--max-pp", str(max_pp)] + sets_args(sets)
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

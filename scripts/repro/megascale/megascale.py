@@ -6,7 +6,7 @@ four baselines are not named in the reference set; these are the designs it
 positions itself against):
   Megatron-LM     homogeneous (encoder in the first stage), sequential, Megatron rule layout
   DistTrain-like  disjoint placement, planner-best, sequential
-  DFLOP-like      pipeline placement, planner-best, balanced (ILP)
+  DFLOP-like      pipeline placement, planner-best over vpp 1 (DFLOP runs 1F1B), balanced (ILP)
   MegaScale-Omni  colocated (encoders multiplexed on the LLM's GPUs), planner-best,
                   post-balance (its grouped reordering / balancing, as mmsim models it)
   planner-best homogeneous (extra)
@@ -55,7 +55,7 @@ def layouts(extra):
     for name, pl, pol in (("DistTrain-like", "disjoint", "sequential"), ("DFLOP-like", "pipeline", "balanced"),
                           ("MegaScale-Omni", "colocated", "post-balance"),
                           ("planner-best homogeneous (extra)", "homogeneous", "sequential")):
-        r = (c.plan_vpp1 if pl == "pipeline" else c.plan)(BASE, GPUS, pl, w + ["batching=" + pol])
+        r = (c.plan_vpp1 if name == "DFLOP-like" else c.plan)(BASE, GPUS, pl, w + ["batching=" + pol])
         out[name] = (r["sets"] + ["batching=" + pol]) if "sets" in r else None
         if out[name] is None:
             ERR[name] = r.get("error", "")
