@@ -835,15 +835,15 @@ START_TEST(canonical_stable)
     ck_assert_ptr_nonnull(strstr(tc, "  seq_len: 2048\n"));
     ck_assert_ptr_nonnull(strstr(ta, "model: \"models/llava-ov-qwen2.5-7b.yaml\"\n"));
     ck_assert_ptr_nonnull(
-        strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, sp: false, "
+        strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, recompute: selective, sp: false, "
                    "layers_per_stage: []}\n"));
-    ck_assert_ptr_nonnull(strstr(ta, "  vision: {tp: 1, pp: 1, cp: 1, dp: 16, vpp: 1, ep: 1, zero: 1, sp: false, "
+    ck_assert_ptr_nonnull(strstr(ta, "  vision: {tp: 1, pp: 1, cp: 1, dp: 16, vpp: 1, ep: 1, zero: 1, recompute: selective, sp: false, "
                                      "layers_per_stage: []}\n"));
     /* a module's sequence parallelism is part of the text */
     const char *spv[] = {"parallel.vision.sp=true"};
     mm_scenario *d = load_ok(NULL, spv, 1);
     char *tsp = canon(d);
-    ck_assert_ptr_nonnull(strstr(tsp, "dp: 16, vpp: 1, ep: 1, zero: 1, sp: true,"));
+    ck_assert_ptr_nonnull(strstr(tsp, "dp: 16, vpp: 1, ep: 1, zero: 1, recompute: selective, sp: true,"));
     free(tsp);
     drop(d);
     ck_assert_ptr_nonnull(strstr(ta, "  audio: null\n"));

@@ -572,6 +572,9 @@ START_TEST(schema_v1_migrates)
                                   "DROP TABLE sweep_runs; DROP TABLE sweeps;"
                                   " ALTER TABLE iterations DROP COLUMN load_imbalance;"
                                   " ALTER TABLE iterations DROP COLUMN stage_spread_s;"
+                                  " ALTER TABLE iterations DROP COLUMN encoder_load_imbalance;"
+                                  " ALTER TABLE iterations DROP COLUMN padded_fraction;"
+                                  " ALTER TABLE iterations DROP COLUMN peak_memory_gib;"
                                   " PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
     mm_store_close(st);
     ck_assert_int_eq(mm_store_open(&st, db, &err), 0);

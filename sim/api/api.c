@@ -213,6 +213,10 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"tflops_per_gpu", m->tflops_per_gpu}, {"hw_tflops_per_gpu", m->hw_tflops_per_gpu},
         {"bubble_fraction", m->bubble_fraction}, {"exposed_comm_s", m->exposed_comm_s},
         {"peak_memory_gib", m->peak_memory_gib}, {"oom", m->oom ? 1 : 0},
+        {"peak_memory_bound_gib", h->sim.wl ? m->peak_memory_bound_gib : NAN},
+        {"encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance},
+        {"encoder_excess_s", m->oom ? NAN : m->encoder_excess_s},
+        {"padded_fraction", m->oom || !h->sim.sc.train.padding ? NAN : m->padded_fraction},
         {"gpus", m->gpus}, {"micro_batches", h->sim.micro_batches},
         {"events", (double)m->events}, {"wall_s", m->wall_s},
     };

@@ -104,6 +104,23 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     jnum(f, "bubble_fraction", m->bubble_fraction, 0);
     jnum(f, "exposed_comm_s", m->exposed_comm_s, 0);
     jnum(f, "peak_memory_gib", m->peak_memory_gib, 0);
+    if (sim->wl) /* memory that follows the data: the early check is a bound */
+        jnum(f, "peak_memory_bound_gib", m->peak_memory_bound_gib, 0);
+    if (m->oom && m->oom_at.iteration >= 0) {
+        fprintf(f, "  \"oom_at\": {\"iteration\": %d, \"micro_batch\": %d, \"stage\": %d, \"replica\": %d, "
+                   "\"need_gib\": %.6g, \"cap_gib\": ",
+                m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.stage, m->oom_at.replica, m->oom_at.need_gib);
+        if (isfinite(m->oom_at.cap_gib)) /* NaN: a perturbed GPU's own capacity */
+            fprintf(f, "%.6g},\n", m->oom_at.cap_gib);
+        else
+            fprintf(f, "null},\n");
+    }
+    if (sim->n_enc) { /* max / mean over encoder ranks, mean over iterations */
+        jnum(f, "encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance, 0);
+        jnum(f, "encoder_excess_s", m->oom ? NAN : m->encoder_excess_s, 0);
+    }
+    if (sim->sc.train.padding)
+        jnum(f, "padded_fraction", m->oom ? NAN : m->padded_fraction, 0);
     fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);
     fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);

@@ -79,6 +79,16 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     if (m->oom) {
         printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
                m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
+        if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
+            printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
+                   m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
+                   m->oom_at.need_gib, m->oom_at.cap_gib);
+        else if (m->oom_at.iteration >= 0 && isfinite(m->oom_at.cap_gib))
+            printf("  in iteration %d: a GPU of the encoder's own needs %.2f GiB of %.2f\n", m->oom_at.iteration,
+                   m->oom_at.need_gib, m->oom_at.cap_gib);
+        else if (m->oom_at.iteration >= 0)
+            printf("  in iteration %d: %.2f GiB on a GPU with less HBM (node group or hbm perturbation)\n",
+                   m->oom_at.iteration, m->oom_at.need_gib);
         printf("\n  stage   memory (GiB)\n");
         for (int s = 0; s < m->n_stages; s++)
             printf("  %5d %12.2f\n", s, m->stages[s].memory_gib);
@@ -99,6 +109,12 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("  batching           %s: DP load max/mean %.3f, stage spread %.4f s (means)\n",
                mm_batching_names[sc->batching], imb, spread);
     }
+    if (sim->n_enc)
+        printf("  encoder load       %10.3f max/mean over encoder ranks; the slowest %.4f s above the mean\n",
+               m->encoder_load_imbalance, m->encoder_excess_s);
+    if (sc->train.padding)
+        printf("  padding            %s: %.1f %% of the LLM's tokens are padding\n",
+               mm_padding_names[sc->train.padding], 100 * m->padded_fraction);
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
            m->tflops_per_gpu, m->hw_tflops_per_gpu);
@@ -107,6 +123,9 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  exposed comm       %10.4f s per rank\n", m->exposed_comm_s);
     printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
            sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
+    if (sim->wl)
+        printf("  memory bound       %10.2f GiB per GPU (every micro-batch its largest sample)\n",
+               m->peak_memory_bound_gib);
     printf("\n  stage   busy (s)   idle (s) bubble (s)   comm (s)  memory (GiB)\n");
     for (int s = 0; s < m->n_stages; s++)
         printf("  %5d %10.4f %10.4f %10.4f %10.4f %13.2f\n", s, m->stages[s].busy_s, m->stages[s].idle_s,

@@ -68,6 +68,47 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     return rep / rep_div + (split + scores) / t;
 }
 
+double mm_mem_layer_activations_varlen(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
+                                       int recompute)
+{
+    /* one "sequence" of T tokens, less its T^2 scores, plus the scores of S */
+    double all = mm_mem_layer_activations(m, 1.0, T, tp, sp, cp, recompute);
+    if (recompute != MM_RECOMPUTE_NONE)
+        return all;
+    double t = tp > 0 ? (double)tp : 1.0, c = cp > 0 ? (double)cp : 1.0, a = (double)m->heads;
+    return all - 5.0 * a * (T / c) * T / t + 5.0 * a * S / (c * t);
+}
+
+/* Known limit: the model's mean block (mm_mem_llm_rank takes a stage's own
+ * blocks for non-uniform models such as Gemma 2). */
+double mm_mem_llm_mb_activations(const mm_llm *m, const mm_mem_config *c, int stage, double T, double S)
+{
+    int nl = c->layers_per_stage ? c->layers_per_stage[stage] : (int)(m->layers / (c->pp > 0 ? c->pp : 1));
+    double cp = c->cp > 0 ? (double)c->cp : 1.0, t = c->tp > 0 ? (double)c->tp : 1.0;
+    double act = (double)nl * mm_mem_layer_activations_varlen(m, T, S, c->tp, c->sp, c->cp, c->recompute);
+    if (stage == 0)
+        act += 3.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
+    return act;
+}
+
+static void encoder_as_llm(const mm_encoder *e, mm_llm *as_llm)
+{
+    memset(as_llm, 0, sizeof *as_llm);
+    as_llm->hidden = e->hidden;
+    as_llm->heads = as_llm->kv_heads = e->heads;
+    as_llm->head_dim = e->head_dim;
+    as_llm->ffn = e->ffn;
+    as_llm->gated_mlp = e->gated_mlp; /* Qwen2.5-VL's SwiGLU tower */
+}
+
+double mm_mem_encoder_activations(const mm_encoder *e, double inputs, int tp, bool sp, int recompute)
+{
+    mm_llm as_llm;
+    encoder_as_llm(e, &as_llm);
+    double n = (double)mm_encoder_tokens(e);
+    return (double)e->layers * mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
+}
+
 double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro_batches)
 {
     double m = (double)micro_batches, k = (double)stage, p = (double)pp;
@@ -143,6 +184,8 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
      * gradients): the 4 bytes above scaled, the other states unchanged */
     if (c->grad_bytes > 0)
         out->grads *= c->grad_bytes / MM_BYTES_GRAD;
+    if (c->frozen)
+        out->grads = out->optimizer = 0;
 
     /* ---- activations ---- */
     double per_layer = mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, c->recompute);
@@ -174,7 +217,7 @@ int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int
     double t = (double)tp;
     out->params = (double)mm_encoder_params(e) / t;
     if (frozen) {
-        out->weights = out->params * MM_BYTES_WEIGHT;
+        out->weights = zero >= 3 ? out->params * MM_BYTES_WEIGHT / dp : out->params * MM_BYTES_WEIGHT;
     } else {
         out->weights = zero >= 3 ? out->params * MM_BYTES_WEIGHT / dp : out->params * MM_BYTES_WEIGHT;
         out->grads = zero >= 2 ? out->params * MM_BYTES_GRAD / dp : out->params * MM_BYTES_GRAD;
@@ -182,16 +225,8 @@ int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int
     }
     /* The encoder block is a non-causal GPT block: the same terms with
      * s = tokens per input and b = inputs (an MLP of width ffn, MHA). */
-    mm_llm as_llm;
-    memset(&as_llm, 0, sizeof as_llm);
-    as_llm.hidden = e->hidden;
-    as_llm.heads = as_llm.kv_heads = e->heads;
-    as_llm.head_dim = e->head_dim;
-    as_llm.ffn = e->ffn;
-    as_llm.gated_mlp = e->gated_mlp; /* Qwen2.5-VL's SwiGLU tower */
     double n = (double)mm_encoder_tokens(e);
-    double per_layer = frozen ? 0.0 : mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
-    out->activations = (double)in_flight * (double)e->layers * per_layer;
+    out->activations = frozen ? 0.0 : (double)in_flight * mm_mem_encoder_activations(e, inputs, tp, sp, recompute);
     /* a frozen encoder runs forward only: one layer's output at a time */
     out->transient = 2.0 * 2.0 * inputs * n * (double)e->hidden / t;
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;

@@ -52,6 +52,11 @@ typedef struct mm_mem_config {
     double micro_batch;  /* sequences per micro-batch */
     double seq;          /* tokens per sequence */
     const int *layers_per_stage; /* pp entries, or NULL for an even split */
+    bool frozen;         /* train.frozen names the LLM: its 16-bit weights only
+                            (sharded over dp under ZeRO-3), no gradients or
+                            optimizer states; activations are still kept, as
+                            a trainable module upstream needs its input
+                            gradients (LLaVA's stage 1) */
     double grad_bytes;   /* bytes of one gradient buffer element (the
                             framework's reduce dtype); 0: MM_BYTES_GRAD */
 } mm_mem_config;
@@ -69,6 +74,21 @@ typedef struct mm_mem_rank {
 double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
                                 int recompute);
 
+/* The same for one micro-batch whose sequences have T tokens in all and
+ * sum of squared lengths S (varlen, or padded: n*L and n*L^2): the linear
+ * terms scale with T, the attention scores' 5as^2b with S. */
+double mm_mem_layer_activations_varlen(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
+                                       int recompute);
+
+/* Activation bytes one micro-batch of T tokens (sum of squares S) keeps on
+ * one GPU of LLM stage `stage` until its backward: the stage's layers and,
+ * on the first stage, the embedding output and its dropout mask. */
+double mm_mem_llm_mb_activations(const mm_llm *m, const mm_mem_config *c, int stage, double T, double S);
+
+/* Activation bytes an encoder keeps for `inputs` tiles/clips on one GPU of
+ * its TP group (all its layers; 0 when frozen: no backward passes it). */
+double mm_mem_encoder_activations(const mm_encoder *e, double inputs, int tp, bool sp, int recompute);
+
 /* Bytes per parameter held for model states under ZeRO stage `zero` with
  * data-parallel degree dp (18, 6 + 12/d, 2 + 16/d, 18/d). */
 double mm_mem_state_bytes_per_param(int zero, int dp);
@@ -82,7 +102,9 @@ double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro
 int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out);
 
 /* An encoder run on `inputs` tiles/clips per micro-batch, all of it on one
- * GPU group with tensor parallelism tp (frozen: weights only). */
+ * GPU group with tensor parallelism tp (frozen: its 16-bit weights only,
+ * sharded over dp under ZeRO-3, and no activations, since nothing upstream
+ * of a tower needs a gradient). */
 int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int dp, int zero,
                         int recompute, int in_flight, bool frozen, mm_mem_rank *out);
 

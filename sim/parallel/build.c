@@ -73,6 +73,19 @@ static void strides(const mm_build_spec *sp, int cp, int out[MM_DIM_COUNT])
     }
 }
 
+int mm_build_enc_homes(const mm_build_spec *sp, int i, int *home, int max)
+{
+    if (i < 0 || i >= sp->n_enc || sp->enc[i].tp < 1)
+        return -1;
+    int st[MM_DIM_COUNT], G = sp->tp * (sp->cp > 0 ? sp->cp : 1) * sp->dp * sp->pp, n = G / sp->enc[i].tp;
+    strides(sp, sp->cp > 0 ? sp->cp : 1, st);
+    if (n > max)
+        return -1;
+    for (int k = 0; k < n; k++)
+        home[k] = mm_bld_rank_of_gpu(sp, st, k * sp->enc[i].tp) % sp->dp;
+    return n;
+}
+
 int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s)
 {
     int st[MM_DIM_COUNT], off = 0;
@@ -307,23 +320,6 @@ static int map_rank_gpus(builder *b)
     return rc ? mm_bld_fail(b, "out of memory for the ranks' GPU lists") : 0;
 }
 
-/* Post-balancing moves samples between DP ranks before anything runs. */
-static int emit_pre_a2a(builder *b)
-{
-    const mm_build_spec *sp = b->sp;
-    if (sp->pre_a2a_bytes <= 0)
-        return 0;
-    int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, sp->pre_a2a_bytes);
-    for (int r = 0; r < sp->pp * sp->dp; r++) {
-        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
-                    .mb = -1, .coll = (int32_t)cl, .peer = -1};
-        if (cl < 0)
-            return mm_bld_fail_op(b, &op, "the post-balance all-to-all could not be created");
-        if (add(b, &op, b->last_compute[r]) < 0)
-            return -1;
-    }
-    return 0;
-}
 
 /* Overlapped gradient reduction after rank's last micro-batch's pass of
  * chunk c on stage s: a bucket leaves when that backward has produced all
@@ -417,8 +413,9 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g, mm_err *err)
         rc = emit_param_gathers(&b, &w);
     if (rc == 0)
         rc = map_rank_gpus(&b);
-    if (rc == 0)
-        rc = emit_pre_a2a(&b);
+    /* Post-balancing moves samples between ranks before anything runs. */
+    if (rc == 0 && (rc = mm_bld_emit_rebalance(&b, 0)))
+        mm_bld_fail(&b, "the post-balance all-to-alls could not be created");
     /* Colocated encoders encode the whole iteration's input first. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
         if (sp->enc[i].placement == MM_ENC_COLOCATED && (rc = mm_bld_emit_colocated(&b, i, MM_PASS_F)))
@@ -438,6 +435,9 @@ int mm_build_iteration(const mm_build_spec *sp, mm_graph *g, mm_err *err)
     }
     if (rc == 0 && (rc = emit_transfers(&b)))
         mm_bld_fail(&b, "pipeline transfers: out of memory");
+    /* 2b. Post-balancing's gradients go back before the optimizer step. */
+    if (rc == 0 && (rc = mm_bld_emit_rebalance(&b, 1)))
+        mm_bld_fail(&b, "the post-balance gradient all-to-all could not be created");
     /* 3. Gradient synchronisation and the optimizer step. */
     for (int s = 0; s < sp->pp && rc == 0; s++)
         if ((rc = mm_bld_emit_dp_tail(&b, s, w.last)))

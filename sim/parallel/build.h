@@ -45,10 +45,14 @@
  *    first stage, before the LLM layers in forward and after them in
  *    backward (the LLM-centric baseline);
  *  - colocated: the encoder is sharded over the LLM's GPUs with its own TP
- *    and DP; every GPU encodes its share of the iteration's micro-batches
- *    first, the outputs are resharded to the first LLM stage (an
- *    all-to-all over all GPUs), and after the LLM's backward the gradients
- *    come back the same way for the encoder's backward;
+ *    and DP (MegatronMIMO's and FlagScale's colocated MIMO); every encoder
+ *    DP rank encodes the images of its own samples first (ranks[]; a
+ *    simulated LLM rank whose GPUs hold several encoder ranks waits for the
+ *    slowest), then each (encoder rank, LLM replica) pair sends the first
+ *    LLM stage the bytes of its samples' embeddings (one transfer per pair,
+ *    bytes / tp to the replica's first TP GPU, free when the encoder rank
+ *    sits on that stage's GPUs), and after the LLM's backward the
+ *    gradients come back pair by pair for the encoder's backward;
  *  - pipeline: the encoder's own GPUs (tp x pp x dp of its own, numbered
  *    before the LLM's) form pipeline stages ahead of the LLM's under the
  *    same 1F1B order; micro-batch j of LLM replica d is encoded by encoder
@@ -110,6 +114,14 @@ typedef enum {
     MM_ENC_PIPELINE, MM_ENC_COLOCATED, MM_ENC_DISJOINT, MM_ENC_HOMOGENEOUS
 } mm_enc_placement;
 
+/* A colocated encoder's work on one of its DP ranks (tp_enc consecutive
+ * GPUs of the LLM's, rank k = LLM GPUs [k tp_enc, (k+1) tp_enc) counted
+ * from the LLM's first GPU): the images of its own samples. */
+typedef struct mm_enc_rank_cost {
+    double fwd_s, bwd_s;
+    double fwd_flops, bwd_flops, recompute_flops;
+} mm_enc_rank_cost;
+
 typedef struct mm_enc_spec {
     char name[16];            /* "vision", "audio": module name in traces */
     mm_enc_placement placement;
@@ -124,6 +136,13 @@ typedef struct mm_enc_spec {
     double opt_s;             /* one encoder GPU's optimizer step */
     int buffer;               /* disjoint: queue length in micro-batches */
     const mm_enc_mb_cost *mb; /* dp * m entries, index d*m + mb */
+    /* colocated, per encoder DP rank (NULL: the iteration's work spread
+     * evenly, resharded by one uniform all-to-all): n_ranks = LLM GPUs /
+     * tp entries, and pair_bytes[k * dp + d], the embeddings rank k hands
+     * LLM replica d (forward; their gradients come back the same way). */
+    int n_ranks;
+    const mm_enc_rank_cost *ranks;
+    const double *pair_bytes;
 } mm_enc_spec;
 
 enum { MM_DIM_TP, MM_DIM_CP, MM_DIM_DP, MM_DIM_PP, MM_DIM_COUNT };
@@ -161,9 +180,15 @@ typedef struct mm_build_spec {
                                     time, FLOPs and message sizes */
     int n_enc;
     mm_enc_spec enc[MM_MAX_ENCODERS];
-    double pre_a2a_bytes;    /* > 0: an all-to-all over all the LLM's GPUs
-                                (this many bytes per GPU) opens the iteration:
-                                OrchMLLM's post-balancing re-deal */
+    /* OrchMLLM's post-balancing re-deal, per phase on the GPUs of that
+     * phase (bytes per GPU; 0: none): */
+    double enc_a2a_bytes;    /* raw inputs to the encoder phase's ranks: an
+                                all-to-all over the first encoder's GPUs (the
+                                LLM's when it shares them) opening the iteration */
+    double pre_a2a_bytes;    /* embeddings to the LLM phase's ranks: over all
+                                the LLM's GPUs, before the LLM starts */
+    double post_a2a_bytes;   /* their gradients back: over the LLM's GPUs
+                                after its last backward */
 } mm_build_spec;
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear
@@ -175,6 +200,10 @@ int mm_build_parse_order(const char *text, int order[MM_DIM_COUNT]);
  * d mod ep), stage s under the spec's order; encoders placed on their own
  * GPUs (pipeline, disjoint) come first, so the LLM's ids start after them. */
 int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s);
+
+/* Colocated encoder i's DP ranks (LLM GPUs / enc tp): home[k] = the LLM DP
+ * replica of rank k's first GPU.  Returns the number of ranks, or -1. */
+int mm_build_enc_homes(const mm_build_spec *sp, int i, int *home, int max);
 
 /* GPUs the layout occupies: the LLM's plus encoders on their own GPUs. */
 int mm_build_gpus(const mm_build_spec *sp);

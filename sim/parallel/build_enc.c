@@ -99,6 +99,67 @@ int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes)
     return cl;
 }
 
+/* Colocated with per-rank costs: each simulated rank runs, forward, the
+ * slowest of the encoder ranks on its GPUs, and its FLOPs' share (each GPU
+ * 1/tp_enc of its rank's); the pairs' transfers join on the first stage. */
+static int emit_colocated_ranks(builder *b, int i, int pass)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    int R = sp->pp * sp->dp, G = llm_gpus(b), K = e->n_ranks;
+    bool fwd = pass == MM_PASS_F;
+    if (K != G / e->tp || !e->pair_bytes)
+        return -1;
+    int64_t *op_of = malloc((size_t)R * sizeof *op_of), *tail = malloc((size_t)R * sizeof *tail);
+    int rc = op_of && tail ? 0 : -1;
+    for (int r = 0; r < R && rc == 0; r++) {
+        int d = r % sp->dp, s = r / sp->dp;
+        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
+                    .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1};
+        for (int c = 0; c < b->cp; c++)
+            for (int t = 0; t < sp->tp; t++) {
+                const mm_enc_rank_cost *k = &e->ranks[(gpu(b, t, c, d, s) - b->llm_off) / e->tp];
+                double dur = fwd ? k->fwd_s : k->bwd_s, fl = fwd ? k->fwd_flops : k->bwd_flops;
+                op.dur_s = dur > op.dur_s ? dur : op.dur_s;
+                op.flops += fl / e->tp;
+                op.hw_flops += (fl + (fwd ? 0 : k->recompute_flops)) / e->tp;
+            }
+        tail[r] = b->last_compute[r]; /* backward: the LLM's last op of this rank */
+        op_of[r] = add(b, &op, b->last_compute[r]);
+        rc = op_of[r] < 0 ? -1 : 0;
+    }
+    /* forward: a zero-time join on each first-stage rank gathers its pairs */
+    for (int d = 0; d < sp->dp && rc == 0 && fwd; d++) {
+        mm_op j = {.rank = d, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .module = (uint8_t)(i + 1),
+                   .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1};
+        tail[d] = add(b, &j, op_of[d]);
+        rc = tail[d] < 0 ? -1 : 0;
+    }
+    for (int k = 0; k < K && rc == 0; k++) {
+        int src = mm_bld_rank_of_gpu(sp, b->stride, k * e->tp);
+        for (int d = 0; d < sp->dp && rc == 0; d++) {
+            double by = e->pair_bytes[(size_t)k * sp->dp + d];
+            if (by <= 0 || src == d) /* nothing, or already on the first stage's GPUs */
+                continue;
+            int pair[2] = {b->llm_off + k * e->tp, gpu(b, 0, 0, d, 0)};
+            if (!fwd)
+                pair[0] = gpu(b, 0, 0, d, 0), pair[1] = b->llm_off + k * e->tp;
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, by / sp->tp, pair, 2);
+            mm_op op = {.rank = fwd ? src : d, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                        .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = (int32_t)cl,
+                        .peer = fwd ? d : src};
+            int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
+            int64_t from = fwd ? op_of[src] : tail[d], to = fwd ? tail[d] : op_of[src];
+            if (id < 0 || (from >= 0 && mm_graph_dep(b->g, (uint32_t)from, (uint32_t)id)) ||
+                mm_graph_dep(b->g, (uint32_t)id, (uint32_t)to))
+                rc = -1;
+        }
+    }
+    free(op_of);
+    free(tail);
+    return rc;
+}
+
 /* Colocated: each LLM rank (tp x cp GPUs) holds tp*cp/tp_enc encoder TP
  * groups out of G/tp_enc, so it spends total * tp_enc / G encoding; then
  * the outputs are resharded to the first stage, an all-to-all over all
@@ -107,6 +168,8 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
 {
     const mm_build_spec *sp = b->sp;
     const mm_enc_spec *e = &sp->enc[i];
+    if (e->ranks)
+        return emit_colocated_ranks(b, i, pass);
     double G = llm_gpus(b), share = e->tp / G, fshare = sp->tp * b->cp / G;
     bool fwd = pass == MM_PASS_F;
     int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, enc_total(b, e, 5) / G);
@@ -152,20 +215,74 @@ static int enc_stage_chunks(const mm_enc_spec *e, int se)
     return e->chunks / e->pp + (se < e->chunks % e->pp);
 }
 
-/* Micro-batches whose embeddings the LLM's first stage consumes before its
- * first backward: pp under 1F1B; more under the interleaved schedule
- * (Megatron's warm-up runs (pp - 1) x 2 + (vpp - 1) x pp chunk forwards
- * first) and all m under GPipe.  Counted from the stage's own step order
- * (schedule.h); never below pp, the count the encoder always led by. */
-static int llm_lead(const mm_build_spec *sp)
+/* Where the LLM's first stage runs chunk 0's forward and backward of each
+ * micro-batch in its schedule: pos[2j] and pos[2j + 1] (every replica runs
+ * the same order).  NULL when out of memory. */
+static int *llm_stage0_positions(const builder *b)
 {
-    int n = mm_schedule_len(sp->schedule, sp->m, sp->vpp), lead = 0;
-    mm_sched_step *st = n > 0 ? malloc((size_t)n * sizeof *st) : NULL;
-    if (st && mm_schedule_steps(sp->schedule, sp->pp, 0, sp->m, sp->vpp, st) == n)
-        for (int k = 0; k < n && st[k].pass == MM_PASS_F; k++)
-            lead += st[k].chunk == 0;
+    const mm_build_spec *sp = b->sp;
+    int len = mm_schedule_len(sp->schedule, sp->m, sp->vpp);
+    mm_sched_step *st = malloc((size_t)len * sizeof *st);
+    int *pos = malloc((size_t)2 * sp->m * sizeof *pos);
+    int n = st && pos ? mm_schedule_steps(sp->schedule, sp->pp, 0, sp->m, sp->vpp, st) : -1;
+    if (n < 0) {
+        free(st);
+        free(pos);
+        return NULL;
+    }
+    for (int j = 0; j < 2 * sp->m; j++)
+        pos[j] = n; /* a frozen LLM's schedule has no B: never needed */
+    for (int k = 0; k < n; k++)
+        if (st[k].chunk == 0 && st[k].pass != MM_PASS_W)
+            pos[2 * st[k].mb + (st[k].pass == MM_PASS_B)] = k;
     free(st);
-    return lead > sp->pp ? lead : sp->pp;
+    return pos;
+}
+
+typedef struct enc_event {
+    int key, kind, t; /* kind 0: B, 1: F (B first on equal keys) */
+} enc_event;
+
+static int enc_event_cmp(const void *a, const void *b)
+{
+    const enc_event *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The order of encoder stage se's passes over its mt tasks.  Each task's
+ * forward is keyed by the LLM step that consumes it, moved `lead` steps
+ * earlier (2 per encoder stage from this one to the LLM: 1F1B warm-up
+ * plus the steady phase's forward, so that the encoder pipeline
+ * fills), each backward by the LLM step that produces its gradient; sorted
+ * by key this is deadlock-free under any LLM schedule, since a backward is
+ * issued only after every forward the LLM needs before producing it (the
+ * old count of warm-up forwards, pp micro-batches per replica, ignored
+ * interleaving's (v-1)p extra ones).  Disjoint encoders and frozen ones
+ * run every forward first.  Returns the number of steps. */
+static int enc_order(const builder *b, const mm_enc_spec *e, int se, const int *tasks, int mt, const int *pos,
+                     mm_sched_step *steps)
+{
+    const mm_build_spec *sp = b->sp;
+    bool all_f_first = e->placement == MM_ENC_DISJOINT || e->frozen;
+    enc_event *ev = malloc((size_t)(2 * mt + 1) * sizeof *ev);
+    int n = 0, lead = 2 * (e->pp - se);
+    if (!ev)
+        return -1;
+    for (int t = 0; t < mt; t++) {
+        int j = tasks[t] / sp->dp;
+        ev[n++] = (enc_event){all_f_first ? t - 2 * mt : pos[2 * j] - lead, 1, t};
+        if (!e->frozen)
+            ev[n++] = (enc_event){all_f_first ? t : pos[2 * j + 1], 0, t};
+    }
+    qsort(ev, (size_t)n, sizeof *ev, enc_event_cmp);
+    for (int k = 0; k < n; k++)
+        steps[k] = (mm_sched_step){ev[k].kind ? MM_PASS_F : MM_PASS_B, ev[k].t, 0};
+    free(ev);
+    return n;
 }
 
 /* Pipeline and disjoint placements: the encoder's own ranks. */
@@ -179,26 +296,17 @@ int mm_bld_emit_own_encoder(builder *b, int i)
     pass_ends *fe = calloc(nf, sizeof *fe), *be = calloc(nf, sizeof *be);
     mm_sched_step *steps = malloc(2 * (size_t)total * sizeof *steps);
     int *tpg = malloc((size_t)e->tp * sizeof *tpg);
-    int rc = tasks && fe && be && steps && tpg ? 0 : -1;
+    int *llm_pos = llm_stage0_positions(b);
+    int rc = tasks && fe && be && steps && tpg && llm_pos ? 0 : -1;
     bool disjoint = e->placement == MM_ENC_DISJOINT;
-    int lead = llm_lead(sp);
     for (int rep = 0; rep < e->dp && rc == 0; rep++) {
         int mt = enc_tasks(b, e, rep, tasks);
         for (int se = 0; se < e->pp && rc == 0; se++) {
-            int rank = b->enc_rank_off[i] + rep + e->dp * se, n = 0, f = 0, bw = 0;
-            /* the order of passes: disjoint runs every forward first; the
-             * pipeline runs 1F1B with enough warm-up for the LLM's first
-             * stage to reach its own first backward (`lead` micro-batches of
-             * every LLM replica, of which this replica encodes 1/dp_enc) */
-            int warm = disjoint || e->frozen ? mt : (lead * sp->dp + e->dp - 1) / e->dp + (e->pp - se - 1);
-            if (warm > mt)
-                warm = mt;
-            for (; f < warm; f++)
-                steps[n++] = (mm_sched_step){MM_PASS_F, f, 0};
-            while (!e->frozen && bw < mt) {
-                if (f < mt)
-                    steps[n++] = (mm_sched_step){MM_PASS_F, f++, 0};
-                steps[n++] = (mm_sched_step){MM_PASS_B, bw++, 0};
+            int rank = b->enc_rank_off[i] + rep + e->dp * se;
+            int n = enc_order(b, e, se, tasks, mt, llm_pos, steps);
+            if (n < 0) {
+                rc = -1;
+                break;
             }
             int ch = enc_stage_chunks(e, se);
             for (int t = 0; t < e->tp; t++)
@@ -274,6 +382,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
     free(be);
     free(steps);
     free(tpg);
+    free(llm_pos);
     return rc;
 }
 
@@ -328,4 +437,48 @@ int mm_bld_emit_enc_tail(builder *b, int i)
         }
     }
     return 0;
+}
+
+/* One all-to-all of `bytes` per GPU whose members are ranks [r0, r1) on
+ * their compute streams, over the GPUs in gl[0..n). */
+static int rebalance_coll(builder *b, int r0, int r1, const int *gl, int n, double bytes)
+{
+    int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, r1 - r0, 1, bytes, gl, n);
+    for (int r = r0; r < r1; r++) {
+        mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_DP, .layer = -1, .stage = -1,
+                    .mb = -1, .coll = (int32_t)cl, .peer = -1};
+        if (cl < 0 || add(b, &op, b->last_compute[r]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int mm_bld_emit_rebalance(builder *b, int at)
+{
+    const mm_build_spec *sp = b->sp;
+    int R = sp->pp * sp->dp, G = llm_gpus(b), rc = 0;
+    int *gl = malloc((size_t)(G > 0 ? G : 1) * sizeof *gl);
+    if (!gl)
+        return -1;
+    for (int k = 0; k < G; k++)
+        gl[k] = b->llm_off + k;
+    if (at == 0 && sp->enc_a2a_bytes > 0 && sp->n_enc > 0) {
+        const mm_enc_spec *e = &sp->enc[0];
+        if (e->placement == MM_ENC_PIPELINE || e->placement == MM_ENC_DISJOINT) { /* the encoder's own GPUs, every rank of it */
+            int n = e->tp * e->pp * e->dp, *eg = malloc((size_t)n * sizeof *eg);
+            for (int k = 0; eg && k < n; k++)
+                eg[k] = b->enc_gpu_off[0] + k;
+            rc = eg ? rebalance_coll(b, b->enc_rank_off[0], b->enc_rank_off[0] + e->pp * e->dp, eg, n,
+                                     sp->enc_a2a_bytes)
+                    : -1;
+            free(eg);
+        } else {
+            rc = rebalance_coll(b, 0, R, gl, G, sp->enc_a2a_bytes);
+        }
+    }
+    double llm = at == 0 ? sp->pre_a2a_bytes : sp->post_a2a_bytes;
+    if (rc == 0 && llm > 0)
+        rc = rebalance_coll(b, 0, R, gl, G, llm);
+    free(gl);
+    return rc;
 }

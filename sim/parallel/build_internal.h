@@ -108,6 +108,13 @@ static inline int64_t add_comm(builder *b, int rank, int stream, int cat, int vs
 
 /* TP group of DP replica d, stage s (all CP ranks' TP peers are collapsed
  * with it; the TP collective runs over the tp GPUs of CP rank 0). */
+/* The simulated LLM rank (d + dp s) holding LLM-relative GPU g. */
+static inline int mm_bld_rank_of_gpu(const mm_build_spec *sp, const int stride[MM_DIM_COUNT], int g)
+{
+    int d = g / stride[MM_DIM_DP] % sp->dp, s = g / stride[MM_DIM_PP] % sp->pp;
+    return d + sp->dp * s;
+}
+
 static inline int tp_group(builder *b, int d, int s)
 {
     for (int t = 0; t < b->sp->tp; t++)
@@ -135,5 +142,8 @@ int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes);
 int mm_bld_emit_colocated(builder *b, int i, int pass);
 int mm_bld_emit_own_encoder(builder *b, int i);
 int mm_bld_emit_enc_tail(builder *b, int i);
+/* post-balance's all-to-alls: at = 0 the encoder phase's and the LLM
+ * phase's forward ones (opening the iteration), at = 1 the gradients'. */
+int mm_bld_emit_rebalance(builder *b, int at);
 
 #endif

@@ -160,7 +160,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
         }
         /* ZeRO-3: this layer's gradients leave after its last backward work */
         bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
-        if (sp->zero >= 3 && grads_done && sp->dp > 1) {
+        if (sp->zero >= 3 && grads_done && sp->dp > 1 && c->grad_bytes > 0) { /* none when frozen */
             size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
             int n = dp_group(b, s);
             int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / chunks, n);

@@ -450,9 +450,12 @@ static int rescore_local(mm_sim *sim, const mm_scenario *base, mm_plan_cand *top
             c->status = MM_CAND_FAILED;
             free(c->reason);
             c->reason = NULL;
+            /* one candidate's failure (a deadlock, a cost the model cannot
+             * derive) is that candidate's answer, recorded with its reason;
+             * only the host running out of memory stops the plan */
             if (set_reason(c, "", msg))
                 rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-            else if (rc && e.code == MM_EINTERNAL)
+            else if (rc && e.code == MM_EINTERNAL && strstr(e.msg, "out of memory"))
                 rc = mm_err_set(err, MM_EINTERNAL, e.file, e.line, e.key, "%s", e.msg);
             else
                 rc = 0;

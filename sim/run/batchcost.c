@@ -16,6 +16,7 @@ typedef struct cost_ctx {
     double enc_per_input;     /* seconds per tile/frame, whole encoder, F + B */
     double llm_a, llm_b;      /* seconds per token and per token^2 (attention), F + B */
     bool shared;              /* the encoder runs on the LLM's GPUs */
+    bool audio;               /* the (first) encoder is an audio encoder: clips */
 } cost_ctx;
 
 /* A sample's encoder and LLM seconds.  The balancers minimize the largest
@@ -27,7 +28,7 @@ static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ct
 {
     const cost_ctx *c = ctx;
     double t = (double)mm_sample_llm_tokens(smp, tm);
-    *enc = c->enc_per_input * (double)(smp->tiles + smp->frames);
+    *enc = c->enc_per_input * (c->audio ? (double)mm_sample_audio_clips(smp, tm) : (double)(smp->tiles + smp->frames));
     *llm = c->llm_a * t + c->llm_b * t * t;
     if (c->shared) {
         *llm += *enc;
@@ -38,6 +39,86 @@ static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ct
 static const mm_batch_policy bpolicy[] = {
     [MM_BATCH_SEQUENTIAL] = MM_BP_SEQUENTIAL, [MM_BATCH_GROUPED] = MM_BP_GROUPED, [MM_BATCH_PACKED] = MM_BP_PACKED,
     [MM_BATCH_BALANCED] = MM_BP_BALANCED, [MM_BATCH_POST_BALANCE] = MM_BP_POST_BALANCE};
+
+/* The LLM's costs of every bin at its padded length, the tokens trained,
+ * the DP load, and the per micro-batch tokens for memory. */
+static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_plan *plan, wl_iter *w)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int V = L->pp * L->vpp, dp = L->dp, m = w->m, rc = 0;
+    double load_sum = 0;
+    for (int r = 0; r < dp && rc == 0; r++) {
+        double load = 0;
+        for (int k = plan->rank_first[r]; k < plan->rank_first[r + 1] && rc == 0; k++) {
+            const mm_bin *bn = &plan->bins[k];
+            int j = k - plan->rank_first[r];
+            size_t at = (size_t)r * m + j;
+            /* the LLM runs at the padded length; it trains the real tokens */
+            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq, bn->n, &w->mb[at],
+                                     (size_t)dp * m);
+            w->tokens += (double)bn->llm_tokens;
+            w->padded_tokens += (double)bn->padded_tokens;
+            w->mb_T[at] = (double)bn->padded_tokens;
+            w->mb_S[at] = bn->padded_sum_sq;
+            for (int v = 0; v < V; v++)
+                load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
+        }
+        w->load_max = fmax(w->load_max, load);
+        load_sum += load;
+    }
+    w->load_mean = load_sum / dp;
+    return rc;
+}
+
+/* The encoders' costs per micro-batch: the LLM's bins, or post-balance's
+ * own encoder phase; a projector run by the LLM joins its first stage. */
+static int enc_bins(const mm_sim *sim, mm_build_spec *spec, const mm_batch_plan *plan, wl_iter *w, mm_err *err)
+{
+    int dp = sim->sc.parallel.llm.dp, m = w->m, rc = 0;
+    /* the encoder: the LLM's bins, or post-balance's own encoder phase */
+    for (int i = 0; i < sim->n_enc && rc == 0; i++) {
+        const mm_bin *eb = plan->enc_bins ? plan->enc_bins : plan->bins;
+        const int *ef = plan->enc_bins ? plan->enc_rank_first : plan->rank_first;
+        bool audio = !strcmp(sim->enc[i].name, "audio");
+        mm_enc_mb_cost *arr = w->enc + (size_t)i * dp * m;
+        for (int r = 0; r < dp && rc == 0; r++)
+            for (int k = ef[r]; k < ef[r + 1] && k - ef[r] < m && rc == 0; k++) {
+                double params, inputs = audio ? (double)eb[k].audio_clips : (double)(eb[k].tiles + eb[k].frames);
+                mm_enc_mb_cost projc;
+                rc = mm_sim_enc_mb_cost_split(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
+                                       &params, &projc);
+                w->mb_inputs[(size_t)i * dp * m + (size_t)r * m + (k - ef[r])] = inputs;
+                mm_mb_cost *first = &w->mb[(size_t)r * m + (k - ef[r])]; /* virtual stage 0 */
+                first->fwd_s += projc.fwd_s;
+                first->bwd_s += projc.bwd_s;
+                first->fwd_flops += projc.fwd_flops;
+                first->bwd_flops += projc.bwd_flops;
+            }
+        spec->enc[i].mb = arr;
+        if (rc)
+            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
+    }
+    return rc;
+}
+
+/* Post-balance: each phase's all-to-all on its own GPUs (the raw inputs
+ * forward only; the embeddings forward and their gradients backward,
+ * unless a colocated encoder's pairwise reshard carries them already). */
+static void rebalance_bytes(const mm_sim *sim, mm_build_spec *spec, const mm_batch_plan *plan, bool coloc)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    spec->pre_a2a_bytes = spec->post_a2a_bytes = spec->enc_a2a_bytes = 0;
+    if (plan->enc_bins && sim->n_enc) {
+        int enc_g = coloc ? mm_build_gpus(spec) : sim->n_enc ? spec->enc[0].tp * spec->enc[0].pp * spec->enc[0].dp : 0;
+        if (spec->enc[0].placement == MM_ENC_HOMOGENEOUS)
+            enc_g = mm_build_gpus(spec);
+        spec->enc_a2a_bytes = enc_g > 0 ? plan->a2a_enc_total / enc_g : 0;
+        if (!coloc) {
+            spec->pre_a2a_bytes = plan->a2a_llm_total / (L->tp * L->cp * L->pp * L->dp);
+            spec->post_a2a_bytes = spec->pre_a2a_bytes;
+        }
+    }
+}
 
 /* Draws iteration `it`'s global batch, forms its micro-batches with the
  * scenario's policy and turns every micro-batch into costs.  Sets spec->m
@@ -57,8 +138,11 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return rc;
     /* per-sample costs for the balancing policies: fitted to the model's
      * own op costs at two lengths (linear + attention's quadratic term) */
-    cost_ctx cc = {.shared = sc->parallel.placement == MM_PLACE_COLOCATED ||
-                             sc->parallel.placement == MM_PLACE_HOMOGENEOUS};
+    /* post-balance runs the encoder phase and the LLM phase one after the
+     * other and balances each on its own cost, shared GPUs or not */
+    cost_ctx cc = {.shared = (sc->parallel.placement == MM_PLACE_COLOCATED ||
+                              sc->parallel.placement == MM_PLACE_HOMOGENEOUS) &&
+                             sc->batching != MM_BATCH_POST_BALANCE};
     mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
     double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
     rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
@@ -73,6 +157,7 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
     cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
+    cc.audio = sim->n_enc && !strcmp(sim->enc[0].name, "audio");
     if (sim->n_enc) { /* a tile (or a clip, for an audio-only model) */
         mm_enc_mb_cost one;
         double params;
@@ -81,9 +166,11 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     }
     mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
                        .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
-                       .ilp_node_limit = 10,
                        .enc_bytes_per_input = 3.0 * (double)(sim->model.tile * sim->model.tile),
-                       .bytes_per_token = 2.0 * (double)sim->llm.hidden};
+                       .bytes_per_token = 2.0 * (double)sim->llm.hidden, .padding = (mm_padding)sc->train.padding};
+    bool coloc = sim->n_enc && sc->parallel.placement == MM_PLACE_COLOCATED;
+    if (coloc) /* the colocated encoder's own DP ranks */
+        o.enc_ranks = L->tp * L->cp * L->pp * L->dp / spec->enc[0].tp;
     mm_batch_plan plan;
     if ((rc = mm_batch_form(w->samples, B, &o, &plan, err)))
         return rc;
@@ -101,49 +188,24 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
-    w->tokens = 0;
+    w->tokens = w->padded_tokens = 0;
     w->load_max = 0;
-    double load_sum = 0;
-    for (int r = 0; r < dp && rc == 0; r++) {
-        double load = 0;
-        for (int k = plan.rank_first[r]; k < plan.rank_first[r + 1] && rc == 0; k++) {
-            const mm_bin *bn = &plan.bins[k];
-            int j = k - plan.rank_first[r];
-            size_t at = ((size_t)0 * dp + r) * m + j;
-            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens, bn->n, &w->mb[at],
-                              (size_t)dp * m);
-            w->tokens += (double)bn->llm_tokens;
-            for (int v = 0; v < V; v++)
-                load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
-        }
-        w->load_max = fmax(w->load_max, load);
-        load_sum += load;
+    w->m = m;
+    free(w->mb_T), free(w->mb_S), free(w->mb_inputs);
+    w->mb_T = calloc((size_t)dp * m + 1, sizeof *w->mb_T);
+    w->mb_S = calloc((size_t)dp * m + 1, sizeof *w->mb_S);
+    w->mb_inputs = calloc((size_t)(sim->n_enc ? sim->n_enc : 1) * dp * m + 1, sizeof *w->mb_inputs);
+    if (!w->mb_T || !w->mb_S || !w->mb_inputs) {
+        mm_batch_plan_free(&plan);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
-    w->load_mean = load_sum / dp;
-    /* the encoder: the LLM's bins, or post-balance's own encoder phase */
-    for (int i = 0; i < sim->n_enc && rc == 0; i++) {
-        const mm_bin *eb = plan.enc_bins ? plan.enc_bins : plan.bins;
-        const int *ef = plan.enc_bins ? plan.enc_rank_first : plan.rank_first;
-        bool audio = !strcmp(sim->enc[i].name, "audio");
-        mm_enc_mb_cost *arr = w->enc + (size_t)i * dp * m;
-        for (int r = 0; r < dp && rc == 0; r++)
-            for (int k = ef[r]; k < ef[r + 1] && k - ef[r] < m && rc == 0; k++) {
-                double params, inputs = audio ? (double)eb[k].audio_clips : (double)(eb[k].tiles + eb[k].frames);
-                mm_enc_mb_cost projc;
-                rc = mm_sim_enc_mb_cost_split(sim, &sim->enc[i], inputs, spec->enc[i].tp, &arr[(size_t)r * m + (k - ef[r])],
-                                       &params, &projc);
-                mm_mb_cost *first = &w->mb[(size_t)r * m + (k - ef[r])]; /* virtual stage 0 */
-                first->fwd_s += projc.fwd_s;
-                first->bwd_s += projc.bwd_s;
-                first->fwd_flops += projc.fwd_flops;
-                first->bwd_flops += projc.bwd_flops;
-            }
-        spec->enc[i].mb = arr;
-        if (rc)
-            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
-    }
-    /* post-balance: its all-to-alls open the iteration */
-    spec->pre_a2a_bytes = plan.enc_bins ? (plan.a2a_enc_total + plan.a2a_llm_total) / mm_build_gpus(spec) : 0;
+    if ((rc = llm_bins(sim, st, &plan, w)))
+        rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the LLM's op costs");
+    if (rc == 0)
+        rc = enc_bins(sim, spec, &plan, w, err);
+    if (rc == 0 && coloc)
+        rc = mm_sim_enc_ranks(sim, spec, 0, &plan, w->samples, w, err);
+    rebalance_bytes(sim, spec, &plan, coloc);
     spec->mb_costs = w->mb;
     mm_batch_plan_free(&plan);
     return rc;
@@ -154,7 +216,11 @@ void mm_sim_wl_iter_free(wl_iter *w)
     free(w->samples);
     free(w->mb);
     free(w->enc);
-    w->samples = NULL;
-    w->mb = NULL;
-    w->enc = NULL;
+    free(w->enc_ranks);
+    free(w->pair_bytes);
+    free(w->mb_T);
+    free(w->mb_S);
+    free(w->mb_inputs);
+    free(w->enc_rank_inputs);
+    memset(w, 0, sizeof *w);
 }

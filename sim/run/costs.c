@@ -147,13 +147,46 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
     return 0;
 }
 
+double mm_sim_cost_seq(const mm_sim *sim)
+{
+    bool pad = sim->sc.train.padding == MM_PAD_MAX_LENGTH && !sim->wl;
+    return pad && (double)sim->sc.train.seq_len > sim->seq ? (double)sim->sc.train.seq_len : sim->seq;
+}
+
+int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
+{
+    return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
+}
+
+void mm_sim_freeze_stage(const mm_sim *sim, mm_stage_cost *c)
+{
+    if (!sim->llm_frozen)
+        return;
+    c->bwd_s -= c->wgrad_s;
+    c->bwd_flops -= c->wgrad_flops;
+    c->wgrad_s = c->wgrad_flops = 0;
+    if (!(c->param_bytes > 0))
+        c->param_bytes = c->grad_bytes; /* ZeRO-3 still gathers the weights */
+    c->grad_bytes = 0;                  /* no gradients, no DP traffic */
+    c->opt_s = 0;
+}
+
+void mm_sim_freeze_mb(const mm_sim *sim, mm_mb_cost *c)
+{
+    if (!sim->llm_frozen)
+        return;
+    c->bwd_s -= c->wgrad_s;
+    c->bwd_flops -= c->wgrad_flops;
+    c->wgrad_s = c->wgrad_flops = 0;
+}
+
 /* The pass times of one (mean) block of `m` (the model, or a stage's view
  * of its blocks) on one rank of the scenario's LLM layout. */
 static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *out, mm_pass_breakdown *bk)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    double b = (double)sc->train.micro_batch, s = sim->seq;
+    double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int cp = L->cp;
     mm_op_cost ops[MM_LLM_MAX_OPS];
     /* With context parallelism a rank holds s/cp tokens of each sequence
@@ -184,7 +217,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
     double b = (double)sc->train.micro_batch, s = sim->seq;
-    int cp = L->cp, rc = (int)sc->train.recompute;
+    int cp = L->cp, rc = mm_sim_recompute(sim, L);
     const int wbytes = 2;
     static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
                                         [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
@@ -259,7 +292,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
     mm_dtype dt = (mm_dtype)sc->train.precision;
-    double b = (double)sc->train.micro_batch, s = sim->seq;
+    double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int cp = L->cp, V = L->pp * L->vpp;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
@@ -289,7 +322,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         bk->head = mm_fw_time_ops(&fc, ops, n);
     pass_times head = from_breakdown(&bk->head);
 
-    int rc = (int)sc->train.recompute;
+    int rc = mm_sim_recompute(sim, L);
     bk->recompute_s = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0.0;
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
     /* gradients are reduced in the framework's dtype (fp32 for bf16 under
@@ -357,6 +390,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         if (k < MM_BK_MAX_STAGES)
             bk->opt[k] = ob;
         c->opt_s = ob.total_s;
+        mm_sim_freeze_stage(sim, c);
     }
     layout_spec(sim, spec, zero, sp, gbytes);
     spec->stages = st;
@@ -415,10 +449,14 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
     double L = (double)e->enc->layers;
-    int rc = (int)sc->train.recompute;
+    int rc = mm_sim_recompute(sim, &e->layout);
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
     double tower_f = mm_encoder_fwd_flops(e->enc) * inputs, proj_f = mm_projector_fwd_flops(e->proj, ptok);
-    double pb = e->frozen_proj ? 0 : proj.bwd, pbf = e->frozen_proj ? 0 : 2 * proj_f;
+    /* a trainable projector: its whole backward; a frozen one ahead of a
+     * trainable tower: its input-gradient pass only (the tower needs it);
+     * else none.  The tower has nothing upstream: no pass when frozen. */
+    double pb = !e->frozen_proj ? proj.bwd : !e->frozen_tower ? proj.bwd - proj.wgrad : 0;
+    double pbf = !e->frozen_proj ? 2 * proj_f : !e->frozen_tower ? proj_f : 0;
     if (llm_side && projc) {
         projc->fwd_s = proj.fwd;
         projc->bwd_s = pb;
@@ -497,7 +535,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         for (int k = 0; k < nmb; k++)
             mb_out[i][k] = one;
         es->tp_msgs_fwd = 2;
-        es->tp_msgs_bwd = 2;
+        es->tp_msgs_bwd = e->frozen_tower ? 0 : 2; /* no backward through a frozen tower */
         int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
         double local = params / tp / es->pp;
         /* the framework's gradient dtype and optimizer phase, as the LLM's */
@@ -566,7 +604,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     pass_times emb = from_breakdown(&eb);
     k = mm_llm_head_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
     pass_times head = k < 0 ? (pass_times){0} : time_ops(&fc, ops, k);
-    int rc = (int)sc->train.recompute;
+    int rc = mm_sim_recompute(sim, L);
     double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
     double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
@@ -596,6 +634,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
         c->recompute_flops = nl * re_f;
         c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);
         c->p2p_bytes = T * (double)m->hidden * 2;
+        mm_sim_freeze_mb(sim, c);
     }
     return 0;
 }
@@ -608,35 +647,47 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
  * per-row log-sum-exp, a*s fp32, and regenerates dropout from the RNG
  * seed): exactly the terms selective recomputation drops, so a run without
  * recomputation on a fused kernel holds selective's activations. */
-int mm_sim_mem_recompute(const mm_sim *sim)
+int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay)
 {
-    int rc = (int)sim->sc.train.recompute;
+    int rc = mm_sim_recompute(sim, lay);
     return rc == MM_RECOMPUTE_NONE && sim->attn != MM_ATTN_IMPL_UNFUSED ? MM_RECOMPUTE_SELECTIVE : rc;
 }
 
+int mm_sim_mem_recompute(const mm_sim *sim) { return mm_sim_mem_recompute_of(sim, &sim->sc.parallel.llm); }
+
 
 /* Peak bytes on one GPU of each pipeline stage (memory.h) into
- * m->stage_gib and m->peak_gib; true when some stage plus
- * train.memory_reserve_gib exceeds the GPU's HBM. */
-static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
+ * m->stage_gib and m->peak_gib (llm_memory below); true when some stage
+ * plus train.memory_reserve_gib exceeds the GPU's HBM.  The configuration
+ * is shared with memory that follows the data (datamem.c). */
+void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     static const mm_mem_schedule sched[] = {
         [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
         [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
-    mm_mem_config c = {
+    *c = (mm_mem_config){
         .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
         .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = mm_sim_mem_recompute(sim),
+        .recompute = mm_sim_mem_recompute_of(sim, L),
+        .frozen = sim->llm_frozen,
         .grad_bytes = mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision),
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
-        .seq = sim->seq,
+        .seq = mm_sim_cost_seq(sim),
         .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
+}
+
+static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    mm_mem_config c;
+    mm_sim_llm_mem_config(sim, &c);
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
     mt->peak_gib = 0;
@@ -685,8 +736,9 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
     bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
                                  ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                  : e->layout.sp);
-    if (mm_mem_encoder_rank(e->enc, e->inputs_per_sample * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
-                            mm_sim_mem_recompute(sim), flight, es->frozen, &r))
+    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
+    if (mm_mem_encoder_rank(e->enc, inputs * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
+                            mm_sim_mem_recompute_of(sim, &e->layout), flight, e->frozen_tower, &r))
         return NAN;
     return r.total / es->pp;
 }

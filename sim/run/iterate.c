@@ -305,6 +305,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
     mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
     mt->bubble_fraction = mt->exposed_comm_s = NAN;
+    mt->encoder_load_imbalance = mt->padded_fraction = mt->encoder_excess_s = NAN;
     for (int s = 0; s < mt->n_stages; s++)
         mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
 }
@@ -320,6 +321,18 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
     if (sim->wl && (rc = mm_sim_iteration_costs(sim, spec, costs->stages, it, wi, err)))
         return rc;
+    if (sim->wl) { /* memory that follows the data: 1 when this batch does not fit */
+        int dm = mm_sim_data_memory(sim, spec, wi, it, mt, &mt->iters[it]);
+        if (dm)
+            return dm < 0 ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model") : 1;
+        if (capacity_oom(sim, spec, mt)) { /* a GPU with less HBM (node group, hbm perturbation) */
+            mt->oom_at.iteration = it;
+            mt->oom_at.micro_batch = mt->oom_at.stage = mt->oom_at.replica = -1;
+            mt->oom_at.need_gib = mt->peak_memory_gib;
+            mt->oom_at.cap_gib = NAN;
+            return 1;
+        }
+    }
     mm_graph g;
     if (mm_build_iteration(spec, &g, err))
         return -MM_EINTERNAL;
@@ -348,6 +361,12 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         im->tokens = sim->wl ? wi->tokens : (double)sc->train.global_batch * sim->seq;
         im->samples = (double)sc->train.global_batch;
         im->load_imbalance = sim->wl && wi->load_mean > 0 ? wi->load_max / wi->load_mean : 1.0;
+        im->encoder_load_imbalance = spec->n_enc ? mm_sim_enc_imbalance(spec) : NAN;
+        im->encoder_excess_s = spec->n_enc ? mm_sim_enc_excess_s(spec) : NAN;
+        im->padded_fraction = sim->wl ? (wi->padded_tokens > 0 ? 1.0 - wi->tokens / wi->padded_tokens : 0)
+                                      : 1.0 - sim->seq / mm_sim_cost_seq(sim);
+        if (!sim->wl)
+            im->peak_memory_gib = mt->peak_memory_gib;
         mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
         double lo = INFINITY, hi = 0;
         for (int s = 0; s < P; s++) {
@@ -389,8 +408,11 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
     int P = sc->parallel.llm.pp, iters = sc->iterations;
     int gpus = mm_cluster_gpus(&sim->cluster);
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
-    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0;
+    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
     for (int i = 0; i < iters; i++) {
+        eli += mt->iters[i].encoder_load_imbalance;
+        exs += mt->iters[i].encoder_excess_s;
+        padded += mt->iters[i].tokens / (1.0 - mt->iters[i].padded_fraction);
         T += mt->iters[i].time_s;
         bub += mt->iters[i].bubble_fraction;
         exp += mt->iters[i].exposed_comm_s;
@@ -426,6 +448,9 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
     mt->hfu = hf / (T * gpus * peak);
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
+    mt->encoder_load_imbalance = eli / iters; /* NAN without an encoder */
+    mt->encoder_excess_s = exs / iters;
+    mt->padded_fraction = padded > 0 ? 1.0 - tok / padded : 0;
     mt->oom = false; /* peak_memory_gib and stages[].memory_gib: mm_sim_metrics_memory() */
     mt->gpus = gpus;
     mt->events = mm_engine_dispatched(eng);
@@ -460,6 +485,17 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         rc = fit;
         goto out;
     }
+    mt->oom_at.iteration = -1;
+    if (sim->wl) {
+        /* with a workload file that verdict is a bound (the workload's
+         * largest sample in every micro-batch): each iteration's own data
+         * decides (mm_sim_data_memory) */
+        mt->peak_memory_bound_gib = mt->peak_memory_gib;
+        mt->peak_memory_gib = 0;
+        for (int s = 0; s < P; s++)
+            mt->stages[s].memory_gib = 0;
+        fit = 0;
+    }
     if (fit > 0 || capacity_oom(sim, &spec, mt)) {
         oom_answer(sim, mt);
         goto out;
@@ -468,6 +504,11 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         rc = run_iteration(sim, eng, &spec, &costs, &wi, it, mt, tl, err);
         if (rc == 0 && sim->progress)
             sim->progress(it + 1, iters, sim->progress_ctx);
+    }
+    if (rc == 1) { /* a drawn batch did not fit: the run is OOM there (mt->oom_at) */
+        oom_answer(sim, mt);
+        rc = 0;
+        goto out;
     }
     if (rc == 0)
         summarize(sim, eng, mt);

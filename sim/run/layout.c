@@ -62,6 +62,32 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
     return 0;
 }
 
+/* train.frozen: known module names only; an LLM may be frozen when a
+ * trainable module lies upstream of it (LLaVA's stage 1 trains the
+ * projector alone), never everything. */
+static int check_frozen(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    static const char *const known[] = {"vision", "projector", "audio", "audio_projector", "llm"};
+    sim->llm_frozen = false;
+    for (int i = 0; i < sc->train.n_frozen; i++) {
+        bool ok = false;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            ok |= !strcmp(sc->train.frozen[i], known[k]);
+        if (!ok)
+            return mm_scenario_fail(sc, err, "train.frozen",
+                                    "unknown module '%s' (vision, projector, audio, audio_projector, llm)",
+                                    sc->train.frozen[i]);
+        sim->llm_frozen |= !strcmp(sc->train.frozen[i], "llm");
+    }
+    bool upstream = false;
+    for (int i = 0; i < sim->n_enc; i++)
+        upstream |= !sim->enc[i].frozen_tower || !sim->enc[i].frozen_proj;
+    if (sim->llm_frozen && !upstream)
+        return mm_scenario_fail(sc, err, "train.frozen", "every module is frozen: nothing to train");
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -146,9 +172,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (sc->train.overlap_param_gather && sc->train.zero < 1)
         return mm_scenario_fail(sc, err, "train.overlap_param_gather",
                                 "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
-    for (int i = 0; i < sc->train.n_frozen; i++)
-        if (!strcmp(sc->train.frozen[i], "llm"))
-            return mm_scenario_fail(sc, err, "train.frozen", "a frozen LLM is not modeled yet");
+    int frc = check_frozen(sim, err);
+    if (frc)
+        return frc;
     if (sc->batching != MM_BATCH_SEQUENTIAL && !sim->wl)
         return mm_scenario_fail(sc, err, "batching",
                                 "'%s' needs samples that differ: a mixture or trace file as the workload "

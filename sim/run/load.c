@@ -98,9 +98,15 @@ static int load_workload_file(mm_sim *sim, mm_err *err)
     }
     mm_token_model_from_model(mo, &sim->tm);
     sim->tm.max_tokens = sc->train.seq_len;
-    /* memory is checked for the largest sample: the model's most tiles, one clip */
-    if (mo->has_vision)
-        add_encoder(sim, false, mo->max_tiles > 0 ? mo->max_tiles : 1);
+    /* the early memory check is a bound: every micro-batch of the largest
+     * sample the workload can hold (its own maxima; the model's max_tiles
+     * when a mixture's draw is unbounded), one clip; each iteration's own
+     * data decides (datamem.c) */
+    double inputs = mm_workload_max_inputs(sim->wl);
+    if (inputs < 1)
+        inputs = mo->max_tiles > 0 ? mo->max_tiles : 1;
+    if (mo->has_vision) /* costs (planner pre-scores) keep the model's max_tiles */
+        add_encoder(sim, false, mo->max_tiles > 0 ? mo->max_tiles : 1)->max_inputs = inputs;
     if (mo->has_audio)
         add_encoder(sim, true, 1);
     return 0;

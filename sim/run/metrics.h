@@ -25,6 +25,14 @@ typedef struct mm_iter_metrics {
     double tokens, samples; /* trained this iteration, whole cluster */
     double load_imbalance;  /* max / mean LLM work over DP ranks (1 = even) */
     double stage_spread_s;  /* slowest minus fastest stage's compute */
+    double encoder_load_imbalance; /* max / mean over encoder ranks of their
+                                      compute seconds (1 = even; NAN without
+                                      an encoder) */
+    double padded_fraction; /* padding tokens / tokens the LLM ran on */
+    double peak_memory_gib; /* the largest GPU's peak in this iteration */
+    double encoder_excess_s; /* the slowest encoder rank's compute minus the
+                                ranks' mean: what the imbalance costs when
+                                the others wait for it (colocated) */
 } mm_iter_metrics;
 
 /* Per pipeline stage, averaged over iterations and over the DP replicas. */
@@ -56,8 +64,19 @@ typedef struct mm_metrics {
     double tflops_per_gpu, hw_tflops_per_gpu;
     double bubble_fraction;
     double exposed_comm_s;
-    double peak_memory_gib; /* NAN until the memory model exists */
+    double peak_memory_gib; /* the peak over every GPU and iteration */
+    double peak_memory_bound_gib;  /* workload file: the early check's bound
+                                      (every micro-batch its largest sample) */
+    double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
+    double encoder_excess_s;       /* mean over iterations */
+    double padded_fraction;        /* over all iterations' tokens */
     bool oom;
+    /* memory that follows the data: where a drawn batch first did not fit
+     * (iteration -1: the layout itself did not, or it fit) */
+    struct {
+        int iteration, micro_batch, stage, replica;
+        double need_gib, cap_gib;
+    } oom_at;
     int gpus;
     uint64_t events;   /* engine events dispatched, all iterations */
     double wall_s;     /* host seconds spent simulating (not stored in

@@ -32,6 +32,8 @@ typedef struct mm_sim_encoder {
     bool frozen_tower, frozen_proj;
     double inputs_per_sample; /* tiles (vision) or 30-s clips (audio) */
     double tokens_per_input;  /* LLM tokens one tile or clip becomes */
+    double max_inputs;        /* workload file: its largest sample's inputs, for
+                                 the early memory bound (0: inputs_per_sample) */
 } mm_sim_encoder;
 
 typedef struct mm_sim {
@@ -44,6 +46,9 @@ typedef struct mm_sim {
     int micro_batches;       /* per DP replica */
     double seq;              /* LLM tokens per sample (text + visual) */
     int n_enc;               /* encoders with work in this workload */
+    bool llm_frozen;         /* train.frozen names llm: the LLM runs forward and
+                                its input-gradient pass (a trainable module
+                                lies upstream), no weight gradients */
     mm_sim_encoder enc[2];
     /* A mixture or trace workload (workload: FILE): samples differ, so each
      * iteration draws its global batch and forms micro-batches with the

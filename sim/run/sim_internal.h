@@ -9,11 +9,25 @@
 #include "parallel/build.h"
 #include "run/costs.h"
 #include "run/sim.h"
+#include "model/memory.h"
 #include "workload/batch.h"
 
 /* load.c: the samples' shape (LLM tokens per sample) and the encoders
  * with work; loads a workload file. */
 int mm_sim_check_workload(mm_sim *sim, mm_err *err);
+
+/* costs.c: a module's recompute mode: parallel.<module>.recompute when
+ * given, else train.recompute (mm_recompute). */
+int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
+/* The same as the memory model keeps it (mm_sim_mem_recompute, sim.h: a
+ * fused attention kernel never stores the scores) for one module. */
+int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay);
+
+/* costs.c: a frozen LLM (sim->llm_frozen) keeps its forward and its
+ * input-gradient pass; its weight-gradient pass, gradients and optimizer
+ * step go.  Applied to a stage's costs and to a micro-batch's. */
+void mm_sim_freeze_stage(const mm_sim *sim, mm_stage_cost *c);
+void mm_sim_freeze_mb(const mm_sim *sim, mm_mb_cost *c);
 
 /* costs.c: one encoder's work on one micro-batch of `inputs` tiles or
  * clips; _split hands the projector's work to *projc when it runs on the
@@ -28,6 +42,9 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
                         mm_mb_cost *out, size_t stride);
 
+/* costs.c: the LLM's memory configuration (memory.h) for this scenario. */
+void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
+
 /* costs.c: mm_sim_stage_memory into mt (stages[].memory_gib, modules[],
  * peak_memory_gib; mt->stages allocated for pp stages).  Returns 1 when
  * some GPU does not fit, 0 when all fit, -code on error. */
@@ -40,11 +57,54 @@ typedef struct wl_iter {
     mm_mb_cost *mb;           /* V x dp x m */
     mm_enc_mb_cost *enc;      /* dp x m (the vision encoder) */
     double tokens;            /* LLM tokens trained this iteration */
+    double padded_tokens;     /* tokens the LLM ran on (train.padding) */
     double load_max, load_mean; /* per-DP-rank LLM work (seconds) */
+    /* colocated: per encoder DP rank (GPU order) costs and the bytes each
+     * (encoder rank, LLM replica) pair moves (encrank.c) */
+    mm_enc_rank_cost *enc_ranks;
+    double *pair_bytes;
+    /* per (replica d, micro-batch j), d*m + j: the LLM tokens (T, at the
+     * padded length) and sum of squares (S) it runs on, and (i dp m + d m
+     * + j) encoder i's inputs, for memory that follows the data */
+    double *mb_T, *mb_S, *mb_inputs;
+    double *enc_rank_inputs;  /* colocated: tiles + frames per encoder rank (GPU order) */
+    int m;                    /* micro-batches per replica this iteration */
 } wl_iter;
+
+/* encrank.c: a colocated encoder's per-rank work from the plan's
+ * enc_rank_bins (plan encoder rank q serves the q-th GPU rank when ranks
+ * are ordered by the LLM replica they sit on), and the pairs' bytes; sets
+ * spec->enc[i].ranks / pair_bytes.  Returns 0 or -code. */
+int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_batch_plan *plan,
+                     const mm_sample *samples, wl_iter *w, mm_err *err);
+
+/* encrank.c: encoder_load_imbalance of one iteration's spec: max / mean
+ * over encoder ranks of their compute seconds (forward + backward) for the
+ * first encoder: colocated ranks, homogeneous DP replicas (their first
+ * stage), pipeline/disjoint replicas (their tasks).  1 without encoders. */
+double mm_sim_enc_imbalance(const mm_build_spec *spec);
+/* The same ranks' max minus mean compute seconds: how much longer the
+ * slowest encoder rank works than an even split would (0 without one). */
+double mm_sim_enc_excess_s(const mm_build_spec *spec);
+
+/* costs.c: LLM tokens per sample the costs run on: train.seq_len under
+ * padding max_length for a fixed or text workload, else sim->seq. */
+double mm_sim_cost_seq(const mm_sim *sim);
 
 int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stage_cost *st, int it, wl_iter *w,
                            mm_err *err);
 void mm_sim_wl_iter_free(wl_iter *w);
+
+/* datamem.c: memory that follows the data: per stage and DP replica, the
+ * model states plus the activations of the micro-batches the schedule
+ * holds in flight (each from its own tokens, tiles and frames), peaked
+ * over the schedule's steps, plus the encoders' share on the same GPUs.
+ * Fills im->peak_memory_gib and raises mt->stages[].memory_gib and
+ * mt->peak_memory_gib to this iteration's; when a GPU does not fit, sets
+ * mt->oom and mt->oom_at (this iteration, the micro-batch whose forward
+ * made the peak, the stage, the bytes) and returns 1.  0 when it fits,
+ * -1 out of memory (the host's). */
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
+                       mm_iter_metrics *im);
 
 #endif

@@ -11,6 +11,7 @@
  * a model without an encoder ignores the encoder sections and the images.
  * Not for: reading or writing (read.c, write.c). */
 #include "scenario/keys.h"
+#include "workload/batch.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -55,6 +56,8 @@ static const char *const workload_kinds[] = {"fixed", NULL};
      "expert-parallel degree (MoE; divides dp and the experts)", F(parallel.m.ep), 0},                       \
     {"parallel." #m ".zero", MM_KT_INT, MM_KF_INHERIT, 0, 3, 0, 0, NULL, NULL, NULL,                         \
      "ZeRO stage of this module; unset: train.zero", F(parallel.m.zero), 0},                                 \
+    {"parallel." #m ".recompute", MM_KT_ENUM, MM_KF_INHERIT, 0, 0, 0, 0, mm_recompute_names, NULL, NULL,     \
+     "activation recomputation of this module; unset: train.recompute", F(parallel.m.recompute), 0},        \
     {"parallel." #m ".sp", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,                                   \
      "sequence parallelism of this module (the LLM also takes train.sequence_parallel)", F(parallel.m.sp),   \
      0},                                                                                                     \
@@ -113,8 +116,13 @@ const mm_key mm_keys[] = {
      "CSV of measured per-stage F/B/W/p2p times replacing the cost model; \"\": none",
      F(train.pass_times), 0},
     {"train.frozen", MM_KT_NAME_LIST, 0, 0, 0, 0, 0, NULL, "[]", "[]",
-     "modules without weight gradients or optimizer: vision, projector, audio, audio_projector",
+     "modules without weight gradients or optimizer: vision, projector, audio, audio_projector, llm "
+     "(input gradients only where a trainable module lies upstream)",
      F(train.frozen), offsetof(mm_scenario, train.n_frozen)},
+    {"train.padding", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_padding_names, "none", "none",
+     "LLM sequences: none (varlen), longest (each micro-batch to its longest sample, HF Trainer), "
+     "max_length (to seq_len); packed batching stays varlen",
+     F(train.padding), 0},
     {"parallel", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     LAYOUT(llm, MM_KF_ALWAYS, "the LLM's layout (tp x cp x pp x dp = its GPUs)", "4", "2", "1", "2", "1", "1"),
     LAYOUT(vision, 0, "the vision encoder's layout (cp, vpp, ep stay 1); absent: none", "1", "1", NULL, "16",

@@ -563,7 +563,7 @@ static int set_default(mm_scenario *sc, const mm_key *k)
         *(bool *)f = d && !strcmp(d, "true");
         return 0;
     case MM_KT_ENUM: {
-        int v = 0;
+        int v = k->flags & MM_KF_INHERIT ? -1 : 0; /* a module's recompute: train's */
         for (int i = 0; d && k->choices[i]; i++)
             if (!strcmp(k->choices[i], d))
                 v = i;

@@ -73,6 +73,7 @@ typedef struct mm_module_layout {
     bool present;      /* the section was given (or defaulted, for llm) */
     int tp, pp, cp, dp, vpp, ep;
     int zero;          /* -1: inherit train.zero */
+    int recompute;     /* -1: inherit train.recompute, else mm_recompute */
     bool sp;           /* sequence parallelism for this module (the LLM also
                           takes train.sequence_parallel) */
     int n_layers_per_stage;            /* 0: split evenly */
@@ -108,6 +109,7 @@ typedef struct mm_scenario {
         double memory_reserve_gib;
         int n_frozen;
         char **frozen;          /* n_frozen module names, sorted, unique */
+        int padding;            /* mm_padding (workload/batch.h): none | longest | max_length */
     } train;
     struct {
         mm_module_layout llm, vision, audio;

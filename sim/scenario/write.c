@@ -93,9 +93,13 @@ static void value(mm_sbuf *b, const mm_scenario *sc, const mm_key *k)
     case MM_KT_BOOL:
         mm_sb_printf(b, "%s", *(const bool *)f ? "true" : "false");
         break;
-    case MM_KT_ENUM:
-        mm_sb_printf(b, "%s", k->choices[k->size == sizeof(bool) ? (int)*(const bool *)f : *(const int *)f]);
+    case MM_KT_ENUM: {
+        int v = k->size == sizeof(bool) ? (int)*(const bool *)f : *(const int *)f;
+        if ((k->flags & MM_KF_INHERIT) && v < 0) /* a module's recompute: the train's it inherits */
+            v = (int)sc->train.recompute;
+        mm_sb_printf(b, "%s", k->choices[v]);
         break;
+    }
     case MM_KT_INT_LIST:
         mm_sb_printf(b, "[");
         for (int i = 0; i < count; i++)
@@ -233,7 +237,7 @@ static void default_of(const mm_key *k, char *buf, size_t len)
     if (k->flags & MM_KF_REQUIRED)
         snprintf(buf, len, "required");
     else if (k->flags & MM_KF_INHERIT)
-        snprintf(buf, len, "train.zero");
+        snprintf(buf, len, "train.%s", mm_key_leaf(k->name));
     else if (k->flags & MM_KF_DERIVED)
         snprintf(buf, len, "micro_batch x dp");
     else if (k->type == MM_KT_SECTION)

@@ -114,6 +114,11 @@ static const char *const mm_store_migrations[] = {
      * (issue 8): DP load max/mean and the spread of the stages' compute */
     ("ALTER TABLE iterations ADD COLUMN load_imbalance REAL;"
      "ALTER TABLE iterations ADD COLUMN stage_spread_s REAL;"), /* one entry (clang asks) */
+    /* 5 -> 6: multimodal fidelity (issue 13): encoder ranks' max/mean
+     * compute, the padded-token fraction, the iteration's memory peak */
+    ("ALTER TABLE iterations ADD COLUMN encoder_load_imbalance REAL;"
+     "ALTER TABLE iterations ADD COLUMN padded_fraction REAL;"
+     "ALTER TABLE iterations ADD COLUMN peak_memory_gib REAL;"), /* one entry */
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -499,8 +504,9 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
     sqlite3_stmt *s = NULL;
     int rc = mm_store_prepare(st,
         "INSERT INTO iterations(run_id, iteration, time_s, bubble_fraction, exposed_comm_s,"
-        " model_flops, hw_flops, tokens, samples, load_imbalance, stage_spread_s)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &s, err);
+        " model_flops, hw_flops, tokens, samples, load_imbalance, stage_spread_s,"
+        " encoder_load_imbalance, padded_fraction, peak_memory_gib)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", &s, err);
     for (int i = 0; rc == 0 && i < m->n_iters; i++) {
         const mm_iter_metrics *it = &m->iters[i];
         int b = sqlite3_bind_int64(s, 1, id);
@@ -514,6 +520,9 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 9, it->samples);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 10, it->load_imbalance);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 11, it->stage_spread_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 12, it->encoder_load_imbalance);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 13, it->padded_fraction);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 14, it->peak_memory_gib);
         rc = mm_store_step_insert(st, s, b, "writing an iteration", err);
     }
     sqlite3_finalize(s);

@@ -15,7 +15,9 @@
  *        one row per summary metric, named as in mm_store_metric_names
  *   iterations(run_id -> runs(id) ON DELETE CASCADE, iteration INTEGER,
  *        time_s, bubble_fraction, exposed_comm_s, model_flops, hw_flops,
- *        tokens, samples REAL, PRIMARY KEY(run_id, iteration))
+ *        tokens, samples REAL, PRIMARY KEY(run_id, iteration)); version 5
+ *        adds load_imbalance, stage_spread_s, version 6 encoder_load_imbalance,
+ *        padded_fraction, peak_memory_gib
  *   stages(run_id -> runs(id) ON DELETE CASCADE, stage INTEGER,
  *        busy_s, idle_s, comm_s, memory_gib REAL, PRIMARY KEY(run_id, stage))
  *   (version 2)
@@ -82,7 +84,7 @@
 #include "run/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 5
+#define MM_STORE_SCHEMA_VERSION 6
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;

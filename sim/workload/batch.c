@@ -10,10 +10,14 @@
 
 const char *const mm_batch_policy_names[] = {"sequential", "grouped", "packed", "balanced",
                                              "post-balance", NULL};
+const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
-/* ~50-80 ms a node for 512 samples x 64 bins (30K binaries) on one core:
- * a few seconds, DFLOP's own budget being a 10 s CP-SAT time limit */
-#define DEFAULT_NODE_LIMIT 50
+/* Branch-and-bound nodes: ~10 ms a node for 512 samples x 64 bins (30K
+ * binaries) and ~40 ms for 448 x 224 (100K) on one core in a debug build,
+ * so 5 nodes keep a search near 100 ms (scripts/bench, bench_ilp).  On the
+ * InternVL trace and the OneVision mix the local search and the L_j bound
+ * close the gap to 0.1 % before any node is opened (balance_ilp.c). */
+#define DEFAULT_NODE_LIMIT 5
 
 typedef struct ctx {
     const mm_sample *s;
@@ -156,6 +160,8 @@ static int fill_bins(const ctx *c, int dp, const int *per_rank, const int *assig
         const mm_sample *s = &c->s[i];
         b->idx[fillpos[assign[i]]++] = i;
         b->llm_tokens += c->tok[i];
+        if (c->tok[i] > b->max_tokens)
+            b->max_tokens = c->tok[i];
         b->sum_sq_tokens += (double)c->tok[i] * (double)c->tok[i];
         b->text_tokens += s->text_tokens;
         b->images += s->images;
@@ -185,16 +191,7 @@ static double max_bin(const mm_bin *b, int nb, bool enc, bool llm)
     return mx;
 }
 
-static double lower_bound(const ctx *c, int bins)
-{
-    double se = 0, sl = 0, mx = 0;
-    for (int i = 0; i < c->n; i++) {
-        se += c->enc[i];
-        sl += c->llm[i];
-        mx = fmax(mx, fmax(c->enc[i], c->llm[i]));
-    }
-    return fmax(mx, fmax(se, sl) / bins);
-}
+static double lower_bound(const ctx *c, int bins) { return mm_balance_lower_bound(c->enc, c->llm, c->n, bins); }
 
 /* Megatron's order: chunk q of b consecutive samples goes to micro-batch
  * q / dp of rank q % dp; g = rank * m + micro. */
@@ -512,6 +509,115 @@ static int form_balanced(const ctx *c, mm_batch_plan *p, int *assign, mm_err *er
     return rc;
 }
 
+/* Padded lengths of every LLM bin (batch.h, mm_padding), and the plan's
+ * totals.  Packed sequences are varlen: their padded length is their own. */
+static void pad_bins(const ctx *c, mm_batch_plan *p)
+{
+    const mm_batch_opts *o = c->o;
+    for (int g = 0; g < p->n_bins; g++) {
+        mm_bin *b = &p->bins[g];
+        double len = (double)b->max_tokens;
+        if (o->policy == MM_BP_PACKED || o->padding == MM_PAD_NONE || b->n == 0) {
+            b->padded_tokens = b->llm_tokens;
+            b->padded_sum_sq = b->sum_sq_tokens;
+        } else {
+            if (o->padding == MM_PAD_MAX_LENGTH && o->seq_len > 0 && (double)o->seq_len > len)
+                len = (double)o->seq_len;
+            b->padded_tokens = (int64_t)len * b->n;
+            b->padded_sum_sq = len * len * b->n;
+        }
+        p->tokens_total += b->llm_tokens;
+        p->padded_total += b->padded_tokens;
+    }
+}
+
+double mm_batch_padded_fraction(const mm_batch_plan *p)
+{
+    return p->padded_total > 0 ? (double)(p->padded_total - p->tokens_total) / (double)p->padded_total : 0.0;
+}
+
+/* As drawn: the LLM's bins in rank-major order, cut into k consecutive runs
+ * of n/k samples (the first n % k runs one more).  Fills enc_of[sample]. */
+static void enc_ranks_as_drawn(const mm_batch_plan *p, int k, int *enc_of)
+{
+    int n = p->n_samples, base = n / k, extra = n % k, r = 0, cnt = 0;
+    for (int g = 0; g < p->n_bins; g++)
+        for (int t = 0; t < p->bins[g].n; t++) {
+            while (r < k - 1 && cnt == base + (r < extra)) {
+                r++;
+                cnt = 0;
+            }
+            enc_of[p->bins[g].idx[t]] = r;
+            cnt++;
+        }
+}
+
+/* Post-balance's encoder phase over k encoder ranks: LPT on the encoder
+ * cost, ceil(n/k) samples per rank; the a2a matrices become k x k (raw
+ * inputs, as-drawn rank -> encoding rank) and k x dp (embeddings, encoding
+ * rank -> LLM rank, counted where the encoding rank's home LLM rank
+ * k*dp/enc_ranks is another). */
+static int enc_ranks_post_balance(const ctx *c, mm_batch_plan *p, int *enc_of, mm_err *err)
+{
+    const mm_batch_opts *o = c->o;
+    int n = c->n, k = o->enc_ranks, dp = o->dp;
+    int *items = malloc((size_t)n * sizeof *items), *drawn = malloc((size_t)n * sizeof *drawn);
+    int *llm_of = malloc((size_t)n * sizeof *llm_of);
+    free(p->a2a_enc_bytes);
+    free(p->a2a_llm_bytes);
+    p->a2a_enc_bytes = calloc((size_t)k * k, sizeof *p->a2a_enc_bytes);
+    p->a2a_llm_bytes = calloc((size_t)k * dp, sizeof *p->a2a_llm_bytes);
+    int rc = items && drawn && llm_of && p->a2a_enc_bytes && p->a2a_llm_bytes ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++)
+        items[i] = i;
+    if (rc == 0)
+        rc = lpt_capacity(c->enc, items, n, k, (n + k - 1) / k, enc_of);
+    if (rc) {
+        free(items), free(drawn), free(llm_of);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    enc_ranks_as_drawn(p, k, drawn);
+    for (int g = 0; g < p->n_bins; g++)
+        for (int t = 0; t < p->bins[g].n; t++)
+            llm_of[p->bins[g].idx[t]] = p->bins[g].rank;
+    p->a2a_enc_total = p->a2a_llm_total = 0;
+    p->moved_enc = p->moved_llm = 0;
+    for (int i = 0; i < n; i++) {
+        const mm_sample *s = &c->s[i];
+        int e = enc_of[i], home = (int)((int64_t)e * dp / k);
+        double inputs = (double)s->tiles + s->frames + mm_sample_audio_clips(s, &o->tokens);
+        if (drawn[i] != e) {
+            p->moved_enc++;
+            p->a2a_enc_bytes[drawn[i] * k + e] += inputs * o->enc_bytes_per_input;
+            p->a2a_enc_total += inputs * o->enc_bytes_per_input;
+        }
+        if (home != llm_of[i]) {
+            double by = (double)mm_sample_mm_tokens(s, &o->tokens) * o->bytes_per_token;
+            p->moved_llm++;
+            p->a2a_llm_bytes[e * dp + llm_of[i]] += by;
+            p->a2a_llm_total += by;
+        }
+    }
+    free(items), free(drawn), free(llm_of);
+    return 0;
+}
+
+/* One bin per encoder DP rank from enc_of[sample]; samples in index order. */
+static int enc_rank_bins(const ctx *c, mm_batch_plan *p, const int *enc_of, mm_err *err)
+{
+    int k = c->o->enc_ranks, *ones = malloc((size_t)k * sizeof *ones);
+    if (!ones)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    for (int r = 0; r < k; r++)
+        ones[r] = 1;
+    int *rf = NULL, nb = 0;
+    int rc = fill_bins(c, k, ones, enc_of, NULL, p->store_ + 2 * c->n, &p->enc_rank_bins, &nb, &rf, err);
+    p->n_enc_ranks = rc ? 0 : k;
+    free(rf);
+    free(ones);
+    return rc;
+}
+
 static void default_cost(const mm_sample *s, const mm_token_model *tm, void *unused, double *enc, double *llm)
 {
     (void)unused;
@@ -527,6 +633,11 @@ static int check_opts(int n, const mm_batch_opts *o, mm_err *err)
         return mm_err_set(err, MM_EINPUT, "", 0, "parallel.llm.dp", "dp must be >= 1, got %d", o->dp);
     if (n < 1)
         return mm_err_set(err, MM_EINPUT, "", 0, "train.global_batch", "no samples in the global batch");
+    if (o->padding < MM_PAD_NONE || o->padding > MM_PAD_MAX_LENGTH)
+        return mm_err_set(err, MM_EINPUT, "", 0, "train.padding", "unknown padding mode %d", (int)o->padding);
+    if (o->enc_ranks < 0 || o->enc_ranks > n)
+        return mm_err_set(err, MM_EINPUT, "", 0, "train.global_batch",
+                          "%d samples cannot feed %d encoder ranks", n, o->enc_ranks);
     if (o->policy == MM_BP_PACKED) {
         if (o->seq_len < 1)
             return mm_err_set(err, MM_EINPUT, "", 0, "train.seq_len", "packing needs seq_len >= 1, got %lld",
@@ -568,7 +679,7 @@ int mm_batch_form(const mm_sample *s, int n, const mm_batch_opts *o, mm_batch_pl
     c.tok = malloc((size_t)n * sizeof *c.tok);
     int *assign = malloc((size_t)n * sizeof *assign);
     int *order = NULL;
-    p->store_ = malloc((size_t)n * 2 * sizeof *p->store_);
+    p->store_ = malloc((size_t)n * 3 * sizeof *p->store_);
     if (!c.enc || !c.llm || !c.tok || !assign || !p->store_) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
@@ -623,6 +734,20 @@ int mm_batch_form(const mm_sample *s, int n, const mm_batch_opts *o, mm_batch_pl
         rc = form_post_balance(&c, p, assign, err);
         break;
     }
+    if (!rc)
+        pad_bins(&c, p);
+    if (!rc && o->enc_ranks > 0) {
+        int *enc_of = malloc((size_t)n * sizeof *enc_of);
+        if (!enc_of)
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        else if (o->policy == MM_BP_POST_BALANCE)
+            rc = enc_ranks_post_balance(&c, p, enc_of, err);
+        else
+            enc_ranks_as_drawn(p, o->enc_ranks, enc_of);
+        if (!rc)
+            rc = enc_rank_bins(&c, p, enc_of, err);
+        free(enc_of);
+    }
     if (!rc) {
         bool post = o->policy == MM_BP_POST_BALANCE;
         p->max_bin_cost = post ? fmax(max_bin(p->enc_bins, p->n_enc_bins, true, false),
@@ -646,6 +771,7 @@ void mm_batch_plan_free(mm_batch_plan *p)
     free(p->rank_first);
     free(p->enc_bins);
     free(p->enc_rank_first);
+    free(p->enc_rank_bins);
     free(p->a2a_enc_bytes);
     free(p->a2a_llm_bytes);
     free(p->store_);

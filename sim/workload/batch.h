@@ -43,6 +43,20 @@ typedef enum mm_batch_policy {
 /* "sequential", "grouped", "packed", "balanced", "post-balance", NULL */
 extern const char *const mm_batch_policy_names[];
 
+/* How a micro-batch's sequences are laid out for the LLM (train.padding):
+ *   none        varlen (FlashAttention's cu_seqlens): each sample costs its
+ *               own tokens, attention the sum of s_i^2
+ *   longest     every sample padded to the micro-batch's longest one, the
+ *               Hugging Face Trainer's default collator
+ *               (DataCollatorForSeq2Seq / LLaVA's DataCollatorForSupervised-
+ *               Dataset pad to the longest in the batch): n * max tokens
+ *   max_length  every sample padded to seq_len (tokenizer padding=
+ *               "max_length"): n * seq_len tokens
+ * Packed batching is varlen by construction and ignores it. */
+typedef enum mm_padding { MM_PAD_NONE, MM_PAD_LONGEST, MM_PAD_MAX_LENGTH } mm_padding;
+/* "none", "longest", "max_length", NULL */
+extern const char *const mm_padding_names[];
+
 /* Encoder and LLM cost of one sample (any unit, the same for both). */
 typedef void (*mm_sample_cost_fn)(const mm_sample *s, const mm_token_model *tm, void *ctx,
                                   double *enc_cost, double *llm_cost);
@@ -58,6 +72,10 @@ typedef struct mm_batch_opts {
     int64_t ilp_node_limit;  /* balanced: branch-and-bound nodes GLPK may open; 0 = 50; < 0 = LPT only */
     double enc_bytes_per_input; /* post-balance: bytes moved per tile/frame/clip to the encoder rank */
     double bytes_per_token;  /* post-balance: bytes per visual/audio token sent encoder -> LLM rank */
+    mm_padding padding;      /* how bins' padded_tokens are counted (not packed) */
+    int enc_ranks;           /* > 0: also split the batch over this many encoder
+                                DP ranks (a colocated encoder's own DP): see
+                                mm_batch_plan.enc_rank_bins */
 } mm_batch_opts;
 
 /* One micro-batch of one DP rank and its aggregates. */
@@ -70,6 +88,10 @@ typedef struct mm_bin {
     int64_t text_tokens, images, tiles, frames, audio_clips;
     double audio_s;
     double enc_cost, llm_cost;
+    int64_t max_tokens;    /* its longest sample's LLM tokens */
+    int64_t padded_tokens; /* tokens the LLM runs on under the padding mode
+                              (= llm_tokens for none and for packed) */
+    double padded_sum_sq;  /* attention work at the padded length */
 } mm_bin;
 
 typedef struct mm_batch_plan {
@@ -88,6 +110,15 @@ typedef struct mm_batch_plan {
     double *a2a_llm_bytes; /* [dp * dp]: encoder outputs moved encoder rank -> LLM rank */
     double a2a_enc_total, a2a_llm_total;
     int moved_enc, moved_llm; /* samples that changed rank in each phase */
+    /* enc_ranks > 0: the samples each encoder DP rank encodes, one bin per
+     * rank (micro = 0).  As drawn, the LLM's bins in rank-major order are
+     * cut into enc_ranks consecutive runs of (almost) equal sample counts,
+     * so that encoder rank k serves LLM rank k * dp / enc_ranks when
+     * enc_ranks is a multiple of dp; post-balance instead deals them by LPT
+     * on the encoder cost (its encoder phase), n / enc_ranks per rank. */
+    mm_bin *enc_rank_bins;
+    int n_enc_ranks;
+    int64_t tokens_total, padded_total; /* over the LLM's bins */
     /* quality of the largest bin, cost = max(enc, llm) */
     double max_bin_cost;
     double lower_bound;    /* max(largest sample, total enc / bins, total llm / bins) or GLPK's bound */
@@ -106,12 +137,20 @@ typedef struct mm_batch_plan {
 int mm_batch_form(const mm_sample *s, int n, const mm_batch_opts *o, mm_batch_plan *plan, mm_err *err);
 void mm_batch_plan_free(mm_batch_plan *plan);
 
+/* Padded-token fraction of a plan: (padded - real) / padded, 0 for none. */
+double mm_batch_padded_fraction(const mm_batch_plan *plan);
+
 /* LPT (longest processing time first; Graham 1969) over k bins of
  * two-dimensional costs: items sorted by max(enc, llm) descending (ties by
  * index), each to the bin whose max(enc, llm) grows least (ties: the lower
  * bin).  assign[i] = bin of item i.  Returns the largest bin's cost.  With
  * one dimension zero this is Graham's LPT: at most (4/3 - 1/(3k)) OPT. */
 double mm_lpt_assign(const double *enc, const double *llm, int n, int k, int *assign);
+
+/* A lower bound on the largest bin of any assignment of n items to k
+ * bins: per dimension the average, the largest item and Dell'Amico and
+ * Martello's L_j (some bin holds j+1 of the jk+1 largest items). */
+double mm_balance_lower_bound(const double *enc, const double *llm, int n, int k);
 
 /* The integer program of `balanced` on its own: x_ik binary, every item in
  * one bin, every bin non-empty, minimize z >= each bin's enc and llm sum.

@@ -966,3 +966,48 @@ int mm_mixture_draw(const mm_mixture *mix, uint64_t seed, int64_t iteration, int
     gsl_rng_free(r);
     return 0;
 }
+
+/* The largest value a distribution draws: its max (clamp), the largest
+ * discrete value or histogram edge, a fixed value; HUGE_VAL when unbounded. */
+static double dist_max(const dist *d)
+{
+    double x = d->hi;
+    if (d->kind == D_FIXED)
+        x = fmin(x, d->a);
+    else if (d->kind == D_UNIFORM)
+        x = fmin(x, d->b);
+    else if (d->kind == D_HISTOGRAM && d->pdf)
+        x = fmin(x, d->pdf->range[d->pdf->n]);
+    else if (d->kind == D_DISCRETE && d->table) {
+        double m = -HUGE_VAL;
+        for (size_t k = 0; k < d->table->K; k++)
+            m = fmax(m, d->values[k]);
+        x = fmin(x, m);
+    }
+    return floor(x + 0.5);
+}
+
+double mm_mixture_max_inputs(const mm_mixture *mix)
+{
+    double mx = 0;
+    for (int i = 0; i < mix->n; i++) {
+        const component *c = &mix->comp[i];
+        double per = 0;
+        if (c->has_images) {
+            double n = dist_max(&c->images), t = 0;
+            if (c->tiling == TILING_FIXED) {
+                t = dist_max(&c->tiles);
+            } else if (c->tiling == TILING_ANYRES) {
+                for (int g = 0; g < c->n_grids; g++)
+                    t = fmax(t, (double)(c->grids[g][0] * c->grids[g][1] + 1));
+            } else {
+                t = (double)c->max_tiles + (c->thumbnail ? 1 : 0);
+            }
+            per += n * t;
+        }
+        if (c->has_video)
+            per += (double)c->max_frames;
+        mx = fmax(mx, per);
+    }
+    return isfinite(mx) ? mx : -1;
+}

@@ -229,3 +229,19 @@ int mm_value_histogram(const double *v, int64_t n, int bins, double *edges, int6
     }
     return used;
 }
+
+double mm_workload_max_inputs(const mm_workload *w)
+{
+    switch (w->source) {
+    case MM_WLS_MIXTURE:
+        return mm_mixture_max_inputs(w->mixture);
+    case MM_WLS_TRACE: {
+        double mx = 0;
+        for (int64_t i = 0; i < w->trace.n; i++)
+            mx = fmax(mx, (double)w->trace.samples[i].tiles + w->trace.samples[i].frames);
+        return mx;
+    }
+    default:
+        return (double)w->fixed.tiles + w->fixed.frames;
+    }
+}

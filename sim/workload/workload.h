@@ -94,6 +94,11 @@ const char *mm_mixture_component(const mm_mixture *mix, int i, mm_modality *moda
 int mm_mixture_draw(const mm_mixture *mix, uint64_t seed, int64_t iteration, int n,
                     mm_sample *out, mm_err *err);
 
+/* The most encoder inputs (tiles + frames) one sample of the mixture can
+ * have: per component the largest image count times the largest tiles per
+ * image, plus max_frames; -1 when a component's draw is unbounded. */
+double mm_mixture_max_inputs(const mm_mixture *mix);
+
 /* ---- traces (CSV: id,text_tokens,images,tiles,frames,audio_seconds) ---- */
 
 typedef struct mm_sample_trace {
@@ -128,6 +133,10 @@ void mm_workload_init_fixed(mm_workload *w, const mm_sample *s);
 int mm_workload_draw(const mm_workload *w, uint64_t seed, int64_t iteration, int n,
                      mm_sample *out, mm_err *err);
 void mm_workload_free(mm_workload *w);
+/* The workload's own largest encoder inputs per sample (tiles + frames):
+ * a trace's largest row, a mixture's bound (mm_mixture_max_inputs), the
+ * fixed sample's; -1 when unbounded. */
+double mm_workload_max_inputs(const mm_workload *w);
 
 /* ---- statistics ------------------------------------------------------ */
 

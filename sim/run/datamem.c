@@ -1,0 +1,220 @@
+/* datamem.c - memory that follows the data (issue 13 item 4): for a
+ * mixture or trace workload, each iteration's per-GPU peak from the
+ * micro-batches actually drawn.  Per LLM stage and DP replica the
+ * schedule's steps are walked: a forward adds its micro-batch's
+ * activations (from its own tokens at the padded length and, on the first
+ * stage of a homogeneous layout, its tiles and frames through the
+ * encoder), its backward frees them; the peak of that running sum plus the
+ * model states and the largest micro-batch's transients is the stage's
+ * memory.  A colocated encoder holds its own samples' activations from
+ * its forward until its backward at the end of the iteration, so they
+ * stand on top for the whole schedule (a second colocated encoder: an even
+ * share of its inputs).  Encoders on their own GPUs hold their pipeline's
+ * depth of micro-batches, the largest of the iteration.
+ * Known limits: zero-bubble's deferred W passes keep some tensors past B,
+ * counted as freed at B (ZB-H1's peak equals 1F1B's, Qi et al. 2024);
+ * allocator fragmentation is the reserve's job.
+ * Not for: the early check of a layout (costs.c, a bound from the
+ * largest sample), or timing. */
+#include "run/sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel/schedule.h"
+
+typedef struct enc_mem {
+    double states;    /* weights, gradients, optimizer of one of its GPUs */
+    double per_input; /* activations kept per tile/frame (0 when frozen) */
+    double transient; /* per tile/frame being encoded */
+} enc_mem;
+
+static int enc_mem_of(const mm_sim *sim, const mm_build_spec *spec, int i, enc_mem *em)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_sim_encoder *e = &sim->enc[i];
+    const mm_enc_spec *es = &spec->enc[i];
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero, rc = mm_sim_mem_recompute_of(sim, &e->layout);
+    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
+                                                                 : e->layout.sp);
+    int edp = es->placement == MM_ENC_HOMOGENEOUS ? spec->dp : es->dp;
+    mm_mem_rank r0, r1;
+    if (mm_mem_encoder_rank(e->enc, 0, es->tp, sp, edp, zero, rc, 1, e->frozen_tower, &r0) ||
+        mm_mem_encoder_rank(e->enc, 1, es->tp, sp, edp, zero, rc, 1, e->frozen_tower, &r1))
+        return -1;
+    int epp = es->placement == MM_ENC_PIPELINE || es->placement == MM_ENC_DISJOINT ? es->pp : 1;
+    em->states = (r0.weights + r0.grads + r0.optimizer) / epp;
+    em->per_input = r1.activations / epp;
+    em->transient = r1.transient;
+    return 0;
+}
+
+/* One iteration's memory walk: the LLM's per virtual stage configuration
+ * and each encoder's bytes. */
+typedef struct dm {
+    const mm_sim *sim;
+    const mm_build_spec *spec;
+    const wl_iter *w;
+    mm_mem_config vc;
+    enc_mem em[MM_MAX_ENCODERS];
+    bool homog, coloc;
+} dm;
+
+/* Activations of micro-batch (d, j) (idx = d m + j) on virtual stage vs:
+ * the LLM's, and on a homogeneous first stage every encoder's. */
+static double mb_act(const dm *x, int vs, size_t idx)
+{
+    const wl_iter *w = x->w;
+    double a = mm_mem_llm_mb_activations(&x->sim->llm, &x->vc, vs, w->mb_T[idx], w->mb_S[idx]);
+    size_t per = (size_t)x->spec->dp * w->m;
+    for (int i = 0; x->homog && vs == 0 && i < x->sim->n_enc; i++)
+        a += x->em[i].per_input * w->mb_inputs[i * per + idx];
+    return a;
+}
+
+/* One stage's peak on replica d: returns the bytes, *at the micro-batch
+ * whose forward made it. */
+static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, int n, int *at)
+{
+    const mm_build_spec *spec = x->spec;
+    double cur = 0, peak = 0;
+    *at = -1;
+    for (int k = 0; k < n; k++) {
+        if (steps[k].pass == MM_PASS_W)
+            continue;
+        int vs = steps[k].chunk * spec->pp + s;
+        size_t idx = (size_t)d * x->w->m + steps[k].mb;
+        double a = mb_act(x, vs, idx);
+        cur += steps[k].pass == MM_PASS_F ? a : -a;
+        if (cur > peak) {
+            peak = cur;
+            *at = steps[k].mb;
+        }
+    }
+    return peak;
+}
+
+/* The largest transient of stage s on replica d: the last stage's fp32
+ * logits and final-norm input, a recomputed layer under full recompute. */
+static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const wl_iter *w, int s, int d)
+{
+    const mm_llm *m = &sim->llm;
+    double T = 0, t = c->tp, cp = c->cp > 0 ? c->cp : 1;
+    for (int j = 0; j < w->m; j++)
+        T = fmax(T, w->mb_T[(size_t)d * w->m + j]);
+    double x = 0;
+    if (c->recompute == MM_RECOMPUTE_FULL)
+        x += mm_mem_layer_activations(m, 1, T, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
+    if (s == c->pp - 1)
+        x += 4.0 * (T / cp) * (double)m->vocab / t + 2.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
+    return x;
+}
+
+/* Colocated encoders' activations on simulated rank (d, s): for the first
+ * encoder the most loaded of its ranks among the rank's GPUs (their own
+ * samples), for another one an even share of the iteration's inputs (its
+ * ranks' samples are not tracked); held for the whole iteration. */
+static double coloc_act(const dm *x, int d, int s)
+{
+    const mm_build_spec *spec = x->spec;
+    const wl_iter *w = x->w;
+    double mx = 0, total = 0;
+    int off = mm_build_gpu(spec, 0, 0, 0, 0);
+    const mm_enc_spec *es = &spec->enc[0];
+    for (int c = 0; c < (spec->cp > 0 ? spec->cp : 1); c++)
+        for (int t = 0; t < spec->tp; t++) {
+            int k = (mm_build_gpu(spec, t, c, d, s) - off) / es->tp;
+            double in = w->enc_rank_inputs && k < es->n_ranks ? w->enc_rank_inputs[k] : 0;
+            mx = fmax(mx, in * x->em[0].per_input + (in > 0 ? x->em[0].transient : 0));
+        }
+    size_t per = (size_t)spec->dp * w->m;
+    int G = mm_build_gpus(spec);
+    for (int i = 1; i < x->sim->n_enc; i++) {
+        double sum = 0;
+        for (size_t k = 0; k < per; k++)
+            sum += w->mb_inputs[i * per + k];
+        double in = sum / (G / spec->enc[i].tp);
+        total += in * x->em[i].per_input + (in > 0 ? x->em[i].transient : 0);
+    }
+    return mx + total;
+}
+
+/* An encoder on its own GPUs: its pipeline's depth (or its queue) of the
+ * iteration's largest micro-batches.  Bytes on one of its GPUs. */
+static double own_gpu_need(const dm *x, int i)
+{
+    const mm_enc_spec *es = &x->spec->enc[i];
+    size_t per = (size_t)x->spec->dp * x->w->m;
+    double mx = 0;
+    for (size_t k = 0; k < per; k++)
+        mx = fmax(mx, x->w->mb_inputs[i * per + k]);
+    int flight = es->placement == MM_ENC_PIPELINE ? es->pp + x->spec->pp : es->buffer + 1;
+    return x->em[i].states + flight * mx * x->em[i].per_input + mx * x->em[i].transient;
+}
+
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
+                       mm_iter_metrics *im)
+{
+    const mm_scenario *sc = &sim->sc;
+    int P = spec->pp, V = P * spec->vpp;
+    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
+    mm_mem_config c;
+    mm_sim_llm_mem_config(sim, &c);
+    dm x = {.sim = sim, .spec = spec, .w = w, .vc = c};
+    x.vc.pp = V; /* per virtual stage: pp * vpp stages of layers / V */
+    x.vc.vpp = 1;
+    if (spec->vpp > 1)
+        x.vc.layers_per_stage = NULL;
+    double enc_states = 0;
+    for (int i = 0; i < sim->n_enc; i++) {
+        if (enc_mem_of(sim, spec, i, &x.em[i]))
+            return -1;
+        enc_states += x.em[i].states;
+    }
+    x.homog = sim->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
+    x.coloc = sim->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
+    mm_sched_step *steps = malloc((size_t)mm_schedule_len(spec->schedule, spec->m, spec->vpp) * sizeof *steps);
+    if (!steps)
+        return -1;
+    int oom = 0;
+    im->peak_memory_gib = 0;
+    for (int s = 0; s < P; s++) {
+        mm_mem_rank r;
+        int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->vpp, steps);
+        if (n < 0 || mm_mem_llm_rank(&sim->llm, &c, s, &r)) {
+            free(steps);
+            return -1;
+        }
+        double states = r.weights + r.grads + r.optimizer, worst = 0;
+        if ((x.homog && s == 0) || x.coloc)
+            states += enc_states;
+        for (int d = 0; d < spec->dp; d++) {
+            int at;
+            double need = states + stage_peak(&x, s, d, steps, n, &at) + stage_transient(sim, &c, w, s, d) +
+                          (x.coloc ? coloc_act(&x, d, s) : 0);
+            worst = fmax(worst, need);
+            if (need > cap && !oom) {
+                oom = 1;
+                mt->oom_at.iteration = it, mt->oom_at.micro_batch = at, mt->oom_at.stage = s;
+                mt->oom_at.replica = d, mt->oom_at.need_gib = need / MM_GIB, mt->oom_at.cap_gib = cap / MM_GIB;
+            }
+        }
+        mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, worst / MM_GIB);
+        im->peak_memory_gib = fmax(im->peak_memory_gib, worst / MM_GIB);
+    }
+    free(steps);
+    for (int i = 0; i < sim->n_enc && !x.homog && !x.coloc; i++) {
+        double need = own_gpu_need(&x, i);
+        im->peak_memory_gib = fmax(im->peak_memory_gib, need / MM_GIB);
+        if (need > cap && !oom) {
+            oom = 1;
+            mt->oom_at.iteration = it, mt->oom_at.micro_batch = -1, mt->oom_at.stage = -1;
+            mt->oom_at.replica = -1, mt->oom_at.need_gib = need / MM_GIB, mt->oom_at.cap_gib = cap / MM_GIB;
+        }
+    }
+    mt->peak_memory_gib = fmax(mt->peak_memory_gib, im->peak_memory_gib);
+    if (oom)
+        mt->oom = true;
+    return oom;
+}
