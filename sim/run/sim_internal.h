@@ -1,7 +1,7 @@
 /* sim_internal.h - what the files of the scenario-to-metrics path
- * (load.c, layout.c, costs.c, memcost.c, batchcost.c, iterate.c,
- * estimate.c) share:
- * the cost bridge's functions and a workload file's per-iteration costs.
+ * (load.c, layout.c, costs.c, memcost.c, batchcost.c, encrank.c,
+ * datamem.c, iterate.c, estimate.c) share: the cost bridge's functions
+ * and a workload file's per-iteration costs.
  * Private to sim/run: not installed, not for callers outside this layer
  * (they use run/sim.h). */
 #ifndef MM_SIM_INTERNAL_H
