@@ -1,6 +1,8 @@
 /* cluster.c - reading a topology YAML file into an mm_cluster.
  * Units in the file are the ones vendors print (TFLOP/s, GB, GB/s, Gbit/s,
- * microseconds); they are converted to SI here and nowhere else. */
+ * microseconds); they are converted to SI here and nowhere else.
+ * Not for: routes and links (topo.c), collective times (net.c, coll.c),
+ * parsing the kernel-table CSV files it names (efficiency.c). */
 #include "hw/cluster.h"
 
 #include <libfyaml.h>
