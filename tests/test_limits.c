@@ -214,6 +214,22 @@ START_TEST(test_file_size_limits)
 }
 END_TEST
 
+
+/* libfyaml 0.7.12 crashes (SEGV in fy_parser_destroy) on a tab before a
+ * block indicator on a key's line: refused first, with its line; the same
+ * characters in a quoted string or a comment stay valid. */
+START_TEST(test_tab_before_block_indicator_refused)
+{
+    mm_doc doc;
+    mm_err err;
+    ck_assert_int_eq(mm_doc_load_string(&doc, "t.yaml", "seed: 1\n? : x:\t-\n", &err), -MM_EINPUT);
+    ck_assert_int_eq(err.line, 2);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a tab before the block indicator '-'"));
+    ck_assert_int_eq(mm_doc_load_string(&doc, "t.yaml", "a: \"x:\t- y\"\nb: 1 # c:\t- d\n", &err), 0);
+    mm_doc_free(&doc);
+}
+END_TEST
+
 /* ---- sizes -------------------------------------------------------------- */
 
 START_TEST(test_absurd_sizes_refused)
@@ -530,6 +546,7 @@ int main(void)
     tcase_add_test(tc, test_device_files_refused_by_name);
     tcase_add_test(tc, test_nul_byte_and_utf8_refused_with_line);
     tcase_add_test(tc, test_file_size_limits);
+    tcase_add_test(tc, test_tab_before_block_indicator_refused);
     tcase_add_test(tc, test_absurd_sizes_refused);
     tcase_add_test(tc, test_db_checked_before_simulation);
     tcase_add_test(tc, test_db_missing_folders_every_depth);

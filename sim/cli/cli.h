@@ -20,6 +20,11 @@ int mm_cli_fail(const mm_err *err);
  * empty quotes); CMD NULL leaves out the pointer to the help. */
 int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, const char *value);
 
+/* The command's one operand (after getopt): argv[optind] into *out when
+ * there is one (*out untouched otherwise); a second one is a usage error,
+ * "more than one WHAT given; extra 'ARG'" (returns 2), else 0. */
+int mm_cli_operand(const char *cmd, int argc, char **argv, const char *what, const char **out);
+
 /* Prints s as a JSON string literal (quotes and escapes) on stdout. */
 void mm_cli_json_string(const char *s);
 

@@ -236,10 +236,8 @@ int mm_cli_sweep(int argc, char **argv)
         default: return 2;
         }
     }
-    if (optind < argc)
-        spec = argv[optind++];
-    if (optind < argc)
-        return bad_arg("more than one sweep file given; extra", argv[optind]);
+    if (mm_cli_operand("sweep", argc, argv, "sweep file", &spec))
+        return 2;
     if (!spec)
         return bad_arg("a sweep file is needed, e.g. mmsim sweep", "sweeps/example.yaml");
 

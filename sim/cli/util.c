@@ -30,6 +30,17 @@ int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, cons
     return mm_cli_fail(&err);
 }
 
+int mm_cli_operand(const char *cmd, int argc, char **argv, const char *what, const char **out)
+{
+    if (optind < argc)
+        *out = argv[optind++];
+    if (optind >= argc)
+        return 0;
+    char msg[96];
+    snprintf(msg, sizeof msg, "more than one %s given; extra", what);
+    return mm_cli_usage_error(cmd, NULL, msg, argv[optind]);
+}
+
 void mm_cli_json_string(const char *s)
 {
     mm_json_string(stdout, s);

@@ -136,10 +136,51 @@ static bool key_at(const char *buf, size_t len, int line, int col, char *out, si
     return n > 0;
 }
 
+/* libfyaml 0.7.12 dereferences a freed indent (fy_indent_vacuum_internal, a
+ * SEGV in fy_parser_destroy) on a tab between a mapping's ':' and a block
+ * indicator on the same line after an explicit key: `? : x:\t-` (found by
+ * tests/fuzz, kept in tests/data/fuzz/).  That text is never valid YAML (a
+ * block collection cannot start on its key's line, and tabs do not indent),
+ * so it is refused before libfyaml sees it: ':' then blanks holding a tab,
+ * then '-', '?' or ':' followed by a blank or the line's end.  Text after a
+ * quote or a '#' on the line is not looked at, so quoted strings and
+ * comments holding such characters stay valid. */
+static int check_tab_indicator(const char *name, const char *buf, size_t len, mm_err *err)
+{
+    int line = 1;
+    bool skip = false; /* after a quote or a comment mark on this line */
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (c == '\n') {
+            line++;
+            skip = false;
+            continue;
+        }
+        if (c == '"' || c == '\'' || c == '#')
+            skip = true;
+        if (skip || c != ':')
+            continue;
+        size_t j = i + 1;
+        bool tab = false;
+        while (j < len && (buf[j] == ' ' || buf[j] == '\t'))
+            tab |= buf[j++] == '\t';
+        if (!tab || j >= len || (buf[j] != '-' && buf[j] != '?' && buf[j] != ':'))
+            continue;
+        char after = j + 1 < len ? buf[j + 1] : '\n';
+        if (after == ' ' || after == '\t' || after == '\n' || after == '\r')
+            return mm_err_set(err, MM_EINPUT, name, line, "",
+                              "a tab before the block indicator '%c' on a key's line; YAML "
+                              "does not allow a list or key to start there", buf[j]);
+    }
+    return 0;
+}
+
 /* Takes ownership of buf (malloc'ed, len bytes, NUL at buf[len]). */
 static int parse_buffer(mm_doc *doc, const char *name, char *buf, size_t len, mm_err *err)
 {
     int urc = mm_text_check_utf8(name, buf, len, err);
+    if (urc == 0)
+        urc = check_tab_indicator(name, buf, len, err);
     if (urc < 0) {
         free(buf);
         return urc;
