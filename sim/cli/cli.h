@@ -68,6 +68,10 @@ void mm_cli_status_stop(void);
 /* What the status line adds after WHAT ("iteration 3 of 8"). */
 void mm_cli_status_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Keeps freed memory in the process for the next simulation of a batch
+ * (glibc; a no-op elsewhere). */
+void mm_cli_keep_heap(void);
+
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */
 int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */

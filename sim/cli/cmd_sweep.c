@@ -202,6 +202,7 @@ static int sweep_main(const char *spec, const char *db, int jobs, int json, int 
     };
     mm_runner_progress sum;
     memset(&sum, 0, sizeof sum);
+    mm_cli_keep_heap(); /* many points in this process */
     int rc = mm_runner_run(&o, pts.pts, pts.n, res, &sum, &err);
     int status = 0;
     if (rc < 0)
