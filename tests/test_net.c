@@ -99,6 +99,74 @@ START_TEST(maxmin_coefficients)
 }
 END_TEST
 
+START_TEST(maxmin_many_levels)
+{
+    /* N links of capacity 1..N, flow i alone on link i, and one long flow
+     * over every link: link 0 (cap 1, two flows) freezes first at 1/2,
+     * then flow i gets (i + 1) - 1/2: N distinct levels, enough for the
+     * solver to leave its scan of the links for its heap. */
+    enum { N = 300 };
+    double cap[N], cf[2 * N], r[N + 1];
+    uint32_t off[N + 2];
+    int32_t lk[2 * N];
+    for (int i = 0; i < N; i++) {
+        cap[i] = i + 1;
+        off[i] = (uint32_t)i;
+        lk[i] = i;
+        lk[N + i] = i;
+    }
+    off[N] = N, off[N + 1] = 2 * N;
+    for (int e = 0; e < 2 * N; e++)
+        cf[e] = 1;
+    ck_assert_int_eq(mm_maxmin_solve(N, cap, N + 1, off, lk, cf, r), 0);
+    ck_assert(fabs(r[N] - 0.5) < 1e-12);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(fabs(r[i] - (i + 0.5)) < 1e-9, "flow %d: %g, want %g", i, r[i], i + 0.5);
+    /* a link of capacity 0 (a failed link): its flow gets 0, the other the rest */
+    double cap2[] = {0, 2}, cf2[] = {1, 1, 1}, r2[2];
+    uint32_t off2[] = {0, 2, 3};
+    int32_t lk2[] = {0, 1, 1};
+    ck_assert_int_eq(mm_maxmin_solve(2, cap2, 2, off2, lk2, cf2, r2), 0);
+    ck_assert(r2[0] == 0 && fabs(r2[1] - 2) < 1e-12);
+}
+END_TEST
+
+START_TEST(maxmin_scan_matches_heap)
+{
+    /* The solver finds levels by scanning the links when every capacity is
+     * positive, with its heap otherwise; a link of capacity 0 that no flow
+     * uses changes nothing in the problem but forces the heap: the rates
+     * must be the same bits.  Random problems (fixed LCG), 1 to 40 flows
+     * over up to 60 links, coefficients 1..4 or fractional. */
+    enum { LMAX = 61, FMAX = 40, EMAX = FMAX * 8 };
+    uint64_t x = 12345;
+    for (int trial = 0; trial < 400; trial++) {
+        double cap[LMAX], cf[EMAX], ra[FMAX], rb[FMAX];
+        uint32_t off[FMAX + 1];
+        int32_t lk[EMAX];
+#define RND() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, (uint32_t)(x >> 33))
+        int L = 1 + (int)(RND() % 60), F = 1 + (int)(RND() % FMAX);
+        for (int l = 0; l < L; l++)
+            cap[l] = 1 + (double)(RND() % 1000) / 7.0;
+        uint32_t e = 0;
+        for (int f = 0; f < F; f++) {
+            off[f] = e;
+            int len = 1 + (int)(RND() % 8);
+            for (int k = 0; k < len; k++, e++) {
+                lk[e] = (int32_t)(RND() % (uint32_t)L);
+                cf[e] = trial % 2 ? 1 + (double)(RND() % 4) : 0.25 + (double)(RND() % 100) / 37.0;
+            }
+        }
+        off[F] = e;
+#undef RND
+        ck_assert_int_eq(mm_maxmin_solve(L, cap, F, off, lk, cf, ra), 0);
+        cap[L] = 0;
+        ck_assert_int_eq(mm_maxmin_solve(L + 1, cap, F, off, lk, cf, rb), 0);
+        ck_assert_msg(memcmp(ra, rb, (size_t)F * sizeof *ra) == 0, "trial %d: scan and heap differ", trial);
+    }
+}
+END_TEST
+
 typedef struct done_log {
     int n;
     mm_time at[8];
@@ -711,6 +779,8 @@ static Suite *net_suite(void)
     tcase_add_test(tc, maxmin_two_links);
     tcase_add_test(tc, maxmin_three_links);
     tcase_add_test(tc, maxmin_coefficients);
+    tcase_add_test(tc, maxmin_many_levels);
+    tcase_add_test(tc, maxmin_scan_matches_heap);
     tcase_add_test(tc, flownet_recomputes_on_start_and_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("collectives");

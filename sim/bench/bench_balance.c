@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_common.h"
 #include "workload/batch.h"
 #include "workload/workload.h"
 
@@ -29,31 +30,17 @@
 #define DP 8
 #define MICRO 8
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void cost(const mm_sample *s, const mm_token_model *tm, void *ctx, double *enc, double *llm)
-{
-    (void)ctx;
-    *enc = (double)s->tiles + s->frames;
-    *llm = (double)mm_sample_llm_tokens(s, tm) / 729.0;
-}
-
 static int form(const mm_sample *s, mm_batch_opts *o, mm_batch_plan *p, double *secs, int reps)
 {
     mm_err err;
     double best = HUGE_VAL;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (mm_batch_form(s, N, o, p, &err)) {
             fprintf(stderr, "bench_balance: %s\n", err.msg);
             return 1;
         }
-        double t = now() - t0;
+        double t = bench_now() - t0;
         best = t < best ? t : best;
         if (r + 1 < reps)
             mm_batch_plan_free(p);
@@ -90,7 +77,7 @@ int main(int argc, char **argv)
     o.dp = DP;
     o.micro_batches = MICRO;
     o.tokens = (mm_token_model){.tokens_per_tile = 729, .tokens_per_frame = 196, .audio_clip_s = 30};
-    o.cost = cost;
+    o.cost = bench_tile_cost;
     o.enc_bytes_per_input = 3.0 * 384 * 384 * 2; /* a bf16 384 px RGB tile */
     o.bytes_per_token = 3584.0 * 2;              /* Qwen2.5-7B hidden 3584, bf16 */
 

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_common.h"
 #include "engine/engine.h"
 #include "engine/heap4.h"
 
@@ -44,13 +45,6 @@ static inline uint64_t bench_rand(uint64_t *s)
 static inline mm_time bench_delay(uint64_t *s)
 {
     return (mm_time)(bench_rand(s) >> 44) + 1;
-}
-
-static double bench_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 #define BENCH_SEED 0x9e3779b97f4a7c15ULL
@@ -80,9 +74,9 @@ static double bench_engine(uint64_t pending, uint64_t events, mm_time *end)
     hold_state st = {.rng = BENCH_SEED, .left = events};
     for (uint64_t i = 0; i < pending; i++)
         st.failed += mm_engine_at(eng, bench_delay(&st.rng), hold_event, &st, i) == 0;
-    double t0 = bench_seconds();
+    double t0 = bench_now();
     uint64_t n = mm_engine_run(eng);
-    double dt = bench_seconds() - t0;
+    double dt = bench_now() - t0;
     *end = mm_engine_now(eng);
     mm_engine_free(eng);
     return n == events && st.failed == 0 ? dt : -1;
@@ -101,13 +95,13 @@ static double bench_bare(uint64_t pending, uint64_t events, mm_time *end)
         failed += mm_heap4_insert(&h, e) != 0;
     }
     mm_heap_entry e = {0, 0, 0};
-    double t0 = bench_seconds();
+    double t0 = bench_now();
     for (uint64_t i = 0; i < events; i++) {
         mm_heap4_pop(&h, &e);
         mm_heap_entry next = {e.time + bench_delay(&rng), seq++, e.payload};
         failed += mm_heap4_insert(&h, next) != 0;
     }
-    double dt = bench_seconds() - t0;
+    double dt = bench_now() - t0;
     *end = e.time;
     mm_heap4_free(&h);
     return failed == 0 ? dt : -1;

@@ -16,22 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_common.h"
 #include "workload/batch.h"
 #include "workload/workload.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void cost(const mm_sample *s, const mm_token_model *tm, void *ctx, double *enc, double *llm)
-{
-    (void)ctx;
-    *enc = (double)s->tiles + s->frames;
-    *llm = (double)mm_sample_llm_tokens(s, tm) / (double)tm->tokens_per_tile;
-}
 
 static int64_t node_limit; /* 0: the policy's default */
 
@@ -49,16 +36,16 @@ static int one(const char *name, const mm_workload *w, int n, int dp, int m, con
             free(s);
             return 1;
         }
-        mm_batch_opts o = {.policy = MM_BP_BALANCED, .dp = dp, .micro_batches = m, .tokens = *tm, .cost = cost,
+        mm_batch_opts o = {.policy = MM_BP_BALANCED, .dp = dp, .micro_batches = m, .tokens = *tm, .cost = bench_tile_cost,
                            .ilp_node_limit = node_limit};
         mm_batch_plan p;
-        double t0 = now();
+        double t0 = bench_now();
         if (mm_batch_form(s, n, &o, &p, &err)) {
             fprintf(stderr, "bench_ilp: %s\n", err.msg);
             free(s);
             return 1;
         }
-        double t = now() - t0, imp = (p.lpt_max_bin_cost - p.max_bin_cost) / p.lpt_max_bin_cost;
+        double t = bench_now() - t0, imp = (p.lpt_max_bin_cost - p.max_bin_cost) / p.lpt_max_bin_cost;
         printf("  %5d %10.3f %10.3f %10.3f %7.2f%% %7.2f%% %7.1f ms %7lld\n", it, p.lpt_max_bin_cost, p.max_bin_cost,
                p.lower_bound, 100 * imp, 100 * p.gap, t * 1e3, (long long)p.ilp_nodes);
         imp_sum += imp;

@@ -18,14 +18,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench/bench_common.h"
 #include "hw/coll.h"
-
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void note_end(mm_engine *eng, void *ctx, uint64_t arg)
 {
@@ -37,7 +31,7 @@ static void note_end(mm_engine *eng, void *ctx, uint64_t arg)
 static double run(const mm_cluster *c, mm_net_model model, const mm_coll_req *req, int k, double *setup_s,
                   double *run_s)
 {
-    double t0 = wall();
+    double t0 = bench_now();
     mm_engine *eng = mm_engine_alloc();
     mm_err err;
     mm_network *net = mm_network_alloc(c, eng, model, &err);
@@ -45,7 +39,7 @@ static double run(const mm_cluster *c, mm_net_model model, const mm_coll_req *re
         fprintf(stderr, "bench_net: %s\n", err.msg);
         return -1;
     }
-    double t1 = wall();
+    double t1 = bench_now();
     mm_time end = -1;
     for (int i = 0; i < k; i++)
         if (mm_network_start(net, &req[i], note_end, &end, 0, NULL, &err)) {
@@ -53,7 +47,7 @@ static double run(const mm_cluster *c, mm_net_model model, const mm_coll_req *re
             return -1;
         }
     mm_engine_run(eng);
-    double t2 = wall();
+    double t2 = bench_now();
     mm_network_free(net);
     mm_engine_free(eng);
     *setup_s = t1 - t0;

@@ -20,6 +20,11 @@ int mm_cli_fail(const mm_err *err);
  * empty quotes); CMD NULL leaves out the pointer to the help. */
 int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, const char *value);
 
+/* The command's one operand (after getopt): argv[optind] into *out when
+ * there is one (*out untouched otherwise); a second one is a usage error,
+ * "more than one WHAT given; extra 'ARG'" (returns 2), else 0. */
+int mm_cli_operand(const char *cmd, int argc, char **argv, const char *what, const char **out);
+
 /* Prints s as a JSON string literal (quotes and escapes) on stdout. */
 void mm_cli_json_string(const char *s);
 
@@ -62,6 +67,10 @@ void mm_cli_status_start(bool quiet, const char *fmt, ...) __attribute__((format
 void mm_cli_status_stop(void);
 /* What the status line adds after WHAT ("iteration 3 of 8"). */
 void mm_cli_status_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Keeps freed memory in the process for the next simulation of a batch
+ * (glibc; a no-op elsewhere). */
+void mm_cli_keep_heap(void);
 
 int mm_cli_run(int argc, char **argv); /* main.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */

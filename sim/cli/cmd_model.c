@@ -135,10 +135,8 @@ int mm_cli_model(int argc, char **argv)
         default: return 2;
         }
     }
-    if (optind < argc)
-        path = argv[optind++];
-    if (optind < argc)
-        return bad_arg("more than one model given; extra", argv[optind]);
+    if (mm_cli_operand("model", argc, argv, "model", &path))
+        return 2;
     if (!path) {
         fprintf(stderr, "mmsim: <cli>: missing MODEL (see mmsim help model)\n");
         return 2;

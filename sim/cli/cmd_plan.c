@@ -235,6 +235,7 @@ int mm_cli_plan(int argc, char **argv)
     if (o.db && mm_cli_open_db(o.db, &err))
         return mm_cli_fail(&err);
     mm_plan p;
+    mm_cli_keep_heap(); /* many rescoring runs in this process */
     /* a status line while it plans, on a terminal only */
     mm_cli_status_start(quiet || json, "planning (enumerate, prune, pre-score, simulate the best %d)", o.top_k);
     int prc = mm_plan_run(&o, &p, &err);

@@ -192,10 +192,8 @@ int mm_cli_report(int argc, char **argv)
         default: return 2;
         }
     }
-    if (optind < argc)
-        path = argv[optind++];
-    if (optind < argc)
-        return bad_arg("more than one database given; extra", argv[optind]);
+    if (mm_cli_operand("report", argc, argv, "database", &path))
+        return 2;
     if (!path)
         return bad_arg("a database is needed, e.g. mmsim report", "results/mmsim.db");
     char dflt[] = "iteration_time_s,tokens_per_s,mfu,peak_memory_gib";

@@ -202,6 +202,7 @@ static int sweep_main(const char *spec, const char *db, int jobs, int json, int 
     };
     mm_runner_progress sum;
     memset(&sum, 0, sizeof sum);
+    mm_cli_keep_heap(); /* many points in this process */
     int rc = mm_runner_run(&o, pts.pts, pts.n, res, &sum, &err);
     int status = 0;
     if (rc < 0)
@@ -236,10 +237,8 @@ int mm_cli_sweep(int argc, char **argv)
         default: return 2;
         }
     }
-    if (optind < argc)
-        spec = argv[optind++];
-    if (optind < argc)
-        return bad_arg("more than one sweep file given; extra", argv[optind]);
+    if (mm_cli_operand("sweep", argc, argv, "sweep file", &spec))
+        return 2;
     if (!spec)
         return bad_arg("a sweep file is needed, e.g. mmsim sweep", "sweeps/example.yaml");
 

@@ -121,10 +121,8 @@ static int stats_args(int argc, char **argv, stats_opts *o)
         if (bad)
             return bad_arg("bad value for", flag);
     }
-    if (optind < argc)
-        o->file = argv[optind++];
-    if (optind < argc)
-        return bad_arg("more than one file given; extra", argv[optind]);
+    if (mm_cli_operand("workload", argc, argv, "file", &o->file))
+        return 2;
     if (!o->file)
         return bad_arg("missing", "FILE");
     return 0;

@@ -6,6 +6,9 @@
 #include <stdatomic.h>
 #include <time.h>
 #include <limits.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,17 @@ int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, cons
     else
         mm_err_set(&err, MM_EINPUT, "<cli>", 0, flag, "%s%s", what, help);
     return mm_cli_fail(&err);
+}
+
+int mm_cli_operand(const char *cmd, int argc, char **argv, const char *what, const char **out)
+{
+    if (optind < argc)
+        *out = argv[optind++];
+    if (optind >= argc)
+        return 0;
+    char msg[96];
+    snprintf(msg, sizeof msg, "more than one %s given; extra", what);
+    return mm_cli_usage_error(cmd, NULL, msg, argv[optind]);
 }
 
 void mm_cli_json_string(const char *s)
@@ -200,4 +214,22 @@ void mm_cli_status_detail(const char *fmt, ...)
     vsnprintf(status.detail, sizeof status.detail, fmt, ap);
     va_end(ap);
     pthread_mutex_unlock(&status.lock);
+}
+
+/* A batch of simulations in one process (plan, sweep) builds and frees
+ * graphs of the same size again and again: glibc would hand the large
+ * arrays back to the kernel at every free (mmap above 128 KiB or so, a
+ * trimmed heap top) and fault every page in again for the next point,
+ * about 10 % of the LLaVA-OV-72B plan's CPU time (docs/performance.md).
+ * Keeping them in the heap changes no number, only where memory comes
+ * from; the peak resident memory stays the largest point's (a few % of
+ * fragmentation; measured +10 % on that plan).  Arrays up to 1 GiB stay in
+ * the heap (an older glibc refusing that keeps its 32 MiB maximum). */
+void mm_cli_keep_heap(void)
+{
+#if defined(__GLIBC__)
+    if (!mallopt(M_MMAP_THRESHOLD, 1 << 30))
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
 }

@@ -1,6 +1,8 @@
 /* cluster.c - reading a topology YAML file into an mm_cluster.
  * Units in the file are the ones vendors print (TFLOP/s, GB, GB/s, Gbit/s,
- * microseconds); they are converted to SI here and nowhere else. */
+ * microseconds); they are converted to SI here and nowhere else.
+ * Not for: routes and links (topo.c), collective times (net.c, coll.c),
+ * parsing the kernel-table CSV files it names (efficiency.c). */
 #include "hw/cluster.h"
 
 #include <libfyaml.h>
@@ -202,6 +204,27 @@ static int bad_key(const mm_doc *d, struct fy_node *map, const char *key, const 
     return mm_err_set(err, MM_EINPUT, d->path, line ? line : mm_node_line(map), path, "%s", msg);
 }
 
+/* The GPU-to-GPU link inside a node, KIND_gb_s (line rate),
+ * KIND_allreduce_busbw_gb_s (measured all-reduce bus bandwidth, at most the
+ * line rate) and KIND_latency_us, for KIND nvlink or pcie. */
+static int read_gpu_link(const mm_doc *d, struct fy_node *n, const char *kind, double *bw, double *bus,
+                         double *lat, mm_err *err)
+{
+    char key[3][48], path[3][64];
+    static const char *const suffix[] = {"gb_s", "allreduce_busbw_gb_s", "latency_us"};
+    double *out[] = {bw, bus, lat};
+    for (int i = 0; i < 3; i++) {
+        snprintf(key[i], sizeof key[i], "%s_%s", kind, suffix[i]);
+        snprintf(path[i], sizeof path[i], "node.%s", key[i]);
+        int rc = need_pos(d, n, key[i], path[i], out[i], err);
+        if (rc)
+            return rc;
+    }
+    if (*bus > *bw)
+        return bad_key(d, n, key[1], path[1], "bus bandwidth exceeds the line rate it runs over", err);
+    return 0;
+}
+
 /* The node section: GPUs, how they are joined, PCIe, NICs. */
 static int load_node(const mm_doc *d, struct fy_node *n, mm_cluster *c, mm_err *err)
 {
@@ -234,13 +257,8 @@ static int load_node(const mm_doc *d, struct fy_node *n, mm_cluster *c, mm_err *
             }
         if (nvls)
             return bad_key(d, n, "nvls", "node.nvls", "only an NVSwitch can reduce (NVLS)", err);
-        if ((rc = need_pos(d, n, "pcie_gb_s", "node.pcie_gb_s", &bw, err)) ||
-            (rc = need_pos(d, n, "pcie_allreduce_busbw_gb_s", "node.pcie_allreduce_busbw_gb_s", &bus, err)) ||
-            (rc = need_pos(d, n, "pcie_latency_us", "node.pcie_latency_us", &lat, err)))
+        if ((rc = read_gpu_link(d, n, "pcie", &bw, &bus, &lat, err)))
             return rc;
-        if (bus > bw)
-            return bad_key(d, n, "pcie_allreduce_busbw_gb_s", "node.pcie_allreduce_busbw_gb_s",
-                           "bus bandwidth exceeds the line rate it runs over", err);
         c->pcie_bw = c->nvlink_bw = bw * 1e9;
         c->pcie_eff = c->nvlink_eff = bus / bw;
         c->nvlink_latency_s = lat * 1e-6;
@@ -251,13 +269,8 @@ static int load_node(const mm_doc *d, struct fy_node *n, mm_cluster *c, mm_err *
             snprintf(path, sizeof path, "node.%s", k);
             return bad_key(d, n, k, path, "only a node with interconnect: pcie has GPU rings over PCIe", err);
         }
-        if ((rc = need_pos(d, n, "nvlink_gb_s", "node.nvlink_gb_s", &bw, err)) ||
-            (rc = need_pos(d, n, "nvlink_allreduce_busbw_gb_s", "node.nvlink_allreduce_busbw_gb_s", &bus, err)) ||
-            (rc = need_pos(d, n, "nvlink_latency_us", "node.nvlink_latency_us", &lat, err)))
+        if ((rc = read_gpu_link(d, n, "nvlink", &bw, &bus, &lat, err)))
             return rc;
-        if (bus > bw)
-            return bad_key(d, n, "nvlink_allreduce_busbw_gb_s", "node.nvlink_allreduce_busbw_gb_s",
-                           "bus bandwidth exceeds the line rate it runs over", err);
         c->nvlink_bw = bw * 1e9;
         c->nvlink_eff = bus / bw;
         c->nvlink_latency_s = lat * 1e-6;

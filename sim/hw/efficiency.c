@@ -207,6 +207,26 @@ static int axis_add(double *a, int *n, double v)
     return i;
 }
 
+/* Inserts the point (x, y) into the curve xs[0..*n), ys[0..*n) kept
+ * ascending in x: 0, or 1 when x is already there, 2 when the curve holds
+ * cap points (the caller names the file, row and key). */
+static int point_add(double *xs, double *ys, int *n, int cap, double x, double y)
+{
+    int i = 0;
+    while (i < *n && xs[i] < x)
+        i++;
+    if (i < *n && xs[i] == x)
+        return 1;
+    if (*n == cap)
+        return 2;
+    memmove(xs + i + 1, xs + i, (size_t)(*n - i) * sizeof(double));
+    memmove(ys + i + 1, ys + i, (size_t)(*n - i) * sizeof(double));
+    xs[i] = x;
+    ys[i] = y;
+    (*n)++;
+    return 0;
+}
+
 static int axis_find(const double *a, int n, double v)
 {
     for (int i = 0; i < n; i++)
@@ -339,23 +359,16 @@ int mm_attn_table_load(const char *path, mm_attn_table *t, mm_err *err)
             t->c[t->n++] = (mm_attn_curve){.head_dim = d, .causal = causal, .pass = pass};
         }
         mm_attn_curve *cv = &t->c[ci];
-        int i = 0;
-        while (i < cv->n && cv->seq[i] < s)
-            i++;
-        if (i < cv->n && cv->seq[i] == s) {
+        int added = point_add(cv->seq, cv->tflops, &cv->n, MM_ATTN_POINTS_MAX, s, tf);
+        if (added == 1) {
             rc = mm_err_set(err, MM_EINPUT, path, r + 1, "seqlen", "seqlen %g is listed twice for this curve", s);
             goto out;
         }
-        if (cv->n == MM_ATTN_POINTS_MAX) {
+        if (added == 2) {
             rc = mm_err_set(err, MM_EINPUT, path, r + 1, "seqlen", "more than %d points on one curve",
                             MM_ATTN_POINTS_MAX);
             goto out;
         }
-        memmove(cv->seq + i + 1, cv->seq + i, (size_t)(cv->n - i) * sizeof(double));
-        memmove(cv->tflops + i + 1, cv->tflops + i, (size_t)(cv->n - i) * sizeof(double));
-        cv->seq[i] = s;
-        cv->tflops[i] = tf;
-        cv->n++;
     }
 out:
     csv_rows_free(&c);
@@ -383,22 +396,15 @@ int mm_mem_table_load(const char *path, mm_mem_table *t, mm_err *err)
             rc = mm_err_set(err, MM_EINPUT, path, r + 1, "efficiency", "a fraction of peak in (0, 1], got %g", e);
             goto out;
         }
-        int i = 0;
-        while (i < t->n && t->bytes[i] < b)
-            i++;
-        if (i < t->n && t->bytes[i] == b) {
+        int added = point_add(t->bytes, t->eff, &t->n, MM_MEM_POINTS_MAX, b, e);
+        if (added == 1) {
             rc = mm_err_set(err, MM_EINPUT, path, r + 1, "bytes", "%g bytes is listed twice", b);
             goto out;
         }
-        if (t->n == MM_MEM_POINTS_MAX) {
+        if (added == 2) {
             rc = mm_err_set(err, MM_EINPUT, path, r + 1, "bytes", "more than %d rows", MM_MEM_POINTS_MAX);
             goto out;
         }
-        memmove(t->bytes + i + 1, t->bytes + i, (size_t)(t->n - i) * sizeof(double));
-        memmove(t->eff + i + 1, t->eff + i, (size_t)(t->n - i) * sizeof(double));
-        t->bytes[i] = b;
-        t->eff[i] = e;
-        t->n++;
     }
 out:
     csv_rows_free(&c);

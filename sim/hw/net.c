@@ -16,7 +16,9 @@
  *   alltoall max(intra, inter, spine) per-link volumes over their rates.
  * Latency terms: see mm_net_latency.  Known limits: one protocol (NCCL's
  * Simple bandwidth with a per-step alpha; no LL/LL128 switch), so mid-size
- * messages are a little pessimistic; hier phases are not pipelined. */
+ * messages are a little pessimistic; hier phases are not pipelined.
+ * Not for: contention between concurrent flows (the flow model, coll.c and
+ * flow.c), reading the topology (cluster.c). */
 #include "hw/net.h"
 
 #include <math.h>

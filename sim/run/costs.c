@@ -1,8 +1,8 @@
 /* costs.c - the model-by-hardware cost bridge: per-stage pass times of
  * the LLM (from the model's op costs and the GPU's kernel tables, or
  * measured pass times), the encoders' per-micro-batch costs, one LLM
- * micro-batch of a given token count (for workload files), and the peak
- * memory of every stage and module.
+ * micro-batch of a given token count (for workload files).  The peak
+ * memory of every stage and module is in memcost.c.
  * Not for: forming micro-batches (batchcost.c), building or executing the
  * graph (iterate.c). */
 #include "run/costs.h"
@@ -486,7 +486,7 @@ static const mm_enc_placement enc_place[] = {
 /* Encoder i's layout as the graph builder takes it: placement, tp, pp, dp
  * (homogeneous: the LLM's tp and dp on its first stage), layers, frozen,
  * the disjoint queue's depth.  Costs and memory both read it from here. */
-static void enc_layout(const mm_sim *sim, int i, mm_enc_spec *es)
+void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -514,7 +514,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
     for (int i = 0; i < sim->n_enc; i++) {
         const mm_sim_encoder *e = &sim->enc[i];
         mm_enc_spec *es = &spec->enc[i];
-        enc_layout(sim, i, es);
+        mm_sim_enc_layout(sim, i, es);
         int tp = es->tp;
         mb_out[i] = calloc((size_t)nmb, sizeof *mb_out[i]);
         if (!mb_out[i])
@@ -637,174 +637,4 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
         mm_sim_freeze_mb(sim, c);
     }
     return 0;
-}
-
-/* ---- memory ---- */
-
-/* The recompute mode the memory model sees.  Flash and cuDNN fused
- * attention never write the 5as^2b scores, softmax and dropout mask that
- * Korthikanti's count keeps without recomputation (the kernel keeps a
- * per-row log-sum-exp, a*s fp32, and regenerates dropout from the RNG
- * seed): exactly the terms selective recomputation drops, so a run without
- * recomputation on a fused kernel holds selective's activations. */
-int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay)
-{
-    int rc = mm_sim_recompute(sim, lay);
-    return rc == MM_RECOMPUTE_NONE && sim->attn != MM_ATTN_IMPL_UNFUSED ? MM_RECOMPUTE_SELECTIVE : rc;
-}
-
-int mm_sim_mem_recompute(const mm_sim *sim) { return mm_sim_mem_recompute_of(sim, &sim->sc.parallel.llm); }
-
-
-/* Peak bytes on one GPU of each pipeline stage (memory.h) into
- * m->stage_gib and m->peak_gib (llm_memory below); true when some stage
- * plus train.memory_reserve_gib exceeds the GPU's HBM.  The configuration
- * is shared with memory that follows the data (datamem.c). */
-void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
-{
-    const mm_scenario *sc = &sim->sc;
-    const mm_module_layout *L = &sc->parallel.llm;
-    static const mm_mem_schedule sched[] = {
-        [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
-        [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
-    *c = (mm_mem_config){
-        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
-        .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
-        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = mm_sim_mem_recompute_of(sim, L),
-        .frozen = sim->llm_frozen,
-        .grad_bytes = mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision),
-        .schedule = sched[sc->train.schedule],
-        .micro_batches = sim->micro_batches,
-        .micro_batch = (double)sc->train.micro_batch,
-        .seq = mm_sim_cost_seq(sim),
-        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
-    };
-}
-
-static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
-{
-    const mm_scenario *sc = &sim->sc;
-    const mm_module_layout *L = &sc->parallel.llm;
-    mm_mem_config c;
-    mm_sim_llm_mem_config(sim, &c);
-    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
-    bool oom = false;
-    mt->peak_gib = 0;
-    for (int k = 0; k < L->pp; k++) {
-        mm_mem_rank r;
-        if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
-            mt->stage_gib[k] = NAN;
-            mt->peak_gib = NAN;
-            continue;
-        }
-        mt->stage_gib[k] = r.total / MM_GIB;
-        if (mt->stage_gib[k] > mt->peak_gib)
-            mt->peak_gib = mt->stage_gib[k];
-        if (r.total > cap)
-            oom = true;
-    }
-    return oom;
-}
-
-/* An encoder's bytes on one of its GPUs: model states, and activations of
- * the micro-batches it holds at once (its pipeline's depth; a colocated
- * encoder keeps every micro-batch it encoded until the LLM's backward; a
- * disjoint one its queue). */
-static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
-{
-    const mm_scenario *sc = &sim->sc;
-    const mm_sim_encoder *e = &sim->enc[i];
-    int dp = sc->parallel.llm.dp, m = sim->micro_batches, flight;
-    switch (es->placement) {
-    case MM_ENC_PIPELINE:
-        flight = es->pp + sc->parallel.llm.pp;
-        break;
-    case MM_ENC_COLOCATED:
-        flight = (dp * m + es->dp - 1) / es->dp;
-        break;
-    case MM_ENC_DISJOINT:
-        flight = es->buffer + 1;
-        break;
-    default:
-        flight = sc->parallel.llm.pp;
-    }
-    if (flight > m * dp)
-        flight = m * dp;
-    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
-    mm_mem_rank r;
-    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
-                                 ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
-                                 : e->layout.sp);
-    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
-    if (mm_mem_encoder_rank(e->enc, inputs * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
-                            mm_sim_mem_recompute_of(sim, &e->layout), flight, e->frozen_tower, &r))
-        return NAN;
-    return r.total / es->pp;
-}
-
-void mm_sim_memory_free(mm_sim_memory *m)
-{
-    free(m->stage_gib);
-    m->stage_gib = NULL;
-    m->n_stages = 0;
-}
-
-int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
-{
-    memset(mt, 0, sizeof *mt);
-    mt->n_stages = sim->sc.parallel.llm.pp;
-    mt->stage_gib = calloc((size_t)mt->n_stages, sizeof *mt->stage_gib);
-    if (!mt->stage_gib)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    bool oom = llm_memory(sim, mt);
-    mt->hbm_gib = sim->cluster.gpu.hbm_bytes / MM_GIB;
-    double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
-    mt->cap_gib = cap;
-    mt->n_modules = 1 + sim->n_enc;
-    snprintf(mt->module_name[0], sizeof mt->module_name[0], "llm");
-    mt->module_gib[0] = mt->peak_gib;
-    for (int i = 0; i < sim->n_enc; i++) {
-        mm_enc_spec es = {0};
-        enc_layout(sim, i, &es);
-        double gib = enc_memory(sim, &es, i) / MM_GIB;
-        snprintf(mt->module_name[1 + i], sizeof mt->module_name[0], "%s", es.name);
-        mt->module_gib[1 + i] = gib;
-        if (es.placement == MM_ENC_HOMOGENEOUS || es.placement == MM_ENC_COLOCATED) {
-            /* on the LLM's GPUs: the first stage, or every stage */
-            for (int k = 0; k < mt->n_stages; k++)
-                if (k == 0 || es.placement == MM_ENC_COLOCATED)
-                    mt->stage_gib[k] += gib;
-            mt->peak_gib = 0;
-            for (int k = 0; k < mt->n_stages; k++) {
-                mt->peak_gib = fmax(mt->peak_gib, mt->stage_gib[k]);
-                oom |= mt->stage_gib[k] > cap;
-            }
-        } else {
-            mt->peak_gib = fmax(mt->peak_gib, gib);
-            oom |= gib > cap;
-        }
-    }
-    mt->oom = oom;
-    return 0;
-}
-
-int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err)
-{
-    mm_sim_memory m;
-    int rc = mm_sim_stage_memory(sim, &m, err);
-    if (rc)
-        return rc;
-    for (int k = 0; k < m.n_stages && k < mt->n_stages; k++) {
-        mt->stages[k].stage = k;
-        mt->stages[k].memory_gib = m.stage_gib[k];
-    }
-    mt->peak_memory_gib = m.peak_gib;
-    mt->n_modules = m.n_modules;
-    for (int i = 0; i < m.n_modules; i++) {
-        snprintf(mt->modules[i].name, sizeof mt->modules[i].name, "%s", m.module_name[i]);
-        mt->modules[i].memory_gib = m.module_gib[i];
-    }
-    mm_sim_memory_free(&m);
-    return m.oom ? 1 : 0;
 }

@@ -7,7 +7,8 @@
  * Times come from the model's op costs (model/llm.h, model/mllm.h) timed on
  * the GPU's kernel tables (hw/compute.h), or from measured pass times
  * (train.pass_times); memory from model/memory.h with the micro-batches in
- * flight that the schedule and the encoder placement give.
+ * flight that the schedule and the encoder placement give.  Times are
+ * implemented in costs.c, memory in memcost.c.
  *
  * Not for: a workload file's per-micro-batch costs (they change every
  * iteration: batchcost.c), building or executing the graph (iterate.c),

@@ -17,19 +17,31 @@
 #include "hw/coll.h"
 #include "hw/perturb.h"
 
+/* What the run reads and writes of an op, packed in 32 bytes: an op is
+ * touched when it becomes ready and again when it completes, long after,
+ * so each touch is a cache miss; the graph's 72-byte ops and five per-op
+ * arrays cost several lines per touch (docs/performance.md). */
+typedef struct xop {
+    double dur_s;    /* mm_op.dur_s times its perturbation multiplier */
+    int32_t rank, coll;
+    uint32_t succ_off, nsucc;
+    uint32_t deps;   /* remaining dependencies */
+    uint8_t stream, cat;
+    uint8_t arrived; /* reached its collective / was started */
+    uint8_t runs;    /* completions (saturating at 255) */
+} xop;
+
 typedef struct exec_state {
     mm_engine *eng;
     const mm_graph *g;
     const mm_cluster *c;
     mm_time *start, *end;
-    uint32_t *deps;      /* remaining dependencies per op */
+    xop *x;              /* per op */
     uint32_t *head;      /* next op index per stream */
-    uint8_t *arrived;    /* op reached its collective / was started */
     uint32_t *coll_arrived;
     uint32_t *coll_off;  /* CSR: member ops per collective */
     uint32_t *coll_ops;
     uint32_t done;
-    uint8_t *runs;       /* completions per op (saturating at 255) */
     mm_time last;        /* time of the latest completion seen */
     int backwards;       /* a completion came before an earlier one */
     mm_network *net;
@@ -46,7 +58,7 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg);
  * (a blocking one leaves no compute to slow). */
 static bool overlapped(const exec_state *st, uint32_t id)
 {
-    const mm_op *op = &st->g->ops[id];
+    const xop *op = &st->x[id];
     return st->overlap > 0 && op->stream != MM_STREAM_COMPUTE && op->rank >= 0 && op->rank < st->g->n_ranks;
 }
 static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg);
@@ -71,10 +83,10 @@ static void start_op(exec_state *st, uint32_t id, double dur_s)
 /* The op's dependencies are met and it heads its stream (or has none). */
 static void arrive(exec_state *st, uint32_t id)
 {
-    const mm_op *op = &st->g->ops[id];
-    st->arrived[id] = 1;
+    xop *op = &st->x[id];
+    op->arrived = 1;
     if (op->coll < 0) {
-        double d = st->scale ? op->dur_s * st->scale[id] : op->dur_s;
+        double d = op->dur_s;
         if (st->overlap > 0 && op->rank >= 0 && op->rank < st->g->n_ranks && st->comm_active[op->rank] > 0 &&
             !mm_cat_is_comm(op->cat))
             d *= 1.0 + st->overlap;
@@ -90,7 +102,7 @@ static void arrive(exec_state *st, uint32_t id)
         uint32_t m = st->coll_ops[k];
         st->start[m] = now;
         if (overlapped(st, m))
-            st->comm_active[st->g->ops[m].rank]++;
+            st->comm_active[st->x[m].rank]++;
     }
     mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
                        .gpus = st->g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
@@ -109,20 +121,20 @@ static void try_stream(exec_state *st, size_t s)
     if (pos >= g->stream_off[s + 1])
         return;
     uint32_t id = g->stream_ops[pos];
-    if (!st->arrived[id] && st->deps[id] == 0)
+    if (!st->x[id].arrived && st->x[id].deps == 0)
         arrive(st, id);
 }
 
-static size_t stream_of(const mm_op *op)
+static size_t stream_of(const xop *op)
 {
     return (size_t)op->rank * MM_STREAM_COUNT + op->stream;
 }
 
 static void release(exec_state *st, uint32_t id)
 {
-    const mm_op *op = &st->g->ops[id];
+    const xop *op = &st->x[id];
     if (op->stream == MM_STREAM_NONE) {
-        if (!st->arrived[id])
+        if (!op->arrived)
             arrive(st, id);
     } else {
         try_stream(st, stream_of(op));
@@ -133,12 +145,12 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
 {
     exec_state *st = ctx;
     uint32_t id = (uint32_t)arg;
-    const mm_op *op = &st->g->ops[id];
+    xop *op = &st->x[id];
     mm_time now = mm_engine_now(eng);
     st->end[id] = now;
     st->done++;
-    if (st->runs[id] < 255)
-        st->runs[id]++;
+    if (op->runs < 255)
+        op->runs++;
     st->backwards |= now < st->last;
     st->last = now;
     if (op->stream != MM_STREAM_NONE) {
@@ -148,7 +160,7 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
     }
     for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
         uint32_t nx = st->g->succ[k];
-        if (--st->deps[nx] == 0)
+        if (--st->x[nx].deps == 0)
             release(st, nx);
     }
 }
@@ -160,7 +172,7 @@ static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg)
     uint32_t c = (uint32_t)arg;
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
         if (overlapped(st, st->coll_ops[k]))
-            st->comm_active[st->g->ops[st->coll_ops[k]].rank]--;
+            st->comm_active[st->x[st->coll_ops[k]].rank]--;
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
         on_complete(eng, st, st->coll_ops[k]);
 }
@@ -255,27 +267,28 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     st.net = mm_network_alloc(c, eng, net == MM_EXEC_NET_FLOW ? MM_NET_MODEL_FLOW : MM_NET_MODEL_ANALYTIC, err);
     if (!st.net)
         return -MM_EINTERNAL;
-    st.deps = malloc((g->n_ops + 1) * sizeof *st.deps);
+    st.x = malloc((g->n_ops + 1) * sizeof *st.x);
     st.head = calloc(nstreams + 1, sizeof *st.head);
-    st.arrived = calloc(g->n_ops + 1, 1);
     st.coll_arrived = calloc(g->n_colls + 1, sizeof *st.coll_arrived);
     st.coll_off = calloc(g->n_colls + 2, sizeof *st.coll_off);
     st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
     st.comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st.comm_active);
     st.overlap = opts ? opts->overlap_slowdown : 0.0;
-    st.runs = calloc(g->n_ops + 1, 1);
+    uint8_t *runs = NULL;
     mm_time t0 = mm_engine_now(eng);
     st.last = t0;
     int rc = 0;
-    if (!st.deps || !st.head || !st.arrived || !st.coll_arrived || !st.coll_off || !st.coll_ops ||
-        !st.runs || !st.comm_active) {
+    if (!st.x || !st.head || !st.coll_arrived || !st.coll_off || !st.coll_ops || !st.comm_active) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
         goto out;
     }
     if ((rc = op_scales(&st, opts)))
         goto out;
     for (uint32_t i = 0; i < g->n_ops; i++) {
-        st.deps[i] = g->ops[i].ndeps;
+        const mm_op *op = &g->ops[i];
+        st.x[i] = (xop){.dur_s = st.scale ? op->dur_s * st.scale[i] : op->dur_s, .rank = op->rank,
+                        .coll = op->coll, .succ_off = op->succ_off, .nsucc = op->nsucc, .deps = op->ndeps,
+                        .stream = op->stream, .cat = op->cat};
         start[i] = end[i] = -1;
         if (g->ops[i].coll >= 0)
             st.coll_off[g->ops[i].coll + 1]++;
@@ -292,7 +305,7 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
         memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
     }
     for (uint32_t i = 0; i < g->n_ops; i++)
-        if (g->ops[i].stream == MM_STREAM_NONE && st.deps[i] == 0)
+        if (g->ops[i].stream == MM_STREAM_NONE && st.x[i].deps == 0)
             arrive(&st, i);
     for (size_t s = 0; s < nstreams; s++)
         try_stream(&st, s);
@@ -308,24 +321,27 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
      * once, no stream ran two ops at once, time never went backwards.  A
      * debug build stops at the first broken one; a release build reports it
      * as an internal error (exit 1), never as a number. */
+    if (rc == 0 && !(runs = malloc(g->n_ops + 1)))
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+    for (uint32_t i = 0; runs && i < g->n_ops; i++)
+        runs[i] = st.x[i].runs;
     if (rc == 0) {
         int broken = st.backwards ? mm_err_set(err, MM_EINTERNAL, "", 0, "",
                                                "internal error: an op completed before one "
                                                "that completed earlier")
-                                  : mm_exec_check(g, st.runs, start, end, t0, *t_end, err);
+                                  : mm_exec_check(g, runs, start, end, t0, *t_end, err);
         assert(broken == 0 && "executor invariant broken (mm_exec_check)");
         rc = broken;
     }
 out:
     mm_network_free(st.net);
-    free(st.deps);
+    free(st.x);
     free(st.head);
-    free(st.arrived);
     free(st.coll_arrived);
     free(st.coll_off);
     free(st.coll_ops);
     free(st.comm_active);
-    free(st.runs);
+    free(runs);
     free(st.scale);
     return rc;
 }

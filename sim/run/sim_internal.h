@@ -1,6 +1,7 @@
 /* sim_internal.h - what the files of the scenario-to-metrics path
- * (load.c, layout.c, costs.c, batchcost.c, iterate.c, estimate.c) share:
- * the cost bridge's functions and a workload file's per-iteration costs.
+ * (load.c, layout.c, costs.c, memcost.c, batchcost.c, encrank.c,
+ * datamem.c, iterate.c, estimate.c) share: the cost bridge's functions
+ * and a workload file's per-iteration costs.
  * Private to sim/run: not installed, not for callers outside this layer
  * (they use run/sim.h). */
 #ifndef MM_SIM_INTERNAL_H
@@ -19,8 +20,8 @@ int mm_sim_check_workload(mm_sim *sim, mm_err *err);
 /* costs.c: a module's recompute mode: parallel.<module>.recompute when
  * given, else train.recompute (mm_recompute). */
 int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
-/* The same as the memory model keeps it (mm_sim_mem_recompute, sim.h: a
- * fused attention kernel never stores the scores) for one module. */
+/* memcost.c: the same as the memory model keeps it (mm_sim_mem_recompute,
+ * sim.h: a fused attention kernel never stores the scores) for one module. */
 int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay);
 
 /* costs.c: a frozen LLM (sim->llm_frozen) keeps its forward and its
@@ -42,10 +43,15 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
                         mm_mb_cost *out, size_t stride);
 
-/* costs.c: the LLM's memory configuration (memory.h) for this scenario. */
+/* costs.c: encoder i's layout as the graph builder takes it (placement,
+ * tp, pp, dp, layers, frozen, the disjoint queue's depth); costs and
+ * memory (memcost.c) both read it from here. */
+void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es);
+
+/* memcost.c: the LLM's memory configuration (memory.h) for this scenario. */
 void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
 
-/* costs.c: mm_sim_stage_memory into mt (stages[].memory_gib, modules[],
+/* memcost.c: mm_sim_stage_memory into mt (stages[].memory_gib, modules[],
  * peak_memory_gib; mt->stages allocated for pp stages).  Returns 1 when
  * some GPU does not fit, 0 when all fit, -code on error. */
 int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err);

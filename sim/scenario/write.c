@@ -221,13 +221,20 @@ static size_t default_text(char *buf, size_t len)
     return b.n;
 }
 
-char *mm_scenario_default_text(void)
+/* A malloc'd copy of what a (buf, len) -> length writer prints: measured
+ * first, then written (NULL when out of memory). */
+static char *printed(size_t (*text)(char *, size_t))
 {
-    size_t need = default_text(NULL, 0) + 1;
+    size_t need = text(NULL, 0) + 1;
     char *s = malloc(need);
     if (s)
-        default_text(s, need);
+        text(s, need);
     return s;
+}
+
+char *mm_scenario_default_text(void)
+{
+    return printed(default_text);
 }
 
 /* ---- mmsim help scenario ----------------------------------------------- */
@@ -277,9 +284,5 @@ static size_t help_text(char *buf, size_t len)
 
 char *mm_scenario_help_text(void)
 {
-    size_t need = help_text(NULL, 0) + 1;
-    char *s = malloc(need);
-    if (s)
-        help_text(s, need);
-    return s;
+    return printed(help_text);
 }

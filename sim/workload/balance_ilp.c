@@ -214,6 +214,50 @@ static double local_search(const double *enc, const double *llm, int n, int k, i
     return mx;
 }
 
+/* The MILP over the sorted items: column 1 is the makespan z >= lb, then
+ * x_ib for bins b < min(i + 1, k) (item i goes to one of the first i + 1
+ * bins: the symmetry cut); first[i] gets x_i0's column.  ia/ja/ar hold the
+ * nonzeros (GLPK's 1-based triplets), sized by the caller. */
+static glp_prob *build_lp(const double *enc, const double *llm, int n, int k, int ncols, double lb, int *first,
+                          int *ia, int *ja, double *ar)
+{
+    glp_prob *P = glp_create_prob();
+    glp_set_obj_dir(P, GLP_MIN);
+    /* rows: items 1..n, non-empty n+1..n+k, enc n+k+1..n+2k, llm n+2k+1..n+3k */
+    glp_add_rows(P, n + 3 * k);
+    for (int i = 0; i < n; i++)
+        glp_set_row_bnds(P, i + 1, GLP_FX, 1, 1);
+    for (int b = 0; b < k; b++) {
+        glp_set_row_bnds(P, n + b + 1, GLP_LO, 1, 0);
+        glp_set_row_bnds(P, n + k + b + 1, GLP_UP, 0, 0);
+        glp_set_row_bnds(P, n + 2 * k + b + 1, GLP_UP, 0, 0);
+    }
+    glp_add_cols(P, ncols);
+    glp_set_col_bnds(P, 1, GLP_LO, lb, 0);
+    glp_set_obj_coef(P, 1, 1);
+    size_t t = 0;
+    for (int b = 0; b < k; b++) {
+        ia[++t] = n + k + b + 1, ja[t] = 1, ar[t] = -1;
+        ia[++t] = n + 2 * k + b + 1, ja[t] = 1, ar[t] = -1;
+    }
+    int col = 2;
+    for (int i = 0; i < n; i++) {
+        first[i] = col;
+        int nb = i + 1 < k ? i + 1 : k;
+        for (int b = 0; b < nb; b++, col++) {
+            glp_set_col_kind(P, col, GLP_BV);
+            ia[++t] = i + 1, ja[t] = col, ar[t] = 1;
+            ia[++t] = n + b + 1, ja[t] = col, ar[t] = 1;
+            if (enc[i] != 0)
+                ia[++t] = n + k + b + 1, ja[t] = col, ar[t] = enc[i];
+            if (llm[i] != 0)
+                ia[++t] = n + 2 * k + b + 1, ja[t] = col, ar[t] = llm[i];
+        }
+    }
+    glp_load_matrix(P, (int)t, ia, ja, ar);
+    return P;
+}
+
 static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_t node_limit, int *assign,
                       double *best, double *bound, int64_t *nodes, bool *optimal, mm_err *err)
 {
@@ -262,40 +306,7 @@ static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_
         free(start), free(first), free(ia), free(ja), free(ar);
         return 0;
     }
-    glp_prob *P = glp_create_prob();
-    glp_set_obj_dir(P, GLP_MIN);
-    /* rows: items 1..n, non-empty n+1..n+k, enc n+k+1..n+2k, llm n+2k+1..n+3k */
-    glp_add_rows(P, n + 3 * k);
-    for (int i = 0; i < n; i++)
-        glp_set_row_bnds(P, i + 1, GLP_FX, 1, 1);
-    for (int b = 0; b < k; b++) {
-        glp_set_row_bnds(P, n + b + 1, GLP_LO, 1, 0);
-        glp_set_row_bnds(P, n + k + b + 1, GLP_UP, 0, 0);
-        glp_set_row_bnds(P, n + 2 * k + b + 1, GLP_UP, 0, 0);
-    }
-    glp_add_cols(P, ncols);
-    glp_set_col_bnds(P, 1, GLP_LO, lb, 0);
-    glp_set_obj_coef(P, 1, 1);
-    size_t t = 0;
-    for (int b = 0; b < k; b++) {
-        ia[++t] = n + k + b + 1, ja[t] = 1, ar[t] = -1;
-        ia[++t] = n + 2 * k + b + 1, ja[t] = 1, ar[t] = -1;
-    }
-    int col = 2;
-    for (int i = 0; i < n; i++) {
-        first[i] = col;
-        int nb = i + 1 < k ? i + 1 : k;
-        for (int b = 0; b < nb; b++, col++) {
-            glp_set_col_kind(P, col, GLP_BV);
-            ia[++t] = i + 1, ja[t] = col, ar[t] = 1;
-            ia[++t] = n + b + 1, ja[t] = col, ar[t] = 1;
-            if (enc[i] != 0)
-                ia[++t] = n + k + b + 1, ja[t] = col, ar[t] = enc[i];
-            if (llm[i] != 0)
-                ia[++t] = n + 2 * k + b + 1, ja[t] = col, ar[t] = llm[i];
-        }
-    }
-    glp_load_matrix(P, (int)t, ia, ja, ar);
+    glp_prob *P = build_lp(enc, llm, n, k, ncols, lb, first, ia, ja, ar);
     free(ia), free(ja), free(ar);
 
     int rc = 0;

@@ -1,7 +1,8 @@
-/* mixture.c - mixture specs (workloads/NAME.yaml): weighted components, each
- * drawing text tokens, images, image resolution -> tiles, video seconds ->
- * frames and audio seconds from GSL distributions; and the draw of one
- * iteration's samples from a random stream derived from (seed, iteration).
+/* mixture.c - reading and validating mixture specs (workloads/NAME.yaml):
+ * weighted components, each drawing text tokens, images, image resolution
+ * -> tiles, video seconds -> frames and audio seconds from GSL
+ * distributions. The draw of one iteration's samples from a random stream
+ * derived from (seed, iteration) is in mixture_draw.c.
  *
  * Tiling follows the published code: `anyres` is LLaVA-NeXT/OneVision's
  * select_best_resolution (the grid with the largest effective resolution,
@@ -13,7 +14,8 @@
  * sample format has no separate LLM tile count), so OneVision's bilinear
  * shrink of > 9 tiles' tokens is not modeled; the shipped OV mix keeps
  * grids within the paper's 729 x 10 token budget instead.
- * Not for: traces (trace.c), token counts (workload.c), batching. */
+ * Not for: sampling (mixture_draw.c), traces (trace.c), token counts
+ * (workload.c), batching. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,64 +24,18 @@
 
 #include <gsl/gsl_histogram.h>
 #include <gsl/gsl_randist.h>
-#include <gsl/gsl_rng.h>
 #include <libfyaml.h>
 
 #include "util/doc.h"
 #include "util/file.h"
+#include "workload/mixture_internal.h"
 #include "workload/workload.h"
 
-#define MAX_GRIDS 64
-#define MAX_COMPONENTS 64
 #define KEYLEN 128
 
-typedef enum { D_FIXED, D_UNIFORM, D_LOGNORMAL, D_GAMMA, D_DISCRETE, D_HISTOGRAM } dist_kind;
 static const char *const dist_names[] = {"fixed", "uniform", "lognormal", "gamma", "discrete",
                                          "histogram", NULL};
-
-/* One distribution; draws are clamped to [lo, hi]. */
-typedef struct dist {
-    dist_kind kind;
-    double a, b;           /* fixed: a; uniform: [a, b); lognormal: mu, sigma; gamma: shape, scale */
-    double lo, hi;
-    double *values;        /* discrete */
-    gsl_ran_discrete_t *table;
-    gsl_histogram_pdf *pdf; /* histogram */
-} dist;
-
-typedef enum { TILING_FIXED, TILING_ANYRES, TILING_INTERNVL } tiling_kind;
 static const char *const tiling_names[] = {"fixed", "anyres", "internvl", NULL};
-
-typedef struct component {
-    char name[64];
-    mm_modality modality;
-    double weight;
-    dist text;
-    bool has_images;
-    dist images;           /* images per sample */
-    tiling_kind tiling;
-    dist tiles;            /* TILING_FIXED: tiles per image */
-    dist width, aspect;    /* anyres / internvl: pixels, height / width */
-    int64_t tile_px;
-    int n_grids;
-    int grids[MAX_GRIDS][2]; /* anyres: rows, cols */
-    int min_tiles, max_tiles;
-    bool thumbnail, split_max_tiles;
-    bool has_video;
-    dist seconds;
-    double fps;
-    int min_frames, max_frames;
-    bool has_audio;
-    dist audio;
-    double max_audio_s;
-} component;
-
-struct mm_mixture {
-    char path[256];
-    int n;
-    component comp[MAX_COMPONENTS];
-    gsl_ran_discrete_t *pick; /* over comp[].weight */
-};
 
 const char *const mm_modality_names[] = {"text", "image", "multi-image", "video", "audio", NULL};
 
@@ -275,6 +231,89 @@ static int build_histogram(loader *ld, dist *d, const double *ranges, const doub
     return 0;
 }
 
+/* dist: discrete: values: [...] with weights: [...] of the same length. */
+static int read_discrete(loader *ld, struct fy_node *v, const char *key, int line, double lo_allowed,
+                         double hi_allowed, dist *d, mm_err *err)
+{
+    char k2[KEYLEN];
+    double *w = NULL;
+    int nv = 0, nw = 0, rc;
+    keyjoin(k2, key, "values");
+    if ((rc = read_numbers(ld, mm_node_get(v, "values"), k2, lo_allowed, hi_allowed, &d->values, &nv, err)))
+        return rc;
+    keyjoin(k2, key, "weights");
+    if ((rc = read_numbers(ld, mm_node_get(v, "weights"), k2, 0, 1e300, &w, &nw, err)))
+        return rc;
+    double total = 0;
+    for (int i = 0; i < nw; i++)
+        total += w[i];
+    if (nw != nv || !(total > 0)) {
+        free(w);
+        return fail(ld, line, k2, err, "needs as many weights as values, not all 0");
+    }
+    d->table = gsl_ran_discrete_preproc((size_t)nw, w);
+    free(w);
+    if (!d->table)
+        return mm_err_set(err, MM_EINTERNAL, ld->doc.path, line, key, "out of memory");
+    return 0;
+}
+
+/* dist: histogram: bins from file: (CSV) or bins: [[lo, hi, weight], ...]. */
+static int read_histogram(loader *ld, struct fy_node *v, const char *key, int line, dist *d, mm_err *err)
+{
+    char k2[KEYLEN];
+    bool found;
+    int rc;
+    double *ranges = NULL, *weights = NULL;
+    int nb = 0;
+    char file[256] = "";
+    keyjoin(k2, key, "file");
+    if ((rc = mm_node_str(&ld->doc, v, "file", k2, file, sizeof file, &found, err)))
+        return rc;
+    if (found) {
+        rc = read_histogram_file(ld, file, mm_node_key_line(v, "file"), k2, &ranges, &weights, &nb, err);
+    } else {
+        /* bins: [[lo, hi, weight], ...] */
+        struct fy_node *bins = mm_node_get(v, "bins");
+        keyjoin(k2, key, "bins");
+        if (!bins || !fy_node_is_sequence(bins) || fy_node_sequence_item_count(bins) < 1)
+            return fail(ld, line, k2, err, "histogram needs file: or bins: [[lo, hi, weight], ...]");
+        nb = fy_node_sequence_item_count(bins);
+        ranges = malloc((size_t)(nb + 1) * sizeof *ranges);
+        weights = malloc((size_t)nb * sizeof *weights);
+        if (!ranges || !weights) {
+            free(ranges);
+            free(weights);
+            return mm_err_set(err, MM_EINTERNAL, ld->doc.path, line, key, "out of memory");
+        }
+        void *it = NULL;
+        struct fy_node *b;
+        int i = 0;
+        while (!rc && (b = fy_node_sequence_iterate(bins, &it))) {
+            char bk[KEYLEN];
+            keyjoin(bk, key, "bins"), keyidx(bk, bk, i);
+            double *row = NULL;
+            int nr = 0;
+            rc = read_numbers(ld, b, bk, -1e300, 1e300, &row, &nr, err);
+            if (!rc && (nr != 3 || !(row[1] > row[0]) || row[2] < 0 || (i > 0 && row[0] != ranges[i])))
+                rc = fail(ld, mm_node_line(b), bk, err,
+                          "expected [lo, hi, weight] with hi > lo, weight >= 0, lo = the previous hi");
+            if (!rc) {
+                ranges[i] = row[0];
+                ranges[i + 1] = row[1];
+                weights[i] = row[2];
+            }
+            free(row);
+            i++;
+        }
+    }
+    if (!rc)
+        rc = build_histogram(ld, d, ranges, weights, nb, line, key, err);
+    free(ranges);
+    free(weights);
+    return rc;
+}
+
 /* A distribution: a plain number (fixed) or {dist: kind, ...params, min, max}. */
 static int read_dist(loader *ld, struct fy_node *parent, const char *name, const char *key,
                      double lo_allowed, double hi_allowed, dist *d, mm_err *err)
@@ -349,80 +388,14 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
             d->b = x / d->a;
         }
         break;
-    case D_DISCRETE: {
-        double *w = NULL;
-        int nv = 0, nw = 0;
-        keyjoin(k2, key, "values");
-        if ((rc = read_numbers(ld, mm_node_get(v, "values"), k2, lo_allowed, hi_allowed, &d->values, &nv, err)))
-            return rc;
-        keyjoin(k2, key, "weights");
-        if ((rc = read_numbers(ld, mm_node_get(v, "weights"), k2, 0, 1e300, &w, &nw, err)))
-            return rc;
-        double total = 0;
-        for (int i = 0; i < nw; i++)
-            total += w[i];
-        if (nw != nv || !(total > 0)) {
-            free(w);
-            return fail(ld, line, k2, err, "needs as many weights as values, not all 0");
-        }
-        d->table = gsl_ran_discrete_preproc((size_t)nw, w);
-        free(w);
-        if (!d->table)
-            return mm_err_set(err, MM_EINTERNAL, ld->doc.path, line, key, "out of memory");
-        break;
-    }
-    case D_HISTOGRAM: {
-        double *ranges = NULL, *weights = NULL;
-        int nb = 0;
-        char file[256] = "";
-        keyjoin(k2, key, "file");
-        if ((rc = mm_node_str(&ld->doc, v, "file", k2, file, sizeof file, &found, err)))
-            return rc;
-        if (found) {
-            rc = read_histogram_file(ld, file, mm_node_key_line(v, "file"), k2, &ranges, &weights, &nb, err);
-        } else {
-            /* bins: [[lo, hi, weight], ...] */
-            struct fy_node *bins = mm_node_get(v, "bins");
-            keyjoin(k2, key, "bins");
-            if (!bins || !fy_node_is_sequence(bins) || fy_node_sequence_item_count(bins) < 1)
-                return fail(ld, line, k2, err, "histogram needs file: or bins: [[lo, hi, weight], ...]");
-            nb = fy_node_sequence_item_count(bins);
-            ranges = malloc((size_t)(nb + 1) * sizeof *ranges);
-            weights = malloc((size_t)nb * sizeof *weights);
-            if (!ranges || !weights) {
-                free(ranges);
-                free(weights);
-                return mm_err_set(err, MM_EINTERNAL, ld->doc.path, line, key, "out of memory");
-            }
-            void *it = NULL;
-            struct fy_node *b;
-            int i = 0;
-            while (!rc && (b = fy_node_sequence_iterate(bins, &it))) {
-                char bk[KEYLEN];
-                keyjoin(bk, key, "bins"), keyidx(bk, bk, i);
-                double *row = NULL;
-                int nr = 0;
-                rc = read_numbers(ld, b, bk, -1e300, 1e300, &row, &nr, err);
-                if (!rc && (nr != 3 || !(row[1] > row[0]) || row[2] < 0 || (i > 0 && row[0] != ranges[i])))
-                    rc = fail(ld, mm_node_line(b), bk, err,
-                              "expected [lo, hi, weight] with hi > lo, weight >= 0, lo = the previous hi");
-                if (!rc) {
-                    ranges[i] = row[0];
-                    ranges[i + 1] = row[1];
-                    weights[i] = row[2];
-                }
-                free(row);
-                i++;
-            }
-        }
-        if (!rc)
-            rc = build_histogram(ld, d, ranges, weights, nb, line, key, err);
-        free(ranges);
-        free(weights);
-        if (rc)
+    case D_DISCRETE:
+        if ((rc = read_discrete(ld, v, key, line, lo_allowed, hi_allowed, d, err)))
             return rc;
         break;
-    }
+    case D_HISTOGRAM:
+        if ((rc = read_histogram(ld, v, key, line, d, err)))
+            return rc;
+        break;
     }
     NUM("min", lo_allowed, hi_allowed, &d->lo, 0);
     if (!found || d->kind == D_UNIFORM)
@@ -808,206 +781,4 @@ const char *mm_mixture_component(const mm_mixture *mix, int i, mm_modality *moda
     if (weight)
         *weight = mix->comp[i].weight;
     return mix->comp[i].name;
-}
-
-/* ---- drawing ----------------------------------------------------------- */
-
-static double draw(const dist *d, gsl_rng *r)
-{
-    double x = 0;
-    switch (d->kind) {
-    case D_FIXED:
-        x = d->a;
-        break;
-    case D_UNIFORM:
-        x = d->a + (d->b - d->a) * gsl_rng_uniform(r);
-        break;
-    case D_LOGNORMAL:
-        x = gsl_ran_lognormal(r, d->a, d->b);
-        break;
-    case D_GAMMA:
-        x = gsl_ran_gamma(r, d->a, d->b);
-        break;
-    case D_DISCRETE:
-        x = d->values[gsl_ran_discrete(r, d->table)];
-        break;
-    case D_HISTOGRAM:
-        x = gsl_histogram_pdf_sample(d->pdf, gsl_rng_uniform(r));
-        break;
-    }
-    return x < d->lo ? d->lo : x > d->hi ? d->hi : x;
-}
-
-/* Non-negative integer from a draw, rounded half up. */
-static int64_t draw_count(const dist *d, gsl_rng *r)
-{
-    double x = floor(draw(d, r) + 0.5);
-    return x < 0 ? 0 : x > 1e15 ? (int64_t)1e15 : (int64_t)x;
-}
-
-/* LLaVA-NeXT mm_utils.select_best_resolution (LLaVA-VL/LLaVA-NeXT): the
- * grid whose downscaled image keeps the most pixels, then the least
- * padding; tiles = rows * cols + 1 base image. */
-static int anyres_tiles(const component *c, double w, double h)
-{
-    double best_eff = -1, best_waste = HUGE_VAL;
-    int best = 0;
-    for (int g = 0; g < c->n_grids; g++) {
-        double gh = (double)(c->grids[g][0] * c->tile_px), gw = (double)(c->grids[g][1] * c->tile_px);
-        double scale = fmin(gw / w, gh / h);
-        double dw = floor(w * scale), dh = floor(h * scale);
-        double eff = fmin(dw * dh, w * h), waste = gw * gh - eff;
-        if (eff > best_eff || (eff == best_eff && waste < best_waste)) {
-            best_eff = eff;
-            best_waste = waste;
-            best = g;
-        }
-    }
-    return c->grids[best][0] * c->grids[best][1] + 1;
-}
-
-/* InternVL dynamic_preprocess / find_closest_aspect_ratio
- * (OpenGVLab/InternVL internvl_chat/internvl/train/dataset.py): grids i x j
- * with min <= i*j <= max in order of i*j; the closest aspect ratio wins, a
- * tie goes to the larger grid when the image covers half of it. */
-static int internvl_tiles(const component *c, double w, double h, int max_tiles)
-{
-    double aspect = w / h, area = w * h, best_diff = HUGE_VAL;
-    int bi = 1, bj = 1;
-    for (int prod = c->min_tiles; prod <= max_tiles; prod++)
-        for (int i = 1; i <= prod; i++) {
-            if (prod % i)
-                continue;
-            int j = prod / i;
-            double diff = fabs(aspect - (double)i / j);
-            if (diff < best_diff) {
-                best_diff = diff;
-                bi = i;
-                bj = j;
-            } else if (diff == best_diff &&
-                       area > 0.5 * (double)(c->tile_px * c->tile_px) * i * j) {
-                bi = i;
-                bj = j;
-            }
-        }
-    int blocks = bi * bj;
-    return blocks + (c->thumbnail && blocks != 1 ? 1 : 0);
-}
-
-static int32_t clamp32(int64_t v)
-{
-    return v > INT32_MAX ? INT32_MAX : (int32_t)v;
-}
-
-static void draw_sample(const component *c, gsl_rng *r, mm_sample *s)
-{
-    s->text_tokens = draw_count(&c->text, r);
-    if (c->has_images) {
-        int64_t n = draw_count(&c->images, r), tiles = 0;
-        for (int64_t k = 0; k < n; k++) {
-            if (c->tiling == TILING_FIXED) {
-                tiles += draw_count(&c->tiles, r);
-                continue;
-            }
-            double w = fmax(1, floor(draw(&c->width, r) + 0.5));
-            double h = fmax(1, floor(w * draw(&c->aspect, r) + 0.5));
-            if (c->tiling == TILING_ANYRES) {
-                tiles += anyres_tiles(c, w, h);
-            } else {
-                int mt = c->max_tiles;
-                if (c->split_max_tiles) /* n_max,i = max(1, n_max / N_image) (2412.05271 Sec. 3.1) */
-                    mt = n > 0 && c->max_tiles / n > 1 ? (int)(c->max_tiles / n) : 1;
-                tiles += internvl_tiles(c, w, h, mt < c->min_tiles ? c->min_tiles : mt);
-            }
-        }
-        s->images = clamp32(n);
-        s->tiles = clamp32(tiles);
-    }
-    if (c->has_video) {
-        double sec = draw(&c->seconds, r);
-        double f = ceil(sec * c->fps - 1e-9);
-        if (f < c->min_frames)
-            f = c->min_frames;
-        if (f > c->max_frames)
-            f = c->max_frames;
-        s->frames = (int32_t)f;
-    }
-    if (c->has_audio) {
-        double a = draw(&c->audio, r);
-        s->audio_s = a < 0 ? 0 : a > c->max_audio_s ? c->max_audio_s : a;
-    }
-}
-
-/* splitmix64 (Steele, Lea, Flood 2014): a well-mixed 64-bit value per
- * (seed, iteration), so each iteration has its own stream. */
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-int mm_mixture_draw(const mm_mixture *mix, uint64_t seed, int64_t iteration, int n, mm_sample *out,
-                    mm_err *err)
-{
-    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!r)
-        return mm_err_set(err, MM_EINTERNAL, mix->path, 0, "", "out of memory");
-    uint64_t s = splitmix64(seed ^ splitmix64((uint64_t)iteration));
-    /* mt19937's seed is 32 bits wide; fold the 64. */
-    gsl_rng_set(r, (unsigned long)((s ^ (s >> 32)) & 0xffffffffULL));
-    for (int k = 0; k < n; k++) {
-        mm_sample *x = &out[k];
-        memset(x, 0, sizeof *x);
-        x->id = iteration * n + k;
-        draw_sample(&mix->comp[gsl_ran_discrete(r, mix->pick)], r, x);
-    }
-    gsl_rng_free(r);
-    return 0;
-}
-
-/* The largest value a distribution draws: its max (clamp), the largest
- * discrete value or histogram edge, a fixed value; HUGE_VAL when unbounded. */
-static double dist_max(const dist *d)
-{
-    double x = d->hi;
-    if (d->kind == D_FIXED)
-        x = fmin(x, d->a);
-    else if (d->kind == D_UNIFORM)
-        x = fmin(x, d->b);
-    else if (d->kind == D_HISTOGRAM && d->pdf)
-        x = fmin(x, d->pdf->range[d->pdf->n]);
-    else if (d->kind == D_DISCRETE && d->table) {
-        double m = -HUGE_VAL;
-        for (size_t k = 0; k < d->table->K; k++)
-            m = fmax(m, d->values[k]);
-        x = fmin(x, m);
-    }
-    return floor(x + 0.5);
-}
-
-double mm_mixture_max_inputs(const mm_mixture *mix)
-{
-    double mx = 0;
-    for (int i = 0; i < mix->n; i++) {
-        const component *c = &mix->comp[i];
-        double per = 0;
-        if (c->has_images) {
-            double n = dist_max(&c->images), t = 0;
-            if (c->tiling == TILING_FIXED) {
-                t = dist_max(&c->tiles);
-            } else if (c->tiling == TILING_ANYRES) {
-                for (int g = 0; g < c->n_grids; g++)
-                    t = fmax(t, (double)(c->grids[g][0] * c->grids[g][1] + 1));
-            } else {
-                t = (double)c->max_tiles + (c->thumbnail ? 1 : 0);
-            }
-            per += n * t;
-        }
-        if (c->has_video)
-            per += (double)c->max_frames;
-        mx = fmax(mx, per);
-    }
-    return isfinite(mx) ? mx : -1;
 }
