@@ -20,6 +20,7 @@
  * Not for: contention between concurrent flows (the flow model, coll.c and
  * flow.c), reading the topology (cluster.c). */
 #include "hw/net.h"
+#include "util/misc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -113,21 +114,11 @@ void mm_group_shape_of(const mm_cluster *c, const int *g, int n, mm_group_shape 
 
 /* Strides 1..m-1 coprime with m: rings a direct mesh of m GPUs can run on
  * disjoint links (Euler's phi). */
-static int gcd(int a, int b)
-{
-    while (b) {
-        int t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static int coprime_strides(int m)
 {
     int k = 0;
     for (int s = 1; s < m; s++)
-        k += gcd(s, m) == 1;
+        k += mm_gcd(s, m) == 1;
     return k > 0 ? k : 1;
 }
 

@@ -3,6 +3,7 @@
  * model states with ZeRO sharding, and pipeline in-flight counts.
  * Not for: time, layout legality, or placement of encoders. */
 #include "model/memory.h"
+#include "util/misc.h"
 
 #include <math.h>
 #include <string.h>
@@ -233,21 +234,11 @@ int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int
     return 0;
 }
 
-static int gcd(int a, int b)
-{
-    while (b) {
-        int t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 int mm_mem_ep_fold(int ep, int tp, int dp, int *ep_dp, int *ep_tp)
 {
     if (ep < 1 || tp < 1 || dp < 1)
         return -1;
-    int d = gcd(ep, dp), t = ep / d;
+    int d = mm_gcd(ep, dp), t = ep / d;
     if (tp % t)
         return -1;
     *ep_dp = d;

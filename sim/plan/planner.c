@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hw/cluster.h"
 #include "model/memory.h"
@@ -27,15 +26,9 @@
 #include "run/sim.h"
 #include "store/planstore.h"
 #include "store/store.h"
+#include "util/misc.h"
 
 const char *const mm_cand_status_names[] = {"pruned", "estimated", "simulated", "failed", NULL};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the candidate list ---- */
 
@@ -317,15 +310,15 @@ static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, lps_buf 
     relay(sim, base, c, lps);
     c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = NAN;
     c->sim_s = c->sim_tflops = c->sim_mfu = c->sim_tokens_s = c->sim_mem_gib = NAN;
-    double t0 = now_s();
+    double t0 = mm_host_seconds();
     int rc = mm_sim_relayout(sim, &e);
-    double t1 = now_s();
+    double t1 = mm_host_seconds();
     p->validate_s += t1 - t0;
     if (rc == 0) {
         c->micro_batches = sim->micro_batches;
         mm_metrics m;
         rc = mm_sim_estimate(sim, &m, &e);
-        p->estimate_s += now_s() - t1;
+        p->estimate_s += mm_host_seconds() - t1;
         p->prescored++;
         if (rc == 0) {
             c->mem_gib = m.peak_memory_gib;
@@ -598,7 +591,7 @@ static int check_opts(const mm_plan_opts *o, mm_err *err)
 static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, lps_buf *lps, mm_plan *p,
                    mm_err *err)
 {
-    double t0 = now_s();
+    double t0 = mm_host_seconds();
     int rc = mm_sim_load(sim, base, err);
     if (rc || (rc = mm_sim_check_limits(sim, err)))
         return rc;
@@ -622,7 +615,7 @@ static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_v
     snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
     if (enumerate(&sp, v))
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    p->enumerate_s += now_s() - t0;
+    p->enumerate_s += mm_host_seconds() - t0;
     /* a node count given up on (no layout) counts as enumeration time */
     p->enumerate_s += p->validate_s + p->estimate_s;
     p->validate_s = p->estimate_s = 0;
@@ -643,7 +636,7 @@ static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_v
 
 int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
 {
-    double t0 = now_s();
+    double t0 = mm_host_seconds();
     memset(p, 0, sizeof *p);
     int rc = check_opts(o, err);
     if (rc)
@@ -700,7 +693,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         mm_sim_free(sim);
         memset(sim, 0, sizeof *sim);
     }
-    double t2 = now_s();
+    double t2 = mm_host_seconds();
     qsort(v.c, v.n, sizeof *v.c, cmp_estimate);
     size_t k = (size_t)o->top_k < p->estimated ? (size_t)o->top_k : p->estimated;
     p->top_k = o->top_k;
@@ -710,7 +703,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         if (rc)
             goto out;
     }
-    p->simulate_s = now_s() - t2;
+    p->simulate_s = mm_host_seconds() - t2;
     qsort(v.c, v.n, sizeof *v.c, cmp_rank);
     int rank = 0;
     for (size_t i = 0; i < v.n; i++) {
@@ -726,7 +719,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     v.c = NULL;
     if (o->db && (rc = store_plan(o, base, p, err)))
         goto out;
-    p->wall_s = now_s() - t0;
+    p->wall_s = mm_host_seconds() - t0;
 out:
     if (rc && p->c) {
         mm_plan_free(p);

@@ -24,13 +24,12 @@
 #include <sys/prctl.h>
 #endif
 
-
 #include "mmsim_config.h"
 #include "run/sim.h"
 #include "plan/runner_internal.h"
 #include "run/limits.h"
 #include "store/store.h"
-
+#include "util/misc.h"
 
 #define CANON_MAX (1 << 20)
 
@@ -47,17 +46,9 @@ void mm_runner_now(char *out, size_t len)
     strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-
 void mm_rn_report(runner *r, int final)
 {
-    r->prog.elapsed_s = mono_s() - r->t0;
+    r->prog.elapsed_s = mm_host_seconds() - r->t0;
     r->prog.final = final;
     if (r->o->progress)
         r->o->progress(&r->prog, r->o->progress_ctx);
@@ -93,7 +84,6 @@ static mm_sweep_link link_of(const runner *r, size_t i)
 }
 
 /* ---- one point -------------------------------------------------------- */
-
 
 void mm_rn_outcome_free(outcome *oc)
 {
@@ -623,7 +613,7 @@ int mm_runner_run(const mm_runner_opts *o, const mm_point *pts, size_t n,
     r.follows = calloc(n + 1, sizeof *r.follows);
     r.pending = calloc(n + 1, sizeof *r.pending);
     r.prog.total = n;
-    r.t0 = mono_s();
+    r.t0 = mm_host_seconds();
     int rc = 0;
     if (!r.canon || !r.follows || !r.pending)
         rc = mm_err_set(err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
@@ -635,7 +625,7 @@ int mm_runner_run(const mm_runner_opts *o, const mm_point *pts, size_t n,
         if (rc == 0)
             mm_rn_report(&r, 0);
     }
-    r.t0 = mono_s();
+    r.t0 = mm_host_seconds();
 #if MMSIM_MPI
     if (mpi)
         rc = mm_rn_run_mpi(&r, rc, err);

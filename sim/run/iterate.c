@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/engine.h"
 #include "model/memory.h"
 #include "run/exec.h"
 #include "run/symmetry.h"
+#include "util/misc.h"
 
 void mm_metrics_free(mm_metrics *m)
 {
@@ -228,13 +228,6 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static double host_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- perturbations ---- */
@@ -491,7 +484,7 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
 int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    double t_host = host_seconds();
+    double t_host = mm_host_seconds();
     memset(mt, 0, sizeof *mt);
     if (tl)
         memset(tl, 0, sizeof *tl);
@@ -545,7 +538,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     if (rc == 0)
         summarize(sim, eng, mt);
 out:
-    mt->wall_s = host_seconds() - t_host;
+    mt->wall_s = mm_host_seconds() - t_host;
     mm_sim_costs_free(&costs);
     mm_sim_wl_iter_free(&wi);
     mm_engine_free(eng);
