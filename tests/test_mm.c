@@ -2,14 +2,15 @@
  * a colocated encoder's ranks encode their own samples, LLaVA's stage-1 and
  * stage-2 freezing (memory and which passes run), padded tokens, memory
  * that follows the data (OOM in exactly the iteration that does not fit),
- * every placement under every schedule, and `mmsim plan` going on past a
- * failing candidate. */
+ * every placement under every schedule, `mmsim plan` going on past a
+ * failing candidate, and the per-DP-rank load of `mmsim run --json`. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/report.h"
 #include "mmsim_exe.h"
 #include "model/memory.h"
 #include "run/sim.h"
@@ -454,6 +455,94 @@ START_TEST(plan_goes_on)
 }
 END_TEST
 
+/* The rows of "dp_rank_load_s" in the run's JSON (the printer `mmsim run
+ * --json` and the C API share): n_iters rows of dp numbers each, into
+ * out (iters x dp).  Returns the number of rows read. */
+static int json_dp_load(const mm_sim *sim, const mm_metrics *m, int dp, double *out, int max_rows)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert(f != NULL);
+    mm_report_run_json(f, sim, m, 0, NULL);
+    fclose(f);
+    const char *p = strstr(buf, "\"dp_rank_load_s\": [");
+    ck_assert_msg(p != NULL, "no dp_rank_load_s in %s", buf);
+    p += strlen("\"dp_rank_load_s\": [");
+    int rows = 0;
+    while (*p == '[' && rows < max_rows) {
+        p++;
+        for (int r = 0; r < dp; r++) {
+            char *end;
+            out[rows * dp + r] = strtod(p, &end);
+            ck_assert_msg(end != p, "row %d has fewer than %d numbers", rows, dp);
+            p = end;
+            if (r + 1 < dp) {
+                ck_assert_msg(*p == ',', "row %d has fewer than %d numbers", rows, dp);
+                p += 2;
+            }
+        }
+        ck_assert_msg(*p == ']', "row %d has more than %d numbers", rows, dp);
+        rows++;
+        p++;
+        if (*p == ',')
+            p += 2;
+    }
+    ck_assert_msg(*p == ']', "dp_rank_load_s has more rows than iterations");
+    free(buf);
+    return rows;
+}
+
+/* Per-DP-rank load: with the OneVision mix and sequential batching (4 DP
+ * ranks, 3 iterations) each iteration's row has dp entries whose max /
+ * mean is that iteration's load_imbalance (1e-12) and the ranks differ;
+ * post-balancing deals the same samples more evenly.  Without a workload file every rank's load is
+ * the m micro-batches of the stages' uniform costs and the imbalance 1. */
+START_TEST(dp_rank_load_in_json)
+{
+    enum { DP = 4, IT = 3 };
+    double seq[IT * DP], post[IT * DP], seq_imb[IT];
+    for (int w = 0; w < 3; w++) {
+        const char *sets[] = {"parallel.placement=homogeneous", "parallel.llm={tp: 2, pp: 2, dp: 4}",
+                              "train.global_batch=16", "iterations=3",
+                              w == 2 ? "seed=1" : "workload=workloads/llava-ov-mix.yaml",
+                              w == 1 ? "batching=post-balance" : "batching=sequential"};
+        mm_sim sim;
+        mm_scenario sc_sim = {0};
+        load(&sim, &sc_sim, sets, 6);
+        mm_metrics m;
+        run(&sim, &m, NULL);
+        ck_assert(!m.oom);
+        ck_assert_int_eq(m.dp_ranks, DP);
+        double *row = w == 1 ? post : seq;
+        ck_assert_int_eq(json_dp_load(&sim, &m, DP, row, IT + 1), IT);
+        for (int i = 0; i < IT; i++) {
+            double max = 0, sum = 0;
+            for (int r = 0; r < DP; r++) {
+                ck_assert(row[i * DP + r] > 0);
+                max = fmax(max, row[i * DP + r]);
+                sum += row[i * DP + r];
+            }
+            double imb = max / (sum / DP);
+            ck_assert_msg(fabs(imb - m.iters[i].load_imbalance) < 1e-12, "iteration %d: %.15g vs %.15g", i, imb,
+                          m.iters[i].load_imbalance);
+            if (w == 0) {
+                ck_assert_msg(imb > 1.001, "sequential batching of the mix is uneven: %.6f", imb);
+                seq_imb[i] = imb;
+            }
+            if (w == 1) /* the balancer's point: the same samples, dealt more evenly */
+                ck_assert_msg(imb < seq_imb[i], "iteration %d: post-balance %.6f, sequential %.6f", i, imb, seq_imb[i]);
+            if (w == 2) {
+                ck_assert(m.iters[i].load_imbalance == 1.0);
+                ck_assert(fabs(row[i * DP] - row[i * DP + DP - 1]) <= 1e-12 * row[i * DP]);
+            }
+        }
+        mm_metrics_free(&m);
+        done(&sim, &sc_sim);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mm");
@@ -473,6 +562,7 @@ static Suite *suite(void)
     tcase_add_test(t, per_module_recompute);
     tcase_add_test(t, frozen_bad_input);
     tcase_add_test(t, plan_goes_on);
+    tcase_add_test(t, dp_rank_load_in_json);
     suite_add_tcase(s, t);
     return s;
 }

@@ -48,6 +48,22 @@ static void jval(FILE *f, double v)
         fprintf(f, "null");
 }
 
+/* Each iteration's per-DP-rank LLM load, at full precision so that max /
+ * mean of a row gives back the iteration's load_imbalance. */
+static void run_dp_load(FILE *f, const mm_metrics *m)
+{
+    if (!m->dp_rank_load_s || m->n_iters <= 0)
+        return;
+    fprintf(f, "  \"dp_rank_load_s\": [");
+    for (int i = 0; i < m->n_iters; i++) {
+        fprintf(f, "%s[", i ? ", " : "");
+        for (int r = 0; r < m->dp_ranks; r++)
+            fprintf(f, "%s%.17g", r ? ", " : "", m->dp_rank_load_s[(size_t)i * m->dp_ranks + r]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "],\n");
+}
+
 static void run_stages(FILE *f, const mm_metrics *m)
 {
     fprintf(f, "  \"stages\": [");
@@ -125,6 +141,7 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);
     fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);
     fprintf(f, "  \"events\": %llu,\n", (unsigned long long)m->events);
+    run_dp_load(f, m);
     run_stages(f, m);
     run_modules(f, m);
     fprintf(f, "  \"critical_path\": [");

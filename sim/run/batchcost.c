@@ -40,13 +40,22 @@ static const mm_batch_policy bpolicy[] = {
     [MM_BATCH_SEQUENTIAL] = MM_BP_SEQUENTIAL, [MM_BATCH_GROUPED] = MM_BP_GROUPED, [MM_BATCH_PACKED] = MM_BP_PACKED,
     [MM_BATCH_BALANCED] = MM_BP_BALANCED, [MM_BATCH_POST_BALANCE] = MM_BP_POST_BALANCE};
 
+double mm_sim_load_imbalance(const double *load, int dp)
+{
+    double max = 0, sum = 0;
+    for (int r = 0; r < dp; r++) {
+        max = fmax(max, load[r]);
+        sum += load[r];
+    }
+    return sum > 0 ? max / (sum / dp) : 1.0;
+}
+
 /* The LLM's costs of every bin at its padded length, the tokens trained,
  * the DP load, and the per micro-batch tokens for memory. */
 static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_plan *plan, wl_iter *w)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     int V = L->pp * L->vpp, dp = L->dp, m = w->m, rc = 0;
-    double load_sum = 0;
     for (int r = 0; r < dp && rc == 0; r++) {
         double load = 0;
         for (int k = plan->rank_first[r]; k < plan->rank_first[r + 1] && rc == 0; k++) {
@@ -63,10 +72,8 @@ static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_p
             for (int v = 0; v < V; v++)
                 load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
         }
-        w->load_max = fmax(w->load_max, load);
-        load_sum += load;
+        w->load_rank[r] = load;
     }
-    w->load_mean = load_sum / dp;
     return rc;
 }
 
@@ -189,13 +196,13 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
     w->tokens = w->padded_tokens = 0;
-    w->load_max = 0;
     w->m = m;
-    free(w->mb_T), free(w->mb_S), free(w->mb_inputs);
+    free(w->mb_T), free(w->mb_S), free(w->mb_inputs), free(w->load_rank);
+    w->load_rank = calloc((size_t)dp, sizeof *w->load_rank);
     w->mb_T = calloc((size_t)dp * m + 1, sizeof *w->mb_T);
     w->mb_S = calloc((size_t)dp * m + 1, sizeof *w->mb_S);
     w->mb_inputs = calloc((size_t)(sim->n_enc ? sim->n_enc : 1) * dp * m + 1, sizeof *w->mb_inputs);
-    if (!w->mb_T || !w->mb_S || !w->mb_inputs) {
+    if (!w->mb_T || !w->mb_S || !w->mb_inputs || !w->load_rank) {
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
@@ -222,5 +229,6 @@ void mm_sim_wl_iter_free(wl_iter *w)
     free(w->mb_S);
     free(w->mb_inputs);
     free(w->enc_rank_inputs);
+    free(w->load_rank);
     memset(w, 0, sizeof *w);
 }

@@ -22,7 +22,9 @@ void mm_metrics_free(mm_metrics *m)
         return;
     free(m->iters);
     free(m->stages);
+    free(m->dp_rank_load_s);
     mm_critpath_free(&m->crit);
+    m->dp_rank_load_s = NULL;
     m->iters = NULL;
     m->stages = NULL;
     m->n_iters = m->n_stages = 0;
@@ -335,6 +337,28 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
         mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
 }
 
+/* Row `it` of mt->dp_rank_load_s and the iteration's load_imbalance from
+ * it.  A workload file's ranks differ (batchcost.c summed each one's
+ * micro-batches); without one every replica runs the same m micro-batches
+ * of the stages' uniform costs, and the imbalance is 1 exactly (not the
+ * row's max / mean, which rounding could put an ulp off). */
+static void dp_rank_load(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *wi, int it, mm_metrics *mt)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int dp = L->dp, V = L->pp * L->vpp;
+    double *row = mt->dp_rank_load_s + (size_t)it * dp, one = 0;
+    if (sim->wl) {
+        memcpy(row, wi->load_rank, (size_t)dp * sizeof *row);
+        mt->iters[it].load_imbalance = mm_sim_load_imbalance(row, dp);
+        return;
+    }
+    for (int v = 0; v < V; v++)
+        one += spec->stages[v].fwd_s + spec->stages[v].bwd_s;
+    for (int r = 0; r < dp; r++)
+        row[r] = one * spec->m;
+    mt->iters[it].load_imbalance = 1.0;
+}
+
 /* Iteration `it` measured into mt->iters[it] (stage and module times
  * accumulate); the last one's critical path, and its graph into tl. */
 static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec, const mm_sim_costs *costs,
@@ -385,7 +409,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         im->iteration = it;
         im->tokens = sim->wl ? wi->tokens : (double)sc->train.global_batch * sim->seq;
         im->samples = (double)sc->train.global_batch;
-        im->load_imbalance = sim->wl && wi->load_mean > 0 ? wi->load_max / wi->load_mean : 1.0;
+        dp_rank_load(sim, spec, wi, it, mt);
         im->encoder_load_imbalance = spec->n_enc ? mm_sim_enc_imbalance(spec) : NAN;
         im->encoder_excess_s = spec->n_enc ? mm_sim_enc_excess_s(spec) : NAN;
         im->padded_fraction = sim->wl ? (wi->padded_tokens > 0 ? 1.0 - wi->tokens / wi->padded_tokens : 0)
@@ -492,11 +516,13 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mm_sim_costs costs = {0};
     mt->iters = calloc((size_t)iters, sizeof *mt->iters);
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
+    mt->dp_ranks = sc->parallel.llm.dp;
+    mt->dp_rank_load_s = calloc((size_t)iters * (size_t)mt->dp_ranks + 1, sizeof *mt->dp_rank_load_s);
     mm_engine *eng = mm_engine_alloc();
     mm_build_spec spec = {0};
     wl_iter wi = {0}; /* a workload file's per-iteration arrays */
     int rc = 0;
-    if (!mt->iters || !mt->stages || !eng) {
+    if (!mt->iters || !mt->stages || !mt->dp_rank_load_s || !eng) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }

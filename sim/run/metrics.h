@@ -86,6 +86,13 @@ typedef struct mm_metrics {
     mm_iter_metrics *iters;   /* n_iters entries, owned */
     int n_stages;
     mm_stage_metrics *stages; /* n_stages entries, owned */
+    int dp_ranks;             /* the LLM's DP degree */
+    double *dp_rank_load_s;   /* n_iters x dp_ranks, owned: each DP rank's
+                                 LLM compute seconds (F + B of its
+                                 micro-batches over every virtual stage) in
+                                 each iteration; iters[i].load_imbalance is
+                                 max / mean of row i.  NULL when not measured
+                                 (the estimate, an outcome sent over MPI) */
     mm_critpath crit;         /* critical path of the last iteration, owned */
     int n_modules;
     mm_module_metrics modules[4];

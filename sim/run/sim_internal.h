@@ -64,7 +64,10 @@ typedef struct wl_iter {
     mm_enc_mb_cost *enc;      /* dp x m (the vision encoder) */
     double tokens;            /* LLM tokens trained this iteration */
     double padded_tokens;     /* tokens the LLM ran on (train.padding) */
-    double load_max, load_mean; /* per-DP-rank LLM work (seconds) */
+    double *load_rank;        /* dp: each DP rank's LLM work (seconds, F + B of
+                                 its micro-batches, every virtual stage):
+                                 the load_imbalance metric and the
+                                 dp_rank_load_s output both read it */
     /* colocated: per encoder DP rank (GPU order) costs and the bytes each
      * (encoder rank, LLM replica) pair moves (encrank.c) */
     mm_enc_rank_cost *enc_ranks;
@@ -83,6 +86,10 @@ typedef struct wl_iter {
  * spec->enc[i].ranks / pair_bytes.  Returns 0 or -code. */
 int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_batch_plan *plan,
                      const mm_sample *samples, wl_iter *w, mm_err *err);
+
+/* batchcost.c: max / mean of the dp per-rank loads (1 when they are all
+ * zero): the one place load_imbalance is computed. */
+double mm_sim_load_imbalance(const double *load, int dp);
 
 /* encrank.c: encoder_load_imbalance of one iteration's spec: max / mean
  * over encoder ranks of their compute seconds (forward + backward) for the

@@ -3,8 +3,10 @@
 post-balancing across DP ranks (`batching: post-balance`: samples re-dealt
 per phase, each encoder then the LLM, with its all-to-alls costed) against a
 Megatron-LM-style baseline without it (`sequential`), the same layout.
-  load     per-DP-rank load balance (max/mean LLM work over DP ranks, per
-           iteration: mmsim's iterations.load_imbalance) on 64 GPUs
+  load     per-DP-rank LLM load with and without post-balancing on 64 GPUs:
+           each rank's seconds per iteration (mmsim run --json
+           dp_rank_load_s, plotted for iteration 0) and their max/mean
+           (iterations.load_imbalance, checked equal)
   scaling  throughput and MFU as GPUs grow, 64 / 128 / 256 (--full; the paper:
            up to 3.1x Megatron-LM, 41.6 % MFU on 2,560 H100s, scaled down here)
 The layout is the Megatron rule (common.megatron_rule_layout) for the
@@ -45,42 +47,52 @@ def rule(gpus):
 def load():
     gpus, iters = 64, 4
     label, ls = rule(gpus)
-    rows, data = [], {}
+    rows, imb, ranks = [], {}, {}
     db = os.path.join(tempfile.mkdtemp(prefix="orchmllm-"), "load.db")
     for pol in ("sequential", "post-balance"):
         r = c.run_db(BASE, sets_for(gpus) + ls + ["batching=" + pol, "iterations=%d" % iters], db)
         if not c.ok(r):
-            rows.append([pol, "", label, r.get("error", "oom"), "", ""])
+            rows.append([pol, "", "", label, r.get("error", "oom"), "", "", ""])
             continue
         con = sqlite3.connect(db)
-        for it, imb, t in con.execute("select iteration, load_imbalance, time_s from iterations where run_id = ? "
-                                      "order by iteration", (r["run_id"],)):
-            rows.append([pol, it, label, round(imb, 4), round(t, 4), "balanced (~1)" if pol == "post-balance" else
-                         "imbalanced"])
-            data.setdefault(it, {})[pol] = imb
+        times = dict(con.execute("select iteration, time_s from iterations where run_id = ?", (r["run_id"],)))
+        stored = dict(con.execute("select iteration, load_imbalance from iterations where run_id = ?", (r["run_id"],)))
         con.close()
-    pts = [[it, d.get("sequential"), d.get("post-balance")] for it, d in sorted(data.items())]
-    seq = [p[1] for p in pts if p[1]]
-    post = [p[2] for p in pts if p[2]]
+        for it, loads in enumerate(r["dp_rank_load_s"]):
+            ratio = max(loads) / (sum(loads) / len(loads))
+            if abs(ratio - stored[it]) > 1e-9:  # the array and the metric are one quantity
+                sys.exit("orchmllm: dp_rank_load_s max/mean %.12g != load_imbalance %.12g" % (ratio, stored[it]))
+            imb.setdefault(pol, []).append(ratio)
+            ranks.setdefault(pol, {})[it] = loads
+            for rank, load_s in enumerate(loads):
+                rows.append([pol, it, rank, label, round(load_s, 4), round(ratio, 4), round(times[it], 4),
+                             "balanced (~1)" if pol == "post-balance" else "imbalanced"])
+    seq, post = imb.get("sequential", []), imb.get("post-balance", [])
     gap = ("max/mean DP load: %.3f without post-balancing, %.3f with (means over %d iterations); the paper shows the "
            "imbalance and its removal, no number in the reference set" % (sum(seq) / len(seq), sum(post) / len(post),
                                                                           len(seq))
            if seq and post else "a run did not fit")
-    c.write_csv("orchmllm-load", ["batching", "iteration", "layout", "load_max_over_mean", "iteration_time_s",
-                                  "published"], rows, NOTES + ["64 H100s, %d iterations; load = LLM work per DP rank "
-                                                               "(mmsim iterations.load_imbalance)" % iters], gap)
+    c.write_csv("orchmllm-load", ["batching", "iteration", "dp_rank", "layout", "load_s", "load_max_over_mean",
+                                  "iteration_time_s", "published"], rows,
+                NOTES + ["64 H100s, %d iterations; load_s = each DP rank's LLM compute seconds, forward + backward of "
+                         "its micro-batches (mmsim run --json dp_rank_load_s); load_max_over_mean = max / mean of "
+                         "them (iterations.load_imbalance)" % iters], gap)
+    it0 = [ranks.get(p, {}).get(0, []) for p in ("sequential", "post-balance")]
+    pts = [["rank %d" % k, it0[0][k] if k < len(it0[0]) else None, it0[1][k] if k < len(it0[1]) else None]
+           for k in range(max(len(it0[0]), len(it0[1])))]
     c.gnuplot("orchmllm-load", """
-set title 'OrchMLLM in mmsim: DP load imbalance per iteration, tri-modal 70B on 64 H100s'
-set xlabel 'iteration'
-set ylabel 'max / mean LLM work over DP ranks'
+set title 'OrchMLLM in mmsim: LLM load per DP rank, iteration 0, tri-modal 70B on 64 H100s (%s)'
+set xlabel 'DP rank'
+set ylabel 'LLM compute per DP rank (s, forward + backward)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set yrange [0.9:*]
+set yrange [0:*]
 set grid ytics
 set key top right
-plot $data using 2:xtic(1) title 'Megatron-LM-style (no post-balancing)', '' using 3 title 'OrchMLLM post-balancing'
-""", pts)
+plot $data using 2:xtic(1) title 'Megatron-LM-style (no post-balancing), max/mean %.3f', \\
+     '' using 3 title 'OrchMLLM post-balancing, max/mean %.3f'
+""" % (label, seq[0] if seq else float("nan"), post[0] if post else float("nan")), pts)
 
 
 def scaling():
