@@ -3,8 +3,8 @@
  * key; the profiles say what their framework's code says; the cost bridge
  * applies them: attention kernel by profile and GPU, activation memory by
  * kernel, gradient-reduce dtype, the measured send/recv curve, eager
- * kernels, the optimizer phase, and a breakdown that adds up to the stage
- * times mm_sim_run executes.  Tolerances are stated at each assertion. */
+ * kernels, the optimizer phase, the padding default, and a breakdown that
+ * adds up to the stage times mm_sim_run executes.  Tolerances are stated at each assertion. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,6 +100,8 @@ START_TEST(bad_profiles_are_refused_by_file_line_and_key)
         {"  hidden_dropout: 0.1", "\n", "kernels.hidden_dropout", 0},
         {"  rope: {kernels: 1", "  rope: {kernels: 0, traffic: 1}\n", "kernels.rope.kernels", 0},
         {"name: megatron-core", "name: megatron-core\nspeed: fast\n", "speed", 0},
+        {"padding: longest", "padding: left\n", "padding", 0},
+        {"padding: longest", "\n", "padding", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -448,6 +450,80 @@ START_TEST(zero3_gathers_by_framework)
 }
 END_TEST
 
+/* train.padding is a profile default: each profile states what its
+ * framework's data pipeline does (megatron-core's multimodal TaskEncoder
+ * and the HF collators pad to the micro-batch's longest sample, the
+ * legacy GPTDataset's samples are --seq-length tokens, torchtitan packs),
+ * the run takes it when the key is auto (the default), and any other value
+ * of the key overrides it.  End to end on LLaVA-1.5's data, micro-batch 4:
+ * auto under hf-deepspeed is bit for bit the explicit `longest`, under
+ * fsdp the explicit `none`; the two differ (padding costs time). */
+static void run_padded(const char *framework, const char *padding, double *t, double *frac, mm_padding *mode)
+{
+    const char *sets[] = {"workload=workloads/llava-1.5-665k.yaml", "model=models/llava-1.5-7b.json",
+                          "cluster.topology=topologies/dgx-a100.yaml", "cluster.nodes=1",
+                          "parallel.placement=homogeneous", "parallel.llm={tp: 1, pp: 1, dp: 8}",
+                          "train.micro_batch=4", "train.global_batch=64", "iterations=1", "train.seq_len=2048",
+                          "train.zero=1", "train.recompute=full", framework, padding};
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_err err;
+    mm_scenario_free(&sc);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 14, &err) == 0, "%s: %s", err.key, err.msg);
+    ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+    *mode = sim.padding;
+    mm_metrics m;
+    ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s: %s", err.key, err.msg);
+    *t = m.iteration_time_s;
+    *frac = m.padded_fraction;
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+}
+
+START_TEST(padding_is_a_profile_default)
+{
+    static const mm_padding want[] = {MM_PAD_LONGEST, MM_PAD_MAX_LENGTH, MM_PAD_LONGEST, MM_PAD_NONE};
+    mm_framework fw;
+    for (int i = 0; i < 4; i++) {
+        load_profile(profiles[i], &fw);
+        ck_assert_msg(fw.padding == want[i], "%s: %s", profiles[i], mm_padding_names[fw.padding]);
+    }
+    /* the key unset (auto) takes the profile's; set, it overrides */
+    static mm_sim sim;
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        const char *sets[] = {fwk};
+        prepare(&sim, sets, 1);
+        ck_assert_int_eq(sim.padding, want[i]);
+        mm_sim_free(&sim);
+        const char *over[] = {fwk, "train.padding=none"};
+        prepare(&sim, over, 2);
+        ck_assert_int_eq(sim.padding, MM_PAD_NONE);
+        mm_sim_free(&sim);
+    }
+    const char *ml[] = {"train.framework=fsdp", "train.padding=max_length"};
+    prepare(&sim, ml, 2);
+    ck_assert_int_eq(sim.padding, MM_PAD_MAX_LENGTH);
+    mm_sim_free(&sim);
+    double t[4], f[4];
+    mm_padding mode[4];
+    run_padded("train.framework=hf-deepspeed", "train.padding=auto", &t[0], &f[0], &mode[0]);
+    run_padded("train.framework=hf-deepspeed", "train.padding=longest", &t[1], &f[1], &mode[1]);
+    run_padded("train.framework=fsdp", "train.padding=auto", &t[2], &f[2], &mode[2]);
+    run_padded("train.framework=fsdp", "train.padding=none", &t[3], &f[3], &mode[3]);
+    ck_assert(mode[0] == MM_PAD_LONGEST && mode[2] == MM_PAD_NONE);
+    ck_assert(t[0] == t[1] && f[0] == f[1]); /* bit for bit: the same run */
+    ck_assert(t[2] == t[3] && f[2] == 0 && f[3] == 0);
+    ck_assert_msg(f[0] > 0.05 && f[0] < 0.9, "padded fraction %g", f[0]);
+    /* hf-deepspeed also differs from fsdp in its kernels; the padding alone: */
+    double tn, fn;
+    mm_padding mn;
+    run_padded("train.framework=hf-deepspeed", "train.padding=none", &tn, &fn, &mn);
+    ck_assert_msg(t[0] > tn && fn == 0, "longest %g s, none %g s", t[0], tn);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -462,6 +538,7 @@ int main(void)
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, overlap_contention);
     tcase_add_test(tc, zero3_gathers_by_framework);
+    tcase_add_test(tc, padding_is_a_profile_default);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

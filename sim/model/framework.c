@@ -13,9 +13,10 @@
 #include "util/doc.h"
 
 const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cross_entropy", NULL};
+const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", NULL};
+                                       "optimizer", "grad_bucket", "zero3", "padding", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
@@ -173,6 +174,10 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_double(r, z, "prefetch_mparams", "zero3.prefetch_mparams", 0.0, 1e6, &fw->z3_prefetch_params);
     fw->z3_per_module = gather == 1;
     fw->z3_prefetch_params *= 1e6;
+    int pad = 0;
+    if (!rc)
+        rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
+    fw->padding = (mm_padding)pad;
     return rc;
 }
 

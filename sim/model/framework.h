@@ -7,7 +7,8 @@
  * turns it into kernels and bytes.
  *
  * Scenario keys still override a profile: train.attention (when not auto)
- * replaces the profile's attention choice.
+ * replaces the profile's attention choice, train.padding (when not auto)
+ * its padding default.
  * Not for: timing (sim/hw), the base op list of a layer (llm.h), or
  * deciding a layout (sim/parallel). */
 #ifndef MM_FRAMEWORK_H
@@ -18,6 +19,7 @@
 #include "hw/cluster.h"
 #include "hw/efficiency.h"
 #include "model/llm.h"
+#include "model/padding.h"
 #include "util/err.h"
 
 /* A group of memory-bound work in a layer, relative to the one fused
@@ -56,6 +58,9 @@ typedef struct mm_framework {
      * block); prefetched this many parameters ahead (0: one layer ahead) */
     bool z3_per_module;
     double z3_prefetch_params;
+    /* how its data pipeline lays out a micro-batch's sequences (the
+     * collator or dataset the framework's training scripts use) */
+    mm_padding padding;
 } mm_framework;
 
 /* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
