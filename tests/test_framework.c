@@ -102,6 +102,7 @@ START_TEST(bad_profiles_are_refused_by_file_line_and_key)
         {"name: megatron-core", "name: megatron-core\nspeed: fast\n", "speed", 0},
         {"padding: longest", "padding: left\n", "padding", 0},
         {"padding: longest", "\n", "padding", 0},
+        {"  max_live_mparams: 0", "  max_live_mparams: -1\n", "zero3.max_live_mparams", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -444,9 +445,58 @@ START_TEST(zero3_gathers_by_framework)
     mm_err err;
     ck_assert(mm_llm_load("models/llama-2-7b.json", &m, &err) == 0);
     load_profile("hf-deepspeed", &fw);
+    ck_assert(fw.z3_prefetch_params == 5e7 && fw.z3_max_live_params == 1e9);
     ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 1); /* 5e7 < one 202M-parameter layer */
-    fw.z3_prefetch_params = 1e9;                            /* stage3_max_live_parameters-sized: 4 layers */
+    /* a 1e9 prefetch bucket: DeepSpeed prefetches min(max_live - live,
+     * bucket) = 1e9 - 202.4M = 797.6M parameters, 3 layers of 202.4M (4
+     * without the live limit, 1 under a 5e8 limit) */
+    double layer = (double)mm_llm_layer_params(&m);
+    ck_assert(fabs(layer - 202383360) < 1);
+    fw.z3_prefetch_params = 1e9;
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), (int)floor((1e9 - layer) / layer));
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 3);
+    fw.z3_max_live_params = 0;
     ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 4);
+    fw.z3_max_live_params = 5e8;
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 1);
+}
+END_TEST
+
+/* How much the prefetch hides, as the builder says: a gather may start once
+ * the compute depth + 1 layers back is done and is queued on the DP stream
+ * ahead of the reduce-scatters of the layers still computing.  Llama-2-7B
+ * on 8 H100s, ZeRO-3, one micro-batch, the analytic network: a layer's
+ * gather G (its z3_gathers collectives, each with its latency) is shorter
+ * than its compute, so only the first gather of the forward and of the
+ * backward and the last layer's gradient reduce-scatter RS are exposed:
+ * exposed = 2 G + RS (1 %: the first backward gather also waits for the
+ * head's).  Queued behind the reduce-scatters (the builder before this
+ * test), every backward gather was exposed: ~67 ms instead of ~3. */
+START_TEST(zero3_prefetch_hides_all_but_the_first_gather)
+{
+    const char *fwk[] = {"train.framework=hf-deepspeed", "train.framework=fsdp"};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"train.zero=3", "cluster.topology=topologies/dgx-h100.yaml", "network=analytic", fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        const mm_stage_cost *st = &c.stages[0];
+        int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        double per = st->param_bytes / st->chunks / n;
+        double G = n * mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, per);
+        double RS = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / st->chunks);
+        ck_assert(G < st->fwd_s / st->chunks); /* the case the formula covers */
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        double want = 2 * G + RS;
+        ck_assert_msg(fabs(m.exposed_comm_s - want) < 0.01 * want, "%s: exposed %g s, 2G + RS = %g s (G %g, RS %g)",
+                      fwk[i], m.exposed_comm_s, want, G, RS);
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
 }
 END_TEST
 
@@ -539,6 +589,7 @@ int main(void)
     tcase_add_test(tc, overlap_contention);
     tcase_add_test(tc, zero3_gathers_by_framework);
     tcase_add_test(tc, padding_is_a_profile_default);
+    tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

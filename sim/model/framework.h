@@ -58,6 +58,9 @@ typedef struct mm_framework {
      * block); prefetched this many parameters ahead (0: one layer ahead) */
     bool z3_per_module;
     double z3_prefetch_params;
+    /* parameters that may be gathered at once (DeepSpeed's
+     * stage3_max_live_parameters), bounding the prefetch: 0 none */
+    double z3_max_live_params;
     /* how its data pipeline lays out a micro-batch's sequences (the
      * collator or dataset the framework's training scripts use) */
     mm_padding padding;
@@ -69,7 +72,11 @@ typedef struct mm_framework {
  * two or three MLP matrices). */
 int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
 
-/* Layers a ZeRO-3 gather runs ahead: max(1, prefetch / layer parameters). */
+/* Layers a ZeRO-3 gather runs ahead: max(1, floor(min(prefetch, max_live -
+ * layer) / layer)) with layer = one layer's parameters (no max_live: the
+ * prefetch alone), at most 15.  Fewer than one layer ahead is not modeled:
+ * a prefetch bucket smaller than a layer still hides the whole next layer's
+ * gather (optimistic for DeepSpeed's default 5e7 against a 7B layer). */
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out
