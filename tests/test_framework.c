@@ -12,12 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hw/compute.h"
 #include "hw/net.h"
 #include "model/framework.h"
 #include "model/memory.h"
 #include "run/costs.h"
 #include "run/exec.h"
 #include "run/sim.h"
+#include "mmsim_exe.h"
 
 static const char *const profiles[] = {"megatron-core", "megatron-local", "hf-deepspeed", "fsdp"};
 
@@ -574,6 +576,135 @@ START_TEST(padding_is_a_profile_default)
 }
 END_TEST
 
+/* Host dispatch per kernel (kernels.host_overhead_us): an eager framework
+ * cannot issue a kernel faster than its host, so a group of k launches
+ * lasts at least k x host_overhead.  HF's RMSNorm (8 kernels, 9x the bytes)
+ * on a 1 kB tensor: forward 8 x 3.6 us = 28.8 us, input gradient the same
+ * (twice the bytes, still host-bound), weight gradient nothing; under
+ * megatron-core (host runs ahead) the HBM time alone.  A 1 GB tensor is
+ * bandwidth-bound either way: 9 GB at HBM speed.  Exact (1e-15 s). */
+START_TEST(host_overhead_floors_each_kernel)
+{
+    mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err) == 0);
+    mm_framework hf, core;
+    load_profile("hf-deepspeed", &hf);
+    load_profile("megatron-core", &core);
+    ck_assert(fabs(hf.host_overhead_s - 3.6e-6) < 1e-18 && core.host_overhead_s == 0);
+    mm_op_cost op = {.name = "norm_attn", .kind = MM_OPK_MEM, .bytes = 1000, .pass = MM_OP_F};
+    mm_fw_ctx ch = {&c.gpu, MM_DTYPE_BF16, &hf, MM_ATTN_IMPL_FLASH2, 2};
+    mm_fw_ctx cc = {&c.gpu, MM_DTYPE_BF16, &core, MM_ATTN_IMPL_FLASH2, 2};
+    mm_pass_breakdown h = mm_fw_time_ops(&ch, &op, 1), k = mm_fw_time_ops(&cc, &op, 1);
+    ck_assert(mm_mem_time(&c.gpu, 9000) < 8 * 3.6e-6 && mm_mem_time(&c.gpu, 18000) < 8 * 3.6e-6);
+    ck_assert_msg(fabs(h.s[MM_OP_F][MM_BK_MEM] - 8 * 3.6e-6) < 1e-15, "%g s", h.s[MM_OP_F][MM_BK_MEM]);
+    ck_assert(fabs(h.s[MM_OP_B][MM_BK_MEM] - 8 * 3.6e-6) < 1e-15);
+    ck_assert(h.s[MM_OP_W][MM_BK_MEM] == 0);
+    ck_assert(fabs(k.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 1000)) < 1e-15);
+    op.bytes = 1e9;
+    h = mm_fw_time_ops(&ch, &op, 1);
+    ck_assert(fabs(h.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 9e9)) < 1e-15);
+    ck_assert(h.s[MM_OP_F][MM_BK_MEM] > 8 * 3.6e-6);
+}
+END_TEST
+
+/* The optimizer phase, term by term (costs.c optimizer_phase): Llama-2-7B,
+ * dp 8, ZeRO-1 (the distributed optimizer: each rank updates P/8), on
+ * DGX H100.  step = HBM time of P/8 x step_bytes_per_param (30 Megatron
+ * and DeepSpeed, 28 FSDP); gradient clipping = one fp32 read of the shard
+ * (P/8 x 4 bytes) + a 4-byte all-reduce over the job (latency, < 100 us);
+ * zeroing = a memset of the rank's whole fp32 buffer (P x 4) under
+ * Megatron, none under DeepSpeed and FSDP (set_to_none).  Exact (1e-12
+ * relative) but the all-reduce's bound. */
+START_TEST(optimizer_phase_term_by_term)
+{
+    static const double step_bytes[] = {30, 30, 30, 28};
+    static const bool zeroes[] = {true, true, false, false};
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        const char *sets[] = {"cluster.topology=topologies/dgx-h100.yaml", "train.zero=1", "train.attention=flash2",
+                              fwk};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        static mm_sim_breakdown bk;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+        const mm_gpu_spec *g = &sim.cluster.gpu;
+        double P = (double)mm_llm_params(&sim.llm);
+        const mm_opt_breakdown *o = &bk.opt[0];
+        double step = mm_mem_time(g, P / 8 * step_bytes[i]), norm = mm_mem_time(g, P / 8 * 4);
+        double zero = zeroes[i] ? mm_mem_time(g, P * 4) : 0;
+        ck_assert_msg(fabs(o->step_s - step) < 1e-12 * step, "%s: step %g s, want %g", profiles[i], o->step_s, step);
+        ck_assert_msg(o->grad_norm_s - norm > 0 && o->grad_norm_s - norm < 100e-6, "%s: norm %g s, read %g",
+                      profiles[i], o->grad_norm_s, norm);
+        ck_assert_msg(fabs(o->zero_grad_s - zero) <= 1e-12 * zero, "%s: zero %g s, want %g", profiles[i],
+                      o->zero_grad_s, zero);
+        ck_assert(fabs(o->total_s - (o->step_s + o->grad_norm_s + o->zero_grad_s)) < 1e-15);
+        mm_sim_free(&sim);
+    }
+}
+END_TEST
+
+/* The binary: a bad profile exits 2 with "FILE:LINE: key 'KEY'", and the
+ * --json `breakdown` object carries mm_sim_get_breakdown's numbers (%.9g:
+ * 1e-8 relative). */
+static char out[1 << 17], errtxt[1 << 14];
+
+START_TEST(cli_bad_profile_and_json_breakdown)
+{
+    char dir[256], prof[300], args[1024];
+    mmx_tmpdir(dir, sizeof dir, "fw");
+    snprintf(prof, sizeof prof, "%s/bad.yaml", dir);
+    FILE *in = fopen("frameworks/hf-deepspeed.yaml", "r"), *o = fopen(prof, "w");
+    ck_assert(in && o);
+    char line[1024];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof line, in)) {
+        n++;
+        if (!bad && strstr(line, "  host_overhead_us: 3.6")) {
+            fputs("  host_overhead_us: fast\n", o);
+            bad = n;
+        } else {
+            fputs(line, o);
+        }
+    }
+    fclose(in);
+    fclose(o);
+    ck_assert(bad > 0);
+    const char *base = "--set model=models/llama-2-7b.json --set workload=text --set parallel.vision=null "
+                       "--set cluster.nodes=1 --set 'parallel.llm={tp: 2, pp: 2, dp: 2}' --set train.global_batch=16";
+    snprintf(args, sizeof args, "run --no-db %s --set train.framework=%s", base, prof);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
+    char want[400];
+    snprintf(want, sizeof want, "%s:%d: key 'kernels.host_overhead_us'", prof, bad);
+    ck_assert_msg(strstr(errtxt, want), "stderr: %s (want %s)", errtxt, want);
+    snprintf(args, sizeof args, "run --no-db --json %s", base);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 0);
+    mmx_rmdir(dir);
+    const char *b = strstr(out, "\"breakdown\": {\"framework\": \"megatron-core\"");
+    ck_assert_msg(b, "no breakdown object");
+    double gemm = 0, step = 0, p2p = 0;
+    const char *l = strstr(b, "\"layer\": {\"fwd\": {\"gemm_s\": "), *s = strstr(b, "\"step_s\": ");
+    const char *q = strstr(b, "\"p2p_s\": ");
+    ck_assert(l && s && q);
+    ck_assert(sscanf(l + strlen("\"layer\": {\"fwd\": {\"gemm_s\": "), "%lf", &gemm) == 1);
+    ck_assert(sscanf(s + strlen("\"step_s\": "), "%lf", &step) == 1);
+    ck_assert(sscanf(q + strlen("\"p2p_s\": "), "%lf", &p2p) == 1);
+    const char *sets[] = {"parallel.llm={tp: 2, pp: 2, dp: 2}", "train.global_batch=16"};
+    static mm_sim sim;
+    prepare(&sim, sets, 2);
+    static mm_sim_breakdown bk;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+    ck_assert_msg(fabs(gemm - bk.layer.s[MM_OP_F][MM_BK_GEMM]) < 1e-8 * gemm, "%g vs %g", gemm,
+                  bk.layer.s[MM_OP_F][MM_BK_GEMM]);
+    ck_assert(fabs(step - bk.opt[0].step_s) < 1e-8 * step);
+    ck_assert(p2p > 0 && fabs(p2p - bk.p2p_s) < 1e-8 * p2p);
+    mm_sim_free(&sim);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -590,6 +721,9 @@ int main(void)
     tcase_add_test(tc, zero3_gathers_by_framework);
     tcase_add_test(tc, padding_is_a_profile_default);
     tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);
+    tcase_add_test(tc, host_overhead_floors_each_kernel);
+    tcase_add_test(tc, optimizer_phase_term_by_term);
+    tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
