@@ -705,6 +705,65 @@ START_TEST(cli_bad_profile_and_json_breakdown)
 }
 END_TEST
 
+/* The kernels a framework adds to a layer (mm_framework_layer_extras), by
+ * formula: GPT-3 1.3B (h 2048, 16 heads of 128, QKV bias), 2048 tokens on
+ * a rank of tp 2 (q = kv = 1024 wide), 16-bit.  megatron-local with
+ * --use-flash-attn: the separate QKV bias add 2 T (q + 2kv) e, the four
+ * rearrange copies (q, k, v in, the output back) 2 T 4q e, and the 1-byte
+ * dropout masks of the two residual branches 2 T h; megatron-core: the
+ * masks only; hf-deepspeed: one output transpose 2 T q e, no masks.  The
+ * embedding's weight gradient (first stage): a dense V/tp x h gradient
+ * zero-filled, scattered into and accumulated in fp32, 12 bytes per table
+ * element + 6 per token-hidden element.  Sequence parallelism adds one
+ * AG + RS pair to the backward's TP messages (the input all-gathered again
+ * for the weight gradient).  Exact. */
+START_TEST(extra_kernels_by_formula)
+{
+    mm_llm m;
+    mm_err err;
+    ck_assert(mm_llm_load("models/gpt3-1.3b.json", &m, &err) == 0);
+    ck_assert(m.qkv_bias && m.hidden == 2048 && m.heads * m.head_dim == 2048);
+    double T = 2048, q = 1024, e = 2, h = 2048;
+    mm_op_cost ops[8];
+    mm_framework fw;
+    load_profile("megatron-local", &fw);
+    int n = mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 8);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(ops[0].name, "qkv_bias");
+    ck_assert(ops[0].bytes == 2 * T * 3 * q * e);
+    ck_assert_str_eq(ops[1].name, "attn_layout");
+    ck_assert(ops[1].bytes == 2 * T * 4 * q * e);
+    ck_assert_str_eq(ops[2].name, "dropout_mask");
+    ck_assert(ops[2].bytes == 2 * T * h);
+    ck_assert_int_eq(mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 2), -1); /* cap */
+    load_profile("megatron-core", &fw);
+    n = mm_framework_layer_extras(&fw, &m, T, T / 2, 2, false, 2, ops, 0, 8);
+    ck_assert(n == 1 && !strcmp(ops[0].name, "dropout_mask") && ops[0].bytes == 2 * (T / 2) * h);
+    load_profile("hf-deepspeed", &fw);
+    n = mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 8);
+    ck_assert(n == 1 && !strcmp(ops[0].name, "attn_layout") && ops[0].bytes == 2 * T * q * e);
+    mm_cluster c;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2};
+    double V = (double)m.vocab;
+    ck_assert(mm_fw_embed_wgrad_time(&fc, &m, T, 2) == mm_mem_time(&c.gpu, V * h / 2 * 12 + T * h * 6));
+    double msgs[2];
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"parallel.llm={tp: 2, pp: 1, dp: 4}", i ? "train.sequence_parallel=true"
+                                                                       : "train.sequence_parallel=false"};
+        static mm_sim sim;
+        prepare(&sim, sets, 2);
+        mm_sim_costs cs;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &cs, &err), 0);
+        msgs[i] = cs.spec.tp_msgs_bwd;
+        ck_assert_int_eq(cs.spec.tp_msgs_fwd, 2);
+        mm_sim_costs_free(&cs);
+        mm_sim_free(&sim);
+    }
+    ck_assert(msgs[0] == 2 && msgs[1] == 3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -724,6 +783,7 @@ int main(void)
     tcase_add_test(tc, host_overhead_floors_each_kernel);
     tcase_add_test(tc, optimizer_phase_term_by_term);
     tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
+    tcase_add_test(tc, extra_kernels_by_formula);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
