@@ -216,6 +216,27 @@ START_TEST(activation_memory_by_attention_kernel)
     ck_assert_msg(!oom[0] && oom[1], "fused %g GiB, unfused %g GiB", gib[0], gib[1]);
     ck_assert_msg(fabs(gib[1] - gib[0] - 80.0) < 1e-9, "difference %g GiB", gib[1] - gib[0]);
     ck_assert_msg(fabs(gib[0] - 64.7) < 0.05, "fused %g GiB", gib[0]);
+    /* every profile on its own kernel: megatron-local's default is the
+     * unfused core (no --use-flash-attn), OOM at the same 144.7 GiB; fsdp's
+     * FlashAttention-2 with fp32 gradients holds megatron-core's 64.7;
+     * hf-deepspeed's 16-bit gradients 2 bytes per parameter less */
+    static const bool fits[] = {true, false, true, true};
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        base[7] = fwk;
+        static mm_sim sim;
+        prepare(&sim, base, 8);
+        mm_sim_memory mem;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
+        double params = (double)mm_llm_params(&sim.llm);
+        double want = i == 1 ? gib[1] : i == 2 ? gib[0] - 2.0 * params / MM_GIB : gib[0];
+        ck_assert_msg(mem.oom == !fits[i] && fabs(mem.peak_gib - want) < 1e-9, "%s: %g GiB, oom %d", profiles[i],
+                      mem.peak_gib, mem.oom);
+        mm_sim_memory_free(&mem);
+        mm_sim_free(&sim);
+    }
 }
 END_TEST
 
