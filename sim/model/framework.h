@@ -74,9 +74,11 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
 
 /* Layers a ZeRO-3 gather runs ahead: max(1, floor(min(prefetch, max_live -
  * layer) / layer)) with layer = one layer's parameters (no max_live: the
- * prefetch alone), at most 15.  Fewer than one layer ahead is not modeled:
- * a prefetch bucket smaller than a layer still hides the whole next layer's
- * gather (optimistic for DeepSpeed's default 5e7 against a 7B layer). */
+ * prefetch alone), at most 15.  A bucket smaller than a layer (DeepSpeed's
+ * 5e7 against a 7B layer's 202M) is taken as one layer ahead: DeepSpeed
+ * keeps that many parameters (at least the next module) in flight as the
+ * modules run, which hides the same gathers while a module's gather is
+ * shorter than its compute; the start of a pass differs. */
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out
