@@ -256,14 +256,20 @@ double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int
 int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
 {
     const mm_build_spec *sp = b->sp;
-    double grad = 0, opt = 0;
+    double grad = 0, opt = 0, params = 0;
     for (int v = 0; v < sp->vpp; v++) {
-        grad += sp->stages[v * sp->pp + s].grad_bytes;
-        opt += sp->stages[v * sp->pp + s].opt_s;
+        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+        grad += c->grad_bytes;
+        /* the updated parameters are gathered in their own 16-bit dtype,
+         * not the gradients' (fp32 under Megatron's bf16 default), as the
+         * overlapped gathers are (mm_bld_bucket_bytes_of) */
+        params += c->param_bytes > 0 ? c->param_bytes : c->grad_bytes;
+        opt += c->opt_s;
     }
     for (int i = 0; i < sp->n_enc && s == 0; i++)
         if (sp->enc[i].placement == MM_ENC_HOMOGENEOUS && !sp->enc[i].frozen) {
             grad += sp->enc[i].grad_bytes; /* one bucket with stage 0's */
+            params += sp->enc[i].grad_bytes; /* the spec has no encoder parameter bytes */
             opt += sp->enc[i].opt_s;
         }
     int rc = 0;
@@ -273,7 +279,7 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
     if (sp->dp > 1 && grad > 0 && sp->zero < 3 && !sp->overlap_grad_reduce)
         rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, grad, b->gbuf, n);
     if (sp->dp > 1 && grad > 0 && dist && !sp->overlap_param_gather)
-        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, grad, b->gbuf, n);
+        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, params, b->gbuf, n);
     for (int d = 0; d < sp->dp && rc == 0; d++) {
         int rank = d + sp->dp * s;
         int64_t prev = last_op[rank];
