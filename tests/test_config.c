@@ -449,8 +449,8 @@ START_TEST(scenario_default_values)
     ck_assert(!sc->train.sequence_parallel);
     ck_assert_int_eq(sc->train.zero, 1);
     ck_assert_int_eq(sc->train.schedule, MM_SCHED_1F1B);
-    ck_assert(!sc->train.overlap_grad_reduce);
-    ck_assert(!sc->train.overlap_param_gather);
+    ck_assert_int_eq(sc->train.overlap_grad_reduce, MM_TOVL_AUTO);
+    ck_assert_int_eq(sc->train.overlap_param_gather, MM_TOVL_AUTO);
     ck_assert(!sc->train.tp_comm_overlap);
     ck_assert_int_eq(sc->train.n_frozen, 0);
     const mm_module_layout *l = &sc->parallel.llm;
@@ -512,7 +512,7 @@ START_TEST(scenario_full_file)
     ck_assert(sc->train.sequence_parallel);
     ck_assert_int_eq(sc->train.zero, 2);
     ck_assert_int_eq(sc->train.schedule, MM_SCHED_INTERLEAVED);
-    ck_assert(sc->train.overlap_grad_reduce && sc->train.overlap_param_gather &&
+    ck_assert(sc->train.overlap_grad_reduce == MM_TOVL_TRUE && sc->train.overlap_param_gather == MM_TOVL_TRUE &&
               sc->train.tp_comm_overlap);
     ck_assert_int_eq(sc->train.n_frozen, 2); /* sorted, repeats dropped */
     ck_assert_str_eq(sc->train.frozen[0], "audio");

@@ -16,7 +16,7 @@ const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cro
 const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", "padding", NULL};
+                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
@@ -30,6 +30,7 @@ static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
 static const int dtype_size[] = {4, 2, 2};
 static const char *const opt_keys[] = {"step_bytes_per_param", "grad_norm", "zero_grad_buffer", NULL};
 static const char *const bucket_keys[] = {"mparams", "mparams_per_dp", NULL};
+static const char *const overlap_keys[] = {"grad_reduce", "param_gather", NULL};
 
 typedef struct rd {
     const mm_doc *d;
@@ -181,6 +182,13 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
     if (!rc)
         rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
     fw->padding = (mm_padding)pad;
+    struct fy_node *ov;
+    if (!rc)
+        rc = section(r, root, "overlap", "overlap", overlap_keys, &ov);
+    if (!rc)
+        rc = req_bool(r, ov, "grad_reduce", "overlap.grad_reduce", &fw->overlap_grad_reduce);
+    if (!rc)
+        rc = req_bool(r, ov, "param_gather", "overlap.param_gather", &fw->overlap_param_gather);
     return rc;
 }
 
@@ -218,6 +226,12 @@ int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
 mm_attn_impl mm_framework_attention(const mm_framework *fw, double compute_capability)
 {
     return compute_capability >= 9.0 ? fw->attn_sm90 : fw->attn;
+}
+
+void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, bool *param_gather)
+{
+    *grad_reduce = zero >= 3 || fw->overlap_grad_reduce;
+    *param_gather = zero >= 1 && zero <= 2 && fw->overlap_param_gather;
 }
 
 int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision)

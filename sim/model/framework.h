@@ -8,7 +8,8 @@
  *
  * Scenario keys still override a profile: train.attention (when not auto)
  * replaces the profile's attention choice, train.padding (when not auto)
- * its padding default.
+ * its padding default, train.overlap_grad_reduce and overlap_param_gather
+ * (when not auto) its overlap.
  * Not for: timing (sim/hw), the base op list of a layer (llm.h), or
  * deciding a layout (sim/parallel). */
 #ifndef MM_FRAMEWORK_H
@@ -64,6 +65,11 @@ typedef struct mm_framework {
     /* how its data pipeline lays out a micro-batch's sequences (the
      * collator or dataset the framework's training scripts use) */
     mm_padding padding;
+    /* DP communication behind compute by default (train.overlap_grad_reduce
+     * and overlap_param_gather override): ZeRO 0-2 gradient buckets reduced
+     * during the last backward; ZeRO 1-2 parameter all-gathers issued at
+     * the iteration start, each layer's first forward waiting for its own */
+    bool overlap_grad_reduce, overlap_param_gather;
 } mm_framework;
 
 /* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
@@ -80,6 +86,13 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
  * modules run, which hides the same gathers while a module's gather is
  * shorter than its compute; the start of a pass differs. */
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
+
+/* The profile's overlap under ZeRO stage `zero`: gradient buckets for
+ * 0-2 (always under 3: mmsim's ZeRO-3 reduce-scatters leave layer by layer
+ * on the DP stream, as DeepSpeed's stage-3 overlap_comm default and FSDP2
+ * do), the parameter all-gather for 1-2 (none to overlap under 0 and 3,
+ * where the gathers are per layer). */
+void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, bool *param_gather);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out
  * of range give MM_EINPUT naming the file, line and key. */

@@ -158,6 +158,16 @@ int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
     return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
 }
 
+void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather)
+{
+    const mm_scenario *sc = &sim->sc;
+    mm_framework_overlap(&sim->fw, zero, grad_reduce, param_gather);
+    if (sc->train.overlap_grad_reduce != MM_TOVL_AUTO)
+        *grad_reduce = sc->train.overlap_grad_reduce == MM_TOVL_TRUE;
+    if (sc->train.overlap_param_gather != MM_TOVL_AUTO)
+        *param_gather = sc->train.overlap_param_gather == MM_TOVL_TRUE;
+}
+
 void mm_sim_freeze_stage(const mm_sim *sim, mm_stage_cost *c)
 {
     if (!sim->llm_frozen)
@@ -234,8 +244,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->zero = zero;
     spec->sp = sp;
     spec->tp_overlap = sc->train.tp_comm_overlap;
-    spec->overlap_grad_reduce = sc->train.overlap_grad_reduce;
-    spec->overlap_param_gather = sc->train.overlap_param_gather;
+    mm_sim_overlap(sim, zero, &spec->overlap_grad_reduce, &spec->overlap_param_gather);
     spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
     spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
     spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);

@@ -169,9 +169,17 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "train.global_batch",
                                 "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
                                 "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->pp);
-    if (sc->train.overlap_param_gather && sc->train.zero < 1)
+    if (sc->train.overlap_param_gather == MM_TOVL_TRUE && sc->train.zero < 1)
         return mm_scenario_fail(sc, err, "train.overlap_param_gather",
                                 "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
+    /* ZeRO-3's per-layer reduce-scatters always run on the DP stream during
+     * the backward (DeepSpeed's stage-3 overlap_comm default, FSDP2): one
+     * held back to the end or blocking the compute stream is not modeled */
+    int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3)
+        return mm_scenario_fail(sc, err, "train.overlap_grad_reduce",
+                                "false under ZeRO-3 is not modeled: its per-layer reduce-scatters always overlap "
+                                "the backward (leave it auto, or use train.zero <= 2)");
     int frc = check_frozen(sim, err);
     if (frc)
         return frc;

@@ -143,6 +143,12 @@ struct mm_build_spec;
  * mm_sim_get_breakdown calls it). */
 void mm_sim_breakdown_comm(const mm_sim *sim, const struct mm_build_spec *spec, mm_sim_breakdown *bk);
 
+/* Whether DP communication overlaps compute for a module under ZeRO stage
+ * `zero`: train.overlap_grad_reduce and overlap_param_gather when given
+ * (true | false), else (auto) the train.framework profile's `overlap`
+ * (mm_framework_overlap: the stage decides what there is to overlap). */
+void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather);
+
 /* The recompute mode whose activations the memory model counts: train.
  * recompute, except that no recomputation on a flash or cuDNN attention
  * kernel keeps no attention scores (selective's activations). */

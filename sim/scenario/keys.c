@@ -25,6 +25,7 @@ const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
+const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -93,10 +94,13 @@ const mm_key mm_keys[] = {
      F(train.zero), 0},
     {"train.schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_schedule_names, "1f1b", "1f1b",
      "pipeline schedule (interleaved needs vpp > 1)", F(train.schedule), 0},
-    {"train.overlap_grad_reduce", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
-     "reduce gradient buckets during the last backward (Megatron's switch)", F(train.overlap_grad_reduce), 0},
-    {"train.overlap_param_gather", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
-     "overlap the distributed optimizer's parameter all-gather with the forward",
+    {"train.overlap_grad_reduce", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_overlap_names, "auto", "auto",
+     "ZeRO 0-2: reduce gradient buckets during the last backward (Megatron's --overlap-grad-reduce); "
+     "auto: the train.framework profile's `overlap.grad_reduce`",
+     F(train.overlap_grad_reduce), 0},
+    {"train.overlap_param_gather", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_overlap_names, "auto", "auto",
+     "ZeRO 1-2: overlap the distributed optimizer's parameter all-gather with the forward; auto: the "
+     "profile's `overlap.param_gather`",
      F(train.overlap_param_gather), 0},
     {"train.tp_comm_overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
      "TP traffic on a side stream, concurrent with the layer's compute", F(train.tp_comm_overlap), 0},

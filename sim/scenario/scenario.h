@@ -58,6 +58,10 @@ typedef enum {
 /* auto: train.framework's profile default (model/padding.h); the others,
  * in mm_padding's order after it, override it */
 typedef enum { MM_TPAD_AUTO, MM_TPAD_NONE, MM_TPAD_LONGEST, MM_TPAD_MAX_LENGTH } mm_train_padding;
+/* train.overlap_grad_reduce / overlap_param_gather: auto takes train.
+ * framework's profile `overlap` (model/framework.h); false and true
+ * override it.  AUTO is 0: test against MM_TOVL_TRUE, never as a bool. */
+typedef enum { MM_TOVL_AUTO, MM_TOVL_FALSE, MM_TOVL_TRUE } mm_train_overlap;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -71,6 +75,7 @@ extern const char *const mm_network_names[];
 extern const char *const mm_cp_comm_names[];
 extern const char *const mm_attention_names[];
 extern const char *const mm_train_padding_names[];
+extern const char *const mm_train_overlap_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -103,7 +108,9 @@ typedef struct mm_scenario {
         bool sequence_parallel;
         int zero;
         mm_schedule_kind schedule;
-        bool overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+        int overlap_grad_reduce;  /* mm_train_overlap: auto (the framework's) | false | true */
+        int overlap_param_gather; /* mm_train_overlap */
+        bool tp_comm_overlap;
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
         mm_attention attention; /* auto (the framework's) | flash | unfused | flash1..3 | cudnn */
         char *framework;        /* a frameworks/ profile name, or a profile file */
