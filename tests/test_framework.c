@@ -105,6 +105,9 @@ START_TEST(bad_profiles_are_refused_by_file_line_and_key)
         {"padding: longest", "padding: left\n", "padding", 0},
         {"padding: longest", "\n", "padding", 0},
         {"  max_live_mparams: 0", "  max_live_mparams: -1\n", "zero3.max_live_mparams", 0},
+        {"  grad_reduce: false", "  grad_reduce: sometimes\n", "overlap.grad_reduce", 0},
+        {"  param_gather: false", "\n", "overlap.param_gather", 0},
+        {"overlap:", "overlap:\n  tp: true\n", "overlap.tp", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -597,6 +600,134 @@ START_TEST(padding_is_a_profile_default)
 }
 END_TEST
 
+/* Whether DP communication overlaps compute is a profile default: each
+ * profile states its framework's (Megatron-Core's DistributedDataParallel-
+ * Config and Megatron-LM's --overlap-grad-reduce / --overlap-param-gather:
+ * off; DeepSpeed's overlap_comm: on for stage 3 only, the ZeRO-1/2
+ * partitions all-gathered after the step; FSDP2: reduce-scatter and
+ * all-gather on their own streams, always), the stage decides what there is
+ * to overlap (gradient buckets under ZeRO 0-2, the distributed optimizer's
+ * gather under 1-2; ZeRO-3's per-layer reduce-scatters always), auto (the
+ * default) takes the profile's and true / false override it.  An explicit
+ * false under ZeRO-3 is refused by name. */
+START_TEST(overlap_is_a_profile_default)
+{
+    static const bool grad[] = {false, false, false, true}, param[] = {false, false, false, true};
+    mm_framework fw;
+    for (int i = 0; i < 4; i++) {
+        load_profile(profiles[i], &fw);
+        ck_assert_msg(fw.overlap_grad_reduce == grad[i] && fw.overlap_param_gather == param[i], "%s", profiles[i]);
+        for (int z = 0; z <= 3; z++) {
+            bool g, p;
+            mm_framework_overlap(&fw, z, &g, &p);
+            ck_assert_msg(g == (z == 3 || grad[i]) && p == (z >= 1 && z <= 2 && param[i]), "%s zero %d: %d %d",
+                          profiles[i], z, g, p);
+        }
+    }
+    /* DeepSpeed's overlap_comm default is stage == 3 (zero/config.py) */
+    load_profile("hf-deepspeed", &fw);
+    for (int z = 0; z <= 3; z++) {
+        bool g, p;
+        mm_framework_overlap(&fw, z, &g, &p);
+        ck_assert(g == (z == 3) && !p);
+    }
+    /* the scenario: auto by default; the resolved value reaches the build spec */
+    static mm_sim sim;
+    mm_err err;
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        for (int z = 0; z <= 3; z++) {
+            char zs[32];
+            snprintf(zs, sizeof zs, "train.zero=%d", z);
+            const char *sets[] = {fwk, zs};
+            prepare(&sim, sets, 2);
+            ck_assert_int_eq(sim.sc.train.overlap_grad_reduce, MM_TOVL_AUTO);
+            ck_assert_int_eq(sim.sc.train.overlap_param_gather, MM_TOVL_AUTO);
+            mm_sim_costs c;
+            ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+            ck_assert(c.spec.overlap_grad_reduce == (z == 3 || grad[i]));
+            ck_assert(c.spec.overlap_param_gather == (z >= 1 && z <= 2 && param[i]));
+            mm_sim_costs_free(&c);
+            mm_sim_free(&sim);
+        }
+        /* an explicit value overrides the profile either way */
+        const char *on[] = {fwk, "train.zero=1", "train.overlap_grad_reduce=true", "train.overlap_param_gather=true"};
+        const char *off[] = {fwk, "train.zero=1", "train.overlap_grad_reduce=false",
+                             "train.overlap_param_gather=false"};
+        for (int k = 0; k < 2; k++) {
+            prepare(&sim, k ? off : on, 4);
+            bool g, p;
+            mm_sim_overlap(&sim, 1, &g, &p);
+            ck_assert(g == !k && p == !k);
+            mm_sim_free(&sim);
+        }
+    }
+    /* refused by name: false under ZeRO-3 (not modeled), a parameter
+     * gather to overlap without the distributed optimizer */
+    const char *z3[] = {"train.framework=fsdp", "train.zero=3", "train.overlap_grad_reduce=false"};
+    ck_assert_int_eq(prepare_rc(z3, 3, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.overlap_grad_reduce");
+    const char *z0[] = {"train.framework=fsdp", "train.zero=0", "train.overlap_param_gather=true"};
+    ck_assert_int_eq(prepare_rc(z0, 3, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.overlap_param_gather");
+    const char *bad[] = {"train.overlap_grad_reduce=maybe"};
+    ck_assert_int_eq(prepare_rc(bad, 1, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.overlap_grad_reduce");
+}
+END_TEST
+
+/* What the overlap moves, by formula.  Llama-2-7B on 8 H100s, ZeRO-1, one
+ * micro-batch, the analytic network, fsdp's fp32 reduce: with the overlaps
+ * off (the key set false) the whole stage's gradients are reduce-scattered
+ * after the backward and its 16-bit parameters all-gathered after the
+ * step: exposed = RS(grad) + AG(params) (1e-6).  Under fsdp's default
+ * (auto: both on) buckets of one layer (FSDP2: one reduce-scatter per
+ * block) leave during the backward and the gathers open the iteration, so
+ * only the last bucket's reduce-scatter and the first one's gather are
+ * exposed: RS(grad / L) + AG(params / L) (1 %).  The iteration gains the
+ * hidden communication less the contention of the overlapped compute
+ * (exec.h: at most MM_OVERLAP_SLOWDOWN of it). */
+START_TEST(overlap_hides_dp_communication)
+{
+    double exposed[2], t[2], rs_all = 0, ag_all = 0, layers = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"train.framework=fsdp", "train.zero=1", "cluster.topology=topologies/dgx-h100.yaml",
+                              "network=analytic", k ? "train.overlap_grad_reduce=false" : "train.overlap_grad_reduce=auto",
+                              k ? "train.overlap_param_gather=false" : "train.overlap_param_gather=auto"};
+        static mm_sim sim;
+        prepare(&sim, sets, 6);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        const mm_stage_cost *st = &c.stages[0];
+        int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        rs_all = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
+        ag_all = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
+        layers = st->chunks;
+        double rs1 = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / layers);
+        double ag1 = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / layers);
+        /* the formula's case: a bucket's traffic is shorter than its layer's compute */
+        ck_assert(rs1 < st->bwd_s / layers && ag1 < st->fwd_s / layers);
+        ck_assert(fabs(st->param_bytes * 2 - st->grad_bytes) < 1); /* fp32 reduce, bf16 gathers */
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        exposed[k] = m.exposed_comm_s;
+        t[k] = m.iteration_time_s;
+        double want = k ? rs_all + ag_all : rs1 + ag1;
+        ck_assert_msg(fabs(exposed[k] - want) < (k ? 1e-6 : 0.01) * want, "%s: exposed %g s, formula %g s",
+                      k ? "off" : "auto", exposed[k], want);
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+    double hidden = exposed[1] - exposed[0];
+    ck_assert(layers == 32 && hidden > 0.9 * (rs_all + ag_all));
+    ck_assert_msg(t[1] - t[0] <= hidden * (1 + 1e-9) && t[1] - t[0] >= hidden * (1 - MM_OVERLAP_SLOWDOWN),
+                  "iteration %g -> %g s, hidden %g s", t[1], t[0], hidden);
+}
+END_TEST
+
 /* Host dispatch per kernel (kernels.host_overhead_us): an eager framework
  * cannot issue a kernel faster than its host, so a group of k launches
  * lasts at least k x host_overhead.  HF's RMSNorm (8 kernels, 9x the bytes)
@@ -800,6 +931,8 @@ int main(void)
     tcase_add_test(tc, overlap_contention);
     tcase_add_test(tc, zero3_gathers_by_framework);
     tcase_add_test(tc, padding_is_a_profile_default);
+    tcase_add_test(tc, overlap_is_a_profile_default);
+    tcase_add_test(tc, overlap_hides_dp_communication);
     tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);
     tcase_add_test(tc, host_overhead_floors_each_kernel);
     tcase_add_test(tc, optimizer_phase_term_by_term);
