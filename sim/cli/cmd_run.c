@@ -121,7 +121,18 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            m->tflops_per_gpu, m->hw_tflops_per_gpu);
     printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
-    printf("  exposed comm       %10.4f s per rank\n", m->exposed_comm_s);
+    printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
+    if (L->dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
+        int zero = L->zero >= 0 ? L->zero : sc->train.zero;
+        bool g, p;
+        mm_sim_overlap(sim, zero, &g, &p);
+        bool fw = sc->train.overlap_grad_reduce == MM_TOVL_AUTO && sc->train.overlap_param_gather == MM_TOVL_AUTO;
+        printf("  (DP overlap: gradients %s", g ? "on" : "off");
+        if (zero >= 1 && zero <= 2)
+            printf(", parameter gather %s", p ? "on" : "off");
+        printf("%s)", fw ? ", the framework's" : "");
+    }
+    printf("\n");
     printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
            sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
     if (sim->wl)
