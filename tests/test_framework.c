@@ -728,6 +728,58 @@ START_TEST(overlap_hides_dp_communication)
 }
 END_TEST
 
+/* A homogeneous encoder's DP traffic: its gradients and parameters are not
+ * in the LLM's buckets, so they leave in the tail, overlap or not, and the
+ * distributed optimizer gathers 16-bit parameters (the gradients are fp32
+ * under fsdp).  LLaVA-1.5-7B (CLIP ViT-L/14-336 in stage 0), dp 8, ZeRO-1,
+ * the analytic network: the DP stream carries, per rank,
+ *   off: RS(g + eg) + AG(p + ep)
+ *   on:  L x (RS(g / L) + AG(p / L)) + RS(eg) + AG(ep)
+ * (g, p the LLM stage's gradient and parameter bytes, eg, ep the
+ * encoder's, L = 32 one-layer buckets), 1e-6 relative.  Under overlap the
+ * encoder's share was left out before (its gradients never reduced). */
+START_TEST(homogeneous_encoder_in_the_dp_tail)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"model=models/llava-1.5-7b.json",
+                              "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}",
+                              "cluster.topology=topologies/dgx-h100.yaml", "cluster.nodes=1",
+                              "parallel.placement=homogeneous", "parallel.llm={tp: 1, pp: 1, dp: 8}",
+                              "train.global_batch=8", "train.zero=1", "network=analytic", "train.framework=fsdp",
+                              k ? "train.overlap_grad_reduce=true" : "train.overlap_grad_reduce=false",
+                              k ? "train.overlap_param_gather=true" : "train.overlap_param_gather=false"};
+        static mm_scenario sc;
+        static mm_sim sim;
+        mm_err err;
+        mm_scenario_free(&sc);
+        ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 12, &err) == 0, "%s: %s", err.key, err.msg);
+        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+        mm_sim_costs c;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        const mm_stage_cost *st = &c.stages[0];
+        ck_assert_int_eq(c.spec.n_enc, 1);
+        double g = st->grad_bytes, p = st->param_bytes, eg = c.spec.enc[0].grad_bytes,
+               ep = c.spec.enc[0].param_bytes, L = st->chunks;
+        ck_assert(eg > 0 && fabs(2 * ep - eg) < 1 && L == 32);
+        int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+#define RS(x) mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
+#define AG(x) mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
+        double want = k ? L * (RS(g / L) + AG(p / L)) + RS(eg) + AG(ep) : RS(g + eg) + AG(p + ep);
+        double enc_tail = RS(eg) + AG(ep);
+#undef RS
+#undef AG
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        ck_assert_msg(fabs(m.stages[0].comm_s - want) < 1e-6 * want, "%s: DP %g s, formula %g s", k ? "on" : "off",
+                      m.stages[0].comm_s, want);
+        ck_assert(m.exposed_comm_s >= enc_tail * (1 - 1e-9)); /* after the last backward, after the step */
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+}
+END_TEST
+
 /* Host dispatch per kernel (kernels.host_overhead_us): an eager framework
  * cannot issue a kernel faster than its host, so a group of k launches
  * lasts at least k x host_overhead.  HF's RMSNorm (8 kernels, 9x the bytes)
@@ -933,6 +985,7 @@ int main(void)
     tcase_add_test(tc, padding_is_a_profile_default);
     tcase_add_test(tc, overlap_is_a_profile_default);
     tcase_add_test(tc, overlap_hides_dp_communication);
+    tcase_add_test(tc, homogeneous_encoder_in_the_dp_tail);
     tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);
     tcase_add_test(tc, host_overhead_floors_each_kernel);
     tcase_add_test(tc, optimizer_phase_term_by_term);

@@ -133,6 +133,8 @@ typedef struct mm_enc_spec {
     int tp_msgs_fwd, tp_msgs_bwd;
     double grad_bytes;        /* one encoder GPU's gradients (whole encoder
                                  / pp); homogeneous: added to stage 0's */
+    double param_bytes;       /* its 16-bit parameters, as the distributed
+                                 optimizer gathers them (0: = grad_bytes) */
     double opt_s;             /* one encoder GPU's optimizer step */
     int buffer;               /* disjoint: queue length in micro-batches */
     const mm_enc_mb_cost *mb; /* dp * m entries, index d*m + mb */

@@ -252,34 +252,42 @@ double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int
 /* Gradient synchronisation of physical stage s, the optimizer step, and
  * with the distributed optimizer the parameter all-gather (unless it was
  * overlapped with this iteration's forward).  With overlap_grad_reduce
- * the buckets' reductions were emitted during the backward already. */
+ * the buckets' reductions were emitted during the backward already.  A
+ * homogeneous encoder's share is not in the buckets (they hold the LLM's
+ * layers): its gradients are reduced here after its backward, the last
+ * of stage 0's, and its parameters gathered after the step, overlap or
+ * not. */
 int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
 {
     const mm_build_spec *sp = b->sp;
-    double grad = 0, opt = 0, params = 0;
+    double grad = 0, opt = 0, params = 0, enc_grad = 0, enc_params = 0;
     for (int v = 0; v < sp->vpp; v++) {
         const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
         grad += c->grad_bytes;
         /* the updated parameters are gathered in their own 16-bit dtype,
          * not the gradients' (fp32 under Megatron's bf16 default), as the
          * overlapped gathers are (mm_bld_bucket_bytes_of) */
-        params += c->param_bytes > 0 ? c->param_bytes : c->grad_bytes;
+        if (c->grad_bytes > 0) /* a frozen stage updates nothing to gather */
+            params += c->param_bytes > 0 ? c->param_bytes : c->grad_bytes;
         opt += c->opt_s;
     }
     for (int i = 0; i < sp->n_enc && s == 0; i++)
         if (sp->enc[i].placement == MM_ENC_HOMOGENEOUS && !sp->enc[i].frozen) {
-            grad += sp->enc[i].grad_bytes; /* one bucket with stage 0's */
-            params += sp->enc[i].grad_bytes; /* the spec has no encoder parameter bytes */
+            enc_grad += sp->enc[i].grad_bytes; /* one bucket with stage 0's */
+            enc_params += sp->enc[i].param_bytes > 0 ? sp->enc[i].param_bytes : sp->enc[i].grad_bytes;
             opt += sp->enc[i].opt_s;
         }
+    double rs_bytes = (sp->overlap_grad_reduce ? 0 : grad) + enc_grad;
+    double ag_bytes = (sp->overlap_param_gather ? 0 : params) + enc_params;
     int rc = 0;
     bool dist = sp->zero >= 1 && sp->zero <= 2;
     int64_t rs = -1, ag = -1;
     int n = dp_group(b, s);
-    if (sp->dp > 1 && grad > 0 && sp->zero < 3 && !sp->overlap_grad_reduce)
-        rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, grad, b->gbuf, n);
-    if (sp->dp > 1 && grad > 0 && dist && !sp->overlap_param_gather)
-        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, params, b->gbuf, n);
+    if (sp->dp > 1 && rs_bytes > 0 && sp->zero < 3)
+        rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, rs_bytes, b->gbuf,
+                               n);
+    if (sp->dp > 1 && ag_bytes > 0 && dist)
+        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, ag_bytes, b->gbuf, n);
     for (int d = 0; d < sp->dp && rc == 0; d++) {
         int rank = d + sp->dp * s;
         int64_t prev = last_op[rank];

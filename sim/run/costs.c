@@ -549,6 +549,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         double local = params / tp / es->pp;
         /* the framework's gradient dtype and optimizer phase, as the LLM's */
         es->grad_bytes = local * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
+        es->param_bytes = local * 2;
         mm_opt_breakdown ob;
         optimizer_phase(sim, local, zero >= 1 ? local / es->dp : local, zero, &ob);
         es->opt_s = ob.total_s;
