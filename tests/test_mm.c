@@ -98,6 +98,60 @@ START_TEST(colocated_ranks_encode_their_own_samples)
 }
 END_TEST
 
+/* F + B of an encoder's micro-batch of `inputs` tiles or clips at tp. */
+static double enc_fb(const mm_sim *sim, int i, double inputs, int tp)
+{
+    mm_enc_mb_cost c;
+    double params;
+    ck_assert_int_eq(mm_sim_enc_mb_cost(sim, &sim->enc[i], inputs, tp, &c, &params), 0);
+    return c.fwd_s + c.bwd_s;
+}
+
+/* Two colocated encoders (vision and audio) on two GPUs: both samples hold
+ * 2 tiles, only the second 60 s of audio (2 clips), so rank 1 encodes all
+ * the audio.  Each rank's audio op is its own clips' cost (rank 0: none),
+ * not half of the batch's; rank 1 works a = F+B(2 clips) longer, so over
+ * the combined work (v = F+B(2 tiles) on each) encoder_load_imbalance =
+ * 2 (v + a) / (2 v + a) and encoder_excess_s = a / 2.  With the audio
+ * encoder at tp 2 (one rank over both GPUs, its own plan) both GPUs run
+ * F+B(2 clips at tp 2) and the imbalance is that of vision alone, 1. */
+START_TEST(second_colocated_encoder_ranks)
+{
+    const char *sets[] = {"model=tests/data/mm/vision-audio.yaml", "cluster.topology=tests/data/mm/two-gpu.yaml",
+                          "cluster.nodes=1", "parallel.llm={tp: 1, pp: 1, dp: 2}",
+                          "parallel.vision={tp: 1, pp: 1, dp: 2}", "parallel.audio={tp: 1, pp: 1, dp: 2}",
+                          "parallel.placement=colocated", "train.global_batch=2",
+                          "workload=tests/data/mm/audio-on-one.csv", "iterations=1",
+                          "parallel.audio={tp: 2, pp: 1, dp: 1}"};
+    for (int audio_tp = 1; audio_tp <= 2; audio_tp++) {
+        mm_sim sim;
+        mm_scenario sc_sim = {0};
+        load(&sim, &sc_sim, sets, audio_tp == 1 ? 10 : 11);
+        ck_assert_int_eq(sim.n_enc, 2);
+        ck_assert_str_eq(sim.enc[1].name, "audio");
+        mm_metrics m;
+        mm_sim_timeline tl;
+        run(&sim, &m, &tl);
+        ck_assert(!m.oom);
+        double v = enc_fb(&sim, 0, 2, 1), a = enc_fb(&sim, 1, 2, audio_tp), a0 = enc_fb(&sim, 1, 0, 1);
+        ck_assert(a > 0.5 * v && a0 == 0);
+        for (int r = 0; r < 2; r++) {
+            double vis = op_sum(&tl.graph, 1, MM_CAT_FWD, r) + op_sum(&tl.graph, 1, MM_CAT_BWD, r);
+            double aud = op_sum(&tl.graph, 2, MM_CAT_FWD, r) + op_sum(&tl.graph, 2, MM_CAT_BWD, r);
+            double want = audio_tp == 2 || r == 1 ? a : 0;
+            ck_assert_msg(fabs(vis - v) < 1e-12 * v, "rank %d vision %.12g vs %.12g", r, vis, v);
+            ck_assert_msg(fabs(aud - want) < 1e-12 * a, "tp %d rank %d audio %.12g vs %.12g", audio_tp, r, aud, want);
+        }
+        double imb = audio_tp == 1 ? 2 * (v + a) / (2 * v + a) : 1.0, ex = audio_tp == 1 ? a / 2 : 0.0;
+        ck_assert_msg(fabs(m.encoder_load_imbalance - imb) < 1e-12, "%.12f vs %.12f", m.encoder_load_imbalance, imb);
+        ck_assert_msg(fabs(m.encoder_excess_s - ex) < 1e-12, "%.12g vs %.12g", m.encoder_excess_s, ex);
+        mm_metrics_free(&m);
+        mm_sim_timeline_free(&tl);
+        done(&sim, &sc_sim);
+    }
+}
+END_TEST
+
 /* Model states with a frozen LLM: 16-bit weights only (Megatron's 18 bytes
  * per parameter become 2), sharded over dp under ZeRO-3. */
 START_TEST(frozen_llm_states)
@@ -559,6 +613,7 @@ static Suite *suite(void)
     tcase_add_test(t, placement_by_schedule_matrix);
     tcase_add_test(t, pipeline_placement_with_interleaving);
     tcase_add_test(t, colocated_audio_ranks);
+    tcase_add_test(t, second_colocated_encoder_ranks);
     tcase_add_test(t, per_module_recompute);
     tcase_add_test(t, frozen_bad_input);
     tcase_add_test(t, plan_goes_on);
