@@ -198,7 +198,7 @@ int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 
 int mm_sim_relayout(mm_sim *sim, mm_err *err)
 {
-    mm_sim_free(sim); /* a workload file is loaded again by check_layout */
+    mm_sim_free_workload(sim); /* a workload file is loaded again by check_layout */
     sim->n_enc = 0;
     sim->micro_batches = 0;
     memset(sim->enc, 0, sizeof sim->enc);

@@ -16,6 +16,9 @@
 /* load.c: the samples' shape (LLM tokens per sample) and the encoders
  * with work; loads a workload file. */
 int mm_sim_check_workload(mm_sim *sim, mm_err *err);
+/* load.c: frees the workload file only (mm_sim_relayout loads it again);
+ * mm_sim_free also frees the cluster's kernel tables. */
+void mm_sim_free_workload(mm_sim *sim);
 
 /* costs.c: a module's recompute mode: parallel.<module>.recompute when
  * given, else train.recompute (mm_recompute). */
