@@ -281,6 +281,8 @@ START_TEST(p2p_curve)
     int sorted[2] = {0, 1};
     mm_group_shape_of(&h, sorted, 2, &s);
     ck_assert(mm_net_p2p_extra(&h, &s, S) == 0);
+    mm_cluster_free(&c);
+    mm_cluster_free(&h);
 }
 END_TEST
 
@@ -404,6 +406,7 @@ START_TEST(overlap_contention)
     ck_assert_msg(fabs(comp_s[1][0] - 0.010 * 1.189) < 1e-9, "overlapped compute %g s", comp_s[1][0]);
     ck_assert(fabs(comp_s[1][1] - 0.010) < 1e-9);
     ck_assert(comm_s[0] == comm_s[1] && comm_s[0] > 0.001);
+    mm_cluster_free(&c);
 }
 END_TEST
 

@@ -8,13 +8,15 @@
 #include "hw/compute.h"
 #include "hw/net.h"
 
+#include "cluster_keep.h"
+
 static mm_cluster load(const char *path, int nodes)
 {
     mm_cluster c;
     mm_err err;
     int rc = mm_cluster_load(path, nodes, &c, &err);
     ck_assert_msg(rc == 0, "%s:%d %s %s", err.file, err.line, err.key, err.msg);
-    return c;
+    return mm_test_keep_cluster(c);
 }
 
 START_TEST(topologies_load)
@@ -134,6 +136,7 @@ static Suite *hw_suite(void)
 {
     Suite *s = suite_create("hw");
     TCase *tc = tcase_create("hw");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, topologies_load);
     tcase_add_test(tc, allreduce_busbw_matches_vendor);
     tcase_add_test(tc, rails_limit_sparse_groups);

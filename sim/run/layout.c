@@ -193,7 +193,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
 int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     int rc = mm_sim_load(sim, sc, err);
-    return rc ? rc : check_layout(sim, err);
+    if (rc == 0 && (rc = check_layout(sim, err)))
+        mm_sim_free(sim); /* a failed prepare holds nothing */
+    return rc;
 }
 
 int mm_sim_relayout(mm_sim *sim, mm_err *err)

@@ -253,7 +253,9 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     if (rc)
         return rc;
     rc = load_framework(sim, err);
+    if (rc == 0)
+        rc = apply_perturb(sim, err);
     if (rc)
-        return rc;
-    return apply_perturb(sim, err);
+        mm_sim_free(sim); /* a failed load holds nothing (mm_cluster_load frees its own) */
+    return rc;
 }

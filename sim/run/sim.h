@@ -72,8 +72,9 @@ typedef struct mm_sim {
 } mm_sim;
 
 /* Frees what mm_sim_load / mm_sim_prepare allocated (the workload and the
- * cluster's kernel tables, also after a failed prepare); the struct itself
- * is the caller's.  Safe on a zeroed or already freed mm_sim.
+ * cluster's kernel tables; a failed load or prepare has freed them
+ * already); the struct itself is the caller's.  Safe on a zeroed or
+ * already freed mm_sim.
  * mm_sim_prepare overwrites *sim without freeing: free a prepared one
  * before preparing it again.  A sim is not copied by assignment (the copy
  * would share the tables). */
