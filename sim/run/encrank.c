@@ -1,8 +1,10 @@
-/* encrank.c - a colocated encoder's work per encoder DP rank, from the
- * samples each rank encodes (MegatronMIMO's and FlagScale's colocated
- * MIMO: the encoder is data-parallel over the LLM's GPUs and each rank
- * encodes its share of the batch), the bytes its embeddings carry to each
- * LLM replica, and the encoder_load_imbalance metric of any placement.
+/* encrank.c - every colocated encoder's work per encoder DP rank, from
+ * the samples each rank encodes (MegatronMIMO's and FlagScale's colocated
+ * MIMO: an encoder is data-parallel over the LLM's GPUs and each rank
+ * encodes its share of the batch; a second encoder, e.g. audio beside
+ * vision, has ranks of its own tp), the bytes its embeddings carry to each
+ * LLM replica, and the encoder_load_imbalance / encoder_excess_s metrics
+ * of any placement over the combined work of the encoders.
  * Not for: which samples a rank gets (workload/batch.c, enc_rank_bins) or
  * emitting the ops (parallel/build_enc.c). */
 #include "run/sim_internal.h"
@@ -132,8 +134,8 @@ static void replica_work(const mm_build_spec *spec, const mm_enc_spec *e, int n,
         }
 }
 
-/* The encoders' work per encoder rank (docs/multimodal.md, "Encoder load
- * imbalance"): on the LLM's GPUs (colocated, homogeneous) every encoder's
+/* The encoders' work per encoder rank (docs/multimodal.md, "Each encoder
+ * rank encodes its own samples"): on the LLM's GPUs (colocated, homogeneous) every encoder's
  * work on a GPU adds up and the statistic is over GPUs (units of gcd tp,
  * or LLM replicas); on GPUs of their own (pipeline, disjoint) each encoder
  * has its own ranks and the statistic is the largest over encoders. */
