@@ -1,5 +1,6 @@
 /* test_mm.c - multimodal fidelity (issue 13) against hand-computed numbers:
- * a colocated encoder's ranks encode their own samples, LLaVA's stage-1 and
+ * a colocated encoder's ranks encode their own samples (a second, audio
+ * encoder's too, as drawn and post-balanced), LLaVA's stage-1 and
  * stage-2 freezing (memory and which passes run), padded tokens, memory
  * that follows the data (OOM in exactly the iteration that does not fit),
  * every placement under every schedule, `mmsim plan` going on past a
@@ -145,6 +146,46 @@ START_TEST(second_colocated_encoder_ranks)
         double imb = audio_tp == 1 ? 2 * (v + a) / (2 * v + a) : 1.0, ex = audio_tp == 1 ? a / 2 : 0.0;
         ck_assert_msg(fabs(m.encoder_load_imbalance - imb) < 1e-12, "%.12f vs %.12f", m.encoder_load_imbalance, imb);
         ck_assert_msg(fabs(m.encoder_excess_s - ex) < 1e-12, "%.12g vs %.12g", m.encoder_excess_s, ex);
+        mm_metrics_free(&m);
+        mm_sim_timeline_free(&tl);
+        done(&sim, &sc_sim);
+    }
+}
+END_TEST
+
+/* Post-balance's encoder phase balances the combined encoder cost: as
+ * drawn DP rank 0 encodes both audio samples (V = F+B(4 tiles) + A =
+ * F+B(4 clips) against V alone), post-balance deals one to each rank (V +
+ * F+B(2 clips) on both, imbalance 1).  Balancing the vision cost alone,
+ * as before, left both on rank 0 (the samples' tiles are equal). */
+START_TEST(post_balance_deals_the_audio)
+{
+    for (int pb = 0; pb < 2; pb++) {
+        const char *sets[] = {"model=tests/data/mm/vision-audio.yaml", "cluster.topology=tests/data/mm/two-gpu.yaml",
+                              "cluster.nodes=1", "parallel.llm={tp: 1, pp: 1, dp: 2}",
+                              "parallel.vision={tp: 1, pp: 1, dp: 2}", "parallel.audio={tp: 1, pp: 1, dp: 2}",
+                              "parallel.placement=colocated", "train.global_batch=4",
+                              "workload=tests/data/mm/audio-on-rank0.csv", "iterations=1",
+                              pb ? "batching=post-balance" : "batching=sequential"};
+        mm_sim sim;
+        mm_scenario sc_sim = {0};
+        load(&sim, &sc_sim, sets, 11);
+        mm_metrics m;
+        mm_sim_timeline tl;
+        run(&sim, &m, &tl);
+        ck_assert(!m.oom);
+        double v = enc_fb(&sim, 0, 4, 1), a4 = enc_fb(&sim, 1, 4, 1), a2 = enc_fb(&sim, 1, 2, 1);
+        double t[2];
+        for (int r = 0; r < 2; r++) {
+            double aud = op_sum(&tl.graph, 2, MM_CAT_FWD, r) + op_sum(&tl.graph, 2, MM_CAT_BWD, r);
+            double want = pb ? a2 : r == 0 ? a4 : 0;
+            ck_assert_msg(fabs(aud - want) <= 1e-12 * a4, "%s rank %d audio %.12g vs %.12g", sets[10], r, aud, want);
+            t[r] = v + want;
+        }
+        double imb = 2 * fmax(t[0], t[1]) / (t[0] + t[1]);
+        ck_assert_msg(fabs(m.encoder_load_imbalance - imb) < 1e-12, "%s: %.12f vs %.12f", sets[10],
+                      m.encoder_load_imbalance, imb);
+        ck_assert(pb ? imb == 1.0 : imb > 1.1);
         mm_metrics_free(&m);
         mm_sim_timeline_free(&tl);
         done(&sim, &sc_sim);
@@ -614,6 +655,7 @@ static Suite *suite(void)
     tcase_add_test(t, pipeline_placement_with_interleaving);
     tcase_add_test(t, colocated_audio_ranks);
     tcase_add_test(t, second_colocated_encoder_ranks);
+    tcase_add_test(t, post_balance_deals_the_audio);
     tcase_add_test(t, per_module_recompute);
     tcase_add_test(t, frozen_bad_input);
     tcase_add_test(t, plan_goes_on);
