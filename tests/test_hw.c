@@ -4,6 +4,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hw/compute.h"
 #include "hw/net.h"
@@ -132,6 +133,35 @@ START_TEST(bad_topologies)
 }
 END_TEST
 
+/* The kernel tables are the cluster's, on the heap and sized to their
+ * files: the H100 GEMM grid's every listed shape reads back exactly;
+ * mm_cluster_free empties them and may be called again; a topology whose
+ * second table is bad fails naming that file and leaves nothing allocated
+ * (the sanitizer build's leak check sees the GEMM table read before it). */
+START_TEST(kernel_tables_owned)
+{
+    mm_cluster c;
+    mm_err err;
+    ck_assert_int_eq(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err), 0);
+    const mm_gemm_table *g = &c.gpu.kernels.gemm;
+    ck_assert(c.gpu.kernels.has_gemm && g->tflops && g->nm > 1 && g->nn > 1 && g->nk > 1);
+    ck_assert(c.gpu.kernels.has_attn && c.gpu.kernels.attn.n > 0 && c.gpu.kernels.attn.c);
+    for (int i = 0; i < g->nm; i++)
+        for (int j = 0; j < g->nn; j++)
+            for (int l = 0; l < g->nk; l++) {
+                double v = g->tflops[((size_t)i * g->nn + j) * g->nk + l];
+                ck_assert(v > 0 && v == mm_gemm_table_tflops(g, g->m[i], g->n[j], g->k[l]));
+            }
+    mm_cluster_free(&c);
+    ck_assert(!c.gpu.kernels.has_gemm && !c.gpu.kernels.gemm.tflops && !c.gpu.kernels.attn.c);
+    mm_cluster_free(&c);
+    ck_assert_int_eq(mm_cluster_load("tests/data/hw/bad-second-table.yaml", 1, &c, &err), -MM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.file, "attn-bad-pass.csv"));
+    ck_assert_str_eq(err.key, "pass");
+    ck_assert(!c.gpu.kernels.gemm.tflops && !c.gpu.kernels.attn.c);
+}
+END_TEST
+
 static Suite *hw_suite(void)
 {
     Suite *s = suite_create("hw");
@@ -142,6 +172,7 @@ static Suite *hw_suite(void)
     tcase_add_test(tc, rails_limit_sparse_groups);
     tcase_add_test(tc, roofline);
     tcase_add_test(tc, bad_topologies);
+    tcase_add_test(tc, kernel_tables_owned);
     suite_add_tcase(s, tc);
     return s;
 }
