@@ -153,6 +153,49 @@ START_TEST(second_colocated_encoder_ranks)
 }
 END_TEST
 
+/* Bytes of the sendrecv pairs of one module (forward and backward). */
+static double pair_bytes(const mm_graph *g, int module)
+{
+    double by = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].module == module && g->ops[i].coll >= 0 && g->colls[g->ops[i].coll].kind == MM_COLL_SENDRECV)
+            by += g->colls[g->ops[i].coll].bytes;
+    return by;
+}
+
+/* The second encoder reshards pair by pair as the first: LLM pp 2 on two
+ * GPUs, so encoder rank 1 (GPU 1, stage 1) hands its sample's embeddings
+ * to the first stage: vision its 2 tiles' tokens, audio its 60 s' tokens,
+ * 2 bytes x hidden each, forward and back; rank 0 is on the first stage
+ * and sends nothing. */
+START_TEST(second_encoder_pair_bytes)
+{
+    const char *sets[] = {"model=tests/data/mm/vision-audio.yaml", "cluster.topology=tests/data/mm/two-gpu.yaml",
+                          "cluster.nodes=1", "parallel.llm={tp: 1, pp: 2, dp: 1}",
+                          "parallel.vision={tp: 1, pp: 1, dp: 2}", "parallel.audio={tp: 1, pp: 1, dp: 2}",
+                          "parallel.placement=colocated", "train.global_batch=2",
+                          "workload=tests/data/mm/audio-on-one.csv", "iterations=1"};
+    mm_sim sim;
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 10);
+    mm_metrics m;
+    mm_sim_timeline tl;
+    run(&sim, &m, &tl);
+    ck_assert(!m.oom);
+    mm_sample s1 = {.text_tokens = 100, .images = 1, .tiles = 2, .audio_s = 60};
+    double aud = (double)mm_sample_audio_tokens(&s1, &sim.tm), vis = (double)mm_sample_mm_tokens(&s1, &sim.tm) - aud;
+    double per_tok = 2.0 * (double)sim.llm.hidden;
+    ck_assert(aud == 1500 && vis > 0);
+    ck_assert_msg(fabs(pair_bytes(&tl.graph, 2) - 2 * aud * per_tok) < 1e-6, "audio %.0f vs %.0f",
+                  pair_bytes(&tl.graph, 2), 2 * aud * per_tok);
+    ck_assert_msg(fabs(pair_bytes(&tl.graph, 1) - 2 * vis * per_tok) < 1e-6, "vision %.0f vs %.0f",
+                  pair_bytes(&tl.graph, 1), 2 * vis * per_tok);
+    mm_metrics_free(&m);
+    mm_sim_timeline_free(&tl);
+    done(&sim, &sc_sim);
+}
+END_TEST
+
 /* Post-balance's encoder phase balances the combined encoder cost: as
  * drawn DP rank 0 encodes both audio samples (V = F+B(4 tiles) + A =
  * F+B(4 clips) against V alone), post-balance deals one to each rank (V +
@@ -656,6 +699,7 @@ static Suite *suite(void)
     tcase_add_test(t, colocated_audio_ranks);
     tcase_add_test(t, second_colocated_encoder_ranks);
     tcase_add_test(t, post_balance_deals_the_audio);
+    tcase_add_test(t, second_encoder_pair_bytes);
     tcase_add_test(t, per_module_recompute);
     tcase_add_test(t, frozen_bad_input);
     tcase_add_test(t, plan_goes_on);
