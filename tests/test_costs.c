@@ -161,6 +161,28 @@ START_TEST(per_layer_gemms_a100)
 }
 END_TEST
 
+/* topologies/kernels/a100-gemm.csv is what scripts/derive/a100-gemm
+ * writes (docs/frameworks.md, "Both GPUs' GEMM tables"): at every grid
+ * point the H100 sweep x 242.6 / 780.2, to the 0.1 TFLOP/s it is printed
+ * with.  A hand edit of either table without rerunning the script fails. */
+START_TEST(a100_gemm_derived)
+{
+    static mm_gemm_table a, h;
+    mm_err err;
+    ck_assert_msg(mm_gemm_table_load("topologies/kernels/a100-gemm.csv", &a, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_gemm_table_load("topologies/kernels/h100-gemm.csv", &h, &err) == 0, "%s", err.msg);
+    ck_assert(a.nm == h.nm && a.nn == h.nn && a.nk == h.nk);
+    for (int i = 0; i < a.nm; i++)
+        for (int j = 0; j < a.nn; j++)
+            for (int k = 0; k < a.nk; k++) {
+                double want = mm_gemm_table_tflops(&h, a.m[i], a.n[j], a.k[k]) * 242.6 / 780.2;
+                double got = mm_gemm_table_tflops(&a, a.m[i], a.n[j], a.k[k]);
+                ck_assert_msg(fabs(got - want) <= 0.05 + 1e-9, "(%g, %g, %g): %g vs %g", a.m[i], a.n[j], a.k[k], got,
+                              want);
+            }
+}
+END_TEST
+
 /* Same file: Llama-3.1-8B at 8k on 8 H200s, FA3 attention kernels at 447
  * TFLOP/s (causal FLOPs) forward+backward inside a DeepSpeed step.  Our
  * fwd (602) and bwd (521, derived) table values give ~542 for the pair:
@@ -483,6 +505,7 @@ int main(void)
     tcase_add_test(tc, bad_csv_errors);
     tcase_add_test(tc, topology_tables);
     tcase_add_test(tc, per_layer_gemms_a100);
+    tcase_add_test(tc, a100_gemm_derived);
     tcase_add_test(tc, attention_vs_llama_step);
     tcase_add_test(tc, run_uses_tables);
     tcase_add_test(tc, published_param_counts);
