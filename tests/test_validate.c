@@ -114,15 +114,21 @@ END_TEST
  *
  * Issue 15 asks for 10 % on every row.  F is asserted at 10 %; W (+5 to
  * +13 %) and B (+11 to +24 %) are not there on every row and are asserted
- * within 14 % and 25 % (regression bounds, not the target;
- * docs/validation.md says which rows and what is known), T_comm within a
- * factor 5. */
+ * per row just above today's errors (regression bounds, not the target;
+ * docs/validation.md says what is known), T_comm within a factor 5. */
 typedef struct zb_row {
     const char *model;
     int layers, p, mb;
+    double tol_b, tol_w; /* this row's bounds on |B|, |W| relative error */
 } zb_row;
 
-static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6}, {"6.2B", 30, 8, 3}, {"14.6B", 46, 16, 1}, {"28.3B", 62, 32, 1}};
+/* F at the issue's 10 % everywhere; B and W a point or two above what the
+ * model gives today (docs/validation.md): 1.5B B +23.6 % W +7.2 %, 6.2B
+ * +14.8 % / +8.0 %, 14.6B +12.2 % / +12.4 %, 28.3B +11.3 % / +13.4 %. */
+static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.25, 0.09},
+                                 {"6.2B", 30, 8, 3, 0.16, 0.10},
+                                 {"14.6B", 46, 16, 1, 0.14, 0.14},
+                                 {"28.3B", 62, 32, 1, 0.13, 0.15}};
 
 /* The runtime's median stage of one pass (zb_schedules.py): stage k runs
  * its layers, the first also the embedding, the last the head. */
@@ -214,8 +220,8 @@ START_TEST(zero_bubble_pass_times)
                "p2p %.3f/%.3f (%+5.1f%%)\n",
                model, p, m, F, tf, 100 * (F / tf - 1), B, tb, 100 * (B / tb - 1), W, tw, 100 * (W / tw - 1), C, tc,
                100 * (C / tc - 1));
-        ck_assert_msg(fabs(W / tw - 1) <= 0.14, "%s W %.2f vs %.2f ms", model, W, tw);
-        ck_assert_msg(fabs(B / tb - 1) <= 0.25, "%s B %.2f vs %.2f ms", model, B, tb);
+        ck_assert_msg(fabs(W / tw - 1) <= r->tol_w, "%s W %.2f vs %.2f ms", model, W, tw);
+        ck_assert_msg(fabs(B / tb - 1) <= r->tol_b, "%s B %.2f vs %.2f ms", model, B, tb);
         ck_assert_msg(fabs(F / tf - 1) <= 0.10, "%s F %.2f vs %.2f ms", model, F, tf);
         ck_assert_msg(C > tc / 5 && C < tc, "%s p2p %.3f vs %.3f ms", model, C, tc);
         rows++;
