@@ -11,11 +11,14 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "engine/engine.h"
 #include "hw/cluster.h"
 #include "hw/coll.h"
 #include "hw/net.h"
+#include "mmsim_exe.h"
 
 static mm_cluster load(const char *path, int nodes)
 {
@@ -169,6 +172,31 @@ START_TEST(bad_topologies)
 }
 END_TEST
 
+/* `mmsim collective --op sendrecv --comm-ranks 8` times ZB's 6.2B hop (one
+ * activation, 25.2 MB, on an 8-rank communicator: 4 channels) as the
+ * library does; --comm-ranks with another collective is refused (exit 2). */
+START_TEST(cli_comm_ranks)
+{
+    char dir[256], out[8192], err[2048];
+    mmx_tmpdir(dir, sizeof dir, "p2p");
+    ck_assert_int_eq(mmx_run(dir, NULL, "collective --cluster topologies/dgx-a100.yaml --op sendrecv --min 25165824 "
+                                        "--max 25165824 --comm-ranks 8 --network analytic --json",
+                             out, sizeof out, err, sizeof err), 0);
+    const char *t = strstr(out, "\"time_us\":");
+    ck_assert_ptr_nonnull(t);
+    double us = atof(t + 10);
+    mm_cluster c = load("topologies/dgx-a100.yaml", 1);
+    double want = pair_time(&c, 0, 1, 25165824, 8, 1) * 1e6;
+    ck_assert_msg(fabs(us - want) < 0.01, "%g vs %g us", us, want);
+    ck_assert_int_eq(mmx_run(dir, NULL, "collective --cluster topologies/dgx-a100.yaml --op allreduce --comm-ranks 8",
+                             out, sizeof out, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--comm-ranks"));
+    ck_assert_int_eq(mmx_run(dir, NULL, "collective --cluster topologies/dgx-a100.yaml --op sendrecv --comm-ranks 9",
+                             out, sizeof out, err, sizeof err), 2);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 static Suite *p2p_suite(void)
 {
     Suite *s = suite_create("p2p");
@@ -179,6 +207,7 @@ static Suite *p2p_suite(void)
     tcase_add_test(tc, cross_node_hop);
     tcase_add_test(tc, models_agree);
     tcase_add_test(tc, bad_topologies);
+    tcase_add_test(tc, cli_comm_ranks);
     suite_add_tcase(s, tc);
     return s;
 }
