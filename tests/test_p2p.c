@@ -19,6 +19,8 @@
 #include "hw/coll.h"
 #include "hw/net.h"
 #include "mmsim_exe.h"
+#include "parallel/build.h"
+#include "run/exec.h"
 
 static mm_cluster load(const char *path, int nodes)
 {
@@ -197,6 +199,49 @@ START_TEST(cli_comm_ranks)
 }
 END_TEST
 
+/* The builder gives every pipeline transfer its PP group (16 ranks on 2
+ * nodes here), and the executed graph charges each the p2p model's time
+ * for its pair on that communicator: 2 channels inside a node, the NIC
+ * across (stage 7 to 8).  1 ns: the engine's clock. */
+START_TEST(run_charges_pp_communicator)
+{
+    enum { P = 16 };
+    mm_stage_cost st[P];
+    for (int s = 0; s < P; s++)
+        st[s] = (mm_stage_cost){.chunks = 1, .fwd_s = 1e-3, .bwd_s = 2e-3};
+    mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .tp = 1, .pp = P, .dp = 1, .vpp = 1, .m = 4,
+                          .p2p_bytes = 1024.0 * 5120 * 2, .stages = st, .gpus_per_node = 8};
+    mm_graph g;
+    ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
+    mm_cluster c = load("topologies/dgx-a100.yaml", 2);
+    mm_engine *eng = mm_engine_alloc();
+    mm_time *start = malloc(g.n_ops * sizeof *start), *end = malloc(g.n_ops * sizeof *end), t1;
+    mm_err err;
+    ck_assert_int_eq(mm_exec_run(eng, &g, &c, MM_EXEC_NET_ANALYTIC, start, end, &t1, &err), 0);
+    int hops = 0, cross = 0;
+    for (uint32_t i = 0; i < g.n_ops; i++) {
+        const mm_op *op = &g.ops[i];
+        if (op->cat != MM_CAT_PP)
+            continue;
+        const mm_coll *cl = &g.colls[op->coll];
+        ck_assert_int_eq(cl->comm_ranks, P);
+        ck_assert_int_eq(cl->comm_nodes, 2);
+        const int *pair = g.gpus + cl->gpu_off;
+        double want = pair_time(&c, pair[0], pair[1], spec.p2p_bytes, P, 2);
+        double got = (double)(end[i] - start[i]) * 1e-9;
+        ck_assert_msg(fabs(got - want) < 1e-9, "%d -> %d: %g vs %g s", pair[0], pair[1], got, want);
+        hops++;
+        cross += pair[0] / 8 != pair[1] / 8;
+    }
+    ck_assert_int_eq(hops, 2 * 4 * (P - 1)); /* forward and backward, every micro-batch and boundary */
+    ck_assert_int_eq(cross, 2 * 4);
+    free(start);
+    free(end);
+    mm_engine_free(eng);
+    mm_graph_free(&g);
+}
+END_TEST
+
 static Suite *p2p_suite(void)
 {
     Suite *s = suite_create("p2p");
@@ -208,6 +253,7 @@ static Suite *p2p_suite(void)
     tcase_add_test(tc, models_agree);
     tcase_add_test(tc, bad_topologies);
     tcase_add_test(tc, cli_comm_ranks);
+    tcase_add_test(tc, run_charges_pp_communicator);
     suite_add_tcase(s, tc);
     return s;
 }
