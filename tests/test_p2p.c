@@ -199,8 +199,8 @@ START_TEST(cli_comm_ranks)
 }
 END_TEST
 
-/* The builder gives every pipeline transfer its PP group (16 ranks on 2
- * nodes here), and the executed graph charges each the p2p model's time
+/* The builder gives every pipeline transfer of a batched schedule its PP
+ * group (16 ranks on 2 nodes here), and the executed graph charges each the p2p model's time
  * for its pair on that communicator: 2 channels inside a node, the NIC
  * across (stage 7 to 8).  1 ns: the engine's clock. */
 START_TEST(run_charges_pp_communicator)
@@ -238,6 +238,21 @@ START_TEST(run_charges_pp_communicator)
     free(start);
     free(end);
     mm_engine_free(eng);
+    mm_graph_free(&g);
+    /* the interleaved schedule overlaps its sends: one isend/irecv each, on
+     * the pair's own communicator (comm 0) */
+    mm_stage_cost st2[2 * P];
+    for (int s = 0; s < 2 * P; s++)
+        st2[s] = (mm_stage_cost){.chunks = 1, .fwd_s = 1e-3, .bwd_s = 2e-3};
+    spec.schedule = MM_SCHEDULE_INTERLEAVED, spec.vpp = 2, spec.m = P, spec.stages = st2;
+    ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
+    hops = 0;
+    for (uint32_t i = 0; i < g.n_ops; i++)
+        if (g.ops[i].cat == MM_CAT_PP) {
+            ck_assert_int_eq(g.colls[g.ops[i].coll].comm_ranks, 0);
+            hops++;
+        }
+    ck_assert_int_gt(hops, 0);
     mm_graph_free(&g);
 }
 END_TEST

@@ -33,16 +33,19 @@ void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_br
     }
     int next = tp * cp * dp;
     if (sp->pp > 1 && next < mm_cluster_gpus(c)) {
-        /* on the PP group's communicator: stage s on GPU s x next */
-        int nodes = 0, last = -1, hops = 0;
+        /* on the PP group's communicator (stage s on GPU s x next), or the
+         * pair's under the interleaved schedule, as build_llm.c */
+        int nodes = 0, last = -1, hops = 0, ranks = sp->pp;
         for (int s = 0; s < sp->pp; s++) {
             int node = mm_cluster_node_of(c, s * next);
             nodes += node != last, last = node;
         }
+        if (sp->schedule == MM_SCHEDULE_INTERLEAVED)
+            ranks = nodes = 0;
         double S = sp->p2p_bytes / (tp * cp), sum = 0;
-        bk->p2p_s = mm_net_p2p_pair_time(c, 0, next, S, sp->pp, nodes);
+        bk->p2p_s = mm_net_p2p_pair_time(c, 0, next, S, ranks, nodes);
         for (int s = 0; s + 1 < sp->pp && (s + 1) * next < mm_cluster_gpus(c); s++, hops++)
-            sum += mm_net_p2p_pair_time(c, s * next, (s + 1) * next, S, sp->pp, nodes);
+            sum += mm_net_p2p_pair_time(c, s * next, (s + 1) * next, S, ranks, nodes);
         bk->p2p_hop_mean_s = sum / hops;
     }
     if (dp > 1 && sp->stages && dp <= n && (dp - 1) * tp * cp < mm_cluster_gpus(c)) {
