@@ -105,6 +105,31 @@ START_TEST(hop_on_few_channels)
 }
 END_TEST
 
+/* The derived H100 curves (topologies/kernels/h100-nvlink-sendrecv.csv,
+ * ib400-sendrecv.csv): a channel at 0.3971 x 450 / 8 = 22.3 GB/s (the A100
+ * rate x 38.7/24.0), the link at 0.6503 x 450 GB/s; across nodes 4
+ * network channels x 14 GB/s above the NIC's 0.9695 x 50 GB/s, but under
+ * the wire model's all-reduce rate (375 / 400 x 50 GB/s), so the wire's
+ * time stands.  Exact to rounding. */
+START_TEST(h100_derived)
+{
+    const char *files[] = {"topologies/dgx-h100.yaml", "topologies/hgx-h200.yaml",
+                           "topologies/dgx-h100-fattree-2to1.yaml"};
+    for (int f = 0; f < 3; f++) {
+        mm_cluster h = load(files[f], 2);
+        double S = 1024.0 * 6 * 2304 * 2, beta = 0.3971 * 450e9 / 8;
+        ck_assert_int_eq(mm_net_p2p_channels(&h, 8, 1, S), 4);
+        ck_assert_int_eq(mm_net_p2p_channels(&h, 16, 2, S), 4); /* the network's 4 */
+        double t = pair_time(&h, 0, 1, S, 8, 1);
+        ck_assert_msg(fabs(t - (9.85e-6 + S / (4 * beta))) < 1e-12, "%s: %g s", files[f], t);
+        double big = 1024 * MiB;
+        ck_assert(fabs(pair_time(&h, 0, 1, big, 8, 1) - (9.85e-6 + big / (0.6503 * 450e9))) < 1e-12);
+        double x = pair_time(&h, 0, 8, S, 16, 2);
+        ck_assert_msg(fabs(x - (3e-6 + S / (50e9 * 375.0 / 400))) < 1e-12, "%s: %g s", files[f], x);
+    }
+}
+END_TEST
+
 /* Across nodes: 2 network channels x 14 GB/s exceed the 200 Gb/s NIC's
  * measured 24.24 GB/s, so the NIC bounds it; the fixed time adds the
  * fabric's per-hop latency (3 us) under one leaf. */
@@ -265,6 +290,7 @@ static Suite *p2p_suite(void)
     tcase_add_test(tc, curve_rows_reproduced);
     tcase_add_test(tc, hop_on_few_channels);
     tcase_add_test(tc, cross_node_hop);
+    tcase_add_test(tc, h100_derived);
     tcase_add_test(tc, models_agree);
     tcase_add_test(tc, bad_topologies);
     tcase_add_test(tc, cli_comm_ranks);
