@@ -54,6 +54,8 @@ START_TEST(nccl_channel_rule)
     /* a cluster without a curve: one channel, never used for time */
     mm_cluster p = load("topologies/pcie-8gpu.yaml", 1);
     ck_assert_int_eq(mm_net_p2p_channels(&p, 8, 1, 128 * MiB), 1);
+    mm_cluster_free(&c);
+    mm_cluster_free(&p);
 }
 END_TEST
 
@@ -76,6 +78,7 @@ START_TEST(curve_rows_reproduced)
         double t = pair_time(&c, 0, 1, S, c.gpus_per_node, 1);
         ck_assert_msg(fabs(t / measured - 1) < 0.04, "%g B: %g vs %g s", S, t, measured);
     }
+    mm_cluster_free(&c);
 }
 END_TEST
 
@@ -102,6 +105,8 @@ START_TEST(hop_on_few_channels)
     mm_group_shape_of(&p, g, 2, &s);
     ck_assert(mm_net_p2p_extra(&p, &s, S8) == 0);
     ck_assert(isnan(mm_net_p2p_time(&p, &s, S8)));
+    mm_cluster_free(&c);
+    mm_cluster_free(&p);
 }
 END_TEST
 
@@ -126,6 +131,7 @@ START_TEST(h100_derived)
         ck_assert(fabs(pair_time(&h, 0, 1, big, 8, 1) - (9.85e-6 + big / (0.6503 * 450e9))) < 1e-12);
         double x = pair_time(&h, 0, 8, S, 16, 2);
         ck_assert_msg(fabs(x - (3e-6 + S / (50e9 * 375.0 / 400))) < 1e-12, "%s: %g s", files[f], x);
+        mm_cluster_free(&h);
     }
 }
 END_TEST
@@ -141,6 +147,7 @@ START_TEST(cross_node_hop)
     ck_assert_msg(fabs(t - (9.85e-6 + 3e-6 + S / nic)) < 1e-12, "%g s", t);
     /* slower than the NVLink hop of the same communicator */
     ck_assert(t > pair_time(&c, 6, 7, S, 16, 2));
+    mm_cluster_free(&c);
 }
 END_TEST
 
@@ -177,6 +184,7 @@ START_TEST(models_agree)
         double want = pair_time(&c, pairs[k][0], pairs[k][1], S, 16, 2);
         ck_assert_msg(fabs(t[0] - want) < 2e-9 && fabs(t[1] - want) < 2e-9, "%g %g vs %g s", t[0], t[1], want);
     }
+    mm_cluster_free(&c);
 }
 END_TEST
 
@@ -221,6 +229,7 @@ START_TEST(cli_comm_ranks)
     ck_assert_int_eq(mmx_run(dir, NULL, "collective --cluster topologies/dgx-a100.yaml --op sendrecv --comm-ranks 9",
                              out, sizeof out, err, sizeof err), 2);
     mmx_rmdir(dir);
+    mm_cluster_free(&c);
 }
 END_TEST
 
@@ -279,6 +288,7 @@ START_TEST(run_charges_pp_communicator)
         }
     ck_assert_int_gt(hops, 0);
     mm_graph_free(&g);
+    mm_cluster_free(&c);
 }
 END_TEST
 
