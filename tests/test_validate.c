@@ -254,7 +254,7 @@ START_TEST(flash_attention_speedups)
                 {"1.3b", 8192, {72, 170, 220}},
                 {"2.7b", 2048, {149, 189, 205}},
                 {"2.7b", 8192, {80, 175, 225}}};
-    static const char *const attn[] = {"unfused", "flash1", "flash2"};
+    static const char *const attn[] = {"unfused-eager", "flash1", "flash2"};
     static const char *const rec[] = {"none", "selective", "full"};
     for (int r = 0; r < 4; r++) {
         double best[3] = {0, 0, 0};
