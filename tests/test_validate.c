@@ -27,7 +27,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     snprintf(sets[6], 128, "train.seq_len=%d", s);
     snprintf(sets[7], 128, "train.recompute=full");
     snprintf(sets[8], 128, "train.framework=megatron-local");
-    snprintf(sets[9], 128, "train.zero=1");
+    snprintf(sets[9], 128, "train.zero=0");
     snprintf(sets[10], 128, "iterations=1");
     snprintf(sets[11], 128, "network=analytic");
     snprintf(sets[12], 128, "train.precision=fp16");
