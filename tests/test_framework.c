@@ -200,10 +200,12 @@ START_TEST(activation_memory_by_attention_kernel)
     const char *base[] = {"cluster.topology=topologies/dgx-h100.yaml", "parallel.llm={tp: 1, pp: 1, dp: 8}",
                           "train.seq_len=4096", "train.micro_batch=1", "train.global_batch=64",
                           "train.zero=1", "train.recompute=none", NULL};
-    double gib[2];
-    bool oom[2];
-    for (int u = 0; u < 2; u++) {
-        base[7] = u ? "train.attention=unfused" : "train.attention=auto";
+    double gib[3];
+    bool oom[3];
+    static const char *const attn[] = {"train.attention=auto", "train.attention=unfused",
+                                       "train.attention=unfused-eager"};
+    for (int u = 0; u < 3; u++) {
+        base[7] = attn[u];
         static mm_sim sim;
         prepare(&sim, base, 8);
         mm_sim_memory mem;
@@ -217,6 +219,8 @@ START_TEST(activation_memory_by_attention_kernel)
     ck_assert_msg(!oom[0] && oom[1], "fused %g GiB, unfused %g GiB", gib[0], gib[1]);
     ck_assert_msg(fabs(gib[1] - gib[0] - 80.0) < 1e-9, "difference %g GiB", gib[1] - gib[0]);
     ck_assert_msg(fabs(gib[0] - 64.7) < 0.05, "fused %g GiB", gib[0]);
+    /* the eager core (flash-attn's SelfAttention) keeps the same scores */
+    ck_assert_msg(oom[2] && gib[2] == gib[1], "eager %g GiB, unfused %g GiB", gib[2], gib[1]);
     /* every profile on its own kernel: megatron-local's default is the
      * unfused core (no --use-flash-attn), OOM at the same 144.7 GiB; fsdp's
      * FlashAttention-2 with fp32 gradients holds megatron-core's 64.7;
