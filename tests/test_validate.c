@@ -2,7 +2,8 @@
  * weak-scaling table (Narayanan et al., SC'21, Table 1;
  * tests/data/megatron/table1.csv): each row simulated as
  * scripts/validate/megatron does (its header explains every choice: the
- * framework of the time, megatron-local with unfused attention, fp16);
+ * framework of the time, megatron-local with unfused attention, fp16, no
+ * distributed optimizer);
  * hardware TFLOP/s per GPU must be within 6 % of the published value on
  * every row and within 3 % on average (issue 15).  Built only without
  * sanitizers: the ten largest scenarios of the suite. */
