@@ -156,6 +156,16 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
     if (op->stream != MM_STREAM_NONE) {
         size_t s = stream_of(op);
         st->head[s]++;
+        /* the stream's next ops are touched soon (ready, started, done):
+         * fetch their records ahead, as the rank's cursor is one of
+         * hundreds that the hardware prefetcher does not follow */
+        uint32_t pos = st->g->stream_off[s] + st->head[s] + 2;
+        if (pos < st->g->stream_off[s + 1]) {
+            uint32_t ahead = st->g->stream_ops[pos];
+            __builtin_prefetch(&st->x[ahead], 1);
+            __builtin_prefetch(&st->start[ahead], 1);
+            __builtin_prefetch(&st->end[ahead], 1);
+        }
         try_stream(st, s);
     }
     for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
