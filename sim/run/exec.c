@@ -165,6 +165,12 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
             __builtin_prefetch(&st->x[ahead], 1);
             __builtin_prefetch(&st->start[ahead], 1);
             __builtin_prefetch(&st->end[ahead], 1);
+            __builtin_prefetch(&st->g->stream_ops[pos + 16], 0);
+            int32_t c = st->x[st->g->stream_ops[pos - 1]].coll;
+            if (c >= 0) {
+                __builtin_prefetch(&st->g->colls[c], 0);
+                __builtin_prefetch(&st->coll_arrived[c], 1);
+            }
         }
         try_stream(st, s);
     }
