@@ -87,9 +87,31 @@ typedef struct mm_graph {
     /* Program order per (rank, stream): op ids, CSR after finish. */
     uint32_t *stream_ops;
     uint32_t *stream_off;    /* n_ranks * MM_STREAM_COUNT + 1 */
+    /* A counting graph (mm_graph_init_counting) stores nothing: its adds
+     * only count ops, collectives, group members, edges and rank GPUs, so
+     * that a build can be run once to size the real graph's arrays. */
+    int counting;
+    uint32_t n_rank_gpus;    /* counting: rank GPUs recorded */
+    uint32_t cap_rank_gpus;  /* room in rank_gpus */
 } mm_graph;
 
+/* What a graph holds, to reserve its arrays once (mm_graph_reserve). */
+typedef struct mm_graph_size {
+    uint32_t ops, colls, gpus, rank_gpus;
+    size_t edges;
+} mm_graph_size;
+
 int mm_graph_init(mm_graph *g, int n_ranks);
+/* A graph that only counts (see mm_graph.counting); mm_graph_finish and
+ * mm_graph_free leave it as it is. */
+int mm_graph_init_counting(mm_graph *g, int n_ranks);
+/* What a (counting or real) graph holds so far. */
+mm_graph_size mm_graph_size_of(const mm_graph *g);
+/* Allocates the arrays for sz at once (an empty graph, after init), so that
+ * building into it never grows them.  Returns 0 or -1. */
+int mm_graph_reserve(mm_graph *g, const mm_graph_size *sz);
+/* Tags op `id` with module m (no-op on a counting graph). */
+void mm_graph_set_module(mm_graph *g, uint32_t id, int m);
 void mm_graph_free(mm_graph *g);
 /* Appends an op; program order on its stream is the order of appending.
  * Returns the op id, or -1 when out of memory. */
