@@ -640,6 +640,71 @@ static int lone_rate(mm_flownet *fn, size_t L, uint32_t E)
     return 0;
 }
 
+/* Sets a flow's finish from its rate (the completion heap follows). */
+static void set_finish(mm_flownet *fn, flow *f, mm_time now)
+{
+    double left = f->remaining > 0 ? f->remaining : 0;
+    f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
+    fn->heap[f->heap].finish = f->finish;
+    hfix(fn, (uint32_t)f->heap);
+}
+
+/* The component the dirty links reach, when it is trivial, without the
+ * walk: -1 when no dirty link holds a flow (nothing to solve), the flow's
+ * id when one flow alone holds every dirty link that has one and is alone
+ * on each of its own links (up to 64 route entries), else -2 (walk). */
+static int32_t trivial_component(const mm_flownet *fn)
+{
+    int32_t lone = -1;
+    for (uint32_t i = 0; i < fn->dirty.n; i++) {
+        const flink *lv = &fn->l[fn->dirty.v[i]];
+        if (lv->n == 0)
+            continue;
+        if (lv->n > 1 || (lone >= 0 && lv->v[0].flow != lone))
+            return -2;
+        lone = lv->v[0].flow;
+    }
+    if (lone >= 0) {
+        const flow *f = &fn->f[lone];
+        if (f->len > 64)
+            return -2;
+        for (int k = 0; k < f->len; k++)
+            if (fn->l[f->r[k].lk].n != 1)
+                return -2;
+    }
+    return lone;
+}
+
+/* A flow alone on its links: its tightest link's share, as lone_rate
+ * computes it (each link's coefficients summed in route order, then the
+ * smallest cap / W over the links with W > 0). */
+static void commit_lone(mm_flownet *fn, int32_t id, mm_time now)
+{
+    flow *f = &fn->f[id];
+    f->remaining -= f->rate * (double)(now - f->t_last) * 1e-9;
+    f->t_last = now;
+    int32_t uniq[64];
+    double w[64], best = INFINITY;
+    int nu = 0;
+    for (int k = 0; k < f->len; k++) {
+        int j = 0;
+        while (j < nu && uniq[j] != f->r[k].lk)
+            j++;
+        if (j == nu) {
+            uniq[nu] = f->r[k].lk;
+            w[nu++] = 0;
+        }
+        w[j] += f->r[k].cf;
+    }
+    for (int j = 0; j < nu; j++) {
+        double cap = fn->l[uniq[j]].capacity;
+        if (w[j] > 0 && cap / w[j] < best)
+            best = cap / w[j];
+    }
+    f->rate = best;
+    set_finish(fn, f, now);
+}
+
 int mm_flownet_commit(mm_flownet *fn)
 {
     if (!fn->dirty.n) {
@@ -647,6 +712,17 @@ int mm_flownet_commit(mm_flownet *fn)
         return 0;
     }
     mm_time now = mm_engine_now(fn->eng);
+    /* the common changes: a flow that ran alone ended, or one starts alone */
+    int32_t lone = trivial_component(fn);
+    if (lone != -2) {
+        ++fn->stamp;
+        fn->dirty.n = 0;
+        if (lone >= 0)
+            commit_lone(fn, lone, now);
+        fn->solves++;
+        reschedule(fn);
+        return 0;
+    }
     uint32_t st = ++fn->stamp;
     if (component(fn, st))
         return -1;
@@ -691,10 +767,7 @@ int mm_flownet_commit(mm_flownet *fn)
         int32_t id = fn->cfl.v[i];
         flow *f = &fn->f[id];
         f->rate = fn->srate[i];
-        double left = f->remaining > 0 ? f->remaining : 0;
-        f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
-        fn->heap[f->heap].finish = f->finish;
-        hfix(fn, (uint32_t)f->heap);
+        set_finish(fn, f, now);
     }
     reschedule(fn);
     return 0;
