@@ -477,6 +477,40 @@ START_TEST(db_and_no_db_rank_alike)
 }
 END_TEST
 
+/* The planner's in-process rescoring measures only the headline
+ * (mm_sim.headline_only): those numbers must be the full run's bit for
+ * bit, under both network models, with the left-out ones empty. */
+START_TEST(headline_only_same_numbers)
+{
+    static const char *const nets[] = {"network=flow", "network=analytic"};
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"cluster.nodes=2", "iterations=2", nets[k]};
+        mm_scenario sc;
+        mm_sim sim;
+        mm_err err;
+        mm_metrics full, head;
+        ck_assert_int_eq(mm_scenario_load(&sc, NULL, sets, 3, &err), 0);
+        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(mm_sim_run(&sim, &full, NULL, &err), 0);
+        sim.headline_only = true;
+        ck_assert_int_eq(mm_sim_run(&sim, &head, NULL, &err), 0);
+        const double a[] = {full.iteration_time_s, full.tokens_per_s, full.samples_per_s, full.tflops_per_gpu,
+                            full.mfu, full.hfu, full.bubble_fraction, full.peak_memory_gib,
+                            full.stages[0].busy_s, full.stages[1].idle_s};
+        const double b[] = {head.iteration_time_s, head.tokens_per_s, head.samples_per_s, head.tflops_per_gpu,
+                            head.mfu, head.hfu, head.bubble_fraction, head.peak_memory_gib,
+                            head.stages[0].busy_s, head.stages[1].idle_s};
+        ck_assert(memcmp(a, b, sizeof a) == 0);
+        ck_assert(full.crit.n > 0 && head.crit.n == 0);
+        ck_assert(isfinite(full.exposed_comm_s) && isnan(head.exposed_comm_s));
+        mm_metrics_free(&full);
+        mm_metrics_free(&head);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+    }
+}
+END_TEST
+
 static Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");
@@ -492,6 +526,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, cli_json_structure);
     tcase_add_test(tc, cli_stores_every_candidate);
     tcase_add_test(tc, db_and_no_db_rank_alike);
+    tcase_add_test(tc, headline_only_same_numbers);
     suite_add_tcase(s, tc);
     return s;
 }
