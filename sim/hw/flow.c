@@ -427,10 +427,11 @@ static void hset(mm_flownet *fn, uint32_t i, hent e)
     fn->f[e.id].heap = (int32_t)i;
 }
 
-/* Moves entry i up or down to its place (its key changed). */
-static void hfix(mm_flownet *fn, uint32_t i)
+/* Places entry e, whose slot is i, up or down where its key belongs.  The
+ * entry comes in a register: reading it back from the slot just written
+ * with a narrower store stalls on store forwarding. */
+static void hplace(mm_flownet *fn, uint32_t i, hent e)
 {
-    hent e = fn->heap[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
         if (!hless(&e, &fn->heap[p]))
@@ -462,8 +463,8 @@ static int hpush(mm_flownet *fn, int32_t id)
             return -1;
         fn->hcap = nc;
     }
-    fn->heap[fn->hn++] = (hent){fn->f[id].finish, fn->f[id].seq, id};
-    hfix(fn, fn->hn - 1);
+    fn->hn++;
+    hplace(fn, fn->hn - 1, (hent){fn->f[id].finish, fn->f[id].seq, id});
     return 0;
 }
 
@@ -474,8 +475,7 @@ static void hremove(mm_flownet *fn, int32_t id)
     fn->f[id].heap = -1;
     if (last.id == id)
         return;
-    hset(fn, i, last);
-    hfix(fn, i);
+    hplace(fn, i, last);
 }
 
 static void on_event(mm_engine *eng, void *ctx, uint64_t arg);
@@ -640,13 +640,13 @@ static int lone_rate(mm_flownet *fn, size_t L, uint32_t E)
     return 0;
 }
 
-/* Sets a flow's finish from its rate (the completion heap follows). */
-static void set_finish(mm_flownet *fn, flow *f, mm_time now)
+/* Sets flow id's finish from its rate (the completion heap follows). */
+static void set_finish(mm_flownet *fn, int32_t id, mm_time now)
 {
+    flow *f = &fn->f[id];
     double left = f->remaining > 0 ? f->remaining : 0;
     f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
-    fn->heap[f->heap].finish = f->finish;
-    hfix(fn, (uint32_t)f->heap);
+    hplace(fn, (uint32_t)f->heap, (hent){f->finish, f->seq, id});
 }
 
 /* The component the dirty links reach, when it is trivial, without the
@@ -702,7 +702,7 @@ static void commit_lone(mm_flownet *fn, int32_t id, mm_time now)
             best = cap / w[j];
     }
     f->rate = best;
-    set_finish(fn, f, now);
+    set_finish(fn, id, now);
 }
 
 int mm_flownet_commit(mm_flownet *fn)
@@ -767,7 +767,7 @@ int mm_flownet_commit(mm_flownet *fn)
         int32_t id = fn->cfl.v[i];
         flow *f = &fn->f[id];
         f->rate = fn->srate[i];
-        set_finish(fn, f, now);
+        set_finish(fn, id, now);
     }
     reschedule(fn);
     return 0;
