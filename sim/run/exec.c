@@ -306,22 +306,23 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                         .coll = op->coll, .succ_off = op->succ_off, .nsucc = op->nsucc, .deps = op->ndeps,
                         .stream = op->stream, .cat = op->cat};
         start[i] = end[i] = -1;
-        if (g->ops[i].coll >= 0)
-            st.coll_off[g->ops[i].coll + 1]++;
+        if (op->coll >= 0)
+            st.coll_off[op->coll + 1]++;
     }
     for (uint32_t k = 0; k < g->n_colls; k++)
         st.coll_off[k + 1] += st.coll_off[k];
+    /* the later passes read the packed records, not the graph's ops */
     {
         uint32_t *fill = st.coll_arrived; /* reused as a cursor, reset below */
         for (uint32_t i = 0; i < g->n_ops; i++)
-            if (g->ops[i].coll >= 0) {
-                uint32_t k = (uint32_t)g->ops[i].coll;
+            if (st.x[i].coll >= 0) {
+                uint32_t k = (uint32_t)st.x[i].coll;
                 st.coll_ops[st.coll_off[k] + fill[k]++] = i;
             }
         memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
     }
     for (uint32_t i = 0; i < g->n_ops; i++)
-        if (g->ops[i].stream == MM_STREAM_NONE && st.x[i].deps == 0)
+        if (st.x[i].stream == MM_STREAM_NONE && st.x[i].deps == 0)
             arrive(&st, i);
     for (size_t s = 0; s < nstreams; s++)
         try_stream(&st, s);
