@@ -3,8 +3,8 @@
  * key; the profiles say what their framework's code says; the cost bridge
  * applies them: attention kernel by profile and GPU, activation memory by
  * kernel, gradient-reduce dtype, the measured send/recv curve, eager
- * kernels, the optimizer phase, and a breakdown that adds up to the stage
- * times mm_sim_run executes.  Tolerances are stated at each assertion. */
+ * kernels, the optimizer phase, the padding default, and a breakdown that
+ * adds up to the stage times mm_sim_run executes.  Tolerances are stated at each assertion. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,12 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hw/compute.h"
 #include "hw/net.h"
 #include "model/framework.h"
 #include "model/memory.h"
 #include "run/costs.h"
 #include "run/exec.h"
 #include "run/sim.h"
+#include "mmsim_exe.h"
 
 static const char *const profiles[] = {"megatron-core", "megatron-local", "hf-deepspeed", "fsdp"};
 
@@ -100,6 +102,9 @@ START_TEST(bad_profiles_are_refused_by_file_line_and_key)
         {"  hidden_dropout: 0.1", "\n", "kernels.hidden_dropout", 0},
         {"  rope: {kernels: 1", "  rope: {kernels: 0, traffic: 1}\n", "kernels.rope.kernels", 0},
         {"name: megatron-core", "name: megatron-core\nspeed: fast\n", "speed", 0},
+        {"padding: longest", "padding: left\n", "padding", 0},
+        {"padding: longest", "\n", "padding", 0},
+        {"  max_live_mparams: 0", "  max_live_mparams: -1\n", "zero3.max_live_mparams", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -211,6 +216,27 @@ START_TEST(activation_memory_by_attention_kernel)
     ck_assert_msg(!oom[0] && oom[1], "fused %g GiB, unfused %g GiB", gib[0], gib[1]);
     ck_assert_msg(fabs(gib[1] - gib[0] - 80.0) < 1e-9, "difference %g GiB", gib[1] - gib[0]);
     ck_assert_msg(fabs(gib[0] - 64.7) < 0.05, "fused %g GiB", gib[0]);
+    /* every profile on its own kernel: megatron-local's default is the
+     * unfused core (no --use-flash-attn), OOM at the same 144.7 GiB; fsdp's
+     * FlashAttention-2 with fp32 gradients holds megatron-core's 64.7;
+     * hf-deepspeed's 16-bit gradients 2 bytes per parameter less */
+    static const bool fits[] = {true, false, true, true};
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        base[7] = fwk;
+        static mm_sim sim;
+        prepare(&sim, base, 8);
+        mm_sim_memory mem;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
+        double params = (double)mm_llm_params(&sim.llm);
+        double want = i == 1 ? gib[1] : i == 2 ? gib[0] - 2.0 * params / MM_GIB : gib[0];
+        ck_assert_msg(mem.oom == !fits[i] && fabs(mem.peak_gib - want) < 1e-9, "%s: %g GiB, oom %d", profiles[i],
+                      mem.peak_gib, mem.oom);
+        mm_sim_memory_free(&mem);
+        mm_sim_free(&sim);
+    }
 }
 END_TEST
 
@@ -442,9 +468,320 @@ START_TEST(zero3_gathers_by_framework)
     mm_err err;
     ck_assert(mm_llm_load("models/llama-2-7b.json", &m, &err) == 0);
     load_profile("hf-deepspeed", &fw);
+    ck_assert(fw.z3_prefetch_params == 5e7 && fw.z3_max_live_params == 1e9);
     ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 1); /* 5e7 < one 202M-parameter layer */
-    fw.z3_prefetch_params = 1e9;                            /* stage3_max_live_parameters-sized: 4 layers */
+    /* a 1e9 prefetch bucket: DeepSpeed prefetches min(max_live - live,
+     * bucket) = 1e9 - 202.4M = 797.6M parameters, 3 layers of 202.4M (4
+     * without the live limit, 1 under a 5e8 limit) */
+    double layer = (double)mm_llm_layer_params(&m);
+    ck_assert(fabs(layer - 202383360) < 1);
+    fw.z3_prefetch_params = 1e9;
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), (int)floor((1e9 - layer) / layer));
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 3);
+    fw.z3_max_live_params = 0;
     ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 4);
+    fw.z3_max_live_params = 5e8;
+    ck_assert_int_eq(mm_framework_z3_prefetch(&fw, &m), 1);
+}
+END_TEST
+
+/* How much the prefetch hides, as the builder says: a gather may start once
+ * the compute depth + 1 layers back is done and is queued on the DP stream
+ * ahead of the reduce-scatters of the layers still computing.  Llama-2-7B
+ * on 8 H100s, ZeRO-3, one micro-batch, the analytic network: a layer's
+ * gather G (its z3_gathers collectives, each with its latency) is shorter
+ * than its compute, so only the first gather of the forward and of the
+ * backward and the last layer's gradient reduce-scatter RS are exposed:
+ * exposed = 2 G + RS (1 %: the first backward gather also waits for the
+ * head's).  Queued behind the reduce-scatters (the builder before this
+ * test), every backward gather was exposed: ~67 ms instead of ~3. */
+START_TEST(zero3_prefetch_hides_all_but_the_first_gather)
+{
+    const char *fwk[] = {"train.framework=hf-deepspeed", "train.framework=fsdp"};
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"train.zero=3", "cluster.topology=topologies/dgx-h100.yaml", "network=analytic", fwk[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        const mm_stage_cost *st = &c.stages[0];
+        int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        double per = st->param_bytes / st->chunks / n;
+        double G = n * mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, per);
+        double RS = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / st->chunks);
+        ck_assert(G < st->fwd_s / st->chunks); /* the case the formula covers */
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        double want = 2 * G + RS;
+        ck_assert_msg(fabs(m.exposed_comm_s - want) < 0.01 * want, "%s: exposed %g s, 2G + RS = %g s (G %g, RS %g)",
+                      fwk[i], m.exposed_comm_s, want, G, RS);
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+}
+END_TEST
+
+/* train.padding is a profile default: each profile states what its
+ * framework's data pipeline does (megatron-core's multimodal TaskEncoder
+ * and the HF collators pad to the micro-batch's longest sample, the
+ * legacy GPTDataset's samples are --seq-length tokens, torchtitan packs),
+ * the run takes it when the key is auto (the default), and any other value
+ * of the key overrides it.  End to end on LLaVA-1.5's data, micro-batch 4:
+ * auto under hf-deepspeed is bit for bit the explicit `longest`, under
+ * fsdp the explicit `none`; the two differ (padding costs time). */
+static void run_padded(const char *framework, const char *padding, double *t, double *frac, mm_padding *mode)
+{
+    const char *sets[] = {"workload=workloads/llava-1.5-665k.yaml", "model=models/llava-1.5-7b.json",
+                          "cluster.topology=topologies/dgx-a100.yaml", "cluster.nodes=1",
+                          "parallel.placement=homogeneous", "parallel.llm={tp: 1, pp: 1, dp: 8}",
+                          "train.micro_batch=4", "train.global_batch=64", "iterations=1", "train.seq_len=2048",
+                          "train.zero=1", "train.recompute=full", framework, padding};
+    static mm_scenario sc;
+    static mm_sim sim;
+    mm_err err;
+    mm_scenario_free(&sc);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 14, &err) == 0, "%s: %s", err.key, err.msg);
+    ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+    *mode = sim.padding;
+    mm_metrics m;
+    ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s: %s", err.key, err.msg);
+    *t = m.iteration_time_s;
+    *frac = m.padded_fraction;
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+}
+
+START_TEST(padding_is_a_profile_default)
+{
+    static const mm_padding want[] = {MM_PAD_LONGEST, MM_PAD_MAX_LENGTH, MM_PAD_LONGEST, MM_PAD_NONE};
+    mm_framework fw;
+    for (int i = 0; i < 4; i++) {
+        load_profile(profiles[i], &fw);
+        ck_assert_msg(fw.padding == want[i], "%s: %s", profiles[i], mm_padding_names[fw.padding]);
+    }
+    /* the key unset (auto) takes the profile's; set, it overrides */
+    static mm_sim sim;
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        const char *sets[] = {fwk};
+        prepare(&sim, sets, 1);
+        ck_assert_int_eq(sim.padding, want[i]);
+        mm_sim_free(&sim);
+        const char *over[] = {fwk, "train.padding=none"};
+        prepare(&sim, over, 2);
+        ck_assert_int_eq(sim.padding, MM_PAD_NONE);
+        mm_sim_free(&sim);
+    }
+    const char *ml[] = {"train.framework=fsdp", "train.padding=max_length"};
+    prepare(&sim, ml, 2);
+    ck_assert_int_eq(sim.padding, MM_PAD_MAX_LENGTH);
+    mm_sim_free(&sim);
+    double t[4], f[4];
+    mm_padding mode[4];
+    run_padded("train.framework=hf-deepspeed", "train.padding=auto", &t[0], &f[0], &mode[0]);
+    run_padded("train.framework=hf-deepspeed", "train.padding=longest", &t[1], &f[1], &mode[1]);
+    run_padded("train.framework=fsdp", "train.padding=auto", &t[2], &f[2], &mode[2]);
+    run_padded("train.framework=fsdp", "train.padding=none", &t[3], &f[3], &mode[3]);
+    ck_assert(mode[0] == MM_PAD_LONGEST && mode[2] == MM_PAD_NONE);
+    ck_assert(t[0] == t[1] && f[0] == f[1]); /* bit for bit: the same run */
+    ck_assert(t[2] == t[3] && f[2] == 0 && f[3] == 0);
+    ck_assert_msg(f[0] > 0.05 && f[0] < 0.9, "padded fraction %g", f[0]);
+    /* hf-deepspeed also differs from fsdp in its kernels; the padding alone: */
+    double tn, fn;
+    mm_padding mn;
+    run_padded("train.framework=hf-deepspeed", "train.padding=none", &tn, &fn, &mn);
+    ck_assert_msg(t[0] > tn && fn == 0, "longest %g s, none %g s", t[0], tn);
+}
+END_TEST
+
+/* Host dispatch per kernel (kernels.host_overhead_us): an eager framework
+ * cannot issue a kernel faster than its host, so a group of k launches
+ * lasts at least k x host_overhead.  HF's RMSNorm (8 kernels, 9x the bytes)
+ * on a 1 kB tensor: forward 8 x 3.6 us = 28.8 us, input gradient the same
+ * (twice the bytes, still host-bound), weight gradient nothing; under
+ * megatron-core (host runs ahead) the HBM time alone.  A 1 GB tensor is
+ * bandwidth-bound either way: 9 GB at HBM speed.  Exact (1e-15 s). */
+START_TEST(host_overhead_floors_each_kernel)
+{
+    mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err) == 0);
+    mm_framework hf, core;
+    load_profile("hf-deepspeed", &hf);
+    load_profile("megatron-core", &core);
+    ck_assert(fabs(hf.host_overhead_s - 3.6e-6) < 1e-18 && core.host_overhead_s == 0);
+    mm_op_cost op = {.name = "norm_attn", .kind = MM_OPK_MEM, .bytes = 1000, .pass = MM_OP_F};
+    mm_fw_ctx ch = {&c.gpu, MM_DTYPE_BF16, &hf, MM_ATTN_IMPL_FLASH2, 2};
+    mm_fw_ctx cc = {&c.gpu, MM_DTYPE_BF16, &core, MM_ATTN_IMPL_FLASH2, 2};
+    mm_pass_breakdown h = mm_fw_time_ops(&ch, &op, 1), k = mm_fw_time_ops(&cc, &op, 1);
+    ck_assert(mm_mem_time(&c.gpu, 9000) < 8 * 3.6e-6 && mm_mem_time(&c.gpu, 18000) < 8 * 3.6e-6);
+    ck_assert_msg(fabs(h.s[MM_OP_F][MM_BK_MEM] - 8 * 3.6e-6) < 1e-15, "%g s", h.s[MM_OP_F][MM_BK_MEM]);
+    ck_assert(fabs(h.s[MM_OP_B][MM_BK_MEM] - 8 * 3.6e-6) < 1e-15);
+    ck_assert(h.s[MM_OP_W][MM_BK_MEM] == 0);
+    ck_assert(fabs(k.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 1000)) < 1e-15);
+    op.bytes = 1e9;
+    h = mm_fw_time_ops(&ch, &op, 1);
+    ck_assert(fabs(h.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 9e9)) < 1e-15);
+    ck_assert(h.s[MM_OP_F][MM_BK_MEM] > 8 * 3.6e-6);
+}
+END_TEST
+
+/* The optimizer phase, term by term (costs.c optimizer_phase): Llama-2-7B,
+ * dp 8, ZeRO-1 (the distributed optimizer: each rank updates P/8), on
+ * DGX H100.  step = HBM time of P/8 x step_bytes_per_param (30 Megatron
+ * and DeepSpeed, 28 FSDP); gradient clipping = one fp32 read of the shard
+ * (P/8 x 4 bytes) + a 4-byte all-reduce over the job (latency, < 100 us);
+ * zeroing = a memset of the rank's whole fp32 buffer (P x 4) under
+ * Megatron, none under DeepSpeed and FSDP (set_to_none).  Exact (1e-12
+ * relative) but the all-reduce's bound. */
+START_TEST(optimizer_phase_term_by_term)
+{
+    static const double step_bytes[] = {30, 30, 30, 28};
+    static const bool zeroes[] = {true, true, false, false};
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        const char *sets[] = {"cluster.topology=topologies/dgx-h100.yaml", "train.zero=1", "train.attention=flash2",
+                              fwk};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        static mm_sim_breakdown bk;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+        const mm_gpu_spec *g = &sim.cluster.gpu;
+        double P = (double)mm_llm_params(&sim.llm);
+        const mm_opt_breakdown *o = &bk.opt[0];
+        double step = mm_mem_time(g, P / 8 * step_bytes[i]), norm = mm_mem_time(g, P / 8 * 4);
+        double zero = zeroes[i] ? mm_mem_time(g, P * 4) : 0;
+        ck_assert_msg(fabs(o->step_s - step) < 1e-12 * step, "%s: step %g s, want %g", profiles[i], o->step_s, step);
+        ck_assert_msg(o->grad_norm_s - norm > 0 && o->grad_norm_s - norm < 100e-6, "%s: norm %g s, read %g",
+                      profiles[i], o->grad_norm_s, norm);
+        ck_assert_msg(fabs(o->zero_grad_s - zero) <= 1e-12 * zero, "%s: zero %g s, want %g", profiles[i],
+                      o->zero_grad_s, zero);
+        ck_assert(fabs(o->total_s - (o->step_s + o->grad_norm_s + o->zero_grad_s)) < 1e-15);
+        mm_sim_free(&sim);
+    }
+}
+END_TEST
+
+/* The binary: a bad profile exits 2 with "FILE:LINE: key 'KEY'", and the
+ * --json `breakdown` object carries mm_sim_get_breakdown's numbers (%.9g:
+ * 1e-8 relative). */
+static char out[1 << 17], errtxt[1 << 14];
+
+START_TEST(cli_bad_profile_and_json_breakdown)
+{
+    char dir[256], prof[300], args[1024];
+    mmx_tmpdir(dir, sizeof dir, "fw");
+    snprintf(prof, sizeof prof, "%s/bad.yaml", dir);
+    FILE *in = fopen("frameworks/hf-deepspeed.yaml", "r"), *o = fopen(prof, "w");
+    ck_assert(in && o);
+    char line[1024];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof line, in)) {
+        n++;
+        if (!bad && strstr(line, "  host_overhead_us: 3.6")) {
+            fputs("  host_overhead_us: fast\n", o);
+            bad = n;
+        } else {
+            fputs(line, o);
+        }
+    }
+    fclose(in);
+    fclose(o);
+    ck_assert(bad > 0);
+    const char *base = "--set model=models/llama-2-7b.json --set workload=text --set parallel.vision=null "
+                       "--set cluster.nodes=1 --set 'parallel.llm={tp: 2, pp: 2, dp: 2}' --set train.global_batch=16";
+    snprintf(args, sizeof args, "run --no-db %s --set train.framework=%s", base, prof);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
+    char want[400];
+    snprintf(want, sizeof want, "%s:%d: key 'kernels.host_overhead_us'", prof, bad);
+    ck_assert_msg(strstr(errtxt, want), "stderr: %s (want %s)", errtxt, want);
+    snprintf(args, sizeof args, "run --no-db --json %s", base);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 0);
+    mmx_rmdir(dir);
+    const char *b = strstr(out, "\"breakdown\": {\"framework\": \"megatron-core\"");
+    ck_assert_msg(b, "no breakdown object");
+    double gemm = 0, step = 0, p2p = 0;
+    const char *l = strstr(b, "\"layer\": {\"fwd\": {\"gemm_s\": "), *s = strstr(b, "\"step_s\": ");
+    const char *q = strstr(b, "\"p2p_s\": ");
+    ck_assert(l && s && q);
+    ck_assert(sscanf(l + strlen("\"layer\": {\"fwd\": {\"gemm_s\": "), "%lf", &gemm) == 1);
+    ck_assert(sscanf(s + strlen("\"step_s\": "), "%lf", &step) == 1);
+    ck_assert(sscanf(q + strlen("\"p2p_s\": "), "%lf", &p2p) == 1);
+    const char *sets[] = {"parallel.llm={tp: 2, pp: 2, dp: 2}", "train.global_batch=16"};
+    static mm_sim sim;
+    prepare(&sim, sets, 2);
+    static mm_sim_breakdown bk;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+    ck_assert_msg(fabs(gemm - bk.layer.s[MM_OP_F][MM_BK_GEMM]) < 1e-8 * gemm, "%g vs %g", gemm,
+                  bk.layer.s[MM_OP_F][MM_BK_GEMM]);
+    ck_assert(fabs(step - bk.opt[0].step_s) < 1e-8 * step);
+    ck_assert(p2p > 0 && fabs(p2p - bk.p2p_s) < 1e-8 * p2p);
+    mm_sim_free(&sim);
+}
+END_TEST
+
+/* The kernels a framework adds to a layer (mm_framework_layer_extras), by
+ * formula: GPT-3 1.3B (h 2048, 16 heads of 128, QKV bias), 2048 tokens on
+ * a rank of tp 2 (q = kv = 1024 wide), 16-bit.  megatron-local with
+ * --use-flash-attn: the separate QKV bias add 2 T (q + 2kv) e, the four
+ * rearrange copies (q, k, v in, the output back) 2 T 4q e, and the 1-byte
+ * dropout masks of the two residual branches 2 T h; megatron-core: the
+ * masks only; hf-deepspeed: one output transpose 2 T q e, no masks.  The
+ * embedding's weight gradient (first stage): a dense V/tp x h gradient
+ * zero-filled, scattered into and accumulated in fp32, 12 bytes per table
+ * element + 6 per token-hidden element.  Sequence parallelism adds one
+ * AG + RS pair to the backward's TP messages (the input all-gathered again
+ * for the weight gradient).  Exact. */
+START_TEST(extra_kernels_by_formula)
+{
+    mm_llm m;
+    mm_err err;
+    ck_assert(mm_llm_load("models/gpt3-1.3b.json", &m, &err) == 0);
+    ck_assert(m.qkv_bias && m.hidden == 2048 && m.heads * m.head_dim == 2048);
+    double T = 2048, q = 1024, e = 2, h = 2048;
+    mm_op_cost ops[8];
+    mm_framework fw;
+    load_profile("megatron-local", &fw);
+    int n = mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 8);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(ops[0].name, "qkv_bias");
+    ck_assert(ops[0].bytes == 2 * T * 3 * q * e);
+    ck_assert_str_eq(ops[1].name, "attn_layout");
+    ck_assert(ops[1].bytes == 2 * T * 4 * q * e);
+    ck_assert_str_eq(ops[2].name, "dropout_mask");
+    ck_assert(ops[2].bytes == 2 * T * h);
+    ck_assert_int_eq(mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 2), -1); /* cap */
+    load_profile("megatron-core", &fw);
+    n = mm_framework_layer_extras(&fw, &m, T, T / 2, 2, false, 2, ops, 0, 8);
+    ck_assert(n == 1 && !strcmp(ops[0].name, "dropout_mask") && ops[0].bytes == 2 * (T / 2) * h);
+    load_profile("hf-deepspeed", &fw);
+    n = mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 8);
+    ck_assert(n == 1 && !strcmp(ops[0].name, "attn_layout") && ops[0].bytes == 2 * T * q * e);
+    mm_cluster c;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2};
+    double V = (double)m.vocab;
+    ck_assert(mm_fw_embed_wgrad_time(&fc, &m, T, 2) == mm_mem_time(&c.gpu, V * h / 2 * 12 + T * h * 6));
+    double msgs[2];
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"parallel.llm={tp: 2, pp: 1, dp: 4}", i ? "train.sequence_parallel=true"
+                                                                       : "train.sequence_parallel=false"};
+        static mm_sim sim;
+        prepare(&sim, sets, 2);
+        mm_sim_costs cs;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &cs, &err), 0);
+        msgs[i] = cs.spec.tp_msgs_bwd;
+        ck_assert_int_eq(cs.spec.tp_msgs_fwd, 2);
+        mm_sim_costs_free(&cs);
+        mm_sim_free(&sim);
+    }
+    ck_assert(msgs[0] == 2 && msgs[1] == 3);
 }
 END_TEST
 
@@ -462,6 +799,12 @@ int main(void)
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, overlap_contention);
     tcase_add_test(tc, zero3_gathers_by_framework);
+    tcase_add_test(tc, padding_is_a_profile_default);
+    tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);
+    tcase_add_test(tc, host_overhead_floors_each_kernel);
+    tcase_add_test(tc, optimizer_phase_term_by_term);
+    tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
+    tcase_add_test(tc, extra_kernels_by_formula);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -216,7 +216,7 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"peak_memory_bound_gib", h->sim.wl ? m->peak_memory_bound_gib : NAN},
         {"encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance},
         {"encoder_excess_s", m->oom ? NAN : m->encoder_excess_s},
-        {"padded_fraction", m->oom || !h->sim.sc.train.padding ? NAN : m->padded_fraction},
+        {"padded_fraction", m->oom || !h->sim.padding ? NAN : m->padded_fraction},
         {"gpus", m->gpus}, {"micro_batches", h->sim.micro_batches},
         {"events", (double)m->events}, {"wall_s", m->wall_s},
     };

@@ -135,7 +135,7 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
         jnum(f, "encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance, 0);
         jnum(f, "encoder_excess_s", m->oom ? NAN : m->encoder_excess_s, 0);
     }
-    if (sim->sc.train.padding)
+    if (sim->padding)
         jnum(f, "padded_fraction", m->oom ? NAN : m->padded_fraction, 0);
     fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);

@@ -112,9 +112,10 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     if (sim->n_enc)
         printf("  encoder load       %10.3f max/mean over encoder ranks; the slowest %.4f s above the mean\n",
                m->encoder_load_imbalance, m->encoder_excess_s);
-    if (sc->train.padding)
-        printf("  padding            %s: %.1f %% of the LLM's tokens are padding\n",
-               mm_padding_names[sc->train.padding], 100 * m->padded_fraction);
+    if (sim->padding && (sim->wl || m->padded_fraction > 0)) /* a text workload pads nothing */
+        printf("  padding            %s%s: %.1f %% of the LLM's tokens are padding\n",
+               mm_padding_names[sim->padding], sc->train.padding == MM_TPAD_AUTO ? " (the framework's)" : "",
+               100 * m->padded_fraction);
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
            m->tflops_per_gpu, m->hw_tflops_per_gpu);

@@ -13,10 +13,11 @@
 #include "util/doc.h"
 
 const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cross_entropy", NULL};
+const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", NULL};
-static const char *const z3_keys[] = {"gather", "prefetch_mparams", NULL};
+                                       "optimizer", "grad_bucket", "zero3", "padding", NULL};
+static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
@@ -171,8 +172,15 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_enum(r, z, "gather", "zero3.gather", z3_gather_names, &gather);
     if (!rc)
         rc = req_double(r, z, "prefetch_mparams", "zero3.prefetch_mparams", 0.0, 1e6, &fw->z3_prefetch_params);
+    if (!rc)
+        rc = req_double(r, z, "max_live_mparams", "zero3.max_live_mparams", 0.0, 1e6, &fw->z3_max_live_params);
     fw->z3_per_module = gather == 1;
     fw->z3_prefetch_params *= 1e6;
+    fw->z3_max_live_params *= 1e6;
+    int pad = 0;
+    if (!rc)
+        rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
+    fw->padding = (mm_padding)pad;
     return rc;
 }
 
@@ -227,8 +235,12 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m)
 
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m)
 {
-    double layer = (double)mm_llm_layer_params(m);
-    int d = fw->z3_prefetch_params > 0 && layer > 0 ? (int)floor(fw->z3_prefetch_params / layer) : 1;
+    double layer = (double)mm_llm_layer_params(m), ahead = fw->z3_prefetch_params;
+    /* DeepSpeed prefetches at most max_live - what is live now (the layer
+     * computing): PartitionedParameterCoordinator.fetch_sub_module */
+    if (ahead > 0 && fw->z3_max_live_params > 0)
+        ahead = fmin(ahead, fw->z3_max_live_params - layer);
+    int d = ahead > 0 && layer > 0 ? (int)floor(ahead / layer) : 1;
     return d < 1 ? 1 : d > 15 ? 15 : d;
 }
 

@@ -7,7 +7,8 @@
  * turns it into kernels and bytes.
  *
  * Scenario keys still override a profile: train.attention (when not auto)
- * replaces the profile's attention choice.
+ * replaces the profile's attention choice, train.padding (when not auto)
+ * its padding default.
  * Not for: timing (sim/hw), the base op list of a layer (llm.h), or
  * deciding a layout (sim/parallel). */
 #ifndef MM_FRAMEWORK_H
@@ -18,6 +19,7 @@
 #include "hw/cluster.h"
 #include "hw/efficiency.h"
 #include "model/llm.h"
+#include "model/padding.h"
 #include "util/err.h"
 
 /* A group of memory-bound work in a layer, relative to the one fused
@@ -56,6 +58,12 @@ typedef struct mm_framework {
      * block); prefetched this many parameters ahead (0: one layer ahead) */
     bool z3_per_module;
     double z3_prefetch_params;
+    /* parameters that may be gathered at once (DeepSpeed's
+     * stage3_max_live_parameters), bounding the prefetch: 0 none */
+    double z3_max_live_params;
+    /* how its data pipeline lays out a micro-batch's sequences (the
+     * collator or dataset the framework's training scripts use) */
+    mm_padding padding;
 } mm_framework;
 
 /* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
@@ -64,7 +72,13 @@ typedef struct mm_framework {
  * two or three MLP matrices). */
 int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
 
-/* Layers a ZeRO-3 gather runs ahead: max(1, prefetch / layer parameters). */
+/* Layers a ZeRO-3 gather runs ahead: max(1, floor(min(prefetch, max_live -
+ * layer) / layer)) with layer = one layer's parameters (no max_live: the
+ * prefetch alone), at most 15.  A bucket smaller than a layer (DeepSpeed's
+ * 5e7 against a 7B layer's 202M) is taken as one layer ahead: DeepSpeed
+ * keeps that many parameters (at least the next module) in flight as the
+ * modules run, which hides the same gathers while a module's gather is
+ * shorter than its compute; the start of a pass differs. */
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out

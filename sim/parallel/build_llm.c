@@ -119,21 +119,26 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     int64_t prev = b->last_compute[rank];
     if (pass == MM_PASS_F && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, &pe->first)) < -1)
         return -1;
-    /* tails of the last z3_prefetch + 1 layers (ZeRO-3 gathers start after
-     * the one `depth` layers back) */
+    /* ZeRO-3: layer k's gather may start once layer k-depth-1's compute is
+     * done (it runs while layers k-depth .. k-1 compute).  It is issued on
+     * the DP stream right then, ahead of the gradient reduce-scatters of
+     * the layers still computing, as FSDP2 and DeepSpeed issue the next
+     * all-gather before the current reduce-scatter: the DP stream runs in
+     * order, so a gather queued behind layer k-1's reduce-scatter would wait
+     * for layer k-1's compute and no prefetch could hide it.  `gathers`
+     * holds the depth + 1 issued ahead. */
     enum { Z3_RING = 16 };
     int depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
-    int64_t ring[Z3_RING], start = prev;
+    bool z3 = sp->zero >= 3 && comm_pass && sp->dp > 1;
+    int64_t gathers[Z3_RING];
+    /* backward visits the layers from the last to the first */
+#define LAYER_AT(k) (pass == MM_PASS_F ? (k) : chunks - 1 - (k))
+    for (int j = 0; z3 && j <= depth && j < chunks; j++)
+        if ((gathers[j % Z3_RING] = zero3_gather(b, d, vs, mb, pass, LAYER_AT(j), prev)) < 0)
+            return -1;
     for (int k = 0; k < chunks; k++) {
-        /* backward visits the layers from the last to the first */
-        int layer = pass == MM_PASS_F ? k : chunks - 1 - k;
-        int64_t gather = -1;
-        if (sp->zero >= 3 && comm_pass && sp->dp > 1) {
-            /* gather layer k while layers k-depth .. k-1 compute */
-            gather = zero3_gather(b, d, vs, mb, pass, layer, k > depth ? ring[(k - depth - 1) % Z3_RING] : start);
-            if (gather < 0)
-                return -1;
-        }
+        int layer = LAYER_AT(k);
+        int64_t gather = z3 ? gathers[k % Z3_RING] : -1;
         mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
                     .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
                     .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
@@ -158,6 +163,9 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
                 return -1;
             tail = j;
         }
+        if (z3 && k + depth + 1 < chunks &&
+            (gathers[(k + depth + 1) % Z3_RING] = zero3_gather(b, d, vs, mb, pass, LAYER_AT(k + depth + 1), tail)) < 0)
+            return -1;
         /* ZeRO-3: this layer's gradients leave after its last backward work */
         bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
         if (sp->zero >= 3 && grads_done && sp->dp > 1 && c->grad_bytes > 0) { /* none when frozen */
@@ -167,9 +175,9 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0)
                 return -1;
         }
-        ring[k % Z3_RING] = tail;
         prev = tail;
     }
+#undef LAYER_AT
     if (pass == MM_PASS_B && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, NULL)) < -1)
         return -1;
     pe->last = (uint32_t)prev;

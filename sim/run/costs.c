@@ -149,7 +149,7 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
 
 double mm_sim_cost_seq(const mm_sim *sim)
 {
-    bool pad = sim->sc.train.padding == MM_PAD_MAX_LENGTH && !sim->wl;
+    bool pad = sim->padding == MM_PAD_MAX_LENGTH && !sim->wl;
     return pad && (double)sim->sc.train.seq_len > sim->seq ? (double)sim->sc.train.seq_len : sim->seq;
 }
 

@@ -56,11 +56,13 @@ typedef struct mm_sim {
     mm_workload *wl;
     mm_token_model tm;
     char workload_path[512];
-    /* train.framework's profile, and the attention kernel the LLM runs
-     * (train.attention, or the profile's choice for this GPU) */
+    /* train.framework's profile, the attention kernel the LLM runs
+     * (train.attention, or the profile's choice for this GPU) and the
+     * padding of its sequences (train.padding, or the profile's default) */
     mm_framework fw;
     char framework_path[512];
     mm_attn_impl attn;
+    mm_padding padding;
     /* Optional, set by the caller after mm_sim_prepare (which clears it):
      * called after each simulated iteration, so that a long run can show
      * its progress (mmsim run draws it on a terminal).  NULL: none. */

@@ -24,6 +24,7 @@ const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
+const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -119,9 +120,9 @@ const mm_key mm_keys[] = {
      "modules without weight gradients or optimizer: vision, projector, audio, audio_projector, llm "
      "(input gradients only where a trainable module lies upstream)",
      F(train.frozen), offsetof(mm_scenario, train.n_frozen)},
-    {"train.padding", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_padding_names, "none", "none",
-     "LLM sequences: none (varlen), longest (each micro-batch to its longest sample, HF Trainer), "
-     "max_length (to seq_len); packed batching stays varlen",
+    {"train.padding", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_padding_names, "auto", "auto",
+     "LLM sequences: auto (the train.framework profile's `padding`), none (varlen), longest (each "
+     "micro-batch to its longest sample), max_length (to seq_len); packed batching stays varlen",
      F(train.padding), 0},
     {"parallel", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     LAYOUT(llm, MM_KF_ALWAYS, "the LLM's layout (tp x cp x pp x dp = its GPUs)", "4", "2", "1", "2", "1", "1"),

@@ -55,6 +55,9 @@ typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
 typedef enum {
     MM_ATTN_AUTO, MM_ATTN_FLASH, MM_ATTN_UNFUSED, MM_ATTN_FLASH1, MM_ATTN_FLASH2, MM_ATTN_FLASH3, MM_ATTN_CUDNN
 } mm_attention;
+/* auto: train.framework's profile default (model/padding.h); the others,
+ * in mm_padding's order after it, override it */
+typedef enum { MM_TPAD_AUTO, MM_TPAD_NONE, MM_TPAD_LONGEST, MM_TPAD_MAX_LENGTH } mm_train_padding;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -67,6 +70,7 @@ extern const char *const mm_batching_names[];
 extern const char *const mm_network_names[];
 extern const char *const mm_cp_comm_names[];
 extern const char *const mm_attention_names[];
+extern const char *const mm_train_padding_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -109,7 +113,7 @@ typedef struct mm_scenario {
         double memory_reserve_gib;
         int n_frozen;
         char **frozen;          /* n_frozen module names, sorted, unique */
-        int padding;            /* mm_padding (workload/batch.h): none | longest | max_length */
+        int padding;            /* mm_train_padding: auto (the framework's) | none | longest | max_length */
     } train;
     struct {
         mm_module_layout llm, vision, audio;

@@ -10,7 +10,6 @@
 
 const char *const mm_batch_policy_names[] = {"sequential", "grouped", "packed", "balanced",
                                              "post-balance", NULL};
-const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 /* Branch-and-bound nodes: ~10 ms a node for 512 samples x 64 bins (30K
  * binaries) and ~40 ms for 448 x 224 (100K) on one core in a debug build,

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/padding.h"
 #include "util/err.h"
 #include "workload/workload.h"
 
@@ -44,18 +45,7 @@ typedef enum mm_batch_policy {
 extern const char *const mm_batch_policy_names[];
 
 /* How a micro-batch's sequences are laid out for the LLM (train.padding):
- *   none        varlen (FlashAttention's cu_seqlens): each sample costs its
- *               own tokens, attention the sum of s_i^2
- *   longest     every sample padded to the micro-batch's longest one, the
- *               Hugging Face Trainer's default collator
- *               (DataCollatorForSeq2Seq / LLaVA's DataCollatorForSupervised-
- *               Dataset pad to the longest in the batch): n * max tokens
- *   max_length  every sample padded to seq_len (tokenizer padding=
- *               "max_length"): n * seq_len tokens
- * Packed batching is varlen by construction and ignores it. */
-typedef enum mm_padding { MM_PAD_NONE, MM_PAD_LONGEST, MM_PAD_MAX_LENGTH } mm_padding;
-/* "none", "longest", "max_length", NULL */
-extern const char *const mm_padding_names[];
+ * model/padding.h. */
 
 /* Encoder and LLM cost of one sample (any unit, the same for both). */
 typedef void (*mm_sample_cost_fn)(const mm_sample *s, const mm_token_model *tm, void *ctx,
