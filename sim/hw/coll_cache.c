@@ -40,13 +40,22 @@ static uint64_t key_hash(const mm_coll_req *req, int reps, int stride)
     return h;
 }
 
+/* Inline loops, not memcmp: the lists are a few GPUs long and the call
+ * cost more than the compare. */
 static int same_key(const coll_cache *cc, const coll_plan *p, uint64_t h, const mm_coll_req *req, int reps,
                     int stride)
 {
-    return p->hash == h && p->kind == (int)req->kind && p->algo_req == (int)req->algo && p->n == req->n &&
-           p->count == req->count && p->reps == reps && p->stride == stride &&
-           memcmp(&p->bytes, &req->bytes, sizeof p->bytes) == 0 &&
-           memcmp(cc->ip + p->key_off, req->gpus, (size_t)req->n * sizeof *req->gpus) == 0;
+    uint64_t x, y;
+    memcpy(&x, &p->bytes, sizeof x);
+    memcpy(&y, &req->bytes, sizeof y);
+    if (p->hash != h || p->kind != (int)req->kind || p->algo_req != (int)req->algo || p->n != req->n ||
+        p->count != req->count || p->reps != reps || p->stride != stride || x != y)
+        return 0;
+    const int *k = cc->ip + p->key_off;
+    for (int i = 0; i < req->n; i++)
+        if (k[i] != req->gpus[i])
+            return 0;
+    return 1;
 }
 
 int32_t coll_cache_find(mm_network *net, const mm_coll_req *req, int reps, int stride)
