@@ -143,13 +143,6 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     int R = g->n_ranks;
     mm_time t_pipe = t0;
     double mflops = 0, hflops = 0;
-    for (uint32_t i = 0; i < g->n_ops; i++) {
-        const mm_op *op = &g->ops[i];
-        if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
-            t_pipe = end[i];
-        mflops += op->flops;
-        hflops += op->hw_flops;
-    }
     double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
     double *busy = calloc((size_t)R, sizeof *busy);
     double *comm = calloc((size_t)R, sizeof *comm);
@@ -158,45 +151,51 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     uint64_t *tmp = sp && exposed_too ? sp + 4 * (size_t)g->n_ops : NULL;
     if (!busy_pipe || !busy || !comm || !cnt || !sp)
         goto out;
-    /* keys hold times from the earliest start on (the run's times are
-     * int64 ns, at most 2^62 apart) */
-    mm_time tmin = g->n_ops ? start[0] : 0;
-    for (uint32_t i = 0; i < g->n_ops; i++)
-        tmin = start[i] < tmin ? start[i] : tmin;
-    /* Bucket interval endpoints by rank (a transfer counts for both ends). */
+    /* One pass over the ops for the sums (each in op order, as before),
+     * and the endpoints' count per rank (a transfer counts for both ends). */
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
-        cnt[op->rank + 1] += 2;
-        if (op->peer >= 0)
-            cnt[op->peer + 1] += 2;
-    }
-    for (int r = 0; r < R; r++)
-        cnt[r + 1] += cnt[r];
-    size_t *fill = calloc((size_t)R, sizeof *fill);
-    if (!fill)
-        goto out;
-    for (uint32_t i = 0; i < g->n_ops; i++) {
-        const mm_op *op = &g->ops[i];
+        if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
+            t_pipe = end[i];
+        mflops += op->flops;
+        hflops += op->hw_flops;
         double d = (double)(end[i] - start[i]);
-        int is_comm = mm_cat_is_comm(op->cat);
         if (op->stream == MM_STREAM_COMPUTE) {
             busy[op->rank] += d;
             if (op->mb >= 0)
                 busy_pipe[op->rank] += d;
         }
-        if (is_comm)
+        if (mm_cat_is_comm(op->cat))
             comm[op->rank] += d;
-        int ranks[2] = {op->rank, op->peer};
-        for (int k = 0; k < 2 && exposed_too; k++) {
-            if (ranks[k] < 0)
-                continue;
-            uint64_t *base = sp + cnt[ranks[k]] + fill[ranks[k]];
-            base[0] = (uint64_t)(start[i] - tmin) << 2 | (is_comm ? SPAN_COMM_OPEN : SPAN_COMP_OPEN);
-            base[1] = (uint64_t)(end[i] - tmin) << 2 | (is_comm ? SPAN_COMM_CLOSE : SPAN_COMP_CLOSE);
-            fill[ranks[k]] += 2;
-        }
+        cnt[op->rank + 1] += 2;
+        if (op->peer >= 0)
+            cnt[op->peer + 1] += 2;
     }
-    free(fill);
+    if (exposed_too) {
+        /* keys hold times from the earliest start on (the run's times are
+         * int64 ns, at most 2^62 apart) */
+        mm_time tmin = g->n_ops ? start[0] : 0;
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            tmin = start[i] < tmin ? start[i] : tmin;
+        for (int r = 0; r < R; r++)
+            cnt[r + 1] += cnt[r];
+        size_t *fill = calloc((size_t)R, sizeof *fill);
+        if (!fill)
+            goto out;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const mm_op *op = &g->ops[i];
+            int is_comm = mm_cat_is_comm(op->cat), ranks[2] = {op->rank, op->peer};
+            for (int k = 0; k < 2; k++) {
+                if (ranks[k] < 0)
+                    continue;
+                uint64_t *base = sp + cnt[ranks[k]] + fill[ranks[k]];
+                base[0] = (uint64_t)(start[i] - tmin) << 2 | (is_comm ? SPAN_COMM_OPEN : SPAN_COMP_OPEN);
+                base[1] = (uint64_t)(end[i] - tmin) << 2 | (is_comm ? SPAN_COMM_CLOSE : SPAN_COMP_CLOSE);
+                fill[ranks[k]] += 2;
+            }
+        }
+        free(fill);
+    }
     double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
     double bubble = 0, exposed = 0;
     for (int r = 0; r < R; r++) {
