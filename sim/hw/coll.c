@@ -559,6 +559,7 @@ static void add_flows(coll_op *op)
     op->pending = 1; /* held until every flow is added */
     if (coll_cache_replay(net, op, on_flow_done))
         goto added;
+    coll_cache_materialize(net, op);
     coll_cache_record_begin(net, op);
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:

@@ -160,17 +160,26 @@ int32_t coll_cache_add(mm_network *net, const mm_coll_req *req, int reps, int st
 
 void coll_cache_apply(const mm_network *net, int32_t k, coll_op *op)
 {
+    const coll_plan *p = &net->cache.p[k];
+    op->algo = p->algo;
+    op->s = p->s;
+    op->n_phases = p->n_phases;
+    op->plan = k;
+    op->lazy = 1; /* members and layout copied only if a phase is built */
+}
+
+void coll_cache_materialize(const mm_network *net, coll_op *op)
+{
+    if (!op->lazy)
+        return;
     const coll_cache *cc = &net->cache;
-    const coll_plan *p = &cc->p[k];
+    const coll_plan *p = &cc->p[op->plan];
     int n = p->n, N = p->s.nodes;
     memcpy(op->g, cc->ip + p->g_off, (size_t)n * sizeof *op->g);
     memcpy(op->node_off, cc->ip + p->lay_off, (size_t)(N + 1) * sizeof *op->node_off);
     memcpy(op->nic_off, cc->ip + p->lay_off + N + 1, (size_t)(N + 1) * sizeof *op->nic_off);
     memcpy(op->nics, cc->ip + p->lay_off + 2 * (N + 1), (size_t)p->nn * sizeof *op->nics);
-    op->algo = p->algo;
-    op->s = p->s;
-    op->n_phases = p->n_phases;
-    op->plan = k;
+    op->lazy = 0;
 }
 
 void coll_cache_record_begin(mm_network *net, const coll_op *op)

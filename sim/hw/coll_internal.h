@@ -115,6 +115,7 @@ typedef struct coll_op {
     int cap;       /* room in g, node_off, nic_off, nics (pooled ops keep it) */
     int reps, rstride; /* mm_coll_req.replicas (>= 1), replica_stride */
     int32_t plan;      /* its coll_plan (coll_cache.c), -1 none */
+    int lazy;          /* g and the layout not copied from the plan yet */
     struct coll_op *next_free;
     mm_event_fn done;
     void *ctx;
@@ -162,8 +163,11 @@ int32_t coll_cache_find(mm_network *net, const mm_coll_req *req, int reps, int s
  * (not remembered: too large, or out of memory). */
 int32_t coll_cache_add(mm_network *net, const mm_coll_req *req, int reps, int stride, mm_coll_algo algo,
                        const coll_op *op, double t_analytic);
-/* Sets op up from plan pl (op's arrays have room for pl's n). */
+/* Sets op up from plan pl (op's arrays have room for pl's n); its member
+ * and layout arrays are filled by coll_cache_materialize, which whatever
+ * builds routes calls first (a replayed phase needs neither). */
 void coll_cache_apply(const mm_network *net, int32_t pl, coll_op *op);
+void coll_cache_materialize(const mm_network *net, coll_op *op);
 /* Recording the flows of op's current phase: begin before building them,
  * coll_cache_note for each flow started, end after (xmax of the phase). */
 void coll_cache_record_begin(mm_network *net, const coll_op *op);
