@@ -383,6 +383,54 @@ START_TEST(engine_now_fifo_matches_reference)
 }
 END_TEST
 
+/* replace_top is pop then insert in one sift: two heaps fed the same
+ * operations, one with replace_top and one with pop + insert, pop the same
+ * entries in the same order. */
+START_TEST(heap_replace_top_is_pop_insert)
+{
+    mm_heap4 a, b;
+    ck_assert_int_eq(mm_heap4_init(&a, 0), 0);
+    ck_assert_int_eq(mm_heap4_init(&b, 0), 0);
+    uint64_t s = 3, seq = 0;
+    for (int i = 0; i < 300; i++, seq++) {
+        mm_heap_entry e = {(mm_time)rng_below(&s, 100), seq, seq};
+        ck_assert_int_eq(mm_heap4_insert(&a, e), 0);
+        ck_assert_int_eq(mm_heap4_insert(&b, e), 0);
+    }
+    tally bad = {0, 0};
+    for (size_t i = 0; i < 20000; i++, seq++) {
+        mm_heap_entry top = *mm_heap4_root(&a), x, y;
+        tally_check(&bad, entry_cmp(&top, mm_heap4_root(&b)) == 0, i);
+        mm_heap_entry e = {top.time + (mm_time)rng_below(&s, 50), seq, seq};
+        if (rng_below(&s, 4)) {
+            ck_assert_int_eq(mm_heap4_replace_top(&a, e), 0);
+            mm_heap4_pop(&b, &y);
+            ck_assert_int_eq(mm_heap4_insert(&b, e), 0);
+        } else { /* a plain pop now and then: the heaps shrink and grow */
+            mm_heap4_pop(&a, &x);
+            mm_heap4_pop(&b, &y);
+            tally_check(&bad, entry_cmp(&x, &y) == 0, i);
+            if (mm_heap4_size(&a) < 10) {
+                ck_assert_int_eq(mm_heap4_insert(&a, e), 0);
+                ck_assert_int_eq(mm_heap4_insert(&b, e), 0);
+            }
+        }
+    }
+    ck_assert_tally(bad);
+    mm_heap_entry x, y;
+    while (mm_heap4_pop(&a, &x) == 0) {
+        ck_assert_int_eq(mm_heap4_pop(&b, &y), 0);
+        ck_assert_int_eq(entry_cmp(&x, &y), 0);
+    }
+    ck_assert_uint_eq(mm_heap4_size(&b), 0);
+    mm_heap_entry one = {5, 1, 1};
+    ck_assert_int_eq(mm_heap4_replace_top(&a, one), 0); /* empty: an insert */
+    ck_assert_uint_eq(mm_heap4_size(&a), 1);
+    mm_heap4_free(&a);
+    mm_heap4_free(&b);
+}
+END_TEST
+
 /* The pool grows well past its initial size while keeping every event. */
 START_TEST(engine_pool_growth)
 {
@@ -803,6 +851,7 @@ static Suite *engine_suite(void)
     tcase_add_test(te, time_from_seconds);
     tcase_add_test(te, engine_stop);
     tcase_add_test(te, engine_now_fifo_matches_reference);
+    tcase_add_test(te, heap_replace_top_is_pop_insert);
     suite_add_tcase(s, te);
     return s;
 }

@@ -23,6 +23,11 @@
  * (smaller seq), and FIFO entries are in scheduling order; the loop takes
  * heap entries due now first, then the FIFO, then lets the clock move.
  *
+ * A heap event stays at the root while its callback runs; the first event
+ * the callback schedules into the heap replaces it (one sift instead of a
+ * pop's and an insert's), and if it schedules none the root is popped
+ * after.  Keys (time, seq) are unique, so the pops come in the same order.
+ *
  * Free slots form a LIFO list threaded through the slots themselves, so the
  * slot freed by the event in progress is the one the next mm_engine_at gets,
  * which is still in cache.  The pool and the heap grow by doubling; after
@@ -65,6 +70,8 @@ struct mm_engine {
     mm_time now;
     uint64_t seq; /* insertion counter: the heap's tie-breaker */
     mm_heap4 heap;
+    int top_spent;      /* the heap's root is the event being dispatched: the
+                           next heap insert replaces it (one sift, not two) */
     uint64_t *now_q;    /* ring of payloads due at `now`, in scheduling order */
     uint32_t nq_head, nq_n, nq_cap; /* nq_cap: a power of two (or 0) */
     mm_slot *slots;
@@ -197,7 +204,10 @@ static inline mm_event_id mm_engine_push(mm_engine *eng, mm_time at,
         eng->now_q[(eng->nq_head + eng->nq_n++) & (eng->nq_cap - 1)] = id;
     } else {
         mm_heap_entry e = {at, eng->seq, id};
-        if (mm_heap4_insert(&eng->heap, e) != 0) {
+        if (eng->top_spent) {
+            mm_heap4_replace_top(&eng->heap, e);
+            eng->top_spent = 0;
+        } else if (mm_heap4_insert(&eng->heap, e) != 0) {
             mm_slot_release(eng, idx);
             return 0;
         }
@@ -252,11 +262,13 @@ static uint64_t mm_engine_loop(mm_engine *eng, mm_time until)
     while (!eng->stop) {
         const mm_heap_entry *root = mm_heap4_root(&eng->heap);
         mm_heap_entry e;
+        int from_heap = 1;
         if (root && root->time <= eng->now) { /* due now, scheduled before the FIFO's */
             if (root->time > until)
                 break;
-            mm_heap4_pop(&eng->heap, &e);
+            e = *root;
         } else if (eng->nq_n) {
+            from_heap = 0;
             if (eng->now > until)
                 break;
             e.time = eng->now;
@@ -266,12 +278,19 @@ static uint64_t mm_engine_loop(mm_engine *eng, mm_time until)
         } else {
             if (!root || root->time > until)
                 break;
-            mm_heap4_pop(&eng->heap, &e);
+            e = *root;
         }
         uint32_t idx = (uint32_t)e.payload;
         mm_slot *s = &eng->slots[idx];
-        if (s->gen != (uint32_t)(e.payload >> 32))
-            continue; /* cancelled: its slot moved on */
+        if (s->gen != (uint32_t)(e.payload >> 32)) { /* cancelled: its slot moved on */
+            if (from_heap)
+                mm_heap4_pop(&eng->heap, &e);
+            continue;
+        }
+        /* a heap event stays at the root while it runs: the first event it
+         * schedules into the heap takes its place (pop + insert in one
+         * sift); keys are unique, so the order is the same */
+        eng->top_spent = from_heap;
         mm_event_fn fn = s->fn;
         void *ctx = s->ctx;
         uint64_t arg = s->arg;
@@ -280,6 +299,10 @@ static uint64_t mm_engine_loop(mm_engine *eng, mm_time until)
         eng->now = e.time;
         eng->dispatched++;
         fn(eng, ctx, arg);
+        if (eng->top_spent) {
+            mm_heap4_pop(&eng->heap, &e);
+            eng->top_spent = 0;
+        }
     }
     return eng->dispatched - start;
 }
