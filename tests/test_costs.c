@@ -17,6 +17,7 @@
 #include "model/llm.h"
 #include "model/memory.h"
 #include "model/mllm.h"
+#include "run/fwcost.h"
 #include "run/sim.h"
 
 static double rel(double a, double b) { return fabs(a - b) / fabs(b); }
@@ -157,6 +158,28 @@ START_TEST(per_layer_gemms_a100)
         double ref = 2 * shapes[i][0] * shapes[i][1] * shapes[i][2] / (shapes[i][3] * 1e12) * 1e3;
         ck_assert_msg(rel(t, ref) < 0.15, "shape %d: %g ms vs %g ms", i, t, ref);
     }
+}
+END_TEST
+
+/* topologies/kernels/a100-gemm.csv is what scripts/derive/a100-gemm
+ * writes (docs/frameworks.md, "Both GPUs' GEMM tables"): at every grid
+ * point the H100 sweep x 242.6 / 780.2, to the 0.1 TFLOP/s it is printed
+ * with.  A hand edit of either table without rerunning the script fails. */
+START_TEST(a100_gemm_derived)
+{
+    static mm_gemm_table a, h;
+    mm_err err;
+    ck_assert_msg(mm_gemm_table_load("topologies/kernels/a100-gemm.csv", &a, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_gemm_table_load("topologies/kernels/h100-gemm.csv", &h, &err) == 0, "%s", err.msg);
+    ck_assert(a.nm == h.nm && a.nn == h.nn && a.nk == h.nk);
+    for (int i = 0; i < a.nm; i++)
+        for (int j = 0; j < a.nn; j++)
+            for (int k = 0; k < a.nk; k++) {
+                double want = mm_gemm_table_tflops(&h, a.m[i], a.n[j], a.k[k]) * 242.6 / 780.2;
+                double got = mm_gemm_table_tflops(&a, a.m[i], a.n[j], a.k[k]);
+                ck_assert_msg(fabs(got - want) <= 0.05 + 1e-9, "(%g, %g, %g): %g vs %g", a.m[i], a.n[j], a.k[k], got,
+                              want);
+            }
 }
 END_TEST
 
@@ -346,6 +369,40 @@ START_TEST(fbw_split)
 }
 END_TEST
 
+/* The unfused attention core (mm_llm_attn_unfused) keeps Table 1's split
+ * when timed (fwcost.c): its batched GEMMs multiply two activations, so
+ * both of their gradient GEMMs land in B, and W holds the Linear layers'
+ * weight gradients only.  A GPU without tables, at 1 PFLOP/s and
+ * bandwidth too high to matter, turns each bucket's seconds into FLOPs. */
+START_TEST(fbw_split_unfused)
+{
+    mm_llm m;
+    mm_llm_init_gpt(&m, 2048, 24, 16, 51200, 2048);
+    double b = 2, s = 2048, h = 2048;
+    mm_op_cost ops[MM_LLM_MAX_OPS], x[MM_FW_MAX_OPS];
+    int n = mm_llm_layer_ops(&m, b, s, 1, false, 2, ops, MM_LLM_MAX_OPS), k = 0;
+    ck_assert(n > 0);
+    for (int i = 0; i < n; i++) {
+        int got = ops[i].kind == MM_OPK_ATTN ? mm_llm_attn_unfused(&ops[i], 2, x + k, MM_FW_MAX_OPS - k) : -1;
+        if (got > 0)
+            k += got;
+        else
+            x[k++] = ops[i];
+    }
+    ck_assert_int_eq(k, n + 3);
+    mm_gpu_spec g;
+    memset(&g, 0, sizeof g);
+    g.peak_flops[MM_DTYPE_BF16] = 1e15;
+    g.gemm_eff = g.mem_eff = 1.0;
+    g.hbm_bw = 1e30;
+    mm_fw_ctx c = {&g, MM_DTYPE_BF16, NULL, MM_ATTN_IMPL_UNFUSED, 2};
+    mm_pass_breakdown t = mm_fw_time_ops(&c, x, k);
+    ck_assert(rel(t.s[MM_OP_F][MM_BK_GEMM] * 1e15, s * b * h * (24 * h + 4 * s)) < 1e-9);
+    ck_assert(rel(t.s[MM_OP_B][MM_BK_GEMM] * 1e15, s * b * h * (24 * h + 8 * s)) < 1e-9);
+    ck_assert(rel(t.s[MM_OP_W][MM_BK_GEMM] * 1e15, s * b * h * 24 * h) < 1e-9);
+}
+END_TEST
+
 START_TEST(moe_ops)
 {
     static mm_model mm;
@@ -448,12 +505,14 @@ int main(void)
     tcase_add_test(tc, bad_csv_errors);
     tcase_add_test(tc, topology_tables);
     tcase_add_test(tc, per_layer_gemms_a100);
+    tcase_add_test(tc, a100_gemm_derived);
     tcase_add_test(tc, attention_vs_llama_step);
     tcase_add_test(tc, run_uses_tables);
     tcase_add_test(tc, published_param_counts);
     tcase_add_test(tc, vit_flops);
     tcase_add_test(tc, composites);
     tcase_add_test(tc, fbw_split);
+    tcase_add_test(tc, fbw_split_unfused);
     tcase_add_test(tc, moe_ops);
     tcase_add_test(tc, activations_korthikanti);
     tcase_add_test(tc, model_states);

@@ -307,6 +307,8 @@ START_TEST(p2p_curve)
     int sorted[2] = {0, 1};
     mm_group_shape_of(&h, sorted, 2, &s);
     ck_assert(mm_net_p2p_extra(&h, &s, S) == 0);
+    mm_cluster_free(&c);
+    mm_cluster_free(&h);
 }
 END_TEST
 
@@ -430,6 +432,7 @@ START_TEST(overlap_contention)
     ck_assert_msg(fabs(comp_s[1][0] - 0.010 * 1.189) < 1e-9, "overlapped compute %g s", comp_s[1][0]);
     ck_assert(fabs(comp_s[1][1] - 0.010) < 1e-9);
     ck_assert(comm_s[0] == comm_s[1] && comm_s[0] > 0.001);
+    mm_cluster_free(&c);
 }
 END_TEST
 
@@ -626,6 +629,7 @@ START_TEST(host_overhead_floors_each_kernel)
     h = mm_fw_time_ops(&ch, &op, 1);
     ck_assert(fabs(h.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 9e9)) < 1e-15);
     ck_assert(h.s[MM_OP_F][MM_BK_MEM] > 8 * 3.6e-6);
+    mm_cluster_free(&c);
 }
 END_TEST
 
@@ -768,6 +772,7 @@ START_TEST(extra_kernels_by_formula)
     mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2};
     double V = (double)m.vocab;
     ck_assert(mm_fw_embed_wgrad_time(&fc, &m, T, 2) == mm_mem_time(&c.gpu, V * h / 2 * 12 + T * h * 6));
+    mm_cluster_free(&c);
     double msgs[2];
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"parallel.llm={tp: 2, pp: 1, dp: 4}", i ? "train.sequence_parallel=true"

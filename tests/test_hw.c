@@ -4,9 +4,12 @@
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hw/compute.h"
 #include "hw/net.h"
+
+#include "cluster_keep.h"
 
 static mm_cluster load(const char *path, int nodes)
 {
@@ -14,7 +17,7 @@ static mm_cluster load(const char *path, int nodes)
     mm_err err;
     int rc = mm_cluster_load(path, nodes, &c, &err);
     ck_assert_msg(rc == 0, "%s:%d %s %s", err.file, err.line, err.key, err.msg);
-    return c;
+    return mm_test_keep_cluster(c);
 }
 
 START_TEST(topologies_load)
@@ -130,15 +133,50 @@ START_TEST(bad_topologies)
 }
 END_TEST
 
+/* The kernel tables are the cluster's, on the heap and sized to their
+ * files: the H100 GEMM grid's every listed shape reads back exactly;
+ * mm_cluster_free empties them and may be called again; a topology whose
+ * second table is bad fails naming that file and leaves nothing allocated
+ * (the sanitizer build's leak check sees the GEMM table read before it). */
+START_TEST(kernel_tables_owned)
+{
+    /* the tables' values are not inside the structs (they were 98,576
+     * bytes of every mm_gpu_spec, and so of every mm_cluster and mm_sim) */
+    ck_assert_uint_lt(sizeof(mm_kernel_tables), 2048);
+    ck_assert_uint_lt(sizeof(mm_cluster), 8192);
+    mm_cluster c;
+    mm_err err;
+    ck_assert_int_eq(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err), 0);
+    const mm_gemm_table *g = &c.gpu.kernels.gemm;
+    ck_assert(c.gpu.kernels.has_gemm && g->tflops && g->nm > 1 && g->nn > 1 && g->nk > 1);
+    ck_assert(c.gpu.kernels.has_attn && c.gpu.kernels.attn.n > 0 && c.gpu.kernels.attn.c);
+    for (int i = 0; i < g->nm; i++)
+        for (int j = 0; j < g->nn; j++)
+            for (int l = 0; l < g->nk; l++) {
+                double v = g->tflops[((size_t)i * g->nn + j) * g->nk + l];
+                ck_assert(v > 0 && v == mm_gemm_table_tflops(g, g->m[i], g->n[j], g->k[l]));
+            }
+    mm_cluster_free(&c);
+    ck_assert(!c.gpu.kernels.has_gemm && !c.gpu.kernels.gemm.tflops && !c.gpu.kernels.attn.c);
+    mm_cluster_free(&c);
+    ck_assert_int_eq(mm_cluster_load("tests/data/hw/bad-second-table.yaml", 1, &c, &err), -MM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.file, "attn-bad-pass.csv"));
+    ck_assert_str_eq(err.key, "pass");
+    ck_assert(!c.gpu.kernels.gemm.tflops && !c.gpu.kernels.attn.c);
+}
+END_TEST
+
 static Suite *hw_suite(void)
 {
     Suite *s = suite_create("hw");
     TCase *tc = tcase_create("hw");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, topologies_load);
     tcase_add_test(tc, allreduce_busbw_matches_vendor);
     tcase_add_test(tc, rails_limit_sparse_groups);
     tcase_add_test(tc, roofline);
     tcase_add_test(tc, bad_topologies);
+    tcase_add_test(tc, kernel_tables_owned);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,6 @@
 /* test_mm.c - multimodal fidelity (issue 13) against hand-computed numbers:
- * a colocated encoder's ranks encode their own samples, LLaVA's stage-1 and
+ * a colocated encoder's ranks encode their own samples (a second, audio
+ * encoder's too, as drawn and post-balanced), LLaVA's stage-1 and
  * stage-2 freezing (memory and which passes run), padded tokens, memory
  * that follows the data (OOM in exactly the iteration that does not fit),
  * every placement under every schedule, `mmsim plan` going on past a
@@ -95,6 +96,143 @@ START_TEST(colocated_ranks_encode_their_own_samples)
     mm_metrics_free(&m);
     mm_sim_timeline_free(&tl);
     done(&sim, &sc_sim);
+}
+END_TEST
+
+/* F + B of an encoder's micro-batch of `inputs` tiles or clips at tp. */
+static double enc_fb(const mm_sim *sim, int i, double inputs, int tp)
+{
+    mm_enc_mb_cost c;
+    double params;
+    ck_assert_int_eq(mm_sim_enc_mb_cost(sim, &sim->enc[i], inputs, tp, &c, &params), 0);
+    return c.fwd_s + c.bwd_s;
+}
+
+/* Two colocated encoders (vision and audio) on two GPUs: both samples hold
+ * 2 tiles, only the second 60 s of audio (2 clips), so rank 1 encodes all
+ * the audio.  Each rank's audio op is its own clips' cost (rank 0: none),
+ * not half of the batch's; rank 1 works a = F+B(2 clips) longer, so over
+ * the combined work (v = F+B(2 tiles) on each) encoder_load_imbalance =
+ * 2 (v + a) / (2 v + a) and encoder_excess_s = a / 2.  With the audio
+ * encoder at tp 2 (one rank over both GPUs, its own plan) both GPUs run
+ * F+B(2 clips at tp 2) and the imbalance is that of vision alone, 1. */
+START_TEST(second_colocated_encoder_ranks)
+{
+    const char *sets[] = {"model=tests/data/mm/vision-audio.yaml", "cluster.topology=tests/data/mm/two-gpu.yaml",
+                          "cluster.nodes=1", "parallel.llm={tp: 1, pp: 1, dp: 2}",
+                          "parallel.vision={tp: 1, pp: 1, dp: 2}", "parallel.audio={tp: 1, pp: 1, dp: 2}",
+                          "parallel.placement=colocated", "train.global_batch=2",
+                          "workload=tests/data/mm/audio-on-one.csv", "iterations=1",
+                          "parallel.audio={tp: 2, pp: 1, dp: 1}"};
+    for (int audio_tp = 1; audio_tp <= 2; audio_tp++) {
+        mm_sim sim;
+        mm_scenario sc_sim = {0};
+        load(&sim, &sc_sim, sets, audio_tp == 1 ? 10 : 11);
+        ck_assert_int_eq(sim.n_enc, 2);
+        ck_assert_str_eq(sim.enc[1].name, "audio");
+        mm_metrics m;
+        mm_sim_timeline tl;
+        run(&sim, &m, &tl);
+        ck_assert(!m.oom);
+        double v = enc_fb(&sim, 0, 2, 1), a = enc_fb(&sim, 1, 2, audio_tp), a0 = enc_fb(&sim, 1, 0, 1);
+        ck_assert(a > 0.5 * v && a0 == 0);
+        for (int r = 0; r < 2; r++) {
+            double vis = op_sum(&tl.graph, 1, MM_CAT_FWD, r) + op_sum(&tl.graph, 1, MM_CAT_BWD, r);
+            double aud = op_sum(&tl.graph, 2, MM_CAT_FWD, r) + op_sum(&tl.graph, 2, MM_CAT_BWD, r);
+            double want = audio_tp == 2 || r == 1 ? a : 0;
+            ck_assert_msg(fabs(vis - v) < 1e-12 * v, "rank %d vision %.12g vs %.12g", r, vis, v);
+            ck_assert_msg(fabs(aud - want) < 1e-12 * a, "tp %d rank %d audio %.12g vs %.12g", audio_tp, r, aud, want);
+        }
+        double imb = audio_tp == 1 ? 2 * (v + a) / (2 * v + a) : 1.0, ex = audio_tp == 1 ? a / 2 : 0.0;
+        ck_assert_msg(fabs(m.encoder_load_imbalance - imb) < 1e-12, "%.12f vs %.12f", m.encoder_load_imbalance, imb);
+        ck_assert_msg(fabs(m.encoder_excess_s - ex) < 1e-12, "%.12g vs %.12g", m.encoder_excess_s, ex);
+        mm_metrics_free(&m);
+        mm_sim_timeline_free(&tl);
+        done(&sim, &sc_sim);
+    }
+}
+END_TEST
+
+/* Bytes of the sendrecv pairs of one module (forward and backward). */
+static double pair_bytes(const mm_graph *g, int module)
+{
+    double by = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].module == module && g->ops[i].coll >= 0 && g->colls[g->ops[i].coll].kind == MM_COLL_SENDRECV)
+            by += g->colls[g->ops[i].coll].bytes;
+    return by;
+}
+
+/* The second encoder reshards pair by pair as the first: LLM pp 2 on two
+ * GPUs, so encoder rank 1 (GPU 1, stage 1) hands its sample's embeddings
+ * to the first stage: vision its 2 tiles' tokens, audio its 60 s' tokens,
+ * 2 bytes x hidden each, forward and back; rank 0 is on the first stage
+ * and sends nothing. */
+START_TEST(second_encoder_pair_bytes)
+{
+    const char *sets[] = {"model=tests/data/mm/vision-audio.yaml", "cluster.topology=tests/data/mm/two-gpu.yaml",
+                          "cluster.nodes=1", "parallel.llm={tp: 1, pp: 2, dp: 1}",
+                          "parallel.vision={tp: 1, pp: 1, dp: 2}", "parallel.audio={tp: 1, pp: 1, dp: 2}",
+                          "parallel.placement=colocated", "train.global_batch=2",
+                          "workload=tests/data/mm/audio-on-one.csv", "iterations=1"};
+    mm_sim sim;
+    mm_scenario sc_sim = {0};
+    load(&sim, &sc_sim, sets, 10);
+    mm_metrics m;
+    mm_sim_timeline tl;
+    run(&sim, &m, &tl);
+    ck_assert(!m.oom);
+    mm_sample s1 = {.text_tokens = 100, .images = 1, .tiles = 2, .audio_s = 60};
+    double aud = (double)mm_sample_audio_tokens(&s1, &sim.tm), vis = (double)mm_sample_mm_tokens(&s1, &sim.tm) - aud;
+    double per_tok = 2.0 * (double)sim.llm.hidden;
+    ck_assert(aud == 1500 && vis > 0);
+    ck_assert_msg(fabs(pair_bytes(&tl.graph, 2) - 2 * aud * per_tok) < 1e-6, "audio %.0f vs %.0f",
+                  pair_bytes(&tl.graph, 2), 2 * aud * per_tok);
+    ck_assert_msg(fabs(pair_bytes(&tl.graph, 1) - 2 * vis * per_tok) < 1e-6, "vision %.0f vs %.0f",
+                  pair_bytes(&tl.graph, 1), 2 * vis * per_tok);
+    mm_metrics_free(&m);
+    mm_sim_timeline_free(&tl);
+    done(&sim, &sc_sim);
+}
+END_TEST
+
+/* Post-balance's encoder phase balances the combined encoder cost: as
+ * drawn DP rank 0 encodes both audio samples (V = F+B(4 tiles) + A =
+ * F+B(4 clips) against V alone), post-balance deals one to each rank (V +
+ * F+B(2 clips) on both, imbalance 1).  Balancing the vision cost alone,
+ * as before, left both on rank 0 (the samples' tiles are equal). */
+START_TEST(post_balance_deals_the_audio)
+{
+    for (int pb = 0; pb < 2; pb++) {
+        const char *sets[] = {"model=tests/data/mm/vision-audio.yaml", "cluster.topology=tests/data/mm/two-gpu.yaml",
+                              "cluster.nodes=1", "parallel.llm={tp: 1, pp: 1, dp: 2}",
+                              "parallel.vision={tp: 1, pp: 1, dp: 2}", "parallel.audio={tp: 1, pp: 1, dp: 2}",
+                              "parallel.placement=colocated", "train.global_batch=4",
+                              "workload=tests/data/mm/audio-on-rank0.csv", "iterations=1",
+                              pb ? "batching=post-balance" : "batching=sequential"};
+        mm_sim sim;
+        mm_scenario sc_sim = {0};
+        load(&sim, &sc_sim, sets, 11);
+        mm_metrics m;
+        mm_sim_timeline tl;
+        run(&sim, &m, &tl);
+        ck_assert(!m.oom);
+        double v = enc_fb(&sim, 0, 4, 1), a4 = enc_fb(&sim, 1, 4, 1), a2 = enc_fb(&sim, 1, 2, 1);
+        double t[2];
+        for (int r = 0; r < 2; r++) {
+            double aud = op_sum(&tl.graph, 2, MM_CAT_FWD, r) + op_sum(&tl.graph, 2, MM_CAT_BWD, r);
+            double want = pb ? a2 : r == 0 ? a4 : 0;
+            ck_assert_msg(fabs(aud - want) <= 1e-12 * a4, "%s rank %d audio %.12g vs %.12g", sets[10], r, aud, want);
+            t[r] = v + want;
+        }
+        double imb = 2 * fmax(t[0], t[1]) / (t[0] + t[1]);
+        ck_assert_msg(fabs(m.encoder_load_imbalance - imb) < 1e-12, "%s: %.12f vs %.12f", sets[10],
+                      m.encoder_load_imbalance, imb);
+        ck_assert(pb ? imb == 1.0 : imb > 1.1);
+        mm_metrics_free(&m);
+        mm_sim_timeline_free(&tl);
+        done(&sim, &sc_sim);
+    }
 }
 END_TEST
 
@@ -559,6 +697,9 @@ static Suite *suite(void)
     tcase_add_test(t, placement_by_schedule_matrix);
     tcase_add_test(t, pipeline_placement_with_interleaving);
     tcase_add_test(t, colocated_audio_ranks);
+    tcase_add_test(t, second_colocated_encoder_ranks);
+    tcase_add_test(t, post_balance_deals_the_audio);
+    tcase_add_test(t, second_encoder_pair_bytes);
     tcase_add_test(t, per_module_recompute);
     tcase_add_test(t, frozen_bad_input);
     tcase_add_test(t, plan_goes_on);

@@ -13,6 +13,8 @@
 #include "hw/flow.h"
 #include "run/exec.h"
 
+#include "cluster_keep.h"
+
 #ifndef MMSIM_EXE
 #error "MMSIM_EXE must name the mmsim binary"
 #endif
@@ -25,7 +27,7 @@ static mm_cluster load(const char *path, int nodes)
     mm_err err;
     int rc = mm_cluster_load(path, nodes, &c, &err);
     ck_assert_msg(rc == 0, "%s:%d %s: %s", err.file, err.line, err.key, err.msg);
-    return c;
+    return mm_test_keep_cluster(c);
 }
 
 /* Seconds for one collective over the first n GPUs (or gpus[]). */
@@ -776,6 +778,7 @@ static Suite *net_suite(void)
 {
     Suite *s = suite_create("net");
     TCase *tc = tcase_create("maxmin");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, maxmin_two_links);
     tcase_add_test(tc, maxmin_three_links);
     tcase_add_test(tc, maxmin_coefficients);
@@ -784,6 +787,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, flownet_recomputes_on_start_and_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("collectives");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, allreduce_busbw_matches_vendor);
     tcase_add_test(tc, nvls_by_group_size);
     tcase_add_test(tc, pcie_server_busbw);
@@ -793,6 +797,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, forced_algorithms_checked);
     suite_add_tcase(s, tc);
     tc = tcase_create("contention");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, shared_nics_halve_bandwidth);
     tcase_add_test(tc, rates_recomputed_when_flows_end);
     tcase_add_test(tc, deterministic);
@@ -801,6 +806,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, exec_dp_and_pp_share_a_nic);
     suite_add_tcase(s, tc);
     tc = tcase_create("topology");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, topologies_build);
     tcase_add_test(tc, bad_topology_input);
     tcase_add_test(tc, cli_collective);

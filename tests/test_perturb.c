@@ -22,6 +22,8 @@
 #include "run/exec.h"
 #include "run/sim.h"
 
+#include "cluster_keep.h"
+
 /* A small LLM alone on one DGX H100 (8 GPUs). */
 #define SMALL "model=models/megatron-gpt-1.7b.json", "cluster.nodes=1", "workload=text", \
               "train.seq_len=2048", "parallel.vision=null", "parallel.placement=pipeline", "iterations=1"
@@ -37,6 +39,7 @@ static void run_sets(const char *const *sets, int n, mm_metrics *mt, mm_sim_time
     ck_assert_msg(rc == 0, "%s:%d: %s: %s", err.file, err.line, err.key, err.msg);
     rc = mm_sim_run(sim, mt, tl, &err);
     ck_assert_msg(rc == 0, "%s", err.msg);
+    mm_sim_free(sim);
     free(sim);
     mm_scenario_free(&sc);
 }
@@ -123,7 +126,7 @@ static mm_cluster load(const char *path, int nodes)
     mm_err err;
     int rc = mm_cluster_load(path, nodes, &c, &err);
     ck_assert_msg(rc == 0, "%s:%d %s: %s", err.file, err.line, err.key, err.msg);
-    return c;
+    return mm_test_keep_cluster(c);
 }
 
 static double busbw(const mm_cluster *c, mm_net_model model, mm_coll_algo algo, int n, double bytes)
@@ -551,6 +554,7 @@ static Suite *perturb_suite(void)
 {
     Suite *s = suite_create("perturb");
     TCase *tc = tcase_create("perturb");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, dp_straggler);
     tcase_add_test(tc, pp_straggler);

@@ -103,6 +103,7 @@ static double published_time(const row *r)
         ptr[n] = s[n];
         ptr[n + 1] = s[n + 1];
         mm_err err;
+        mm_sim_free(&sim); /* and its sim (no-op when none) */
         mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
         ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n + 2, &err), 0);
         ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
@@ -173,6 +174,7 @@ static int reload(const mm_plan_cand *c, mm_sim *sim, mm_err *err)
         ptr[n++] = sets[k++];
         q = e;
     }
+    mm_sim_free(sim); /* the caller's (static) sim, prepared before or zeroed */
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n, err), 0);
     return mm_sim_prepare(sim, &sc, err);

@@ -11,13 +11,15 @@
 #include "run/exec.h"
 #include "run/sim.h"
 
+#include "cluster_keep.h"
+
 static mm_cluster test_cluster(void)
 {
     mm_cluster c;
     mm_err err;
     int rc = mm_cluster_load("topologies/dgx-h100.yaml", 8, &c, &err);
     ck_assert_msg(rc == 0, "%s", err.msg);
-    return c;
+    return mm_test_keep_cluster(c);
 }
 
 /* Runs a uniform pipeline (F = tf, B = tb per stage, no communication) and
@@ -107,6 +109,7 @@ static int load_sim(mm_sim *sim, const char *path, const char *const *sets, int 
     int k = path ? 0 : 1;
     for (int i = 0; i < n && k < 16; i++)
         all[k++] = sets[i];
+    mm_sim_free(sim); /* the caller's (static) sim, prepared before or zeroed */
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     int rc = mm_scenario_load(&sc, path, all, k, err);
     if (rc)
@@ -119,9 +122,11 @@ START_TEST(default_is_deterministic)
     static mm_sim a, b;
     mm_err err;
     static mm_scenario sa, sb;
+    mm_sim_free(&a); /* and its sim (no-op when none) */
     mm_scenario_free(&sa); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sa, NULL, NULL, 0, &err) == 0 && mm_sim_prepare(&a, &sa, &err) == 0, "%s",
                   err.msg);
+    mm_sim_free(&b); /* and its sim (no-op when none) */
     mm_scenario_free(&sb); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sb, NULL, NULL, 0, &err) == 0 && mm_sim_prepare(&b, &sb, &err) == 0, "%s",
                   err.msg);
@@ -292,6 +297,7 @@ START_TEST(audio_encoder_runs)
     const char *base[] = {"model=models/qwen2-audio-like-7b.yaml",
                           "workload={kind: fixed, audio_seconds: 45, text_tokens: 200}",
                           "parallel.audio={tp: 1, pp: 1, dp: 16}", "train.global_batch=32", "iterations=1"};
+    mm_sim_free(&sim); /* and its sim (no-op when none) */
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sc, NULL, base, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
                   err.key, err.msg);
@@ -311,6 +317,7 @@ START_TEST(audio_encoder_runs)
                           "iterations=1"};
     static mm_scenario sc2;
     static mm_sim sim2;
+    mm_sim_free(&sim2); /* and its sim (no-op when none) */
     mm_scenario_free(&sc2); /* the previous load of this static (no-op when none) */
     ck_assert(mm_scenario_load(&sc2, NULL, text, 4, &err) == 0 && mm_sim_prepare(&sim2, &sc2, &err) == 0);
     ck_assert_int_eq(mm_sim_run(&sim2, &m, NULL, &err), 0);
@@ -323,6 +330,7 @@ START_TEST(audio_encoder_runs)
         const char *tp2[] = {base[0], base[1], sp ? "parallel.audio={tp: 2, pp: 1, dp: 8, sp: true}"
                                                   : "parallel.audio={tp: 2, pp: 1, dp: 8}",
                              base[3], base[4]};
+        mm_sim_free(&sim); /* and its sim (no-op when none) */
         mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
         ck_assert(mm_scenario_load(&sc, NULL, tp2, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0);
         ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
@@ -343,6 +351,7 @@ START_TEST(projector_side)
     double flops[2], stage0[2];
     for (int side = 0; side < 2; side++) {
         const char *sets[] = {side ? "parallel.projector=llm" : "parallel.projector=encoder", "iterations=1"};
+        mm_sim_free(&sim); /* and its sim (no-op when none) */
         mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
         ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 2, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
                       "%s: %s", err.key, err.msg);
@@ -361,10 +370,12 @@ static Suite *run_suite(void)
 {
     Suite *s = suite_create("run");
     TCase *tc = tcase_create("pipeline");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_loop_test(tc, bubble_matches_formula, 0, 12);
     tcase_add_test(tc, schedule_orders);
     suite_add_tcase(s, tc);
     tc = tcase_create("scenario");
+    tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, default_is_deterministic);
     tcase_add_test(tc, flops_follow_megatron);
     tcase_add_test(tc, dp_allreduce_costs_network_time);

@@ -88,6 +88,7 @@ static run_result run_spec(const mm_build_spec *sp)
     free(end);
     mm_engine_free(eng);
     mm_graph_free(&g);
+    mm_cluster_free(&c);
     return r;
 }
 
@@ -371,6 +372,7 @@ START_TEST(grad_reduce_overlap)
     int g4[4] = {0, 4, 8, 12};
     double whole = mm_net_analytic_time(&c, MM_COLL_ALLREDUCE, g4, 4, 400e6);
     double bucket = mm_net_analytic_time(&c, MM_COLL_ALLREDUCE, g4, 4, 100e6);
+    mm_cluster_free(&c);
     /* plain: the whole reduction follows the last backward; overlapped:
      * the first bucket leaves once the last backward's first layer has
      * computed (2 ms a layer, plus its TP all-reduces), so the other three

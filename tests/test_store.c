@@ -1,5 +1,6 @@
 /* test_store.c - Check suite for the SQLite results store (sim/store/store.h):
- * schema creation and version, writing and reading back runs, NAN as NULL,
+ * schema creation and version, migration from schema 6, writing and reading
+ * back runs (and their per-DP-rank loads, equal to run --json's), NAN as NULL,
  * the FNV-1a scenario hash, refusals that must leave foreign files untouched,
  * all-or-nothing writes, interrupted writers and parallel writers.
  * Every test works in its own mkdtemp directory, removed afterwards.
@@ -21,6 +22,8 @@
 #include "store/report.h"
 #include "store/store.h"
 #include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
+
+#include "mmsim_exe.h"
 
 static const char scenario_a[] =
     "model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml, nodes: 1}\n"
@@ -125,12 +128,13 @@ static void assert_untouched(const char *path, const unsigned char *before, size
 
 /* ---- sample data ------------------------------------------------------ */
 
-enum { N_ITERS = 3, N_STAGES = 2 };
+enum { N_ITERS = 3, N_STAGES = 2, N_DP = 2 };
 
 typedef struct sample {
     mm_metrics m;
     mm_iter_metrics iters[N_ITERS];
     mm_stage_metrics stages[N_STAGES];
+    double dp_load[N_ITERS * N_DP];
 } sample;
 
 /* Fills a sample run; `k` shifts every value so two runs differ. */
@@ -164,6 +168,10 @@ static void sample_fill(sample *s, double k)
                                           .idle_s = 0.1 + 0.1 * i, .comm_s = 0.05,
                                           .memory_gib = i == 0 ? 61.5 : NAN};
     }
+    for (int i = 0; i < N_ITERS * N_DP; i++) /* one unknown: NULL */
+        s->dp_load[i] = i == 3 ? NAN : 0.1 * (i + 1) + k / 3.0;
+    s->m.dp_ranks = N_DP;
+    s->m.dp_rank_load_s = s->dp_load;
     s->m.n_iters = N_ITERS;
     s->m.iters = s->iters;
     s->m.n_stages = N_STAGES;
@@ -250,7 +258,7 @@ START_TEST(test_open_creates_schema_v1)
     mm_store *st = open_ok(db);
     ck_assert(exists(db));
     ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
-    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 6);
+    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 7);
     ck_assert_int_eq(q_int(st, "PRAGMA foreign_keys"), 1);
     ck_assert_int_eq(q_int(st, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     ck_assert_int_ge(q_int(st, "PRAGMA busy_timeout"), 1000);
@@ -266,7 +274,7 @@ START_TEST(test_open_creates_schema_v1)
     /* Reopening an up-to-date database changes nothing in its schema. */
     st = open_ok(db);
     ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 9);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 10);
     mm_store_close(st);
 }
 END_TEST
@@ -964,6 +972,152 @@ START_TEST(test_report_sweep_keys_bound)
 }
 END_TEST
 
+/* ---- per-DP-rank loads (schema 7) ------------------------------------ */
+
+/* The library's round trip: every (iteration, rank) of the array comes
+ * back bit for bit, the unknown one as NULL, in iteration-rank order. */
+START_TEST(test_dp_loads_read_back)
+{
+    char path[512];
+    path_in(path, sizeof path, "dp.db");
+    mm_store *st = open_ok(path);
+    write_ok(st, scenario_a, 0);
+    int64_t b = write_ok(st, scenario_b, 2);
+    mm_store_close(st);
+    mm_err err;
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), 0);
+    mm_table t;
+    sample s;
+    sample_fill(&s, 2);
+    ck_assert_int_eq(mm_store_report_dp_load(st, 0, &t, &err), 0); /* 0: the newest, run b */
+    ck_assert_int_eq(t.ncols, 3);
+    ck_assert_str_eq(t.head[2], "load_s");
+    ck_assert_uint_eq(t.nrows, N_ITERS * N_DP);
+    for (size_t r = 0; r < t.nrows; r++) {
+        const mm_cell *c = &t.cells[r * 3];
+        ck_assert_int_eq(c[0].i, (int64_t)r / N_DP);
+        ck_assert_int_eq(c[1].i, (int64_t)r % N_DP);
+        if (isnan(s.dp_load[r]))
+            ck_assert_int_eq(c[2].type, MM_CELL_NULL);
+        else
+            ck_assert(c[2].type == MM_CELL_REAL && c[2].r == s.dp_load[r]);
+    }
+    mm_table_free(&t);
+    ck_assert_int_eq(mm_store_report_dp_load(st, b + 1, &t, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "--dp-load");
+    mm_store_close(st);
+    st = open_ok(path); /* deleting a run deletes its loads */
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM dp_rank_loads"), 2 * N_ITERS * N_DP);
+    ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), "DELETE FROM runs WHERE id = 1", NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM dp_rank_loads"), N_ITERS * N_DP);
+    mm_store_close(st);
+}
+END_TEST
+
+/* Numbers after `"dp_rank_load_s": [` in run --json (rows of n), or the
+ * load_s column of report --dp-load --csv, into v; returns how many. */
+static int json_loads(const char *json, double *v, int max)
+{
+    const char *p = strstr(json, "\"dp_rank_load_s\": [");
+    ck_assert_ptr_nonnull(p);
+    p += strlen("\"dp_rank_load_s\": [");
+    int n = 0;
+    while (*p && *p != '\n' && n < max) {
+        char *end;
+        if (*p == '[' || *p == ',' || *p == ' ' || *p == ']') {
+            p++;
+            continue;
+        }
+        v[n++] = strtod(p, &end);
+        ck_assert_ptr_ne(end, p);
+        p = end;
+    }
+    return n;
+}
+
+static int csv_loads(const char *csv, double *v, int max)
+{
+    ck_assert_ptr_eq(strstr(csv, "iteration,dp_rank,load_s\n"), csv);
+    int n = 0;
+    for (const char *p = strchr(csv, '\n'); p && p[1] && n < max; p = strchr(p + 1, '\n')) {
+        int it, rank;
+        ck_assert_int_eq(sscanf(p + 1, "%d,%d,%lf", &it, &rank, &v[n]), 3);
+        n++;
+    }
+    return n;
+}
+
+/* `mmsim run --json --db` and `mmsim report --dp-load --csv`: the stored
+ * loads are the --json ones, exactly (both print 17 digits), on a mix
+ * whose DP ranks differ (4 ranks, 2 iterations). */
+START_TEST(test_dp_loads_equal_json)
+{
+    char dir[256], args[1024], out[65536], errs[4096];
+    mmx_tmpdir(dir, sizeof dir, "dpload");
+    snprintf(args, sizeof args,
+             "run --json --db %s/r.db --set workload=workloads/llava-ov-mix.yaml --set iterations=2"
+             " --set parallel.placement=homogeneous --set 'parallel.llm={tp: 2, pp: 2, dp: 4}'"
+             " --set train.global_batch=16", dir);
+    ck_assert_msg(mmx_run(dir, NULL, args, out, sizeof out, errs, sizeof errs) == 0, "%s", errs);
+    double js[16], db[16];
+    int n = json_loads(out, js, 16);
+    ck_assert_int_eq(n, 8);
+    ck_assert(js[0] != js[1]);
+    snprintf(args, sizeof args, "report %s/r.db --dp-load last --csv", dir);
+    ck_assert_msg(mmx_run(dir, NULL, args, out, sizeof out, errs, sizeof errs) == 0, "%s", errs);
+    ck_assert_int_eq(csv_loads(out, db, 16), n);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(db[i] == js[i], "row %d: stored %.17g, --json %.17g", i, db[i], js[i]);
+    snprintf(args, sizeof args, "report %s/r.db --dp-load 2", dir);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errs, sizeof errs), 2);
+    ck_assert_ptr_nonnull(strstr(errs, "no run 2"));
+    snprintf(args, sizeof args, "report %s/r.db --dp-load -1", dir);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errs, sizeof errs), 2);
+    mmx_rmdir(dir);
+}
+END_TEST
+
+/* A schema-6 database (this schema less dp_rank_loads, user_version 6,
+ * one run): read-only, --dp-load is refused by name and the runs still
+ * list; opened for writing it migrates to 7, keeps its run (no loads) and
+ * stores the next run's. */
+START_TEST(test_schema6_migrates)
+{
+    char path[512];
+    path_in(path, sizeof path, "v6.db");
+    mm_store *st = open_ok(path);
+    int64_t old = write_ok(st, scenario_a, 0);
+    ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), "DROP TABLE dp_rank_loads; PRAGMA user_version = 6;", NULL,
+                                  NULL, NULL), SQLITE_OK);
+    mm_store_close(st);
+    mm_err err;
+    mm_table t;
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), 0);
+    ck_assert_int_eq(mm_store_report_dp_load(st, old, &t, &err), -MM_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "schema version 6"));
+    const char *metrics[] = {"mfu"};
+    ck_assert_int_eq(mm_store_report_runs(st, metrics, 1, &t, &err), 0);
+    ck_assert_uint_eq(t.nrows, 1);
+    mm_table_free(&t);
+    mm_store_close(st);
+    st = open_ok(path);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 7);
+    ck_assert_int_eq(count_runs(st), 1);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM dp_rank_loads"), 0);
+    int64_t id = write_ok(st, scenario_b, 1);
+    mm_store_close(st);
+    ck_assert_int_eq(mm_store_open_readonly(&st, path, &err), 0);
+    ck_assert_int_eq(mm_store_report_dp_load(st, old, &t, &err), 0);
+    ck_assert_uint_eq(t.nrows, 0); /* written before schema 7 */
+    mm_table_free(&t);
+    ck_assert_int_eq(mm_store_report_dp_load(st, id, &t, &err), 0);
+    ck_assert_uint_eq(t.nrows, N_ITERS * N_DP);
+    ck_assert(t.cells[2].type == MM_CELL_REAL && fabs(t.cells[2].r - (0.1 + 1 / 3.0)) < 1e-15);
+    mm_table_free(&t);
+    mm_store_close(st);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -992,6 +1146,9 @@ static Suite *store_suite(void)
     tcase_add_test(tc, test_report_readonly_refusals);
     tcase_add_test(tc, test_report_runs_bound_metrics);
     tcase_add_test(tc, test_report_sweep_keys_bound);
+    tcase_add_test(tc, test_dp_loads_read_back);
+    tcase_add_test(tc, test_dp_loads_equal_json);
+    tcase_add_test(tc, test_schema6_migrates);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
         printf("%8d %-9s %10.4f %10.4f %12.3f %10s  (8 concurrent rail rings)\n", n, "flow", setup, rs, t * 1e3, "");
         free(rg);
         free(g);
+        mm_cluster_free(&c);
     }
     return 0;
 }

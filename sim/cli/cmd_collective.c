@@ -214,6 +214,8 @@ static void runs_add(algo_runs *r, const char *algo, double bytes)
     r->from = r->to = bytes;
 }
 
+static int run_sizes(const coll_opts *po, const mm_cluster *c);
+
 int mm_cli_collective(int argc, char **argv)
 {
     coll_opts o = {.netname = "flow", .op = -1, .algo = MM_ALGO_AUTO, .lo = 8,
@@ -228,7 +230,18 @@ int mm_cli_collective(int argc, char **argv)
     mm_cluster c;
     if (mm_cluster_load(path, o.nodes, &c, &err))
         return mm_cli_fail(&err);
-    int op = o.op, total = mm_cluster_gpus(&c), gpus = o.gpus;
+    int rc = run_sizes(&o, &c);
+    mm_cluster_free(&c);
+    return rc;
+}
+
+/* The table (or JSON rows) of one collective over the sizes asked for. */
+static int run_sizes(const coll_opts *po, const mm_cluster *c)
+{
+    coll_opts o = *po;
+    mm_err err;
+    mm_err_clear(&err);
+    int op = o.op, total = mm_cluster_gpus(c), gpus = o.gpus;
     if (gpus == 0)
         gpus = op == MM_COLL_SENDRECV ? 2 : total;
     if (gpus > total)
@@ -238,7 +251,7 @@ int mm_cli_collective(int argc, char **argv)
     int *g = malloc((size_t)gpus * sizeof *g);
     mm_engine *eng = mm_engine_alloc();
     mm_net_model model = (mm_net_model)lookup(mm_net_model_names, o.netname);
-    mm_network *net = g && eng ? mm_network_alloc(&c, eng, model, &err) : NULL;
+    mm_network *net = g && eng ? mm_network_alloc(c, eng, model, &err) : NULL;
     if (!net) {
         if (err.code == MM_OK)
             mm_err_set(&err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -251,11 +264,11 @@ int mm_cli_collective(int argc, char **argv)
     for (int i = 0; i < gpus; i++)
         g[i] = i;
     if (op == MM_COLL_SENDRECV)
-        g[1] = c.nodes > 1 ? (c.nodes - 1) * c.gpus_per_node : 1;
+        g[1] = c->nodes > 1 ? (c->nodes - 1) * c->gpus_per_node : 1;
     if (o.json)
         printf("{\"rows\":[");
     else
-        print_header(&o, &c, gpus);
+        print_header(&o, c, gpus);
     int rc = 0, row = 0;
     double bus_sum = 0;
     algo_runs runs = {.text = ""};

@@ -1,5 +1,6 @@
-/* cmd_report.c - `mmsim report DB`: tables of the runs in a database, or of
- * the points of one sweep with their swept values, printed aligned or as CSV.
+/* cmd_report.c - `mmsim report DB`: tables of the runs in a database, of
+ * the points of one sweep with their swept values, or of one run's
+ * per-DP-rank loads, printed aligned or as CSV.
  * The queries are the store's (store/report.h: read-only, bound
  * parameters); this file parses the arguments and formats the cells.
  * Not for: running anything, SQL, or figures (scripts/plot sweep). */
@@ -130,6 +131,26 @@ static int parse_metrics(char *list, const char **out, int *n)
     return *n ? 0 : bad_arg("--metrics needs names, e.g.", "iteration_time_s,mfu");
 }
 
+/* --dp-load RUN|last: one run's per-DP-rank loads, one row per
+ * (iteration, rank). */
+static int report_dp_load(mm_store *st, const char *run, int csv)
+{
+    int64_t id = 0;
+    if (strcmp(run, "last")) {
+        char *end;
+        id = strtoll(run, &end, 10);
+        if (*end || id <= 0)
+            return bad_arg("--dp-load takes a run id or 'last', not", run);
+    }
+    mm_err err;
+    mm_table t;
+    if (mm_store_report_dp_load(st, id, &t, &err) < 0)
+        return mm_cli_fail(&err);
+    print_table(&t, csv, "DP rank loads (s)");
+    mm_table_free(&t);
+    return 0;
+}
+
 static int report(mm_store *st, const char *path, const char *sweep, int csv,
                   const char *const *metrics, int n_metrics)
 {
@@ -176,12 +197,13 @@ static int report(mm_store *st, const char *path, const char *sweep, int csv,
 
 int mm_cli_report(int argc, char **argv)
 {
-    const char *path = NULL, *sweep = NULL;
+    const char *path = NULL, *sweep = NULL, *dp_load = NULL;
     char *mlist = NULL;
     int csv = 0;
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'}, {"csv", no_argument, NULL, 'c'},
-        {"sweep", required_argument, NULL, 's'}, {"metrics", required_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
+        {"sweep", required_argument, NULL, 's'}, {"metrics", required_argument, NULL, 'm'},
+        {"dp-load", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0}};
     int c;
     while ((c = mm_cli_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
@@ -189,6 +211,7 @@ int mm_cli_report(int argc, char **argv)
         case 'c': csv = 1; break;
         case 's': sweep = optarg; break;
         case 'm': mlist = optarg; break;
+        case 'd': dp_load = optarg; break;
         default: return 2;
         }
     }
@@ -196,6 +219,8 @@ int mm_cli_report(int argc, char **argv)
         return 2;
     if (!path)
         return bad_arg("a database is needed, e.g. mmsim report", "results/mmsim.db");
+    if (dp_load && (sweep || mlist))
+        return bad_arg("--dp-load shows one run's loads; it takes no", sweep ? "--sweep" : "--metrics");
     char dflt[] = "iteration_time_s,tokens_per_s,mfu,peak_memory_gib";
     char *copy = strdup(mlist ? mlist : dflt);
     const char *metrics[MAX_METRICS];
@@ -209,6 +234,8 @@ int mm_cli_report(int argc, char **argv)
     mm_err err;
     if (mm_store_open_readonly(&st, path, &err) < 0)
         rc = mm_cli_fail(&err);
+    else if (dp_load)
+        rc = report_dp_load(st, dp_load, csv);
     else
         rc = report(st, path, sweep, csv, metrics, n_metrics);
     mm_store_close(st);

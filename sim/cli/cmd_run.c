@@ -255,6 +255,7 @@ static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
     int rc = mm_cluster_load(topo, sc->nodes, cl, err);
     if (!rc)
         *gpus = mm_cluster_gpus(cl);
+    mm_cluster_free(cl);
     free(cl);
     return rc;
 }

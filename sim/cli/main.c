@@ -116,11 +116,15 @@ static const char usage_sweep[] =
 
 static const char usage_report[] =
     "usage: mmsim report DB [--sweep ID|last] [--csv] [--metrics a,b,c]\n"
+    "       mmsim report DB --dp-load RUN|last [--csv]\n"
     "\n"
     "Prints the runs of a database as a table (the sweeps first, when there\n"
-    "are any); with --sweep, the points of one sweep with their swept values.\n"
+    "are any); with --sweep, the points of one sweep with their swept values;\n"
+    "with --dp-load, each LLM DP rank's compute seconds per iteration of one\n"
+    "run (run --json's dp_rank_load_s).\n"
     "\n"
     "  --sweep ID   one sweep (its id, or 'last')\n"
+    "  --dp-load R  one run's per-DP-rank loads (its id, or 'last')\n"
     "  --csv        comma-separated values with a header row, on stdout\n"
     "  --metrics L  metrics to show, e.g. iteration_time_s,tokens_per_s,mfu\n"
     "               (default iteration_time_s,tokens_per_s,mfu,peak_memory_gib)\n";

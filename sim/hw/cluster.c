@@ -498,5 +498,13 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         rc = load_p2p(&d, f, "fabric", &c->p2p_inter, &c->has_p2p_inter, err);
 out:
     mm_doc_free(&d);
+    if (rc)
+        mm_cluster_free(c); /* the GPU's tables read before the error */
     return rc;
+}
+
+void mm_cluster_free(mm_cluster *c)
+{
+    if (c)
+        mm_kernel_tables_free(&c->gpu.kernels);
 }

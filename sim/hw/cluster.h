@@ -35,7 +35,8 @@ typedef struct mm_gpu_spec {
     double kernel_overhead_s; /* fixed cost per kernel launch */
     double compute_capability; /* CUDA sm version (8.0, 9.0); 0: not stated */
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
-     * where one is absent the single factor above is used. */
+     * where one is absent the single factor above is used.  Owned (their
+     * values are on the heap): freed by mm_cluster_free, never copied. */
     mm_kernel_tables kernels;
 } mm_gpu_spec;
 
@@ -104,6 +105,13 @@ typedef struct mm_cluster {
  * first + count) get that NIC line rate and/or that GPU (the keys of the
  * top-level gpu section; tables are not read). */
 int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err);
+/* A loaded cluster owns its GPU's kernel tables (heap, to size: see
+ * efficiency.h); mm_cluster_free frees them (the struct itself is the
+ * caller's) and leaves it safe to free again.  On error mm_cluster_load
+ * has freed them already.  Load into a cluster that holds nothing (it is
+ * overwritten), and do not copy a loaded one by assignment: the copy
+ * would share the tables, and both would free them; pass pointers. */
+void mm_cluster_free(mm_cluster *c);
 
 static inline int mm_cluster_gpus(const mm_cluster *c)
 {

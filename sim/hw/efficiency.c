@@ -227,6 +227,39 @@ static int point_add(double *xs, double *ys, int *n, int cap, double x, double y
     return 0;
 }
 
+/* Cell (i, j, l) of a GEMM grid: its tflops are one nm x nn x nk block. */
+static inline double *gemm_cell(const mm_gemm_table *t, int i, int j, int l)
+{
+    return &t->tflops[((size_t)i * (size_t)t->nn + (size_t)j) * (size_t)t->nk + (size_t)l];
+}
+
+void mm_gemm_table_free(mm_gemm_table *t)
+{
+    if (t) {
+        free(t->tflops);
+        memset(t, 0, sizeof *t);
+    }
+}
+
+void mm_attn_table_free(mm_attn_table *t)
+{
+    if (t) {
+        free(t->c);
+        memset(t, 0, sizeof *t);
+    }
+}
+
+void mm_kernel_tables_free(mm_kernel_tables *k)
+{
+    if (!k)
+        return;
+    mm_gemm_table_free(&k->gemm);
+    mm_attn_table_free(&k->attn);
+    for (int i = 0; i < MM_ATTN_NAMED_TABLES; i++)
+        mm_attn_table_free(&k->impl[i]);
+    memset(k, 0, sizeof *k);
+}
+
 static int axis_find(const double *a, int n, double v)
 {
     for (int i = 0; i < n; i++)
@@ -265,11 +298,14 @@ int mm_gemm_table_load(const char *path, mm_gemm_table *t, mm_err *err)
     }
     if (rc)
         goto out;
-    /* second pass: the values; NAN marks an empty cell */
-    for (int i = 0; i < t->nm; i++)
-        for (int j = 0; j < t->nn; j++)
-            for (int l = 0; l < t->nk; l++)
-                t->tflops[i][j][l] = NAN;
+    /* second pass: the values, in a grid of the axes' size; NAN marks an empty cell */
+    size_t cells = (size_t)t->nm * (size_t)t->nn * (size_t)t->nk;
+    if (!(t->tflops = malloc((cells ? cells : 1) * sizeof *t->tflops))) {
+        rc = mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
+        goto out;
+    }
+    for (size_t x = 0; x < cells; x++)
+        t->tflops[x] = NAN;
     for (int r = 1; r < c.n; r++) {
         double m, n, k, tf;
         if ((rc = num(&c, r, cm, path, "m", &m, err)) || (rc = num(&c, r, cn, path, "n", &n, err)) ||
@@ -277,16 +313,16 @@ int mm_gemm_table_load(const char *path, mm_gemm_table *t, mm_err *err)
             (rc = need_source(&c, r, cs, path, err)))
             goto out;
         int i = axis_find(t->m, t->nm, m), j = axis_find(t->n, t->nn, n), l = axis_find(t->k, t->nk, k);
-        if (!isnan(t->tflops[i][j][l])) {
+        if (!isnan(*gemm_cell(t, i, j, l))) {
             rc = mm_err_set(err, MM_EINPUT, path, r + 1, "m", "shape %gx%gx%g is listed twice", m, n, k);
             goto out;
         }
-        t->tflops[i][j][l] = tf;
+        *gemm_cell(t, i, j, l) = tf;
     }
     for (int i = 0; i < t->nm; i++)
         for (int j = 0; j < t->nn; j++)
             for (int l = 0; l < t->nk; l++)
-                if (isnan(t->tflops[i][j][l])) {
+                if (isnan(*gemm_cell(t, i, j, l))) {
                     rc = mm_err_set(err, MM_EINPUT, path, 0, "m",
                                     "the table is not a full grid: shape m=%g n=%g k=%g is missing",
                                     t->m[i], t->n[j], t->k[l]);
@@ -294,6 +330,8 @@ int mm_gemm_table_load(const char *path, mm_gemm_table *t, mm_err *err)
                 }
 out:
     csv_rows_free(&c);
+    if (rc < 0)
+        mm_gemm_table_free(t);
     return rc < 0 ? rc : 0;
 }
 
@@ -356,6 +394,12 @@ int mm_attn_table_load(const char *path, mm_attn_table *t, mm_err *err)
                                 "more than %d (head_dim, causal, pass) curves", MM_ATTN_CURVES_MAX);
                 goto out;
             }
+            mm_attn_curve *grown = realloc(t->c, (size_t)(t->n + 1) * sizeof *grown); /* to size */
+            if (!grown) {
+                rc = mm_err_set(err, MM_EINTERNAL, path, r + 1, "", "out of memory");
+                goto out;
+            }
+            t->c = grown;
             t->c[t->n++] = (mm_attn_curve){.head_dim = d, .causal = causal, .pass = pass};
         }
         mm_attn_curve *cv = &t->c[ci];
@@ -372,6 +416,8 @@ int mm_attn_table_load(const char *path, mm_attn_table *t, mm_err *err)
     }
 out:
     csv_rows_free(&c);
+    if (rc < 0)
+        mm_attn_table_free(t);
     return rc < 0 ? rc : 0;
 }
 
@@ -481,7 +527,7 @@ double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k
             wt *= hi ? w[a] : 1.0 - w[a];
         }
         if (wt > 0)
-            v += wt * t->tflops[ix[0]][ix[1]][ix[2]];
+            v += wt * *gemm_cell(t, ix[0], ix[1], ix[2]);
     }
     return v * sc[0] * sc[1] * sc[2];
 }

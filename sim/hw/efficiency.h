@@ -66,10 +66,14 @@ typedef enum mm_attn_impl {
 extern const char *const mm_attn_impl_names[];
 #define MM_ATTN_NAMED_TABLES 4 /* flash1 .. cudnn */
 
+/* The tables own their values, allocated to the size the file gives
+ * (the GEMM grid nm x nn x nk, the attention table's curves), and are
+ * freed by their _free function (a cluster's by mm_cluster_free).  A
+ * struct copy would share them: tables are not copied, only pointed to. */
 typedef struct mm_gemm_table {
     int nm, nn, nk;
     double m[MM_GEMM_AXIS_MAX], n[MM_GEMM_AXIS_MAX], k[MM_GEMM_AXIS_MAX]; /* ascending */
-    double tflops[MM_GEMM_AXIS_MAX][MM_GEMM_AXIS_MAX][MM_GEMM_AXIS_MAX]; /* [im][in][ik] */
+    double *tflops; /* owned, nm x nn x nk: cell (im, in, ik) at (im nn + in) nk + ik */
 } mm_gemm_table;
 
 typedef struct mm_attn_curve {
@@ -83,7 +87,7 @@ typedef struct mm_attn_curve {
 
 typedef struct mm_attn_table {
     int n;
-    mm_attn_curve c[MM_ATTN_CURVES_MAX];
+    mm_attn_curve *c; /* owned, n curves (at most MM_ATTN_CURVES_MAX) */
 } mm_attn_table;
 
 typedef struct mm_mem_table {
@@ -112,12 +116,20 @@ typedef struct mm_kernel_tables {
  * NULL when the GPU has none for it (and always for UNFUSED). */
 const mm_attn_table *mm_kernel_attn_table(const mm_kernel_tables *k, mm_attn_impl impl);
 
-/* Loaders.  A missing file, a missing column, a non-numeric or
+/* Loaders, into a table that holds nothing (zeroed or freed: it is
+ * overwritten).  A missing file, a missing column, a non-numeric or
  * non-positive value, a row without a source, a repeated point or a GEMM
- * grid with holes give MM_EINPUT naming the file, the line and the column. */
+ * grid with holes give MM_EINPUT naming the file, the line and the column;
+ * on any error the table is left empty (nothing to free). */
 int mm_gemm_table_load(const char *path, mm_gemm_table *t, mm_err *err);
 int mm_attn_table_load(const char *path, mm_attn_table *t, mm_err *err);
 int mm_mem_table_load(const char *path, mm_mem_table *t, mm_err *err);
+
+/* Free what a loader allocated and leave the table empty; NULL and empty
+ * tables are fine.  mm_kernel_tables_free frees every table of a GPU. */
+void mm_gemm_table_free(mm_gemm_table *t);
+void mm_attn_table_free(mm_attn_table *t);
+void mm_kernel_tables_free(mm_kernel_tables *k);
 
 /* Interpolated TFLOP/s of one GEMM (16-bit) of that shape. */
 double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k);

@@ -382,7 +382,7 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops,
                  double bytes, double m, double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F };
+        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false };
     l->n++;
 }
 
@@ -448,6 +448,7 @@ int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out
     out[0] = base;
     out[0].name = "attn_score";
     out[0].kind = MM_OPK_GEMM;
+    out[0].weightless = true;
     out[0].m = sq, out[0].n = sk, out[0].k = d, out[0].batch = B;
     out[0].flops = 2 * scores * d;
     out[0].bytes = B * (sq * d + sk * d) * e + scores * e;
@@ -462,6 +463,7 @@ int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out
     out[3] = base;
     out[3].name = "attn_value";
     out[3].kind = MM_OPK_GEMM;
+    out[3].weightless = true;
     out[3].m = sq, out[3].n = d, out[3].k = sk, out[3].batch = B;
     out[3].flops = 2 * scores * d;
     out[3].bytes = scores * e + B * (sk * d + sq * d) * e;

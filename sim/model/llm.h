@@ -227,6 +227,9 @@ typedef struct mm_op_cost {
                         * flops above still count it dense) */
     int pass;          /* mm_op_pass_kind: which pass this entry is (F for the
                         * lists below; mm_op_pass derives B and W) */
+    bool weightless;   /* GEMM of two activations (the unfused attention
+                        * core's Q K^T and P V): both gradient GEMMs are input
+                        * gradients, so its "W" GEMM is timed into B */
 } mm_op_cost;
 
 /* The three passes zero-bubble schedules split a layer into (Qi et al.,
@@ -243,6 +246,9 @@ typedef enum mm_op_pass_kind { MM_OP_F = 0, MM_OP_B = 1, MM_OP_W = 2 } mm_op_pas
  *   MEM: B moves twice the bytes (read the saved input and the output
  *     gradient, write the input gradient); W is empty (norm weight
  *     gradients are reduced inside the same kernel).
+ * A weightless GEMM's W GEMM (dB = A^T dC, B an activation) is an input
+ * gradient: the caller counts it in B (fwcost.c), as Zero Bubble's
+ * WeightGradStore defers only the Linear layers' weight gradients.
  * An empty op has kind MEM, flops 0 and bytes 0.  For a GPT layer the sums
  * give Zero Bubble's Table 1: F = sbh(24h + 4s), B = sbh(24h + 8s),
  * W = sbh*24h (formulas.md 8.1). */
@@ -280,7 +286,8 @@ int mm_llm_head_ops(const mm_llm *m, double b, double s, int tp, bool sp,
  * 2022): a batched QK^T GEMM writing the b*a*s^2 scores to HBM, one fused
  * scale-mask-softmax kernel, attention dropout, and a batched GEMM with V.
  * Replaces one MM_OPK_ATTN op (its m, n, k, batch) by 4 ops with the same
- * total FLOPs; returns 4, or -1 (cap < 4 or not an attention op). */
+ * total FLOPs (the two GEMMs weightless); returns 4, or -1 (cap < 4 or not
+ * an attention op). */
 int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap);
 
 /* Bytes of one tensor-parallel all-reduce of the block's activations,

@@ -664,6 +664,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         mm_sim_resolve_path(base->topology, base->source, topo, sizeof topo);
         rc = mm_cluster_load(topo, 1, cl, err);
         int gpn = cl->gpus_per_node;
+        mm_cluster_free(cl);
         free(cl);
         if (rc)
             goto out;

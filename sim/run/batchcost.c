@@ -13,10 +13,12 @@
 /* ---- workload files: costs that differ per micro-batch ---- */
 
 typedef struct cost_ctx {
-    double enc_per_input;     /* seconds per tile/frame, whole encoder, F + B */
+    double per_tile;          /* vision encoder: seconds per tile/frame, F + B */
+    double per_clip;          /* audio encoder: seconds per 30 s clip, F + B */
+    bool vision, audio;       /* which encoders run (a sample's encoder cost is
+                                 the sum of theirs) */
     double llm_a, llm_b;      /* seconds per token and per token^2 (attention), F + B */
-    bool shared;              /* the encoder runs on the LLM's GPUs */
-    bool audio;               /* the (first) encoder is an audio encoder: clips */
+    bool shared;              /* the encoders run on the LLM's GPUs */
 } cost_ctx;
 
 /* A sample's encoder and LLM seconds.  The balancers minimize the largest
@@ -28,7 +30,9 @@ static void sample_cost(const mm_sample *smp, const mm_token_model *tm, void *ct
 {
     const cost_ctx *c = ctx;
     double t = (double)mm_sample_llm_tokens(smp, tm);
-    *enc = c->enc_per_input * (c->audio ? (double)mm_sample_audio_clips(smp, tm) : (double)(smp->tiles + smp->frames));
+    *enc = c->vision ? c->per_tile * (double)(smp->tiles + smp->frames) : 0;
+    if (c->audio)
+        *enc += c->per_clip * (double)mm_sample_audio_clips(smp, tm);
     *llm = c->llm_a * t + c->llm_b * t * t;
     if (c->shared) {
         *llm += *enc;
@@ -127,6 +131,33 @@ static void rebalance_bytes(const mm_sim *sim, mm_build_spec *spec, const mm_bat
     }
 }
 
+/* Every colocated encoder's ranks encode their own samples.  The plan's
+ * enc_rank_bins are for the first encoder's rank count (LLM GPUs / its
+ * tp); an encoder of another tp gets a plan formed again with its own
+ * count (the same samples, policy and costs, so the same LLM bins: only
+ * its enc_rank_bins are taken). */
+static int coloc_ranks(const mm_sim *sim, mm_build_spec *spec, const mm_batch_opts *o, const mm_batch_plan *plan,
+                       wl_iter *w, mm_err *err)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int G = L->tp * L->cp * L->pp * L->dp, rc = 0;
+    for (int i = 0; i < sim->n_enc && rc == 0; i++) {
+        int K = G / spec->enc[i].tp;
+        if (K == plan->n_enc_ranks) {
+            rc = mm_sim_enc_ranks(sim, spec, i, plan, w->samples, w, err);
+            continue;
+        }
+        mm_batch_opts oi = *o;
+        oi.enc_ranks = K;
+        mm_batch_plan own;
+        if ((rc = mm_batch_form(w->samples, plan->n_samples, &oi, &own, err)))
+            break;
+        rc = mm_sim_enc_ranks(sim, spec, i, &own, w->samples, w, err);
+        mm_batch_plan_free(&own);
+    }
+    return rc;
+}
+
 /* Draws iteration `it`'s global batch, forms its micro-batches with the
  * scenario's policy and turns every micro-batch into costs.  Sets spec->m
  * (packing may give ranks different counts: the others get empty ones). */
@@ -164,12 +195,13 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
     cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
-    cc.audio = sim->n_enc && !strcmp(sim->enc[0].name, "audio");
-    if (sim->n_enc) { /* a tile (or a clip, for an audio-only model) */
+    for (int i = 0; i < sim->n_enc; i++) { /* a tile, a clip */
         mm_enc_mb_cost one;
         double params;
-        if (mm_sim_enc_mb_cost(sim, &sim->enc[0], 1, spec->enc[0].tp, &one, &params) == 0)
-            cc.enc_per_input = one.fwd_s + one.bwd_s;
+        bool audio = !strcmp(sim->enc[i].name, "audio");
+        *(audio ? &cc.audio : &cc.vision) = true;
+        if (mm_sim_enc_mb_cost(sim, &sim->enc[i], 1, spec->enc[i].tp, &one, &params) == 0)
+            *(audio ? &cc.per_clip : &cc.per_tile) = one.fwd_s + one.bwd_s;
     }
     mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
                        .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
@@ -211,7 +243,7 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     if (rc == 0)
         rc = enc_bins(sim, spec, &plan, w, err);
     if (rc == 0 && coloc)
-        rc = mm_sim_enc_ranks(sim, spec, 0, &plan, w->samples, w, err);
+        rc = coloc_ranks(sim, spec, &o, &plan, w, err);
     rebalance_bytes(sim, spec, &plan, coloc);
     spec->mb_costs = w->mb;
     mm_batch_plan_free(&plan);
@@ -223,12 +255,14 @@ void mm_sim_wl_iter_free(wl_iter *w)
     free(w->samples);
     free(w->mb);
     free(w->enc);
-    free(w->enc_ranks);
-    free(w->pair_bytes);
+    for (int i = 0; i < MM_MAX_ENCODERS; i++) {
+        free(w->enc_ranks[i]);
+        free(w->pair_bytes[i]);
+        free(w->enc_rank_inputs[i]);
+    }
     free(w->mb_T);
     free(w->mb_S);
     free(w->mb_inputs);
-    free(w->enc_rank_inputs);
     free(w->load_rank);
     memset(w, 0, sizeof *w);
 }

@@ -8,8 +8,8 @@
  * model states and the largest micro-batch's transients is the stage's
  * memory.  A colocated encoder holds its own samples' activations from
  * its forward until its backward at the end of the iteration, so they
- * stand on top for the whole schedule (a second colocated encoder: an even
- * share of its inputs).  Encoders on their own GPUs hold their pipeline's
+ * stand on top for the whole schedule (each colocated encoder's rank its
+ * own samples', summed per GPU).  Encoders on their own GPUs hold their pipeline's
  * depth of micro-batches, the largest of the iteration.
  * Known limits: zero-bubble's deferred W passes keep some tensors past B,
  * counted as freed at B (ZB-H1's peak equals 1F1B's, Qi et al. 2024);
@@ -111,33 +111,40 @@ static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const w
     return x;
 }
 
-/* Colocated encoders' activations on simulated rank (d, s): for the first
- * encoder the most loaded of its ranks among the rank's GPUs (their own
- * samples), for another one an even share of the iteration's inputs (its
- * ranks' samples are not tracked); held for the whole iteration. */
+/* Colocated encoders' activations on simulated rank (d, s): on each of
+ * the rank's GPUs every encoder's rank there holds its own samples'
+ * activations (they add up: all encoders' forwards run before the LLM's,
+ * their backwards after it), and the most loaded GPU counts; an encoder
+ * without per-rank inputs gets an even share of the iteration's.  Held
+ * for the whole iteration. */
 static double coloc_act(const dm *x, int d, int s)
 {
     const mm_build_spec *spec = x->spec;
     const wl_iter *w = x->w;
-    double mx = 0, total = 0;
-    int off = mm_build_gpu(spec, 0, 0, 0, 0);
-    const mm_enc_spec *es = &spec->enc[0];
-    for (int c = 0; c < (spec->cp > 0 ? spec->cp : 1); c++)
-        for (int t = 0; t < spec->tp; t++) {
-            int k = (mm_build_gpu(spec, t, c, d, s) - off) / es->tp;
-            double in = w->enc_rank_inputs && k < es->n_ranks ? w->enc_rank_inputs[k] : 0;
-            mx = fmax(mx, in * x->em[0].per_input + (in > 0 ? x->em[0].transient : 0));
-        }
+    double mx = 0, even = 0;
+    int off = mm_build_gpu(spec, 0, 0, 0, 0), G = mm_build_gpus(spec);
     size_t per = (size_t)spec->dp * w->m;
-    int G = mm_build_gpus(spec);
-    for (int i = 1; i < x->sim->n_enc; i++) {
+    for (int i = 0; i < x->sim->n_enc; i++) {
+        if (w->enc_rank_inputs[i])
+            continue;
         double sum = 0;
         for (size_t k = 0; k < per; k++)
             sum += w->mb_inputs[i * per + k];
         double in = sum / (G / spec->enc[i].tp);
-        total += in * x->em[i].per_input + (in > 0 ? x->em[i].transient : 0);
+        even += in * x->em[i].per_input + (in > 0 ? x->em[i].transient : 0);
     }
-    return mx + total;
+    for (int c = 0; c < (spec->cp > 0 ? spec->cp : 1); c++)
+        for (int t = 0; t < spec->tp; t++) {
+            double a = 0;
+            for (int i = 0; i < x->sim->n_enc; i++) {
+                const mm_enc_spec *es = &spec->enc[i];
+                int k = (mm_build_gpu(spec, t, c, d, s) - off) / es->tp;
+                double in = w->enc_rank_inputs[i] && k < es->n_ranks ? w->enc_rank_inputs[i][k] : 0;
+                a += w->enc_rank_inputs[i] ? in * x->em[i].per_input + (in > 0 ? x->em[i].transient : 0) : 0;
+            }
+            mx = fmax(mx, a);
+        }
+    return mx + even;
 }
 
 /* An encoder on its own GPUs: its pipeline's depth (or its queue) of the

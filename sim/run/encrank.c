@@ -1,11 +1,14 @@
-/* encrank.c - a colocated encoder's work per encoder DP rank, from the
- * samples each rank encodes (MegatronMIMO's and FlagScale's colocated
- * MIMO: the encoder is data-parallel over the LLM's GPUs and each rank
- * encodes its share of the batch), the bytes its embeddings carry to each
- * LLM replica, and the encoder_load_imbalance metric of any placement.
+/* encrank.c - every colocated encoder's work per encoder DP rank, from
+ * the samples each rank encodes (MegatronMIMO's and FlagScale's colocated
+ * MIMO: an encoder is data-parallel over the LLM's GPUs and each rank
+ * encodes its share of the batch; a second encoder, e.g. audio beside
+ * vision, has ranks of its own tp), the bytes its embeddings carry to each
+ * LLM replica, and the encoder_load_imbalance / encoder_excess_s metrics
+ * of any placement over the combined work of the encoders.
  * Not for: which samples a rank gets (workload/batch.c, enc_rank_bins) or
  * emitting the ops (parallel/build_enc.c). */
 #include "run/sim_internal.h"
+#include "util/misc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,14 +37,14 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
 {
     const mm_sim_encoder *e = &sim->enc[i];
     int K = plan->n_enc_ranks, dp = spec->dp;
-    free(w->enc_ranks);
-    free(w->pair_bytes);
-    free(w->enc_rank_inputs);
-    w->enc_rank_inputs = calloc((size_t)K + 1, sizeof *w->enc_rank_inputs);
-    w->enc_ranks = calloc((size_t)K + 1, sizeof *w->enc_ranks);
-    w->pair_bytes = calloc((size_t)K * dp + 1, sizeof *w->pair_bytes);
+    free(w->enc_ranks[i]);
+    free(w->pair_bytes[i]);
+    free(w->enc_rank_inputs[i]);
+    double *inputs_of = w->enc_rank_inputs[i] = calloc((size_t)K + 1, sizeof *w->enc_rank_inputs[i]);
+    mm_enc_rank_cost *ranks = w->enc_ranks[i] = calloc((size_t)K + 1, sizeof *w->enc_ranks[i]);
+    double *pair = w->pair_bytes[i] = calloc((size_t)K * dp + 1, sizeof *w->pair_bytes[i]);
     int *perm = malloc((size_t)K * sizeof *perm + 1), *llm_of = malloc((size_t)plan->n_samples * sizeof *llm_of + 1);
-    int rc = w->enc_ranks && w->pair_bytes && perm && llm_of && w->enc_rank_inputs ? 0 : -1;
+    int rc = ranks && pair && perm && llm_of && inputs_of ? 0 : -1;
     if (rc == 0 && enc_rank_perm(spec, i, K, perm))
         rc = -1;
     if (rc) {
@@ -60,22 +63,22 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
         mm_enc_mb_cost c, projc;
         double params, inputs = audio ? (double)bn->audio_clips : (double)(bn->tiles + bn->frames);
         rc = mm_sim_enc_mb_cost_split(sim, e, inputs, spec->enc[i].tp, &c, &params, &projc);
-        w->enc_rank_inputs[k] = inputs;
-        w->enc_ranks[k] = (mm_enc_rank_cost){.fwd_s = c.fwd_s, .bwd_s = c.bwd_s, .fwd_flops = c.fwd_flops,
+        inputs_of[k] = inputs;
+        ranks[k] = (mm_enc_rank_cost){.fwd_s = c.fwd_s, .bwd_s = c.bwd_s, .fwd_flops = c.fwd_flops,
                                              .bwd_flops = c.bwd_flops, .recompute_flops = c.recompute_flops};
         for (int t = 0; t < bn->n; t++) {
             const mm_sample *s = &samples[bn->idx[t]];
             double aud = (double)mm_sample_audio_tokens(s, &sim->tm);
             double tok = audio ? aud : (double)mm_sample_mm_tokens(s, &sim->tm) - aud;
-            w->pair_bytes[(size_t)k * dp + llm_of[bn->idx[t]]] += tok * per_tok;
+            pair[(size_t)k * dp + llm_of[bn->idx[t]]] += tok * per_tok;
         }
     }
     free(perm), free(llm_of);
     if (rc)
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive the encoder's op costs");
     spec->enc[i].n_ranks = K;
-    spec->enc[i].ranks = w->enc_ranks;
-    spec->enc[i].pair_bytes = w->pair_bytes;
+    spec->enc[i].ranks = ranks;
+    spec->enc[i].pair_bytes = pair;
     return 0;
 }
 
@@ -92,31 +95,83 @@ static double max_vs_mean(const double *v, int n, int what)
     return sum > 0 ? mx / (sum / n) : 1.0;
 }
 
+/* Colocated encoders with per-rank work share the LLM's GPUs: their work
+ * adds up per GPU.  Counted per unit of gcd(tp_i) GPUs (every rank of
+ * every encoder covers whole units), so one encoder's units are its ranks
+ * and its numbers are those of its ranks alone.  t[] has G / unit slots. */
+static int coloc_units(const mm_build_spec *spec, double **out)
+{
+    int unit = 0, G = mm_build_gpus(spec);
+    for (int i = 0; i < spec->n_enc; i++)
+        unit = mm_gcd(unit, spec->enc[i].tp);
+    int n = unit > 0 ? G / unit : 0;
+    double *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
+    if (!t || n < 1) {
+        free(t);
+        return -1;
+    }
+    for (int i = 0; i < spec->n_enc; i++) {
+        const mm_enc_spec *e = &spec->enc[i];
+        for (int u = 0; u < n; u++) {
+            int k = u * unit / e->tp;
+            t[u] += k < e->n_ranks ? e->ranks[k].fwd_s + e->ranks[k].bwd_s : 0;
+        }
+    }
+    *out = t;
+    return n;
+}
+
+/* One encoder's (or, homogeneous, every encoder's) compute seconds per
+ * replica: micro-batch (d, j) runs on replica d (homogeneous, even
+ * colocated) or (j dp + d) mod dp_enc (pipeline, disjoint). */
+static void replica_work(const mm_build_spec *spec, const mm_enc_spec *e, int n, double *t)
+{
+    bool by_llm = e->placement == MM_ENC_HOMOGENEOUS || e->placement == MM_ENC_COLOCATED;
+    for (int d = 0; d < spec->dp; d++)
+        for (int j = 0; j < spec->m; j++) {
+            const mm_enc_mb_cost *c = &e->mb[(size_t)d * spec->m + j];
+            t[by_llm ? d : (j * spec->dp + d) % n] += c->fwd_s + c->bwd_s;
+        }
+}
+
+/* The encoders' work per encoder rank (docs/multimodal.md, "Each encoder
+ * rank encodes its own samples"): on the LLM's GPUs (colocated, homogeneous) every encoder's
+ * work on a GPU adds up and the statistic is over GPUs (units of gcd tp,
+ * or LLM replicas); on GPUs of their own (pipeline, disjoint) each encoder
+ * has its own ranks and the statistic is the largest over encoders. */
 static double enc_rank_stat(const mm_build_spec *spec, int what)
 {
     if (spec->n_enc < 1)
         return what ? 0.0 : 1.0;
-    const mm_enc_spec *e = &spec->enc[0];
-    int n = e->placement == MM_ENC_COLOCATED && e->ranks ? e->n_ranks
-            : e->placement == MM_ENC_HOMOGENEOUS || e->placement == MM_ENC_COLOCATED ? spec->dp
-                                                                                      : e->dp;
-    double *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
-    if (!t || n < 1) {
-        free(t);
-        return NAN;
-    }
-    if (e->placement == MM_ENC_COLOCATED && e->ranks) {
-        for (int k = 0; k < n; k++)
-            t[k] = e->ranks[k].fwd_s + e->ranks[k].bwd_s;
-    } else { /* micro-batch (d, j) runs on replica d (homogeneous, even colocated) or (j dp + d) mod dp_enc */
-        bool by_llm = e->placement == MM_ENC_HOMOGENEOUS || e->placement == MM_ENC_COLOCATED;
-        for (int d = 0; d < spec->dp; d++)
-            for (int j = 0; j < spec->m; j++) {
-                const mm_enc_mb_cost *c = &e->mb[(size_t)d * spec->m + j];
-                t[by_llm ? d : (j * spec->dp + d) % n] += c->fwd_s + c->bwd_s;
+    const mm_enc_spec *e0 = &spec->enc[0];
+    bool shared = e0->placement == MM_ENC_HOMOGENEOUS || e0->placement == MM_ENC_COLOCATED;
+    bool per_rank = e0->placement == MM_ENC_COLOCATED;
+    for (int i = 0; i < spec->n_enc; i++)
+        per_rank &= spec->enc[i].ranks != NULL;
+    double *t = NULL, r = what ? 0.0 : 1.0;
+    if (per_rank) {
+        int n = coloc_units(spec, &t);
+        r = n > 0 ? max_vs_mean(t, n, what) : NAN;
+    } else if (shared) { /* LLM replicas: every encoder's micro-batches of replica d */
+        t = calloc((size_t)(spec->dp > 0 ? spec->dp : 1), sizeof *t);
+        for (int i = 0; t && i < spec->n_enc; i++)
+            replica_work(spec, &spec->enc[i], spec->dp, t);
+        r = t && spec->dp > 0 ? max_vs_mean(t, spec->dp, what) : NAN;
+    } else {
+        for (int i = 0; i < spec->n_enc && !isnan(r); i++) {
+            const mm_enc_spec *e = &spec->enc[i];
+            t = e->dp > 0 ? calloc((size_t)e->dp, sizeof *t) : NULL;
+            if (!t) {
+                r = NAN;
+                break;
             }
+            replica_work(spec, e, e->dp, t);
+            double v = max_vs_mean(t, e->dp, what);
+            r = i == 0 || v > r ? v : r;
+            free(t);
+            t = NULL;
+        }
     }
-    double r = max_vs_mean(t, n, what);
     free(t);
     return r;
 }

@@ -86,7 +86,10 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
         for (int p = MM_OP_F; p <= MM_OP_W; p++) {
             mm_op_cost x = mm_op_pass(o, (mm_op_pass_kind)p);
             double s = floored(c, op_time(c, &x), kernels);
-            t.s[p][kind_of(&x)] += s;
+            /* an activation-by-activation GEMM has no weight: both its
+             * gradients are input gradients (llm.h, mm_op_pass) */
+            int into = p == MM_OP_W && o->weightless ? MM_OP_B : p;
+            t.s[into][kind_of(&x)] += s;
             if (p == MM_OP_F && (o->kind == MM_OPK_ATTN || is_core(o->name)))
                 t.attn_core_fwd += s;
         }

@@ -193,12 +193,14 @@ static int check_layout(mm_sim *sim, mm_err *err)
 int mm_sim_prepare(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     int rc = mm_sim_load(sim, sc, err);
-    return rc ? rc : check_layout(sim, err);
+    if (rc == 0 && (rc = check_layout(sim, err)))
+        mm_sim_free(sim); /* a failed prepare holds nothing */
+    return rc;
 }
 
 int mm_sim_relayout(mm_sim *sim, mm_err *err)
 {
-    mm_sim_free(sim); /* a workload file is loaded again by check_layout */
+    mm_sim_free_workload(sim); /* a workload file is loaded again by check_layout */
     sim->n_enc = 0;
     sim->micro_batches = 0;
     memset(sim->enc, 0, sizeof sim->enc);

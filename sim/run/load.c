@@ -67,13 +67,19 @@ static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
     return e;
 }
 
-void mm_sim_free(mm_sim *sim)
+void mm_sim_free_workload(mm_sim *sim)
 {
     if (sim->wl) {
         mm_workload_free(sim->wl);
         free(sim->wl);
         sim->wl = NULL;
     }
+}
+
+void mm_sim_free(mm_sim *sim)
+{
+    mm_sim_free_workload(sim);
+    mm_cluster_free(&sim->cluster);
 }
 
 /* A mixture or trace file: samples are drawn per iteration.  The LLM's
@@ -235,7 +241,7 @@ static int load_framework(mm_sim *sim, mm_err *err)
 
 int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
-    memset(sim, 0, sizeof *sim); /* callers free a previous workload first */
+    memset(sim, 0, sizeof *sim); /* callers free a previous sim first (mm_sim_free) */
     sim->sc = *sc;
     mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
     mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
@@ -254,7 +260,9 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     if (rc)
         return rc;
     rc = load_framework(sim, err);
+    if (rc == 0)
+        rc = apply_perturb(sim, err);
     if (rc)
-        return rc;
-    return apply_perturb(sim, err);
+        mm_sim_free(sim); /* a failed load holds nothing (mm_cluster_load frees its own) */
+    return rc;
 }

@@ -79,10 +79,13 @@ typedef struct mm_sim {
     bool headline_only;
 } mm_sim;
 
-/* Frees what mm_sim_prepare allocated (the workload); the struct itself is
- * the caller's.  Safe on a zeroed or already freed mm_sim.  mm_sim_prepare
- * overwrites *sim without freeing: free one that held a workload file
- * before preparing it again. */
+/* Frees what mm_sim_load / mm_sim_prepare allocated (the workload and the
+ * cluster's kernel tables; a failed load or prepare has freed them
+ * already); the struct itself is the caller's.  Safe on a zeroed or
+ * already freed mm_sim.
+ * mm_sim_prepare overwrites *sim without freeing: free a prepared one
+ * before preparing it again.  A sim is not copied by assignment (the copy
+ * would share the tables). */
 void mm_sim_free(mm_sim *sim);
 
 /* Resolves a data path: as given if it exists, else relative to the

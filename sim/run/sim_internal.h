@@ -16,6 +16,9 @@
 /* load.c: the samples' shape (LLM tokens per sample) and the encoders
  * with work; loads a workload file. */
 int mm_sim_check_workload(mm_sim *sim, mm_err *err);
+/* load.c: frees the workload file only (mm_sim_relayout loads it again);
+ * mm_sim_free also frees the cluster's kernel tables. */
+void mm_sim_free_workload(mm_sim *sim);
 
 /* costs.c: a module's recompute mode: parallel.<module>.recompute when
  * given, else train.recompute (mm_recompute). */
@@ -61,28 +64,30 @@ int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err);
 typedef struct wl_iter {
     mm_sample *samples;
     mm_mb_cost *mb;           /* V x dp x m */
-    mm_enc_mb_cost *enc;      /* dp x m (the vision encoder) */
+    mm_enc_mb_cost *enc;      /* n_enc x dp x m: encoder i's at i dp m + d m + j */
     double tokens;            /* LLM tokens trained this iteration */
     double padded_tokens;     /* tokens the LLM ran on (train.padding) */
     double *load_rank;        /* dp: each DP rank's LLM work (seconds, F + B of
                                  its micro-batches, every virtual stage):
                                  the load_imbalance metric and the
                                  dp_rank_load_s output both read it */
-    /* colocated: per encoder DP rank (GPU order) costs and the bytes each
-     * (encoder rank, LLM replica) pair moves (encrank.c) */
-    mm_enc_rank_cost *enc_ranks;
-    double *pair_bytes;
+    /* colocated, per encoder i: per encoder DP rank (GPU order) costs and
+     * the bytes each (encoder rank, LLM replica) pair moves (encrank.c) */
+    mm_enc_rank_cost *enc_ranks[MM_MAX_ENCODERS];
+    double *pair_bytes[MM_MAX_ENCODERS];
     /* per (replica d, micro-batch j), d*m + j: the LLM tokens (T, at the
      * padded length) and sum of squares (S) it runs on, and (i dp m + d m
      * + j) encoder i's inputs, for memory that follows the data */
     double *mb_T, *mb_S, *mb_inputs;
-    double *enc_rank_inputs;  /* colocated: tiles + frames per encoder rank (GPU order) */
+    double *enc_rank_inputs[MM_MAX_ENCODERS]; /* colocated, per encoder i: its inputs
+                                 (tiles + frames, or clips) per rank (GPU order) */
     int m;                    /* micro-batches per replica this iteration */
 } wl_iter;
 
-/* encrank.c: a colocated encoder's per-rank work from the plan's
+/* encrank.c: colocated encoder i's per-rank work from the plan's
  * enc_rank_bins (plan encoder rank q serves the q-th GPU rank when ranks
- * are ordered by the LLM replica they sit on), and the pairs' bytes; sets
+ * are ordered by the LLM replica they sit on; the plan was formed with
+ * enc_ranks = LLM GPUs / tp of encoder i), and the pairs' bytes; sets
  * spec->enc[i].ranks / pair_bytes.  Returns 0 or -code. */
 int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_batch_plan *plan,
                      const mm_sample *samples, wl_iter *w, mm_err *err);
@@ -92,9 +97,12 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
 double mm_sim_load_imbalance(const double *load, int dp);
 
 /* encrank.c: encoder_load_imbalance of one iteration's spec: max / mean
- * over encoder ranks of their compute seconds (forward + backward) for the
- * first encoder: colocated ranks, homogeneous DP replicas (their first
- * stage), pipeline/disjoint replicas (their tasks).  1 without encoders. */
+ * over encoder ranks of their compute seconds (forward + backward), every
+ * encoder's work combined where they share GPUs: colocated ranks (per unit
+ * of gcd(tp) GPUs, the sum of every encoder's rank there), homogeneous DP
+ * replicas (their first stage, all encoders), pipeline/disjoint replicas
+ * (their tasks; each encoder on its own GPUs, the largest over encoders).
+ * 1 without encoders. */
 double mm_sim_enc_imbalance(const mm_build_spec *spec);
 /* The same ranks' max minus mean compute seconds: how much longer the
  * slowest encoder rank works than an even split would (0 without one). */

@@ -348,3 +348,55 @@ int mm_store_report_sweep(mm_store *st, int64_t id, const char *const *metrics, 
         mm_table_free(t);
     return rc;
 }
+
+/* The newest run's id, 0 when there is none. */
+static int last_run(mm_store *st, int64_t *id, mm_err *err)
+{
+    *id = 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st, "SELECT max(id) FROM runs", &s, err);
+    if (rc == 0 && sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+        *id = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int mm_store_report_dp_load(mm_store *st, int64_t run_id, mm_table *t, mm_err *err)
+{
+    static const char *const heads[] = {"iteration", "dp_rank", "load_s"};
+    memset(t, 0, sizeof *t);
+    int64_t version = 0, found = 0;
+    int rc = version_of(st, &version, err);
+    if (rc == 0 && version < 7)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, "--dp-load",
+                        "schema version %lld has no per-DP-rank loads (stored from version 7 on; "
+                        "rerun the scenario with this mmsim)", (long long)version);
+    if (rc == 0 && run_id == 0)
+        rc = last_run(st, &run_id, err);
+    sqlite3_stmt *s = NULL;
+    if (rc == 0)
+        rc = mm_store_prepare(st, "SELECT count(*) FROM runs WHERE id = ?1", &s, err);
+    if (rc == 0 && sqlite3_bind_int64(s, 1, run_id) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        found = sqlite3_column_int64(s, 0);
+    else if (rc == 0)
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "reading the runs");
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc == 0 && !found && run_id == 0)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, "--dp-load", "no run in this database");
+    else if (rc == 0 && !found)
+        rc = mm_err_set(err, MM_EINPUT, st->path, 0, "--dp-load",
+                        "no run %lld in this database (mmsim report %s lists them)", (long long)run_id, st->path);
+    if (rc == 0)
+        rc = set_heads(t, heads, 3, err);
+    if (rc == 0)
+        rc = mm_store_prepare(st, "SELECT iteration, dp_rank, load_s FROM dp_rank_loads WHERE run_id = ?1"
+                                  " ORDER BY iteration, dp_rank", &s, err);
+    if (rc == 0)
+        rc = sqlite3_bind_int64(s, 1, run_id) == SQLITE_OK ? fill(st, s, t, err)
+                                                           : mm_store_fail(st, err, MM_EINTERNAL, "binding the run");
+    sqlite3_finalize(s);
+    if (rc < 0)
+        mm_table_free(t);
+    return rc;
+}

@@ -1,6 +1,7 @@
 /* report.h - the queries behind `mmsim report`: the runs of a database,
  * its sweeps, and the points of one sweep with their swept values, each as
- * a table of typed cells that the CLI prints.  Every value is a bound
+ * a table of typed cells that the CLI prints; and one run's per-DP-rank
+ * loads.  Every value is a bound
  * parameter (metric names, axis keys, the sweep id): no SQL is spliced
  * from strings.
  * Not for: printing (cli/cmd_report.c) or writing (store.h). */
@@ -53,5 +54,12 @@ int mm_store_last_sweep(mm_store *st, int64_t *id, mm_err *err);
  * oom, the metrics, error.  No such sweep -> MM_EINPUT (key --sweep). */
 int mm_store_report_sweep(mm_store *st, int64_t id, const char *const *metrics, int n_metrics,
                           mm_table *t, mm_err *err);
+
+/* Each LLM DP rank's load per iteration of run `run_id` (0: the newest
+ * run): iteration, dp_rank, load_s (seconds, full precision), the
+ * numbers `mmsim run --json` prints as dp_rank_load_s.  No such run, or
+ * a database older than schema 7 (its runs have no such rows) ->
+ * MM_EINPUT (key --dp-load).  A run without the array has no rows. */
+int mm_store_report_dp_load(mm_store *st, int64_t run_id, mm_table *t, mm_err *err);
 
 #endif

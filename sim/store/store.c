@@ -119,6 +119,14 @@ static const char *const mm_store_migrations[] = {
     ("ALTER TABLE iterations ADD COLUMN encoder_load_imbalance REAL;"
      "ALTER TABLE iterations ADD COLUMN padded_fraction REAL;"
      "ALTER TABLE iterations ADD COLUMN peak_memory_gib REAL;"), /* one entry */
+    /* 6 -> 7: each LLM DP rank's load per iteration (run --json's
+     * dp_rank_load_s; iterations.load_imbalance is max / mean of a row) */
+    "CREATE TABLE IF NOT EXISTS dp_rank_loads("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " iteration INTEGER NOT NULL,"
+    " dp_rank INTEGER NOT NULL,"
+    " load_s REAL,"
+    " PRIMARY KEY (run_id, iteration, dp_rank));",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -551,7 +559,27 @@ static int mm_store_insert_stages(mm_store *st, int64_t id, const mm_metrics *m,
     return rc;
 }
 
-/* The rows of one run, inside the caller's transaction. */
+/* Each DP rank's LLM load per iteration (m->dp_rank_load_s, n_iters x
+ * dp_ranks), the numbers `run --json` prints as dp_rank_load_s. */
+static int mm_store_insert_dp_loads(mm_store *st, int64_t id, const mm_metrics *m, mm_err *err)
+{
+    if (!m->dp_rank_load_s || m->n_iters <= 0 || m->dp_ranks <= 0)
+        return 0;
+    sqlite3_stmt *s = NULL;
+    int rc = mm_store_prepare(st,
+        "INSERT INTO dp_rank_loads(run_id, iteration, dp_rank, load_s) VALUES (?1, ?2, ?3, ?4)", &s, err);
+    for (int i = 0; rc == 0 && i < m->n_iters; i++)
+        for (int r = 0; rc == 0 && r < m->dp_ranks; r++) {
+            int b = sqlite3_bind_int64(s, 1, id);
+            if (b == SQLITE_OK) b = sqlite3_bind_int(s, 2, m->iters[i].iteration);
+            if (b == SQLITE_OK) b = sqlite3_bind_int(s, 3, r);
+            if (b == SQLITE_OK) b = mm_store_bind_real(s, 4, m->dp_rank_load_s[(size_t)i * m->dp_ranks + r]);
+            rc = mm_store_step_insert(st, s, b, "writing a DP rank's load", err);
+        }
+    sqlite3_finalize(s);
+    return rc;
+}
+
 /* Critical-path entries, largest first (position 0); rank and stage NULL
  * where the entry has none (-1: waiting, a stall, mixed stages). */
 static int mm_store_insert_crit(mm_store *st, int64_t id, const mm_metrics *m, mm_err *err)
@@ -590,6 +618,8 @@ int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_metrics
         rc = mm_store_insert_stages(st, *id, m, err);
     if (rc == 0)
         rc = mm_store_insert_crit(st, *id, m, err);
+    if (rc == 0)
+        rc = mm_store_insert_dp_loads(st, *id, m, err);
     return rc;
 }
 

@@ -44,6 +44,11 @@
  *        layout, sets, status, reason, rank, estimate_s,
  *        estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib,
  *        run_id -> runs(id) ON DELETE SET NULL): see store/planstore.h
+ *   (version 7)
+ *   dp_rank_loads(run_id -> runs(id) ON DELETE CASCADE, iteration INTEGER,
+ *        dp_rank INTEGER, load_s REAL, PRIMARY KEY(run_id, iteration,
+ *        dp_rank)): each LLM DP rank's compute seconds per iteration
+ *        (mm_metrics.dp_rank_load_s); a run without the array has no rows
  *
  * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
  * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
@@ -84,7 +89,7 @@
 #include "run/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 6
+#define MM_STORE_SCHEMA_VERSION 7
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;

@@ -21,6 +21,7 @@ int mm_fuzz_kernels(const uint8_t *data, size_t size)
         if (mm_pass_times_load(path, &pt, &err) == 0)
             mm_pass_times_free(&pt);
     }
+    mm_kernel_tables_free(k);
     free(k);
     return 0;
 }

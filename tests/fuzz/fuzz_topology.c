@@ -17,6 +17,7 @@ int mm_fuzz_topology(const uint8_t *data, size_t size)
         if (mm_topo_build(&t, c, &err) == 0)
             mm_topo_free(&t);
     }
+    mm_cluster_free(c);
     free(c);
     return 0;
 }
