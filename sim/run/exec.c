@@ -24,7 +24,8 @@
 typedef struct xop {
     double dur_s;    /* mm_op.dur_s times its perturbation multiplier */
     int32_t rank, coll;
-    uint32_t succ_off, nsucc;
+    uint32_t succ_off, nsucc; /* nsucc 1: succ_off is the successor itself (no
+                                 read of the graph's list when it completes) */
     uint32_t deps;   /* remaining dependencies */
     uint8_t stream, cat;
     uint8_t arrived; /* reached its collective / was started */
@@ -174,6 +175,11 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
         }
         try_stream(st, s);
     }
+    if (op->nsucc == 1) {
+        if (--st->x[op->succ_off].deps == 0)
+            release(st, op->succ_off);
+        return;
+    }
     for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
         uint32_t nx = st->g->succ[k];
         if (--st->x[nx].deps == 0)
@@ -303,7 +309,8 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
         st.x[i] = (xop){.dur_s = st.scale ? op->dur_s * st.scale[i] : op->dur_s, .rank = op->rank,
-                        .coll = op->coll, .succ_off = op->succ_off, .nsucc = op->nsucc, .deps = op->ndeps,
+                        .coll = op->coll, .succ_off = op->nsucc == 1 ? g->succ[op->succ_off] : op->succ_off,
+                        .nsucc = op->nsucc, .deps = op->ndeps,
                         .stream = op->stream, .cat = op->cat};
         start[i] = end[i] = -1;
         if (op->coll >= 0)
