@@ -222,6 +222,8 @@ START_TEST(run_uses_tables)
         if (strstr(line, "kernels: {"))
             fprintf(out, "  kernels: {gemm: %s, attention: %s/topologies/kernels/h100-attention.csv, "
                          "memory: %s/topologies/kernels/h100-memory.csv}\n", csv, src ? src : ".", src ? src : ".");
+        else if (strstr(line, "p2p_sendrecv: kernels/")) /* the p2p curves, from the copy's folder */
+            fprintf(out, "  p2p_sendrecv: %s/topologies/%s", src ? src : ".", strstr(line, "kernels/"));
         else
             fputs(line, out);
     }

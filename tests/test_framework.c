@@ -2,9 +2,10 @@
  * what they change.  The loader refuses bad profiles with file, line and
  * key; the profiles say what their framework's code says; the cost bridge
  * applies them: attention kernel by profile and GPU, activation memory by
- * kernel, gradient-reduce dtype, the measured send/recv curve, eager
- * kernels, the optimizer phase, the padding default, and a breakdown that
- * adds up to the stage times mm_sim_run executes.  Tolerances are stated at each assertion. */
+ * kernel, gradient-reduce dtype, eager kernels, the optimizer phase, the
+ * padding default, and a breakdown that adds up to the stage times
+ * mm_sim_run executes (the send/recv model is tests/test_p2p.c).
+ * Tolerances are stated at each assertion. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -279,36 +280,6 @@ START_TEST(grad_reduce_dtype)
         mm_sim_free(&sim);
     }
     ck_assert_msg(fabs((gib[0] - gib[1]) - 2.0 * params / MM_GIB) < 1e-6, "%g - %g GiB", gib[0], gib[1]);
-}
-END_TEST
-
-/* The measured send/recv curve (topologies/kernels/a100-nvlink-sendrecv.csv):
- * a 25 MB activation inside a DGX A100 takes S / (0.3694 x 300 GB/s), the
- * 128 MiB point's bandwidth (below the curve's range: clamped), 0.227 ms
- * instead of the all-reduce bus bandwidth's 0.11; at 1 GiB 65 % of NVLink.
- * Both network models give it (one transfer, no contention). */
-START_TEST(p2p_curve)
-{
-    mm_cluster c;
-    mm_err err;
-    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
-    ck_assert(c.has_p2p_intra && c.has_p2p_inter);
-    int g[2] = {0, 1};
-    double S = 3 * 1024.0 * 4096 * 2;
-    double t = mm_net_analytic_time(&c, MM_COLL_SENDRECV, g, 2, S);
-    ck_assert_msg(fabs(t - S / (0.3694 * 300e9)) < 1e-9, "%g s", t);
-    double G = 1073741824.0;
-    ck_assert(fabs(mm_net_analytic_time(&c, MM_COLL_SENDRECV, g, 2, G) - G / (0.6503 * 300e9)) < 1e-9);
-    /* a topology without a curve keeps the wire model */
-    mm_cluster h;
-    ck_assert(mm_cluster_load("topologies/dgx-h100.yaml", 1, &h, &err) == 0);
-    ck_assert(!h.has_p2p_intra);
-    mm_group_shape s;
-    int sorted[2] = {0, 1};
-    mm_group_shape_of(&h, sorted, 2, &s);
-    ck_assert(mm_net_p2p_extra(&h, &s, S) == 0);
-    mm_cluster_free(&c);
-    mm_cluster_free(&h);
 }
 END_TEST
 
@@ -799,7 +770,6 @@ int main(void)
     tcase_add_test(tc, scenario_keys);
     tcase_add_test(tc, activation_memory_by_attention_kernel);
     tcase_add_test(tc, grad_reduce_dtype);
-    tcase_add_test(tc, p2p_curve);
     tcase_add_test(tc, eager_kernels_cost_more);
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, overlap_contention);

@@ -191,8 +191,9 @@ static void zb_predict(const zb_row *r, double *F, double *B, double *W, double 
     *F = zb_median_stage(&bk, r, per, MM_OP_F) * 1e3;
     *B = zb_median_stage(&bk, r, per, MM_OP_B) * 1e3;
     *W = zb_median_stage(&bk, r, per, MM_OP_W) * 1e3;
-    int g[2] = {1, 2};
-    *C = mm_net_analytic_time(&sim.cluster, MM_COLL_SENDRECV, g, 2, r->mb * 1024.0 * (double)sim.llm.hidden * 2) * 1e3;
+    /* T_comm as ZB's runtime measures it: a blocking chain of sends through
+     * every stage, per hop (zero_bubble_p2p below) */
+    *C = bk.p2p_hop_mean_s * 1e3;
     mm_sim_free(&sim);
 }
 
@@ -223,11 +224,58 @@ START_TEST(zero_bubble_pass_times)
         ck_assert_msg(fabs(W / tw - 1) <= r->tol_w, "%s W %.2f vs %.2f ms", model, W, tw);
         ck_assert_msg(fabs(B / tb - 1) <= r->tol_b, "%s B %.2f vs %.2f ms", model, B, tb);
         ck_assert_msg(fabs(F / tf - 1) <= 0.10, "%s F %.2f vs %.2f ms", model, F, tf);
-        ck_assert_msg(C > tc / 5 && C < tc, "%s p2p %.3f vs %.3f ms", model, C, tc);
         rows++;
     }
     fclose(f);
     ck_assert_int_eq(rows, 12);
+}
+END_TEST
+
+/* Zero Bubble's T_comm (Table 9) is its runtime's own benchmark
+ * (bootstrap_and_profile_p2p_communication in the ZB repository): ten
+ * rounds of a blocking chain, every stage receiving from the one before,
+ * sending on, then the same backwards, each hop a batch_isend_irecv on the
+ * pipeline group's communicator followed by a device synchronize; the time
+ * over 2 (p - 1) hops.  So it is the mean hop over the pipeline, inside
+ * one node for 8 stages and across 2 and 4 nodes for 16 and 32, on the
+ * channels NCCL gives a communicator of that size (hw/net.c).  The three
+ * rows of a model repeat one measurement (it does not depend on m): 1.5B
+ * reads 0.601, 0.626 and 0.762 ms, so no single prediction is within 10 %
+ * of all three.  Asserted: within 10 % where reached (14.6B, 28.3B at
+ * m = 256), elsewhere the gap as documented in docs/validation.md (p2p),
+ * and the model's hop within 2 % of its value when this test was written. */
+START_TEST(zero_bubble_p2p)
+{
+    static const struct {
+        const char *model;
+        double sim_ms, lo, hi; /* the hop, and the error band vs each row */
+    } want[] = {{"1.5B", 0.5208, -0.33, -0.12}, {"6.2B", 0.4640, -0.20, -0.11},
+                {"14.6B", 0.3922, -0.10, 0.10}, {"28.3B", 0.4706, 0.02, 0.16}};
+    FILE *f = fopen("tests/data/zb/pass_times_table9.csv", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    int rows = 0, within = 0;
+    while (fgets(line, sizeof line, f)) {
+        char model[16];
+        int p, m;
+        double tf, tb, tw, tc, F, B, W, C;
+        ck_assert_int_eq(sscanf(line, "%15[^,],%d,%d,%lf,%lf,%lf,%lf", model, &p, &m, &tf, &tb, &tw, &tc), 7);
+        for (size_t i = 0; i < sizeof zb_rows / sizeof zb_rows[0]; i++) {
+            if (strcmp(zb_rows[i].model, model))
+                continue;
+            zb_predict(&zb_rows[i], &F, &B, &W, &C);
+            double e = C / tc - 1;
+            printf("%-5s p %2d m %3d: p2p hop %.3f / %.3f ms (%+5.1f%%)\n", model, p, m, C, tc, 100 * e);
+            ck_assert_msg(fabs(C / want[i].sim_ms - 1) < 0.02, "%s hop %.4f ms, was %.4f", model, C, want[i].sim_ms);
+            ck_assert_msg(e >= want[i].lo && e <= want[i].hi, "%s m %d: %+.1f%%", model, m, 100 * e);
+            within += fabs(e) <= 0.10;
+            rows++;
+        }
+    }
+    fclose(f);
+    ck_assert_int_eq(rows, 12);
+    ck_assert_int_ge(within, 4);
 }
 END_TEST
 
@@ -317,6 +365,7 @@ int main(void)
     TCase *zb = tcase_create("zero_bubble");
     tcase_set_timeout(zb, 300);
     tcase_add_test(zb, zero_bubble_pass_times);
+    tcase_add_test(zb, zero_bubble_p2p);
     suite_add_tcase(s, zb);
     TCase *fa = tcase_create("flash_attention");
     tcase_set_timeout(fa, 600);

@@ -63,12 +63,12 @@ static void note_end(mm_engine *eng, void *ctx, uint64_t arg)
 
 typedef struct coll_opts {
     const char *cluster, *netname;
-    int nodes, gpus, op, algo;
+    int nodes, gpus, op, algo, comm_ranks;
     bool json, algo_column;
     double lo, hi, factor;
 } coll_opts;
 
-enum { OPT_MIN = 256, OPT_MAX, OPT_FACTOR, OPT_NETWORK, OPT_JSON, OPT_SHOW_ALGO };
+enum { OPT_MIN = 256, OPT_MAX, OPT_FACTOR, OPT_NETWORK, OPT_JSON, OPT_SHOW_ALGO, OPT_COMM_RANKS };
 
 static int parse_args(int argc, char **argv, coll_opts *o)
 {
@@ -79,7 +79,7 @@ static int parse_args(int argc, char **argv, coll_opts *o)
         {"min", required_argument, NULL, OPT_MIN}, {"max", required_argument, NULL, OPT_MAX},
         {"factor", required_argument, NULL, OPT_FACTOR}, {"network", required_argument, NULL, OPT_NETWORK},
         {"json", no_argument, NULL, OPT_JSON},     {"show-algo", no_argument, NULL, OPT_SHOW_ALGO},
-        {NULL, 0, NULL, 0}};
+        {"comm-ranks", required_argument, NULL, OPT_COMM_RANKS}, {NULL, 0, NULL, 0}};
     int c;
     while ((c = mm_cli_getopt(argc, argv, "hc:N:g:o:a:b:e:f:", longopts)) != -1) {
         const char *v = optarg;
@@ -118,6 +118,7 @@ static int parse_args(int argc, char **argv, coll_opts *o)
             break;
         case OPT_JSON: o->json = true; break;
         case OPT_SHOW_ALGO: o->algo_column = true; break;
+        case OPT_COMM_RANKS: if (mm_cli_int(CMD, "--comm-ranks", v, 2, 1 << 22, &o->comm_ranks)) return 2; break;
         default: return 2;
         }
     }
@@ -248,6 +249,13 @@ static int run_sizes(const coll_opts *po, const mm_cluster *c)
         return mm_cli_bad(CMD, "--gpus", "exceeds the cluster's %d GPUs (use --nodes), got %d", total, gpus);
     if (op == MM_COLL_SENDRECV && gpus != 2)
         return mm_cli_bad(CMD, "--gpus", "send/recv runs between 2 GPUs; got %d", gpus);
+    if (o.comm_ranks && op != MM_COLL_SENDRECV)
+        return mm_cli_bad(CMD, "--comm-ranks", "applies to --op sendrecv only");
+    if (o.comm_ranks > total)
+        return mm_cli_bad(CMD, "--comm-ranks", "exceeds the cluster's %d GPUs (use --nodes), got %d", total,
+                          o.comm_ranks);
+    /* the communicator: the first comm_ranks GPUs, on the nodes they fill */
+    int comm_nodes = o.comm_ranks ? (o.comm_ranks + c->gpus_per_node - 1) / c->gpus_per_node : 0;
     int *g = malloc((size_t)gpus * sizeof *g);
     mm_engine *eng = mm_engine_alloc();
     mm_net_model model = (mm_net_model)lookup(mm_net_model_names, o.netname);
@@ -275,7 +283,8 @@ static int run_sizes(const coll_opts *po, const mm_cluster *c)
     for (double S = o.lo; S <= o.hi * (1 + 1e-12); S *= o.factor) {
         double bytes = floor(S);
         mm_coll_req req = {.kind = (mm_coll_kind)op, .algo = (mm_coll_algo)o.algo, .gpus = g,
-                           .n = gpus, .bytes = bytes, .count = 1};
+                           .n = gpus, .bytes = bytes, .count = 1, .comm_ranks = o.comm_ranks,
+                           .comm_nodes = comm_nodes};
         mm_time t0 = mm_engine_now(eng), t1 = -1;
         mm_coll_algo used = MM_ALGO_RING;
         if (mm_network_start(net, &req, note_end, &t1, 0, &used, &err)) {

@@ -132,7 +132,7 @@ static const char usage_report[] =
 static const char usage_collective[] =
     "usage: mmsim collective --cluster FILE [--nodes N] [--gpus N] --op OP [--algo ALGO]\n"
     "                        [--min 8] [--max 8G] [--factor 2] [--network flow|analytic]\n"
-    "                        [--show-algo] [--json]\n"
+    "                        [--show-algo] [--json] [--comm-ranks N]\n"
     "\n"
     "Time of one collective over the first N GPUs of a topology, for sizes from\n"
     "--min to --max (K, M, G = powers of 1024) multiplied by --factor, printed in\n"
@@ -149,6 +149,9 @@ static const char usage_collective[] =
     "  --nodes N        nodes (default: the file's); --gpus N (default: all)\n"
     "  --network M      flow (default: max-min sharing) | analytic (alpha-beta)\n"
     "  --show-algo      add the algorithm as a last column of each row\n"
+    "  --comm-ranks N   sendrecv: on a communicator of the first N GPUs (Megatron's\n"
+    "                   batched pipeline sends use the PP group's), which sets NCCL's\n"
+    "                   p2p channel count; default: the pair alone\n"
     "  --json           {\"rows\":[{\"bytes\",\"time_us\",\"algbw_gbps\",\"busbw_gbps\",\"algo\"}]}\n";
 
 int mm_cli_fail(const mm_err *err)

@@ -31,10 +31,12 @@ static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
                                         "pcie_gb_s",
                                         "pcie_efficiency", "pcie_switches",
                                         "pcie_allreduce_busbw_gb_s", "pcie_latency_us", "nics",
-                                        "nic_gbit_s", "p2p_sendrecv", NULL};
+                                        "nic_gbit_s", "p2p_sendrecv", "p2p_channels",
+                                        "p2p_channels_per_peer", "p2p_latency_us", NULL};
 static const char *const fabric_keys[] = {"allreduce_busbw_gb_s", "latency_us", "kind",
                                           "nodes_per_leaf", "oversubscription", "spines",
-                                          "hop_latency_us", "p2p_sendrecv", NULL};
+                                          "hop_latency_us", "p2p_sendrecv", "p2p_channels_per_peer",
+                                          "p2p_channel_gb_s", NULL};
 static const char *const intra_names[] = {"nvswitch", "nvlink-mesh", "pcie", NULL};
 static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
 
@@ -133,7 +135,10 @@ static int load_kernels(const mm_doc *d, struct fy_node *g, mm_kernel_tables *kt
 /* node.p2p_sendrecv / fabric.p2p_sendrecv: a CSV of bytes,efficiency,source,
  * the nccl-tests sendrecv_perf bandwidth at that message size as a fraction
  * of the link's line rate per direction (efficiency.h's memory-table
- * format and interpolation). */
+ * format and interpolation).  A curve comes with NCCL's channel counts
+ * (net.c turns the curve into a per-channel rate and a link ceiling):
+ * node.p2p_channels, node.p2p_channels_per_peer, node.p2p_latency_us;
+ * fabric.p2p_channels_per_peer, fabric.p2p_channel_gb_s. */
 static int load_p2p(const mm_doc *d, struct fy_node *map, const char *sec, mm_mem_table *t, bool *has,
                     mm_err *err)
 {
@@ -202,6 +207,52 @@ static int bad_key(const mm_doc *d, struct fy_node *map, const char *key, const 
 {
     int line = mm_node_key_line(map, key);
     return mm_err_set(err, MM_EINPUT, d->path, line ? line : mm_node_line(map), path, "%s", msg);
+}
+
+/* A channel count that a p2p curve needs: NCCL rounds p2p channel counts
+ * to powers of two (ncclTopoComputeP2pChannels), so others are refused. */
+static int p2p_int(const mm_doc *d, struct fy_node *map, const char *key, const char *path, bool curve,
+                   int64_t *out, mm_err *err)
+{
+    bool found = false;
+    int rc = mm_node_int(d, map, key, path, 1, 64, out, &found, err);
+    if (rc)
+        return rc;
+    if (curve && !found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(map), path,
+                          "missing: a p2p_sendrecv curve needs NCCL's channel counts (docs/topology.md)");
+    if (!curve && found)
+        return bad_key(d, map, key, path, "only with a p2p_sendrecv curve in the same section", err);
+    if (found && (*out & (*out - 1)))
+        return bad_key(d, map, key, path, "NCCL rounds p2p channel counts to powers of two", err);
+    return 0;
+}
+
+static int load_p2p_channels(const mm_doc *d, struct fy_node *n, struct fy_node *f, mm_cluster *c, mm_err *err)
+{
+    int64_t ch = 0, pp = 0, np = 0;
+    double lat = 0, nbw = 0;
+    bool found = false;
+    int rc;
+    if ((rc = p2p_int(d, n, "p2p_channels", "node.p2p_channels", c->has_p2p_intra, &ch, err)) ||
+        (rc = p2p_int(d, n, "p2p_channels_per_peer", "node.p2p_channels_per_peer", c->has_p2p_intra, &pp, err)) ||
+        (rc = p2p_int(d, f, "p2p_channels_per_peer", "fabric.p2p_channels_per_peer", c->has_p2p_inter, &np, err)))
+        return rc;
+    if (c->has_p2p_intra) {
+        if ((rc = need_pos(d, n, "p2p_latency_us", "node.p2p_latency_us", &lat, err)))
+            return rc;
+    } else if (mm_node_get(n, "p2p_latency_us")) {
+        return bad_key(d, n, "p2p_latency_us", "node.p2p_latency_us", "only with node.p2p_sendrecv", err);
+    }
+    if ((rc = mm_node_double(d, f, "p2p_channel_gb_s", "fabric.p2p_channel_gb_s", 1e-3, 1e6, &nbw, &found, err)))
+        return rc;
+    if (found != c->has_p2p_inter)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(f), "fabric.p2p_channel_gb_s",
+                          found ? "only with fabric.p2p_sendrecv" : "missing: fabric.p2p_sendrecv needs it");
+    c->p2p_channels = (int)ch, c->p2p_per_peer = (int)pp, c->p2p_net_per_peer = (int)np;
+    c->p2p_latency_s = lat * 1e-6;
+    c->p2p_net_channel_bw = nbw * 1e9;
+    return 0;
 }
 
 /* The GPU-to-GPU link inside a node, KIND_gb_s (line rate),
@@ -496,6 +547,8 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         rc = load_p2p(&d, n, "node", &c->p2p_intra, &c->has_p2p_intra, err);
     if (!rc)
         rc = load_p2p(&d, f, "fabric", &c->p2p_inter, &c->has_p2p_inter, err);
+    if (!rc)
+        rc = load_p2p_channels(&d, n, f, c, err);
 out:
     mm_doc_free(&d);
     if (rc)

@@ -97,6 +97,14 @@ typedef struct mm_cluster {
      * nic_bw).  Absent: send/recv runs at the all-reduce efficiency. */
     bool has_p2p_intra, has_p2p_inter;
     mm_mem_table p2p_intra, p2p_inter;
+    /* NCCL's p2p channel arithmetic (net.c, mm_net_p2p_channels), given
+     * with each curve: the node's p2p channels (NCCL p2pnChannels) and
+     * channels per peer inside a node and across nodes; the cross-node
+     * per-channel rate; the fixed time of one send/recv (launch and
+     * handshake, nccl-tests' small-message time).  0: no curve. */
+    int p2p_channels, p2p_per_peer, p2p_net_per_peer;
+    double p2p_net_channel_bw; /* bytes/s */
+    double p2p_latency_s;
 } mm_cluster;
 
 /* Reads a topology file; `nodes` overrides the file's node count when > 0.

@@ -705,6 +705,7 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
             return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d appears twice in the group", g[i]);
     mm_group_shape s;
     mm_group_shape_of(c, g, n, &s);
+    s.comm_ranks = req->comm_ranks, s.comm_nodes = req->comm_nodes;
     mm_coll_algo algo = req->algo;
     char why[200];
     if (algo == MM_ALGO_AUTO)

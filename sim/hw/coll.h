@@ -63,6 +63,9 @@ typedef struct mm_coll_req {
     int n;
     double bytes;       /* nccl-tests' S */
     int count;          /* run back to back this many times (>= 1) */
+    /* SENDRECV: the communicator it is issued on (mm_group_shape), 0: the
+     * pair itself */
+    int comm_ranks, comm_nodes;
 } mm_coll_req;
 
 typedef struct mm_network mm_network;

@@ -6,7 +6,8 @@
  * of thousands of times; each repetition then starts the same flows, in
  * the same order, from the record, instead of sorting the group, finding
  * its shape and algorithm and walking its routes again.  Exact: all of
- * that is a function of the request, the cluster and the topology, which
+ * that is a function of the request (every field of mm_coll_req is in the
+ * key, a send's communicator too), the cluster and the topology, which
  * do not change during the network's life (the stepwise and aggregate
  * switches clear the cache).
  * Not for: the flows themselves (flow.c) or which flows a collective makes
@@ -18,6 +19,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Every field of a request is part of the key: one added to mm_coll_req
+ * must join key_hash and same_key (this fails to compile until then). */
+_Static_assert(sizeof(mm_coll_req) == 48, "a new mm_coll_req field must join the collective cache's key");
 
 #define MAX_N 64
 #define MAX_PHASE_ENTRIES 4096
@@ -35,6 +40,7 @@ static uint64_t key_hash(const mm_coll_req *req, int reps, int stride)
     memcpy(&b, &req->bytes, sizeof b);
     uint64_t h = mix(mix(mix(0, (uint64_t)req->kind), (uint64_t)req->algo), (uint64_t)(uint32_t)req->n);
     h = mix(mix(mix(mix(h, (uint64_t)(uint32_t)req->count), (uint64_t)(uint32_t)reps), (uint64_t)(uint32_t)stride), b);
+    h = mix(mix(h, (uint64_t)(uint32_t)req->comm_ranks), (uint64_t)(uint32_t)req->comm_nodes);
     /* the first two and the last member: enough to spread the groups of
      * an iteration (a lookup compares the whole list) */
     if (req->n > 0)
@@ -52,7 +58,8 @@ static int same_key(const coll_cache *cc, const coll_plan *p, uint64_t h, const 
     memcpy(&x, &p->bytes, sizeof x);
     memcpy(&y, &req->bytes, sizeof y);
     if (p->hash != h || p->kind != (int)req->kind || p->algo_req != (int)req->algo || p->n != req->n ||
-        p->count != req->count || p->reps != reps || p->stride != stride || x != y)
+        p->count != req->count || p->reps != reps || p->stride != stride || x != y ||
+        p->comm_ranks != req->comm_ranks || p->comm_nodes != req->comm_nodes)
         return 0;
     const int *k = cc->ip + p->key_off;
     for (int i = 0; i < req->n; i++)
@@ -131,6 +138,7 @@ int32_t coll_cache_add(mm_network *net, const mm_coll_req *req, int reps, int st
     p->hash = key_hash(req, reps, stride);
     p->kind = (int)req->kind, p->algo_req = (int)req->algo, p->n = n, p->count = req->count;
     p->reps = reps, p->stride = stride;
+    p->comm_ranks = req->comm_ranks, p->comm_nodes = req->comm_nodes;
     p->bytes = req->bytes;
     p->algo = algo;
     p->key_off = (uint32_t)cc->nip;

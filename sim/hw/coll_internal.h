@@ -26,6 +26,7 @@ typedef struct coll_flowrec {
 typedef struct coll_plan {
     uint64_t hash;
     int kind, algo_req, n, count, reps, stride;
+    int comm_ranks, comm_nodes; /* mm_coll_req: a send's communicator */
     double bytes;
     uint32_t key_off;  /* the request's GPUs as given (ip pool) */
     uint32_t g_off;    /* coll_op.g once set up: n ints (ip pool) */

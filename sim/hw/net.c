@@ -311,30 +311,117 @@ static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, dou
     return t;
 }
 
-/* The measured send/recv curve gives the time nccl-tests prints for one
- * message, latency included: S / (eff(S) x line rate).  NCCL moves p2p
- * traffic on few channels (NCCL_NCHANNELS_PER_NET_PEER, 2 by default, and
- * the p2p channel count inside a node), so a transfer reaches only part of
- * what the ring all-reduce's busbw implies, the less the smaller it is.
- * What that costs beyond the wire model (alpha + S / link rate) is returned
- * here and added as latency by both network models, so a lone transfer
- * takes the measured time and contention still shares the links. */
+/* ---- send/recv: NCCL's p2p channels ------------------------------------
+ *
+ * NCCL moves a send on a few channels (one CTA each), not on every link at
+ * the all-reduce's rate.  How many, by NCCL 2.18-2.19's
+ * scheduleP2pTasksToPlan (src/enqueue.cc) and ncclTopoComputeP2pChannels
+ * (src/graph/paths.cc), the versions the Zero Bubble runs used:
+ *   per_peer  node.p2p_channels_per_peer (nextPow2 of 2 x the NVLinks of a
+ *             GPU pair, at most p2pnChannels); in a communicator that
+ *             spans nodes the minimum over all peers, so the network's
+ *             fabric.p2p_channels_per_peer (NCCL_NCHANNELS_PER_NET_PEER)
+ *             for the NVLink hops too;
+ *   one node  nmin = per_peer halved while nmin x ranks > p2pnChannels,
+ *             nmax = per_peer halved while nmax x ranks > 4 p2pnChannels,
+ *             step NCCL_P2P_NVL_CHUNKSIZE (512 KiB), a part at most 32
+ *             steps: nmin channels, doubled while a part exceeds that;
+ *   nodes     step NCCL_P2P_NET_CHUNKSIZE (128 KiB), a part at most one
+ *             step: per_peer channels;
+ * the parts go round-robin on per_peer channels, so min(parts, per_peer).
+ * A channel copies at a per-channel rate: inside a node the measured
+ * curve's best bandwidth per channel over its rows (node.p2p_sendrecv was
+ * taken on a communicator of one node's GPUs, nccl-tests -g G), across
+ * nodes fabric.p2p_channel_gb_s; the link ceiling is the curve's best row.
+ * Known limits: one per-channel rate for both step sizes; the LL protocol
+ * of sends under 16 KiB per channel is not modeled (the fixed time
+ * node.p2p_latency_us, nccl-tests' small-message time, covers them). */
+#define P2P_NVL_STEP (512.0 * 1024) /* NCCL_P2P_NVL_CHUNKSIZE default, src/init.cc */
+#define P2P_NET_STEP (128.0 * 1024) /* NCCL_P2P_NET_CHUNKSIZE default */
+
+int mm_net_p2p_channels(const mm_cluster *c, int ranks, int nodes, double S)
+{
+    int all = c->p2p_channels, per_peer = c->p2p_per_peer;
+    if (all < 1 || per_peer < 1 || !(S > 0))
+        return 1;
+    if (nodes > 1 && c->p2p_net_per_peer > 0 && c->p2p_net_per_peer < per_peer)
+        per_peer = c->p2p_net_per_peer;
+    if (per_peer > all)
+        per_peer = all;
+    int nmin = per_peer, nmax = per_peer;
+    double step = nodes > 1 ? P2P_NET_STEP : P2P_NVL_STEP;
+    if (nodes <= 1) {
+        while (nmin * ranks > all && nmin > 1)
+            nmin /= 2;
+        while (nmax * ranks > 4 * all && nmax > 1)
+            nmax /= 2;
+    }
+    double min_part = step / 8, max_part = nodes > 1 ? step : 32 * step;
+    int n = nmin;
+    double part = fmax(min_part, ceil(S / nmin));
+    while (part > max_part && n <= nmax / 2) {
+        n *= 2;
+        part = ceil(S / n);
+    }
+    part = ceil(part / min_part) * min_part; /* NCCL aligns parts up */
+    double parts = ceil(S / part);
+    return parts < per_peer ? (int)fmax(parts, 1) : per_peer;
+}
+
+/* The line rate of the path a pair uses (per direction). */
+static double p2p_line(const mm_cluster *c, bool cross)
+{
+    if (cross)
+        return c->nic_bw;
+    double line = c->nvlink_bw;
+    if (c->intra == MM_INTRA_NVLINK_MESH && c->gpus_per_node > 1)
+        line /= c->gpus_per_node - 1;
+    return line;
+}
+
+double mm_net_p2p_time(const mm_cluster *c, const mm_group_shape *s, double S)
+{
+    bool cross = s->nodes > 1;
+    const mm_mem_table *t = cross ? (c->has_p2p_inter ? &c->p2p_inter : NULL)
+                                  : (c->has_p2p_intra && c->intra != MM_INTRA_PCIE ? &c->p2p_intra : NULL);
+    if (!t || t->n < 1)
+        return NAN;
+    double line = p2p_line(c, cross), cap = 0, beta = cross ? c->p2p_net_channel_bw : 0;
+    for (int i = 0; i < t->n; i++) {
+        double bw = t->eff[i] * line;
+        cap = fmax(cap, bw);
+        if (!cross) /* the curve's own communicator: one node's GPUs */
+            beta = fmax(beta, bw / mm_net_p2p_channels(c, c->gpus_per_node, 1, t->bytes[i]));
+    }
+    int ranks = s->comm_ranks > 0 ? s->comm_ranks : 2;
+    int nodes = s->comm_nodes > 0 ? s->comm_nodes : s->nodes;
+    double bw = fmin(mm_net_p2p_channels(c, ranks, nodes, S) * beta, cap);
+    double lat = c->p2p_latency_s + (cross ? mm_net_latency(c, MM_COLL_SENDRECV, MM_ALGO_RING, s) : 0);
+    return lat + S / bw;
+}
+
 double mm_net_p2p_extra(const mm_cluster *c, const mm_group_shape *s, double S)
 {
     if (s->n != 2 || !(S > 0))
         return 0;
-    bool cross = s->nodes > 1;
-    const mm_mem_table *t = cross ? (c->has_p2p_inter ? &c->p2p_inter : NULL)
-                                  : (c->has_p2p_intra && c->intra != MM_INTRA_PCIE ? &c->p2p_intra : NULL);
-    if (!t)
+    double measured = mm_net_p2p_time(c, s, S);
+    if (isnan(measured))
         return 0;
-    double line = cross ? c->nic_bw : c->nvlink_bw;
-    if (!cross && c->intra == MM_INTRA_NVLINK_MESH && c->gpus_per_node > 1)
-        line /= c->gpus_per_node - 1;
-    double measured = S / (mm_mem_table_eff(t, S) * line);
+    bool cross = s->nodes > 1;
     double wire = mm_net_latency(c, MM_COLL_SENDRECV, MM_ALGO_RING, s) +
-                  S / (cross ? b_nic(c) : line * c->nvlink_eff);
+                  S / (cross ? b_nic(c) : p2p_line(c, false) * c->nvlink_eff);
     return measured > wire ? measured - wire : 0;
+}
+
+double mm_net_p2p_pair_time(const mm_cluster *c, int src, int dst, double S, int comm_ranks, int comm_nodes)
+{
+    if (src == dst || !(S > 0))
+        return 0;
+    int g[2] = {src < dst ? src : dst, src < dst ? dst : src};
+    mm_group_shape s;
+    mm_group_shape_of(c, g, 2, &s);
+    s.comm_ranks = comm_ranks, s.comm_nodes = comm_nodes;
+    return mm_net_analytic_shape_time(c, MM_COLL_SENDRECV, MM_ALGO_RING, &s, S);
 }
 
 double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,

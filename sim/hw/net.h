@@ -50,6 +50,10 @@ typedef struct mm_group_shape {
     int leaf_groups;  /* distinct groups of nodes_per_leaf nodes */
     int crossings;    /* ring hops between consecutive nodes in different leaf groups */
     int p2p_spine;    /* n == 2 on two nodes whose own NICs hang off different leaves */
+    /* SENDRECV: the NCCL communicator the transfer is issued on (Megatron's
+     * pipeline group), whose rank and node counts set NCCL's channel count
+     * (mm_net_p2p_channels); 0: the pair itself.  Set by the caller. */
+    int comm_ranks, comm_nodes;
 } mm_group_shape;
 
 void mm_group_shape_of(const mm_cluster *c, const int *sorted, int n, mm_group_shape *s);
@@ -69,11 +73,27 @@ mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group
 double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
                       const mm_group_shape *s);
 
-/* Seconds a send/recv of S bytes between the two members of s takes beyond
- * the wire model, from the cluster's measured p2p curve (node.p2p_sendrecv,
- * fabric.p2p_sendrecv); 0 without a curve or when the curve is faster.
- * Both network models add it as latency (net.c explains why). */
+/* The channels NCCL moves one send of S bytes on, in a communicator of
+ * `ranks` GPUs on `nodes` nodes (NCCL 2.18-2.19 scheduleP2pTasksToPlan,
+ * net.c); 1 when the cluster has no p2p curve. */
+int mm_net_p2p_channels(const mm_cluster *c, int ranks, int nodes, double S);
+
+/* Seconds a lone send/recv of S bytes between the two members of s takes
+ * by the p2p model (net.c): the fixed p2p time plus S over the channels'
+ * rate, at most the link ceiling of the measured curve.  NAN without a
+ * curve for that path (node.p2p_sendrecv, fabric.p2p_sendrecv). */
+double mm_net_p2p_time(const mm_cluster *c, const mm_group_shape *s, double S);
+
+/* Seconds that time exceeds the wire model (alpha + S / link rate); 0
+ * without a curve or when the wire is slower.  Both network models add it
+ * as latency, so a lone transfer takes the p2p time and contention still
+ * shares the links. */
 double mm_net_p2p_extra(const mm_cluster *c, const mm_group_shape *s, double S);
+
+/* The same lone transfer between GPUs src and dst on a communicator of
+ * comm_ranks GPUs over comm_nodes nodes (0, 0: the pair itself), by the
+ * analytic network model: what the run charges one pipeline hop alone. */
+double mm_net_p2p_pair_time(const mm_cluster *c, int src, int dst, double S, int comm_ranks, int comm_nodes);
 
 /* Analytic time (seconds) of one collective of `bytes` (nccl-tests' S) with
  * a resolved algorithm (not AUTO; SENDRECV and ALLTOALL ignore it). */

@@ -174,6 +174,9 @@ typedef struct mm_build_spec {
     double p2p_bytes;        /* activation (or its gradient) per micro-batch */
     double p2p_s;            /* > 0: every pipeline transfer takes this long
                                 (measured times fed in); else the network's */
+    int gpus_per_node;       /* the cluster's: pipeline transfers run on the
+                                PP group's NCCL communicator, whose node count
+                                sets NCCL's p2p channels (0: the pair alone) */
     const mm_stage_cost *stages; /* pp * vpp entries, by virtual stage */
     const mm_mb_cost *mb_costs;  /* NULL, or pp*vpp * dp * m entries, index
                                     (vs*dp + d)*m + mb: override the stage's

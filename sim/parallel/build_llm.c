@@ -204,6 +204,19 @@ int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
         if (cl < 0)
             return -1;
         op.coll = (int32_t)cl;
+        /* Megatron batches the sends (batch_isend_irecv: the PP group's
+         * communicator) unless the interleaved schedule overlaps them
+         * (overlap_p2p_comm, its default there): single isend/irecv, which
+         * PyTorch runs on a communicator of the pair (ProcessGroupNCCL
+         * pointToPoint), so those keep comm 0. */
+        if (sp->gpus_per_node > 0 && sp->schedule != MM_SCHEDULE_INTERLEAVED) {
+            int nodes = 0, last = -1;
+            for (int s = 0; s < sp->pp; s++) {
+                int node = gpu(b, 0, 0, d, s) / sp->gpus_per_node;
+                nodes += node != last, last = node; /* stages ascend in GPU id under any order */
+            }
+            b->g->colls[cl].comm_ranks = sp->pp, b->g->colls[cl].comm_nodes = nodes; /* this replica's GPUs */
+        }
     }
     int64_t id = mm_graph_add_op(b->g, &op);
     if (id < 0 || mm_graph_dep(b->g, after, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, before))

@@ -132,7 +132,7 @@ int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
         grow((void **)&g->gpus, &g->cap_gpus, (size_t)g->n_gpus + (size_t)n, sizeof *g->gpus))
         return -1;
     memcpy(g->gpus + g->n_gpus, gpus, (size_t)n * sizeof *gpus);
-    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, g->n_gpus, (uint32_t)n, 1, 0};
+    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, g->n_gpus, (uint32_t)n, 1, 0, 0, 0};
     g->n_gpus += (uint32_t)n;
     return g->n_colls++;
 }

@@ -62,6 +62,9 @@ typedef struct mm_coll {
     /* run/symmetry.c: the collective stands for `replicas` copies of itself,
      * copy r on the GPUs + r x replica_stride (0 or 1: itself alone) */
     int replicas, replica_stride;
+    /* SENDRECV: the NCCL communicator it runs on (hw/net.h mm_group_shape;
+     * the builder sets it after mm_graph_add_coll), 0: the pair itself */
+    int comm_ranks, comm_nodes;
 } mm_coll;
 
 #define MM_MAX_MODULES 4

@@ -20,7 +20,7 @@ void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_br
     int n = tp > dp ? tp : dp, gpus[MM_BK_MAX_STAGES * 8];
     if (n > (int)(sizeof gpus / sizeof gpus[0]))
         n = (int)(sizeof gpus / sizeof gpus[0]);
-    bk->tp_fwd_s = bk->tp_bwd_s = bk->p2p_s = bk->dp_grad_s = 0;
+    bk->tp_fwd_s = bk->tp_bwd_s = bk->p2p_s = bk->p2p_hop_mean_s = bk->dp_grad_s = 0;
     if (tp > 1 && sp->tp_bytes > 0) {
         for (int i = 0; i < tp && i < n; i++)
             gpus[i] = i;
@@ -33,8 +33,20 @@ void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_br
     }
     int next = tp * cp * dp;
     if (sp->pp > 1 && next < mm_cluster_gpus(c)) {
-        int pair[2] = {0, next};
-        bk->p2p_s = mm_net_analytic_time(c, MM_COLL_SENDRECV, pair, 2, sp->p2p_bytes / (tp * cp));
+        /* on the PP group's communicator (stage s on GPU s x next), or the
+         * pair's under the interleaved schedule, as build_llm.c */
+        int nodes = 0, last = -1, hops = 0, ranks = sp->pp;
+        for (int s = 0; s < sp->pp; s++) {
+            int node = mm_cluster_node_of(c, s * next);
+            nodes += node != last, last = node;
+        }
+        if (sp->schedule == MM_SCHEDULE_INTERLEAVED)
+            ranks = nodes = 0;
+        double S = sp->p2p_bytes / (tp * cp), sum = 0;
+        bk->p2p_s = mm_net_p2p_pair_time(c, 0, next, S, ranks, nodes);
+        for (int s = 0; s + 1 < sp->pp && (s + 1) * next < mm_cluster_gpus(c); s++, hops++)
+            sum += mm_net_p2p_pair_time(c, s * next, (s + 1) * next, S, ranks, nodes);
+        bk->p2p_hop_mean_s = sum / hops;
     }
     if (dp > 1 && sp->stages && dp <= n && (dp - 1) * tp * cp < mm_cluster_gpus(c)) {
         for (int i = 0; i < dp; i++)
@@ -75,8 +87,8 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
                 v ? ", " : "", v, o->step_s, o->grad_norm_s, o->zero_grad_s, o->total_s);
     }
     fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
-               "\"p2p_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}}",
-            indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->dp_grad_s);
+               "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}}",
+            indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->p2p_hop_mean_s, bk->dp_grad_s);
 }
 
 static void text_row(FILE *f, const char *name, const mm_pass_breakdown *b, int p)

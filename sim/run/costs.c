@@ -259,6 +259,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
      * comes back (Megatron's all-to-all token dispatcher) */
     spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+    spec->gpus_per_node = sim->cluster.gpus_per_node; /* the p2p communicator (build_llm.c) */
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,

@@ -107,7 +107,8 @@ static void arrive(exec_state *st, uint32_t id)
     }
     mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
                        .gpus = st->g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
-                       .bytes = cl->bytes, .count = cl->count};
+                       .bytes = cl->bytes, .count = cl->count,
+                       .comm_ranks = cl->comm_ranks, .comm_nodes = cl->comm_nodes};
     /* A failure leaves the members unfinished: reported as a deadlock
      * unless the error below is kept first. */
     if (st->rc == 0)

@@ -125,6 +125,8 @@ static bool sym_build(sym *y, const mm_graph *g, mm_graph *s)
                 ok = false;
             else if (local)
                 s->colls[nc[op.coll]].replicas = y->dp, s->colls[nc[op.coll]].replica_stride = y->stride;
+            if (ok) /* the p2p communicator (graph.h) */
+                s->colls[nc[op.coll]].comm_ranks = cl->comm_ranks, s->colls[nc[op.coll]].comm_nodes = cl->comm_nodes;
         }
         if (!ok || (op.peer >= 0 && !in0(y, op.peer)))
             ok = false;
