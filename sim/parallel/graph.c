@@ -95,6 +95,12 @@ void mm_graph_set_module(mm_graph *g, uint32_t id, int m)
         g->ops[id].module = (uint8_t)m;
 }
 
+void mm_graph_set_comm(mm_graph *g, uint32_t c, int ranks, int nodes)
+{
+    if (!g->counting)
+        g->colls[c].comm_ranks = ranks, g->colls[c].comm_nodes = nodes;
+}
+
 void mm_graph_free(mm_graph *g)
 {
     free(g->ops);

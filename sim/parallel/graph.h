@@ -115,6 +115,10 @@ mm_graph_size mm_graph_size_of(const mm_graph *g);
 int mm_graph_reserve(mm_graph *g, const mm_graph_size *sz);
 /* Tags op `id` with module m (no-op on a counting graph). */
 void mm_graph_set_module(mm_graph *g, uint32_t id, int m);
+/* Sets collective c's send communicator (mm_coll.comm_ranks, comm_nodes;
+ * no-op on a counting graph).  The builder writes a graph only through
+ * these functions, so that it can run into a counting one. */
+void mm_graph_set_comm(mm_graph *g, uint32_t c, int ranks, int nodes);
 void mm_graph_free(mm_graph *g);
 /* Appends an op; program order on its stream is the order of appending.
  * Returns the op id, or -1 when out of memory. */
