@@ -405,6 +405,50 @@ START_TEST(fbw_split_unfused)
 }
 END_TEST
 
+/* The memory-bound kernels of both unfused cores, counted from their
+ * code: scores S = batch x sq x sk elements of e bytes.  Megatron's fused
+ * softmax moves 2 S e forward and 3 S e backward (probabilities and output
+ * gradient read, input gradient written in place); dropout S (2e + 1) both
+ * ways (the 1-byte mask); the eager core (flash-attn's SelfAttention) adds
+ * the k scaling and the causal-mask add, 3 S e plus the (s, s) fp32 mask
+ * built each call, whose backward is no kernel.  Same FLOPs as the fused
+ * core in both. */
+START_TEST(unfused_core_bytes)
+{
+    mm_op_cost attn = {.name = "attn", .kind = MM_OPK_ATTN, .flops = 4.0 * 32 * 2048 * 2048 * 128,
+                       .m = 2048, .n = 2048, .k = 128, .batch = 32, .causal = true};
+    double e = 2, S = 32.0 * 2048 * 2048;
+    mm_op_cost u[4], x[6];
+    ck_assert_int_eq(mm_llm_attn_unfused(&attn, 2, u, 4), 4);
+    ck_assert(!strcmp(u[1].name, "attn_softmax") && !strcmp(u[2].name, "attn_dropout"));
+    ck_assert(rel(mm_op_pass(&u[1], MM_OP_F).bytes, 2 * S * e) < 1e-12);
+    ck_assert(rel(mm_op_pass(&u[1], MM_OP_B).bytes, 3 * S * e) < 1e-12);
+    ck_assert(rel(mm_op_pass(&u[2], MM_OP_F).bytes, S * (2 * e + 1)) < 1e-12);
+    ck_assert(rel(mm_op_pass(&u[2], MM_OP_B).bytes, S * (2 * e + 1)) < 1e-12);
+    ck_assert(mm_op_pass(&u[1], MM_OP_W).bytes == 0);
+    ck_assert_int_eq(mm_llm_attn_unfused_eager(&attn, 2, x, 5), -1);
+    ck_assert_int_eq(mm_llm_attn_unfused_eager(&attn, 2, x, 6), 6);
+    static const char *const names[] = {"attn_kscale", "attn_score", "attn_mask",
+                                        "attn_softmax", "attn_dropout", "attn_value"};
+    double flops = 0;
+    for (int i = 0; i < 6; i++) {
+        ck_assert_str_eq(x[i].name, names[i]);
+        flops += x[i].flops;
+    }
+    ck_assert(rel(flops, attn.flops) < 1e-12);
+    ck_assert(rel(x[2].bytes, 3 * S * e + 2048.0 * 2048 * 18) < 1e-12);
+    mm_op_cost mb = mm_op_pass(&x[2], MM_OP_B);
+    ck_assert(mb.bytes == 0 && mb.kind == MM_OPK_MEM);
+    ck_assert(rel(mm_op_pass(&x[0], MM_OP_B).bytes, 2 * 32.0 * 2048 * 128 * e) < 1e-12);
+    ck_assert(rel(mm_op_pass(&x[3], MM_OP_B).bytes, 3 * S * e) < 1e-12);
+    /* a generic memory-bound op's backward stays twice its forward */
+    mm_op_cost norm = {.name = "ln1", .kind = MM_OPK_MEM, .bytes = 100};
+    ck_assert(mm_op_pass(&norm, MM_OP_B).bytes == 200);
+    /* not an attention op */
+    ck_assert_int_eq(mm_llm_attn_unfused_eager(&norm, 2, x, 6), -1);
+}
+END_TEST
+
 START_TEST(moe_ops)
 {
     static mm_model mm;
@@ -515,6 +559,7 @@ int main(void)
     tcase_add_test(tc, composites);
     tcase_add_test(tc, fbw_split);
     tcase_add_test(tc, fbw_split_unfused);
+    tcase_add_test(tc, unfused_core_bytes);
     tcase_add_test(tc, moe_ops);
     tcase_add_test(tc, activations_korthikanti);
     tcase_add_test(tc, model_states);

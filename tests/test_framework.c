@@ -200,10 +200,12 @@ START_TEST(activation_memory_by_attention_kernel)
     const char *base[] = {"cluster.topology=topologies/dgx-h100.yaml", "parallel.llm={tp: 1, pp: 1, dp: 8}",
                           "train.seq_len=4096", "train.micro_batch=1", "train.global_batch=64",
                           "train.zero=1", "train.recompute=none", NULL};
-    double gib[2];
-    bool oom[2];
-    for (int u = 0; u < 2; u++) {
-        base[7] = u ? "train.attention=unfused" : "train.attention=auto";
+    double gib[3];
+    bool oom[3];
+    static const char *const attn[] = {"train.attention=auto", "train.attention=unfused",
+                                       "train.attention=unfused-eager"};
+    for (int u = 0; u < 3; u++) {
+        base[7] = attn[u];
         static mm_sim sim;
         prepare(&sim, base, 8);
         mm_sim_memory mem;
@@ -217,6 +219,8 @@ START_TEST(activation_memory_by_attention_kernel)
     ck_assert_msg(!oom[0] && oom[1], "fused %g GiB, unfused %g GiB", gib[0], gib[1]);
     ck_assert_msg(fabs(gib[1] - gib[0] - 80.0) < 1e-9, "difference %g GiB", gib[1] - gib[0]);
     ck_assert_msg(fabs(gib[0] - 64.7) < 0.05, "fused %g GiB", gib[0]);
+    /* the eager core (flash-attn's SelfAttention) keeps the same scores */
+    ck_assert_msg(oom[2] && gib[2] == gib[1], "eager %g GiB, unfused %g GiB", gib[2], gib[1]);
     /* every profile on its own kernel: megatron-local's default is the
      * unfused core (no --use-flash-attn), OOM at the same 144.7 GiB; fsdp's
      * FlashAttention-2 with fp32 gradients holds megatron-core's 64.7;
@@ -642,6 +646,33 @@ START_TEST(optimizer_phase_term_by_term)
 }
 END_TEST
 
+/* fp16's dynamic loss scaling in the step (costs.c loss_scale_s):
+ * megatron-local keeps fp16 gradients, so the step copies them to fp32
+ * (6 bytes a parameter) and unscales them with the inf/NaN check (8), plus
+ * the found-inf all-reduce (latency, < 100 us); bf16 runs no scaler. */
+START_TEST(optimizer_fp16_loss_scale)
+{
+    double step[2];
+    static const char *const prec[] = {"train.precision=bf16", "train.precision=fp16"};
+    double P = 0, t14 = 0;
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"cluster.topology=topologies/dgx-h100.yaml", "train.zero=1", "train.attention=flash2",
+                              "train.framework=megatron-local", prec[i]};
+        static mm_sim sim;
+        prepare(&sim, sets, 5);
+        static mm_sim_breakdown bk;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+        step[i] = bk.opt[0].step_s;
+        P = (double)mm_llm_params(&sim.llm);
+        t14 = mm_mem_time(&sim.cluster.gpu, P / 8 * 14);
+        mm_sim_free(&sim);
+    }
+    double extra = step[1] - step[0];
+    ck_assert_msg(extra > t14 && extra < t14 + 100e-6, "fp16 step %g s over bf16's, want %g + latency", extra, t14);
+}
+END_TEST
+
 /* The binary: a bad profile exits 2 with "FILE:LINE: key 'KEY'", and the
  * --json `breakdown` object carries mm_sim_get_breakdown's numbers (%.9g:
  * 1e-8 relative). */
@@ -778,6 +809,7 @@ int main(void)
     tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);
     tcase_add_test(tc, host_overhead_floors_each_kernel);
     tcase_add_test(tc, optimizer_phase_term_by_term);
+    tcase_add_test(tc, optimizer_fp16_loss_scale);
     tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
     tcase_add_test(tc, extra_kernels_by_formula);
     suite_add_tcase(s, tc);

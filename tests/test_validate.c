@@ -2,7 +2,8 @@
  * weak-scaling table (Narayanan et al., SC'21, Table 1;
  * tests/data/megatron/table1.csv): each row simulated as
  * scripts/validate/megatron does (its header explains every choice: the
- * framework of the time, megatron-local with unfused attention, fp16);
+ * framework of the time, megatron-local with unfused attention, fp16, no
+ * distributed optimizer);
  * hardware TFLOP/s per GPU must be within 6 % of the published value on
  * every row and within 3 % on average (issue 15).  Built only without
  * sanitizers: the ten largest scenarios of the suite. */
@@ -27,7 +28,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     snprintf(sets[6], 128, "train.seq_len=%d", s);
     snprintf(sets[7], 128, "train.recompute=full");
     snprintf(sets[8], 128, "train.framework=megatron-local");
-    snprintf(sets[9], 128, "train.zero=1");
+    snprintf(sets[9], 128, "train.zero=0");
     snprintf(sets[10], 128, "iterations=1");
     snprintf(sets[11], 128, "network=analytic");
     snprintf(sets[12], 128, "train.precision=fp16");
@@ -112,23 +113,25 @@ END_TEST
  * one analytic send/recv of the stage's activation between two GPUs of a
  * node.
  *
- * Issue 15 asks for 10 % on every row.  F is asserted at 10 %; W (+5 to
- * +13 %) and B (+11 to +24 %) are not there on every row and are asserted
- * per row just above today's errors (regression bounds, not the target;
- * docs/validation.md says what is known), T_comm within a factor 5. */
+ * Issue 15 asks for 10 % on every row.  F is asserted at 10 %, and B and
+ * W at 10 % on the rows that reach it; the others (B on 1.5B, +13 %; W on
+ * 14.6B and 28.3B, +12/+13 %) per row just above today's errors
+ * (regression bounds, not the target; docs/validation.md says what is
+ * known), T_comm within a factor 5. */
 typedef struct zb_row {
     const char *model;
     int layers, p, mb;
     double tol_b, tol_w; /* this row's bounds on |B|, |W| relative error */
 } zb_row;
 
-/* F at the issue's 10 % everywhere; B and W a point or two above what the
- * model gives today (docs/validation.md): 1.5B B +23.6 % W +7.2 %, 6.2B
- * +14.8 % / +8.0 %, 14.6B +12.2 % / +12.4 %, 28.3B +11.3 % / +13.4 %. */
-static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.25, 0.09},
-                                 {"6.2B", 30, 8, 3, 0.16, 0.10},
-                                 {"14.6B", 46, 16, 1, 0.14, 0.14},
-                                 {"28.3B", 62, 32, 1, 0.13, 0.15}};
+/* F at the issue's 10 % everywhere; B and W at 10 % where reached, else a
+ * point or two above what the model gives today (docs/validation.md; worst
+ * over each model's m rows): 1.5B B +13.0 % W +7.2 %, 6.2B +9.2 % / +8.0 %,
+ * 14.6B +7.7 % / +12.4 %, 28.3B +7.3 % / +13.4 %. */
+static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.14, 0.10},
+                                 {"6.2B", 30, 8, 3, 0.10, 0.10},
+                                 {"14.6B", 46, 16, 1, 0.10, 0.14},
+                                 {"28.3B", 62, 32, 1, 0.10, 0.15}};
 
 /* The runtime's median stage of one pass (zb_schedules.py): stage k runs
  * its layers, the first also the embedding, the last the head. */
@@ -302,7 +305,7 @@ START_TEST(flash_attention_speedups)
                 {"1.3b", 8192, {72, 170, 220}},
                 {"2.7b", 2048, {149, 189, 205}},
                 {"2.7b", 8192, {80, 175, 225}}};
-    static const char *const attn[] = {"unfused", "flash1", "flash2"};
+    static const char *const attn[] = {"unfused-eager", "flash1", "flash2"};
     static const char *const rec[] = {"none", "selective", "full"};
     for (int r = 0; r < 4; r++) {
         double best[3] = {0, 0, 0};

@@ -11,11 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const mm_attn_impl_names[] = {"flash", "flash1", "flash2", "flash3", "cudnn", "unfused", NULL};
+const char *const mm_attn_impl_names[] = {"flash", "flash1", "flash2", "flash3", "cudnn", "unfused", "unfused-eager", NULL};
+
+bool mm_attn_impl_unfused(mm_attn_impl impl)
+{
+    return impl == MM_ATTN_IMPL_UNFUSED || impl == MM_ATTN_IMPL_UNFUSED_EAGER;
+}
 
 const mm_attn_table *mm_kernel_attn_table(const mm_kernel_tables *k, mm_attn_impl impl)
 {
-    if (impl == MM_ATTN_IMPL_UNFUSED || impl < 0 || impl >= MM_ATTN_IMPL_COUNT)
+    if (mm_attn_impl_unfused(impl) || impl < 0 || impl >= MM_ATTN_IMPL_COUNT)
         return NULL;
     if (impl != MM_ATTN_IMPL_FLASH && k->has_impl[impl - MM_ATTN_IMPL_FLASH1])
         return &k->impl[impl - MM_ATTN_IMPL_FLASH1];

@@ -50,20 +50,25 @@ typedef enum mm_attn_pass { MM_ATTN_FWD = 0, MM_ATTN_BWD = 1, MM_ATTN_FWDBWD = 2
 /* Which kernel runs the attention core.  FLASH is the topology's generic
  * `attention` table (the best flash kernel it cites for that GPU); the
  * others name one implementation, each with its own optional table
- * (gpu.kernels.flash1 / flash2 / flash3 / cudnn); UNFUSED has no table: the
- * cost bridge expands it into batched GEMMs and softmax kernels. */
+ * (gpu.kernels.flash1 / flash2 / flash3 / cudnn); UNFUSED and UNFUSED_EAGER
+ * have no table: the cost bridge expands them into batched GEMMs and
+ * softmax kernels (model/llm.h, mm_llm_attn_unfused). */
 typedef enum mm_attn_impl {
     MM_ATTN_IMPL_FLASH = 0,
     MM_ATTN_IMPL_FLASH1, /* FlashAttention (Dao et al. 2022) */
     MM_ATTN_IMPL_FLASH2, /* FlashAttention-2 (Dao 2023) */
     MM_ATTN_IMPL_FLASH3, /* FlashAttention-3 (Shah et al. 2024), Hopper only */
     MM_ATTN_IMPL_CUDNN,  /* cuDNN fused attention (Transformer Engine's FusedAttention) */
-    MM_ATTN_IMPL_UNFUSED,
+    MM_ATTN_IMPL_UNFUSED,       /* batched GEMMs, Megatron's fused scale-mask-softmax, dropout */
+    MM_ATTN_IMPL_UNFUSED_EAGER, /* PyTorch eager ops: GEMMs, a causal-mask add, softmax, dropout */
     MM_ATTN_IMPL_COUNT
 } mm_attn_impl;
 
-/* "flash", "flash1", "flash2", "flash3", "cudnn", "unfused"; NULL-terminated. */
+/* "flash", "flash1", "flash2", "flash3", "cudnn", "unfused", "unfused-eager";
+ * NULL-terminated. */
 extern const char *const mm_attn_impl_names[];
+/* Whether `impl` is expanded into separate kernels (no attention table). */
+bool mm_attn_impl_unfused(mm_attn_impl impl);
 #define MM_ATTN_NAMED_TABLES 4 /* flash1 .. cudnn */
 
 /* The tables own their values, allocated to the size the file gives

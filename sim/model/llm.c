@@ -382,7 +382,7 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops,
                  double bytes, double m, double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false };
+        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0 };
     l->n++;
 }
 
@@ -426,8 +426,8 @@ mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p)
         }
         break;
     case MM_OPK_MEM:
-        if (p == MM_OP_B) {
-            o.bytes = 2.0 * f->bytes;
+        if (p == MM_OP_B && (!f->bwd_exact || f->bwd_bytes > 0)) {
+            o.bytes = f->bwd_exact ? f->bwd_bytes : 2.0 * f->bytes;
             return o;
         }
         break;
@@ -453,13 +453,25 @@ int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out
     out[0].flops = 2 * scores * d;
     out[0].bytes = B * (sq * d + sk * d) * e + scores * e;
     out[1] = base;
-    out[1].name = "attn_softmax"; /* scale + causal mask + softmax, one fused kernel */
+    /* scale + causal mask + softmax, one fused kernel (Megatron's
+     * scaled_upper_triang_masked_softmax, megatron/fused_kernels): forward
+     * reads the scores and writes the probabilities; backward reads the
+     * saved probabilities and the output gradient and writes the input
+     * gradient in place: 3 passes, not twice the forward's 2 */
+    out[1].name = "attn_softmax";
     out[1].kind = MM_OPK_MEM;
     out[1].bytes = 2 * scores * e;
+    out[1].bwd_exact = true;
+    out[1].bwd_bytes = 3 * scores * e;
+    /* torch native_dropout: reads, writes and a one-byte mask;
+     * native_dropout_backward reads the gradient and the mask and writes
+     * the gradient: the forward's bytes again */
     out[2] = base;
-    out[2].name = "attn_dropout"; /* read, write, and a one-byte mask */
+    out[2].name = "attn_dropout";
     out[2].kind = MM_OPK_MEM;
     out[2].bytes = scores * (2 * e + 1);
+    out[2].bwd_exact = true;
+    out[2].bwd_bytes = out[2].bytes;
     out[3] = base;
     out[3].name = "attn_value";
     out[3].kind = MM_OPK_GEMM;
@@ -468,6 +480,40 @@ int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out
     out[3].flops = 2 * scores * d;
     out[3].bytes = scores * e + B * (sk * d + sq * d) * e;
     return 4;
+}
+
+int mm_llm_attn_unfused_eager(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap)
+{
+    mm_op_cost core[4]; /* score GEMM, softmax, dropout, value GEMM */
+    if (cap < 6 || mm_llm_attn_unfused(attn, dtype_bytes, core, 4) != 4)
+        return -1;
+    double e = dtype_bytes, B = attn->batch, sq = attn->m, sk = attn->n, d = attn->k;
+    mm_op_cost base = {.pass = attn->pass, .kind = MM_OPK_MEM, .bwd_exact = true};
+    /* k * softmax_scale before the score einsum: read and write k; its
+     * backward scales the gradient the same way */
+    out[0] = base;
+    out[0].name = "attn_kscale";
+    out[0].bytes = 2 * B * sk * d * e;
+    out[0].bwd_bytes = out[0].bytes;
+    out[1] = core[0];
+    /* scores + causal_mask: the (s, s) mask built each call in fp32
+     * (torch.full writes 4 bytes, torch.triu reads and writes 8,
+     * .to(fp16) reads 4 and writes 2), then the add reads the scores and
+     * the mask broadcast over batch and heads (counted from HBM at every
+     * use: an upper bound where the mask fits in L2) and writes the sum;
+     * the add's backward passes the gradient through (no kernel) */
+    out[2] = base;
+    out[2].name = "attn_mask";
+    out[2].bytes = 3 * B * sq * sk * e + sq * sk * 18;
+    out[2].bwd_bytes = 0;
+    /* torch.softmax (dim -1, 16-bit out) reads the scores and writes the
+     * probabilities; _softmax_backward_data reads the output and its
+     * gradient and writes the input gradient: the fused kernel's counts.
+     * Dropout and the value einsum as Megatron's core. */
+    out[3] = core[1];
+    out[4] = core[2];
+    out[5] = core[3];
+    return 6;
 }
 
 /* A norm over `tok` tokens: read x and the weights (and bias), write y. */

@@ -230,6 +230,10 @@ typedef struct mm_op_cost {
     bool weightless;   /* GEMM of two activations (the unfused attention
                         * core's Q K^T and P V): both gradient GEMMs are input
                         * gradients, so its "W" GEMM is timed into B */
+    bool bwd_exact;    /* MEM: its backward moves bwd_bytes (counted from the
+                        * kernel's code; 0: no backward kernel), not the
+                        * generic twice the forward's */
+    double bwd_bytes;
 } mm_op_cost;
 
 /* The three passes zero-bubble schedules split a layer into (Qi et al.,
@@ -244,7 +248,8 @@ typedef enum mm_op_pass_kind { MM_OP_F = 0, MM_OP_B = 1, MM_OP_W = 2 } mm_op_pas
  *   ATTN: B is the whole attention backward, 2x forward FLOPs in Megatron's
  *     count (the kernel runs 2.5x, compute.h); W is empty (no weights).
  *   MEM: B moves twice the bytes (read the saved input and the output
- *     gradient, write the input gradient); W is empty (norm weight
+ *     gradient, write the input gradient), or bwd_bytes where the op
+ *     counts its backward exactly (bwd_exact); W is empty (norm weight
  *     gradients are reduced inside the same kernel).
  * A weightless GEMM's W GEMM (dB = A^T dC, B an activation) is an input
  * gradient: the caller counts it in B (fwcost.c), as Zero Bubble's
@@ -289,6 +294,15 @@ int mm_llm_head_ops(const mm_llm *m, double b, double s, int tp, bool sp,
  * total FLOPs (the two GEMMs weightless); returns 4, or -1 (cap < 4 or not
  * an attention op). */
 int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap);
+
+/* The same core as PyTorch eager ops run it (flash-attn's SelfAttention,
+ * Dao-AILab/flash-attention flash_attn/modules/mha.py, the FlashAttention
+ * papers' baseline): k scaled by 1/sqrt(d), the score einsum, the causal
+ * mask built with torch.triu and added to the scores as its own s^2
+ * kernel, torch.softmax, dropout and the value einsum.  Returns 6 ops
+ * (score GEMM, k scale, mask add, softmax, dropout, value GEMM), or -1
+ * (cap < 6 or not an attention op). */
+int mm_llm_attn_unfused_eager(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap);
 
 /* Bytes of one tensor-parallel all-reduce of the block's activations,
  * b*s*h*dtype_bytes.  Without sp a block does 2 in forward (after the output

@@ -41,7 +41,7 @@ static mm_fw_ctx enc_ctx(const mm_sim *sim)
 {
     mm_fw_ctx c = llm_ctx(sim);
     c.fw = NULL;
-    if (c.attn == MM_ATTN_IMPL_UNFUSED)
+    if (mm_attn_impl_unfused(c.attn))
         c.attn = MM_ATTN_IMPL_FLASH;
     return c;
 }
@@ -93,27 +93,49 @@ static double bucket_params(const mm_sim *sim, int dp)
 
 /* The optimizer phase of one rank holding `local` parameters of which it
  * updates `opt_params` (its ZeRO shard): the step (the profile's bytes per
- * parameter), gradient clipping's L2 norm (one fp32 read of the shard's
+ * parameter, and fp16's loss scaling), gradient clipping's L2 norm (one
+ * fp32 read of the shard's
  * gradients) and the all-reduce of that norm over the whole job (latency
  * only: one fp32), and zeroing the gradient buffer (a memset of the fp32
  * buffer; sharded under ZeRO-2/3).  Megatron: optimizer.step() in
  * core/optimizer/optimizer.py runs clip_grad_norm, then the step; the
  * buffer is zeroed at the start of the next iteration. */
+/* One fp32 all-reduced over the whole job: latency only (the grad norm's,
+ * the fp16 overflow flag's; the flag's model-parallel group is at most
+ * the job, so this is an upper bound for it). */
+static double scalar_allreduce_s(const mm_cluster *c)
+{
+    mm_group_shape sh = {.n = mm_cluster_gpus(c), .nodes = c->nodes, .max_per_node = c->gpus_per_node,
+                         .min_per_node = c->gpus_per_node, .channels = 1, .leaf_groups = 1};
+    return mm_net_analytic_shape_time(c, MM_COLL_ALLREDUCE, mm_coll_auto(c, MM_COLL_ALLREDUCE, &sh, 4), &sh, 4.0);
+}
+
+/* fp16's dynamic loss scaling inside optimizer.step() (Megatron
+ * core/optimizer/optimizer.py, MixedPrecisionOptimizer.step with a grad
+ * scaler, which bf16 runs without): the gradients kept 16-bit are first
+ * copied to fp32 main grads (Float16OptimizerWithFloat16Params.
+ * _copy_model_grads_to_main_grads, main_grad.float(): read 2, write 4
+ * bytes; a no-op on an fp32 buffer), then
+ * _unscale_main_grads_and_check_for_nan runs
+ * torch._amp_foreach_non_finite_check_and_unscale_ over them (read and
+ * write fp32: 8 bytes) and all-reduces the found-inf flag. */
+static double loss_scale_s(const mm_sim *sim, double opt_params)
+{
+    mm_dtype prec = (mm_dtype)sim->sc.train.precision;
+    if (prec != MM_DTYPE_FP16)
+        return 0.0;
+    double copy = mm_framework_grad_bytes(&sim->fw, prec) < 4 ? 6.0 : 0.0;
+    return mm_mem_time(&sim->cluster.gpu, opt_params * (copy + 8.0)) + scalar_allreduce_s(&sim->cluster);
+}
+
 static void optimizer_phase(const mm_sim *sim, double local, double opt_params, int zero, mm_opt_breakdown *o)
 {
     const mm_gpu_spec *g = &sim->cluster.gpu;
     const mm_framework *fw = &sim->fw;
     memset(o, 0, sizeof *o);
-    o->step_s = mm_mem_time(g, opt_params * fw->step_bytes_per_param);
-    if (fw->grad_norm) {
-        o->grad_norm_s = mm_mem_time(g, opt_params * 4.0);
-        const mm_cluster *c = &sim->cluster;
-        int world = mm_cluster_gpus(c);
-        mm_group_shape sh = {.n = world, .nodes = c->nodes, .max_per_node = c->gpus_per_node,
-                             .min_per_node = c->gpus_per_node, .channels = 1, .leaf_groups = 1};
-        o->grad_norm_s += mm_net_analytic_shape_time(c, MM_COLL_ALLREDUCE, mm_coll_auto(c, MM_COLL_ALLREDUCE, &sh, 4),
-                                                     &sh, 4.0);
-    }
+    o->step_s = mm_mem_time(g, opt_params * fw->step_bytes_per_param) + loss_scale_s(sim, opt_params);
+    if (fw->grad_norm)
+        o->grad_norm_s = mm_mem_time(g, opt_params * 4.0) + scalar_allreduce_s(&sim->cluster);
     if (fw->zero_grad_buffer)
         o->zero_grad_s = mm_mem_time(g, (zero >= 2 ? opt_params : local) * 4.0);
     o->total_s = o->step_s + o->grad_norm_s + o->zero_grad_s;

@@ -65,7 +65,8 @@ static double floored(const mm_fw_ctx *c, double t, int kernels)
     return fmax(t, kernels * c->fw->host_overhead_s);
 }
 
-/* The ops of the unfused attention core (llm.h: mm_llm_attn_unfused) */
+/* The ops of the unfused attention core (llm.h: mm_llm_attn_unfused,
+ * mm_llm_attn_unfused_eager) */
 static bool is_core(const char *name)
 {
     return name && !strncmp(name, "attn_", 5) && strcmp(name, "attn_out") && strcmp(name, "attn_layout");
@@ -102,12 +103,14 @@ int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops,
 {
     mm_op_cost x[MM_FW_MAX_OPS];
     memset(x, 0, sizeof x);
-    bool unfused = c->attn == MM_ATTN_IMPL_UNFUSED;
+    bool unfused = mm_attn_impl_unfused(c->attn);
     int k = 0;
     for (int i = 0; i < n; i++) {
-        int got = unfused && ops[i].kind == MM_OPK_ATTN
-                      ? mm_llm_attn_unfused(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k)
-                      : -1;
+        int got = -1;
+        if (unfused && ops[i].kind == MM_OPK_ATTN)
+            got = c->attn == MM_ATTN_IMPL_UNFUSED_EAGER
+                      ? mm_llm_attn_unfused_eager(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k)
+                      : mm_llm_attn_unfused(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k);
         if (got > 0)
             k += got;
         else if (k < MM_FW_MAX_OPS)

@@ -222,7 +222,8 @@ static int load_framework(mm_sim *sim, mm_err *err)
     static const mm_attn_impl from_key[] = {
         [MM_ATTN_FLASH] = MM_ATTN_IMPL_FLASH,   [MM_ATTN_UNFUSED] = MM_ATTN_IMPL_UNFUSED,
         [MM_ATTN_FLASH1] = MM_ATTN_IMPL_FLASH1, [MM_ATTN_FLASH2] = MM_ATTN_IMPL_FLASH2,
-        [MM_ATTN_FLASH3] = MM_ATTN_IMPL_FLASH3, [MM_ATTN_CUDNN] = MM_ATTN_IMPL_CUDNN};
+        [MM_ATTN_FLASH3] = MM_ATTN_IMPL_FLASH3, [MM_ATTN_CUDNN] = MM_ATTN_IMPL_CUDNN,
+        [MM_ATTN_UNFUSED_EAGER] = MM_ATTN_IMPL_UNFUSED_EAGER};
     const mm_gpu_spec *g = &sim->cluster.gpu;
     bool from_fw = sc->train.attention == MM_ATTN_AUTO;
     sim->attn = from_fw ? mm_framework_attention(&sim->fw, g->compute_capability) : from_key[sc->train.attention];
@@ -230,7 +231,7 @@ static int load_framework(mm_sim *sim, mm_err *err)
     bool any = k->has_attn;
     for (int i = 0; i < MM_ATTN_NAMED_TABLES; i++)
         any = any || k->has_impl[i];
-    if (any && sim->attn != MM_ATTN_IMPL_UNFUSED && !mm_kernel_attn_table(k, sim->attn))
+    if (any && !mm_attn_impl_unfused(sim->attn) && !mm_kernel_attn_table(k, sim->attn))
         return mm_scenario_fail(sc, err, from_fw ? "train.framework" : "train.attention",
                                 "%s runs %s attention on %s (compute capability %.1f) and '%s' has no table for it "
                                 "(gpu.kernels.%s)", from_fw ? sim->fw.name : "train.attention",

@@ -27,7 +27,7 @@
 int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay)
 {
     int rc = mm_sim_recompute(sim, lay);
-    return rc == MM_RECOMPUTE_NONE && sim->attn != MM_ATTN_IMPL_UNFUSED ? MM_RECOMPUTE_SELECTIVE : rc;
+    return rc == MM_RECOMPUTE_NONE && !mm_attn_impl_unfused(sim->attn) ? MM_RECOMPUTE_SELECTIVE : rc;
 }
 
 int mm_sim_mem_recompute(const mm_sim *sim) { return mm_sim_mem_recompute_of(sim, &sim->sc.parallel.llm); }

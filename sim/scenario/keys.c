@@ -25,7 +25,7 @@ const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
-const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", NULL};
+const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
 const char *const mm_batching_names[] = {"sequential", "grouped", "packed", "balanced",
@@ -107,7 +107,8 @@ const mm_key mm_keys[] = {
      "context-parallel attention: ring (KV exchange) or ulysses (all-to-all)", F(train.cp_comm), 0},
     {"train.attention", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_attention_names, "auto", NULL,
      "attention kernel: auto (train.framework's for the GPU), flash (the topology's table), unfused "
-     "(batched GEMMs + softmax + dropout), flash1, flash2, flash3, cudnn",
+     "(batched GEMMs + Megatron's fused softmax + dropout), flash1, flash2, flash3, cudnn, unfused-eager "
+     "(PyTorch eager ops: a separate causal-mask add and torch.softmax)",
      F(train.attention), 0},
     {"train.framework", MM_KT_STR, 0, 0, 0, 0, 0, NULL, "megatron-core", NULL,
      "how the framework runs a layer (frameworks/: megatron-core, megatron-local, hf-deepspeed, fsdp; "

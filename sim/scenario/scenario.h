@@ -53,7 +53,8 @@ typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
 typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
 /* auto: what train.framework's profile runs on the GPU; the others override it */
 typedef enum {
-    MM_ATTN_AUTO, MM_ATTN_FLASH, MM_ATTN_UNFUSED, MM_ATTN_FLASH1, MM_ATTN_FLASH2, MM_ATTN_FLASH3, MM_ATTN_CUDNN
+    MM_ATTN_AUTO, MM_ATTN_FLASH, MM_ATTN_UNFUSED, MM_ATTN_FLASH1, MM_ATTN_FLASH2, MM_ATTN_FLASH3, MM_ATTN_CUDNN,
+    MM_ATTN_UNFUSED_EAGER
 } mm_attention;
 /* auto: train.framework's profile default (model/padding.h); the others,
  * in mm_padding's order after it, override it */
