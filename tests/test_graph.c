@@ -10,7 +10,8 @@
 #include "parallel/graph.h"
 #include "run/sim.h"
 
-/* The same adds into any graph: 3 ranks, 5 ops, 2 collectives, 4 edges. */
+/* The same adds into any graph: 3 ranks, 5 ops, 3 collectives (the last
+ * two over the same pair, stored once), 4 edges. */
 static void add_some(mm_graph *g)
 {
     int gp[4] = {0, 1, 2, 3};
@@ -18,6 +19,8 @@ static void add_some(mm_graph *g)
         ck_assert_int_eq(mm_graph_rank_gpus(g, r, gp + r, r == 2 ? 2 : 1), 0);
     ck_assert_int_eq(mm_graph_add_coll(g, MM_COLL_ALLREDUCE, 2, 1, 1e6, gp, 2), 0);
     ck_assert_int_eq(mm_graph_add_coll(g, MM_COLL_SENDRECV, 2, 1, 1e3, gp + 1, 2), 1);
+    int again[2] = {1, 2};
+    ck_assert_int_eq(mm_graph_add_coll(g, MM_COLL_ALLREDUCE, 1, 1, 5e3, again, 2), 2);
     for (int i = 0; i < 5; i++) {
         mm_op op = {.rank = i % 3, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .coll = i < 2 ? i : -1,
                     .dur_s = 1e-3 * i};
@@ -36,8 +39,8 @@ START_TEST(counting_then_reserved)
     add_some(&c);
     mm_graph_size sz = mm_graph_size_of(&c);
     ck_assert_uint_eq(sz.ops, 5);
-    ck_assert_uint_eq(sz.colls, 2);
-    ck_assert_uint_eq(sz.gpus, 4);
+    ck_assert_uint_eq(sz.colls, 3);
+    ck_assert_uint_eq(sz.gpus, 4); /* the repeated pair is not stored again */
     ck_assert_uint_eq(sz.edges, 4);
     ck_assert_uint_eq(sz.rank_gpus, 4);
     ck_assert_ptr_null(c.ops); /* nothing stored */
@@ -50,12 +53,14 @@ START_TEST(counting_then_reserved)
     add_some(&g);
     ck_assert_ptr_eq(g.ops, ops); /* never moved: no growth */
     ck_assert_uint_eq(g.cap_ops, 6);
-    ck_assert_uint_eq(g.cap_colls, 3);
+    ck_assert_uint_eq(g.cap_colls, 4);
     ck_assert_uint_eq(g.cap_gpus, 5);
     ck_assert_uint_eq(g.cap_edges, 5);
     mm_graph_size got = mm_graph_size_of(&g);
     ck_assert(memcmp(&got, &sz, sizeof sz) == 0);
     ck_assert_int_eq(g.ops[4].module, 1);
+    ck_assert_uint_eq(g.colls[2].gpu_off, g.colls[1].gpu_off);
+    ck_assert_int_eq(g.gpus[g.colls[2].gpu_off + 1], 2);
     ck_assert_int_eq(g.ops[3].ndeps, 1);
     ck_assert_uint_eq(g.succ[g.ops[2].succ_off], 3);
     ck_assert_int_eq(g.rank_gpus[g.rank_gpu_off[2] + 1], 3);

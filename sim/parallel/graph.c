@@ -130,16 +130,27 @@ int64_t mm_graph_add_op(mm_graph *g, const mm_op *op)
 int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
                           double bytes, const int *gpus, int n)
 {
+    bool same = g->n_colls > 0 && g->last_n == (uint32_t)n && n > 0 &&
+                memcmp(g->last_gpus, gpus, (size_t)n * sizeof *gpus) == 0;
+    uint32_t off = same ? g->last_off : g->n_gpus;
+    if (!same) {
+        g->last_n = n <= 16 ? (uint32_t)n : 0; /* longer groups are not compared */
+        g->last_off = off;
+        if (g->last_n)
+            memcpy(g->last_gpus, gpus, (size_t)n * sizeof *gpus);
+    }
     if (g->counting) {
-        g->n_gpus += (uint32_t)n;
+        g->n_gpus += same ? 0 : (uint32_t)n;
         return g->n_colls++;
     }
     if (grow((void **)&g->colls, &g->cap_colls, (size_t)g->n_colls + 1, sizeof *g->colls) ||
-        grow((void **)&g->gpus, &g->cap_gpus, (size_t)g->n_gpus + (size_t)n, sizeof *g->gpus))
+        (!same && grow((void **)&g->gpus, &g->cap_gpus, (size_t)g->n_gpus + (size_t)n, sizeof *g->gpus)))
         return -1;
-    memcpy(g->gpus + g->n_gpus, gpus, (size_t)n * sizeof *gpus);
-    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, g->n_gpus, (uint32_t)n, 1, 0, 0, 0};
-    g->n_gpus += (uint32_t)n;
+    if (!same) {
+        memcpy(g->gpus + g->n_gpus, gpus, (size_t)n * sizeof *gpus);
+        g->n_gpus += (uint32_t)n;
+    }
+    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, off, (uint32_t)n, 1, 0, 0, 0};
     return g->n_colls++;
 }
 

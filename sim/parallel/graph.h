@@ -96,6 +96,11 @@ typedef struct mm_graph {
     int counting;
     uint32_t n_rank_gpus;    /* counting: rank GPUs recorded */
     uint32_t cap_rank_gpus;  /* room in rank_gpus */
+    /* the last collective's group (up to 16 GPUs): a collective over the
+     * same GPUs shares its gpu_off (a rank's TP collectives follow one
+     * another), in counting and real graphs alike */
+    int last_gpus[16];
+    uint32_t last_n, last_off;
 } mm_graph;
 
 /* What a graph holds, to reserve its arrays once (mm_graph_reserve). */
@@ -123,7 +128,9 @@ void mm_graph_free(mm_graph *g);
 /* Appends an op; program order on its stream is the order of appending.
  * Returns the op id, or -1 when out of memory. */
 int64_t mm_graph_add_op(mm_graph *g, const mm_op *op);
-/* Adds a collective over n gpus; returns its id or -1. */
+/* Adds a collective over n gpus; returns its id or -1.  A group equal to
+ * the previous collective's is not stored again: both name the same
+ * gpus[gpu_off ..] (readers only read it). */
 int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
                           double bytes, const int *gpus, int n);
 /* `to` waits for `from`. Returns 0 or -1. */
