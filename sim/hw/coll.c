@@ -632,6 +632,18 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
 
 /* The op's fields from the request (members, layout and algorithm are
  * set by the caller). */
+/* Counts a laid-out op as active and starts its first phase (a fresh
+ * request and a replayed one alike). */
+static int op_launch(mm_network *net, coll_op *op, mm_err *err)
+{
+    net->active++;
+    net->oom = 0;
+    phase_start(op);
+    if (net->oom)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the flow model");
+    return 0;
+}
+
 static void op_init(mm_network *net, coll_op *op, const mm_coll_req *req, int reps, int stride, mm_event_fn done,
                     void *ctx, uint64_t arg)
 {
@@ -664,12 +676,7 @@ static int start_planned(mm_network *net, int32_t k, const mm_coll_req *req, int
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     op_init(net, op, req, reps, stride, done, ctx, arg);
     coll_cache_apply(net, k, op);
-    net->active++;
-    net->oom = 0;
-    phase_start(op);
-    if (net->oom)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the flow model");
-    return 0;
+    return op_launch(net, op, err);
 }
 
 int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
@@ -747,12 +754,7 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     if (req->kind == MM_COLL_SENDRECV) /* layout wants sorted ids */
         memcpy(op->g, req->gpus, 2 * sizeof *op->g);
     op->plan = coll_cache_add(net, req, reps, stride, algo, op, 0);
-    net->active++;
-    net->oom = 0;
-    phase_start(op);
-    if (net->oom)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the flow model");
-    return 0;
+    return op_launch(net, op, err);
 }
 
 static void note_done(mm_engine *eng, void *ctx, uint64_t arg)
