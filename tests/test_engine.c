@@ -293,6 +293,144 @@ START_TEST(engine_schedule_at_now_from_callback)
 }
 END_TEST
 
+/* Events due now go to a FIFO beside the heap (engine.c): with a third
+ * of all delays 0 and cancellations of pending events (some due now),
+ * the dispatch order must still be (time, scheduling order).  The
+ * reference is a plain list searched for its smallest (time, seq). */
+typedef struct ref_ev {
+    mm_time time;
+    uint64_t seq, arg;
+    mm_event_id id;
+    int live;
+} ref_ev;
+
+typedef struct mix_state {
+    uint64_t rng;
+    ref_ev *ev; /* every event ever scheduled, by seq */
+    size_t n, cap, budget;
+    trace *t;
+} mix_state;
+
+static void ev_mix(mm_engine *eng, void *ctx, uint64_t arg);
+
+static void mix_schedule(mm_engine *eng, mix_state *m, mm_time at)
+{
+    if (m->n == m->cap)
+        return;
+    uint64_t arg = m->n;
+    m->ev[m->n] = (ref_ev){at, m->n, arg, mm_engine_at(eng, at, ev_mix, m, arg), 1};
+    ck_assert_uint_ne(m->ev[m->n].id, 0);
+    m->n++;
+}
+
+static void ev_mix(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    mix_state *m = ctx;
+    ev_record(eng, m->t, arg);
+    m->ev[arg].live = 0;
+    for (int k = 0; k < 2 && m->budget > 0; k++, m->budget--) {
+        uint64_t r = rng_below(&m->rng, 3);
+        mix_schedule(eng, m, mm_engine_now(eng) + (r == 0 ? 0 : (mm_time)rng_below(&m->rng, 5)));
+    }
+    if (rng_below(&m->rng, 4) == 0 && m->n > 0) { /* cancel a pending event, maybe one due now */
+        size_t v = (size_t)rng_below(&m->rng, m->n);
+        if (m->ev[v].live) {
+            ck_assert_int_eq(mm_engine_cancel(eng, m->ev[v].id), 0);
+            m->ev[v].live = 0;
+            m->ev[v].time = -1; /* never dispatched */
+        }
+    }
+}
+
+START_TEST(engine_now_fifo_matches_reference)
+{
+    enum { CAP = 60000 };
+    mm_engine *eng = mm_engine_alloc();
+    trace t;
+    trace_init(&t, CAP);
+    mix_state m = {.rng = 7, .ev = calloc(CAP, sizeof(ref_ev)), .cap = CAP, .budget = CAP - 100, .t = &t};
+    ck_assert_ptr_nonnull(m.ev);
+    for (int i = 0; i < 50; i++)
+        mix_schedule(eng, &m, (mm_time)(i % 3));
+    mm_engine_run(eng);
+    /* the reference: every dispatched event in (time, seq) order */
+    size_t nd = 0;
+    ref_ev *order = malloc(CAP * sizeof *order);
+    for (size_t i = 0; i < m.n; i++)
+        if (m.ev[i].time >= 0)
+            order[nd++] = m.ev[i];
+    for (size_t i = 1; i < nd; i++) { /* insertion sort by (time, seq): already nearly sorted by seq */
+        ref_ev x = order[i];
+        size_t j = i;
+        while (j > 0 && (order[j - 1].time > x.time || (order[j - 1].time == x.time && order[j - 1].seq > x.seq))) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+    }
+    ck_assert_uint_gt(nd, 10000);
+    ck_assert_uint_eq(t.n, nd);
+    tally bad = {0, 0};
+    for (size_t i = 0; i < nd; i++)
+        tally_check(&bad, t.arg[i] == order[i].arg && t.time[i] == order[i].time, i);
+    ck_assert_tally(bad);
+    ck_assert_uint_eq(mm_engine_dispatched(eng), nd);
+    ck_assert_uint_eq(mm_engine_pending(eng), 0);
+    free(order);
+    free(m.ev);
+    trace_free(&t);
+    mm_engine_free(eng);
+}
+END_TEST
+
+/* replace_top is pop then insert in one sift: two heaps fed the same
+ * operations, one with replace_top and one with pop + insert, pop the same
+ * entries in the same order. */
+START_TEST(heap_replace_top_is_pop_insert)
+{
+    mm_heap4 a, b;
+    ck_assert_int_eq(mm_heap4_init(&a, 0), 0);
+    ck_assert_int_eq(mm_heap4_init(&b, 0), 0);
+    uint64_t s = 3, seq = 0;
+    for (int i = 0; i < 300; i++, seq++) {
+        mm_heap_entry e = {(mm_time)rng_below(&s, 100), seq, seq};
+        ck_assert_int_eq(mm_heap4_insert(&a, e), 0);
+        ck_assert_int_eq(mm_heap4_insert(&b, e), 0);
+    }
+    tally bad = {0, 0};
+    for (size_t i = 0; i < 20000; i++, seq++) {
+        mm_heap_entry top = *mm_heap4_root(&a), x, y;
+        tally_check(&bad, entry_cmp(&top, mm_heap4_root(&b)) == 0, i);
+        mm_heap_entry e = {top.time + (mm_time)rng_below(&s, 50), seq, seq};
+        if (rng_below(&s, 4)) {
+            ck_assert_int_eq(mm_heap4_replace_top(&a, e), 0);
+            mm_heap4_pop(&b, &y);
+            ck_assert_int_eq(mm_heap4_insert(&b, e), 0);
+        } else { /* a plain pop now and then: the heaps shrink and grow */
+            mm_heap4_pop(&a, &x);
+            mm_heap4_pop(&b, &y);
+            tally_check(&bad, entry_cmp(&x, &y) == 0, i);
+            if (mm_heap4_size(&a) < 10) {
+                ck_assert_int_eq(mm_heap4_insert(&a, e), 0);
+                ck_assert_int_eq(mm_heap4_insert(&b, e), 0);
+            }
+        }
+    }
+    ck_assert_tally(bad);
+    mm_heap_entry x, y;
+    while (mm_heap4_pop(&a, &x) == 0) {
+        ck_assert_int_eq(mm_heap4_pop(&b, &y), 0);
+        ck_assert_int_eq(entry_cmp(&x, &y), 0);
+    }
+    ck_assert_uint_eq(mm_heap4_size(&b), 0);
+    mm_heap_entry one = {5, 1, 1};
+    ck_assert_int_eq(mm_heap4_replace_top(&a, one), 0); /* empty: an insert */
+    ck_assert_uint_eq(mm_heap4_size(&a), 1);
+    mm_heap4_free(&a);
+    mm_heap4_free(&b);
+}
+END_TEST
+
 /* The pool grows well past its initial size while keeping every event. */
 START_TEST(engine_pool_growth)
 {
@@ -712,6 +850,8 @@ static Suite *engine_suite(void)
     tcase_add_test(te, engine_deterministic_hold);
     tcase_add_test(te, time_from_seconds);
     tcase_add_test(te, engine_stop);
+    tcase_add_test(te, engine_now_fifo_matches_reference);
+    tcase_add_test(te, heap_replace_top_is_pop_insert);
     suite_add_tcase(s, te);
     return s;
 }

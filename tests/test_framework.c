@@ -109,6 +109,9 @@ START_TEST(bad_profiles_are_refused_by_file_line_and_key)
         {"  grad_reduce: false", "  grad_reduce: sometimes\n", "overlap.grad_reduce", 0},
         {"  param_gather: false", "\n", "overlap.param_gather", 0},
         {"overlap:", "overlap:\n  tp: true\n", "overlap.tp", 0},
+        {"  norm: {kernels: 1", "  norm: {kernels: 1, traffic: 1, bwd_traffic: 0}\n", "kernels.norm.bwd_traffic", 0},
+        {"  layout_copies:", "  layout_copies: {fused: 0, unfused: 0, split_qkv: 3}\n", "kernels.layout_copies.split_qkv",
+         0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -975,6 +978,50 @@ START_TEST(extra_kernels_by_formula)
 }
 END_TEST
 
+/* megatron-local's per-token kernels' backward bytes, as its profile counts
+ * them from the kernels' code (GPT-3 1.3B, 2048 tokens, tp 2, 16-bit, as
+ * above): apex LayerNorm 2.5x the forward's bytes (5 passes against 2),
+ * bias-GeLU and bias-dropout-add the generic 2x (4 and 6 passes), the
+ * separate QKV bias add's backward one read of the gradient (half the
+ * forward's), the layout copy none but the cat of the q, k, v gradients
+ * (2 T (q + 2kv) e), the dropout masks read once (the forward's bytes).
+ * hf-deepspeed counts none exactly: every backward is the generic 2x. */
+START_TEST(per_token_backward_counted_from_code)
+{
+    mm_llm m;
+    mm_err err;
+    ck_assert(mm_llm_load("models/gpt3-1.3b.json", &m, &err) == 0);
+    double T = 2048, q = 1024, e = 2, h = 2048;
+    mm_framework fw;
+    load_profile("megatron-local", &fw);
+    mm_op_cost ops[8] = {
+        {.name = "norm_attn", .kind = MM_OPK_MEM, .bytes = 2 * T * h * e},
+        {.name = "act", .kind = MM_OPK_MEM, .bytes = 2 * T * 4 * q * e},
+        {.name = "residual_mlp", .kind = MM_OPK_MEM, .bytes = 3 * T * h * e},
+    };
+    mm_framework_scale_ops(&fw, ops, 3);
+    ck_assert(mm_op_pass(&ops[0], MM_OP_B).bytes == 5 * T * h * e);
+    ck_assert(mm_op_pass(&ops[1], MM_OP_B).bytes == 4 * T * 4 * q * e);
+    ck_assert(mm_op_pass(&ops[2], MM_OP_B).bytes == 6 * T * h * e);
+    for (int unfused = 0; unfused < 2; unfused++) {
+        int n = mm_framework_layer_extras(&fw, &m, T, T, 2, unfused, 2, ops, 0, 8);
+        ck_assert_int_eq(n, 3);
+        ck_assert(mm_op_pass(&ops[0], MM_OP_B).bytes == T * 3 * q * e);
+        ck_assert(mm_op_pass(&ops[1], MM_OP_B).bytes == 2 * T * 3 * q * e);
+        ck_assert(mm_op_pass(&ops[2], MM_OP_B).bytes == 2 * T * h);
+        for (int i = 0; i < 3; i++)
+            ck_assert(mm_op_pass(&ops[i], MM_OP_W).bytes == 0);
+    }
+    load_profile("hf-deepspeed", &fw);
+    mm_op_cost norm = {.name = "norm_attn", .kind = MM_OPK_MEM, .bytes = 2 * T * h * e};
+    mm_framework_scale_ops(&fw, &norm, 1);
+    ck_assert(mm_op_pass(&norm, MM_OP_B).bytes == 2 * norm.bytes);
+    int n = mm_framework_layer_extras(&fw, &m, T, T, 2, false, 2, ops, 0, 8);
+    ck_assert(n == 1 && mm_op_pass(&ops[0], MM_OP_B).bytes == 2 * ops[0].bytes);
+    (void)err;
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -998,6 +1045,7 @@ int main(void)
     tcase_add_test(tc, optimizer_fp16_loss_scale);
     tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
     tcase_add_test(tc, extra_kernels_by_formula);
+    tcase_add_test(tc, per_token_backward_counted_from_code);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -203,10 +203,11 @@ typedef struct run_opts {
     const char *scenario, *db, *trace, *megatron, *megatron_model;
     const char *sets[MAX_SETS];
     int n_sets;
-    bool json, no_db, print_scenario, quiet, verbose, breakdown;
+    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry;
 } run_opts;
 
-enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN };
+enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN,
+       OPT_NO_SYMMETRY };
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
@@ -217,6 +218,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         {"megatron-args", required_argument, NULL, OPT_MEGATRON},
         {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
         {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
+        {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
         {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -236,6 +238,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
         case OPT_PRINT: o->print_scenario = true; break;
         case OPT_BREAKDOWN: o->breakdown = true; break;
+        case OPT_NO_SYMMETRY: o->no_symmetry = true; break;
         case 'q': o->quiet = true; break;
         case 'v': o->verbose = true; break;
         default: return 2;
@@ -408,6 +411,7 @@ int mm_cli_run(int argc, char **argv)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
         return mm_cli_fail(&err);
     }
+    sim.no_symmetry = o.no_symmetry; /* run/symmetry.h; not part of the scenario (its hash) */
     if (o.print_scenario) {
         print_scenario(&o, &mg, &sc);
         mm_sim_free(&sim);

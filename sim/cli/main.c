@@ -49,7 +49,7 @@ static const char usage_help[] =
 
 static const char usage_run[] =
     "usage: mmsim run [SCENARIO.yaml] [--set KEY=VALUE]... [--json] [--db FILE]\n"
-    "                 [--no-db] [--trace FILE] [--breakdown] [-q | -v]\n"
+    "                 [--no-db] [--trace FILE] [--breakdown] [--no-symmetry] [-q | -v]\n"
     "       mmsim run [SCENARIO.yaml] --megatron-args FILE [--megatron-model OUT.json]\n"
     "                 [--print-scenario] [--set KEY=VALUE]... [...]\n"
     "\n"
@@ -69,6 +69,9 @@ static const char usage_run[] =
     "                   and memory-bound time of the forward, input-gradient and\n"
     "                   weight-gradient passes, and the optimizer phase (--json\n"
     "                   always has it as \"breakdown\")\n"
+    "  --no-symmetry    simulate every DP replica even where they are identical\n"
+    "                   (docs/performance.md): the same metrics bit for bit under\n"
+    "                   the analytic network, within 0.5 % under flow; slower\n"
     "  -q, --quiet      one line: iteration_time_s, tokens_per_s, mfu\n"
     "  -v, --verbose    also every iteration (and the Megatron mapping, on stderr)\n"
     "  --megatron-args FILE  a Megatron-LM argument list (as in a launch script)\n"

@@ -16,6 +16,18 @@
  * released (and its generation bumped) just before its event runs, so a
  * handle stops being valid the moment its event starts.
  *
+ * An event scheduled for the current time (a collective's completion
+ * handed back at once, a zero-length op) skips the heap: it goes to a FIFO
+ * of the events due now.  The order is the heap's: any heap entry due now
+ * was scheduled before the clock reached now, so before every FIFO entry
+ * (smaller seq), and FIFO entries are in scheduling order; the loop takes
+ * heap entries due now first, then the FIFO, then lets the clock move.
+ *
+ * A heap event stays at the root while its callback runs; the first event
+ * the callback schedules into the heap replaces it (one sift instead of a
+ * pop's and an insert's), and if it schedules none the root is popped
+ * after.  Keys (time, seq) are unique, so the pops come in the same order.
+ *
  * Free slots form a LIFO list threaded through the slots themselves, so the
  * slot freed by the event in progress is the one the next mm_engine_at gets,
  * which is still in cache.  The pool and the heap grow by doubling; after
@@ -58,6 +70,10 @@ struct mm_engine {
     mm_time now;
     uint64_t seq; /* insertion counter: the heap's tie-breaker */
     mm_heap4 heap;
+    int top_spent;      /* the heap's root is the event being dispatched: the
+                           next heap insert replaces it (one sift, not two) */
+    uint64_t *now_q;    /* ring of payloads due at `now`, in scheduling order */
+    uint32_t nq_head, nq_n, nq_cap; /* nq_cap: a power of two (or 0) */
     mm_slot *slots;
     uint32_t nslots;    /* slots ever handed out (high-water mark) */
     uint32_t cap;       /* slots allocated */
@@ -93,6 +109,7 @@ void mm_engine_free(mm_engine *eng)
     if (!eng)
         return;
     mm_heap4_free(&eng->heap);
+    free(eng->now_q);
     free(eng->slots);
     free(eng);
 }
@@ -147,6 +164,24 @@ static inline void mm_slot_release(mm_engine *eng, uint32_t idx)
     eng->free_head = idx;
 }
 
+/* Doubles the FIFO of events due now (unrolling the ring).  Out of line. */
+static __attribute__((noinline)) int mm_now_q_grow(mm_engine *eng)
+{
+    uint32_t cap = eng->nq_cap ? 2 * eng->nq_cap : 256;
+    if (cap < eng->nq_cap)
+        return -1;
+    uint64_t *q = malloc((size_t)cap * sizeof *q);
+    if (!q)
+        return -1;
+    for (uint32_t i = 0; i < eng->nq_n; i++)
+        q[i] = eng->now_q[(eng->nq_head + i) & (eng->nq_cap - 1)];
+    free(eng->now_q);
+    eng->now_q = q;
+    eng->nq_cap = cap;
+    eng->nq_head = 0;
+    return 0;
+}
+
 /* The common path of mm_engine_at / mm_engine_after, once `at` is known to
  * be valid. */
 static inline mm_event_id mm_engine_push(mm_engine *eng, mm_time at,
@@ -161,10 +196,21 @@ static inline mm_event_id mm_engine_push(mm_engine *eng, mm_time at,
     s->ctx = ctx;
     s->arg = arg;
     uint64_t id = mm_event_payload(idx, s->gen);
-    mm_heap_entry e = {at, eng->seq, id};
-    if (mm_heap4_insert(&eng->heap, e) != 0) {
-        mm_slot_release(eng, idx);
-        return 0;
+    if (at == eng->now) {
+        if (eng->nq_n == eng->nq_cap && mm_now_q_grow(eng) != 0) {
+            mm_slot_release(eng, idx);
+            return 0;
+        }
+        eng->now_q[(eng->nq_head + eng->nq_n++) & (eng->nq_cap - 1)] = id;
+    } else {
+        mm_heap_entry e = {at, eng->seq, id};
+        if (eng->top_spent) {
+            mm_heap4_replace_top(&eng->heap, e);
+            eng->top_spent = 0;
+        } else if (mm_heap4_insert(&eng->heap, e) != 0) {
+            mm_slot_release(eng, idx);
+            return 0;
+        }
     }
     eng->seq++;
     eng->pending++;
@@ -215,14 +261,36 @@ static uint64_t mm_engine_loop(mm_engine *eng, mm_time until)
     eng->stop = 0;
     while (!eng->stop) {
         const mm_heap_entry *root = mm_heap4_root(&eng->heap);
-        if (!root || root->time > until)
-            break;
         mm_heap_entry e;
-        mm_heap4_pop(&eng->heap, &e);
+        int from_heap = 1;
+        if (root && root->time <= eng->now) { /* due now, scheduled before the FIFO's */
+            if (root->time > until)
+                break;
+            e = *root;
+        } else if (eng->nq_n) {
+            from_heap = 0;
+            if (eng->now > until)
+                break;
+            e.time = eng->now;
+            e.payload = eng->now_q[eng->nq_head];
+            eng->nq_head = (eng->nq_head + 1) & (eng->nq_cap - 1);
+            eng->nq_n--;
+        } else {
+            if (!root || root->time > until)
+                break;
+            e = *root;
+        }
         uint32_t idx = (uint32_t)e.payload;
         mm_slot *s = &eng->slots[idx];
-        if (s->gen != (uint32_t)(e.payload >> 32))
-            continue; /* cancelled: its slot moved on */
+        if (s->gen != (uint32_t)(e.payload >> 32)) { /* cancelled: its slot moved on */
+            if (from_heap)
+                mm_heap4_pop(&eng->heap, &e);
+            continue;
+        }
+        /* a heap event stays at the root while it runs: the first event it
+         * schedules into the heap takes its place (pop + insert in one
+         * sift); keys are unique, so the order is the same */
+        eng->top_spent = from_heap;
         mm_event_fn fn = s->fn;
         void *ctx = s->ctx;
         uint64_t arg = s->arg;
@@ -231,6 +299,10 @@ static uint64_t mm_engine_loop(mm_engine *eng, mm_time until)
         eng->now = e.time;
         eng->dispatched++;
         fn(eng, ctx, arg);
+        if (eng->top_spent) {
+            mm_heap4_pop(&eng->heap, &e);
+            eng->top_spent = 0;
+        }
     }
     return eng->dispatched - start;
 }

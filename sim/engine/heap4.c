@@ -99,19 +99,10 @@ int mm_heap4_insert(mm_heap4 *h, mm_heap_entry e)
     return 0;
 }
 
-int mm_heap4_pop(mm_heap4 *h, mm_heap_entry *out)
+/* Places e from the root down: at each level pick the smallest child;
+ * stop when it is not smaller than e. */
+static inline void mm_heap4_sift_down(mm_heap_entry *a, size_t n, const mm_heap_entry e)
 {
-    size_t n = h->n;
-    if (n == 0)
-        return -1;
-    mm_heap_entry *a = h->a;
-    *out = a[0];
-    h->n = --n;
-    if (n == 0)
-        return 0;
-    /* The last entry fills the hole left at the root.  Sift down: at each
-     * level pick the smallest child; stop when it is not smaller than e. */
-    const mm_heap_entry e = a[n];
     size_t i = 0;
     for (;;) {
         size_t c = 4 * i + 1;
@@ -139,5 +130,27 @@ int mm_heap4_pop(mm_heap4 *h, mm_heap_entry *out)
         i = m;
     }
     a[i] = e;
+}
+
+int mm_heap4_pop(mm_heap4 *h, mm_heap_entry *out)
+{
+    size_t n = h->n;
+    if (n == 0)
+        return -1;
+    mm_heap_entry *a = h->a;
+    *out = a[0];
+    h->n = --n;
+    if (n == 0)
+        return 0;
+    /* The last entry fills the hole left at the root. */
+    mm_heap4_sift_down(a, n, a[n]);
+    return 0;
+}
+
+int mm_heap4_replace_top(mm_heap4 *h, mm_heap_entry e)
+{
+    if (h->n == 0)
+        return mm_heap4_insert(h, e);
+    mm_heap4_sift_down(h->a, h->n, e);
     return 0;
 }

@@ -33,6 +33,9 @@ void mm_heap4_free(mm_heap4 *h);
 int mm_heap4_insert(mm_heap4 *h, mm_heap_entry e);
 /* Removes the minimum into *out; returns 0, or -1 when empty. */
 int mm_heap4_pop(mm_heap4 *h, mm_heap_entry *out);
+/* Pop followed by insert of e, in one sift (the root is discarded; on an
+ * empty heap, an insert).  0 or -1 (no memory). */
+int mm_heap4_replace_top(mm_heap4 *h, mm_heap_entry e);
 
 static inline const mm_heap_entry *mm_heap4_root(const mm_heap4 *h)
 {

@@ -25,6 +25,7 @@ mm_network *mm_network_alloc(const mm_cluster *c, mm_engine *eng, mm_net_model m
     net->c = c;
     net->eng = eng;
     net->model = model;
+    net->cache.recording = -1;
     if (mm_topo_build(&net->topo, c, err)) {
         free(net);
         return NULL;
@@ -55,6 +56,7 @@ void mm_network_free(mm_network *net)
     free(net->atouch);
     free(net->sg);
     free(net->hops);
+    coll_cache_free(&net->cache);
     while (net->free_ops) {
         coll_op *op = net->free_ops;
         net->free_ops = op->next_free;
@@ -70,11 +72,13 @@ void mm_network_free(mm_network *net)
 void mm_network_set_stepwise(mm_network *net, int on)
 {
     net->stepwise = on;
+    coll_cache_clear(&net->cache); /* the setups it remembers depend on it */
 }
 
 void mm_network_set_aggregate(mm_network *net, int on)
 {
     net->aggregate = on;
+    coll_cache_clear(&net->cache);
 }
 
 uint32_t mm_network_active(const mm_network *net)
@@ -227,6 +231,7 @@ void coll_route_commit(coll_op *op, double bytes)
         net->oom = 1;
         return;
     }
+    coll_cache_note(net, net->rl, net->rc, net->rlen, bytes);
     op->pending++;
     coll_route_clear(net);
 }
@@ -552,6 +557,10 @@ static void add_flows(coll_op *op)
     coll_route_clear(net);
     net->xmax = 0;
     op->pending = 1; /* held until every flow is added */
+    if (coll_cache_replay(net, op, on_flow_done))
+        goto added;
+    coll_cache_materialize(net, op);
+    coll_cache_record_begin(net, op);
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
         coll_route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
@@ -575,6 +584,8 @@ static void add_flows(coll_op *op)
         else
             ring_flows(op, 0);
     }
+    coll_cache_record_end(net);
+added:
     net->reps = 1;
     mm_flownet_commit(net->fn);
     op->xlat_s = net->topo.any_xlat ? net->xmax * xsteps(op) : 0;
@@ -589,10 +600,24 @@ static void on_latency(mm_engine *eng, void *ctx, uint64_t arg)
     add_flows(ctx);
 }
 
+/* The phase's latency, remembered with the collective's setup. */
+static mm_time op_latency(coll_op *op)
+{
+    coll_plan *p = op->plan >= 0 && op->phase < MM_COLL_PLAN_PHASES ? &op->net->cache.p[op->plan] : NULL;
+    if (p && p->lat_ok[op->phase])
+        return p->lat[op->phase];
+    mm_time lat = mm_time_from_s(phase_latency(op), MM_ROUND_NEAREST);
+    if (p) {
+        p->lat[op->phase] = lat;
+        p->lat_ok[op->phase] = 1;
+    }
+    return lat;
+}
+
 static void phase_start(coll_op *op)
 {
     mm_network *net = op->net;
-    mm_time lat = mm_time_from_s(phase_latency(op), MM_ROUND_NEAREST);
+    mm_time lat = op_latency(op);
     if (lat > 0)
         mm_engine_after(net->eng, lat, on_latency, op, 0);
     else
@@ -605,16 +630,68 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
     return mm_network_start_replicated(net, req, 1, 0, done, ctx, arg, used, err);
 }
 
+/* The op's fields from the request (members, layout and algorithm are
+ * set by the caller). */
+/* Counts a laid-out op as active and starts its first phase (a fresh
+ * request and a replayed one alike). */
+static int op_launch(mm_network *net, coll_op *op, mm_err *err)
+{
+    net->active++;
+    net->oom = 0;
+    phase_start(op);
+    if (net->oom)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the flow model");
+    return 0;
+}
+
+static void op_init(mm_network *net, coll_op *op, const mm_coll_req *req, int reps, int stride, mm_event_fn done,
+                    void *ctx, uint64_t arg)
+{
+    op->net = net;
+    op->kind = req->kind;
+    op->n = req->n;
+    op->root = req->gpus[0];
+    op->bytes = req->bytes;
+    op->count_left = req->count > 0 ? req->count : 1;
+    op->reps = reps, op->rstride = stride;
+    op->done = done, op->ctx = ctx, op->arg = arg;
+}
+
+/* Starts a request set up before (plan k of the cache). */
+static int start_planned(mm_network *net, int32_t k, const mm_coll_req *req, int reps, int stride,
+                         mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err)
+{
+    const coll_plan *p = &net->cache.p[k];
+    if (used)
+        *used = p->algo;
+    mm_time now = mm_engine_now(net->eng);
+    if (p->analytic) {
+        if (!mm_engine_at(net->eng, mm_time_add(now, mm_time_from_s(p->t_analytic, MM_ROUND_NEAREST)), done, ctx,
+                          arg))
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the engine");
+        return 0;
+    }
+    coll_op *op = op_get(net, req->n);
+    if (!op)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    op_init(net, op, req, reps, stride, done, ctx, arg);
+    coll_cache_apply(net, k, op);
+    return op_launch(net, op, err);
+}
+
 int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
                                  mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err)
 {
     const mm_cluster *c = net->c;
     int n = req->n, total = mm_cluster_gpus(c);
+    int reps = replicas > 1 ? replicas : 1;
+    int32_t k = coll_cache_find(net, req, reps, stride);
+    if (k >= 0) /* the same request succeeded before: same checks, same setup */
+        return start_planned(net, k, req, reps, stride, done, ctx, arg, used, err);
     for (int i = 0; i < n; i++)
         if (req->gpus[i] < 0 || req->gpus[i] >= total)
             return mm_err_set(err, MM_EINPUT, "", 0, "gpus", "GPU %d is not in the cluster (%d GPUs)",
                               req->gpus[i], total);
-    int reps = replicas > 1 ? replicas : 1;
     for (int i = 0; i < n && reps > 1; i++)
         if (req->gpus[i] + (long long)(reps - 1) * stride >= total || stride <= 0)
             return mm_err_set(err, MM_EINPUT, "", 0, "replicas",
@@ -654,22 +731,16 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
         double t = n < 2 || req->bytes <= 0 ? 0 : count * mm_net_analytic_shape_time(c, req->kind, algo, &s, req->bytes);
         if (!mm_engine_at(net->eng, mm_time_add(now, mm_time_from_s(t, MM_ROUND_NEAREST)), done, ctx, arg))
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the engine");
+        coll_cache_add(net, req, reps, stride, algo, NULL, t);
         return 0;
     }
     coll_op *op = op_get(net, n);
     if (!op)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     memcpy(op->g, g, (size_t)n * sizeof *g);
-    op->net = net;
-    op->kind = req->kind;
+    op_init(net, op, req, reps, stride, done, ctx, arg);
     op->algo = algo;
-    op->n = n;
-    op->root = req->gpus[0];
     op->s = s;
-    op->bytes = req->bytes;
-    op->count_left = count;
-    op->reps = reps, op->rstride = stride;
-    op->done = done, op->ctx = ctx, op->arg = arg;
     op->n_phases = 1;
     if (algo == MM_ALGO_HIER && s.nodes > 1 && s.max_per_node > 1)
         op->n_phases = 3;
@@ -682,12 +753,8 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     }
     if (req->kind == MM_COLL_SENDRECV) /* layout wants sorted ids */
         memcpy(op->g, req->gpus, 2 * sizeof *op->g);
-    net->active++;
-    net->oom = 0;
-    phase_start(op);
-    if (net->oom)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the flow model");
-    return 0;
+    op->plan = coll_cache_add(net, req, reps, stride, algo, op, 0);
+    return op_launch(net, op, err);
 }
 
 static void note_done(mm_engine *eng, void *ctx, uint64_t arg)

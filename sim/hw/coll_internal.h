@@ -7,6 +7,60 @@
 
 #include "hw/coll.h"
 
+/* A collective's setup, remembered per distinct request (coll_cache.c):
+ * what mm_network_start derives from the request before anything moves
+ * (the sorted members, their shape, the algorithm, the node and NIC
+ * layout, the analytic time) and, per phase, its latency and the flows
+ * add_flows started (route, coefficients, bytes).  A TP group or a
+ * pipeline pair repeats the same request thousands of times an iteration:
+ * replaying the record starts the same flows in the same order as
+ * building them again (every step of it is a function of the request and
+ * the fixed topology), without the sort, the shape, the algorithm's
+ * choice and the route walks. */
+#define MM_COLL_PLAN_PHASES 3 /* phases recorded (hier has 3); later ones are built */
+typedef struct coll_flowrec {
+    uint32_t off, len; /* route entries in the cache's link and coefficient pools */
+    double bytes;
+} coll_flowrec;
+
+typedef struct coll_plan {
+    uint64_t hash;
+    int kind, algo_req, n, count, reps, stride;
+    int comm_ranks, comm_nodes; /* mm_coll_req: a send's communicator */
+    double bytes;
+    uint32_t key_off;  /* the request's GPUs as given (ip pool) */
+    uint32_t g_off;    /* coll_op.g once set up: n ints (ip pool) */
+    uint32_t lay_off;  /* node_off (nodes + 1), nic_off (nodes + 1), nics (nn) (ip pool) */
+    int nn;            /* distinct NICs (nics entries) */
+    mm_coll_algo algo;
+    mm_group_shape s;
+    int n_phases;
+    double t_analytic; /* count x analytic time (the analytic path), or 0 */
+    int analytic;      /* the request completes at now + t_analytic */
+    mm_time lat[MM_COLL_PLAN_PHASES];
+    uint8_t lat_ok[MM_COLL_PLAN_PHASES];
+    uint8_t rec[MM_COLL_PLAN_PHASES]; /* 0 not yet, 1 recorded, 2 not recordable */
+    uint32_t rec_off[MM_COLL_PLAN_PHASES], rec_n[MM_COLL_PLAN_PHASES]; /* in fr */
+    double xmax[MM_COLL_PLAN_PHASES];
+} coll_plan;
+
+typedef struct coll_cache {
+    coll_plan *p;
+    size_t np, capp;
+    int32_t *slot;     /* open addressing: plan index, -1 empty */
+    uint32_t nslot;    /* power of two (0: not allocated yet) */
+    int *ip;           /* requests' GPU lists, set-up members and layouts */
+    size_t nip, capip;
+    coll_flowrec *fr;  /* recorded flows */
+    size_t nfr, capfr;
+    int *lk;           /* their routes */
+    double *cf;
+    size_t nlk, caplk, capcf;
+    int32_t recording; /* plan whose phase add_flows is recording, -1 none */
+    int rec_phase;
+    int full;          /* past its size limit: nothing more is remembered */
+} coll_cache;
+
 struct mm_network {
     const mm_cluster *c;
     mm_engine *eng;
@@ -36,6 +90,7 @@ struct mm_network {
     int reps, rstride;
     struct coll_hop *hops;
     size_t nhops, hcap;
+    coll_cache cache;
 };
 
 /* A hop of a route (coll_route_hop), or a GPU's switch links (NVLS). */
@@ -60,6 +115,8 @@ typedef struct coll_op {
     int *nics;
     int cap;       /* room in g, node_off, nic_off, nics (pooled ops keep it) */
     int reps, rstride; /* mm_coll_req.replicas (>= 1), replica_stride */
+    int32_t plan;      /* its coll_plan (coll_cache.c), -1 none */
+    int lazy;          /* g and the layout not copied from the plan yet */
     struct coll_op *next_free;
     mm_event_fn done;
     void *ctx;
@@ -99,6 +156,29 @@ void coll_route_nvls(mm_network *net, int gpu, double coef);
 /* Turns the route built so far into a flow of `bytes` (or, while
  * net->agg is set, into a sub-flow of the aggregate being merged). */
 void coll_route_commit(coll_op *op, double bytes);
+
+/* coll_cache.c.  The plan of this request (replicas >= 1), or -1. */
+int32_t coll_cache_find(mm_network *net, const mm_coll_req *req, int reps, int stride);
+/* Remembers the setup of this request: `op` just laid out, or (op NULL)
+ * the analytic path's algorithm and time.  Returns its plan index or -1
+ * (not remembered: too large, or out of memory). */
+int32_t coll_cache_add(mm_network *net, const mm_coll_req *req, int reps, int stride, mm_coll_algo algo,
+                       const coll_op *op, double t_analytic);
+/* Sets op up from plan pl (op's arrays have room for pl's n); its member
+ * and layout arrays are filled by coll_cache_materialize, which whatever
+ * builds routes calls first (a replayed phase needs neither). */
+void coll_cache_apply(const mm_network *net, int32_t pl, coll_op *op);
+void coll_cache_materialize(const mm_network *net, coll_op *op);
+/* Recording the flows of op's current phase: begin before building them,
+ * coll_cache_note for each flow started, end after (xmax of the phase). */
+void coll_cache_record_begin(mm_network *net, const coll_op *op);
+void coll_cache_note(mm_network *net, const int *links, const double *coef, size_t len, double bytes);
+void coll_cache_record_end(mm_network *net);
+/* Starts the recorded flows of op's current phase (1), or returns 0 when
+ * there is no record to replay. */
+int coll_cache_replay(mm_network *net, coll_op *op, mm_flow_done_fn done);
+void coll_cache_clear(coll_cache *cc);
+void coll_cache_free(coll_cache *cc);
 
 /* The flows of an all-to-all (coll_a2a.c): per pair, or as aggregates
  * where the group and the links are symmetric. */

@@ -1,5 +1,5 @@
-/* flow.c - max-min fair flow sharing (flow.h): the bottleneck solver, and a
- * set of flows driven by the engine with component-local recomputation.
+/* flow.c - max-min fair flow sharing (flow.h): a set of flows driven by the
+ * engine with component-local recomputation (the solver: maxmin.c).
  *
  * Cost of a change: a breadth-first walk over the component it touches,
  * then the solver on that component: each level found by scanning the
@@ -15,264 +15,11 @@
  * all of it; re-solving only the links a rate change propagates to is not
  * done.  Every array (solver scratch, routes, completion list) is kept and
  * reused, so a warm set of flows allocates nothing per event. */
-#include "hw/flow.h"
+#include "hw/flow_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the solver ------------------------------------------------------ */
-
-typedef struct lheap_ent {
-    double ratio;
-    int32_t link;
-} lheap_ent;
-
-static int lheap_less(const lheap_ent *a, const lheap_ent *b)
-{
-    return a->ratio < b->ratio || (a->ratio == b->ratio && a->link < b->link);
-}
-
-static void lheap_push(lheap_ent *h, size_t *n, lheap_ent e)
-{
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!lheap_less(&e, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-}
-
-static lheap_ent lheap_pop(lheap_ent *h, size_t *n)
-{
-    lheap_ent top = h[0], last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        const lheap_ent *best = &last;
-        if (l < *n && lheap_less(&h[l], best))
-            m = l, best = &h[l];
-        if (l + 1 < *n && lheap_less(&h[l + 1], best))
-            m = l + 1;
-        if (m == i)
-            break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n > 0)
-        h[i] = last;
-    return top;
-}
-
-/* Scratch of the solver, kept between calls so that a flow network solves
- * without allocating once its largest component has been seen. */
-typedef struct mm_solve_buf {
-    double *C, *W;
-    uint32_t *unf, *loff, *fill;
-    int32_t *lf, *act; /* act: links still unfrozen (the scan) */
-    uint8_t *frozen;
-    lheap_ent *h;
-    size_t cl, ce, cf; /* capacities: links, entries, flows */
-} mm_solve_buf;
-
-static void solve_buf_free(mm_solve_buf *b)
-{
-    free(b->C);
-    free(b->W);
-    free(b->unf);
-    free(b->loff);
-    free(b->fill);
-    free(b->lf);
-    free(b->act);
-    free(b->frozen);
-    free(b->h);
-    memset(b, 0, sizeof *b);
-}
-
-static int regrow(void **p, size_t n, size_t elem)
-{
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
-}
-
-/* Makes room for L links, E entries, F flows (doubling, so amortized). */
-static int solve_buf_fit(mm_solve_buf *b, size_t L, size_t E, size_t F)
-{
-    if (L + 2 > b->cl) {
-        size_t n = 2 * (L + 2);
-        if (regrow((void **)&b->C, n, sizeof *b->C) || regrow((void **)&b->W, n, sizeof *b->W) ||
-            regrow((void **)&b->unf, n, sizeof *b->unf) || regrow((void **)&b->loff, n, sizeof *b->loff) ||
-            regrow((void **)&b->fill, n, sizeof *b->fill) || regrow((void **)&b->act, n, sizeof *b->act))
-            return -1;
-        b->cl = n;
-    }
-    if (L + E + 1 > b->ce) {
-        size_t n = 2 * (L + E + 1);
-        if (regrow((void **)&b->lf, n, sizeof *b->lf) || regrow((void **)&b->h, n, sizeof *b->h))
-            return -1;
-        b->ce = n;
-    }
-    if (F + 1 > b->cf) {
-        size_t n = 2 * (F + 1);
-        if (regrow((void **)&b->frozen, n, sizeof *b->frozen))
-            return -1;
-        b->cf = n;
-    }
-    return 0;
-}
-
-/* The problem's state before the first level: remaining capacity C,
- * weight W and unfrozen count per link, and each link's flows (CSR lf). */
-static void solve_init(mm_solve_buf *b, int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
-                       const double *cf)
-{
-    size_t E = off[F];
-    double *C = b->C, *W = b->W;
-    uint32_t *unf = b->unf, *loff = b->loff, *fill = b->fill;
-    memset(unf, 0, (size_t)L * sizeof *unf);
-    memset(loff, 0, ((size_t)L + 1) * sizeof *loff);
-    memset(fill, 0, (size_t)L * sizeof *fill);
-    memset(b->frozen, 0, (size_t)F);
-    for (int l = 0; l < L; l++)
-        C[l] = cap[l], W[l] = 0;
-    for (size_t e = 0; e < E; e++) {
-        W[lk[e]] += cf[e];
-        unf[lk[e]]++;
-        loff[lk[e] + 1]++;
-    }
-    for (int l = 0; l < L; l++)
-        loff[l + 1] += loff[l];
-    for (int f = 0; f < F; f++)
-        for (uint32_t e = off[f]; e < off[f + 1]; e++)
-            b->lf[loff[lk[e]] + fill[lk[e]]++] = f;
-}
-
-/* The next bottleneck by a scan of the links still unfrozen (act, n of
- * them, compacted as links freeze): the smallest (fmax(C, 0) / W, link),
- * which is what the heap's first valid entry is.  -1: none left; -2: a
- * ratio is NaN (the heap's order is then undefined: the caller starts over
- * with the heap, to give its bits). */
-static int32_t scan_next(mm_solve_buf *b, uint32_t *n, double *s)
-{
-    int32_t best = -1, *act = b->act;
-    double bs = 0;
-    for (uint32_t i = 0; i < *n;) {
-        int32_t l = act[i];
-        if (!b->unf[l]) {
-            act[i] = act[--*n];
-            continue;
-        }
-        double r = fmax(b->C[l], 0) / b->W[l];
-        if (r != r)
-            return -2;
-        if (best < 0 || r < bs || (r == bs && l < best))
-            best = l, bs = r;
-        i++;
-    }
-    *s = bs;
-    return best;
-}
-
-/* Links 0..L-1 local; flows 0..F-1 in CSR.  Bertsekas-Gallager bottleneck
- * form of progressive filling: the level only rises, so a link's ratio
- * C/W never drops below the level just frozen, and stale heap entries
- * (ratio no longer current) are skipped when they surface.
- * The heap's first valid entry is always the unfrozen link of smallest
- * (current ratio, index): every unfrozen link has an entry at its current
- * ratio.  A component typically freezes in a couple of levels while its
- * heap sees about one entry per route entry (LLaVA-OV-72B at 8,192 GPUs:
- * 2 levels, 91 pops per solve), so the levels are first found by scanning
- * the unfrozen links, the same choice with the same divisions; past a
- * budget of scanned links (many levels) the rest goes to the heap.  Exact
- * when every capacity is positive (the heap's first entries are C / W,
- * not fmax(C, 0) / W) and no ratio is NaN; otherwise the heap alone. */
-static int solve(mm_solve_buf *b, int L, const double *cap, int F, const uint32_t *off,
-                 const int32_t *lk, const double *cf, double *rate)
-{
-    size_t E = off[F];
-    if (solve_buf_fit(b, (size_t)L, E, (size_t)F))
-        return -1;
-    int scan = 1, switched = 0;
-    for (int l = 0; l < L && scan; l++)
-        scan = cap[l] > 0;
-restart:
-    solve_init(b, L, cap, F, off, lk, cf);
-    double *C = b->C, *W = b->W;
-    uint32_t *unf = b->unf, *loff = b->loff;
-    int32_t *lf = b->lf;
-    uint8_t *frozen = b->frozen;
-    lheap_ent *h = b->h;
-    size_t nh = 0, work = 0, budget = 4 * (E + (size_t)L) + 64;
-    uint32_t na = 0;
-    for (int l = 0; l < L; l++)
-        if (unf[l] && scan)
-            b->act[na++] = l;
-        else if (unf[l])
-            lheap_push(h, &nh, (lheap_ent){C[l] / W[l], l});
-    for (;;) {
-        int32_t l;
-        double s;
-        if (scan && work > budget) { /* many levels: the heap from here */
-            scan = 0, switched = 1;
-            for (uint32_t i = 0; i < na; i++)
-                if (unf[b->act[i]])
-                    lheap_push(h, &nh, (lheap_ent){fmax(C[b->act[i]], 0) / W[b->act[i]], b->act[i]});
-        }
-        if (scan) {
-            work += na;
-            if ((l = scan_next(b, &na, &s)) == -2) {
-                scan = switched = 0;
-                goto restart;
-            }
-            if (l < 0)
-                break;
-        } else {
-            if (nh == 0)
-                break;
-            lheap_ent top = lheap_pop(h, &nh);
-            l = top.link;
-            if (!unf[l] || fmax(C[l], 0) / W[l] != top.ratio)
-                continue; /* stale */
-            s = top.ratio;
-        }
-        for (uint32_t i = loff[l]; i < loff[l + 1]; i++) {
-            int32_t f = lf[i];
-            if (frozen[f])
-                continue;
-            frozen[f] = 1;
-            rate[f] = s;
-            for (uint32_t e = off[f]; e < off[f + 1]; e++) {
-                int32_t m = lk[e];
-                C[m] -= cf[e] * s;
-                W[m] -= cf[e];
-                if (--unf[m] > 0 && m != l && !scan) {
-                    double r = fmax(C[m], 0) / W[m];
-                    if (r != r && switched) { /* the heap's own history decides NaNs */
-                        switched = 0;
-                        goto restart;
-                    }
-                    lheap_push(h, &nh, (lheap_ent){r, m});
-                }
-            }
-        }
-    }
-    return 0;
-}
-
-int mm_maxmin_solve(int L, const double *cap, int F, const uint32_t *off, const int32_t *lk,
-                    const double *cf, double *rate)
-{
-    mm_solve_buf b = {0};
-    int rc = solve(&b, L, cap, F, off, lk, cf, rate);
-    solve_buf_free(&b);
-    return rc;
-}
 
 /* ---- flows on the engine --------------------------------------------- */
 
@@ -411,7 +158,7 @@ void mm_flownet_free(mm_flownet *fn)
     free(fn->scap);
     free(fn->srate);
     free(fn->dl);
-    solve_buf_free(&fn->sb);
+    mm_solve_buf_free(&fn->sb);
     free(fn);
 }
 
@@ -427,10 +174,11 @@ static void hset(mm_flownet *fn, uint32_t i, hent e)
     fn->f[e.id].heap = (int32_t)i;
 }
 
-/* Moves entry i up or down to its place (its key changed). */
-static void hfix(mm_flownet *fn, uint32_t i)
+/* Places entry e, whose slot is i, up or down where its key belongs.  The
+ * entry comes in a register: reading it back from the slot just written
+ * with a narrower store stalls on store forwarding. */
+static void hplace(mm_flownet *fn, uint32_t i, hent e)
 {
-    hent e = fn->heap[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
         if (!hless(&e, &fn->heap[p]))
@@ -458,12 +206,12 @@ static int hpush(mm_flownet *fn, int32_t id)
 {
     if (fn->hn == fn->hcap) {
         uint32_t nc = fn->hcap ? 2 * fn->hcap : 64;
-        if (regrow((void **)&fn->heap, nc, sizeof *fn->heap))
+        if (mm_flow_regrow((void **)&fn->heap, nc, sizeof *fn->heap))
             return -1;
         fn->hcap = nc;
     }
-    fn->heap[fn->hn++] = (hent){fn->f[id].finish, fn->f[id].seq, id};
-    hfix(fn, fn->hn - 1);
+    fn->hn++;
+    hplace(fn, fn->hn - 1, (hent){fn->f[id].finish, fn->f[id].seq, id});
     return 0;
 }
 
@@ -474,8 +222,7 @@ static void hremove(mm_flownet *fn, int32_t id)
     fn->f[id].heap = -1;
     if (last.id == id)
         return;
-    hset(fn, i, last);
-    hfix(fn, i);
+    hplace(fn, i, last);
 }
 
 static void on_event(mm_engine *eng, void *ctx, uint64_t arg);
@@ -514,7 +261,7 @@ int32_t mm_flownet_add(mm_flownet *fn, const int *links, const double *coef, int
     flow *f = &fn->f[id];
     if (len > f->lcap) { /* a reused slot keeps its route array when it is big enough */
         int nc = len < 8 ? 8 : len;
-        if (regrow((void **)&f->r, (size_t)nc, sizeof *f->r))
+        if (mm_flow_regrow((void **)&f->r, (size_t)nc, sizeof *f->r))
             return -1;
         f->lcap = nc;
     }
@@ -626,7 +373,7 @@ static int component(mm_flownet *fn, uint32_t st)
  * the same way. */
 static int lone_rate(mm_flownet *fn, size_t L, uint32_t E)
 {
-    if (solve_buf_fit(&fn->sb, L, E, 1))
+    if (mm_solve_buf_fit(&fn->sb, L, E, 1))
         return -1;
     double *W = fn->sb.W, best = INFINITY;
     for (size_t i = 0; i < L; i++)
@@ -640,6 +387,71 @@ static int lone_rate(mm_flownet *fn, size_t L, uint32_t E)
     return 0;
 }
 
+/* Sets flow id's finish from its rate (the completion heap follows). */
+static void set_finish(mm_flownet *fn, int32_t id, mm_time now)
+{
+    flow *f = &fn->f[id];
+    double left = f->remaining > 0 ? f->remaining : 0;
+    f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
+    hplace(fn, (uint32_t)f->heap, (hent){f->finish, f->seq, id});
+}
+
+/* The component the dirty links reach, when it is trivial, without the
+ * walk: -1 when no dirty link holds a flow (nothing to solve), the flow's
+ * id when one flow alone holds every dirty link that has one and is alone
+ * on each of its own links (up to 64 route entries), else -2 (walk). */
+static int32_t trivial_component(const mm_flownet *fn)
+{
+    int32_t lone = -1;
+    for (uint32_t i = 0; i < fn->dirty.n; i++) {
+        const flink *lv = &fn->l[fn->dirty.v[i]];
+        if (lv->n == 0)
+            continue;
+        if (lv->n > 1 || (lone >= 0 && lv->v[0].flow != lone))
+            return -2;
+        lone = lv->v[0].flow;
+    }
+    if (lone >= 0) {
+        const flow *f = &fn->f[lone];
+        if (f->len > 64)
+            return -2;
+        for (int k = 0; k < f->len; k++)
+            if (fn->l[f->r[k].lk].n != 1)
+                return -2;
+    }
+    return lone;
+}
+
+/* A flow alone on its links: its tightest link's share, as lone_rate
+ * computes it (each link's coefficients summed in route order, then the
+ * smallest cap / W over the links with W > 0). */
+static void commit_lone(mm_flownet *fn, int32_t id, mm_time now)
+{
+    flow *f = &fn->f[id];
+    f->remaining -= f->rate * (double)(now - f->t_last) * 1e-9;
+    f->t_last = now;
+    int32_t uniq[64];
+    double w[64], best = INFINITY;
+    int nu = 0;
+    for (int k = 0; k < f->len; k++) {
+        int j = 0;
+        while (j < nu && uniq[j] != f->r[k].lk)
+            j++;
+        if (j == nu) {
+            uniq[nu] = f->r[k].lk;
+            w[nu++] = 0;
+        }
+        w[j] += f->r[k].cf;
+    }
+    for (int j = 0; j < nu; j++) {
+        double cap = fn->l[uniq[j]].capacity;
+        if (w[j] > 0 && cap / w[j] < best)
+            best = cap / w[j];
+    }
+    f->rate = best;
+    set_finish(fn, id, now);
+}
+
 int mm_flownet_commit(mm_flownet *fn)
 {
     if (!fn->dirty.n) {
@@ -647,6 +459,17 @@ int mm_flownet_commit(mm_flownet *fn)
         return 0;
     }
     mm_time now = mm_engine_now(fn->eng);
+    /* the common changes: a flow that ran alone ended, or one starts alone */
+    int32_t lone = trivial_component(fn);
+    if (lone != -2) {
+        ++fn->stamp;
+        fn->dirty.n = 0;
+        if (lone >= 0)
+            commit_lone(fn, lone, now);
+        fn->solves++;
+        reschedule(fn);
+        return 0;
+    }
     uint32_t st = ++fn->stamp;
     if (component(fn, st))
         return -1;
@@ -681,7 +504,7 @@ int mm_flownet_commit(mm_flownet *fn)
     if (F == 1) /* one flow alone (most changes: a transfer, a node-local ring) */
         rc = lone_rate(fn, L, e);
     else if (F)
-        rc = solve(&fn->sb, (int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate);
+        rc = mm_solve_buf_solve(&fn->sb, (int)L, fn->scap, (int)F, fn->soff, fn->slk, fn->scf, fn->srate);
     for (size_t i = 0; i < L; i++)
         fn->l[fn->cl.v[i]].idx = -1;
     if (rc)
@@ -691,10 +514,7 @@ int mm_flownet_commit(mm_flownet *fn)
         int32_t id = fn->cfl.v[i];
         flow *f = &fn->f[id];
         f->rate = fn->srate[i];
-        double left = f->remaining > 0 ? f->remaining : 0;
-        f->finish = mm_time_add(now, mm_time_from_s(f->rate > 0 ? left / f->rate : INFINITY, MM_ROUND_UP));
-        fn->heap[f->heap].finish = f->finish;
-        hfix(fn, (uint32_t)f->heap);
+        set_finish(fn, id, now);
     }
     reschedule(fn);
     return 0;
@@ -711,7 +531,7 @@ static void on_event(mm_engine *eng, void *ctx, uint64_t arg)
         int32_t id = fn->heap[0].id;
         if (n == fn->dl_cap) {
             size_t nc = fn->dl_cap ? 2 * fn->dl_cap : 64;
-            if (regrow((void **)&fn->dl, nc, sizeof *fn->dl))
+            if (mm_flow_regrow((void **)&fn->dl, nc, sizeof *fn->dl))
                 break; /* the rest finish at the next event */
             fn->dl_cap = nc;
         }

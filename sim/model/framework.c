@@ -23,8 +23,8 @@ static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
                                           "qkv_bias_separate", "layout_copies", "hidden_dropout",
                                           "host_overhead_us", NULL};
-static const char *const group_keys[] = {"kernels", "traffic", NULL};
-static const char *const copy_keys[] = {"fused", "unfused", NULL};
+static const char *const group_keys[] = {"kernels", "traffic", "bwd_traffic", NULL};
+static const char *const copy_keys[] = {"fused", "unfused", "split_qkv", NULL};
 static const char *const reduce_keys[] = {"bf16", "fp16", "fp8", NULL}; /* = train.precision names */
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
 static const int dtype_size[] = {4, 2, 2};
@@ -119,6 +119,13 @@ static int read_kernels(const rd *r, struct fy_node *root, mm_framework *fw)
         snprintf(path, sizeof path, "kernels.%s.traffic", mm_fw_group_names[i]);
         if (!rc)
             rc = req_double(r, g, "traffic", path, 0.1, 100.0, &fw->group[i].traffic);
+        /* optional: absent (0) keeps the generic backward, twice the
+         * forward's bytes (llm.h, mm_op_pass) */
+        snprintf(path, sizeof path, "kernels.%s.bwd_traffic", mm_fw_group_names[i]);
+        fw->group[i].bwd_traffic = 0.0;
+        if (!rc)
+            rc = mm_node_double(r->d, g, "bwd_traffic", path, 0.1, 100.0, &fw->group[i].bwd_traffic, NULL,
+                                r->err);
     }
     if (!rc)
         rc = req_bool(r, k, "qkv_bias_separate", "kernels.qkv_bias_separate", &fw->qkv_bias_separate);
@@ -128,6 +135,9 @@ static int read_kernels(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_int(r, c, "fused", "kernels.layout_copies.fused", 0, 16, &fw->layout_copies_fused);
     if (!rc)
         rc = req_int(r, c, "unfused", "kernels.layout_copies.unfused", 0, 16, &fw->layout_copies_unfused);
+    fw->split_qkv = false; /* optional: absent keeps the generic backward */
+    if (!rc)
+        rc = mm_node_bool(r->d, c, "split_qkv", "kernels.layout_copies.split_qkv", &fw->split_qkv, NULL, r->err);
     if (!rc)
         rc = req_double(r, k, "hidden_dropout", "kernels.hidden_dropout", 0.0, 0.999, &fw->hidden_dropout);
     double us = 0;
@@ -286,8 +296,15 @@ void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n)
 {
     for (int i = 0; i < n; i++) {
         int g = group_of(ops[i].name);
-        if (g >= 0 && ops[i].kind == MM_OPK_MEM)
-            ops[i].bytes *= fw->group[g].traffic;
+        if (g < 0 || ops[i].kind != MM_OPK_MEM)
+            continue;
+        ops[i].bytes *= fw->group[g].traffic;
+        if (ops[i].bwd_exact)
+            ops[i].bwd_bytes *= fw->group[g].traffic;
+        if (fw->group[g].bwd_traffic > 0) { /* counted from the kernels' code */
+            ops[i].bwd_exact = true;
+            ops[i].bwd_bytes = fw->group[g].bwd_traffic * ops[i].bytes;
+        }
     }
 }
 
@@ -308,16 +325,33 @@ int mm_framework_layer_extras(const mm_framework *fw, const mm_llm *m, double to
      * separate add that reads and writes the QKV output */
     if (n >= 0 && fw->qkv_bias_separate && m->qkv_bias)
         n = add_mem(ops, n, cap, "qkv_bias", 2.0 * tokens * (q + 2.0 * kv) * e);
+    /* its backward: the add passes the gradient through (no kernel) and
+     * LinearWithGradAccumulationAndAsyncCommunication.backward's
+     * grad_output.sum(dim=0) reads it once for the bias gradient
+     * (megatron/core/tensor_parallel/layers.py, Zero Bubble 3a91d0c8) */
+    if (n > 0 && fw->qkv_bias_separate && m->qkv_bias)
+        ops[n - 1].bwd_exact = true, ops[n - 1].bwd_bytes = 0.5 * ops[n - 1].bytes;
     /* rearrange(...).contiguous() of q, k, v into the kernel's layout and of
      * its output back: each reads and writes one tensor of that width */
     int copies = unfused ? fw->layout_copies_unfused : fw->layout_copies_fused;
     if (n >= 0 && copies > 0) {
         double width = copies >= 4 ? (q + 2.0 * kv) + q * (copies - 3) : q * copies;
         n = add_mem(ops, n, cap, "attn_layout", 2.0 * tokens * width * e);
+        /* split_qkv: the copies' backward is the identity (contiguous())
+         * and a view (permute, rearrange), and the next kernel reads the
+         * strided gradient in place; q, k and v are torch.split views of
+         * the fused QKV output, so autograd concatenates their gradients
+         * (SplitWithSizesBackward: read and write the QKV width) */
+        if (n > 0 && fw->split_qkv)
+            ops[n - 1].bwd_exact = true, ops[n - 1].bwd_bytes = 2.0 * tokens * (q + 2.0 * kv) * e;
     }
     /* dropout on both residual branches, fused into bias-dropout-add: the
      * kernel also writes a 1-byte mask per element (read again backward) */
     if (n >= 0 && fw->hidden_dropout > 0)
         n = add_mem(ops, n, cap, "dropout_mask", 2.0 * tn * h);
+    /* backward reads each mask once (the dropout's gradient is g * mask *
+     * scale, in bias_dropout_add's autodiff): the forward's bytes, not twice */
+    if (n > 0 && fw->hidden_dropout > 0)
+        ops[n - 1].bwd_exact = true, ops[n - 1].bwd_bytes = ops[n - 1].bytes;
     return n;
 }

@@ -29,6 +29,9 @@
 typedef struct mm_fw_group {
     int kernels;
     double traffic;
+    double bwd_traffic; /* > 0: its backward moves this times the (scaled)
+                         * forward's bytes, counted from the kernels' code;
+                         * 0 (key absent): the generic twice (mm_op_pass) */
 } mm_fw_group;
 
 enum { MM_FW_NORM, MM_FW_ROPE, MM_FW_ACT, MM_FW_RESIDUAL, MM_FW_XENT, MM_FW_GROUPS };
@@ -44,6 +47,9 @@ typedef struct mm_framework {
     /* h-wide tensors copied into / out of the attention kernel's layout per
      * layer forward: with a flash/cuDNN kernel, with the unfused core */
     int layout_copies_fused, layout_copies_unfused;
+    bool split_qkv; /* layout_copies.split_qkv: the copies' backward counted
+                     * exactly (no kernel, plus the cat of the q, k, v
+                     * gradients); false: the generic twice the forward */
     double hidden_dropout;      /* dropout rate on the two residual branches (0: none) */
     double host_overhead_s;     /* host dispatch per kernel; a kernel lasts at least this */
     int grad_reduce_bytes[MM_DTYPE_COUNT]; /* DP gradient reduce element size, by train.precision */

@@ -332,7 +332,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
                         rc = -1;
                         break;
                     }
-                    b->g->ops[t].module = (uint8_t)(i + 1);
+                    mm_graph_set_module(b->g, (uint32_t)t, i + 1);
                 }
                 pe->last = (uint32_t)t;
                 /* disjoint: a bounded queue between the encoder and the LLM */
@@ -409,7 +409,7 @@ int mm_bld_emit_enc_tail(builder *b, int i)
             if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
                 return -1;
             if (cl >= 0)
-                b->g->ops[prev].module = (uint8_t)(i + 1);
+                mm_graph_set_module(b->g, (uint32_t)prev, i + 1);
             mm_op o = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .module = (uint8_t)(i + 1),
                        .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1, .dur_s = e->opt_s};
             if (add(b, &o, prev) < 0)
@@ -429,7 +429,7 @@ int mm_bld_emit_enc_tail(builder *b, int i)
             if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -(e->pp - se), -1, -1, cl, prev)) < 0)
                 return -1;
             if (cl >= 0)
-                b->g->ops[prev].module = (uint8_t)(i + 1);
+                mm_graph_set_module(b->g, (uint32_t)prev, i + 1);
             mm_op o = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .module = (uint8_t)(i + 1),
                        .layer = -1, .stage = -(e->pp - se), .mb = -1, .coll = -1, .peer = -1, .dur_s = e->opt_s};
             if (add(b, &o, prev) < 0)

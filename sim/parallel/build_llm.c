@@ -215,7 +215,7 @@ int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
                 int node = gpu(b, 0, 0, d, s) / sp->gpus_per_node;
                 nodes += node != last, last = node; /* stages ascend in GPU id under any order */
             }
-            b->g->colls[cl].comm_ranks = sp->pp, b->g->colls[cl].comm_nodes = nodes; /* this replica's GPUs */
+            mm_graph_set_comm(b->g, (uint32_t)cl, sp->pp, nodes); /* this replica's GPUs */
         }
     }
     int64_t id = mm_graph_add_op(b->g, &op);

@@ -1,4 +1,8 @@
-/* graph.c - growable arrays for the op graph and its CSR finishing step.
+/* graph.c - the op graph's arrays and its CSR finishing step.
+ * A build first runs into a counting graph (nothing stored) and then into
+ * a graph whose arrays mm_graph_reserve sized from those counts, so that
+ * they are allocated once (docs/performance.md, "Memory"); growing by
+ * doubling remains for graphs built without a count (tests, symmetry.c).
  * Not for: deciding which ops exist (build*.c) or running them (run/exec.c). */
 #include "parallel/graph.h"
 
@@ -25,6 +29,21 @@ static int grow(void **p, uint32_t *cap, size_t need, size_t size)
     return 0;
 }
 
+/* Room for exactly `need` (a reservation: no doubling slack). */
+static int exact(void **p, uint32_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    if (need > UINT32_MAX)
+        return -1;
+    void *q = realloc(*p, need * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = (uint32_t)need;
+    return 0;
+}
+
 int mm_graph_init(mm_graph *g, int n_ranks)
 {
     memset(g, 0, sizeof *g);
@@ -32,6 +51,54 @@ int mm_graph_init(mm_graph *g, int n_ranks)
     g->n_modules = 1;
     snprintf(g->module_names[0], sizeof g->module_names[0], "llm");
     return 0;
+}
+
+int mm_graph_init_counting(mm_graph *g, int n_ranks)
+{
+    mm_graph_init(g, n_ranks);
+    g->counting = 1;
+    return 0;
+}
+
+mm_graph_size mm_graph_size_of(const mm_graph *g)
+{
+    return (mm_graph_size){.ops = g->n_ops, .colls = g->n_colls, .gpus = g->n_gpus,
+                           .rank_gpus = g->counting ? g->n_rank_gpus
+                                        : g->rank_gpu_off ? g->rank_gpu_off[g->n_ranks] : 0,
+                           .edges = g->n_edges};
+}
+
+int mm_graph_reserve(mm_graph *g, const mm_graph_size *sz)
+{
+    if (g->counting)
+        return 0;
+    if (exact((void **)&g->ops, &g->cap_ops, (size_t)sz->ops + 1, sizeof *g->ops) ||
+        exact((void **)&g->colls, &g->cap_colls, (size_t)sz->colls + 1, sizeof *g->colls) ||
+        exact((void **)&g->gpus, &g->cap_gpus, (size_t)sz->gpus + 1, sizeof *g->gpus))
+        return -1;
+    if (sz->edges + 1 > g->cap_edges) {
+        uint32_t *q = realloc(g->edges, (sz->edges + 1) * 2 * sizeof *q);
+        if (!q)
+            return -1;
+        g->edges = q;
+        g->cap_edges = sz->edges + 1;
+    }
+    if (!g->rank_gpus && sz->rank_gpus && !(g->rank_gpus = malloc(((size_t)sz->rank_gpus + 1) * sizeof *g->rank_gpus)))
+        return -1;
+    g->cap_rank_gpus = g->rank_gpus ? sz->rank_gpus + 1 : 0;
+    return 0;
+}
+
+void mm_graph_set_module(mm_graph *g, uint32_t id, int m)
+{
+    if (!g->counting)
+        g->ops[id].module = (uint8_t)m;
+}
+
+void mm_graph_set_comm(mm_graph *g, uint32_t c, int ranks, int nodes)
+{
+    if (!g->counting)
+        g->colls[c].comm_ranks = ranks, g->colls[c].comm_nodes = nodes;
 }
 
 void mm_graph_free(mm_graph *g)
@@ -50,6 +117,8 @@ void mm_graph_free(mm_graph *g)
 
 int64_t mm_graph_add_op(mm_graph *g, const mm_op *op)
 {
+    if (g->counting)
+        return g->n_ops++;
     if (grow((void **)&g->ops, &g->cap_ops, (size_t)g->n_ops + 1, sizeof *g->ops))
         return -1;
     g->ops[g->n_ops] = *op;
@@ -61,17 +130,36 @@ int64_t mm_graph_add_op(mm_graph *g, const mm_op *op)
 int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
                           double bytes, const int *gpus, int n)
 {
+    bool same = g->n_colls > 0 && g->last_n == (uint32_t)n && n > 0 &&
+                memcmp(g->last_gpus, gpus, (size_t)n * sizeof *gpus) == 0;
+    uint32_t off = same ? g->last_off : g->n_gpus;
+    if (!same) {
+        g->last_n = n <= 16 ? (uint32_t)n : 0; /* longer groups are not compared */
+        g->last_off = off;
+        if (g->last_n)
+            memcpy(g->last_gpus, gpus, (size_t)n * sizeof *gpus);
+    }
+    if (g->counting) {
+        g->n_gpus += same ? 0 : (uint32_t)n;
+        return g->n_colls++;
+    }
     if (grow((void **)&g->colls, &g->cap_colls, (size_t)g->n_colls + 1, sizeof *g->colls) ||
-        grow((void **)&g->gpus, &g->cap_gpus, (size_t)g->n_gpus + (size_t)n, sizeof *g->gpus))
+        (!same && grow((void **)&g->gpus, &g->cap_gpus, (size_t)g->n_gpus + (size_t)n, sizeof *g->gpus)))
         return -1;
-    memcpy(g->gpus + g->n_gpus, gpus, (size_t)n * sizeof *gpus);
-    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, g->n_gpus, (uint32_t)n, 1, 0, 0, 0};
-    g->n_gpus += (uint32_t)n;
+    if (!same) {
+        memcpy(g->gpus + g->n_gpus, gpus, (size_t)n * sizeof *gpus);
+        g->n_gpus += (uint32_t)n;
+    }
+    g->colls[g->n_colls] = (mm_coll){kind, members, count, bytes, off, (uint32_t)n, 1, 0, 0, 0};
     return g->n_colls++;
 }
 
 int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to)
 {
+    if (g->counting) {
+        g->n_edges++;
+        return 0;
+    }
     if (g->n_edges + 1 > g->cap_edges) {
         size_t ncap = g->cap_edges ? g->cap_edges * 2 : 256;
         uint32_t *q = realloc(g->edges, ncap * 2 * sizeof *q);
@@ -90,6 +178,12 @@ int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to)
 
 int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n)
 {
+    if (g->counting) {
+        if (r < 0 || r >= g->n_ranks || n < 0)
+            return -1;
+        g->n_rank_gpus += (uint32_t)n;
+        return 0;
+    }
     if (!g->rank_gpu_off) {
         g->rank_gpu_off = calloc((size_t)g->n_ranks + 1, sizeof *g->rank_gpu_off);
         if (!g->rank_gpu_off)
@@ -98,10 +192,14 @@ int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n)
     if (r < 0 || r >= g->n_ranks || n < 0)
         return -1;
     uint32_t at = g->rank_gpu_off[r];
-    int *q = realloc(g->rank_gpus, ((size_t)at + (size_t)n + 1) * sizeof *q);
-    if (!q)
-        return -1;
-    g->rank_gpus = q;
+    if ((size_t)at + (size_t)n + 1 > g->cap_rank_gpus) {
+        int *q = realloc(g->rank_gpus, ((size_t)at + (size_t)n + 1) * sizeof *q);
+        if (!q)
+            return -1;
+        g->rank_gpus = q;
+        g->cap_rank_gpus = at + (uint32_t)n + 1;
+    }
+    int *q = g->rank_gpus;
     memcpy(q + at, gpus, (size_t)n * sizeof *gpus);
     g->rank_gpu_off[r + 1] = at + (uint32_t)n;
     return 0;
@@ -109,6 +207,8 @@ int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n)
 
 int mm_graph_finish(mm_graph *g)
 {
+    if (g->counting)
+        return 0;
     /* Counting sort of edges by source keeps each op's successors in the
      * order the builder added them: deterministic release order. */
     free(g->succ);

@@ -90,14 +90,47 @@ typedef struct mm_graph {
     /* Program order per (rank, stream): op ids, CSR after finish. */
     uint32_t *stream_ops;
     uint32_t *stream_off;    /* n_ranks * MM_STREAM_COUNT + 1 */
+    /* A counting graph (mm_graph_init_counting) stores nothing: its adds
+     * only count ops, collectives, group members, edges and rank GPUs, so
+     * that a build can be run once to size the real graph's arrays. */
+    int counting;
+    uint32_t n_rank_gpus;    /* counting: rank GPUs recorded */
+    uint32_t cap_rank_gpus;  /* room in rank_gpus */
+    /* the last collective's group (up to 16 GPUs): a collective over the
+     * same GPUs shares its gpu_off (a rank's TP collectives follow one
+     * another), in counting and real graphs alike */
+    int last_gpus[16];
+    uint32_t last_n, last_off;
 } mm_graph;
 
+/* What a graph holds, to reserve its arrays once (mm_graph_reserve). */
+typedef struct mm_graph_size {
+    uint32_t ops, colls, gpus, rank_gpus;
+    size_t edges;
+} mm_graph_size;
+
 int mm_graph_init(mm_graph *g, int n_ranks);
+/* A graph that only counts (see mm_graph.counting); mm_graph_finish and
+ * mm_graph_free leave it as it is. */
+int mm_graph_init_counting(mm_graph *g, int n_ranks);
+/* What a (counting or real) graph holds so far. */
+mm_graph_size mm_graph_size_of(const mm_graph *g);
+/* Allocates the arrays for sz at once (an empty graph, after init), so that
+ * building into it never grows them.  Returns 0 or -1. */
+int mm_graph_reserve(mm_graph *g, const mm_graph_size *sz);
+/* Tags op `id` with module m (no-op on a counting graph). */
+void mm_graph_set_module(mm_graph *g, uint32_t id, int m);
+/* Sets collective c's send communicator (mm_coll.comm_ranks, comm_nodes;
+ * no-op on a counting graph).  The builder writes a graph only through
+ * these functions, so that it can run into a counting one. */
+void mm_graph_set_comm(mm_graph *g, uint32_t c, int ranks, int nodes);
 void mm_graph_free(mm_graph *g);
 /* Appends an op; program order on its stream is the order of appending.
  * Returns the op id, or -1 when out of memory. */
 int64_t mm_graph_add_op(mm_graph *g, const mm_op *op);
-/* Adds a collective over n gpus; returns its id or -1. */
+/* Adds a collective over n gpus; returns its id or -1.  A group equal to
+ * the previous collective's is not stored again: both name the same
+ * gpus[gpu_off ..] (readers only read it). */
 int64_t mm_graph_add_coll(mm_graph *g, int kind, int members, int count,
                           double bytes, const int *gpus, int n);
 /* `to` waits for `from`. Returns 0 or -1. */

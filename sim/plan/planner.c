@@ -429,8 +429,10 @@ static int rescore_local(mm_sim *sim, const mm_scenario *base, mm_plan_cand *top
         mm_metrics m;
         bool ran = false;
         int rc = mm_sim_relayout(sim, &e);
+        sim->headline_only = true; /* the ranking reads take_metrics' numbers only */
         if (rc == 0)
             ran = (rc = mm_sim_run(sim, &m, NULL, &e)) == 0;
+        sim->headline_only = false;
         if (ran && !m.oom) {
             take_metrics(c, &m);
             c->status = MM_CAND_SIMULATED;

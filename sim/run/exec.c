@@ -24,7 +24,8 @@
 typedef struct xop {
     double dur_s;    /* mm_op.dur_s times its perturbation multiplier */
     int32_t rank, coll;
-    uint32_t succ_off, nsucc;
+    uint32_t succ_off, nsucc; /* nsucc 1: succ_off is the successor itself (no
+                                 read of the graph's list when it completes) */
     uint32_t deps;   /* remaining dependencies */
     uint8_t stream, cat;
     uint8_t arrived; /* reached its collective / was started */
@@ -157,7 +158,28 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
     if (op->stream != MM_STREAM_NONE) {
         size_t s = stream_of(op);
         st->head[s]++;
+        /* the stream's next ops are touched soon (ready, started, done):
+         * fetch their records ahead, as the rank's cursor is one of
+         * hundreds that the hardware prefetcher does not follow */
+        uint32_t pos = st->g->stream_off[s] + st->head[s] + 2;
+        if (pos < st->g->stream_off[s + 1]) {
+            uint32_t ahead = st->g->stream_ops[pos];
+            __builtin_prefetch(&st->x[ahead], 1);
+            __builtin_prefetch(&st->start[ahead], 1);
+            __builtin_prefetch(&st->end[ahead], 1);
+            __builtin_prefetch(&st->g->stream_ops[pos + 16], 0);
+            int32_t c = st->x[st->g->stream_ops[pos - 1]].coll;
+            if (c >= 0) {
+                __builtin_prefetch(&st->g->colls[c], 0);
+                __builtin_prefetch(&st->coll_arrived[c], 1);
+            }
+        }
         try_stream(st, s);
+    }
+    if (op->nsucc == 1) {
+        if (--st->x[op->succ_off].deps == 0)
+            release(st, op->succ_off);
+        return;
     }
     for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
         uint32_t nx = st->g->succ[k];
@@ -288,25 +310,27 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
         st.x[i] = (xop){.dur_s = st.scale ? op->dur_s * st.scale[i] : op->dur_s, .rank = op->rank,
-                        .coll = op->coll, .succ_off = op->succ_off, .nsucc = op->nsucc, .deps = op->ndeps,
+                        .coll = op->coll, .succ_off = op->nsucc == 1 ? g->succ[op->succ_off] : op->succ_off,
+                        .nsucc = op->nsucc, .deps = op->ndeps,
                         .stream = op->stream, .cat = op->cat};
         start[i] = end[i] = -1;
-        if (g->ops[i].coll >= 0)
-            st.coll_off[g->ops[i].coll + 1]++;
+        if (op->coll >= 0)
+            st.coll_off[op->coll + 1]++;
     }
     for (uint32_t k = 0; k < g->n_colls; k++)
         st.coll_off[k + 1] += st.coll_off[k];
+    /* the later passes read the packed records, not the graph's ops */
     {
         uint32_t *fill = st.coll_arrived; /* reused as a cursor, reset below */
         for (uint32_t i = 0; i < g->n_ops; i++)
-            if (g->ops[i].coll >= 0) {
-                uint32_t k = (uint32_t)g->ops[i].coll;
+            if (st.x[i].coll >= 0) {
+                uint32_t k = (uint32_t)st.x[i].coll;
                 st.coll_ops[st.coll_off[k] + fill[k]++] = i;
             }
         memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
     }
     for (uint32_t i = 0; i < g->n_ops; i++)
-        if (g->ops[i].stream == MM_STREAM_NONE && st.x[i].deps == 0)
+        if (st.x[i].stream == MM_STREAM_NONE && st.x[i].deps == 0)
             arrive(&st, i);
     for (size_t s = 0; s < nstreams; s++)
         try_stream(&st, s);

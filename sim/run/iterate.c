@@ -134,75 +134,78 @@ static double exposed_ns(uint64_t *sp, uint64_t *tmp, size_t n)
     return exposed;
 }
 
-void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
-                    mm_time t0, mm_time t1, mm_iter_metrics *it,
-                    mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
+/* mm_sim_measure; exposed_too false leaves the exposed communication out
+ * (NaN): the endpoints' bucketing and sort are most of the measurement. */
+static void measure(const mm_graph *g, const mm_time *start, const mm_time *end, mm_time t0, mm_time t1,
+                    mm_iter_metrics *it, mm_stage_metrics *stages, int n_stages, int ranks_per_stage,
+                    bool exposed_too)
 {
     int R = g->n_ranks;
     mm_time t_pipe = t0;
     double mflops = 0, hflops = 0;
+    double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
+    double *busy = calloc((size_t)R, sizeof *busy);
+    double *comm = calloc((size_t)R, sizeof *comm);
+    size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
+    uint64_t *sp = malloc(((exposed_too ? 8 * (size_t)g->n_ops : 0) + 1) * sizeof *sp);
+    uint64_t *tmp = sp && exposed_too ? sp + 4 * (size_t)g->n_ops : NULL;
+    if (!busy_pipe || !busy || !comm || !cnt || !sp)
+        goto out;
+    /* One pass over the ops for the sums (each in op order, as before),
+     * and the endpoints' count per rank (a transfer counts for both ends). */
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
         if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
             t_pipe = end[i];
         mflops += op->flops;
         hflops += op->hw_flops;
-    }
-    double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
-    double *busy = calloc((size_t)R, sizeof *busy);
-    double *comm = calloc((size_t)R, sizeof *comm);
-    size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
-    uint64_t *sp = malloc((8 * (size_t)g->n_ops + 1) * sizeof *sp), *tmp = sp ? sp + 4 * (size_t)g->n_ops : NULL;
-    if (!busy_pipe || !busy || !comm || !cnt || !sp)
-        goto out;
-    /* keys hold times from the earliest start on (the run's times are
-     * int64 ns, at most 2^62 apart) */
-    mm_time tmin = g->n_ops ? start[0] : 0;
-    for (uint32_t i = 0; i < g->n_ops; i++)
-        tmin = start[i] < tmin ? start[i] : tmin;
-    /* Bucket interval endpoints by rank (a transfer counts for both ends). */
-    for (uint32_t i = 0; i < g->n_ops; i++) {
-        const mm_op *op = &g->ops[i];
-        cnt[op->rank + 1] += 2;
-        if (op->peer >= 0)
-            cnt[op->peer + 1] += 2;
-    }
-    for (int r = 0; r < R; r++)
-        cnt[r + 1] += cnt[r];
-    size_t *fill = calloc((size_t)R, sizeof *fill);
-    if (!fill)
-        goto out;
-    for (uint32_t i = 0; i < g->n_ops; i++) {
-        const mm_op *op = &g->ops[i];
         double d = (double)(end[i] - start[i]);
-        int is_comm = mm_cat_is_comm(op->cat);
         if (op->stream == MM_STREAM_COMPUTE) {
             busy[op->rank] += d;
             if (op->mb >= 0)
                 busy_pipe[op->rank] += d;
         }
-        if (is_comm)
+        if (mm_cat_is_comm(op->cat))
             comm[op->rank] += d;
-        int ranks[2] = {op->rank, op->peer};
-        for (int k = 0; k < 2; k++) {
-            if (ranks[k] < 0)
-                continue;
-            uint64_t *base = sp + cnt[ranks[k]] + fill[ranks[k]];
-            base[0] = (uint64_t)(start[i] - tmin) << 2 | (is_comm ? SPAN_COMM_OPEN : SPAN_COMP_OPEN);
-            base[1] = (uint64_t)(end[i] - tmin) << 2 | (is_comm ? SPAN_COMM_CLOSE : SPAN_COMP_CLOSE);
-            fill[ranks[k]] += 2;
-        }
+        cnt[op->rank + 1] += 2;
+        if (op->peer >= 0)
+            cnt[op->peer + 1] += 2;
     }
-    free(fill);
+    if (exposed_too) {
+        /* keys hold times from the earliest start on (the run's times are
+         * int64 ns, at most 2^62 apart) */
+        mm_time tmin = g->n_ops ? start[0] : 0;
+        for (uint32_t i = 0; i < g->n_ops; i++)
+            tmin = start[i] < tmin ? start[i] : tmin;
+        for (int r = 0; r < R; r++)
+            cnt[r + 1] += cnt[r];
+        size_t *fill = calloc((size_t)R, sizeof *fill);
+        if (!fill)
+            goto out;
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const mm_op *op = &g->ops[i];
+            int is_comm = mm_cat_is_comm(op->cat), ranks[2] = {op->rank, op->peer};
+            for (int k = 0; k < 2; k++) {
+                if (ranks[k] < 0)
+                    continue;
+                uint64_t *base = sp + cnt[ranks[k]] + fill[ranks[k]];
+                base[0] = (uint64_t)(start[i] - tmin) << 2 | (is_comm ? SPAN_COMM_OPEN : SPAN_COMP_OPEN);
+                base[1] = (uint64_t)(end[i] - tmin) << 2 | (is_comm ? SPAN_COMM_CLOSE : SPAN_COMP_CLOSE);
+                fill[ranks[k]] += 2;
+            }
+        }
+        free(fill);
+    }
     double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
     double bubble = 0, exposed = 0;
     for (int r = 0; r < R; r++) {
         bubble += pipe > 0 ? (pipe - busy_pipe[r]) / pipe : 0;
-        exposed += exposed_ns(sp + cnt[r], tmp + cnt[r], cnt[r + 1] - cnt[r]);
+        if (exposed_too)
+            exposed += exposed_ns(sp + cnt[r], tmp + cnt[r], cnt[r + 1] - cnt[r]);
     }
     it->time_s = total * 1e-9;
     it->bubble_fraction = bubble / R;
-    it->exposed_comm_s = exposed / R * 1e-9;
+    it->exposed_comm_s = exposed_too ? exposed / R * 1e-9 : NAN;
     it->model_flops = mflops;
     it->hw_flops = hflops;
     for (int s = 0; s < n_stages && stages; s++) {
@@ -224,6 +227,13 @@ out:
     free(comm);
     free(cnt);
     free(sp);
+}
+
+void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
+                    mm_time t0, mm_time t1, mm_iter_metrics *it,
+                    mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
+{
+    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -416,7 +426,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
                                       : 1.0 - sim->seq / mm_sim_cost_seq(sim);
         if (!sim->wl)
             im->peak_memory_gib = mt->peak_memory_gib;
-        mm_sim_measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp);
+        measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp, !sim->headline_only);
         double lo = INFINITY, hi = 0;
         for (int s = 0; s < P; s++) {
             double b = mt->stages[s].busy_s - busy_before[s];
@@ -424,8 +434,9 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
             hi = fmax(hi, b);
         }
         im->stage_spread_s = P > 0 ? hi - lo : 0;
-        module_time(&g, start, end, spec, mt);
-        if (it == iters - 1 && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
+        if (!sim->headline_only)
+            module_time(&g, start, end, spec, mt);
+        if (it == iters - 1 && !sim->headline_only && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
         double stall = mm_perturb_stall_s(&sim->cluster.pt, it);
         if (stall > 0) {

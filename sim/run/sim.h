@@ -71,6 +71,12 @@ typedef struct mm_sim {
     /* Set by the caller after mm_sim_prepare: simulate every DP replica even
      * where they are identical (run/symmetry.h); for checking the collapse. */
     bool no_symmetry;
+    /* Set by the caller: mm_sim_run measures only what a ranking reads
+     * (iteration time and throughput, FLOPs and MFU, bubble, per-stage
+     * times, memory); the critical path, exposed communication and
+     * per-module compute time are left out (empty, NaN, 0).  The planner's
+     * in-process rescoring sets it; every number it keeps is the same. */
+    bool headline_only;
 } mm_sim;
 
 /* Frees what mm_sim_load / mm_sim_prepare allocated (the workload and the
