@@ -700,6 +700,16 @@ START_TEST(overlap_hides_dp_communication)
         ck_assert_msg(fabs(exposed[k] - want) < (k ? 1e-6 : 0.01) * want, "%s: exposed %g s, formula %g s",
                       k ? "off" : "auto", exposed[k], want);
         mm_metrics_free(&m);
+        /* the planner's pre-score: off, the whole RS + AG; auto, one
+         * bucket of each plus the overlap slowdown on the rest (which fits
+         * behind one micro-batch's backward and forward here) */
+        mm_metrics e;
+        ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+        double ewant = k ? rs_all + ag_all
+                         : (rs_all + ag_all) / layers + MM_OVERLAP_SLOWDOWN * (rs_all + ag_all) * (1 - 1 / layers);
+        ck_assert_msg(fabs(e.exposed_comm_s - ewant) < 1e-9 * ewant, "%s: estimate %g s, formula %g s",
+                      k ? "off" : "auto", e.exposed_comm_s, ewant);
+        mm_metrics_free(&e);
         mm_sim_free(&sim);
     }
     double hidden = exposed[1] - exposed[0];

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hw/net.h"
+#include "run/exec.h"
 
 /* ranks 0, stride, 2 stride, ...: the group a collective is timed over */
 static const int *group(int *ranks, int n, int stride)
@@ -16,6 +17,26 @@ static const int *group(int *ranks, int n, int stride)
     for (int i = 0; i < n; i++)
         ranks[i] = i * stride;
     return ranks;
+}
+
+/* Exposed seconds of a DP collective of `t` seconds in all, split into
+ * `buckets` per-layer buckets, when `on` it overlaps `hide` seconds of one
+ * micro-batch's pass: Megatron's overlap_grad_reduce starts a bucket's
+ * reduce once its gradients are ready in the last micro-batch's backward,
+ * overlap_param_gather waits for a bucket's gather before that layer's
+ * forward of the first micro-batch (megatron/core/distributed/
+ * param_and_grad_buffer.py), and the build emits them so.  The last (first)
+ * bucket stays exposed, whatever does not fit behind the pass too, and the
+ * hidden part slows the compute it overlaps by MM_OVERLAP_SLOWDOWN, as the
+ * executor charges it.  (The executor sees the schedule; this sees one
+ * pass, so it is the pre-score's approximation, corrected by rescoring.) */
+static double overlapped_dp(double t, bool on, double hide, int buckets)
+{
+    if (!on || t <= 0)
+        return t;
+    double last = t / buckets, behind = t - last;
+    double hidden = fmin(behind, hide);
+    return last + (behind - hidden) + MM_OVERLAP_SLOWDOWN * hidden;
 }
 
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
@@ -63,19 +84,33 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     double tp_one = L->tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->tp, 1), L->tp,
                                                      spec.tp_bytes)
                               : 0;
-    double worst = 0, flops = 0, hw = 0, grad = 0, opt = 0;
+    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0;
+    double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
+    int dp_chunks = 1;
     for (int s = 0; s < P; s++) {
-        double t = 0, g = 0, o = 0;
+        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0;
+        int ch = 0;
         for (int c = 0; c < L->vpp; c++) {
             const mm_stage_cost *x = &st[c * P + s];
             t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (spec.tp_msgs_fwd + spec.tp_msgs_bwd);
             flops += (x->fwd_flops + x->bwd_flops) * m * L->dp;
             hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->dp;
             g += x->grad_bytes;
+            if (x->grad_bytes > 0) /* a frozen stage updates nothing to gather */
+                pb += x->param_bytes > 0 ? x->param_bytes : x->grad_bytes;
             o += x->opt_s;
+            f1 += x->fwd_s;
+            b1 += x->bwd_s;
+            ch += x->chunks;
         }
         worst = fmax(worst, t);
-        grad = fmax(grad, g);
+        if (g > grad) {
+            grad = g;
+            dp_fwd = f1;
+            dp_bwd = b1;
+            dp_chunks = ch > 0 ? ch : 1;
+        }
+        params = fmax(params, pb);
         opt = fmax(opt, o);
     }
     double enc_first = 0, enc_around = 0, enc_stage = 0;
@@ -104,11 +139,17 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
     double pipe = (m + (stages - 1) / L->vpp) * worst;
     int n = L->dp;
-    double dp_t = n > 1 ? mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE,
-                                               group(ranks, n, L->tp * L->cp), n, grad) * (spec.zero ? 2 : 1)
-                        : 0;
-    if (spec.overlap_grad_reduce)
-        dp_t *= 0.5; /* about half hides behind the last backward */
+    double dp_t = 0;
+    if (n > 1) {
+        const int *dg = group(ranks, n, L->tp * L->cp);
+        /* gradients reduced (ZeRO: reduce-scattered), then under ZeRO the
+         * 16-bit parameters all-gathered, as the build's DP tail carries them */
+        double rs = mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n,
+                                         grad);
+        double ag = spec.zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
+        dp_t = overlapped_dp(rs, spec.overlap_grad_reduce, dp_bwd, dp_chunks) +
+               overlapped_dp(ag, spec.overlap_param_gather && spec.zero, dp_fwd, dp_chunks);
+    }
     double T = pipe + enc_around + dp_t + opt;
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;

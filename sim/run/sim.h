@@ -184,6 +184,11 @@ void mm_sim_timeline_free(mm_sim_timeline *tl);
  * mm_sim_run, combined by the uniform-pipeline formula
  *     T = (m + (p-1)/v) x max over stages (F + B) + exposed TP comm (in the
  *         stage costs) + DP gradient sync + optimizer step,
+ * the DP sync being the gradient reduce(-scatter) and, under ZeRO, the
+ * 16-bit parameter all-gather, each with what overlap_grad_reduce /
+ * overlap_param_gather hide behind one micro-batch's backward / forward
+ * (one per-layer bucket stays exposed; the hidden part slows compute by
+ * MM_OVERLAP_SLOWDOWN, as in the executor),
  * with the slowest encoder stage joining the pipeline (pipeline placement),
  * its whole work added to the first stage (homogeneous) or before and after
  * it (colocated), or bounding the rate (disjoint).  Fills iteration time,
