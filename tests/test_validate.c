@@ -133,18 +133,14 @@ static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.125, 0.10},
                                  {"14.6B", 46, 16, 1, 0.10, 0.14},
                                  {"28.3B", 62, 32, 1, 0.10, 0.15}};
 
-/* The runtime's median stage of one pass (zb_schedules.py): stage k runs
- * its layers, the first also the embedding, the last the head. */
-static double zb_median_stage(const mm_sim_breakdown *bk, const zb_row *r, int per, int pass)
+/* The runtime's median stage of one pass (zb_schedules.py,
+ * sorted(f)[len(f) // 2]) over the breakdown's per-stage pass times. */
+static double zb_median_stage(const mm_sim_breakdown *bk, int pass)
 {
-    double v[64];
-    int n = r->p < 64 ? r->p : 64;
-    for (int k = 0; k < n; k++) {
-        int layers = k == 0 || k == n - 1 ? per - 1 : per;
-        v[k] = layers * mm_pass_breakdown_pass(&bk->layer, pass) +
-               (k == 0 ? mm_pass_breakdown_pass(&bk->embed, pass) : 0) +
-               (k == n - 1 ? mm_pass_breakdown_pass(&bk->head, pass) : 0);
-    }
+    double v[MM_BK_MAX_STAGES];
+    int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
+    for (int k = 0; k < n; k++)
+        v[k] = bk->pass[k][pass];
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
             double x = v[j];
@@ -156,7 +152,7 @@ static double zb_median_stage(const mm_sim_breakdown *bk, const zb_row *r, int p
 
 static void zb_predict(const zb_row *r, double *F, double *B, double *W, double *C)
 {
-    char sets[12][256], lps[256] = "[";
+    char sets[13][256], lps[256] = "[";
     int per = (r->layers + 2) / r->p;
     for (int k = 0; k < r->p; k++) {
         char one[16];
@@ -180,7 +176,9 @@ static void zb_predict(const zb_row *r, double *F, double *B, double *W, double 
     snprintf(sets[n++], 256, "train.attention=unfused");
     snprintf(sets[n++], 256, "train.zero=0");
     snprintf(sets[n++], 256, "train.schedule=zb-h1");
-    const char *p[12];
+    /* no --recompute-* in its script: Megatron's default, none */
+    snprintf(sets[n++], 256, "train.recompute=none");
+    const char *p[13];
     for (int i = 0; i < n; i++)
         p[i] = sets[i];
     static mm_scenario sc;
@@ -191,9 +189,9 @@ static void zb_predict(const zb_row *r, double *F, double *B, double *W, double 
     ck_assert_msg(mm_scenario_load(&sc, NULL, p, n, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
     ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
-    *F = zb_median_stage(&bk, r, per, MM_OP_F) * 1e3;
-    *B = zb_median_stage(&bk, r, per, MM_OP_B) * 1e3;
-    *W = zb_median_stage(&bk, r, per, MM_OP_W) * 1e3;
+    *F = zb_median_stage(&bk, MM_OP_F) * 1e3;
+    *B = zb_median_stage(&bk, MM_OP_B) * 1e3;
+    *W = zb_median_stage(&bk, MM_OP_W) * 1e3;
     /* T_comm as ZB's runtime measures it: a blocking chain of sends through
      * every stage, per hop (zero_bubble_p2p below) */
     *C = bk.p2p_hop_mean_s * 1e3;

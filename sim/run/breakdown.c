@@ -86,6 +86,10 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
                    "\"total_s\": %.9g}",
                 v ? ", " : "", v, o->step_s, o->grad_norm_s, o->zero_grad_s, o->total_s);
     }
+    fprintf(f, "],\n%s  \"stages\": [", indent);
+    for (int v = 0; v < n; v++)
+        fprintf(f, "%s\n%s    {\"stage\": %d, \"fwd_s\": %.9g, \"bgrad_s\": %.9g, \"wgrad_s\": %.9g}", v ? "," : "",
+                indent, v, bk->pass[v][MM_OP_F], bk->pass[v][MM_OP_B], bk->pass[v][MM_OP_W]);
     fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
                "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}}",
             indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->p2p_hop_mean_s, bk->dp_grad_s);

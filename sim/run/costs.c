@@ -311,8 +311,14 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
     mm_build_spec spec;
     memset(&spec, 0, sizeof spec);
     int rc = stage_costs_bk(sim, st, &spec, NULL, bk, err);
-    if (rc == 0)
+    if (rc == 0) {
         mm_sim_breakdown_comm(sim, &spec, bk);
+        for (int v = 0; v < V && v < MM_BK_MAX_STAGES; v++) {
+            bk->pass[v][MM_OP_F] = st[v].fwd_s;
+            bk->pass[v][MM_OP_B] = st[v].bwd_s - st[v].wgrad_s;
+            bk->pass[v][MM_OP_W] = st[v].wgrad_s;
+        }
+    }
     free(st);
     return rc;
 }

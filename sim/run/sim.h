@@ -128,8 +128,13 @@ typedef struct mm_opt_breakdown {
 typedef struct mm_sim_breakdown {
     mm_pass_breakdown layer, embed, head;
     double recompute_s;   /* per layer per micro-batch, part of B */
-    int n_stages;         /* virtual stages; opt[] holds the first MM_BK_MAX_STAGES */
+    int n_stages;         /* virtual stages; opt[] and pass[] hold the first MM_BK_MAX_STAGES */
     mm_opt_breakdown opt[MM_BK_MAX_STAGES];
+    /* Per virtual stage, one micro-batch's whole-stage F, B (input
+     * gradient, recomputation included) and W seconds: the stage costs the
+     * executed graph runs (mm_sim_stage_times), embedding and head
+     * included on the first and last stage. */
+    double pass[MM_BK_MAX_STAGES][3];
     /* Communication of one layer and micro-batch, alone on the network
      * (analytic, uncontended; the executed graph's, with contention and
      * overlap, is in the metrics): TP in the forward and in the input-
