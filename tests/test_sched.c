@@ -398,6 +398,7 @@ START_TEST(zero3_collectives)
     mm_stage_cost st[2];
     mm_build_spec sp = comm_spec(st);
     sp.zero = 3;
+    sp.overlap_grad_reduce = true; /* ZeRO-3's default (mm_framework_overlap); false blocks the compute stream */
     /* per rank: 4 layers x 4 micro-batches x (gather F, gather B, scatter) */
     ck_assert_int_eq(count_cat(&sp, MM_CAT_DP, MM_STREAM_DP), 8 * 4 * 4 * 3);
     run_result r = run_spec(&sp);

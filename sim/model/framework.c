@@ -16,7 +16,7 @@ const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cro
 const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", NULL};
+                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
@@ -30,7 +30,9 @@ static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
 static const int dtype_size[] = {4, 2, 2};
 static const char *const opt_keys[] = {"step_bytes_per_param", "grad_norm", "zero_grad_buffer", NULL};
 static const char *const bucket_keys[] = {"mparams", "mparams_per_dp", NULL};
-static const char *const overlap_keys[] = {"grad_reduce", "param_gather", NULL};
+static const char *const overlap_keys[] = {"grad_reduce", "param_gather", "zero3_blocking", NULL};
+static const char *const sync_keys[] = {"every_microbatch", "once_under_pp", NULL};
+static const char *const sync_zero_keys[] = {"zero0", "zero1", "zero2", NULL};
 
 typedef struct rd {
     const mm_doc *d;
@@ -199,6 +201,19 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_bool(r, ov, "grad_reduce", "overlap.grad_reduce", &fw->overlap_grad_reduce);
     if (!rc)
         rc = req_bool(r, ov, "param_gather", "overlap.param_gather", &fw->overlap_param_gather);
+    if (!rc)
+        rc = req_bool(r, ov, "zero3_blocking", "overlap.zero3_blocking", &fw->zero3_blocking);
+    struct fy_node *gs, *em;
+    if (!rc)
+        rc = section(r, root, "grad_sync", "grad_sync", sync_keys, &gs);
+    if (!rc)
+        rc = section(r, gs, "every_microbatch", "grad_sync.every_microbatch", sync_zero_keys, &em);
+    for (int st = 0; !rc && sync_zero_keys[st]; st++) {
+        snprintf(path, sizeof path, "grad_sync.every_microbatch.%s", sync_zero_keys[st]);
+        rc = req_bool(r, em, sync_zero_keys[st], path, &fw->every_microbatch[st]);
+    }
+    if (!rc)
+        rc = req_bool(r, gs, "once_under_pp", "grad_sync.once_under_pp", &fw->once_under_pp);
     return rc;
 }
 
@@ -242,6 +257,13 @@ void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, b
 {
     *grad_reduce = zero >= 3 || fw->overlap_grad_reduce;
     *param_gather = zero >= 1 && zero <= 2 && fw->overlap_param_gather;
+}
+
+bool mm_framework_grad_every_microbatch(const mm_framework *fw, int zero, int pp)
+{
+    if (zero >= 3)
+        return true;
+    return zero >= 0 && fw->every_microbatch[zero] && !(pp > 1 && fw->once_under_pp);
 }
 
 int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision)

@@ -76,6 +76,21 @@ typedef struct mm_framework {
      * during the last backward; ZeRO 1-2 parameter all-gathers issued at
      * the iteration start, each layer's first forward waiting for its own */
     bool overlap_grad_reduce, overlap_param_gather;
+    /* overlap.zero3_blocking: the framework can run ZeRO-3 without overlap
+     * (DeepSpeed's overlap_comm false: gathers and reduce-scatters on the
+     * compute stream), so train.overlap_grad_reduce false under ZeRO-3 is
+     * modeled; false: it has no such configuration and the key is refused */
+    bool zero3_blocking;
+    /* grad_sync: whether the DP gradient reduce of ZeRO stage 0, 1, 2 runs
+     * after every micro-batch's backward (DeepSpeed ZeRO-2's hooks, FSDP2's
+     * post-backward) or once, after the last (Megatron's no_sync around
+     * the others, DeepSpeed ZeRO 0-1 at the accumulation boundary); under
+     * pipeline parallelism (pp > 1) once whatever the stage when
+     * once_under_pp (torch.distributed.pipelining and DeepSpeed's pipeline
+     * engine sync after the last backward only).  ZeRO-3 reduce-scatters
+     * every micro-batch under every profile (no key). */
+    bool every_microbatch[3];
+    bool once_under_pp;
 } mm_framework;
 
 /* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
@@ -99,6 +114,12 @@ int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
  * do), the parameter all-gather for 1-2 (none to overlap under 0 and 3,
  * where the gathers are per layer). */
 void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, bool *param_gather);
+
+/* Whether the profile reduces the DP gradients of ZeRO stage `zero` (0-3)
+ * after every micro-batch's backward on a pipeline of `pp` stages: its
+ * grad_sync.every_microbatch for 0-2, unless pp > 1 and once_under_pp;
+ * always under 3. */
+bool mm_framework_grad_every_microbatch(const mm_framework *fw, int zero, int pp);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out
  * of range give MM_EINPUT naming the file, line and key. */

@@ -247,7 +247,8 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
     size_t epn = b->ep > 1 ? (size_t)(sp->dp / b->ep_dp) * b->V * sp->m * 2 * b->max_chunks : 0;
     if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
           b->layer_ops && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
-          cache_init(&b->bucket, (size_t)sp->pp * b->max_chunks * sp->vpp * 2) == 0))
+          cache_init(&b->bucket, (size_t)(sp->zero < 3 ? mm_build_grad_syncs(sp) : 1) * sp->pp * b->max_chunks *
+                                     sp->vpp * 2) == 0))
         return mm_bld_fail(b, "out of memory for %d ranks, %zu passes", n_ranks, npass);
     for (int r = 0; r < n_ranks; r++)
         b->last_compute[r] = b->last_dp[r] = -1;
@@ -323,10 +324,18 @@ static int map_rank_gpus(builder *b)
 }
 
 
-/* Overlapped gradient reduction after rank's last micro-batch's pass of
- * chunk c on stage s: a bucket leaves when that backward has produced all
- * of it. */
-static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c)
+int mm_build_grad_syncs(const mm_build_spec *sp)
+{
+    return sp->zero >= 3 || sp->grad_every_mb ? sp->m : 1;
+}
+
+/* Gradient reduction after rank's pass of chunk c on stage s, of the last
+ * micro-batch (overlap_grad_reduce) or of every one (grad_every_mb; `slot`
+ * its micro-batch, else -1): a bucket leaves when that backward has
+ * produced all of it, on the DP stream with the overlap, else on the
+ * compute stream, which waits for it (DeepSpeed's overlap_comm false:
+ * reduce_ipg_grads on the current stream, stage_1_and_2.py). */
+static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int slot)
 {
     const mm_build_spec *sp = b->sp;
     int nl = sp->stages[c * sp->pp + s].chunks;
@@ -341,11 +350,15 @@ static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c)
         int gn = dp_group(b, s);
         int dist = sp->zero >= 1;
         double by = mm_bld_bucket_bytes_of(b, s, w->bucket_of, q, 0);
-        int64_t cl = shared_coll(b, &b->bucket, ((size_t)s * b->max_chunks * sp->vpp + q) * 2,
-                                 dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, by, gn);
-        if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, b->layer_ops[k]) < 0)
+        size_t key = (((size_t)(slot > 0 ? slot : 0) * sp->pp + s) * b->max_chunks * sp->vpp + q) * 2;
+        int64_t cl =
+            shared_coll(b, &b->bucket, key, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, by, gn);
+        int stream = sp->overlap_grad_reduce ? MM_STREAM_DP : MM_STREAM_COMPUTE;
+        if (add_comm(b, rank, stream, MM_CAT_DP, s, slot, -1, cl, b->layer_ops[k]) < 0)
             return -1;
     }
+    if (!sp->overlap_grad_reduce) /* the DP tail follows the blocking reduce */
+        w->last[rank] = (uint32_t)b->last_compute[rank];
     return 0;
 }
 
@@ -378,8 +391,10 @@ static int emit_stage(builder *b, work *w, int s)
                              ? mm_bld_fail(b, "out of memory in stage %d's parameter-gather edges", s)
                              : 0;
             bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
-            if (rc == 0 && sp->overlap_grad_reduce && sp->zero < 3 && sp->dp > 1 && grads_done && mb == sp->m - 1)
-                rc = emit_grad_buckets(b, w, s, rank, c);
+            bool every = sp->zero < 3 && mm_build_grad_syncs(sp) > 1;
+            if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->dp > 1 && grads_done &&
+                (every || mb == sp->m - 1))
+                rc = emit_grad_buckets(b, w, s, rank, c, every ? mb : -1);
         }
     }
     return rc;

@@ -29,12 +29,16 @@
  *  - PP: one transfer per micro-batch per stage boundary and direction;
  *  - DP: gradient all-reduce (ZeRO 0) or reduce-scatter (ZeRO >= 1) after
  *    the last micro-batch's backward, in buckets as soon as each bucket's
- *    layers are done with overlap_grad_reduce; the optimizer step; the
+ *    layers are done with overlap_grad_reduce (with grad_every_mb after
+ *    every micro-batch's backward, blocking the compute stream without
+ *    overlap_grad_reduce); the optimizer step; the
  *    distributed optimizer's parameter all-gather after it, or with
  *    overlap_param_gather at the start of the iteration, each layer's first
  *    forward waiting for its bucket; with ZeRO-3 every layer's parameters
  *    are all-gathered before each forward and backward (prefetched one
- *    layer ahead) and its gradients reduce-scattered after each backward.
+ *    layer ahead) and its gradients reduce-scattered after each backward,
+ *    both on the DP stream, or without overlap_grad_reduce (DeepSpeed's
+ *    overlap_comm false) both on the compute stream, blocking it.
  *
  * Micro-batches may differ (modality-mixed samples): per-micro-batch costs
  * (mb_costs) replace the stage's uniform ones.
@@ -166,6 +170,12 @@ typedef struct mm_build_spec {
                                 compute; 0 is taken as 1 */
     bool sp;                 /* sequence parallel TP traffic */
     bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
+    /* under ZeRO 0-2: the gradient buckets reduced after every
+     * micro-batch's backward (DeepSpeed ZeRO-2, FSDP2), on the DP stream
+     * with overlap_grad_reduce, else blocking the compute stream; false:
+     * once, after the last.  ZeRO-3 reduce-scatters every micro-batch's
+     * gradients layer by layer either way (mm_build_grad_syncs). */
+    bool grad_every_mb;
     double bucket_bytes;     /* DP bucket size (0: one bucket per stage) */
     double tp_bytes;         /* one TP message (0: no TP traffic) */
     int tp_msgs_fwd, tp_msgs_bwd; /* TP all-reduces per chunk and pass */
@@ -212,6 +222,12 @@ int mm_build_enc_homes(const mm_build_spec *sp, int i, int *home, int max);
 
 /* GPUs the layout occupies: the LLM's plus encoders on their own GPUs. */
 int mm_build_gpus(const mm_build_spec *sp);
+
+/* DP gradient reductions per iteration of one stage's gradients: m when
+ * they are reduced after every micro-batch (ZeRO-3, or grad_every_mb),
+ * else 1.  The builder and the pre-score (mm_sim_estimate) both count
+ * with it; each carries the stage's whole gradient bytes. */
+int mm_build_grad_syncs(const mm_build_spec *sp);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set

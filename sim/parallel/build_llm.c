@@ -12,8 +12,9 @@
  * z3_gathers collectives of equal size (each pays its latency), prefetched
  * z3_prefetch layers ahead: it may start once the compute before the layer
  * that many places earlier is done (`prev`; the DP stream keeps the gathers
- * in order). */
-static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int layer, int64_t prev)
+ * in order).  Without overlap (`stream` the compute stream) it runs right
+ * before its layer's compute instead. */
+static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int layer, int64_t prev, int stream)
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
@@ -22,7 +23,7 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     int n = dp_group(b, vs % sp->pp);
     int count = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
     int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->dp, count, bytes / count, n);
-    return add_comm(b, rank_of(sp, d, vs), MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, prev);
+    return add_comm(b, rank_of(sp, d, vs), stream, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
 
 /* A layer's TP, CP and EP communication after its compute op (a pass with
@@ -130,15 +131,23 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     enum { Z3_RING = 16 };
     int depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
     bool z3 = sp->zero >= 3 && comm_pass && sp->dp > 1;
+    /* DeepSpeed's overlap_comm false: the gathers and reduce-scatters run
+     * on the default stream (parameter_offload.py __allgather_stream,
+     * stage3.py reduce_and_partition_stream), so each blocks the compute;
+     * a prefetch is issued there too, ahead of the layer's compute, and
+     * hides nothing */
+    bool z3_block = sp->zero >= 3 && !sp->overlap_grad_reduce;
     int64_t gathers[Z3_RING];
     /* backward visits the layers from the last to the first */
 #define LAYER_AT(k) (pass == MM_PASS_F ? (k) : chunks - 1 - (k))
-    for (int j = 0; z3 && j <= depth && j < chunks; j++)
-        if ((gathers[j % Z3_RING] = zero3_gather(b, d, vs, mb, pass, LAYER_AT(j), prev)) < 0)
+    for (int j = 0; z3 && !z3_block && j <= depth && j < chunks; j++)
+        if ((gathers[j % Z3_RING] = zero3_gather(b, d, vs, mb, pass, LAYER_AT(j), prev, MM_STREAM_DP)) < 0)
             return -1;
     for (int k = 0; k < chunks; k++) {
         int layer = LAYER_AT(k);
-        int64_t gather = z3 ? gathers[k % Z3_RING] : -1;
+        int64_t gather = z3 && !z3_block ? gathers[k % Z3_RING] : -1;
+        if (z3 && z3_block && (prev = zero3_gather(b, d, vs, mb, pass, layer, prev, MM_STREAM_COMPUTE)) < 0)
+            return -1;
         mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
                     .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
                     .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
@@ -163,8 +172,9 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
                 return -1;
             tail = j;
         }
-        if (z3 && k + depth + 1 < chunks &&
-            (gathers[(k + depth + 1) % Z3_RING] = zero3_gather(b, d, vs, mb, pass, LAYER_AT(k + depth + 1), tail)) < 0)
+        if (z3 && !z3_block && k + depth + 1 < chunks &&
+            (gathers[(k + depth + 1) % Z3_RING] =
+                 zero3_gather(b, d, vs, mb, pass, LAYER_AT(k + depth + 1), tail, MM_STREAM_DP)) < 0)
             return -1;
         /* ZeRO-3: this layer's gradients leave after its last backward work */
         bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
@@ -172,8 +182,12 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
             int n = dp_group(b, s);
             int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / chunks, n);
-            if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0)
+            if (z3_block) { /* the next layer's backward waits for it */
+                if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_DP, vs, mb, layer, cl, tail)) < 0)
+                    return -1;
+            } else if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0) {
                 return -1;
+            }
         }
         prev = tail;
     }
@@ -265,7 +279,8 @@ double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int
 /* Gradient synchronisation of physical stage s, the optimizer step, and
  * with the distributed optimizer the parameter all-gather (unless it was
  * overlapped with this iteration's forward).  With overlap_grad_reduce
- * the buckets' reductions were emitted during the backward already.  A
+ * (or grad_every_mb) the buckets' reductions were emitted during the
+ * backward already.  A
  * homogeneous encoder's share is not in the buckets (they hold the LLM's
  * layers): its gradients are reduced here after its backward, the last
  * of stage 0's, and its parameters gathered after the step, overlap or
@@ -290,7 +305,10 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
             enc_params += sp->enc[i].param_bytes > 0 ? sp->enc[i].param_bytes : sp->enc[i].grad_bytes;
             opt += sp->enc[i].opt_s;
         }
-    double rs_bytes = (sp->overlap_grad_reduce ? 0 : grad) + enc_grad;
+    /* the LLM's buckets left during the backward with the overlap, or
+     * after every micro-batch's (grad_every_mb, build.c) */
+    bool early = sp->overlap_grad_reduce || (sp->zero < 3 && mm_build_grad_syncs(sp) > 1);
+    double rs_bytes = (early ? 0 : grad) + enc_grad;
     double ag_bytes = (sp->overlap_param_gather ? 0 : params) + enc_params;
     int rc = 0;
     bool dist = sp->zero >= 1 && sp->zero <= 2;

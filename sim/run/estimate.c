@@ -39,6 +39,37 @@ static double overlapped_dp(double t, bool on, double hide, int buckets)
     return last + (behind - hidden) + MM_OVERLAP_SLOWDOWN * hidden;
 }
 
+/* Exposed seconds of a DP collective of `t` seconds that runs beside
+ * `hide` seconds of compute: what does not fit, plus the contention on
+ * the compute it overlaps (a non-last micro-batch's reduce under
+ * grad_every_mb, behind the next micro-batch's passes). */
+static double behind(double t, double hide)
+{
+    return fmax(0, t - hide) + MM_OVERLAP_SLOWDOWN * fmin(t, hide);
+}
+
+/* The DP term: the gradient reduce(-scatter) `rs` of the stage's whole
+ * gradients and the 16-bit parameter all-gather `ag` (ZeRO), each as
+ * often as the build issues it (mm_build_grad_syncs: once, or after every
+ * micro-batch), with what the overlap hides.  Under ZeRO-3 without
+ * overlap every micro-batch gathers the parameters before its forward and
+ * its backward and reduce-scatters the gradients, all on the compute
+ * stream. */
+static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1, double bwd1, int chunks)
+{
+    int n = mm_build_grad_syncs(sp);
+    if (sp->zero >= 3 && !sp->overlap_grad_reduce)
+        return n * (rs + 2 * ag);
+    double grads;
+    if (sp->zero >= 3 || n == 1)
+        grads = overlapped_dp(rs, sp->overlap_grad_reduce, bwd1, chunks);
+    else if (!sp->overlap_grad_reduce)
+        grads = n * rs; /* each blocks its micro-batch's compute stream */
+    else
+        grads = (n - 1) * behind(rs, fwd1 + bwd1) + overlapped_dp(rs, true, bwd1, chunks);
+    return grads + overlapped_dp(ag, sp->overlap_param_gather && sp->zero, fwd1, chunks);
+}
+
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -147,8 +178,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         double rs = mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n,
                                          grad);
         double ag = spec.zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
-        dp_t = overlapped_dp(rs, spec.overlap_grad_reduce, dp_bwd, dp_chunks) +
-               overlapped_dp(ag, spec.overlap_param_gather && spec.zero, dp_fwd, dp_chunks);
+        dp_t = dp_sync(&spec, rs, ag, dp_fwd, dp_bwd, dp_chunks);
     }
     double T = pipe + enc_around + dp_t + opt;
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];

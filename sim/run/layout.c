@@ -172,14 +172,18 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (sc->train.overlap_param_gather == MM_TOVL_TRUE && sc->train.zero < 1)
         return mm_scenario_fail(sc, err, "train.overlap_param_gather",
                                 "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
-    /* ZeRO-3's per-layer reduce-scatters always run on the DP stream during
-     * the backward (DeepSpeed's stage-3 overlap_comm default, FSDP2): one
-     * held back to the end or blocking the compute stream is not modeled */
+    /* ZeRO-3 without overlap: DeepSpeed's overlap_comm false (gathers and
+     * reduce-scatters block the compute stream) is modeled; FSDP2 has no
+     * such switch and Megatron-FSDP forces the overlap (the profile's
+     * overlap.zero3_blocking says which) */
     int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
-    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3)
+    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3 && !sim->fw.zero3_blocking)
         return mm_scenario_fail(sc, err, "train.overlap_grad_reduce",
-                                "false under ZeRO-3 is not modeled: its per-layer reduce-scatters always overlap "
-                                "the backward (leave it auto, or use train.zero <= 2)");
+                                "false under ZeRO-3 is no configuration of train.framework %s: it always "
+                                "all-gathers and reduce-scatters on its own streams (FSDP2's FSDPCommContext; "
+                                "Megatron-FSDP asserts overlap_grad_reduce) -- %s, overlap.zero3_blocking; leave "
+                                "it auto, or use train.zero <= 2",
+                                sim->fw.name, sim->fw.source);
     int frc = check_frozen(sim, err);
     if (frc)
         return frc;
