@@ -1032,6 +1032,309 @@ START_TEST(per_token_backward_counted_from_code)
 }
 END_TEST
 
+/* How often each profile reduces the DP gradients (grad_sync), as its
+ * framework's code does: DeepSpeed ZeRO-2's gradient hooks reduce every
+ * backward, ZeRO 0-1 at the accumulation boundary; Megatron's DDP and
+ * distributed optimizer once (no_sync around the other micro-batches,
+ * finalize_model_grads), its ZeRO-2 (Megatron-FSDP optim_grads) every
+ * backward; torchtitan every backward; under pp > 1 torch's pipelining and
+ * DeepSpeed's pipeline engine once.  ZeRO-3 every micro-batch throughout.
+ * The resolved rule reaches the build spec, and mm_build_grad_syncs counts
+ * m reductions (m = 4 here) or 1. */
+START_TEST(grad_sync_is_a_profile_default)
+{
+    static const bool every[4][3] = {
+        {false, false, true}, {false, false, true}, {false, false, true}, {true, true, true}};
+    static const bool once_pp[4] = {false, false, true, true};
+    mm_framework fw;
+    for (int i = 0; i < 4; i++) {
+        load_profile(profiles[i], &fw);
+        ck_assert_msg(fw.once_under_pp == once_pp[i], "%s", profiles[i]);
+        for (int z = 0; z <= 3; z++)
+            for (int pp = 1; pp <= 2; pp++) {
+                bool want = z == 3 || (every[i][z] && !(pp > 1 && once_pp[i]));
+                ck_assert_msg(mm_framework_grad_every_microbatch(&fw, z, pp) == want, "%s zero %d pp %d", profiles[i],
+                              z, pp);
+            }
+    }
+    static mm_sim sim;
+    mm_err err;
+    for (int i = 0; i < 4; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        for (int z = 0; z <= 3; z++) {
+            char zs[32];
+            snprintf(zs, sizeof zs, "train.zero=%d", z);
+            const char *sets[] = {fwk, zs, "train.global_batch=32"};
+            prepare(&sim, sets, 3);
+            ck_assert_int_eq(sim.micro_batches, 4);
+            mm_sim_costs c;
+            ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+            bool want = z == 3 || every[i][z];
+            ck_assert_msg(c.spec.grad_every_mb == want, "%s zero %d", profiles[i], z);
+            ck_assert_int_eq(mm_build_grad_syncs(&c.spec), want ? 4 : 1);
+            mm_sim_costs_free(&c);
+            mm_sim_free(&sim);
+        }
+    }
+    /* fsdp on a pipeline: torch's PipelineStage syncs after the last backward */
+    const char *pp[] = {"train.framework=fsdp", "train.zero=1", "parallel.llm={tp: 1, pp: 2, dp: 4}",
+                        "train.global_batch=32"};
+    prepare(&sim, pp, 4);
+    mm_sim_costs c;
+    ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+    ck_assert(!c.spec.grad_every_mb && mm_build_grad_syncs(&c.spec) == 1 && c.spec.m == 8);
+    mm_sim_costs_free(&c);
+    mm_sim_free(&sim);
+}
+END_TEST
+
+/* Bytes each rank reduce-scatters (all-reduces) for the DP gradients, from
+ * the executed graph: the DP ops of rank 0 that are not all-gathers. */
+static double dp_reduce_bytes(const mm_graph *g, int *ops)
+{
+    double by = 0;
+    *ops = 0;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        if (op->rank != 0 || op->cat != MM_CAT_DP || op->coll < 0)
+            continue;
+        const mm_coll *cl = &g->colls[op->coll];
+        if (cl->kind == MM_COLL_ALLGATHER)
+            continue;
+        by += cl->bytes * cl->count;
+        ++*ops;
+    }
+    return by;
+}
+
+/* Per-micro-batch reduction multiplies the DP traffic by the micro-batches.
+ * Llama-2-7B on 8 H100s, dp 8, 4 micro-batches, the analytic network.
+ * hf-deepspeed ZeRO-2 (every micro-batch, overlap_comm off by default: the
+ * stage's gradients reduce-scattered after each backward on the compute
+ * stream) against ZeRO-1 (once, at the boundary): the reduced bytes are
+ * 4 g against g (1e-9), the DP seconds and the exposed communication
+ * 4 RS(g) + AG(p) against RS(g) + AG(p) (1e-6; all blocking), and the
+ * pre-score's DP term the same (1e-9, the same reductions by
+ * mm_build_grad_syncs).  fsdp ZeRO-1 (every micro-batch, overlapped, one
+ * bucket per block): the DP stream carries 4 L RS(g/L) + L AG(p/L) (1e-6)
+ * while only the last bucket's reduce and the first gather stay exposed
+ * (2 %); its pre-score hides the three earlier reductions behind the next
+ * micro-batch (MM_OVERLAP_SLOWDOWN of them exposed) and stays within 5 %
+ * of the simulated iteration. */
+START_TEST(every_microbatch_multiplies_dp_traffic)
+{
+    const char *base[] = {"cluster.topology=topologies/dgx-h100.yaml", "network=analytic", "train.global_batch=32"};
+    int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    double bytes[2], grad = 0;
+    for (int k = 0; k < 2; k++) { /* hf-deepspeed ZeRO-2, then ZeRO-1 */
+        const char *sets[] = {base[0], base[1], base[2], "train.framework=hf-deepspeed",
+                              k ? "train.zero=1" : "train.zero=2"};
+        static mm_sim sim;
+        prepare(&sim, sets, 5);
+        ck_assert_int_eq(sim.micro_batches, 4);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        ck_assert(!c.spec.overlap_grad_reduce);
+        const mm_stage_cost *st = &c.stages[0];
+        grad = st->grad_bytes;
+        double rs = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
+        double ag = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
+        double n = k ? 1 : 4, want = n * rs + ag;
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        mm_sim_timeline tl;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, &tl, &err), 0);
+        int ops;
+        bytes[k] = dp_reduce_bytes(&tl.graph, &ops);
+        ck_assert_int_eq(ops, (int)n);
+        ck_assert_msg(fabs(m.stages[0].comm_s - want) < 1e-6 * want, "zero %d: DP %g s, %g RS + AG = %g s", 2 - k,
+                      m.stages[0].comm_s, n, want);
+        ck_assert_msg(fabs(m.exposed_comm_s - want) < 1e-6 * want, "zero %d: exposed %g s, formula %g s", 2 - k,
+                      m.exposed_comm_s, want);
+        mm_sim_timeline_free(&tl);
+        mm_metrics_free(&m);
+        mm_metrics e;
+        ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+        ck_assert_msg(fabs(e.exposed_comm_s - want) < 1e-9 * want, "zero %d: estimate %g s, formula %g s", 2 - k,
+                      e.exposed_comm_s, want);
+        mm_metrics_free(&e);
+        mm_sim_free(&sim);
+    }
+    ck_assert(fabs(bytes[0] - 4 * grad) < 1e-9 * grad && fabs(bytes[1] - grad) < 1e-9 * grad);
+    /* fsdp: every micro-batch, overlapped bucket by bucket */
+    const char *sets[] = {base[0], base[1], base[2], "train.framework=fsdp", "train.zero=1"};
+    static mm_sim sim;
+    prepare(&sim, sets, 5);
+    mm_sim_costs c;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+    ck_assert(c.spec.overlap_grad_reduce && c.spec.overlap_param_gather && mm_build_grad_syncs(&c.spec) == 4);
+    const mm_stage_cost *st = &c.stages[0];
+    double L = st->chunks, f1 = st->fwd_s, b1 = st->bwd_s, g = st->grad_bytes;
+#define RS(x) mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
+#define AG(x) mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
+    double on_stream = 4 * L * RS(st->grad_bytes / L) + L * AG(st->param_bytes / L);
+    double last = RS(st->grad_bytes / L) + AG(st->param_bytes / L);
+    double rs = RS(st->grad_bytes), ag = AG(st->param_bytes);
+#undef RS
+#undef AG
+    ck_assert(rs < f1 + b1); /* each earlier reduce fits behind the next micro-batch */
+    double s = MM_OVERLAP_SLOWDOWN;
+    double est = 3 * s * rs + (rs / L + s * rs * (1 - 1 / L)) + (ag / L + s * ag * (1 - 1 / L));
+    mm_sim_costs_free(&c);
+    mm_metrics m;
+    mm_sim_timeline tl;
+    ck_assert_int_eq(mm_sim_run(&sim, &m, &tl, &err), 0);
+    int ops;
+    double by = dp_reduce_bytes(&tl.graph, &ops);
+    ck_assert(ops == 4 * 32 && fabs(by - 4 * g) < 1e-9 * by);
+    ck_assert_msg(fabs(m.stages[0].comm_s - on_stream) < 1e-6 * on_stream, "fsdp: DP %g s, formula %g s",
+                  m.stages[0].comm_s, on_stream);
+    ck_assert_msg(fabs(m.exposed_comm_s - last) < 0.02 * last, "fsdp: exposed %g s, last RS + first AG %g s",
+                  m.exposed_comm_s, last);
+    mm_metrics e;
+    ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+    ck_assert_msg(fabs(e.exposed_comm_s - est) < 1e-9 * est, "fsdp: estimate %g s, formula %g s", e.exposed_comm_s,
+                  est);
+    ck_assert_msg(fabs(e.iteration_time_s - m.iteration_time_s) < 0.05 * m.iteration_time_s,
+                  "fsdp: estimate %g s, simulated %g s", e.iteration_time_s, m.iteration_time_s);
+    mm_metrics_free(&e);
+    mm_sim_timeline_free(&tl);
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+}
+END_TEST
+
+/* ZeRO-3 with the overlap off, as DeepSpeed runs overlap_comm false: every
+ * all-gather (the prefetch too) and every reduce-scatter on the compute
+ * stream, so all of them are exposed.  Llama-2-7B on 8 H100s, 2
+ * micro-batches, the analytic network, hf-deepspeed: per micro-batch and
+ * layer a forward and a backward gather G = n AG(p / L / n) (its n = 9
+ * module gathers) and RS = RS(g / L): exposed = 2 L (2 G + RS) (1e-6),
+ * where the overlapped default exposes about 2 G + RS per micro-batch; the
+ * pre-score's DP term is the same sum (1e-9).  Under fsdp and megatron-core
+ * no such configuration exists (FSDP2 has no switch, Megatron-FSDP forces
+ * the overlap): refused by key, naming the framework. */
+START_TEST(zero3_without_overlap_exposes_its_collectives)
+{
+    double exposed[2], t[2], want = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"train.framework=hf-deepspeed", "train.zero=3", "cluster.topology=topologies/dgx-h100.yaml",
+                              "network=analytic", "train.global_batch=16",
+                              k ? "train.overlap_grad_reduce=auto" : "train.overlap_grad_reduce=false"};
+        static mm_sim sim;
+        prepare(&sim, sets, 6);
+        ck_assert_int_eq(sim.micro_batches, 2);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        ck_assert(c.spec.overlap_grad_reduce == (k == 1));
+        const mm_stage_cost *st = &c.stages[0];
+        int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        double L = st->chunks;
+        ck_assert(n == 9 && L == 32);
+        double G = n * mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / L / n);
+        double RS = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / L);
+        want = 2 * L * (2 * G + RS);
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        exposed[k] = m.exposed_comm_s;
+        t[k] = m.iteration_time_s;
+        if (k == 0) {
+            ck_assert_msg(fabs(m.exposed_comm_s - want) < 1e-6 * want, "exposed %g s, 2 L (2 G + RS) = %g s",
+                          m.exposed_comm_s, want);
+            mm_metrics e;
+            ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+            ck_assert_msg(fabs(e.exposed_comm_s - want) < 1e-9 * want, "estimate %g s, formula %g s",
+                          e.exposed_comm_s, want);
+            mm_metrics_free(&e);
+        }
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+    /* the overlap hides all but a few layers' worth, and the iteration
+     * gains what it hid less the contention on the compute it overlaps:
+     * at most MM_OVERLAP_SLOWDOWN of the compute (t_off - exposed_off);
+     * here nearly every layer's compute starts beside a gather, so the
+     * gain (53 ms of 194 ms hidden) is close to that bound */
+    double hidden = exposed[0] - exposed[1], compute = t[0] - exposed[0];
+    ck_assert_msg(exposed[1] < 0.1 * exposed[0] && t[0] - t[1] <= hidden * (1 + 1e-9) &&
+                      t[0] - t[1] >= hidden - MM_OVERLAP_SLOWDOWN * compute,
+                  "exposed off %g s, on %g s; iteration %g -> %g s", exposed[0], exposed[1], t[0], t[1]);
+    const char *refused[] = {"fsdp", "megatron-core"};
+    for (int i = 0; i < 2; i++) {
+        char fwk[64];
+        snprintf(fwk, sizeof fwk, "train.framework=%s", refused[i]);
+        const char *sets[] = {fwk, "train.zero=3", "train.overlap_grad_reduce=false"};
+        mm_err err;
+        ck_assert_int_eq(prepare_rc(sets, 3, &err), -MM_EINPUT);
+        ck_assert_str_eq(err.key, "train.overlap_grad_reduce");
+        ck_assert_msg(strstr(err.msg, refused[i]) && strstr(err.msg, "zero3_blocking"), "%s", err.msg);
+    }
+}
+END_TEST
+
+/* A bad grad_sync or overlap.zero3_blocking value: the loader names file,
+ * line and key, and `mmsim run` exits 2 with that message. */
+START_TEST(bad_grad_sync_is_refused)
+{
+    static const struct {
+        const char *from, *to, *key;
+    } cases[] = {
+        {"  every_microbatch:", "  every_microbatch: {zero0: false, zero1: false, zero2: often}\n",
+         "grad_sync.every_microbatch.zero2"},
+        {"  every_microbatch:", "  every_microbatch: {zero0: false, zero2: true}\n", "grad_sync.every_microbatch.zero1"},
+        {"  every_microbatch:", "  every_microbatch: {zero0: false, zero1: false, zero2: true, zero3: true}\n",
+         "grad_sync.every_microbatch.zero3"},
+        {"  every_microbatch:", "  every_microbatch: true\n", "grad_sync.every_microbatch"},
+        {"  once_under_pp:", "  once_under_pp: 2\n", "grad_sync.once_under_pp"},
+        {"  once_under_pp:", "\n", "grad_sync.once_under_pp"},
+        {"grad_sync:", "grad_sync:\n  per_layer: true\n", "grad_sync.per_layer"},
+        {"  zero3_blocking:", "  zero3_blocking: perhaps\n", "overlap.zero3_blocking"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mm_err err;
+        char tmp[64];
+        int rc = load_edited(cases[i].from, cases[i].to, &err, tmp, sizeof tmp);
+        ck_assert_msg(rc == -MM_EINPUT, "case %zu: rc %d", i, rc);
+        ck_assert_msg(!strcmp(err.key, cases[i].key), "case %zu: key '%s', expected '%s'", i, err.key, cases[i].key);
+        ck_assert_msg(!strcmp(err.file, tmp) && err.line > 0, "case %zu: %s:%d", i, err.file, err.line);
+    }
+    char dir[256], prof[300], args[1024];
+    mmx_tmpdir(dir, sizeof dir, "gs");
+    snprintf(prof, sizeof prof, "%s/bad.yaml", dir);
+    FILE *in = fopen("frameworks/fsdp.yaml", "r"), *o = fopen(prof, "w");
+    ck_assert(in && o);
+    char line[1024];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof line, in)) {
+        n++;
+        if (!bad && strstr(line, "  once_under_pp: true")) {
+            fputs("  once_under_pp: yes please\n", o);
+            bad = n;
+        } else {
+            fputs(line, o);
+        }
+    }
+    fclose(in);
+    fclose(o);
+    ck_assert(bad > 0);
+    snprintf(args, sizeof args,
+             "run --no-db --set model=models/llama-2-7b.json --set workload=text --set parallel.vision=null "
+             "--set cluster.nodes=1 --set 'parallel.llm={tp: 1, pp: 1, dp: 8}' --set train.global_batch=8 "
+             "--set train.framework=%s",
+             prof);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
+    char want[400];
+    snprintf(want, sizeof want, "%s:%d: key 'grad_sync.once_under_pp'", prof, bad);
+    ck_assert_msg(strstr(errtxt, want), "stderr: %s (want %s)", errtxt, want);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -1056,6 +1359,10 @@ int main(void)
     tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
     tcase_add_test(tc, extra_kernels_by_formula);
     tcase_add_test(tc, per_token_backward_counted_from_code);
+    tcase_add_test(tc, grad_sync_is_a_profile_default);
+    tcase_add_test(tc, every_microbatch_multiplies_dp_traffic);
+    tcase_add_test(tc, zero3_without_overlap_exposes_its_collectives);
+    tcase_add_test(tc, bad_grad_sync_is_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -109,10 +109,12 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
 
 /* The profile's overlap under ZeRO stage `zero`: gradient buckets for
- * 0-2 (always under 3: mmsim's ZeRO-3 reduce-scatters leave layer by layer
- * on the DP stream, as DeepSpeed's stage-3 overlap_comm default and FSDP2
- * do), the parameter all-gather for 1-2 (none to overlap under 0 and 3,
- * where the gathers are per layer). */
+ * 0-2 (always on under 3: ZeRO-3's per-layer gathers and reduce-scatters
+ * run on their own stream, as DeepSpeed's stage-3 overlap_comm default
+ * and FSDP2 do; only an explicit train.overlap_grad_reduce false turns it
+ * off, where the profile's zero3_blocking allows), the parameter
+ * all-gather for 1-2 (none to overlap under 0 and 3, where the gathers
+ * are per layer). */
 void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, bool *param_gather);
 
 /* Whether the profile reduces the DP gradients of ZeRO stage `zero` (0-3)

@@ -178,6 +178,13 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         double rs = mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n,
                                          grad);
         double ag = spec.zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
+        if (spec.zero >= 3 && !spec.overlap_grad_reduce) {
+            /* every one exposed: as the build cuts them, each layer's
+             * reduce-scatter and its z3_gathers gathers with their latency */
+            int k = spec.z3_gathers > 1 ? spec.z3_gathers : 1;
+            rs = dp_chunks * mm_net_analytic_time(&sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / dp_chunks);
+            ag = dp_chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / dp_chunks / k);
+        }
         dp_t = dp_sync(&spec, rs, ag, dp_fwd, dp_bwd, dp_chunks);
     }
     double T = pipe + enc_around + dp_t + opt;

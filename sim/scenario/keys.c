@@ -95,8 +95,11 @@ const mm_key mm_keys[] = {
     {"train.schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_schedule_names, "1f1b", "1f1b",
      "pipeline schedule (interleaved needs vpp > 1)", F(train.schedule), 0},
     {"train.overlap_grad_reduce", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_overlap_names, "auto", "auto",
-     "ZeRO 0-2: reduce gradient buckets during the last backward (Megatron's --overlap-grad-reduce); "
-     "auto: the train.framework profile's `overlap.grad_reduce`",
+     "ZeRO 0-2: reduce gradient buckets during the backward (Megatron's --overlap-grad-reduce, DeepSpeed's "
+     "overlap_comm); false: after it, or blocking each backward where the profile's grad_sync reduces every "
+     "micro-batch; ZeRO-3: false runs the gathers and reduce-scatters on the compute stream (DeepSpeed "
+     "overlap_comm false; refused where the profile's overlap.zero3_blocking is false); auto: the "
+     "train.framework profile's `overlap.grad_reduce`",
      F(train.overlap_grad_reduce), 0},
     {"train.overlap_param_gather", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_overlap_names, "auto", "auto",
      "ZeRO 1-2: overlap the distributed optimizer's parameter all-gather with the forward; auto: the "
