@@ -1086,6 +1086,24 @@ START_TEST(grad_sync_is_a_profile_default)
     ck_assert(!c.spec.grad_every_mb && mm_build_grad_syncs(&c.spec) == 1 && c.spec.m == 8);
     mm_sim_costs_free(&c);
     mm_sim_free(&sim);
+    /* ... and so does an LLM of one stage behind the encoder's own stage
+     * (placement pipeline, DFLOP's layouts): the schedule is a pipeline;
+     * homogeneous (the tower inside the LLM's stage), every micro-batch */
+    for (int k = 0; k < 2; k++) {
+        const char *enc[] = {"model=models/llava-1.5-7b.json",
+                             "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}",
+                             k ? "parallel.placement=homogeneous" : "parallel.placement=pipeline",
+                             k ? "parallel.llm={tp: 1, pp: 1, dp: 8}" : "parallel.llm={tp: 1, pp: 1, dp: 4}",
+                             k ? "parallel.vision={tp: 1, pp: 1, dp: 8}" : "parallel.vision={tp: 1, pp: 1, dp: 4}",
+                             "train.global_batch=32", "train.framework=fsdp", "train.zero=1"};
+        prepare(&sim, enc, 8);
+        ck_assert_int_eq(sim.n_enc, 1);
+        ck_assert_int_eq(sim.micro_batches, k ? 4 : 8);
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        ck_assert_msg(c.spec.grad_every_mb == (k == 1), "placement %s", k ? "homogeneous" : "pipeline");
+        mm_sim_costs_free(&c);
+        mm_sim_free(&sim);
+    }
 }
 END_TEST
 

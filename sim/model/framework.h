@@ -118,7 +118,8 @@ int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
 void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, bool *param_gather);
 
 /* Whether the profile reduces the DP gradients of ZeRO stage `zero` (0-3)
- * after every micro-batch's backward on a pipeline of `pp` stages: its
+ * after every micro-batch's backward on a pipeline of `pp` stages (an
+ * encoder's stages ahead of the LLM's count): its
  * grad_sync.every_microbatch for 0-2, unless pp > 1 and once_under_pp;
  * always under 3. */
 bool mm_framework_grad_every_microbatch(const mm_framework *fw, int zero, int pp);

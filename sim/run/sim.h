@@ -139,7 +139,8 @@ typedef struct mm_sim_breakdown {
      * (analytic, uncontended; the executed graph's, with contention and
      * overlap, is in the metrics): TP in the forward and in the input-
      * gradient pass, one pipeline transfer, and per stage the DP gradient
-     * reduction of the whole stage (once per iteration); p2p_hop_mean_s:
+     * reduction of the whole stage (one of them: mm_build_grad_syncs says
+     * how many an iteration runs, once or per micro-batch); p2p_hop_mean_s:
      * one transfer averaged over the pipeline's boundaries, the quantity
      * Zero Bubble's runtime benchmarks (docs/topology.md, p2p) */
     double tp_fwd_s, tp_bwd_s, p2p_s, p2p_hop_mean_s, dp_grad_s;
