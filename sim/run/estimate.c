@@ -70,6 +70,26 @@ static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1
     return grads + overlapped_dp(ag, sp->overlap_param_gather && sp->zero, fwd1, chunks);
 }
 
+/* The DP term over the DP group `dg` (of sp->dp ranks): the DP-heaviest
+ * stage's `grad` gradient bytes reduced (ZeRO: reduce-scattered), then
+ * under ZeRO its 16-bit `params` all-gathered, as the build carries them;
+ * fwd1, bwd1: that stage's one micro-batch's passes, over `chunks` layers. */
+static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg, double grad, double params,
+                      double fwd1, double bwd1, int chunks)
+{
+    int n = sp->dp;
+    double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n, grad);
+    double ag = sp->zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
+    if (sp->zero >= 3 && !sp->overlap_grad_reduce) {
+        /* every one exposed: as the build cuts them, each layer's
+         * reduce-scatter and its z3_gathers gathers with their latency */
+        int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
+        rs = chunks * mm_net_analytic_time(&sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks);
+        ag = chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
+    }
+    return dp_sync(sp, rs, ag, fwd1, bwd1, chunks);
+}
+
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -169,24 +189,9 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
     double pipe = (m + (stages - 1) / L->vpp) * worst;
-    int n = L->dp;
-    double dp_t = 0;
-    if (n > 1) {
-        const int *dg = group(ranks, n, L->tp * L->cp);
-        /* gradients reduced (ZeRO: reduce-scattered), then under ZeRO the
-         * 16-bit parameters all-gathered, as the build's DP tail carries them */
-        double rs = mm_net_analytic_time(&sim->cluster, spec.zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n,
-                                         grad);
-        double ag = spec.zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
-        if (spec.zero >= 3 && !spec.overlap_grad_reduce) {
-            /* every one exposed: as the build cuts them, each layer's
-             * reduce-scatter and its z3_gathers gathers with their latency */
-            int k = spec.z3_gathers > 1 ? spec.z3_gathers : 1;
-            rs = dp_chunks * mm_net_analytic_time(&sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / dp_chunks);
-            ag = dp_chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / dp_chunks / k);
-        }
-        dp_t = dp_sync(&spec, rs, ag, dp_fwd, dp_bwd, dp_chunks);
-    }
+    double dp_t = L->dp > 1 ? dp_term(sim, &spec, group(ranks, L->dp, L->tp * L->cp), grad, params, dp_fwd, dp_bwd,
+                                       dp_chunks)
+                            : 0;
     double T = pipe + enc_around + dp_t + opt;
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
