@@ -590,7 +590,9 @@ END_TEST
  * to overlap (gradient buckets under ZeRO 0-2, the distributed optimizer's
  * gather under 1-2; ZeRO-3's per-layer reduce-scatters always), auto (the
  * default) takes the profile's and true / false override it.  An explicit
- * false under ZeRO-3 is refused by name. */
+ * false under ZeRO-3 is refused by name under fsdp (no such FSDP2
+ * configuration; modeled under hf-deepspeed:
+ * zero3_without_overlap_exposes_its_collectives). */
 START_TEST(overlap_is_a_profile_default)
 {
     static const bool grad[] = {false, false, false, true}, param[] = {false, false, false, true};
@@ -644,7 +646,7 @@ START_TEST(overlap_is_a_profile_default)
             mm_sim_free(&sim);
         }
     }
-    /* refused by name: false under ZeRO-3 (not modeled), a parameter
+    /* refused by name: false under ZeRO-3 under fsdp, a parameter
      * gather to overlap without the distributed optimizer */
     const char *z3[] = {"train.framework=fsdp", "train.zero=3", "train.overlap_grad_reduce=false"};
     ck_assert_int_eq(prepare_rc(z3, 3, &err), -MM_EINPUT);
