@@ -313,9 +313,10 @@ START_TEST(flash_attention_speedups)
         int seq;
         double pub[3]; /* no FA, FA, FA-2 */
         ck_assert_int_eq(sscanf(line, "%15[^,],%d,%lf,%lf,%lf", model, &seq, &pub[0], &pub[1], &pub[2]), 5);
-        char name[16];
+        char name[16]; /* the model file: models/gpt3-1.3b.json */
         for (int i = 0; i < 16; i++)
-            name[i] = (char)(model[i] >= 'A' && model[i] <= 'Z' ? model[i] + 32 : model[i]);
+            if (!(name[i] = (char)(model[i] >= 'A' && model[i] <= 'Z' ? model[i] + 32 : model[i])))
+                break;
         double best[3] = {0, 0, 0};
         for (int a = 0; a < 3; a++)
             for (int mb = 1; mb <= 8; mb *= 2)
