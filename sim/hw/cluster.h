@@ -33,6 +33,10 @@ typedef struct mm_gpu_spec {
     double attn_eff;      /* flash-attention achieved / peak */
     double mem_eff;       /* achieved / peak HBM bandwidth, fused kernels */
     double kernel_overhead_s; /* fixed cost per kernel launch */
+    /* Elements per second torch's dropout kernels draw their masks at
+     * (Philox, integer-bound: gpu.dropout_gelems_s); 0 when the file does
+     * not state it, and dropout is then timed by its bytes alone. */
+    double dropout_elems_s;
     double compute_capability; /* CUDA sm version (8.0, 9.0); 0: not stated */
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used.  Owned (their

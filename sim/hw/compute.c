@@ -34,6 +34,19 @@ double mm_mem_time(const mm_gpu_spec *g, double bytes)
     return bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) + g->kernel_overhead_s;
 }
 
+/* torch's fused dropout (ATen fused_dropout_kernel) draws four uniforms
+ * per Philox4x32-10 call, ten rounds of 32-bit multiplies and xors per
+ * call: integer work of the same order as the bytes it moves on an A100,
+ * so the mask generation, not HBM, bounds it there (the rate's source is
+ * in each topology file). */
+double mm_dropout_time(const mm_gpu_spec *g, double bytes, double draws)
+{
+    double t = mm_mem_time(g, bytes);
+    if (draws > 0 && g->dropout_elems_s > 0)
+        t = fmax(t, draws / g->dropout_elems_s + g->kernel_overhead_s);
+    return t;
+}
+
 double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, double k,
                     double batch, double bytes)
 {
@@ -42,17 +55,29 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
         return mm_mem_time(g, bytes);
     double peak = peak_of(g, dt), rate;
     if (g->kernels.has_gemm) {
-        /* A batched GEMM (attention's QK^T and AV without flash kernels)
-         * fills the GPU like one GEMM with the batch stacked along m; its
-         * short inner dimension (the head dim) then limits it through the
-         * bytes it moves (the roofline below), not through the table's
+        /* A batched GEMM (attention's Q K^T and P V without flash kernels,
+         * MoE experts) has batch x tiles(m) x tiles(n) output tiles to
+         * spread over the SMs: it fills the GPU like the single GEMM of the
+         * same output area, looked up at that square shape (the table
+         * then clamps it at its largest m and n), with its own k, which
+         * sets each tile's main loop against its fixed prologue and
+         * epilogue.  Stacking the batch along m alone left a narrow n (the
+         * head dim of P V) at the table's n-starved small single GEMMs: the
+         * EleutherAI cookbook's A100 batched GEMMs (bmm 128 x 1024^3 at
+         * 227, k 2048 at 243, attention score and value products at head
+         * dim 256 at 130 and 219 TFLOP/s; tests/test_costs.c) ran 1.3-2.2x
+         * faster than that gave.  A short inner dimension (the head dim of
+         * Q K^T) is looked up at the table's smallest k and limited by
+         * the bytes it moves (the roofline below), not by the table's
          * scaling of small single GEMMs. */
-        double kk = k, nn = n;
+        double kk = k, nn = n, mm = m;
         if (batch > 1 && g->kernels.gemm.nk > 0 && k < g->kernels.gemm.k[0])
             kk = g->kernels.gemm.k[0];
         if (batch > 1 && g->kernels.gemm.nn > 0 && n < g->kernels.gemm.n[0])
             nn = g->kernels.gemm.n[0];
-        rate = mm_gemm_table_tflops(&g->kernels.gemm, m * (batch > 1 ? batch : 1), nn, kk) * 1e12;
+        if (batch > 1)
+            mm = nn = sqrt(m * nn * batch);
+        rate = mm_gemm_table_tflops(&g->kernels.gemm, mm, nn, kk) * 1e12;
         if (dt == MM_DTYPE_FP8 && g->peak_flops[MM_DTYPE_FP8] > 0)
             rate *= MM_FP8_GEMM_SPEEDUP;
         rate = fmin(rate, peak);

@@ -52,6 +52,11 @@ double mm_attn_time_impl(const mm_gpu_spec *g, mm_attn_impl impl, mm_dtype dt, d
 /* A memory-bound kernel moving `bytes`. */
 double mm_mem_time(const mm_gpu_spec *g, double bytes);
 
+/* Seconds of a dropout kernel that moves `bytes` and draws `draws` mask
+ * elements: the slower of its memory time and the draws at the GPU's
+ * dropout_elems_s (its bytes alone where the file states no rate). */
+double mm_dropout_time(const mm_gpu_spec *g, double bytes, double draws);
+
 /* Achieved fraction of HBM peak for a kernel of that size (table or factor). */
 double mm_mem_eff(const mm_gpu_spec *g, double bytes);
 

@@ -382,7 +382,7 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops,
                  double bytes, double m, double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0 };
+        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0, 0.0 };
     l->n++;
 }
 
@@ -407,6 +407,7 @@ mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p)
     o.pass = (int)p;
     if (p == MM_OP_F)
         return o;
+    o.draws = 0.0; /* masks are drawn once, in the forward */
     switch (f->kind) {
     case MM_OPK_GEMM:
         if (p == MM_OP_B) { /* dA[m x k] = dC[m x n] W^T[n x k] */
@@ -454,15 +455,22 @@ int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out
     out[0].bytes = B * (sq * d + sk * d) * e + scores * e;
     out[1] = base;
     /* scale + causal mask + softmax, one fused kernel (Megatron's
-     * scaled_upper_triang_masked_softmax, megatron/fused_kernels): forward
-     * reads the scores and writes the probabilities; backward reads the
-     * saved probabilities and the output gradient and writes the input
-     * gradient in place: 3 passes, not twice the forward's 2 */
+     * scaled_upper_triang_masked_softmax, megatron/fused_kernels; apex
+     * csrc/megatron/scaled_upper_triang_masked_softmax.h): forward reads
+     * the scores and writes the probabilities; backward reads the saved
+     * probabilities and the output gradient and writes the input gradient
+     * in place.  Causal (sq = sk), row r's warp loads only its first r + 1
+     * elements (`element_index < local_seq`, in both kernels) and writes
+     * the whole row, the masked part as zeros: forward half a pass read
+     * and one written, backward two half passes read and one written.
+     * Without the causal mask (the padding-mask kernel) every element is
+     * read: 2 and 3 passes. */
+    double rd = attn->causal && sq == sk ? 0.5 * (1.0 + 1.0 / sk) : 1.0;
     out[1].name = "attn_softmax";
     out[1].kind = MM_OPK_MEM;
-    out[1].bytes = 2 * scores * e;
+    out[1].bytes = (rd + 1) * scores * e;
     out[1].bwd_exact = true;
-    out[1].bwd_bytes = 3 * scores * e;
+    out[1].bwd_bytes = (2 * rd + 1) * scores * e;
     /* torch native_dropout: reads, writes and a one-byte mask;
      * native_dropout_backward reads the gradient and the mask and writes
      * the gradient: the forward's bytes again */
@@ -470,6 +478,7 @@ int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out
     out[2].name = "attn_dropout";
     out[2].kind = MM_OPK_MEM;
     out[2].bytes = scores * (2 * e + 1);
+    out[2].draws = scores;
     out[2].bwd_exact = true;
     out[2].bwd_bytes = out[2].bytes;
     out[3] = base;
@@ -508,9 +517,12 @@ int mm_llm_attn_unfused_eager(const mm_op_cost *attn, int dtype_bytes, mm_op_cos
     out[2].bwd_bytes = 0;
     /* torch.softmax (dim -1, 16-bit out) reads the scores and writes the
      * probabilities; _softmax_backward_data reads the output and its
-     * gradient and writes the input gradient: the fused kernel's counts.
-     * Dropout and the value einsum as Megatron's core. */
+     * gradient and writes the input gradient, every element (the mask
+     * was added above): 2 and 3 passes.  Dropout and the value einsum as
+     * Megatron's core. */
     out[3] = core[1];
+    out[3].bytes = 2 * B * sq * sk * e;
+    out[3].bwd_bytes = 3 * B * sq * sk * e;
     out[4] = core[2];
     out[5] = core[3];
     return 6;

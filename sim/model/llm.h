@@ -234,6 +234,8 @@ typedef struct mm_op_cost {
                         * kernel's code; 0: no backward kernel), not the
                         * generic twice the forward's */
     double bwd_bytes;
+    double draws;      /* MEM: dropout mask elements its forward draws from
+                        * the RNG (its backward reads the saved mask) */
 } mm_op_cost;
 
 /* The three passes zero-bubble schedules split a layer into (Qi et al.,
