@@ -93,7 +93,9 @@ END_TEST
  * micro-batches as that stage forwards before its first backward: under
  * the interleaved schedule and GPipe that is more than pp, and too short a
  * lead deadlocked.  Both run now, uneven stages included, on the analytic
- * and the flow network; GPipe is no faster than 1F1B. */
+ * and the flow network; GPipe is no faster than 1F1B (to 1e-5: the same
+ * work and bubble, and the overlapped DP traffic slows what it overlaps
+ * for as long as it runs, which the schedules place differently). */
 START_TEST(pipeline_encoder_any_schedule)
 {
     static mm_scenario sc;
@@ -122,7 +124,7 @@ START_TEST(pipeline_encoder_any_schedule)
             mm_scenario_free(&sc);
         }
     for (int net = 0; net < 2; net++)
-        ck_assert_msg(t[net][1] >= t[net][2] * (1 - 1e-9), "gpipe %g < 1f1b %g", t[net][1], t[net][2]);
+        ck_assert_msg(t[net][1] >= t[net][2] * (1 - 1e-5), "gpipe %g < 1f1b %g", t[net][1], t[net][2]);
 }
 END_TEST
 

@@ -27,7 +27,7 @@ static const int *group(int *ranks, int n, int stride)
  * forward of the first micro-batch (megatron/core/distributed/
  * param_and_grad_buffer.py), and the build emits them so.  The last (first)
  * bucket stays exposed, whatever does not fit behind the pass too, and the
- * hidden part slows the compute it overlaps by MM_OVERLAP_SLOWDOWN, as the
+ * hidden part slows the compute it overlaps (mm_overlap_delay), as the
  * executor charges it.  (The executor sees the schedule; this sees one
  * pass, so it is the pre-score's approximation, corrected by rescoring.) */
 static double overlapped_dp(double t, bool on, double hide, int buckets)
@@ -36,7 +36,7 @@ static double overlapped_dp(double t, bool on, double hide, int buckets)
         return t;
     double last = t / buckets, behind = t - last;
     double hidden = fmin(behind, hide);
-    return last + (behind - hidden) + MM_OVERLAP_SLOWDOWN * hidden;
+    return last + (behind - hidden) + mm_overlap_delay(hidden);
 }
 
 /* Exposed seconds of a DP collective of `t` seconds that runs beside
@@ -45,7 +45,7 @@ static double overlapped_dp(double t, bool on, double hide, int buckets)
  * grad_every_mb, behind the next micro-batch's passes). */
 static double behind(double t, double hide)
 {
-    return fmax(0, t - hide) + MM_OVERLAP_SLOWDOWN * fmin(t, hide);
+    return fmax(0, t - hide) + mm_overlap_delay(fmin(t, hide));
 }
 
 /* The DP term: the gradient reduce(-scatter) `rs` of the stage's whole

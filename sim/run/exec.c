@@ -32,6 +32,19 @@ typedef struct xop {
     uint8_t runs;    /* completions (saturating at 255) */
 } xop;
 
+/* The compute op a stream runs, paced by the communication beside it: it
+ * runs at 1 / (1 + overlap) of its pace while its rank has overlapped
+ * communication in flight and at full pace otherwise, so its end moves
+ * when that starts or stops (the event scheduled before is then stale:
+ * its generation no longer matches). */
+typedef struct run_slot {
+    uint32_t id;   /* UINT32_MAX: none */
+    uint32_t gen;  /* of the end event that counts */
+    double left;   /* nominal seconds of work left at `since` */
+    mm_time since;
+    bool slow;
+} run_slot;
+
 typedef struct exec_state {
     mm_engine *eng;
     const mm_graph *g;
@@ -49,6 +62,7 @@ typedef struct exec_state {
     double *scale;       /* per op: perturbation multiplier of dur_s; NULL: none */
     uint32_t *comm_active; /* per rank: overlapped communication ops in flight */
     double overlap;      /* mm_exec_opts.overlap_slowdown */
+    struct run_slot *slot; /* per stream: its running compute op's pace (overlap > 0) */
     int rc;
     mm_err *err;
 } exec_state;
@@ -63,15 +77,16 @@ static bool overlapped(const exec_state *st, uint32_t id)
     return st->overlap > 0 && op->stream != MM_STREAM_COMPUTE && op->rank >= 0 && op->rank < st->g->n_ranks;
 }
 static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg);
+static size_t stream_of(const xop *op);
 
-static void start_op(exec_state *st, uint32_t id, double dur_s)
+/* Schedules op id's end dur_s from now; gen tags the event (run_slot). */
+static void end_in(exec_state *st, uint32_t id, double dur_s, uint32_t gen)
 {
     mm_time now = mm_engine_now(st->eng);
-    st->start[id] = now;
     mm_time at = mm_time_add(now, mm_time_from_s(dur_s, MM_ROUND_NEAREST));
     /* The queue allocates only when the pool grows, and refuses a time in
      * the past (a negative duration): either stops the run with its op. */
-    if (!mm_engine_at(st->eng, at, on_complete, st, id) && st->rc == 0) {
+    if (!mm_engine_at(st->eng, at, on_complete, st, (uint64_t)id | (uint64_t)gen << 32) && st->rc == 0) {
         const mm_op *op = &st->g->ops[id];
         st->rc = mm_err_set(st->err, MM_EINTERNAL, "", 0, "",
                             "cannot schedule the end of op %u (%s, rank %d, stage %d) after %g s: %s", id,
@@ -81,17 +96,52 @@ static void start_op(exec_state *st, uint32_t id, double dur_s)
     }
 }
 
+static void start_op(exec_state *st, uint32_t id, double dur_s)
+{
+    st->start[id] = mm_engine_now(st->eng);
+    end_in(st, id, dur_s, 0);
+}
+
+/* A compute op that communication beside it slows (hw/exec.h). */
+static bool paced(const exec_state *st, const xop *op)
+{
+    return st->slot && op->coll < 0 && op->stream < MM_STREAM_COUNT && op->rank >= 0 &&
+           op->rank < st->g->n_ranks && !mm_cat_is_comm(op->cat);
+}
+
+/* Rank r's overlapped communication started (slow) or stopped: the
+ * compute ops its streams run change pace from now. */
+static void repace(exec_state *st, int32_t r, bool slow)
+{
+    mm_time now = mm_engine_now(st->eng);
+    for (size_t k = 0; k < MM_STREAM_COUNT; k++) {
+        run_slot *s = &st->slot[(size_t)r * MM_STREAM_COUNT + k];
+        if (s->id == UINT32_MAX || s->slow == slow)
+            continue;
+        double ran = (double)(now - s->since) / (double)MM_NS_PER_S;
+        s->left = fmax(0.0, s->left - (s->slow ? ran / (1.0 + st->overlap) : ran));
+        s->since = now;
+        s->slow = slow;
+        end_in(st, s->id, s->slow ? s->left * (1.0 + st->overlap) : s->left, ++s->gen);
+    }
+}
+
 /* The op's dependencies are met and it heads its stream (or has none). */
 static void arrive(exec_state *st, uint32_t id)
 {
     xop *op = &st->x[id];
     op->arrived = 1;
     if (op->coll < 0) {
-        double d = op->dur_s;
-        if (st->overlap > 0 && op->rank >= 0 && op->rank < st->g->n_ranks && st->comm_active[op->rank] > 0 &&
-            !mm_cat_is_comm(op->cat))
-            d *= 1.0 + st->overlap;
-        start_op(st, id, d);
+        if (!paced(st, op)) {
+            start_op(st, id, op->dur_s);
+            return;
+        }
+        run_slot *s = &st->slot[stream_of(op)];
+        s->id = id;
+        s->left = op->dur_s;
+        s->since = st->start[id] = mm_engine_now(st->eng);
+        s->slow = st->comm_active[op->rank] > 0;
+        end_in(st, id, s->slow ? s->left * (1.0 + st->overlap) : s->left, ++s->gen);
         return;
     }
     uint32_t c = (uint32_t)op->coll;
@@ -102,8 +152,8 @@ static void arrive(exec_state *st, uint32_t id)
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++) {
         uint32_t m = st->coll_ops[k];
         st->start[m] = now;
-        if (overlapped(st, m))
-            st->comm_active[st->x[m].rank]++;
+        if (overlapped(st, m) && st->comm_active[st->x[m].rank]++ == 0 && st->slot)
+            repace(st, st->x[m].rank, true);
     }
     mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
                        .gpus = st->g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
@@ -148,6 +198,12 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
     exec_state *st = ctx;
     uint32_t id = (uint32_t)arg;
     xop *op = &st->x[id];
+    if (paced(st, op)) {
+        run_slot *s = &st->slot[stream_of(op)];
+        if (s->id != id || s->gen != (uint32_t)(arg >> 32))
+            return; /* its end moved (repace) */
+        s->id = UINT32_MAX;
+    }
     mm_time now = mm_engine_now(eng);
     st->end[id] = now;
     st->done++;
@@ -194,8 +250,8 @@ static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg)
     exec_state *st = ctx;
     uint32_t c = (uint32_t)arg;
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
-        if (overlapped(st, st->coll_ops[k]))
-            st->comm_active[st->x[st->coll_ops[k]].rank]--;
+        if (overlapped(st, st->coll_ops[k]) && --st->comm_active[st->x[st->coll_ops[k]].rank] == 0 && st->slot)
+            repace(st, st->x[st->coll_ops[k]].rank, false);
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
         on_complete(eng, st, st->coll_ops[k]);
 }
@@ -297,11 +353,15 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
     st.comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st.comm_active);
     st.overlap = opts ? opts->overlap_slowdown : 0.0;
+    if (st.overlap > 0 && (st.slot = malloc((nstreams + 1) * sizeof *st.slot)))
+        for (size_t s = 0; s <= nstreams; s++)
+            st.slot[s] = (run_slot){.id = UINT32_MAX};
     uint8_t *runs = NULL;
     mm_time t0 = mm_engine_now(eng);
     st.last = t0;
     int rc = 0;
-    if (!st.x || !st.head || !st.coll_arrived || !st.coll_off || !st.coll_ops || !st.comm_active) {
+    if (!st.x || !st.head || !st.coll_arrived || !st.coll_off || !st.coll_ops || !st.comm_active ||
+        (st.overlap > 0 && !st.slot)) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
         goto out;
     }
@@ -366,6 +426,7 @@ out:
     free(st.coll_off);
     free(st.coll_ops);
     free(st.comm_active);
+    free(st.slot);
     free(runs);
     free(st.scale);
     return rc;

@@ -42,9 +42,9 @@ typedef struct mm_exec_opts {
                                kernels (HBM perturbations and node groups' GPUs
                                scale that part); NULL: all compute-bound */
     uint64_t iteration;     /* selects the jitter stream (with c->pt.seed) */
-    /* A compute op that starts while its rank has overlapped communication
-     * in flight (a collective on the DP or side stream, or a pipeline
-     * transfer) runs this much longer: NCCL's kernels take SMs and HBM
+    /* A compute op runs 1 + this times longer for as long as its rank has
+     * overlapped communication in flight (a collective on the DP or side
+     * stream, or a pipeline transfer): NCCL's kernels take SMs and HBM
      * bandwidth from it (MM_OVERLAP_SLOWDOWN).  0: free overlap. */
     double overlap_slowdown;
 } mm_exec_opts;
@@ -54,10 +54,18 @@ typedef struct mm_exec_opts {
  * MI210s, against the same kernels alone (Lee et al., "Characterizing
  * Compute-Communication Overlap in GPU-Accelerated Distributed Deep
  * Learning: Performance and Power Implications", arXiv 2507.03114, 2025).
- * A microbenchmark-level average, applied to a whole op that starts while
- * communication runs; communication that starts mid-op does not slow it
- * (an approximation both ways). */
+ * A microbenchmark-level average: a compute op runs at 1 / (1 + it) of its
+ * pace for as long as its rank has overlapped communication in flight
+ * (starting or ending mid-op), at full pace otherwise. */
 #define MM_OVERLAP_SLOWDOWN 0.189
+
+/* Seconds a compute op loses to `overlapped_s` seconds of communication
+ * beside it at that pace; the planner's pre-score (estimate.c) charges
+ * hidden communication the same. */
+static inline double mm_overlap_delay(double overlapped_s)
+{
+    return overlapped_s * MM_OVERLAP_SLOWDOWN / (1.0 + MM_OVERLAP_SLOWDOWN);
+}
 
 /* mm_exec_run with options (NULL: as mm_exec_run). */
 int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
