@@ -193,6 +193,7 @@ static void builder_free(builder *b, work *w)
     free(b->z3.id);
     free(b->epc.id);
     free(b->bucket.id);
+    free(b->enc_sync.id);
     free(w->steps);
     free(w->last);
     free(w->bucket_of);
@@ -248,7 +249,8 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
     if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
           b->layer_ops && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
           cache_init(&b->bucket, (size_t)(sp->zero < 3 ? mm_build_grad_syncs(sp) : 1) * sp->pp * b->max_chunks *
-                                     sp->vpp * 2) == 0))
+                                     sp->vpp * 2) == 0 &&
+          cache_init(&b->enc_sync, mm_bld_enc_sync_slots(sp)) == 0))
         return mm_bld_fail(b, "out of memory for %d ranks, %zu passes", n_ranks, npass);
     for (int r = 0; r < n_ranks; r++)
         b->last_compute[r] = b->last_dp[r] = -1;
@@ -395,6 +397,13 @@ static int emit_stage(builder *b, work *w, int s)
             if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->dp > 1 && grads_done &&
                 (every || mb == sp->m - 1))
                 rc = emit_grad_buckets(b, w, s, rank, c, every ? mb : -1);
+            /* a homogeneous encoder's, after its backward (the last of
+             * the pass) and behind the LLM's buckets, as FSDP2 issues them
+             * in post-backward order */
+            int hs = rc == 0 && vs == 0 && pass == MM_PASS_B ? mm_bld_emit_homog_sync(b, d, mb) : 0;
+            if (hs > 0 && !sp->overlap_grad_reduce) /* the DP tail follows the blocking reduce */
+                w->last[rank] = (uint32_t)b->last_compute[rank];
+            rc = hs < 0 ? -1 : rc;
         }
     }
     return rc;

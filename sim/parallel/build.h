@@ -141,6 +141,11 @@ typedef struct mm_enc_spec {
                                  optimizer gathers them (0: = grad_bytes) */
     double opt_s;             /* one encoder GPU's optimizer step */
     int buffer;               /* disjoint: queue length in micro-batches */
+    /* the profile's grad_sync for the encoder's own ZeRO stage on the
+     * pipeline it runs in (mm_framework_grad_every_microbatch): its DP
+     * reduce after every backward it runs, else once after the last
+     * (mm_build_enc_grad_syncs counts them) */
+    bool grad_every_mb;
     const mm_enc_mb_cost *mb; /* dp * m entries, index d*m + mb */
     /* colocated, per encoder DP rank (NULL: the iteration's work spread
      * evenly, resharded by one uniform all-to-all): n_ranks = LLM GPUs /
@@ -228,6 +233,17 @@ int mm_build_gpus(const mm_build_spec *sp);
  * else 1.  The builder and the pre-score (mm_sim_estimate) both count
  * with it; each carries the stage's whole gradient bytes. */
 int mm_build_grad_syncs(const mm_build_spec *sp);
+
+/* The same count for encoder i's gradients (one encoder GPU's grad_bytes
+ * each): 0 when frozen; 1 unless grad_every_mb; with it, one per backward
+ * the encoder runs: m on the LLM's first stage (homogeneous), the fewest
+ * micro-batches a replica of its own GPUs takes, dp m / dp_enc (pipeline,
+ * disjoint), and 1 colocated (one backward over its whole share of the
+ * batch, after the LLM's).  The last is the DP tail's; the builder issues
+ * the earlier ones after their backward, on the DP stream with
+ * overlap_grad_reduce, else blocking the compute stream, and the
+ * pre-score (mm_sim_estimate) counts the same. */
+int mm_build_enc_grad_syncs(const mm_build_spec *sp, int i);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set

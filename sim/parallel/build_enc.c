@@ -70,6 +70,81 @@ int64_t mm_bld_emit_homogeneous(builder *b, int d, int vs, int pass, int mb, int
     return prev; /* -2 on error */
 }
 
+/* ---- gradient reduction after every backward ------------------------------ */
+
+int mm_build_enc_grad_syncs(const mm_build_spec *sp, int i)
+{
+    const mm_enc_spec *e = &sp->enc[i];
+    if (e->frozen)
+        return 0;
+    /* colocated: one backward of the rank's whole share after the LLM's
+     * (the totals of emit_colocated), so one reduce whatever the profile */
+    if (!e->grad_every_mb || e->placement == MM_ENC_COLOCATED)
+        return 1;
+    if (e->placement == MM_ENC_HOMOGENEOUS)
+        return sp->m;
+    /* replica rep takes micro-batches rep, rep + dp_enc, ... (enc_tasks);
+     * a collective needs every replica, so the fewest count (a replica
+     * with one more runs it before the tail's reduce) */
+    int n = e->dp > 0 ? sp->dp * sp->m / e->dp : 1;
+    return n > 1 ? n : 1;
+}
+
+/* Slots of encoder i in b->enc_sync: its stages x its reduces, when more
+ * than the tail's one. */
+static size_t enc_sync_count(const mm_build_spec *sp, int i)
+{
+    int k = mm_build_enc_grad_syncs(sp, i), pp = sp->enc[i].pp > 0 ? sp->enc[i].pp : 1;
+    return k > 1 ? (size_t)pp * (size_t)k : 0;
+}
+
+size_t mm_bld_enc_sync_slots(const mm_build_spec *sp)
+{
+    size_t n = 0;
+    for (int i = 0; i < sp->n_enc; i++)
+        n += enc_sync_count(sp, i);
+    return n;
+}
+
+/* Encoder i's k-th reduce of its stage se's gradients, on `rank` after
+ * `after`, over the n GPUs of that stage's DP group in b->gbuf: the LLM's
+ * kind (all-reduce, or reduce-scatter under ZeRO), on the DP stream with
+ * the overlap, else on the compute stream, which waits for it (as the
+ * LLM's buckets, build.c emit_grad_buckets). */
+static int64_t emit_enc_sync(builder *b, int i, int se, int k, int rank, int vs, int mb, int n, int64_t after)
+{
+    const mm_build_spec *sp = b->sp;
+    size_t key = (size_t)se * (size_t)mm_build_enc_grad_syncs(sp, i) + (size_t)k;
+    for (int j = 0; j < i; j++)
+        key += enc_sync_count(sp, j);
+    int kind = sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE;
+    int64_t cl = shared_coll(b, &b->enc_sync, key, kind, n, 1, sp->enc[i].grad_bytes, n);
+    int stream = sp->overlap_grad_reduce ? MM_STREAM_DP : MM_STREAM_COMPUTE;
+    int64_t id = add_comm(b, rank, stream, MM_CAT_DP, vs, mb, -1, cl, after);
+    if (id >= 0)
+        mm_graph_set_module(b->g, (uint32_t)id, i + 1);
+    return id;
+}
+
+int mm_bld_emit_homog_sync(builder *b, int d, int mb)
+{
+    const mm_build_spec *sp = b->sp;
+    int done = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        /* the B passes of stage 0's chunk 0 run in micro-batch order under
+         * every schedule: the last, m - 1, is the DP tail's */
+        if (e->placement != MM_ENC_HOMOGENEOUS || sp->dp < 2 || e->grad_bytes <= 0 ||
+            mb >= mm_build_enc_grad_syncs(sp, i) - 1)
+            continue;
+        int rank = rank_of(sp, d, 0), n = dp_group(b, 0);
+        if (emit_enc_sync(b, i, 0, mb, rank, 0, mb, n, b->last_compute[rank]) < 0)
+            return -1;
+        done = 1;
+    }
+    return done;
+}
+
 /* ---- encoders ------------------------------------------------------------ */
 
 static double enc_total(const builder *b, const mm_enc_spec *e, int what)
@@ -308,7 +383,8 @@ int mm_bld_emit_own_encoder(builder *b, int i)
                 rc = -1;
                 break;
             }
-            int ch = enc_stage_chunks(e, se);
+            int ch = enc_stage_chunks(e, se), nb = 0;
+            int syncs = e->dp > 1 && e->grad_bytes > 0 ? mm_build_enc_grad_syncs(sp, i) : 0;
             for (int t = 0; t < e->tp; t++)
                 tpg[t] = enc_gpu(b, i, t, rep, se);
             for (int k = 0; k < n && rc == 0; k++) {
@@ -335,8 +411,15 @@ int mm_bld_emit_own_encoder(builder *b, int i)
                     mm_graph_set_module(b->g, (uint32_t)t, i + 1);
                 }
                 pe->last = (uint32_t)t;
+                /* every backward's reduce but the last (the tail's) */
+                if (steps[k].pass == MM_PASS_B && nb < syncs - 1) {
+                    for (int r = 0; r < e->dp; r++)
+                        b->gbuf[r] = enc_gpu(b, i, 0, r, se);
+                    rc = emit_enc_sync(b, i, se, nb++, rank, -(e->pp - se), j, e->dp, t) < 0 ? -1 : 0;
+                }
                 /* disjoint: a bounded queue between the encoder and the LLM */
-                if (disjoint && se == 0 && steps[k].pass == MM_PASS_F && e->buffer > 0 && steps[k].mb >= e->buffer) {
+                if (rc == 0 && disjoint && se == 0 && steps[k].pass == MM_PASS_F && e->buffer > 0 &&
+                    steps[k].mb >= e->buffer) {
                     int g0 = tasks[steps[k].mb - e->buffer];
                     rc = mm_graph_dep(b->g, b->fe[pass_index(b, 0, g0 % sp->dp, g0 / sp->dp)].first, pe->first);
                 }

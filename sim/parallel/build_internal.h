@@ -33,6 +33,7 @@ typedef struct builder {
     coll_cache z3;        /* ZeRO-3: (vs, mb, pass, layer) -> gather / scatter */
     coll_cache epc;       /* EP: (group, vs, mb, pass, layer, k) */
     coll_cache bucket;    /* DP buckets: (stage, bucket) for grads and params */
+    coll_cache enc_sync;  /* encoders' per-micro-batch reduces: (encoder, stage, k) */
     int max_chunks;
     int *gbuf;            /* scratch GPU list */
     int llm_off;          /* first GPU of the LLM */
@@ -142,6 +143,12 @@ int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes);
 int mm_bld_emit_colocated(builder *b, int i, int pass);
 int mm_bld_emit_own_encoder(builder *b, int i);
 int mm_bld_emit_enc_tail(builder *b, int i);
+/* A homogeneous encoder's reduce after micro-batch mb's backward of
+ * replica d's first stage, when it reduces every micro-batch (all but the
+ * last, which the DP tail carries); 1 when it issued one, 0, or -1. */
+int mm_bld_emit_homog_sync(builder *b, int d, int mb);
+/* Size of b->enc_sync: every encoder's stages x its reduces. */
+size_t mm_bld_enc_sync_slots(const mm_build_spec *sp);
 /* post-balance's all-to-alls: at = 0 the encoder phase's and the LLM
  * phase's forward ones (opening the iteration), at = 1 the gradients'. */
 int mm_bld_emit_rebalance(builder *b, int at);

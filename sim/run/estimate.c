@@ -90,6 +90,34 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
     return dp_sync(sp, rs, ag, fwd1, bwd1, chunks);
 }
 
+/* What the encoders' reductions after every backward add (n =
+ * mm_build_enc_grad_syncs > 1, as the build issues them): the n - 1
+ * before the DP tail's, each of one encoder GPU's grad_bytes over its DP
+ * group (homogeneous: the LLM's first stage's; on its own GPUs: its
+ * first stage's shape, dp_enc GPUs tp_enc apart), blocking the compute
+ * stream, or with the overlap beside the rank's next micro-batch `hide`
+ * (homogeneous: the slowest stage's F + B; its own: one stage's share of
+ * one micro-batch's encoder F + B).  The tail's reduce itself is not in
+ * the pre-score, as an encoder's once-per-iteration reduce never was. */
+static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ranks, double worst)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    double t = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        bool homog = e->placement == MM_ENC_HOMOGENEOUS;
+        int n = mm_build_enc_grad_syncs(sp, i), dp = homog ? L->dp : e->dp;
+        if (n < 2 || dp < 2 || e->grad_bytes <= 0)
+            continue;
+        const int *g = homog ? group(ranks, L->dp, L->tp * L->cp) : group(ranks, e->dp, e->tp);
+        double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, g, dp,
+                                         e->grad_bytes);
+        double hide = homog ? worst : (e->mb[0].fwd_s + e->mb[0].bwd_s) / e->pp;
+        t += (n - 1) * (sp->overlap_grad_reduce ? behind(rs, hide) : rs);
+    }
+    return t;
+}
+
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -125,8 +153,8 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     /* one rank array, as large as the largest group timed below (TP of
      * each module, DP of the LLM): no group is cut short */
     int m = sim->micro_batches, most = L->tp > L->dp ? L->tp : L->dp;
-    for (int i = 0; i < spec.n_enc; i++)
-        most = spec.enc[i].tp > most ? spec.enc[i].tp : most;
+    for (int i = 0; i < spec.n_enc; i++) /* an encoder's TP and DP groups too */
+        most = spec.enc[i].tp > most ? spec.enc[i].tp : spec.enc[i].dp > most ? spec.enc[i].dp : most;
     ranks = malloc((size_t)most * sizeof *ranks);
     if (!ranks) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -192,7 +220,8 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     double dp_t = L->dp > 1 ? dp_term(sim, &spec, group(ranks, L->dp, L->tp * L->cp), grad, params, dp_fwd, dp_bwd,
                                        dp_chunks)
                             : 0;
-    double T = pipe + enc_around + dp_t + opt;
+    double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
+    double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
     mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
@@ -202,7 +231,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     mt->mfu = flops / (T * mt->gpus * peak);
     mt->hfu = hw / (T * mt->gpus * peak);
     mt->bubble_fraction = (stages - 1) / L->vpp * worst / pipe;
-    mt->exposed_comm_s = dp_t;
+    mt->exposed_comm_s = dp_t + enc_dp;
 out:
     free(ranks);
     mm_sim_costs_free(&costs);
