@@ -239,11 +239,16 @@ int mm_build_grad_syncs(const mm_build_spec *sp);
  * the encoder runs: m on the LLM's first stage (homogeneous), the fewest
  * micro-batches a replica of its own GPUs takes, dp m / dp_enc (pipeline,
  * disjoint), and 1 colocated (one backward over its whole share of the
- * batch, after the LLM's).  The last is the DP tail's; the builder issues
- * the earlier ones after their backward, on the DP stream with
- * overlap_grad_reduce, else blocking the compute stream, and the
- * pre-score (mm_sim_estimate) counts the same. */
+ * batch, after the LLM's).  The builder issues them after their
+ * backward, on the DP stream with overlap_grad_reduce, else blocking the
+ * compute stream, the last in the DP tail (mm_build_enc_early_syncs). */
 int mm_build_enc_grad_syncs(const mm_build_spec *sp, int i);
+
+/* Of those, the ones the builder issues after their backward, before the
+ * DP tail: all but the tail's last (all of them for a homogeneous encoder
+ * under ZeRO-3, whose DP tail reduces no gradients).  The pre-score
+ * charges these. */
+int mm_build_enc_early_syncs(const mm_build_spec *sp, int i);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set

@@ -90,12 +90,20 @@ int mm_build_enc_grad_syncs(const mm_build_spec *sp, int i)
     return n > 1 ? n : 1;
 }
 
-/* Slots of encoder i in b->enc_sync: its stages x its reduces, when more
- * than the tail's one. */
+int mm_build_enc_early_syncs(const mm_build_spec *sp, int i)
+{
+    int n = mm_build_enc_grad_syncs(sp, i);
+    /* mm_bld_emit_dp_tail reduces a homogeneous encoder's gradients with
+     * the LLM's leftovers only under ZeRO 0-2 (ZeRO-3 has none there) */
+    bool tail = !(sp->enc[i].placement == MM_ENC_HOMOGENEOUS && sp->zero >= 3);
+    return n > 0 && tail ? n - 1 : n;
+}
+
+/* Slots of encoder i in b->enc_sync: its stages x its early reduces. */
 static size_t enc_sync_count(const mm_build_spec *sp, int i)
 {
-    int k = mm_build_enc_grad_syncs(sp, i), pp = sp->enc[i].pp > 0 ? sp->enc[i].pp : 1;
-    return k > 1 ? (size_t)pp * (size_t)k : 0;
+    int pp = sp->enc[i].pp > 0 ? sp->enc[i].pp : 1;
+    return (size_t)pp * (size_t)mm_build_enc_early_syncs(sp, i);
 }
 
 size_t mm_bld_enc_sync_slots(const mm_build_spec *sp)
@@ -114,7 +122,7 @@ size_t mm_bld_enc_sync_slots(const mm_build_spec *sp)
 static int64_t emit_enc_sync(builder *b, int i, int se, int k, int rank, int vs, int mb, int n, int64_t after)
 {
     const mm_build_spec *sp = b->sp;
-    size_t key = (size_t)se * (size_t)mm_build_enc_grad_syncs(sp, i) + (size_t)k;
+    size_t key = (size_t)se * (size_t)mm_build_enc_early_syncs(sp, i) + (size_t)k;
     for (int j = 0; j < i; j++)
         key += enc_sync_count(sp, j);
     int kind = sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE;
@@ -133,12 +141,14 @@ int mm_bld_emit_homog_sync(builder *b, int d, int mb)
     for (int i = 0; i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         /* the B passes of stage 0's chunk 0 run in micro-batch order under
-         * every schedule: the last, m - 1, is the DP tail's */
-        if (e->placement != MM_ENC_HOMOGENEOUS || sp->dp < 2 || e->grad_bytes <= 0 ||
-            mb >= mm_build_enc_grad_syncs(sp, i) - 1)
+         * every schedule: m reduces, one after each, or 1 after the last;
+         * the last is the DP tail's unless ZeRO-3 (early = n then) */
+        int n = mm_build_enc_grad_syncs(sp, i), early = mm_build_enc_early_syncs(sp, i);
+        int k = n > 1 ? mb : mb - (sp->m - 1);
+        if (e->placement != MM_ENC_HOMOGENEOUS || sp->dp < 2 || e->grad_bytes <= 0 || k < 0 || k >= early)
             continue;
-        int rank = rank_of(sp, d, 0), n = dp_group(b, 0);
-        if (emit_enc_sync(b, i, 0, mb, rank, 0, mb, n, b->last_compute[rank]) < 0)
+        int rank = rank_of(sp, d, 0), g = dp_group(b, 0);
+        if (emit_enc_sync(b, i, 0, k, rank, 0, mb, g, b->last_compute[rank]) < 0)
             return -1;
         done = 1;
     }
@@ -384,7 +394,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
                 break;
             }
             int ch = enc_stage_chunks(e, se), nb = 0;
-            int syncs = e->dp > 1 && e->grad_bytes > 0 ? mm_build_enc_grad_syncs(sp, i) : 0;
+            int early = e->dp > 1 && e->grad_bytes > 0 ? mm_build_enc_early_syncs(sp, i) : 0;
             for (int t = 0; t < e->tp; t++)
                 tpg[t] = enc_gpu(b, i, t, rep, se);
             for (int k = 0; k < n && rc == 0; k++) {
@@ -412,7 +422,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
                 }
                 pe->last = (uint32_t)t;
                 /* every backward's reduce but the last (the tail's) */
-                if (steps[k].pass == MM_PASS_B && nb < syncs - 1) {
+                if (steps[k].pass == MM_PASS_B && nb < early) {
                     for (int r = 0; r < e->dp; r++)
                         b->gbuf[r] = enc_gpu(b, i, 0, r, se);
                     rc = emit_enc_sync(b, i, se, nb++, rank, -(e->pp - se), j, e->dp, t) < 0 ? -1 : 0;

@@ -90,15 +90,16 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
     return dp_sync(sp, rs, ag, fwd1, bwd1, chunks);
 }
 
-/* What the encoders' reductions after every backward add (n =
- * mm_build_enc_grad_syncs > 1, as the build issues them): the n - 1
- * before the DP tail's, each of one encoder GPU's grad_bytes over its DP
- * group (homogeneous: the LLM's first stage's; on its own GPUs: its
- * first stage's shape, dp_enc GPUs tp_enc apart), blocking the compute
- * stream, or with the overlap beside the rank's next micro-batch `hide`
- * (homogeneous: the slowest stage's F + B; its own: one stage's share of
- * one micro-batch's encoder F + B).  The tail's reduce itself is not in
- * the pre-score, as an encoder's once-per-iteration reduce never was. */
+/* What the encoders' reductions after their backward add, as the build
+ * issues them (mm_build_enc_early_syncs: all but the DP tail's), each of
+ * one encoder GPU's grad_bytes over its DP group (homogeneous: the LLM's
+ * first stage's; on its own GPUs: its first stage's shape, dp_enc GPUs
+ * tp_enc apart), blocking the compute stream, or with the overlap beside
+ * the rank's next micro-batch `hide` (homogeneous: the slowest stage's
+ * F + B; its own: one stage's share of one micro-batch's encoder F + B);
+ * one after the last backward (a homogeneous encoder under ZeRO-3) is
+ * exposed whole.  The tail's reduce is not in the pre-score, as an
+ * encoder's once-per-iteration reduce never was. */
 static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ranks, double worst)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
@@ -106,14 +107,15 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
     for (int i = 0; i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         bool homog = e->placement == MM_ENC_HOMOGENEOUS;
-        int n = mm_build_enc_grad_syncs(sp, i), dp = homog ? L->dp : e->dp;
-        if (n < 2 || dp < 2 || e->grad_bytes <= 0)
+        int n = mm_build_enc_early_syncs(sp, i), dp = homog ? L->dp : e->dp;
+        if (n < 1 || dp < 2 || e->grad_bytes <= 0)
             continue;
         const int *g = homog ? group(ranks, L->dp, L->tp * L->cp) : group(ranks, e->dp, e->tp);
         double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, g, dp,
                                          e->grad_bytes);
         double hide = homog ? worst : (e->mb[0].fwd_s + e->mb[0].bwd_s) / e->pp;
-        t += (n - 1) * (sp->overlap_grad_reduce ? behind(rs, hide) : rs);
+        int last = n == mm_build_enc_grad_syncs(sp, i); /* no tail reduce after it */
+        t += (n - last) * (sp->overlap_grad_reduce ? behind(rs, hide) : rs) + last * rs;
     }
     return t;
 }
