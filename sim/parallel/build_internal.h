@@ -144,10 +144,11 @@ int mm_bld_emit_colocated(builder *b, int i, int pass);
 int mm_bld_emit_own_encoder(builder *b, int i);
 int mm_bld_emit_enc_tail(builder *b, int i);
 /* A homogeneous encoder's reduce after micro-batch mb's backward of
- * replica d's first stage, when it reduces every micro-batch (all but the
- * last, which the DP tail carries); 1 when it issued one, 0, or -1. */
+ * replica d's first stage, where mm_build_enc_early_syncs has one there
+ * (every micro-batch but the last, which the DP tail carries, or under
+ * ZeRO-3 the last too); 1 when it issued one, 0, or -1. */
 int mm_bld_emit_homog_sync(builder *b, int d, int mb);
-/* Size of b->enc_sync: every encoder's stages x its reduces. */
+/* Size of b->enc_sync: every encoder's stages x its early reduces. */
 size_t mm_bld_enc_sync_slots(const mm_build_spec *sp);
 /* post-balance's all-to-alls: at = 0 the encoder phase's and the LLM
  * phase's forward ones (opening the iteration), at = 1 the gradients'. */

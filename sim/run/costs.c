@@ -240,9 +240,6 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
  * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
  * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
  * breakdown (may be NULL). */
-/* The build spec's layout and communication fields of the LLM: degrees,
- * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
- * size of each TP, CP, EP and pipeline message. */
 /* The pipeline the LLM's schedule runs: the LLM's stages and, placed as
  * stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even when
  * the LLM has one stage).  Its length decides grad_sync.once_under_pp for
@@ -258,6 +255,9 @@ static int schedule_pipe(const mm_sim *sim)
     return pipe;
 }
 
+/* The build spec's layout and communication fields of the LLM: degrees,
+ * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
+ * size of each TP, CP, EP and pipeline message. */
 static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool sp, int gbytes)
 {
     const mm_scenario *sc = &sim->sc;
