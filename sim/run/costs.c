@@ -180,6 +180,14 @@ int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
     return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
 }
 
+int mm_sim_pipe_stages(const mm_sim *sim)
+{
+    int pipe = sim->sc.parallel.llm.pp;
+    for (int i = 0; i < sim->n_enc && sim->sc.parallel.placement == MM_PLACE_PIPELINE; i++)
+        pipe += sim->enc[i].layout.pp;
+    return pipe;
+}
+
 void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather)
 {
     const mm_scenario *sc = &sim->sc;
@@ -267,13 +275,9 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->sp = sp;
     spec->tp_overlap = sc->train.tp_comm_overlap;
     mm_sim_overlap(sim, zero, &spec->overlap_grad_reduce, &spec->overlap_param_gather);
-    /* the pipeline its schedule runs: the LLM's stages and, placed as
-     * stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even
-     * when the LLM has one stage) */
-    int pipe = L->pp;
-    for (int i = 0; i < sim->n_enc && sc->parallel.placement == MM_PLACE_PIPELINE; i++)
-        pipe += sim->enc[i].layout.pp;
+    int pipe = mm_sim_pipe_stages(sim);
     spec->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe);
+    spec->z3_once = mm_framework_z3_keep_gathered(&sim->fw, zero, pipe);
     spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
     spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
     spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
