@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/framework.h"
 #include "model/memory.h"
 #include "parallel/build.h"
 #include "parallel/passtimes.h"
@@ -769,6 +770,57 @@ START_TEST(fsdp_zero3_pipeline_keeps_parameters)
 }
 END_TEST
 
+/* zero3.keep_gathered_under_pp by profile (fsdp alone keeps the blocks
+ * gathered; DeepSpeed's pipeline engine has no ZeRO-3, Megatron-FSDP
+ * gathers every micro-batch), mm_framework_z3_keep_gathered only at
+ * ZeRO-3 on pp > 1, and a bad or missing value refused naming the file,
+ * its line and the key. */
+START_TEST(keep_gathered_is_a_profile_key)
+{
+    static const char *const names[] = {"megatron-core", "megatron-local", "hf-deepspeed", "fsdp"};
+    for (int i = 0; i < 4; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "frameworks/%s.yaml", names[i]);
+        mm_framework fw;
+        mm_err err;
+        ck_assert_msg(mm_framework_load(path, &fw, &err) == 0, "%s: %s", path, err.msg);
+        ck_assert_msg(fw.z3_keep_under_pp == (i == 3), "%s", names[i]);
+        for (int zero = 0; zero <= 3; zero++)
+            for (int pp = 1; pp <= 2; pp++)
+                ck_assert(mm_framework_z3_keep_gathered(&fw, zero, pp) == (i == 3 && zero == 3 && pp == 2));
+    }
+    static const char *const edits[] = {"  keep_gathered_under_pp: sometimes\n", "\n"};
+    for (int k = 0; k < 2; k++) {
+        FILE *in = fopen("frameworks/fsdp.yaml", "r");
+        ck_assert_ptr_nonnull(in);
+        char tmp[64] = "/tmp/mmsim-z3pp-XXXXXX", line[1024];
+        int fd = mkstemp(tmp), at = 0, n = 0;
+        ck_assert(fd >= 0);
+        FILE *out = fdopen(fd, "w");
+        while (fgets(line, sizeof line, in)) {
+            n++;
+            bool hit = !at && strstr(line, "  keep_gathered_under_pp:");
+            fputs(hit ? edits[k] : line, out);
+            at = hit ? n : at;
+        }
+        fclose(in);
+        fclose(out);
+        ck_assert(at > 0);
+        mm_framework fw;
+        mm_err err;
+        int rc = mm_framework_load(tmp, &fw, &err);
+        unlink(tmp);
+        ck_assert_int_eq(rc, -MM_EINPUT);
+        ck_assert_str_eq(err.key, "zero3.keep_gathered_under_pp");
+        ck_assert_str_eq(err.file, tmp);
+        if (k == 0) /* the bad value's own line; a missing key: its section's */
+            ck_assert_int_eq(err.line, at);
+        else
+            ck_assert(err.line > 0);
+    }
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -793,6 +845,7 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, disjoint_placement);
     tcase_add_test(tc, fsdp_zero3_pipeline_gathers_once);
     tcase_add_test(tc, fsdp_zero3_pipeline_keeps_parameters);
+    tcase_add_test(tc, keep_gathered_is_a_profile_key);
     suite_add_tcase(s, tc);
     return s;
 }
