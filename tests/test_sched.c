@@ -770,6 +770,49 @@ START_TEST(fsdp_zero3_pipeline_keeps_parameters)
 }
 END_TEST
 
+/* z3_once under every schedule (comm_spec: pp 2, dp 4, 4 layers, 4
+ * micro-batches; interleaved with 2 chunks of 2 layers): each rank gathers
+ * and reduce-scatters each of its layers once, the reduce-scatters after
+ * the chunk's last backward (the ZB-H1 W pass), and every op runs once,
+ * as soon as it can; the DP stream of the last backward's chunk carries
+ * the whole stage's gradients. */
+START_TEST(z3_once_every_schedule)
+{
+    static const mm_schedule kinds[] = {MM_SCHEDULE_GPIPE, MM_SCHEDULE_1F1B, MM_SCHEDULE_INTERLEAVED,
+                                        MM_SCHEDULE_ZB_H1};
+    for (int i = 0; i < 4; i++) {
+        mm_stage_cost st[4];
+        mm_build_spec sp = comm_spec(st);
+        sp.schedule = kinds[i];
+        if (kinds[i] == MM_SCHEDULE_INTERLEAVED) {
+            sp.vpp = 2;
+            for (int v = 0; v < 4; v++)
+                st[v] = (mm_stage_cost){.chunks = 2, .fwd_s = 2e-3, .bwd_s = 4e-3, .grad_bytes = 200e6,
+                                        .opt_s = 0.5e-3};
+        }
+        if (kinds[i] == MM_SCHEDULE_ZB_H1)
+            for (int v = 0; v < 2; v++)
+                st[v].wgrad_s = 3e-3;
+        sp.zero = 3;
+        sp.overlap_grad_reduce = true;
+        sp.z3_once = true;
+        ck_assert_int_eq(mm_build_z3_gather_passes(&sp), 1);
+        ck_assert_int_eq(mm_build_grad_syncs(&sp), 1);
+        /* 8 ranks x 4 layers x (1 gather + 1 reduce-scatter) */
+        ck_assert_int_eq(count_cat(&sp, MM_CAT_DP, MM_STREAM_DP), 8 * 4 * 2);
+        mm_graph g;
+        ck_assert_int_eq(mm_build_iteration(&sp, &g, NULL), 0);
+        for (uint32_t k = 0; k < g.n_ops; k++) /* a scatter waits for micro-batch m-1 */
+            if (g.ops[k].cat == MM_CAT_DP && g.ops[k].coll >= 0 &&
+                g.colls[g.ops[k].coll].kind == MM_COLL_REDUCESCATTER)
+                ck_assert_int_eq(g.ops[k].mb, sp.m - 1);
+        mm_graph_free(&g);
+        run_result r = run_spec(&sp);
+        ck_assert_msg(r.all_once && r.eager, "schedule %d", i);
+    }
+}
+END_TEST
+
 /* zero3.keep_gathered_under_pp by profile (fsdp alone keeps the blocks
  * gathered; DeepSpeed's pipeline engine has no ZeRO-3, Megatron-FSDP
  * gathers every micro-batch), mm_framework_z3_keep_gathered only at
@@ -846,6 +889,7 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, fsdp_zero3_pipeline_gathers_once);
     tcase_add_test(tc, fsdp_zero3_pipeline_keeps_parameters);
     tcase_add_test(tc, keep_gathered_is_a_profile_key);
+    tcase_add_test(tc, z3_once_every_schedule);
     suite_add_tcase(s, tc);
     return s;
 }
