@@ -196,7 +196,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             (gathers[(k + depth + 1) % Z3_RING] =
                  zero3_gather(b, d, vs, mb, pass, LAYER_AT(k + depth + 1), tail, MM_STREAM_DP)) < 0)
             return -1;
-        if (z3_rs && !sp->z3_once) { /* blocking: the next layer's backward waits for it */
+        if (z3_rs && !sp->z3_once) { /* every micro-batch; blocking, the next layer waits */
             int64_t o = zero3_scatter(b, d, vs, mb, pass, layer, tail, z3_block);
             if (o < 0)
                 return -1;
