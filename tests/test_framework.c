@@ -1426,7 +1426,9 @@ static double enc_reduce_bytes(const mm_graph *g, int rank, int *ops, int *block
  *    before the tail on the compute stream, blocking it;
  *  - homogeneous under fsdp ZeRO-3: 4, all after their backward (the DP
  *    tail reduces nothing under ZeRO-3; before, the tower's gradients were
- *    not reduced at all there). */
+ *    not reduced at all there);
+ *  - pipeline under fsdp ZeRO-3: once, as the LLM's stages on that
+ *    pipeline (zero3.keep_gathered_under_pp). */
 START_TEST(encoder_reduces_every_microbatch)
 {
     static const struct {
@@ -1440,6 +1442,7 @@ START_TEST(encoder_reduces_every_microbatch)
         {"colocated", "fsdp", "train.zero=1", 0, 1, 0, 1, 0},
         {"homogeneous", "hf-deepspeed", "train.zero=2", 0, 4, 3, 3, 3},
         {"homogeneous", "fsdp", "train.zero=3", 0, 4, 4, 4, 0},
+        {"pipeline", "fsdp", "train.zero=3", 4, 1, 0, 1, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         static mm_sim sim;

@@ -17,7 +17,8 @@ const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
                                        "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", NULL};
-static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", NULL};
+static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
+                                       NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
@@ -187,6 +188,8 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_double(r, z, "prefetch_mparams", "zero3.prefetch_mparams", 0.0, 1e6, &fw->z3_prefetch_params);
     if (!rc)
         rc = req_double(r, z, "max_live_mparams", "zero3.max_live_mparams", 0.0, 1e6, &fw->z3_max_live_params);
+    if (!rc)
+        rc = req_bool(r, z, "keep_gathered_under_pp", "zero3.keep_gathered_under_pp", &fw->z3_keep_under_pp);
     fw->z3_per_module = gather == 1;
     fw->z3_prefetch_params *= 1e6;
     fw->z3_max_live_params *= 1e6;
@@ -257,6 +260,11 @@ void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, b
 {
     *grad_reduce = zero >= 3 || fw->overlap_grad_reduce;
     *param_gather = zero >= 1 && zero <= 2 && fw->overlap_param_gather;
+}
+
+bool mm_framework_z3_keep_gathered(const mm_framework *fw, int zero, int pp)
+{
+    return zero >= 3 && pp > 1 && fw->z3_keep_under_pp;
 }
 
 bool mm_framework_grad_every_microbatch(const mm_framework *fw, int zero, int pp)

@@ -68,6 +68,14 @@ typedef struct mm_framework {
     /* parameters that may be gathered at once (DeepSpeed's
      * stage3_max_live_parameters), bounding the prefetch: 0 none */
     double z3_max_live_params;
+    /* zero3.keep_gathered_under_pp: on a pipeline the parameters stay
+     * gathered from the first micro-batch's forward to the last one's
+     * backward and the gradients accumulate unsharded, reduce-scattered
+     * once after the stage's last backward (torchtitan's
+     * fsdp_reshard_after_forward "default" is False under PP, and torch's
+     * PipelineStage sets reshard_after_backward and requires_gradient_sync
+     * False for every backward but the last) */
+    bool z3_keep_under_pp;
     /* how its data pipeline lays out a micro-batch's sequences (the
      * collator or dataset the framework's training scripts use) */
     mm_padding padding;
@@ -88,7 +96,7 @@ typedef struct mm_framework {
      * pipeline parallelism (pp > 1) once whatever the stage when
      * once_under_pp (torch.distributed.pipelining and DeepSpeed's pipeline
      * engine sync after the last backward only).  ZeRO-3 reduce-scatters
-     * every micro-batch under every profile (no key). */
+     * every micro-batch unless zero3.keep_gathered_under_pp applies. */
     bool every_microbatch[3];
     bool once_under_pp;
 } mm_framework;
@@ -117,11 +125,17 @@ int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
  * are per layer). */
 void mm_framework_overlap(const mm_framework *fw, int zero, bool *grad_reduce, bool *param_gather);
 
+/* Whether ZeRO stage `zero` on a pipeline of `pp` stages (an encoder's
+ * stages ahead of the LLM's count) keeps the parameters gathered across
+ * micro-batches and reduce-scatters once after the last backward: zero 3,
+ * pp > 1 and the profile's zero3.keep_gathered_under_pp. */
+bool mm_framework_z3_keep_gathered(const mm_framework *fw, int zero, int pp);
+
 /* Whether the profile reduces the DP gradients of ZeRO stage `zero` (0-3)
  * after every micro-batch's backward on a pipeline of `pp` stages (an
  * encoder's stages ahead of the LLM's count): its
  * grad_sync.every_microbatch for 0-2, unless pp > 1 and once_under_pp;
- * always under 3. */
+ * always under 3 (mm_framework_z3_keep_gathered says when only once). */
 bool mm_framework_grad_every_microbatch(const mm_framework *fw, int zero, int pp);
 
 /* Reads a profile.  Unknown keys, missing keys, wrong types and values out

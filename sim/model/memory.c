@@ -185,6 +185,17 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
      * gradients): the 4 bytes above scaled, the other states unchanged */
     if (c->grad_bytes > 0)
         out->grads *= c->grad_bytes / MM_BYTES_GRAD;
+    /* FSDP2 on a pipeline (z3_keep): the all-gathered 16-bit parameters of
+     * every block stay from the first forward to the last backward
+     * (reshard_after_forward False, no reshard after a backward but the
+     * last), and each block's gradient accumulates unsharded in the reduce
+     * dtype (FSDPParam.to_accumulated_grad_if_needed) until the one
+     * reduce-scatter: both the whole stage's, in place of the 1/dp shards
+     * (the sharded fp32 copy stays in the optimizer term) */
+    if (c->zero >= 3 && c->z3_keep) {
+        out->weights = out->params * MM_BYTES_WEIGHT;
+        out->grads = out->params * (c->grad_bytes > 0 ? c->grad_bytes : MM_BYTES_GRAD);
+    }
     if (c->frozen)
         out->grads = out->optimizer = 0;
 

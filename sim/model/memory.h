@@ -59,6 +59,10 @@ typedef struct mm_mem_config {
                             gradients (LLaVA's stage 1) */
     double grad_bytes;   /* bytes of one gradient buffer element (the
                             framework's reduce dtype); 0: MM_BYTES_GRAD */
+    bool z3_keep;        /* ZeRO-3 with the stage's parameters kept gathered
+                            across micro-batches and its gradients
+                            accumulated unsharded until the last backward
+                            (FSDP2 on a pipeline): both whole, not /dp */
 } mm_mem_config;
 
 typedef struct mm_mem_rank {

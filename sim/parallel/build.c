@@ -328,7 +328,14 @@ static int map_rank_gpus(builder *b)
 
 int mm_build_grad_syncs(const mm_build_spec *sp)
 {
-    return sp->zero >= 3 || sp->grad_every_mb ? sp->m : 1;
+    if (sp->zero >= 3)
+        return sp->z3_once ? 1 : sp->m;
+    return sp->grad_every_mb ? sp->m : 1;
+}
+
+int mm_build_z3_gather_passes(const mm_build_spec *sp)
+{
+    return sp->zero < 3 ? 0 : sp->z3_once ? 1 : 2 * sp->m;
 }
 
 /* Gradient reduction after rank's pass of chunk c on stage s, of the last

@@ -38,7 +38,10 @@
  *    are all-gathered before each forward and backward (prefetched one
  *    layer ahead) and its gradients reduce-scattered after each backward,
  *    both on the DP stream, or without overlap_grad_reduce (DeepSpeed's
- *    overlap_comm false) both on the compute stream, blocking it.
+ *    overlap_comm false) both on the compute stream, blocking it; with
+ *    z3_once (FSDP2 on a pipeline) each layer is gathered before the first
+ *    micro-batch's forward only and reduce-scattered after the last
+ *    backward only.
  *
  * Micro-batches may differ (modality-mixed samples): per-micro-batch costs
  * (mb_costs) replace the stage's uniform ones.
@@ -181,6 +184,12 @@ typedef struct mm_build_spec {
      * once, after the last.  ZeRO-3 reduce-scatters every micro-batch's
      * gradients layer by layer either way (mm_build_grad_syncs). */
     bool grad_every_mb;
+    /* ZeRO-3 on a pipeline as FSDP2 runs it under torch pipelining
+     * (mm_framework_z3_keep_gathered): each layer's parameters gathered
+     * once, ahead of the first micro-batch's forward, and kept until the
+     * last backward; its gradients reduce-scattered once, after the
+     * chunk's last backward (mm_build_grad_syncs, mm_build_z3_gather_passes) */
+    bool z3_once;
     double bucket_bytes;     /* DP bucket size (0: one bucket per stage) */
     double tp_bytes;         /* one TP message (0: no TP traffic) */
     int tp_msgs_fwd, tp_msgs_bwd; /* TP all-reduces per chunk and pass */
@@ -229,9 +238,9 @@ int mm_build_enc_homes(const mm_build_spec *sp, int i, int *home, int max);
 int mm_build_gpus(const mm_build_spec *sp);
 
 /* DP gradient reductions per iteration of one stage's gradients: m when
- * they are reduced after every micro-batch (ZeRO-3, or grad_every_mb),
- * else 1.  The builder and the pre-score (mm_sim_estimate) both count
- * with it; each carries the stage's whole gradient bytes. */
+ * they are reduced after every micro-batch (ZeRO-3 unless z3_once, or
+ * grad_every_mb), else 1.  The builder and the pre-score (mm_sim_estimate)
+ * both count with it; each carries the stage's whole gradient bytes. */
 int mm_build_grad_syncs(const mm_build_spec *sp);
 
 /* The same count for encoder i's gradients (one encoder GPU's grad_bytes
@@ -249,6 +258,12 @@ int mm_build_enc_grad_syncs(const mm_build_spec *sp, int i);
  * under ZeRO-3, whose DP tail reduces no gradients).  The pre-score
  * charges these. */
 int mm_build_enc_early_syncs(const mm_build_spec *sp, int i);
+
+/* ZeRO-3: passes per iteration before which a stage's parameters are
+ * all-gathered, layer by layer: 1 with z3_once (the first micro-batch's
+ * forward), else 2 m (every forward and backward); 0 below ZeRO-3.  The
+ * builder and the pre-score both count with it. */
+int mm_build_z3_gather_passes(const mm_build_spec *sp);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set

@@ -26,6 +26,20 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     return add_comm(b, rank_of(sp, d, vs), stream, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
 
+/* ZeRO-3 reduce-scatter of one layer's gradients after `after` (its last
+ * backward work): on the DP stream, or with `block` (no overlap) on the
+ * compute stream, which then waits for it.  Returns the op or -1. */
+static int64_t zero3_scatter(builder *b, int d, int vs, int mb, int pass, int layer, int64_t after, bool block)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
+    int n = dp_group(b, vs % sp->pp);
+    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / c->chunks, n);
+    return add_comm(b, rank_of(sp, d, vs), block ? MM_STREAM_COMPUTE : MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl,
+                    after);
+}
+
 /* A layer's TP, CP and EP communication after its compute op (a pass with
  * communication: F or B): blocking ones extend *tail on the compute
  * stream, overlapped ones (tp_comm_overlap, the CP ring) run on the side
@@ -94,7 +108,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int s = vs % sp->pp, rank = rank_of(sp, d, vs), chunks = c->chunks;
+    int rank = rank_of(sp, d, vs), chunks = c->chunks;
     int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
     /* per-micro-batch costs, when micro-batches differ */
     const mm_mb_cost *mc = sp->mb_costs ? &sp->mb_costs[pass_index(b, vs, d, mb)] : NULL;
@@ -130,7 +144,13 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
      * holds the depth + 1 issued ahead. */
     enum { Z3_RING = 16 };
     int depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
-    bool z3 = sp->zero >= 3 && comm_pass && sp->dp > 1;
+    /* z3_once (FSDP2 on a pipeline, reshard_after_forward False and no
+     * reshard after a backward but the last): only the first micro-batch's
+     * forward gathers, every later pass finds the layers gathered */
+    bool z3 = sp->zero >= 3 && comm_pass && sp->dp > 1 && (!sp->z3_once || (pass == MM_PASS_F && mb == 0));
+    /* ZeRO-3's gradients leave after a layer's last backward work */
+    bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
+    bool z3_rs = sp->zero >= 3 && grads_done && sp->dp > 1 && c->grad_bytes > 0; /* none when frozen */
     /* DeepSpeed's overlap_comm false: the gathers and reduce-scatters run
      * on the default stream (parameter_offload.py __allgather_stream,
      * stage3.py reduce_and_partition_stream), so each blocks the compute;
@@ -176,24 +196,27 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             (gathers[(k + depth + 1) % Z3_RING] =
                  zero3_gather(b, d, vs, mb, pass, LAYER_AT(k + depth + 1), tail, MM_STREAM_DP)) < 0)
             return -1;
-        /* ZeRO-3: this layer's gradients leave after its last backward work */
-        bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
-        if (sp->zero >= 3 && grads_done && sp->dp > 1 && c->grad_bytes > 0) { /* none when frozen */
-            size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
-            int n = dp_group(b, s);
-            int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / chunks, n);
-            if (z3_block) { /* the next layer's backward waits for it */
-                if ((tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_DP, vs, mb, layer, cl, tail)) < 0)
-                    return -1;
-            } else if (add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl, tail) < 0) {
+        if (z3_rs && !sp->z3_once) { /* every micro-batch; blocking, the next layer waits */
+            int64_t o = zero3_scatter(b, d, vs, mb, pass, layer, tail, z3_block);
+            if (o < 0)
                 return -1;
-            }
+            tail = z3_block ? o : tail;
         }
         prev = tail;
     }
 #undef LAYER_AT
     if (pass == MM_PASS_B && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, NULL)) < -1)
         return -1;
+    /* z3_once: the gradients accumulated unsharded over the micro-batches
+     * leave after the chunk's last backward, every layer's at once
+     * (PipelineStage._post_backward runs each FSDP state's post_backward,
+     * in module order); the schedules run micro-batch m-1's last */
+    for (int k = 0; z3_rs && sp->z3_once && mb == sp->m - 1 && k < chunks; k++) {
+        int64_t o = zero3_scatter(b, d, vs, mb, pass, k, prev, z3_block);
+        if (o < 0)
+            return -1;
+        prev = z3_block ? o : prev;
+    }
     pe->last = (uint32_t)prev;
     return 0;
 }

@@ -180,6 +180,14 @@ int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
     return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
 }
 
+int mm_sim_pipe_stages(const mm_sim *sim)
+{
+    int pipe = sim->sc.parallel.llm.pp;
+    for (int i = 0; i < sim->n_enc && sim->sc.parallel.placement == MM_PLACE_PIPELINE; i++)
+        pipe += sim->enc[i].layout.pp;
+    return pipe;
+}
+
 void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather)
 {
     const mm_scenario *sc = &sim->sc;
@@ -240,21 +248,6 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
  * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
  * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
  * breakdown (may be NULL). */
-/* The pipeline the LLM's schedule runs: the LLM's stages and, placed as
- * stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even when
- * the LLM has one stage).  Its length decides grad_sync.once_under_pp for
- * the LLM and for those encoders alike: torch's PipelineStage (each
- * encoder stage is one) turns gradient sync off for all but its last
- * backward (backward_maybe_with_nosync), DeepSpeed's PipelineEngine
- * reduces every stage once in its ReduceGrads instruction. */
-static int schedule_pipe(const mm_sim *sim)
-{
-    int pipe = sim->sc.parallel.llm.pp;
-    for (int i = 0; i < sim->n_enc && sim->sc.parallel.placement == MM_PLACE_PIPELINE; i++)
-        pipe += sim->enc[i].layout.pp;
-    return pipe;
-}
-
 /* The build spec's layout and communication fields of the LLM: degrees,
  * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
  * size of each TP, CP, EP and pipeline message. */
@@ -282,7 +275,9 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->sp = sp;
     spec->tp_overlap = sc->train.tp_comm_overlap;
     mm_sim_overlap(sim, zero, &spec->overlap_grad_reduce, &spec->overlap_param_gather);
-    spec->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, schedule_pipe(sim));
+    int pipe = mm_sim_pipe_stages(sim);
+    spec->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe);
+    spec->z3_once = mm_framework_z3_keep_gathered(&sim->fw, zero, pipe);
     spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
     spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
     spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
@@ -593,10 +588,15 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
         /* the profile's grad_sync for the encoder's ZeRO stage on its
          * pipeline: the LLM's schedule for a homogeneous or pipeline
-         * encoder; a disjoint one runs its own loop over its own pp
-         * stages (colocated: one backward, mm_build_enc_grad_syncs) */
-        int pipe = es->placement == MM_ENC_DISJOINT ? es->pp : schedule_pipe(sim);
-        es->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe);
+         * encoder (each encoder stage is a stage of it: torch's
+         * PipelineStage turns sync off for all but its last backward,
+         * backward_maybe_with_nosync; DeepSpeed's PipelineEngine reduces
+         * every stage once, ReduceGrads), as ZeRO-3's z3_once; a disjoint
+         * one runs its own loop over its own pp stages (colocated: one
+         * backward, mm_build_enc_grad_syncs) */
+        int pipe = es->placement == MM_ENC_DISJOINT ? es->pp : mm_sim_pipe_stages(sim);
+        es->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe) &&
+                            !mm_framework_z3_keep_gathered(&sim->fw, zero, pipe);
         double local = params / tp / es->pp;
         /* the framework's gradient dtype and optimizer phase, as the LLM's */
         es->grad_bytes = local * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);

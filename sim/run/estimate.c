@@ -54,12 +54,17 @@ static double behind(double t, double hide)
  * micro-batch), with what the overlap hides.  Under ZeRO-3 without
  * overlap every micro-batch gathers the parameters before its forward and
  * its backward and reduce-scatters the gradients, all on the compute
- * stream. */
+ * stream (mm_build_z3_gather_passes gathers, n scatters).  With z3_once
+ * (FSDP2 on a pipeline) the gathers run once, prefetched behind the first
+ * forward, and the reduce-scatters once after the last backward, where no
+ * compute of the stage is left to hide them. */
 static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1, double bwd1, int chunks)
 {
     int n = mm_build_grad_syncs(sp);
     if (sp->zero >= 3 && !sp->overlap_grad_reduce)
-        return n * (rs + 2 * ag);
+        return n * (rs + (double)mm_build_z3_gather_passes(sp) / n * ag); /* 2 ag a micro-batch, or once */
+    if (sp->zero >= 3 && sp->z3_once)
+        return rs + overlapped_dp(ag, true, fwd1, chunks);
     double grads;
     if (sp->zero >= 3 || n == 1)
         grads = overlapped_dp(rs, sp->overlap_grad_reduce, bwd1, chunks);
@@ -80,12 +85,14 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
     int n = sp->dp;
     double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n, grad);
     double ag = sp->zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
-    if (sp->zero >= 3 && !sp->overlap_grad_reduce) {
+    if (sp->zero >= 3 && (!sp->overlap_grad_reduce || sp->z3_once)) {
         /* every one exposed: as the build cuts them, each layer's
-         * reduce-scatter and its z3_gathers gathers with their latency */
+         * reduce-scatter and its z3_gathers gathers with their latency
+         * (with z3_once the scatters only: the gathers hide but the first) */
         int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
         rs = chunks * mm_net_analytic_time(&sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks);
-        ag = chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
+        if (!sp->overlap_grad_reduce)
+            ag = chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
     }
     return dp_sync(sp, rs, ag, fwd1, bwd1, chunks);
 }

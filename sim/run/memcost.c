@@ -51,6 +51,8 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .recompute = mm_sim_mem_recompute_of(sim, L),
         .frozen = sim->llm_frozen,
         .grad_bytes = mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision),
+        .z3_keep = mm_framework_z3_keep_gathered(&sim->fw, L->zero >= 0 ? L->zero : sc->train.zero,
+                                                 mm_sim_pipe_stages(sim)),
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,

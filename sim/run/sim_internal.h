@@ -23,6 +23,11 @@ void mm_sim_free_workload(mm_sim *sim);
 /* costs.c: a module's recompute mode: parallel.<module>.recompute when
  * given, else train.recompute (mm_recompute). */
 int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
+/* costs.c: the pipeline the LLM's schedule runs: its stages and, placed
+ * as stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even
+ * when the LLM has one stage).  The time (grad_sync, ZeRO-3's gathers) and
+ * the memory (ZeRO-3's gathered parameters) both ask it. */
+int mm_sim_pipe_stages(const mm_sim *sim);
 /* memcost.c: the same as the memory model keeps it (mm_sim_mem_recompute,
  * sim.h: a fused attention kernel never stores the scores) for one module. */
 int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay);
