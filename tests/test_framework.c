@@ -1566,7 +1566,8 @@ START_TEST(encoder_reductions_in_the_pre_score)
     for (int k = 0; k < 2; k++) {
         static mm_sim sim;
         prepare_mm(&sim, "disjoint", "hf-deepspeed", "train.zero=1",
-                   k ? "parallel.vision={tp: 1, pp: 1, dp: 4, zero: 1}" : "parallel.vision={tp: 1, pp: 1, dp: 4, zero: 2}");
+                   k ? "parallel.vision={tp: 1, pp: 1, dp: 4, zero: 1}"
+                     : "parallel.vision={tp: 1, pp: 1, dp: 4, zero: 2}");
         mm_sim_costs c;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);

@@ -1,7 +1,8 @@
 /* build_enc.c - the encoders' part of one iteration's graph, per
  * placement: homogeneous (on the LLM's first stage), colocated (on all of
  * the LLM's GPUs, before and after it), and on GPUs of their own (pipeline,
- * disjoint) with their hand-over to the LLM and their DP tail.
+ * disjoint) with their hand-over to the LLM, their DP reductions after
+ * each backward where the profile's grad_sync says so, and their DP tail.
  * Not for: the LLM's passes (build_llm.c) or the iteration's order
  * (build.c). */
 #include "parallel/build_internal.h"
