@@ -879,6 +879,32 @@ START_TEST(optimizer_fp16_loss_scale)
 }
 END_TEST
 
+/* Copies the profile `src` into a fresh temporary folder `dir` (tag names
+ * it), the first line holding `match` replaced by `repl`; `path` gets the
+ * copy's name.  Returns the replaced line's number (0: no line matched). */
+static int profile_with_line(const char *src, const char *match, const char *repl, const char *tag, char *dir,
+                             size_t dcap, char *path, size_t cap)
+{
+    mmx_tmpdir(dir, dcap, tag);
+    snprintf(path, cap, "%s/bad.yaml", dir);
+    FILE *in = fopen(src, "r"), *o = fopen(path, "w");
+    ck_assert(in && o);
+    char line[1024];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof line, in)) {
+        n++;
+        if (!bad && strstr(line, match)) {
+            fputs(repl, o);
+            bad = n;
+        } else {
+            fputs(line, o);
+        }
+    }
+    fclose(in);
+    fclose(o);
+    return bad;
+}
+
 /* The binary: a bad profile exits 2 with "FILE:LINE: key 'KEY'", and the
  * --json `breakdown` object carries mm_sim_get_breakdown's numbers (%.9g:
  * 1e-8 relative). */
@@ -887,23 +913,8 @@ static char out[1 << 17], errtxt[1 << 14];
 START_TEST(cli_bad_profile_and_json_breakdown)
 {
     char dir[256], prof[300], args[1024];
-    mmx_tmpdir(dir, sizeof dir, "fw");
-    snprintf(prof, sizeof prof, "%s/bad.yaml", dir);
-    FILE *in = fopen("frameworks/hf-deepspeed.yaml", "r"), *o = fopen(prof, "w");
-    ck_assert(in && o);
-    char line[1024];
-    int n = 0, bad = 0;
-    while (fgets(line, sizeof line, in)) {
-        n++;
-        if (!bad && strstr(line, "  host_overhead_us: 3.6")) {
-            fputs("  host_overhead_us: fast\n", o);
-            bad = n;
-        } else {
-            fputs(line, o);
-        }
-    }
-    fclose(in);
-    fclose(o);
+    int bad = profile_with_line("frameworks/hf-deepspeed.yaml", "  host_overhead_us: 3.6", "  host_overhead_us: fast\n",
+                                "fw", dir, sizeof dir, prof, sizeof prof);
     ck_assert(bad > 0);
     const char *base = "--set model=models/llama-2-7b.json --set workload=text --set parallel.vision=null "
                        "--set cluster.nodes=1 --set 'parallel.llm={tp: 2, pp: 2, dp: 2}' --set train.global_batch=16";
@@ -1331,23 +1342,8 @@ START_TEST(bad_grad_sync_is_refused)
         ck_assert_msg(!strcmp(err.file, tmp) && err.line > 0, "case %zu: %s:%d", i, err.file, err.line);
     }
     char dir[256], prof[300], args[1024];
-    mmx_tmpdir(dir, sizeof dir, "gs");
-    snprintf(prof, sizeof prof, "%s/bad.yaml", dir);
-    FILE *in = fopen("frameworks/fsdp.yaml", "r"), *o = fopen(prof, "w");
-    ck_assert(in && o);
-    char line[1024];
-    int n = 0, bad = 0;
-    while (fgets(line, sizeof line, in)) {
-        n++;
-        if (!bad && strstr(line, "  once_under_pp: true")) {
-            fputs("  once_under_pp: yes please\n", o);
-            bad = n;
-        } else {
-            fputs(line, o);
-        }
-    }
-    fclose(in);
-    fclose(o);
+    int bad = profile_with_line("frameworks/fsdp.yaml", "  once_under_pp: true", "  once_under_pp: yes please\n", "gs",
+                                dir, sizeof dir, prof, sizeof prof);
     ck_assert(bad > 0);
     snprintf(args, sizeof args,
              "run --no-db --set model=models/llama-2-7b.json --set workload=text --set parallel.vision=null "
