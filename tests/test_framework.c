@@ -61,27 +61,34 @@ START_TEST(profiles_say_what_the_code_does)
 }
 END_TEST
 
-/* A copy of megatron-core.yaml with one line replaced, loaded. */
-static int load_edited(const char *from, const char *to, mm_err *err, char *tmp, size_t len)
+/* Copies in to out with the first line holding `match` replaced by
+ * `repl` (closing both); returns that line's number, 0 when none held it. */
+static int copy_with_line(FILE *in, FILE *out, const char *match, const char *repl)
 {
-    FILE *in = fopen("frameworks/megatron-core.yaml", "r");
-    ck_assert_ptr_nonnull(in);
-    snprintf(tmp, len, "/tmp/mmsim-fw-XXXXXX");
-    int fd = mkstemp(tmp);
-    ck_assert(fd >= 0);
-    FILE *out = fdopen(fd, "w");
+    ck_assert(in && out);
     char line[1024];
-    bool done = false;
+    int n = 0, hit = 0;
     while (fgets(line, sizeof line, in)) {
-        if (!done && strstr(line, from)) {
-            fputs(to, out);
-            done = true;
+        n++;
+        if (!hit && strstr(line, match)) {
+            fputs(repl, out);
+            hit = n;
         } else {
             fputs(line, out);
         }
     }
     fclose(in);
     fclose(out);
+    return hit;
+}
+
+/* A copy of megatron-core.yaml with one line replaced, loaded. */
+static int load_edited(const char *from, const char *to, mm_err *err, char *tmp, size_t len)
+{
+    snprintf(tmp, len, "/tmp/mmsim-fw-XXXXXX");
+    int fd = mkstemp(tmp);
+    ck_assert(fd >= 0);
+    int done = copy_with_line(fopen("frameworks/megatron-core.yaml", "r"), fdopen(fd, "w"), from, to);
     ck_assert_msg(done, "no line with '%s'", from);
     mm_framework fw;
     int rc = mm_framework_load(tmp, &fw, err);
@@ -887,22 +894,7 @@ static int profile_with_line(const char *src, const char *match, const char *rep
 {
     mmx_tmpdir(dir, dcap, tag);
     snprintf(path, cap, "%s/bad.yaml", dir);
-    FILE *in = fopen(src, "r"), *o = fopen(path, "w");
-    ck_assert(in && o);
-    char line[1024];
-    int n = 0, bad = 0;
-    while (fgets(line, sizeof line, in)) {
-        n++;
-        if (!bad && strstr(line, match)) {
-            fputs(repl, o);
-            bad = n;
-        } else {
-            fputs(line, o);
-        }
-    }
-    fclose(in);
-    fclose(o);
-    return bad;
+    return copy_with_line(fopen(src, "r"), fopen(path, "w"), match, repl);
 }
 
 /* The binary: a bad profile exits 2 with "FILE:LINE: key 'KEY'", and the
