@@ -1573,6 +1573,38 @@ START_TEST(encoder_reductions_in_the_pre_score)
 }
 END_TEST
 
+/* An encoder whose DP group is wider than its TP group and than the LLM's
+ * groups (disjoint tower tp 2 x dp 3 beside an LLM at tp 1, pp 2, dp 1):
+ * the pre-score times its reduce over ranks 0, 2, 4, so its rank array
+ * must hold 3 (it was sized by the tower's TP, 2: the ASan build caught
+ * nothing until this case).  The LLM has no DP, so the exposed term is the
+ * encoder's reductions alone, each blocking (hf-deepspeed ZeRO-2):
+ * early syncs x RS(eg) over those ranks (1e-9). */
+START_TEST(encoder_dp_wider_than_its_tp_in_the_pre_score)
+{
+    static mm_sim sim;
+    const char *sets[] = {"model=models/llava-1.5-7b.json",
+                          "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}",
+                          "cluster.topology=topologies/dgx-h100.yaml", "network=analytic", "train.global_batch=6",
+                          "parallel.placement=disjoint", "train.framework=hf-deepspeed", "train.zero=2",
+                          "parallel.llm={tp: 1, pp: 2, dp: 1}", "parallel.vision={tp: 2, pp: 1, dp: 3}"};
+    prepare(&sim, sets, 10);
+    mm_sim_costs c;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+    int n = mm_build_enc_early_syncs(&c.spec, 0), g3[3] = {0, 2, 4};
+    ck_assert(n > 0 && !c.spec.overlap_grad_reduce);
+    double want = n * mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g3, 3, c.spec.enc[0].grad_bytes);
+    mm_sim_costs_free(&c);
+    mm_metrics e;
+    ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+    ck_assert_msg(fabs(e.exposed_comm_s - want) < 1e-9 * want, "estimate %.9g s, formula %.9g s", e.exposed_comm_s,
+                  want);
+    mm_metrics_free(&e);
+    mm_sim_free(&sim);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework");
@@ -1604,6 +1636,7 @@ int main(void)
     tcase_add_test(tc, encoder_reduces_every_microbatch);
     tcase_add_test(tc, encoder_once_is_unchanged);
     tcase_add_test(tc, encoder_reductions_in_the_pre_score);
+    tcase_add_test(tc, encoder_dp_wider_than_its_tp_in_the_pre_score);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

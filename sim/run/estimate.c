@@ -162,8 +162,10 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     /* one rank array, as large as the largest group timed below (TP of
      * each module, DP of the LLM): no group is cut short */
     int m = sim->micro_batches, most = L->tp > L->dp ? L->tp : L->dp;
-    for (int i = 0; i < spec.n_enc; i++) /* an encoder's TP and DP groups too */
-        most = spec.enc[i].tp > most ? spec.enc[i].tp : spec.enc[i].dp > most ? spec.enc[i].dp : most;
+    for (int i = 0; i < spec.n_enc; i++) { /* an encoder's TP and DP groups too */
+        most = spec.enc[i].tp > most ? spec.enc[i].tp : most;
+        most = spec.enc[i].dp > most ? spec.enc[i].dp : most;
+    }
     ranks = malloc((size_t)most * sizeof *ranks);
     if (!ranks) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
