@@ -19,8 +19,11 @@
 #include "model/memory.h"
 #include "run/costs.h"
 #include "run/exec.h"
+#include "run/fwcost.h"
 #include "run/sim.h"
 #include "mmsim_exe.h"
+
+static double rel(double a, double b) { return fabs(a - b) / fabs(b); }
 
 static const char *const profiles[] = {"megatron-core", "megatron-local", "hf-deepspeed", "fsdp"};
 
@@ -119,6 +122,7 @@ START_TEST(bad_profiles_are_refused_by_file_line_and_key)
         {"  norm: {kernels: 1", "  norm: {kernels: 1, traffic: 1, bwd_traffic: 0}\n", "kernels.norm.bwd_traffic", 0},
         {"  layout_copies:", "  layout_copies: {fused: 0, unfused: 0, split_qkv: 3}\n", "kernels.layout_copies.split_qkv",
          0},
+        {"  act: {kernels: 1", "  act: {kernels: 1, traffic: 1, jit: maybe}\n", "kernels.act.jit", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -1045,6 +1049,52 @@ START_TEST(per_token_backward_counted_from_code)
 }
 END_TEST
 
+/* megatron-local's bias-GeLU and bias-dropout-add are TorchScript
+ * functions (kernels.act.jit, kernels.residual.jit; the dropout mask is
+ * theirs): forward and backward timed at the GPU's jit rate
+ * (mm_jit_mem_time), the norms by the memory table; the other profiles
+ * fuse no kernel that way. */
+START_TEST(jit_kernels_are_timed_at_the_gpus_jit_rate)
+{
+    mm_framework fw;
+    for (int i = 0; i < 4; i++) {
+        load_profile(profiles[i], &fw);
+        bool local = !strcmp(profiles[i], "megatron-local");
+        ck_assert(fw.group[MM_FW_ACT].jit == local && fw.group[MM_FW_RESIDUAL].jit == local);
+        ck_assert(!fw.group[MM_FW_NORM].jit && !fw.group[MM_FW_XENT].jit && !fw.group[MM_FW_ROPE].jit);
+    }
+    load_profile("megatron-local", &fw);
+    static mm_cluster c;
+    mm_err err;
+    ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
+    mm_fw_ctx ctx = {.gpu = &c.gpu, .dt = MM_DTYPE_FP16, .fw = &fw, .attn = MM_ATTN_IMPL_UNFUSED, .dtype_bytes = 2};
+    double T = 4096, h = 2048, e = 2;
+    mm_op_cost ops[3] = {{.name = "act", .kind = MM_OPK_MEM, .bytes = 8 * T * h * e},
+                         {.name = "residual_mlp", .kind = MM_OPK_MEM, .bytes = 3 * T * h * e},
+                         {.name = "norm_mlp", .kind = MM_OPK_MEM, .bytes = 2 * T * h * e}};
+    /* each alone: forward, and backward at bwd_traffic (2 and 2) or twice */
+    double want_f[3] = {mm_jit_mem_time(&c.gpu, ops[0].bytes), mm_jit_mem_time(&c.gpu, ops[1].bytes),
+                        mm_mem_time(&c.gpu, ops[2].bytes)};
+    double want_b[3] = {mm_jit_mem_time(&c.gpu, 2 * ops[0].bytes), mm_jit_mem_time(&c.gpu, 2 * ops[1].bytes),
+                        mm_mem_time(&c.gpu, 2.5 * ops[2].bytes)};
+    for (int i = 0; i < 3; i++) {
+        mm_pass_breakdown t = mm_fw_time_ops(&ctx, &ops[i], 1);
+        ck_assert_msg(rel(t.s[MM_OP_F][MM_BK_MEM], want_f[i]) < 1e-12, "%s fwd", ops[i].name);
+        ck_assert_msg(rel(t.s[MM_OP_B][MM_BK_MEM], want_b[i]) < 1e-12, "%s bwd", ops[i].name);
+    }
+    ck_assert(want_f[0] > 1.4 * mm_mem_time(&c.gpu, ops[0].bytes));
+    mm_llm m = {.hidden = 2048, .heads = 16, .kv_heads = 16, .head_dim = 128, .ffn = 8192};
+    mm_op_cost x[4];
+    int n = mm_framework_layer_extras(&fw, &m, T, T, 1, true, 2, x, 0, 4);
+    ck_assert(n > 0 && !strcmp(x[n - 1].name, "dropout_mask") && x[n - 1].jit);
+    ck_assert(!x[0].jit); /* the layout copy */
+    load_profile("megatron-core", &fw);
+    mm_pass_breakdown t = mm_fw_time_ops(&ctx, &ops[0], 1);
+    ck_assert(t.s[MM_OP_F][MM_BK_MEM] == mm_mem_time(&c.gpu, ops[0].bytes));
+    mm_cluster_free(&c);
+}
+END_TEST
+
 /* How often each profile reduces the DP gradients (grad_sync), as its
  * framework's code does: DeepSpeed ZeRO-2's gradient hooks reduce every
  * backward, ZeRO 0-1 at the accumulation boundary; Megatron's DDP and
@@ -1637,6 +1687,7 @@ int main(void)
     tcase_add_test(tc, encoder_once_is_unchanged);
     tcase_add_test(tc, encoder_reductions_in_the_pre_score);
     tcase_add_test(tc, encoder_dp_wider_than_its_tp_in_the_pre_score);
+    tcase_add_test(tc, jit_kernels_are_timed_at_the_gpus_jit_rate);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

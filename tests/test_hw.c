@@ -130,6 +130,7 @@ START_TEST(bad_topologies)
     bad("tests/data/hw/efficiency.yaml", 7, "gpu.gemm_efficiency");
     bad("tests/data/hw/unknown-key.yaml", 3, "node.nvlnk_gb_s");
     bad("tests/data/hw/dropout-rate.yaml", 11, "gpu.dropout_gelems_s");
+    bad("tests/data/hw/jit-rate.yaml", 11, "gpu.jit_memory_efficiency");
     mm_cluster c;
     mm_err err;
     ck_assert_int_eq(mm_cluster_load("tests/data/hw/no-such-file.yaml", 0, &c, &err), -MM_EINPUT);

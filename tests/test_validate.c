@@ -5,15 +5,16 @@
  * framework of the time, megatron-local with unfused attention, fp16, no
  * distributed optimizer);
  * issue 15 asks for hardware TFLOP/s per GPU within 6 % of the published
- * value on every row and 3 % on average.  Since the A100 kernels were
- * timed as their microbenchmarks say (batched GEMMs by output area, the
- * cookbook's k profile, dropout's Philox draws, the causal softmax's
- * lower-triangle reads) every row runs 3-8 % fast: the forward pass of
- * Megatron's legacy layer lacks time that no modeled kernel explains, as
- * Zero Bubble's F shows (docs/validation.md).  Asserted: 9 % per row and
- * 6.5 % on average (today 7.8 and 5.7, analytic network), regression
- * bounds, not the target.  Built only without sanitizers: the ten largest scenarios of
- * the suite. */
+ * value on every row and 3 % on average.  With the A100 kernels timed as
+ * their microbenchmarks say (batched GEMMs by output area, the cookbook's
+ * k profile, dropout's Philox draws, the causal softmax's lower-triangle
+ * reads, TorchScript's fused bias-GeLU and bias-dropout-add at the
+ * cookbook's rate) the rows run 0-6 % fast: the forward pass of Megatron's
+ * legacy layer still lacks time that no modeled kernel explains, as Zero
+ * Bubble's F shows (docs/validation.md).  Asserted: 6 % per row (the
+ * target) and 4 % on average (today 5.8 and 3.4, analytic network; the
+ * mean is a regression bound, not the 3 % target).  Built only without
+ * sanitizers: the ten largest scenarios of the suite. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ START_TEST(megatron_weak_scaling)
         double err = (best - pub) / pub;
         printf("%-5s mb %d: published %.0f, simulated %.1f TFLOP/s per GPU (%+.1f%%)\n", model, best_mb, pub, best,
                100 * err);
-        ck_assert_msg(fabs(err) <= 0.09, "%s: simulated %.1f vs published %.0f", model, best, pub);
+        ck_assert_msg(fabs(err) <= 0.06, "%s: simulated %.1f vs published %.0f", model, best, pub);
         sum += fabs(err);
         worst = fmax(worst, fabs(err));
         n++;
@@ -96,7 +97,7 @@ START_TEST(megatron_weak_scaling)
     fclose(f);
     ck_assert_int_eq(n, 10);
     printf("mean |error| %.1f%%, largest %.1f%%\n", 100 * sum / n, 100 * worst);
-    ck_assert_msg(sum / n <= 0.065, "mean error %.1f%%", 100 * sum / n);
+    ck_assert_msg(sum / n <= 0.04, "mean error %.1f%%", 100 * sum / n);
 }
 END_TEST
 
@@ -121,9 +122,9 @@ END_TEST
  * node.
  *
  * Issue 15 asks for 10 % on every row.  B and W are asserted at 10 % on
- * every row (they are within 2.4 % and 7.2 %), F at 10 % where reached
- * (14.6B, 28.3B) and a point above today's error elsewhere (1.5B -15.6 %,
- * 6.2B -10.6 %: regression bounds, not the target; docs/validation.md
+ * every row (they are within 1.8 % and 7.2 %), F at 10 % where reached
+ * (6.2B, 14.6B, 28.3B, within 9.4 %) and a point above today's error on
+ * 1.5B (-13.9 %: a regression bound, not the target; docs/validation.md
  * says what is known of the forward's missing time). */
 typedef struct zb_row {
     const char *model;
@@ -131,8 +132,8 @@ typedef struct zb_row {
     double tol_f; /* this row's bound on |F| relative error */
 } zb_row;
 
-static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.165},
-                                 {"6.2B", 30, 8, 3, 0.115},
+static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.15},
+                                 {"6.2B", 30, 8, 3, 0.10},
                                  {"14.6B", 46, 16, 1, 0.10},
                                  {"28.3B", 62, 32, 1, 0.10}};
 

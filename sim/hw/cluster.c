@@ -20,7 +20,7 @@ static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "h
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
-                                       "compute_capability", "dropout_gelems_s", NULL};
+                                       "compute_capability", "dropout_gelems_s", "jit_memory_efficiency", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
@@ -201,6 +201,11 @@ static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err
     if ((rc = mm_node_double(d, g, "dropout_gelems_s", "gpu.dropout_gelems_s", 1e-3, 1e6, &gel, &found, err)))
         return rc;
     gpu->dropout_elems_s = found ? gel * 1e9 : 0.0;
+    double jit = 0;
+    if ((rc = mm_node_double(d, g, "jit_memory_efficiency", "gpu.jit_memory_efficiency", 0.01, 1.0, &jit, &found,
+                             err)))
+        return rc;
+    gpu->jit_mem_eff = found ? jit : 0.0;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 

@@ -37,6 +37,11 @@ typedef struct mm_gpu_spec {
      * (Philox, integer-bound: gpu.dropout_gelems_s); 0 when the file does
      * not state it, and dropout is then timed by its bytes alone. */
     double dropout_elems_s;
+    /* Fraction of HBM peak that TorchScript-fused elementwise kernels
+     * reach (gpu.jit_memory_efficiency; ops a framework profile marks
+     * jit); 0 when the file does not state it, and they are then timed by
+     * the memory table as any fused kernel. */
+    double jit_mem_eff;
     double compute_capability; /* CUDA sm version (8.0, 9.0); 0: not stated */
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used.  Owned (their

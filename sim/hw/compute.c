@@ -34,6 +34,17 @@ double mm_mem_time(const mm_gpu_spec *g, double bytes)
     return bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) + g->kernel_overhead_s;
 }
 
+/* TorchScript's fusers (the legacy fuser, nvFuser) emit one generic
+ * elementwise kernel per fused graph; on the A100 those of Megatron's
+ * bias-GeLU and bias-dropout-add run well below the hand-written kernels
+ * the memory table holds (the measurement is in each topology file). */
+double mm_jit_mem_time(const mm_gpu_spec *g, double bytes)
+{
+    if (!(bytes > 0) || !(g->jit_mem_eff > 0))
+        return mm_mem_time(g, bytes);
+    return bytes / (g->hbm_bw * g->jit_mem_eff) + g->kernel_overhead_s;
+}
+
 /* torch's fused dropout (ATen fused_dropout_kernel) draws four uniforms
  * per Philox4x32-10 call, ten rounds of 32-bit multiplies and xors per
  * call: integer work of the same order as the bytes it moves on an A100,

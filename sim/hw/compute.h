@@ -57,6 +57,11 @@ double mm_mem_time(const mm_gpu_spec *g, double bytes);
  * dropout_elems_s (its bytes alone where the file states no rate). */
 double mm_dropout_time(const mm_gpu_spec *g, double bytes, double draws);
 
+/* A TorchScript-fused elementwise kernel moving `bytes`: at the GPU's
+ * jit_mem_eff of HBM peak where the topology states it, else as
+ * mm_mem_time. */
+double mm_jit_mem_time(const mm_gpu_spec *g, double bytes);
+
 /* Achieved fraction of HBM peak for a kernel of that size (table or factor). */
 double mm_mem_eff(const mm_gpu_spec *g, double bytes);
 

@@ -24,7 +24,7 @@ static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
                                           "qkv_bias_separate", "layout_copies", "hidden_dropout",
                                           "host_overhead_us", NULL};
-static const char *const group_keys[] = {"kernels", "traffic", "bwd_traffic", NULL};
+static const char *const group_keys[] = {"kernels", "traffic", "bwd_traffic", "jit", NULL};
 static const char *const copy_keys[] = {"fused", "unfused", "split_qkv", NULL};
 static const char *const reduce_keys[] = {"bf16", "fp16", "fp8", NULL}; /* = train.precision names */
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
@@ -129,6 +129,10 @@ static int read_kernels(const rd *r, struct fy_node *root, mm_framework *fw)
         if (!rc)
             rc = mm_node_double(r->d, g, "bwd_traffic", path, 0.1, 100.0, &fw->group[i].bwd_traffic, NULL,
                                 r->err);
+        snprintf(path, sizeof path, "kernels.%s.jit", mm_fw_group_names[i]);
+        fw->group[i].jit = false;
+        if (!rc)
+            rc = mm_node_bool(r->d, g, "jit", path, &fw->group[i].jit, NULL, r->err);
     }
     if (!rc)
         rc = req_bool(r, k, "qkv_bias_separate", "kernels.qkv_bias_separate", &fw->qkv_bias_separate);
@@ -329,6 +333,7 @@ void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n)
         if (g < 0 || ops[i].kind != MM_OPK_MEM)
             continue;
         ops[i].bytes *= fw->group[g].traffic;
+        ops[i].jit = fw->group[g].jit;
         if (ops[i].bwd_exact)
             ops[i].bwd_bytes *= fw->group[g].traffic;
         if (fw->group[g].bwd_traffic > 0) { /* counted from the kernels' code */
@@ -383,5 +388,9 @@ int mm_framework_layer_extras(const mm_framework *fw, const mm_llm *m, double to
      * scale, in bias_dropout_add's autodiff): the forward's bytes, not twice */
     if (n > 0 && fw->hidden_dropout > 0)
         ops[n - 1].bwd_exact = true, ops[n - 1].bwd_bytes = ops[n - 1].bytes;
+    /* the mask is written and read by the bias-dropout-add kernels
+     * themselves, at their rate */
+    if (n > 0 && fw->hidden_dropout > 0)
+        ops[n - 1].jit = fw->group[MM_FW_RESIDUAL].jit;
     return n;
 }

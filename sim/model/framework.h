@@ -32,6 +32,9 @@ typedef struct mm_fw_group {
     double bwd_traffic; /* > 0: its backward moves this times the (scaled)
                          * forward's bytes, counted from the kernels' code;
                          * 0 (key absent): the generic twice (mm_op_pass) */
+    bool jit;           /* a TorchScript-scripted function: its fused forward
+                         * and backward kernels are timed at the GPU's jit
+                         * rate (mm_jit_mem_time); key absent: false */
 } mm_fw_group;
 
 enum { MM_FW_NORM, MM_FW_ROPE, MM_FW_ACT, MM_FW_RESIDUAL, MM_FW_XENT, MM_FW_GROUPS };

@@ -382,7 +382,7 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops,
                  double bytes, double m, double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0, 0.0 };
+        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0, 0.0, false };
     l->n++;
 }
 

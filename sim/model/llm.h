@@ -236,6 +236,10 @@ typedef struct mm_op_cost {
     double bwd_bytes;
     double draws;      /* MEM: dropout mask elements its forward draws from
                         * the RNG (its backward reads the saved mask) */
+    bool jit;          /* MEM: a TorchScript-fused kernel (the framework's
+                        * profile, kernels.GROUP.jit), forward and backward
+                        * timed at the GPU's rate for such kernels where the
+                        * topology states one (gpu.jit_memory_efficiency) */
 } mm_op_cost;
 
 /* The three passes zero-bubble schedules split a layer into (Qi et al.,

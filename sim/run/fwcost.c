@@ -46,7 +46,9 @@ static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
                                  o->causal, bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
     }
     case MM_OPK_MEM:
-        return o->bytes > 0 ? mm_dropout_time(g, o->bytes, o->draws) : 0.0;
+        if (!(o->bytes > 0))
+            return 0.0;
+        return o->jit ? mm_jit_mem_time(g, o->bytes) : mm_dropout_time(g, o->bytes, o->draws);
     }
     return 0.0;
 }
