@@ -22,8 +22,12 @@
  * checks.
  *
  * Not for: a test (it asserts nothing; tests/test_costs.c asserts the
- * kernels it is made of).  Usage: bench_attn_core [TOPOLOGY [CSV]]. */
+ * kernels it is made of).  Usage: bench_attn_core [TOPOLOGY [CSV]]; a
+ * topology or CSV it cannot read is named with its line and key (or
+ * column) on stderr, exit status 2. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hw/cluster.h"
@@ -58,15 +62,28 @@ int main(int argc, char **argv)
            "TFLOP/s sim/pub", "sim/pub");
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        int causal, d, s, b, h;
-        double pub;
-        if (sscanf(line, "%d,%d,%d,%d,%d,%lf", &causal, &d, &s, &b, &h, &pub) != 6) {
-            fprintf(stderr, "bench_attn_core: %s:%d: expected causal,head_dim,seqlen,batch,nheads,tflops\n", csv,
-                    lineno);
+        /* causal (0/1), head_dim, seqlen, batch, nheads, tflops, source */
+        static const char *const cols[] = {"causal", "head_dim", "seqlen", "batch", "nheads", "tflops"};
+        double v[6];
+        const char *bad = NULL, *p = line;
+        for (int i = 0; i < 6 && !bad; i++) {
+            char *end;
+            v[i] = strtod(p, &end);
+            if (end == p || *end != ',' || !(v[i] >= 0) || (i < 5 && v[i] != floor(v[i])) ||
+                (i > 0 && !(v[i] > 0)) || (i == 0 && v[i] > 1))
+                bad = cols[i];
+            p = end + 1;
+        }
+        if (bad) {
+            fprintf(stderr, "bench_attn_core: %s:%d: column '%s': expected causal (0 or 1), head_dim, seqlen, "
+                            "batch, nheads (positive integers), tflops (> 0), source\n",
+                    csv, lineno, bad);
             fclose(f);
             mm_cluster_free(&c);
             return 2;
         }
+        int causal = (int)v[0], d = (int)v[1], s = (int)v[2], b = (int)v[3], h = (int)v[4];
+        double pub = v[5];
         double tokens = (double)b * s, hidden = (double)h * d;
         mm_op_cost attn = {.name = "attn", .kind = MM_OPK_ATTN, .flops = 4.0 * b * h * (double)s * s * d,
                            .m = s, .n = s, .k = d, .batch = (double)b * h, .causal = causal != 0};
