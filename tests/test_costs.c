@@ -233,6 +233,53 @@ START_TEST(batched_gemms_a100)
 }
 END_TEST
 
+/* A batched GEMM shorter in k than the table (the attention core's Q K^T
+ * and dO V^T at head dim 64-128, below the A100 and H100 tables' k = 256):
+ * time per tile ~ k + c, c read off the table's first two k at the lookup's
+ * (m, n), so throughput r0 (k / k0) (k0 + c) / (k + c).  Against that
+ * formula to 1e-9 at head dims 64, 96 and 128 on both GPUs; equal to the
+ * table's k0 rate at k0 (continuous); slower than the flat k0 rate it
+ * replaced and faster than the single-GEMM fallback's constant time; and
+ * 1 where the table does not rise with k. */
+START_TEST(short_k_batched_gemms)
+{
+    const char *topo[] = {"topologies/dgx-a100.yaml", "topologies/dgx-h100.yaml"};
+    for (int f = 0; f < 2; f++) {
+        static mm_cluster c;
+        mm_err err;
+        ck_assert(mm_cluster_load(topo[f], 1, &c, &err) == 0);
+        const mm_gemm_table *t = &c.gpu.kernels.gemm;
+        ck_assert(c.gpu.kernels.has_gemm && t->nk > 1 && t->k[0] == 256);
+        double b = 16 * 32, s = 1024, mm = sqrt(s * s * b);
+        double k0 = t->k[0], k1 = t->k[1];
+        double r0 = mm_gemm_table_tflops(t, mm, mm, k0), r1 = mm_gemm_table_tflops(t, mm, mm, k1);
+        double cst = (r1 - r0) / (r0 / k0 - r1 / k1);
+        ck_assert_msg(cst > 0 && cst < 1024, "%s: c = %g", topo[f], cst);
+        const double ds[] = {64, 96, 128};
+        for (int i = 0; i < 3; i++) {
+            double d = ds[i];
+            double want = r0 * (d / k0) * (k0 + cst) / (d + cst);
+            ck_assert(rel(mm_short_k_factor(t, mm, mm, d) * r0, want) < 1e-9);
+            /* no bytes: the rate alone, plus one launch */
+            double tm = mm_gemm_time(&c.gpu, MM_DTYPE_FP16, s, s, d, b, 0) - c.gpu.kernel_overhead_s;
+            double tf = 2 * b * s * s * d / tm * 1e-12;
+            ck_assert_msg(rel(tf, want) < 1e-9, "%s d %g: %g vs %g TFLOP/s", topo[f], d, tf, want);
+            ck_assert(tf < r0 && tf > r0 * d / k0);
+        }
+        ck_assert(mm_short_k_factor(t, mm, mm, k0) == 1.0);
+        ck_assert(mm_short_k_factor(t, mm, mm, 2 * k0) == 1.0);
+        /* a table flat in k keeps the flat rate */
+        mm_gemm_table flat = *t;
+        double cells[2] = {100, 100};
+        flat.nm = flat.nn = 1;
+        flat.nk = 2;
+        flat.tflops = cells;
+        ck_assert(mm_short_k_factor(&flat, 1024, 1024, 64) == 1.0);
+        mm_cluster_free(&c);
+    }
+}
+END_TEST
+
 /* torch's dropout is bound by its Philox draws on an A100: the cookbook's
  * nn.Dropout(0.5) on 4 x 16 x 2048 x 2048 fp16 took 1.2 ms (printed to 0.1
  * ms, kernels/per_layer_timing.csv), 1.34 GB of input, output and mask,
@@ -675,6 +722,7 @@ int main(void)
     tcase_add_test(tc, per_layer_gemms_a100);
     tcase_add_test(tc, a100_gemm_derived);
     tcase_add_test(tc, batched_gemms_a100);
+    tcase_add_test(tc, short_k_batched_gemms);
     tcase_add_test(tc, dropout_draws);
     tcase_add_test(tc, jit_kernels_a100);
     tcase_add_test(tc, attention_vs_llama_step);

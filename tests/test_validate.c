@@ -7,14 +7,13 @@
  * issue 15 asks for hardware TFLOP/s per GPU within 6 % of the published
  * value on every row and 3 % on average.  With the A100 kernels timed as
  * their microbenchmarks say (batched GEMMs by output area, the cookbook's
- * k profile, dropout's Philox draws, the causal softmax's lower-triangle
- * reads, TorchScript's fused bias-GeLU and bias-dropout-add at the
- * cookbook's rate) the rows run 0-6 % fast: the forward pass of Megatron's
- * legacy layer still lacks time that no modeled kernel explains, as Zero
- * Bubble's F shows (docs/validation.md).  Asserted: 6 % per row (the
- * target) and 4 % on average (today 5.8 and 3.4, analytic network; the
- * mean is a regression bound, not the 3 % target).  Built only without
- * sanitizers: the ten largest scenarios of the suite. */
+ * k profile and, below the table's shortest k, a tile's fixed cost read
+ * off the table's first two k; dropout's Philox draws, the causal
+ * softmax's lower-triangle reads, TorchScript's fused bias-GeLU and
+ * bias-dropout-add at the cookbook's rate) the rows run -1.6..+4.9 %
+ * (analytic network; mean 2.6 %).  Asserted: the targets, 6 % per row and
+ * 3 % on average.  Built only without sanitizers: the ten largest
+ * scenarios of the suite. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -97,7 +96,7 @@ START_TEST(megatron_weak_scaling)
     fclose(f);
     ck_assert_int_eq(n, 10);
     printf("mean |error| %.1f%%, largest %.1f%%\n", 100 * sum / n, 100 * worst);
-    ck_assert_msg(sum / n <= 0.04, "mean error %.1f%%", 100 * sum / n);
+    ck_assert_msg(sum / n <= 0.03, "mean error %.1f%%", 100 * sum / n);
 }
 END_TEST
 
@@ -122,17 +121,17 @@ END_TEST
  * node.
  *
  * Issue 15 asks for 10 % on every row.  B and W are asserted at 10 % on
- * every row (they are within 1.8 % and 7.2 %), F at 10 % where reached
- * (6.2B, 14.6B, 28.3B, within 9.4 %) and a point above today's error on
- * 1.5B (-13.9 %: a regression bound, not the target; docs/validation.md
- * says what is known of the forward's missing time). */
+ * every row (they are within 5.1 % and 7.2 %), F at 10 % where reached
+ * (6.2B, 14.6B, 28.3B, within 7.9 %) and a point and a half above today's
+ * error on 1.5B (-10.6 %: a regression bound, not the target;
+ * docs/validation.md says what is known of the forward's missing time). */
 typedef struct zb_row {
     const char *model;
     int layers, p, mb;
     double tol_f; /* this row's bound on |F| relative error */
 } zb_row;
 
-static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.15},
+static const zb_row zb_rows[] = {{"1.5B", 22, 8, 6, 0.12},
                                  {"6.2B", 30, 8, 3, 0.10},
                                  {"14.6B", 46, 16, 1, 0.10},
                                  {"28.3B", 62, 32, 1, 0.10}};
@@ -301,8 +300,8 @@ END_TEST
  * runs the same search on the same files, reads the same field of
  * `mmsim run --json` and prints the table docs/validation.md holds.  The
  * attention implementation alone must move the prediction as it moved the
- * measurement: each speedup over the baseline within 13 %, each TFLOP/s
- * within 12 %. */
+ * measurement: each speedup over the baseline within 8 %, each TFLOP/s
+ * within 8 % (today 6.1 % and 5.1 %). */
 START_TEST(flash_attention_speedups)
 {
     static const char *const attn[] = {"unfused-eager", "flash1", "flash2"};
@@ -355,11 +354,11 @@ START_TEST(flash_attention_speedups)
                model, seq / 1024, best[0], pub[0], best[1], pub[1], best[2], pub[2], best[1] / best[0],
                pub[1] / pub[0], best[2] / best[0], pub[2] / pub[0]);
         for (int a = 0; a < 3; a++)
-            ck_assert_msg(fabs(best[a] / pub[a] - 1) <= 0.12, "%s %d %s: %.1f vs %.0f", model, seq, attn[a], best[a],
+            ck_assert_msg(fabs(best[a] / pub[a] - 1) <= 0.08, "%s %d %s: %.1f vs %.0f", model, seq, attn[a], best[a],
                           pub[a]);
         for (int a = 1; a < 3; a++) {
             double sim_up = best[a] / best[0], pub_up = pub[a] / pub[0];
-            ck_assert_msg(fabs(sim_up / pub_up - 1) <= 0.13, "%s %d %s speedup %.2f vs %.2f", model, seq, attn[a],
+            ck_assert_msg(fabs(sim_up / pub_up - 1) <= 0.08, "%s %d %s speedup %.2f vs %.2f", model, seq, attn[a],
                           sim_up, pub_up);
         }
         rows++;
