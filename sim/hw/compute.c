@@ -65,7 +65,7 @@ double mm_short_k_factor(const mm_gemm_table *t, double m, double n, double k)
      * fill and drain, the epilogue writing the tile) does not: time per
      * tile ~ k + c, throughput R k / (k + c).  c is read off the table's
      * own first two k at this (m, n): r0 (k0 + c) / k0 = r1 (k1 + c) / k1.
-     * Where the table does not rise with k there (r1 <= r0 r1-wise, c not
+     * Where the table does not rise with k there (r1 <= r0, or c not
      * finite and positive) the rate stays flat at k0's. */
     if (!(t->nk > 1) || !(k > 0) || k >= t->k[0])
         return 1.0;
@@ -98,9 +98,10 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
          * 227, k 2048 at 243, attention score and value products at head
          * dim 256 at 130 and 219 TFLOP/s; tests/test_costs.c) ran 1.3-2.2x
          * faster than that gave.  A short inner dimension (the head dim of
-         * Q K^T) is looked up at the table's smallest k and limited by
-         * the bytes it moves (the roofline below), not by the table's
-         * scaling of small single GEMMs. */
+         * Q K^T) is looked up at the table's smallest k, pays a tile's
+         * fixed cost there (mm_short_k_factor) and is limited by the bytes
+         * it moves (the roofline below), not by the table's scaling of
+         * small single GEMMs. */
         const mm_gemm_table *tb = &g->kernels.gemm;
         double kk = k, nn = n, mm = m;
         bool short_k = batch > 1 && tb->nk > 0 && k < tb->k[0];
