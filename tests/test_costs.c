@@ -233,15 +233,15 @@ START_TEST(batched_gemms_a100)
 }
 END_TEST
 
-/* A batched GEMM shorter in k than the table (the attention core's Q K^T
- * and dO V^T at head dim 64-128, below the A100 and H100 tables' k = 256):
+/* A GEMM shorter in k than the table (the attention core's Q K^T and
+ * dO V^T at head dim 64-128, below the A100 and H100 tables' k = 256):
  * time per tile ~ k + c, c read off the table's first two k at the lookup's
  * (m, n), so throughput r0 (k / k0) (k0 + c) / (k + c).  Against that
- * formula to 1e-9 at head dims 64, 96 and 128 on both GPUs; equal to the
- * table's k0 rate at k0 (continuous); slower than the flat k0 rate it
- * replaced and faster than the single-GEMM fallback's constant time; and
- * 1 where the table does not rise with k. */
-START_TEST(short_k_batched_gemms)
+ * formula to 1e-9 at head dims 64, 96 and 128 on both GPUs, batched (the
+ * core) and single; continuous at k0; slower than the flat k0 rate the
+ * batched path had and faster than the constant time single GEMMs had;
+ * and k0's time (factor k / k0) where the table does not rise with k. */
+START_TEST(short_k_gemms)
 {
     const char *topo[] = {"topologies/dgx-a100.yaml", "topologies/dgx-h100.yaml"};
     for (int f = 0; f < 2; f++) {
@@ -265,16 +265,19 @@ START_TEST(short_k_batched_gemms)
             double tf = 2 * b * s * s * d / tm * 1e-12;
             ck_assert_msg(rel(tf, want) < 1e-9, "%s d %g: %g vs %g TFLOP/s", topo[f], d, tf, want);
             ck_assert(tf < r0 && tf > r0 * d / k0);
+            /* one GEMM of that output area: the same rule, from the lookup */
+            ck_assert(rel(mm_gemm_table_tflops(t, mm, mm, d), want) < 1e-9);
         }
         ck_assert(mm_short_k_factor(t, mm, mm, k0) == 1.0);
         ck_assert(mm_short_k_factor(t, mm, mm, 2 * k0) == 1.0);
-        /* a table flat in k keeps the flat rate */
+        /* a table flat in k keeps k0's time */
         mm_gemm_table flat = *t;
         double cells[2] = {100, 100};
         flat.nm = flat.nn = 1;
         flat.nk = 2;
         flat.tflops = cells;
-        ck_assert(mm_short_k_factor(&flat, 1024, 1024, 64) == 1.0);
+        ck_assert(rel(mm_short_k_factor(&flat, 1024, 1024, 64), 64 / k0) < 1e-12);
+        ck_assert(rel(mm_gemm_table_tflops(&flat, 1024, 1024, 64), 100 * 64 / k0) < 1e-12);
         mm_cluster_free(&c);
     }
 }
@@ -722,7 +725,7 @@ int main(void)
     tcase_add_test(tc, per_layer_gemms_a100);
     tcase_add_test(tc, a100_gemm_derived);
     tcase_add_test(tc, batched_gemms_a100);
-    tcase_add_test(tc, short_k_batched_gemms);
+    tcase_add_test(tc, short_k_gemms);
     tcase_add_test(tc, dropout_draws);
     tcase_add_test(tc, jit_kernels_a100);
     tcase_add_test(tc, attention_vs_llama_step);

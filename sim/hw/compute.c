@@ -58,26 +58,6 @@ double mm_dropout_time(const mm_gpu_spec *g, double bytes, double draws)
     return t;
 }
 
-double mm_short_k_factor(const mm_gemm_table *t, double m, double n, double k)
-{
-    /* Below the table's shortest k a tile's main loop (k / k_tile
-     * iterations) shrinks while its fixed part (the software pipeline's
-     * fill and drain, the epilogue writing the tile) does not: time per
-     * tile ~ k + c, throughput R k / (k + c).  c is read off the table's
-     * own first two k at this (m, n): r0 (k0 + c) / k0 = r1 (k1 + c) / k1.
-     * Where the table does not rise with k there (r1 <= r0, or c not
-     * finite and positive) the rate stays flat at k0's. */
-    if (!(t->nk > 1) || !(k > 0) || k >= t->k[0])
-        return 1.0;
-    double k0 = t->k[0], k1 = t->k[1];
-    double r0 = mm_gemm_table_tflops(t, m, n, k0), r1 = mm_gemm_table_tflops(t, m, n, k1);
-    double den = r0 / k0 - r1 / k1;
-    if (!(r1 > r0) || !(den > 0))
-        return 1.0;
-    double c = (r1 - r0) / den;
-    return (k / k0) * (k0 + c) / (k + c);
-}
-
 double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, double k,
                     double batch, double bytes)
 {
@@ -98,22 +78,16 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
          * 227, k 2048 at 243, attention score and value products at head
          * dim 256 at 130 and 219 TFLOP/s; tests/test_costs.c) ran 1.3-2.2x
          * faster than that gave.  A short inner dimension (the head dim of
-         * Q K^T) is looked up at the table's smallest k, pays a tile's
-         * fixed cost there (mm_short_k_factor) and is limited by the bytes
-         * it moves (the roofline below), not by the table's scaling of
-         * small single GEMMs. */
+         * Q K^T) pays a tile's fixed cost below the table's smallest k
+         * (the table's rule, mm_short_k_factor) and is limited by the
+         * bytes it moves (the roofline below). */
         const mm_gemm_table *tb = &g->kernels.gemm;
-        double kk = k, nn = n, mm = m;
-        bool short_k = batch > 1 && tb->nk > 0 && k < tb->k[0];
-        if (short_k)
-            kk = tb->k[0];
+        double nn = n, mm = m;
         if (batch > 1 && tb->nn > 0 && n < tb->n[0])
             nn = tb->n[0];
         if (batch > 1)
             mm = nn = sqrt(m * nn * batch);
-        rate = mm_gemm_table_tflops(tb, mm, nn, kk) * 1e12;
-        if (short_k && tb->nk > 1)
-            rate *= mm_short_k_factor(tb, mm, nn, k);
+        rate = mm_gemm_table_tflops(tb, mm, nn, k) * 1e12;
         if (dt == MM_DTYPE_FP8 && g->peak_flops[MM_DTYPE_FP8] > 0)
             rate *= MM_FP8_GEMM_SPEEDUP;
         rate = fmin(rate, peak);

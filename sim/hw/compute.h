@@ -29,12 +29,6 @@ double mm_compute_time(const mm_gpu_spec *g, mm_dtype dt, mm_kernel_kind kind,
  * TFLOP/s (stas00/ml-engineering MAMF table @ 744d01e1). */
 #define MM_FP8_GEMM_SPEEDUP (1402.6 / 794.5)
 
-/* The throughput factor of a GEMM of inner dimension k below table t's
- * shortest k0, at the table's (m, n): (k / k0) (k0 + c) / (k + c), a tile's
- * fixed cost c (in k) read off the table's first two k at (m, n); 1 at or
- * above k0, or where the table does not rise with k there. */
-double mm_short_k_factor(const mm_gemm_table *t, double m, double n, double k);
-
 /* `batch` independent GEMMs C[m x n] = A[m x k] B[k x n], moving `bytes` of
  * HBM traffic in all.  Table throughput (or peak x gemm_efficiency), never
  * above the dtype's peak; plus one launch. */

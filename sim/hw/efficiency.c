@@ -512,7 +512,7 @@ static void axis_cell(const double *a, int n, double x, int *i, double *w, doubl
     *w = (log2(x) - la[c]) / (la[c + 1] - la[c]);
 }
 
-double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k)
+static double gemm_grid_tflops(const mm_gemm_table *t, double m, double n, double k)
 {
     int i[3];
     double w[3], sc[3];
@@ -535,6 +535,37 @@ double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k
             v += wt * *gemm_cell(t, ix[0], ix[1], ix[2]);
     }
     return v * sc[0] * sc[1] * sc[2];
+}
+
+double mm_short_k_factor(const mm_gemm_table *t, double m, double n, double k)
+{
+    /* Below the table's shortest k a tile's main loop (k / k_tile
+     * iterations) shrinks while its fixed part (the software pipeline's
+     * fill and drain, the epilogue writing the tile) does not: time per
+     * tile ~ k + c, throughput R k / (k + c).  c is read off the table's
+     * own first two k at this (m, n): r0 (k0 + c) / k0 = r1 (k1 + c) / k1.
+     * Where the table does not rise with k there (r1 <= r0, or c not
+     * finite and positive) the time stays that of k0, as on the m and n
+     * axes below the grid. */
+    if (!(t->nk > 0) || !(k > 0) || k >= t->k[0])
+        return 1.0;
+    double k0 = t->k[0];
+    if (t->nk < 2)
+        return k / k0;
+    double k1 = t->k[1];
+    double r0 = gemm_grid_tflops(t, m, n, k0), r1 = gemm_grid_tflops(t, m, n, k1);
+    double den = r0 / k0 - r1 / k1;
+    if (!(r1 > r0) || !(den > 0))
+        return k / k0;
+    double c = (r1 - r0) / den;
+    return (k / k0) * (k0 + c) / (k + c);
+}
+
+double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k)
+{
+    if (t->nk > 0 && k > 0 && k < t->k[0])
+        return gemm_grid_tflops(t, m, n, t->k[0]) * mm_short_k_factor(t, m, n, k);
+    return gemm_grid_tflops(t, m, n, k);
 }
 
 static double curve_eval(const mm_attn_curve *c, double s)

@@ -20,9 +20,10 @@
  *   gemm:      trilinear in (log2 m, log2 n, log2 k) on the grid (gsl_interp_bsearch
  *              finds the cell).  Above the largest value of an axis the
  *              throughput of the largest is kept (large GEMMs saturate); below
- *              the smallest, throughput scales with the dimension (a kernel
- *              that small is latency-bound: its time stays that of the
- *              smallest measured shape).
+ *              the smallest m or n, throughput scales with the dimension (a
+ *              kernel that small is latency-bound: its time stays that of
+ *              the smallest measured shape); below the smallest k a tile
+ *              pays its fixed cost (mm_short_k_factor).
  *   attention: gsl_interp linear in log2(seqlen) along each (head_dim, causal,
  *              pass) curve, then linear in log2(head_dim) between the two
  *              nearest head dims (clamped outside).  Above the longest sequence
@@ -138,6 +139,13 @@ void mm_kernel_tables_free(mm_kernel_tables *k);
 
 /* Interpolated TFLOP/s of one GEMM (16-bit) of that shape. */
 double mm_gemm_table_tflops(const mm_gemm_table *t, double m, double n, double k);
+
+/* The throughput factor below table t's shortest k0, at (m, n), against
+ * the k0 value: (k / k0) (k0 + c) / (k + c), a tile's fixed cost c (in k)
+ * read off the table's first two k at (m, n) (the attention core's head-dim
+ * products, k = 64-160, below both tables' 256); 1 at or above k0; k / k0
+ * (k0's time) where the table does not rise with k there. */
+double mm_short_k_factor(const mm_gemm_table *t, double m, double n, double k);
 /* Interpolated TFLOP/s of flash attention (FlashAttention papers' FLOP
  * count); NaN when the table has no curve for the pass at all. */
 double mm_attn_table_tflops(const mm_attn_table *t, double seqlen, double head_dim,
