@@ -55,6 +55,9 @@ typedef struct exec_state {
     uint32_t *coll_arrived;
     uint32_t *coll_off;  /* CSR: member ops per collective */
     uint32_t *coll_ops;
+    int32_t *coll_orank; /* beside coll_ops: the member's rank if it is
+                            overlapped (overlapped()), else -1, so a
+                            collective's start and end read no member's xop */
     uint32_t done;
     mm_time last;        /* time of the latest completion seen */
     int backwards;       /* a completion came before an earlier one */
@@ -150,10 +153,10 @@ static void arrive(exec_state *st, uint32_t id)
         return;
     mm_time now = mm_engine_now(st->eng);
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++) {
-        uint32_t m = st->coll_ops[k];
-        st->start[m] = now;
-        if (overlapped(st, m) && st->comm_active[st->x[m].rank]++ == 0 && st->slot)
-            repace(st, st->x[m].rank, true);
+        st->start[st->coll_ops[k]] = now;
+        int32_t r = st->coll_orank[k];
+        if (r >= 0 && st->comm_active[r]++ == 0 && st->slot)
+            repace(st, r, true);
     }
     mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
                        .gpus = st->g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
@@ -227,6 +230,7 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
             int32_t c = st->x[st->g->stream_ops[pos - 1]].coll;
             if (c >= 0) {
                 __builtin_prefetch(&st->g->colls[c], 0);
+                __builtin_prefetch((const char *)&st->g->colls[c] + sizeof(mm_coll) - 1, 0); /* it may straddle two lines */
                 __builtin_prefetch(&st->coll_arrived[c], 1);
             }
         }
@@ -249,9 +253,11 @@ static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg)
 {
     exec_state *st = ctx;
     uint32_t c = (uint32_t)arg;
-    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
-        if (overlapped(st, st->coll_ops[k]) && --st->comm_active[st->x[st->coll_ops[k]].rank] == 0 && st->slot)
-            repace(st, st->x[st->coll_ops[k]].rank, false);
+    for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++) {
+        int32_t r = st->coll_orank[k];
+        if (r >= 0 && --st->comm_active[r] == 0 && st->slot)
+            repace(st, r, false);
+    }
     for (uint32_t k = st->coll_off[c]; k < st->coll_off[c + 1]; k++)
         on_complete(eng, st, st->coll_ops[k]);
 }
@@ -351,6 +357,7 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     st.coll_arrived = calloc(g->n_colls + 1, sizeof *st.coll_arrived);
     st.coll_off = calloc(g->n_colls + 2, sizeof *st.coll_off);
     st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
+    st.coll_orank = malloc((g->n_ops + 1) * sizeof *st.coll_orank);
     st.comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st.comm_active);
     st.overlap = opts ? opts->overlap_slowdown : 0.0;
     if (st.overlap > 0 && (st.slot = malloc((nstreams + 1) * sizeof *st.slot)))
@@ -360,7 +367,7 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     mm_time t0 = mm_engine_now(eng);
     st.last = t0;
     int rc = 0;
-    if (!st.x || !st.head || !st.coll_arrived || !st.coll_off || !st.coll_ops || !st.comm_active ||
+    if (!st.x || !st.head || !st.coll_arrived || !st.coll_off || !st.coll_ops || !st.coll_orank || !st.comm_active ||
         (st.overlap > 0 && !st.slot)) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
         goto out;
@@ -385,7 +392,9 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
         for (uint32_t i = 0; i < g->n_ops; i++)
             if (st.x[i].coll >= 0) {
                 uint32_t k = (uint32_t)st.x[i].coll;
-                st.coll_ops[st.coll_off[k] + fill[k]++] = i;
+                uint32_t at = st.coll_off[k] + fill[k]++;
+                st.coll_ops[at] = i;
+                st.coll_orank[at] = overlapped(&st, i) ? st.x[i].rank : -1;
             }
         memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
     }
@@ -425,6 +434,7 @@ out:
     free(st.coll_arrived);
     free(st.coll_off);
     free(st.coll_ops);
+    free(st.coll_orank);
     free(st.comm_active);
     free(st.slot);
     free(runs);
