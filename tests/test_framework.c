@@ -945,6 +945,83 @@ START_TEST(cli_bad_profile_and_json_breakdown)
 }
 END_TEST
 
+/* With a workload file the breakdown lists the micro-batches DP replica 0
+ * runs in iteration 0 (mm_sim_breakdown.mb), each costed as the run costs
+ * it: Llama-2-7B on the synthetic text mixture, 2 sequences per
+ * micro-batch padded to the longer (train.padding longest), 16
+ * micro-batches per replica.  A bin of n sequences padded to L gives the
+ * layer a text run at micro-batch n and seq_len L gives as its nominal one
+ * (the packed op list against the batched one: two code paths, 1e-9); a
+ * bin 1.25x longer or more costs more in every pass and in attention
+ * (not per token: flash attention's rate falls at short lengths, 22 ns
+ * per token at 2 x 452 against 19 at 2 x 797); the --json object carries
+ * the same numbers (%.9g: 1e-8). */
+START_TEST(breakdown_lists_the_drawn_micro_batches)
+{
+    const char *sets[] = {"workload=workloads/text-only.yaml", "train.micro_batch=2", "train.padding=longest",
+                          "train.global_batch=256"};
+    static mm_sim sim;
+    prepare(&sim, sets, 4);
+    static mm_sim_breakdown bk, nom;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+    ck_assert_int_eq(bk.mb_count, 16);
+    ck_assert_int_eq(bk.n_mb, 16);
+    int checked = 0;
+    for (int j = 0; j < bk.n_mb; j++) {
+        const mm_mb_breakdown *e = &bk.mb[j];
+        ck_assert_int_eq(e->index, j);
+        ck_assert(e->tokens > 0 && e->sequences == 2 && fmod(e->tokens, 2) == 0);
+        double L = e->tokens / 2;
+        ck_assert_msg(fabs(e->sum_sq - 2 * L * L) <= 1e-9 * e->sum_sq, "S %g for 2 x %g", e->sum_sq, L);
+        for (int k = 0; k < bk.n_mb; k++) {
+            const mm_mb_breakdown *o = &bk.mb[k];
+            if (o->tokens < 1.25 * e->tokens)
+                continue;
+            for (int p = 0; p < 3; p++)
+                ck_assert(mm_pass_breakdown_pass(&o->layer, p) > mm_pass_breakdown_pass(&e->layer, p));
+            ck_assert_msg(o->layer.s[MM_OP_F][MM_BK_ATTN] > e->layer.s[MM_OP_F][MM_BK_ATTN],
+                          "attention at %g tokens vs %g", o->tokens, e->tokens);
+        }
+        if (checked < 2) { /* the same shape as a text run's nominal micro-batch */
+            char seq[64];
+            snprintf(seq, sizeof seq, "train.seq_len=%.0f", L);
+            const char *tsets[] = {"train.micro_batch=2", seq, "train.global_batch=256"};
+            static mm_sim text;
+            prepare(&text, tsets, 3);
+            ck_assert_int_eq(mm_sim_get_breakdown(&text, &nom, &err), 0);
+            ck_assert_int_eq(nom.mb_count, 0); /* no workload file: nothing drawn */
+            for (int p = 0; p < 3; p++)
+                for (int q = 0; q < MM_BK_KINDS; q++)
+                    ck_assert_msg(fabs(e->layer.s[p][q] - nom.layer.s[p][q]) <= 1e-9 * fmax(nom.layer.s[p][q], 1e-12),
+                                  "mb %d (2 x %g) pass %d kind %d: %g vs nominal %g", j, L, p, q, e->layer.s[p][q],
+                                  nom.layer.s[p][q]);
+            mm_sim_free(&text);
+            checked++;
+        }
+    }
+    char dir[256], args[1024];
+    mmx_tmpdir(dir, sizeof dir, "mbbk");
+    snprintf(args, sizeof args,
+             "run --no-db --json --set model=models/llama-2-7b.json --set parallel.vision=null --set cluster.nodes=1 "
+             "--set 'parallel.llm={tp: 1, pp: 1, dp: 8}' --set workload=workloads/text-only.yaml "
+             "--set train.micro_batch=2 --set train.padding=longest --set train.global_batch=256");
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 0);
+    mmx_rmdir(dir);
+    const char *mb = strstr(out, "\"micro_batches\": {\"iteration\": 0, \"replica\": 0, \"count\": ");
+    ck_assert_msg(mb, "no micro_batches in the breakdown");
+    int count = 0;
+    double gemm = 0;
+    ck_assert(sscanf(mb + strlen("\"micro_batches\": {\"iteration\": 0, \"replica\": 0, \"count\": "), "%d", &count) == 1);
+    ck_assert_int_eq(count, bk.mb_count);
+    const char *g = strstr(mb, "\"layer\": {\"fwd\": {\"gemm_s\": ");
+    ck_assert(g && sscanf(g + strlen("\"layer\": {\"fwd\": {\"gemm_s\": "), "%lf", &gemm) == 1);
+    ck_assert_msg(fabs(gemm - bk.mb[0].layer.s[MM_OP_F][MM_BK_GEMM]) <= 1e-8 * gemm, "%g vs %g", gemm,
+                  bk.mb[0].layer.s[MM_OP_F][MM_BK_GEMM]);
+    mm_sim_free(&sim);
+}
+END_TEST
+
 /* The kernels a framework adds to a layer (mm_framework_layer_extras), by
  * formula: GPT-3 1.3B (h 2048, 16 heads of 128, QKV bias), 2048 tokens on
  * a rank of tp 2 (q = kv = 1024 wide), 16-bit.  megatron-local with
@@ -1677,6 +1754,7 @@ int main(void)
     tcase_add_test(tc, optimizer_phase_term_by_term);
     tcase_add_test(tc, optimizer_fp16_loss_scale);
     tcase_add_test(tc, cli_bad_profile_and_json_breakdown);
+    tcase_add_test(tc, breakdown_lists_the_drawn_micro_batches);
     tcase_add_test(tc, extra_kernels_by_formula);
     tcase_add_test(tc, per_token_backward_counted_from_code);
     tcase_add_test(tc, grad_sync_is_a_profile_default);

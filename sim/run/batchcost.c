@@ -73,6 +73,7 @@ static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_p
             w->padded_tokens += (double)bn->padded_tokens;
             w->mb_T[at] = (double)bn->padded_tokens;
             w->mb_S[at] = bn->padded_sum_sq;
+            w->mb_n[at] = bn->n;
             for (int v = 0; v < V; v++)
                 load += w->mb[at + (size_t)v * dp * m].fwd_s + w->mb[at + (size_t)v * dp * m].bwd_s;
         }
@@ -229,12 +230,13 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     }
     w->tokens = w->padded_tokens = 0;
     w->m = m;
-    free(w->mb_T), free(w->mb_S), free(w->mb_inputs), free(w->load_rank);
+    free(w->mb_T), free(w->mb_S), free(w->mb_n), free(w->mb_inputs), free(w->load_rank);
     w->load_rank = calloc((size_t)dp, sizeof *w->load_rank);
     w->mb_T = calloc((size_t)dp * m + 1, sizeof *w->mb_T);
     w->mb_S = calloc((size_t)dp * m + 1, sizeof *w->mb_S);
+    w->mb_n = calloc((size_t)dp * m + 1, sizeof *w->mb_n);
     w->mb_inputs = calloc((size_t)(sim->n_enc ? sim->n_enc : 1) * dp * m + 1, sizeof *w->mb_inputs);
-    if (!w->mb_T || !w->mb_S || !w->mb_inputs || !w->load_rank) {
+    if (!w->mb_T || !w->mb_S || !w->mb_n || !w->mb_inputs || !w->load_rank) {
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
@@ -262,6 +264,7 @@ void mm_sim_wl_iter_free(wl_iter *w)
     }
     free(w->mb_T);
     free(w->mb_S);
+    free(w->mb_n);
     free(w->mb_inputs);
     free(w->load_rank);
     memset(w, 0, sizeof *w);

@@ -91,8 +91,22 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
         fprintf(f, "%s\n%s    {\"stage\": %d, \"fwd_s\": %.9g, \"bgrad_s\": %.9g, \"wgrad_s\": %.9g}", v ? "," : "",
                 indent, v, bk->pass[v][MM_OP_F], bk->pass[v][MM_OP_B], bk->pass[v][MM_OP_W]);
     fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
-               "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}}",
+               "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}",
             indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->p2p_hop_mean_s, bk->dp_grad_s);
+    if (bk->mb_count > 0) {
+        fprintf(f, ",\n%s  \"micro_batches\": {\"iteration\": 0, \"replica\": 0, \"count\": %d, \"listed\": %d, "
+                   "\"items\": [",
+                indent, bk->mb_count, bk->n_mb);
+        for (int j = 0; j < bk->n_mb; j++) {
+            const mm_mb_breakdown *e = &bk->mb[j];
+            fprintf(f, "%s\n%s    {\"index\": %d, \"tokens\": %.9g, \"sequences\": %.9g, \"sum_sq\": %.9g, \"layer\": ",
+                    j ? "," : "", indent, e->index, e->tokens, e->sequences, e->sum_sq);
+            json_pass(f, &e->layer, 1.0);
+            fprintf(f, "}");
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "}");
 }
 
 static void text_row(FILE *f, const char *name, const mm_pass_breakdown *b, int p)
@@ -127,4 +141,24 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
         fprintf(f, "  optimizer  stage %d: step %.3f, grad norm %.3f, zero grad %.3f = %.3f ms\n", v, 1e3 * o->step_s,
                 1e3 * o->grad_norm_s, 1e3 * o->zero_grad_s, 1e3 * o->total_s);
     }
+    if (bk->mb_count == 0)
+        return;
+    /* the drawn micro-batches: one layer each, the split of its forward */
+    enum { ROWS = 16 };
+    fprintf(f, "  drawn micro-batches of DP replica 0 in iteration 0, in its order (%d; the rows above are the\n"
+               "  nominal micro_batch x seq_len one), one layer each, ms\n",
+            bk->mb_count);
+    fprintf(f, "  %4s %9s %5s %10s %10s %10s %10s %10s %10s\n", "mb", "tokens", "seqs", "fwd gemm", "attention", "memory",
+            "fwd", "bgrad", "wgrad");
+    for (int j = 0; j < bk->n_mb && j < ROWS; j++) {
+        const mm_mb_breakdown *e = &bk->mb[j];
+        const mm_pass_breakdown *b = &e->layer;
+        fprintf(f, "  %4d %9.0f %5.0f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", e->index, e->tokens, e->sequences,
+                1e3 * b->s[MM_OP_F][MM_BK_GEMM], 1e3 * b->s[MM_OP_F][MM_BK_ATTN], 1e3 * b->s[MM_OP_F][MM_BK_MEM],
+                1e3 * mm_pass_breakdown_pass(b, MM_OP_F), 1e3 * mm_pass_breakdown_pass(b, MM_OP_B),
+                1e3 * mm_pass_breakdown_pass(b, MM_OP_W));
+    }
+    if (bk->mb_count > ROWS)
+        fprintf(f, "  ... %d more (the first %d in --json's breakdown.micro_batches)\n", bk->mb_count - ROWS,
+                bk->n_mb);
 }

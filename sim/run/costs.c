@@ -312,6 +312,35 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
     return stage_costs_bk(sim, st, spec, mem_frac, NULL, err);
 }
 
+static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, double n, pass_times *out,
+                     mm_pass_breakdown *bk);
+
+/* bk->mb: the micro-batches DP replica 0 runs in iteration 0, drawn and
+ * batched as the run does (mm_sim_stage_times, mm_sim_iteration_costs),
+ * each one's layer from the same bin_layer as its costs. */
+static int drawn_micro_batches(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
+{
+    mm_sim_costs costs;
+    wl_iter w = {0};
+    int rc = mm_sim_stage_times(sim, &costs, err);
+    if (rc)
+        return rc;
+    mm_build_spec spec = costs.spec;
+    rc = mm_sim_iteration_costs(sim, &spec, costs.stages, 0, &w, err);
+    bk->mb_count = rc == 0 ? w.m : 0;
+    for (int j = 0; rc == 0 && j < w.m && j < MM_BK_MAX_MB; j++) {
+        mm_mb_breakdown *e = &bk->mb[j];
+        pass_times t;
+        *e = (mm_mb_breakdown){.index = j, .tokens = w.mb_T[j], .sequences = w.mb_n[j], .sum_sq = w.mb_S[j]};
+        if (e->tokens > 0 && bin_layer(sim, &sim->llm, e->tokens, e->sum_sq, e->sequences, &t, &e->layer))
+            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+        bk->n_mb = j + 1;
+    }
+    mm_sim_wl_iter_free(&w);
+    mm_sim_costs_free(&costs);
+    return rc;
+}
+
 int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
@@ -331,6 +360,8 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
         }
     }
     free(st);
+    if (rc == 0 && sim->wl)
+        rc = drawn_micro_batches(sim, bk, err);
     return rc;
 }
 
@@ -636,6 +667,22 @@ int mm_sim_stage_times(const mm_sim *sim, mm_sim_costs *c, mm_err *err)
 }
 
 
+/* One block of model m (the whole model's mean block, or a stage view)
+ * for an LLM micro-batch of T tokens in n sequences with sum of squared
+ * lengths S: its pass times and, when bk is not NULL, their split. */
+static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, double n, pass_times *out,
+                     mm_pass_breakdown *bk)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    bool sp = (sim->sc.train.sequence_parallel || L->sp) && L->tp > 1;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int cp = L->cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    if (k < 0)
+        return -1;
+    *out = time_layer(sim, m, ops, k, T / cp, sp ? T / cp / L->tp : T / cp, bk);
+    return 0;
+}
+
 /* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
  * S, on every virtual stage. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
@@ -650,12 +697,11 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     if (T <= 0)
         return 0;
     mm_op_cost ops[MM_LLM_MAX_OPS];
-    int cp = L->cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
-    if (k < 0)
-        return -1;
+    int cp = L->cp, k;
     mm_fw_ctx fc = llm_ctx(sim);
-    double tn = sp ? T / cp / L->tp : T / cp;
-    pass_times layer = time_layer(sim, m, ops, k, T / cp, tn, NULL);
+    pass_times layer;
+    if (bin_layer(sim, m, T, S, n, &layer, NULL))
+        return -1;
     k = mm_llm_embed_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
     mm_pass_breakdown eb;
     memset(&eb, 0, sizeof eb);
@@ -676,10 +722,8 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
         bool first = v == 0, last = v == V - 1;
         if (!uniform) { /* this stage's own mix of dense/MoE, sliding/global blocks */
             mm_llm sv = mm_llm_stage_view(m, l0, nl);
-            k = mm_llm_layer_ops_packed(&sv, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
-            if (k < 0)
+            if (bin_layer(sim, &sv, T, S, n, &layer, NULL))
                 return -1;
-            layer = time_layer(sim, &sv, ops, k, T / cp, tn, NULL);
             lf = mm_llm_layer_fwd_flops_packed(&sv, T, S);
             af = lf - mm_llm_layer_fwd_flops_packed(&sv, T, 0);
             re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;

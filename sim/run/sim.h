@@ -125,6 +125,15 @@ int mm_sim_relayout(mm_sim *sim, mm_err *err);
 typedef struct mm_opt_breakdown {
     double step_s, grad_norm_s, zero_grad_s, total_s;
 } mm_opt_breakdown;
+/* One drawn micro-batch of a workload file (mm_sim_breakdown.mb). */
+#define MM_BK_MAX_MB 64
+typedef struct mm_mb_breakdown {
+    int index;             /* its place in the replica's order (0 first) */
+    double tokens;         /* T, at the padded length the LLM runs */
+    double sequences;      /* n */
+    double sum_sq;         /* S: sum of the sequences' squared lengths */
+    mm_pass_breakdown layer; /* one layer, as `layer` below for this micro-batch */
+} mm_mb_breakdown;
 typedef struct mm_sim_breakdown {
     mm_pass_breakdown layer, embed, head;
     double recompute_s;   /* per layer per micro-batch, part of B */
@@ -144,6 +153,14 @@ typedef struct mm_sim_breakdown {
      * one transfer averaged over the pipeline's boundaries, the quantity
      * Zero Bubble's runtime benchmarks (docs/topology.md, p2p) */
     double tp_fwd_s, tp_bwd_s, p2p_s, p2p_hop_mean_s, dp_grad_s;
+    /* With a workload file the micro-batches differ (`layer` above is the
+     * nominal one, train.micro_batch x train.seq_len tokens): the
+     * micro-batches DP replica 0 runs in iteration 0, in its order, each
+     * with its own layer split as mm_sim_run costs it (the same draw, the
+     * same batching); n_mb of them listed (the first MM_BK_MAX_MB) of
+     * mb_count.  Both 0 without a workload file. */
+    int mb_count, n_mb;
+    mm_mb_breakdown mb[MM_BK_MAX_MB];
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */

@@ -84,6 +84,7 @@ typedef struct wl_iter {
      * padded length) and sum of squares (S) it runs on, and (i dp m + d m
      * + j) encoder i's inputs, for memory that follows the data */
     double *mb_T, *mb_S, *mb_inputs;
+    double *mb_n;             /* per (d, j): the sequences it holds */
     double *enc_rank_inputs[MM_MAX_ENCODERS]; /* colocated, per encoder i: its inputs
                                  (tiles + frames, or clips) per rank (GPU order) */
     int m;                    /* micro-batches per replica this iteration */
