@@ -155,6 +155,17 @@ static void prepare(mm_sim *sim, const char *const *extra, int n_extra)
     ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
 }
 
+/* prepare() under framework profile `fw` at ZeRO stage `zero`, plus one
+ * more scenario key when `extra` is not NULL. */
+static void prepare_fw_zero(mm_sim *sim, const char *fw, int zero, const char *extra)
+{
+    char fwk[64], zs[32];
+    snprintf(fwk, sizeof fwk, "train.framework=%s", fw);
+    snprintf(zs, sizeof zs, "train.zero=%d", zero);
+    const char *sets[] = {fwk, zs, extra};
+    prepare(sim, sets, extra ? 3 : 2);
+}
+
 static int prepare_rc(const char *const *extra, int n_extra, mm_err *err)
 {
     const char *sets[24];
@@ -639,10 +650,7 @@ START_TEST(overlap_is_a_profile_default)
         char fwk[64];
         snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
         for (int z = 0; z <= 3; z++) {
-            char zs[32];
-            snprintf(zs, sizeof zs, "train.zero=%d", z);
-            const char *sets[] = {fwk, zs};
-            prepare(&sim, sets, 2);
+            prepare_fw_zero(&sim, profiles[i], z, NULL);
             ck_assert_int_eq(sim.sc.train.overlap_grad_reduce, MM_TOVL_AUTO);
             ck_assert_int_eq(sim.sc.train.overlap_param_gather, MM_TOVL_AUTO);
             mm_sim_costs c;
@@ -1200,13 +1208,8 @@ START_TEST(grad_sync_is_a_profile_default)
     static mm_sim sim;
     mm_err err;
     for (int i = 0; i < 4; i++) {
-        char fwk[64];
-        snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
         for (int z = 0; z <= 3; z++) {
-            char zs[32];
-            snprintf(zs, sizeof zs, "train.zero=%d", z);
-            const char *sets[] = {fwk, zs, "train.global_batch=32"};
-            prepare(&sim, sets, 3);
+            prepare_fw_zero(&sim, profiles[i], z, "train.global_batch=32");
             ck_assert_int_eq(sim.micro_batches, 4);
             mm_sim_costs c;
             ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);

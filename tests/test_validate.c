@@ -55,12 +55,19 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     return hw;
 }
 
+/* A published table (tests/data), opened past its header line. */
+static FILE *open_table(const char *path, char *line, int cap)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s", path);
+    ck_assert_msg(fgets(line, cap, f) != NULL, "%s: no header", path);
+    return f;
+}
+
 START_TEST(megatron_weak_scaling)
 {
-    FILE *f = fopen("tests/data/megatron/table1.csv", "r");
-    ck_assert_ptr_nonnull(f);
     char line[1024];
-    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    FILE *f = open_table("tests/data/megatron/table1.csv", line, sizeof line);
     double sum = 0, worst = 0;
     int n = 0;
     while (fgets(line, sizeof line, f)) {
@@ -203,10 +210,8 @@ static void zb_predict(const zb_row *r, double *F, double *B, double *W, double 
 
 START_TEST(zero_bubble_pass_times)
 {
-    FILE *f = fopen("tests/data/zb/pass_times_table9.csv", "r");
-    ck_assert_ptr_nonnull(f);
     char line[1024];
-    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    FILE *f = open_table("tests/data/zb/pass_times_table9.csv", line, sizeof line);
     int rows = 0;
     while (fgets(line, sizeof line, f)) {
         char model[16];
@@ -255,10 +260,8 @@ START_TEST(zero_bubble_p2p)
         double sim_ms, lo, hi; /* the hop, and the error band vs each row */
     } want[] = {{"1.5B", 0.5208, -0.33, -0.12}, {"6.2B", 0.4640, -0.20, -0.11},
                 {"14.6B", 0.3922, -0.10, 0.10}, {"28.3B", 0.4706, 0.02, 0.16}};
-    FILE *f = fopen("tests/data/zb/pass_times_table9.csv", "r");
-    ck_assert_ptr_nonnull(f);
     char line[1024];
-    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    FILE *f = open_table("tests/data/zb/pass_times_table9.csv", line, sizeof line);
     int rows = 0, within = 0;
     while (fgets(line, sizeof line, f)) {
         char model[16];
@@ -306,10 +309,8 @@ START_TEST(flash_attention_speedups)
 {
     static const char *const attn[] = {"unfused-eager", "flash1", "flash2"};
     static const char *const rec[] = {"none", "selective", "full"};
-    FILE *f = fopen("tests/data/flash-attention/table1.csv", "r");
-    ck_assert_ptr_nonnull(f);
     char line[1024];
-    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    FILE *f = open_table("tests/data/flash-attention/table1.csv", line, sizeof line);
     int rows = 0;
     while (fgets(line, sizeof line, f)) {
         char model[16];
