@@ -1,4 +1,4 @@
-/* test_bridge.c - the cost bridge (run/costs.h) is the one source of a
+/* test_bridge.c - the cost bridge (cost/costs.h) is the one source of a
  * layout's per-stage memory: `mmsim run`, the planner's pre-score and
  * `mmsim model` report the same numbers, checked through the library calls
  * and through the binary's --json output, for layouts covering tp/pp/dp,
@@ -15,9 +15,11 @@
 
 #include <libfyaml.h>
 
-#include "run/costs.h"
+#include "cost/costs.h"
 #include "scenario/scenario.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "plan/estimate.h"
 
 #include "mmsim_exe.h"
 

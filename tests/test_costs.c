@@ -17,8 +17,9 @@
 #include "model/llm.h"
 #include "model/memory.h"
 #include "model/mllm.h"
-#include "run/fwcost.h"
-#include "run/sim.h"
+#include "cost/fwcost.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 
 static double rel(double a, double b) { return fabs(a - b) / fabs(b); }
 

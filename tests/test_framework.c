@@ -17,10 +17,13 @@
 #include "hw/net.h"
 #include "model/framework.h"
 #include "model/memory.h"
-#include "run/costs.h"
-#include "run/exec.h"
-#include "run/fwcost.h"
-#include "run/sim.h"
+#include "cost/costs.h"
+#include "exec/exec.h"
+#include "cost/fwcost.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "plan/estimate.h"
+#include "cost/breakdown.h"
 #include "mmsim_exe.h"
 
 static double rel(double a, double b) { return fabs(a - b) / fabs(b); }

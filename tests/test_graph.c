@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "parallel/graph.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 
 /* The same adds into any graph: 3 ranks, 5 ops, 3 collectives (the last
  * two over the same pair, stored once), 4 edges. */

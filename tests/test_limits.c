@@ -20,12 +20,13 @@
 #include <unistd.h>
 
 #include "mmsim_exe.h"
-#include "run/exec.h"
+#include "exec/exec.h"
 #include "store/store.h"
 #include "store/store_private.h"
 #include "util/doc.h"
 #include "util/file.h"
 #include "util/limits.h"
+#include "exec/metrics.h"
 
 static char dir[256];
 static char out[1 << 16], errbuf[1 << 16];

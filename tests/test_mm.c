@@ -14,8 +14,9 @@
 #include "api/report.h"
 #include "mmsim_exe.h"
 #include "model/memory.h"
-#include "run/sim.h"
-#include "run/sim_internal.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "cost/cost_internal.h"
 #include "workload/batch.h"
 
 /* A sim of the built-in scenario with sets; the scenario it borrows is

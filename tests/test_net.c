@@ -11,7 +11,7 @@
 
 #include "hw/coll.h"
 #include "hw/flow.h"
-#include "run/exec.h"
+#include "exec/exec.h"
 
 #include "cluster_keep.h"
 

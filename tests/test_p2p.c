@@ -20,7 +20,7 @@
 #include "hw/net.h"
 #include "mmsim_exe.h"
 #include "parallel/build.h"
-#include "run/exec.h"
+#include "exec/exec.h"
 
 static mm_cluster load(const char *path, int nodes)
 {

@@ -18,9 +18,10 @@
 #include "hw/coll.h"
 #include "hw/perturb.h"
 #include "parallel/build.h"
-#include "run/critpath.h"
-#include "run/exec.h"
-#include "run/sim.h"
+#include "exec/critpath.h"
+#include "exec/exec.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 
 #include "cluster_keep.h"
 
@@ -159,7 +160,7 @@ START_TEST(half_nics)
         *g = load("tests/data/perturb/mixed-nics.yaml", 4);
         double bg = busbw(g, model, MM_ALGO_RING, 32, S);
         ck_assert_msg(fabs(bg / b0 - 0.5) < 0.015, "node group: %g of %g GB/s", bg * 1e-9, b0 * 1e-9);
-        g->groups[0].nic_bw = 400e9 / 8; /* what a node_group perturbation does (run/load.c) */
+        g->groups[0].nic_bw = 400e9 / 8; /* what a node_group perturbation does (scenario/prepare.c) */
         ck_assert_double_eq_tol(busbw(g, model, MM_ALGO_RING, 32, S), b0, 1e-6 * b0);
         if (model == MM_NET_MODEL_FLOW) {
             mm_cluster *p = malloc(sizeof *p);

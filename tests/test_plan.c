@@ -18,7 +18,9 @@
 #include <sqlite3.h>
 
 #include "plan/planner.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "plan/estimate.h"
 #include "store/store.h"
 
 #include "mmsim_exe.h"
@@ -513,7 +515,7 @@ START_TEST(headline_only_same_numbers)
 }
 END_TEST
 
-/* `mmsim run --no-symmetry` simulates every DP replica (run/symmetry.h):
+/* `mmsim run --no-symmetry` simulates every DP replica (exec/symmetry.h):
  * under the analytic network its JSON is the collapsed run's line for
  * line (every metric, per-stage figure and the critical path) but for the
  * events it dispatched (more) and the wall time; under flow the iteration

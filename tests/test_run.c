@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "parallel/build.h"
-#include "run/exec.h"
-#include "run/sim.h"
+#include "exec/exec.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "plan/estimate.h"
 
 #include "cluster_keep.h"
 

@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "plan/planner.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 
 /* Llama-2-7B (32 layers) on 2 nodes, analytic network, text workload, one
  * iteration, plus the given overrides. */
@@ -128,7 +129,7 @@ START_TEST(pipeline_encoder_any_schedule)
 }
 END_TEST
 
-/* ---- identical DP replicas simulated once (run/symmetry.h) ---- */
+/* ---- identical DP replicas simulated once (exec/symmetry.h) ---- */
 
 static void run_sym(const char *const *sets, int n, bool no_sym, mm_metrics *m)
 {

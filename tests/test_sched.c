@@ -14,11 +14,13 @@
 #include "model/memory.h"
 #include "parallel/build.h"
 #include "parallel/passtimes.h"
-#include "run/costs.h"
-#include "run/critpath.h"
-#include "run/exec.h"
-#include "run/sim.h"
-#include "run/sim_internal.h"
+#include "cost/costs.h"
+#include "exec/critpath.h"
+#include "exec/exec.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "plan/estimate.h"
+#include "cost/cost_internal.h"
 
 typedef struct run_result {
     double time_s, bubble;

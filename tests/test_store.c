@@ -24,6 +24,7 @@
 #include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
 
 #include "mmsim_exe.h"
+#include "exec/metrics.h"
 
 static const char scenario_a[] =
     "model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml, nodes: 1}\n"

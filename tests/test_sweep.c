@@ -27,6 +27,7 @@
 #include "store/store_private.h" /* mm_store_sqlite: the tables, read directly */
 
 #include "mmsim_exe.h"
+#include "exec/metrics.h"
 
 static char tmpdir[256];
 static char out[1 << 16], errtxt[1 << 14];

@@ -21,7 +21,9 @@
 #include <string.h>
 
 #include "hw/net.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "cost/breakdown.h"
 
 static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B, int s, int mb)
 {

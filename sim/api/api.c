@@ -13,6 +13,7 @@
 
 #include "api/report.h"
 #include "mmsim_config.h"
+#include "exec/run.h"
 
 struct mmsim {
     mm_scenario sc;

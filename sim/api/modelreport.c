@@ -1,7 +1,7 @@
 /* modelreport.c - what `mmsim model` reports about a model file (report.h):
  * parameters per module and forward FLOPs (the model alone), then what
  * `mmsim run` with the same --set uses for its layout: per-stage pass times
- * and per-GPU memory from the cost bridge (run/costs.h), number for number.
+ * and per-GPU memory from the cost bridge (cost/costs.h), number for number.
  * The CLI's table and the JSON of the CLI and of the C API all read this
  * one mm_model_report; the trace's memory counter reads the memory model
  * through mm_report_llm_stage_memory.
@@ -12,6 +12,7 @@
 
 #include "api/report.h"
 #include "workload/workload.h"
+#include "cost/costs.h"
 
 static const mm_mem_schedule sched_of[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
                                            [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,

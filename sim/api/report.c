@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "mmsim_config.h"
+#include "cost/breakdown.h"
+#include "exec/metrics.h"
 
 void mm_json_string(FILE *f, const char *s)
 {
@@ -152,7 +154,7 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
         fprintf(f, ", \"seconds\": %.9g, \"share\": %.6g, \"ops\": %d}", e->seconds, e->share, e->ops);
     }
     fprintf(f, "],\n");
-    /* the framework's per-layer breakdown (run/breakdown.c), when the
+    /* the framework's per-layer breakdown (cost/breakdown.c), when the
      * layout has one */
     mm_sim_breakdown *bk = calloc(1, sizeof *bk);
     mm_err berr;

@@ -14,10 +14,10 @@
 #include "model/memory.h"
 #include "model/mllm.h"
 #include "plan/planner.h"
-#include "run/costs.h"
-#include "run/metrics.h"
+#include "cost/costs.h"
+#include "exec/metrics.h"
 #include "scenario/scenario.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
 
 /* A JSON string literal (quotes and escapes). */
 void mm_json_string(FILE *f, const char *s);

@@ -37,7 +37,7 @@
 #include "hw/cluster.h"
 #include "hw/compute.h"
 #include "model/llm.h"
-#include "run/fwcost.h"
+#include "cost/fwcost.h"
 
 int main(int argc, char **argv)
 {

@@ -4,7 +4,7 @@
  *
  *   bench_scale [--no-symmetry] [--set KEY=VALUE]...   (the built-in default
  *                                          scenario; --no-symmetry simulates
- *                                          every DP replica, run/symmetry.h)
+ *                                          every DP replica, exec/symmetry.h)
  *
  * Prints one line: cpu_s wall_s peak_rss_mib ops events bytes_per_op
  * iteration_time_s.  CPU time and peak RSS come from getrusage (the whole
@@ -18,7 +18,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 
 static double cpu_s(void)
 {

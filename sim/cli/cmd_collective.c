@@ -19,7 +19,7 @@
 #include "cli/cli.h"
 #include "hw/coll.h"
 #include "mmsim_config.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
 
 #define CMD "collective"
 

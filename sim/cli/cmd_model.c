@@ -1,7 +1,7 @@
 /* cmd_model.c - `mmsim model MODEL`: parameters per module and forward
  * FLOPs per token and per sample (the model alone, no layout), then what
  * `mmsim run` with the same --set uses for the model's layout: per-stage
- * pass times and per-GPU memory from the cost bridge (run/costs.h), number
+ * pass times and per-GPU memory from the cost bridge (cost/costs.h), number
  * for number.  Parsing and printing only: the report (and its JSON, which
  * the C API returns too) is sim/api/modelreport.c's.
  * Not for: simulation (mmsim run); any cost of its own (one source). */

@@ -14,8 +14,11 @@
 #include "cli/megatron.h"
 #include "hw/cluster.h"
 #include "mmsim_config.h"
-#include "run/limits.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
+#include "cost/breakdown.h"
+#include "cost/costs.h"
 #include "store/store.h"
 #include "store/trace.h"
 
@@ -411,7 +414,7 @@ int mm_cli_run(int argc, char **argv)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
         return mm_cli_fail(&err);
     }
-    sim.no_symmetry = o.no_symmetry; /* run/symmetry.h; not part of the scenario (its hash) */
+    sim.no_symmetry = o.no_symmetry; /* exec/symmetry.h; not part of the scenario (its hash) */
     if (o.print_scenario) {
         print_scenario(&o, &mg, &sc);
         mm_sim_free(&sim);

@@ -11,7 +11,7 @@
 
 #include "cli/cli.h"
 #include "model/mllm.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
 #include "workload/workload.h"
 
 #define HIST_BINS 20

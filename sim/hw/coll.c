@@ -170,7 +170,7 @@ void coll_route_nvls(mm_network *net, int gpu, double coef)
 /* The NIC that serves, for the copy of a GPU shifted by r replicas, what
  * `rail` served for the GPU: shifted by the GPU's move inside its node
  * (whole when replica_stride x NICs is a multiple of the node's GPUs, as
- * run/symmetry.c requires). */
+ * exec/symmetry.c requires). */
 static int shift_rail(const mm_cluster *c, int gpu, int shifted, int rail)
 {
     int G = c->gpus_per_node;

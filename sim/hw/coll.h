@@ -90,7 +90,7 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
 
 /* The same, with the collective running at the same time on `replicas`
  * copies of the group, copy r on gpus + r x stride (identical DP replicas
- * simulated once, run/symmetry.h): under `flow` their flows load the links
+ * simulated once, exec/symmetry.h): under `flow` their flows load the links
  * as aggregates with this one's (one flow for a flow of every copy, its
  * coefficients the copies' summed), which max-min gives this one's rate
  * when the copies are symmetric.  replicas <= 1: mm_network_start. */

@@ -1,7 +1,7 @@
 /* perturb.c - resolving what-if perturbations (perturb.h) against a
  * cluster: checks, the per-GPU pace, the jitter generator, stalls, node
  * group NIC rates.  Link perturbations are applied by topo.c when it builds
- * the link graph.  Not for: parsing (run/scenario.c). */
+ * the link graph.  Not for: parsing (scenario/perturb.c). */
 #include "hw/perturb.h"
 
 #include <math.h>

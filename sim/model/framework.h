@@ -3,7 +3,7 @@
  * it runs, which memory-bound work it fuses and which it runs as separate
  * eager kernels, in which dtype it reduces gradients, what its optimizer
  * step reads and writes, and how it buckets the gradient reduce.  Every
- * value in a profile cites the framework's code; the cost bridge (sim/run)
+ * value in a profile cites the framework's code; the cost bridge (sim/cost)
  * turns it into kernels and bytes.
  *
  * Scenario keys still override a profile: train.attention (when not auto)

@@ -5,7 +5,7 @@
  * Costs come in already computed (seconds per pass per stage, bytes per
  * message), so this layer knows the layout and the schedule but neither the
  * GPU nor the model: tests can feed uniform costs and check the schedule,
- * and the run layer feeds the cost model's numbers.
+ * and the cost bridge feeds the cost model's numbers.
  *
  * Rank placement follows an order of dimensions, fastest first; Megatron-
  * LM's default is tp-cp-ep-dp-pp: GPU = t + tp*(c + cp*(d + dp*s)), where
@@ -71,9 +71,9 @@
  *    micro-batches earlier (a bounded queue), then the backwards.
  * Frozen encoders have no backward, gradient sync or optimizer step.
  *
- * Not for: costs (the run layer's cost bridge, run/costs.h), checking a
- * layout against a cluster or model (run/layout.c: a bad spec here is a
- * bug, reported as MM_EINTERNAL), or timing (run/exec.h). */
+ * Not for: costs (the cost bridge, cost/costs.h), checking a
+ * layout against a cluster or model (scenario/check.c: a bad spec here is a
+ * bug, reported as MM_EINTERNAL), or timing (exec/exec.h). */
 #ifndef MM_BUILD_H
 #define MM_BUILD_H
 
@@ -268,7 +268,7 @@ int mm_build_z3_gather_passes(const mm_build_spec *sp);
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set
  * to MM_EINTERNAL and a message naming the op or spec field and the stage:
- * a spec that the run layer built wrong is a bug, not bad input. */
+ * a spec that the cost bridge built wrong is a bug, not bad input. */
 int mm_build_iteration(const mm_build_spec *spec, mm_graph *g, mm_err *err);
 
 #endif

@@ -3,7 +3,7 @@
  * a graph whose arrays mm_graph_reserve sized from those counts, so that
  * they are allocated once (docs/performance.md, "Memory"); growing by
  * doubling remains for graphs built without a count (tests, symmetry.c).
- * Not for: deciding which ops exist (build*.c) or running them (run/exec.c). */
+ * Not for: deciding which ops exist (build*.c) or running them (exec/exec.c). */
 #include "parallel/graph.h"
 
 #include <stdio.h>

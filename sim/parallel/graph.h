@@ -1,6 +1,6 @@
 /* graph.h - one training iteration as a graph of ops on simulated ranks.
  *
- * The builder (build.h) emits ops; the run layer executes them.  A simulated
+ * The builder (build.h) emits ops; the executor (exec/exec.h) runs them.  A simulated
  * rank stands for one tensor-parallel group (TP peers see the same data, so
  * they are collapsed: their collectives still cost what the whole TP group's
  * network costs).  Each rank has in-order streams, like CUDA streams: an op
@@ -9,7 +9,7 @@
  * member has reached it.  Point-to-point transfers live on no stream: they
  * start as soon as the data they carry exists (eager sends into buffers the
  * receiver posted ahead, as NCCL's p2p with Megatron's batched isend/irecv).
- * Not for: timing or metrics (run layer). */
+ * Not for: timing or metrics (exec layer). */
 #ifndef MM_GRAPH_H
 #define MM_GRAPH_H
 
@@ -59,7 +59,7 @@ typedef struct mm_coll {
     int count;
     double bytes;
     uint32_t gpu_off, n_gpus;
-    /* run/symmetry.c: the collective stands for `replicas` copies of itself,
+    /* exec/symmetry.c: the collective stands for `replicas` copies of itself,
      * copy r on the GPUs + r x replica_stride (0 or 1: itself alone) */
     int replicas, replica_stride;
     /* SENDRECV: the NCCL communicator it runs on (hw/net.h mm_group_shape;

@@ -1,5 +1,5 @@
 /* passtimes.c - the pass-times CSV reader (libcsv callbacks into arrays).
- * Not for: using the times (run/costs.c puts them into the stage costs). */
+ * Not for: using the times (cost/costs.c puts them into the stage costs). */
 #include "parallel/passtimes.h"
 #include "util/file.h"
 

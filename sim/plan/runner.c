@@ -25,9 +25,10 @@
 #endif
 
 #include "mmsim_config.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
 #include "plan/runner_internal.h"
-#include "run/limits.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 #include "store/store.h"
 #include "util/misc.h"
 

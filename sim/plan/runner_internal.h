@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "plan/runner.h"
-#include "run/metrics.h"
+#include "exec/metrics.h"
 #include "store/store.h"
 
 /* State shared by the phases of one mm_runner_run. */

@@ -273,6 +273,7 @@ int mm_rn_run_mpi(runner *r, int plan_rc, mm_err *err)
 /* Without MPI the runner never calls this (mm_runner_run refuses MPI mode
  * first); it exists so that this file is never an empty unit. */
 #include "plan/runner_internal.h"
+#include "exec/metrics.h"
 
 int mm_rn_run_mpi(runner *r, int plan_rc, mm_err *err)
 {

@@ -16,7 +16,7 @@
 
 #include <libfyaml.h>
 
-#include "run/sim.h"
+#include "scenario/sim.h"
 #include "util/doc.h"
 
 #define EMIT_YAML (FYECF_MODE_FLOW_ONELINE | FYECF_WIDTH_INF | FYECF_NO_ENDING_NEWLINE)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "store/store_private.h"
+#include "exec/metrics.h"
 
 const char *const mm_store_metric_names[] = {
     "iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",

@@ -35,7 +35,7 @@
  *   critical_path(run_id -> runs(id) ON DELETE CASCADE, position INTEGER,
  *        rank INTEGER, stage INTEGER, what TEXT NOT NULL, seconds REAL,
  *        share REAL, ops INTEGER, PRIMARY KEY(run_id, position))
- *        the last iteration's critical path (run/critpath.h), largest
+ *        the last iteration's critical path (exec/critpath.h), largest
  *        entry first; rank/stage NULL where none (wait, stall)
  *   (version 4)
  *   plans(id, created_at, mmsim_version, scenario_source, scenario, gpus,
@@ -86,7 +86,7 @@
 
 #include <stdint.h>
 
-#include "run/metrics.h"
+#include "exec/metrics.h"
 #include "util/err.h"
 
 #define MM_STORE_SCHEMA_VERSION 7

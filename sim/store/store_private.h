@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "exec/metrics.h"
 
 struct mm_store {
     sqlite3 *db;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/store_private.h"
+#include "exec/metrics.h"
 
 int mm_store_sweep_open(mm_store *st, const char *name, const char *spec, int64_t points,
                         const char *axes, const char *created_at, int64_t *sweep_id,

@@ -7,6 +7,7 @@
  * partly done as whole; the memory counter is the LLM's alone (an encoder
  * colocated on the GPU adds its own). */
 #include "store/trace.h"
+#include "exec/run.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,7 +15,8 @@
 #ifndef MM_TRACE_H
 #define MM_TRACE_H
 
-#include "run/sim.h"
+#include "scenario/sim.h"
+#include "exec/run.h"
 
 /* Per LLM pipeline stage: GiB of model states (weights, gradients,
  * optimizer) and of the activations one in-flight micro-batch keeps. */

@@ -6,7 +6,7 @@
  * GPUs, global batch 3,072); raise one here, with a test, when a real
  * scenario needs it.  File and document bounds are in util/file.h and
  * util/doc.h.
- * Not for: the checks themselves (hw/cluster.c, run/limits.c, the CLI). */
+ * Not for: the checks themselves (hw/cluster.c, scenario/limits.c, the CLI). */
 #ifndef MM_LIMITS_H
 #define MM_LIMITS_H
 

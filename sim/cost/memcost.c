@@ -6,9 +6,9 @@
  * time side it shares the encoder layouts with (mm_sim_enc_layout).
  * Not for: memory that follows the data per iteration (datamem.c), the
  * memory formulas themselves (model/memory.c), pass times (costs.c). */
-#include "run/costs.h"
+#include "cost/costs.h"
 
-#include "run/sim_internal.h"
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -166,24 +166,4 @@ int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
     }
     mt->oom = oom;
     return 0;
-}
-
-int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err)
-{
-    mm_sim_memory m;
-    int rc = mm_sim_stage_memory(sim, &m, err);
-    if (rc)
-        return rc;
-    for (int k = 0; k < m.n_stages && k < mt->n_stages; k++) {
-        mt->stages[k].stage = k;
-        mt->stages[k].memory_gib = m.stage_gib[k];
-    }
-    mt->peak_memory_gib = m.peak_gib;
-    mt->n_modules = m.n_modules;
-    for (int i = 0; i < m.n_modules; i++) {
-        snprintf(mt->modules[i].name, sizeof mt->modules[i].name, "%s", m.module_name[i]);
-        mt->modules[i].memory_gib = m.module_gib[i];
-    }
-    mm_sim_memory_free(&m);
-    return m.oom ? 1 : 0;
 }

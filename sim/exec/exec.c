@@ -7,7 +7,7 @@
  * is done: at a fixed time under `analytic`, when its flows have drained
  * under `flow`, where TP, PP and DP traffic in flight share links.
  * Not for: building graphs (parallel/) or metrics (iterate.c). */
-#include "run/exec.h"
+#include "exec/exec.h"
 
 #include <assert.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* symmetry.c - identical DP replicas simulated once (symmetry.h): the
  * replica-0 subgraph, its run, and the times copied back to every replica.
  * Not for: deciding costs or metrics (costs.c, iterate.c). */
-#include "run/symmetry.h"
+#include "exec/symmetry.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,19 +1,26 @@
-/* breakdown.c - writing the per-layer cost breakdown (sim.h:
- * mm_sim_breakdown) as a JSON member or as a text table, so a user can hold
- * it against an Nsight Systems profile of a real run.  The numbers come from
- * mm_sim_get_breakdown, the same cost bridge mm_sim_run executes.
- * Not for: computing anything (costs.c does). */
+/* breakdown.c - the per-layer cost breakdown (breakdown.h:
+ * mm_sim_breakdown) gathered from the cost bridge's own functions (the
+ * stage costs of costs.c, a workload file's drawn micro-batches of
+ * batchcost.c, so every number is the one mm_sim_run executes) and the
+ * layout's communication alone on the network, written as a JSON member or
+ * as a text table, so a user can hold it against an Nsight Systems profile
+ * of a real run.
+ * Not for: the pass times themselves (costs.c computes them). */
+#include "cost/breakdown.h"
+
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cost/cost_internal.h"
 #include "hw/net.h"
 #include "parallel/build.h"
-#include "run/sim.h"
 
 /* The first group of each kind under Megatron's default order (tp fastest,
  * then cp, dp, pp): TP ranks 0 .. tp-1, the DP ranks every tp x cp GPUs,
  * the next stage tp x cp x dp GPUs on.  Analytic network time, alone. */
-void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_breakdown *bk)
+static void breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_breakdown *bk)
 {
     const mm_cluster *c = &sim->cluster;
     int tp = sp->tp > 0 ? sp->tp : 1, cp = sp->cp > 0 ? sp->cp : 1, dp = sp->dp > 0 ? sp->dp : 1;
@@ -54,6 +61,55 @@ void mm_sim_breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_br
         bk->dp_grad_s = mm_net_analytic_time(c, sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, gpus, dp,
                                              sp->stages[0].grad_bytes);
     }
+}
+
+/* bk->mb: the micro-batches DP replica 0 runs in iteration 0, drawn and
+ * batched as the run does (mm_sim_stage_times, mm_sim_iteration_costs),
+ * each one's layer from the same bin_layer as its costs. */
+static int drawn_micro_batches(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
+{
+    mm_sim_costs costs;
+    wl_iter w = {0};
+    int rc = mm_sim_stage_times(sim, &costs, err);
+    if (rc)
+        return rc;
+    mm_build_spec spec = costs.spec;
+    rc = mm_sim_iteration_costs(sim, &spec, costs.stages, 0, &w, err);
+    bk->mb_count = rc == 0 ? w.m : 0;
+    for (int j = 0; rc == 0 && j < w.m && j < MM_BK_MAX_MB; j++) {
+        mm_mb_breakdown *e = &bk->mb[j];
+        *e = (mm_mb_breakdown){.index = j, .tokens = w.mb_T[j], .sequences = w.mb_n[j], .sum_sq = w.mb_S[j]};
+        if (e->tokens > 0 && mm_sim_bin_layer_breakdown(sim, e->tokens, e->sum_sq, e->sequences, &e->layer))
+            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+        bk->n_mb = j + 1;
+    }
+    mm_sim_wl_iter_free(&w);
+    mm_sim_costs_free(&costs);
+    return rc;
+}
+
+int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int V = L->pp * L->vpp;
+    mm_stage_cost *st = calloc((size_t)V, sizeof *st);
+    if (!st)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    mm_build_spec spec;
+    memset(&spec, 0, sizeof spec);
+    int rc = mm_sim_stage_costs_breakdown(sim, st, &spec, bk, err);
+    if (rc == 0) {
+        breakdown_comm(sim, &spec, bk);
+        for (int v = 0; v < V && v < MM_BK_MAX_STAGES; v++) {
+            bk->pass[v][MM_OP_F] = st[v].fwd_s;
+            bk->pass[v][MM_OP_B] = st[v].bwd_s - st[v].wgrad_s;
+            bk->pass[v][MM_OP_W] = st[v].wgrad_s;
+        }
+    }
+    free(st);
+    if (rc == 0 && sim->wl)
+        rc = drawn_micro_batches(sim, bk, err);
+    return rc;
 }
 
 static void json_pass(FILE *f, const mm_pass_breakdown *b, double scale)

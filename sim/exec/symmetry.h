@@ -18,8 +18,8 @@
 #ifndef MM_SYMMETRY_H
 #define MM_SYMMETRY_H
 
-#include "run/exec.h"
-#include "run/sim.h"
+#include "exec/exec.h"
+#include "scenario/sim.h"
 
 /* Whether the scenario's replicas are identical and collapsible (and
  * sim->no_symmetry is not set). */

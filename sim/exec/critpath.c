@@ -7,7 +7,7 @@
  * uniform 1F1B pipeline every stage is tight; theory's path is the one
  * that stays on the last stage).
  * Not for: executing or measuring (exec.c, iterate.c). */
-#include "run/critpath.h"
+#include "exec/critpath.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,14 +2,16 @@
  * and encoder costs and memory as mm_sim_run, combined by the uniform
  * pipeline formula documented in sim.h.
  * Not for: event-level timing (iterate.c). */
-#include "run/sim_internal.h"
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hw/net.h"
-#include "run/exec.h"
+#include "exec/exec.h"
+#include "exec/run.h"
+#include "plan/estimate.h"
 
 /* ranks 0, stride, 2 stride, ...: the group a collective is timed over */
 static const int *group(int *ranks, int n, int stride)

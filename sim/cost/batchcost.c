@@ -4,7 +4,7 @@
  * micro-batch into LLM and encoder costs.
  * Not for: the costs themselves (costs.c) or the batching policies
  * (workload/batch.c). */
-#include "run/sim_internal.h"
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

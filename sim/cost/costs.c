@@ -5,9 +5,9 @@
  * memory of every stage and module is in memcost.c.
  * Not for: forming micro-batches (batchcost.c), building or executing the
  * graph (iterate.c). */
-#include "run/costs.h"
+#include "cost/costs.h"
 
-#include "run/sim_internal.h"
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -315,54 +315,18 @@ static int stage_costs(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec
 static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, double n, pass_times *out,
                      mm_pass_breakdown *bk);
 
-/* bk->mb: the micro-batches DP replica 0 runs in iteration 0, drawn and
- * batched as the run does (mm_sim_stage_times, mm_sim_iteration_costs),
- * each one's layer from the same bin_layer as its costs. */
-static int drawn_micro_batches(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
+/* The breakdown's view of the stage costs and of one drawn micro-batch's
+ * layer (cost_internal.h; breakdown.c asks them). */
+int mm_sim_stage_costs_breakdown(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_sim_breakdown *bk,
+                                 mm_err *err)
 {
-    mm_sim_costs costs;
-    wl_iter w = {0};
-    int rc = mm_sim_stage_times(sim, &costs, err);
-    if (rc)
-        return rc;
-    mm_build_spec spec = costs.spec;
-    rc = mm_sim_iteration_costs(sim, &spec, costs.stages, 0, &w, err);
-    bk->mb_count = rc == 0 ? w.m : 0;
-    for (int j = 0; rc == 0 && j < w.m && j < MM_BK_MAX_MB; j++) {
-        mm_mb_breakdown *e = &bk->mb[j];
-        pass_times t;
-        *e = (mm_mb_breakdown){.index = j, .tokens = w.mb_T[j], .sequences = w.mb_n[j], .sum_sq = w.mb_S[j]};
-        if (e->tokens > 0 && bin_layer(sim, &sim->llm, e->tokens, e->sum_sq, e->sequences, &t, &e->layer))
-            rc = mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
-        bk->n_mb = j + 1;
-    }
-    mm_sim_wl_iter_free(&w);
-    mm_sim_costs_free(&costs);
-    return rc;
+    return stage_costs_bk(sim, st, spec, NULL, bk, err);
 }
 
-int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
+int mm_sim_bin_layer_breakdown(const mm_sim *sim, double T, double S, double n, mm_pass_breakdown *bk)
 {
-    const mm_module_layout *L = &sim->sc.parallel.llm;
-    int V = L->pp * L->vpp;
-    mm_stage_cost *st = calloc((size_t)V, sizeof *st);
-    if (!st)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    mm_build_spec spec;
-    memset(&spec, 0, sizeof spec);
-    int rc = stage_costs_bk(sim, st, &spec, NULL, bk, err);
-    if (rc == 0) {
-        mm_sim_breakdown_comm(sim, &spec, bk);
-        for (int v = 0; v < V && v < MM_BK_MAX_STAGES; v++) {
-            bk->pass[v][MM_OP_F] = st[v].fwd_s;
-            bk->pass[v][MM_OP_B] = st[v].bwd_s - st[v].wgrad_s;
-            bk->pass[v][MM_OP_W] = st[v].wgrad_s;
-        }
-    }
-    free(st);
-    if (rc == 0 && sim->wl)
-        rc = drawn_micro_batches(sim, bk, err);
-    return rc;
+    pass_times t;
+    return bin_layer(sim, &sim->llm, T, S, n, &t, bk);
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,

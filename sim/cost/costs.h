@@ -19,7 +19,7 @@
 
 #include "parallel/build.h"
 #include "parallel/graph.h"
-#include "run/sim.h"
+#include "scenario/sim.h"
 
 /* The per-stage times of a layout, and the build spec they form. */
 typedef struct mm_sim_costs {
@@ -59,5 +59,16 @@ typedef struct mm_sim_memory {
  * set.  A layout that does not fit is not an error: m->oom. */
 int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *m, mm_err *err);
 void mm_sim_memory_free(mm_sim_memory *m);
+
+/* Whether DP communication overlaps compute for a module under ZeRO stage
+ * `zero`: train.overlap_grad_reduce and overlap_param_gather when given
+ * (true | false), else (auto) the train.framework profile's `overlap`
+ * (mm_framework_overlap: the stage decides what there is to overlap). */
+void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather);
+
+/* The recompute mode whose activations the memory model counts: train.
+ * recompute, except that no recomputation on a flash or cuDNN attention
+ * kernel keeps no attention scores (selective's activations). */
+int mm_sim_mem_recompute(const mm_sim *sim);
 
 #endif

@@ -1,24 +1,19 @@
-/* sim_internal.h - what the files of the scenario-to-metrics path
- * (load.c, layout.c, costs.c, memcost.c, batchcost.c, encrank.c,
- * datamem.c, iterate.c, estimate.c) share: the cost bridge's functions
- * and a workload file's per-iteration costs.
- * Private to sim/run: not installed, not for callers outside this layer
- * (they use run/sim.h). */
-#ifndef MM_SIM_INTERNAL_H
-#define MM_SIM_INTERNAL_H
+/* cost_internal.h - the cost bridge's finer functions: a module's
+ * recompute mode, the pipeline's stages, the encoders' and the LLM's
+ * per-micro-batch costs, the memory configuration, and a workload file's
+ * per-iteration costs (wl_iter), which the executor's iteration loop
+ * (exec/iterate.c) and the planner's pre-score (plan/estimate.c) call
+ * beside costs.h.
+ * Not installed; callers that only price a layout use costs.h. */
+#ifndef MM_COST_INTERNAL_H
+#define MM_COST_INTERNAL_H
 
 #include "parallel/build.h"
-#include "run/costs.h"
-#include "run/sim.h"
+#include "cost/breakdown.h"
+#include "cost/costs.h"
+#include "scenario/sim.h"
 #include "model/memory.h"
 #include "workload/batch.h"
-
-/* load.c: the samples' shape (LLM tokens per sample) and the encoders
- * with work; loads a workload file. */
-int mm_sim_check_workload(mm_sim *sim, mm_err *err);
-/* load.c: frees the workload file only (mm_sim_relayout loads it again);
- * mm_sim_free also frees the cluster's kernel tables. */
-void mm_sim_free_workload(mm_sim *sim);
 
 /* costs.c: a module's recompute mode: parallel.<module>.recompute when
  * given, else train.recompute (mm_recompute). */
@@ -58,11 +53,6 @@ void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es);
 
 /* memcost.c: the LLM's memory configuration (memory.h) for this scenario. */
 void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
-
-/* memcost.c: mm_sim_stage_memory into mt (stages[].memory_gib, modules[],
- * peak_memory_gib; mt->stages allocated for pp stages).  Returns 1 when
- * some GPU does not fit, 0 when all fit, -code on error. */
-int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err);
 
 /* batchcost.c: one iteration of a workload file, drawn and batched; the
  * arrays are reused across iterations and freed by wl_iter_free. */
@@ -126,12 +116,28 @@ void mm_sim_wl_iter_free(wl_iter *w);
  * model states plus the activations of the micro-batches the schedule
  * holds in flight (each from its own tokens, tiles and frames), peaked
  * over the schedule's steps, plus the encoders' share on the same GPUs.
- * Fills im->peak_memory_gib and raises mt->stages[].memory_gib and
- * mt->peak_memory_gib to this iteration's; when a GPU does not fit, sets
- * mt->oom and mt->oom_at (this iteration, the micro-batch whose forward
- * made the peak, the stage, the bytes) and returns 1.  0 when it fits,
- * -1 out of memory (the host's). */
-int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
-                       mm_iter_metrics *im);
+ * stage_gib (the caller's array of pp) gets each stage's worst replica,
+ * peak_gib the largest GPU's; when a GPU does not fit, oom is set with
+ * where (the micro-batch whose forward made the peak, the stage and the
+ * replica; -1 on an encoder's own GPUs) and the bytes. */
+typedef struct mm_data_mem {
+    double *stage_gib;  /* in: the caller's array of pp; out: per stage */
+    double peak_gib;
+    bool oom;
+    int micro_batch, stage, replica;
+    double need_gib, cap_gib;
+} mm_data_mem;
+/* Returns 1 when a GPU does not fit, 0 when all fit, -1 out of memory (the
+ * host's). */
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, mm_data_mem *out);
+
+/* costs.c: the stage costs with the breakdown of their layer, embedding
+ * and head filled in (spec's layout fields too), and one micro-batch's
+ * layer of T tokens in n sequences (sum of squares S) split by pass and
+ * kind, as mm_sim_stage_times and mm_sim_llm_bin_cost cost them: what
+ * breakdown.c lists.  Return 0 or -code / -1. */
+int mm_sim_stage_costs_breakdown(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, mm_sim_breakdown *bk,
+                                 mm_err *err);
+int mm_sim_bin_layer_breakdown(const mm_sim *sim, double T, double S, double n, mm_pass_breakdown *bk);
 
 #endif

@@ -1,10 +1,10 @@
-/* layout.c - the layout checked against the cluster, the model and the
+/* check.c - the layout checked against the cluster, the model and the
  * training keys (mm_sim_prepare, mm_sim_relayout): GPU counts, divisibility
  * of heads, layers and batches, encoder layouts per placement, and what is
  * refused by name (cp/vpp/ep on an encoder, a frozen LLM, an uneven split
  * with the interleaved schedule, batching policies without a workload file).
- * Not for: loading files (load.c) or costs (costs.c). */
-#include "run/sim_internal.h"
+ * Not for: loading files (prepare.c) or costs (cost/costs.c). */
+#include "cost/cost_internal.h"
 
 #include "model/memory.h"
 

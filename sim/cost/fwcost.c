@@ -2,7 +2,7 @@
  * the GPU's tables (fwcost.h).
  * Not for: which framework or attention kernel a scenario uses (the cost
  * bridge resolves them), communication or memory. */
-#include "run/fwcost.h"
+#include "cost/fwcost.h"
 
 #include <math.h>
 #include <string.h>

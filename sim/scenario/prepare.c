@@ -1,9 +1,9 @@
-/* load.c - what a scenario names, loaded: data-path lookup, the model and
+/* prepare.c - what a scenario names, loaded: data-path lookup, the model and
  * topology files, the workload (a mixture or trace file, or the fixed
  * sample's shape and the encoders it gives work) and the perturbations
  * handed to the hardware layer.
- * Not for: checking the layout (layout.c) or any cost (costs.c). */
-#include "run/sim_internal.h"
+ * Not for: checking the layout (check.c) or any cost (cost/costs.c). */
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdio.h>

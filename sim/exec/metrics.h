@@ -1,18 +1,19 @@
-/* metrics.h - what one simulated run measured, as the run layer hands it to
+/* metrics.h - what one simulated run measured, as the executor (run.h) and the
+ * planner's pre-score (plan/estimate.h) hand it to
  * the store and the CLI.  Plain data, no behaviour.
  *
  * Values that a later layer or issue fills in are NAN ("null" in JSON/SQL)
  * until then.  Times are seconds (double) here; the engine's clock is int64
  * nanoseconds and is converted only at this boundary.
  * Not for: computing anything (iterate.c and estimate.c fill it, the cost
- * bridge run/costs.h gives the memory) or formatting (cli, store). */
+ * bridge cost/costs.h gives the memory) or formatting (cli, store). */
 #ifndef MM_METRICS_H
 #define MM_METRICS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "run/critpath.h"
+#include "exec/critpath.h"
 
 /* One simulated iteration. */
 typedef struct mm_iter_metrics {

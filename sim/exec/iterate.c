@@ -3,7 +3,9 @@
  * bubble, exposed communication, per-module time, critical path,
  * perturbation stalls), and the run's averages and percentiles.
  * Not for: the costs (costs.c) or the analytic estimate (estimate.c). */
-#include "run/sim_internal.h"
+#include "exec/run.h"
+
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,8 +14,8 @@
 
 #include "engine/engine.h"
 #include "model/memory.h"
-#include "run/exec.h"
-#include "run/symmetry.h"
+#include "exec/exec.h"
+#include "exec/symmetry.h"
 #include "util/misc.h"
 
 void mm_metrics_free(mm_metrics *m)
@@ -371,6 +373,52 @@ static void dp_rank_load(const mm_sim *sim, const mm_build_spec *spec, const wl_
 
 /* Iteration `it` measured into mt->iters[it] (stage and module times
  * accumulate); the last one's critical path, and its graph into tl. */
+int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+{
+    mm_sim_memory m;
+    int rc = mm_sim_stage_memory(sim, &m, err);
+    if (rc)
+        return rc;
+    for (int k = 0; k < m.n_stages && k < mt->n_stages; k++) {
+        mt->stages[k].stage = k;
+        mt->stages[k].memory_gib = m.stage_gib[k];
+    }
+    mt->peak_memory_gib = m.peak_gib;
+    mt->n_modules = m.n_modules;
+    for (int i = 0; i < m.n_modules; i++) {
+        snprintf(mt->modules[i].name, sizeof mt->modules[i].name, "%s", m.module_name[i]);
+        mt->modules[i].memory_gib = m.module_gib[i];
+    }
+    mm_sim_memory_free(&m);
+    return m.oom ? 1 : 0;
+}
+
+/* Iteration it's memory that follows the data (cost/cost_internal.h) into
+ * the metrics: each stage's and the GPU's peak raised to this iteration's,
+ * and where the first batch that did not fit did not.  Returns as
+ * mm_sim_data_memory. */
+static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *wi, int it, mm_metrics *mt)
+{
+    double *stage_gib = calloc((size_t)spec->pp, sizeof *stage_gib);
+    if (!stage_gib)
+        return -1;
+    mm_data_mem dm = {.stage_gib = stage_gib};
+    int rc = mm_sim_data_memory(sim, spec, wi, &dm);
+    if (rc >= 0) {
+        for (int s = 0; s < spec->pp; s++)
+            mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
+        mt->iters[it].peak_memory_gib = dm.peak_gib;
+        mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
+    }
+    if (rc > 0) {
+        mt->oom = true;
+        mt->oom_at.iteration = it, mt->oom_at.micro_batch = dm.micro_batch, mt->oom_at.stage = dm.stage;
+        mt->oom_at.replica = dm.replica, mt->oom_at.need_gib = dm.need_gib, mt->oom_at.cap_gib = dm.cap_gib;
+    }
+    free(stage_gib);
+    return rc;
+}
+
 static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec, const mm_sim_costs *costs,
                          wl_iter *wi, int it, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
 {
@@ -381,7 +429,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     if (sim->wl && (rc = mm_sim_iteration_costs(sim, spec, costs->stages, it, wi, err)))
         return rc;
     if (sim->wl) { /* memory that follows the data: 1 when this batch does not fit */
-        int dm = mm_sim_data_memory(sim, spec, wi, it, mt, &mt->iters[it]);
+        int dm = data_memory(sim, spec, wi, it, mt);
         if (dm)
             return dm < 0 ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model") : 1;
         if (capacity_oom(sim, spec, mt)) { /* a GPU with less HBM (node group, hbm perturbation) */

@@ -7,7 +7,7 @@
  * of any placement over the combined work of the encoders.
  * Not for: which samples a rank gets (workload/batch.c, enc_rank_bins) or
  * emitting the ops (parallel/build_enc.c). */
-#include "run/sim_internal.h"
+#include "cost/cost_internal.h"
 #include "util/misc.h"
 
 #include <math.h>

@@ -3,7 +3,7 @@
  * count is bounded earlier, when the topology is loaded (hw/cluster.c).
  * Not for: layout rules (what fits, what divides): those are the layout
  * checks of mm_sim_prepare. */
-#include "run/limits.h"
+#include "scenario/sim.h"
 
 #include "util/limits.h"
 

@@ -1,4 +1,4 @@
-/* datamem.c - memory that follows the data (issue 13 item 4): for a
+/* datamem.c - memory that follows the data: for a
  * mixture or trace workload, each iteration's per-GPU peak from the
  * micro-batches actually drawn.  Per LLM stage and DP replica the
  * schedule's steps are walked: a forward adds its micro-batch's
@@ -16,7 +16,7 @@
  * allocator fragmentation is the reserve's job.
  * Not for: the early check of a layout (costs.c, a bound from the
  * largest sample), or timing. */
-#include "run/sim_internal.h"
+#include "cost/cost_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -160,8 +160,7 @@ static double own_gpu_need(const dm *x, int i)
     return x->em[i].states + flight * mx * x->em[i].per_input + mx * x->em[i].transient;
 }
 
-int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int it, mm_metrics *mt,
-                       mm_iter_metrics *im)
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, mm_data_mem *out)
 {
     const mm_scenario *sc = &sim->sc;
     int P = spec->pp, V = P * spec->vpp;
@@ -185,7 +184,7 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     if (!steps)
         return -1;
     int oom = 0;
-    im->peak_memory_gib = 0;
+    out->peak_gib = 0;
     for (int s = 0; s < P; s++) {
         mm_mem_rank r;
         int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->vpp, steps);
@@ -203,25 +202,23 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
             worst = fmax(worst, need);
             if (need > cap && !oom) {
                 oom = 1;
-                mt->oom_at.iteration = it, mt->oom_at.micro_batch = at, mt->oom_at.stage = s;
-                mt->oom_at.replica = d, mt->oom_at.need_gib = need / MM_GIB, mt->oom_at.cap_gib = cap / MM_GIB;
+                out->micro_batch = at, out->stage = s, out->replica = d;
+                out->need_gib = need / MM_GIB, out->cap_gib = cap / MM_GIB;
             }
         }
-        mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, worst / MM_GIB);
-        im->peak_memory_gib = fmax(im->peak_memory_gib, worst / MM_GIB);
+        out->stage_gib[s] = worst / MM_GIB;
+        out->peak_gib = fmax(out->peak_gib, worst / MM_GIB);
     }
     free(steps);
     for (int i = 0; i < sim->n_enc && !x.homog && !x.coloc; i++) {
         double need = own_gpu_need(&x, i);
-        im->peak_memory_gib = fmax(im->peak_memory_gib, need / MM_GIB);
+        out->peak_gib = fmax(out->peak_gib, need / MM_GIB);
         if (need > cap && !oom) {
             oom = 1;
-            mt->oom_at.iteration = it, mt->oom_at.micro_batch = -1, mt->oom_at.stage = -1;
-            mt->oom_at.replica = -1, mt->oom_at.need_gib = need / MM_GIB, mt->oom_at.cap_gib = cap / MM_GIB;
+            out->micro_batch = out->stage = out->replica = -1;
+            out->need_gib = need / MM_GIB, out->cap_gib = cap / MM_GIB;
         }
     }
-    mt->peak_memory_gib = fmax(mt->peak_memory_gib, im->peak_memory_gib);
-    if (oom)
-        mt->oom = true;
+    out->oom = oom;
     return oom;
 }

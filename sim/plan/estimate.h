@@ -1,0 +1,29 @@
+/* estimate.h - the planner's analytic pre-score of a prepared scenario.
+ * Not for: the event-level run (exec/run.h), which the planner rescores its
+ * top candidates with. */
+#ifndef MM_ESTIMATE_H
+#define MM_ESTIMATE_H
+
+#include "exec/metrics.h"
+#include "scenario/sim.h"
+
+/* The analytic pre-score a planner ranks thousands of layouts with, in
+ * microseconds instead of an event-level run: the same per-stage costs as
+ * mm_sim_run, combined by the uniform-pipeline formula
+ *     T = (m + (p-1)/v) x max over stages (F + B) + exposed TP comm (in the
+ *         stage costs) + DP gradient sync + optimizer step,
+ * the DP sync being the gradient reduce(-scatter) and, under ZeRO, the
+ * 16-bit parameter all-gather, each with what overlap_grad_reduce /
+ * overlap_param_gather hide behind one micro-batch's backward / forward
+ * (one per-layer bucket stays exposed; the hidden part slows compute by
+ * MM_OVERLAP_SLOWDOWN, as in the executor), and an encoder's reductions
+ * after its backwards where grad_sync reduces every micro-batch
+ * (mm_build_enc_early_syncs; its once-per-iteration reduce is left out),
+ * with the slowest encoder stage joining the pipeline (pipeline placement),
+ * its whole work added to the first stage (homogeneous) or before and after
+ * it (colocated), or bounding the rate (disjoint).  Fills iteration time,
+ * throughput, TFLOP/s, MFU and memory (oom); no critical path or trace.
+ * Returns 0 or -code. */
+int mm_sim_estimate(const mm_sim *sim, mm_metrics *metrics, mm_err *err);
+
+#endif
