@@ -114,6 +114,50 @@ START_TEST(test_model_json_is_the_cli_json)
 }
 END_TEST
 
+/* The part of a plan's JSON that does not depend on host time: from
+ * "candidates" to "validate_wall_s", and from "pruned_by" on. */
+static void plan_numbers(const char *j, char *outp, size_t len)
+{
+    const char *a = strstr(j, "  \"candidates\""), *b = strstr(j, "  \"validate_wall_s\""),
+               *c = strstr(j, "  \"pruned_by\"");
+    ck_assert(a && b && c && a < b && b < c);
+    snprintf(outp, len, "%.*s%s", (int)(b - a), a, c);
+}
+
+/* A handle opened from text plans the scenario it holds, in this process
+ * (no file read again): the same candidates, ranks and numbers as
+ * `mmsim plan FILE --no-db --json` on the same text in a file. */
+START_TEST(test_plan_of_a_scenario_opened_from_text)
+{
+    FILE *f = fopen("tests/data/api-scenario.yaml", "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *sets[] = {"train.global_batch=32"};
+    mmsim *h = mmsim_open_text(text, "job.yaml", sets, 1);
+    ck_assert_int_eq(mmsim_status(h), MMSIM_OK);
+    const char *j = mmsim_plan_json(h, 8, 2, 1, 0);
+    ck_assert_msg(j != NULL, "%s", mmsim_error_message(h));
+    ck_assert_ptr_nonnull(strstr(j, "\"scenario\": \"job.yaml\""));
+    ck_assert_ptr_nonnull(strstr(j, "\"simulated\": 2,"));
+    static char mine[1 << 16], cli[1 << 16];
+    plan_numbers(j, mine, sizeof mine);
+    mmsim_close(h);
+    char dir[256];
+    mmx_tmpdir(dir, sizeof dir, "api");
+    ck_assert_int_eq(mmx_run(dir, NULL,
+                             "plan tests/data/api-scenario.yaml --set train.global_batch=32 --gpus 8 --top 2 "
+                             "--iterations 1 --no-db --json",
+                             out, sizeof out, errbuf, sizeof errbuf),
+                     0);
+    plan_numbers(out, cli, sizeof cli);
+    ck_assert_str_eq(mine, cli);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("api");
@@ -122,6 +166,7 @@ int main(void)
     tcase_add_test(tc, test_run_json_is_the_cli_json);
     tcase_add_test(tc, test_overrides_and_errors);
     tcase_add_test(tc, test_model_json_is_the_cli_json);
+    tcase_add_test(tc, test_plan_of_a_scenario_opened_from_text);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

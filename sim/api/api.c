@@ -257,14 +257,9 @@ const char *mmsim_plan_json(mmsim *h, int gpus, int top_k, int iterations, int a
         return NULL;
     mm_err_clear(&h->err);
     h->errtext[0] = '\0';
-    if (h->from_text) {
-        mm_err_set(&h->err, MM_EINPUT, h->sc.source, 0, "", "a scenario opened from text cannot be planned: "
-                                                            "the planner reads the scenario file (use mmsim_open)");
-        fail(h, -MM_EINPUT);
-        return NULL;
-    }
-    mm_plan_opts o = {.scenario = h->path, .sets = (const char *const *)h->sets, .n_sets = h->n_sets,
-                      .gpus = gpus, .top_k = top_k, .iterations = iterations, .jobs = 1,
+    /* the scenario this handle loaded (from a file or from text), as it is:
+     * the planner reads nothing again */
+    mm_plan_opts o = {.base = &h->sc, .gpus = gpus, .top_k = top_k, .iterations = iterations, .jobs = 1,
                       .version = MMSIM_VERSION};
     mm_plan p;
     if (mm_plan_run(&o, &p, &h->err)) {

@@ -8,8 +8,9 @@
  * mm_sim_estimate, so a candidate costs microseconds, not the milliseconds
  * of reading the files.  The K rescorings run in this process, or through
  * the runner (forked workers, results in the store, reused by a later plan
- * of the same scenario), which gets each candidate's canonical scenario
- * text.  All three apply a candidate the one way the scenario layer has
+ * of the same scenario), which gets each candidate as a loaded scenario
+ * (no text is written or parsed; its canonical text keys the store).  All
+ * three apply a candidate the one way the scenario layer has
  * (mm_scenario_apply_layout, on the base each time), so they agree.
  * Not for: printing (the CLI formats mm_plan) or sweeps (sweep.h). */
 #include "plan/planner.h"
@@ -394,19 +395,20 @@ static int cmp_estimate(const void *pa, const void *pb)
 
 /* ---- rescoring ---- */
 
-/* A rerun as the runner takes it: the canonical text of the (resized)
- * base scenario with the candidate applied, over the rescoring iterations.
- * The text is complete (every key, global_batch included), so the run is the
- * in-process rerun's scenario exactly, and a later plan of the same scenario
- * finds it in the store.  Returns the text (free() it) or NULL. */
-static char *point_text(const mm_scenario *base, int iterations, const mm_plan_cand *c)
+/* A rerun as the runner takes it: the (resized) base scenario with the
+ * candidate applied, over the rescoring iterations, as a loaded scenario
+ * (a struct copy borrowing the base's strings and lists; its uneven split
+ * in *lps), so the runner parses no text.  Its canonical text is complete
+ * (every key, global_batch included), so the run is the in-process
+ * rerun's scenario exactly, and a later plan of the same scenario finds
+ * it in the store. */
+static void point_scenario(const mm_scenario *base, int iterations, const mm_plan_cand *c, mm_scenario *sc,
+                           lps_buf *lps)
 {
-    mm_scenario sc = *base; /* apply_layout changes only numbers: a struct copy will do */
-    lps_buf lps;
-    mm_layout lay = layout_of(c, &lps);
-    mm_scenario_apply_layout(&sc, &lay);
-    sc.iterations = iterations;
-    return mm_scenario_canonical_alloc(&sc);
+    *sc = *base; /* apply_layout changes only numbers: a struct copy will do */
+    mm_layout lay = layout_of(c, lps);
+    mm_scenario_apply_layout(sc, &lay);
+    sc->iterations = iterations;
 }
 
 static void take_metrics(mm_plan_cand *c, const mm_metrics *m)
@@ -469,20 +471,18 @@ static int rescore_local(mm_sim *sim, const mm_scenario *base, mm_plan_cand *top
 static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan_cand *top, size_t k,
                          int iterations, mm_err *err)
 {
-    char **text = calloc(k + 1, sizeof *text);
+    mm_scenario *scs = calloc(k + 1, sizeof *scs);
+    lps_buf *lps = calloc(k + 1, sizeof *lps);
     mm_point *pts = calloc(k + 1, sizeof *pts);
     mm_point_result *res = calloc(k + 1, sizeof *res);
     int rc = 0;
-    if (!text || !pts || !res) {
+    if (!scs || !lps || !pts || !res) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
     for (size_t i = 0; i < k; i++) {
-        if (!(text[i] = point_text(base, iterations, &top[i]))) {
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-            goto out;
-        }
-        pts[i] = (mm_point){.scenario = base->source, .text = text[i]};
+        point_scenario(base, iterations, &top[i], &scs[i], &lps[i]);
+        pts[i] = (mm_point){.scenario = base->source, .sc = &scs[i]};
     }
     mm_runner_opts ro = {.db = o->db, .jobs = o->jobs, .version = o->version ? o->version : "?"};
     if ((rc = mm_runner_run(&ro, pts, k, res, NULL, err)))
@@ -518,9 +518,8 @@ static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan
     }
     mm_store_close(st);
 out:
-    for (size_t i = 0; text && i < k; i++)
-        free(text[i]);
-    free(text);
+    free(scs); /* borrowed copies: nothing of theirs to free */
+    free(lps);
     free(pts);
     free(res);
     return rc;
@@ -653,7 +652,9 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
-    if ((rc = mm_scenario_load(base, o->scenario, o->sets, o->n_sets, err)))
+    if (o->base)
+        *base = *o->base; /* borrowed: only numbers (nodes, the layout) change */
+    else if ((rc = mm_scenario_load(base, o->scenario, o->sets, o->n_sets, err)))
         goto out;
     /* The node size comes from the topology: load it once to resize. */
     if (o->gpus > 0) {
@@ -734,7 +735,8 @@ out:
     free(v.c);
     mm_sim_free(sim);
     free(sim);
-    mm_scenario_free(base);
+    if (base && !o->base)
+        mm_scenario_free(base);
     free(base);
     free(lps);
     return rc;

@@ -83,6 +83,10 @@ typedef struct mm_plan_opts {
     const char *scenario;        /* file; NULL: the built-in default */
     const char *const *sets;     /* the user's overrides, applied first */
     int n_sets;
+    const struct mm_scenario *base; /* non-NULL: this loaded scenario (overrides
+                                    applied; borrowed until mm_plan_run returns)
+                                    instead of scenario and sets, so a scenario
+                                    opened from text is planned as it is */
     int gpus;                    /* > 0: the cluster resized to gpus / (GPUs per node) nodes */
     int top_k;                   /* candidates rescored event by event (0: none) */
     int iterations;              /* of each rescoring run; 0: the scenario's */

@@ -94,23 +94,36 @@ void mm_rn_outcome_free(outcome *oc)
     memset(oc, 0, sizeof *oc);
 }
 
-/* Loads a point's scenario and writes its canonical text into a new string. */
+/* Loads a point's scenario into *sc (a struct copy of pt->sc, borrowing
+ * its strings and lists, when the point comes loaded) and writes its
+ * canonical text into a new string.  Free *sc with free_point. */
 static int load_point(const mm_point *pt, mm_scenario *sc, char **canon, mm_err *err)
 {
     *canon = NULL;
-    int rc = pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, pt->sets,
-                                              pt->n_sets, err)
-                      : mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
+    int rc = pt->sc     ? (*sc = *pt->sc, 0)
+             : pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, pt->sets,
+                                                pt->n_sets, err)
+                        : mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
     if (rc < 0)
         return rc;
     size_t need = mm_scenario_canonical(sc, NULL, 0) + 1;
     if (need > CANON_MAX || !(*canon = malloc(need))) {
         mm_err_set(err, MM_EINTERNAL, sc->source, 0, NULL, "out of memory");
-        mm_scenario_free(sc);
+        if (!pt->sc)
+            mm_scenario_free(sc);
         return -MM_EINTERNAL;
     }
     mm_scenario_canonical(sc, *canon, need);
     return 0;
+}
+
+/* Frees what load_point loaded (nothing of a borrowed scenario). */
+static void free_point(const mm_point *pt, mm_scenario *sc)
+{
+    if (pt->sc)
+        memset(sc, 0, sizeof *sc);
+    else
+        mm_scenario_free(sc);
 }
 
 /* Simulates one point; never touches the store.  Failures of the scenario
@@ -135,7 +148,8 @@ void mm_rn_simulate(const mm_point *pt, outcome *oc)
     }
     if (sim)
         mm_sim_free(sim); /* before the scenario: the sim borrows its strings */
-    mm_scenario_free(sc);
+    if (sc)
+        free_point(pt, sc);
     free(sc);
     free(sim);
 }
@@ -225,7 +239,7 @@ static int plan_load(runner *r, mm_err *err)
             set_failed(&r->res[i], &e);
             continue;
         }
-        mm_scenario_free(sc);
+        free_point(&r->pts[i], sc);
         k[nk++] = (keyed){.hash = mm_store_hash(r->canon[i]), .i = i, .text = r->canon[i]};
     }
     qsort(k, nk, sizeof *k, cmp_keyed);

@@ -46,6 +46,12 @@ typedef struct mm_point {
     const char *const *sets;  /* "dotted.key=YAML value" overrides, in order (after text) */
     int n_sets;
     const char *text;         /* the scenario as YAML text; NULL: read `scenario` */
+    /* An already loaded scenario (borrowed; the caller keeps it until
+     * mm_runner_run returns): no file or text is read, scenario, sets and
+     * text are ignored, and its canonical text still keys the store.  The
+     * planner's rescoring passes its candidates this way; forked workers
+     * inherit it, and MPI ranks build their own points. */
+    const struct mm_scenario *sc;
     const char *label;        /* JSON object of the swept values (sweep_runs.axis_values) */
 } mm_point;
 
