@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mmsim_config.h"
+#include "scenario/megatron.h"
 #include "mmsim_exe.h"
 
 static char dir[256], out[1 << 20], errtxt[1 << 16];
@@ -88,6 +89,39 @@ START_TEST(megatron_gpt3_175b)
     ck_assert_int_eq((int)jget(out, "gpus"), 128);
     ck_assert_double_eq_tol(jget(out, "tokens_per_s"), 32 * 2048 / t, 1e-6 * 32 * 2048 / t);
     ck_assert_ptr_nonnull(strstr(out, "\"oom\": false"));
+}
+END_TEST
+
+/* The same argument list as a scenario source of the library, without the
+ * CLI (the C API and the planner can use it): the degrees, the world
+ * size's dp (128 GPUs / (8 x 16)), the model file, the user's --set last;
+ * a layout that does not divide the cluster names the argument's line. */
+START_TEST(megatron_as_a_library_source)
+{
+    static mm_megatron mg;
+    mm_scenario sc;
+    mm_err err;
+    mm_err_clear(&err);
+    char model[512];
+    snprintf(model, sizeof model, "%s/lib.json", dir);
+    const char *sets[] = {"cluster.nodes=32", "train.micro_batch=2"};
+    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, sets, 2, model, &mg, &sc, &err),
+                     0);
+    ck_assert_int_eq(sc.parallel.llm.tp, 8);
+    ck_assert_int_eq(sc.parallel.llm.pp, 16);
+    ck_assert_int_eq(sc.parallel.llm.dp, 2); /* 256 GPUs / 128 */
+    ck_assert_int_eq((int)sc.train.micro_batch, 2);
+    ck_assert_int_eq((int)sc.train.seq_len, 2048);
+    ck_assert_str_eq(sc.model, model);
+    ck_assert_int_eq(access(model, R_OK), 0);
+    mm_scenario_free(&sc);
+    const char *odd[] = {"cluster.nodes=3"}; /* 24 GPUs: tp x pp = 128 does not divide them */
+    memset(&mg, 0, sizeof mg);
+    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, odd, 1, model, &mg, &sc, &err),
+                     -MM_EINPUT);
+    ck_assert_str_eq(err.file, "tests/data/megatron/gpt3-175b.args");
+    ck_assert_str_eq(err.key, "--tensor-model-parallel-size");
+    ck_assert_int_gt(err.line, 0);
 }
 END_TEST
 
@@ -452,6 +486,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, megatron_gpt3_175b);
+    tcase_add_test(tc, megatron_as_a_library_source);
     tcase_add_test(tc, megatron_llama3_8b);
     tcase_add_test(tc, megatron_refusals);
     tcase_add_test(tc, nccl_tests_format);

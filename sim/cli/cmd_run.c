@@ -1,5 +1,5 @@
 /* cmd_run.c - `mmsim run`: parses the arguments (a scenario, --set
- * overrides, or a Megatron-LM argument list through megatron.c), runs the
+ * overrides, or a Megatron-LM argument list through scenario/megatron.h), runs the
  * scenario through the library, stores it, and prints the summary or the
  * JSON (api/report.c writes that, for the C API too).
  * Not for: anything a program embedding libmmsim would need. */
@@ -11,7 +11,7 @@
 
 #include "api/report.h"
 #include "cli/cli.h"
-#include "cli/megatron.h"
+#include "scenario/megatron.h"
 #include "hw/cluster.h"
 #include "mmsim_config.h"
 #include "scenario/sim.h"
@@ -258,45 +258,10 @@ static int parse_args(int argc, char **argv, run_opts *o)
     return 0;
 }
 
-/* The GPUs of the cluster the scenario (with the overrides) names. */
-static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
-{
-    char topo[1024];
-    mm_sim_resolve_path(sc->topology, sc->source, topo, sizeof topo);
-    mm_cluster *cl = malloc(sizeof *cl);
-    if (!cl)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = mm_cluster_load(topo, sc->nodes, cl, err);
-    if (!rc)
-        *gpus = mm_cluster_gpus(cl);
-    mm_cluster_free(cl);
-    free(cl);
-    return rc;
-}
-
-/* The Megatron argument list's overrides go first, then data parallelism
- * from the cluster (dp = GPUs / (tp pp cp), as Megatron-LM derives it from
- * the world size), then the user's --set, which win. */
+/* The Megatron argument list's scenario (scenario/megatron.h); the model
+ * file goes to --megatron-model, else results/megatron-NAME.json. */
 static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
-    int rc = mm_megatron_read(o->megatron, mg, err);
-    if (rc)
-        return rc;
-    /* train.framework comes with the frameworks issue: map onto it when
-     * this scenario format has it; until then Transformer Engine is the
-     * default and the local implementation cannot be told apart */
-    const char *probe[] = {"train.framework=megatron-core"};
-    bool has_framework = mm_scenario_load(sc, NULL, probe, 1, NULL) == 0;
-    mm_scenario_free(sc);
-    if (has_framework) {
-        mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
-    } else if (mg->wants_local) {
-        return mm_err_set(err, MM_EINPUT, o->megatron, 0, "--transformer-impl",
-                          "local: this mmsim has no train.framework key to model Megatron's local "
-                          "implementation apart from Transformer Engine; use transformer_engine");
-    } else {
-        mm_megatron_note(mg, "--transformer-impl transformer_engine: the default framework (no train.framework key yet)");
-    }
     char path[512];
     if (o->megatron_model) {
         snprintf(path, sizeof path, "%s", o->megatron_model);
@@ -305,44 +270,8 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
         base = base ? base + 1 : o->megatron;
         snprintf(path, sizeof path, "results/megatron-%.*s.json", (int)strcspn(base, "."), base);
     }
-    if ((rc = mm_megatron_write_model(mg, path, err)))
-        return rc;
-    const char *all[MM_MG_MAX_SETS + 1 + MAX_SETS];
-    int n = 0;
-    for (int i = 0; i < mg->n_sets; i++)
-        all[n++] = mg->sets[i];
-    for (int i = 0; i < o->n_sets; i++)
-        all[n++] = o->sets[i];
-    if ((rc = mm_scenario_load(sc, o->scenario, all, n, err)))
-        return rc;
-    int gpus = 0;
-    if ((rc = cluster_gpus(sc, &gpus, err))) {
-        mm_scenario_free(sc);
-        return rc;
-    }
-    /* the degrees as they stand after the user's --set */
-    const mm_module_layout *L = &sc->parallel.llm;
-    int per = L->tp * L->pp * L->cp;
-    if (gpus % per) {
-        int line = 0; /* the line of --tensor-model-parallel-size, when given */
-        for (int i = 0; i < mg->n_sets; i++)
-            if (!strncmp(mg->sets[i], "parallel.llm.tp=", 16))
-                line = mg->set_line[i];
-        rc = mm_err_set(err, MM_EINPUT, o->megatron, line, "--tensor-model-parallel-size",
-                        "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
-                        L->tp, L->pp, L->cp, per, gpus);
-        mm_scenario_free(sc);
-        return rc;
-    }
-    static char dp[64];
-    snprintf(dp, sizeof dp, "parallel.llm.dp=%d", gpus / per);
-    char note[96];
-    snprintf(note, sizeof note, "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
-    mm_megatron_note(mg, note);
-    memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)o->n_sets * sizeof *all);
-    all[mg->n_sets] = dp;
-    mm_scenario_free(sc);
-    return mm_scenario_load(sc, o->scenario, all, n + 1, err);
+    mm_cli_make_parent(path);
+    return mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, path, mg, sc, err);
 }
 
 static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)

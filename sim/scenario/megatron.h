@@ -8,16 +8,21 @@
  * logging), or refused (it changes the cost and mmsim does not model it, or
  * mmsim does not know it): a refused argument is an MM_EINPUT error naming
  * the file, its line and the argument.
- * Not for: running anything (main.c applies the overrides). */
-#ifndef MM_CLI_MEGATRON_H
-#define MM_CLI_MEGATRON_H
+ * A scenario source beside the YAML reader and --set: the CLI, the C API
+ * and the planner can each turn an argument list into a scenario
+ * (mm_megatron_scenario).
+ * Not for: running anything. */
+#ifndef MM_SCENARIO_MEGATRON_H
+#define MM_SCENARIO_MEGATRON_H
 
 #include <stdbool.h>
 
+#include "scenario/scenario.h"
 #include "util/err.h"
 
 #define MM_MG_MAX_SETS 48
 #define MM_MG_MAX_NOTES 160
+#define MM_MG_MAX_USER_SETS 256 /* the user's own --set overrides beside them */
 
 typedef struct mm_megatron {
     /* --set overrides, in order ("train.seq_len=2048", ...); the model= one
@@ -33,9 +38,12 @@ typedef struct mm_megatron {
      * "--fp16 -> train.precision: fp16", "--lr: ignored (optimizer ...)" */
     char notes[MM_MG_MAX_NOTES][192];
     int n_notes;
-    /* --transformer-impl local: train.framework megatron-local, when the
-     * scenario has that key; main.c checks */
+    /* --transformer-impl local: train.framework megatron-local (else
+     * megatron-core, Transformer Engine's) */
     bool wants_local;
+    /* parallel.llm.dp from the world size (mm_megatron_scenario): kept
+     * here, as the scenario may refer to its overrides' text */
+    char dp_set[64];
 } mm_megatron;
 
 /* Reads and maps FILE.  Returns 0 or -MM_EINPUT (err: file, line, the
@@ -56,8 +64,19 @@ void mm_megatron_note(mm_megatron *mg, const char *text);
 void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *const *user_sets, int n_user,
                          mm_err *err);
 
-/* Writes mg->model_json to out_path and appends "model=out_path" to the
- * overrides.  Returns 0 or -code. */
+/* Writes mg->model_json to out_path (its folder must exist) and puts
+ * "model=out_path" first among the overrides.  Returns 0 or -code. */
 int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err);
+
+/* The scenario an argument list describes: FILE `args` read and mapped
+ * (mm_megatron_read), train.framework from --transformer-impl, the model
+ * written to model_path, then `scenario` (NULL: the built-in default)
+ * loaded with the list's overrides, data parallelism from the cluster
+ * (dp = GPUs / (tp pp cp), as Megatron-LM derives it from the world size)
+ * and the user's `sets`, which win.  Returns 0 or -code; errors name the
+ * argument's file and line where they come from the list (for errors the
+ * layout checks give later, mm_megatron_repoint). */
+int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
+                         const char *model_path, mm_megatron *mg, mm_scenario *sc, mm_err *err);
 
 #endif

@@ -17,7 +17,7 @@
  * --fp16 or --fp8-format (mmsim refuses fp32: it has no fp32 peak tables);
  * tp = pp = cp = ep = 1; no recompute; no distributed optimizer.
  * Not for: scenario validation (the scenario loader checks what this maps). */
-#include "cli/megatron.h"
+#include "scenario/megatron.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -25,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "hw/cluster.h"
 #include "scenario/scenario.h"
+#include "scenario/sim.h"
 
 /* ---- splitting the file into words ---------------------------------------- */
 
@@ -700,7 +701,6 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
 
 int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
 {
-    mm_cli_make_parent(out_path);
     FILE *f = fopen(out_path, "w");
     if (!f)
         return mm_err_set(err, MM_EINPUT, out_path, 0, "--megatron-model", "cannot write: %s", strerror(errno));
@@ -757,4 +757,72 @@ void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *co
         err->line = mg->set_line[i];
         return;
     }
+}
+
+/* The GPUs of the cluster the scenario (with the overrides) names. */
+static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
+{
+    char topo[1024];
+    mm_sim_resolve_path(sc->topology, sc->source, topo, sizeof topo);
+    mm_cluster *cl = malloc(sizeof *cl);
+    if (!cl)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_cluster_load(topo, sc->nodes, cl, err);
+    if (!rc)
+        *gpus = mm_cluster_gpus(cl);
+    mm_cluster_free(cl);
+    free(cl);
+    return rc;
+}
+
+int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
+                         const char *model_path, mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    int rc = mm_megatron_read(args, mg, err);
+    if (rc)
+        return rc;
+    mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
+    if ((rc = mm_megatron_write_model(mg, model_path, err)))
+        return rc;
+    if (mg->n_sets + 1 + n_sets > MM_MG_MAX_SETS + 1 + MM_MG_MAX_USER_SETS)
+        return mm_err_set(err, MM_EINPUT, "--set", 0, "", "more than %d --set overrides", MM_MG_MAX_USER_SETS);
+    const char *all[MM_MG_MAX_SETS + 1 + MM_MG_MAX_USER_SETS];
+    int n = 0;
+    for (int i = 0; i < mg->n_sets; i++)
+        all[n++] = mg->sets[i];
+    for (int i = 0; i < n_sets; i++)
+        all[n++] = sets[i];
+    if ((rc = mm_scenario_load(sc, scenario, all, n, err)))
+        return rc;
+    int gpus = 0;
+    if ((rc = cluster_gpus(sc, &gpus, err))) {
+        mm_scenario_free(sc);
+        return rc;
+    }
+    /* the degrees as they stand after the user's --set */
+    const mm_module_layout *L = &sc->parallel.llm;
+    int per = L->tp * L->pp * L->cp;
+    if (gpus % per) {
+        int line = 0; /* the line of --tensor-model-parallel-size, when given */
+        for (int i = 0; i < mg->n_sets; i++)
+            if (!strncmp(mg->sets[i], "parallel.llm.tp=", 16))
+                line = mg->set_line[i];
+        rc = mm_err_set(err, MM_EINPUT, args, line, "--tensor-model-parallel-size",
+                        "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
+                        L->tp, L->pp, L->cp, per, gpus);
+        mm_scenario_free(sc);
+        return rc;
+    }
+    /* dp as Megatron-LM derives it from the world size, between the
+     * argument list's overrides and the user's --set (which win): the
+     * scenario is read once more with it, so every key keeps where it came
+     * from for the layout checks' messages */
+    snprintf(mg->dp_set, sizeof mg->dp_set, "parallel.llm.dp=%d", gpus / per);
+    char note[96];
+    snprintf(note, sizeof note, "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
+    mm_megatron_note(mg, note);
+    memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)n_sets * sizeof *all);
+    all[mg->n_sets] = mg->dp_set;
+    mm_scenario_free(sc);
+    return mm_scenario_load(sc, scenario, all, n + 1, err);
 }
