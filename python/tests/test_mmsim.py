@@ -129,10 +129,18 @@ class Errors(unittest.TestCase):
         with self.assertRaises(TypeError):
             mmsim.run(sets={"seed": object()})
 
-    def test_plan_from_text_refused(self):
-        with mmsim.Scenario(text="model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml}\n") as s:
-            with self.assertRaises(mmsim.Error):
-                s.plan(gpus=8)
+    def test_plan_from_text_is_the_plan_of_the_file(self):
+        # a scenario opened from text is planned as it is: the same ranked
+        # candidates as the file with the same text
+        path = os.path.join(REPO, "tests", "data", "api-scenario.yaml")
+        with open(path) as f:
+            text = f.read()
+        with mmsim.Scenario(text=text) as s:
+            mine = s.plan(gpus=8, top=2, iterations=1)
+        theirs = mmsim.plan(path, gpus=8, top=2, iterations=1)
+        self.assertEqual(mine["candidates"], theirs["candidates"])
+        self.assertEqual(mine["ranked"], theirs["ranked"])
+        self.assertEqual(mine["ranked"][0]["status"], "simulated")
 
 
 class Values(unittest.TestCase):
