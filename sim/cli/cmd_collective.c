@@ -237,23 +237,46 @@ int mm_cli_collective(int argc, char **argv)
 }
 
 /* The table (or JSON rows) of one collective over the sizes asked for. */
+/* The GPUs the collective runs on (--gpus, else 2 for send/recv and the
+ * whole cluster otherwise) and --comm-ranks, checked against the cluster:
+ * 0, or the CLI's bad-option status. */
+static int check_gpus(const coll_opts *o, const mm_cluster *c, int *gpus)
+{
+    int op = o->op, total = mm_cluster_gpus(c);
+    *gpus = o->gpus ? o->gpus : op == MM_COLL_SENDRECV ? 2 : total;
+    if (*gpus > total)
+        return mm_cli_bad(CMD, "--gpus", "exceeds the cluster's %d GPUs (use --nodes), got %d", total, *gpus);
+    if (op == MM_COLL_SENDRECV && *gpus != 2)
+        return mm_cli_bad(CMD, "--gpus", "send/recv runs between 2 GPUs; got %d", *gpus);
+    if (o->comm_ranks && op != MM_COLL_SENDRECV)
+        return mm_cli_bad(CMD, "--comm-ranks", "applies to --op sendrecv only");
+    if (o->comm_ranks > total)
+        return mm_cli_bad(CMD, "--comm-ranks", "exceeds the cluster's %d GPUs (use --nodes), got %d", total,
+                          o->comm_ranks);
+    return 0;
+}
+
+/* nccl-tests' closing lines (the text table), with the algorithm per size
+ * range; avg_bus: busbw averaged over the rows, as nccl-tests does over
+ * every out-of-place and in-place row. */
+static void print_footer(int op, algo_runs *runs, double avg_bus)
+{
+    runs_flush(runs);
+    printf("# mmsim algorithm: %s\n", runs->text);
+    printf("# %-20s : %d %s\n", "Out of bounds values", 0, "OK");
+    printf("# %-20s : %g \n", "Avg bus bandwidth", avg_bus);
+    printf("#\n# Collective test concluded: mmsim collective --op %s\n#\n", mm_coll_names[op]);
+}
+
 static int run_sizes(const coll_opts *po, const mm_cluster *c)
 {
     coll_opts o = *po;
     mm_err err;
     mm_err_clear(&err);
-    int op = o.op, total = mm_cluster_gpus(c), gpus = o.gpus;
-    if (gpus == 0)
-        gpus = op == MM_COLL_SENDRECV ? 2 : total;
-    if (gpus > total)
-        return mm_cli_bad(CMD, "--gpus", "exceeds the cluster's %d GPUs (use --nodes), got %d", total, gpus);
-    if (op == MM_COLL_SENDRECV && gpus != 2)
-        return mm_cli_bad(CMD, "--gpus", "send/recv runs between 2 GPUs; got %d", gpus);
-    if (o.comm_ranks && op != MM_COLL_SENDRECV)
-        return mm_cli_bad(CMD, "--comm-ranks", "applies to --op sendrecv only");
-    if (o.comm_ranks > total)
-        return mm_cli_bad(CMD, "--comm-ranks", "exceeds the cluster's %d GPUs (use --nodes), got %d", total,
-                          o.comm_ranks);
+    int op = o.op, gpus = 0;
+    int brc = check_gpus(&o, c, &gpus);
+    if (brc)
+        return brc;
     /* the communicator: the first comm_ranks GPUs, on the nodes they fill */
     int comm_nodes = o.comm_ranks ? (o.comm_ranks + c->gpus_per_node - 1) / c->gpus_per_node : 0;
     int *g = malloc((size_t)gpus * sizeof *g);
@@ -311,14 +334,8 @@ static int run_sizes(const coll_opts *po, const mm_cluster *c)
     }
     if (o.json && rc == 0)
         printf("]}\n");
-    if (!o.json && rc == 0) {
-        runs_flush(&runs);
-        printf("# mmsim algorithm: %s\n", runs.text);
-        printf("# %-20s : %d %s\n", "Out of bounds values", 0, "OK");
-        /* nccl-tests averages busbw over every out-of-place and in-place row */
-        printf("# %-20s : %g \n", "Avg bus bandwidth", row ? bus_sum / row : 0.0);
-        printf("#\n# Collective test concluded: mmsim collective --op %s\n#\n", mm_coll_names[op]);
-    }
+    if (!o.json && rc == 0)
+        print_footer(op, &runs, row ? bus_sum / row : 0.0);
     mm_network_free(net);
     mm_engine_free(eng);
     free(g);

@@ -161,6 +161,80 @@ static int token_model(const char *model, int64_t tpt, int64_t tpf, int64_t max_
     return 0;
 }
 
+/* What `workload stats` prints, in JSON or as text. */
+typedef struct stats_report {
+    const char *path, *kind;
+    int64_t n, trace_n;   /* samples drawn; the trace's rows (-1: a mixture) */
+    int64_t seed, max_tokens;
+    const mm_token_model *tm;
+    const char *tm_source;
+    const mm_workload_stats *st;
+    const hist *hl, *he;
+} stats_report;
+
+static void print_json(const stats_report *r)
+{
+    printf("{\n  \"file\": ");
+    mm_cli_json_string(r->path);
+    printf(",\n  \"kind\": \"%s\",\n  \"samples\": %lld,\n", r->kind, (long long)r->n);
+    if (r->trace_n >= 0)
+        printf("  \"trace_samples\": %lld,\n", (long long)r->trace_n);
+    else
+        printf("  \"seed\": %lld,\n", (long long)r->seed);
+    printf("  \"token_model\": {\"tokens_per_tile\": %lld, \"tokens_per_frame\": %lld, "
+           "\"tokens_per_audio_s\": %.17g, \"max_tokens\": %lld, \"source\": ",
+           (long long)r->tm->tokens_per_tile, (long long)r->tm->tokens_per_frame, r->tm->tokens_per_audio_s,
+           (long long)r->tm->max_tokens);
+    mm_cli_json_string(r->tm_source);
+    printf("},\n  \"by_modality\": {");
+    for (int k = 0; k < MM_MOD_COUNT; k++)
+        printf("%s\"%s\": %lld", k ? ", " : "", mm_modality_names[k], (long long)r->st->by_modality[k]);
+    printf("},\n  \"truncated\": %lld,\n", (long long)r->st->truncated);
+    printf("  \"llm_tokens_total\": %.17g,\n  \"encoder_inputs_total\": %.17g,\n", r->st->llm_tokens_total,
+           r->st->encoder_inputs_total);
+    json_summary("text_tokens", &r->st->text_tokens, true);
+    json_summary("llm_tokens", &r->st->llm_tokens, true);
+    json_summary("encoder_inputs", &r->st->encoder_inputs, true);
+    json_summary("images", &r->st->images, true);
+    json_summary("tiles", &r->st->tiles, true);
+    json_summary("frames", &r->st->frames, true);
+    json_summary("audio_s", &r->st->audio_s, true);
+    json_hist("llm_tokens_histogram", r->hl, true);
+    json_hist("encoder_inputs_histogram", r->he, false);
+    printf("}\n");
+}
+
+static void print_text(const stats_report *r)
+{
+    printf("workload %s (%s): %lld samples", r->path, r->kind, (long long)r->n);
+    if (r->trace_n >= 0)
+        printf(" of %lld, in file order\n", (long long)r->trace_n);
+    else
+        printf(", seed %lld\n", (long long)r->seed);
+    printf("  tokens: %lld per tile, %lld per frame, %g per audio second%s (%s)\n",
+           (long long)r->tm->tokens_per_tile, (long long)r->tm->tokens_per_frame, r->tm->tokens_per_audio_s,
+           r->max_tokens ? ", capped" : "", r->tm_source);
+    printf("\n  modality        samples   share\n");
+    for (int k = 0; k < MM_MOD_COUNT; k++)
+        printf("  %-12s %10lld %6.1f%%\n", mm_modality_names[k], (long long)r->st->by_modality[k],
+               100.0 * (double)r->st->by_modality[k] / (double)r->n);
+    if (r->max_tokens)
+        printf("  truncated at %lld tokens: %lld samples\n", (long long)r->max_tokens, (long long)r->st->truncated);
+    printf("\n  %-16s %10s %10s %8s %8s %8s %8s %8s\n", "per sample", "mean", "sd", "min", "p50", "p90",
+           "p99", "max");
+    const struct { const char *name; const mm_value_summary *v; } rows[] = {
+        {"text tokens", &r->st->text_tokens}, {"LLM tokens", &r->st->llm_tokens},
+        {"encoder inputs", &r->st->encoder_inputs}, {"images", &r->st->images}, {"tiles", &r->st->tiles},
+        {"frames", &r->st->frames}, {"audio seconds", &r->st->audio_s},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        printf("  %-16s %10.2f %10.2f %8.1f %8.1f %8.1f %8.1f %8.1f\n", rows[i].name, rows[i].v->mean,
+               rows[i].v->sd, rows[i].v->min, rows[i].v->p50, rows[i].v->p90, rows[i].v->p99, rows[i].v->max);
+    printf("  (encoder inputs = tiles + frames + audio clips; percentiles interpolate between order statistics)\n");
+    print_hist("LLM sequence length (tokens)", r->hl, r->n);
+    print_hist("encoder load (tiles + frames + audio clips)", r->he, r->n);
+}
+
 static int stats(int argc, char **argv)
 {
     stats_opts o = {.seed = 1, .tpt = -1, .tpf = -1};
@@ -169,7 +243,7 @@ static int stats(int argc, char **argv)
         return prc < 0 ? 0 : prc;
     const char *file = o.file, *model = o.model;
     int64_t samples = o.samples, seed = o.seed, tpt = o.tpt, tpf = o.tpf, max_tokens = o.max_tokens;
-    int json = o.json;
+    bool json = o.json;
 
     mm_err err;
     mm_err_clear(&err);
@@ -202,65 +276,13 @@ static int stats(int argc, char **argv)
     hist hl, he;
     make_hist(s, n, &tm, true, &hl);
     make_hist(s, n, &tm, false, &he);
-    const char *kind = w.source == MM_WLS_TRACE ? "trace" : "mixture";
-    if (json) {
-        printf("{\n  \"file\": ");
-        mm_cli_json_string(path);
-        printf(",\n  \"kind\": \"%s\",\n  \"samples\": %lld,\n", kind, (long long)n);
-        if (w.source == MM_WLS_TRACE)
-            printf("  \"trace_samples\": %lld,\n", (long long)w.trace.n);
-        else
-            printf("  \"seed\": %lld,\n", (long long)seed);
-        printf("  \"token_model\": {\"tokens_per_tile\": %lld, \"tokens_per_frame\": %lld, "
-               "\"tokens_per_audio_s\": %.17g, \"max_tokens\": %lld, \"source\": ",
-               (long long)tm.tokens_per_tile, (long long)tm.tokens_per_frame, tm.tokens_per_audio_s,
-               (long long)tm.max_tokens);
-        mm_cli_json_string(tm_source);
-        printf("},\n  \"by_modality\": {");
-        for (int k = 0; k < MM_MOD_COUNT; k++)
-            printf("%s\"%s\": %lld", k ? ", " : "", mm_modality_names[k], (long long)st.by_modality[k]);
-        printf("},\n  \"truncated\": %lld,\n", (long long)st.truncated);
-        printf("  \"llm_tokens_total\": %.17g,\n  \"encoder_inputs_total\": %.17g,\n", st.llm_tokens_total,
-               st.encoder_inputs_total);
-        json_summary("text_tokens", &st.text_tokens, true);
-        json_summary("llm_tokens", &st.llm_tokens, true);
-        json_summary("encoder_inputs", &st.encoder_inputs, true);
-        json_summary("images", &st.images, true);
-        json_summary("tiles", &st.tiles, true);
-        json_summary("frames", &st.frames, true);
-        json_summary("audio_s", &st.audio_s, true);
-        json_hist("llm_tokens_histogram", &hl, true);
-        json_hist("encoder_inputs_histogram", &he, false);
-        printf("}\n");
-        goto out;
-    }
-    printf("workload %s (%s): %lld samples", path, kind, (long long)n);
-    if (w.source == MM_WLS_TRACE)
-        printf(" of %lld, in file order\n", (long long)w.trace.n);
+    const stats_report r = {.path = path, .kind = w.source == MM_WLS_TRACE ? "trace" : "mixture", .n = n,
+                            .trace_n = w.source == MM_WLS_TRACE ? w.trace.n : -1, .seed = seed, .tm = &tm,
+                            .tm_source = tm_source, .max_tokens = max_tokens, .st = &st, .hl = &hl, .he = &he};
+    if (json)
+        print_json(&r);
     else
-        printf(", seed %lld\n", (long long)seed);
-    printf("  tokens: %lld per tile, %lld per frame, %g per audio second%s (%s)\n",
-           (long long)tm.tokens_per_tile, (long long)tm.tokens_per_frame, tm.tokens_per_audio_s,
-           max_tokens ? ", capped" : "", tm_source);
-    printf("\n  modality        samples   share\n");
-    for (int k = 0; k < MM_MOD_COUNT; k++)
-        printf("  %-12s %10lld %6.1f%%\n", mm_modality_names[k], (long long)st.by_modality[k],
-               100.0 * (double)st.by_modality[k] / (double)n);
-    if (max_tokens)
-        printf("  truncated at %lld tokens: %lld samples\n", (long long)max_tokens, (long long)st.truncated);
-    printf("\n  %-16s %10s %10s %8s %8s %8s %8s %8s\n", "per sample", "mean", "sd", "min", "p50", "p90",
-           "p99", "max");
-    const struct { const char *name; const mm_value_summary *v; } rows[] = {
-        {"text tokens", &st.text_tokens}, {"LLM tokens", &st.llm_tokens},
-        {"encoder inputs", &st.encoder_inputs}, {"images", &st.images}, {"tiles", &st.tiles},
-        {"frames", &st.frames}, {"audio seconds", &st.audio_s},
-    };
-    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
-        printf("  %-16s %10.2f %10.2f %8.1f %8.1f %8.1f %8.1f %8.1f\n", rows[r].name, rows[r].v->mean,
-               rows[r].v->sd, rows[r].v->min, rows[r].v->p50, rows[r].v->p90, rows[r].v->p99, rows[r].v->max);
-    printf("  (encoder inputs = tiles + frames + audio clips; percentiles interpolate between order statistics)\n");
-    print_hist("LLM sequence length (tokens)", &hl, n);
-    print_hist("encoder load (tiles + frames + audio clips)", &he, n);
+        print_text(&r);
 out:
     free(s);
     mm_workload_free(&w);

@@ -343,61 +343,111 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     return mm_exec_run_opts(eng, g, c, net, NULL, start, end, t_end, err);
 }
 
+/* The executor's arrays for g (st->g, ->c, ->eng set): 0, or -code with
+ * st->err set (what was allocated is freed by state_free). */
+static int state_alloc(exec_state *st, mm_exec_net net, const mm_exec_opts *opts)
+{
+    const mm_graph *g = st->g;
+    size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
+    st->net = mm_network_alloc(st->c, st->eng, net == MM_EXEC_NET_FLOW ? MM_NET_MODEL_FLOW : MM_NET_MODEL_ANALYTIC,
+                               st->err);
+    if (!st->net)
+        return -MM_EINTERNAL;
+    st->x = malloc((g->n_ops + 1) * sizeof *st->x);
+    st->head = calloc(nstreams + 1, sizeof *st->head);
+    st->coll_arrived = calloc(g->n_colls + 1, sizeof *st->coll_arrived);
+    st->coll_off = calloc(g->n_colls + 2, sizeof *st->coll_off);
+    st->coll_ops = malloc((g->n_ops + 1) * sizeof *st->coll_ops);
+    st->coll_orank = malloc((g->n_ops + 1) * sizeof *st->coll_orank);
+    st->comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st->comm_active);
+    st->overlap = opts ? opts->overlap_slowdown : 0.0;
+    if (st->overlap > 0 && (st->slot = malloc((nstreams + 1) * sizeof *st->slot)))
+        for (size_t s = 0; s <= nstreams; s++)
+            st->slot[s] = (run_slot){.id = UINT32_MAX};
+    if (!st->x || !st->head || !st->coll_arrived || !st->coll_off || !st->coll_ops || !st->coll_orank ||
+        !st->comm_active || (st->overlap > 0 && !st->slot))
+        return mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+    return op_scales(st, opts);
+}
+
+static void state_free(exec_state *st)
+{
+    mm_network_free(st->net);
+    free(st->x);
+    free(st->head);
+    free(st->coll_arrived);
+    free(st->coll_off);
+    free(st->coll_ops);
+    free(st->coll_orank);
+    free(st->comm_active);
+    free(st->slot);
+    free(st->scale);
+}
+
+/* The graph's ops packed into the executor's records, and each
+ * collective's members (with the ranks whose overlap it paces) in one
+ * array: the later passes read these, not the graph's ops. */
+static void pack_ops(exec_state *st)
+{
+    const mm_graph *g = st->g;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        st->x[i] = (xop){.dur_s = st->scale ? op->dur_s * st->scale[i] : op->dur_s, .rank = op->rank,
+                         .coll = op->coll, .succ_off = op->nsucc == 1 ? g->succ[op->succ_off] : op->succ_off,
+                         .nsucc = op->nsucc, .deps = op->ndeps,
+                         .stream = op->stream, .cat = op->cat};
+        st->start[i] = st->end[i] = -1;
+        if (op->coll >= 0)
+            st->coll_off[op->coll + 1]++;
+    }
+    for (uint32_t k = 0; k < g->n_colls; k++)
+        st->coll_off[k + 1] += st->coll_off[k];
+    uint32_t *fill = st->coll_arrived; /* reused as a cursor, reset below */
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (st->x[i].coll >= 0) {
+            uint32_t k = (uint32_t)st->x[i].coll;
+            uint32_t at = st->coll_off[k] + fill[k]++;
+            st->coll_ops[at] = i;
+            st->coll_orank[at] = overlapped(st, i) ? st->x[i].rank : -1;
+        }
+    memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
+}
+
+/* The run-time invariants, after every iteration: each op ran exactly
+ * once, no stream ran two ops at once, time never went backwards.  A
+ * debug build stops at the first broken one; a release build reports it
+ * as an internal error (exit 1), never as a number. */
+static int check_run(const exec_state *st, mm_time t0, mm_time t_end)
+{
+    const mm_graph *g = st->g;
+    uint8_t *runs = malloc(g->n_ops + 1);
+    if (!runs)
+        return mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        runs[i] = st->x[i].runs;
+    int broken = st->backwards ? mm_err_set(st->err, MM_EINTERNAL, "", 0, "",
+                                            "internal error: an op completed before one "
+                                            "that completed earlier")
+                               : mm_exec_check(g, runs, st->start, st->end, t0, t_end, st->err);
+    assert(broken == 0 && "executor invariant broken (mm_exec_check)");
+    free(runs);
+    return broken;
+}
+
 int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                      mm_exec_net net, const mm_exec_opts *opts, mm_time *start, mm_time *end,
                      mm_time *t_end, mm_err *err)
 {
     size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
     exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end, .err = err};
-    st.net = mm_network_alloc(c, eng, net == MM_EXEC_NET_FLOW ? MM_NET_MODEL_FLOW : MM_NET_MODEL_ANALYTIC, err);
-    if (!st.net)
-        return -MM_EINTERNAL;
-    st.x = malloc((g->n_ops + 1) * sizeof *st.x);
-    st.head = calloc(nstreams + 1, sizeof *st.head);
-    st.coll_arrived = calloc(g->n_colls + 1, sizeof *st.coll_arrived);
-    st.coll_off = calloc(g->n_colls + 2, sizeof *st.coll_off);
-    st.coll_ops = malloc((g->n_ops + 1) * sizeof *st.coll_ops);
-    st.coll_orank = malloc((g->n_ops + 1) * sizeof *st.coll_orank);
-    st.comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st.comm_active);
-    st.overlap = opts ? opts->overlap_slowdown : 0.0;
-    if (st.overlap > 0 && (st.slot = malloc((nstreams + 1) * sizeof *st.slot)))
-        for (size_t s = 0; s <= nstreams; s++)
-            st.slot[s] = (run_slot){.id = UINT32_MAX};
-    uint8_t *runs = NULL;
     mm_time t0 = mm_engine_now(eng);
     st.last = t0;
-    int rc = 0;
-    if (!st.x || !st.head || !st.coll_arrived || !st.coll_off || !st.coll_ops || !st.coll_orank || !st.comm_active ||
-        (st.overlap > 0 && !st.slot)) {
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
-        goto out;
+    int rc = state_alloc(&st, net, opts);
+    if (rc) {
+        state_free(&st);
+        return rc;
     }
-    if ((rc = op_scales(&st, opts)))
-        goto out;
-    for (uint32_t i = 0; i < g->n_ops; i++) {
-        const mm_op *op = &g->ops[i];
-        st.x[i] = (xop){.dur_s = st.scale ? op->dur_s * st.scale[i] : op->dur_s, .rank = op->rank,
-                        .coll = op->coll, .succ_off = op->nsucc == 1 ? g->succ[op->succ_off] : op->succ_off,
-                        .nsucc = op->nsucc, .deps = op->ndeps,
-                        .stream = op->stream, .cat = op->cat};
-        start[i] = end[i] = -1;
-        if (op->coll >= 0)
-            st.coll_off[op->coll + 1]++;
-    }
-    for (uint32_t k = 0; k < g->n_colls; k++)
-        st.coll_off[k + 1] += st.coll_off[k];
-    /* the later passes read the packed records, not the graph's ops */
-    {
-        uint32_t *fill = st.coll_arrived; /* reused as a cursor, reset below */
-        for (uint32_t i = 0; i < g->n_ops; i++)
-            if (st.x[i].coll >= 0) {
-                uint32_t k = (uint32_t)st.x[i].coll;
-                uint32_t at = st.coll_off[k] + fill[k]++;
-                st.coll_ops[at] = i;
-                st.coll_orank[at] = overlapped(&st, i) ? st.x[i].rank : -1;
-            }
-        memset(fill, 0, (g->n_colls + 1) * sizeof *fill);
-    }
+    pack_ops(&st);
     for (uint32_t i = 0; i < g->n_ops; i++)
         if (st.x[i].stream == MM_STREAM_NONE && st.x[i].deps == 0)
             arrive(&st, i);
@@ -411,33 +461,8 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "",
                         "schedule deadlock: %u of %u ops never ran", g->n_ops - st.done,
                         g->n_ops);
-    /* The run-time invariants, after every iteration: each op ran exactly
-     * once, no stream ran two ops at once, time never went backwards.  A
-     * debug build stops at the first broken one; a release build reports it
-     * as an internal error (exit 1), never as a number. */
-    if (rc == 0 && !(runs = malloc(g->n_ops + 1)))
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
-    for (uint32_t i = 0; runs && i < g->n_ops; i++)
-        runs[i] = st.x[i].runs;
-    if (rc == 0) {
-        int broken = st.backwards ? mm_err_set(err, MM_EINTERNAL, "", 0, "",
-                                               "internal error: an op completed before one "
-                                               "that completed earlier")
-                                  : mm_exec_check(g, runs, start, end, t0, *t_end, err);
-        assert(broken == 0 && "executor invariant broken (mm_exec_check)");
-        rc = broken;
-    }
-out:
-    mm_network_free(st.net);
-    free(st.x);
-    free(st.head);
-    free(st.coll_arrived);
-    free(st.coll_off);
-    free(st.coll_ops);
-    free(st.coll_orank);
-    free(st.comm_active);
-    free(st.slot);
-    free(runs);
-    free(st.scale);
+    if (rc == 0)
+        rc = check_run(&st, t0, *t_end);
+    state_free(&st);
     return rc;
 }

@@ -258,6 +258,66 @@ static glp_prob *build_lp(const double *enc, const double *llm, int n, int k, in
     return P;
 }
 
+/* The larger of floor and the busiest bin's encoder or LLM cost under
+ * assign (-1: out of memory). */
+static double makespan(const double *enc, const double *llm, int n, int k, const int *assign, double floor)
+{
+    double *E = calloc((size_t)k, sizeof *E), *L = calloc((size_t)k, sizeof *L), z = floor;
+    if (!E || !L) {
+        free(E), free(L);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        E[assign[i]] += enc[i];
+        L[assign[i]] += llm[i];
+    }
+    for (int b = 0; b < k; b++)
+        z = fmax(z, fmax(E[b], L[b]));
+    free(E), free(L);
+    return z;
+}
+
+/* The LP relaxation, then branch and bound from s's incumbent within its
+ * node limit; the assignment, the objective, the bound (the open nodes'
+ * best, not below lb) and whether it is proven optimal. */
+static int solve(glp_prob *P, search *s, double lb, int *assign, double *best, double *bound, bool *optimal,
+                 mm_err *err)
+{
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    int lp = glp_simplex(P, &sm);
+    if (lp != 0 || glp_get_status(P) != GLP_OPT)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "batching", "GLPK could not solve the LP relaxation (code %d)", lp);
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.bt_tech = GLP_BT_DFS; /* dive for better incumbents */
+    io.br_tech = GLP_BR_MFV; /* cheap per node: the default Driebeck-Tomlin
+                              * test costs ~40% more per node here */
+    io.mip_gap = MIP_GAP;
+    io.cb_func = callback;
+    io.cb_info = s;
+    int ip = glp_intopt(P, &io);
+    int st = glp_mip_status(P);
+    if (!((ip == 0 || ip == GLP_ESTOP) && (st == GLP_OPT || st == GLP_FEAS)))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "batching", "GLPK branch and bound failed (code %d, status %d)",
+                          ip, st);
+    int n = s->n, k = s->k;
+    for (int i = 0; i < n; i++) {
+        int nb = i + 1 < k ? i + 1 : k;
+        for (int b = 0; b < nb; b++)
+            if (glp_mip_col_val(P, s->col_of_first[i] + b) > 0.5)
+                assign[i] = b;
+    }
+    *best = glp_mip_obj_val(P);
+    *optimal = st == GLP_OPT && !s->stopped;
+    *bound = *optimal ? *best : fmax(lb, s->open_bound);
+    if (*bound > *best)
+        *bound = *best;
+    return 0;
+}
+
 static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_t node_limit, int *assign,
                       double *best, double *bound, int64_t *nodes, bool *optimal, mm_err *err)
 {
@@ -280,20 +340,10 @@ static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_
     }
     memcpy(start, assign, (size_t)n * sizeof *start);
     canonical(start, n, k);
-    double z_start = lb;
-    {
-        double *E = calloc((size_t)k, sizeof *E), *L = calloc((size_t)k, sizeof *L);
-        if (!E || !L) {
-            free(E), free(L), free(start), free(first), free(ia), free(ja), free(ar);
-            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        }
-        for (int i = 0; i < n; i++) {
-            E[start[i]] += enc[i];
-            L[start[i]] += llm[i];
-        }
-        for (int b = 0; b < k; b++)
-            z_start = fmax(z_start, fmax(E[b], L[b]));
-        free(E), free(L);
+    double z_start = makespan(enc, llm, n, k, start, lb);
+    if (z_start < 0) {
+        free(start), free(first), free(ia), free(ja), free(ar);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
 
     /* the incumbent meets the lower bound (optimal), or is within MIP_GAP of
@@ -309,45 +359,10 @@ static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_
     glp_prob *P = build_lp(enc, llm, n, k, ncols, lb, first, ia, ja, ar);
     free(ia), free(ja), free(ar);
 
-    int rc = 0;
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
-    int lp = glp_simplex(P, &sm);
-    if (lp != 0 || glp_get_status(P) != GLP_OPT) {
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "batching", "GLPK could not solve the LP relaxation (code %d)", lp);
-    } else {
-        search s = {.n = n, .k = k, .ncols = ncols, .col_of_first = first, .start = start,
-                    .z_start = z_start, .limit = node_limit, .open_bound = -HUGE_VAL};
-        glp_iocp io;
-        glp_init_iocp(&io);
-        io.msg_lev = GLP_MSG_OFF;
-        io.bt_tech = GLP_BT_DFS; /* dive for better incumbents */
-        io.br_tech = GLP_BR_MFV; /* cheap per node: the default Driebeck-Tomlin
-                                  * test costs ~40% more per node here */
-        io.mip_gap = MIP_GAP;
-        io.cb_func = callback;
-        io.cb_info = &s;
-        int ip = glp_intopt(P, &io);
-        int st = glp_mip_status(P);
-        *nodes = s.nodes;
-        if ((ip == 0 || ip == GLP_ESTOP) && (st == GLP_OPT || st == GLP_FEAS)) {
-            for (int i = 0; i < n; i++) {
-                int nb = i + 1 < k ? i + 1 : k;
-                for (int b = 0; b < nb; b++)
-                    if (glp_mip_col_val(P, first[i] + b) > 0.5)
-                        assign[i] = b;
-            }
-            *best = glp_mip_obj_val(P);
-            *optimal = st == GLP_OPT && !s.stopped;
-            *bound = *optimal ? *best : fmax(lb, s.open_bound);
-            if (*bound > *best)
-                *bound = *best;
-        } else {
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "batching", "GLPK branch and bound failed (code %d, status %d)",
-                            ip, st);
-        }
-    }
+    search s = {.n = n, .k = k, .ncols = ncols, .col_of_first = first, .start = start,
+                .z_start = z_start, .limit = node_limit, .open_bound = -HUGE_VAL};
+    int rc = solve(P, &s, lb, assign, best, bound, optimal, err);
+    *nodes = s.nodes;
     glp_delete_prob(P);
     glp_free_env();
     free(start), free(first);

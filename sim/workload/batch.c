@@ -663,6 +663,57 @@ static int check_opts(int n, const mm_batch_opts *o, mm_err *err)
     return 0;
 }
 
+/* sequential and grouped: every DP rank gets its m micro-batches, of the
+ * samples as drawn (sequential) or sorted into groups of similar length
+ * (grouped); *order (the caller frees it) holds grouped's order. */
+static int form_in_order(const ctx *c, mm_batch_plan *p, int *assign, int **order, mm_err *err)
+{
+    const mm_batch_opts *o = c->o;
+    int n = c->n, m = o->micro_batches, rc = 0;
+    int *pr = malloc((size_t)o->dp * sizeof *pr);
+    if (!pr)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    for (int r = 0; r < o->dp; r++)
+        pr[r] = m;
+    if (o->policy == MM_BP_SEQUENTIAL) {
+        sequential_assign(n, o->dp, m, assign);
+    } else {
+        int b = n / (o->dp * m);
+        *order = malloc((size_t)n * sizeof **order);
+        if (!*order || o->dp > 1024)
+            rc = mm_err_set(err, *order ? MM_EINPUT : MM_EINTERNAL, "", 0, "parallel.llm.dp",
+                            "grouped batching supports dp <= 1024");
+        else
+            rc = grouped_order(c, o->dp, b, *order, err);
+        for (int t = 0; t < n && !rc; t++) {
+            int q = t / b;
+            assign[(*order)[t]] = (q % o->dp) * m + q / o->dp;
+        }
+    }
+    if (!rc)
+        rc = fill_bins(c, o->dp, pr, assign, *order, p->store_, &p->bins, &p->n_bins, &p->rank_first, err);
+    free(pr);
+    return rc;
+}
+
+/* The encoder ranks' bins (enc_ranks > 0): post-balance's own assignment,
+ * else each sample on the rank its LLM replica's position gives. */
+static int form_enc_ranks(const ctx *c, mm_batch_plan *p, mm_err *err)
+{
+    int *enc_of = malloc((size_t)c->n * sizeof *enc_of);
+    if (!enc_of)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = 0;
+    if (c->o->policy == MM_BP_POST_BALANCE)
+        rc = enc_ranks_post_balance(c, p, enc_of, err);
+    else
+        enc_ranks_as_drawn(p, c->o->enc_ranks, enc_of);
+    if (!rc)
+        rc = enc_rank_bins(c, p, enc_of, err);
+    free(enc_of);
+    return rc;
+}
+
 int mm_batch_form(const mm_sample *s, int n, const mm_batch_opts *o, mm_batch_plan *p, mm_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -692,37 +743,11 @@ int mm_batch_form(const mm_sample *s, int n, const mm_batch_opts *o, mm_batch_pl
             p->truncated++;
         }
     }
-    int m = o->micro_batches;
     switch (o->policy) {
     case MM_BP_SEQUENTIAL:
-    case MM_BP_GROUPED: {
-        int *pr = malloc((size_t)o->dp * sizeof *pr);
-        if (!pr) {
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-            break;
-        }
-        for (int r = 0; r < o->dp; r++)
-            pr[r] = m;
-        if (o->policy == MM_BP_SEQUENTIAL) {
-            sequential_assign(n, o->dp, m, assign);
-        } else {
-            int b = n / (o->dp * m);
-            order = malloc((size_t)n * sizeof *order);
-            if (!order || o->dp > 1024)
-                rc = mm_err_set(err, order ? MM_EINPUT : MM_EINTERNAL, "", 0, "parallel.llm.dp",
-                                "grouped batching supports dp <= 1024");
-            else
-                rc = grouped_order(&c, o->dp, b, order, err);
-            for (int t = 0; t < n && !rc; t++) {
-                int q = t / b;
-                assign[order[t]] = (q % o->dp) * m + q / o->dp;
-            }
-        }
-        if (!rc)
-            rc = fill_bins(&c, o->dp, pr, assign, order, p->store_, &p->bins, &p->n_bins, &p->rank_first, err);
-        free(pr);
+    case MM_BP_GROUPED:
+        rc = form_in_order(&c, p, assign, &order, err);
         break;
-    }
     case MM_BP_PACKED:
         rc = form_packed(&c, p, assign, err);
         break;
@@ -735,18 +760,8 @@ int mm_batch_form(const mm_sample *s, int n, const mm_batch_opts *o, mm_batch_pl
     }
     if (!rc)
         pad_bins(&c, p);
-    if (!rc && o->enc_ranks > 0) {
-        int *enc_of = malloc((size_t)n * sizeof *enc_of);
-        if (!enc_of)
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        else if (o->policy == MM_BP_POST_BALANCE)
-            rc = enc_ranks_post_balance(&c, p, enc_of, err);
-        else
-            enc_ranks_as_drawn(p, o->enc_ranks, enc_of);
-        if (!rc)
-            rc = enc_rank_bins(&c, p, enc_of, err);
-        free(enc_of);
-    }
+    if (!rc && o->enc_ranks > 0)
+        rc = form_enc_ranks(&c, p, err);
     if (!rc) {
         bool post = o->policy == MM_BP_POST_BALANCE;
         p->max_bin_cost = post ? fmax(max_bin(p->enc_bins, p->n_enc_bins, true, false),
