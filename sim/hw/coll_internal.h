@@ -1,6 +1,6 @@
 /* coll_internal.h - what the files of the flow-model collectives (coll.c,
- * coll_a2a.c) share: the network's and a collective's state, and building
- * routes into flows.  Private to sim/hw; callers use coll.h.
+ * coll_a2a.c, coll_route.c, coll_cache.c) share: the network's and a
+ * collective's state, and building routes into flows (coll_route.c).  Private to sim/hw; callers use coll.h.
  * Not for: the solver (flow.h) or routes themselves (topo.h). */
 #ifndef MM_COLL_INTERNAL_H
 #define MM_COLL_INTERNAL_H
@@ -73,6 +73,7 @@ struct mm_network {
     double *rc;
     size_t rlen, rcap;
     int oom;
+    mm_flow_done_fn flow_done; /* a route_commit flow's end: coll.c's phase machine */
     double xmax;   /* largest perturbation latency over the routes of a phase */
     /* aggregation (alltoall_flows): while `agg` is set, route_commit adds the
      * route's coefficients into acoef[] instead of starting a flow */
@@ -144,7 +145,8 @@ static inline int coll_member(const coll_op *op, int X, int j)
     return op->g[op->node_off[X] + j];
 }
 
-/* Room for `need` route entries: 0, or -1 (and net->oom) when out of memory. */
+/* coll_route.c.  Room for `need` route entries: 0, or -1 (and net->oom)
+ * when out of memory. */
 int coll_route_fit(mm_network *net, size_t need);
 
 /* Appends the links from GPU src to dst (rails across nodes) with coef. */

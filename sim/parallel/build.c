@@ -8,12 +8,12 @@
  *
  * This file: the spec's checks, GPU numbering and mm_build_iteration, which
  * lays the iteration out in order.  Not here: the LLM's passes, transfers
- * and DP tail (build_llm.c), the encoders (build_enc.c). */
+ * and DP tail (build_llm.c), the encoders (build_enc.c), failures and the
+ * spec's counts that they share (build_base.c). */
 #include "parallel/build_internal.h"
 
 #include "model/memory.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,28 +104,6 @@ static int cache_init(coll_cache *cc, size_t n)
     for (size_t i = 0; i < n; i++)
         cc->id[i] = -1;
     return 0;
-}
-
-int mm_bld_fail(builder *b, const char *fmt, ...)
-{
-    if (b->failed || !b->err)
-        return -1;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    mm_err_set(b->err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph: %s", msg);
-    b->failed = true;
-    return -1;
-}
-
-int mm_bld_fail_op(builder *b, const mm_op *op, const char *what)
-{
-    const char *module = op->module == 0 ? "llm" : op->module <= b->sp->n_enc ? b->sp->enc[op->module - 1].name : "?";
-    return mm_bld_fail(b, "the %s %s op of stage %d, micro-batch %d, layer %d on rank %d: %s", module,
-                       op->cat < MM_CAT_COUNT ? mm_op_cat_names[op->cat] : "?", op->stage, op->mb, op->layer,
-                       op->rank, what);
 }
 
 static const char *const sched_names[] = {[MM_SCHEDULE_GPIPE] = "gpipe", [MM_SCHEDULE_1F1B] = "1f1b",
@@ -323,19 +301,6 @@ static int map_rank_gpus(builder *b)
         free(gl);
     }
     return rc ? mm_bld_fail(b, "out of memory for the ranks' GPU lists") : 0;
-}
-
-
-int mm_build_grad_syncs(const mm_build_spec *sp)
-{
-    if (sp->zero >= 3)
-        return sp->z3_once ? 1 : sp->m;
-    return sp->grad_every_mb ? sp->m : 1;
-}
-
-int mm_build_z3_gather_passes(const mm_build_spec *sp)
-{
-    return sp->zero < 3 ? 0 : sp->z3_once ? 1 : 2 * sp->m;
 }
 
 /* Gradient reduction after rank's pass of chunk c on stage s, of the last

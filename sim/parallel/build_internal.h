@@ -1,7 +1,9 @@
 /* build_internal.h - what the files of the graph builder (build.c,
- * build_llm.c, build_enc.c) share: the builder's state, its small helpers
- * (rank and GPU numbering, appending ops, shared collectives) and the
- * emitters each file provides to mm_build_iteration.
+ * build_llm.c, build_enc.c, build_base.c) share: the builder's state, its
+ * small helpers (rank and GPU numbering, appending ops, shared
+ * collectives) and the emitters each file provides to mm_build_iteration.
+ * build.c calls the emitters, build_llm.c those of build_enc.c, and all
+ * call build_base.c; none calls back.
  * Private to sim/parallel: not installed, not for callers (they use
  * parallel/build.h). */
 #ifndef MM_BUILD_INTERNAL_H
@@ -44,7 +46,7 @@ typedef struct builder {
     bool failed;          /* err holds a message */
 } builder;
 
-/* Records the first failure of the build in b->err; returns -1. */
+/* build_base.c.  Records the first failure of the build in b->err; returns -1. */
 int mm_bld_fail(builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* mm_bld_fail naming op (its kind, stage, micro-batch, layer and rank). */

@@ -7,7 +7,8 @@
  * could checkpoint or unlink the WAL under the parent.  So the parent closes
  * its store before forking, each worker opens its own, and the parent opens
  * it again afterwards.
- * Not for: expanding sweep specs (sweep.c) or printing progress (the CLI). */
+ * Not for: one point's simulation and storing (runner_point.c), expanding
+ * sweep specs (sweep.c) or printing progress (the CLI). */
 #include "plan/runner.h"
 
 #include <errno.h>
@@ -25,173 +26,14 @@
 #endif
 
 #include "mmsim_config.h"
-#include "scenario/sim.h"
 #include "plan/runner_internal.h"
 #include "scenario/sim.h"
-#include "exec/run.h"
 #include "store/store.h"
 #include "util/misc.h"
-
-#define CANON_MAX (1 << 20)
 
 int mm_runner_have_mpi(void)
 {
     return MMSIM_MPI;
-}
-
-void mm_runner_now(char *out, size_t len)
-{
-    time_t now = time(NULL);
-    struct tm tmv;
-    gmtime_r(&now, &tmv);
-    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-}
-
-void mm_rn_report(runner *r, int final)
-{
-    r->prog.elapsed_s = mm_host_seconds() - r->t0;
-    r->prog.final = final;
-    if (r->o->progress)
-        r->o->progress(&r->prog, r->o->progress_ctx);
-}
-
-/* Counts a finished point. */
-void mm_rn_count(runner *r, size_t i)
-{
-    const mm_point_result *p = &r->res[i];
-    r->prog.done++;
-    if (p->status == MM_POINT_RAN)
-        r->prog.ran++;
-    else if (p->status == MM_POINT_SKIPPED)
-        r->prog.skipped++;
-    else if (p->status == MM_POINT_FAILED)
-        r->prog.failed++;
-    if (p->oom)
-        r->prog.oom++;
-}
-
-static void set_failed(mm_point_result *p, const mm_err *e)
-{
-    p->status = MM_POINT_FAILED;
-    p->run_id = 0;
-    p->oom = 0;
-    mm_err_format(e, p->error, sizeof p->error);
-}
-
-static mm_sweep_link link_of(const runner *r, size_t i)
-{
-    return (mm_sweep_link){.sweep_id = r->sweep_id, .point = (int64_t)i,
-                           .axis_values = r->pts[i].label};
-}
-
-/* ---- one point -------------------------------------------------------- */
-
-void mm_rn_outcome_free(outcome *oc)
-{
-    if (oc->ok)
-        mm_metrics_free(&oc->m);
-    free(oc->canon);
-    memset(oc, 0, sizeof *oc);
-}
-
-/* Loads a point's scenario into *sc (a struct copy of pt->sc, borrowing
- * its strings and lists, when the point comes loaded) and writes its
- * canonical text into a new string.  Free *sc with free_point. */
-static int load_point(const mm_point *pt, mm_scenario *sc, char **canon, mm_err *err)
-{
-    *canon = NULL;
-    int rc = pt->sc     ? (*sc = *pt->sc, 0)
-             : pt->text ? mm_scenario_load_text(sc, pt->scenario ? pt->scenario : "<default>", pt->text, pt->sets,
-                                                pt->n_sets, err)
-                        : mm_scenario_load(sc, pt->scenario, pt->sets, pt->n_sets, err);
-    if (rc < 0)
-        return rc;
-    size_t need = mm_scenario_canonical(sc, NULL, 0) + 1;
-    if (need > CANON_MAX || !(*canon = malloc(need))) {
-        mm_err_set(err, MM_EINTERNAL, sc->source, 0, NULL, "out of memory");
-        if (!pt->sc)
-            mm_scenario_free(sc);
-        return -MM_EINTERNAL;
-    }
-    mm_scenario_canonical(sc, *canon, need);
-    return 0;
-}
-
-/* Frees what load_point loaded (nothing of a borrowed scenario). */
-static void free_point(const mm_point *pt, mm_scenario *sc)
-{
-    if (pt->sc)
-        memset(sc, 0, sizeof *sc);
-    else
-        mm_scenario_free(sc);
-}
-
-/* Simulates one point; never touches the store.  Failures of the scenario
- * or the simulation are the point's (oc->ok = 0), not the batch's. */
-void mm_rn_simulate(const mm_point *pt, outcome *oc)
-{
-    memset(oc, 0, sizeof *oc);
-    mm_err_clear(&oc->err);
-    mm_scenario *sc = calloc(1, sizeof *sc);
-    mm_sim *sim = calloc(1, sizeof *sim); /* zeroed: mm_sim_free is safe on any path */
-    if (!sc || !sim) {
-        mm_err_set(&oc->err, MM_EINTERNAL, NULL, 0, NULL, "out of memory");
-    } else if (load_point(pt, sc, &oc->canon, &oc->err) == 0 &&
-               mm_sim_prepare(sim, sc, &oc->err) == 0 &&
-               mm_sim_check_limits(sim, &oc->err) == 0 &&
-               mm_sim_run(sim, &oc->m, NULL, &oc->err) == 0) {
-        oc->ok = 1;
-        snprintf(oc->source, sizeof oc->source, "%s", sc->source);
-        snprintf(oc->model, sizeof oc->model, "%s", sim->model_path);
-        snprintf(oc->topology, sizeof oc->topology, "%s", sim->topology_path);
-        oc->seed = sc->seed;
-    }
-    if (sim)
-        mm_sim_free(sim); /* before the scenario: the sim borrows its strings */
-    if (sc)
-        free_point(pt, sc);
-    free(sc);
-    free(sim);
-}
-
-/* Stores one outcome (run + link, or the failed link) and fills res.
- * Returns 0, or -code when the store fails (the batch stops). */
-int mm_rn_store_outcome(const runner *r, mm_store *st, size_t i, const outcome *oc,
-                         mm_err *err)
-{
-    mm_point_result *p = &r->res[i];
-    mm_sweep_link link = link_of(r, i);
-    if (!oc->ok) {
-        set_failed(p, &oc->err);
-        return r->sweep_id > 0 ? mm_store_link_sweep_run(st, &link, 0, p->error, err) : 0;
-    }
-    char created[32];
-    mm_runner_now(created, sizeof created);
-    mm_run_record rec = {
-        .scenario_text = oc->canon, .scenario_source = oc->source, .model = oc->model,
-        .topology = oc->topology, .seed = oc->seed,
-        .version = r->o->version ? r->o->version : "unknown", .created_at = created,
-    };
-    int reused = 0;
-    int64_t id = 0;
-    int rc = mm_store_write_sweep_run(st, r->sweep_id > 0 ? &link : NULL, &rec, &oc->m, &id,
-                                      &reused, err);
-    if (rc < 0)
-        return rc;
-    p->status = reused ? MM_POINT_SKIPPED : MM_POINT_RAN;
-    p->run_id = id;
-    p->oom = oc->m.oom;
-    p->error[0] = '\0';
-    return 0;
-}
-
-int mm_rn_run_one(const runner *r, mm_store *st, size_t i, mm_err *err)
-{
-    outcome oc;
-    mm_rn_simulate(&r->pts[i], &oc);
-    int rc = mm_rn_store_outcome(r, st, i, &oc, err);
-    mm_rn_outcome_free(&oc);
-    return rc;
 }
 
 /* ---- planning --------------------------------------------------------- */
@@ -229,17 +71,17 @@ static int plan_load(runner *r, mm_err *err)
         mm_err e;
         mm_err_clear(&e);
         r->follows[i] = -1;
-        if (load_point(&r->pts[i], sc, &r->canon[i], &e) < 0) {
+        if (mm_rn_load_point(&r->pts[i], sc, &r->canon[i], &e) < 0) {
             if (e.code == MM_EINTERNAL && !strcmp(e.msg, "out of memory")) {
                 free(sc);
                 free(k);
                 *err = e;
                 return -MM_EINTERNAL;
             }
-            set_failed(&r->res[i], &e);
+            mm_rn_set_failed(&r->res[i], &e);
             continue;
         }
-        free_point(&r->pts[i], sc);
+        mm_rn_free_point(&r->pts[i], sc);
         k[nk++] = (keyed){.hash = mm_store_hash(r->canon[i]), .i = i, .text = r->canon[i]};
     }
     qsort(k, nk, sizeof *k, cmp_keyed);
@@ -279,7 +121,7 @@ static int plan_store(runner *r, mm_err *err)
     }
     for (size_t i = 0; rc == 0 && i < r->n; i++) {
         mm_point_result *p = &r->res[i];
-        mm_sweep_link link = link_of(r, i);
+        mm_sweep_link link = mm_rn_link_of(r, i);
         if (p->status == MM_POINT_FAILED) { /* its scenario did not load */
             if (r->sweep_id > 0)
                 rc = mm_store_link_sweep_run(st, &link, 0, p->error, err);
@@ -332,7 +174,7 @@ static int settle_follows(runner *r, mm_err *err)
         mm_point_result *p = &r->res[i];
         if (q->status == MM_POINT_PENDING)
             continue;
-        mm_sweep_link link = link_of(r, i);
+        mm_sweep_link link = mm_rn_link_of(r, i);
         if (q->status == MM_POINT_FAILED) {
             *p = *q;
             if (r->sweep_id > 0)
@@ -532,7 +374,7 @@ static int reap_workers(runner *r, pool *pl, mm_err *err)
                    WIFSIGNALED(status) ? "worker process died (signal %d)"
                                        : "worker process died (exit status %d)",
                    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        set_failed(&r->res[i], &e);
+        mm_rn_set_failed(&r->res[i], &e);
         mm_rn_count(r, i);
         died = 1;
     }
@@ -541,7 +383,7 @@ static int reap_workers(runner *r, pool *pl, mm_err *err)
         rc = mm_store_open(&st, r->o->db, err);
         for (int w = 0; rc == 0 && w < pl->n; w++)
             if (pl->inflight[w] >= 0) {
-                mm_sweep_link link = link_of(r, (size_t)pl->inflight[w]);
+                mm_sweep_link link = mm_rn_link_of(r, (size_t)pl->inflight[w]);
                 rc = mm_store_link_sweep_run(st, &link, 0, r->res[pl->inflight[w]].error, err);
             }
         mm_store_close(st);

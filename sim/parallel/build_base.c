@@ -1,0 +1,43 @@
+/* build_base.c - what every file of the graph builder (build.c,
+ * build_llm.c, build_enc.c) calls and which calls none of them: the
+ * build's first failure, naming its op, and the spec's counts of gradient
+ * reductions and ZeRO-3 gather passes (build.h).
+ * Not for: laying ops out (build.c and the emitters). */
+#include "parallel/build_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int mm_bld_fail(builder *b, const char *fmt, ...)
+{
+    if (b->failed || !b->err)
+        return -1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mm_err_set(b->err, MM_EINTERNAL, "", 0, "", "cannot build the iteration graph: %s", msg);
+    b->failed = true;
+    return -1;
+}
+
+int mm_bld_fail_op(builder *b, const mm_op *op, const char *what)
+{
+    const char *module = op->module == 0 ? "llm" : op->module <= b->sp->n_enc ? b->sp->enc[op->module - 1].name : "?";
+    return mm_bld_fail(b, "the %s %s op of stage %d, micro-batch %d, layer %d on rank %d: %s", module,
+                       op->cat < MM_CAT_COUNT ? mm_op_cat_names[op->cat] : "?", op->stage, op->mb, op->layer,
+                       op->rank, what);
+}
+
+int mm_build_grad_syncs(const mm_build_spec *sp)
+{
+    if (sp->zero >= 3)
+        return sp->z3_once ? 1 : sp->m;
+    return sp->grad_every_mb ? sp->m : 1;
+}
+
+int mm_build_z3_gather_passes(const mm_build_spec *sp)
+{
+    return sp->zero < 3 ? 0 : sp->z3_once ? 1 : 2 * sp->m;
+}
