@@ -151,6 +151,10 @@ static double zb_median_stage(const mm_sim_breakdown *bk, int pass)
 {
     double v[MM_BK_MAX_STAGES];
     int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
+    if (n < 1) { /* no stage has a median */
+        ck_abort_msg("the breakdown has no stages");
+        return 0.0;
+    }
     for (int k = 0; k < n; k++)
         v[k] = bk->pass[k][pass];
     for (int i = 1; i < n; i++)
