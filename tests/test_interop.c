@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mmsim_config.h"
@@ -356,19 +357,42 @@ END_TEST
 /* ---- data files from any folder ------------------------------------------------------ */
 
 /* From a folder without models/ or topologies/, the relative paths of the
- * default scenario resolve under $MMSIM_DATADIR (what meson install's
- * share/mmsim gives an installed mmsim). */
+ * default scenario resolve under $MMSIM_DATADIR.  The data folder here holds
+ * exactly the folders meson.build installs into share/mmsim
+ * (MMSIM_DATA_DIRS, from the same list), each a link into the checkout, so
+ * that a folder the default scenario needs and the install leaves out fails
+ * here; scripts/test also installs a build and runs the installed mmsim
+ * with MMSIM_DATADIR unset. */
 START_TEST(datadir_from_any_folder)
 {
-    const char *src = getenv("MMSIM_SRCDIR");
+    const char *src = getenv("MMSIM_SRCDIR"), *dirs = getenv("MMSIM_DATA_DIRS");
     ck_assert_ptr_nonnull(src);
-    char prefix[1024];
+    ck_assert_ptr_nonnull(dirs);
+    char prefix[1024], share[512], from[1024], to[1024];
     snprintf(prefix, sizeof prefix, "cd %s && MMSIM_DATADIR=/nonexistent", dir);
     if (access(MMSIM_DATADIR "/models", F_OK) != 0) { /* no installed copy to fall back on */
         ck_assert_int_eq(mmx_run(dir, prefix, "run --no-db -q", out, sizeof out, errtxt, sizeof errtxt), 2);
         ck_assert_ptr_nonnull(strstr(errtxt, "models/llava-ov-qwen2.5-7b.yaml"));
     }
-    snprintf(prefix, sizeof prefix, "cd %s && MMSIM_DATADIR=%s", dir, src);
+    snprintf(share, sizeof share, "%s/share", dir);
+    ck_assert_int_eq(mkdir(share, 0755), 0);
+    int n = 0;
+    for (const char *p = dirs; *p;) {
+        size_t len = strcspn(p, ":");
+        snprintf(from, sizeof from, "%s/%.*s", src, (int)len, p);
+        snprintf(to, sizeof to, "%s/%.*s", share, (int)len, p);
+        ck_assert_int_eq(symlink(from, to), 0);
+        n++;
+        p += len + (p[len] == ':');
+    }
+    ck_assert_int_gt(n, 0);
+    snprintf(prefix, sizeof prefix, "cd %s && MMSIM_DATADIR=%s", dir, share);
+    /* the default scenario: model, topology and its kernel tables, workload,
+     * framework profile */
+    ck_assert_int_eq(mmx_run(dir, prefix, "run --no-db -q --set iterations=1", out, sizeof out, errtxt,
+                             sizeof errtxt),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "iteration_time_s "));
     ck_assert_int_eq(mmx_run(dir, prefix, "run --no-db -q --set model=models/llama-2-7b.json", out, sizeof out,
                              errtxt, sizeof errtxt),
                      0);
