@@ -37,6 +37,11 @@ START_TEST(topologies_load)
     mm_cluster h2 = load("topologies/hgx-h200.yaml", 2);
     ck_assert(fabs(h2.gpu.hbm_bytes - 141e9) < 1);
     ck_assert(fabs(h2.gpu.hbm_bw - 4.8e12) < 1);
+    /* gpu.overlap_slowdown as the files state it (Lee et al.'s average),
+     * the same average where a file leaves it out */
+    ck_assert(a.gpu.overlap_slowdown == 0.189 && h.gpu.overlap_slowdown == 0.189 && h2.gpu.overlap_slowdown == 0.189);
+    mm_cluster t = load("tests/data/mm/two-gpu.yaml", 1);
+    ck_assert(t.gpu.overlap_slowdown == MM_OVERLAP_SLOWDOWN_DEFAULT);
 }
 END_TEST
 
@@ -131,6 +136,8 @@ START_TEST(bad_topologies)
     bad("tests/data/hw/unknown-key.yaml", 3, "node.nvlnk_gb_s");
     bad("tests/data/hw/dropout-rate.yaml", 11, "gpu.dropout_gelems_s");
     bad("tests/data/hw/jit-rate.yaml", 11, "gpu.jit_memory_efficiency");
+    bad("tests/data/hw/overlap-slowdown-high.yaml", 11, "gpu.overlap_slowdown");
+    bad("tests/data/hw/overlap-slowdown-negative.yaml", 11, "gpu.overlap_slowdown");
     mm_cluster c;
     mm_err err;
     ck_assert_int_eq(mm_cluster_load("tests/data/hw/no-such-file.yaml", 0, &c, &err), -MM_EINPUT);

@@ -20,7 +20,8 @@ static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "h
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
-                                       "compute_capability", "dropout_gelems_s", "jit_memory_efficiency", NULL};
+                                       "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
+                                       "overlap_slowdown", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
@@ -206,6 +207,10 @@ static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err
                              err)))
         return rc;
     gpu->jit_mem_eff = found ? jit : 0.0;
+    gpu->overlap_slowdown = MM_OVERLAP_SLOWDOWN_DEFAULT;
+    if ((rc = mm_node_double(d, g, "overlap_slowdown", "gpu.overlap_slowdown", 0.0, 1.0, &gpu->overlap_slowdown,
+                             &found, err)))
+        return rc;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 
