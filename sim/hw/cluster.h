@@ -124,8 +124,14 @@ typedef struct mm_cluster {
      * with each curve: the node's p2p channels (NCCL p2pnChannels) and
      * channels per peer inside a node and across nodes; the cross-node
      * per-channel rate; the fixed time of one send/recv (launch and
-     * handshake, nccl-tests' small-message time).  0: no curve. */
+     * handshake, nccl-tests' small-message time).  0: no curve.
+     * p2p_net_per_peer is fabric.p2p_channels_per_peer when the file gives
+     * it (an override); else 0, and NCCL's rule of nccl_version gives the
+     * count per communicator (mm_nccl_net_channels_per_peer). */
     int p2p_channels, p2p_per_peer, p2p_net_per_peer;
+    /* The NCCL version the file's measurements were taken with, major x
+     * 100 + minor (2.19 -> 219; top-level nccl_version); 0: not stated. */
+    int nccl_version;
     double p2p_net_channel_bw; /* bytes/s */
     double p2p_latency_s;
 } mm_cluster;
