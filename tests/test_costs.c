@@ -1,4 +1,4 @@
-/* test_costs.c - the cost layer of issue 4: kernel throughput tables and
+/* test_costs.c - the cost layer: kernel throughput tables and
  * their interpolation (sim/hw/efficiency.c, compute.c), a check one level
  * below the iteration against published per-layer timings, encoder and
  * composite models (sim/model/mllm.c), MoE, the F/B/W split, and the memory

@@ -1,4 +1,4 @@
-/* test_framework.c - issue 15: framework profiles (the frameworks/ folder) and
+/* test_framework.c - framework profiles (the frameworks/ folder) and
  * what they change.  The loader refuses bad profiles with file, line and
  * key; the profiles say what their framework's code says; the cost bridge
  * applies them: attention kernel by profile and GPU, activation memory by
@@ -225,7 +225,7 @@ START_TEST(scenario_keys)
 }
 END_TEST
 
-/* Issue 15's case: Llama-2-7B, seq 4096, micro-batch 1, dp 8, distributed
+/* The framework audit's case: Llama-2-7B, seq 4096, micro-batch 1, dp 8, distributed
  * optimizer, no recomputation, DGX H100.  A flash/cuDNN kernel keeps no
  * 5as^2b scores: 64.7 GiB per GPU (fits); the unfused core keeps them,
  * 80 GiB more: 144.7 GiB (OOM).  The difference is 32 layers x 5 a s^2 b

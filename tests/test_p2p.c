@@ -1,4 +1,4 @@
-/* test_p2p.c - issue 15: pipeline send/recv as NCCL runs it (hw/net.c, the
+/* test_p2p.c - pipeline send/recv as NCCL runs it (hw/net.c, the
  * p2p section of docs/topology.md).  The channel count follows NCCL
  * 2.18-2.19's scheduling rule for the communicator's size; the per-channel
  * rate and the link ceiling come from the measured nccl-tests curve, whose

@@ -1,4 +1,4 @@
-/* datamem.c - memory that follows the data (issue 13 item 4): for a
+/* datamem.c - memory that follows the data: for a
  * mixture or trace workload, each iteration's per-GPU peak from the
  * micro-batches actually drawn.  Per LLM stage and DP replica the
  * schedule's steps are walked: a forward adds its micro-batch's
