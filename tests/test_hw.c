@@ -1,6 +1,9 @@
 /* test_hw.c - topology files, the roofline compute model and the analytic
- * network model against the vendor's nccl-tests figures
- * (../shared/reference/nccl_collective_bandwidth_summary.csv). */
+ * network model against the vendor's nccl-tests figures (NVIDIA GTC24
+ * session S62129 slide "Collective Communication Bandwidth", as in
+ * stas00/ml-engineering network/benchmarks/images/
+ * all-reduce-multi-node-bandwidth.png @ 744d01e1; the figures each
+ * topology file cites). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>

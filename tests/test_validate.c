@@ -286,8 +286,8 @@ START_TEST(zero_bubble_p2p)
 }
 END_TEST
 
-/* FlashAttention-2 paper, Table 1 (tests/data/flash-attention/table1.csv,
- * from ../shared/reference/kernels/per_layer_timing.csv): GPT3-1.3B
+/* FlashAttention-2 paper, Table 1 (Dao, arXiv 2307.08691;
+ * tests/data/flash-attention/table1.csv): GPT3-1.3B
  * (h 2048, 24 layers, 16 heads) and GPT3-2.7B (h 2560, 32 layers, head dim
  * 128: 20 heads) at 2k and 8k context on 8 A100-80GB, TFLOP/s per GPU
  * without FlashAttention, with FlashAttention and with FlashAttention-2.

@@ -42,8 +42,8 @@ static const char *const intra_names[] = {"nvswitch", "nvlink-mesh", "pcie", NUL
 static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
 
 /* DMA through a PCIe switch reaches 88 % of the line rate: nvbandwidth
- * host-to-device 55.43 GB/s of 63 on PCIe Gen5 x16 (stas00/ml-engineering
- * network/README.md, in ../shared/reference/nccl_collective_bandwidth_summary.csv).
+ * host-to-device 55.43 GB/s of 63 on PCIe Gen5 x16 on an 8x H200 node
+ * (stas00/ml-engineering network/README.md, PCIe section, @ 744d01e1).
  * Used when a topology file gives pcie_gb_s without pcie_efficiency. */
 #define MM_PCIE_DMA_EFF 0.88
 
