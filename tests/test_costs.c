@@ -1,4 +1,4 @@
-/* test_costs.c - the cost layer of issue 4: kernel throughput tables and
+/* test_costs.c - the cost layer: kernel throughput tables and
  * their interpolation (sim/hw/efficiency.c, compute.c), a check one level
  * below the iteration against published per-layer timings, encoder and
  * composite models (sim/model/mllm.c), MoE, the F/B/W split, and the memory
@@ -140,7 +140,8 @@ START_TEST(topology_tables)
 }
 END_TEST
 
-/* One level below the iteration (kernels/per_layer_timing.csv):
+/* One level below the iteration (EleutherAI/cookbook
+ * benchmarks/sizing/sample_results/transformer.out @ 0f810f8e):
  * EleutherAI cookbook's GPT layer h=4096, mbs 4, s 2048, TP 1 on an
  * A100-class GPU (not named): forward GEMMs QKV, output projection, h->4h,
  * 4h->h and logits (V 51200) at 241.6, 234.9, 241.1, 252.8 and 255.4 TFLOP/s
@@ -201,7 +202,7 @@ START_TEST(a100_gemm_derived)
 END_TEST
 
 /* The cookbook's A100 batched GEMMs (benchmarks/sizing/sample_results,
- * bmm.out and transformer.out; kernels/per_layer_timing.csv): torch.bmm
+ * bmm.out and transformer.out @ 0f810f8e): torch.bmm
  * b x (m x k) x (k x n), each the slowest of 200 timed calls (a lower
  * bound on its rate).  A batched GEMM fills the GPU like the single GEMM
  * of its output area (compute.c): attention score products at head dim
@@ -286,7 +287,7 @@ END_TEST
 
 /* torch's dropout is bound by its Philox draws on an A100: the cookbook's
  * nn.Dropout(0.5) on 4 x 16 x 2048 x 2048 fp16 took 1.2 ms (printed to 0.1
- * ms, kernels/per_layer_timing.csv), 1.34 GB of input, output and mask,
+ * ms, transformer.out @ 0f810f8e), 1.34 GB of input, output and mask,
  * where the memory table alone gives 0.81 ms.  The unfused core's dropout
  * draws in the forward only (the backward reads the saved mask), and a
  * GPU whose file states no rate times it by its bytes. */

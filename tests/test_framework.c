@@ -1,4 +1,4 @@
-/* test_framework.c - issue 15: framework profiles (the frameworks/ folder) and
+/* test_framework.c - framework profiles (the frameworks/ folder) and
  * what they change.  The loader refuses bad profiles with file, line and
  * key; the profiles say what their framework's code says; the cost bridge
  * applies them: attention kernel by profile and GPU, activation memory by
@@ -66,6 +66,13 @@ START_TEST(profiles_say_what_the_code_does)
     ck_assert(fw.bucket_params == 0 && fw.bucket_per_dp == 0);
 }
 END_TEST
+
+/* mm_overlap_delay at the slowdown the shipped topologies state (the
+ * paper's average, MM_OVERLAP_SLOWDOWN_DEFAULT: topologies/dgx-*.yaml). */
+static double odelay(double overlapped_s)
+{
+    return mm_overlap_delay(overlapped_s, MM_OVERLAP_SLOWDOWN_DEFAULT);
+}
 
 /* Copies in to out with the first line holding `match` replaced by
  * `repl` (closing both); returns that line's number, 0 when none held it. */
@@ -221,7 +228,7 @@ START_TEST(scenario_keys)
 }
 END_TEST
 
-/* Issue 15's case: Llama-2-7B, seq 4096, micro-batch 1, dp 8, distributed
+/* The framework audit's case: Llama-2-7B, seq 4096, micro-batch 1, dp 8, distributed
  * optimizer, no recomputation, DGX H100.  A flash/cuDNN kernel keeps no
  * 5as^2b scores: 64.7 GiB per GPU (fits); the unfused core keeps them,
  * 80 GiB more: 144.7 GiB (OOM).  The difference is 32 layers x 5 a s^2 b
@@ -426,7 +433,7 @@ START_TEST(overlap_contention)
         mm_engine *eng = mm_engine_alloc();
         ck_assert_ptr_nonnull(eng);
         mm_time *st = calloc(g.n_ops, sizeof *st), *en = calloc(g.n_ops, sizeof *en), t1;
-        mm_exec_opts o = {.overlap_slowdown = k ? MM_OVERLAP_SLOWDOWN : 0};
+        mm_exec_opts o = {.overlap_slowdown = k ? c.gpu.overlap_slowdown : 0};
         ck_assert_int_eq(mm_exec_run_opts(eng, &g, &c, MM_EXEC_NET_ANALYTIC, &o, st, en, &t1, &err), 0);
         comp_s[k][0] = (double)(en[a] - st[a]) * 1e-9;
         comp_s[k][1] = (double)(en[b] - st[b]) * 1e-9;
@@ -440,9 +447,10 @@ START_TEST(overlap_contention)
     }
     ck_assert(fabs(comp_s[0][0] - 0.010) < 1e-9 && fabs(comp_s[0][1] - 0.010) < 1e-9);
     ck_assert(overlapped_s > 0.001 && overlapped_s < 0.010);
-    ck_assert_msg(fabs(comp_s[1][0] - (0.010 + mm_overlap_delay(overlapped_s))) < 2e-9, "overlapped compute %g s",
-                  comp_s[1][0]);
-    ck_assert(fabs(mm_overlap_delay(1.0) - 0.189 / 1.189) < 1e-15);
+    ck_assert(c.gpu.overlap_slowdown == 0.189); /* dgx-a100.yaml */
+    ck_assert_msg(fabs(comp_s[1][0] - (0.010 + mm_overlap_delay(overlapped_s, 0.189))) < 2e-9,
+                  "overlapped compute %g s", comp_s[1][0]);
+    ck_assert(fabs(mm_overlap_delay(1.0, 0.189) - 0.189 / 1.189) < 1e-15);
     ck_assert(fabs(comp_s[1][1] - 0.010) < 1e-9);
     ck_assert(comm_s[0] == comm_s[1] && comm_s[0] > 0.001);
     mm_cluster_free(&c);
@@ -738,7 +746,7 @@ START_TEST(overlap_hides_dp_communication)
         mm_metrics e;
         ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
         double ewant = k ? rs_all + ag_all
-                         : (rs_all + ag_all) / layers + mm_overlap_delay((rs_all + ag_all) * (1 - 1 / layers));
+                         : (rs_all + ag_all) / layers + mm_overlap_delay((rs_all + ag_all) * (1 - 1 / layers), 0.189);
         ck_assert_msg(fabs(e.exposed_comm_s - ewant) < 1e-9 * ewant, "%s: estimate %g s, formula %g s",
                       k ? "off" : "auto", e.exposed_comm_s, ewant);
         mm_metrics_free(&e);
@@ -746,8 +754,93 @@ START_TEST(overlap_hides_dp_communication)
     }
     double hidden = exposed[1] - exposed[0];
     ck_assert(layers == 32 && hidden > 0.9 * (rs_all + ag_all));
-    ck_assert_msg(t[1] - t[0] <= hidden * (1 + 1e-9) && t[1] - t[0] >= hidden - 1.02 * mm_overlap_delay(hidden),
+    ck_assert_msg(t[1] - t[0] <= hidden * (1 + 1e-9) && t[1] - t[0] >= hidden - 1.02 * mm_overlap_delay(hidden, 0.189),
                   "iteration %g -> %g s, hidden %g s", t[1], t[0], hidden);
+}
+END_TEST
+
+/* A copy of topologies/dgx-h100.yaml whose gpu.overlap_slowdown line says
+ * `value`, in a fresh folder beside a link to the shipped kernel tables
+ * (the file names them relative to its own folder); dir gets the folder. */
+static void h100_with_slowdown(const char *value, char *dir, size_t dlen, char *path, size_t plen)
+{
+    char cwd[512], link[600], repl[96];
+    const char *src = getenv("MMSIM_SRCDIR");
+    if (!src)
+        src = getcwd(cwd, sizeof cwd);
+    ck_assert_ptr_nonnull(src);
+    snprintf(dir, dlen, "/tmp/mmsim-ovl-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char kernels[600], topo[600];
+    snprintf(kernels, sizeof kernels, "%s/topologies/kernels", src);
+    snprintf(link, sizeof link, "%s/kernels", dir);
+    ck_assert_int_eq(symlink(kernels, link), 0);
+    snprintf(topo, sizeof topo, "%s/topologies/dgx-h100.yaml", src);
+    snprintf(path, plen, "%s/topo.yaml", dir);
+    snprintf(repl, sizeof repl, "  overlap_slowdown: %s\n", value);
+    ck_assert(copy_with_line(fopen(topo, "r"), fopen(path, "w"), "  overlap_slowdown:", repl) > 0);
+}
+
+static void h100_with_slowdown_free(const char *dir, const char *path)
+{
+    char link[600];
+    snprintf(link, sizeof link, "%s/kernels", dir);
+    unlink(link);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The topology's gpu.overlap_slowdown reaches the executor and the
+ * pre-score.  The fsdp scenario of overlap_hides_dp_communication (its
+ * one-layer buckets leave during the backward, the gathers open the
+ * iteration, H = (1 - 1/L) of RS + AG hidden behind compute) on copies of
+ * dgx-h100.yaml that say s = 0, 0.189 (the shipped value) and 0.4: the
+ * overlapped compute runs at 1 / (1 + s) of its pace, so the iteration
+ * grows by mm_overlap_delay(H, s) = H s / (1 + s) over s = 0 (within 1 %:
+ * a bucket's reduce can outlast its layer's compute at the backward's end),
+ * the communication is untouched (exposed time equal to 1e-9), and the
+ * pre-score charges exactly that delay (1e-9). */
+START_TEST(overlap_slowdown_from_topology)
+{
+    static const char *const values[] = {"0", "0.189", "0.4"};
+    double t[3], exposed[3], est[3], hidden = 0;
+    for (int k = 0; k < 3; k++) {
+        char dir[64], path[128], set[160];
+        h100_with_slowdown(values[k], dir, sizeof dir, path, sizeof path);
+        snprintf(set, sizeof set, "cluster.topology=%s", path);
+        const char *sets[] = {"train.framework=fsdp", "train.zero=1", set, "network=analytic"};
+        static mm_sim sim;
+        prepare(&sim, sets, 4);
+        h100_with_slowdown_free(dir, path);
+        ck_assert(sim.cluster.gpu.overlap_slowdown == atof(values[k]));
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        const mm_stage_cost *st = &c.stages[0];
+        int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        double rs = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
+        double ag = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
+        hidden = (rs + ag) * (1 - 1.0 / st->chunks);
+        mm_sim_costs_free(&c);
+        mm_metrics m, e;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        t[k] = m.iteration_time_s;
+        exposed[k] = m.exposed_comm_s;
+        mm_metrics_free(&m);
+        ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+        est[k] = e.exposed_comm_s;
+        mm_metrics_free(&e);
+        mm_sim_free(&sim);
+    }
+    for (int k = 1; k < 3; k++) {
+        double s = atof(values[k]), want = mm_overlap_delay(hidden, s);
+        ck_assert_msg(fabs((t[k] - t[0]) - want) < 0.01 * want, "s = %g: iteration +%g s, formula %g s", s,
+                      t[k] - t[0], want);
+        ck_assert(fabs(exposed[k] - exposed[0]) < 1e-9 * exposed[0]);
+        ck_assert_msg(fabs((est[k] - est[0]) - want) < 1e-9 * est[0], "s = %g: pre-score +%g s, formula %g s", s,
+                      est[k] - est[0], want);
+    }
+    ck_assert(t[2] > t[1] && t[1] > t[0] && hidden > 0);
 }
 END_TEST
 
@@ -1345,8 +1438,8 @@ START_TEST(every_microbatch_multiplies_dp_traffic)
 #undef RS
 #undef AG
     ck_assert(rs < f1 + b1); /* each earlier reduce fits behind the next micro-batch */
-    double est = 3 * mm_overlap_delay(rs) + (rs / L + mm_overlap_delay(rs * (1 - 1 / L))) +
-                 (ag / L + mm_overlap_delay(ag * (1 - 1 / L)));
+    double est = 3 * odelay(rs) + (rs / L + odelay(rs * (1 - 1 / L))) +
+                 (ag / L + odelay(ag * (1 - 1 / L)));
     mm_sim_costs_free(&c);
     mm_metrics m;
     mm_sim_timeline tl;
@@ -1425,7 +1518,7 @@ START_TEST(zero3_without_overlap_exposes_its_collectives)
      * communication's */
     double hidden = exposed[0] - exposed[1];
     ck_assert_msg(exposed[1] < 0.1 * exposed[0] && t[0] - t[1] <= hidden * (1 + 1e-9) &&
-                      t[0] - t[1] >= hidden - 1.02 * mm_overlap_delay(hidden),
+                      t[0] - t[1] >= hidden - 1.02 * odelay(hidden),
                   "exposed off %g s, on %g s; iteration %g -> %g s", exposed[0], exposed[1], t[0], t[1]);
     const char *refused[] = {"fsdp", "megatron-core"};
     for (int i = 0; i < 2; i++) {
@@ -1662,9 +1755,9 @@ START_TEST(encoder_reductions_in_the_pre_score)
         } else {
             double rb = rs * (1 - 1 / L), ab = ag * (1 - 1 / L);
             ck_assert(rse < f1 + b1); /* each fits behind the next micro-batch */
-            want = 3 * (fmax(0, rs - (f1 + b1)) + mm_overlap_delay(fmin(rs, f1 + b1))) + rs / L + (rb - fmin(rb, b1)) +
-                   mm_overlap_delay(fmin(rb, b1)) + ag / L + (ab - fmin(ab, f1)) + mm_overlap_delay(fmin(ab, f1)) +
-                   3 * mm_overlap_delay(rse);
+            want = 3 * (fmax(0, rs - (f1 + b1)) + odelay(fmin(rs, f1 + b1))) + rs / L + (rb - fmin(rb, b1)) +
+                   odelay(fmin(rb, b1)) + ag / L + (ab - fmin(ab, f1)) + odelay(fmin(ab, f1)) +
+                   3 * odelay(rse);
         }
 #undef RS
 #undef AG
@@ -1750,6 +1843,7 @@ int main(void)
     tcase_add_test(tc, eager_kernels_cost_more);
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, overlap_contention);
+    tcase_add_test(tc, overlap_slowdown_from_topology);
     tcase_add_test(tc, zero3_gathers_by_framework);
     tcase_add_test(tc, padding_is_a_profile_default);
     tcase_add_test(tc, overlap_is_a_profile_default);

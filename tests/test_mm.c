@@ -1,4 +1,4 @@
-/* test_mm.c - multimodal fidelity (issue 13) against hand-computed numbers:
+/* test_mm.c - multimodal fidelity against hand-computed numbers:
  * a colocated encoder's ranks encode their own samples (a second, audio
  * encoder's too, as drawn and post-balanced), LLaVA's stage-1 and
  * stage-2 freezing (memory and which passes run), padded tokens, memory

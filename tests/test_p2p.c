@@ -1,4 +1,4 @@
-/* test_p2p.c - issue 15: pipeline send/recv as NCCL runs it (hw/net.c, the
+/* test_p2p.c - pipeline send/recv as NCCL runs it (hw/net.c, the
  * p2p section of docs/topology.md).  The channel count follows NCCL
  * 2.18-2.19's scheduling rule for the communicator's size; the per-channel
  * rate and the link ceiling come from the measured nccl-tests curve, whose
@@ -59,6 +59,62 @@ START_TEST(nccl_channel_rule)
 }
 END_TEST
 
+/* Channels per network peer by NCCL version (NVIDIA/nccl
+ * src/graph/paths.cc at the tags net.c names), worked by hand with
+ * p2pnChannels 32:
+ *   2.8-2.11: 1.  2.12-2.19: NCCL_NCHANNELS_PER_NET_PEER = 2.
+ *   2.20-2.28: 2 halved while 2 x ranks > 4 x 32 (ranks > 64: 1), at least
+ *     the NICs needed to match the GPU's PCIe bandwidth (two 200 Gb/s NICs
+ *     = 50 GB/s for a 48 GB/s GPU: 2, whatever the ranks).
+ *   2.29: max(NICs, ceil(NIC GB/s / 14)) rounded up to a power of two:
+ *     400 Gb/s (50 GB/s) 4, 200 Gb/s (25) 2, two 400 Gb/s NICs for a 60
+ *     GB/s GPU (100 GB/s) 8; across nodes halved while x ceil(ranks / 8)
+ *     > 32: 4 at 64 ranks (4 x 8 = 32), 2 at 128 (2 x 16), 1 at 512.
+ * The shipped files: DGX A100 (2.18) 2 on any communicator; DGX H100,
+ * HGX H200 (2.20) 2 up to 64 ranks, 1 at 128; an explicit
+ * fabric.p2p_channels_per_peer overrides the rule. */
+START_TEST(nccl_net_channels_by_version)
+{
+    static const struct {
+        int version, nics;
+        double nic, gpu;
+        int ranks, nodes, want;
+    } cases[] = {
+        {208, 1, 50, 63, 16, 2, 1},   {211, 1, 50, 63, 16, 2, 1},   {212, 1, 50, 63, 16, 2, 2},
+        {218, 1, 25, 31, 16, 2, 2},   {219, 1, 50, 63, 512, 64, 2}, {220, 1, 50, 63, 16, 2, 2},
+        {220, 1, 50, 63, 64, 8, 2},   {220, 1, 50, 63, 65, 9, 1},   {228, 1, 50, 63, 128, 16, 1},
+        {224, 2, 25, 48, 16, 2, 2},   {224, 2, 25, 48, 256, 32, 2}, {224, 2, 25, 20, 256, 32, 1},
+        {229, 1, 50, 63, 16, 2, 4},   {229, 1, 25, 31, 16, 2, 2},   {229, 2, 50, 60, 16, 2, 8},
+        {229, 1, 50, 63, 64, 8, 4},   {229, 1, 50, 63, 65, 9, 2},   {229, 1, 50, 63, 128, 16, 2},
+        {229, 1, 50, 63, 512, 64, 1}, {229, 1, 50, 63, 512, 1, 4},  {207, 1, 50, 63, 16, 2, 0},
+        {230, 1, 50, 63, 16, 2, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = mm_nccl_net_channels_per_peer(cases[i].version, cases[i].nics, cases[i].nic, cases[i].gpu,
+                                              cases[i].ranks, cases[i].nodes, 32);
+        ck_assert_msg(n == cases[i].want, "case %zu (NCCL %d): %d channels, want %d", i, cases[i].version, n,
+                      cases[i].want);
+    }
+    /* through the shipped files: the NVLink hops of a communicator over
+     * nodes get the network peer's count too (mm_net_p2p_channels) */
+    double S = 256 * MiB;
+    const char *files[] = {"topologies/dgx-a100.yaml", "topologies/dgx-h100.yaml", "topologies/hgx-h200.yaml"};
+    const int want64[] = {2, 2, 2}, want128[] = {2, 1, 1}, version[] = {218, 220, 220};
+    for (int f = 0; f < 3; f++) {
+        mm_cluster c = load(files[f], 16);
+        ck_assert_int_eq(c.nccl_version, version[f]);
+        ck_assert_int_eq(c.p2p_net_per_peer, 0); /* no override in the shipped files */
+        ck_assert_int_eq(mm_net_p2p_channels(&c, 64, 8, S), want64[f]);
+        ck_assert_int_eq(mm_net_p2p_channels(&c, 128, 16, S), want128[f]);
+        c.nccl_version = 229; /* what a current NCCL gives the same cluster */
+        ck_assert_int_eq(mm_net_p2p_channels(&c, 16, 2, S), f ? 4 : 2);
+        c.p2p_net_per_peer = 8; /* fabric.p2p_channels_per_peer: the override */
+        ck_assert_int_eq(mm_net_p2p_channels(&c, 16, 2, S), 8);
+        mm_cluster_free(&c);
+    }
+}
+END_TEST
+
 static double pair_time(const mm_cluster *c, int a, int b, double S, int ranks, int nodes)
 {
     return mm_net_p2p_pair_time(c, a, b, S, ranks, nodes);
@@ -112,10 +168,10 @@ END_TEST
 
 /* The derived H100 curves (topologies/kernels/h100-nvlink-sendrecv.csv,
  * ib400-sendrecv.csv): a channel at 0.3971 x 450 / 8 = 22.3 GB/s (the A100
- * rate x 38.7/24.0), the link at 0.6503 x 450 GB/s; across nodes 4
- * network channels x 14 GB/s above the NIC's 0.9695 x 50 GB/s, but under
- * the wire model's all-reduce rate (375 / 400 x 50 GB/s), so the wire's
- * time stands.  Exact to rounding. */
+ * rate x 38.7/24.0), the link at 0.6503 x 450 GB/s; across nodes NCCL
+ * 2.20's 2 network channels (the files' nccl_version) x 14 GB/s, below the
+ * wire model's all-reduce rate (375 / 400 x 50 GB/s), so the channels
+ * bound it.  Exact to rounding. */
 START_TEST(h100_derived)
 {
     const char *files[] = {"topologies/dgx-h100.yaml", "topologies/hgx-h200.yaml",
@@ -124,13 +180,13 @@ START_TEST(h100_derived)
         mm_cluster h = load(files[f], 2);
         double S = 1024.0 * 6 * 2304 * 2, beta = 0.3971 * 450e9 / 8;
         ck_assert_int_eq(mm_net_p2p_channels(&h, 8, 1, S), 4);
-        ck_assert_int_eq(mm_net_p2p_channels(&h, 16, 2, S), 4); /* the network's 4 */
+        ck_assert_int_eq(mm_net_p2p_channels(&h, 16, 2, S), 2); /* the network's 2 */
         double t = pair_time(&h, 0, 1, S, 8, 1);
         ck_assert_msg(fabs(t - (9.85e-6 + S / (4 * beta))) < 1e-12, "%s: %g s", files[f], t);
         double big = 1024 * MiB;
         ck_assert(fabs(pair_time(&h, 0, 1, big, 8, 1) - (9.85e-6 + big / (0.6503 * 450e9))) < 1e-12);
         double x = pair_time(&h, 0, 8, S, 16, 2);
-        ck_assert_msg(fabs(x - (3e-6 + S / (50e9 * 375.0 / 400))) < 1e-12, "%s: %g s", files[f], x);
+        ck_assert_msg(fabs(x - (9.85e-6 + 3e-6 + S / (2 * 14e9))) < 1e-12, "%s: %g s", files[f], x);
         mm_cluster_free(&h);
     }
 }
@@ -204,6 +260,9 @@ START_TEST(bad_topologies)
     bad("tests/data/p2p/missing-channels.yaml", "node.p2p_channels");
     bad("tests/data/p2p/not-pow2.yaml", "node.p2p_channels_per_peer");
     bad("tests/data/p2p/rate-without-curve.yaml", "fabric.p2p_channels_per_peer");
+    bad("tests/data/p2p/nccl-version-newer.yaml", "nccl_version");
+    bad("tests/data/p2p/nccl-version-text.yaml", "nccl_version");
+    bad("tests/data/p2p/no-version-no-count.yaml", "fabric.p2p_channels_per_peer");
 }
 END_TEST
 
@@ -297,6 +356,7 @@ static Suite *p2p_suite(void)
     Suite *s = suite_create("p2p");
     TCase *tc = tcase_create("p2p");
     tcase_add_test(tc, nccl_channel_rule);
+    tcase_add_test(tc, nccl_net_channels_by_version);
     tcase_add_test(tc, curve_rows_reproduced);
     tcase_add_test(tc, hop_on_few_channels);
     tcase_add_test(tc, cross_node_hop);

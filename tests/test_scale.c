@@ -1,5 +1,5 @@
 /* test_scale.c - what the speed-at-scale work must not change, and the
- * planner's reach (issue 16): uneven first/last stages (also under the
+ * planner's reach: uneven first/last stages (also under the
  * interleaved schedule) give the even split's numbers bit for bit when the
  * list is even, refuse a stage that vpp does not divide, and let the
  * planner find the 530B layout on 5,120 A100s; a plan falls back to the
@@ -226,7 +226,7 @@ static void check_splits(const mm_plan *p, int layers)
     ck_assert_uint_lt(p->prescored, p->n); /* some were refused before any estimate */
 }
 
-/* Issue 16: 105 layers on 5,120 A100s (only pp 1 and 5 divide both) - the
+/* 105 layers on 5,120 A100s (only pp 1 and 5 divide both) - the
  * uneven splits give layouts that fit; the best has a finite estimate. */
 START_TEST(plan_530b_uneven)
 {

@@ -4,7 +4,7 @@
  * scripts/validate/megatron does (its header explains every choice: the
  * framework of the time, megatron-local with unfused attention, fp16, no
  * distributed optimizer);
- * issue 15 asks for hardware TFLOP/s per GPU within 6 % of the published
+ * the target: hardware TFLOP/s per GPU within 6 % of the published
  * value on every row and 3 % on average.  With the A100 kernels timed as
  * their microbenchmarks say (batched GEMMs by output area, the cookbook's
  * k profile and, below the table's shortest k, a tile's fixed cost read
@@ -129,7 +129,7 @@ END_TEST
  * one analytic send/recv of the stage's activation between two GPUs of a
  * node.
  *
- * Issue 15 asks for 10 % on every row.  B and W are asserted at 10 % on
+ * The target is 10 % on every row.  B and W are asserted at 10 % on
  * every row (they are within 5.1 % and 7.2 %), F at 10 % where reached
  * (6.2B, 14.6B, 28.3B, within 7.9 %) and a point and a half above today's
  * error on 1.5B (-10.6 %: a regression bound, not the target;
@@ -292,8 +292,8 @@ START_TEST(zero_bubble_p2p)
 }
 END_TEST
 
-/* FlashAttention-2 paper, Table 1 (tests/data/flash-attention/table1.csv,
- * from ../shared/reference/kernels/per_layer_timing.csv): GPT3-1.3B
+/* FlashAttention-2 paper, Table 1 (Dao, arXiv 2307.08691;
+ * tests/data/flash-attention/table1.csv): GPT3-1.3B
  * (h 2048, 24 layers, 16 heads) and GPT3-2.7B (h 2560, 32 layers, head dim
  * 128: 20 heads) at 2k and 8k context on 8 A100-80GB, TFLOP/s per GPU
  * without FlashAttention, with FlashAttention and with FlashAttention-2.

@@ -45,26 +45,18 @@ typedef struct mm_exec_opts {
     /* A compute op runs 1 + this times longer for as long as its rank has
      * overlapped communication in flight (a collective on the DP or side
      * stream, or a pipeline transfer): NCCL's kernels take SMs and HBM
-     * bandwidth from it (MM_OVERLAP_SLOWDOWN).  0: free overlap. */
+     * bandwidth from it (gpu.overlap_slowdown of the topology, mm_gpu_spec).
+     * 0: free overlap. */
     double overlap_slowdown;
 } mm_exec_opts;
 
-/* Compute slowdown while communication overlaps it: 18.9 % on average
- * (40 % at most) over GPT and LLaMA layers on 4 A100s, H100s, MI250s and
- * MI210s, against the same kernels alone (Lee et al., "Characterizing
- * Compute-Communication Overlap in GPU-Accelerated Distributed Deep
- * Learning: Performance and Power Implications", arXiv 2507.03114, 2025).
- * A microbenchmark-level average: a compute op runs at 1 / (1 + it) of its
- * pace for as long as its rank has overlapped communication in flight
- * (starting or ending mid-op), at full pace otherwise. */
-#define MM_OVERLAP_SLOWDOWN 0.189
-
 /* Seconds a compute op loses to `overlapped_s` seconds of communication
- * beside it at that pace; the planner's pre-score (estimate.c) charges
- * hidden communication the same. */
-static inline double mm_overlap_delay(double overlapped_s)
+ * beside it when it runs at 1 / (1 + slowdown) of its pace meanwhile
+ * (slowdown: the cluster's gpu.overlap_slowdown, mm_gpu_spec); the
+ * planner's pre-score (estimate.c) charges hidden communication the same. */
+static inline double mm_overlap_delay(double overlapped_s, double slowdown)
 {
-    return overlapped_s * MM_OVERLAP_SLOWDOWN / (1.0 + MM_OVERLAP_SLOWDOWN);
+    return overlapped_s * slowdown / (1.0 + slowdown);
 }
 
 /* mm_exec_run with options (NULL: as mm_exec_run). */

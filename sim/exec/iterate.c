@@ -448,7 +448,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
     mm_time t0 = mm_engine_now(eng), t1 = t0;
     mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->vpp) : NULL,
-                       .iteration = (uint64_t)it, .overlap_slowdown = MM_OVERLAP_SLOWDOWN};
+                       .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster.gpu.overlap_slowdown};
     if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else

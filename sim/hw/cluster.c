@@ -14,13 +14,14 @@
 #include "util/limits.h"
 
 static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source",
-                                       "node_groups", NULL};
+                                       "node_groups", "nccl_version", NULL};
 static const char *const group_keys[] = {"name", "first", "count", "nic_gbit_s", "gpu", NULL};
 static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s", NULL};
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
-                                       "compute_capability", "dropout_gelems_s", "jit_memory_efficiency", NULL};
+                                       "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
+                                       "overlap_slowdown", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
@@ -41,8 +42,8 @@ static const char *const intra_names[] = {"nvswitch", "nvlink-mesh", "pcie", NUL
 static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
 
 /* DMA through a PCIe switch reaches 88 % of the line rate: nvbandwidth
- * host-to-device 55.43 GB/s of 63 on PCIe Gen5 x16 (stas00/ml-engineering
- * network/README.md, in ../shared/reference/nccl_collective_bandwidth_summary.csv).
+ * host-to-device 55.43 GB/s of 63 on PCIe Gen5 x16 on an 8x H200 node
+ * (stas00/ml-engineering network/README.md, PCIe section, @ 744d01e1).
  * Used when a topology file gives pcie_gb_s without pcie_efficiency. */
 #define MM_PCIE_DMA_EFF 0.88
 
@@ -206,6 +207,10 @@ static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err
                              err)))
         return rc;
     gpu->jit_mem_eff = found ? jit : 0.0;
+    gpu->overlap_slowdown = MM_OVERLAP_SLOWDOWN_DEFAULT;
+    if ((rc = mm_node_double(d, g, "overlap_slowdown", "gpu.overlap_slowdown", 0.0, 1.0, &gpu->overlap_slowdown,
+                             &found, err)))
+        return rc;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 
@@ -218,22 +223,46 @@ static int bad_key(const mm_doc *d, struct fy_node *map, const char *key, const 
     return mm_err_set(err, MM_EINPUT, d->path, line ? line : mm_node_line(map), path, "%s", msg);
 }
 
-/* A channel count that a p2p curve needs: NCCL rounds p2p channel counts
- * to powers of two (ncclTopoComputeP2pChannels), so others are refused. */
+/* A channel count that a p2p curve needs (`curve`: the section has one;
+ * `derived`: the count may be left to nccl_version's rule instead): NCCL
+ * rounds p2p channel counts to powers of two (ncclTopoComputeP2pChannels),
+ * so others are refused. */
 static int p2p_int(const mm_doc *d, struct fy_node *map, const char *key, const char *path, bool curve,
-                   int64_t *out, mm_err *err)
+                   bool derived, int64_t *out, mm_err *err)
 {
     bool found = false;
     int rc = mm_node_int(d, map, key, path, 1, 64, out, &found, err);
     if (rc)
         return rc;
-    if (curve && !found)
+    if (curve && !found && !derived)
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(map), path,
-                          "missing: a p2p_sendrecv curve needs NCCL's channel counts (docs/topology.md)");
+                          "missing: a p2p_sendrecv curve needs NCCL's channel counts%s (docs/topology.md)",
+                          strcmp(path, "fabric.p2p_channels_per_peer") ? "" : ", or a top-level nccl_version");
     if (!curve && found)
         return bad_key(d, map, key, path, "only with a p2p_sendrecv curve in the same section", err);
     if (found && (*out & (*out - 1)))
         return bad_key(d, map, key, path, "NCCL rounds p2p channel counts to powers of two", err);
+    return 0;
+}
+
+/* nccl_version: "MAJOR.MINOR" (or MAJOR.MINOR.PATCH), the NCCL the
+ * file's measurements ran; its channel rule per network peer is modeled
+ * for 2.8 to 2.29 (net.c, mm_nccl_net_channels_per_peer).  c->nccl_version
+ * 0 when absent. */
+static int load_nccl_version(const mm_doc *d, struct fy_node *root, mm_cluster *c, mm_err *err)
+{
+    char v[32];
+    bool found = false;
+    int rc = mm_node_str(d, root, "nccl_version", "nccl_version", v, sizeof v, &found, err);
+    if (rc || !found)
+        return rc;
+    int major = 0, minor = -1, patch = 0, used = 0;
+    int k = sscanf(v, "%d.%d%n.%d%n", &major, &minor, &used, &patch, &used);
+    if (k < 2 || v[used] != '\0' || major != 2 || minor < 8 || minor > 29 || patch < 0)
+        return bad_key(d, root, "nccl_version", "nccl_version",
+                       "an NCCL version from 2.8 to 2.29, as \"2.19\" (the channel rules modeled, docs/topology.md)",
+                       err);
+    c->nccl_version = major * 100 + minor;
     return 0;
 }
 
@@ -243,9 +272,11 @@ static int load_p2p_channels(const mm_doc *d, struct fy_node *n, struct fy_node 
     double lat = 0, nbw = 0;
     bool found = false;
     int rc;
-    if ((rc = p2p_int(d, n, "p2p_channels", "node.p2p_channels", c->has_p2p_intra, &ch, err)) ||
-        (rc = p2p_int(d, n, "p2p_channels_per_peer", "node.p2p_channels_per_peer", c->has_p2p_intra, &pp, err)) ||
-        (rc = p2p_int(d, f, "p2p_channels_per_peer", "fabric.p2p_channels_per_peer", c->has_p2p_inter, &np, err)))
+    if ((rc = p2p_int(d, n, "p2p_channels", "node.p2p_channels", c->has_p2p_intra, false, &ch, err)) ||
+        (rc = p2p_int(d, n, "p2p_channels_per_peer", "node.p2p_channels_per_peer", c->has_p2p_intra, false, &pp,
+                      err)) ||
+        (rc = p2p_int(d, f, "p2p_channels_per_peer", "fabric.p2p_channels_per_peer", c->has_p2p_inter,
+                      c->nccl_version > 0, &np, err)))
         return rc;
     if (c->has_p2p_intra) {
         if ((rc = need_pos(d, n, "p2p_latency_us", "node.p2p_latency_us", &lat, err)))
@@ -556,6 +587,8 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         rc = load_p2p(&d, n, "node", &c->p2p_intra, &c->has_p2p_intra, err);
     if (!rc)
         rc = load_p2p(&d, f, "fabric", &c->p2p_inter, &c->has_p2p_inter, err);
+    if (!rc)
+        rc = load_nccl_version(&d, root, c, err);
     if (!rc)
         rc = load_p2p_channels(&d, n, f, c, err);
 out:

@@ -21,14 +21,23 @@
  * scenario's train.precision names. */
 typedef enum { MM_DTYPE_BF16, MM_DTYPE_FP16, MM_DTYPE_FP8, MM_DTYPE_COUNT } mm_dtype;
 
+/* The compute slowdown under overlapped communication when a topology does
+ * not state gpu.overlap_slowdown: 18.9 % on average (40 % at most) over GPT
+ * and LLaMA layers on 4 A100s, H100s, MI250s and MI210s, against the same
+ * kernels alone (Lee et al., "Characterizing Compute-Communication Overlap
+ * in GPU-Accelerated Distributed Deep Learning: Performance and Power
+ * Implications", arXiv 2507.03114, 2025, abstract).  The paper's abstract
+ * gives the average over the four GPUs only. */
+#define MM_OVERLAP_SLOWDOWN_DEFAULT 0.189
+
 typedef struct mm_gpu_spec {
     char name[64];
     double peak_flops[MM_DTYPE_COUNT]; /* dense tensor-core FLOP/s */
     double hbm_bytes;                  /* capacity */
     double hbm_bw;                     /* bytes/s */
     /* Efficiency factors of the foundation's roofline, each from a public
-     * microbenchmark named in the YAML file (issue 4 replaces them with
-     * shape-dependent tables). */
+     * microbenchmark named in the YAML file (the kernel tables below
+     * replace them where they have the shape). */
     double gemm_eff;      /* achieved / peak for large GEMMs (MAMF) */
     double attn_eff;      /* flash-attention achieved / peak */
     double mem_eff;       /* achieved / peak HBM bandwidth, fused kernels */
@@ -43,6 +52,11 @@ typedef struct mm_gpu_spec {
      * the memory table as any fused kernel. */
     double jit_mem_eff;
     double compute_capability; /* CUDA sm version (8.0, 9.0); 0: not stated */
+    /* A compute op runs 1 + this times longer while communication on
+     * another stream of its rank overlaps it (NCCL's kernels take SMs and
+     * HBM bandwidth): gpu.overlap_slowdown in [0, 1], default
+     * MM_OVERLAP_SLOWDOWN_DEFAULT. */
+    double overlap_slowdown;
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used.  Owned (their
      * values are on the heap): freed by mm_cluster_free, never copied. */
@@ -110,8 +124,14 @@ typedef struct mm_cluster {
      * with each curve: the node's p2p channels (NCCL p2pnChannels) and
      * channels per peer inside a node and across nodes; the cross-node
      * per-channel rate; the fixed time of one send/recv (launch and
-     * handshake, nccl-tests' small-message time).  0: no curve. */
+     * handshake, nccl-tests' small-message time).  0: no curve.
+     * p2p_net_per_peer is fabric.p2p_channels_per_peer when the file gives
+     * it (an override); else 0, and NCCL's rule of nccl_version gives the
+     * count per communicator (mm_nccl_net_channels_per_peer). */
     int p2p_channels, p2p_per_peer, p2p_net_per_peer;
+    /* The NCCL version the file's measurements were taken with, major x
+     * 100 + minor (2.19 -> 219; top-level nccl_version); 0: not stated. */
+    int nccl_version;
     double p2p_net_channel_bw; /* bytes/s */
     double p2p_latency_s;
 } mm_cluster;

@@ -311,6 +311,80 @@ static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, dou
     return t;
 }
 
+/* Channels per network peer, as NVIDIA/nccl's src/graph/paths.cc sets them
+ * (ncclTopoGetNchannels, remote-rank branch, then ncclTopoComputeP2pChannels
+ * or, from 2.29, ncclTopoComputeP2pChannelsPerPeer), read at the tags named:
+ *   2.8-2.11  (v2.8.4-1 .. v2.11.4-1): 1;
+ *   2.12-2.19 (v2.12.10-1 .. v2.19.4-1): NCCL_NCHANNELS_PER_NET_PEER, 2 by
+ *             default;
+ *   2.20-2.28 (v2.20.3-1 .. v2.28.9-1): the parameter defaults to "auto":
+ *             2, halved while 2 x ranks > 4 x p2pnChannels ("avoid
+ *             overloading channels with 8+ operations"), at least the NICs
+ *             needed to match the GPU's own bandwidth (getLocalNetCountByBw
+ *             in src/graph/topo.cc);
+ *   2.29      (v2.29.2-1, v2.29.7-1): n NICs, as above, and at least one
+ *             channel per NCCL_P2P_PER_CHANNEL_NET_BW = 14 GB/s of their
+ *             bandwidth: max(n, ceil(n x NIC GB/s / 14)); across nodes then
+ *             halved while per_peer x ceil(ranks / 8) > p2pnChannels
+ *             (NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8, src/include/device.h).
+ * Every version then takes the minimum over all peers (NVLink peers have
+ * more) and rounds it up to a power of two, at most p2pnChannels.  2.30
+ * counts peers differently (p2pMaxPeers) and is not modeled.  The NCCL
+ * bandwidth of a NIC is its line rate (400 Gb/s: 50 GB/s). */
+static int pow2_up(int v)
+{
+    int p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+int mm_nccl_net_channels_per_peer(int version, int nics, double nic_gb_s, double gpu_gb_s, int ranks, int nodes,
+                                  int p2p_channels)
+{
+    if (version < 208 || version > 229 || p2p_channels < 1)
+        return 0;
+    if (nics < 1)
+        nics = 1;
+    int used = 1; /* NICs until their sum reaches the GPU's own bandwidth */
+    while (used < nics && used * nic_gb_s < gpu_gb_s)
+        used++;
+    int n;
+    if (version < 212)
+        n = 1;
+    else if (version < 220)
+        n = 2;
+    else if (version < 229) {
+        n = 2;
+        while (n * ranks > 4 * p2p_channels && n > 1)
+            n /= 2;
+        if (used > n)
+            n = used;
+    } else {
+        int by_bw = ((int)(used * nic_gb_s) + 13) / 14; /* divUp((int)netBw, 14) */
+        n = used > by_bw ? used : by_bw;
+    }
+    n = pow2_up(n);
+    if (n > p2p_channels)
+        n = p2p_channels;
+    if (version >= 229 && nodes > 1)
+        while (n * ((ranks + 7) / 8) > p2p_channels && n > 1)
+            n /= 2;
+    return n;
+}
+
+/* The network peer's channels for a communicator: the file's override, or
+ * the rule of its NCCL version; 0 when neither is stated. */
+static int net_per_peer(const mm_cluster *c, int ranks, int nodes)
+{
+    if (c->p2p_net_per_peer > 0)
+        return c->p2p_net_per_peer;
+    if (!c->nccl_version || c->gpus_per_node < 1)
+        return 0;
+    int nics = c->nics_per_node / c->gpus_per_node;
+    return mm_nccl_net_channels_per_peer(c->nccl_version, nics, c->nic_bw * 1e-9, c->pcie_bw * 1e-9, ranks, nodes,
+                                         c->p2p_channels);
+}
 /* ---- send/recv: NCCL's p2p channels ------------------------------------
  *
  * NCCL moves a send on a few channels (one CTA each), not on every link at
@@ -319,8 +393,9 @@ static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, dou
  * (src/graph/paths.cc), the versions the Zero Bubble runs used:
  *   per_peer  node.p2p_channels_per_peer (nextPow2 of 2 x the NVLinks of a
  *             GPU pair, at most p2pnChannels); in a communicator that
- *             spans nodes the minimum over all peers, so the network's
- *             fabric.p2p_channels_per_peer (NCCL_NCHANNELS_PER_NET_PEER)
+ *             spans nodes the minimum over all peers, so the network
+ *             peer's (fabric.p2p_channels_per_peer, or the rule of the
+ *             file's nccl_version: mm_nccl_net_channels_per_peer above)
  *             for the NVLink hops too;
  *   one node  nmin = per_peer halved while nmin x ranks > p2pnChannels,
  *             nmax = per_peer halved while nmax x ranks > 4 p2pnChannels,
@@ -337,6 +412,7 @@ static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, dou
  * of sends under 16 KiB per channel is not modeled (the fixed time
  * node.p2p_latency_us, nccl-tests' small-message time, covers them). */
 #define P2P_NVL_STEP (512.0 * 1024) /* NCCL_P2P_NVL_CHUNKSIZE default, src/init.cc */
+
 #define P2P_NET_STEP (128.0 * 1024) /* NCCL_P2P_NET_CHUNKSIZE default */
 
 int mm_net_p2p_channels(const mm_cluster *c, int ranks, int nodes, double S)
@@ -344,8 +420,9 @@ int mm_net_p2p_channels(const mm_cluster *c, int ranks, int nodes, double S)
     int all = c->p2p_channels, per_peer = c->p2p_per_peer;
     if (all < 1 || per_peer < 1 || !(S > 0))
         return 1;
-    if (nodes > 1 && c->p2p_net_per_peer > 0 && c->p2p_net_per_peer < per_peer)
-        per_peer = c->p2p_net_per_peer;
+    int net = nodes > 1 ? net_per_peer(c, ranks, nodes) : 0;
+    if (net > 0 && net < per_peer)
+        per_peer = net;
     if (per_peer > all)
         per_peer = all;
     int nmin = per_peer, nmax = per_peer;

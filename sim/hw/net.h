@@ -73,6 +73,16 @@ mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group
 double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
                       const mm_group_shape *s);
 
+/* NCCL's p2p channels per peer across nodes, in a communicator of `ranks`
+ * GPUs on `nodes` nodes, by the rule of NCCL `version` (major x 100 +
+ * minor, 208..229; net.c says what each version does): `nics` NICs of
+ * `nic_gb_s` GB/s each near a GPU, whose own PCIe path runs `gpu_gb_s`
+ * GB/s (0: unknown, one NIC suffices), `p2p_channels` the communicator's
+ * p2p channels (p2pnChannels).  A power of two in [1, p2p_channels];
+ * 0 for a version outside 2.8..2.29. */
+int mm_nccl_net_channels_per_peer(int version, int nics, double nic_gb_s, double gpu_gb_s, int ranks, int nodes,
+                                  int p2p_channels);
+
 /* The channels NCCL moves one send of S bytes on, in a communicator of
  * `ranks` GPUs on `nodes` nodes (NCCL 2.18-2.19 scheduleP2pTasksToPlan,
  * net.c); 1 when the cluster has no p2p curve. */

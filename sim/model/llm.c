@@ -231,7 +231,7 @@ int64_t mm_llm_final_norm_params(const mm_llm *m)
 }
 
 /* For the Megatron GPTs this is Narayanan et al.'s
- * P = 12lh^2(1 + 13/12h + (V+s)/12lh) (formulas.md 8.1) plus the final
+ * P = 12lh^2(1 + 13/12h + (V+s)/12lh) (SC'21, arXiv 2104.04473, Sec. 5.1) plus the final
  * LayerNorm's 2h, which that closed form leaves out. */
 int64_t mm_llm_params(const mm_llm *m)
 {

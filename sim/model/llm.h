@@ -8,7 +8,8 @@
  * halving), backward = 2x forward.  For a GPT (MHA, ffn = 4h, learned
  * positions, biases, LayerNorm) the totals reduce to Korthikanti et al.'s
  * 72*B*s*l*h^2*(1 + s/6h + V/12lh) and, with full recomputation, to
- * Narayanan et al.'s 96*B*s*l*h^2*(1 + s/6h + V/16lh) (formulas.md 8.1).
+ * Narayanan et al.'s 96*B*s*l*h^2*(1 + s/6h + V/16lh) (SC'21, arXiv
+ * 2104.04473, Sec. 5.1).
  *
  * Mixtral-style MoE layers are covered here (router + top-k experts).
  * Not for: vision/audio encoders or projectors (mllm.h), memory accounting (the memory model), time (sim/hw), or
@@ -262,7 +263,7 @@ typedef enum mm_op_pass_kind { MM_OP_F = 0, MM_OP_B = 1, MM_OP_W = 2 } mm_op_pas
  * WeightGradStore defers only the Linear layers' weight gradients.
  * An empty op has kind MEM, flops 0 and bytes 0.  For a GPT layer the sums
  * give Zero Bubble's Table 1: F = sbh(24h + 4s), B = sbh(24h + 8s),
- * W = sbh*24h (formulas.md 8.1). */
+ * W = sbh*24h (Qi et al., ICLR 2024, Table 1). */
 mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p);
 
 /* Enough for every list below. */

@@ -111,7 +111,8 @@ int64_t mm_encoder_params(const mm_encoder *e);
 /* Sequence length of one input (tile or clip): patches (+1 CLS) or frames. */
 int64_t mm_encoder_tokens(const mm_encoder *e);
 /* Forward FLOPs per input: stem + layers (bidirectional attention dense).
- * ViT-L/14 at 336 px: ~382 GFLOP (formulas.md 8.3). */
+ * ViT-L/14 at 336 px: ~382 GFLOP (24 layers of 2 n (4h^2 + 2 h h_mlp) + 4 n^2 h,
+ * n 577, h 1024, h_mlp 4096: timm vit_large_patch14_clip_336). */
 double mm_encoder_fwd_flops(const mm_encoder *e);
 double mm_encoder_layer_fwd_flops(const mm_encoder *e, double inputs);
 double mm_encoder_stem_fwd_flops(const mm_encoder *e, double inputs);

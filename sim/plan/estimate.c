@@ -32,22 +32,22 @@ static const int *group(int *ranks, int n, int stride)
  * hidden part slows the compute it overlaps (mm_overlap_delay), as the
  * executor charges it.  (The executor sees the schedule; this sees one
  * pass, so it is the pre-score's approximation, corrected by rescoring.) */
-static double overlapped_dp(double t, bool on, double hide, int buckets)
+static double overlapped_dp(double t, bool on, double hide, int buckets, double slowdown)
 {
     if (!on || t <= 0)
         return t;
     double last = t / buckets, behind = t - last;
     double hidden = fmin(behind, hide);
-    return last + (behind - hidden) + mm_overlap_delay(hidden);
+    return last + (behind - hidden) + mm_overlap_delay(hidden, slowdown);
 }
 
 /* Exposed seconds of a DP collective of `t` seconds that runs beside
  * `hide` seconds of compute: what does not fit, plus the contention on
  * the compute it overlaps (a non-last micro-batch's reduce under
  * grad_every_mb, behind the next micro-batch's passes). */
-static double behind(double t, double hide)
+static double behind(double t, double hide, double slowdown)
 {
-    return fmax(0, t - hide) + mm_overlap_delay(fmin(t, hide));
+    return fmax(0, t - hide) + mm_overlap_delay(fmin(t, hide), slowdown);
 }
 
 /* The DP term: the gradient reduce(-scatter) `rs` of the stage's whole
@@ -60,21 +60,22 @@ static double behind(double t, double hide)
  * (FSDP2 on a pipeline) the gathers run once, prefetched behind the first
  * forward, and the reduce-scatters once after the last backward, where no
  * compute of the stage is left to hide them. */
-static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1, double bwd1, int chunks)
+static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1, double bwd1, int chunks,
+                      double k)
 {
     int n = mm_build_grad_syncs(sp);
     if (sp->zero >= 3 && !sp->overlap_grad_reduce)
         return n * (rs + (double)mm_build_z3_gather_passes(sp) / n * ag); /* 2 ag a micro-batch, or once */
     if (sp->zero >= 3 && sp->z3_once)
-        return rs + overlapped_dp(ag, true, fwd1, chunks);
+        return rs + overlapped_dp(ag, true, fwd1, chunks, k);
     double grads;
     if (sp->zero >= 3 || n == 1)
-        grads = overlapped_dp(rs, sp->overlap_grad_reduce, bwd1, chunks);
+        grads = overlapped_dp(rs, sp->overlap_grad_reduce, bwd1, chunks, k);
     else if (!sp->overlap_grad_reduce)
         grads = n * rs; /* each blocks its micro-batch's compute stream */
     else
-        grads = (n - 1) * behind(rs, fwd1 + bwd1) + overlapped_dp(rs, true, bwd1, chunks);
-    return grads + overlapped_dp(ag, sp->overlap_param_gather && sp->zero, fwd1, chunks);
+        grads = (n - 1) * behind(rs, fwd1 + bwd1, k) + overlapped_dp(rs, true, bwd1, chunks, k);
+    return grads + overlapped_dp(ag, sp->overlap_param_gather && sp->zero, fwd1, chunks, k);
 }
 
 /* The DP term over the DP group `dg` (of sp->dp ranks): the DP-heaviest
@@ -96,7 +97,7 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
         if (!sp->overlap_grad_reduce)
             ag = chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
     }
-    return dp_sync(sp, rs, ag, fwd1, bwd1, chunks);
+    return dp_sync(sp, rs, ag, fwd1, bwd1, chunks, sim->cluster.gpu.overlap_slowdown);
 }
 
 /* What the encoders' reductions after their backward add, as the build
@@ -124,7 +125,8 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
                                          e->grad_bytes);
         double hide = homog ? worst : (e->mb[0].fwd_s + e->mb[0].bwd_s) / e->pp;
         int last = n == mm_build_enc_grad_syncs(sp, i); /* no tail reduce after it */
-        t += (n - last) * (sp->overlap_grad_reduce ? behind(rs, hide) : rs) + last * rs;
+        t += (n - last) * (sp->overlap_grad_reduce ? behind(rs, hide, sim->cluster.gpu.overlap_slowdown) : rs) +
+             last * rs;
     }
     return t;
 }

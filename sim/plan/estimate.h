@@ -16,7 +16,7 @@
  * 16-bit parameter all-gather, each with what overlap_grad_reduce /
  * overlap_param_gather hide behind one micro-batch's backward / forward
  * (one per-layer bucket stays exposed; the hidden part slows compute by
- * MM_OVERLAP_SLOWDOWN, as in the executor), and an encoder's reductions
+ * the GPU's gpu.overlap_slowdown, as in the executor), and an encoder's reductions
  * after its backwards where grad_sync reduces every micro-batch
  * (mm_build_enc_early_syncs; its once-per-iteration reduce is left out),
  * with the slowest encoder stage joining the pipeline (pipeline placement),

@@ -79,7 +79,7 @@ static const char *const mm_store_migrations[] = {
     " error TEXT,"
     " PRIMARY KEY (sweep_id, point));"
     "CREATE INDEX sweep_runs_run ON sweep_runs(run_id);",
-    /* 2 -> 3: the critical path of a run's last iteration (issue 7) */
+    /* 2 -> 3: the critical path of a run's last iteration */
     "CREATE TABLE IF NOT EXISTS critical_path("
     " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
     " position INTEGER NOT NULL,"
@@ -112,10 +112,10 @@ static const char *const mm_store_migrations[] = {
     " PRIMARY KEY (plan_id, candidate));"
     "CREATE INDEX IF NOT EXISTS plan_candidates_run ON plan_candidates(run_id);",
     /* 4 -> 5: why an iteration of a modality-mixed workload took its time
-     * (issue 8): DP load max/mean and the spread of the stages' compute */
+     * (the load balancing metrics): DP load max/mean and the spread of the stages' compute */
     ("ALTER TABLE iterations ADD COLUMN load_imbalance REAL;"
      "ALTER TABLE iterations ADD COLUMN stage_spread_s REAL;"), /* one entry (clang asks) */
-    /* 5 -> 6: multimodal fidelity (issue 13): encoder ranks' max/mean
+    /* 5 -> 6: multimodal fidelity: encoder ranks' max/mean
      * compute, the padded-token fraction, the iteration's memory peak */
     ("ALTER TABLE iterations ADD COLUMN encoder_load_imbalance REAL;"
      "ALTER TABLE iterations ADD COLUMN padded_fraction REAL;"
