@@ -84,7 +84,7 @@ START_TEST(run_and_estimate_use_the_bridge)
     mm_metrics run, est;
     ck_assert_msg(mm_sim_run(&sim, &run, NULL, &err) == 0, "%s", err.msg);
     ck_assert_msg(mm_sim_estimate(&sim, &est, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(mem.n_stages, sc.parallel.llm.pp);
+    ck_assert_int_eq(mem.n_stages, sc.parallel.llm.lay.pp);
     ck_assert_int_eq(run.n_stages, mem.n_stages);
     ck_assert(!mem.oom && !run.oom && !est.oom);
     for (int k = 0; k < mem.n_stages; k++) {
@@ -104,7 +104,7 @@ START_TEST(run_and_estimate_use_the_bridge)
      * stage per DP rank forward, so the busy time is at least m of them */
     mm_sim_costs c;
     ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
-    ck_assert_int_eq(c.n_vstages, sc.parallel.llm.pp * sc.parallel.llm.vpp);
+    ck_assert_int_eq(c.n_vstages, sc.parallel.llm.lay.pp * sc.parallel.llm.lay.vpp);
     for (int k = 0; k < mem.n_stages; k++)
         ck_assert_msg(run.stages[k].busy_s >= sim.micro_batches * (c.stages[k].fwd_s + c.stages[k].bwd_s) * 0.999,
                       "layout %d stage %d: busy %g < %d x %g", _i, k, run.stages[k].busy_s, sim.micro_batches,

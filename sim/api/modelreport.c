@@ -23,16 +23,15 @@ int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int sta
 {
     const mm_module_layout *L = &sc->parallel.llm;
     mm_mem_config c = {
-        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
-        .sp = sc->train.sequence_parallel && L->tp > 1,
+        .lay = L->lay,
+        .sp = sc->train.sequence_parallel && L->lay.tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
         .recompute = (int)sc->train.recompute, .schedule = sched_of[sc->train.schedule],
-        .micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp)),
+        .micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->lay.dp)),
         .micro_batch = (double)sc->train.micro_batch, .seq = (double)sc->train.seq_len,
-        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
     if (in_flight)
-        *in_flight = mm_mem_in_flight(c.schedule, stage, c.pp, c.vpp, c.micro_batches);
+        *in_flight = mm_mem_in_flight(c.schedule, stage, c.lay.pp, c.lay.vpp, c.micro_batches);
     return mm_mem_llm_rank(llm, &c, stage, out);
 }
 
@@ -195,7 +194,7 @@ static void json_layout(FILE *f, const mm_model_report *l)
     fprintf(f, "  \"layout\": {\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d, \"cp\": %d, \"vpp\": %d, \"ep\": %d, "
            "\"zero\": %d, \"recompute\": \"%s\", \"sequence_parallel\": %s, \"micro_batch\": %lld, "
            "\"micro_batches\": %d, \"llm_tokens_per_sample\": %.9g, \"placement\": \"%s\"},\n",
-           mm_cluster_gpus(&sim->cluster), L->tp, L->pp, L->dp, L->cp, L->vpp, L->ep, sp->zero,
+           mm_cluster_gpus(&sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->zero,
            mm_recompute_names[sc->train.recompute], sp->sp ? "true" : "false", (long long)sc->train.micro_batch,
            sim->micro_batches, sim->seq, mm_placement_names[sc->parallel.placement]);
     fprintf(f, "  \"stage_times_s\": [");

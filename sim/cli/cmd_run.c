@@ -61,7 +61,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
            sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
-           L->tp, L->cp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
+           L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
            (long long)sc->train.micro_batch, sim->seq);
     for (int i = 0; i < sim->n_enc; i++) {
         const mm_sim_encoder *e = &sim->enc[i];
@@ -71,7 +71,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
                    e->inputs_per_sample, frozen);
         else
             printf("  %-11s %s, tp %d x pp %d x dp %d, %.0f inputs per sample%s\n", e->name,
-                   mm_placement_names[sc->parallel.placement], e->layout.tp, e->layout.pp, e->layout.dp,
+                   mm_placement_names[sc->parallel.placement], e->layout.lay.tp, e->layout.lay.pp, e->layout.lay.dp,
                    e->inputs_per_sample, frozen);
     }
     printf("  training    %s, recompute %s, ZeRO %d, network %s, %d iteration(s), seed %llu\n",
@@ -125,7 +125,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
-    if (L->dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
+    if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;
         bool g, p;
         mm_sim_overlap(sim, zero, &g, &p);
@@ -322,7 +322,7 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
     }
     /* the degrees as they stand after the user's --set */
     const mm_module_layout *L = &sc->parallel.llm;
-    int per = L->tp * L->pp * L->cp;
+    int per = L->lay.tp * L->lay.pp * L->lay.cp;
     if (gpus % per) {
         int line = 0; /* the line of --tensor-model-parallel-size, when given */
         for (int i = 0; i < mg->n_sets; i++)
@@ -330,7 +330,7 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
                 line = mg->set_line[i];
         rc = mm_err_set(err, MM_EINPUT, o->megatron, line, "--tensor-model-parallel-size",
                         "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
-                        L->tp, L->pp, L->cp, per, gpus);
+                        L->lay.tp, L->lay.pp, L->lay.cp, per, gpus);
         mm_scenario_free(sc);
         return rc;
     }
@@ -366,7 +366,7 @@ static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timelin
     static mm_scenario sc;
     sc = sim->sc;
     sc.train.seq_len = (int64_t)sim->seq; /* LLM tokens per sample, visual ones included */
-    int pp = sc.parallel.llm.pp;
+    int pp = sc.parallel.llm.lay.pp;
     double *states = calloc((size_t)pp, sizeof *states), *act = calloc((size_t)pp, sizeof *act);
     mm_trace_memory mem = {.n_stages = pp, .states_gib = states, .act_gib_per_mb = act};
     bool ok = states && act;
