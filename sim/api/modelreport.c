@@ -3,8 +3,7 @@
  * `mmsim run` with the same --set uses for its layout: per-stage pass times
  * and per-GPU memory from the cost bridge (cost/costs.h), number for number.
  * The CLI's table and the JSON of the CLI and of the C API all read this
- * one mm_model_report; the trace's memory counter reads the memory model
- * through mm_report_llm_stage_memory.
+ * one mm_model_report.
  * Not for: simulation (mmsim run); any cost of its own (one source). */
 #include <math.h>
 #include <stdlib.h>
@@ -13,27 +12,6 @@
 #include "api/report.h"
 #include "workload/workload.h"
 #include "cost/costs.h"
-
-static const mm_mem_schedule sched_of[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
-                                           [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
-                                           [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
-
-int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
-                               double *in_flight)
-{
-    const mm_module_layout *L = &sc->parallel.llm;
-    mm_mem_config c = {
-        .lay = L->lay,
-        .sp = sc->train.sequence_parallel && L->lay.tp > 1,
-        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = (int)sc->train.recompute, .schedule = sched_of[sc->train.schedule],
-        .micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->lay.dp)),
-        .micro_batch = (double)sc->train.micro_batch, .seq = (double)sc->train.seq_len,
-    };
-    if (in_flight)
-        *in_flight = mm_mem_in_flight(c.schedule, stage, c.lay.pp, c.lay.vpp, c.micro_batches);
-    return mm_mem_llm_rank(llm, &c, stage, out);
-}
 
 static void model_flops(const mm_model *m, double s, long long images, mm_model_report *r)
 {

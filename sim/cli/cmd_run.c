@@ -359,29 +359,17 @@ static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_sc
     free(text);
 }
 
-/* The timeline, with the memory model's per-stage figures for its memory
- * counter (none when the layout is outside the formulas). */
-static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timeline *tl, mm_err *err)
+/* The timeline, with the run's per-stage memory for its memory counter
+ * (none when the layout is outside the memory model). */
+static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timeline *tl, const mm_metrics *m,
+                       mm_err *err)
 {
-    static mm_scenario sc;
-    sc = sim->sc;
-    sc.train.seq_len = (int64_t)sim->seq; /* LLM tokens per sample, visual ones included */
-    int pp = sc.parallel.llm.lay.pp;
-    double *states = calloc((size_t)pp, sizeof *states), *act = calloc((size_t)pp, sizeof *act);
-    mm_trace_memory mem = {.n_stages = pp, .states_gib = states, .act_gib_per_mb = act};
-    bool ok = states && act;
-    for (int k = 0; ok && k < pp; k++) {
-        mm_mem_rank mr;
-        double in_flight = 0;
-        ok = mm_report_llm_stage_memory(&sim->llm, &sc, k, &mr, &in_flight) == 0 && in_flight > 0;
-        if (ok) {
-            states[k] = (mr.weights + mr.grads + mr.optimizer) / MM_GIB;
-            act[k] = mr.activations / in_flight / MM_GIB;
-        }
-    }
-    int rc = mm_trace_write(path, tl, ok ? &mem : NULL, err);
-    free(states);
-    free(act);
+    mm_trace_memory mem;
+    int mrc = mm_trace_memory_of(sim, m, &mem, err);
+    if (mrc < 0)
+        return mrc;
+    int rc = mm_trace_write(path, tl, mrc == 0 ? &mem : NULL, err);
+    mm_trace_memory_free(&mem);
     return rc;
 }
 
@@ -436,7 +424,7 @@ int mm_cli_run(int argc, char **argv)
         return mm_cli_fail(&err);
     int rc = 0;
     int64_t run_id = 0;
-    if (o.trace && write_trace(o.trace, &sim, &tl, &err))
+    if (o.trace && write_trace(o.trace, &sim, &tl, &m, &err))
         rc = mm_cli_fail(&err);
     if (rc == 0 && !o.no_db && store_run(o.db, &sim, &m, &run_id, &err))
         rc = mm_cli_fail(&err);

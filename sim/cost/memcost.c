@@ -72,11 +72,12 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
     for (int k = 0; k < L->lay.pp; k++) {
         mm_mem_rank r;
         if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
-            mt->stage_gib[k] = NAN;
+            mt->stage_gib[k] = mt->states_gib[k] = NAN;
             mt->peak_gib = NAN;
             continue;
         }
         mt->stage_gib[k] = r.total / MM_GIB;
+        mt->states_gib[k] = (r.weights + r.grads + r.optimizer) / MM_GIB;
         if (mt->stage_gib[k] > mt->peak_gib)
             mt->peak_gib = mt->stage_gib[k];
         if (r.total > cap)
@@ -124,7 +125,8 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
 void mm_sim_memory_free(mm_sim_memory *m)
 {
     free(m->stage_gib);
-    m->stage_gib = NULL;
+    free(m->states_gib);
+    m->stage_gib = m->states_gib = NULL;
     m->n_stages = 0;
 }
 
@@ -133,8 +135,11 @@ int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
     memset(mt, 0, sizeof *mt);
     mt->n_stages = sim->sc.parallel.llm.lay.pp;
     mt->stage_gib = calloc((size_t)mt->n_stages, sizeof *mt->stage_gib);
-    if (!mt->stage_gib)
+    mt->states_gib = calloc((size_t)mt->n_stages, sizeof *mt->states_gib);
+    if (!mt->stage_gib || !mt->states_gib) {
+        mm_sim_memory_free(mt);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
     bool oom = llm_memory(sim, mt);
     mt->hbm_gib = sim->cluster.gpu.hbm_bytes / MM_GIB;
     double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
