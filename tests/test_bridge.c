@@ -5,7 +5,10 @@
  * per-module and global sequence parallelism, ZeRO 0-3, every recompute
  * mode and encoders colocated, homogeneous and on their own GPUs.  Also the
  * direction of each knob (ZeRO and recomputation save memory, sp saves
- * activations) and bad layouts refused alike by both commands.
+ * activations) and bad layouts refused alike by both commands; and the
+ * timeline's memory counter (store/trace.c, as `mmsim run --trace` writes
+ * it) peaks at the run's stage memory under every framework profile, ZeRO
+ * stage and recompute mode and with the LLM frozen.
  * Not for: the memory model's formulas themselves (test_model.c). */
 #include <check.h>
 #include <math.h>
@@ -20,6 +23,7 @@
 #include "scenario/sim.h"
 #include "exec/run.h"
 #include "plan/estimate.h"
+#include "store/trace.h"
 
 #include "mmsim_exe.h"
 
@@ -84,7 +88,7 @@ START_TEST(run_and_estimate_use_the_bridge)
     mm_metrics run, est;
     ck_assert_msg(mm_sim_run(&sim, &run, NULL, &err) == 0, "%s", err.msg);
     ck_assert_msg(mm_sim_estimate(&sim, &est, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(mem.n_stages, sc.parallel.llm.pp);
+    ck_assert_int_eq(mem.n_stages, sc.parallel.llm.lay.pp);
     ck_assert_int_eq(run.n_stages, mem.n_stages);
     ck_assert(!mem.oom && !run.oom && !est.oom);
     for (int k = 0; k < mem.n_stages; k++) {
@@ -104,7 +108,7 @@ START_TEST(run_and_estimate_use_the_bridge)
      * stage per DP rank forward, so the busy time is at least m of them */
     mm_sim_costs c;
     ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
-    ck_assert_int_eq(c.n_vstages, sc.parallel.llm.pp * sc.parallel.llm.vpp);
+    ck_assert_int_eq(c.n_vstages, sc.parallel.llm.lay.pp * sc.parallel.llm.lay.vpp);
     for (int k = 0; k < mem.n_stages; k++)
         ck_assert_msg(run.stages[k].busy_s >= sim.micro_batches * (c.stages[k].fwd_s + c.stages[k].bwd_s) * 0.999,
                       "layout %d stage %d: busy %g < %d x %g", _i, k, run.stages[k].busy_s, sim.micro_batches,
@@ -267,6 +271,129 @@ START_TEST(bad_layouts_refused_alike)
 }
 END_TEST
 
+/* The trace's memory counter, as `mmsim run --trace` writes it (the same
+ * two calls: mm_trace_memory_of, mm_trace_write): on every rank its peak
+ * is the run's memory of the rank's stage (what --json prints as
+ * stages[].memory_gib) within 1e-9 relative, its states the cost bridge's
+ * model states, and it falls back to them when nothing is in flight.
+ * Llama-2-7B, tp 2 x pp 2 x dp 4, 8 micro-batches; every profile of
+ * frameworks/ under ZeRO 0-3, then each recompute mode, interleaving, and
+ * LLaVA-1.5 with the LLM and the tower frozen (the LLM's states shrink to
+ * its 16-bit weights). */
+static const char *const trace_cases[][3] = {
+    {"train.framework=megatron-core", "train.zero=0", NULL},
+    {"train.framework=megatron-core", "train.zero=1", NULL},
+    {"train.framework=megatron-core", "train.zero=2", NULL},
+    {"train.framework=megatron-core", "train.zero=3", NULL},
+    {"train.framework=megatron-local", "train.zero=0", NULL},
+    {"train.framework=megatron-local", "train.zero=1", NULL},
+    {"train.framework=megatron-local", "train.zero=2", NULL},
+    {"train.framework=megatron-local", "train.zero=3", NULL},
+    {"train.framework=hf-deepspeed", "train.zero=0", NULL},
+    {"train.framework=hf-deepspeed", "train.zero=1", NULL},
+    {"train.framework=hf-deepspeed", "train.zero=2", NULL},
+    {"train.framework=hf-deepspeed", "train.zero=3", NULL},
+    {"train.framework=fsdp", "train.zero=0", NULL},
+    {"train.framework=fsdp", "train.zero=1", NULL},
+    {"train.framework=fsdp", "train.zero=2", NULL},
+    {"train.framework=fsdp", "train.zero=3", NULL},
+    {"train.recompute=none", "train.attention=unfused", NULL},
+    {"train.recompute=selective", NULL, NULL},
+    {"train.recompute=full", "parallel.llm.sp=true", NULL},
+    {"train.schedule=interleaved", "parallel.llm.vpp=2", NULL},
+    /* LLaVA-1.5's first stage trains the projector alone */
+    {"train.frozen=[vision, llm]", "train.framework=hf-deepspeed", "models/llava-1.5-7b.json"},
+};
+#define N_TRACE_CASES (sizeof trace_cases / sizeof trace_cases[0])
+
+START_TEST(trace_memory_counter_peaks_at_stage_memory)
+{
+    static const layout base = {"models/llama-2-7b.json",
+                                {"parallel.llm={tp: 2, pp: 2, dp: 4}", "train.global_batch=32"}};
+    layout l = base;
+    if (trace_cases[_i][2])
+        l.model = trace_cases[_i][2];
+    for (int k = 0; k < 2 && trace_cases[_i][k]; k++)
+        l.sets[2 + k] = trace_cases[_i][k];
+    prepare(&l, &sc, &sim, NULL);
+    mm_err err;
+    mm_err_clear(&err);
+    mm_metrics m;
+    mm_sim_timeline tl;
+    ck_assert_msg(mm_sim_run(&sim, &m, &tl, &err) == 0, "%s", err.msg);
+    ck_assert(!m.oom);
+    mm_trace_memory mem;
+    ck_assert_msg(mm_trace_memory_of(&sim, &m, &mem, &err) == 0, "%s", err.msg);
+    mm_sim_memory bridge;
+    ck_assert_int_eq(mm_sim_stage_memory(&sim, &bridge, &err), 0);
+    int pp = sc.parallel.llm.lay.pp;
+    ck_assert_int_eq(mem.n_stages, pp);
+    char path[512];
+    snprintf(path, sizeof path, "%s/trace-%d.json", tmpdir, _i);
+    ck_assert_msg(mm_trace_write(path, &tl, &mem, &err) == 0, "%s", err.msg);
+    /* the stage of each simulated rank, as the writer takes it */
+    const mm_graph *g = &tl.graph;
+    int *stage = malloc((size_t)g->n_ranks * sizeof *stage);
+    double *peak = calloc((size_t)g->n_ranks, sizeof *peak), *last = calloc((size_t)g->n_ranks, sizeof *last);
+    double *low = malloc((size_t)g->n_ranks * sizeof *low);
+    ck_assert(stage && peak && last && low);
+    for (int r = 0; r < g->n_ranks; r++)
+        stage[r] = -1, low[r] = INFINITY;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].module == 0 && g->ops[i].stage >= 0 && g->ops[i].mb >= 0)
+            stage[g->ops[i].rank] = g->ops[i].stage % pp;
+    static char t[1 << 23];
+    mmx_slurp(path, t, sizeof t);
+    static const char key[] = "\"llm memory (GiB)\",\"ph\":\"C\",\"pid\":";
+    int samples = 0;
+    for (const char *p = t; (p = strstr(p, key)); p++) {
+        int r = atoi(p + sizeof key - 1);
+        const char *a = strstr(p, "\"states\":"), *b = strstr(p, "\"activations\":");
+        ck_assert(r >= 0 && r < g->n_ranks && a && b);
+        double states = strtod(a + 9, NULL), v = states + strtod(b + 14, NULL);
+        int s = stage[r];
+        ck_assert_int_ge(s, 0);
+        ck_assert_msg(fabs(states - bridge.states_gib[s]) <= 1e-12 * bridge.states_gib[s],
+                      "case %d rank %d: states %.17g, bridge %.17g", _i, r, states, bridge.states_gib[s]);
+        peak[r] = fmax(peak[r], v);
+        low[r] = fmin(low[r], v);
+        last[r] = v;
+        samples++;
+    }
+    ck_assert_int_gt(samples, 0);
+    int seen[MM_MAX_PP] = {0};
+    for (int r = 0; r < g->n_ranks; r++) {
+        int s = stage[r];
+        if (s < 0)
+            continue;
+        seen[s] = 1;
+        double want = m.stages[s].memory_gib;
+        ck_assert_msg(fabs(peak[r] - want) <= 1e-9 * want, "case %d rank %d stage %d: trace peak %.17g, run %.17g",
+                      _i, r, s, peak[r], want);
+        if (!sim.wl) /* no workload file: the bridge's, bit for bit */
+            ck_assert(want == bridge.stage_gib[s]);
+        /* rising and falling: back to the states when nothing is in flight */
+        ck_assert_msg(fabs(last[r] - bridge.states_gib[s]) <= 1e-12 * want, "case %d rank %d: ends at %.17g", _i, r,
+                      last[r]);
+        ck_assert(low[r] < peak[r]);
+    }
+    for (int s = 0; s < pp; s++)
+        ck_assert_msg(seen[s], "case %d: no counter for stage %d", _i, s);
+    ck_assert(sim.llm_frozen == (trace_cases[_i][2] != NULL));
+    if (sim.llm_frozen) /* 16-bit weights only: no gradients or optimizer states */
+        ck_assert(bridge.states_gib[0] > 0 && bridge.states_gib[0] < 0.5 * (bridge.stage_gib[0]));
+    free(stage);
+    free(peak);
+    free(last);
+    free(low);
+    mm_sim_memory_free(&bridge);
+    mm_trace_memory_free(&mem);
+    mm_sim_timeline_free(&tl);
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("bridge");
@@ -279,6 +406,7 @@ static Suite *suite(void)
     tcase_add_loop_test(cli, model_and_run_json_agree, 0, (int)N_LAYOUTS);
     tcase_add_test(cli, issue_case_numbers);
     tcase_add_test(cli, bad_layouts_refused_alike);
+    tcase_add_loop_test(cli, trace_memory_counter_peaks_at_stage_memory, 0, (int)N_TRACE_CASES);
     suite_add_tcase(s, cli);
     return s;
 }

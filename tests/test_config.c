@@ -455,16 +455,16 @@ START_TEST(scenario_default_values)
     ck_assert_int_eq(sc->train.n_frozen, 0);
     const mm_module_layout *l = &sc->parallel.llm;
     ck_assert(l->present);
-    ck_assert_int_eq(l->tp, 4);
-    ck_assert_int_eq(l->pp, 2);
-    ck_assert_int_eq(l->dp, 2);
-    ck_assert_int_eq(l->cp, 1);
-    ck_assert_int_eq(l->vpp, 1);
-    ck_assert_int_eq(l->ep, 1);
+    ck_assert_int_eq(l->lay.tp, 4);
+    ck_assert_int_eq(l->lay.pp, 2);
+    ck_assert_int_eq(l->lay.dp, 2);
+    ck_assert_int_eq(l->lay.cp, 1);
+    ck_assert_int_eq(l->lay.vpp, 1);
+    ck_assert_int_eq(l->lay.ep, 1);
     ck_assert_int_eq(l->zero, -1);
-    ck_assert_int_eq(l->n_layers_per_stage, 0);
+    ck_assert_int_eq(l->lay.n_layers_per_stage, 0);
     ck_assert(sc->parallel.vision.present);
-    ck_assert(sc->parallel.vision.tp == 1 && sc->parallel.vision.pp == 1 && sc->parallel.vision.dp == 16);
+    ck_assert(sc->parallel.vision.lay.tp == 1 && sc->parallel.vision.lay.pp == 1 && sc->parallel.vision.lay.dp == 16);
     ck_assert(!sc->parallel.audio.present);
     ck_assert_int_eq(sc->parallel.placement, MM_PLACE_COLOCATED);
     ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FIXED);
@@ -518,14 +518,14 @@ START_TEST(scenario_full_file)
     ck_assert_str_eq(sc->train.frozen[0], "audio");
     ck_assert_str_eq(sc->train.frozen[1], "vision");
     const mm_module_layout *l = &sc->parallel.llm;
-    ck_assert(l->tp == 4 && l->pp == 4 && l->cp == 1 && l->dp == 3 && l->vpp == 2 &&
-              l->ep == 1 && l->zero == 1);
-    ck_assert_int_eq(l->n_layers_per_stage, 4);
-    ck_assert(l->layers_per_stage[0] == 7 && l->layers_per_stage[1] == 9 &&
-              l->layers_per_stage[2] == 9 && l->layers_per_stage[3] == 7);
+    ck_assert(l->lay.tp == 4 && l->lay.pp == 4 && l->lay.cp == 1 && l->lay.dp == 3 && l->lay.vpp == 2 &&
+              l->lay.ep == 1 && l->zero == 1);
+    ck_assert_int_eq(l->lay.n_layers_per_stage, 4);
+    ck_assert(l->lay.layers_per_stage[0] == 7 && l->lay.layers_per_stage[1] == 9 &&
+              l->lay.layers_per_stage[2] == 9 && l->lay.layers_per_stage[3] == 7);
     const mm_module_layout *v = &sc->parallel.vision;
     ck_assert(v->present);
-    ck_assert(v->tp == 1 && v->pp == 1 && v->dp == 16 && v->cp == 1 && v->zero == -1);
+    ck_assert(v->lay.tp == 1 && v->lay.pp == 1 && v->lay.dp == 16 && v->lay.cp == 1 && v->zero == -1);
     ck_assert(!sc->parallel.audio.present);
     ck_assert_int_eq(sc->parallel.placement, MM_PLACE_DISJOINT);
     ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FIXED);
@@ -558,8 +558,8 @@ START_TEST(scenario_minimal_defaults)
     ck_assert_int_eq(sc->train.recompute, MM_RECOMPUTE_NONE);
     ck_assert_int_eq(sc->train.zero, 0);
     const mm_module_layout *l = &sc->parallel.llm;
-    ck_assert(l->present && l->tp == 1 && l->pp == 1 && l->dp == 1 && l->cp == 1 &&
-              l->vpp == 1 && l->ep == 1 && l->zero == -1);
+    ck_assert(l->present && l->lay.tp == 1 && l->lay.pp == 1 && l->lay.dp == 1 && l->lay.cp == 1 &&
+              l->lay.vpp == 1 && l->lay.ep == 1 && l->zero == -1);
     ck_assert_int_eq(sc->network, MM_NET_FLOW); /* the default when a file omits it */
     ck_assert_int_eq(sc->iterations, 1);
     /* a default key fails with the scenario file and line 0 */
@@ -687,18 +687,18 @@ START_TEST(set_values_parse)
     };
     mm_scenario *sc = load_ok(NULL, sets, 8);
     const mm_module_layout *l = &sc->parallel.llm;
-    ck_assert_int_eq(l->n_layers_per_stage, 4);
-    ck_assert(l->layers_per_stage[0] == 2 && l->layers_per_stage[1] == 3 &&
-              l->layers_per_stage[2] == 3 && l->layers_per_stage[3] == 2);
-    ck_assert_int_eq(l->pp, 4);
-    ck_assert_int_eq(l->tp, 4); /* untouched siblings stay */
+    ck_assert_int_eq(l->lay.n_layers_per_stage, 4);
+    ck_assert(l->lay.layers_per_stage[0] == 2 && l->lay.layers_per_stage[1] == 3 &&
+              l->lay.layers_per_stage[2] == 3 && l->lay.layers_per_stage[3] == 2);
+    ck_assert_int_eq(l->lay.pp, 4);
+    ck_assert_int_eq(l->lay.tp, 4); /* untouched siblings stay */
     ck_assert_str_eq(sc->model, "models/qwen2.5-7b.json");
     ck_assert(sc->train.sequence_parallel);
     ck_assert_int_eq(sc->train.n_frozen, 1);
     ck_assert_str_eq(sc->train.frozen[0], "vision");
     ck_assert_int_eq(sc->workload.kind, MM_WORKLOAD_FIXED);
     ck_assert_int_eq(sc->workload.tiles, 5);
-    ck_assert(sc->parallel.vision.present && sc->parallel.vision.dp == 4);
+    ck_assert(sc->parallel.vision.present && sc->parallel.vision.lay.dp == 4);
     ck_assert_uint_eq(sc->seed, 7);
     int line = -1;
     ck_assert_str_eq(key_file(sc, "parallel.llm.pp", &line), "--set");
@@ -728,8 +728,8 @@ START_TEST(set_on_file)
 {
     const char *sets[] = {"parallel.llm.dp=6", "cluster.nodes=16"};
     mm_scenario *sc = load_ok(DATA "full.yaml", sets, 2);
-    ck_assert_int_eq(sc->parallel.llm.dp, 6);
-    ck_assert_int_eq(sc->parallel.llm.tp, 4);
+    ck_assert_int_eq(sc->parallel.llm.lay.dp, 6);
+    ck_assert_int_eq(sc->parallel.llm.lay.tp, 4);
     ck_assert_int_eq(sc->nodes, 16);
     int line = -1;
     ck_assert_str_eq(key_file(sc, "parallel.llm.dp", &line), "--set");
@@ -1041,8 +1041,8 @@ START_TEST(table_load_text)
     mm_err e;
     ck_assert_int_eq(mm_scenario_load_text(b, DATA "full.yaml", ta, NULL, 0, &e), 0);
     ck_assert_str_eq(b->source, DATA "full.yaml");
-    ck_assert(b->parallel.llm.sp && b->parallel.llm.n_layers_per_stage == 2 &&
-              b->parallel.llm.layers_per_stage[1] == 15);
+    ck_assert(b->parallel.llm.sp && b->parallel.llm.lay.n_layers_per_stage == 2 &&
+              b->parallel.llm.lay.layers_per_stage[1] == 15);
     char *tb = canon(b);
     ck_assert_str_eq(ta, tb);
     int line = -1;
@@ -1063,6 +1063,38 @@ END_TEST
 /* The layout's --set spelling and mm_scenario_apply_layout give the same
  * scenario (canonical text), per-module sp and the other keys kept, on a
  * base with per-module sp, zero and an uneven split. */
+/* The layout type's own functions: the GPU count is tp*pp*cp*dp (ep folds
+ * into dp, vpp into pp), a stage's layers the split's entry or layers/pp,
+ * and equality compares the split by content, an even split no other. */
+START_TEST(layout_type_functions)
+{
+    static const int a4[] = {6, 8, 8, 6}, b4[] = {6, 8, 8, 6}, c4[] = {7, 7, 8, 6};
+    mm_layout even = {.tp = 2, .pp = 4, .vpp = 2, .cp = 2, .dp = 3, .ep = 3};
+    ck_assert_int_eq(mm_layout_gpus(&even), 2 * 4 * 2 * 3);
+    mm_layout nocp = even;
+    nocp.cp = 0; /* taken as 1 */
+    ck_assert_int_eq(mm_layout_gpus(&nocp), 2 * 4 * 3);
+    ck_assert_int_eq(mm_layout_stage_layers(&even, 30, 3), 7); /* 30 / 4, floor */
+    mm_layout split = even;
+    split.n_layers_per_stage = 4, split.layers_per_stage = a4;
+    ck_assert_int_eq(mm_layout_stage_layers(&split, 28, 0), 6);
+    ck_assert_int_eq(mm_layout_stage_layers(&split, 28, 1), 8);
+    mm_layout stale = even; /* a pointer without a count is the even split */
+    stale.layers_per_stage = c4;
+    ck_assert_int_eq(mm_layout_stage_layers(&stale, 28, 0), 7);
+    ck_assert(mm_layout_equal(&even, &stale));
+    mm_layout same = split;
+    same.layers_per_stage = b4;
+    ck_assert(mm_layout_equal(&split, &same));
+    ck_assert(!mm_layout_equal(&split, &even));
+    same.layers_per_stage = c4;
+    ck_assert(!mm_layout_equal(&split, &same));
+    mm_layout other = even;
+    other.ep = 1;
+    ck_assert(!mm_layout_equal(&even, &other));
+}
+END_TEST
+
 START_TEST(layout_sets_equal_apply)
 {
     const char *base_sets[] = {"parallel.llm.sp=true", "parallel.vision.sp=true", "parallel.vision.zero=3",
@@ -1070,9 +1102,9 @@ START_TEST(layout_sets_equal_apply)
                                "train.recompute=full", "train.global_batch=32"};
     enum { NB = sizeof base_sets / sizeof base_sets[0] };
     static const int split4[] = {6, 8, 8, 6};
-    const mm_layout lays[] = {
-        {.placement = MM_PLACE_COLOCATED, .llm = {1, 4, 1, 1, 4, 1}, .vision = {1, 1, 1, 1, 16, 1}, .micro_batch = 1,
-         .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_1F1B, .layers_per_stage = split4},
+    const mm_relayout lays[] = {
+        {.placement = MM_PLACE_COLOCATED, .llm = {1, 4, 1, 1, 4, 1, 4, split4}, .vision = {1, 1, 1, 1, 16, 1},
+         .micro_batch = 1, .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_1F1B},
         {.placement = -1, .llm = {2, 1, 1, 1, 8, 1}, .micro_batch = 4, .recompute = MM_RECOMPUTE_SELECTIVE,
          .zero = 1, .schedule = MM_SCHED_1F1B},
         {.placement = MM_PLACE_COLOCATED, .llm = {2, 2, 2, 1, 4, 1}, .vision = {2, 1, 1, 1, 8, 1}, .micro_batch = 2,
@@ -1087,7 +1119,7 @@ START_TEST(layout_sets_equal_apply)
         mm_scenario applied = *base; /* a struct copy: it borrows, base owns */
         mm_scenario_apply_layout(&applied, &lays[i]);
         ck_assert(applied.parallel.llm.sp && applied.parallel.vision.sp);
-        ck_assert_int_eq(applied.parallel.llm.n_layers_per_stage, lays[i].layers_per_stage ? lays[i].llm.pp : 0);
+        ck_assert_int_eq(applied.parallel.llm.lay.n_layers_per_stage, lays[i].llm.n_layers_per_stage);
         char *ta = canon(&applied);
         char json[2048], sets[40][128];
         ck_assert_uint_lt(mm_layout_sets_json(&lays[i], json, sizeof json), sizeof json);
@@ -1217,6 +1249,7 @@ static Suite *config_suite(void)
     tcase_add_test(can, table_builtin_default);
     tcase_add_test(can, table_nearest_key);
     tcase_add_test(can, table_load_text);
+    tcase_add_test(can, layout_type_functions);
     tcase_add_test(can, layout_sets_equal_apply);
     tcase_add_test(can, docs_list_every_key);
     suite_add_tcase(s, can);

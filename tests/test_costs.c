@@ -413,7 +413,7 @@ START_TEST(run_uses_tables)
                   ma.iteration_time_s);
     /* memory is reported per stage and equals the memory model */
     ck_assert(isfinite(ma.peak_memory_gib) && !ma.oom);
-    mm_mem_config c = {.tp = 4, .pp = 2, .dp = 2, .cp = 1, .vpp = 1, .ep = 1, .sp = false, .zero = 1,
+    mm_mem_config c = {.lay.tp = 4, .lay.pp = 2, .lay.dp = 2, .lay.cp = 1, .lay.vpp = 1, .lay.ep = 1, .sp = false, .zero = 1,
                        .recompute = MM_RECOMPUTE_SELECTIVE, .schedule = MM_MEM_1F1B,
                        .micro_batches = a.micro_batches, .micro_batch = 1, .seq = 4096};
     for (int k = 0; k < 2; k++) {
@@ -678,7 +678,7 @@ START_TEST(model_states)
     ck_assert(mm_mem_state_bytes_per_param(3, 8) == 18.0 / 8);
     mm_llm m;
     mm_llm_init_gpt(&m, 4096, 32, 32, 51200, 2048);
-    mm_mem_config c = {.tp = 1, .pp = 1, .dp = 8, .cp = 1, .vpp = 1, .ep = 1, .zero = 1,
+    mm_mem_config c = {.lay.tp = 1, .lay.pp = 1, .lay.dp = 8, .lay.cp = 1, .lay.vpp = 1, .lay.ep = 1, .zero = 1,
                        .recompute = MM_RECOMPUTE_FULL, .schedule = MM_MEM_1F1B, .micro_batches = 4,
                        .micro_batch = 1, .seq = 2048};
     mm_mem_rank r;
@@ -691,8 +691,8 @@ START_TEST(model_states)
     ck_assert(rel(r.weights + r.grads + r.optimizer, 18.0 * P) < 1e-12);
     /* 1F1B (Korthikanti 4.2.3): the first stage holds p micro-batches of
      * its l/p layers = l layers' worth */
-    c.pp = 4;
-    c.tp = 8;
+    c.lay.pp = 4;
+    c.lay.tp = 8;
     c.sp = true;
     c.recompute = MM_RECOMPUTE_SELECTIVE;
     c.micro_batches = 16;

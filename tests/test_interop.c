@@ -108,9 +108,9 @@ START_TEST(megatron_as_a_library_source)
     const char *sets[] = {"cluster.nodes=32", "train.micro_batch=2"};
     ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, sets, 2, model, &mg, &sc, &err),
                      0);
-    ck_assert_int_eq(sc.parallel.llm.tp, 8);
-    ck_assert_int_eq(sc.parallel.llm.pp, 16);
-    ck_assert_int_eq(sc.parallel.llm.dp, 2); /* 256 GPUs / 128 */
+    ck_assert_int_eq(sc.parallel.llm.lay.tp, 8);
+    ck_assert_int_eq(sc.parallel.llm.lay.pp, 16);
+    ck_assert_int_eq(sc.parallel.llm.lay.dp, 2); /* 256 GPUs / 128 */
     ck_assert_int_eq((int)sc.train.micro_batch, 2);
     ck_assert_int_eq((int)sc.train.seq_len, 2048);
     ck_assert_str_eq(sc.model, model);

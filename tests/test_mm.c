@@ -244,7 +244,7 @@ START_TEST(frozen_llm_states)
     mm_model mo;
     mm_err err;
     ck_assert_msg(mm_model_load("models/llava-1.5-7b.json", &mo, &err) == 0, "%s", err.msg);
-    mm_mem_config c = {.tp = 1, .pp = 1, .dp = 8, .cp = 1, .vpp = 1, .ep = 1, .zero = 2, .micro_batches = 1,
+    mm_mem_config c = {.lay.tp = 1, .lay.pp = 1, .lay.dp = 8, .lay.cp = 1, .lay.vpp = 1, .lay.ep = 1, .zero = 2, .micro_batches = 1,
                        .micro_batch = 1, .seq = 1024, .schedule = MM_MEM_1F1B};
     mm_mem_rank t, f;
     ck_assert_int_eq(mm_mem_llm_rank(&mo.llm, &c, 0, &t), 0);

@@ -302,7 +302,7 @@ START_TEST(run_charges_pp_communicator)
     mm_stage_cost st[P];
     for (int s = 0; s < P; s++)
         st[s] = (mm_stage_cost){.chunks = 1, .fwd_s = 1e-3, .bwd_s = 2e-3};
-    mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .tp = 1, .pp = P, .dp = 1, .vpp = 1, .m = 4,
+    mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .lay.tp = 1, .lay.pp = P, .lay.dp = 1, .lay.vpp = 1, .m = 4,
                           .p2p_bytes = 1024.0 * 5120 * 2, .stages = st, .gpus_per_node = 8};
     mm_graph g;
     ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
@@ -337,7 +337,7 @@ START_TEST(run_charges_pp_communicator)
     mm_stage_cost st2[2 * P];
     for (int s = 0; s < 2 * P; s++)
         st2[s] = (mm_stage_cost){.chunks = 1, .fwd_s = 1e-3, .bwd_s = 2e-3};
-    spec.schedule = MM_SCHEDULE_INTERLEAVED, spec.vpp = 2, spec.m = P, spec.stages = st2;
+    spec.schedule = MM_SCHEDULE_INTERLEAVED, spec.lay.vpp = 2, spec.m = P, spec.stages = st2;
     ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
     hops = 0;
     for (uint32_t i = 0; i < g.n_ops; i++)

@@ -361,7 +361,7 @@ START_TEST(uniform_1f1b_path)
     mm_stage_cost st[4];
     for (int s = 0; s < p; s++)
         st[s] = (mm_stage_cost){.chunks = 1, .fwd_s = f, .bwd_s = b};
-    mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .tp = 1, .pp = p, .dp = 1, .vpp = 1, .m = m,
+    mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .lay.tp = 1, .lay.pp = p, .lay.dp = 1, .lay.vpp = 1, .m = m,
                           .stages = st, .p2p_s = x, .p2p_bytes = 1};
     mm_graph g;
     ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);

@@ -32,7 +32,7 @@ static mm_iter_metrics uniform_pipeline(mm_schedule kind, int p, int m, double t
     mm_stage_cost *st = calloc((size_t)p, sizeof *st);
     for (int s = 0; s < p; s++)
         st[s] = (mm_stage_cost){.chunks = 1, .fwd_s = tf, .bwd_s = tb};
-    mm_build_spec spec = {.schedule = kind, .tp = 1, .pp = p, .dp = 1, .vpp = 1, .m = m, .stages = st};
+    mm_build_spec spec = {.schedule = kind, .lay.tp = 1, .lay.pp = p, .lay.dp = 1, .lay.vpp = 1, .m = m, .stages = st};
     mm_graph g;
     ck_assert_int_eq(mm_build_iteration(&spec, &g, NULL), 0);
     mm_cluster c = test_cluster();

@@ -57,7 +57,7 @@ static run_result run_spec(const mm_build_spec *sp)
     mm_time t1;
     ck_assert_int_eq(mm_exec_run(eng, &g, &c, MM_EXEC_NET_ANALYTIC, start, end, &t1, &err), 0);
     mm_iter_metrics it = {0};
-    mm_sim_measure(&g, start, end, 0, t1, &it, NULL, 0, sp->dp);
+    mm_sim_measure(&g, start, end, 0, t1, &it, NULL, 0, sp->lay.dp);
     run_result r = {it.time_s, it.bubble_fraction, 1, 1, 0, 0, {0}, -1};
     mm_critpath cp;
     ck_assert_int_eq(mm_critpath_compute(&g, start, end, 0, t1, &cp), 0);
@@ -104,7 +104,7 @@ static run_result uniform(mm_schedule kind, int p, int m, int v, double f, doubl
     mm_stage_cost *st = calloc((size_t)(p * v), sizeof *st);
     for (int i = 0; i < p * v; i++)
         st[i] = (mm_stage_cost){.chunks = 1, .fwd_s = f / v, .bwd_s = (b + w) / v, .wgrad_s = w / v};
-    mm_build_spec sp = {.schedule = kind, .tp = 1, .pp = p, .dp = 1, .vpp = v, .m = m, .stages = st,
+    mm_build_spec sp = {.schedule = kind, .lay.tp = 1, .lay.pp = p, .lay.dp = 1, .lay.vpp = v, .m = m, .stages = st,
                         .p2p_s = comm};
     run_result r = run_spec(&sp);
     free(st);
@@ -309,7 +309,7 @@ static mm_build_spec comm_spec(mm_stage_cost *st)
 {
     for (int i = 0; i < 2; i++)
         st[i] = (mm_stage_cost){.chunks = 4, .fwd_s = 4e-3, .bwd_s = 8e-3, .grad_bytes = 400e6, .opt_s = 1e-3};
-    return (mm_build_spec){.schedule = MM_SCHEDULE_1F1B, .tp = 4, .pp = 2, .dp = 4, .vpp = 1, .m = 4,
+    return (mm_build_spec){.schedule = MM_SCHEDULE_1F1B, .lay.tp = 4, .lay.pp = 2, .lay.dp = 4, .lay.vpp = 1, .m = 4,
                            .zero = 0, .tp_bytes = 8e6, .tp_msgs_fwd = 2, .tp_msgs_bwd = 2, .p2p_bytes = 16e6,
                            .stages = st};
 }
@@ -419,8 +419,8 @@ START_TEST(cp_and_ep_traffic)
 {
     mm_stage_cost st[2];
     mm_build_spec sp = comm_spec(st);
-    sp.tp = 2;
-    sp.cp = 2;
+    sp.lay.tp = 2;
+    sp.lay.cp = 2;
     sp.cp_ring = true;
     sp.cp_bytes = 4e6;
     /* ring attention: one side op per layer and pass */
@@ -429,14 +429,14 @@ START_TEST(cp_and_ep_traffic)
     ck_assert(r.all_once && r.eager);
     sp.cp_ring = false;
     ck_assert_int_eq(count_cat(&sp, MM_CAT_CP, MM_STREAM_COMPUTE), 8 * 4 * 4 * 2);
-    sp.cp = 1;
-    sp.ep = 2;
+    sp.lay.cp = 1;
+    sp.lay.ep = 2;
     sp.ep_bytes = 8e6;
     st[0].moe_chunks = st[1].moe_chunks = 4;
     ck_assert_int_eq(count_cat(&sp, MM_CAT_EP, MM_STREAM_COMPUTE), 8 * 4 * 4 * 2);
     r = run_spec(&sp);
     ck_assert(r.all_once && r.eager);
-    sp.ep = 3; /* must fold into dp x tp (gcd(3, dp 4) = 1 replica x 3 TP ranks: tp 2 does not take 3) */
+    sp.lay.ep = 3; /* must fold into dp x tp (gcd(3, dp 4) = 1 replica x 3 TP ranks: tp 2 does not take 3) */
     mm_graph g;
     mm_err e;
     mm_err_clear(&e);
@@ -456,7 +456,7 @@ START_TEST(placement_order)
     ck_assert_int_eq(mm_build_parse_order("tp-tp-dp-pp", o), -1);
     ck_assert_int_eq(mm_build_parse_order("tp-cp-dp", o), -1);
     ck_assert_int_eq(mm_build_parse_order("tp-cp-dp-pp-xx", o), -1);
-    mm_build_spec sp = {.tp = 4, .cp = 2, .dp = 3, .pp = 2};
+    mm_build_spec sp = {.lay.tp = 4, .lay.cp = 2, .lay.dp = 3, .lay.pp = 2};
     ck_assert_int_eq(mm_build_gpu(&sp, 1, 1, 2, 1), 1 + 4 * (1 + 2 * (2 + 3 * 1)));
     ck_assert_int_eq(mm_build_parse_order("dp-tp-cp-pp", sp.order), 0);
     ck_assert_int_eq(mm_build_gpu(&sp, 1, 1, 2, 1), 2 + 3 * (1 + 4 * (1 + 2 * 1)));
@@ -497,7 +497,7 @@ static mm_build_spec mm_spec(mm_stage_cost *st, int p, int dp, int m, mm_enc_pla
         st[i] = (mm_stage_cost){.chunks = 2, .fwd_s = 1e-3, .bwd_s = 2e-3};
     for (int k = 0; k < dp * m; k++)
         enc_mb[k] = (mm_enc_mb_cost){.fwd_s = ef, .bwd_s = eb, .fwd_flops = 1e12, .bwd_flops = 2e12};
-    mm_build_spec sp = {.schedule = MM_SCHEDULE_1F1B, .tp = 1, .pp = p, .dp = dp, .vpp = 1, .m = m, .stages = st,
+    mm_build_spec sp = {.schedule = MM_SCHEDULE_1F1B, .lay.tp = 1, .lay.pp = p, .lay.dp = dp, .lay.vpp = 1, .m = m, .stages = st,
                         .n_enc = 1};
     sp.enc[0] = (mm_enc_spec){.name = "vision", .placement = place, .tp = etp, .pp = epp, .dp = edp, .chunks = 4,
                               .mb = enc_mb, .buffer = 2};
@@ -699,10 +699,10 @@ START_TEST(fsdp_zero3_pipeline_gathers_once)
         mm_metrics m;
         mm_sim_timeline tl;
         ck_assert_int_eq(mm_sim_run(&sim, &m, &tl, &err), 0);
-        for (int s = 0; s < sp->pp; s++) {
+        for (int s = 0; s < sp->lay.pp; s++) {
             int ag, rs;
             double agb, rsb;
-            count_z3(&tl.graph, s * sp->dp, &ag, &rs, &agb, &rsb);
+            count_z3(&tl.graph, s * sp->lay.dp, &ag, &rs, &agb, &rsb);
             ck_assert_msg(ag == cases[i].ag && rs == cases[i].rs, "case %zu stage %d: %d gathers, %d scatters", i, s,
                           ag, rs);
             double g = c.stages[s].grad_bytes, p = c.stages[s].param_bytes;
@@ -787,7 +787,7 @@ START_TEST(z3_once_every_schedule)
         mm_build_spec sp = comm_spec(st);
         sp.schedule = kinds[i];
         if (kinds[i] == MM_SCHEDULE_INTERLEAVED) {
-            sp.vpp = 2;
+            sp.lay.vpp = 2;
             for (int v = 0; v < 4; v++)
                 st[v] = (mm_stage_cost){.chunks = 2, .fwd_s = 2e-3, .bwd_s = 4e-3, .grad_bytes = 200e6,
                                         .opt_s = 0.5e-3};

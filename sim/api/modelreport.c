@@ -3,8 +3,7 @@
  * `mmsim run` with the same --set uses for its layout: per-stage pass times
  * and per-GPU memory from the cost bridge (cost/costs.h), number for number.
  * The CLI's table and the JSON of the CLI and of the C API all read this
- * one mm_model_report; the trace's memory counter reads the memory model
- * through mm_report_llm_stage_memory.
+ * one mm_model_report.
  * Not for: simulation (mmsim run); any cost of its own (one source). */
 #include <math.h>
 #include <stdlib.h>
@@ -13,28 +12,6 @@
 #include "api/report.h"
 #include "workload/workload.h"
 #include "cost/costs.h"
-
-static const mm_mem_schedule sched_of[] = {[MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
-                                           [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED,
-                                           [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
-
-int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
-                               double *in_flight)
-{
-    const mm_module_layout *L = &sc->parallel.llm;
-    mm_mem_config c = {
-        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
-        .sp = sc->train.sequence_parallel && L->tp > 1,
-        .zero = L->zero >= 0 ? L->zero : sc->train.zero,
-        .recompute = (int)sc->train.recompute, .schedule = sched_of[sc->train.schedule],
-        .micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp)),
-        .micro_batch = (double)sc->train.micro_batch, .seq = (double)sc->train.seq_len,
-        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
-    };
-    if (in_flight)
-        *in_flight = mm_mem_in_flight(c.schedule, stage, c.pp, c.vpp, c.micro_batches);
-    return mm_mem_llm_rank(llm, &c, stage, out);
-}
 
 static void model_flops(const mm_model *m, double s, long long images, mm_model_report *r)
 {
@@ -195,7 +172,7 @@ static void json_layout(FILE *f, const mm_model_report *l)
     fprintf(f, "  \"layout\": {\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d, \"cp\": %d, \"vpp\": %d, \"ep\": %d, "
            "\"zero\": %d, \"recompute\": \"%s\", \"sequence_parallel\": %s, \"micro_batch\": %lld, "
            "\"micro_batches\": %d, \"llm_tokens_per_sample\": %.9g, \"placement\": \"%s\"},\n",
-           mm_cluster_gpus(&sim->cluster), L->tp, L->pp, L->dp, L->cp, L->vpp, L->ep, sp->zero,
+           mm_cluster_gpus(&sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->zero,
            mm_recompute_names[sc->train.recompute], sp->sp ? "true" : "false", (long long)sc->train.micro_batch,
            sim->micro_batches, sim->seq, mm_placement_names[sc->parallel.placement]);
     fprintf(f, "  \"stage_times_s\": [");

@@ -222,7 +222,7 @@ double mm_plan_margin(const mm_plan *p, size_t i)
     return p->c[i + 1].sim_s / p->c[i].sim_s - 1;
 }
 
-static void print_dims(FILE *f, const char *name, const mm_plan_dims *d, int llm)
+static void print_dims(FILE *f, const char *name, const mm_layout *d, int llm)
 {
     fprintf(f, "\"%s\": {\"tp\": %d, \"pp\": %d, ", name, d->tp, d->pp);
     if (llm)

@@ -76,12 +76,5 @@ void mm_model_report_free(mm_model_report *r);
 /* The object `mmsim model --json` prints. */
 void mm_report_model_json(FILE *f, const mm_model_report *r);
 
-/* The memory model's figures for LLM pipeline stage `stage` under the
- * scenario's layout (what `mmsim model` and the trace's memory counter
- * show), and the micro-batches in flight at its peak (may be NULL).
- * Returns 0, or -1 for a layout outside the formulas. */
-int mm_report_llm_stage_memory(const mm_llm *llm, const mm_scenario *sc, int stage, mm_mem_rank *out,
-                               double *in_flight);
-
 
 #endif

@@ -61,7 +61,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
            sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
-           L->tp, L->cp, L->pp, L->dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
+           L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
            (long long)sc->train.micro_batch, sim->seq);
     for (int i = 0; i < sim->n_enc; i++) {
         const mm_sim_encoder *e = &sim->enc[i];
@@ -71,7 +71,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
                    e->inputs_per_sample, frozen);
         else
             printf("  %-11s %s, tp %d x pp %d x dp %d, %.0f inputs per sample%s\n", e->name,
-                   mm_placement_names[sc->parallel.placement], e->layout.tp, e->layout.pp, e->layout.dp,
+                   mm_placement_names[sc->parallel.placement], e->layout.lay.tp, e->layout.lay.pp, e->layout.lay.dp,
                    e->inputs_per_sample, frozen);
     }
     printf("  training    %s, recompute %s, ZeRO %d, network %s, %d iteration(s), seed %llu\n",
@@ -125,7 +125,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
-    if (L->dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
+    if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;
         bool g, p;
         mm_sim_overlap(sim, zero, &g, &p);
@@ -288,29 +288,17 @@ static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_sc
     free(text);
 }
 
-/* The timeline, with the memory model's per-stage figures for its memory
- * counter (none when the layout is outside the formulas). */
-static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timeline *tl, mm_err *err)
+/* The timeline, with the run's per-stage memory for its memory counter
+ * (none when the layout is outside the memory model). */
+static int write_trace(const char *path, const mm_sim *sim, const mm_sim_timeline *tl, const mm_metrics *m,
+                       mm_err *err)
 {
-    static mm_scenario sc;
-    sc = sim->sc;
-    sc.train.seq_len = (int64_t)sim->seq; /* LLM tokens per sample, visual ones included */
-    int pp = sc.parallel.llm.pp;
-    double *states = calloc((size_t)pp, sizeof *states), *act = calloc((size_t)pp, sizeof *act);
-    mm_trace_memory mem = {.n_stages = pp, .states_gib = states, .act_gib_per_mb = act};
-    bool ok = states && act;
-    for (int k = 0; ok && k < pp; k++) {
-        mm_mem_rank mr;
-        double in_flight = 0;
-        ok = mm_report_llm_stage_memory(&sim->llm, &sc, k, &mr, &in_flight) == 0 && in_flight > 0;
-        if (ok) {
-            states[k] = (mr.weights + mr.grads + mr.optimizer) / MM_GIB;
-            act[k] = mr.activations / in_flight / MM_GIB;
-        }
-    }
-    int rc = mm_trace_write(path, tl, ok ? &mem : NULL, err);
-    free(states);
-    free(act);
+    mm_trace_memory mem;
+    int mrc = mm_trace_memory_of(sim, m, &mem, err);
+    if (mrc < 0)
+        return mrc;
+    int rc = mm_trace_write(path, tl, mrc == 0 ? &mem : NULL, err);
+    mm_trace_memory_free(&mem);
     return rc;
 }
 
@@ -365,7 +353,7 @@ int mm_cli_run(int argc, char **argv)
         return mm_cli_fail(&err);
     int rc = 0;
     int64_t run_id = 0;
-    if (o.trace && write_trace(o.trace, &sim, &tl, &err))
+    if (o.trace && write_trace(o.trace, &sim, &tl, &m, &err))
         rc = mm_cli_fail(&err);
     if (rc == 0 && !o.no_db && store_run(o.db, &sim, &m, &run_id, &err))
         rc = mm_cli_fail(&err);

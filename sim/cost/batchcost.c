@@ -59,7 +59,7 @@ double mm_sim_load_imbalance(const double *load, int dp)
 static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_plan *plan, wl_iter *w)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
-    int V = L->pp * L->vpp, dp = L->dp, m = w->m, rc = 0;
+    int V = L->lay.pp * L->lay.vpp, dp = L->lay.dp, m = w->m, rc = 0;
     for (int r = 0; r < dp && rc == 0; r++) {
         double load = 0;
         for (int k = plan->rank_first[r]; k < plan->rank_first[r + 1] && rc == 0; k++) {
@@ -86,7 +86,7 @@ static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_p
  * own encoder phase; a projector run by the LLM joins its first stage. */
 static int enc_bins(const mm_sim *sim, mm_build_spec *spec, const mm_batch_plan *plan, wl_iter *w, mm_err *err)
 {
-    int dp = sim->sc.parallel.llm.dp, m = w->m, rc = 0;
+    int dp = sim->sc.parallel.llm.lay.dp, m = w->m, rc = 0;
     /* the encoder: the LLM's bins, or post-balance's own encoder phase */
     for (int i = 0; i < sim->n_enc && rc == 0; i++) {
         const mm_bin *eb = plan->enc_bins ? plan->enc_bins : plan->bins;
@@ -126,7 +126,7 @@ static void rebalance_bytes(const mm_sim *sim, mm_build_spec *spec, const mm_bat
             enc_g = mm_build_gpus(spec);
         spec->enc_a2a_bytes = enc_g > 0 ? plan->a2a_enc_total / enc_g : 0;
         if (!coloc) {
-            spec->pre_a2a_bytes = plan->a2a_llm_total / (L->tp * L->cp * L->pp * L->dp);
+            spec->pre_a2a_bytes = plan->a2a_llm_total / mm_layout_gpus(&L->lay);
             spec->post_a2a_bytes = spec->pre_a2a_bytes;
         }
     }
@@ -141,7 +141,7 @@ static int coloc_ranks(const mm_sim *sim, mm_build_spec *spec, const mm_batch_op
                        wl_iter *w, mm_err *err)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
-    int G = L->tp * L->cp * L->pp * L->dp, rc = 0;
+    int G = mm_layout_gpus(&L->lay), rc = 0;
     for (int i = 0; i < sim->n_enc && rc == 0; i++) {
         int K = G / spec->enc[i].tp;
         if (K == plan->n_enc_ranks) {
@@ -167,7 +167,7 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    int B = (int)sc->train.global_batch, V = L->pp * L->vpp, dp = L->dp;
+    int B = (int)sc->train.global_batch, V = L->lay.pp * L->lay.vpp, dp = L->lay.dp;
     free(w->samples);
     w->samples = malloc((size_t)B * sizeof *w->samples);
     if (!w->samples)
@@ -210,15 +210,15 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
                        .bytes_per_token = 2.0 * (double)sim->llm.hidden, .padding = sim->padding};
     bool coloc = sim->n_enc && sc->parallel.placement == MM_PLACE_COLOCATED;
     if (coloc) /* the colocated encoder's own DP ranks */
-        o.enc_ranks = L->tp * L->cp * L->pp * L->dp / spec->enc[0].tp;
+        o.enc_ranks = mm_layout_gpus(&L->lay) / spec->enc[0].tp;
     mm_batch_plan plan;
     if ((rc = mm_batch_form(w->samples, B, &o, &plan, err)))
         return rc;
     int m = 0;
     for (int r = 0; r < dp; r++)
         m = plan.rank_first[r + 1] - plan.rank_first[r] > m ? plan.rank_first[r + 1] - plan.rank_first[r] : m;
-    if (spec->schedule == MM_SCHEDULE_INTERLEAVED && m % L->pp)
-        m += L->pp - m % L->pp; /* interleaving needs a multiple of pp: pad with empty ones */
+    if (spec->schedule == MM_SCHEDULE_INTERLEAVED && m % L->lay.pp)
+        m += L->lay.pp - m % L->lay.pp; /* interleaving needs a multiple of pp: pad with empty ones */
     spec->m = m;
     free(w->mb);
     free(w->enc);

@@ -23,7 +23,7 @@
 static void breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_breakdown *bk)
 {
     const mm_cluster *c = &sim->cluster;
-    int tp = sp->tp > 0 ? sp->tp : 1, cp = sp->cp > 0 ? sp->cp : 1, dp = sp->dp > 0 ? sp->dp : 1;
+    int tp = sp->lay.tp > 0 ? sp->lay.tp : 1, cp = sp->lay.cp > 0 ? sp->lay.cp : 1, dp = sp->lay.dp > 0 ? sp->lay.dp : 1;
     int n = tp > dp ? tp : dp, gpus[MM_BK_MAX_STAGES * 8];
     if (n > (int)(sizeof gpus / sizeof gpus[0]))
         n = (int)(sizeof gpus / sizeof gpus[0]);
@@ -39,11 +39,11 @@ static void breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_br
         bk->tp_bwd_s = sp->tp_msgs_bwd * one;
     }
     int next = tp * cp * dp;
-    if (sp->pp > 1 && next < mm_cluster_gpus(c)) {
+    if (sp->lay.pp > 1 && next < mm_cluster_gpus(c)) {
         /* on the PP group's communicator (stage s on GPU s x next), or the
          * pair's under the interleaved schedule, as build_llm.c */
-        int nodes = 0, last = -1, hops = 0, ranks = sp->pp;
-        for (int s = 0; s < sp->pp; s++) {
+        int nodes = 0, last = -1, hops = 0, ranks = sp->lay.pp;
+        for (int s = 0; s < sp->lay.pp; s++) {
             int node = mm_cluster_node_of(c, s * next);
             nodes += node != last, last = node;
         }
@@ -51,7 +51,7 @@ static void breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_br
             ranks = nodes = 0;
         double S = sp->p2p_bytes / (tp * cp), sum = 0;
         bk->p2p_s = mm_net_p2p_pair_time(c, 0, next, S, ranks, nodes);
-        for (int s = 0; s + 1 < sp->pp && (s + 1) * next < mm_cluster_gpus(c); s++, hops++)
+        for (int s = 0; s + 1 < sp->lay.pp && (s + 1) * next < mm_cluster_gpus(c); s++, hops++)
             sum += mm_net_p2p_pair_time(c, s * next, (s + 1) * next, S, ranks, nodes);
         bk->p2p_hop_mean_s = sum / hops;
     }
@@ -91,7 +91,7 @@ static int drawn_micro_batches(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *
 int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
-    int V = L->pp * L->vpp;
+    int V = L->lay.pp * L->lay.vpp;
     mm_stage_cost *st = calloc((size_t)V, sizeof *st);
     if (!st)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");

@@ -73,7 +73,7 @@ static pass_times time_layer(const mm_sim *sim, const mm_llm *m, const mm_op_cos
 {
     mm_fw_ctx c = llm_ctx(sim);
     mm_pass_breakdown b;
-    if (mm_fw_time_layer(&c, m, ops, n, tokens, tn, sim->sc.parallel.llm.tp, &b))
+    if (mm_fw_time_layer(&c, m, ops, n, tokens, tn, sim->sc.parallel.llm.lay.tp, &b))
         b = mm_fw_time_ops(&c, ops, n);
     if (bk)
         *bk = b;
@@ -87,7 +87,7 @@ static double bucket_params(const mm_sim *sim, int dp)
 {
     const mm_framework *fw = &sim->fw;
     if (fw->bucket_params <= 0 && fw->bucket_per_dp <= 0)
-        return (double)mm_llm_layer_params(&sim->llm) / sim->sc.parallel.llm.tp;
+        return (double)mm_llm_layer_params(&sim->llm) / sim->sc.parallel.llm.lay.tp;
     return fmax(fw->bucket_params, fw->bucket_per_dp * dp);
 }
 
@@ -182,9 +182,9 @@ int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
 
 int mm_sim_pipe_stages(const mm_sim *sim)
 {
-    int pipe = sim->sc.parallel.llm.pp;
+    int pipe = sim->sc.parallel.llm.lay.pp;
     for (int i = 0; i < sim->n_enc && sim->sc.parallel.placement == MM_PLACE_PIPELINE; i++)
-        pipe += sim->enc[i].layout.pp;
+        pipe += sim->enc[i].layout.lay.pp;
     return pipe;
 }
 
@@ -227,17 +227,17 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
-    int cp = L->cp;
+    int cp = L->lay.cp;
     mm_op_cost ops[MM_LLM_MAX_OPS];
     /* With context parallelism a rank holds s/cp tokens of each sequence
      * and attends over all s keys (ring attention): its attention work is
      * (s/cp) x s per sequence, written as a packed batch with that sum. */
-    int n = cp > 1 ? mm_llm_layer_ops_packed(m, b * s / cp, b * s * s / cp, b, L->tp, sp, 2, ops, MM_LLM_MAX_OPS)
-                   : mm_llm_layer_ops(m, b, s, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    int n = cp > 1 ? mm_llm_layer_ops_packed(m, b * s / cp, b * s * s / cp, b, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS)
+                   : mm_llm_layer_ops(m, b, s, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return -1;
     double tokens = b * s / cp;
-    *out = time_layer(sim, m, ops, n, tokens, sp ? tokens / L->tp : tokens, bk);
+    *out = time_layer(sim, m, ops, n, tokens, sp ? tokens / L->lay.tp : tokens, bk);
     return 0;
 }
 
@@ -257,18 +257,13 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
     double b = (double)sc->train.micro_batch, s = sim->seq;
-    int cp = L->cp, rc = mm_sim_recompute(sim, L);
+    int cp = L->lay.cp, rc = mm_sim_recompute(sim, L);
     const int wbytes = 2;
     static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
                                         [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
                                         [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
     spec->schedule = sched[sc->train.schedule];
-    spec->tp = L->tp;
-    spec->cp = cp;
-    spec->ep = L->ep;
-    spec->pp = L->pp;
-    spec->vpp = L->vpp;
-    spec->dp = L->dp;
+    spec->lay = L->lay;
     spec->m = sim->micro_batches;
     mm_build_parse_order(sc->parallel.order, spec->order);
     spec->zero = zero;
@@ -278,7 +273,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     int pipe = mm_sim_pipe_stages(sim);
     spec->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe);
     spec->z3_once = mm_framework_z3_keep_gathered(&sim->fw, zero, pipe);
-    spec->bucket_bytes = bucket_params(sim, L->dp) * gbytes;
+    spec->bucket_bytes = bucket_params(sim, L->lay.dp) * gbytes;
     spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
     spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
     /* one TP message: the rank's s/cp tokens of activations */
@@ -295,11 +290,11 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->cp_ring = sc->train.cp_comm == MM_CP_RING;
     /* ring: one K and one V block of the local s/cp tokens per step, heads
      * split by TP; Ulysses: one all-to-all of the local activations */
-    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->tp
-                                   : b * (s / cp) * (double)m->hidden * wbytes / L->tp;
+    spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->lay.tp
+                                   : b * (s / cp) * (double)m->hidden * wbytes / L->lay.tp;
     /* EP: each token's hidden state goes to experts_per_tok experts and
      * comes back (Megatron's all-to-all token dispatcher) */
-    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->tp : 0;
+    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->lay.tp : 0;
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->gpus_per_node = sim->cluster.gpus_per_node; /* the p2p communicator (build_llm.c) */
 }
@@ -337,8 +332,8 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     const mm_llm *m = &sim->llm;
     mm_dtype dt = (mm_dtype)sc->train.precision;
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
-    int cp = L->cp, V = L->pp * L->vpp;
-    bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
+    int cp = L->lay.cp, V = L->lay.pp * L->lay.vpp;
+    bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
                              only the GEMM peak (Transformer Engine keeps
                              activations in 16 bits between kernels) */
@@ -355,13 +350,13 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     if (block_costs(sim, m, sp, &layer, &bk->layer))
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
     int n;
-    n = mm_llm_embed_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    n = mm_llm_embed_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n >= 0)
         bk->embed = mm_fw_time_ops(&fc, ops, n);
     /* the embedding table's weight gradient (no forward op carries it) */
-    bk->embed.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, tokens, L->tp);
+    bk->embed.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, tokens, L->lay.tp);
     pass_times emb = from_breakdown(&bk->embed);
-    n = mm_llm_head_ops(m, b, s / cp, L->tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    n = mm_llm_head_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n >= 0)
         bk->head = mm_fw_time_ops(&fc, ops, n);
     pass_times head = from_breakdown(&bk->head);
@@ -377,7 +372,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     for (int k = 0, l0 = 0; k < V; k++) {
         /* virtual stage k = chunk k / pp of physical stage k % pp (build.c);
          * layers go to virtual stages in their order, as in Megatron-LM */
-        int nl = L->n_layers_per_stage ? L->layers_per_stage[k % L->pp] / L->vpp : per_vs;
+        int nl = L->lay.n_layers_per_stage ? L->lay.layers_per_stage[k % L->lay.pp] / L->lay.vpp : per_vs;
         bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
         c->chunks = nl;
@@ -416,7 +411,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
          * for the LM head on the last.  Experts are split over ep. */
         double layer_params = (double)mm_llm_layer_params(&sv);
         int ep_dp = 1, ep_tp = 1;
-        if (m->experts > 0 && L->ep > 1 && mm_mem_ep_fold(L->ep, L->tp, L->dp, &ep_dp, &ep_tp) == 0)
+        if (m->experts > 0 && L->lay.ep > 1 && mm_mem_ep_fold(L->lay.ep, L->lay.tp, L->lay.dp, &ep_dp, &ep_tp) == 0)
             layer_params -= (double)mm_llm_layer_expert_params(&sv) * (1.0 - 1.0 / ep_dp);
         double params = (double)nl * layer_params;
         if (first)
@@ -425,10 +420,10 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
             params += (double)mm_llm_final_norm_params(m) +
                       (m->tied ? (V > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
                                : (double)mm_llm_head_params(m));
-        double local = params / L->tp;
+        double local = params / L->lay.tp;
         c->grad_bytes = local * gbytes;
         c->param_bytes = local * wbytes;
-        double opt_params = zero >= 1 ? local / L->dp : local;
+        double opt_params = zero >= 1 ? local / L->lay.dp : local;
         mm_opt_breakdown ob;
         optimizer_phase(sim, local, opt_params, zero, &ob);
         if (k < MM_BK_MAX_STAGES)
@@ -490,7 +485,7 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
     double ptok = inputs * e->tokens_per_input;
-    n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
+    n = mm_projector_ops(e->proj, ptok, llm_side ? sc->parallel.llm.lay.tp : tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times proj = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
     double L = (double)e->enc->layers;
     int rc = mm_sim_recompute(sim, &e->layout);
@@ -538,9 +533,9 @@ void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es)
     bool homog = sc->parallel.placement == MM_PLACE_HOMOGENEOUS;
     snprintf(es->name, sizeof es->name, "%s", e->name);
     es->placement = enc_place[sc->parallel.placement];
-    es->tp = homog ? L->tp : e->layout.tp;
-    es->pp = homog ? 1 : e->layout.pp;
-    es->dp = homog ? L->dp : e->layout.dp;
+    es->tp = homog ? L->lay.tp : e->layout.lay.tp;
+    es->pp = homog ? 1 : e->layout.lay.pp;
+    es->dp = homog ? L->lay.dp : e->layout.lay.dp;
     es->chunks = (int)e->enc->layers;
     es->frozen = e->frozen_tower && e->frozen_proj;
     es->buffer = 2 * sim->micro_batches > 4 ? 4 : 2; /* DistTrain-style queue of a few micro-batches */
@@ -553,7 +548,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    int nmb = L->dp * sim->micro_batches;
+    int nmb = L->lay.dp * sim->micro_batches;
     spec->n_enc = sim->n_enc;
     for (int i = 0; i < sim->n_enc; i++) {
         const mm_sim_encoder *e = &sim->enc[i];
@@ -572,7 +567,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
             st[0].bwd_s += projc.bwd_s;
             st[0].fwd_flops += projc.fwd_flops;
             st[0].bwd_flops += projc.bwd_flops;
-            double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->tp;
+            double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->lay.tp;
             st[0].grad_bytes += pp * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
             st[0].param_bytes += pp * 2;
         }
@@ -617,7 +612,7 @@ int mm_sim_stage_times(const mm_sim *sim, mm_sim_costs *c, mm_err *err)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     memset(c, 0, sizeof *c);
-    c->n_vstages = L->pp * L->vpp;
+    c->n_vstages = L->lay.pp * L->lay.vpp;
     c->stages = calloc((size_t)c->n_vstages, sizeof *c->stages);
     c->mem_frac = calloc((size_t)(3 * c->n_vstages), sizeof *c->mem_frac);
     int rc = c->stages && c->mem_frac ? 0 : mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
@@ -638,12 +633,12 @@ static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, dou
                      mm_pass_breakdown *bk)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
-    bool sp = (sim->sc.train.sequence_parallel || L->sp) && L->tp > 1;
+    bool sp = (sim->sc.train.sequence_parallel || L->sp) && L->lay.tp > 1;
     mm_op_cost ops[MM_LLM_MAX_OPS];
-    int cp = L->cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    int cp = L->lay.cp, k = mm_llm_layer_ops_packed(m, T / cp, S / cp, n, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     if (k < 0)
         return -1;
-    *out = time_layer(sim, m, ops, k, T / cp, sp ? T / cp / L->tp : T / cp, bk);
+    *out = time_layer(sim, m, ops, k, T / cp, sp ? T / cp / L->lay.tp : T / cp, bk);
     return 0;
 }
 
@@ -655,25 +650,25 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = &sim->llm;
-    bool sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1;
+    bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);
     if (T <= 0)
         return 0;
     mm_op_cost ops[MM_LLM_MAX_OPS];
-    int cp = L->cp, k;
+    int cp = L->lay.cp, k;
     mm_fw_ctx fc = llm_ctx(sim);
     pass_times layer;
     if (bin_layer(sim, m, T, S, n, &layer, NULL))
         return -1;
-    k = mm_llm_embed_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    k = mm_llm_embed_ops(m, 1, T / cp, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     mm_pass_breakdown eb;
     memset(&eb, 0, sizeof eb);
     if (k >= 0)
         eb = mm_fw_time_ops(&fc, ops, k);
-    eb.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, T / cp, L->tp);
+    eb.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, T / cp, L->lay.tp);
     pass_times emb = from_breakdown(&eb);
-    k = mm_llm_head_ops(m, 1, T / cp, L->tp, sp, 2, ops, MM_LLM_MAX_OPS);
+    k = mm_llm_head_ops(m, 1, T / cp, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     pass_times head = k < 0 ? (pass_times){0} : time_ops(&fc, ops, k);
     int rc = mm_sim_recompute(sim, L);
     double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);

@@ -45,6 +45,9 @@ typedef struct mm_sim_memory {
     int n_stages;          /* the LLM's pipeline stages (pp) */
     double *stage_gib;     /* one GPU of each stage, encoders on the LLM's GPUs
                               included; NaN outside the memory model (owned) */
+    double *states_gib;    /* of that, the LLM's model states (weights,
+                              gradients, optimizer) on one GPU of each stage;
+                              NaN outside the memory model (owned) */
     int n_modules;         /* the LLM, then each encoder with work */
     char module_name[MM_MAX_MODULES][16];
     double module_gib[MM_MAX_MODULES]; /* one of its GPUs: the LLM's peak stage

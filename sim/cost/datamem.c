@@ -38,7 +38,7 @@ static int enc_mem_of(const mm_sim *sim, const mm_build_spec *spec, int i, enc_m
     int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero, rc = mm_sim_mem_recompute_of(sim, &e->layout);
     bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                                                  : e->layout.sp);
-    int edp = es->placement == MM_ENC_HOMOGENEOUS ? spec->dp : es->dp;
+    int edp = es->placement == MM_ENC_HOMOGENEOUS ? spec->lay.dp : es->dp;
     mm_mem_rank r0, r1;
     if (mm_mem_encoder_rank(e->enc, 0, es->tp, sp, edp, zero, rc, 1, e->frozen_tower, &r0) ||
         mm_mem_encoder_rank(e->enc, 1, es->tp, sp, edp, zero, rc, 1, e->frozen_tower, &r1))
@@ -67,7 +67,7 @@ static double mb_act(const dm *x, int vs, size_t idx)
 {
     const wl_iter *w = x->w;
     double a = mm_mem_llm_mb_activations(&x->sim->llm, &x->vc, vs, w->mb_T[idx], w->mb_S[idx]);
-    size_t per = (size_t)x->spec->dp * w->m;
+    size_t per = (size_t)x->spec->lay.dp * w->m;
     for (int i = 0; x->homog && vs == 0 && i < x->sim->n_enc; i++)
         a += x->em[i].per_input * w->mb_inputs[i * per + idx];
     return a;
@@ -83,7 +83,7 @@ static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, 
     for (int k = 0; k < n; k++) {
         if (steps[k].pass == MM_PASS_W)
             continue;
-        int vs = steps[k].chunk * spec->pp + s;
+        int vs = steps[k].chunk * spec->lay.pp + s;
         size_t idx = (size_t)d * x->w->m + steps[k].mb;
         double a = mb_act(x, vs, idx);
         cur += steps[k].pass == MM_PASS_F ? a : -a;
@@ -100,13 +100,13 @@ static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, 
 static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const wl_iter *w, int s, int d)
 {
     const mm_llm *m = &sim->llm;
-    double T = 0, t = c->tp, cp = c->cp > 0 ? c->cp : 1;
+    double T = 0, t = c->lay.tp, cp = c->lay.cp > 0 ? c->lay.cp : 1;
     for (int j = 0; j < w->m; j++)
         T = fmax(T, w->mb_T[(size_t)d * w->m + j]);
     double x = 0;
     if (c->recompute == MM_RECOMPUTE_FULL)
-        x += mm_mem_layer_activations(m, 1, T, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
-    if (s == c->pp - 1)
+        x += mm_mem_layer_activations(m, 1, T, c->lay.tp, c->sp, c->lay.cp, MM_RECOMPUTE_SELECTIVE);
+    if (s == c->lay.pp - 1)
         x += 4.0 * (T / cp) * (double)m->vocab / t + 2.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
     return x;
 }
@@ -123,7 +123,7 @@ static double coloc_act(const dm *x, int d, int s)
     const wl_iter *w = x->w;
     double mx = 0, even = 0;
     int off = mm_build_gpu(spec, 0, 0, 0, 0), G = mm_build_gpus(spec);
-    size_t per = (size_t)spec->dp * w->m;
+    size_t per = (size_t)spec->lay.dp * w->m;
     for (int i = 0; i < x->sim->n_enc; i++) {
         if (w->enc_rank_inputs[i])
             continue;
@@ -133,8 +133,8 @@ static double coloc_act(const dm *x, int d, int s)
         double in = sum / (G / spec->enc[i].tp);
         even += in * x->em[i].per_input + (in > 0 ? x->em[i].transient : 0);
     }
-    for (int c = 0; c < (spec->cp > 0 ? spec->cp : 1); c++)
-        for (int t = 0; t < spec->tp; t++) {
+    for (int c = 0; c < (spec->lay.cp > 0 ? spec->lay.cp : 1); c++)
+        for (int t = 0; t < spec->lay.tp; t++) {
             double a = 0;
             for (int i = 0; i < x->sim->n_enc; i++) {
                 const mm_enc_spec *es = &spec->enc[i];
@@ -152,26 +152,26 @@ static double coloc_act(const dm *x, int d, int s)
 static double own_gpu_need(const dm *x, int i)
 {
     const mm_enc_spec *es = &x->spec->enc[i];
-    size_t per = (size_t)x->spec->dp * x->w->m;
+    size_t per = (size_t)x->spec->lay.dp * x->w->m;
     double mx = 0;
     for (size_t k = 0; k < per; k++)
         mx = fmax(mx, x->w->mb_inputs[i * per + k]);
-    int flight = es->placement == MM_ENC_PIPELINE ? es->pp + x->spec->pp : es->buffer + 1;
+    int flight = es->placement == MM_ENC_PIPELINE ? es->pp + x->spec->lay.pp : es->buffer + 1;
     return x->em[i].states + flight * mx * x->em[i].per_input + mx * x->em[i].transient;
 }
 
 int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, mm_data_mem *out)
 {
     const mm_scenario *sc = &sim->sc;
-    int P = spec->pp, V = P * spec->vpp;
+    int P = spec->lay.pp, V = P * spec->lay.vpp;
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     mm_mem_config c;
     mm_sim_llm_mem_config(sim, &c);
     dm x = {.sim = sim, .spec = spec, .w = w, .vc = c};
-    x.vc.pp = V; /* per virtual stage: pp * vpp stages of layers / V */
-    x.vc.vpp = 1;
-    if (spec->vpp > 1)
-        x.vc.layers_per_stage = NULL;
+    x.vc.lay.pp = V; /* per virtual stage: pp * vpp stages of layers / V */
+    x.vc.lay.vpp = 1;
+    if (spec->lay.vpp > 1)
+        x.vc.lay.n_layers_per_stage = 0;
     double enc_states = 0;
     for (int i = 0; i < sim->n_enc; i++) {
         if (enc_mem_of(sim, spec, i, &x.em[i]))
@@ -180,14 +180,14 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     }
     x.homog = sim->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
     x.coloc = sim->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
-    mm_sched_step *steps = malloc((size_t)mm_schedule_len(spec->schedule, spec->m, spec->vpp) * sizeof *steps);
+    mm_sched_step *steps = malloc((size_t)mm_schedule_len(spec->schedule, spec->m, spec->lay.vpp) * sizeof *steps);
     if (!steps)
         return -1;
     int oom = 0;
     out->peak_gib = 0;
     for (int s = 0; s < P; s++) {
         mm_mem_rank r;
-        int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->vpp, steps);
+        int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->lay.vpp, steps);
         if (n < 0 || mm_mem_llm_rank(&sim->llm, &c, s, &r)) {
             free(steps);
             return -1;
@@ -195,7 +195,7 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
         double states = r.weights + r.grads + r.optimizer, worst = 0;
         if ((x.homog && s == 0) || x.coloc)
             states += enc_states;
-        for (int d = 0; d < spec->dp; d++) {
+        for (int d = 0; d < spec->lay.dp; d++) {
             int at;
             double need = states + stage_peak(&x, s, d, steps, n, &at) + stage_transient(sim, &c, w, s, d) +
                           (x.coloc ? coloc_act(&x, d, s) : 0);

@@ -24,7 +24,7 @@ static int enc_rank_perm(const mm_build_spec *spec, int i, int n, int *perm)
         return -1;
     }
     int q = 0;
-    for (int d = 0; d < spec->dp; d++)
+    for (int d = 0; d < spec->lay.dp; d++)
         for (int k = 0; k < n; k++)
             if (home[k] == d)
                 perm[q++] = k;
@@ -36,7 +36,7 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
                      const mm_sample *samples, wl_iter *w, mm_err *err)
 {
     const mm_sim_encoder *e = &sim->enc[i];
-    int K = plan->n_enc_ranks, dp = spec->dp;
+    int K = plan->n_enc_ranks, dp = spec->lay.dp;
     free(w->enc_ranks[i]);
     free(w->pair_bytes[i]);
     free(w->enc_rank_inputs[i]);
@@ -127,10 +127,10 @@ static int coloc_units(const mm_build_spec *spec, double **out)
 static void replica_work(const mm_build_spec *spec, const mm_enc_spec *e, int n, double *t)
 {
     bool by_llm = e->placement == MM_ENC_HOMOGENEOUS || e->placement == MM_ENC_COLOCATED;
-    for (int d = 0; d < spec->dp; d++)
+    for (int d = 0; d < spec->lay.dp; d++)
         for (int j = 0; j < spec->m; j++) {
             const mm_enc_mb_cost *c = &e->mb[(size_t)d * spec->m + j];
-            t[by_llm ? d : (j * spec->dp + d) % n] += c->fwd_s + c->bwd_s;
+            t[by_llm ? d : (j * spec->lay.dp + d) % n] += c->fwd_s + c->bwd_s;
         }
 }
 
@@ -153,10 +153,10 @@ static double enc_rank_stat(const mm_build_spec *spec, int what)
         int n = coloc_units(spec, &t);
         r = n > 0 ? max_vs_mean(t, n, what) : NAN;
     } else if (shared) { /* LLM replicas: every encoder's micro-batches of replica d */
-        t = calloc((size_t)(spec->dp > 0 ? spec->dp : 1), sizeof *t);
+        t = calloc((size_t)(spec->lay.dp > 0 ? spec->lay.dp : 1), sizeof *t);
         for (int i = 0; t && i < spec->n_enc; i++)
-            replica_work(spec, &spec->enc[i], spec->dp, t);
-        r = t && spec->dp > 0 ? max_vs_mean(t, spec->dp, what) : NAN;
+            replica_work(spec, &spec->enc[i], spec->lay.dp, t);
+        r = t && spec->lay.dp > 0 ? max_vs_mean(t, spec->lay.dp, what) : NAN;
     } else {
         for (int i = 0; i < spec->n_enc && !isnan(r); i++) {
             const mm_enc_spec *e = &spec->enc[i];

@@ -45,8 +45,8 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
         [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1};
     *c = (mm_mem_config){
-        .tp = L->tp, .pp = L->pp, .dp = L->dp, .cp = L->cp, .vpp = L->vpp, .ep = L->ep,
-        .sp = (sc->train.sequence_parallel || L->sp) && L->tp > 1,
+        .lay = L->lay,
+        .sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1,
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
         .recompute = mm_sim_mem_recompute_of(sim, L),
         .frozen = sim->llm_frozen,
@@ -57,7 +57,6 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .micro_batches = sim->micro_batches,
         .micro_batch = (double)sc->train.micro_batch,
         .seq = mm_sim_cost_seq(sim),
-        .layers_per_stage = L->n_layers_per_stage ? L->layers_per_stage : NULL,
     };
 }
 
@@ -70,14 +69,15 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
     double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
     mt->peak_gib = 0;
-    for (int k = 0; k < L->pp; k++) {
+    for (int k = 0; k < L->lay.pp; k++) {
         mm_mem_rank r;
         if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
-            mt->stage_gib[k] = NAN;
+            mt->stage_gib[k] = mt->states_gib[k] = NAN;
             mt->peak_gib = NAN;
             continue;
         }
         mt->stage_gib[k] = r.total / MM_GIB;
+        mt->states_gib[k] = (r.weights + r.grads + r.optimizer) / MM_GIB;
         if (mt->stage_gib[k] > mt->peak_gib)
             mt->peak_gib = mt->stage_gib[k];
         if (r.total > cap)
@@ -94,10 +94,10 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_sim_encoder *e = &sim->enc[i];
-    int dp = sc->parallel.llm.dp, m = sim->micro_batches, flight;
+    int dp = sc->parallel.llm.lay.dp, m = sim->micro_batches, flight;
     switch (es->placement) {
     case MM_ENC_PIPELINE:
-        flight = es->pp + sc->parallel.llm.pp;
+        flight = es->pp + sc->parallel.llm.lay.pp;
         break;
     case MM_ENC_COLOCATED:
         flight = (dp * m + es->dp - 1) / es->dp;
@@ -106,7 +106,7 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
         flight = es->buffer + 1;
         break;
     default:
-        flight = sc->parallel.llm.pp;
+        flight = sc->parallel.llm.lay.pp;
     }
     if (flight > m * dp)
         flight = m * dp;
@@ -125,17 +125,21 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
 void mm_sim_memory_free(mm_sim_memory *m)
 {
     free(m->stage_gib);
-    m->stage_gib = NULL;
+    free(m->states_gib);
+    m->stage_gib = m->states_gib = NULL;
     m->n_stages = 0;
 }
 
 int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
 {
     memset(mt, 0, sizeof *mt);
-    mt->n_stages = sim->sc.parallel.llm.pp;
+    mt->n_stages = sim->sc.parallel.llm.lay.pp;
     mt->stage_gib = calloc((size_t)mt->n_stages, sizeof *mt->stage_gib);
-    if (!mt->stage_gib)
+    mt->states_gib = calloc((size_t)mt->n_stages, sizeof *mt->states_gib);
+    if (!mt->stage_gib || !mt->states_gib) {
+        mm_sim_memory_free(mt);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
     bool oom = llm_memory(sim, mt);
     mt->hbm_gib = sim->cluster.gpu.hbm_bytes / MM_GIB;
     double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;

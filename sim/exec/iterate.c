@@ -65,7 +65,7 @@ static void module_time(const mm_graph *g, const mm_time *start, const mm_time *
         }
     }
     free(seen);
-    int tpcp = spec->tp * (spec->cp > 0 ? spec->cp : 1);
+    int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
     for (int m = 0; m < mt->n_modules && m <= MM_MAX_ENCODERS; m++) {
         mt->modules[m].compute_s += ranks[m] ? busy[m] / ranks[m] : 0;
         int per = m == 0 ? tpcp : spec->enc[m - 1].placement == MM_ENC_PIPELINE ||
@@ -300,7 +300,7 @@ static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_
     double reserve = sim->sc.train.memory_reserve_gib * MM_GIB;
     bool oom = false;
     for (int r = 0; r < g.n_ranks && !oom; r++) {
-        double gib = r < L->pp * L->dp ? mt->stages[r / L->dp].memory_gib
+        double gib = r < L->lay.pp * L->lay.dp ? mt->stages[r / L->lay.dp].memory_gib
                      : module[r] > 0 && module[r] < mt->n_modules ? mt->modules[module[r]].memory_gib
                                                                  : 0;
         for (uint32_t k = g.rank_gpu_off[r]; k < g.rank_gpu_off[r + 1]; k++)
@@ -357,7 +357,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
 static void dp_rank_load(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *wi, int it, mm_metrics *mt)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
-    int dp = L->dp, V = L->pp * L->vpp;
+    int dp = L->lay.dp, V = L->lay.pp * L->lay.vpp;
     double *row = mt->dp_rank_load_s + (size_t)it * dp, one = 0;
     if (sim->wl) {
         memcpy(row, wi->load_rank, (size_t)dp * sizeof *row);
@@ -399,13 +399,13 @@ int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err)
  * mm_sim_data_memory. */
 static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *wi, int it, mm_metrics *mt)
 {
-    double *stage_gib = calloc((size_t)spec->pp, sizeof *stage_gib);
+    double *stage_gib = calloc((size_t)spec->lay.pp, sizeof *stage_gib);
     if (!stage_gib)
         return -1;
     mm_data_mem dm = {.stage_gib = stage_gib};
     int rc = mm_sim_data_memory(sim, spec, wi, &dm);
     if (rc >= 0) {
-        for (int s = 0; s < spec->pp; s++)
+        for (int s = 0; s < spec->lay.pp; s++)
             mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
         mt->iters[it].peak_memory_gib = dm.peak_gib;
         mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
@@ -424,7 +424,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    int P = L->pp, iters = sc->iterations, rc;
+    int P = L->lay.pp, iters = sc->iterations, rc;
     bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
     if (sim->wl && (rc = mm_sim_iteration_costs(sim, spec, costs->stages, it, wi, err)))
         return rc;
@@ -447,13 +447,13 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
     mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
     mm_time t0 = mm_engine_now(eng), t1 = t0;
-    mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->vpp) : NULL,
+    mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->lay.vpp) : NULL,
                        .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster.gpu.overlap_slowdown};
     if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
         rc = mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
-                 ? mm_sym_exec(eng, &g, L->dp, &sim->cluster,
+                 ? mm_sym_exec(eng, &g, L->lay.dp, &sim->cluster,
                                sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
                                &t1, err)
                  : mm_exec_run_opts(eng, &g, &sim->cluster,
@@ -474,7 +474,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
                                       : 1.0 - sim->seq / mm_sim_cost_seq(sim);
         if (!sim->wl)
             im->peak_memory_gib = mt->peak_memory_gib;
-        measure(&g, start, end, t0, t1, im, mt->stages, P, L->dp, !sim->headline_only);
+        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only);
         double lo = INFINITY, hi = 0;
         for (int s = 0; s < P; s++) {
             double b = mt->stages[s].busy_s - busy_before[s];
@@ -513,7 +513,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
 static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
 {
     const mm_scenario *sc = &sim->sc;
-    int P = sc->parallel.llm.pp, iters = sc->iterations;
+    int P = sc->parallel.llm.lay.pp, iters = sc->iterations;
     int gpus = mm_cluster_gpus(&sim->cluster);
     double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
     double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
@@ -571,11 +571,11 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     memset(mt, 0, sizeof *mt);
     if (tl)
         memset(tl, 0, sizeof *tl);
-    int P = sc->parallel.llm.pp, iters = sc->iterations;
+    int P = sc->parallel.llm.lay.pp, iters = sc->iterations;
     mm_sim_costs costs = {0};
     mt->iters = calloc((size_t)iters, sizeof *mt->iters);
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
-    mt->dp_ranks = sc->parallel.llm.dp;
+    mt->dp_ranks = sc->parallel.llm.lay.dp;
     mt->dp_rank_load_s = calloc((size_t)iters * (size_t)mt->dp_ranks + 1, sizeof *mt->dp_rank_load_s);
     mm_engine *eng = mm_engine_alloc();
     mm_build_spec spec = {0};

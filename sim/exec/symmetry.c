@@ -12,7 +12,7 @@ bool mm_sym_applies(const mm_sim *sim)
     bool own = sim->n_enc > 0 &&
                (sc->parallel.placement == MM_PLACE_PIPELINE || sc->parallel.placement == MM_PLACE_DISJOINT);
     return !sim->no_symmetry && !sim->wl && sim->cluster.pt.n == 0 && sim->cluster.n_groups == 0 &&
-           sc->parallel.llm.dp > 1 && sc->parallel.llm.ep <= 1 && !own;
+           sc->parallel.llm.lay.dp > 1 && sc->parallel.llm.lay.ep <= 1 && !own;
 }
 
 /* What the collapse needs to know about g; freed by sym_free. */

@@ -84,9 +84,9 @@ double mm_mem_layer_activations_varlen(const mm_llm *m, double T, double S, int 
  * blocks for non-uniform models such as Gemma 2). */
 double mm_mem_llm_mb_activations(const mm_llm *m, const mm_mem_config *c, int stage, double T, double S)
 {
-    int nl = c->layers_per_stage ? c->layers_per_stage[stage] : (int)(m->layers / (c->pp > 0 ? c->pp : 1));
-    double cp = c->cp > 0 ? (double)c->cp : 1.0, t = c->tp > 0 ? (double)c->tp : 1.0;
-    double act = (double)nl * mm_mem_layer_activations_varlen(m, T, S, c->tp, c->sp, c->cp, c->recompute);
+    int nl = mm_layout_stage_layers(&c->lay, m->layers, stage);
+    double cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0, t = c->lay.tp > 0 ? (double)c->lay.tp : 1.0;
+    double act = (double)nl * mm_mem_layer_activations_varlen(m, T, S, c->lay.tp, c->sp, c->lay.cp, c->recompute);
     if (stage == 0)
         act += 3.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
     return act;
@@ -125,28 +125,26 @@ double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro
 
 static int stage_layers(const mm_llm *m, const mm_mem_config *c, int stage)
 {
-    if (c->layers_per_stage)
-        return c->layers_per_stage[stage];
-    return (int)(m->layers / c->pp);
+    return mm_layout_stage_layers(&c->lay, m->layers, stage);
 }
 
 int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
 {
     memset(out, 0, sizeof *out);
-    if (c->pp < 1 || c->tp < 1 || c->dp < 1 || stage < 0 || stage >= c->pp || c->micro_batches < 1)
+    if (c->lay.pp < 1 || c->lay.tp < 1 || c->lay.dp < 1 || stage < 0 || stage >= c->lay.pp || c->micro_batches < 1)
         return -1;
     int nl = stage_layers(m, c, stage);
-    bool first = stage == 0, last = stage == c->pp - 1;
-    double t = (double)c->tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
-    double cp = c->cp > 0 ? (double)c->cp : 1.0;
+    bool first = stage == 0, last = stage == c->lay.pp - 1;
+    double t = (double)c->lay.tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
+    double cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0;
     int ep_dp = 1, ep_tp = 1;
-    if (mm_mem_ep_fold(c->ep > 0 ? c->ep : 1, c->tp, c->dp, &ep_dp, &ep_tp))
+    if (mm_mem_ep_fold(c->lay.ep > 0 ? c->lay.ep : 1, c->lay.tp, c->lay.dp, &ep_dp, &ep_tp))
         return -1;
 
     /* The stage's own blocks (DeepSeek's dense first ones, Gemma 2's mix)
      * when its layers are contiguous (vpp 1); else the model's mean block. */
     mm_llm view = *m;
-    if ((c->vpp <= 1) && !mm_llm_blocks_uniform(m)) {
+    if ((c->lay.vpp <= 1) && !mm_llm_blocks_uniform(m)) {
         int l0 = 0;
         for (int k = 0; k < stage; k++)
             l0 += stage_layers(m, c, k);
@@ -165,18 +163,18 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         dense += (double)mm_llm_embedding_params(m) / t;
     if (last)
         dense += (double)mm_llm_final_norm_params(m) / t +
-                 (m->tied ? (c->pp > 1 ? (double)m->vocab * h : 0.0) : (double)mm_llm_head_params(m)) / t;
+                 (m->tied ? (c->lay.pp > 1 ? (double)m->vocab * h : 0.0) : (double)mm_llm_head_params(m)) / t;
     out->params = dense + experts;
     /* Experts are data-parallel over the replicas outside their group:
      * Megatron's expert DP group is dp*tp/(ep*etp), here dp/ep_dp. */
-    double exp_dp = (double)c->dp / (double)ep_dp;
+    double exp_dp = (double)c->lay.dp / (double)ep_dp;
     if (exp_dp < 1.0)
         exp_dp = 1.0;
-    double bpp_dense = mm_mem_state_bytes_per_param(c->zero, c->dp);
+    double bpp_dense = mm_mem_state_bytes_per_param(c->zero, c->lay.dp);
     double bpp_exp = mm_mem_state_bytes_per_param(c->zero, (int)exp_dp);
     double all = dense * bpp_dense + experts * bpp_exp;
-    out->weights = c->zero >= 3 ? out->params * MM_BYTES_WEIGHT / c->dp : out->params * MM_BYTES_WEIGHT;
-    out->grads = c->zero >= 2 ? out->params * MM_BYTES_GRAD / c->dp : out->params * MM_BYTES_GRAD;
+    out->weights = c->zero >= 3 ? out->params * MM_BYTES_WEIGHT / c->lay.dp : out->params * MM_BYTES_WEIGHT;
+    out->grads = c->zero >= 2 ? out->params * MM_BYTES_GRAD / c->lay.dp : out->params * MM_BYTES_GRAD;
     out->optimizer = all - out->weights - out->grads;
     if (out->optimizer < 0) /* rounding across the two DP groups */
         out->optimizer = 0;
@@ -200,8 +198,8 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         out->grads = out->optimizer = 0;
 
     /* ---- activations ---- */
-    double per_layer = mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, c->recompute);
-    double inflight = mm_mem_in_flight(c->schedule, stage, c->pp, c->vpp, c->micro_batches);
+    double per_layer = mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute);
+    double inflight = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
     double stage_act = (double)nl * per_layer;
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
      * stage, per micro-batch in flight (Korthikanti 4.2: sbhp/t with SP). */
@@ -213,7 +211,7 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
      * during its backward; on the last stage the fp32 logits of the
      * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */
     if (c->recompute == MM_RECOMPUTE_FULL)
-        out->transient += mm_mem_layer_activations(sm, b, s, c->tp, c->sp, c->cp, MM_RECOMPUTE_SELECTIVE);
+        out->transient += mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, MM_RECOMPUTE_SELECTIVE);
     if (last)
         out->transient += 4.0 * sl * b * (double)m->vocab / t + 2.0 * sl * b * h / (c->sp ? t : 1.0);
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;

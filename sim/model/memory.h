@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 
+#include "model/layout.h"
 #include "model/llm.h"
 #include "model/mllm.h"
 
@@ -43,7 +44,7 @@ typedef enum mm_mem_schedule {
 } mm_mem_schedule;
 
 typedef struct mm_mem_config {
-    int tp, pp, dp, cp, vpp, ep;
+    mm_layout lay;       /* the LLM's degrees and split (layout.h) */
     bool sp;
     int zero;            /* 0..3; 1 = Megatron's distributed optimizer */
     int recompute;       /* enum mm_recompute */
@@ -51,7 +52,6 @@ typedef struct mm_mem_config {
     int micro_batches;   /* per DP replica */
     double micro_batch;  /* sequences per micro-batch */
     double seq;          /* tokens per sequence */
-    const int *layers_per_stage; /* pp entries, or NULL for an even split */
     bool frozen;         /* train.frozen names the LLM: its 16-bit weights only
                             (sharded over dp under ZeRO-3), no gradients or
                             optimizer states; activations are still kept, as

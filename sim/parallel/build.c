@@ -56,7 +56,7 @@ static int enc_gpus(const mm_enc_spec *e) { return own_gpus(e) ? e->tp * e->pp *
 
 int mm_build_gpus(const mm_build_spec *sp)
 {
-    int n = sp->tp * (sp->cp > 0 ? sp->cp : 1) * sp->dp * sp->pp;
+    int n = sp->lay.tp * (sp->lay.cp > 0 ? sp->lay.cp : 1) * sp->lay.dp * sp->lay.pp;
     for (int i = 0; i < sp->n_enc; i++)
         n += enc_gpus(&sp->enc[i]);
     return n;
@@ -66,7 +66,7 @@ static void strides(const mm_build_spec *sp, int cp, int out[MM_DIM_COUNT])
 {
     static const int def[MM_DIM_COUNT] = {MM_DIM_TP, MM_DIM_CP, MM_DIM_DP, MM_DIM_PP};
     const int *ord = sp->order[0] || sp->order[1] || sp->order[2] || sp->order[3] ? sp->order : def;
-    int size[MM_DIM_COUNT] = {sp->tp, cp, sp->dp, sp->pp}, st = 1;
+    int size[MM_DIM_COUNT] = {sp->lay.tp, cp, sp->lay.dp, sp->lay.pp}, st = 1;
     for (int i = 0; i < MM_DIM_COUNT; i++) {
         out[ord[i]] = st;
         st *= size[ord[i]];
@@ -77,19 +77,19 @@ int mm_build_enc_homes(const mm_build_spec *sp, int i, int *home, int max)
 {
     if (i < 0 || i >= sp->n_enc || sp->enc[i].tp < 1)
         return -1;
-    int st[MM_DIM_COUNT], G = sp->tp * (sp->cp > 0 ? sp->cp : 1) * sp->dp * sp->pp, n = G / sp->enc[i].tp;
-    strides(sp, sp->cp > 0 ? sp->cp : 1, st);
+    int st[MM_DIM_COUNT], G = sp->lay.tp * (sp->lay.cp > 0 ? sp->lay.cp : 1) * sp->lay.dp * sp->lay.pp, n = G / sp->enc[i].tp;
+    strides(sp, sp->lay.cp > 0 ? sp->lay.cp : 1, st);
     if (n > max)
         return -1;
     for (int k = 0; k < n; k++)
-        home[k] = mm_bld_rank_of_gpu(sp, st, k * sp->enc[i].tp) % sp->dp;
+        home[k] = mm_bld_rank_of_gpu(sp, st, k * sp->enc[i].tp) % sp->lay.dp;
     return n;
 }
 
 int mm_build_gpu(const mm_build_spec *sp, int t, int c, int d, int s)
 {
     int st[MM_DIM_COUNT], off = 0;
-    strides(sp, sp->cp > 0 ? sp->cp : 1, st);
+    strides(sp, sp->lay.cp > 0 ? sp->lay.cp : 1, st);
     for (int i = 0; i < sp->n_enc; i++)
         off += enc_gpus(&sp->enc[i]);
     return off + t * st[MM_DIM_TP] + c * st[MM_DIM_CP] + d * st[MM_DIM_DP] + s * st[MM_DIM_PP];
@@ -113,7 +113,7 @@ static int check_enc(builder *b, int i)
 {
     const mm_build_spec *sp = b->sp;
     const mm_enc_spec *e = &sp->enc[i];
-    int G = sp->tp * (sp->cp > 0 ? sp->cp : 1) * sp->dp * sp->pp;
+    int G = sp->lay.tp * (sp->lay.cp > 0 ? sp->lay.cp : 1) * sp->lay.dp * sp->lay.pp;
     if (!e->mb || e->chunks < 1 || e->placement < MM_ENC_PIPELINE || e->placement > MM_ENC_HOMOGENEOUS)
         return mm_bld_fail(b, "encoder %d ('%s'): needs per-micro-batch costs, at least one layer and a known "
                            "placement", i, e->name);
@@ -128,26 +128,26 @@ static int check_enc(builder *b, int i)
 static int check_spec(builder *b)
 {
     const mm_build_spec *sp = b->sp;
-    int cp = sp->cp > 0 ? sp->cp : 1, ep = sp->ep > 0 ? sp->ep : 1;
+    int cp = sp->lay.cp > 0 ? sp->lay.cp : 1, ep = sp->lay.ep > 0 ? sp->lay.ep : 1;
     if (sp->n_enc < 0 || sp->n_enc > MM_MAX_ENCODERS)
         return mm_bld_fail(b, "%d encoders (at most %d)", sp->n_enc, MM_MAX_ENCODERS);
     for (int i = 0; i < sp->n_enc; i++)
         if (check_enc(b, i))
             return -1;
-    if (sp->tp < 1 || sp->pp < 1 || sp->dp < 1 || sp->m < 1 || sp->vpp < 1 || !sp->stages)
+    if (sp->lay.tp < 1 || sp->lay.pp < 1 || sp->lay.dp < 1 || sp->m < 1 || sp->lay.vpp < 1 || !sp->stages)
         return mm_bld_fail(b, "tp %d, pp %d, dp %d, vpp %d and micro-batches %d must be >= 1, with stage costs",
-                           sp->tp, sp->pp, sp->dp, sp->vpp, sp->m);
-    if (sp->tp > 4096 || cp > 4096 || ep > 4096)
-        return mm_bld_fail(b, "tp %d, cp %d and ep %d must be at most 4096", sp->tp, cp, ep);
+                           sp->lay.tp, sp->lay.pp, sp->lay.dp, sp->lay.vpp, sp->m);
+    if (sp->lay.tp > 4096 || cp > 4096 || ep > 4096)
+        return mm_bld_fail(b, "tp %d, cp %d and ep %d must be at most 4096", sp->lay.tp, cp, ep);
     int ep_dp, ep_tp;
-    if (mm_mem_ep_fold(ep, sp->tp, sp->dp, &ep_dp, &ep_tp))
+    if (mm_mem_ep_fold(ep, sp->lay.tp, sp->lay.dp, &ep_dp, &ep_tp))
         return mm_bld_fail(b, "ep %d must fold into dp %d x tp %d (gcd(ep, dp) replicas x ep/gcd TP ranks)", ep,
-                           sp->dp, sp->tp);
+                           sp->lay.dp, sp->lay.tp);
     if (sp->zero < 0 || sp->zero > 3)
         return mm_bld_fail(b, "zero %d must be 0-3", sp->zero);
-    if (sp->vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
-        return mm_bld_fail(b, "vpp %d needs the interleaved schedule", sp->vpp);
-    for (int v = 0; v < sp->pp * sp->vpp; v++)
+    if (sp->lay.vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
+        return mm_bld_fail(b, "vpp %d needs the interleaved schedule", sp->lay.vpp);
+    for (int v = 0; v < sp->lay.pp * sp->lay.vpp; v++)
         if (sp->stages[v].chunks < 1 || sp->stages[v].moe_chunks > sp->stages[v].chunks)
             return mm_bld_fail(b, "virtual stage %d: %d layers (>= 1 needed), %d of them MoE", v,
                                sp->stages[v].chunks, sp->stages[v].moe_chunks);
@@ -185,10 +185,10 @@ static void builder_free(builder *b, work *w)
 static int builder_init(builder *b, work *w, const mm_graph_size *size)
 {
     const mm_build_spec *sp = b->sp;
-    int n_ranks = sp->pp * sp->dp;
+    int n_ranks = sp->lay.pp * sp->lay.dp;
     strides(sp, b->cp, b->stride);
-    mm_mem_ep_fold(b->ep, sp->tp, sp->dp, &b->ep_dp, &b->ep_tp);
-    int gmax = sp->tp > sp->dp ? sp->tp : sp->dp;
+    mm_mem_ep_fold(b->ep, sp->lay.tp, sp->lay.dp, &b->ep_dp, &b->ep_tp);
+    int gmax = sp->lay.tp > sp->lay.dp ? sp->lay.tp : sp->lay.dp;
     gmax = gmax > b->cp ? gmax : b->cp;
     gmax = gmax > b->ep ? gmax : b->ep;
     for (int i = 0; i < sp->n_enc; i++) {
@@ -211,23 +211,23 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
     for (int i = 0; i < sp->n_enc; i++)
         snprintf(b->g->module_names[b->g->n_modules++], sizeof b->g->module_names[0], "%s",
                  sp->enc[i].name[0] ? sp->enc[i].name : "encoder");
-    size_t npass = (size_t)b->V * sp->dp * sp->m;
-    int nsteps = mm_schedule_len(sp->schedule, sp->m, sp->vpp);
+    size_t npass = (size_t)b->V * sp->lay.dp * sp->m;
+    int nsteps = mm_schedule_len(sp->schedule, sp->m, sp->lay.vpp);
     b->fe = calloc(npass, sizeof *b->fe);
     b->be = calloc(npass, sizeof *b->be);
     b->last_compute = malloc((size_t)n_ranks * sizeof *b->last_compute);
     b->gbuf = malloc((size_t)(gmax + 2) * sizeof *b->gbuf);
     w->steps = malloc((size_t)nsteps * sizeof *w->steps);
     w->last = calloc((size_t)n_ranks, sizeof *w->last);
-    w->bucket_of = malloc((size_t)sp->vpp * b->max_chunks * sizeof *w->bucket_of);
+    w->bucket_of = malloc((size_t)sp->lay.vpp * b->max_chunks * sizeof *w->bucket_of);
     b->last_dp = malloc((size_t)n_ranks * sizeof *b->last_dp);
     b->layer_ops = malloc((size_t)b->max_chunks * sizeof *b->layer_ops);
     size_t z3n = sp->zero >= 3 ? (size_t)b->V * sp->m * 3 * b->max_chunks * 2 : 0;
-    size_t epn = b->ep > 1 ? (size_t)(sp->dp / b->ep_dp) * b->V * sp->m * 2 * b->max_chunks : 0;
+    size_t epn = b->ep > 1 ? (size_t)(sp->lay.dp / b->ep_dp) * b->V * sp->m * 2 * b->max_chunks : 0;
     if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
           b->layer_ops && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
-          cache_init(&b->bucket, (size_t)(sp->zero < 3 ? mm_build_grad_syncs(sp) : 1) * sp->pp * b->max_chunks *
-                                     sp->vpp * 2) == 0 &&
+          cache_init(&b->bucket, (size_t)(sp->zero < 3 ? mm_build_grad_syncs(sp) : 1) * sp->lay.pp * b->max_chunks *
+                                     sp->lay.vpp * 2) == 0 &&
           cache_init(&b->enc_sync, mm_bld_enc_sync_slots(sp)) == 0))
         return mm_bld_fail(b, "out of memory for %d ranks, %zu passes", n_ranks, npass);
     for (int r = 0; r < n_ranks; r++)
@@ -240,28 +240,28 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
 static int emit_param_gathers(builder *b, work *w)
 {
     const mm_build_spec *sp = b->sp;
-    if (!(sp->overlap_param_gather && sp->zero >= 1 && sp->zero <= 2 && sp->dp > 1))
+    if (!(sp->overlap_param_gather && sp->zero >= 1 && sp->zero <= 2 && sp->lay.dp > 1))
         return 0;
-    w->param_gather = malloc((size_t)b->n_ranks * sp->vpp * b->max_chunks * sizeof *w->param_gather);
+    w->param_gather = malloc((size_t)b->n_ranks * sp->lay.vpp * b->max_chunks * sizeof *w->param_gather);
     int rc = w->param_gather ? 0 : mm_bld_fail(b, "out of memory for the parameter gathers");
-    for (int s = 0; s < sp->pp && rc == 0; s++) {
+    for (int s = 0; s < sp->lay.pp && rc == 0; s++) {
         int nb = mm_bld_buckets(b, s, w->bucket_of);
-        for (int d = 0; d < sp->dp && rc == 0; d++) {
-            int rank = d + sp->dp * s;
+        for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+            int rank = d + sp->lay.dp * s;
             int64_t *ops = calloc((size_t)nb, sizeof *ops);
             rc = ops ? 0 : mm_bld_fail(b, "out of memory for stage %d's parameter gathers", s);
             for (int q = nb - 1; q >= 0 && rc == 0; q--) { /* forward order: last bucket first */
                 int n = dp_group(b, s);
                 double by = mm_bld_bucket_bytes_of(b, s, w->bucket_of, q, 1);
-                int64_t cl = shared_coll(b, &b->bucket, ((size_t)s * b->max_chunks * sp->vpp + q) * 2 + 1,
-                                         MM_COLL_ALLGATHER, sp->dp, 1, by, n);
+                int64_t cl = shared_coll(b, &b->bucket, ((size_t)s * b->max_chunks * sp->lay.vpp + q) * 2 + 1,
+                                         MM_COLL_ALLGATHER, sp->lay.dp, 1, by, n);
                 ops[q] = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, cl, -1);
                 if (ops[q] < 0)
                     rc = -1;
             }
-            for (int v = 0; v < sp->vpp && rc == 0; v++)
-                for (int k = 0; k < sp->stages[v * sp->pp + s].chunks; k++)
-                    w->param_gather[((size_t)rank * sp->vpp + v) * b->max_chunks + k] =
+            for (int v = 0; v < sp->lay.vpp && rc == 0; v++)
+                for (int k = 0; k < sp->stages[v * sp->lay.pp + s].chunks; k++)
+                    w->param_gather[((size_t)rank * sp->lay.vpp + v) * b->max_chunks + k] =
                         ops[w->bucket_of[v * b->max_chunks + k]];
             free(ops);
         }
@@ -274,13 +274,13 @@ static int map_rank_gpus(builder *b)
 {
     const mm_build_spec *sp = b->sp;
     int rc = 0;
-    for (int r = 0; r < sp->pp * sp->dp && rc == 0; r++) {
-        int d = r % sp->dp, s = r / sp->dp, k = 0;
-        int *gl = malloc((size_t)(sp->tp * b->cp) * sizeof *gl);
+    for (int r = 0; r < sp->lay.pp * sp->lay.dp && rc == 0; r++) {
+        int d = r % sp->lay.dp, s = r / sp->lay.dp, k = 0;
+        int *gl = malloc((size_t)(sp->lay.tp * b->cp) * sizeof *gl);
         if (!gl)
             return mm_bld_fail(b, "out of memory for rank %d's GPU list", r);
         for (int c = 0; c < b->cp; c++)
-            for (int t = 0; t < sp->tp; t++)
+            for (int t = 0; t < sp->lay.tp; t++)
                 gl[k++] = gpu(b, t, c, d, s);
         rc = mm_graph_rank_gpus(b->g, r, gl, k);
         free(gl);
@@ -312,21 +312,21 @@ static int map_rank_gpus(builder *b)
 static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int slot)
 {
     const mm_build_spec *sp = b->sp;
-    int nl = sp->stages[c * sp->pp + s].chunks;
+    int nl = sp->stages[c * sp->lay.pp + s].chunks;
     for (int k = nl - 1; k >= 0; k--) {
         int q = w->bucket_of[c * b->max_chunks + k];
         /* a bucket is complete at its lowest layer (backward runs downwards) */
         bool closes = k == 0 ? (c == 0 || w->bucket_of[(c - 1) * b->max_chunks +
-                                                       sp->stages[(c - 1) * sp->pp + s].chunks - 1] != q)
+                                                       sp->stages[(c - 1) * sp->lay.pp + s].chunks - 1] != q)
                              : w->bucket_of[c * b->max_chunks + k - 1] != q;
         if (!closes)
             continue;
         int gn = dp_group(b, s);
         int dist = sp->zero >= 1;
         double by = mm_bld_bucket_bytes_of(b, s, w->bucket_of, q, 0);
-        size_t key = (((size_t)(slot > 0 ? slot : 0) * sp->pp + s) * b->max_chunks * sp->vpp + q) * 2;
+        size_t key = (((size_t)(slot > 0 ? slot : 0) * sp->lay.pp + s) * b->max_chunks * sp->lay.vpp + q) * 2;
         int64_t cl =
-            shared_coll(b, &b->bucket, key, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, by, gn);
+            shared_coll(b, &b->bucket, key, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->lay.dp, 1, by, gn);
         int stream = sp->overlap_grad_reduce ? MM_STREAM_DP : MM_STREAM_COMPUTE;
         if (add_comm(b, rank, stream, MM_CAT_DP, s, slot, -1, cl, b->layer_ops[k]) < 0)
             return -1;
@@ -340,16 +340,16 @@ static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int sl
 static int emit_stage(builder *b, work *w, int s)
 {
     const mm_build_spec *sp = b->sp;
-    int n = mm_schedule_steps(sp->schedule, sp->pp, s, sp->m, sp->vpp, w->steps);
+    int n = mm_schedule_steps(sp->schedule, sp->lay.pp, s, sp->m, sp->lay.vpp, w->steps);
     mm_bld_buckets(b, s, w->bucket_of);
     if (n < 0)
         return mm_bld_fail(b, "the %s schedule does not take stage %d of pp %d with %d micro-batches and vpp %d",
-                           sched_names[sp->schedule], s, sp->pp, sp->m, sp->vpp);
+                           sched_names[sp->schedule], s, sp->lay.pp, sp->m, sp->lay.vpp);
     int rc = 0;
-    for (int d = 0; d < sp->dp && rc == 0; d++) {
-        int rank = d + sp->dp * s;
+    for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+        int rank = d + sp->lay.dp * s;
         for (int i = 0; i < n && rc == 0; i++) {
-            int vs = w->steps[i].chunk * sp->pp + s, pass = w->steps[i].pass, mb = w->steps[i].mb;
+            int vs = w->steps[i].chunk * sp->lay.pp + s, pass = w->steps[i].pass, mb = w->steps[i].mb;
             pass_ends tmp, *pe = pass == MM_PASS_F   ? &b->fe[pass_index(b, vs, d, mb)]
                                  : pass == MM_PASS_B ? &b->be[pass_index(b, vs, d, mb)]
                                                      : &tmp;
@@ -360,13 +360,13 @@ static int emit_stage(builder *b, work *w, int s)
             if (rc == 0 && w->param_gather && pass == MM_PASS_F && mb == 0)
                 for (int k = 0; k < nl && rc == 0; k++)
                     rc = mm_graph_dep(b->g,
-                                      (uint32_t)w->param_gather[((size_t)rank * sp->vpp + c) * b->max_chunks + k],
+                                      (uint32_t)w->param_gather[((size_t)rank * sp->lay.vpp + c) * b->max_chunks + k],
                                       b->layer_ops[k])
                              ? mm_bld_fail(b, "out of memory in stage %d's parameter-gather edges", s)
                              : 0;
             bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
             bool every = sp->zero < 3 && mm_build_grad_syncs(sp) > 1;
-            if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->dp > 1 && grads_done &&
+            if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->lay.dp > 1 && grads_done &&
                 (every || mb == sp->m - 1))
                 rc = emit_grad_buckets(b, w, s, rank, c, every ? mb : -1);
             /* a homogeneous encoder's, after its backward (the last of
@@ -389,7 +389,7 @@ static int emit_transfers(builder *b)
     const mm_build_spec *sp = b->sp;
     int rc = 0;
     for (int vs = 0; vs + 1 < b->V && rc == 0; vs++)
-        for (int d = 0; d < sp->dp && rc == 0; d++)
+        for (int d = 0; d < sp->lay.dp && rc == 0; d++)
             for (int j = 0; j < sp->m && rc == 0; j++) {
                 size_t x = pass_index(b, vs, d, j), y = pass_index(b, vs + 1, d, j);
                 rc = mm_bld_emit_p2p(b, d, vs, vs + 1, j, b->fe[x].last, b->fe[y].first);
@@ -402,8 +402,8 @@ static int emit_transfers(builder *b)
 /* One build into g: counting (size NULL) or into arrays reserved to *size. */
 static int build(const mm_build_spec *sp, mm_graph *g, const mm_graph_size *size, mm_err *err)
 {
-    builder b = {.sp = sp, .g = g, .V = sp->pp * sp->vpp, .cp = sp->cp > 0 ? sp->cp : 1,
-                 .ep = sp->ep > 0 ? sp->ep : 1, .err = err};
+    builder b = {.sp = sp, .g = g, .V = sp->lay.pp * sp->lay.vpp, .cp = sp->lay.cp > 0 ? sp->lay.cp : 1,
+                 .ep = sp->lay.ep > 0 ? sp->lay.ep : 1, .err = err};
     work w = {0};
     if (check_spec(&b))
         return -1;
@@ -419,7 +419,7 @@ static int build(const mm_build_spec *sp, mm_graph *g, const mm_graph_size *size
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
         if (sp->enc[i].placement == MM_ENC_COLOCATED && (rc = mm_bld_emit_colocated(&b, i, MM_PASS_F)))
             mm_bld_fail(&b, "encoder '%s' colocated, forward: out of memory", sp->enc[i].name);
-    for (int s = 0; s < sp->pp && rc == 0; s++)
+    for (int s = 0; s < sp->lay.pp && rc == 0; s++)
         if ((rc = emit_stage(&b, &w, s)))
             mm_bld_fail(&b, "stage %d's passes: out of memory", s);
     /* 1b. Encoders on their own GPUs, and colocated encoders' backward. */
@@ -438,7 +438,7 @@ static int build(const mm_build_spec *sp, mm_graph *g, const mm_graph_size *size
     if (rc == 0 && (rc = mm_bld_emit_rebalance(&b, 1)))
         mm_bld_fail(&b, "the post-balance gradient all-to-all could not be created");
     /* 3. Gradient synchronisation and the optimizer step. */
-    for (int s = 0; s < sp->pp && rc == 0; s++)
+    for (int s = 0; s < sp->lay.pp && rc == 0; s++)
         if ((rc = mm_bld_emit_dp_tail(&b, s, w.last)))
             mm_bld_fail(&b, "stage %d's gradient synchronisation and optimizer step: out of memory", s);
     for (int i = 0; i < sp->n_enc && rc == 0; i++)

@@ -77,6 +77,7 @@
 #ifndef MM_BUILD_H
 #define MM_BUILD_H
 
+#include "model/layout.h"
 #include "parallel/graph.h"
 #include "parallel/schedule.h"
 #include "util/err.h"
@@ -164,8 +165,9 @@ enum { MM_DIM_TP, MM_DIM_CP, MM_DIM_DP, MM_DIM_PP, MM_DIM_COUNT };
 
 typedef struct mm_build_spec {
     mm_schedule schedule;
-    int tp, cp, ep, pp, dp;  /* cp, ep: 0 is taken as 1 */
-    int vpp;                 /* model chunks per rank (1 unless interleaved) */
+    mm_layout lay;           /* the LLM's degrees (cp, ep: 0 is taken as 1;
+                                vpp: model chunks per rank, 1 unless
+                                interleaved); its split is in stages[].chunks */
     int m;                   /* micro-batches per DP replica */
     int order[MM_DIM_COUNT]; /* placement, fastest first; all zero: default
                                 tp-cp-(ep-)dp-pp */

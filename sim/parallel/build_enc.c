@@ -87,7 +87,7 @@ int mm_build_enc_grad_syncs(const mm_build_spec *sp, int i)
     /* replica rep takes micro-batches rep, rep + dp_enc, ... (enc_tasks);
      * a collective needs every replica, so the fewest count (a replica
      * with one more runs it before the tail's reduce) */
-    int n = e->dp > 0 ? sp->dp * sp->m / e->dp : 1;
+    int n = e->dp > 0 ? sp->lay.dp * sp->m / e->dp : 1;
     return n > 1 ? n : 1;
 }
 
@@ -146,7 +146,7 @@ int mm_bld_emit_homog_sync(builder *b, int d, int mb)
          * the last is the DP tail's unless ZeRO-3 (early = n then) */
         int n = mm_build_enc_grad_syncs(sp, i), early = mm_build_enc_early_syncs(sp, i);
         int k = n > 1 ? mb : mb - (sp->m - 1);
-        if (e->placement != MM_ENC_HOMOGENEOUS || sp->dp < 2 || e->grad_bytes <= 0 || k < 0 || k >= early)
+        if (e->placement != MM_ENC_HOMOGENEOUS || sp->lay.dp < 2 || e->grad_bytes <= 0 || k < 0 || k >= early)
             continue;
         int rank = rank_of(sp, d, 0), g = dp_group(b, 0);
         if (emit_enc_sync(b, i, 0, k, rank, 0, mb, g, b->last_compute[rank]) < 0)
@@ -161,7 +161,7 @@ int mm_bld_emit_homog_sync(builder *b, int d, int mb)
 static double enc_total(const builder *b, const mm_enc_spec *e, int what)
 {
     double t = 0;
-    for (int k = 0; k < b->sp->dp * b->sp->m; k++) {
+    for (int k = 0; k < b->sp->lay.dp * b->sp->m; k++) {
         const mm_enc_mb_cost *c = &e->mb[k];
         t += what == 0 ? c->fwd_s : what == 1 ? c->bwd_s : what == 2 ? c->fwd_flops
            : what == 3 ? c->bwd_flops : what == 4 ? c->recompute_flops : c->out_bytes;
@@ -169,7 +169,7 @@ static double enc_total(const builder *b, const mm_enc_spec *e, int what)
     return t;
 }
 
-static int llm_gpus(const builder *b) { return b->sp->tp * b->cp * b->sp->dp * b->sp->pp; }
+static int llm_gpus(const builder *b) { return b->sp->lay.tp * b->cp * b->sp->lay.dp * b->sp->lay.pp; }
 
 /* A collective over all of the LLM's GPUs reached by every LLM rank. */
 int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes)
@@ -180,7 +180,7 @@ int64_t mm_bld_all_llm_coll(builder *b, int kind, double bytes)
         return -1;
     for (int i = 0; i < n; i++)
         all[i] = b->llm_off + i;
-    int64_t cl = mm_graph_add_coll(b->g, kind, b->sp->pp * b->sp->dp, 1, bytes, all, n);
+    int64_t cl = mm_graph_add_coll(b->g, kind, b->sp->lay.pp * b->sp->lay.dp, 1, bytes, all, n);
     free(all);
     return cl;
 }
@@ -192,18 +192,18 @@ static int emit_colocated_ranks(builder *b, int i, int pass)
 {
     const mm_build_spec *sp = b->sp;
     const mm_enc_spec *e = &sp->enc[i];
-    int R = sp->pp * sp->dp, G = llm_gpus(b), K = e->n_ranks;
+    int R = sp->lay.pp * sp->lay.dp, G = llm_gpus(b), K = e->n_ranks;
     bool fwd = pass == MM_PASS_F;
     if (K != G / e->tp || !e->pair_bytes)
         return -1;
     int64_t *op_of = malloc((size_t)R * sizeof *op_of), *tail = malloc((size_t)R * sizeof *tail);
     int rc = op_of && tail ? 0 : -1;
     for (int r = 0; r < R && rc == 0; r++) {
-        int d = r % sp->dp, s = r / sp->dp;
+        int d = r % sp->lay.dp, s = r / sp->lay.dp;
         mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
                     .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1};
         for (int c = 0; c < b->cp; c++)
-            for (int t = 0; t < sp->tp; t++) {
+            for (int t = 0; t < sp->lay.tp; t++) {
                 const mm_enc_rank_cost *k = &e->ranks[(gpu(b, t, c, d, s) - b->llm_off) / e->tp];
                 double dur = fwd ? k->fwd_s : k->bwd_s, fl = fwd ? k->fwd_flops : k->bwd_flops;
                 op.dur_s = dur > op.dur_s ? dur : op.dur_s;
@@ -215,7 +215,7 @@ static int emit_colocated_ranks(builder *b, int i, int pass)
         rc = op_of[r] < 0 ? -1 : 0;
     }
     /* forward: a zero-time join on each first-stage rank gathers its pairs */
-    for (int d = 0; d < sp->dp && rc == 0 && fwd; d++) {
+    for (int d = 0; d < sp->lay.dp && rc == 0 && fwd; d++) {
         mm_op j = {.rank = d, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .module = (uint8_t)(i + 1),
                    .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1};
         tail[d] = add(b, &j, op_of[d]);
@@ -223,14 +223,14 @@ static int emit_colocated_ranks(builder *b, int i, int pass)
     }
     for (int k = 0; k < K && rc == 0; k++) {
         int src = mm_bld_rank_of_gpu(sp, b->stride, k * e->tp);
-        for (int d = 0; d < sp->dp && rc == 0; d++) {
-            double by = e->pair_bytes[(size_t)k * sp->dp + d];
+        for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+            double by = e->pair_bytes[(size_t)k * sp->lay.dp + d];
             if (by <= 0 || src == d) /* nothing, or already on the first stage's GPUs */
                 continue;
             int pair[2] = {b->llm_off + k * e->tp, gpu(b, 0, 0, d, 0)};
             if (!fwd)
                 pair[0] = gpu(b, 0, 0, d, 0), pair[1] = b->llm_off + k * e->tp;
-            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, by / sp->tp, pair, 2);
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, by / sp->lay.tp, pair, 2);
             mm_op op = {.rank = fwd ? src : d, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
                         .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = (int32_t)cl,
                         .peer = fwd ? d : src};
@@ -256,7 +256,7 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
     const mm_enc_spec *e = &sp->enc[i];
     if (e->ranks)
         return emit_colocated_ranks(b, i, pass);
-    double G = llm_gpus(b), share = e->tp / G, fshare = sp->tp * b->cp / G;
+    double G = llm_gpus(b), share = e->tp / G, fshare = sp->lay.tp * b->cp / G;
     bool fwd = pass == MM_PASS_F;
     int64_t cl = mm_bld_all_llm_coll(b, MM_COLL_ALLTOALL, enc_total(b, e, 5) / G);
     if (cl < 0)
@@ -265,7 +265,7 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
      * for every rank (computing them per rank made building O(pp dp^2 m)) */
     double t_dur = enc_total(b, e, fwd ? 0 : 1), t_flops = enc_total(b, e, fwd ? 2 : 3);
     double t_re = fwd ? 0 : enc_total(b, e, 4);
-    for (int r = 0; r < sp->pp * sp->dp; r++) {
+    for (int r = 0; r < sp->lay.pp * sp->lay.dp; r++) {
         mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
                     .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1,
                     .dur_s = t_dur * share, .flops = t_flops * fshare};
@@ -290,7 +290,7 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
  * g = j*dp + d with g mod dp_enc == rep. */
 static int enc_tasks(const builder *b, const mm_enc_spec *e, int rep, int *out)
 {
-    int n = 0, total = b->sp->dp * b->sp->m;
+    int n = 0, total = b->sp->lay.dp * b->sp->m;
     for (int g = rep; g < total; g += e->dp)
         out[n++] = g;
     return n;
@@ -307,10 +307,10 @@ static int enc_stage_chunks(const mm_enc_spec *e, int se)
 static int *llm_stage0_positions(const builder *b)
 {
     const mm_build_spec *sp = b->sp;
-    int len = mm_schedule_len(sp->schedule, sp->m, sp->vpp);
+    int len = mm_schedule_len(sp->schedule, sp->m, sp->lay.vpp);
     mm_sched_step *st = malloc((size_t)len * sizeof *st);
     int *pos = malloc((size_t)2 * sp->m * sizeof *pos);
-    int n = st && pos ? mm_schedule_steps(sp->schedule, sp->pp, 0, sp->m, sp->vpp, st) : -1;
+    int n = st && pos ? mm_schedule_steps(sp->schedule, sp->lay.pp, 0, sp->m, sp->lay.vpp, st) : -1;
     if (n < 0) {
         free(st);
         free(pos);
@@ -359,7 +359,7 @@ static int enc_order(const builder *b, const mm_enc_spec *e, int se, const int *
     if (!ev)
         return -1;
     for (int t = 0; t < mt; t++) {
-        int j = tasks[t] / sp->dp;
+        int j = tasks[t] / sp->lay.dp;
         ev[n++] = (enc_event){all_f_first ? t - 2 * mt : pos[2 * j] - lead, 1, t};
         if (!e->frozen)
             ev[n++] = (enc_event){all_f_first ? t : pos[2 * j + 1], 0, t};
@@ -376,7 +376,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
 {
     const mm_build_spec *sp = b->sp;
     const mm_enc_spec *e = &sp->enc[i];
-    int total = sp->dp * sp->m;
+    int total = sp->lay.dp * sp->m;
     int *tasks = malloc((size_t)total * sizeof *tasks);
     size_t nf = (size_t)e->pp * total;
     pass_ends *fe = calloc(nf, sizeof *fe), *be = calloc(nf, sizeof *be);
@@ -399,7 +399,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
             for (int t = 0; t < e->tp; t++)
                 tpg[t] = enc_gpu(b, i, t, rep, se);
             for (int k = 0; k < n && rc == 0; k++) {
-                int g = tasks[steps[k].mb], d = g % sp->dp, j = g / sp->dp;
+                int g = tasks[steps[k].mb], d = g % sp->lay.dp, j = g / sp->lay.dp;
                 pass_ends *pe = (steps[k].pass == MM_PASS_F ? fe : be) + (size_t)se * total + g;
                 pe->first = UINT32_MAX;
                 memcpy(b->gbuf, tpg, (size_t)e->tp * sizeof *tpg);
@@ -432,14 +432,14 @@ int mm_bld_emit_own_encoder(builder *b, int i)
                 if (rc == 0 && disjoint && se == 0 && steps[k].pass == MM_PASS_F && e->buffer > 0 &&
                     steps[k].mb >= e->buffer) {
                     int g0 = tasks[steps[k].mb - e->buffer];
-                    rc = mm_graph_dep(b->g, b->fe[pass_index(b, 0, g0 % sp->dp, g0 / sp->dp)].first, pe->first);
+                    rc = mm_graph_dep(b->g, b->fe[pass_index(b, 0, g0 % sp->lay.dp, g0 / sp->lay.dp)].first, pe->first);
                 }
             }
         }
     }
     /* transfers: between encoder stages, and to / from the LLM's first stage */
     for (int g = 0; g < total && rc == 0; g++) {
-        int d = g % sp->dp, j = g / sp->dp, rep = g % e->dp;
+        int d = g % sp->lay.dp, j = g / sp->lay.dp, rep = g % e->dp;
         const mm_enc_mb_cost *c = &e->mb[(size_t)d * sp->m + j];
         for (int se = 0; se + 1 < e->pp && rc == 0; se++) {
             int ra = b->enc_rank_off[i] + rep + e->dp * se, rb = ra + e->dp;
@@ -460,7 +460,7 @@ int mm_bld_emit_own_encoder(builder *b, int i)
         int pair[2] = {enc_gpu(b, i, 0, rep, e->pp - 1), gpu(b, 0, 0, d, 0)};
         for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
             /* each LLM TP rank receives its slice of the embeddings */
-            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->out_bytes / sp->tp, pair, 2);
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->out_bytes / sp->lay.tp, pair, 2);
             mm_op op = {.rank = dir ? llm0 : last_enc, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
                         .module = (uint8_t)(i + 1), .layer = -1, .stage = dir ? 0 : -1, .mb = j,
                         .coll = (int32_t)cl, .peer = dir ? last_enc : llm0};
@@ -496,9 +496,9 @@ int mm_bld_emit_enc_tail(builder *b, int i)
             return -1;
         for (int k = 0; k < n; k++)
             grp[k] = b->llm_off + k * e->tp;
-        int64_t cl = n > 1 && e->grad_bytes > 0 ? mm_graph_add_coll(b->g, kind, sp->pp * sp->dp, 1, e->grad_bytes, grp, n) : -2;
+        int64_t cl = n > 1 && e->grad_bytes > 0 ? mm_graph_add_coll(b->g, kind, sp->lay.pp * sp->lay.dp, 1, e->grad_bytes, grp, n) : -2;
         free(grp);
-        for (int r = 0; r < sp->pp * sp->dp && cl != -1; r++) {
+        for (int r = 0; r < sp->lay.pp * sp->lay.dp && cl != -1; r++) {
             int64_t prev = b->last_compute[r];
             if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
                 return -1;
@@ -550,7 +550,7 @@ static int rebalance_coll(builder *b, int r0, int r1, const int *gl, int n, doub
 int mm_bld_emit_rebalance(builder *b, int at)
 {
     const mm_build_spec *sp = b->sp;
-    int R = sp->pp * sp->dp, G = llm_gpus(b), rc = 0;
+    int R = sp->lay.pp * sp->lay.dp, G = llm_gpus(b), rc = 0;
     int *gl = malloc((size_t)(G > 0 ? G : 1) * sizeof *gl);
     if (!gl)
         return -1;

@@ -52,11 +52,11 @@ int mm_bld_fail(builder *b, const char *fmt, ...) __attribute__((format(printf, 
 /* mm_bld_fail naming op (its kind, stage, micro-batch, layer and rank). */
 int mm_bld_fail_op(builder *b, const mm_op *op, const char *what);
 
-static inline int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->dp * (vs % sp->pp); }
+static inline int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->lay.dp * (vs % sp->lay.pp); }
 
 static inline size_t pass_index(const builder *b, int vs, int d, int mb)
 {
-    return ((size_t)vs * b->sp->dp + d) * b->sp->m + mb;
+    return ((size_t)vs * b->sp->lay.dp + d) * b->sp->m + mb;
 }
 
 static inline int gpu(const builder *b, int t, int c, int d, int s)
@@ -114,22 +114,22 @@ static inline int64_t add_comm(builder *b, int rank, int stream, int cat, int vs
 /* The simulated LLM rank (d + dp s) holding LLM-relative GPU g. */
 static inline int mm_bld_rank_of_gpu(const mm_build_spec *sp, const int stride[MM_DIM_COUNT], int g)
 {
-    int d = g / stride[MM_DIM_DP] % sp->dp, s = g / stride[MM_DIM_PP] % sp->pp;
-    return d + sp->dp * s;
+    int d = g / stride[MM_DIM_DP] % sp->lay.dp, s = g / stride[MM_DIM_PP] % sp->lay.pp;
+    return d + sp->lay.dp * s;
 }
 
 static inline int tp_group(builder *b, int d, int s)
 {
-    for (int t = 0; t < b->sp->tp; t++)
+    for (int t = 0; t < b->sp->lay.tp; t++)
         b->gbuf[t] = gpu(b, t, 0, d, s);
-    return b->sp->tp;
+    return b->sp->lay.tp;
 }
 
 static inline int dp_group(builder *b, int s)
 {
-    for (int d = 0; d < b->sp->dp; d++)
+    for (int d = 0; d < b->sp->lay.dp; d++)
         b->gbuf[d] = gpu(b, 0, 0, d, s);
-    return b->sp->dp;
+    return b->sp->lay.dp;
 }
 
 /* build_llm.c */

@@ -20,9 +20,9 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     const mm_stage_cost *c = &sp->stages[vs];
     double bytes = (c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
     size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
-    int n = dp_group(b, vs % sp->pp);
+    int n = dp_group(b, vs % sp->lay.pp);
     int count = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
-    int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->dp, count, bytes / count, n);
+    int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->lay.dp, count, bytes / count, n);
     return add_comm(b, rank_of(sp, d, vs), stream, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
 
@@ -34,8 +34,8 @@ static int64_t zero3_scatter(builder *b, int d, int vs, int mb, int pass, int la
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
-    int n = dp_group(b, vs % sp->pp);
-    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->dp, 1, c->grad_bytes / c->chunks, n);
+    int n = dp_group(b, vs % sp->lay.pp);
+    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->lay.dp, 1, c->grad_bytes / c->chunks, n);
     return add_comm(b, rank_of(sp, d, vs), block ? MM_STREAM_COMPUTE : MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl,
                     after);
 }
@@ -49,8 +49,8 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int s = vs % sp->pp, rank = rank_of(sp, d, vs);
-    if (sp->tp > 1 && tp_bytes > 0 && msgs > 0) {
+    int s = vs % sp->lay.pp, rank = rank_of(sp, d, vs);
+    if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
         int n = tp_group(b, d, s);
         int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
         for (int q = 0; q < (sp->sp ? 2 : 1); q++) {
@@ -147,10 +147,10 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     /* z3_once (FSDP2 on a pipeline, reshard_after_forward False and no
      * reshard after a backward but the last): only the first micro-batch's
      * forward gathers, every later pass finds the layers gathered */
-    bool z3 = sp->zero >= 3 && comm_pass && sp->dp > 1 && (!sp->z3_once || (pass == MM_PASS_F && mb == 0));
+    bool z3 = sp->zero >= 3 && comm_pass && sp->lay.dp > 1 && (!sp->z3_once || (pass == MM_PASS_F && mb == 0));
     /* ZeRO-3's gradients leave after a layer's last backward work */
     bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
-    bool z3_rs = sp->zero >= 3 && grads_done && sp->dp > 1 && c->grad_bytes > 0; /* none when frozen */
+    bool z3_rs = sp->zero >= 3 && grads_done && sp->lay.dp > 1 && c->grad_bytes > 0; /* none when frozen */
     /* DeepSpeed's overlap_comm false: the gathers and reduce-scatters run
      * on the default stream (parameter_offload.py __allgather_stream,
      * stage3.py reduce_and_partition_stream), so each blocks the compute;
@@ -234,10 +234,10 @@ int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
     if (sp->p2p_s > 0) {
         op.dur_s = sp->p2p_s;
     } else {
-        int pair[2] = {gpu(b, 0, 0, d, from_vs % sp->pp), gpu(b, 0, 0, d, to_vs % sp->pp)};
+        int pair[2] = {gpu(b, 0, 0, d, from_vs % sp->lay.pp), gpu(b, 0, 0, d, to_vs % sp->lay.pp)};
         int up = from_vs < to_vs ? from_vs : to_vs; /* the boundary's upper stage */
         double bytes = sp->mb_costs ? sp->mb_costs[pass_index(b, up, d, mb)].p2p_bytes : sp->p2p_bytes;
-        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, bytes / (sp->tp * b->cp), pair, 2);
+        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, bytes / (sp->lay.tp * b->cp), pair, 2);
         if (cl < 0)
             return -1;
         op.coll = (int32_t)cl;
@@ -248,11 +248,11 @@ int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
          * pointToPoint), so those keep comm 0. */
         if (sp->gpus_per_node > 0 && sp->schedule != MM_SCHEDULE_INTERLEAVED) {
             int nodes = 0, last = -1;
-            for (int s = 0; s < sp->pp; s++) {
+            for (int s = 0; s < sp->lay.pp; s++) {
                 int node = gpu(b, 0, 0, d, s) / sp->gpus_per_node;
                 nodes += node != last, last = node; /* stages ascend in GPU id under any order */
             }
-            mm_graph_set_comm(b->g, (uint32_t)cl, sp->pp, nodes); /* this replica's GPUs */
+            mm_graph_set_comm(b->g, (uint32_t)cl, sp->lay.pp, nodes); /* this replica's GPUs */
         }
     }
     int64_t id = mm_graph_add_op(b->g, &op);
@@ -271,8 +271,8 @@ int mm_bld_buckets(const builder *b, int s, int *bucket_of)
     int nb = 0;
     double fill = 0;
     bool split = sp->bucket_bytes > 0 && (sp->overlap_grad_reduce || sp->overlap_param_gather);
-    for (int v = sp->vpp - 1; v >= 0; v--) {
-        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+    for (int v = sp->lay.vpp - 1; v >= 0; v--) {
+        const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
         for (int k = c->chunks - 1; k >= 0; k--) {
             bucket_of[v * b->max_chunks + k] = nb;
             fill += c->grad_bytes / c->chunks;
@@ -289,8 +289,8 @@ double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int
 {
     const mm_build_spec *sp = b->sp;
     double sum = 0;
-    for (int v = 0; v < sp->vpp; v++) {
-        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+    for (int v = 0; v < sp->lay.vpp; v++) {
+        const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
         double per = (params && c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
         for (int k = 0; k < c->chunks; k++)
             if (bucket_of[v * b->max_chunks + k] == bucket)
@@ -312,8 +312,8 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
 {
     const mm_build_spec *sp = b->sp;
     double grad = 0, opt = 0, params = 0, enc_grad = 0, enc_params = 0;
-    for (int v = 0; v < sp->vpp; v++) {
-        const mm_stage_cost *c = &sp->stages[v * sp->pp + s];
+    for (int v = 0; v < sp->lay.vpp; v++) {
+        const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
         grad += c->grad_bytes;
         /* the updated parameters are gathered in their own 16-bit dtype,
          * not the gradients' (fp32 under Megatron's bf16 default), as the
@@ -337,13 +337,13 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
     bool dist = sp->zero >= 1 && sp->zero <= 2;
     int64_t rs = -1, ag = -1;
     int n = dp_group(b, s);
-    if (sp->dp > 1 && rs_bytes > 0 && sp->zero < 3)
-        rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->dp, 1, rs_bytes, b->gbuf,
+    if (sp->lay.dp > 1 && rs_bytes > 0 && sp->zero < 3)
+        rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->lay.dp, 1, rs_bytes, b->gbuf,
                                n);
-    if (sp->dp > 1 && ag_bytes > 0 && dist)
-        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->dp, 1, ag_bytes, b->gbuf, n);
-    for (int d = 0; d < sp->dp && rc == 0; d++) {
-        int rank = d + sp->dp * s;
+    if (sp->lay.dp > 1 && ag_bytes > 0 && dist)
+        ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->lay.dp, 1, ag_bytes, b->gbuf, n);
+    for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+        int rank = d + sp->lay.dp * s;
         int64_t prev = last_op[rank];
         if (rs >= 0 && (prev = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, rs, prev)) < 0)
             return -1;

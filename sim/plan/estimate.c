@@ -85,7 +85,7 @@ static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1
 static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg, double grad, double params,
                       double fwd1, double bwd1, int chunks)
 {
-    int n = sp->dp;
+    int n = sp->lay.dp;
     double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n, grad);
     double ag = sp->zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
     if (sp->zero >= 3 && (!sp->overlap_grad_reduce || sp->z3_once)) {
@@ -117,10 +117,10 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
     for (int i = 0; i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         bool homog = e->placement == MM_ENC_HOMOGENEOUS;
-        int n = mm_build_enc_early_syncs(sp, i), dp = homog ? L->dp : e->dp;
+        int n = mm_build_enc_early_syncs(sp, i), dp = homog ? L->lay.dp : e->dp;
         if (n < 1 || dp < 2 || e->grad_bytes <= 0)
             continue;
-        const int *g = homog ? group(ranks, L->dp, L->tp * L->cp) : group(ranks, e->dp, e->tp);
+        const int *g = homog ? group(ranks, L->lay.dp, L->lay.tp * L->lay.cp) : group(ranks, e->dp, e->tp);
         double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, g, dp,
                                          e->grad_bytes);
         double hide = homog ? worst : (e->mb[0].fwd_s + e->mb[0].bwd_s) / e->pp;
@@ -136,7 +136,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     memset(mt, 0, sizeof *mt);
-    int P = L->pp, rc = 0, *ranks = NULL;
+    int P = L->lay.pp, rc = 0, *ranks = NULL;
     mm_sim_costs costs = {0};
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     if (!mt->stages) {
@@ -165,7 +165,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
      * all-reduces (analytic network time, serialized as in the executor) */
     /* one rank array, as large as the largest group timed below (TP of
      * each module, DP of the LLM): no group is cut short */
-    int m = sim->micro_batches, most = L->tp > L->dp ? L->tp : L->dp;
+    int m = sim->micro_batches, most = L->lay.tp > L->lay.dp ? L->lay.tp : L->lay.dp;
     for (int i = 0; i < spec.n_enc; i++) { /* an encoder's TP and DP groups too */
         most = spec.enc[i].tp > most ? spec.enc[i].tp : most;
         most = spec.enc[i].dp > most ? spec.enc[i].dp : most;
@@ -175,7 +175,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
-    double tp_one = L->tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->tp, 1), L->tp,
+    double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
                                                      spec.tp_bytes)
                               : 0;
     double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0;
@@ -184,11 +184,11 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     for (int s = 0; s < P; s++) {
         double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0;
         int ch = 0;
-        for (int c = 0; c < L->vpp; c++) {
+        for (int c = 0; c < L->lay.vpp; c++) {
             const mm_stage_cost *x = &st[c * P + s];
             t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (spec.tp_msgs_fwd + spec.tp_msgs_bwd);
-            flops += (x->fwd_flops + x->bwd_flops) * m * L->dp;
-            hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->dp;
+            flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
+            hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
             g += x->grad_bytes;
             if (x->grad_bytes > 0) /* a frozen stage updates nothing to gather */
                 pb += x->param_bytes > 0 ? x->param_bytes : x->grad_bytes;
@@ -216,23 +216,23 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
             per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
                    mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, e->tp, 1), e->tp, c->tp_bytes);
         }
-        flops += (c->fwd_flops + c->bwd_flops) * m * L->dp;
-        hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->dp;
+        flops += (c->fwd_flops + c->bwd_flops) * m * L->lay.dp;
+        hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->lay.dp;
         switch (e->placement) {
         case MM_ENC_HOMOGENEOUS:
             enc_first += per;
             break;
         case MM_ENC_COLOCATED:
-            enc_around += per * m * L->dp * e->tp / (double)(L->tp * L->cp * L->dp * L->pp);
+            enc_around += per * m * L->lay.dp * e->tp / (double)mm_layout_gpus(&L->lay);
             break;
         default: /* a stage of its own: its share of the micro-batches */
-            enc_stage = fmax(enc_stage, per / e->pp * (double)L->dp / e->dp);
+            enc_stage = fmax(enc_stage, per / e->pp * (double)L->lay.dp / e->dp);
         }
     }
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
-    double pipe = (m + (stages - 1) / L->vpp) * worst;
-    double dp_t = L->dp > 1 ? dp_term(sim, &spec, group(ranks, L->dp, L->tp * L->cp), grad, params, dp_fwd, dp_bwd,
+    double pipe = (m + (stages - 1) / L->lay.vpp) * worst;
+    double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
                                        dp_chunks)
                             : 0;
     double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
@@ -245,7 +245,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
     mt->mfu = flops / (T * mt->gpus * peak);
     mt->hfu = hw / (T * mt->gpus * peak);
-    mt->bubble_fraction = (stages - 1) / L->vpp * worst / pipe;
+    mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
 out:
     free(ranks);

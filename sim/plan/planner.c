@@ -88,21 +88,18 @@ typedef struct lps_buf {
 /* The candidate as a layout of the scenario layer, which applies it
  * (mm_scenario_apply_layout) the same way for the pre-score, the in-process
  * reruns and the stored reruns; an uneven split is written into *lps. */
-static mm_layout layout_of(const mm_plan_cand *c, lps_buf *lps)
+static mm_relayout layout_of(const mm_plan_cand *c, lps_buf *lps)
 {
-    const int *stages = NULL;
+    mm_relayout lay = {.placement = c->placement, .llm = c->llm, .vision = c->vision,
+                       .micro_batch = c->micro_batch, .recompute = c->recompute, .zero = c->zero,
+                       .schedule = c->schedule};
     if (c->first_layers && c->llm.pp <= MM_MAX_PP) {
         for (int st = 0; st < c->llm.pp; st++)
             lps->v[st] = st == 0 ? c->first_layers : st + 1 < c->llm.pp ? c->mid_layers : c->last_layers;
-        stages = lps->v;
+        lay.llm.n_layers_per_stage = c->llm.pp;
+        lay.llm.layers_per_stage = lps->v;
     }
-    return (mm_layout){.placement = c->placement,
-                       .llm = {.tp = c->llm.tp, .pp = c->llm.pp, .vpp = c->llm.vpp, .cp = c->llm.cp,
-                               .dp = c->llm.dp, .ep = c->llm.ep},
-                       .vision = {.tp = c->vision.tp, .pp = c->vision.pp, .dp = c->vision.dp,
-                                  .vpp = 1, .cp = 1, .ep = 1},
-                       .micro_batch = c->micro_batch, .recompute = c->recompute, .zero = c->zero,
-                       .schedule = c->schedule, .layers_per_stage = stages};
+    return lay;
 }
 
 /* The shared sim's scenario becomes the base with the candidate applied:
@@ -110,7 +107,7 @@ static mm_layout layout_of(const mm_plan_cand *c, lps_buf *lps)
  * layout a homogeneous candidate leaves alone) leaks into the next. */
 static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c, lps_buf *lps)
 {
-    mm_layout lay = layout_of(c, lps);
+    mm_relayout lay = layout_of(c, lps);
     mm_scenario_reset_layout(&sim->sc, base);
     sim->sc.iterations = base->iterations;
     mm_scenario_apply_layout(&sim->sc, &lay);
@@ -119,7 +116,7 @@ static void relay(mm_sim *sim, const mm_scenario *base, const mm_plan_cand *c, l
 size_t mm_plan_cand_sets_json(const mm_plan_cand *c, char *buf, size_t len)
 {
     lps_buf lps;
-    mm_layout lay = layout_of(c, &lps);
+    mm_relayout lay = layout_of(c, &lps);
     return mm_layout_sets_json(&lay, buf, len);
 }
 
@@ -223,7 +220,7 @@ static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int
                                     int idx = c->index;
                                     *c = *proto;
                                     c->index = idx;
-                                    c->llm = (mm_plan_dims){.tp = tps[a], .pp = pps[p], .vpp = vpp, .cp = cps[b],
+                                    c->llm = (mm_layout){.tp = tps[a], .pp = pps[p], .vpp = vpp, .cp = cps[b],
                                                             .dp = dp, .ep = eps[e]};
                                     c->micro_batch = mbs[m];
                                     c->recompute = rcs[r];
@@ -250,7 +247,7 @@ static int enumerate(const space *sp, cand_vec *v)
             continue;
         proto.placement = pl;
         if (pl == MM_PLACE_HOMOGENEOUS) {
-            proto.vision = (mm_plan_dims){0};
+            proto.vision = (mm_layout){0};
             if (enum_llm(sp, v, &proto, sp->G))
                 return -1;
             continue;
@@ -258,7 +255,7 @@ static int enumerate(const space *sp, cand_vec *v)
         int tps[16], ntp = divisors(sp->gpn, sp->gpn, tps, 16);
         if (pl == MM_PLACE_COLOCATED) {
             for (int a = 0; a < ntp; a++) {
-                proto.vision = (mm_plan_dims){.tp = tps[a], .pp = 1, .dp = sp->G / tps[a], .vpp = 1, .cp = 1, .ep = 1};
+                proto.vision = (mm_layout){.tp = tps[a], .pp = 1, .dp = sp->G / tps[a], .vpp = 1, .cp = 1, .ep = 1};
                 if (enum_llm(sp, v, &proto, sp->G))
                     return -1;
             }
@@ -278,7 +275,7 @@ static int enumerate(const space *sp, cand_vec *v)
             for (int a = 0; a < ntp; a++) {
                 if (ge % tps[a])
                     continue;
-                proto.vision = (mm_plan_dims){.tp = tps[a], .pp = 1, .dp = ge / tps[a], .vpp = 1, .cp = 1, .ep = 1};
+                proto.vision = (mm_layout){.tp = tps[a], .pp = 1, .dp = ge / tps[a], .vpp = 1, .cp = 1, .ep = 1};
                 if (enum_llm(sp, v, &proto, sp->G - ge))
                     return -1;
             }
@@ -406,7 +403,7 @@ static void point_scenario(const mm_scenario *base, int iterations, const mm_pla
                            lps_buf *lps)
 {
     *sc = *base; /* apply_layout changes only numbers: a struct copy will do */
-    mm_layout lay = layout_of(c, lps);
+    mm_relayout lay = layout_of(c, lps);
     mm_scenario_apply_layout(sc, &lay);
     sc->iterations = iterations;
 }

@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/layout.h"
 #include "util/err.h"
 
 typedef enum {
@@ -53,15 +54,12 @@ typedef enum {
 
 extern const char *const mm_cand_status_names[]; /* "pruned", "estimated", ... */
 
-typedef struct mm_plan_dims {
-    int tp, pp, vpp, cp, dp, ep;
-} mm_plan_dims;
-
 typedef struct mm_plan_cand {
     int index;         /* position in the enumeration order */
     int placement;     /* mm_placement; -1: no encoder in this plan */
     int enc_gpus;      /* GPUs of the encoder's own (pipeline, disjoint) */
-    mm_plan_dims llm, vision; /* vision: tp, pp, dp (colocated, pipeline, disjoint) */
+    mm_layout llm, vision; /* degrees (no split: first/mid/last below);
+                              vision: tp, pp, dp (colocated, pipeline, disjoint) */
     /* Uneven LLM split (Megatron-LM's --decoder-first/last-pipeline-num-layers):
      * first_layers on stage 0, last_layers on stage pp-1, mid_layers on each
      * other; 0: the even split layers / pp. */

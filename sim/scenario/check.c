@@ -24,32 +24,32 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
         snprintf(key, sizeof key, "parallel.%s", e->name);
         if (!L->present) { /* no section: the smallest layout */
             L->present = true;
-            L->tp = L->pp = L->dp = L->cp = L->vpp = L->ep = 1;
+            L->lay.tp = L->lay.pp = L->lay.dp = L->lay.cp = L->lay.vpp = L->lay.ep = 1;
             L->zero = -1;
         }
-        if (L->cp != 1 || L->vpp != 1 || L->ep != 1)
+        if (L->lay.cp != 1 || L->lay.vpp != 1 || L->lay.ep != 1)
             return mm_scenario_fail(sc, err, key, "encoders take tp, sp, pp, dp and zero (cp, vpp and ep must be 1: "
                                     "an encoder's inputs are short tiles and clips, not long contexts)");
         if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
             continue;
         snprintf(key, sizeof key, "parallel.%s.tp", e->name);
-        if (e->enc->heads % L->tp)
-            return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->tp,
+        if (e->enc->heads % L->lay.tp)
+            return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->lay.tp,
                                     (long long)e->enc->heads);
         if (sc->parallel.placement == MM_PLACE_COLOCATED) {
             snprintf(key, sizeof key, "parallel.%s.dp", e->name);
-            if (L->pp != 1 || (long long)L->tp * L->dp != llm_gpus)
+            if (L->lay.pp != 1 || (long long)L->lay.tp * L->lay.dp != llm_gpus)
                 return mm_scenario_fail(sc, err, key,
                                         "colocated: the encoder spans the LLM's %lld GPUs, so tp*dp must be %lld "
-                                        "and pp 1 (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus, L->tp, L->pp, L->dp);
+                                        "and pp 1 (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus, L->lay.tp, L->lay.pp, L->lay.dp);
             continue;
         }
-        if (L->pp > e->enc->layers) {
+        if (L->lay.pp > e->enc->layers) {
             snprintf(key, sizeof key, "parallel.%s.pp", e->name);
-            return mm_scenario_fail(sc, err, key, "pp = %d exceeds the encoder's %lld layers", L->pp,
+            return mm_scenario_fail(sc, err, key, "pp = %d exceeds the encoder's %lld layers", L->lay.pp,
                                     (long long)e->enc->layers);
         }
-        used += (long long)L->tp * L->pp * L->dp;
+        used += (long long)L->lay.tp * L->lay.pp * L->lay.dp;
     }
     if (used != gpus) {
         char key[48];
@@ -95,28 +95,28 @@ static int check_layout(mm_sim *sim, mm_err *err)
     const mm_llm *m = &sim->llm;
     int gpus = mm_cluster_gpus(&sim->cluster);
     bool moe = m->experts > 0;
-    if (L->ep > 1 && !moe)
-        return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->ep);
+    if (L->lay.ep > 1 && !moe)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
     int ep_dp = 1, ep_tp = 1;
-    if (L->ep > 1 && (mm_mem_ep_fold(L->ep, L->tp, L->dp, &ep_dp, &ep_tp) || m->experts % L->ep))
+    if (L->lay.ep > 1 && (mm_mem_ep_fold(L->lay.ep, L->lay.tp, L->lay.dp, &ep_dp, &ep_tp) || m->experts % L->lay.ep))
         return mm_scenario_fail(sc, err, "parallel.llm.ep",
                                 "ep = %d must divide the model's %lld experts and fold into dp x tp: gcd(ep, dp) "
                                 "replicas times ep/gcd TP ranks, which must divide tp = %d (dp = %d; "
                                 "Megatron-Core MoE parallel folding)",
-                                L->ep, (long long)m->experts, L->tp, L->dp);
-    sim->llm.ep_share = L->ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
-    if (L->cp > 1 && sc->train.seq_len % (2 * L->cp))
+                                L->lay.ep, (long long)m->experts, L->lay.tp, L->lay.dp);
+    sim->llm.ep_share = L->lay.ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
+    if (L->lay.cp > 1 && sc->train.seq_len % (2 * L->lay.cp))
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",
-                                (long long)sc->train.seq_len, 2 * L->cp);
-    if (L->vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED)
-        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved", L->vpp);
+                                (long long)sc->train.seq_len, 2 * L->lay.cp);
+    if (L->lay.vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED)
+        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved", L->lay.vpp);
     int order[MM_DIM_COUNT];
     if (mm_build_parse_order(sc->parallel.order, order))
         return mm_scenario_fail(sc, err, "parallel.order",
                                 "'%s' is not an order of tp, cp, dp and pp (ep may stand right before dp), "
                                 "e.g. tp-cp-ep-dp-pp", sc->parallel.order);
-    long long need = (long long)L->tp * L->cp * L->pp * L->dp;
+    long long need = (long long)L->lay.tp * L->lay.cp * L->lay.pp * L->lay.dp;
     int rc = mm_sim_check_workload(sim, err);
     if (rc)
         return rc;
@@ -124,51 +124,51 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (need != gpus && !(own && sim->n_enc > 0))
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
-                                L->tp, L->cp, L->pp, L->dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+                                L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
     if ((rc = check_encoders(sim, need, err)))
         return rc;
-    if (sim->cluster.gpus_per_node % L->tp && L->tp < sim->cluster.gpus_per_node)
+    if (sim->cluster.gpus_per_node % L->lay.tp && L->lay.tp < sim->cluster.gpus_per_node)
         return mm_scenario_fail(sc, err, "parallel.llm.tp",
                                 "tp = %d does not divide the %d GPUs of a node, so TP groups would straddle nodes",
-                                L->tp, sim->cluster.gpus_per_node);
-    if (m->heads % L->tp)
+                                L->lay.tp, sim->cluster.gpus_per_node);
+    if (m->heads % L->lay.tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
-                                L->tp, (long long)m->heads);
-    if (L->n_layers_per_stage) {
-        if (L->n_layers_per_stage != L->pp)
+                                L->lay.tp, (long long)m->heads);
+    if (L->lay.n_layers_per_stage) {
+        if (L->lay.n_layers_per_stage != L->lay.pp)
             return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                    "has %d entries but pp = %d", L->n_layers_per_stage, L->pp);
+                                    "has %d entries but pp = %d", L->lay.n_layers_per_stage, L->lay.pp);
         long long sum = 0;
-        for (int s = 0; s < L->pp; s++) {
-            if (L->layers_per_stage[s] < 1)
+        for (int s = 0; s < L->lay.pp; s++) {
+            if (L->lay.layers_per_stage[s] < 1)
                 return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                        "entry %d is %d; every stage needs at least one layer", s, L->layers_per_stage[s]);
+                                        "entry %d is %d; every stage needs at least one layer", s, L->lay.layers_per_stage[s]);
             /* interleaved: each stage's layers in vpp equal chunks (Megatron-LM
              * asserts the same of --decoder-first/last-pipeline-num-layers) */
-            if (L->layers_per_stage[s] % L->vpp)
+            if (L->lay.layers_per_stage[s] % L->lay.vpp)
                 return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
                                         "entry %d is %d layers, not a multiple of vpp = %d (each stage splits its "
-                                        "layers into vpp equal model chunks)", s, L->layers_per_stage[s], L->vpp);
-            sum += L->layers_per_stage[s];
+                                        "layers into vpp equal model chunks)", s, L->lay.layers_per_stage[s], L->lay.vpp);
+            sum += L->lay.layers_per_stage[s];
         }
         if (sum != m->layers)
             return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
                                     "sums to %lld layers, but the model has %lld", sum, (long long)m->layers);
-    } else if (m->layers % ((long long)L->pp * L->vpp)) {
-        return mm_scenario_fail(sc, err, L->vpp > 1 ? "parallel.llm.vpp" : "parallel.llm.pp",
+    } else if (m->layers % ((long long)L->lay.pp * L->lay.vpp)) {
+        return mm_scenario_fail(sc, err, L->lay.vpp > 1 ? "parallel.llm.vpp" : "parallel.llm.pp",
                                 "pp*vpp = %d*%d does not divide the model's %lld layers (give "
                                 "parallel.llm.layers_per_stage for an uneven split)",
-                                L->pp, L->vpp, (long long)m->layers);
+                                L->lay.pp, L->lay.vpp, (long long)m->layers);
     }
-    if (sc->train.global_batch % (sc->train.micro_batch * L->dp))
+    if (sc->train.global_batch % (sc->train.micro_batch * L->lay.dp))
         return mm_scenario_fail(sc, err, "train.global_batch",
                                 "%lld is not divisible by micro_batch*dp = %lld*%d",
-                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->dp);
-    sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->dp));
-    if (sc->train.schedule == MM_SCHED_INTERLEAVED && sim->micro_batches % L->pp)
+                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->lay.dp);
+    sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->lay.dp));
+    if (sc->train.schedule == MM_SCHED_INTERLEAVED && sim->micro_batches % L->lay.pp)
         return mm_scenario_fail(sc, err, "train.global_batch",
                                 "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
-                                "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->pp);
+                                "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->lay.pp);
     if (sc->train.overlap_param_gather == MM_TOVL_TRUE && sc->train.zero < 1)
         return mm_scenario_fail(sc, err, "train.overlap_param_gather",
                                 "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");

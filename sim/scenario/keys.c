@@ -46,16 +46,16 @@ static const char *const workload_kinds[] = {"fixed", NULL};
     {"parallel." #m, MM_KT_SECTION, (flags) | MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,                      \
      what, F(parallel.m.present), 0},                                                                        \
     {"parallel." #m ".tp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_tp, "tensor-parallel degree",                 \
-     F(parallel.m.tp), 0},                                                                                   \
-    {"parallel." #m ".pp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_pp, "pipeline stages", F(parallel.m.pp), 0},  \
+     F(parallel.m.lay.tp), 0},                                                                                   \
+    {"parallel." #m ".pp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_pp, "pipeline stages", F(parallel.m.lay.pp), 0},  \
     {"parallel." #m ".cp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_cp,                                           \
-     "context-parallel degree (splits the sequence)", F(parallel.m.cp), 0},                                  \
+     "context-parallel degree (splits the sequence)", F(parallel.m.lay.cp), 0},                                  \
     {"parallel." #m ".dp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_dp, "data-parallel degree",                   \
-     F(parallel.m.dp), 0},                                                                                   \
+     F(parallel.m.lay.dp), 0},                                                                                   \
     {"parallel." #m ".vpp", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_vpp,                                         \
-     "virtual stages per pipeline rank (interleaved schedule)", F(parallel.m.vpp), 0},                       \
+     "virtual stages per pipeline rank (interleaved schedule)", F(parallel.m.lay.vpp), 0},                       \
     {"parallel." #m ".ep", MM_KT_INT, 0, POS, 0, 0, NULL, "1", b_ep,                                           \
-     "expert-parallel degree (MoE; divides dp and the experts)", F(parallel.m.ep), 0},                       \
+     "expert-parallel degree (MoE; divides dp and the experts)", F(parallel.m.lay.ep), 0},                       \
     {"parallel." #m ".zero", MM_KT_INT, MM_KF_INHERIT, 0, 3, 0, 0, NULL, NULL, NULL,                         \
      "ZeRO stage of this module; unset: train.zero", F(parallel.m.zero), 0},                                 \
     {"parallel." #m ".recompute", MM_KT_ENUM, MM_KF_INHERIT, 0, 0, 0, 0, mm_recompute_names, NULL, NULL,     \
@@ -65,7 +65,7 @@ static const char *const workload_kinds[] = {"fixed", NULL};
      0},                                                                                                     \
     {"parallel." #m ".layers_per_stage", MM_KT_INT_LIST, 0, NONNEG, 0, 0, NULL, "[]", NULL,                  \
      "layers of each pipeline stage, e.g. [2, 3, 3, 2]; []: an even split",                                  \
-     F(parallel.m.layers_per_stage), offsetof(mm_scenario, parallel.m.n_layers_per_stage)}
+     F(parallel.m.lay.layers_per_stage), offsetof(mm_scenario, parallel.m.lay.n_layers_per_stage)}
 
 const mm_key mm_keys[] = {
     {"model", MM_KT_STR, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "models/llava-ov-qwen2.5-7b.yaml",

@@ -6,7 +6,6 @@
  * Not for: choosing layouts (plan/planner.c) or checking them against the
  * model and cluster (the run layer). */
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,32 +16,35 @@ bool mm_layout_has_vision(int placement)
     return placement == MM_PLACE_PIPELINE || placement == MM_PLACE_DISJOINT || placement == MM_PLACE_COLOCATED;
 }
 
-static void set_dims(mm_module_layout *m, const mm_layout_dims *d)
+/* The vision layout a placement gives the encoder: tp, pp, dp; no context,
+ * virtual or expert parallelism, no uneven split. */
+static mm_layout vision_of(const mm_relayout *lay)
 {
-    m->present = true;
-    m->tp = d->tp;
-    m->pp = d->pp;
-    m->vpp = d->vpp;
-    m->cp = d->cp;
-    m->dp = d->dp;
-    m->ep = d->ep;
-    m->zero = -1;               /* inherit the layout's train.zero */
-    m->n_layers_per_stage = 0;  /* an uneven split was for another pp (the list stays allocated) */
+    mm_layout v = lay->vision;
+    v.vpp = v.cp = v.ep = 1;
+    v.n_layers_per_stage = 0;
+    v.layers_per_stage = NULL;
+    return v;
 }
 
-void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay)
+/* The module takes l whole: its degrees and split (a split l carries is
+ * borrowed, scenario.h; none means the even split: one the scenario read
+ * was for another pp, and its list stays with the scenario it came from). */
+static void set_layout(mm_module_layout *m, const mm_layout *l)
 {
-    set_dims(&sc->parallel.llm, &lay->llm);
-    if (lay->layers_per_stage) { /* borrowed (scenario.h): a copy never frees it */
-        sc->parallel.llm.layers_per_stage = (int *)(uintptr_t)lay->layers_per_stage;
-        sc->parallel.llm.n_layers_per_stage = lay->llm.pp;
-    }
+    m->present = true;
+    m->lay = *l;
+    m->zero = -1; /* inherit the layout's train.zero */
+}
+
+void mm_scenario_apply_layout(mm_scenario *sc, const mm_relayout *lay)
+{
+    set_layout(&sc->parallel.llm, &lay->llm);
     if (lay->placement >= 0) {
         sc->parallel.placement = (mm_placement)lay->placement;
         if (mm_layout_has_vision(lay->placement)) {
-            mm_layout_dims v = {.tp = lay->vision.tp, .pp = lay->vision.pp, .dp = lay->vision.dp,
-                                .vpp = 1, .cp = 1, .ep = 1};
-            set_dims(&sc->parallel.vision, &v);
+            mm_layout v = vision_of(lay);
+            set_layout(&sc->parallel.vision, &v);
         }
     }
     sc->train.micro_batch = lay->micro_batch;
@@ -95,8 +97,9 @@ static void put(jbuf *b, const char *fmt, ...)
     lit(b, "\"");
 }
 
-static void put_dims(jbuf *b, const char *m, const mm_layout_dims *d, int zero, const int *layers)
+static void put_dims(jbuf *b, const char *m, const mm_layout *d, int zero)
 {
+    const int *layers = d->n_layers_per_stage ? d->layers_per_stage : NULL;
     put(b, "parallel.%s.tp=%d", m, d->tp);
     put(b, "parallel.%s.pp=%d", m, d->pp);
     put(b, "parallel.%s.cp=%d", m, d->cp);
@@ -114,7 +117,7 @@ static void put_dims(jbuf *b, const char *m, const mm_layout_dims *d, int zero, 
     lit(b, "]\"");
 }
 
-size_t mm_layout_sets_json(const mm_layout *lay, char *buf, size_t len)
+size_t mm_layout_sets_json(const mm_relayout *lay, char *buf, size_t len)
 {
     jbuf b = {.buf = buf, .len = buf ? len : 0, .n = 0};
     if (b.len > 1) {
@@ -124,11 +127,10 @@ size_t mm_layout_sets_json(const mm_layout *lay, char *buf, size_t len)
     b.n = 1;
     if (lay->placement >= 0)
         put(&b, "parallel.placement=%s", mm_placement_names[lay->placement]);
-    put_dims(&b, "llm", &lay->llm, lay->zero, lay->layers_per_stage);
+    put_dims(&b, "llm", &lay->llm, lay->zero);
     if (lay->placement >= 0 && mm_layout_has_vision(lay->placement)) {
-        mm_layout_dims v = {.tp = lay->vision.tp, .pp = lay->vision.pp, .dp = lay->vision.dp,
-                            .vpp = 1, .cp = 1, .ep = 1};
-        put_dims(&b, "vision", &v, lay->zero, NULL);
+        mm_layout v = vision_of(lay);
+        put_dims(&b, "vision", &v, lay->zero);
     }
     put(&b, "train.micro_batch=%d", lay->micro_batch);
     put(&b, "train.recompute=%s", mm_recompute_names[lay->recompute]);

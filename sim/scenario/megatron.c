@@ -801,7 +801,7 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
     }
     /* the degrees as they stand after the user's --set */
     const mm_module_layout *L = &sc->parallel.llm;
-    int per = L->tp * L->pp * L->cp;
+    int per = L->lay.tp * L->lay.pp * L->lay.cp;
     if (gpus % per) {
         int line = 0; /* the line of --tensor-model-parallel-size, when given */
         for (int i = 0; i < mg->n_sets; i++)
@@ -809,7 +809,7 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
                 line = mg->set_line[i];
         rc = mm_err_set(err, MM_EINPUT, args, line, "--tensor-model-parallel-size",
                         "tp x pp x cp = %d x %d x %d = %d does not divide the cluster's %d GPUs (set cluster.nodes)",
-                        L->tp, L->pp, L->cp, per, gpus);
+                        L->lay.tp, L->lay.pp, L->lay.cp, per, gpus);
         mm_scenario_free(sc);
         return rc;
     }

@@ -530,7 +530,7 @@ static int read_root(mm_loader *ld, mm_err *err)
     free(par);
     sc->perturb.seed = sc->seed;
     if (!rc && sc->train.global_batch == 0) /* not given (>= 1 when given): Megatron-LM's default */
-        sc->train.global_batch = sc->train.micro_batch * sc->parallel.llm.dp;
+        sc->train.global_batch = sc->train.micro_batch * sc->parallel.llm.lay.dp;
     if (!rc && ld->oom)
         rc = mm_err_set(err, MM_EINTERNAL, sc->source, 0, "", "out of memory");
     return rc;

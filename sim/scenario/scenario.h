@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "hw/perturb.h"
+#include "model/layout.h"
 #include "model/llm.h"
 #include "util/err.h"
 
@@ -81,13 +82,12 @@ extern const char *const mm_train_overlap_names[];
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
     bool present;      /* the section was given (or defaulted, for llm) */
-    int tp, pp, cp, dp, vpp, ep;
+    mm_layout lay;     /* degrees and layers_per_stage (owned by the
+                          scenario: mm_scenario_free frees it) */
     int zero;          /* -1: inherit train.zero */
     int recompute;     /* -1: inherit train.recompute, else mm_recompute */
     bool sp;           /* sequence parallelism for this module (the LLM also
                           takes train.sequence_parallel) */
-    int n_layers_per_stage;            /* 0: split evenly */
-    int *layers_per_stage;             /* n_layers_per_stage entries (owned) */
 } mm_module_layout;
 
 /* Where one key was read (for mm_scenario_fail). */
@@ -200,26 +200,22 @@ char *mm_scenario_help_text(void);
 
 /* ---- layouts ---------------------------------------------------------- */
 
-typedef struct mm_layout_dims {
-    int tp, pp, vpp, cp, dp, ep;
-} mm_layout_dims;
-
 /* What a planner varies: the parallel layout and the training keys that go
  * with it. */
-typedef struct mm_layout {
+typedef struct mm_relayout {
     int placement;          /* mm_placement; -1: keep the scenario's placement
                                and encoder layouts */
-    mm_layout_dims llm;
-    mm_layout_dims vision;  /* tp, pp, dp; used when the placement gives the
-                               encoder a layout (pipeline, colocated, disjoint) */
+    /* The LLM's layout; its layers_per_stage (llm.pp entries, or none: an
+     * even split) is borrowed: the scenario points at this array (below). */
+    mm_layout llm;
+    mm_layout vision;       /* tp, pp, dp (cp, vpp, ep 1); used when the
+                               placement gives the encoder a layout (pipeline,
+                               colocated, disjoint) */
     int micro_batch;
     int recompute;          /* enum mm_recompute */
     int zero;               /* train.zero; the modules inherit it */
     int schedule;           /* mm_schedule_kind */
-    /* The LLM's layers per pipeline stage, llm.pp entries; NULL: an even
-     * split.  Borrowed: the scenario points at this array (see below). */
-    const int *layers_per_stage;
-} mm_layout;
+} mm_relayout;
 
 /* True when the placement gives the vision encoder a layout of its own. */
 bool mm_layout_has_vision(int placement);
@@ -231,9 +227,9 @@ bool mm_layout_has_vision(int placement);
  * uneven split was for another pp; an encoder's is dropped); everything
  * else, per-module sp included, stays.  Nothing is freed or allocated: it is
  * meant for a struct copy of a loaded scenario (the planner's shared sim, a
- * candidate's text), which then borrows lay->layers_per_stage; do not
+ * candidate's text), which then borrows lay->llm.layers_per_stage; do not
  * mm_scenario_free a scenario a split was applied to. */
-void mm_scenario_apply_layout(mm_scenario *sc, const mm_layout *lay);
+void mm_scenario_apply_layout(mm_scenario *sc, const mm_relayout *lay);
 
 /* Undoes any layout applied to sc: copies from `base` (the scenario sc was
  * copied from) the sections mm_scenario_apply_layout writes (parallel and
@@ -246,6 +242,6 @@ void mm_scenario_reset_layout(mm_scenario *sc, const mm_scenario *base);
  * candidate by hand: loading the scenario with them gives the canonical text
  * mm_scenario_apply_layout gives (a test checks it).  Returns the length
  * needed, like snprintf. */
-size_t mm_layout_sets_json(const mm_layout *lay, char *buf, size_t len);
+size_t mm_layout_sets_json(const mm_relayout *lay, char *buf, size_t len);
 
 #endif

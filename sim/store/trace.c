@@ -4,12 +4,15 @@
  * Known limits: the in-flight count takes a micro-batch as in flight on a
  * rank from its first forward op to its last backward op there, so with
  * interleaving (vpp > 1) it counts a micro-batch whose chunks are only
- * partly done as whole; the memory counter is the LLM's alone (an encoder
- * colocated on the GPU adds its own). */
+ * partly done as whole; the memory counter's activations follow that
+ * count linearly (the stage's peak over its most in flight), not each
+ * micro-batch's own size. */
 #include "store/trace.h"
 #include "exec/run.h"
+#include "cost/costs.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +112,7 @@ static int cmp_step(const void *x, const void *y)
 }
 
 /* Counter tracks: LLM micro-batches in flight per rank, and the memory
- * they imply.  Returns 0 or -1 (out of memory). */
+ * they imply (trace.h).  Returns 0 or -1 (out of memory). */
 static int write_counters(FILE *f, const mm_sim_timeline *tl, const mm_trace_memory *mem)
 {
     const mm_graph *g = &tl->graph;
@@ -121,9 +124,9 @@ static int write_counters(FILE *f, const mm_sim_timeline *tl, const mm_trace_mem
         return 0;
     size_t n = (size_t)g->n_ranks * (size_t)(max_mb + 1);
     mm_time *first = malloc(n * sizeof *first), *last = malloc(n * sizeof *last);
-    int *stage = malloc((size_t)g->n_ranks * sizeof *stage);
+    int *stage = malloc((size_t)g->n_ranks * sizeof *stage), *most = calloc((size_t)g->n_ranks, sizeof *most);
     step *st = malloc(2 * n * sizeof *st);
-    int rc = first && last && stage && st ? 0 : -1;
+    int rc = first && last && stage && most && st ? 0 : -1;
     for (size_t k = 0; !rc && k < n; k++)
         first[k] = last[k] = -1;
     for (int r = 0; !rc && r < g->n_ranks; r++)
@@ -149,25 +152,76 @@ static int write_counters(FILE *f, const mm_sim_timeline *tl, const mm_trace_mem
     if (!rc)
         qsort(st, ns, sizeof *st, cmp_step);
     int level = 0;
+    for (size_t k = 0; !rc && k < ns; k++) { /* the most in flight on each rank */
+        if (k == 0 || st[k].rank != st[k - 1].rank)
+            level = 0;
+        level += st[k].delta;
+        if (level > most[st[k].rank])
+            most[st[k].rank] = level;
+    }
+    level = 0;
     for (size_t k = 0; !rc && k < ns; k++) {
         if (k == 0 || st[k].rank != st[k - 1].rank)
             level = 0;
         level += st[k].delta;
         if (k + 1 < ns && st[k + 1].rank == st[k].rank && st[k + 1].t == st[k].t)
             continue; /* one sample per instant */
-        int s = stage[st[k].rank];
+        int r = st[k].rank;
         fprintf(f, ",\n{\"name\":\"micro-batches in flight\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,"
                    "\"args\":{\"llm\":%d}}",
-                st[k].rank, us(tl, st[k].t), level);
-        if (mem && s >= 0 && s < mem->n_stages)
+                r, us(tl, st[k].t), level);
+        /* the rank's physical stage: it holds virtual stages c*pp + s */
+        int s = mem && mem->n_stages > 0 && stage[r] >= 0 ? stage[r] % mem->n_stages : -1;
+        if (s >= 0) {
+            double states = mem->states_gib[s], rest = mem->peak_gib[s] - states;
+            /* at the most in flight exactly the peak (no rounding of rest * 1) */
+            double act = level == most[r] ? rest : most[r] > 0 ? rest * level / most[r] : 0;
             fprintf(f, ",\n{\"name\":\"llm memory (GiB)\",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,"
-                       "\"args\":{\"states\":%.4f,\"activations\":%.4f}}",
-                    st[k].rank, us(tl, st[k].t), mem->states_gib[s], level * mem->act_gib_per_mb[s]);
+                       "\"args\":{\"states\":%.17g,\"activations\":%.17g}}",
+                    r, us(tl, st[k].t), states, act);
+        }
     }
+    free(most);
     free(first);
     free(last);
     free(stage);
     free(st);
+    return rc;
+}
+
+void mm_trace_memory_free(mm_trace_memory *mem)
+{
+    free(mem->states_gib);
+    free(mem->peak_gib);
+    memset(mem, 0, sizeof *mem);
+}
+
+int mm_trace_memory_of(const mm_sim *sim, const mm_metrics *m, mm_trace_memory *mem, mm_err *err)
+{
+    memset(mem, 0, sizeof *mem);
+    mm_sim_memory sm;
+    int rc = mm_sim_stage_memory(sim, &sm, err);
+    if (rc)
+        return rc;
+    int n = sm.n_stages < m->n_stages ? sm.n_stages : m->n_stages;
+    mem->states_gib = malloc((size_t)(n > 0 ? n : 1) * sizeof *mem->states_gib);
+    mem->peak_gib = malloc((size_t)(n > 0 ? n : 1) * sizeof *mem->peak_gib);
+    if (!mem->states_gib || !mem->peak_gib) {
+        mm_sim_memory_free(&sm);
+        mm_trace_memory_free(mem);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    rc = n > 0 ? 0 : 1;
+    for (int k = 0; k < n; k++) {
+        mem->states_gib[k] = sm.states_gib[k];
+        mem->peak_gib[k] = m->stages[k].memory_gib;
+        if (!isfinite(mem->states_gib[k]) || !isfinite(mem->peak_gib[k]))
+            rc = 1; /* outside the memory model */
+    }
+    mem->n_stages = n;
+    mm_sim_memory_free(&sm);
+    if (rc)
+        mm_trace_memory_free(mem);
     return rc;
 }
 
