@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libfyaml.h>
 
 #include "cost/costs.h"
+#include "util/doc.h"
 #include "scenario/scenario.h"
 #include "scenario/sim.h"
 #include "exec/run.h"
@@ -187,20 +187,21 @@ static void set_words(const layout *l, char *buf, size_t len)
  * `stages[].memory_gib` (run). */
 static int json_memory(const char *text, bool run, double *gib, int max)
 {
-    struct fy_document *d = fy_document_build_from_string(NULL, text, FY_NT);
-    ck_assert_ptr_nonnull(d);
-    struct fy_node *root = fy_document_root(d);
-    struct fy_node *seq = fy_node_mapping_lookup_by_string(root, run ? "stages" : "memory_gib", FY_NT);
+    mm_doc d;
+    mm_err derr;
+    ck_assert_msg(mm_doc_load_string(&d, "out.json", text, &derr) == 0, "%s", derr.msg);
+    mm_node *root = mm_doc_root(&d);
+    mm_node *seq = mm_node_get(root, run ? "stages" : "memory_gib");
     ck_assert_ptr_nonnull(seq);
-    int n = fy_node_sequence_item_count(seq);
+    int n = mm_node_count(seq);
     for (int k = 0; k < n && k < max; k++) {
-        struct fy_node *x = fy_node_sequence_get_by_index(seq, k);
+        mm_node *x = mm_node_item(seq, k);
         if (run)
-            x = fy_node_mapping_lookup_by_string(x, "memory_gib", FY_NT);
+            x = mm_node_get(x, "memory_gib");
         ck_assert_ptr_nonnull(x);
-        gib[k] = atof(fy_node_get_scalar0(x));
+        gib[k] = atof(mm_node_scalar(x, NULL));
     }
-    fy_document_destroy(d);
+    mm_doc_free(&d);
     return n;
 }
 

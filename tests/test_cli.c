@@ -11,7 +11,6 @@
 #include "scenario/scenario.h"
 #include "store/store.h"
 #include "util/doc.h"
-#include <libfyaml.h>
 
 #include "mmsim_exe.h"
 
@@ -64,18 +63,19 @@ START_TEST(json_has_design_keys)
                           "tflops_per_gpu", "hw_tflops_per_gpu", "bubble_fraction", "exposed_comm_s",
                           "peak_memory_gib", "oom", "gpus", "events", "wall_s"};
     /* parse it as JSON and look every key up */
-    struct fy_document *d = fy_document_build_from_string(NULL, out, FY_NT);
-    ck_assert_ptr_nonnull(d);
-    struct fy_node *root = fy_document_root(d);
+    mm_doc d;
+    mm_err derr;
+    ck_assert_msg(mm_doc_load_string(&d, "out.json", out, &derr) == 0, "%s", derr.msg);
+    mm_node *root = mm_doc_root(&d);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        ck_assert_msg(fy_node_mapping_lookup_by_string(root, keys[i], FY_NT) != NULL, "missing %s", keys[i]);
-    const char *gpus = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "gpus", FY_NT));
+        ck_assert_msg(mm_node_get(root, keys[i]) != NULL, "missing %s", keys[i]);
+    const char *gpus = mm_node_scalar(mm_node_get(root, "gpus"), NULL);
     ck_assert_str_eq(gpus, "16");
-    const char *mem = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "peak_memory_gib", FY_NT));
+    const char *mem = mm_node_scalar(mm_node_get(root, "peak_memory_gib"), NULL);
     ck_assert_msg(atof(mem) > 5 && atof(mem) < 70, "peak_memory_gib %s", mem);
-    const char *oom = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "oom", FY_NT));
+    const char *oom = mm_node_scalar(mm_node_get(root, "oom"), NULL);
     ck_assert_str_eq(oom, "false");
-    fy_document_destroy(d);
+    mm_doc_free(&d);
 }
 END_TEST
 
@@ -85,19 +85,20 @@ END_TEST
 START_TEST(oom_reports_memory)
 {
     ck_assert_int_eq(mmsim("run --no-db --json --set model=models/llama-3-70b.json --set train.global_batch=32"), 0);
-    struct fy_document *d = fy_document_build_from_string(NULL, out, FY_NT);
-    ck_assert_ptr_nonnull(d);
-    struct fy_node *root = fy_document_root(d);
-    ck_assert_str_eq(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "oom", FY_NT)), "true");
-    ck_assert_str_eq(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "iteration_time_s", FY_NT)), "null");
-    ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "peak_memory_gib", FY_NT))) > 80);
-    struct fy_node *st = fy_node_mapping_lookup_by_string(root, "stages", FY_NT);
-    ck_assert_int_eq(fy_node_sequence_item_count(st), 2);
+    mm_doc d;
+    mm_err derr;
+    ck_assert_msg(mm_doc_load_string(&d, "out.json", out, &derr) == 0, "%s", derr.msg);
+    mm_node *root = mm_doc_root(&d);
+    ck_assert_str_eq(mm_node_scalar(mm_node_get(root, "oom"), NULL), "true");
+    ck_assert_str_eq(mm_node_scalar(mm_node_get(root, "iteration_time_s"), NULL), "null");
+    ck_assert(atof(mm_node_scalar(mm_node_get(root, "peak_memory_gib"), NULL)) > 80);
+    mm_node *st = mm_node_get(root, "stages");
+    ck_assert_int_eq(mm_node_count(st), 2);
     for (int i = 0; i < 2; i++) {
-        struct fy_node *m = fy_node_mapping_lookup_by_string(fy_node_sequence_get_by_index(st, i), "memory_gib", FY_NT);
-        ck_assert(atof(fy_node_get_scalar0(m)) > 50);
+        mm_node *m = mm_node_get(mm_node_item(st, i), "memory_gib");
+        ck_assert(atof(mm_node_scalar(m, NULL)) > 50);
     }
-    fy_document_destroy(d);
+    mm_doc_free(&d);
     ck_assert_int_eq(mmsim("run --no-db --set model=models/llama-3-70b.json --set train.global_batch=32"), 0);
     ck_assert_ptr_nonnull(strstr(out, "OUT OF MEMORY"));
 }
@@ -106,20 +107,20 @@ END_TEST
 START_TEST(model_command)
 {
     ck_assert_int_eq(mmsim("model models/llava-1.5-7b.json --json --set parallel.llm.tp=8 --set parallel.llm.pp=1"), 0);
-    struct fy_document *d = fy_document_build_from_string(NULL, out, FY_NT);
-    ck_assert_ptr_nonnull(d);
-    struct fy_node *root = fy_document_root(d);
-    double params = atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "params", FY_NT)));
+    mm_doc d;
+    mm_err derr;
+    ck_assert_msg(mm_doc_load_string(&d, "out.json", out, &derr) == 0, "%s", derr.msg);
+    mm_node *root = mm_doc_root(&d);
+    double params = atof(mm_node_scalar(mm_node_get(root, "params"), NULL));
     ck_assert_msg(fabs(params - 7.063e9) < 0.01e9, "params %g", params);
-    struct fy_node *mods = fy_node_mapping_lookup_by_string(root, "modules", FY_NT);
+    mm_node *mods = mm_node_get(root, "modules");
     const char *names[] = {"vision", "projector", "llm"};
     for (int i = 0; i < 3; i++)
-        ck_assert_ptr_nonnull(fy_node_mapping_lookup_by_string(
-            fy_node_mapping_lookup_by_string(mods, names[i], FY_NT), "params", FY_NT));
-    ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(root, "flops_fwd_per_token", FY_NT))) > 1e10);
-    struct fy_node *mem = fy_node_mapping_lookup_by_string(root, "memory_gib", FY_NT);
-    ck_assert_int_eq(fy_node_sequence_item_count(mem), 1);
-    fy_document_destroy(d);
+        ck_assert_ptr_nonnull(mm_node_get(mm_node_get(mods, names[i]), "params"));
+    ck_assert(atof(mm_node_scalar(mm_node_get(root, "flops_fwd_per_token"), NULL)) > 1e10);
+    mm_node *mem = mm_node_get(root, "memory_gib");
+    ck_assert_int_eq(mm_node_count(mem), 1);
+    mm_doc_free(&d);
     ck_assert_int_eq(mmsim("model models/llava-ov-qwen2.5-7b.yaml"), 0);
     ck_assert_ptr_nonnull(strstr(out, "projector"));
     ck_assert_int_eq(mmsim("help model"), 0);
@@ -197,33 +198,34 @@ START_TEST(trace_structure)
     snprintf(path, sizeof path, "%s/t.json", tmpdir);
     snprintf(args, sizeof args, "run --no-db --trace %s --set iterations=1 --set model=models/llama-2-7b.json", path);
     ck_assert_int_eq(mmsim(args), 0);
-    struct fy_document *d = fy_document_build_from_file(NULL, path);
-    ck_assert_ptr_nonnull(d);
-    struct fy_node *ev = fy_node_mapping_lookup_by_string(fy_document_root(d), "traceEvents", FY_NT);
-    ck_assert(ev && fy_node_is_sequence(ev));
-    void *it = NULL;
-    struct fy_node *e;
+    mm_doc d;
+    mm_err derr;
+    ck_assert_msg(mm_doc_load_file(&d, path, &derr) == 0, "%s", derr.msg);
+    mm_node *ev = mm_node_get(mm_doc_root(&d), "traceEvents");
+    ck_assert(ev && mm_node_is_sequence(ev));
+    int it = 0;
+    mm_node *e;
     int complete = 0, fwd = 0, bwd = 0;
-    while ((e = fy_node_sequence_iterate(ev, &it))) {
-        const char *ph = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "ph", FY_NT));
+    while ((e = mm_node_item(ev, it++))) {
+        const char *ph = mm_node_scalar(mm_node_get(e, "ph"), NULL);
         ck_assert_ptr_nonnull(ph);
         if (strcmp(ph, "X"))
             continue;
         complete++;
         const char *need[] = {"name", "cat", "pid", "tid", "ts", "dur"};
         for (int k = 0; k < 6; k++)
-            ck_assert_ptr_nonnull(fy_node_mapping_lookup_by_string(e, need[k], FY_NT));
-        const char *cat = fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "cat", FY_NT));
+            ck_assert_ptr_nonnull(mm_node_get(e, need[k]));
+        const char *cat = mm_node_scalar(mm_node_get(e, "cat"), NULL);
         /* categories "PASS,MODULE" */
         fwd += !strcmp(cat, "fwd,llm");
         bwd += !strcmp(cat, "bwd,llm");
-        ck_assert(atof(fy_node_get_scalar0(fy_node_mapping_lookup_by_string(e, "dur", FY_NT))) >= 0);
+        ck_assert(atof(mm_node_scalar(mm_node_get(e, "dur"), NULL)) >= 0);
     }
     /* default: 2 stages x 16 layers x 32 micro-batches x 2 DP replicas */
     ck_assert_int_eq(fwd, 2 * 16 * 32 * 2);
     ck_assert_int_eq(bwd, fwd);
     ck_assert(complete > fwd + bwd);
-    fy_document_destroy(d);
+    mm_doc_free(&d);
 }
 END_TEST
 

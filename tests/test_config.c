@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libfyaml.h>
 
 #include "scenario/keys.h"
 #include "scenario/scenario.h"
@@ -153,7 +152,7 @@ START_TEST(doc_syntax_error_line_and_silence)
     ck_assert_int_eq(rc, -MM_EINPUT);
     assert_err(&e, DATA "syntax.yaml", 4, "", "");
     ck_assert_msg(e.msg[0] != '\0', "no message");
-    ck_assert_msg(printed == 0, "libfyaml printed %ld bytes to stderr", printed);
+    ck_assert_msg(printed == 0, "the parser printed %ld bytes to stderr", printed);
 }
 END_TEST
 
@@ -217,7 +216,7 @@ START_TEST(doc_json_config)
     mm_err e;
     mm_err_clear(&e);
     ck_assert_int_eq(mm_doc_load_file(&doc, DATA "hf_config.json", &e), 0);
-    struct fy_node *root = mm_doc_root(&doc);
+    mm_node *root = mm_doc_root(&doc);
     ck_assert_ptr_nonnull(root);
     int64_t layers = 0, hidden = 0;
     bool found = false;
@@ -250,7 +249,7 @@ START_TEST(doc_json_config)
     assert_err(&e, DATA "hf_config.json", 17, "torch_dtype",
                "expected an integer, got 'float16'");
     /* A list item's line. */
-    struct fy_node *arch = mm_node_get(root, "architectures");
+    mm_node *arch = mm_node_get(root, "architectures");
     ck_assert_int_eq(mm_node_line(arch), 3);
     mm_doc_free(&doc);
 }
@@ -260,7 +259,7 @@ END_TEST
 
 typedef struct types_fixture {
     mm_doc doc;
-    struct fy_node *root;
+    mm_node *root;
 } types_fixture;
 
 static void types_open(types_fixture *f)
@@ -390,14 +389,14 @@ START_TEST(doc_check_keys)
     mm_err_clear(&e);
     ck_assert_int_eq(mm_doc_load_string(&doc, "k.yaml",
                                         "a:\n  alpha: 1\n  betta: 2\nb: 5\n", &e), 0);
-    struct fy_node *a = mm_node_get(mm_doc_root(&doc), "a");
+    mm_node *a = mm_node_get(mm_doc_root(&doc), "a");
     static const char *const allowed[] = {"alpha", "beta", NULL};
     ck_assert_int_eq(mm_node_check_keys(&doc, a, "a", allowed, &e), -MM_EINPUT);
     assert_err(&e, "k.yaml", 3, "a.betta", "unknown key 'betta' (did you mean 'beta'?)");
     static const char *const far[] = {"zzzzzz", NULL};
     ck_assert_int_eq(mm_node_check_keys(&doc, a, "", far, &e), -MM_EINPUT);
     assert_err(&e, "k.yaml", 2, "alpha", "unknown key 'alpha' (allowed keys: zzzzzz)");
-    struct fy_node *b = mm_node_get(mm_doc_root(&doc), "b");
+    mm_node *b = mm_node_get(mm_doc_root(&doc), "b");
     ck_assert_int_eq(mm_node_check_keys(&doc, b, "b", allowed, &e), -MM_EINPUT);
     assert_err(&e, "k.yaml", 4, "b", "expected a mapping of keys, got '5'");
     ck_assert_int_eq(mm_node_check_keys(&doc, NULL, "c", allowed, &e), 0);
@@ -418,7 +417,7 @@ START_TEST(doc_lines)
                                         "    - x\n"
                                         "  e: {}\n",
                                         &e), 0);
-    struct fy_node *a = mm_node_get(mm_doc_root(&doc), "a");
+    mm_node *a = mm_node_get(mm_doc_root(&doc), "a");
     ck_assert_int_eq(mm_node_line(mm_doc_root(&doc)), 2);
     ck_assert_int_eq(mm_node_line(a), 3);
     ck_assert_int_eq(mm_node_line(mm_node_get(a, "b")), 3);
@@ -429,6 +428,101 @@ START_TEST(doc_lines)
     ck_assert_int_eq(mm_node_key_line(a, "zz"), 0);
     ck_assert_int_eq(mm_node_line(NULL), 0);
     mm_doc_free(&doc);
+}
+END_TEST
+
+/* Aliases are the node they name (shared), merge keys put the named pairs
+ * in; a cycle, an unknown anchor and a bad merge are refused at their line. */
+START_TEST(doc_aliases_and_merge)
+{
+    mm_doc doc;
+    mm_err e;
+    mm_err_clear(&e);
+    ck_assert_int_eq(mm_doc_load_string(&doc, "m.yaml",
+                                        "a: &a {x: 1, y: 1}\n"
+                                        "b: *a\n"
+                                        "c:\n"
+                                        "  <<: *a\n"
+                                        "  y: 2\n",
+                                        &e), 0);
+    mm_node *root = mm_doc_root(&doc), *a = mm_node_get(root, "a");
+    ck_assert_ptr_eq(mm_node_get(root, "b"), a);
+    ck_assert(mm_node_is_shared(a));
+    ck_assert(!mm_node_is_shared(root));
+    mm_node *c = mm_node_get(root, "c");
+    ck_assert_int_eq(mm_node_count(c), 2);
+    ck_assert_str_eq(mm_node_scalar(mm_node_get(c, "x"), NULL), "1");
+    ck_assert_str_eq(mm_node_scalar(mm_node_get(c, "y"), NULL), "2"); /* its own key wins */
+    ck_assert_ptr_null(mm_node_get(c, "<<"));
+    ck_assert_int_eq(mm_node_line(mm_node_get(c, "x")), 1); /* where it was written */
+    ck_assert_int_eq(mm_node_col(mm_node_get(c, "x")), 11);
+    mm_doc_free(&doc);
+    ck_assert_int_eq(mm_doc_load_string(&doc, "m.yaml", "a: 1\nt: &t {s: *t}\n", &e), -MM_EINPUT);
+    assert_err(&e, "m.yaml", 2, "", "alias '*t' inside the node it names (a cycle)");
+    ck_assert_int_eq(mm_doc_load_string(&doc, "m.yaml", "a: 1\nb: [*nope]\n", &e), -MM_EINPUT);
+    assert_err(&e, "m.yaml", 2, "", "unknown alias '*nope'");
+    ck_assert_int_eq(mm_doc_load_string(&doc, "m.yaml", "a: 1\nb: {<<: 5}\n", &e), -MM_EINPUT);
+    assert_err(&e, "m.yaml", 2, "<<", "a merge key takes a mapping");
+}
+END_TEST
+
+/* Nodes as one-line YAML flow and JSON text (what a sweep hands to --set
+ * and puts in a point's label). */
+START_TEST(doc_emit_yaml_and_json)
+{
+    static const char *const cases[][3] = {
+        {"8", "8", "8"},
+        {"zero1", "zero1", "\"zero1\""},
+        {"'c d'", "'c d'", "\"c d\""},
+        {"'it''s'", "'it''s'", "\"it's\""},
+        {"\"x\\\"y\\t\"", "\"x\\\"y\\t\"", "\"x\\\"y\\t\""},
+        {"[1, 2,4]", "[1, 2, 4]", "[1, 2, 4]"},
+        {"{a: 1, b: [x, ~]}", "{a: 1, b: [x, ~]}", "{\"a\": 1, \"b\": [\"x\", \"~\"]}"},
+        {"{tp: 8, \"pp\": 2}", "{tp: 8, \"pp\": 2}", "{\"tp\": 8, \"pp\": 2}"},
+        {"[01, .5, -0, 1e5, 1_000, true, True, null]", "[01, .5, -0, 1e5, 1_000, true, True, null]",
+         "[\"01\", \".5\", -0, 1e5, \"1_000\", true, \"True\", null]"},
+        {"{a: }", "{a: }", "{\"a\": null}"},
+        {"\"\\x01\\e\"", "\"\\x01\\e\"", "\"\\u0001\\u001B\""},
+        {"|\n  ab\n  cd\n", "\"ab\\ncd\\n\"", "\"ab\\ncd\\n\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mm_doc doc;
+        mm_err e;
+        ck_assert_msg(mm_doc_load_string(&doc, "v.yaml", cases[i][0], &e) == 0, "%s", e.msg);
+        char *y = mm_node_emit(mm_doc_root(&doc), MM_EMIT_YAML);
+        char *j = mm_node_emit(mm_doc_root(&doc), MM_EMIT_JSON);
+        ck_assert_str_eq(y, cases[i][1]);
+        ck_assert_str_eq(j, cases[i][2]);
+        free(y);
+        free(j);
+        mm_doc_free(&doc);
+    }
+}
+END_TEST
+
+/* --set into a list entry that an alias shares changes that entry only
+ * (an alias stands for a copy of what it names). */
+START_TEST(set_into_shared_alias)
+{
+    static const char text[] =
+        "model: models/llama-2-7b.json\n"
+        "cluster: {topology: topologies/dgx-h100.yaml, nodes: 1}\n"
+        "perturb:\n"
+        "  - &p {kind: slow_gpu, gpus: [1], factor: 1.5}\n"
+        "  - *p\n";
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/mmsim-alias-%d.yaml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    fclose(f);
+    const char *sets[] = {"perturb.1.factor=2.5"};
+    mm_scenario *sc = load_ok(path, sets, 1);
+    ck_assert_int_eq(sc->perturb.n, 2);
+    ck_assert_double_eq(sc->perturb.e[0].factor, 1.5);
+    ck_assert_double_eq(sc->perturb.e[1].factor, 2.5);
+    drop(sc);
+    unlink(path);
 }
 END_TEST
 
@@ -1209,6 +1303,9 @@ static Suite *config_suite(void)
     TCase *doc = tcase_create("doc");
     tcase_add_test(doc, doc_missing_file);
     tcase_add_test(doc, doc_syntax_error_line_and_silence);
+    tcase_add_test(doc, doc_aliases_and_merge);
+    tcase_add_test(doc, doc_emit_yaml_and_json);
+    tcase_add_test(doc, set_into_shared_alias);
     tcase_add_test(doc, doc_string_syntax_error);
     tcase_add_test(doc, doc_empty_string);
     tcase_add_test(doc, doc_comments_only_and_two_documents);

@@ -1,10 +1,12 @@
 /* test_fuzz.c - replays every input in tests/data/fuzz/NAME/ through the
  * fuzz target NAME (tests/fuzz/), so that what a fuzzer once found (a crash,
- * a leak, a hang, an alias bomb) stays fixed.  Under the sanitizer build of
- * scripts/test a leak or a bad access fails the suite; in every build a
- * replay must finish within the test's timeout.  The inputs are plain files
- * and the targets plain C: no clang is needed (scripts/fuzz, which finds
- * new inputs, does need it). */
+ * a leak, a hang, an alias bomb) stays fixed, and through the built `mmsim`
+ * as a user would meet it (`mmsim model`, `run`, `workload stats`, `sweep`
+ * as fits the target): every run must exit 0 or 2, never by a signal.
+ * Under the sanitizer build of scripts/test a leak or a bad access fails the
+ * suite; in every build a replay must finish within the test's timeout.
+ * The inputs are plain files and the targets plain C: no clang is needed
+ * (scripts/fuzz, which finds new inputs, does need it). */
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "fuzz.h"
+#include "mmsim_exe.h"
 
 typedef int (*target_fn)(const uint8_t *, size_t);
 
@@ -80,6 +83,94 @@ START_TEST(test_replay)
 }
 END_TEST
 
+/* ---- the same inputs through the CLI ------------------------------------ */
+
+/* How each target's input reaches the CLI: `pre` FILE `post` (a sweep's
+ * database goes into the scratch folder).  The `set` target's lines become
+ * --set arguments (set_args). */
+static const struct {
+    const char *target, *pre, *post;
+} cli_cmds[] = {
+    {"scenario", "run --no-db --set iterations=1 ", ""},
+    {"hf_json", "model ", ""},
+    {"mixture", "run --no-db ", ""},
+    {"mixture", "workload stats --samples 64 ", ""},
+    {"mixture", "run --no-db --set iterations=1 --set workload=", ""},
+    {"topology", "run --no-db --set iterations=1 --set cluster.topology=", ""},
+    {"kernels", "run --no-db --set iterations=1 --set train.pass_times=", ""},
+    {"trace", "workload stats --samples 64 ", ""},
+    {"trace", "run --no-db --set iterations=1 --set workload=", ""},
+    {"sweep", "sweep ", " --jobs 1 --quiet --db "},
+    {"set", NULL, NULL},
+};
+
+static char tmp[256], out[1 << 16], errtxt[1 << 14];
+
+/* The first 8 lines of a `set` input as --set words, shell-quoted. */
+static void set_args(const char *path, char *buf, size_t len)
+{
+    size_t flen = 0;
+    uint8_t *text = read_all(path, &flen);
+    size_t n = (size_t)snprintf(buf, len, "run --no-db --set iterations=1");
+    int lines = 0;
+    for (size_t i = 0; i < flen && lines < 8 && n + 16 < len; lines++) {
+        n += (size_t)snprintf(buf + n, len - n, " --set '");
+        for (; i < flen && text[i] != '\n' && n + 8 < len; i++) {
+            if (text[i] == '\'')
+                n += (size_t)snprintf(buf + n, len - n, "'\\''");
+            else if (text[i] != '\0')
+                buf[n++] = (char)text[i];
+        }
+        i++;
+        buf[n++] = '\'';
+        buf[n] = '\0';
+    }
+    free(text);
+}
+
+START_TEST(test_cli_never_crashes)
+{
+    const char *target = cli_cmds[_i].target;
+    char dir[1024];
+    const char *src = getenv("MMSIM_SRCDIR");
+    snprintf(dir, sizeof dir, "%s/tests/data/fuzz/%s", src && *src ? src : ".", target);
+    mmx_tmpdir(tmp, sizeof tmp, "fuzz-cli");
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "no folder %s", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[1400], args[3200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (e->d_name[0] == '.' || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        if (cli_cmds[_i].pre)
+            snprintf(args, sizeof args, "%s'%s'%s%s%s", cli_cmds[_i].pre, path, cli_cmds[_i].post,
+                     cli_cmds[_i].post[0] ? tmp : "", cli_cmds[_i].post[0] ? "/sweep.db" : "");
+        else
+            set_args(path, args, sizeof args);
+        int rc = mmx_run(tmp, NULL, args, out, sizeof out, errtxt, sizeof errtxt);
+        ck_assert_msg(rc == 0 || rc == 2, "mmsim %s: exit %d (0 or 2 expected)\n%s", args, rc,
+                      errtxt);
+        /* What once crashed the YAML library (libfyaml-*) is invalid YAML:
+         * refused, saying where (the file and a line). */
+        if (cli_cmds[_i].pre && strncmp(e->d_name, "libfyaml-", 9) == 0) {
+            ck_assert_msg(rc == 2, "mmsim %s: exit %d, 2 expected", args, rc);
+            char where[1500];
+            snprintf(where, sizeof where, "%s:", path);
+            const char *at = strstr(errtxt, where);
+            ck_assert_msg(at && at[strlen(where)] >= '1' && at[strlen(where)] <= '9',
+                          "mmsim %s: no FILE:LINE in\n%s", args, errtxt);
+        }
+        n++;
+    }
+    closedir(d);
+    mmx_rmdir(tmp);
+    ck_assert_int_gt(n, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fuzz");
@@ -87,6 +178,10 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_replay, 0, (int)(sizeof targets / sizeof targets[0]));
     suite_add_tcase(s, tc);
+    TCase *cli = tcase_create("cli");
+    tcase_set_timeout(cli, 600);
+    tcase_add_loop_test(cli, test_cli_never_crashes, 0, (int)(sizeof cli_cmds / sizeof cli_cmds[0]));
+    suite_add_tcase(s, cli);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

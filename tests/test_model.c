@@ -635,7 +635,7 @@ START_TEST(from_node_prefix)
     mm_err_clear(&err);
     ck_assert_int_eq(mm_doc_load_string(&doc, "inline.yaml", text, &err), 0);
     mm_llm m;
-    struct fy_node *root = mm_doc_root(&doc);
+    mm_node *root = mm_doc_root(&doc);
     ck_assert_int_eq(mm_llm_from_node(&doc, mm_node_get(root, "llm"), "llm", &m, &err), 0);
     ck_assert_int_eq(m.hidden, 256);
     ck_assert_int_eq(m.kv_heads, 4);

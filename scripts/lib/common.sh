@@ -3,10 +3,11 @@
 # configures a meson build folder.  Sourced, not run.
 
 # Every package the build, the tests and the scripts use (Debian 12 names).
+# libyaml-dev: libyaml, the YAML and JSON parser of sim/util/doc.c.
 # libglpk-dev: GLPK, the integer program of `batching: balanced`.
 # libopenmpi-dev, openmpi-bin: the optional -Dmpi=enabled build (mpirun mmsim sweep).
 MMSIM_PACKAGES="gcc meson ninja-build pkg-config libgsl-dev libsqlite3-dev sqlite3
-libcsv-dev check libsubunit-dev libfyaml-dev gnuplot-nox libglpk-dev
+libcsv-dev check libsubunit-dev libyaml-dev gnuplot-nox libglpk-dev
 libopenmpi-dev openmpi-bin"
 
 mmsim_missing_packages() {

@@ -5,7 +5,6 @@
  * parsing the kernel-table CSV files it names (efficiency.c). */
 #include "hw/cluster.h"
 
-#include <libfyaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,7 +47,7 @@ static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
 #define MM_PCIE_DMA_EFF 0.88
 
 /* A required positive number. */
-static int need_pos(const mm_doc *d, struct fy_node *map, const char *key,
+static int need_pos(const mm_doc *d, mm_node *map, const char *key,
                     const char *path, double *out, mm_err *err)
 {
     bool found = false;
@@ -61,8 +60,8 @@ static int need_pos(const mm_doc *d, struct fy_node *map, const char *key,
     return 0;
 }
 
-static int need_map(const mm_doc *d, struct fy_node *parent, const char *key,
-                    const char *const *allowed, struct fy_node **out, mm_err *err)
+static int need_map(const mm_doc *d, mm_node *parent, const char *key,
+                    const char *const *allowed, mm_node **out, mm_err *err)
 {
     *out = mm_node_get(parent, key);
     if (!*out)
@@ -73,7 +72,7 @@ static int need_map(const mm_doc *d, struct fy_node *parent, const char *key,
 
 /* A data file named by `key` in mapping `map`, relative to the topology
  * file's folder (or absolute); *found false when the key is absent. */
-static int data_path(const mm_doc *d, struct fy_node *map, const char *key, const char *path_key, char *out,
+static int data_path(const mm_doc *d, mm_node *map, const char *key, const char *path_key, char *out,
                      size_t len, bool *found, mm_err *err)
 {
     char rel[512];
@@ -91,10 +90,10 @@ static int data_path(const mm_doc *d, struct fy_node *map, const char *key, cons
 /* gpu.kernels: {gemm: F, attention: F, memory: F, flash1 / flash2 / flash3 /
  * cudnn: F, attention_is: IMPL}, each F a CSV path relative to the topology
  * file's folder (or absolute).  Any may be left out. */
-static int load_kernels(const mm_doc *d, struct fy_node *g, mm_kernel_tables *kt, mm_err *err)
+static int load_kernels(const mm_doc *d, mm_node *g, mm_kernel_tables *kt, mm_err *err)
 {
     memset(kt, 0, sizeof *kt);
-    struct fy_node *k = mm_node_get(g, "kernels");
+    mm_node *k = mm_node_get(g, "kernels");
     if (!k)
         return 0;
     int rc = mm_node_check_keys(d, k, "gpu.kernels", kernel_keys, err);
@@ -140,7 +139,7 @@ static int load_kernels(const mm_doc *d, struct fy_node *g, mm_kernel_tables *kt
  * (net.c turns the curve into a per-channel rate and a link ceiling):
  * node.p2p_channels, node.p2p_channels_per_peer, node.p2p_latency_us;
  * fabric.p2p_channels_per_peer, fabric.p2p_channel_gb_s. */
-static int load_p2p(const mm_doc *d, struct fy_node *map, const char *sec, mm_mem_table *t, bool *has,
+static int load_p2p(const mm_doc *d, mm_node *map, const char *sec, mm_mem_table *t, bool *has,
                     mm_err *err)
 {
     char key[64], path[1024];
@@ -152,13 +151,13 @@ static int load_p2p(const mm_doc *d, struct fy_node *map, const char *sec, mm_me
     return mm_mem_table_load(path, t, err);
 }
 
-static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err *err)
+static int load_gpu(const mm_doc *d, mm_node *g, mm_gpu_spec *gpu, mm_err *err)
 {
     int rc;
     bool found;
     if ((rc = mm_node_str(d, g, "name", "gpu.name", gpu->name, sizeof gpu->name, &found, err)))
         return rc;
-    struct fy_node *pk = mm_node_get(g, "peak_tflops");
+    mm_node *pk = mm_node_get(g, "peak_tflops");
     if (!pk)
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(g), "gpu.peak_tflops",
                           "missing required key");
@@ -216,7 +215,7 @@ static int load_gpu(const mm_doc *d, struct fy_node *g, mm_gpu_spec *gpu, mm_err
 
 /* A key that must not appear, or appears with a value that conflicts with
  * another: MM_EINPUT at the key's line. */
-static int bad_key(const mm_doc *d, struct fy_node *map, const char *key, const char *path,
+static int bad_key(const mm_doc *d, mm_node *map, const char *key, const char *path,
                    const char *msg, mm_err *err)
 {
     int line = mm_node_key_line(map, key);
@@ -227,7 +226,7 @@ static int bad_key(const mm_doc *d, struct fy_node *map, const char *key, const 
  * `derived`: the count may be left to nccl_version's rule instead): NCCL
  * rounds p2p channel counts to powers of two (ncclTopoComputeP2pChannels),
  * so others are refused. */
-static int p2p_int(const mm_doc *d, struct fy_node *map, const char *key, const char *path, bool curve,
+static int p2p_int(const mm_doc *d, mm_node *map, const char *key, const char *path, bool curve,
                    bool derived, int64_t *out, mm_err *err)
 {
     bool found = false;
@@ -249,7 +248,7 @@ static int p2p_int(const mm_doc *d, struct fy_node *map, const char *key, const 
  * file's measurements ran; its channel rule per network peer is modeled
  * for 2.8 to 2.29 (net.c, mm_nccl_net_channels_per_peer).  c->nccl_version
  * 0 when absent. */
-static int load_nccl_version(const mm_doc *d, struct fy_node *root, mm_cluster *c, mm_err *err)
+static int load_nccl_version(const mm_doc *d, mm_node *root, mm_cluster *c, mm_err *err)
 {
     char v[32];
     bool found = false;
@@ -266,7 +265,7 @@ static int load_nccl_version(const mm_doc *d, struct fy_node *root, mm_cluster *
     return 0;
 }
 
-static int load_p2p_channels(const mm_doc *d, struct fy_node *n, struct fy_node *f, mm_cluster *c, mm_err *err)
+static int load_p2p_channels(const mm_doc *d, mm_node *n, mm_node *f, mm_cluster *c, mm_err *err)
 {
     int64_t ch = 0, pp = 0, np = 0;
     double lat = 0, nbw = 0;
@@ -298,7 +297,7 @@ static int load_p2p_channels(const mm_doc *d, struct fy_node *n, struct fy_node 
 /* The GPU-to-GPU link inside a node, KIND_gb_s (line rate),
  * KIND_allreduce_busbw_gb_s (measured all-reduce bus bandwidth, at most the
  * line rate) and KIND_latency_us, for KIND nvlink or pcie. */
-static int read_gpu_link(const mm_doc *d, struct fy_node *n, const char *kind, double *bw, double *bus,
+static int read_gpu_link(const mm_doc *d, mm_node *n, const char *kind, double *bw, double *bus,
                          double *lat, mm_err *err)
 {
     char key[3][48], path[3][64];
@@ -317,7 +316,7 @@ static int read_gpu_link(const mm_doc *d, struct fy_node *n, const char *kind, d
 }
 
 /* The node section: GPUs, how they are joined, PCIe, NICs. */
-static int load_node(const mm_doc *d, struct fy_node *n, mm_cluster *c, mm_err *err)
+static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
 {
     int rc, intra = MM_INTRA_NVSWITCH;
     bool found, nvls = false;
@@ -408,7 +407,7 @@ static int load_node(const mm_doc *d, struct fy_node *n, mm_cluster *c, mm_err *
 }
 
 /* The fabric section: calibration, shape, latency.  Needs c->nodes. */
-static int load_fabric(const mm_doc *d, struct fy_node *f, mm_cluster *c, mm_err *err)
+static int load_fabric(const mm_doc *d, mm_node *f, mm_cluster *c, mm_err *err)
 {
     int rc, kind = MM_FABRIC_RAIL;
     bool found;
@@ -443,7 +442,7 @@ static int load_fabric(const mm_doc *d, struct fy_node *f, mm_cluster *c, mm_err
 
 /* A node group's GPU: name, peaks, HBM (no efficiency factors or tables:
  * its kernel times scale the base GPU's, see cluster.h). */
-static int load_group_gpu(const mm_doc *d, struct fy_node *g, const char *prefix, mm_node_group *ng,
+static int load_group_gpu(const mm_doc *d, mm_node *g, const char *prefix, mm_node_group *ng,
                           mm_err *err)
 {
     char path[96];
@@ -455,7 +454,7 @@ static int load_group_gpu(const mm_doc *d, struct fy_node *g, const char *prefix
     snprintf(path, sizeof path, "%s.gpu.name", prefix);
     if ((rc = mm_node_str(d, g, "name", path, ng->gpu_name, sizeof ng->gpu_name, &found, err)))
         return rc;
-    struct fy_node *pk = mm_node_get(g, "peak_tflops");
+    mm_node *pk = mm_node_get(g, "peak_tflops");
     snprintf(path, sizeof path, "%s.gpu.peak_tflops", prefix);
     if (!pk)
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(g), path, "missing required key");
@@ -486,17 +485,17 @@ static int load_group_gpu(const mm_doc *d, struct fy_node *g, const char *prefix
 
 /* node_groups: [{name, first, count, nic_gbit_s, gpu}], after c->nodes is
  * known.  Groups may not overlap; each must change something. */
-static int load_groups(const mm_doc *d, struct fy_node *root, mm_cluster *c, mm_err *err)
+static int load_groups(const mm_doc *d, mm_node *root, mm_cluster *c, mm_err *err)
 {
-    struct fy_node *list = mm_node_get(root, "node_groups");
+    mm_node *list = mm_node_get(root, "node_groups");
     if (!list || mm_node_is_null(list))
         return 0;
-    if (!fy_node_is_sequence(list))
+    if (!mm_node_is_sequence(list))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(list), "node_groups",
                           "expected a list of {name, first, count, nic_gbit_s, gpu}");
-    void *it = NULL;
-    struct fy_node *g;
-    while ((g = fy_node_sequence_iterate(list, &it))) {
+    int it = 0;
+    mm_node *g;
+    while ((g = mm_node_item(list, it++))) {
         char prefix[48], path[96];
         int i = c->n_groups, rc;
         bool found;
@@ -540,7 +539,7 @@ static int load_groups(const mm_doc *d, struct fy_node *root, mm_cluster *c, mm_
         if ((rc = mm_node_double(d, g, "nic_gbit_s", path, 1e-6, 1e9, &gbit, &found, err)))
             return rc;
         ng->nic_bw = found ? gbit * 1e9 / 8.0 : c->nic_bw;
-        struct fy_node *gg = mm_node_get(g, "gpu");
+        mm_node *gg = mm_node_get(g, "gpu");
         if (gg && (rc = load_group_gpu(d, gg, prefix, ng, err)))
             return rc;
         if (!found && !gg)
@@ -558,7 +557,7 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
     int rc = mm_doc_load_file(&d, path, err);
     if (rc)
         return rc;
-    struct fy_node *root = mm_doc_root(&d), *g, *n, *f;
+    mm_node *root = mm_doc_root(&d), *g, *n, *f;
     bool found;
     int64_t file_nodes = 1;
     if ((rc = mm_node_check_keys(&d, root, "", top_keys, err)) ||

@@ -5,7 +5,6 @@
  * Not for: timing or memory (the run and memory layers use the result). */
 #include "model/framework.h"
 
-#include <libfyaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,8 +40,8 @@ typedef struct rd {
 } rd;
 
 /* The mapping under `key` of `parent`, its keys checked. */
-static int section(const rd *r, struct fy_node *parent, const char *key, const char *path,
-                   const char *const *allowed, struct fy_node **out)
+static int section(const rd *r, mm_node *parent, const char *key, const char *path,
+                   const char *const *allowed, mm_node **out)
 {
     *out = mm_node_get(parent, key);
     if (!*out)
@@ -50,12 +49,12 @@ static int section(const rd *r, struct fy_node *parent, const char *key, const c
     return mm_node_check_keys(r->d, *out, path, allowed, r->err);
 }
 
-static int need(const rd *r, struct fy_node *map, const char *path, bool found)
+static int need(const rd *r, mm_node *map, const char *path, bool found)
 {
     return found ? 0 : mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(map), path, "missing required key");
 }
 
-static int req_double(const rd *r, struct fy_node *map, const char *key, const char *path, double lo, double hi,
+static int req_double(const rd *r, mm_node *map, const char *key, const char *path, double lo, double hi,
                       double *out)
 {
     bool found = false;
@@ -63,14 +62,14 @@ static int req_double(const rd *r, struct fy_node *map, const char *key, const c
     return rc ? rc : need(r, map, path, found);
 }
 
-static int req_bool(const rd *r, struct fy_node *map, const char *key, const char *path, bool *out)
+static int req_bool(const rd *r, mm_node *map, const char *key, const char *path, bool *out)
 {
     bool found = false;
     int rc = mm_node_bool(r->d, map, key, path, out, &found, r->err);
     return rc ? rc : need(r, map, path, found);
 }
 
-static int req_enum(const rd *r, struct fy_node *map, const char *key, const char *path,
+static int req_enum(const rd *r, mm_node *map, const char *key, const char *path,
                     const char *const *names, int *out)
 {
     bool found = false;
@@ -78,7 +77,7 @@ static int req_enum(const rd *r, struct fy_node *map, const char *key, const cha
     return rc ? rc : need(r, map, path, found);
 }
 
-static int req_int(const rd *r, struct fy_node *map, const char *key, const char *path, int lo, int hi, int *out)
+static int req_int(const rd *r, mm_node *map, const char *key, const char *path, int lo, int hi, int *out)
 {
     bool found = false;
     int64_t v = 0;
@@ -89,9 +88,9 @@ static int req_int(const rd *r, struct fy_node *map, const char *key, const char
     return rc;
 }
 
-static int read_attention(const rd *r, struct fy_node *root, mm_framework *fw)
+static int read_attention(const rd *r, mm_node *root, mm_framework *fw)
 {
-    struct fy_node *a;
+    mm_node *a;
     int rc = section(r, root, "attention", "attention", attn_keys, &a);
     int v = 0, w = 0;
     /* "flash" (the topology's generic table) is not a framework's choice:
@@ -108,9 +107,9 @@ static int read_attention(const rd *r, struct fy_node *root, mm_framework *fw)
     return rc;
 }
 
-static int read_kernels(const rd *r, struct fy_node *root, mm_framework *fw)
+static int read_kernels(const rd *r, mm_node *root, mm_framework *fw)
 {
-    struct fy_node *k, *g, *c;
+    mm_node *k, *g, *c;
     int rc = section(r, root, "kernels", "kernels", kernel_keys, &k);
     char path[64];
     for (int i = 0; !rc && i < MM_FW_GROUPS; i++) {
@@ -154,9 +153,9 @@ static int read_kernels(const rd *r, struct fy_node *root, mm_framework *fw)
     return rc;
 }
 
-static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
+static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
 {
-    struct fy_node *g, *o, *b;
+    mm_node *g, *o, *b;
     int rc = section(r, root, "grad_reduce", "grad_reduce", reduce_keys, &g);
     char path[64];
     for (int i = 0; !rc && reduce_keys[i]; i++) {
@@ -182,7 +181,7 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_double(r, b, "mparams_per_dp", "grad_bucket.mparams_per_dp", 0.0, 1e6, &fw->bucket_per_dp);
     fw->bucket_params *= 1e6;
     fw->bucket_per_dp *= 1e6;
-    struct fy_node *z;
+    mm_node *z;
     int gather = 0;
     if (!rc)
         rc = section(r, root, "zero3", "zero3", z3_keys, &z);
@@ -201,7 +200,7 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
     if (!rc)
         rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
     fw->padding = (mm_padding)pad;
-    struct fy_node *ov;
+    mm_node *ov;
     if (!rc)
         rc = section(r, root, "overlap", "overlap", overlap_keys, &ov);
     if (!rc)
@@ -210,7 +209,7 @@ static int read_rest(const rd *r, struct fy_node *root, mm_framework *fw)
         rc = req_bool(r, ov, "param_gather", "overlap.param_gather", &fw->overlap_param_gather);
     if (!rc)
         rc = req_bool(r, ov, "zero3_blocking", "overlap.zero3_blocking", &fw->zero3_blocking);
-    struct fy_node *gs, *em;
+    mm_node *gs, *em;
     if (!rc)
         rc = section(r, root, "grad_sync", "grad_sync", sync_keys, &gs);
     if (!rc)
@@ -232,7 +231,7 @@ int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
     if (rc)
         return rc;
     rd r = {&d, err};
-    struct fy_node *root = mm_doc_root(&d);
+    mm_node *root = mm_doc_root(&d);
     bool found = false;
     char src[1024];
     rc = mm_node_check_keys(&d, root, "", top_keys, err);

@@ -13,7 +13,6 @@
  * Not for: deciding what a key means (the readers do). */
 #include "model/hf.h"
 
-#include <libfyaml.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -185,7 +184,7 @@ void mm_hf_key(const mm_hf *r, const char *key, char *buf, size_t len)
 
 bool mm_hf_has(const mm_hf *r, const char *key)
 {
-    struct fy_node *n = mm_node_get(r->map, key);
+    mm_node *n = mm_node_get(r->map, key);
     return n && !mm_node_is_null(n);
 }
 
@@ -205,7 +204,7 @@ int mm_hf_fail(const mm_hf *r, const char *key, const char *fmt, ...)
  * (q_lora_rank null means no query compression). */
 static bool is_null(const mm_hf *r, const char *key)
 {
-    struct fy_node *n = mm_node_get(r->map, key);
+    mm_node *n = mm_node_get(r->map, key);
     return n && mm_node_is_null(n);
 }
 
@@ -317,10 +316,8 @@ static const char *const costless_generic[] = {
 
 int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const *costless)
 {
-    void *it = NULL;
-    struct fy_node_pair *p;
-    while ((p = fy_node_mapping_iterate(r->map, &it))) {
-        const char *k = fy_node_get_scalar0(fy_node_pair_key(p));
+    for (int i = 0; i < mm_node_count(r->map); i++) {
+        const char *k = mm_node_scalar(mm_node_pair_key(r->map, i), NULL);
         if (!k)
             continue;
         static const char *const nested[] = {"text_config", "vision_config", "llm_config", NULL};

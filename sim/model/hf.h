@@ -14,8 +14,6 @@
 #include "util/doc.h"
 #include "util/err.h"
 
-struct fy_node;
-
 /* The transformers release the defaults table was read from. */
 #define MM_HF_TRANSFORMERS_VERSION "transformers 5.0 dev (main, commit 008e574)"
 
@@ -23,7 +21,7 @@ struct fy_node;
  * ("text_config") and the model_type whose class supplies the defaults. */
 typedef struct mm_hf {
     const mm_doc *doc;
-    struct fy_node *map;
+    mm_node *map;
     const char *prefix;
     const char *type; /* defaults row: "llama", "clip_vision_model", ... */
     mm_err *err;

@@ -23,7 +23,7 @@
 
 #include "util/err.h"
 
-struct fy_node;
+struct mm_node;
 struct mm_doc;
 
 /* Which family of config.json keys a model was read from. */
@@ -113,17 +113,17 @@ int mm_llm_load(const char *path, mm_llm *m, mm_err *err);
  * in a larger YAML file); `prefix` (may be "" or NULL) is prepended to the
  * keys named in errors, e.g. "llm" gives "llm.hidden_size".  Clears *m
  * first, so name and source are left empty for the caller to fill. */
-int mm_llm_from_node(const struct mm_doc *doc, struct fy_node *map,
+int mm_llm_from_node(const struct mm_doc *doc, struct mm_node *map,
                      const char *prefix, mm_llm *m, mm_err *err);
 
 /* Same with the model family forced to `type` (its class's defaults and
  * keys), whatever the mapping's model_type says: Qwen2-VL's flat LLM keys
  * are read as "qwen2_vl_text". */
-int mm_llm_from_node_typed(const struct mm_doc *doc, struct fy_node *map, const char *prefix,
+int mm_llm_from_node_typed(const struct mm_doc *doc, struct mm_node *map, const char *prefix,
                            const char *type, mm_llm *m, mm_err *err);
 
 /* Refuses an "architectures" entry mmsim does not model (MM_EINPUT). */
-int mm_llm_check_architectures(const struct mm_doc *doc, struct fy_node *map, const char *prefix,
+int mm_llm_check_architectures(const struct mm_doc *doc, struct mm_node *map, const char *prefix,
                                mm_err *err);
 
 /* A Megatron-LM GPT as in Narayanan et al. SC'21 Table 1: MHA, ffn = 4h,

@@ -9,7 +9,6 @@
  * Not for: costs (llm.c), encoders and composites (mllm.c). */
 #include "model/llm.h"
 
-#include <libfyaml.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,16 +40,16 @@ static const char *const known_archs[] = {
     "Idefics3ForConditionalGeneration", "Qwen2_5_VLModel", NULL,
 };
 
-int mm_llm_check_architectures(const mm_doc *doc, struct fy_node *map, const char *prefix, mm_err *err)
+int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)
 {
-    struct fy_node *a = mm_node_get(map, "architectures");
-    if (!a || mm_node_is_null(a) || !fy_node_is_sequence(a))
+    mm_node *a = mm_node_get(map, "architectures");
+    if (!a || mm_node_is_null(a) || !mm_node_is_sequence(a))
         return 0;
     mm_hf r = {doc, map, prefix, NULL, err};
-    void *it = NULL;
-    struct fy_node *e;
-    while ((e = fy_node_sequence_iterate(a, &it))) {
-        const char *s = fy_node_get_scalar0(e);
+    int it = 0;
+    mm_node *e;
+    while ((e = mm_node_item(a, it++))) {
+        const char *s = mm_node_scalar(e, NULL);
         if (s && !mm_hf_in(s, known_archs))
             return mm_hf_fail(&r, "architectures", "unknown architecture '%s': mmsim does not model it", s);
     }
@@ -110,8 +109,8 @@ static int read_moe(const mm_hf *r, mm_llm *m)
             return rc;
         m->shared_gate = true;
     }
-    struct fy_node *only = mm_node_get(r->map, "mlp_only_layers");
-    if (only && !mm_node_is_null(only) && (!fy_node_is_sequence(only) || fy_node_sequence_item_count(only) > 0))
+    mm_node *only = mm_node_get(r->map, "mlp_only_layers");
+    if (only && !mm_node_is_null(only) && (!mm_node_is_sequence(only) || mm_node_count(only) > 0))
         return mm_hf_fail(r, "mlp_only_layers", "dense layers chosen by list are not modeled (only "
                           "decoder_sparse_step); leave it empty");
     if (m->experts_per_tok > m->experts)
@@ -192,15 +191,15 @@ static const char *const llama_costless[] = {
  * 2's sliding even layers); any other per-layer pattern is refused. */
 static int check_layer_types(const mm_hf *r, int every)
 {
-    struct fy_node *lt = mm_node_get(r->map, "layer_types");
+    mm_node *lt = mm_node_get(r->map, "layer_types");
     if (!lt || mm_node_is_null(lt))
         return 0;
-    if (!fy_node_is_sequence(lt))
+    if (!mm_node_is_sequence(lt))
         return mm_hf_fail(r, "layer_types", "expected a list of attention types");
-    void *it = NULL;
-    struct fy_node *e;
-    for (int i = 0; (e = fy_node_sequence_iterate(lt, &it)); i++) {
-        const char *t = fy_node_get_scalar0(e);
+    int it = 0;
+    mm_node *e;
+    for (int i = 0; (e = mm_node_item(lt, it++)); i++) {
+        const char *t = mm_node_scalar(e, NULL);
         bool sliding = every > 0 && i % every == 0;
         if (!t || strcmp(t, sliding ? "sliding_attention" : "full_attention"))
             return mm_hf_fail(r, "layer_types", "entry %d is '%s' where this model's rule gives '%s': "
@@ -312,13 +311,13 @@ static int read_llama(const mm_hf *r, mm_llm *m)
     return read_moe(r, m);
 }
 
-int mm_llm_from_node_typed(const mm_doc *doc, struct fy_node *map, const char *prefix, const char *type,
+int mm_llm_from_node_typed(const mm_doc *doc, mm_node *map, const char *prefix, const char *type,
                            mm_llm *m, mm_err *err)
 {
     memset(m, 0, sizeof *m);
     mm_hf r = {doc, map, prefix ? prefix : "", NULL, err};
     int rc;
-    if (!map || !fy_node_is_mapping(map))
+    if (!map || !mm_node_is_mapping(map))
         return mm_err_set(err, MM_EINPUT, doc->path, mm_node_line(map), r.prefix,
                           "expected a mapping of config.json keys");
     if ((rc = mm_hf_str(&r, "model_type", m->model_type, sizeof m->model_type)) ||
@@ -362,7 +361,7 @@ int mm_llm_from_node_typed(const mm_doc *doc, struct fy_node *map, const char *p
     return 0;
 }
 
-int mm_llm_from_node(const mm_doc *doc, struct fy_node *map, const char *prefix, mm_llm *m, mm_err *err)
+int mm_llm_from_node(const mm_doc *doc, mm_node *map, const char *prefix, mm_llm *m, mm_err *err)
 {
     return mm_llm_from_node_typed(doc, map, prefix, NULL, m, err);
 }

@@ -4,7 +4,6 @@
  * Not for: the LLM decoder itself (llm.c), memory, time, placement. */
 #include "model/mllm.h"
 
-#include <libfyaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,6 @@
  * Not for: costs (mllm.c), the LLM reader itself (llm_read.c). */
 #include "model/mllm.h"
 
-#include <libfyaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,18 +44,18 @@ static bool in_list(const char *s, const char *const *l)
  * patch_size): a square pair is read as its side, a non-square one refused. */
 static int square_int(const mm_hf *r, const char *key, int64_t *out)
 {
-    struct fy_node *n = mm_node_get(r->map, key);
-    if (!n || !fy_node_is_sequence(n))
+    mm_node *n = mm_node_get(r->map, key);
+    if (!n || !mm_node_is_sequence(n))
         return mm_hf_need_int(r, key, 1, DIM_MAX, out);
     char kp[160];
     mm_hf_key(r, key, kp, sizeof kp);
     int64_t v[2] = {0, 0};
     for (int i = 0; i < 2; i++) {
-        int rc = mm_node_as_int(r->doc, fy_node_sequence_get_by_index(n, i), kp, 1, DIM_MAX, &v[i], r->err);
+        int rc = mm_node_as_int(r->doc, mm_node_item(n, i), kp, 1, DIM_MAX, &v[i], r->err);
         if (rc)
             return rc;
     }
-    if (fy_node_sequence_item_count(n) != 2 || v[0] != v[1])
+    if (mm_node_count(n) != 2 || v[0] != v[1])
         return mm_hf_fail(r, key, "only square [n, n] sizes are modeled");
     *out = v[0];
     return 0;
@@ -75,7 +74,7 @@ static const char *const vit_costless[] = {
 
 /* CLIP / SigLIP (and Idefics3's SigLIP) vision towers, InternViT (remote
  * code) and transformers' InternVLVisionModel. */
-static int read_vit(const mm_doc *d, struct fy_node *map, const char *prefix, const char *type,
+static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const char *type,
                     mm_encoder *e, mm_err *err)
 {
     int rc;
@@ -201,11 +200,11 @@ static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, in
         int64_t side = win / e->patch_size;
         e->window = side * side;
         e->full_layers = 4;
-        struct fy_node *fl = mm_node_get(r->map, "fullatt_block_indexes");
+        mm_node *fl = mm_node_get(r->map, "fullatt_block_indexes");
         if (fl && !mm_node_is_null(fl)) {
-            if (!fy_node_is_sequence(fl))
+            if (!mm_node_is_sequence(fl))
                 return mm_hf_fail(r, "fullatt_block_indexes", "expected a list of block indexes");
-            e->full_layers = fy_node_sequence_item_count(fl);
+            e->full_layers = mm_node_count(fl);
         }
         if (e->full_layers > e->layers)
             return mm_hf_fail(r, "fullatt_block_indexes", "%lld full-attention blocks in a %lld-block tower",
@@ -217,7 +216,7 @@ static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, in
 
 /* The encoder half of a WhisperConfig (the decoder is not modeled: its
  * keys are costless here, Qwen2-Audio-style models use the encoder only). */
-static int read_whisper(const mm_doc *d, struct fy_node *map, const char *prefix, mm_encoder *e,
+static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e,
                         mm_err *err)
 {
     int rc;
@@ -254,12 +253,12 @@ static int read_whisper(const mm_doc *d, struct fy_node *map, const char *prefix
 
 /* An encoder from a mapping; `deftype` names the class when the mapping
  * has no model_type (a composite's default vision_config class). */
-static int read_encoder_as(const mm_doc *d, struct fy_node *map, const char *prefix, const char *deftype,
+static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, const char *deftype,
                            mm_encoder *e, mm_projector *merger, int64_t *merge, mm_err *err)
 {
     memset(e, 0, sizeof *e);
     char type[64] = "";
-    if (!map || !fy_node_is_mapping(map))
+    if (!map || !mm_node_is_mapping(map))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(map), prefix, "expected a mapping");
     mm_hf r = {d, map, prefix, NULL, err};
     int rc = mm_hf_str(&r, "model_type", type, sizeof type);
@@ -285,12 +284,12 @@ static int read_encoder_as(const mm_doc *d, struct fy_node *map, const char *pre
                       "qwen2_5_vl, whisper)", type[0] ? type : "(none)");
 }
 
-static int read_encoder(const mm_doc *d, struct fy_node *map, const char *prefix, mm_encoder *e, mm_err *err)
+static int read_encoder(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e, mm_err *err)
 {
     return read_encoder_as(d, map, prefix, NULL, e, NULL, NULL, err);
 }
 
-static int parse_projector(const mm_doc *d, struct fy_node *node, const char *key, const char *type,
+static int parse_projector(const mm_doc *d, mm_node *node, const char *key, const char *type,
                            mm_projector *p, mm_err *err)
 {
     int depth = 0, used = 0;
@@ -331,21 +330,21 @@ static void finish_grids(mm_model *m)
 }
 
 /* anyres pin-points: a list of [height, width] in pixels, multiples of tile. */
-static int read_pinpoints(const mm_doc *d, struct fy_node *list, const char *key, mm_model *m, bool pixels,
+static int read_pinpoints(const mm_doc *d, mm_node *list, const char *key, mm_model *m, bool pixels,
                           mm_err *err)
 {
-    if (!fy_node_is_sequence(list))
+    if (!mm_node_is_sequence(list))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(list), key, "expected a list of [rows, cols]");
-    void *it = NULL;
-    struct fy_node *pair;
-    while ((pair = fy_node_sequence_iterate(list, &it))) {
-        if (!fy_node_is_sequence(pair) || fy_node_sequence_item_count(pair) != 2)
+    int it = 0;
+    mm_node *pair;
+    while ((pair = mm_node_item(list, it++))) {
+        if (!mm_node_is_sequence(pair) || mm_node_count(pair) != 2)
             return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pair), key, "each entry is a pair [rows, cols]");
         if (m->n_grids == MM_MAX_GRIDS)
             return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pair), key, "more than %d grids", MM_MAX_GRIDS);
         int64_t v[2];
         for (int i = 0; i < 2; i++) {
-            int rc = mm_node_as_int(d, fy_node_sequence_get_by_index(pair, i), key, 1, 1 << 20, &v[i], err);
+            int rc = mm_node_as_int(d, mm_node_item(pair, i), key, 1, 1 << 20, &v[i], err);
             if (rc)
                 return rc;
         }
@@ -438,7 +437,7 @@ static int read_internvl(const mm_hf *r, mm_model *m)
 
 /* A Hugging Face composite: its LLM, its vision tower and the projector
  * between them, each from its own sub-config. */
-static int read_composite(const mm_doc *d, struct fy_node *root, const char *type, mm_model *m, mm_err *err)
+static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
 {
     int rc;
     const composite *c = composites;
@@ -455,8 +454,8 @@ static int read_composite(const mm_doc *d, struct fy_node *root, const char *typ
     /* The LLM: the root itself (Qwen2-VL's flat layout), or its mapping;
      * transformers-native Qwen2.5-VL files may nest it in text_config. */
     const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
-    struct fy_node *lm = lk ? mm_node_get(root, lk) : root;
-    if (!lm || !fy_node_is_mapping(lm))
+    mm_node *lm = lk ? mm_node_get(root, lk) : root;
+    if (!lm || !mm_node_is_mapping(lm))
         return mm_hf_fail(&r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
     char ttype[64] = "";
     mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
@@ -466,7 +465,7 @@ static int read_composite(const mm_doc *d, struct fy_node *root, const char *typ
     if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
         (rc = mm_llm_validate(&m->llm, err)))
         return rc;
-    struct fy_node *vm = mm_node_get(root, "vision_config");
+    mm_node *vm = mm_node_get(root, "vision_config");
     if (!vm)
         return mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
     int64_t merge = 1;
@@ -509,7 +508,7 @@ static int read_composite(const mm_doc *d, struct fy_node *root, const char *typ
     if (next || ov) {
         m->extra_params = m->llm.hidden; /* image_newline */
         m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
-        struct fy_node *pp = mm_node_get(root, "image_grid_pinpoints");
+        mm_node *pp = mm_node_get(root, "image_grid_pinpoints");
         if (pp && !mm_node_is_null(pp)) {
             if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
                 return rc;
@@ -551,7 +550,7 @@ static const char *const proj_keys[] = {"type", NULL};
 static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", "frame_pool", "anyres_max",
                                          NULL};
 
-static int load_part(const mm_doc *d, struct fy_node *root, const char *key, mm_model *part, mm_err *err)
+static int load_part(const mm_doc *d, mm_node *root, const char *key, mm_model *part, mm_err *err)
 {
     char rel[512], path[1024];
     int rc = mm_node_str(d, root, key, key, rel, sizeof rel, NULL, err);
@@ -562,7 +561,7 @@ static int load_part(const mm_doc *d, struct fy_node *root, const char *key, mm_
     return rc;
 }
 
-static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm_err *err)
+static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
 {
     int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
     if (rc)
@@ -602,7 +601,7 @@ static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm
     const char *pkeys[2] = {"projector", "audio_projector"};
     mm_projector *pj[2] = {&m->vision_proj, &m->audio_proj};
     for (int i = 0; i < 2; i++) {
-        struct fy_node *p = mm_node_get(root, pkeys[i]);
+        mm_node *p = mm_node_get(root, pkeys[i]);
         if (!p)
             continue;
         char type[64] = "", kp[64];
@@ -616,7 +615,7 @@ static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm
         if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)))
             return rc;
     }
-    struct fy_node *im = mm_node_get(root, "image");
+    mm_node *im = mm_node_get(root, "image");
     if (im) {
         int64_t maxt = 0;
         if ((rc = mm_node_check_keys(d, im, "image", image_keys, err)) ||
@@ -632,7 +631,7 @@ static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm
             return rc;
         m->frame_pool = (int)pool;
         m->anyres_max = (int)amax;
-        struct fy_node *g = mm_node_get(im, "grids");
+        mm_node *g = mm_node_get(im, "grids");
         if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
             return rc;
     }
@@ -658,12 +657,12 @@ static int read_yaml_form(const mm_doc *d, struct fy_node *root, mm_model *m, mm
 }
 
 /* True when the root is our YAML form: a part named by a path. */
-static bool is_yaml_form(struct fy_node *root)
+static bool is_yaml_form(mm_node *root)
 {
     const char *k[] = {"llm", "vision", "audio"};
     for (int i = 0; i < 3; i++) {
-        struct fy_node *n = mm_node_get(root, k[i]);
-        if (n && fy_node_is_scalar(n))
+        mm_node *n = mm_node_get(root, k[i]);
+        if (n && mm_node_is_scalar(n))
             return true;
     }
     return false;
@@ -677,9 +676,9 @@ int mm_model_load(const char *path, mm_model *m, mm_err *err)
     int rc = mm_doc_load_file(&d, path, err);
     if (rc)
         return rc;
-    struct fy_node *root = mm_doc_root(&d);
+    mm_node *root = mm_doc_root(&d);
     char type[64] = "";
-    if (!root || !fy_node_is_mapping(root)) {
+    if (!root || !mm_node_is_mapping(root)) {
         rc = mm_err_set(err, MM_EINPUT, path, mm_node_line(root), "", "expected a mapping of config keys");
         goto out;
     }
@@ -693,7 +692,7 @@ int mm_model_load(const char *path, mm_model *m, mm_err *err)
         rc = read_yaml_form(&d, root, m, err);
     } else if ((!strcmp(type, "clip") || !strcmp(type, "siglip")) && mm_node_get(root, "vision_config")) {
         /* a dual encoder: its vision tower (the text tower is not used) */
-        struct fy_node *vc = mm_node_get(root, "vision_config");
+        mm_node *vc = mm_node_get(root, "vision_config");
         char vt[64] = "clip_vision_model";
         if (!strcmp(type, "siglip"))
             snprintf(vt, sizeof vt, "siglip_vision_model");

@@ -14,13 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libfyaml.h>
-
 #include "scenario/sim.h"
 #include "util/doc.h"
 
-#define EMIT_YAML (FYECF_MODE_FLOW_ONELINE | FYECF_WIDTH_INF | FYECF_NO_ENDING_NEWLINE)
-#define EMIT_JSON (FYECF_MODE_JSON_ONELINE | FYECF_WIDTH_INF | FYECF_NO_ENDING_NEWLINE)
 #define MAX_AXIS_VALUES 1000000
 
 static const char *const top_keys[] = {"name", "base", "set", "mode", "axes", NULL};
@@ -96,9 +92,9 @@ static int bad(const mm_sweep *sw, mm_err *err, int line, const char *key, const
 }
 
 /* "key=value" with the node as one-line YAML flow text. */
-static char *set_text(const char *key, struct fy_node *value)
+static char *set_text(const char *key, mm_node *value)
 {
-    char *v = fy_emit_node_to_string(value, EMIT_YAML);
+    char *v = mm_node_emit(value, MM_EMIT_YAML);
     if (!v)
         return NULL;
     char *s = dup_printf("%s=%s", key, v);
@@ -108,38 +104,36 @@ static char *set_text(const char *key, struct fy_node *value)
 
 /* Reads a mapping of dotted keys -> values into "key=value" overrides; a
  * mapping key must be a plain string. */
-static int read_sets(mm_sweep *sw, const mm_doc *doc, struct fy_node *map, const char *what,
+static int read_sets(mm_sweep *sw, const mm_doc *doc, mm_node *map, const char *what,
                      strlist *out, mm_err *err)
 {
-    if (!fy_node_is_mapping(map))
+    if (!mm_node_is_mapping(map))
         return bad(sw, err, mm_node_line(map), what,
                    "expected a mapping of scenario keys to values");
-    void *it = NULL;
-    struct fy_node_pair *p;
     (void)doc;
-    while ((p = fy_node_mapping_iterate(map, &it))) {
-        struct fy_node *k = fy_node_pair_key(p);
+    for (int i = 0; i < mm_node_count(map); i++) {
+        mm_node *k = mm_node_pair_key(map, i);
         size_t klen = 0;
-        const char *ks = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &klen) : NULL;
+        const char *ks = k && mm_node_is_scalar(k) ? mm_node_scalar(k, &klen) : NULL;
         if (!ks || klen == 0 || klen >= 128)
             return bad(sw, err, mm_node_line(k), what, "expected a scenario key");
         char key[128];
         memcpy(key, ks, klen);
         key[klen] = '\0';
-        if (strlist_push(out, set_text(key, fy_node_pair_value(p))) < 0)
+        if (strlist_push(out, set_text(key, mm_node_pair_value(map, i))) < 0)
             return oom(sw, err);
     }
     return 0;
 }
 
-static int read_base(mm_sweep *sw, const mm_doc *doc, struct fy_node *root, strlist *sets,
+static int read_base(mm_sweep *sw, const mm_doc *doc, mm_node *root, strlist *sets,
                      mm_err *err)
 {
-    struct fy_node *b = mm_node_get(root, "base");
+    mm_node *b = mm_node_get(root, "base");
     if (!b || mm_node_is_null(b))
         return 0;
     int line = mm_node_key_line(root, "base");
-    if (fy_node_is_mapping(b))
+    if (mm_node_is_mapping(b))
         return read_sets(sw, doc, b, "base", sets, err);
     char path[512];
     int rc = mm_node_as_str(doc, b, "base", path, sizeof path, err);
@@ -161,7 +155,7 @@ static char *number_text(double v)
     return dup_printf("%.15g", v);
 }
 
-static int read_range(mm_sweep *sw, const mm_doc *doc, struct fy_node *r, const char *prefix,
+static int read_range(mm_sweep *sw, const mm_doc *doc, mm_node *r, const char *prefix,
                       mm_sweep_axis *ax, mm_err *err)
 {
     int rc = mm_node_check_keys(doc, r, prefix, range_keys, err);
@@ -253,13 +247,13 @@ static int read_range(mm_sweep *sw, const mm_doc *doc, struct fy_node *r, const 
     return 0;
 }
 
-static int read_axis(mm_sweep *sw, const mm_doc *doc, struct fy_node *a, int i,
+static int read_axis(mm_sweep *sw, const mm_doc *doc, mm_node *a, int i,
                      mm_sweep_axis *ax, mm_err *err)
 {
     char prefix[64], path[96];
     snprintf(prefix, sizeof prefix, "axes[%d]", i);
     ax->line = mm_node_line(a);
-    if (!fy_node_is_mapping(a))
+    if (!mm_node_is_mapping(a))
         return bad(sw, err, ax->line, prefix,
                    "expected a mapping {key: dotted.key, values: [..]} or {key, range: {..}}");
     int rc = mm_node_check_keys(doc, a, prefix, axis_keys, err);
@@ -275,7 +269,7 @@ static int read_axis(mm_sweep *sw, const mm_doc *doc, struct fy_node *a, int i,
     if (strchr(ax->key, '=') || ax->key[0] == '.' || strstr(ax->key, ".."))
         return bad(sw, err, mm_node_key_line(a, "key"), path,
                    "'%s' is not a dotted scenario key", ax->key);
-    struct fy_node *vals = mm_node_get(a, "values"), *range = mm_node_get(a, "range");
+    mm_node *vals = mm_node_get(a, "values"), *range = mm_node_get(a, "range");
     if ((vals != NULL) == (range != NULL))
         return bad(sw, err, ax->line, prefix, "an axis needs exactly one of 'values' or 'range'");
     if (range)
@@ -283,9 +277,9 @@ static int read_axis(mm_sweep *sw, const mm_doc *doc, struct fy_node *a, int i,
                           ax, err);
     snprintf(path, sizeof path, "%s.values", prefix);
     int vline = mm_node_key_line(a, "values");
-    if (!fy_node_is_sequence(vals))
+    if (!mm_node_is_sequence(vals))
         return bad(sw, err, vline, path, "expected a list of values, e.g. [1, 2, 4]");
-    int n = fy_node_sequence_item_count(vals);
+    int n = mm_node_count(vals);
     if (n <= 0)
         return bad(sw, err, vline, path, "the list of values is empty");
     if (n > MAX_AXIS_VALUES)
@@ -296,13 +290,13 @@ static int read_axis(mm_sweep *sw, const mm_doc *doc, struct fy_node *a, int i,
         return oom(sw, err);
     ax->n_values = n;
     for (int k = 0; k < n; k++) {
-        struct fy_node *v = fy_node_sequence_get_by_index(vals, k);
+        mm_node *v = mm_node_item(vals, k);
         if (mm_node_is_null(v)) {
             snprintf(path, sizeof path, "%s.values[%d]", prefix, k);
             return bad(sw, err, mm_node_line(v), path, "empty value");
         }
-        ax->values[k] = fy_emit_node_to_string(v, EMIT_YAML);
-        ax->json[k] = fy_emit_node_to_string(v, EMIT_JSON);
+        ax->values[k] = mm_node_emit(v, MM_EMIT_YAML);
+        ax->json[k] = mm_node_emit(v, MM_EMIT_JSON);
         if (!ax->values[k] || !ax->json[k])
             return oom(sw, err);
     }
@@ -311,8 +305,8 @@ static int read_axis(mm_sweep *sw, const mm_doc *doc, struct fy_node *a, int i,
 
 static int read_spec(mm_sweep *sw, const mm_doc *doc, mm_err *err)
 {
-    struct fy_node *root = mm_doc_root(doc);
-    if (!root || !fy_node_is_mapping(root))
+    mm_node *root = mm_doc_root(doc);
+    if (!root || !mm_node_is_mapping(root))
         return bad(sw, err, mm_node_line(root), "",
                    "a sweep file is a mapping with 'base', 'axes' and optionally "
                    "'name', 'set', 'mode'");
@@ -329,7 +323,7 @@ static int read_spec(mm_sweep *sw, const mm_doc *doc, mm_err *err)
 
     strlist sets = {0};
     rc = read_base(sw, doc, root, &sets, err);
-    struct fy_node *set = mm_node_get(root, "set");
+    mm_node *set = mm_node_get(root, "set");
     if (!rc && set && !mm_node_is_null(set))
         rc = read_sets(sw, doc, set, "set", &sets, err);
     sw->base_sets = sets.v;
@@ -337,14 +331,14 @@ static int read_spec(mm_sweep *sw, const mm_doc *doc, mm_err *err)
     if (rc < 0)
         return rc;
 
-    struct fy_node *axes = mm_node_get(root, "axes");
+    mm_node *axes = mm_node_get(root, "axes");
     int aline = mm_node_key_line(root, "axes");
     if (!axes || mm_node_is_null(axes))
         return bad(sw, err, aline ? aline : 1, "axes",
                    "a sweep needs 'axes': a list of {key, values} or {key, range}");
-    if (!fy_node_is_sequence(axes))
+    if (!mm_node_is_sequence(axes))
         return bad(sw, err, aline, "axes", "expected a list of axes");
-    int n = fy_node_sequence_item_count(axes);
+    int n = mm_node_count(axes);
     if (n <= 0)
         return bad(sw, err, aline, "axes", "the list of axes is empty");
     sw->axes = calloc((size_t)n, sizeof *sw->axes);
@@ -353,7 +347,7 @@ static int read_spec(mm_sweep *sw, const mm_doc *doc, mm_err *err)
     sw->n_axes = n;
     double total = 1;
     for (int i = 0; i < n; i++) {
-        rc = read_axis(sw, doc, fy_node_sequence_get_by_index(axes, i), i, &sw->axes[i], err);
+        rc = read_axis(sw, doc, mm_node_item(axes, i), i, &sw->axes[i], err);
         if (rc < 0)
             return rc;
         for (int j = 0; j < i; j++)

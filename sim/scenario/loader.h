@@ -16,7 +16,7 @@
 #define MM_SET_FILE "--set"
 #define MM_PATH_MAX_LEN 128 /* = sizeof(mm_err.key) */
 
-struct fy_node;
+struct mm_node;
 
 typedef struct mm_loader {
     mm_scenario *sc;
@@ -35,22 +35,22 @@ int mm_ld_fix(const mm_loader *ld, int rc, mm_err *err);
 /* Records where a key was read, for mm_scenario_fail(). */
 void mm_ld_note(mm_loader *ld, const char *path, int line);
 
-int mm_ld_i64(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, int64_t min,
+int mm_ld_i64(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key, int64_t min,
               int64_t max, int64_t *out, mm_err *err);
-int mm_ld_int(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, int min, int max,
+int mm_ld_int(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key, int min, int max,
               int *out, mm_err *err);
-int mm_ld_double(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, double min,
+int mm_ld_double(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key, double min,
                  double max, double *out, mm_err *err);
-int mm_ld_bool(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, bool *out,
+int mm_ld_bool(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key, bool *out,
                mm_err *err);
-int mm_ld_enum(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key,
+int mm_ld_enum(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key,
                const char *const *choices, int *out, mm_err *err);
 /* A string into a fixed buffer (too long: an input error naming the key). */
-int mm_ld_str(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, char *out,
+int mm_ld_str(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key, char *out,
               size_t len, bool *found, mm_err *err);
 
 /* perturb: a list of {kind: ..., ...} (perturb.c). */
-int mm_ld_perturb(mm_loader *ld, struct fy_node *root, mm_err *err);
+int mm_ld_perturb(mm_loader *ld, struct mm_node *root, mm_err *err);
 
 /* Appends the canonical `perturb:` lines (perturb.c). */
 typedef struct mm_sbuf {

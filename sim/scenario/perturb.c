@@ -12,7 +12,6 @@
  *   node_group group, nic_gbit_s (both required)
  *   stall      every, seconds (both required)
  * Not for: applying perturbations (the hw layer does that). */
-#include <libfyaml.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,11 +36,11 @@ static const char *const jitter_dists[] = {"lognormal", NULL};
 
 /* ---- perturb ------------------------------------------------------------ */
 
-static int perturb_bad(mm_loader *ld, mm_err *err, struct fy_node *m, const char *prefix, const char *key,
+static int perturb_bad(mm_loader *ld, mm_err *err, mm_node *m, const char *prefix, const char *key,
                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* An input error at `prefix`.key (the key's line, else the entry's). */
-static int perturb_bad(mm_loader *ld, mm_err *err, struct fy_node *m, const char *prefix, const char *key,
+static int perturb_bad(mm_loader *ld, mm_err *err, mm_node *m, const char *prefix, const char *key,
                        const char *fmt, ...)
 {
     char path[MM_PATH_MAX_LEN], msg[200];
@@ -55,16 +54,16 @@ static int perturb_bad(mm_loader *ld, mm_err *err, struct fy_node *m, const char
 }
 
 /* A list of non-negative ids (a single number is a list of one). */
-static int read_ids(mm_loader *ld, struct fy_node *m, const char *prefix, const char *key, int *out, int *n,
+static int read_ids(mm_loader *ld, mm_node *m, const char *prefix, const char *key, int *out, int *n,
                     mm_err *err)
 {
     char path[MM_PATH_MAX_LEN];
     mm_ld_join(path, prefix, key);
-    struct fy_node *v = mm_node_get(m, key);
+    mm_node *v = mm_node_get(m, key);
     if (!v || mm_node_is_null(v))
         return 0;
     mm_ld_note(ld, path, mm_node_key_line(m, key));
-    if (fy_node_is_scalar(v)) {
+    if (mm_node_is_scalar(v)) {
         int64_t x = 0;
         int rc = mm_node_as_int(&ld->doc, v, path, 0, INT_MAX, &x, err);
         if (rc)
@@ -72,12 +71,12 @@ static int read_ids(mm_loader *ld, struct fy_node *m, const char *prefix, const 
         out[(*n)++] = (int)x;
         return 0;
     }
-    if (!fy_node_is_sequence(v))
+    if (!mm_node_is_sequence(v))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), path,
                                   "expected a list of indices, e.g. [0, 3]"), err);
-    void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it))) {
+    int it = 0;
+    mm_node *item;
+    while ((item = mm_node_item(v, it++))) {
         if (*n == MM_PERTURB_IDS)
             return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(item), path,
                                       "at most %d entries (use nodes or fraction for more)", MM_PERTURB_IDS), err);
@@ -91,7 +90,7 @@ static int read_ids(mm_loader *ld, struct fy_node *m, const char *prefix, const 
 }
 
 /* A positive factor (time multiplier or bandwidth fraction). */
-static int read_factor(mm_loader *ld, struct fy_node *m, const char *prefix, const char *key, bool required,
+static int read_factor(mm_loader *ld, mm_node *m, const char *prefix, const char *key, bool required,
                        double *out, mm_err *err)
 {
     bool had = mm_node_get(m, key) != NULL;
@@ -105,12 +104,12 @@ static int read_factor(mm_loader *ld, struct fy_node *m, const char *prefix, con
     return 0;
 }
 
-static int read_perturb_entry(mm_loader *ld, struct fy_node *m, const char *prefix, mm_perturb_entry *e, mm_err *err)
+static int read_perturb_entry(mm_loader *ld, mm_node *m, const char *prefix, mm_perturb_entry *e, mm_err *err)
 {
     int kind = -1, rc;
     char kp[MM_PATH_MAX_LEN];
     mm_ld_join(kp, prefix, "kind");
-    if (!m || !fy_node_is_mapping(m))
+    if (!m || !mm_node_is_mapping(m))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(m), prefix,
                                   "expected a mapping with a kind, e.g. {kind: slow_gpu, gpus: [3], factor: 1.3}"),
                    err);
@@ -222,19 +221,19 @@ static int read_perturb_entry(mm_loader *ld, struct fy_node *m, const char *pref
 }
 
 /* perturb: a list of {kind: ..., ...} (hw/perturb.h). */
-int mm_ld_perturb(mm_loader *ld, struct fy_node *root, mm_err *err)
+int mm_ld_perturb(mm_loader *ld, mm_node *root, mm_err *err)
 {
     mm_scenario *sc = ld->sc;
-    struct fy_node *v = mm_node_get(root, "perturb");
+    mm_node *v = mm_node_get(root, "perturb");
     if (!v)
         return 0;
     mm_ld_note(ld, "perturb", mm_node_key_line(root, "perturb"));
     if (mm_node_is_null(v))
         return 0;
-    if (!fy_node_is_sequence(v))
+    if (!mm_node_is_sequence(v))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), "perturb",
                                   "expected a list, e.g. [{kind: slow_gpu, gpus: [3], factor: 1.3}]"), err);
-    int count = fy_node_sequence_item_count(v);
+    int count = mm_node_count(v);
     if (count > MM_PERTURB_MAX)
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), "perturb",
                                         "at most %d perturbations, got %d", MM_PERTURB_MAX, count),
@@ -243,9 +242,9 @@ int mm_ld_perturb(mm_loader *ld, struct fy_node *root, mm_err *err)
     sc->perturb.e = calloc(count > 0 ? (size_t)count : 1, sizeof *sc->perturb.e); /* to size */
     if (!sc->perturb.e)
         return mm_err_set(err, MM_EINTERNAL, ld->doc.path, mm_node_line(v), "perturb", "out of memory");
-    void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it)) && sc->perturb.n < count) {
+    int it = 0;
+    mm_node *item;
+    while ((item = mm_node_item(v, it++)) && sc->perturb.n < count) {
         char prefix[MM_PATH_MAX_LEN];
         snprintf(prefix, sizeof prefix, "perturb[%d]", sc->perturb.n);
         mm_perturb_entry *e = &sc->perturb.e[sc->perturb.n];

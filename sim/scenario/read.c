@@ -14,7 +14,6 @@
  * Not for: rules that need the model or the topology (degrees against the
  * GPU count, layers against pp, batch against micro_batch x dp): the run
  * layer checks those and reports them with mm_scenario_fail(). */
-#include <libfyaml.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -93,7 +92,7 @@ void mm_ld_join(char *out, const char *prefix, const char *key)
 /* ---- typed reads that record and re-point ------------------------------- */
 
 /* The common tail of the typed reads: re-point an error, note a key found. */
-static int noted(mm_loader *ld, int rc, bool found, struct fy_node *map, const char *key, const char *path,
+static int noted(mm_loader *ld, int rc, bool found, mm_node *map, const char *key, const char *path,
                  mm_err *err)
 {
     if (rc)
@@ -103,7 +102,7 @@ static int noted(mm_loader *ld, int rc, bool found, struct fy_node *map, const c
     return 0;
 }
 
-int mm_ld_i64(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, int64_t min,
+int mm_ld_i64(mm_loader *ld, mm_node *map, const char *prefix, const char *key, int64_t min,
               int64_t max, int64_t *out, mm_err *err)
 {
     char path[MM_PATH_MAX_LEN];
@@ -113,7 +112,7 @@ int mm_ld_i64(mm_loader *ld, struct fy_node *map, const char *prefix, const char
     return noted(ld, rc, found, map, key, path, err);
 }
 
-int mm_ld_int(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, int min, int max,
+int mm_ld_int(mm_loader *ld, mm_node *map, const char *prefix, const char *key, int min, int max,
               int *out, mm_err *err)
 {
     int64_t v = *out;
@@ -123,7 +122,7 @@ int mm_ld_int(mm_loader *ld, struct fy_node *map, const char *prefix, const char
     return rc;
 }
 
-int mm_ld_double(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, double min,
+int mm_ld_double(mm_loader *ld, mm_node *map, const char *prefix, const char *key, double min,
                  double max, double *out, mm_err *err)
 {
     char path[MM_PATH_MAX_LEN];
@@ -133,7 +132,7 @@ int mm_ld_double(mm_loader *ld, struct fy_node *map, const char *prefix, const c
     return noted(ld, rc, found, map, key, path, err);
 }
 
-int mm_ld_bool(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, bool *out,
+int mm_ld_bool(mm_loader *ld, mm_node *map, const char *prefix, const char *key, bool *out,
                mm_err *err)
 {
     char path[MM_PATH_MAX_LEN];
@@ -143,7 +142,7 @@ int mm_ld_bool(mm_loader *ld, struct fy_node *map, const char *prefix, const cha
     return noted(ld, rc, found, map, key, path, err);
 }
 
-int mm_ld_enum(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key,
+int mm_ld_enum(mm_loader *ld, mm_node *map, const char *prefix, const char *key,
                const char *const *choices, int *out, mm_err *err)
 {
     char path[MM_PATH_MAX_LEN];
@@ -153,7 +152,7 @@ int mm_ld_enum(mm_loader *ld, struct fy_node *map, const char *prefix, const cha
     return noted(ld, rc, found, map, key, path, err);
 }
 
-int mm_ld_str(mm_loader *ld, struct fy_node *map, const char *prefix, const char *key, char *out,
+int mm_ld_str(mm_loader *ld, mm_node *map, const char *prefix, const char *key, char *out,
               size_t len, bool *found, mm_err *err)
 {
     char path[MM_PATH_MAX_LEN];
@@ -163,10 +162,10 @@ int mm_ld_str(mm_loader *ld, struct fy_node *map, const char *prefix, const char
 }
 
 /* A scalar string of any length into a new allocation (*out replaced). */
-static int dup_str(mm_loader *ld, struct fy_node *node, const char *path, char **out, mm_err *err)
+static int dup_str(mm_loader *ld, mm_node *node, const char *path, char **out, mm_err *err)
 {
     size_t full = 0;
-    if (node && fy_node_is_scalar(node) && !mm_node_is_null(node) && !fy_node_get_scalar(node, &full))
+    if (node && mm_node_is_scalar(node) && !mm_node_is_null(node) && !mm_node_scalar(node, &full))
         full = 0;
     char *s = malloc(full + 1);
     if (!s)
@@ -221,24 +220,22 @@ static const char *nearest_key(const char *full, size_t plen)
 
 /* Refuses keys of mapping `map` (the section `prefix`, "" for the top) that
  * the table does not have below `prefix`. */
-static int check_children(mm_loader *ld, struct fy_node *map, const char *prefix, mm_err *err)
+static int check_children(mm_loader *ld, mm_node *map, const char *prefix, mm_err *err)
 {
     if (!map)
         return 0;
-    if (!fy_node_is_mapping(map))
+    if (!mm_node_is_mapping(map))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(map), prefix,
                                         "expected a mapping of keys%s%s", prefix[0] ? " under " : "", prefix),
                          err);
-    void *it = NULL;
-    struct fy_node_pair *p;
-    while ((p = fy_node_mapping_iterate(map, &it))) {
-        struct fy_node *k = fy_node_pair_key(p);
+    for (int pi = 0; pi < mm_node_count(map); pi++) {
+        mm_node *k = mm_node_pair_key(map, pi);
         size_t n = 0;
-        const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &n) : NULL;
+        const char *s = k && mm_node_is_scalar(k) ? mm_node_scalar(k, &n) : NULL;
         if (!s || n == 0)
             return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(k ? k : map), prefix,
                                             "a key must be a plain name, not %s",
-                                            !k || !fy_node_is_scalar(k) ? "a list or a mapping" : "empty"),
+                                            !k || !mm_node_is_scalar(k) ? "a list or a mapping" : "empty"),
                              err);
         char name[MM_PATH_MAX_LEN], full[MM_PATH_MAX_LEN];
         snprintf(name, sizeof name, "%.*s", (int)n, s);
@@ -281,10 +278,10 @@ static int cmp_name(const void *a, const void *b)
 /* A list row: an int list (layers_per_stage) or a name list (frozen, kept
  * sorted and unique: order and repeats carry no meaning there, and the
  * canonical text relies on it). */
-static int read_list(mm_loader *ld, const mm_key *k, struct fy_node *map, mm_err *err)
+static int read_list(mm_loader *ld, const mm_key *k, mm_node *map, mm_err *err)
 {
     const char *leaf = mm_key_leaf(k->name), *path = k->name;
-    struct fy_node *v = mm_node_get(map, leaf);
+    mm_node *v = mm_node_get(map, leaf);
     if (!v)
         return 0;
     mm_ld_note(ld, path, mm_node_key_line(map, leaf));
@@ -292,12 +289,12 @@ static int read_list(mm_loader *ld, const mm_key *k, struct fy_node *map, mm_err
     bool names = k->type == MM_KT_NAME_LIST;
     if (mm_node_is_null(v))
         return 0;
-    if (!fy_node_is_sequence(v))
+    if (!mm_node_is_sequence(v))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), path, "%s",
                                         names ? "expected a list of module names, e.g. [vision]"
                                               : "expected a list of layer counts, one per stage, e.g. [2, 3, 3, 2]"),
                          err);
-    int n = fy_node_sequence_item_count(v);
+    int n = mm_node_count(v);
     if (!names && n > MM_MAX_PP)
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), path, "at most %d stages",
                                         MM_MAX_PP),
@@ -308,9 +305,9 @@ static int read_list(mm_loader *ld, const mm_key *k, struct fy_node *map, mm_err
         return mm_err_set(err, MM_EINTERNAL, ld->doc.path, mm_node_line(v), path, "out of memory");
     *slot = arr;
     *count = 0;
-    void *it = NULL;
-    struct fy_node *item;
-    while ((item = fy_node_sequence_iterate(v, &it))) {
+    int it = 0;
+    mm_node *item;
+    while ((item = mm_node_item(v, it++))) {
         int rc;
         if (names) {
             char **s = (char **)arr + *count;
@@ -345,7 +342,7 @@ static int read_list(mm_loader *ld, const mm_key *k, struct fy_node *map, mm_err
 
 /* One row of a scalar type (or a list) from mapping `map`; *found says
  * whether the key was there. */
-static int read_row(mm_loader *ld, const mm_key *k, struct fy_node *map, bool *found, mm_err *err)
+static int read_row(mm_loader *ld, const mm_key *k, mm_node *map, bool *found, mm_err *err)
 {
     const char *leaf = mm_key_leaf(k->name);
     char prefix[MM_PATH_MAX_LEN];
@@ -393,24 +390,24 @@ static int read_row(mm_loader *ld, const mm_key *k, struct fy_node *map, bool *f
 
 /* workload: `text`, a file path, or {kind: fixed, images, tiles, text_tokens,
  * audio_seconds}. */
-static int read_workload(mm_loader *ld, const mm_key *wk, struct fy_node *root, mm_err *err)
+static int read_workload(mm_loader *ld, const mm_key *wk, mm_node *root, mm_err *err)
 {
     static const char bad[] = "expected `text`, a mixture or trace file, or "
                               "{kind: fixed, images: N, tiles: N, text_tokens: N}";
     mm_scenario *sc = ld->sc;
-    struct fy_node *v = mm_node_get(root, "workload");
+    mm_node *v = mm_node_get(root, "workload");
     if (!v)
         return 0;
     int keyline = mm_node_key_line(root, "workload");
     mm_ld_note(ld, "workload", keyline);
-    if (mm_node_is_null(v) || fy_node_is_sequence(v))
+    if (mm_node_is_null(v) || mm_node_is_sequence(v))
         return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, keyline, "workload", bad), err);
-    if (fy_node_is_scalar(v)) {
+    if (mm_node_is_scalar(v)) {
         /* A plain number or boolean is a slip, not a file name. */
         mm_err scratch;
         double num;
         bool flag;
-        if (fy_node_get_style(v) == FYNS_PLAIN &&
+        if (!mm_node_is_quoted(v) &&
             (mm_node_as_double(&ld->doc, v, "workload", -1e308, 1e308, &num, &scratch) == 0 ||
              mm_node_bool(&ld->doc, root, "workload", "workload", &flag, NULL, &scratch) == 0))
             return mm_ld_fix(ld, mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(v), "workload", bad), err);
@@ -448,11 +445,11 @@ static int read_workload(mm_loader *ld, const mm_key *wk, struct fy_node *root, 
 
 /* A section row: checks its keys; node[i] is the mapping, or NULL when it
  * is absent or null (its rows then keep their defaults). */
-static int read_section(mm_loader *ld, const mm_key *k, struct fy_node *parent, struct fy_node **out,
+static int read_section(mm_loader *ld, const mm_key *k, mm_node *parent, mm_node **out,
                         mm_err *err)
 {
     const char *leaf = mm_key_leaf(k->name);
-    struct fy_node *v = parent ? mm_node_get(parent, leaf) : NULL;
+    mm_node *v = parent ? mm_node_get(parent, leaf) : NULL;
     *out = NULL;
     if (k->off != SIZE_MAX)
         *(bool *)field(ld->sc, k) = (k->flags & MM_KF_ALWAYS) || (v && !mm_node_is_null(v));
@@ -481,7 +478,7 @@ static void parents(int *par)
     }
 }
 
-static int read_rows(mm_loader *ld, struct fy_node *root, struct fy_node **node, bool *given, const int *par,
+static int read_rows(mm_loader *ld, mm_node *root, mm_node **node, bool *given, const int *par,
                      mm_err *err)
 {
     int rc = 0;
@@ -490,7 +487,7 @@ static int read_rows(mm_loader *ld, struct fy_node *root, struct fy_node **node,
         int p = par[i];
         if (p >= 0 && mm_keys[p].type == MM_KT_WORKLOAD)
             continue; /* read with the workload */
-        struct fy_node *map = p < 0 ? root : node[p];
+        mm_node *map = p < 0 ? root : node[p];
         if (k->type == MM_KT_SECTION)
             rc = read_section(ld, k, map, &node[i], err);
         else if (!map)
@@ -512,11 +509,11 @@ static int read_rows(mm_loader *ld, struct fy_node *root, struct fy_node **node,
 static int read_root(mm_loader *ld, mm_err *err)
 {
     mm_scenario *sc = ld->sc;
-    struct fy_node *root = mm_doc_root(&ld->doc);
+    mm_node *root = mm_doc_root(&ld->doc);
     if (mm_node_is_null(root))
         root = NULL;
     int rc = check_children(ld, root, "", err);
-    struct fy_node **node = calloc(mm_n_keys, sizeof *node);
+    mm_node **node = calloc(mm_n_keys, sizeof *node);
     bool *given = calloc(mm_n_keys, sizeof *given);
     int *par = calloc(mm_n_keys, sizeof *par);
     if (!node || !given || !par)

@@ -8,7 +8,6 @@
  * Not for: checking values (the reader does, for files and overrides alike). */
 #include "scenario/set.h"
 
-#include <libfyaml.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,39 +29,33 @@ static int own(mm_loader *ld, const char *path, mm_err *err)
     return 0;
 }
 
-static struct fy_node_pair *find_pair(struct fy_node *map, const char *key, size_t klen)
+/* Puts `value` (a node of the scenario document) at map[key], replacing
+ * what was there. */
+static int put(mm_doc *doc, mm_node *map, const char *key, size_t klen, mm_node *value)
 {
-    void *it = NULL;
-    struct fy_node_pair *p;
-    while ((p = fy_node_mapping_iterate(map, &it))) {
-        struct fy_node *k = fy_node_pair_key(p);
-        size_t n = 0;
-        const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &n) : NULL;
-        if (s && n == klen && memcmp(s, key, n) == 0)
-            return p;
-    }
-    return NULL;
+    return mm_node_put(doc, map, key, klen, value);
 }
 
-/* Puts `value` (a node of the scenario document, consumed) at map[key],
- * replacing what was there. */
-static int put(struct fy_document *fyd, struct fy_node *map, const char *key, size_t klen,
-               struct fy_node *value)
+/* map[key] when it is a collection that an alias shares with another place:
+ * replaced by a copy of its own first, so that writing into it changes only
+ * this place (an alias stands for a copy of what it names). */
+static mm_node *unshare(mm_doc *doc, mm_node *map, const char *key, size_t klen, mm_node *next)
 {
-    struct fy_node_pair *p = find_pair(map, key, klen);
-    if (p)
-        return fy_node_pair_set_value(p, value);
-    struct fy_node *k = fy_node_create_scalar_copy(fyd, key, klen);
-    if (!k) {
-        fy_node_free(value);
-        return -1;
+    if (!next || !mm_node_is_shared(next) || mm_node_is_scalar(next))
+        return next;
+    mm_node *copy = mm_doc_copy(doc, next);
+    return copy && put(doc, map, key, klen, copy) == 0 ? copy : NULL;
+}
+
+static mm_node *get_n(const mm_node *map, const char *key, size_t klen)
+{
+    for (int i = 0; i < mm_node_count(map); i++) {
+        size_t n = 0;
+        const char *s = mm_node_scalar(mm_node_pair_key(map, i), &n);
+        if (s && n == klen && memcmp(s, key, n) == 0)
+            return mm_node_pair_value(map, i);
     }
-    if (fy_node_mapping_append(map, k, value) != 0) {
-        fy_node_free(k);
-        fy_node_free(value);
-        return -1;
-    }
-    return 0;
+    return NULL;
 }
 
 int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
@@ -90,28 +83,24 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
     if (mm_doc_load_string(&val, SET_FILE, eq + 1, &verr) != 0)
         return mm_err_set(err, verr.code, SET_FILE, 0, key, "cannot read the value '%s': %s",
                           eq + 1, verr.msg);
-    struct fy_node *vroot = mm_doc_root(&val);
+    mm_node *vroot = mm_doc_root(&val);
     if (!vroot) {
         mm_doc_free(&val);
         return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key, "no value after '='");
     }
-    struct fy_document *fyd = ld->doc.fyd;
-    struct fy_node *copy = fy_node_copy(fyd, vroot);
+    mm_doc *sdoc = &ld->doc;
+    mm_node *copy = mm_doc_copy(sdoc, vroot);
     mm_doc_free(&val);
     if (!copy)
         return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
 
-    struct fy_node *cur = fy_document_root(fyd);
+    mm_node *cur = mm_doc_root(sdoc);
     if (mm_node_is_null(cur)) {
-        cur = fy_node_create_mapping(fyd);
-        if (!cur || fy_document_set_root(fyd, cur) != 0) {
-            fy_node_free(copy);
-            if (cur)
-                fy_node_free(cur);
+        cur = mm_doc_new_mapping(sdoc);
+        if (!cur)
             return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
-        }
-    } else if (!fy_node_is_mapping(cur)) {
-        fy_node_free(copy);
+        mm_doc_set_root(sdoc, cur);
+    } else if (!mm_node_is_mapping(cur)) {
         return mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(cur), "",
                           "expected a mapping of keys at the top level");
     }
@@ -123,26 +112,29 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
     char canon[PATH_MAX_LEN] = "";
     for (const char *dot; (dot = strchr(part, '.')); part = dot + 1) {
         size_t n = (size_t)(dot - part);
-        struct fy_node_pair *p = find_pair(cur, part, n);
-        struct fy_node *next = p ? fy_node_pair_value(p) : NULL;
+        mm_node *next = unshare(sdoc, cur, part, n, get_n(cur, part, n));
+        if (!next && get_n(cur, part, n))
+            return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
         size_t cl = strlen(canon);
         snprintf(canon + cl, sizeof canon - cl, "%s%.*s", cl ? "." : "", (int)n, part);
-        if (next && fy_node_is_sequence(next) && dot[1] >= '0' && dot[1] <= '9') {
+        if (next && mm_node_is_sequence(next) && dot[1] >= '0' && dot[1] <= '9') {
             const char *idx = dot + 1, *end = strchr(idx, '.');
             if (!end) {
-                fy_node_free(copy);
                 return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
                                   "a list entry is replaced through one of its keys (e.g. perturb.0.factor=1.5) "
                                   "or by giving the whole list");
             }
             long i = strtol(idx, NULL, 10);
-            struct fy_node *item = i < fy_node_sequence_item_count(next) ? fy_node_sequence_get_by_index(next, (int)i)
-                                                                          : NULL;
-            if (!item || !fy_node_is_mapping(item)) {
-                fy_node_free(copy);
+            mm_node *item = i < mm_node_count(next) ? mm_node_item(next, (int)i) : NULL;
+            if (item && mm_node_is_shared(item)) {
+                item = mm_doc_copy(sdoc, item);
+                if (!item || mm_node_set_item(next, (int)i, item) != 0)
+                    return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+            }
+            if (!item || !mm_node_is_mapping(item)) {
                 return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
                                   "index %ld is out of range or not a mapping (the list has %d entries)", i,
-                                  fy_node_sequence_item_count(next));
+                                  mm_node_count(next));
             }
             cl = strlen(canon);
             snprintf(canon + cl, sizeof canon - cl, "[%ld]", i);
@@ -150,32 +142,29 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
             dot = end;
             continue;
         }
-        if (next && fy_node_is_mapping(next)) {
+        if (next && mm_node_is_mapping(next)) {
             cur = next;
             continue;
         }
         if (dot[1] >= '0' && dot[1] <= '9') { /* an index into a list that is not there */
-            fy_node_free(copy);
             return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
                               "index %ld is out of range: '%s' holds no list (0 entries); "
                               "give the whole list instead, e.g. --set '%s=[{...}]'",
                               strtol(dot + 1, NULL, 10), canon, canon);
         }
-        next = fy_node_create_mapping(fyd);
-        if (!next || put(fyd, cur, part, n, next) != 0) {
-            fy_node_free(copy);
+        next = mm_doc_new_mapping(sdoc);
+        if (!next || put(sdoc, cur, part, n, next) != 0) {
             return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
         }
         char prefix[PATH_MAX_LEN];
         snprintf(prefix, sizeof prefix, "%.*s", (int)(dot - key), key);
         int rc = own(ld, prefix, err);
         if (rc) {
-            fy_node_free(copy);
             return rc;
         }
         cur = next;
     }
-    if (put(fyd, cur, part, strlen(part), copy) != 0)
+    if (put(sdoc, cur, part, strlen(part), copy) != 0)
         return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
     if (strchr(canon, '[')) { /* the key as errors spell it */
         char path[PATH_MAX_LEN];

@@ -37,8 +37,8 @@ int mm_text_check_nul(const char *name, const char *text, size_t len, mm_err *er
 
 /* The first byte of text that is not valid UTF-8 -> MM_EINPUT naming
  * `name` and the line.  YAML and JSON documents are checked so before they
- * reach libfyaml, whose 0.7.12 scanner loops forever on some invalid bytes
- * in a directive line (found by tests/fuzz, kept in tests/data/fuzz/). */
+ * are parsed (util/doc.h), so that every message about an encoding names
+ * the line of the byte. */
 int mm_text_check_utf8(const char *name, const char *text, size_t len, mm_err *err);
 
 #endif

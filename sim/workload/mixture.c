@@ -24,7 +24,6 @@
 
 #include <gsl/gsl_histogram.h>
 #include <gsl/gsl_randist.h>
-#include <libfyaml.h>
 
 #include "util/doc.h"
 #include "util/file.h"
@@ -107,20 +106,20 @@ static int fail(const loader *ld, int line, const char *key, mm_err *err, const 
 }
 
 /* A list of numbers -> malloc'd array. */
-static int read_numbers(loader *ld, struct fy_node *list, const char *key, double lo, double hi,
+static int read_numbers(loader *ld, mm_node *list, const char *key, double lo, double hi,
                         double **out, int *n_out, mm_err *err)
 {
-    if (!list || !fy_node_is_sequence(list) || fy_node_sequence_item_count(list) < 1)
+    if (!list || !mm_node_is_sequence(list) || mm_node_count(list) < 1)
         return fail(ld, list ? mm_node_line(list) : 0, key, err, "expected a non-empty list of numbers");
-    int n = fy_node_sequence_item_count(list);
+    int n = mm_node_count(list);
     double *v = calloc((size_t)n, sizeof *v);
     if (!v)
         return mm_err_set(err, MM_EINTERNAL, ld->doc.path, 0, key, "out of memory");
-    void *it = NULL;
-    struct fy_node *item;
+    int it = 0;
+    mm_node *item;
     int i = 0;
     char path[KEYLEN];
-    while ((item = fy_node_sequence_iterate(list, &it))) {
+    while ((item = mm_node_item(list, it++))) {
         keyidx(path, key, i);
         int rc = mm_node_as_double(&ld->doc, item, path, lo, hi, &v[i], err);
         if (rc) {
@@ -232,7 +231,7 @@ static int build_histogram(loader *ld, dist *d, const double *ranges, const doub
 }
 
 /* dist: discrete: values: [...] with weights: [...] of the same length. */
-static int read_discrete(loader *ld, struct fy_node *v, const char *key, int line, double lo_allowed,
+static int read_discrete(loader *ld, mm_node *v, const char *key, int line, double lo_allowed,
                          double hi_allowed, dist *d, mm_err *err)
 {
     char k2[KEYLEN];
@@ -259,7 +258,7 @@ static int read_discrete(loader *ld, struct fy_node *v, const char *key, int lin
 }
 
 /* dist: histogram: bins from file: (CSV) or bins: [[lo, hi, weight], ...]. */
-static int read_histogram(loader *ld, struct fy_node *v, const char *key, int line, dist *d, mm_err *err)
+static int read_histogram(loader *ld, mm_node *v, const char *key, int line, dist *d, mm_err *err)
 {
     char k2[KEYLEN];
     bool found;
@@ -274,11 +273,11 @@ static int read_histogram(loader *ld, struct fy_node *v, const char *key, int li
         rc = read_histogram_file(ld, file, mm_node_key_line(v, "file"), k2, &ranges, &weights, &nb, err);
     } else {
         /* bins: [[lo, hi, weight], ...] */
-        struct fy_node *bins = mm_node_get(v, "bins");
+        mm_node *bins = mm_node_get(v, "bins");
         keyjoin(k2, key, "bins");
-        if (!bins || !fy_node_is_sequence(bins) || fy_node_sequence_item_count(bins) < 1)
+        if (!bins || !mm_node_is_sequence(bins) || mm_node_count(bins) < 1)
             return fail(ld, line, k2, err, "histogram needs file: or bins: [[lo, hi, weight], ...]");
-        nb = fy_node_sequence_item_count(bins);
+        nb = mm_node_count(bins);
         ranges = malloc((size_t)(nb + 1) * sizeof *ranges);
         weights = malloc((size_t)nb * sizeof *weights);
         if (!ranges || !weights) {
@@ -286,10 +285,10 @@ static int read_histogram(loader *ld, struct fy_node *v, const char *key, int li
             free(weights);
             return mm_err_set(err, MM_EINTERNAL, ld->doc.path, line, key, "out of memory");
         }
-        void *it = NULL;
-        struct fy_node *b;
+        int it = 0;
+        mm_node *b;
         int i = 0;
-        while (!rc && (b = fy_node_sequence_iterate(bins, &it))) {
+        while (!rc && (b = mm_node_item(bins, it++))) {
             char bk[KEYLEN];
             keyjoin(bk, key, "bins"), keyidx(bk, bk, i);
             double *row = NULL;
@@ -315,14 +314,14 @@ static int read_histogram(loader *ld, struct fy_node *v, const char *key, int li
 }
 
 /* A distribution: a plain number (fixed) or {dist: kind, ...params, min, max}. */
-static int read_dist(loader *ld, struct fy_node *parent, const char *name, const char *key,
+static int read_dist(loader *ld, mm_node *parent, const char *name, const char *key,
                      double lo_allowed, double hi_allowed, dist *d, mm_err *err)
 {
-    struct fy_node *v = mm_node_get(parent, name);
+    mm_node *v = mm_node_get(parent, name);
     int line = v ? mm_node_line(v) : mm_node_line(parent);
     if (!v)
         return fail(ld, mm_node_line(parent), key, err, "missing (a number or {dist: ...})");
-    if (fy_node_is_scalar(v)) {
+    if (mm_node_is_scalar(v)) {
         double x;
         int rc = mm_node_as_double(&ld->doc, v, key, lo_allowed, hi_allowed, &x, err);
         if (rc)
@@ -409,7 +408,7 @@ static int read_dist(loader *ld, struct fy_node *parent, const char *name, const
     return 0;
 }
 
-static int read_int(loader *ld, struct fy_node *map, const char *name, const char *prefix, int64_t lo,
+static int read_int(loader *ld, mm_node *map, const char *name, const char *prefix, int64_t lo,
                     int64_t hi, int64_t *out, bool required, mm_err *err)
 {
     char key[KEYLEN];
@@ -421,7 +420,7 @@ static int read_int(loader *ld, struct fy_node *map, const char *name, const cha
     return rc;
 }
 
-static int read_image(loader *ld, struct fy_node *m, const char *prefix, component *c, mm_err *err)
+static int read_image(loader *ld, mm_node *m, const char *prefix, component *c, mm_err *err)
 {
     static const char *const keys[] = {"tiling", "tiles", "tile", "grids", "max_grid", "width", "aspect",
                                        "min_tiles", "max_tiles", "thumbnail", "split_max_tiles", "source", NULL};
@@ -470,18 +469,18 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
     }
     /* anyres: grids: [[rows, cols], ...] or max_grid: N (every a x b, a, b <= N),
      * filtered to rows*cols + 1 <= max_tiles when max_tiles is given. */
-    struct fy_node *g = mm_node_get(m, "grids");
+    mm_node *g = mm_node_get(m, "grids");
     int64_t maxg = 0;
     if ((rc = read_int(ld, m, "max_grid", prefix, 1, 8, &maxg, false, err)))
         return rc;
     c->n_grids = 0;
     if (g) {
         keyjoin(key, prefix, "grids");
-        if (!fy_node_is_sequence(g))
+        if (!mm_node_is_sequence(g))
             return fail(ld, mm_node_line(g), key, err, "expected a list of [rows, cols]");
-        void *it = NULL;
-        struct fy_node *p;
-        while ((p = fy_node_sequence_iterate(g, &it))) {
+        int it = 0;
+        mm_node *p;
+        while ((p = mm_node_item(g, it++))) {
             char gk[KEYLEN];
             keyidx(gk, key, c->n_grids);
             double *rc2 = NULL;
@@ -514,7 +513,7 @@ static int read_image(loader *ld, struct fy_node *m, const char *prefix, compone
     return 0;
 }
 
-static int read_component(loader *ld, struct fy_node *m, int idx, component *c, mm_err *err)
+static int read_component(loader *ld, mm_node *m, int idx, component *c, mm_err *err)
 {
     char prefix[KEYLEN], key[KEYLEN];
     snprintf(prefix, sizeof prefix, "components[%d]", idx);
@@ -545,7 +544,7 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
     if ((rc = read_dist(ld, m, "text_tokens", key, 0, 1e9, &c->text, err)))
         return rc;
 
-    struct fy_node *img = mm_node_get(m, "image");
+    mm_node *img = mm_node_get(m, "image");
     bool wants_images = c->modality == MM_MOD_IMAGE || c->modality == MM_MOD_MULTI_IMAGE;
     keyjoin(key, prefix, "images");
     if (mm_node_get(m, "images")) {
@@ -566,7 +565,7 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
         return rc;
     }
 
-    struct fy_node *vid = mm_node_get(m, "video");
+    mm_node *vid = mm_node_get(m, "video");
     keyjoin(key, prefix, "video");
     if (c->modality == MM_MOD_VIDEO && !vid)
         return fail(ld, mm_node_line(m), key, err, "missing: {seconds: ..., fps: ..., max_frames: ...}");
@@ -595,7 +594,7 @@ static int read_component(loader *ld, struct fy_node *m, int idx, component *c, 
         c->has_video = true;
     }
 
-    struct fy_node *aud = mm_node_get(m, "audio");
+    mm_node *aud = mm_node_get(m, "audio");
     keyjoin(key, prefix, "audio");
     if (c->modality == MM_MOD_AUDIO && !aud)
         return fail(ld, mm_node_line(m), key, err, "missing: {seconds: ..., max_seconds: ...}");
@@ -634,7 +633,7 @@ static int finish_weights(mm_mixture *mix, mm_err *err)
 }
 
 /* "1:9" or a number. */
-static int parse_ratio(loader *ld, struct fy_node *v, double *ratio, mm_err *err)
+static int parse_ratio(loader *ld, mm_node *v, double *ratio, mm_err *err)
 {
     char s[64];
     int rc = mm_node_as_str(&ld->doc, v, "image_text_ratio", s, sizeof s, err);
@@ -651,31 +650,31 @@ static int parse_ratio(loader *ld, struct fy_node *v, double *ratio, mm_err *err
 
 static int load(loader *ld, mm_mixture **out, mm_err *err)
 {
-    struct fy_node *root = mm_doc_root(&ld->doc);
+    mm_node *root = mm_doc_root(&ld->doc);
     static const char *const keys[] = {"name", "source", "description", "components", "image_text_ratio", NULL};
-    if (!root || !fy_node_is_mapping(root))
+    if (!root || !mm_node_is_mapping(root))
         return mm_err_set(err, MM_EINPUT, ld->doc.path, 1, "", "a mixture spec is a mapping with components:");
     int rc = mm_node_check_keys(&ld->doc, root, "", keys, err);
     if (rc)
         return rc;
-    struct fy_node *list = mm_node_get(root, "components");
-    if (!list || !fy_node_is_sequence(list) || fy_node_sequence_item_count(list) < 1)
+    mm_node *list = mm_node_get(root, "components");
+    if (!list || !mm_node_is_sequence(list) || mm_node_count(list) < 1)
         return mm_err_set(err, MM_EINPUT, ld->doc.path, list ? mm_node_line(list) : 1, "components",
                           "expected a non-empty list of components");
-    if (fy_node_sequence_item_count(list) > MAX_COMPONENTS)
+    if (mm_node_count(list) > MAX_COMPONENTS)
         return mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(list), "components",
                           "at most %d components", MAX_COMPONENTS);
     mm_mixture *mix = calloc(1, sizeof *mix);
     if (!mix)
         return mm_err_set(err, MM_EINTERNAL, ld->doc.path, 0, "", "out of memory");
     snprintf(mix->path, sizeof mix->path, "%s", ld->doc.path);
-    void *it = NULL;
-    struct fy_node *item;
-    while (!rc && (item = fy_node_sequence_iterate(list, &it)))
+    int it = 0;
+    mm_node *item;
+    while (!rc && (item = mm_node_item(list, it++)))
         rc = read_component(ld, item, mix->n, &mix->comp[mix->n], err), mix->n++;
     if (!rc)
         rc = finish_weights(mix, err);
-    struct fy_node *ratio = mm_node_get(root, "image_text_ratio");
+    mm_node *ratio = mm_node_get(root, "image_text_ratio");
     if (!rc && ratio) {
         double r = 0;
         rc = parse_ratio(ld, ratio, &r, err);
