@@ -10,6 +10,9 @@
 
 #include "util/err.h"
 
+/* The database run, sweep and plan write to when --db is not given. */
+#define DEFAULT_DB "results/mmsim.db"
+
 /* Prints "mmsim: file:line: key 'k': message" to stderr and returns the exit
  * status for the error (2 for MM_EINPUT, 1 otherwise). */
 int mm_cli_fail(const mm_err *err);
@@ -52,8 +55,12 @@ int mm_cli_bad(const char *cmd, const char *flag, const char *fmt, ...) __attrib
 /* An integer option from lo to hi, else mm_cli_bad; returns 0 or 2. */
 int mm_cli_int(const char *cmd, const char *flag, const char *v, long lo, long hi, int *out);
 
-/* Prints the usage of a command (main.c's table) on stdout; returns 0. */
+/* Prints the usage of a command (usage.c; mmsim's own for an unknown one)
+ * on stdout; returns 0. */
 int mm_cli_help(const char *cmd);
+/* The usage text of a command, NULL for none; mmsim's own (usage.c). */
+const char *mm_cli_usage_of(const char *cmd);
+extern const char mm_cli_usage_main[];
 
 /* True when progress lines may be drawn: stderr is a terminal and the user
  * did not ask for -q. */
@@ -72,12 +79,12 @@ void mm_cli_status_detail(const char *fmt, ...) __attribute__((format(printf, 1,
  * (glibc; a no-op elsewhere). */
 void mm_cli_keep_heap(void);
 
-int mm_cli_run(int argc, char **argv); /* main.c */
+int mm_cli_run(int argc, char **argv); /* cmd_run.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */
 int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */
-int mm_cli_workload(int argc, char **argv); extern const char mm_cli_workload_usage[]; /* cmd_workload.c */
+int mm_cli_workload(int argc, char **argv); /* cmd_workload.c */
 int mm_cli_sweep(int argc, char **argv); /* cmd_sweep.c */
 int mm_cli_report(int argc, char **argv); /* cmd_report.c */
-int mm_cli_plan(int argc, char **argv); extern const char mm_cli_plan_usage[]; /* cmd_plan.c */
+int mm_cli_plan(int argc, char **argv); /* cmd_plan.c */
 
 #endif

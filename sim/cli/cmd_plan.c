@@ -17,38 +17,7 @@
 #include "plan/planner.h"
 #include "scenario/scenario.h"
 
-#define DEFAULT_DB "results/mmsim.db"
 #define MAX_SETS 256
-
-const char mm_cli_plan_usage[] =
-    "usage: mmsim plan [SCENARIO.yaml] [--gpus N] [--top K] [--json] [--all]\n"
-    "                  [--db FILE | --no-db] [--iterations I] [--jobs N]\n"
-    "                  [--placement LIST] [--max-pp N] [--set KEY=VALUE]...\n"
-    "\n"
-    "Finds the fastest parallel layout of the scenario's model, workload and\n"
-    "training settings on N GPUs: enumerates the encoder's placement and GPU\n"
-    "share and each module's tp, pp, vpp, cp, dp (ep for MoE), the micro-batch\n"
-    "size, recompute mode and ZeRO stage; prunes what does not validate or fit\n"
-    "in memory (saying why); pre-scores the rest analytically; simulates the\n"
-    "best K event by event; prints them ranked with the margin to the next.\n"
-    "\n"
-    "  --gpus N         GPUs (the cluster is resized to N / GPUs-per-node nodes;\n"
-    "                   default: the scenario's cluster)\n"
-    "  --top K          candidates simulated event by event (default 8)\n"
-    "  --iterations I   iterations of each event-level run (default: the scenario's)\n"
-    "  --json           one JSON object on stdout\n"
-    "  --all            with --json: every candidate, pruned ones with the reason\n"
-    "  --db FILE        database for the runs and the plan (default " DEFAULT_DB ")\n"
-    "  --no-db          store nothing (the K runs happen in this process)\n"
-    "  --jobs N         worker processes for the K runs (default: the CPUs)\n"
-    "  --placement L    encoder placements to try, comma-separated (default all:\n"
-    "                   pipeline,colocated,disjoint,homogeneous)\n"
-    "  --max-pp N       largest LLM pipeline depth tried (default 32)\n"
-    "  -s, --set KEY=VALUE  scenario override, as for mmsim run\n"
-    "  -q, --quiet      only the best layout and its time, on one line\n"
-    "  -v, --verbose    also every candidate with its status and reason\n"
-    "\n"
-    "A status line is drawn on stderr while it plans, when stderr is a terminal.\n";
 
 static int bad_arg(const char *flag, const char *msg)
 {

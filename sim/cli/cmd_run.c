@@ -23,7 +23,6 @@
 #include "store/trace.h"
 
 #define CMD "run"
-#define DEFAULT_DB "results/mmsim.db"
 #define MAX_SETS 256
 
 /* The critical path by kind of work, then its largest entries by rank. */

@@ -22,7 +22,6 @@
 #include <mpi.h>
 #endif
 
-#define DEFAULT_DB "results/mmsim.db"
 
 static int bad_arg(const char *what, const char *arg)
 {

@@ -300,21 +300,3 @@ int mm_cli_workload(int argc, char **argv)
         return stats(argc - 1, argv + 1);
     return bad_arg("unknown workload subcommand", argv[1]);
 }
-
-const char mm_cli_workload_usage[] =
-    "usage: mmsim workload stats FILE [--model MODEL] [--samples N] [--seed S] [--json]\n"
-    "                              [--tokens-per-tile N] [--tokens-per-frame N] [--max-tokens N]\n"
-    "\n"
-    "Counts by modality, mean, sd, p50/p90/p99 and text histograms of the LLM\n"
-    "sequence length and the encoder load (tiles + frames + audio clips) of a\n"
-    "workload: a mixture spec (workloads/*.yaml; N samples drawn with seed S,\n"
-    "default 10000 and 1) or a trace (.csv; the whole file, or its first N\n"
-    "samples, wrapping).\n"
-    "\n"
-    "  --model MODEL         take LLM tokens per tile/frame/audio second from a\n"
-    "                        model config (default: 256 per tile and frame as\n"
-    "                        InternVL, 25 per audio second as Qwen2-Audio)\n"
-    "  --tokens-per-tile N   override tokens per image tile\n"
-    "  --tokens-per-frame N  override tokens per video frame\n"
-    "  --max-tokens N        truncate LLM sequences at N (model_max_length)\n"
-    "  --json                one JSON object instead of the tables\n";

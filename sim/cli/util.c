@@ -233,3 +233,11 @@ void mm_cli_keep_heap(void)
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
 }
+
+int mm_cli_fail(const mm_err *err)
+{
+    char buf[1200];
+    mm_err_format(err, buf, sizeof buf);
+    fprintf(stderr, "mmsim: %s\n", buf);
+    return err->code == MM_EINPUT ? 2 : 1;
+}

@@ -4,7 +4,9 @@
  * refused by name (cp/vpp/ep on an encoder, a frozen LLM, an uneven split
  * with the interleaved schedule, batching policies without a workload file).
  * Not for: loading files (prepare.c) or costs (cost/costs.c). */
-#include "cost/cost_internal.h"
+#include "scenario/sim.h"
+
+#include "parallel/build.h"
 
 #include "model/memory.h"
 

@@ -1,7 +1,8 @@
 /* loader.h - internals shared by the scenario reader (read.c), the
  * perturbation reader (perturb.c) and the --set overrides (set.c): the
  * state of one load and the typed reads that record where each key was
- * and re-point errors at --set.
+ * and re-point errors at --set (loader.c), and the text buffer of the
+ * canonical text (sbuf.c).
  * Not for: use outside sim/scenario (the public API is scenario.h). */
 #ifndef MM_SCENARIO_LOADER_H
 #define MM_SCENARIO_LOADER_H

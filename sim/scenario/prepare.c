@@ -3,7 +3,7 @@
  * sample's shape and the encoders it gives work) and the perturbations
  * handed to the hardware layer.
  * Not for: checking the layout (check.c) or any cost (cost/costs.c). */
-#include "cost/cost_internal.h"
+#include "scenario/sim.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,0 +1,219 @@
+/* usage.c - the usage text of `mmsim` and of each subcommand, as
+ * `mmsim --help`, `mmsim help CMD` and `CMD --help` print them.
+ * Not for: parsing (each cmd_*.c parses its own options). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+
+const char mm_cli_usage_main[] =
+    "usage: mmsim <command> [arguments]\n"
+    "\n"
+    "Discrete-event simulator of (multimodal) LLM training on GPU clusters.\n"
+    "\n"
+    "commands:\n"
+    "  run [SCENARIO.yaml]   simulate training iterations of a scenario\n"
+    "  model MODEL           parameters, FLOPs and per-GPU memory of a model\n"
+    "  collective            nccl-tests-style table of one collective on a topology\n"
+    "  workload stats FILE   statistics of a mixture spec or sample trace\n"
+    "  sweep SWEEP.yaml      run a grid of scenarios into one database\n"
+    "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
+    "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
+    "  help [COMMAND]        show help for a command (mmsim help help: about help)\n"
+    "  help scenario         every scenario key: type, default, built-in value, doc\n"
+    "\n"
+    "options:\n"
+    "  -h, --help            show this help\n"
+    "  --version             print the version\n"
+    "\n"
+    "Every command takes -h/--help, and its options as --opt VALUE or --opt=VALUE,\n"
+    "before or after its operands.\n"
+    "Exit status: 0 success, 2 bad input, 1 internal error.\n";
+
+static const char usage_help[] =
+    "usage: mmsim help [COMMAND]\n"
+    "\n"
+    "Prints the usage of COMMAND (run, model, collective, workload, sweep, report,\n"
+    "plan, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
+    "prints the same.  `mmsim help scenario` lists every scenario key with its\n"
+    "type, default, built-in value and doc.  Exit status 2 for a command that\n"
+    "does not exist.\n";
+
+static const char usage_run[] =
+    "usage: mmsim run [SCENARIO.yaml] [--set KEY=VALUE]... [--json] [--db FILE]\n"
+    "                 [--no-db] [--trace FILE] [--breakdown] [--no-symmetry] [-q | -v]\n"
+    "       mmsim run [SCENARIO.yaml] --megatron-args FILE [--megatron-model OUT.json]\n"
+    "                 [--print-scenario] [--set KEY=VALUE]... [...]\n"
+    "\n"
+    "Simulates the scenario's iterations and prints a summary (or, with --json,\n"
+    "one JSON object).  Without SCENARIO the built-in default runs.\n"
+    "\n"
+    "  -s, --set KEY=VALUE  override a dotted key of the scenario; VALUE is YAML,\n"
+    "                   e.g. --set parallel.llm.tp=8 --set cluster.nodes=4\n"
+    "                        --set parallel.llm.layers_per_stage=[2,3,3,2]\n"
+    "  --json           print the metrics as one JSON object on stdout\n"
+    "  --db FILE        SQLite database to append the run to\n"
+    "                   (default " DEFAULT_DB ")\n"
+    "  --no-db          do not store the run\n"
+    "  --trace FILE     write the last iteration's timeline as Chrome-trace JSON\n"
+    "                   (open in chrome://tracing or ui.perfetto.dev)\n"
+    "  --breakdown      also print per layer and micro-batch the GEMM, attention\n"
+    "                   and memory-bound time of the forward, input-gradient and\n"
+    "                   weight-gradient passes, and the optimizer phase (--json\n"
+    "                   always has it as \"breakdown\")\n"
+    "  --no-symmetry    simulate every DP replica even where they are identical\n"
+    "                   (docs/performance.md): the same metrics bit for bit under\n"
+    "                   the analytic network, within 0.5 % under flow; slower\n"
+    "  -q, --quiet      one line: iteration_time_s, tokens_per_s, mfu\n"
+    "  -v, --verbose    also every iteration (and the Megatron mapping, on stderr)\n"
+    "  --megatron-args FILE  a Megatron-LM argument list (as in a launch script)\n"
+    "                   replaces the model by the GPT/Llama it describes, sets the\n"
+    "                   layout, training keys and `workload: text`; dp comes from\n"
+    "                   the cluster; --set still applies after it (docs/megatron.md)\n"
+    "  --megatron-model OUT.json  where to write the model's config.json\n"
+    "                   (default results/megatron-<FILE stem>.json)\n"
+    "  --print-scenario print the scenario --megatron-args made (YAML, with the\n"
+    "                   mapping of each argument in comments) instead of running\n"
+    "\n"
+    "A progress line (iterations done, elapsed time) is drawn on stderr while it\n"
+    "runs, when stderr is a terminal and neither -q nor --json is given.\n";
+
+static const char usage_model[] =
+    "usage: mmsim model MODEL [--seq N] [--images K] [--set KEY=VALUE]... [--json]\n"
+    "\n"
+    "Parameters per module and in total, forward FLOPs per token and per sample,\n"
+    "and per-GPU memory under a layout.  MODEL is an HF config.json (LLM,\n"
+    "encoder or composite) or a model YAML (models/README.md).\n"
+    "\n"
+    "  --seq N          LLM tokens per sample (default train.seq_len)\n"
+    "  --images K       images per sample for a vision model (default 1)\n"
+    "  --set KEY=VALUE  scenario key setting the layout, as for mmsim run,\n"
+    "                   e.g. --set parallel.llm.tp=8 --set train.recompute=full\n"
+    "  --json           one JSON object: params, modules, flops_fwd_per_token,\n"
+    "                   memory_gib (per pipeline stage), oom, ...\n";
+
+static const char usage_sweep[] =
+    "usage: mmsim sweep SWEEP.yaml [--jobs N] [--db FILE] [--json] [--quiet]\n"
+    "\n"
+    "Runs every point of a sweep (a base scenario plus axes of --set style\n"
+    "overrides, cartesian or zipped; see README) into one database.  Resumable:\n"
+    "a point whose scenario is already in the database is skipped.  Progress\n"
+    "goes to stderr.  Under mpirun (a build with -Dmpi=enabled) the points are\n"
+    "shared among the ranks and rank 0 writes every result.\n"
+    "\n"
+    "  --jobs N    worker processes (default: the number of CPUs)\n"
+    "  --db FILE   SQLite database (default " DEFAULT_DB ")\n"
+    "  --json      print the sweep id, counts and each point's result as JSON\n"
+    "  --quiet     no progress display\n";
+
+static const char usage_report[] =
+    "usage: mmsim report DB [--sweep ID|last] [--csv] [--metrics a,b,c]\n"
+    "       mmsim report DB --dp-load RUN|last [--csv]\n"
+    "\n"
+    "Prints the runs of a database as a table (the sweeps first, when there\n"
+    "are any); with --sweep, the points of one sweep with their swept values;\n"
+    "with --dp-load, each LLM DP rank's compute seconds per iteration of one\n"
+    "run (run --json's dp_rank_load_s).\n"
+    "\n"
+    "  --sweep ID   one sweep (its id, or 'last')\n"
+    "  --dp-load R  one run's per-DP-rank loads (its id, or 'last')\n"
+    "  --csv        comma-separated values with a header row, on stdout\n"
+    "  --metrics L  metrics to show, e.g. iteration_time_s,tokens_per_s,mfu\n"
+    "               (default iteration_time_s,tokens_per_s,mfu,peak_memory_gib)\n";
+
+static const char usage_collective[] =
+    "usage: mmsim collective --cluster FILE [--nodes N] [--gpus N] --op OP [--algo ALGO]\n"
+    "                        [--min 8] [--max 8G] [--factor 2] [--network flow|analytic]\n"
+    "                        [--show-algo] [--json] [--comm-ranks N]\n"
+    "\n"
+    "Time of one collective over the first N GPUs of a topology, for sizes from\n"
+    "--min to --max (K, M, G = powers of 1024) multiplied by --factor, printed in\n"
+    "nccl-tests' output format (so its parsers read it): '#' headers; columns\n"
+    "size, count, type, redop, root, then out-of-place and in-place time (us),\n"
+    "algbw = size/time, busbw = algbw x the nccl-tests bus factor (all-reduce\n"
+    "2(n-1)/n for every algorithm, NVLS too) and #wrong (N/A: simulated); the\n"
+    "'# Avg bus bandwidth' footer.  The algorithm chosen per size is in a '#'\n"
+    "line at the end.  -b/-e/-f are nccl-tests' spellings of --min/--max/--factor.\n"
+    "\n"
+    "  --op OP          allreduce | allgather | reducescatter | alltoall |\n"
+    "                   broadcast | sendrecv (GPU 0 to the last node's first GPU)\n"
+    "  --algo ALGO      auto (default) | ring | tree | hier | nvls\n"
+    "  --nodes N        nodes (default: the file's); --gpus N (default: all)\n"
+    "  --network M      flow (default: max-min sharing) | analytic (alpha-beta)\n"
+    "  --show-algo      add the algorithm as a last column of each row\n"
+    "  --comm-ranks N   sendrecv: on a communicator of the first N GPUs (Megatron's\n"
+    "                   batched pipeline sends use the PP group's), which sets NCCL's\n"
+    "                   p2p channel count; default: the pair alone\n"
+    "  --json           {\"rows\":[{\"bytes\",\"time_us\",\"algbw_gbps\",\"busbw_gbps\",\"algo\"}]}\n";
+
+static const char usage_plan[] =
+    "usage: mmsim plan [SCENARIO.yaml] [--gpus N] [--top K] [--json] [--all]\n"
+    "                  [--db FILE | --no-db] [--iterations I] [--jobs N]\n"
+    "                  [--placement LIST] [--max-pp N] [--set KEY=VALUE]...\n"
+    "\n"
+    "Finds the fastest parallel layout of the scenario's model, workload and\n"
+    "training settings on N GPUs: enumerates the encoder's placement and GPU\n"
+    "share and each module's tp, pp, vpp, cp, dp (ep for MoE), the micro-batch\n"
+    "size, recompute mode and ZeRO stage; prunes what does not validate or fit\n"
+    "in memory (saying why); pre-scores the rest analytically; simulates the\n"
+    "best K event by event; prints them ranked with the margin to the next.\n"
+    "\n"
+    "  --gpus N         GPUs (the cluster is resized to N / GPUs-per-node nodes;\n"
+    "                   default: the scenario's cluster)\n"
+    "  --top K          candidates simulated event by event (default 8)\n"
+    "  --iterations I   iterations of each event-level run (default: the scenario's)\n"
+    "  --json           one JSON object on stdout\n"
+    "  --all            with --json: every candidate, pruned ones with the reason\n"
+    "  --db FILE        database for the runs and the plan (default " DEFAULT_DB ")\n"
+    "  --no-db          store nothing (the K runs happen in this process)\n"
+    "  --jobs N         worker processes for the K runs (default: the CPUs)\n"
+    "  --placement L    encoder placements to try, comma-separated (default all:\n"
+    "                   pipeline,colocated,disjoint,homogeneous)\n"
+    "  --max-pp N       largest LLM pipeline depth tried (default 32)\n"
+    "  -s, --set KEY=VALUE  scenario override, as for mmsim run\n"
+    "  -q, --quiet      only the best layout and its time, on one line\n"
+    "  -v, --verbose    also every candidate with its status and reason\n"
+    "\n"
+    "A status line is drawn on stderr while it plans, when stderr is a terminal.\n";
+
+static const char usage_workload[] =
+    "usage: mmsim workload stats FILE [--model MODEL] [--samples N] [--seed S] [--json]\n"
+    "                              [--tokens-per-tile N] [--tokens-per-frame N] [--max-tokens N]\n"
+    "\n"
+    "Counts by modality, mean, sd, p50/p90/p99 and text histograms of the LLM\n"
+    "sequence length and the encoder load (tiles + frames + audio clips) of a\n"
+    "workload: a mixture spec (workloads/*.yaml; N samples drawn with seed S,\n"
+    "default 10000 and 1) or a trace (.csv; the whole file, or its first N\n"
+    "samples, wrapping).\n"
+    "\n"
+    "  --model MODEL         take LLM tokens per tile/frame/audio second from a\n"
+    "                        model config (default: 256 per tile and frame as\n"
+    "                        InternVL, 25 per audio second as Qwen2-Audio)\n"
+    "  --tokens-per-tile N   override tokens per image tile\n"
+    "  --tokens-per-frame N  override tokens per video frame\n"
+    "  --max-tokens N        truncate LLM sequences at N (model_max_length)\n"
+    "  --json                one JSON object instead of the tables\n";
+
+static const struct {
+    const char *name, *usage;
+} usages[] = {
+    {"run", usage_run},       {"model", usage_model},   {"collective", usage_collective},
+    {"workload", usage_workload}, {"sweep", usage_sweep}, {"report", usage_report},
+    {"plan", usage_plan},     {"help", usage_help},
+};
+
+const char *mm_cli_usage_of(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof usages / sizeof usages[0]; i++)
+        if (!strcmp(cmd, usages[i].name))
+            return usages[i].usage;
+    return NULL;
+}
+
+int mm_cli_help(const char *cmd)
+{
+    const char *u = mm_cli_usage_of(cmd);
+    fputs(u ? u : mm_cli_usage_main, stdout);
+    return 0;
+}
