@@ -14,6 +14,7 @@
 #include "hw/cluster.h"
 #include "hw/compute.h"
 #include "hw/efficiency.h"
+#include "model/framework_ops.h"
 #include "model/llm.h"
 #include "model/memory.h"
 #include "model/mllm.h"
@@ -307,7 +308,7 @@ START_TEST(dropout_draws)
     mm_op_cost attn = {.name = "attn", .kind = MM_OPK_ATTN, .flops = 4.0 * 64 * 2048 * 2048 * 256,
                        .m = 2048, .n = 2048, .k = 256, .batch = 64, .causal = true};
     mm_op_cost u[4];
-    ck_assert_int_eq(mm_llm_attn_unfused(&attn, 2, u, 4), 4);
+    ck_assert_int_eq(mm_framework_attn_unfused(&attn, 2, u, 4), 4);
     ck_assert(!strcmp(u[2].name, "attn_dropout") && u[2].draws == S);
     ck_assert(mm_op_pass(&u[2], MM_OP_B).draws == 0 && mm_op_pass(&u[2], MM_OP_W).draws == 0);
     /* H100: the A100's rate scaled by SMs x clock (dgx-h100.yaml) */
@@ -536,7 +537,7 @@ START_TEST(fbw_split)
 }
 END_TEST
 
-/* The unfused attention core (mm_llm_attn_unfused) keeps Table 1's split
+/* The unfused attention core (mm_framework_attn_unfused) keeps Table 1's split
  * when timed (fwcost.c): its batched GEMMs multiply two activations, so
  * both of their gradient GEMMs land in B, and W holds the Linear layers'
  * weight gradients only.  A GPU without tables, at 1 PFLOP/s and
@@ -550,7 +551,7 @@ START_TEST(fbw_split_unfused)
     int n = mm_llm_layer_ops(&m, b, s, 1, false, 2, ops, MM_LLM_MAX_OPS), k = 0;
     ck_assert(n > 0);
     for (int i = 0; i < n; i++) {
-        int got = ops[i].kind == MM_OPK_ATTN ? mm_llm_attn_unfused(&ops[i], 2, x + k, MM_FW_MAX_OPS - k) : -1;
+        int got = ops[i].kind == MM_OPK_ATTN ? mm_framework_attn_unfused(&ops[i], 2, x + k, MM_FW_MAX_OPS - k) : -1;
         if (got > 0)
             k += got;
         else
@@ -586,7 +587,7 @@ START_TEST(unfused_core_bytes)
                        .m = 2048, .n = 2048, .k = 128, .batch = 32, .causal = true};
     double e = 2, S = 32.0 * 2048 * 2048;
     mm_op_cost u[4], x[6];
-    ck_assert_int_eq(mm_llm_attn_unfused(&attn, 2, u, 4), 4);
+    ck_assert_int_eq(mm_framework_attn_unfused(&attn, 2, u, 4), 4);
     ck_assert(!strcmp(u[1].name, "attn_softmax") && !strcmp(u[2].name, "attn_dropout"));
     double lo = 0.5 * (1 + 1 / 2048.0);
     ck_assert(rel(mm_op_pass(&u[1], MM_OP_F).bytes, (lo + 1) * S * e) < 1e-12);
@@ -594,14 +595,14 @@ START_TEST(unfused_core_bytes)
     mm_op_cost pad = attn;
     pad.causal = false;
     mm_op_cost v[4];
-    ck_assert_int_eq(mm_llm_attn_unfused(&pad, 2, v, 4), 4);
+    ck_assert_int_eq(mm_framework_attn_unfused(&pad, 2, v, 4), 4);
     ck_assert(rel(mm_op_pass(&v[1], MM_OP_F).bytes, 2 * S * e) < 1e-12);
     ck_assert(rel(mm_op_pass(&v[1], MM_OP_B).bytes, 3 * S * e) < 1e-12);
     ck_assert(rel(mm_op_pass(&u[2], MM_OP_F).bytes, S * (2 * e + 1)) < 1e-12);
     ck_assert(rel(mm_op_pass(&u[2], MM_OP_B).bytes, S * (2 * e + 1)) < 1e-12);
     ck_assert(mm_op_pass(&u[1], MM_OP_W).bytes == 0);
-    ck_assert_int_eq(mm_llm_attn_unfused_eager(&attn, 2, x, 5), -1);
-    ck_assert_int_eq(mm_llm_attn_unfused_eager(&attn, 2, x, 6), 6);
+    ck_assert_int_eq(mm_framework_attn_unfused_eager(&attn, 2, x, 5), -1);
+    ck_assert_int_eq(mm_framework_attn_unfused_eager(&attn, 2, x, 6), 6);
     static const char *const names[] = {"attn_kscale", "attn_score", "attn_mask",
                                         "attn_softmax", "attn_dropout", "attn_value"};
     double flops = 0;
@@ -619,7 +620,7 @@ START_TEST(unfused_core_bytes)
     mm_op_cost norm = {.name = "ln1", .kind = MM_OPK_MEM, .bytes = 100};
     ck_assert(mm_op_pass(&norm, MM_OP_B).bytes == 200);
     /* not an attention op */
-    ck_assert_int_eq(mm_llm_attn_unfused_eager(&norm, 2, x, 6), -1);
+    ck_assert_int_eq(mm_framework_attn_unfused_eager(&norm, 2, x, 6), -1);
 }
 END_TEST
 

@@ -15,6 +15,7 @@
 
 #include "hw/compute.h"
 #include "hw/net.h"
+#include "model/framework_ops.h"
 #include "model/framework.h"
 #include "model/memory.h"
 #include "cost/costs.h"

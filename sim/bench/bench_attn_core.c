@@ -36,6 +36,7 @@
 
 #include "hw/cluster.h"
 #include "hw/compute.h"
+#include "model/framework_ops.h"
 #include "model/llm.h"
 #include "cost/fwcost.h"
 
@@ -107,7 +108,7 @@ int main(int argc, char **argv)
         mm_op_cost attn = {.name = "attn", .kind = MM_OPK_ATTN, .flops = 4.0 * b * h * (double)s * s * d,
                            .m = s, .n = s, .k = d, .batch = (double)b * h, .causal = causal != 0};
         mm_op_cost u[6];
-        int n = mm_llm_attn_unfused_eager(&attn, 2, u, 6);
+        int n = mm_framework_attn_unfused_eager(&attn, 2, u, 6);
         double tf = 0, tb = 0;
         for (int i = 0; i < n; i++) {
             /* baddbmm's alpha scales (no k * scale kernel); dropout_p = 0

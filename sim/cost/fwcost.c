@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hw/compute.h"
+#include "model/framework_ops.h"
 
 const char *const mm_bk_kind_names[] = {"gemm", "attention", "memory", NULL};
 const char *const mm_bk_pass_names[] = {"fwd", "bgrad", "wgrad", NULL};
@@ -67,8 +68,8 @@ static double floored(const mm_fw_ctx *c, double t, int kernels)
     return fmax(t, kernels * c->fw->host_overhead_s);
 }
 
-/* The ops of the unfused attention core (llm.h: mm_llm_attn_unfused,
- * mm_llm_attn_unfused_eager) */
+/* The ops of the unfused attention core (model/framework_ops.h: mm_framework_attn_unfused,
+ * mm_framework_attn_unfused_eager) */
 static bool is_core(const char *name)
 {
     return name && !strncmp(name, "attn_", 5) && strcmp(name, "attn_out") && strcmp(name, "attn_layout");
@@ -111,8 +112,8 @@ int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops,
         int got = -1;
         if (unfused && ops[i].kind == MM_OPK_ATTN)
             got = c->attn == MM_ATTN_IMPL_UNFUSED_EAGER
-                      ? mm_llm_attn_unfused_eager(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k)
-                      : mm_llm_attn_unfused(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k);
+                      ? mm_framework_attn_unfused_eager(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k)
+                      : mm_framework_attn_unfused(&ops[i], c->dtype_bytes, x + k, MM_FW_MAX_OPS - k);
         if (got > 0)
             k += got;
         else if (k < MM_FW_MAX_OPS)

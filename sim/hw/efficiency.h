@@ -53,7 +53,7 @@ typedef enum mm_attn_pass { MM_ATTN_FWD = 0, MM_ATTN_BWD = 1, MM_ATTN_FWDBWD = 2
  * others name one implementation, each with its own optional table
  * (gpu.kernels.flash1 / flash2 / flash3 / cudnn); UNFUSED and UNFUSED_EAGER
  * have no table: the cost bridge expands them into batched GEMMs and
- * softmax kernels (model/llm.h, mm_llm_attn_unfused). */
+ * softmax kernels (model/framework_ops.h, mm_framework_attn_unfused). */
 typedef enum mm_attn_impl {
     MM_ATTN_IMPL_FLASH = 0,
     MM_ATTN_IMPL_FLASH1, /* FlashAttention (Dao et al. 2022) */

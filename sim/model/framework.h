@@ -152,23 +152,4 @@ mm_attn_impl mm_framework_attention(const mm_framework *fw, double compute_capab
 /* Bytes of one gradient element in the DP reduce under `precision`. */
 int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision);
 
-/* Kernels the framework launches for one op of llm.h's lists, found by its
- * name ("norm_attn", "rope", "act", "residual_mlp", "cross_entropy", ...):
- * the group's count, 1 for anything else. */
-int mm_framework_op_kernels(const mm_framework *fw, const char *op_name);
-
-/* Scales the bytes of every memory-bound op of a list (layer, embedding or
- * head) by its group's traffic, in place. */
-void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n);
-
-/* Appends to a layer's forward list ops[0..n) what the framework runs on
- * top of it: the QKV bias kernel, the copies into and out of the attention
- * kernel's layout (`unfused`: the count for an expanded core) and the
- * dropout masks of the residual branches (a 1-byte mask written per
- * element).  `tokens` are the micro-batch's tokens on this rank, `tn` those
- * of the residual region (tokens / tp under sequence parallelism).  Returns
- * the new count, or -1 when cap is too small. */
-int mm_framework_layer_extras(const mm_framework *fw, const mm_llm *m, double tokens, double tn, int tp,
-                              bool unfused, int dtype_bytes, mm_op_cost *ops, int n, int cap);
-
 #endif

@@ -293,24 +293,6 @@ int mm_llm_embed_ops(const mm_llm *m, double b, double s, int tp, bool sp,
 int mm_llm_head_ops(const mm_llm *m, double b, double s, int tp, bool sp,
                     int dtype_bytes, mm_op_cost *ops, int cap);
 
-/* The attention core as frameworks ran it before fused (flash) kernels,
- * e.g. Megatron-LM in 2021 (Narayanan et al. SC'21; FlashAttention came in
- * 2022): a batched QK^T GEMM writing the b*a*s^2 scores to HBM, one fused
- * scale-mask-softmax kernel, attention dropout, and a batched GEMM with V.
- * Replaces one MM_OPK_ATTN op (its m, n, k, batch) by 4 ops with the same
- * total FLOPs (the two GEMMs weightless); returns 4, or -1 (cap < 4 or not
- * an attention op). */
-int mm_llm_attn_unfused(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap);
-
-/* The same core as PyTorch eager ops run it (flash-attn's SelfAttention,
- * Dao-AILab/flash-attention flash_attn/modules/mha.py, the FlashAttention
- * papers' baseline): k scaled by 1/sqrt(d), the score einsum, the causal
- * mask built with torch.triu and added to the scores as its own s^2
- * kernel, torch.softmax, dropout and the value einsum.  Returns 6 ops
- * (score GEMM, k scale, mask add, softmax, dropout, value GEMM), or -1
- * (cap < 6 or not an attention op). */
-int mm_llm_attn_unfused_eager(const mm_op_cost *attn, int dtype_bytes, mm_op_cost *out, int cap);
-
 /* Bytes of one tensor-parallel all-reduce of the block's activations,
  * b*s*h*dtype_bytes.  Without sp a block does 2 in forward (after the output
  * projection and after fc2) and 2 in backward; with sp each becomes an
