@@ -82,9 +82,10 @@ static inline int load_edited(const char *from, const char *to, mm_err *err, cha
     return rc;
 }
 
-static inline void prepare(mm_sim *sim, const char *const *extra, int n_extra)
+/* The suites' base scenario (Llama-2-7B, text, one DGX node at dp 8, a
+ * batch of 8) as overrides, then `extra`'s; returns their count. */
+static inline int base_sets(const char *sets[24], const char *const *extra, int n_extra)
 {
-    const char *sets[24];
     int n = 0;
     sets[n++] = "model=models/llama-2-7b.json";
     sets[n++] = "workload=text";
@@ -92,8 +93,15 @@ static inline void prepare(mm_sim *sim, const char *const *extra, int n_extra)
     sets[n++] = "cluster.nodes=1";
     sets[n++] = "parallel.llm={tp: 1, pp: 1, dp: 8}";
     sets[n++] = "train.global_batch=8";
-    for (int i = 0; i < n_extra; i++)
+    for (int i = 0; i < n_extra && n < 24; i++)
         sets[n++] = extra[i];
+    return n;
+}
+
+static inline void prepare(mm_sim *sim, const char *const *extra, int n_extra)
+{
+    const char *sets[24];
+    int n = base_sets(sets, extra, n_extra);
     static mm_scenario sc;
     mm_err err;
     mm_scenario_free(&sc);
@@ -115,15 +123,7 @@ static inline void prepare_fw_zero(mm_sim *sim, const char *fw, int zero, const 
 static inline int prepare_rc(const char *const *extra, int n_extra, mm_err *err)
 {
     const char *sets[24];
-    int n = 0;
-    sets[n++] = "model=models/llama-2-7b.json";
-    sets[n++] = "workload=text";
-    sets[n++] = "parallel.vision=null";
-    sets[n++] = "cluster.nodes=1";
-    sets[n++] = "parallel.llm={tp: 1, pp: 1, dp: 8}";
-    sets[n++] = "train.global_batch=8";
-    for (int i = 0; i < n_extra; i++)
-        sets[n++] = extra[i];
+    int n = base_sets(sets, extra, n_extra);
     static mm_scenario sc;
     static mm_sim sim;
     mm_scenario_free(&sc);
