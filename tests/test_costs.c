@@ -437,7 +437,9 @@ static void load_model(const char *path, mm_model *m)
 
 /* Published counts, within 0.5%: Llama-2-7B 6.74B, Llama-3-8B 8.03B,
  * Qwen2.5-7B 7.62B (model cards), Mixtral-8x7B 46.7B (Mistral AI), CLIP
- * ViT-L/14-336 vision tower ~304M (formulas.md 8.3: 303.5M). */
+ * ViT-L/14-336 vision tower ~304M (303.5M derived from timm's
+ * vit_large_patch14_clip_336 configuration, huggingface/pytorch-image-models
+ * timm/models/vision_transformer.py). */
 START_TEST(published_param_counts)
 {
     static mm_model m;
@@ -456,8 +458,10 @@ START_TEST(published_param_counts)
 }
 END_TEST
 
-/* formulas.md 8.3: ViT-L/14 at 336 px, 577 tokens, ~382 GFLOP forward per
- * image (24 layers + patch embedding); within 1%. */
+/* ViT-L/14 at 336 px, 577 tokens, ~382 GFLOP forward per image (24 layers +
+ * patch embedding), derived from timm's vit_large_patch14_clip_336
+ * configuration with Megatron's matmul-only 2-FLOPs-per-MAC convention;
+ * within 1%. */
 START_TEST(vit_flops)
 {
     static mm_model m;
@@ -512,7 +516,7 @@ START_TEST(composites)
 }
 END_TEST
 
-/* Zero Bubble Table 1 (formulas.md 8.1), GPT layer, tp 1:
+/* Zero Bubble Table 1 (Qi et al., ICLR 2024, arXiv 2401.10241), GPT layer, tp 1:
  * F = sbh(24h + 4s), B = sbh(24h + 8s), W = 24sbh^2. */
 START_TEST(fbw_split)
 {
@@ -647,7 +651,7 @@ END_TEST
 
 /* ---- memory ---- */
 
-/* Korthikanti et al. 2022 section 4 (formulas.md 8.2), GPT-3-like layer. */
+/* Korthikanti et al. 2022 section 4 (MLSys 2023, arXiv 2205.05198), GPT-3-like layer. */
 START_TEST(activations_korthikanti)
 {
     mm_llm m;

@@ -301,8 +301,8 @@ START_TEST(megatron_params)
     ck_assert_int_eq(m.max_pos, MEG_S);
     ck_assert(m.tied && m.learned_pos && !m.gated_mlp && m.ffn == 4 * m.hidden);
 
-    /* P = 12lh^2(1 + 13/12h + (V+s)/12lh) (Narayanan et al., formulas.md
-     * 8.1) = 12lh^2 + 13lh + (V+s)h: tied embedding, positions, biases and
+    /* P = 12lh^2(1 + 13/12h + (V+s)/12lh) (Narayanan et al., SC'21,
+     * arXiv 2104.04473, Sec. 5.1) = 12lh^2 + 13lh + (V+s)h: tied embedding, positions, biases and
      * the two LayerNorms of each block.  It omits the final LayerNorm (2h),
      * which Megatron's GPT has; mm_llm_params counts it. */
     double h = (double)m.hidden, l = (double)m.layers, V = MEG_V, s = MEG_S;
@@ -338,9 +338,9 @@ START_TEST(megatron_flops)
     double h = (double)m.hidden, l = (double)m.layers, V = MEG_V, s = MEG_S;
     double B = (double)megatron[i].batch;
 
-    /* Korthikanti et al. 2022 (model FLOPs, no recompute), formulas.md 8.1 */
+    /* Korthikanti et al. 2022 (model FLOPs, no recompute), arXiv 2205.05198 */
     double f72 = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
-    /* Narayanan et al. SC'21 (full recompute), formulas.md 8.1 */
+    /* Narayanan et al. SC'21 (full recompute), arXiv 2104.04473, Sec. 5.1 */
     double f96 = 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
     double model = mm_llm_model_flops(&m, B, s);
     ck_assert_rel(model, f72, 1e-12);
@@ -384,8 +384,8 @@ START_TEST(gqa_flops)
 }
 END_TEST
 
-/* Megatron-LM num_floating_point_operations (commit 2748e7c7d4, formulas.md
- * 8.1), GQA-aware: 60*B*s*l*h^2*(1 + g/5a + s/5h + V/10lh) for ffn = 4h. */
+/* Megatron-LM num_floating_point_operations (NVIDIA/Megatron-LM, commit
+ * 2748e7c7d4), GQA-aware: 60*B*s*l*h^2*(1 + g/5a + s/5h + V/10lh) for ffn = 4h. */
 START_TEST(gqa_megatron_60_form)
 {
     static const int64_t groups[] = { 1, 2, 4, 8, 16, 32 };

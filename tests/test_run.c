@@ -150,8 +150,9 @@ START_TEST(default_is_deterministic)
 END_TEST
 
 /* The simulated FLOP totals are Megatron's: 72BslH^2(1 + s/6h + V/12lh)
- * without recomputation and 96BslH^2(1 + s/6h + V/16lh) with full
- * recomputation (formulas.md 8.1); metrics divide them by time and GPUs. */
+ * without recomputation (Korthikanti et al., arXiv 2205.05198) and
+ * 96BslH^2(1 + s/6h + V/16lh) with full recomputation (Narayanan et al.,
+ * SC'21, arXiv 2104.04473, Sec. 5.1); metrics divide them by time and GPUs. */
 START_TEST(flops_follow_megatron)
 {
     const char *sets[] = {"model=models/megatron-gpt-1.7b.json", "cluster.topology=topologies/dgx-a100.yaml",

@@ -237,8 +237,11 @@ static int tiles_of(const char *image_yaml, int w, int h)
 
 START_TEST(test_tiling_worked_examples)
 {
-    /* dataset-stats.md Sec. 2 "worked examples (D)": OV anyres_max_9 at
-     * 384 px over (1x1)..(6x6) grids, and InternVL with max 12 tiles. */
+    /* Worked examples (D), the published selection code run on example
+     * image sizes: OV anyres_max_9 at 384 px over (1x1)..(6x6) grids
+     * (LLaVA-VL/LLaVA-NeXT llava/mm_utils.py select_best_resolution; OV
+     * arXiv 2408.03326 Sec. 3), and InternVL with max 12 tiles (closest
+     * aspect ratio, InternVL 2.5 report arXiv 2412.05271 Sec. 3.1). */
     static const struct { int w, h, ov, internvl; } ex[] = {
         {336, 336, 2, 1},   {640, 480, 5, 13},  {1024, 768, 7, 13}, {1280, 720, 9, 9},
         {1920, 1080, 16, 9}, {2048, 2048, 37, 10}, {800, 2400, 13, 13},
@@ -405,7 +408,8 @@ END_TEST
 
 START_TEST(test_shipped_trace_statistics)
 {
-    /* dataset-stats.md Sec. 5 (D): n 70,706; LLM length mean 1135.5,
+    /* (D) from ModelTC/OmniBal data/vision/*_wh_token_lengths.json @
+     * a96cc5d, 4 InternVL-1.2 SFT subsets: n 70,706; LLM length mean 1135.5,
      * p50 1323, p90 1470, p99 1896, max 2538; tiles 1: 9.0% 3: 33.9%
      * 4: 0.9% 5: 56.1%, mean 3.95 */
     mm_workload w;

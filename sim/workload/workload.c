@@ -16,7 +16,7 @@
  * LLM (AvgPool1d(2,2), arXiv 2407.10759 Sec. 2): 1500 per 30 s -> 25/s. */
 #define AUDIO_POOL 2.0
 /* Whisper pads every clip to a 30 s window (3000 mel frames at 100/s;
- * transformers qwen2_audio, dataset-stats.md Sec. 1.9). */
+ * transformers models/qwen2_audio/modeling_qwen2_audio.py @ 01ae98a). */
 #define AUDIO_WINDOW_S 30.0
 
 mm_modality mm_sample_modality(const mm_sample *s)

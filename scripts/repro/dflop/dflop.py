@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""dflop.py - DFLOP (arXiv 2603.25120; papers.md B) reproduced in mmsim:
+"""dflop.py - DFLOP (arXiv 2603.25120; code BDAI-Research/DFLOP) reproduced in mmsim:
   fig7   throughput of DFLOP against its Megatron-LM and PyTorch 3D baselines
          (and, labelled as an extra, mmsim's planner-best homogeneous layout)
          for the six models of Fig. 7 on 8 x 8 A100s, OneVision-like mix
@@ -34,7 +34,7 @@ BASE = "scripts/repro/dflop/base.yaml"
 M = "scripts/repro/dflop/models/"
 GPUS = 64
 # Fig. 7 models: (label, model file, published speedup over Megatron-LM; the two
-# secondary summaries of papers.md B5 disagree, both kept as "A/B")
+# secondary summaries of the DFLOP paper disagree, both kept as "A/B")
 FIG7 = [
     ("LLaVA-OV Qwen2.5-7B", "models/llava-ov-qwen2.5-7b.yaml", "1.2/1.3"),
     ("LLaVA-OV Llama-3-8B", M + "llava-ov-llama-3-8b.yaml", "-/2.3"),
@@ -126,7 +126,7 @@ def fig7():
     c.write_csv("dflop-fig7", ["model", "system", "layout", "iteration_time_s", "tokens_per_s", "tflops_per_gpu",
                                "speedup_vs_megatron", "published"], rows,
                 NOTES + [c.framework_note(), "published: speedup over Megatron-LM as the two summaries of "
-                         "papers.md B5 give it (A/B; - = not given); Llama-3-70B has none"], gap)
+                         "the DFLOP paper give it (A/B; - = not given); Llama-3-70B has none"], gap)
     c.gnuplot("dflop-fig7", """
 set title 'DFLOP Fig. 7 in mmsim: throughput over Megatron-LM, 64 A100s, OneVision-like mix'
 set ylabel 'tokens/s relative to Megatron-LM'
@@ -180,7 +180,7 @@ def fig8():
     c.write_csv("dflop-fig8", ["encoder", "llm", "encoder_llm_load_ratio", "megatron_layout", "dflop_layout",
                                "megatron_tokens_per_s", "dflop_tokens_per_s", "speedup", "published"], rows,
                 NOTES + [c.framework_note(), "load ratio: vision/LLM compute seconds of the Megatron-LM run "
-                         "(the same GPUs run both); published gives no numbers, only the trend (papers.md B6)"], gap)
+                         "(the same GPUs run both); published gives no numbers, only the trend (DFLOP Fig. 8, per secondary summaries)"], gap)
     c.gnuplot("dflop-fig8", """
 set title 'DFLOP Fig. 8 in mmsim: DFLOP over Megatron-LM vs encoder:LLM load (64 A100s)'
 set xlabel 'encoder : LLM compute ratio (Megatron-LM run)'
@@ -221,7 +221,7 @@ def fig10():
     c.write_csv("dflop-fig10", ["model", "variant", "layout", "tokens_per_s", "speedup_vs_baseline", "published"],
                 rows, NOTES + [c.framework_note(), "scheduler alone: the baseline's layout with batching balanced; "
                                "optimizer alone: the pipeline plan with sequential batching",
-                               "published: which component contributes more (papers.md B6; no numbers)"], gap)
+                               "published: which component contributes more (DFLOP Fig. 10, per secondary summaries; no numbers)"], gap)
     c.gnuplot("dflop-fig10", """
 set title 'DFLOP Fig. 10 in mmsim: ablation over the PyTorch 3D baseline, 64 A100s'
 set ylabel 'speedup over the baseline'

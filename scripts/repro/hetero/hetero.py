@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """hetero.py - Heterogeneous parallelism for MLLM training (NVIDIA, arXiv
-2605.27678; papers.md C #7) in mmsim: a homogeneous layout (the encoder takes
+2605.27678) in mmsim: a homogeneous layout (the encoder takes
 the LLM's layout in its first pipeline stage) against per-module layouts,
 colocated (the encoder on the LLM's GPUs with its own TP/DP) and
 non-colocated (the encoder on GPUs of its own: mmsim's pipeline and disjoint
@@ -80,7 +80,7 @@ def figure(name, xs, xlabel, title):
                  "scripts/repro/hetero/base.yaml (its comment lists the assumptions)",
                  "gains are over the homogeneous Megatron-rule layout; the planner-best homogeneous row is an extra "
                  "comparison; non-colocated = the better of mmsim's pipeline and disjoint placements",
-                 "published: the paper's maxima over its own GPU counts and contexts (papers.md C), not per point"],
+                 "published: the paper's maxima over its own GPU counts and contexts (its abstract), not per point"],
                 gap)
     c.gnuplot(name, """
 set title '%s'

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""megascale.py - MegaScale-Omni (arXiv 2605.08962; papers.md C #18) in mmsim:
+"""megascale.py - MegaScale-Omni (arXiv 2605.08962) in mmsim:
 throughput of each policy and placement against the image:text ratio
 (1:9 .. 9:1) and against the sequence length.  Systems (ASSUMED: the paper's
 four baselines are not named in the reference set; these are the designs it

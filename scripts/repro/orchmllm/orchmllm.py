@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""orchmllm.py - OrchMLLM (arXiv 2503.23830; papers.md C #3) in mmsim: batch
+"""orchmllm.py - OrchMLLM (arXiv 2503.23830) in mmsim: batch
 post-balancing across DP ranks (`batching: post-balance`: samples re-dealt
 per phase, each encoder then the LLM, with its all-to-alls costed) against a
 Megatron-LM-style baseline without it (`sequential`), the same layout.
