@@ -408,7 +408,7 @@ END_TEST
 
 START_TEST(test_shipped_trace_statistics)
 {
-    /* (D) from ModelTC/OmniBal data/vision/*_wh_token_lengths.json @
+    /* (D) from ModelTC/OmniBal data/vision/ (the *_wh_token_lengths.json files) @
      * a96cc5d, 4 InternVL-1.2 SFT subsets: n 70,706; LLM length mean 1135.5,
      * p50 1323, p90 1470, p99 1896, max 2538; tiles 1: 9.0% 3: 33.9%
      * 4: 0.9% 5: 56.1%, mean 3.95 */
