@@ -49,7 +49,9 @@ static void print_critical_path(const mm_metrics *m)
     }
 }
 
-static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+/* The summary's head: the scenario's model, cluster, layout, encoders and
+ * training settings, one line each. */
+static void print_config(const mm_sim *sim, const mm_metrics *m)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -77,25 +79,40 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            mm_precision_names[sc->train.precision], mm_recompute_names[sc->train.recompute],
            sc->train.zero, mm_network_names[sc->network], sc->iterations,
            (unsigned long long)sc->seed);
+}
+
+/* The summary when the layout does not fit: the peak against the HBM, where
+ * the executor first ran out, and each stage's memory. */
+static void print_oom(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+{
+    const mm_scenario *sc = &sim->sc;
+    printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
+           m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
+    if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
+        printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
+               m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
+               m->oom_at.need_gib, m->oom_at.cap_gib);
+    else if (m->oom_at.iteration >= 0 && isfinite(m->oom_at.cap_gib))
+        printf("  in iteration %d: a GPU of the encoder's own needs %.2f GiB of %.2f\n", m->oom_at.iteration,
+               m->oom_at.need_gib, m->oom_at.cap_gib);
+    else if (m->oom_at.iteration >= 0)
+        printf("  in iteration %d: %.2f GiB on a GPU with less HBM (node group or hbm perturbation)\n",
+               m->oom_at.iteration, m->oom_at.need_gib);
+    printf("\n  stage   memory (GiB)\n");
+    for (int s = 0; s < m->n_stages; s++)
+        printf("  %5d %12.2f\n", s, m->stages[s].memory_gib);
+    if (run_id > 0)
+        printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
+}
+
+static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    print_config(sim, m);
     printf("\n");
     if (m->oom) {
-        printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
-               m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
-        if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
-            printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
-                   m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
-                   m->oom_at.need_gib, m->oom_at.cap_gib);
-        else if (m->oom_at.iteration >= 0 && isfinite(m->oom_at.cap_gib))
-            printf("  in iteration %d: a GPU of the encoder's own needs %.2f GiB of %.2f\n", m->oom_at.iteration,
-                   m->oom_at.need_gib, m->oom_at.cap_gib);
-        else if (m->oom_at.iteration >= 0)
-            printf("  in iteration %d: %.2f GiB on a GPU with less HBM (node group or hbm perturbation)\n",
-                   m->oom_at.iteration, m->oom_at.need_gib);
-        printf("\n  stage   memory (GiB)\n");
-        for (int s = 0; s < m->n_stages; s++)
-            printf("  %5d %12.2f\n", s, m->stages[s].memory_gib);
-        if (run_id > 0)
-            printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
+        print_oom(sim, m, run_id, db);
         return;
     }
     printf("  iteration time     %10.4f s", m->iteration_time_s);

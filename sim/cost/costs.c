@@ -324,6 +324,67 @@ int mm_sim_bin_layer_breakdown(const mm_sim *sim, double T, double S, double n, 
     return bin_layer(sim, &sim->llm, T, S, n, &t, bk);
 }
 
+/* The embedding's and the LM head's pass times (into bk->embed, bk->head
+ * and emb, head): the first and the last stage's extra work. */
+static void edge_costs(const mm_sim *sim, bool sp, int wbytes, mm_sim_breakdown *bk, pass_times *emb,
+                       pass_times *head)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
+    int cp = L->lay.cp;
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    mm_fw_ctx fc = llm_ctx(sim);
+    double tokens = b * s / cp;
+    int n;
+    n = mm_llm_embed_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n >= 0)
+        bk->embed = mm_fw_time_ops(&fc, ops, n);
+    /* the embedding table's weight gradient (no forward op carries it) */
+    bk->embed.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, tokens, L->lay.tp);
+    *emb = from_breakdown(&bk->embed);
+    n = mm_llm_head_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
+    if (n >= 0)
+        bk->head = mm_fw_time_ops(&fc, ops, n);
+    *head = from_breakdown(&bk->head);
+}
+
+/* The memory-bound share of virtual stage c's F, B and W (out[0..2]), for
+ * the overlap slowdown: its layers' plus the embedding's or the head's. */
+static void stage_mem_frac(const pass_times *layer, const pass_times *emb, const pass_times *head, int nl, bool first,
+                           bool last, const mm_stage_cost *c, double *out)
+{
+    double mf = nl * layer->mem_fwd + (first ? emb->mem_fwd : 0) + (last ? head->mem_fwd : 0);
+    double mb = nl * layer->mem_bwd + (first ? emb->mem_bwd : 0) + (last ? head->mem_bwd : 0);
+    double mw = nl * layer->mem_wgrad + (first ? emb->mem_wgrad : 0) + (last ? head->mem_wgrad : 0);
+    out[0] = c->fwd_s > 0 ? mf / c->fwd_s : 0;
+    out[1] = c->bwd_s > 0 ? mb / c->bwd_s : 0;
+    out[2] = c->wgrad_s > 0 ? mw / c->wgrad_s : 0;
+}
+
+/* The parameters one (pre-TP) copy of a stage of nl blocks like sv holds:
+ * its experts split over EP's DP fold; Megatron keeps the (tied) embedding
+ * on the first stage and a copy for the LM head on the last. */
+static double stage_params(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    const mm_llm *m = &sim->llm;
+    int V = L->lay.pp * L->lay.vpp;
+    double layer_params = (double)mm_llm_layer_params(sv);
+    int ep_dp = 1, ep_tp = 1;
+    if (m->experts > 0 && L->lay.ep > 1 && mm_mem_ep_fold(L->lay.ep, L->lay.tp, L->lay.dp, &ep_dp, &ep_tp) == 0)
+        layer_params -= (double)mm_llm_layer_expert_params(sv) * (1.0 - 1.0 / ep_dp);
+    double params = (double)nl * layer_params;
+    if (first)
+        params += (double)mm_llm_embedding_params(m);
+    if (last)
+        params += (double)mm_llm_final_norm_params(m) +
+                  (m->tied ? (V > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
+                           : (double)mm_llm_head_params(m));
+    return params;
+}
+
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
                           mm_sim_breakdown *bk, mm_err *err)
 {
@@ -332,14 +393,11 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     const mm_llm *m = &sim->llm;
     mm_dtype dt = (mm_dtype)sc->train.precision;
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
-    int cp = L->lay.cp, V = L->lay.pp * L->lay.vpp;
+    int V = L->lay.pp * L->lay.vpp;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
                              only the GEMM peak (Transformer Engine keeps
                              activations in 16 bits between kernels) */
-    mm_op_cost ops[MM_LLM_MAX_OPS];
-    mm_fw_ctx fc = llm_ctx(sim);
-    double tokens = b * s / cp;
     mm_sim_breakdown bk_local;
     if (!bk)
         bk = &bk_local;
@@ -349,17 +407,8 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
      * block, for non-uniform models, times the executed graph) */
     if (block_costs(sim, m, sp, &layer, &bk->layer))
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
-    int n;
-    n = mm_llm_embed_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    if (n >= 0)
-        bk->embed = mm_fw_time_ops(&fc, ops, n);
-    /* the embedding table's weight gradient (no forward op carries it) */
-    bk->embed.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, tokens, L->lay.tp);
-    pass_times emb = from_breakdown(&bk->embed);
-    n = mm_llm_head_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
-    if (n >= 0)
-        bk->head = mm_fw_time_ops(&fc, ops, n);
-    pass_times head = from_breakdown(&bk->head);
+    pass_times emb, head;
+    edge_costs(sim, sp, wbytes, bk, &emb, &head);
 
     int rc = mm_sim_recompute(sim, L);
     bk->recompute_s = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0.0;
@@ -396,30 +445,14 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
         c->bwd_flops = 2 * c->fwd_flops;
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
-        if (mem_frac) {
-            double mf = nl * layer.mem_fwd + (first ? emb.mem_fwd : 0) + (last ? head.mem_fwd : 0);
-            double mb = nl * layer.mem_bwd + (first ? emb.mem_bwd : 0) + (last ? head.mem_bwd : 0);
-            double mw = nl * layer.mem_wgrad + (first ? emb.mem_wgrad : 0) + (last ? head.mem_wgrad : 0);
-            mem_frac[3 * k + 0] = c->fwd_s > 0 ? mf / c->fwd_s : 0;
-            mem_frac[3 * k + 1] = c->bwd_s > 0 ? mb / c->bwd_s : 0;
-            mem_frac[3 * k + 2] = c->wgrad_s > 0 ? mw / c->wgrad_s : 0;
-        }
+        if (mem_frac)
+            stage_mem_frac(&layer, &emb, &head, nl, first, last, c, &mem_frac[3 * k]);
         /* weight gradients: every matmul but the attention core, once */
         c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(&sv, b, s);
         c->recompute_flops = nl * re_flops;
         /* Megatron keeps the (tied) embedding on the first stage and a copy
          * for the LM head on the last.  Experts are split over ep. */
-        double layer_params = (double)mm_llm_layer_params(&sv);
-        int ep_dp = 1, ep_tp = 1;
-        if (m->experts > 0 && L->lay.ep > 1 && mm_mem_ep_fold(L->lay.ep, L->lay.tp, L->lay.dp, &ep_dp, &ep_tp) == 0)
-            layer_params -= (double)mm_llm_layer_expert_params(&sv) * (1.0 - 1.0 / ep_dp);
-        double params = (double)nl * layer_params;
-        if (first)
-            params += (double)mm_llm_embedding_params(m);
-        if (last)
-            params += (double)mm_llm_final_norm_params(m) +
-                      (m->tied ? (V > 1 ? (double)m->vocab * (double)m->hidden : 0.0)
-                               : (double)mm_llm_head_params(m));
+        double params = stage_params(sim, &sv, nl, first, last);
         double local = params / L->lay.tp;
         c->grad_bytes = local * gbytes;
         c->param_bytes = local * wbytes;

@@ -371,6 +371,50 @@ static int enc_order(const builder *b, const mm_enc_spec *e, int se, const int *
     return n;
 }
 
+/* The transfers of encoder i's micro-batches between its own stages and
+ * to (and, unless frozen, from) the LLM's first stage, once every pass is
+ * emitted (fe, be: the passes' ends, stage-major over `total`). */
+static int emit_own_transfers(builder *b, int i, const pass_ends *fe, const pass_ends *be, int total)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    int rc = 0;
+    for (int g = 0; g < total && rc == 0; g++) {
+        int d = g % sp->lay.dp, j = g / sp->lay.dp, rep = g % e->dp;
+        const mm_enc_mb_cost *c = &e->mb[(size_t)d * sp->m + j];
+        for (int se = 0; se + 1 < e->pp && rc == 0; se++) {
+            int ra = b->enc_rank_off[i] + rep + e->dp * se, rb = ra + e->dp;
+            int pair[2] = {enc_gpu(b, i, 0, rep, se), enc_gpu(b, i, 0, rep, se + 1)};
+            for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
+                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->act_bytes / e->tp, pair, 2);
+                mm_op op = {.rank = dir ? rb : ra, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                            .module = (uint8_t)(i + 1), .layer = -1, .stage = -(e->pp - se), .mb = j,
+                            .coll = (int32_t)cl, .peer = dir ? ra : rb};
+                uint32_t from = dir ? be[(size_t)(se + 1) * total + g].last : fe[(size_t)se * total + g].last;
+                uint32_t to = dir ? be[(size_t)se * total + g].first : fe[(size_t)(se + 1) * total + g].first;
+                int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
+                if (id < 0 || mm_graph_dep(b->g, from, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, to))
+                    rc = -1;
+            }
+        }
+        int last_enc = b->enc_rank_off[i] + rep + e->dp * (e->pp - 1), llm0 = rank_of(sp, d, 0);
+        int pair[2] = {enc_gpu(b, i, 0, rep, e->pp - 1), gpu(b, 0, 0, d, 0)};
+        for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
+            /* each LLM TP rank receives its slice of the embeddings */
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->out_bytes / sp->lay.tp, pair, 2);
+            mm_op op = {.rank = dir ? llm0 : last_enc, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
+                        .module = (uint8_t)(i + 1), .layer = -1, .stage = dir ? 0 : -1, .mb = j,
+                        .coll = (int32_t)cl, .peer = dir ? last_enc : llm0};
+            uint32_t from = dir ? b->be[pass_index(b, 0, d, j)].last : fe[(size_t)(e->pp - 1) * total + g].last;
+            uint32_t to = dir ? be[(size_t)(e->pp - 1) * total + g].first : b->fe[pass_index(b, 0, d, j)].first;
+            int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
+            if (id < 0 || mm_graph_dep(b->g, from, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, to))
+                rc = -1;
+        }
+    }
+    return rc;
+}
+
 /* Pipeline and disjoint placements: the encoder's own ranks. */
 int mm_bld_emit_own_encoder(builder *b, int i)
 {
@@ -438,39 +482,8 @@ int mm_bld_emit_own_encoder(builder *b, int i)
         }
     }
     /* transfers: between encoder stages, and to / from the LLM's first stage */
-    for (int g = 0; g < total && rc == 0; g++) {
-        int d = g % sp->lay.dp, j = g / sp->lay.dp, rep = g % e->dp;
-        const mm_enc_mb_cost *c = &e->mb[(size_t)d * sp->m + j];
-        for (int se = 0; se + 1 < e->pp && rc == 0; se++) {
-            int ra = b->enc_rank_off[i] + rep + e->dp * se, rb = ra + e->dp;
-            int pair[2] = {enc_gpu(b, i, 0, rep, se), enc_gpu(b, i, 0, rep, se + 1)};
-            for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
-                int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->act_bytes / e->tp, pair, 2);
-                mm_op op = {.rank = dir ? rb : ra, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
-                            .module = (uint8_t)(i + 1), .layer = -1, .stage = -(e->pp - se), .mb = j,
-                            .coll = (int32_t)cl, .peer = dir ? ra : rb};
-                uint32_t from = dir ? be[(size_t)(se + 1) * total + g].last : fe[(size_t)se * total + g].last;
-                uint32_t to = dir ? be[(size_t)se * total + g].first : fe[(size_t)(se + 1) * total + g].first;
-                int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
-                if (id < 0 || mm_graph_dep(b->g, from, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, to))
-                    rc = -1;
-            }
-        }
-        int last_enc = b->enc_rank_off[i] + rep + e->dp * (e->pp - 1), llm0 = rank_of(sp, d, 0);
-        int pair[2] = {enc_gpu(b, i, 0, rep, e->pp - 1), gpu(b, 0, 0, d, 0)};
-        for (int dir = 0; dir < (e->frozen ? 1 : 2) && rc == 0; dir++) {
-            /* each LLM TP rank receives its slice of the embeddings */
-            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, c->out_bytes / sp->lay.tp, pair, 2);
-            mm_op op = {.rank = dir ? llm0 : last_enc, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
-                        .module = (uint8_t)(i + 1), .layer = -1, .stage = dir ? 0 : -1, .mb = j,
-                        .coll = (int32_t)cl, .peer = dir ? last_enc : llm0};
-            uint32_t from = dir ? b->be[pass_index(b, 0, d, j)].last : fe[(size_t)(e->pp - 1) * total + g].last;
-            uint32_t to = dir ? be[(size_t)(e->pp - 1) * total + g].first : b->fe[pass_index(b, 0, d, j)].first;
-            int64_t id = cl < 0 ? -1 : mm_graph_add_op(b->g, &op);
-            if (id < 0 || mm_graph_dep(b->g, from, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, to))
-                rc = -1;
-        }
-    }
+    if (rc == 0)
+        rc = emit_own_transfers(b, i, fe, be, total);
     free(tasks);
     free(fe);
     free(be);

@@ -101,6 +101,47 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
     return 0;
 }
 
+/* One pass's compute time, FLOPs (hw: with recomputation), TP message
+ * bytes and count and op category, from the stage's or the micro-batch's
+ * costs (ZB-H1 splits B into B and W); the setup of mm_bld_emit_pass. */
+static void pass_work(const builder *b, int d, int vs, int pass, int mb, double *dur, double *flops, double *hw,
+                      double *tp_bytes, int *msgs, int *cat)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    /* per-micro-batch costs, when micro-batches differ */
+    const mm_mb_cost *mc = sp->mb_costs ? &sp->mb_costs[pass_index(b, vs, d, mb)] : NULL;
+    double fwd_s = mc ? mc->fwd_s : c->fwd_s, bwd_s = mc ? mc->bwd_s : c->bwd_s;
+    double wgrad_s = mc ? mc->wgrad_s : c->wgrad_s;
+    double fwd_fl = mc ? mc->fwd_flops : c->fwd_flops, bwd_fl = mc ? mc->bwd_flops : c->bwd_flops;
+    double wgrad_fl = mc ? mc->wgrad_flops : c->wgrad_flops;
+    double re_fl = mc ? mc->recompute_flops : c->recompute_flops;
+    *tp_bytes = mc ? mc->tp_bytes : sp->tp_bytes;
+    if (pass == MM_PASS_F) {
+        *dur = fwd_s, *flops = fwd_fl, *hw = *flops, *msgs = sp->tp_msgs_fwd, *cat = MM_CAT_FWD;
+    } else if (pass == MM_PASS_B) {
+        *dur = zb ? bwd_s - wgrad_s : bwd_s;
+        *flops = zb ? bwd_fl - wgrad_fl : bwd_fl;
+        *hw = *flops + re_fl, *msgs = sp->tp_msgs_bwd, *cat = MM_CAT_BWD;
+    } else {
+        *dur = wgrad_s, *flops = wgrad_fl, *hw = *flops, *msgs = 0, *cat = MM_CAT_WGRAD;
+    }
+}
+
+/* A layer's overlapped traffic (side_end) joins the compute stream in a
+ * zero-time op after *tail, so the next layer keeps one predecessor. */
+static int join_side(builder *b, int rank, int cat, int layer, int vs, int mb, int64_t side_end, int64_t *tail)
+{
+    mm_op join = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
+                  .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1};
+    int64_t j = add(b, &join, *tail);
+    if (j < 0 || mm_graph_dep(b->g, (uint32_t)side_end, (uint32_t)j))
+        return -1;
+    *tail = j;
+    return 0;
+}
+
 /* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
  * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
  * communication.  W passes have none but ZeRO-3's gradient scatter. */
@@ -110,25 +151,9 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     const mm_stage_cost *c = &sp->stages[vs];
     int rank = rank_of(sp, d, vs), chunks = c->chunks;
     int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
-    /* per-micro-batch costs, when micro-batches differ */
-    const mm_mb_cost *mc = sp->mb_costs ? &sp->mb_costs[pass_index(b, vs, d, mb)] : NULL;
-    double fwd_s = mc ? mc->fwd_s : c->fwd_s, bwd_s = mc ? mc->bwd_s : c->bwd_s;
-    double wgrad_s = mc ? mc->wgrad_s : c->wgrad_s;
-    double fwd_fl = mc ? mc->fwd_flops : c->fwd_flops, bwd_fl = mc ? mc->bwd_flops : c->bwd_flops;
-    double wgrad_fl = mc ? mc->wgrad_flops : c->wgrad_flops;
-    double re_fl = mc ? mc->recompute_flops : c->recompute_flops;
-    double tp_bytes = mc ? mc->tp_bytes : sp->tp_bytes;
-    double dur, flops, hw;
+    double dur, flops, hw, tp_bytes;
     int msgs, cat;
-    if (pass == MM_PASS_F) {
-        dur = fwd_s, flops = fwd_fl, hw = flops, msgs = sp->tp_msgs_fwd, cat = MM_CAT_FWD;
-    } else if (pass == MM_PASS_B) {
-        dur = zb ? bwd_s - wgrad_s : bwd_s;
-        flops = zb ? bwd_fl - wgrad_fl : bwd_fl;
-        hw = flops + re_fl, msgs = sp->tp_msgs_bwd, cat = MM_CAT_BWD;
-    } else {
-        dur = wgrad_s, flops = wgrad_fl, hw = flops, msgs = 0, cat = MM_CAT_WGRAD;
-    }
+    pass_work(b, d, vs, pass, mb, &dur, &flops, &hw, &tp_bytes, &msgs, &cat);
     bool comm_pass = pass != MM_PASS_W;
     pe->first = UINT32_MAX;
     int64_t prev = b->last_compute[rank];
@@ -182,16 +207,8 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
         int64_t side_end = -1;  /* overlapped communication of this layer */
         if (comm_pass && emit_layer_comm(b, d, vs, mb, pass, layer, tp_bytes, msgs, layer_start, &tail, &side_end))
             return -1;
-        if (side_end >= 0) {
-            /* the next layer needs this layer's overlapped traffic too: a
-             * zero-time join keeps one predecessor per layer */
-            mm_op join = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
-                          .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1};
-            int64_t j = add(b, &join, tail);
-            if (j < 0 || mm_graph_dep(b->g, (uint32_t)side_end, (uint32_t)j))
-                return -1;
-            tail = j;
-        }
+        if (side_end >= 0 && join_side(b, rank, cat, layer, vs, mb, side_end, &tail))
+            return -1;
         if (z3 && !z3_block && k + depth + 1 < chunks &&
             (gathers[(k + depth + 1) % Z3_RING] =
                  zero3_gather(b, d, vs, mb, pass, LAYER_AT(k + depth + 1), tail, MM_STREAM_DP)) < 0)

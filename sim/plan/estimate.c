@@ -131,6 +131,91 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
     return t;
 }
 
+/* What the pre-score sums over the LLM's stages and the encoders. */
+typedef struct {
+    double worst, flops, hw, grad, params, opt;
+    double dp_fwd, dp_bwd; /* the DP-heaviest stage's one micro-batch */
+    int dp_chunks;
+} est_sums;
+
+/* The LLM's stages: the slowest's F + B with its TP all-reduces (one
+ * takes tp_one), the FLOPs, and the DP-heaviest stage's gradients and
+ * micro-batch; a phase of its own so mm_sim_estimate reads as the sum. */
+static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, double tp_one,
+                           est_sums *u)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int P = L->lay.pp, m = sim->micro_batches;
+    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0;
+    double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
+    int dp_chunks = 1;
+    for (int s = 0; s < P; s++) {
+        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0;
+        int ch = 0;
+        for (int c = 0; c < L->lay.vpp; c++) {
+            const mm_stage_cost *x = &st[c * P + s];
+            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (sp->tp_msgs_fwd + sp->tp_msgs_bwd);
+            flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
+            hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
+            g += x->grad_bytes;
+            if (x->grad_bytes > 0) /* a frozen stage updates nothing to gather */
+                pb += x->param_bytes > 0 ? x->param_bytes : x->grad_bytes;
+            o += x->opt_s;
+            f1 += x->fwd_s;
+            b1 += x->bwd_s;
+            ch += x->chunks;
+        }
+        worst = fmax(worst, t);
+        if (g > grad) {
+            grad = g;
+            dp_fwd = f1;
+            dp_bwd = b1;
+            dp_chunks = ch > 0 ? ch : 1;
+        }
+        params = fmax(params, pb);
+        opt = fmax(opt, o);
+    }
+    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks};
+}
+
+/* The encoders' F + B (with their TP all-reduces) by placement: before the
+ * first LLM stage (homogeneous), spread over the LLM's GPUs (colocated),
+ * or the slowest stage of their own; their FLOPs are added to u. */
+static void enc_compute_terms(const mm_sim *sim, const mm_build_spec *sp, int *ranks, est_sums *u, double *first,
+                              double *around, double *stage)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    int m = sim->micro_batches;
+    double flops = u->flops, hw = u->hw;
+    double enc_first = 0, enc_around = 0, enc_stage = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        const mm_enc_mb_cost *c = &e->mb[0];
+        double per = c->fwd_s + c->bwd_s;
+        if (e->tp > 1 && c->tp_bytes > 0) { /* its layers' TP all-reduces, as the executor runs them */
+            per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
+                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, e->tp, 1), e->tp, c->tp_bytes);
+        }
+        flops += (c->fwd_flops + c->bwd_flops) * m * L->lay.dp;
+        hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->lay.dp;
+        switch (e->placement) {
+        case MM_ENC_HOMOGENEOUS:
+            enc_first += per;
+            break;
+        case MM_ENC_COLOCATED:
+            enc_around += per * m * L->lay.dp * e->tp / (double)mm_layout_gpus(&L->lay);
+            break;
+        default: /* a stage of its own: its share of the micro-batches */
+            enc_stage = fmax(enc_stage, per / e->pp * (double)L->lay.dp / e->dp);
+        }
+    }
+    u->flops = flops;
+    u->hw = hw;
+    *first = enc_first;
+    *around = enc_around;
+    *stage = enc_stage;
+}
+
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -178,57 +263,14 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
                                                      spec.tp_bytes)
                               : 0;
-    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0;
-    double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
-    int dp_chunks = 1;
-    for (int s = 0; s < P; s++) {
-        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0;
-        int ch = 0;
-        for (int c = 0; c < L->lay.vpp; c++) {
-            const mm_stage_cost *x = &st[c * P + s];
-            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (spec.tp_msgs_fwd + spec.tp_msgs_bwd);
-            flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
-            hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
-            g += x->grad_bytes;
-            if (x->grad_bytes > 0) /* a frozen stage updates nothing to gather */
-                pb += x->param_bytes > 0 ? x->param_bytes : x->grad_bytes;
-            o += x->opt_s;
-            f1 += x->fwd_s;
-            b1 += x->bwd_s;
-            ch += x->chunks;
-        }
-        worst = fmax(worst, t);
-        if (g > grad) {
-            grad = g;
-            dp_fwd = f1;
-            dp_bwd = b1;
-            dp_chunks = ch > 0 ? ch : 1;
-        }
-        params = fmax(params, pb);
-        opt = fmax(opt, o);
-    }
-    double enc_first = 0, enc_around = 0, enc_stage = 0;
-    for (int i = 0; i < spec.n_enc; i++) {
-        const mm_enc_spec *e = &spec.enc[i];
-        const mm_enc_mb_cost *c = &e->mb[0];
-        double per = c->fwd_s + c->bwd_s;
-        if (e->tp > 1 && c->tp_bytes > 0) { /* its layers' TP all-reduces, as the executor runs them */
-            per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
-                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, e->tp, 1), e->tp, c->tp_bytes);
-        }
-        flops += (c->fwd_flops + c->bwd_flops) * m * L->lay.dp;
-        hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->lay.dp;
-        switch (e->placement) {
-        case MM_ENC_HOMOGENEOUS:
-            enc_first += per;
-            break;
-        case MM_ENC_COLOCATED:
-            enc_around += per * m * L->lay.dp * e->tp / (double)mm_layout_gpus(&L->lay);
-            break;
-        default: /* a stage of its own: its share of the micro-batches */
-            enc_stage = fmax(enc_stage, per / e->pp * (double)L->lay.dp / e->dp);
-        }
-    }
+    est_sums u;
+    llm_stage_sums(sim, &spec, st, tp_one, &u);
+    double worst = u.worst, grad = u.grad, params = u.params, opt = u.opt;
+    double dp_fwd = u.dp_fwd, dp_bwd = u.dp_bwd;
+    int dp_chunks = u.dp_chunks;
+    double enc_first, enc_around, enc_stage;
+    enc_compute_terms(sim, &spec, ranks, &u, &enc_first, &enc_around, &enc_stage);
+    double flops = u.flops, hw = u.hw;
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
     double pipe = (m + (stages - 1) / L->lay.vpp) * worst;

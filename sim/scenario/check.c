@@ -90,6 +90,77 @@ static int check_frozen(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The LLM's layers over the pipeline: layers_per_stage (one entry a
+ * stage, each a multiple of vpp, summing to the model's) or an even split
+ * of pp*vpp chunks. */
+static int check_layer_split(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const mm_llm *m = &sim->llm;
+    if (L->lay.n_layers_per_stage) {
+        if (L->lay.n_layers_per_stage != L->lay.pp)
+            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                    "has %d entries but pp = %d", L->lay.n_layers_per_stage, L->lay.pp);
+        long long sum = 0;
+        for (int s = 0; s < L->lay.pp; s++) {
+            if (L->lay.layers_per_stage[s] < 1)
+                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                        "entry %d is %d; every stage needs at least one layer", s, L->lay.layers_per_stage[s]);
+            /* interleaved: each stage's layers in vpp equal chunks (Megatron-LM
+             * asserts the same of --decoder-first/last-pipeline-num-layers) */
+            if (L->lay.layers_per_stage[s] % L->lay.vpp)
+                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                        "entry %d is %d layers, not a multiple of vpp = %d (each stage splits its "
+                                        "layers into vpp equal model chunks)", s, L->lay.layers_per_stage[s], L->lay.vpp);
+            sum += L->lay.layers_per_stage[s];
+        }
+        if (sum != m->layers)
+            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
+                                    "sums to %lld layers, but the model has %lld", sum, (long long)m->layers);
+    } else if (m->layers % ((long long)L->lay.pp * L->lay.vpp)) {
+        return mm_scenario_fail(sc, err, L->lay.vpp > 1 ? "parallel.llm.vpp" : "parallel.llm.pp",
+                                "pp*vpp = %d*%d does not divide the model's %lld layers (give "
+                                "parallel.llm.layers_per_stage for an uneven split)",
+                                L->lay.pp, L->lay.vpp, (long long)m->layers);
+    }
+    return 0;
+}
+
+/* The batch's micro-batches (global_batch over micro_batch*dp; interleaved:
+ * a multiple of pp; sets sim->micro_batches) and the overlap switches that
+ * need a ZeRO stage or a framework that has them. */
+static int check_batch(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    if (sc->train.global_batch % (sc->train.micro_batch * L->lay.dp))
+        return mm_scenario_fail(sc, err, "train.global_batch",
+                                "%lld is not divisible by micro_batch*dp = %lld*%d",
+                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->lay.dp);
+    sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->lay.dp));
+    if (sc->train.schedule == MM_SCHED_INTERLEAVED && sim->micro_batches % L->lay.pp)
+        return mm_scenario_fail(sc, err, "train.global_batch",
+                                "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
+                                "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->lay.pp);
+    if (sc->train.overlap_param_gather == MM_TOVL_TRUE && sc->train.zero < 1)
+        return mm_scenario_fail(sc, err, "train.overlap_param_gather",
+                                "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
+    /* ZeRO-3 without overlap: DeepSpeed's overlap_comm false (gathers and
+     * reduce-scatters block the compute stream) is modeled; FSDP2 has no
+     * such switch and Megatron-FSDP forces the overlap (the profile's
+     * overlap.zero3_blocking says which) */
+    int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3 && !sim->fw.zero3_blocking)
+        return mm_scenario_fail(sc, err, "train.overlap_grad_reduce",
+                                "false under ZeRO-3 is no configuration of train.framework %s: it always "
+                                "all-gathers and reduce-scatters on its own streams (FSDP2's FSDPCommContext; "
+                                "Megatron-FSDP asserts overlap_grad_reduce) -- %s, overlap.zero3_blocking; leave "
+                                "it auto, or use train.zero <= 2",
+                                sim->fw.name, sim->fw.source);
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -136,56 +207,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (m->heads % L->lay.tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
-    if (L->lay.n_layers_per_stage) {
-        if (L->lay.n_layers_per_stage != L->lay.pp)
-            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                    "has %d entries but pp = %d", L->lay.n_layers_per_stage, L->lay.pp);
-        long long sum = 0;
-        for (int s = 0; s < L->lay.pp; s++) {
-            if (L->lay.layers_per_stage[s] < 1)
-                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                        "entry %d is %d; every stage needs at least one layer", s, L->lay.layers_per_stage[s]);
-            /* interleaved: each stage's layers in vpp equal chunks (Megatron-LM
-             * asserts the same of --decoder-first/last-pipeline-num-layers) */
-            if (L->lay.layers_per_stage[s] % L->lay.vpp)
-                return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                        "entry %d is %d layers, not a multiple of vpp = %d (each stage splits its "
-                                        "layers into vpp equal model chunks)", s, L->lay.layers_per_stage[s], L->lay.vpp);
-            sum += L->lay.layers_per_stage[s];
-        }
-        if (sum != m->layers)
-            return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
-                                    "sums to %lld layers, but the model has %lld", sum, (long long)m->layers);
-    } else if (m->layers % ((long long)L->lay.pp * L->lay.vpp)) {
-        return mm_scenario_fail(sc, err, L->lay.vpp > 1 ? "parallel.llm.vpp" : "parallel.llm.pp",
-                                "pp*vpp = %d*%d does not divide the model's %lld layers (give "
-                                "parallel.llm.layers_per_stage for an uneven split)",
-                                L->lay.pp, L->lay.vpp, (long long)m->layers);
-    }
-    if (sc->train.global_batch % (sc->train.micro_batch * L->lay.dp))
-        return mm_scenario_fail(sc, err, "train.global_batch",
-                                "%lld is not divisible by micro_batch*dp = %lld*%d",
-                                (long long)sc->train.global_batch, (long long)sc->train.micro_batch, L->lay.dp);
-    sim->micro_batches = (int)(sc->train.global_batch / (sc->train.micro_batch * L->lay.dp));
-    if (sc->train.schedule == MM_SCHED_INTERLEAVED && sim->micro_batches % L->lay.pp)
-        return mm_scenario_fail(sc, err, "train.global_batch",
-                                "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
-                                "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->lay.pp);
-    if (sc->train.overlap_param_gather == MM_TOVL_TRUE && sc->train.zero < 1)
-        return mm_scenario_fail(sc, err, "train.overlap_param_gather",
-                                "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
-    /* ZeRO-3 without overlap: DeepSpeed's overlap_comm false (gathers and
-     * reduce-scatters block the compute stream) is modeled; FSDP2 has no
-     * such switch and Megatron-FSDP forces the overlap (the profile's
-     * overlap.zero3_blocking says which) */
-    int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
-    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3 && !sim->fw.zero3_blocking)
-        return mm_scenario_fail(sc, err, "train.overlap_grad_reduce",
-                                "false under ZeRO-3 is no configuration of train.framework %s: it always "
-                                "all-gathers and reduce-scatters on its own streams (FSDP2's FSDPCommContext; "
-                                "Megatron-FSDP asserts overlap_grad_reduce) -- %s, overlap.zero3_blocking; leave "
-                                "it auto, or use train.zero <= 2",
-                                sim->fw.name, sim->fw.source);
+    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)))
+        return rc;
     int frc = check_frozen(sim, err);
     if (frc)
         return frc;

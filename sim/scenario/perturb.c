@@ -104,6 +104,86 @@ static int read_factor(mm_loader *ld, mm_node *m, const char *prefix, const char
     return 0;
 }
 
+/* A slow_gpu, jitter or hbm entry: the GPUs it hits and its factor, cv or
+ * HBM factors (one case of read_perturb_entry's switch). */
+static int read_gpu_entry(mm_loader *ld, mm_node *m, const char *prefix, int kind, mm_perturb_entry *e, mm_err *err)
+{
+    int rc;
+    if ((rc = read_ids(ld, m, prefix, "gpus", e->gpus, &e->n_gpus, err)) ||
+        (rc = read_ids(ld, m, prefix, "nodes", e->nodes, &e->n_nodes, err)) ||
+        (rc = mm_ld_double(ld, m, prefix, "fraction", 0.0, 1.0, &e->fraction, err)))
+        return rc;
+    if (kind == MM_PT_SLOW_GPU) {
+        if (!mm_node_get(m, "factor"))
+            return perturb_bad(ld, err, m, prefix, "factor", "missing: slow_gpu needs a factor (1.3 = 30%% slower)");
+        return read_factor(ld, m, prefix, "factor", true, &e->factor, err);
+    }
+    if (kind == MM_PT_JITTER) {
+        int dist = 0;
+        if ((rc = mm_ld_enum(ld, m, prefix, "dist", jitter_dists, &dist, err)))
+            return rc;
+        if (!mm_node_get(m, "cv"))
+            return perturb_bad(ld, err, m, prefix, "cv", "missing: jitter needs cv, the coefficient of variation "
+                                                    "of an op's time (e.g. 0.05)");
+        return mm_ld_double(ld, m, prefix, "cv", 0.0, 10.0, &e->cv, err);
+    }
+    if (!mm_node_get(m, "bandwidth") && !mm_node_get(m, "capacity"))
+        return perturb_bad(ld, err, m, prefix, "bandwidth", "missing: hbm needs bandwidth and/or capacity (factors)");
+    if ((rc = read_factor(ld, m, prefix, "bandwidth", false, &e->hbm_bw, err)) ||
+        (rc = read_factor(ld, m, prefix, "capacity", false, &e->hbm_cap, err)))
+        return rc;
+    return 0;
+}
+
+/* A nic, rail, switch or link entry: what it hits and its bandwidth
+ * factor, added latency or failure (one case of read_perturb_entry's
+ * switch). */
+static int read_net_entry(mm_loader *ld, mm_node *m, const char *prefix, int kind, mm_perturb_entry *e, mm_err *err)
+{
+    int rc;
+    if (kind == MM_PT_NIC && ((rc = read_ids(ld, m, prefix, "nodes", e->nodes, &e->n_nodes, err)) ||
+                              (rc = read_ids(ld, m, prefix, "nics", e->nics, &e->n_nics, err))))
+        return rc;
+    if (kind == MM_PT_RAIL) {
+        if ((rc = read_ids(ld, m, prefix, "rails", e->nics, &e->n_nics, err)))
+            return rc;
+        if (!e->n_nics)
+            return perturb_bad(ld, err, m, prefix, "rails", "missing: rail needs rails, e.g. [0]");
+}
+if (kind == MM_PT_SWITCH) {
+    if ((rc = read_ids(ld, m, prefix, "leaves", e->leaves, &e->n_leaves, err)) ||
+        (rc = read_ids(ld, m, prefix, "spines", e->spines, &e->n_spines, err)))
+        return rc;
+    if (!e->n_leaves && !e->n_spines)
+        return perturb_bad(ld, err, m, prefix, "spines", "missing: switch needs leaves or spines");
+}
+if (kind == MM_PT_LINK) {
+    int leaf = -1, spine = -1;
+    if ((rc = mm_ld_int(ld, m, prefix, "leaf", 0, INT_MAX, &leaf, err)) ||
+        (rc = mm_ld_int(ld, m, prefix, "spine", 0, INT_MAX, &spine, err)))
+        return rc;
+    if (leaf < 0 || spine < 0)
+        return perturb_bad(ld, err, m, prefix, leaf < 0 ? "leaf" : "spine",
+                           "missing: link names one leaf-spine cable, e.g. {kind: link, leaf: 0, spine: 1, "
+                           "failed: true}");
+    e->leaves[e->n_leaves++] = leaf;
+    e->spines[e->n_spines++] = spine;
+}
+double lat_us = 0;
+if ((rc = read_factor(ld, m, prefix, "factor", false, &e->factor, err)) ||
+    (rc = mm_ld_double(ld, m, prefix, "latency_us", 0.0, 1e9, &lat_us, err)))
+    return rc;
+e->latency_us = lat_us;
+e->latency_s = lat_us * 1e-6;
+if ((kind == MM_PT_SWITCH || kind == MM_PT_LINK) &&
+    (rc = mm_ld_bool(ld, m, prefix, "failed", &e->failed, err)))
+    return rc;
+if (!mm_node_get(m, "factor") && !mm_node_get(m, "latency_us") && !e->failed)
+    return perturb_bad(ld, err, m, prefix, "factor", "missing: give a bandwidth factor, latency_us%s",
+                       kind == MM_PT_SWITCH || kind == MM_PT_LINK ? " or failed: true" : "");
+return 0;
+}
+
 static int read_perturb_entry(mm_loader *ld, mm_node *m, const char *prefix, mm_perturb_entry *e, mm_err *err)
 {
     int kind = -1, rc;
@@ -128,76 +208,12 @@ static int read_perturb_entry(mm_loader *ld, mm_node *m, const char *prefix, mm_
     case MM_PT_SLOW_GPU:
     case MM_PT_JITTER:
     case MM_PT_HBM:
-        if ((rc = read_ids(ld, m, prefix, "gpus", e->gpus, &e->n_gpus, err)) ||
-            (rc = read_ids(ld, m, prefix, "nodes", e->nodes, &e->n_nodes, err)) ||
-            (rc = mm_ld_double(ld, m, prefix, "fraction", 0.0, 1.0, &e->fraction, err)))
-            return rc;
-        if (kind == MM_PT_SLOW_GPU) {
-            if (!mm_node_get(m, "factor"))
-                return perturb_bad(ld, err, m, prefix, "factor", "missing: slow_gpu needs a factor (1.3 = 30%% slower)");
-            return read_factor(ld, m, prefix, "factor", true, &e->factor, err);
-        }
-        if (kind == MM_PT_JITTER) {
-            int dist = 0;
-            if ((rc = mm_ld_enum(ld, m, prefix, "dist", jitter_dists, &dist, err)))
-                return rc;
-            if (!mm_node_get(m, "cv"))
-                return perturb_bad(ld, err, m, prefix, "cv", "missing: jitter needs cv, the coefficient of variation "
-                                                        "of an op's time (e.g. 0.05)");
-            return mm_ld_double(ld, m, prefix, "cv", 0.0, 10.0, &e->cv, err);
-        }
-        if (!mm_node_get(m, "bandwidth") && !mm_node_get(m, "capacity"))
-            return perturb_bad(ld, err, m, prefix, "bandwidth", "missing: hbm needs bandwidth and/or capacity (factors)");
-        if ((rc = read_factor(ld, m, prefix, "bandwidth", false, &e->hbm_bw, err)) ||
-            (rc = read_factor(ld, m, prefix, "capacity", false, &e->hbm_cap, err)))
-            return rc;
-        return 0;
+        return read_gpu_entry(ld, m, prefix, kind, e, err);
     case MM_PT_NIC:
     case MM_PT_RAIL:
     case MM_PT_SWITCH:
-    case MM_PT_LINK: {
-        if (kind == MM_PT_NIC && ((rc = read_ids(ld, m, prefix, "nodes", e->nodes, &e->n_nodes, err)) ||
-                                  (rc = read_ids(ld, m, prefix, "nics", e->nics, &e->n_nics, err))))
-            return rc;
-        if (kind == MM_PT_RAIL) {
-            if ((rc = read_ids(ld, m, prefix, "rails", e->nics, &e->n_nics, err)))
-                return rc;
-            if (!e->n_nics)
-                return perturb_bad(ld, err, m, prefix, "rails", "missing: rail needs rails, e.g. [0]");
-        }
-        if (kind == MM_PT_SWITCH) {
-            if ((rc = read_ids(ld, m, prefix, "leaves", e->leaves, &e->n_leaves, err)) ||
-                (rc = read_ids(ld, m, prefix, "spines", e->spines, &e->n_spines, err)))
-                return rc;
-            if (!e->n_leaves && !e->n_spines)
-                return perturb_bad(ld, err, m, prefix, "spines", "missing: switch needs leaves or spines");
-        }
-        if (kind == MM_PT_LINK) {
-            int leaf = -1, spine = -1;
-            if ((rc = mm_ld_int(ld, m, prefix, "leaf", 0, INT_MAX, &leaf, err)) ||
-                (rc = mm_ld_int(ld, m, prefix, "spine", 0, INT_MAX, &spine, err)))
-                return rc;
-            if (leaf < 0 || spine < 0)
-                return perturb_bad(ld, err, m, prefix, leaf < 0 ? "leaf" : "spine",
-                                   "missing: link names one leaf-spine cable, e.g. {kind: link, leaf: 0, spine: 1, "
-                                   "failed: true}");
-            e->leaves[e->n_leaves++] = leaf;
-            e->spines[e->n_spines++] = spine;
-        }
-        double lat_us = 0;
-        if ((rc = read_factor(ld, m, prefix, "factor", false, &e->factor, err)) ||
-            (rc = mm_ld_double(ld, m, prefix, "latency_us", 0.0, 1e9, &lat_us, err)))
-            return rc;
-        e->latency_us = lat_us;
-        e->latency_s = lat_us * 1e-6;
-        if ((kind == MM_PT_SWITCH || kind == MM_PT_LINK) &&
-            (rc = mm_ld_bool(ld, m, prefix, "failed", &e->failed, err)))
-            return rc;
-        if (!mm_node_get(m, "factor") && !mm_node_get(m, "latency_us") && !e->failed)
-            return perturb_bad(ld, err, m, prefix, "factor", "missing: give a bandwidth factor, latency_us%s",
-                               kind == MM_PT_SWITCH || kind == MM_PT_LINK ? " or failed: true" : "");
-        return 0;
-    }
+    case MM_PT_LINK:
+        return read_net_entry(ld, m, prefix, kind, e, err);
     case MM_PT_NODE_GROUP: {
         bool found = false;
         if ((rc = mm_ld_str(ld, m, prefix, "group", e->group, sizeof e->group, &found, err)))

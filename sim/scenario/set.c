@@ -58,19 +58,21 @@ static mm_node *get_n(const mm_node *map, const char *key, size_t klen)
     return NULL;
 }
 
-int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
+/* The dotted key of `set` (before its '=', trailing blanks cut) into key
+ * (PATH_MAX_LEN bytes), checked for empty parts; *eqp: its '='. */
+static int split_key(const char *set, char *key, const char **eqp, mm_err *err)
 {
     const char *eq = strchr(set, '=');
+    *eqp = eq;
     if (!eq)
         return mm_err_set(err, MM_EINPUT, SET_FILE, 0, "",
                           "expected KEY=VALUE (e.g. parallel.llm.tp=8), got '%s'", set);
-    char key[PATH_MAX_LEN];
     size_t klen = (size_t)(eq - set);
     while (klen > 0 && (set[klen - 1] == ' ' || set[klen - 1] == '\t'))
         klen--;
     if (klen == 0)
         return mm_err_set(err, MM_EINPUT, SET_FILE, 0, "", "empty key in '%s'", set);
-    if (klen >= sizeof key)
+    if (klen >= PATH_MAX_LEN)
         return mm_err_set(err, MM_EINPUT, SET_FILE, 0, "", "key too long in '%s'", set);
     memcpy(key, set, klen);
     key[klen] = '\0';
@@ -78,6 +80,13 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
         return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
                           "empty part in the dotted key (write e.g. train.seq_len)");
 
+    return 0;
+}
+
+/* The value after '=' read as YAML and copied into the scenario document
+ * (*copy), so lists and mappings work as in a file. */
+static int read_value(mm_loader *ld, const char *eq, const char *key, mm_node **copy_out, mm_err *err)
+{
     mm_doc val;
     mm_err verr;
     if (mm_doc_load_string(&val, SET_FILE, eq + 1, &verr) != 0)
@@ -93,7 +102,20 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
     mm_doc_free(&val);
     if (!copy)
         return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+    *copy_out = copy;
+    return 0;
+}
 
+
+int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
+{
+    char key[PATH_MAX_LEN];
+    const char *eq = NULL;
+    mm_node *copy = NULL;
+    int src = split_key(set, key, &eq, err);
+    if (src || (src = read_value(ld, eq, key, &copy, err)))
+        return src;
+    mm_doc *sdoc = &ld->doc;
     mm_node *cur = mm_doc_root(sdoc);
     if (mm_node_is_null(cur)) {
         cur = mm_doc_new_mapping(sdoc);
