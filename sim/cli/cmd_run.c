@@ -185,9 +185,10 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     struct tm tmv;
     gmtime_r(&now, &tmv);
     strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    mm_run_desc desc;
+    mm_store_describe_sim(sim, &desc);
     mm_run_record rec = {
-        .scenario_text = text, .scenario_source = sim->sc.source,
-        .model = sim->model_path, .topology = sim->topology_path,
+        .scenario_text = text, .scenario_source = sim->sc.source, .desc = &desc,
         .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
     };
     mm_store *st = NULL;
