@@ -155,28 +155,31 @@ static int set_dtype(const char *v, coll_opts *o)
                                             "half, float, double, bfloat16, f8e4m3, f8e5m2, all)", v);
 }
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_collective_longopts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"cluster", required_argument, NULL, OPT_CLUSTER},
+    {"nodes", required_argument, NULL, OPT_NODES},
+    {"gpus", required_argument, NULL, 'g'},      {"ngpus", required_argument, NULL, 'g'},
+    {"op", required_argument, NULL, 'o'},        {"collective", required_argument, NULL, OPT_COLL},
+    {"algo", required_argument, NULL, OPT_ALGO},
+    {"min", required_argument, NULL, OPT_MIN},   {"minbytes", required_argument, NULL, 'b'},
+    {"max", required_argument, NULL, OPT_MAX},   {"maxbytes", required_argument, NULL, 'e'},
+    {"factor", required_argument, NULL, OPT_FACTOR}, {"stepfactor", required_argument, NULL, 'f'},
+    {"stepbytes", required_argument, NULL, 'i'},
+    {"check", required_argument, NULL, 'c'},     {"iters", required_argument, NULL, 'n'},
+    {"warmup_iters", required_argument, NULL, 'w'}, {"datatype", required_argument, NULL, 'd'},
+    {"blocking", required_argument, NULL, 'z'},  {"average", required_argument, NULL, 'a'},
+    {"output_file", required_argument, NULL, 'J'},
+    {"network", required_argument, NULL, OPT_NETWORK},
+    {"json", no_argument, NULL, OPT_JSON},       {"show-algo", no_argument, NULL, OPT_SHOW_ALGO},
+    {"comm-ranks", required_argument, NULL, OPT_COMM_RANKS}, {NULL, 0, NULL, 0}};
+const char mm_cli_collective_shortopts[] = "hg:o:b:e:f:i:c:n:w:d:z:a:J:";
+
 static int parse_args(int argc, char **argv, coll_opts *o)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {"cluster", required_argument, NULL, OPT_CLUSTER},
-        {"nodes", required_argument, NULL, OPT_NODES},
-        {"gpus", required_argument, NULL, 'g'},      {"ngpus", required_argument, NULL, 'g'},
-        {"op", required_argument, NULL, 'o'},        {"collective", required_argument, NULL, OPT_COLL},
-        {"algo", required_argument, NULL, OPT_ALGO},
-        {"min", required_argument, NULL, OPT_MIN},   {"minbytes", required_argument, NULL, 'b'},
-        {"max", required_argument, NULL, OPT_MAX},   {"maxbytes", required_argument, NULL, 'e'},
-        {"factor", required_argument, NULL, OPT_FACTOR}, {"stepfactor", required_argument, NULL, 'f'},
-        {"stepbytes", required_argument, NULL, 'i'},
-        {"check", required_argument, NULL, 'c'},     {"iters", required_argument, NULL, 'n'},
-        {"warmup_iters", required_argument, NULL, 'w'}, {"datatype", required_argument, NULL, 'd'},
-        {"blocking", required_argument, NULL, 'z'},  {"average", required_argument, NULL, 'a'},
-        {"output_file", required_argument, NULL, 'J'},
-        {"network", required_argument, NULL, OPT_NETWORK},
-        {"json", no_argument, NULL, OPT_JSON},       {"show-algo", no_argument, NULL, OPT_SHOW_ALGO},
-        {"comm-ranks", required_argument, NULL, OPT_COMM_RANKS}, {NULL, 0, NULL, 0}};
     int c;
-    while ((c = mm_cli_getopt(argc, argv, "hg:o:b:e:f:i:c:n:w:d:z:a:J:", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_collective_shortopts, mm_cli_collective_longopts)) != -1) {
         const char *v = optarg;
         double x;
         char *end;

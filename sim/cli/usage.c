@@ -22,6 +22,7 @@ const char mm_cli_usage_main[] =
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command (mmsim help help: about help)\n"
     "  help scenario         every scenario key: type, default, built-in value, doc\n"
+    "  completion bash|zsh   the shell completion script (installed with mmsim)\n"
     "\n"
     "options:\n"
     "  -h, --help            show this help\n"
@@ -35,7 +36,7 @@ static const char usage_help[] =
     "usage: mmsim help [COMMAND]\n"
     "\n"
     "Prints the usage of COMMAND (run, model, collective, workload, sweep, report,\n"
-    "plan, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
+    "plan, completion, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
     "prints the same.  `mmsim help scenario` lists every scenario key with its\n"
     "type, default, built-in value and doc.  Exit status 2 for a command that\n"
     "does not exist.\n";
@@ -169,6 +170,16 @@ static const char usage_collective[] =
     "                      the table\n"
     "  -J, --output_file F also write that JSON to F (a name ending in .json)\n";
 
+static const char usage_completion[] =
+    "usage: mmsim completion bash|zsh\n"
+    "\n"
+    "Prints the completion script of the shell, made from the commands' option\n"
+    "tables and the scenario keys: commands, options, the keys and values of\n"
+    "--set, the choices of options such as collective's --algo, files elsewhere.\n"
+    "meson install puts them where the shells look (bash-completion's\n"
+    "share/bash-completion/completions/mmsim, zsh's share/zsh/site-functions/\n"
+    "_mmsim); without installing: source <(mmsim completion bash).\n";
+
 static const char usage_plan[] =
     "usage: mmsim plan [SCENARIO.yaml] [--gpus N] [--top K] [--json] [--all]\n"
     "                  [--db FILE | --no-db] [--iterations I] [--jobs N]\n"
@@ -222,7 +233,7 @@ static const struct {
 } usages[] = {
     {"run", usage_run},       {"model", usage_model},   {"collective", usage_collective},
     {"workload", usage_workload}, {"sweep", usage_sweep}, {"report", usage_report},
-    {"plan", usage_plan},     {"help", usage_help},
+    {"plan", usage_plan},     {"help", usage_help},     {"completion", usage_completion},
 };
 
 const char *mm_cli_usage_of(const char *cmd)
