@@ -137,6 +137,14 @@ static int unpack_outcome(pbuf *p, size_t n_points, uint64_t *idx, outcome *oc)
         oc->canon = get_str(p, NULL, 0);
         get_str(p, oc->source, sizeof oc->source);
         get(p, &oc->desc, sizeof oc->desc);
+        /* plain data from a worker of this same binary; its strings are
+         * ended and its count bounded all the same */
+        oc->desc.model[sizeof oc->desc.model - 1] = oc->desc.topology[sizeof oc->desc.topology - 1] = '\0';
+        oc->desc.workload[sizeof oc->desc.workload - 1] = '\0';
+        for (int k = 0; k < 3; k++)
+            oc->desc.modules[k].name[sizeof oc->desc.modules[k].name - 1] = '\0';
+        if (oc->desc.n_modules < 0 || oc->desc.n_modules > 3)
+            p->bad = 1;
         get(p, &oc->seed, sizeof oc->seed);
         get_metrics(p, &oc->m);
         if (!p->bad && oc->m.n_iters >= 0 && oc->m.n_stages >= 0 &&
