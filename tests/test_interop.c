@@ -311,7 +311,7 @@ END_TEST
 
 START_TEST(cli_conventions)
 {
-    const char *cmds[] = {"run", "model", "collective", "workload", "sweep", "report", "plan"};
+    const char *cmds[] = {"run", "model", "collective", "workload", "sweep", "report", "plan", "completion"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "usage: mmsim %s", cmds[i]);
@@ -322,6 +322,10 @@ START_TEST(cli_conventions)
         ck_assert_int_eq(run("help %s", cmds[i]), 0);
         ck_assert_msg(strstr(out, want), "help %s: %s", cmds[i], out);
     }
+    ck_assert_int_eq(run("completion fish"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "'fish'"));
+    ck_assert_int_eq(run("completion"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "bash or zsh"));
     ck_assert_int_eq(run("help help"), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: mmsim help"));
     ck_assert_int_eq(run("help nope"), 2);
