@@ -92,7 +92,7 @@ static int megatron_sets(const row *r, char s[][128], const char **ptr)
 static double published_time(const row *r)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     char s[16][128];
     const char *ptr[16];
     int n = megatron_sets(r, s, ptr);
@@ -191,7 +191,7 @@ START_TEST(pruning_reasons)
     ck_assert_int_gt((int)p.oom, 0);
     ck_assert_int_gt((int)p.estimated, 0);
     ck_assert_int_eq((int)(p.pruned + p.estimated), (int)p.n);
-    static mm_sim sim;
+    mm_sim sim = {0};
     int checked_key = 0, checked_oom = 0, checked_est = 0;
     for (size_t i = 0; i < p.n; i++) {
         const mm_plan_cand *c = &p.c[i];

@@ -121,7 +121,7 @@ static int load_sim(mm_sim *sim, const char *path, const char *const *sets, int 
 
 START_TEST(default_is_deterministic)
 {
-    static mm_sim a, b;
+    mm_sim a = {0}, b = {0};
     mm_err err;
     static mm_scenario sa, sb;
     mm_sim_free(&a); /* and its sim (no-op when none) */
@@ -158,7 +158,7 @@ START_TEST(flops_follow_megatron)
     const char *sets[] = {"model=models/megatron-gpt-1.7b.json", "cluster.topology=topologies/dgx-a100.yaml",
                           "cluster.nodes=1", "parallel.llm={tp: 2, pp: 2, dp: 2}",
                           "train.global_batch=16", "train.seq_len=2048", "train.recompute=full"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(load_sim(&sim, NULL, sets, 7, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
@@ -187,7 +187,7 @@ START_TEST(dp_allreduce_costs_network_time)
 {
     const char *sets[] = {"cluster.nodes=2", "parallel.llm={tp: 8, pp: 1, dp: 2}", "train.global_batch=2",
                           "train.zero=0"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(load_sim(&sim, NULL, sets, 4, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
@@ -202,7 +202,7 @@ START_TEST(dp_allreduce_costs_network_time)
         ck_assert_int_eq(c->kind, MM_COLL_ALLREDUCE);
         /* GPUs 0 and 8: one per node, so one 400 Gb/s NIC */
         ck_assert_int_eq(tl.graph.gpus[c->gpu_off + 1], 8);
-        double params = (double)mm_llm_params(&sim.llm);
+        double params = (double)mm_llm_params(sim.llm);
         /* bf16 training under megatron-core reduces fp32 gradients
          * (frameworks/megatron-core.yaml: accumulate_allreduce_grads_in_fp32) */
         ck_assert(fabs(c->bytes - params / 8 * 4) < 1e-6 * c->bytes);
@@ -220,7 +220,7 @@ END_TEST
 static void expect_input_error(const char *path, const char *const *sets, int n, const char *file,
                                int line, const char *key)
 {
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     mm_err_clear(&err);
     int rc = load_sim(&sim, path, sets, n, &err);
@@ -256,7 +256,7 @@ END_TEST
 START_TEST(uneven_stages_run)
 {
     const char *sets[] = {"parallel.llm.layers_per_stage=[14, 18]"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(load_sim(&sim, NULL, sets, 1, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
@@ -274,7 +274,7 @@ START_TEST(estimate_tracks_run)
                              "parallel.llm={tp: 8, pp: 1, dp: 2}", "parallel.llm={tp: 1, pp: 2, dp: 8}"};
     for (int i = 0; i < 4; i++) {
         const char *sets[] = {layouts[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         mm_err err;
         ck_assert_msg(load_sim(&sim, NULL, sets, 1, &err) == 0, "%s", err.msg);
         mm_metrics a, b;
@@ -295,7 +295,7 @@ END_TEST
 START_TEST(audio_encoder_runs)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     const char *base[] = {"model=models/qwen2-audio-like-7b.yaml",
                           "workload={kind: fixed, audio_seconds: 45, text_tokens: 200}",
@@ -319,7 +319,7 @@ START_TEST(audio_encoder_runs)
     const char *text[] = {"model=models/qwen2.5-7b.json", "train.seq_len=1325", "train.global_batch=32",
                           "iterations=1"};
     static mm_scenario sc2;
-    static mm_sim sim2;
+    mm_sim sim2 = {0};
     mm_sim_free(&sim2); /* and its sim (no-op when none) */
     mm_scenario_free(&sc2); /* the previous load of this static (no-op when none) */
     ck_assert(mm_scenario_load(&sc2, NULL, text, 4, &err) == 0 && mm_sim_prepare(&sim2, &sc2, &err) == 0);
@@ -349,7 +349,7 @@ END_TEST
 START_TEST(projector_side)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     double flops[2], stage0[2];
     for (int side = 0; side < 2; side++) {

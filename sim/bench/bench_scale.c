@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     mm_err_clear(&err);
     if (mm_scenario_load(&sc, NULL, sets, n, &err) || mm_sim_prepare(&sim, &sc, &err)) {
