@@ -424,6 +424,8 @@ START_TEST(run_uses_tables)
     }
     mm_metrics_free(&ma);
     mm_metrics_free(&mb);
+    mm_sim_free(&a);
+    mm_sim_free(&b);
 }
 END_TEST
 

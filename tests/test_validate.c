@@ -54,6 +54,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
     double hw = m.oom ? NAN : m.hw_tflops_per_gpu;
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
     return hw;
 }
 
