@@ -60,6 +60,7 @@ int main(int argc, char **argv)
     memset(&tl, 0, sizeof tl);
     if (mm_sim_run(&sim, &m, &tl, &err)) {
         fprintf(stderr, "bench_scale: %s\n", err.msg);
+        mm_sim_free(&sim);
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

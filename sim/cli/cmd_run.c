@@ -345,7 +345,9 @@ int mm_cli_run(int argc, char **argv)
     if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err)) {
         if (o.megatron)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
-        return mm_cli_fail(&err);
+        int frc = mm_cli_fail(&err);
+        mm_sim_free(&sim); /* a failed prepare has freed it already */
+        return frc;
     }
     sim.no_symmetry = o.no_symmetry; /* exec/symmetry.h; not part of the scenario (its hash) */
     if (o.print_scenario) {
@@ -355,8 +357,11 @@ int mm_cli_run(int argc, char **argv)
         return 0;
     }
     /* the database first: a bad --db costs no simulation */
-    if (!o.no_db && mm_cli_open_db(o.db, &err))
-        return mm_cli_fail(&err);
+    if (!o.no_db && mm_cli_open_db(o.db, &err)) {
+        int frc = mm_cli_fail(&err);
+        mm_sim_free(&sim);
+        return frc;
+    }
     /* a status line while it runs, on a terminal only */
     mm_cli_status_start(o.quiet || o.json, "simulating %s on %d GPUs", sc.source,
                         sim.cluster->nodes * sim.cluster->gpus_per_node);
@@ -365,8 +370,11 @@ int mm_cli_run(int argc, char **argv)
     mm_sim_timeline tl;
     int rrc = mm_sim_run(&sim, &m, o.trace ? &tl : NULL, &err);
     mm_cli_status_stop();
-    if (rrc)
-        return mm_cli_fail(&err);
+    if (rrc) {
+        rrc = mm_cli_fail(&err);
+        mm_sim_free(&sim);
+        return rrc;
+    }
     int rc = 0;
     int64_t run_id = 0;
     if (o.trace && write_trace(o.trace, &sim, &tl, &m, &err))
