@@ -103,8 +103,8 @@ void mm_sim_free_workload(mm_sim *sim)
         free(sim->wl);
         sim->wl = NULL;
     }
-    free(sim->workload_path);
-    sim->workload_path = NULL;
+    if (sim->workload_path)
+        sim->workload_path[0] = '\0';
 }
 
 void mm_sim_free(mm_sim *sim)
@@ -114,23 +114,13 @@ void mm_sim_free(mm_sim *sim)
     free(sim->cluster);
     free(sim->model);
     free(sim->fw);
-    free(sim->model_path);
-    free(sim->topology_path);
-    free(sim->framework_path);
+    free(sim->paths);
+    sim->paths = NULL;
     sim->cluster = NULL;
     sim->model = NULL;
     sim->llm = NULL;
     sim->fw = NULL;
-    sim->model_path = sim->topology_path = sim->framework_path = NULL;
-}
-
-/* A data path resolved (mm_sim_resolve_path) into a heap string the sim
- * owns; NULL when out of memory. */
-static char *resolve_owned(const char *path, const char *scenario_file)
-{
-    char buf[512];
-    mm_sim_resolve_path(path, scenario_file, buf, sizeof buf);
-    return strdup(buf);
+    sim->model_path = sim->topology_path = sim->workload_path = sim->framework_path = NULL;
 }
 
 /* A mixture or trace file: samples are drawn per iteration.  The LLM's
@@ -141,9 +131,7 @@ static int load_workload_file(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_model *mo = sim->model;
-    free(sim->workload_path);
-    if (!(sim->workload_path = resolve_owned(sc->workload.path, sc->source)))
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, MM_SIM_PATH_MAX);
     if (!readable(sim->workload_path))
         return mm_scenario_fail(sc, err, "workload", "cannot open workload file '%s'", sc->workload.path);
     sim->wl = calloc(1, sizeof *sim->wl);
@@ -263,8 +251,7 @@ static int load_framework(mm_sim *sim, mm_err *err)
     char rel[600];
     bool file = strchr(sc->train.framework, '/') || strstr(sc->train.framework, ".yaml");
     snprintf(rel, sizeof rel, file ? "%s" : "frameworks/%s.yaml", sc->train.framework);
-    if (!(sim->framework_path = resolve_owned(rel, sc->source)))
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    mm_sim_resolve_path(rel, sc->source, sim->framework_path, MM_SIM_PATH_MAX);
     if (!readable(sim->framework_path))
         return mm_scenario_fail(sc, err, "train.framework",
                                 "no framework profile '%s' (frameworks/: megatron-core, megatron-local, "
@@ -298,17 +285,24 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     memset(sim, 0, sizeof *sim); /* callers free a previous sim first (mm_sim_free) */
     sim->sc = *sc;
-    sim->model_path = resolve_owned(sc->model, sc->source);
-    sim->topology_path = resolve_owned(sc->topology, sc->source);
+    sim->paths = calloc(1, sizeof *sim->paths);
     sim->model = malloc(sizeof *sim->model);
     sim->cluster = calloc(1, sizeof *sim->cluster);
     sim->fw = malloc(sizeof *sim->fw);
     int rc = 0;
-    if (!sim->model_path || !sim->topology_path || !sim->model || !sim->cluster || !sim->fw)
+    if (!sim->paths || !sim->model || !sim->cluster || !sim->fw) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    else if (!readable(sim->model_path))
+    } else {
+        sim->model_path = sim->paths->model;
+        sim->topology_path = sim->paths->topology;
+        sim->workload_path = sim->paths->workload;
+        sim->framework_path = sim->paths->framework;
+        mm_sim_resolve_path(sc->model, sc->source, sim->model_path, MM_SIM_PATH_MAX);
+        mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, MM_SIM_PATH_MAX);
+    }
+    if (rc == 0 && !readable(sim->model_path))
         rc = mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
-    else if (!readable(sim->topology_path))
+    else if (rc == 0 && !readable(sim->topology_path))
         rc = mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
     if (rc == 0)
         rc = mm_model_load(sim->model_path, sim->model, err);

@@ -17,6 +17,13 @@
 #include "workload/workload.h"
 #include "scenario/scenario.h"
 
+/* The resolved data paths, one block an mm_sim owns ("" where none). */
+enum { MM_SIM_PATH_MAX = 512 };
+typedef struct mm_sim_paths {
+    char model[MM_SIM_PATH_MAX], topology[MM_SIM_PATH_MAX], workload[MM_SIM_PATH_MAX],
+        framework[MM_SIM_PATH_MAX];
+} mm_sim_paths;
+
 /* Everything a scenario resolves to, kept for the caller (store, trace). */
 /* An encoder of a multimodal model as the scenario runs it. */
 typedef struct mm_sim_encoder {
@@ -40,7 +47,10 @@ typedef struct mm_sim {
                                 allocation (check.c sets its ep_share for
                                 the layout) */
     mm_cluster *cluster;
-    char *model_path;        /* resolved paths, heap strings */
+    mm_sim_paths *paths;     /* owned: the resolved paths; the four *_path
+                                point into it (MM_SIM_PATH_MAX bytes each,
+                                "" where none: no workload file) */
+    char *model_path;
     char *topology_path;
     int micro_batches;       /* per DP replica */
     double seq;              /* LLM tokens per sample (text + visual) */
@@ -54,12 +64,12 @@ typedef struct mm_sim {
      * scenario's batching policy; NULL for text and fixed workloads. */
     mm_workload *wl;
     mm_token_model tm;
-    char *workload_path;     /* owned; NULL without a workload file */
+    char *workload_path;     /* into paths; "" without a workload file */
     /* train.framework's profile, the attention kernel the LLM runs
      * (train.attention, or the profile's choice for this GPU) and the
      * padding of its sequences (train.padding, or the profile's default) */
     mm_framework *fw;        /* owned */
-    char *framework_path;    /* owned */
+    char *framework_path;    /* into paths */
     mm_attn_impl attn;
     mm_padding padding;
     /* Optional, set by the caller after mm_sim_prepare (which clears it):
@@ -80,7 +90,7 @@ typedef struct mm_sim {
 
 /* Ownership: an mm_sim owns its model (and so llm, which points into it),
  * cluster (with its kernel tables), framework profile, workload and the
- * four path strings.  mm_sim_load / mm_sim_prepare allocate them,
+ * block of resolved paths.  mm_sim_load / mm_sim_prepare allocate them,
  * mm_sim_free frees them and sets the pointers to NULL; the struct itself
  * (a few hundred bytes: a plain local will do) is the caller's.  A sim is
  * never copied by assignment: the copy would share every part, and freeing
