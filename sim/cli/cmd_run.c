@@ -56,10 +56,10 @@ static void print_config(const mm_sim *sim, const mm_metrics *m)
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
-    printf("  model       %s, %.2f B parameters (%s)\n", sim->model.name[0] ? sim->model.name : sim->llm.name,
-           (double)mm_model_params(&sim->model) * 1e-9, sim->model_path);
-    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster.name,
-           sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
+    printf("  model       %s, %.2f B parameters (%s)\n", sim->model->name[0] ? sim->model->name : sim->llm->name,
+           (double)mm_model_params(sim->model) * 1e-9, sim->model_path);
+    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster->name,
+           sim->cluster->nodes, sim->cluster->gpus_per_node, sim->cluster->gpu.name, m->gpus,
            sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
            L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
@@ -87,7 +87,7 @@ static void print_oom(const mm_sim *sim, const mm_metrics *m, int64_t run_id, co
 {
     const mm_scenario *sc = &sim->sc;
     printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
-           m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
+           m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster->gpu.hbm_bytes / 1073741824.0);
     if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
         printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
                m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
@@ -153,7 +153,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     }
     printf("\n");
     printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
-           sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
+           sim->cluster->gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
     if (sim->wl)
         printf("  memory bound       %10.2f GiB per GPU (every micro-batch its largest sample)\n",
                m->peak_memory_bound_gib);
@@ -338,7 +338,7 @@ int mm_cli_run(int argc, char **argv)
     mm_err err;
     mm_err_clear(&err);
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     static mm_megatron mg;
     if (o.megatron ? load_megatron(&o, &mg, &sc, &err) : mm_scenario_load(&sc, o.scenario, o.sets, o.n_sets, &err)) {
         if (o.megatron)
@@ -349,7 +349,9 @@ int mm_cli_run(int argc, char **argv)
     if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err)) {
         if (o.megatron)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
-        return mm_cli_fail(&err);
+        int frc = mm_cli_fail(&err);
+        mm_sim_free(&sim); /* a failed prepare has freed it already */
+        return frc;
     }
     sim.no_symmetry = o.no_symmetry; /* exec/symmetry.h; not part of the scenario (its hash) */
     if (o.print_scenario) {
@@ -359,18 +361,24 @@ int mm_cli_run(int argc, char **argv)
         return 0;
     }
     /* the database first: a bad --db costs no simulation */
-    if (!o.no_db && mm_cli_open_db(o.db, &err))
-        return mm_cli_fail(&err);
+    if (!o.no_db && mm_cli_open_db(o.db, &err)) {
+        int frc = mm_cli_fail(&err);
+        mm_sim_free(&sim);
+        return frc;
+    }
     /* a status line while it runs, on a terminal only */
     mm_cli_status_start(o.quiet || o.json, "simulating %s on %d GPUs", sc.source,
-                        sim.cluster.nodes * sim.cluster.gpus_per_node);
+                        sim.cluster->nodes * sim.cluster->gpus_per_node);
     sim.progress = on_iteration;
     mm_metrics m;
     mm_sim_timeline tl;
     int rrc = mm_sim_run(&sim, &m, o.trace ? &tl : NULL, &err);
     mm_cli_status_stop();
-    if (rrc)
-        return mm_cli_fail(&err);
+    if (rrc) {
+        rrc = mm_cli_fail(&err);
+        mm_sim_free(&sim);
+        return rrc;
+    }
     int rc = 0;
     int64_t run_id = 0;
     if (o.trace && write_trace(o.trace, &sim, &tl, &m, &err))
