@@ -5,6 +5,7 @@
  * (getopt_long forms, -h on every command, help help, --version). */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,34 +96,101 @@ END_TEST
 
 /* The same argument list as a scenario source of the library, without the
  * CLI (the C API and the planner can use it): the degrees, the world
- * size's dp (128 GPUs / (8 x 16)), the model file, the user's --set last;
- * a layout that does not divide the cluster names the argument's line. */
+ * size's dp (128 GPUs / (8 x 16)), the model inline in the scenario (its
+ * canonical text carries it), the user's --set last; a layout that does
+ * not divide the cluster names the argument's line. */
 START_TEST(megatron_as_a_library_source)
 {
     static mm_megatron mg;
     mm_scenario sc;
     mm_err err;
     mm_err_clear(&err);
-    char model[512];
-    snprintf(model, sizeof model, "%s/lib.json", dir);
     const char *sets[] = {"cluster.nodes=32", "train.micro_batch=2"};
-    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, sets, 2, model, &mg, &sc, &err),
-                     0);
+    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, sets, 2, &mg, &sc, &err), 0);
     ck_assert_int_eq(sc.parallel.llm.lay.tp, 8);
     ck_assert_int_eq(sc.parallel.llm.lay.pp, 16);
     ck_assert_int_eq(sc.parallel.llm.lay.dp, 2); /* 256 GPUs / 128 */
     ck_assert_int_eq((int)sc.train.micro_batch, 2);
     ck_assert_int_eq((int)sc.train.seq_len, 2048);
-    ck_assert_str_eq(sc.model, model);
-    ck_assert_int_eq(access(model, R_OK), 0);
+    ck_assert(mm_scenario_model_inline(&sc));
+    ck_assert_str_eq(sc.model, "");
+    char *canon = mm_scenario_canonical_alloc(&sc);
+    ck_assert_ptr_nonnull(canon);
+    ck_assert_msg(strstr(canon, "model:\n  _name_or_path: megatron-gpt3-175b\n") &&
+                      strstr(canon, "\n  n_embd: 12288\n") && strstr(canon, "\n  n_layer: 96\n"),
+                  "%s", canon);
+    /* the canonical text reads back to itself, model included */
+    mm_scenario back;
+    ck_assert_int_eq(mm_scenario_load_text(&back, "<text>", canon, NULL, 0, &err), 0);
+    char *again = mm_scenario_canonical_alloc(&back);
+    ck_assert_str_eq(canon, again);
+    free(again);
+    free(canon);
+    mm_scenario_free(&back);
     mm_scenario_free(&sc);
     const char *odd[] = {"cluster.nodes=3"}; /* 24 GPUs: tp x pp = 128 does not divide them */
     memset(&mg, 0, sizeof mg);
-    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, odd, 1, model, &mg, &sc, &err),
+    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, odd, 1, &mg, &sc, &err),
                      -MM_EINPUT);
     ck_assert_str_eq(err.file, "tests/data/megatron/gpt3-175b.args");
     ck_assert_str_eq(err.key, "--tensor-model-parallel-size");
     ck_assert_int_gt(err.line, 0);
+}
+END_TEST
+
+/* JSON output without the lines that name the inputs or time the run. */
+static void numbers_only(const char *json, char *outbuf, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = json; *p;) {
+        size_t l = strcspn(p, "\n");
+        const char *names[] = {"  \"scenario\":", "  \"model\":", "  \"wall_s\":"};
+        bool skip = false;
+        for (size_t i = 0; i < 3; i++)
+            skip = skip || !strncmp(p, names[i], strlen(names[i]));
+        if (!skip && n + l + 2 < len) {
+            memcpy(outbuf + n, p, l);
+            n += l;
+            outbuf[n++] = '\n';
+        }
+        p += l + (p[l] == '\n');
+    }
+    outbuf[n] = '\0';
+}
+
+/* The model inline (what --megatron-args makes) runs exactly as the same
+ * config read from a file: every number of --json the same, bit for bit;
+ * and no model file is written unless --megatron-model asks for one. */
+START_TEST(megatron_inline_model_is_the_file_model)
+{
+    static char a[1 << 16], b[1 << 16];
+    char args[512], stray[600];
+    snprintf(args, sizeof args, "%s/inline-probe.args", dir);
+    FILE *in = fopen("tests/data/megatron/llama3-8b.args", "r");
+    FILE *o = fopen(args, "w");
+    ck_assert(in && o);
+    int c;
+    while ((c = fgetc(in)) != EOF)
+        fputc(c, o);
+    fclose(in);
+    fclose(o);
+    const char *common = "--set cluster.nodes=2 --set parallel.llm.pp=2 --set train.global_batch=16 "
+                         "--set iterations=2 --no-db --json";
+    ck_assert_int_eq(run("run --megatron-args %s %s", args, common), 0);
+    numbers_only(out, a, sizeof a);
+    snprintf(stray, sizeof stray, "results/megatron-inline-probe.json");
+    ck_assert_int_ne(access(stray, F_OK), 0);
+    ck_assert_int_eq(run("run --megatron-args %s --megatron-model %s/m.json --print-scenario", args, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "model:\n  _name_or_path: megatron-inline-probe\n"));
+    ck_assert_ptr_null(strstr(out, "model file written"));
+    /* the same config from the file --megatron-model wrote: the user's --set model= wins */
+    ck_assert_int_eq(run("run --megatron-args %s --set model=%s/m.json %s", args, dir, common), 0);
+    numbers_only(out, b, sizeof b);
+    ck_assert_msg(jget(a, "iteration_time_s") > 0, "%s", a);
+    size_t d = 0;
+    while (a[d] && a[d] == b[d])
+        d++;
+    ck_assert_msg(!a[d] && !b[d], "inline and file runs differ at byte %zu: '%.80s' vs '%.80s'", d, a + d, b + d);
 }
 END_TEST
 
@@ -511,6 +579,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, megatron_gpt3_175b);
     tcase_add_test(tc, megatron_as_a_library_source);
+    tcase_add_test(tc, megatron_inline_model_is_the_file_model);
     tcase_add_test(tc, megatron_llama3_8b);
     tcase_add_test(tc, megatron_refusals);
     tcase_add_test(tc, nccl_tests_format);

@@ -274,20 +274,18 @@ static int parse_args(int argc, char **argv, run_opts *o)
     return 0;
 }
 
-/* The Megatron argument list's scenario (scenario/megatron.h); the model
- * file goes to --megatron-model, else results/megatron-NAME.json. */
+/* The Megatron argument list's scenario (scenario/megatron.h), its model
+ * inline; with --megatron-model the model's config.json is written there
+ * too. */
 static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
-    char path[512];
-    if (o->megatron_model) {
-        snprintf(path, sizeof path, "%s", o->megatron_model);
-    } else {
-        const char *base = strrchr(o->megatron, '/');
-        base = base ? base + 1 : o->megatron;
-        snprintf(path, sizeof path, "results/megatron-%.*s.json", (int)strcspn(base, "."), base);
-    }
-    mm_cli_make_parent(path);
-    return mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, path, mg, sc, err);
+    int rc = mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err);
+    if (rc || !o->megatron_model)
+        return rc;
+    mm_cli_make_parent(o->megatron_model);
+    if ((rc = mm_megatron_write_model(mg, o->megatron_model, err)))
+        mm_scenario_free(sc);
+    return rc;
 }
 
 static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)
@@ -298,7 +296,6 @@ static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_sc
            o->scenario ? o->scenario : "the built-in default");
     for (int i = 0; i < mg->n_notes; i++)
         printf("#   %s\n", mg->notes[i]);
-    printf("# model file written: %s\n", mg->sets[0] + strlen("model="));
     if (text)
         fputs(text, stdout);
     free(text);

@@ -486,22 +486,38 @@ static int read_shape(const reader *r, long tp, shape *m)
     return 0;
 }
 
-static void write_json(const shape *m, char *out, size_t len)
+/* The name the model goes by in reports: "megatron-" and the argument
+ * file's name up to its first dot, in characters a JSON string and a file
+ * name take as they are. */
+static void model_name(const char *path, char *out, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = (size_t)snprintf(out, len, "megatron-");
+    for (const char *p = base; *p && *p != '.' && n + 1 < len; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        out[n++] = ok ? c : '_';
+    }
+    out[n] = '\0';
+}
+
+static void write_json(const shape *m, const char *name, char *out, size_t len)
 {
     size_t n = 0;
 #define J(...) (n += (size_t)snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__))
     if (!m->rope) {
-        J("{\n  \"model_type\": \"gpt2\",\n  \"activation_function\": \"gelu\",\n  \"n_embd\": %ld,\n"
+        J("{\n  \"_name_or_path\": \"%s\",\n  \"model_type\": \"gpt2\",\n  \"activation_function\": \"gelu\",\n  \"n_embd\": %ld,\n"
           "  \"n_layer\": %ld,\n  \"n_head\": %ld,\n  \"n_inner\": %ld,\n  \"n_positions\": %ld,\n"
           "  \"vocab_size\": %ld,\n  \"tie_word_embeddings\": %s\n}\n",
-          m->hidden, m->layers, m->heads, m->ffn, m->maxpos, m->vocab, m->untie ? "false" : "true");
+          name, m->hidden, m->layers, m->heads, m->ffn, m->maxpos, m->vocab, m->untie ? "false" : "true");
         return;
     }
     /* Llama keys; Q/K/V biases without the others is Qwen2's layout */
     bool qwen = m->qkv_bias && !m->bias;
-    J("{\n  \"model_type\": \"%s\",\n  \"hidden_act\": \"%s\",\n  \"hidden_size\": %ld,\n"
+    J("{\n  \"_name_or_path\": \"%s\",\n  \"model_type\": \"%s\",\n  \"hidden_act\": \"%s\",\n  \"hidden_size\": %ld,\n"
       "  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n",
-      qwen ? "qwen2" : "llama", m->swiglu ? "silu" : "gelu", m->hidden, m->layers, m->heads, m->groups);
+      name, qwen ? "qwen2" : "llama", m->swiglu ? "silu" : "gelu", m->hidden, m->layers, m->heads, m->groups);
     if (m->kv)
         J("  \"head_dim\": %ld,\n", m->kv);
     if (m->experts)
@@ -687,7 +703,9 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
     if (!rc)
         rc = map_training(r, &m);
     if (!rc) {
-        write_json(&m, mg->model_json, sizeof mg->model_json);
+        char name[96];
+        model_name(path, name, sizeof name);
+        write_json(&m, name, mg->model_json, sizeof mg->model_json);
         note(mg, "model -> %s config.json: h %ld, %ld layers, %ld heads (%ld kv), ffn %ld%s, %ld positions, "
                  "vocab %ld, %s%s",
              m.rope ? "Llama-style (RoPE, RMSNorm)" : "GPT-2-style (learned positions, LayerNorm)", m.hidden,
@@ -699,7 +717,7 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
     return rc;
 }
 
-int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
+int mm_megatron_write_model(const mm_megatron *mg, const char *out_path, mm_err *err)
 {
     FILE *f = fopen(out_path, "w");
     if (!f)
@@ -707,16 +725,6 @@ int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
     fputs(mg->model_json, f);
     if (ferror(f) | fclose(f))
         return mm_err_set(err, MM_EINPUT, out_path, 0, "--megatron-model", "write failed");
-    if (mg->n_sets == MM_MG_MAX_SETS)
-        return mm_err_set(err, MM_EINTERNAL, out_path, 0, "", "too many overrides");
-    /* the model first, so that a later --set model=... of the user wins */
-    memmove(mg->sets[1], mg->sets[0], (size_t)mg->n_sets * sizeof mg->sets[0]);
-    memmove(mg->set_from[1], mg->set_from[0], (size_t)mg->n_sets * sizeof mg->set_from[0]);
-    memmove(mg->set_line + 1, mg->set_line, (size_t)mg->n_sets * sizeof mg->set_line[0]);
-    mg->set_from[0][0] = '\0';
-    mg->set_line[0] = 0;
-    snprintf(mg->sets[0], sizeof mg->sets[0], "model=%s", out_path);
-    mg->n_sets++;
     return 0;
 }
 
@@ -775,19 +783,33 @@ static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
     return rc;
 }
 
+/* True when one of the user's overrides sets `key` or a mapping above it
+ * (parallel.llm={...} replaces dp too). */
+static bool user_sets(const char *const *sets, int n_sets, const char *key)
+{
+    for (int i = 0; i < n_sets; i++) {
+        size_t n = strcspn(sets[i], "=");
+        while (n > 0 && (sets[i][n - 1] == ' ' || sets[i][n - 1] == '\t'))
+            n--;
+        if (!strncmp(sets[i], key, n) && (key[n] == '\0' || key[n] == '.'))
+            return true;
+    }
+    return false;
+}
+
 int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
-                         const char *model_path, mm_megatron *mg, mm_scenario *sc, mm_err *err)
+                         mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
     int rc = mm_megatron_read(args, mg, err);
     if (rc)
         return rc;
     mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
-    if ((rc = mm_megatron_write_model(mg, model_path, err)))
-        return rc;
-    if (mg->n_sets + 1 + n_sets > MM_MG_MAX_SETS + 1 + MM_MG_MAX_USER_SETS)
+    snprintf(mg->model_set, sizeof mg->model_set, "model=%s", mg->model_json);
+    if (n_sets > MM_MG_MAX_USER_SETS)
         return mm_err_set(err, MM_EINPUT, "--set", 0, "", "more than %d --set overrides", MM_MG_MAX_USER_SETS);
-    const char *all[MM_MG_MAX_SETS + 1 + MM_MG_MAX_USER_SETS];
+    const char *all[1 + MM_MG_MAX_SETS + MM_MG_MAX_USER_SETS];
     int n = 0;
+    all[n++] = mg->model_set;
     for (int i = 0; i < mg->n_sets; i++)
         all[n++] = mg->sets[i];
     for (int i = 0; i < n_sets; i++)
@@ -800,7 +822,7 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
         return rc;
     }
     /* the degrees as they stand after the user's --set */
-    const mm_module_layout *L = &sc->parallel.llm;
+    mm_module_layout *L = &sc->parallel.llm;
     int per = L->lay.tp * L->lay.pp * L->lay.cp;
     if (gpus % per) {
         int line = 0; /* the line of --tensor-model-parallel-size, when given */
@@ -813,16 +835,22 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
         mm_scenario_free(sc);
         return rc;
     }
-    /* dp as Megatron-LM derives it from the world size, between the
-     * argument list's overrides and the user's --set (which win): the
-     * scenario is read once more with it, so every key keeps where it came
-     * from for the layout checks' messages */
-    snprintf(mg->dp_set, sizeof mg->dp_set, "parallel.llm.dp=%d", gpus / per);
+    /* dp as Megatron-LM derives it from the world size, unless the user's
+     * --set gives it; then a global batch nobody gave is Megatron's default
+     * for it, mbs x dp (what the reader derives from the dp it read) */
+    if (user_sets(sets, n_sets, "parallel.llm.dp")) {
+        mm_megatron_note(mg, "(world size) -> parallel.llm.dp: the user's --set");
+        return 0;
+    }
+    L->lay.dp = gpus / per;
+    if (!mm_scenario_key_given(sc, "train.global_batch"))
+        sc->train.global_batch = sc->train.micro_batch * L->lay.dp;
     char note[96];
     snprintf(note, sizeof note, "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
     mm_megatron_note(mg, note);
-    memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)n_sets * sizeof *all);
-    all[mg->n_sets] = mg->dp_set;
-    mm_scenario_free(sc);
-    return mm_scenario_load(sc, scenario, all, n + 1, err);
+    if (mm_scenario_note_key(sc, "parallel.llm.dp", "--set", 0)) {
+        mm_scenario_free(sc);
+        return mm_err_set(err, MM_EINTERNAL, args, 0, "", "out of memory");
+    }
+    return 0;
 }

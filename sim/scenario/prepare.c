@@ -246,11 +246,13 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     sim->sc = *sc;
     mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
     mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
-    if (!readable(sim->model_path))
+    if (mm_scenario_model_inline(sc))
+        snprintf(sim->model_path, sizeof sim->model_path, "inline model of %s", sc->source);
+    else if (!readable(sim->model_path))
         return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
     if (!readable(sim->topology_path))
         return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
-    int rc = mm_model_load(sim->model_path, &sim->model, err);
+    int rc = mm_scenario_load_model(sc, sim->model_path, &sim->model, err);
     if (rc == 0 && !sim->model.has_llm)
         rc = mm_scenario_fail(sc, err, "model", "'%s' has no LLM decoder; `mmsim run` trains a model with one "
                               "(`mmsim model` reports an encoder's costs)", sc->model);
