@@ -1,6 +1,6 @@
 /* test_interop.c - mmsim where users already are: Megatron-LM argument
- * lists in (tests/data/megatron/, from NVIDIA/Megatron-LM's public launch
- * scripts), nccl-tests' output format out (read back by a parser written
+ * lists in (tests/data/megatron/, written for the tests with the
+ * hyperparameters of NVIDIA/Megatron-LM's public launch scripts), nccl-tests' output format out (read back by a parser written
  * to nccl-tests' src/util.cu format), and the command-line conventions
  * (getopt_long forms, -h on every command, help help, --version). */
 #include <check.h>
