@@ -16,6 +16,7 @@
 
 #include "mmsim_config.h"
 #include "scenario/megatron.h"
+#include "scenario/megatron_args.h"
 #include "mmsim_exe.h"
 
 static char dir[256], out[1 << 20], errtxt[1 << 16];
@@ -73,7 +74,7 @@ START_TEST(megatron_gpt3_175b)
                      0);
     const char *want[] = {"tp: 8", "pp: 16", "dp: 1", "precision: fp16", "seq_len: 2048", "global_batch: 1536",
                           "micro_batch: 1", "recompute: none", "zero: 0", "workload: text", "schedule: 1f1b",
-                          "--fp16 -> train.precision: fp16", "--lr: ignored", "--save: ignored",
+                          "--fp16 -> train.precision: fp16", "--lr: costless", "--save: costless",
                           "vocabulary padded 50257 -> 51200", "(world size 128 GPUs) -> parallel.llm.dp: 1"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
@@ -203,9 +204,10 @@ START_TEST(megatron_llama3_8b)
                          "--print-scenario --set train.recompute=full",
                          dir),
                      0);
-    const char *want[] = {"precision: fp8", "sequence_parallel: true", "zero: 1", "overlap_grad_reduce: true",
+    /* --sequence-parallel at tp 1: off, as Megatron-LM turns it off */
+    const char *want[] = {"precision: fp8", "sequence_parallel: false", "zero: 1", "overlap_grad_reduce: true",
                           "overlap_param_gather: true", "attention: cudnn", "seq_len: 8192", "recompute: full",
-                          "dp: 16", "--rotary-base: ignored"};
+                          "dp: 16", "--rotary-base: costless", "--sequence-parallel at tp 1: off"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
     ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
@@ -263,6 +265,63 @@ START_TEST(megatron_refusals)
         ck_assert_msg(rc == 2 && strstr(errtxt, "--transformer-impl") && strstr(errtxt, "train.framework"), "%s",
                       errtxt);
     ck_assert_int_eq(run("run --print-scenario"), 2);
+}
+END_TEST
+
+/* Every argument mmsim cannot take is named in one message, with its
+ * line; what costs nothing is accepted; synonyms and the FSDP sharding
+ * map; the table is sorted and complete for what it classifies. */
+START_TEST(megatron_one_message_and_costless)
+{
+    const char *base = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 \\\n";
+    const char *costless = "  --log-params-norm --eod-mask-loss --moe-aux-loss-coeff 0.01 --no-load-optim \\\n"
+                           "  --inference-max-requests 8 --log-interval 10 --save-interval 5 --eval-interval 100 \\\n"
+                           "  --ckpt-format torch_dist --tokenizer-model $TOK --lr-warmup-iters 10\n";
+    char text[2048];
+    snprintf(text, sizeof text, "%s  --frobnicate 3 \\\n  --fp8-param-gather --ddp-bucket-size 1000 \\\n%s", base,
+             costless);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    const char *want[] = {"a.args:2: key '--frobnicate'", "3 arguments mmsim cannot take", "line 2 --frobnicate",
+                          "line 3 --fp8-param-gather", "line 3 --ddp-bucket-size"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(errtxt, want[i]), "missing '%s' in: %s", want[i], errtxt);
+    const char *quiet[] = {"--log-params-norm", "--eod-mask-loss", "--moe-aux-loss-coeff", "--no-load-optim",
+                           "--inference-max-requests", "--tokenizer-model"};
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+        ck_assert_msg(!strstr(errtxt, quiet[i]), "costless '%s' refused: %s", quiet[i], errtxt);
+    /* one message: one line of error */
+    const char *nl = strchr(errtxt, '\n');
+    ck_assert_msg(!nl || !nl[1], "more than one line: %s", errtxt);
+    snprintf(text, sizeof text, "%s%s", base, costless);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--log-params-norm: costless"));
+    /* the older spelling of RoPE; Megatron FSDP shards as its strategy says */
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--use-rotary-position-embeddings --swiglu --use-megatron-fsdp --tensor-model-parallel-size 2 "
+                         "--sequence-parallel\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "model_type: llama") && strstr(out, "zero: 3") && strstr(out, "sequence_parallel: true"),
+                  "%s", out);
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "zero: 2"), "%s", out);
+    /* --freeze-LM freezes the LLM: in a text-only model nothing is left to train */
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--freeze-LM\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "a.args:1: key 'train.frozen'") && strstr(errtxt, "(from --freeze-LM)"), "%s", errtxt);
+    /* the table: sorted, unique, a reason for every argument not mapped */
+    ck_assert_uint_gt(mm_mg_n_args, 800);
+    for (size_t i = 0; i < mm_mg_n_args; i++) {
+        const mm_mg_arg *a = &mm_mg_args[i];
+        ck_assert_msg(i == 0 || strcmp(mm_mg_args[i - 1].name, a->name) < 0, "not sorted at %s", a->name);
+        ck_assert_msg((a->cls == MG_MAPPED) == (a->why == NULL), "%s", a->name);
+        ck_assert_ptr_eq(mm_mg_arg_find(a->name), a);
+    }
+    ck_assert_ptr_null(mm_mg_arg_find("--frobnicate"));
 }
 END_TEST
 
@@ -582,6 +641,7 @@ int main(void)
     tcase_add_test(tc, megatron_inline_model_is_the_file_model);
     tcase_add_test(tc, megatron_llama3_8b);
     tcase_add_test(tc, megatron_refusals);
+    tcase_add_test(tc, megatron_one_message_and_costless);
     tcase_add_test(tc, nccl_tests_format);
     tcase_add_test(tc, cli_conventions);
     tcase_add_test(tc, trace_flows_and_counters);
