@@ -325,6 +325,85 @@ START_TEST(megatron_one_message_and_costless)
 }
 END_TEST
 
+/* Launch scripts read without running them (tests/data/megatron/scripts/,
+ * written for the tests with the hyperparameters of Megatron-LM's
+ * examples at d98e8a64dd): variables, defaults, arrays (+=), quoted
+ * strings split into arguments, torchrun's options before the entry
+ * script; what a script does that mmsim cannot read is refused naming its
+ * line, and so is an entry script other than pretrain_gpt.py. */
+START_TEST(megatron_launch_scripts)
+{
+    const char *S = "tests/data/megatron/scripts/";
+    /* GPT-3 175B: the arrays' values, each argument's line */
+    ck_assert_int_eq(run("run --megatron-script %sgpt3-175b.sh --set cluster.nodes=16 --print-scenario", S), 0);
+    const char *gpt[] = {"tp: 8, pp: 16", "dp: 1", "precision: fp16", "seq_len: 2048", "global_batch: 1536",
+                         "n_layer: 96", "n_embd: 12288", "n_head: 96", "_name_or_path: megatron-gpt3-175b",
+                         "entry script pretrain_gpt.py (line 34)", "--save: costless"};
+    for (size_t i = 0; i < sizeof gpt / sizeof gpt[0]; i++)
+        ck_assert_msg(strstr(out, gpt[i]), "missing '%s' in:\n%s", gpt[i], out);
+    /* the same model and layout as the argument list of the same example */
+    static char a[1 << 16];
+    char *m1 = strstr(out, "\nmodel:\n");
+    ck_assert_ptr_nonnull(m1);
+    snprintf(a, sizeof a, "%s", m1);
+    ck_assert_int_eq(run("run --megatron-args tests/data/megatron/gpt3-175b.args --set cluster.nodes=16 "
+                         "--print-scenario"), 0);
+    char *m2 = strstr(out, "\nmodel:\n");
+    ck_assert_ptr_nonnull(m2);
+    /* the same text (the two files have the same stem, so the same model name) */
+    ck_assert_msg(!strcmp(a, m2), "the script's scenario differs from the argument list's");
+    /* Llama 3 8B in the one-string form: split into arguments */
+    ck_assert_int_eq(run("run --megatron-script %sllama3-8b.sh --print-scenario", S), 0);
+    const char *llama[] = {"num_key_value_heads: 8", "intermediate_size: 14336", "vocab_size: 128256",
+                           "precision: fp8", "seq_len: 8192", "global_batch: 128", "attention: cudnn", "zero: 1",
+                           "sequence_parallel: false", "--mock-data: costless"};
+    for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
+        ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%s", llama[i], out);
+    ck_assert_int_eq(run("model %sllama3-8b.sh --json", S), 2); /* a script is no model file */
+    ck_assert_int_eq(run("run --megatron-script %sllama3-8b.sh --megatron-model %s/l3.json --print-scenario", S, dir),
+                     0);
+    ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
+    ck_assert_double_eq(jget(out, "params"), 8030261248.0);
+    /* Mixtral 8x7B: one message names what is not modeled, with lines */
+    ck_assert_int_eq(run("run --megatron-script %smixtral-8x7b.sh --print-scenario", S), 2);
+    const char *mix[] = {"mixtral-8x7b.sh:13: key '--no-masked-softmax-fusion'", "3 arguments",
+                         "line 15 --moe-grouped-gemm", "line 15 --moe-token-dispatcher-type"};
+    for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
+        ck_assert_msg(strstr(errtxt, mix[i]), "missing '%s' in: %s", mix[i], errtxt);
+    ck_assert_msg(!strstr(errtxt, "--moe-aux-loss-coeff") && !strstr(errtxt, "--no-load-optim") &&
+                      !strstr(errtxt, "--no-position-embedding"),
+                  "%s", errtxt);
+    /* refusals naming the line */
+    struct {
+        const char *file, *where;
+    } bad[] = {
+        {"bert.sh", "bert.sh:6: key 'pretrain_bert.py'"},
+        {"loop.sh", "loop.sh:5: key 'for'"},
+        {"subst.sh", "subst.sh:4: key '$('"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(run("run --megatron-script %s%s --print-scenario", S, bad[i].file), 2);
+        ck_assert_msg(strstr(errtxt, bad[i].where), "%s: %s", bad[i].file, errtxt);
+    }
+    /* an unassigned variable where a number is needed, named; a second launch; none */
+    write_file("s.sh", "L=4\ntorchrun pretrain_gpt.py --num-layers $L --hidden-size $H \\\n"
+                       "  --num-attention-heads 16 --seq-length 1024 --bf16 --save $CKPT\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:2: key '--hidden-size'") && strstr(errtxt, "'$H'") &&
+                      !strstr(errtxt, "--num-layers") && !strstr(errtxt, "--save"),
+                  "%s", errtxt);
+    write_file("s.sh", "A='--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16'\n"
+                       "python pretrain_gpt.py $A\npython pretrain_gpt.py $A\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:3:") && strstr(errtxt, "second launch") && strstr(errtxt, "line 2"), "%s",
+                  errtxt);
+    write_file("s.sh", "echo nothing to see\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "no launch command"));
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --megatron-args %s/s.sh", dir, dir), 2);
+}
+END_TEST
+
 /* ---- nccl-tests output ------------------------------------------------------- */
 
 /* A row as nccl-tests prints it (src/util.cu writeBenchmarkLinePreamble
@@ -642,6 +721,7 @@ int main(void)
     tcase_add_test(tc, megatron_llama3_8b);
     tcase_add_test(tc, megatron_refusals);
     tcase_add_test(tc, megatron_one_message_and_costless);
+    tcase_add_test(tc, megatron_launch_scripts);
     tcase_add_test(tc, nccl_tests_format);
     tcase_add_test(tc, cli_conventions);
     tcase_add_test(tc, trace_flows_and_counters);

@@ -222,10 +222,11 @@ typedef struct run_opts {
     const char *scenario, *db, *trace, *megatron, *megatron_model;
     const char *sets[MAX_SETS];
     int n_sets;
-    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry;
+    int n_megatron; /* --megatron-args and --megatron-script given */
+    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry, megatron_script;
 } run_opts;
 
-enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN,
+enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_SCRIPT, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN,
        OPT_NO_SYMMETRY };
 
 static int parse_args(int argc, char **argv, run_opts *o)
@@ -235,6 +236,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         {"json", no_argument, NULL, OPT_JSON},   {"db", required_argument, NULL, OPT_DB},
         {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
         {"megatron-args", required_argument, NULL, OPT_MEGATRON},
+        {"megatron-script", required_argument, NULL, OPT_MEGATRON_SCRIPT},
         {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
         {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
         {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
@@ -253,7 +255,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_DB: o->db = optarg; break;
         case OPT_NO_DB: o->no_db = true; break;
         case OPT_TRACE: o->trace = optarg; break;
-        case OPT_MEGATRON: o->megatron = optarg; break;
+        case OPT_MEGATRON: o->megatron = optarg; o->n_megatron++; o->megatron_script = false; break;
+        case OPT_MEGATRON_SCRIPT: o->megatron = optarg; o->n_megatron++; o->megatron_script = true; break;
         case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
         case OPT_PRINT: o->print_scenario = true; break;
         case OPT_BREAKDOWN: o->breakdown = true; break;
@@ -267,10 +270,13 @@ static int parse_args(int argc, char **argv, run_opts *o)
         o->scenario = argv[optind++];
     if (optind < argc)
         return mm_cli_bad(CMD, "<cli>", "more than one scenario given; extra '%s'", argv[optind]);
+    if (o->n_megatron > 1)
+        return mm_cli_bad(CMD, "--megatron-script", "give one of --megatron-args and --megatron-script");
     if (o->megatron_model && !o->megatron)
         return mm_cli_bad(CMD, "--megatron-model", "goes with --megatron-args");
     if (o->print_scenario && !o->megatron)
-        return mm_cli_bad(CMD, "--print-scenario", "prints the scenario --megatron-args makes; give --megatron-args");
+        return mm_cli_bad(CMD, "--print-scenario",
+                          "prints the scenario --megatron-args or --megatron-script makes; give one");
     return 0;
 }
 
@@ -279,7 +285,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
  * too. */
 static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
-    int rc = mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err);
+    int rc = o->megatron_script
+                 ? mm_megatron_script_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err)
+                 : mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err);
     if (rc || !o->megatron_model)
         return rc;
     mm_cli_make_parent(o->megatron_model);
@@ -291,7 +299,8 @@ static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *
 static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)
 {
     char *text = mm_scenario_canonical_alloc(sc);
-    printf("# mmsim %s: the scenario `mmsim run --megatron-args %s` simulates\n", MMSIM_VERSION, o->megatron);
+    printf("# mmsim %s: the scenario `mmsim run %s %s` simulates\n", MMSIM_VERSION,
+           o->megatron_script ? "--megatron-script" : "--megatron-args", o->megatron);
     printf("# (base: %s; the user's --set overrides applied last).  Argument by argument:\n",
            o->scenario ? o->scenario : "the built-in default");
     for (int i = 0; i < mg->n_notes; i++)

@@ -27,45 +27,18 @@
 
 #include "hw/cluster.h"
 #include "scenario/megatron_args.h"
+#include "scenario/mgscript.h"
 #include "scenario/scenario.h"
 #include "scenario/sim.h"
 
 /* ---- splitting the file into words ---------------------------------------- */
 
-typedef struct word {
-    char *text;
-    int line;
-} word;
-
-typedef struct words {
-    word *w;
-    int n, cap;
-} words;
+typedef mm_mg_word word;
+typedef mm_mg_words words;
 
 static int push_word(words *ws, const char *buf, size_t len, int line)
 {
-    if (ws->n == ws->cap) {
-        int cap = ws->cap ? 2 * ws->cap : 256;
-        word *p = realloc(ws->w, (size_t)cap * sizeof *p);
-        if (!p)
-            return -1;
-        ws->w = p;
-        ws->cap = cap;
-    }
-    char *t = malloc(len + 1);
-    if (!t)
-        return -1;
-    memcpy(t, buf, len);
-    t[len] = '\0';
-    ws->w[ws->n++] = (word){t, line};
-    return 0;
-}
-
-static void free_words(words *ws)
-{
-    for (int i = 0; i < ws->n; i++)
-        free(ws->w[i].text);
-    free(ws->w);
+    return mm_mg_words_push(ws, buf, len, line);
 }
 
 /* Splits text into words as bash does (no expansion). */
@@ -416,6 +389,10 @@ static int read_shape(const reader *r, long tp, shape *m)
     if (strcmp(pos, "rope") && strcmp(pos, "learned_absolute"))
         return bad(r, "--position-embedding-type", "'%s' is not modeled (rope | learned_absolute)", pos);
     m->rope = !strcmp(pos, "rope");
+    /* --no-position-embedding drops the learned position table: nothing to
+     * drop with RoPE; without it, a GPT with no positions is not built */
+    if (has(r, "--no-position-embedding") && !m->rope)
+        return bad(r, "--no-position-embedding", "without RoPE: a model with no position information is not modeled");
     const char *norm = get_str(r, "--normalization", "LayerNorm");
     if (strcmp(norm, "LayerNorm") && strcmp(norm, "RMSNorm"))
         return bad(r, "--normalization", "'%s' is not modeled (LayerNorm | RMSNorm)", norm);
@@ -686,9 +663,55 @@ static int map_training(reader *r, const shape *m)
     return 0;
 }
 
-int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
+/* The entry scripts of Megatron-LM (commit d98e8a64dd) that a launch
+ * script may start, and what mmsim makes of each. */
+static int check_entry(const char *path, const char *entry, int line, mm_megatron *mg, mm_err *err)
 {
-    memset(mg, 0, sizeof *mg);
+    static const struct {
+        const char *name, *why;
+    } refused[] = {
+        {"pretrain_bert.py", "BERT pretraining (bidirectional encoder, masked-LM and binary heads) is not modeled"},
+        {"pretrain_t5.py", "T5 pretraining (encoder-decoder) is not modeled"},
+        {"pretrain_mamba.py", "Mamba (state-space layers) is not modeled"},
+        {"pretrain_hybrid.py", "hybrid Mamba-Transformer models are not modeled"},
+        {"pretrain_vlm.py", "the vision-language example's model is not read from arguments by mmsim"},
+        {"pretrain_retro.py", "RETRO (retrieval) is not modeled"},
+        {"pretrain_ict.py", "ICT (retrieval) pretraining is not modeled"},
+        {"pretrain_vision_classify.py", "vision-only pretraining is not modeled"},
+        {"pretrain_vision_dino.py", "vision-only pretraining is not modeled"},
+        {"pretrain_vision_inpaint.py", "vision-only pretraining is not modeled"},
+        {"pretrain_mimo.py", "the MIMO multimodal example is not read from arguments by mmsim"},
+    };
+    const char *b = strrchr(entry, '/');
+    b = b ? b + 1 : entry;
+    if (!strcmp(b, "pretrain_gpt.py")) {
+        note(mg, "entry script %s (line %d): a GPT-style decoder", entry, line);
+        return 0;
+    }
+    if (!strcmp(b, "train.py") && strstr(entry, "multimodal"))
+        return mm_err_set(err, MM_EINPUT, path, line, entry,
+                          "examples/multimodal/train.py trains an MLLM (a vision encoder, a projector and an LLM "
+                          "from its own argument list): not read by mmsim yet; give the model as a scenario "
+                          "(`model:` a LLaVA-style config) instead");
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (!strcmp(b, refused[i].name))
+            return mm_err_set(err, MM_EINPUT, path, line, entry, "%s: %s", refused[i].name, refused[i].why);
+    return mm_err_set(err, MM_EINPUT, path, line, entry,
+                      "an entry script mmsim does not know (it reads pretrain_gpt.py's arguments)");
+}
+
+/* The words of FILE: an argument list split as bash splits it, or (a
+ * launch script) the arguments after its entry script, expanded. */
+static int read_words(const char *path, bool script, mm_megatron *mg, words *ws, mm_err *err)
+{
+    if (script) {
+        char entry[256];
+        int line = 0;
+        int rc = mm_mg_script_read(path, ws, entry, sizeof entry, &line, err);
+        if (!rc && (rc = check_entry(path, entry, line, mg, err)))
+            mm_mg_words_free(ws);
+        return rc;
+    }
     FILE *f = fopen(path, "r");
     if (!f)
         return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-args", "cannot read: %s", strerror(errno));
@@ -698,10 +721,17 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
     if (!text)
         return mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
     text[n] = '\0';
+    int rc = split(path, text, ws, err);
+    free(text);
+    return rc;
+}
+
+static int read_any(const char *path, bool script, mm_megatron *mg, mm_err *err)
+{
+    memset(mg, 0, sizeof *mg);
     words ws = {0};
     reader *r = calloc(1, sizeof *r);
-    int rc = r ? split(path, text, &ws, err) : mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
-    free(text);
+    int rc = r ? read_words(path, script, mg, &ws, err) : mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
     if (!rc) {
         r->path = path;
         r->mg = mg;
@@ -728,9 +758,19 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
              m.layers, m.heads, m.groups, m.ffn, m.swiglu ? " SwiGLU" : " GeLU", m.maxpos, m.vocab,
              m.untie ? "untied" : "tied", m.experts ? ", MoE" : "");
     }
-    free_words(&ws);
+    mm_mg_words_free(&ws);
     free(r);
     return rc;
+}
+
+int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
+{
+    return read_any(path, false, mg, err);
+}
+
+int mm_megatron_read_script(const char *path, mm_megatron *mg, mm_err *err)
+{
+    return read_any(path, true, mg, err);
 }
 
 int mm_megatron_write_model(const mm_megatron *mg, const char *out_path, mm_err *err)
@@ -813,10 +853,10 @@ static bool user_sets(const char *const *sets, int n_sets, const char *key)
     return false;
 }
 
-int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
-                         mm_megatron *mg, mm_scenario *sc, mm_err *err)
+static int scenario_of(const char *args, bool script, const char *scenario, const char *const *sets, int n_sets,
+                       mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
-    int rc = mm_megatron_read(args, mg, err);
+    int rc = read_any(args, script, mg, err);
     if (rc)
         return rc;
     mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
@@ -869,4 +909,16 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
         return mm_err_set(err, MM_EINTERNAL, args, 0, "", "out of memory");
     }
     return 0;
+}
+
+int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
+                         mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    return scenario_of(args, false, scenario, sets, n_sets, mg, sc, err);
+}
+
+int mm_megatron_script_scenario(const char *script, const char *scenario, const char *const *sets, int n_sets,
+                                mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    return scenario_of(script, true, scenario, sets, n_sets, mg, sc, err);
 }

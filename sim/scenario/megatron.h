@@ -3,11 +3,13 @@
  * Hugging Face config.json of the text-only GPT or Llama it describes
  * (docs/megatron.md has the whole mapping).
  *
- * Every argument is one of: mapped (onto a scenario key or the model),
- * ignored (it does not change the simulated cost: learning rate, paths,
- * logging), or refused (it changes the cost and mmsim does not model it, or
- * mmsim does not know it): a refused argument is an MM_EINPUT error naming
- * the file, its line and the argument.
+ * Every argument is one of (the table of scenario/megatron_args.c):
+ * mapped (onto a scenario key or the model), costless (it does not change
+ * the simulated cost: learning rate, paths, logging), or not modeled (it
+ * changes the cost and mmsim does not model it); those not modeled, and
+ * any the table does not know, are one MM_EINPUT error naming the file,
+ * the first one's line and every one of them.  A launch script
+ * (scenario/mgscript.h) gives its launch command's arguments the same way.
  * A scenario source beside the YAML reader and --set: the CLI, the C API
  * and the planner can each turn an argument list into a scenario
  * (mm_megatron_scenario).
@@ -49,6 +51,10 @@ typedef struct mm_megatron {
 /* Reads and maps FILE.  Returns 0 or -MM_EINPUT (err: file, line, the
  * argument as key). */
 int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
+/* The same from a launch script (scenario/mgscript.h): the arguments of
+ * its launch command; the entry script must be pretrain_gpt.py (the others
+ * are refused by name). */
+int mm_megatron_read_script(const char *path, mm_megatron *mg, mm_err *err);
 
 /* Adds an override "key=value" (with its note "from -> key: value"), as
  * the reader does; for what main.c maps after reading (train.framework,
@@ -81,5 +87,8 @@ int mm_megatron_write_model(const mm_megatron *mg, const char *out_path, mm_err 
  * later, mm_megatron_repoint). */
 int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
                          mm_megatron *mg, mm_scenario *sc, mm_err *err);
+/* The same from a launch script (`mmsim run --megatron-script FILE.sh`). */
+int mm_megatron_script_scenario(const char *script, const char *scenario, const char *const *sets, int n_sets,
+                                mm_megatron *mg, mm_scenario *sc, mm_err *err);
 
 #endif

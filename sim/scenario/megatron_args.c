@@ -629,7 +629,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--no-persist-layer-norm", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--no-pin-cpu-grads", MG_FLAG, MG_COSTLESS, W_MEMREL},
     {"--no-pin-cpu-params", MG_FLAG, MG_COSTLESS, W_MEMREL},
-    {"--no-position-embedding", MG_FLAG, MG_NOT_MODELED, C_KERN},
+    {"--no-position-embedding", MG_FLAG, MG_MAPPED, NULL},
     {"--no-rope-freq", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--no-rope-fusion", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--no-save-optim", MG_FLAG, MG_COSTLESS, W_IO},
