@@ -313,6 +313,19 @@ START_TEST(megatron_one_message_and_costless)
                          "--freeze-LM\n");
     ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
     ck_assert_msg(strstr(errtxt, "a.args:1: key 'train.frozen'") && strstr(errtxt, "(from --freeze-LM)"), "%s", errtxt);
+    /* an uneven first and last stage, the middle ones sharing the rest, as
+     * Megatron-Core's get_num_layers_to_build splits 30 layers over 4 stages */
+    write_file("a.args", "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 6\n"
+                         "--decoder-last-pipeline-num-layers 4\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "layers_per_stage: [6, 10, 10, 4]"), "%s", out);
+    write_file("a.args", "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--pipeline-model-parallel-size 4\n--decoder-first-pipeline-num-layers 7\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "a.args:2: key '--decoder-first-pipeline-num-layers'") &&
+                      strstr(errtxt, "23 layers left for the 3 other stages"),
+                  "%s", errtxt);
     /* the table: sorted, unique, a reason for every argument not mapped */
     ck_assert_uint_gt(mm_mg_n_args, 800);
     for (size_t i = 0; i < mm_mg_n_args; i++) {

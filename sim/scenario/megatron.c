@@ -458,6 +458,41 @@ static void write_json(const shape *m, const char *name, char *out, size_t len)
 
 /* ---- layout and training ------------------------------------------------------- */
 
+/* --decoder-first/last-pipeline-num-layers: the first (last) stage holds
+ * that many layers and the stages between share the rest evenly, as
+ * Megatron-Core's get_num_layers_to_build splits them (transformer_block.py
+ * at d98e8a64dd): parallel.llm.layers_per_stage. */
+static int map_uneven(reader *r, const shape *m, long pp, long vpp)
+{
+    const char *fa = "--decoder-first-pipeline-num-layers", *la = "--decoder-last-pipeline-num-layers";
+    bool hf = has(r, fa), hl = has(r, la);
+    if (!hf && !hl)
+        return 0;
+    const char *which = hf ? fa : la;
+    long f = 0, l = 0;
+    int rc;
+    if ((hf && (rc = get_long(r, fa, 0, 0, &f))) || (hl && (rc = get_long(r, la, 0, 0, &l))))
+        return rc;
+    if (pp < 2)
+        return bad(r, which, "needs pipeline parallelism (--pipeline-model-parallel-size of 2 or more)");
+    if (vpp > 1)
+        return bad(r, which, "with virtual pipeline stages: an uneven split of those is not modeled");
+    long left = pp - hf - hl, rest = m->layers - f - l;
+    if (rest < 0 || (left > 0 && rest % left) || (left == 0 && rest))
+        return bad(r, which, "%ld layers left for the %ld other stages do not divide evenly (Megatron-LM refuses it too)", rest, left);
+    char list[120];
+    size_t n = 0;
+    for (long i = 0; i < pp && n < sizeof list; i++) {
+        long k = i == 0 && hf ? f : i == pp - 1 && hl ? l : rest / left;
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", i ? ", " : "[", k);
+    }
+    if (n + 2 > sizeof list)
+        return bad(r, which, "too many stages to write out (%ld)", pp);
+    snprintf(list + n, sizeof list - n, "]");
+    set(r, which, "parallel.llm.layers_per_stage", "%s", list);
+    return 0;
+}
+
 static int map_layout(reader *r, const shape *m, long tp)
 {
     int rc;
@@ -481,6 +516,8 @@ static int map_layout(reader *r, const shape *m, long tp)
     set(r, "--expert-model-parallel-size", "parallel.llm.ep", "%ld", ep);
     set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
+    if ((rc = map_uneven(r, m, pp, vpp)))
+        return rc;
     /* Megatron runs the interleaved 1F1B schedule when there are virtual stages */
     set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
     return 0;
