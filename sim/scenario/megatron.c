@@ -1,12 +1,16 @@
-/* megatron.c - reading a Megatron-LM argument list (megatron.h).
+/* megatron.c - reading a Megatron-LM argument list, or the arguments of a
+ * launch script's training command (megatron.h).
  *
- * The file is read the way bash would split a launch script's argument
- * lines, without running anything: `#` comments, backslash-newline
+ * An argument list is read the way bash would split a launch script's
+ * argument lines, without running anything: `#` comments, backslash-newline
  * continuations, single and double quotes, `NAME=(` ... `)` array
  * brackets and `NAME=value` assignments are understood; command words
  * (torchrun, python, pretrain_gpt.py) are skipped; a shell variable is
- * never expanded: as the value of an argument that is ignored it is left
- * alone, anywhere else it is refused, naming it.
+ * never expanded (a launch script's are: scenario/mgscript.c): as the value
+ * of a costless argument it is left alone, anywhere else it is refused,
+ * naming it.  Which arguments are mapped, costless or not modeled is the
+ * table of megatron_args.c; every argument mmsim cannot take is gathered
+ * into one error.
  *
  * The defaults are Megatron-LM's (megatron/training/arguments.py at
  * NVIDIA/Megatron-LM d98e8a6): ffn 4h, or int(8h/3 / 64) x 64 with
