@@ -410,6 +410,12 @@ START_TEST(megatron_launch_scripts)
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
     ck_assert_msg(strstr(errtxt, "s.sh:3:") && strstr(errtxt, "second launch") && strstr(errtxt, "line 2"), "%s",
                   errtxt);
+    /* declarations assign too, arrays included; unset empties */
+    write_file("s.sh", "export A=--fp16 B C=(--bf16 --seq-length 1024)\ndeclare -a D=(--num-layers 2)\nunset A\n"
+                       "python pretrain_gpt.py $A ${C[@]} ${D[@]} --hidden-size 64 --num-attention-heads 4\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "n_layer: 2") && strstr(out, "seq_len: 1024") && strstr(out, "precision: bf16"), "%s",
+                  out);
     write_file("s.sh", "echo nothing to see\n");
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
     ck_assert_ptr_nonnull(strstr(errtxt, "no launch command"));

@@ -673,7 +673,7 @@ static int run_command(sh *s, mm_mg_words *w, int line)
 static bool declares(const mm_mg_words *w)
 {
     static const char *const decl[] = {"export", "declare", "typeset", "local", "readonly", NULL};
-    if (w->n != 1)
+    if (w->n < 1)
         return false;
     for (int i = 0; decl[i]; i++)
         if (!strcmp(w->w[0].text, decl[i]))
