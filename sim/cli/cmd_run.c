@@ -223,11 +223,12 @@ typedef struct run_opts {
     const char *scenario, *db, *trace, *megatron, *megatron_model;
     const char *sets[MAX_SETS];
     int n_sets;
-    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry;
+    int n_megatron; /* --megatron-args and --megatron-script given */
+    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry, megatron_script;
 } run_opts;
 
-enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN,
-       OPT_NO_SYMMETRY };
+enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_SCRIPT, OPT_MEGATRON_MODEL, OPT_PRINT,
+       OPT_BREAKDOWN, OPT_NO_SYMMETRY };
 
 /* The options (cli.h: completion scripts are made from them too). */
 const struct option mm_cli_run_longopts[] = {
@@ -235,6 +236,7 @@ const struct option mm_cli_run_longopts[] = {
     {"json", no_argument, NULL, OPT_JSON},   {"db", required_argument, NULL, OPT_DB},
     {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
     {"megatron-args", required_argument, NULL, OPT_MEGATRON},
+    {"megatron-script", required_argument, NULL, OPT_MEGATRON_SCRIPT},
     {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
     {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
     {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
@@ -257,7 +259,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_DB: o->db = optarg; break;
         case OPT_NO_DB: o->no_db = true; break;
         case OPT_TRACE: o->trace = optarg; break;
-        case OPT_MEGATRON: o->megatron = optarg; break;
+        case OPT_MEGATRON: o->megatron = optarg; o->n_megatron++; o->megatron_script = false; break;
+        case OPT_MEGATRON_SCRIPT: o->megatron = optarg; o->n_megatron++; o->megatron_script = true; break;
         case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
         case OPT_PRINT: o->print_scenario = true; break;
         case OPT_BREAKDOWN: o->breakdown = true; break;
@@ -271,38 +274,41 @@ static int parse_args(int argc, char **argv, run_opts *o)
         o->scenario = argv[optind++];
     if (optind < argc)
         return mm_cli_bad(CMD, "<cli>", "more than one scenario given; extra '%s'", argv[optind]);
+    if (o->n_megatron > 1)
+        return mm_cli_bad(CMD, "--megatron-script", "give one of --megatron-args and --megatron-script");
     if (o->megatron_model && !o->megatron)
         return mm_cli_bad(CMD, "--megatron-model", "goes with --megatron-args");
     if (o->print_scenario && !o->megatron)
-        return mm_cli_bad(CMD, "--print-scenario", "prints the scenario --megatron-args makes; give --megatron-args");
+        return mm_cli_bad(CMD, "--print-scenario",
+                          "prints the scenario --megatron-args or --megatron-script makes; give one");
     return 0;
 }
 
-/* The Megatron argument list's scenario (scenario/megatron.h); the model
- * file goes to --megatron-model, else results/megatron-NAME.json. */
+/* The Megatron argument list's scenario (scenario/megatron.h), its model
+ * inline; with --megatron-model the model's config.json is written there
+ * too. */
 static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
-    char path[512];
-    if (o->megatron_model) {
-        snprintf(path, sizeof path, "%s", o->megatron_model);
-    } else {
-        const char *base = strrchr(o->megatron, '/');
-        base = base ? base + 1 : o->megatron;
-        snprintf(path, sizeof path, "results/megatron-%.*s.json", (int)strcspn(base, "."), base);
-    }
-    mm_cli_make_parent(path);
-    return mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, path, mg, sc, err);
+    int rc = o->megatron_script
+                 ? mm_megatron_script_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err)
+                 : mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err);
+    if (rc || !o->megatron_model)
+        return rc;
+    mm_cli_make_parent(o->megatron_model);
+    if ((rc = mm_megatron_write_model(mg, o->megatron_model, err)))
+        mm_scenario_free(sc);
+    return rc;
 }
 
 static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)
 {
     char *text = mm_scenario_canonical_alloc(sc);
-    printf("# mmsim %s: the scenario `mmsim run --megatron-args %s` simulates\n", MMSIM_VERSION, o->megatron);
+    printf("# mmsim %s: the scenario `mmsim run %s %s` simulates\n", MMSIM_VERSION,
+           o->megatron_script ? "--megatron-script" : "--megatron-args", o->megatron);
     printf("# (base: %s; the user's --set overrides applied last).  Argument by argument:\n",
            o->scenario ? o->scenario : "the built-in default");
     for (int i = 0; i < mg->n_notes; i++)
         printf("#   %s\n", mg->notes[i]);
-    printf("# model file written: %s\n", mg->sets[0] + strlen("model="));
     if (text)
         fputs(text, stdout);
     free(text);

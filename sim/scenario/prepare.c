@@ -290,6 +290,7 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     sim->cluster = calloc(1, sizeof *sim->cluster);
     sim->fw = malloc(sizeof *sim->fw);
     int rc = 0;
+    bool inline_model = mm_scenario_model_inline(sc);
     if (!sim->paths || !sim->model || !sim->cluster || !sim->fw) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     } else {
@@ -299,13 +300,17 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
         sim->framework_path = sim->paths->framework;
         mm_sim_resolve_path(sc->model, sc->source, sim->model_path, MM_SIM_PATH_MAX);
         mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, MM_SIM_PATH_MAX);
+        if (inline_model)
+            snprintf(sim->model_path, MM_SIM_PATH_MAX, "inline model of %s", sc->source);
     }
-    if (rc == 0 && !readable(sim->model_path))
+    if (rc == 0 && !inline_model && !readable(sim->model_path))
         rc = mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
     else if (rc == 0 && !readable(sim->topology_path))
         rc = mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
     if (rc == 0)
-        rc = mm_model_load(sim->model_path, sim->model, err);
+        rc = mm_scenario_load_model(sc, sim->model_path, sim->model, err);
+    if (rc == 0 && inline_model) /* what runs store and reports name it by */
+        snprintf(sim->model_path, MM_SIM_PATH_MAX, "inline:%s", sim->model->name);
     if (rc == 0 && !sim->model->has_llm)
         rc = mm_scenario_fail(sc, err, "model", "'%s' has no LLM decoder; `mmsim run` trains a model with one "
                               "(`mmsim model` reports an encoder's costs)", sc->model);
