@@ -119,7 +119,7 @@ static const flavor flavors[] = {
 #define MAX_PROBLEMS 64
 
 typedef struct problem_t {
-    int line;
+    int line, order; /* order: as found, to keep ties in it */
     char key[96];
     char msg[240];
 } problem_t;
@@ -137,7 +137,8 @@ static void problem(reader *r, const char *key, int line, const char *fmt, ...)
 {
     if (r->n_problems == MAX_PROBLEMS)
         return;
-    problem_t *p = &r->problems[r->n_problems++];
+    problem_t *p = &r->problems[r->n_problems];
+    p->order = r->n_problems++;
     p->line = line;
     snprintf(p->key, sizeof p->key, "%s", key);
     va_list ap;
@@ -146,10 +147,12 @@ static void problem(reader *r, const char *key, int line, const char *fmt, ...)
     va_end(ap);
 }
 
+/* File order; problems with a default (line 0) after the file's own. */
 static int by_line(const void *a, const void *b)
 {
     const problem_t *x = a, *y = b;
-    return (x->line > y->line) - (x->line < y->line);
+    unsigned lx = (unsigned)x->line - 1u, ly = (unsigned)y->line - 1u; /* 0 wraps to the end */
+    return lx != ly ? (lx > ly) - (lx < ly) : (x->order > y->order) - (x->order < y->order);
 }
 
 /* Every problem in one error, in file order: the first names file, line
@@ -366,9 +369,10 @@ static void map_recompute(reader *r)
                     line_of(r, "activation_checkpoint.selective_ac_option")
                         ? line_of(r, "activation_checkpoint.selective_ac_option")
                         : line_of(r, "activation_checkpoint.mode"),
-                    "selective AC '%s' (%s) is not modeled: mode none or full, or option \"1\" (every layer)", opt,
-                    !strcmp(opt, "op") ? "saves matmul outputs, recomputes every second matmul"
-                                       : "full AC of every n-th layer");
+                    "selective AC '%s' (%s)%s is not modeled: mode none or full, or option \"1\" (every layer)",
+                    opt, !strcmp(opt, "op") ? "saves matmul outputs, recomputes every second matmul"
+                                            : "full AC of every n-th layer",
+                    line_of(r, "activation_checkpoint.mode") ? "" : ", torchtitan's default,");
     } else {
         problem(r, "activation_checkpoint.mode", line_of(r, "activation_checkpoint.mode"),
                 "'%s' is not modeled (none, selective with option \"1\", full are)", mode);
@@ -454,6 +458,12 @@ static void map_pipeline(reader *r, const flavor *fl)
         }
         per_rank = (int)(nv / pp);
     }
+    if ((long)pp * per_rank > fl->layers + in + out) {
+        problem(r, "parallelism.pipeline_parallel_degree", line_of(r, "parallelism.pipeline_parallel_degree"),
+                "%ld virtual stages over %d layers (+%ld, +%ld for embedding and output): torchtitan refuses it",
+                (long)pp * per_rank, fl->layers, in, out);
+        return;
+    }
     int nv = pp * per_rank, *per = calloc((size_t)nv, sizeof *per), *rank = calloc((size_t)pp, sizeof *rank);
     if (!per || !rank || split_layers(fl->layers, nv, (int)in, (int)out, per)) {
         if (per && rank)
@@ -481,9 +491,10 @@ static void map_pipeline(reader *r, const flavor *fl)
     }
     strncat(list, "]", sizeof list - strlen(list) - 1);
     if (!equal) {
-        problem(r, "parallelism.pipeline_parallel_first_stage_less_layers",
-                line_of(r, "parallelism.pipeline_parallel_first_stage_less_layers")
-                    ? line_of(r, "parallelism.pipeline_parallel_first_stage_less_layers") : sl,
+        const char *k = line_of(r, "parallelism.pipeline_parallel_first_stage_less_layers")
+                            ? "parallelism.pipeline_parallel_first_stage_less_layers"
+                            : "parallelism.pipeline_parallel_schedule";
+        problem(r, k, line_of(r, k),
                 "%s splits the layers into unequal model chunks per rank, which mmsim does not model "
                 "(first/last_stage_less_layers = 0 may split them evenly)", sched);
     } else {
@@ -678,6 +689,11 @@ static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
  * only replicas).  Returns 0 or -MM_EINPUT. */
 static int derive(const char *path, mm_torchtitan *tt, int gpus, mm_err *err)
 {
+    /* each degree is at most 2^24: their product is checked in double first */
+    if ((double)tt->tp * (double)tt->pp * (double)tt->cp * (double)tt->replicate > (double)gpus)
+        return mm_err_set(err, MM_EINPUT, path, tt->shard_line, "parallelism.data_parallel_shard_degree",
+                          "replicate x tp x pp x cp = %g exceeds the cluster's %d GPUs (set cluster.nodes)",
+                          (double)tt->tp * (double)tt->pp * (double)tt->cp * (double)tt->replicate, gpus);
     long per = tt->tp * tt->pp * tt->cp * tt->replicate;
     long shard = tt->shard;
     if (shard < 0) {
