@@ -114,6 +114,67 @@ START_TEST(test_model_json_is_the_cli_json)
 }
 END_TEST
 
+/* `mmsim collective --json` in process: the same rows byte for byte, on
+ * the handle's cluster (the default scenario's 2 DGX H100 nodes) or a
+ * topology file; errors name the argument. */
+START_TEST(test_collective_json_is_the_cli_json)
+{
+    mmsim *h = mmsim_open(NULL, NULL, 0);
+    char dir[256];
+    mmx_tmpdir(dir, sizeof dir, "api");
+    const char *j = mmsim_collective_json(h, "allreduce", NULL, 0, 0, NULL, 1024, 1 << 30, 4, NULL, 0);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(mmx_run(dir, NULL, "collective --cluster topologies/dgx-h100.yaml --nodes 2 --op allreduce "
+                                        "--min 1K --max 1G --factor 4 --json", out, sizeof out, errbuf,
+                             sizeof errbuf), 0);
+    ck_assert_str_eq(j, out);
+    ck_assert_ptr_nonnull(strstr(j, "\"bytes\":1073741824"));
+    j = mmsim_collective_json(h, "sendrecv", "topologies/dgx-a100.yaml", 4, 0, NULL, 0, 0, 0, "analytic", 32);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(mmx_run(dir, NULL, "collective --cluster topologies/dgx-a100.yaml --nodes 4 --op sendrecv "
+                                        "--network analytic --comm-ranks 32 --json", out, sizeof out, errbuf,
+                             sizeof errbuf), 0);
+    ck_assert_str_eq(j, out);
+    ck_assert_ptr_null(mmsim_collective_json(h, "allreduce", NULL, 0, 99, NULL, 0, 0, 0, NULL, 0));
+    ck_assert_str_eq(mmsim_error_key(h), "gpus");
+    ck_assert_int_eq(mmsim_status(h), MMSIM_EINPUT);
+    ck_assert_ptr_null(mmsim_collective_json(h, "allsum", NULL, 0, 0, NULL, 0, 0, 0, NULL, 0));
+    ck_assert_str_eq(mmsim_error_key(h), "op");
+    ck_assert_ptr_null(mmsim_collective_json(h, "allreduce", NULL, 0, 0, NULL, 0, 0, 1.0, NULL, 0));
+    ck_assert_str_eq(mmsim_error_key(h), "factor");
+    mmsim_close(h);
+    mmx_rmdir(dir);
+}
+END_TEST
+
+/* `mmsim workload stats --json` in process, for a mixture with a model's
+ * token counts and for a trace. */
+START_TEST(test_workload_stats_json_is_the_cli_json)
+{
+    mmsim *h = mmsim_open(NULL, NULL, 0);
+    char dir[256];
+    mmx_tmpdir(dir, sizeof dir, "api");
+    const char *j = mmsim_workload_stats_json(h, "workloads/llava-ov-mix.yaml", "models/llava-ov-qwen2.5-7b.yaml",
+                                              500, 3, -1, -1, 4096);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(mmx_run(dir, NULL, "workload stats workloads/llava-ov-mix.yaml --model "
+                                        "models/llava-ov-qwen2.5-7b.yaml --samples 500 --seed 3 --max-tokens 4096 "
+                                        "--json", out, sizeof out, errbuf, sizeof errbuf), 0);
+    ck_assert_str_eq(j, out);
+    j = mmsim_workload_stats_json(h, "workloads/internvl-1.2-sft.csv", NULL, 0, 1, 128, -1, 0);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(mmx_run(dir, NULL, "workload stats workloads/internvl-1.2-sft.csv --tokens-per-tile 128 --json",
+                             out, sizeof out, errbuf, sizeof errbuf), 0);
+    ck_assert_str_eq(j, out);
+    ck_assert_ptr_null(mmsim_workload_stats_json(h, "workloads/none.yaml", NULL, 0, 1, -1, -1, 0));
+    ck_assert_int_eq(mmsim_status(h), MMSIM_EINPUT);
+    ck_assert_ptr_null(mmsim_workload_stats_json(h, "workloads/llava-ov-mix.yaml", NULL, -5, 1, -1, -1, 0));
+    ck_assert_str_eq(mmsim_error_key(h), "samples");
+    mmsim_close(h);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 /* The part of a plan's JSON that does not depend on host time: from
  * "candidates" to "validate_wall_s", and from "pruned_by" on. */
 static void plan_numbers(const char *j, char *outp, size_t len)
@@ -167,6 +228,8 @@ int main(void)
     tcase_add_test(tc, test_overrides_and_errors);
     tcase_add_test(tc, test_model_json_is_the_cli_json);
     tcase_add_test(tc, test_plan_of_a_scenario_opened_from_text);
+    tcase_add_test(tc, test_collective_json_is_the_cli_json);
+    tcase_add_test(tc, test_workload_stats_json_is_the_cli_json);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

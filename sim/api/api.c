@@ -14,6 +14,7 @@
 #include "api/report.h"
 #include "mmsim_config.h"
 #include "exec/run.h"
+#include "hw/coll_sweep.h"
 
 struct mmsim {
     mm_scenario sc;
@@ -29,7 +30,7 @@ struct mmsim {
     int n_sets;
     mm_err err;
     char errtext[1200];
-    char *run_json, *plan_json, *model_json;
+    char *run_json, *plan_json, *model_json, *coll_json, *wl_json;
 };
 
 const char *mm_version(void)
@@ -105,6 +106,8 @@ void mmsim_close(mmsim *h)
     free(h->run_json);
     free(h->plan_json);
     free(h->model_json);
+    free(h->coll_json);
+    free(h->wl_json);
     free(h);
 }
 
@@ -304,4 +307,111 @@ const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long lo
     }
     mm_model_report_free(&r);
     return out;
+}
+
+static int lookup(const char *const *names, const char *v)
+{
+    for (int i = 0; v && names[i]; i++)
+        if (!strcmp(names[i], v))
+            return i;
+    return -1;
+}
+
+static void write_coll(FILE *f, const void *rows, const void *n)
+{
+    mm_report_coll_json(f, rows, *(const int *)n);
+}
+
+/* The sweep of `mmsim collective`: the same request, rows and JSON. */
+static int collective(mmsim *h, const char *op, const char *cluster, int nodes, int gpus, const char *algo,
+                      double lo, double hi, double factor, const char *network, int comm_ranks)
+{
+    mm_coll_sweep_req q = {.op = (mm_coll_kind)lookup(mm_coll_names, op),
+                           .algo = (mm_coll_algo)(algo ? lookup(mm_coll_algo_names, algo) : MM_ALGO_AUTO),
+                           .model = (mm_net_model)(network ? lookup(mm_net_model_names, network) : MM_NET_MODEL_FLOW),
+                           .comm_ranks = comm_ranks, .lo = lo > 0 ? lo : 8,
+                           .hi = hi > 0 ? hi : 8.0 * 1024 * 1024 * 1024, .factor = factor > 0 ? factor : 2};
+    if ((int)q.op < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "op", "unknown collective '%s' (allreduce, allgather, "
+                          "reducescatter, alltoall, broadcast, sendrecv)", op ? op : "(null)");
+    if ((int)q.algo < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "algo", "unknown algorithm '%s' (auto, ring, tree, hier, "
+                          "nvls)", algo);
+    if ((int)q.model < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "network", "'%s' is not flow or analytic", network);
+    if (nodes < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "nodes", "%d nodes", nodes);
+    char path[1024];
+    if (cluster)
+        mm_sim_resolve_path(cluster, NULL, path, sizeof path);
+    else
+        mm_sim_resolve_path(h->sc.topology, h->sc.source, path, sizeof path);
+    mm_cluster *c = malloc(sizeof *c);
+    if (!c)
+        return mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_cluster_load(path, nodes ? nodes : cluster ? 0 : h->sc.nodes, c, &h->err);
+    if (!rc) {
+        q.gpus = gpus ? gpus : q.op == MM_COLL_SENDRECV ? 2 : mm_cluster_gpus(c);
+        mm_coll_row *rows;
+        int n;
+        if (!(rc = mm_coll_sweep(c, &q, &rows, &n, &h->err))) {
+            free(h->coll_json);
+            h->coll_json = to_string(write_coll, rows, &n);
+            free(rows);
+            if (!h->coll_json)
+                rc = mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+        }
+        mm_cluster_free(c);
+    }
+    free(c);
+    return rc;
+}
+
+const char *mmsim_collective_json(mmsim *h, const char *op, const char *cluster, int nodes, int gpus,
+                                  const char *algo, double min_bytes, double max_bytes, double factor,
+                                  const char *network, int comm_ranks)
+{
+    if (usable(h))
+        return NULL;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    int rc = collective(h, op, cluster, nodes, gpus, algo, min_bytes, max_bytes, factor, network, comm_ranks);
+    if (rc) {
+        fail(h, rc);
+        return NULL;
+    }
+    return h->coll_json;
+}
+
+static void write_wl(FILE *f, const void *r, const void *unused)
+{
+    (void)unused;
+    mm_report_workload_json(f, r);
+}
+
+const char *mmsim_workload_stats_json(mmsim *h, const char *file, const char *model, long long samples,
+                                      long long seed, long long tokens_per_tile, long long tokens_per_frame,
+                                      long long max_tokens)
+{
+    if (usable(h))
+        return NULL;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    const mm_wl_report_opts o = {.file = file, .model = model, .samples = samples, .seed = seed,
+                                 .tokens_per_tile = tokens_per_tile, .tokens_per_frame = tokens_per_frame,
+                                 .max_tokens = max_tokens};
+    mm_wl_report *r = malloc(sizeof *r);
+    int rc = r ? mm_wl_report_make(&o, r, &h->err) : mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if (!rc) {
+        free(h->wl_json);
+        h->wl_json = to_string(write_wl, r, NULL);
+        if (!h->wl_json)
+            rc = mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    free(r);
+    if (rc) {
+        fail(h, rc);
+        return NULL;
+    }
+    return h->wl_json;
 }

@@ -338,3 +338,26 @@ void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all)
     }
     fprintf(f, "%s]\n}\n", shown ? "\n  " : "");
 }
+
+/* ---- mmsim collective --json ---------------------------------------------- */
+
+static void jnum6(FILE *f, const char *key, double v)
+{
+    if (isfinite(v))
+        fprintf(f, ",\"%s\":%.6g", key, v);
+    else
+        fprintf(f, ",\"%s\":null", key);
+}
+
+void mm_report_coll_json(FILE *f, const mm_coll_row *rows, int n)
+{
+    fprintf(f, "{\"rows\":[");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s{\"bytes\":%.0f", i ? "," : "", rows[i].bytes);
+        jnum6(f, "time_us", rows[i].time_s * 1e6);
+        jnum6(f, "algbw_gbps", rows[i].algbw_gbps);
+        jnum6(f, "busbw_gbps", rows[i].busbw_gbps);
+        fprintf(f, ",\"algo\":\"%s\"}", rows[i].algo);
+    }
+    fprintf(f, "]}\n");
+}

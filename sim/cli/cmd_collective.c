@@ -4,7 +4,7 @@
  * size/count/type/redop/root columns, out-of-place and in-place halves,
  * the "# Avg bus bandwidth" footer) so that scripts which parse nccl-tests
  * logs read it unchanged.  Parsing and printing only; the times come from
- * hw/coll.h.
+ * hw/coll_sweep.h (the rows the C API's mmsim_collective_json gives too).
  * Known limits of the imitation: the simulated in-place and out-of-place
  * times are the same (the model has no local copy to tell them apart);
  * #wrong is N/A (as nccl-tests prints with -c 0: nothing is checked);
@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "api/report.h"
 #include "hw/coll.h"
+#include "hw/coll_sweep.h"
 #include "mmsim_config.h"
 #include "scenario/sim.h"
 
@@ -53,12 +55,6 @@ static int lookup(const char *const *names, const char *v)
         if (!strcmp(names[i], v))
             return i;
     return -1;
-}
-
-static void note_end(mm_engine *eng, void *ctx, uint64_t arg)
-{
-    (void)arg;
-    *(mm_time *)ctx = mm_engine_now(eng);
 }
 
 typedef struct coll_opts {
@@ -270,74 +266,34 @@ static void print_footer(int op, algo_runs *runs, double avg_bus)
 
 static int run_sizes(const coll_opts *po, const mm_cluster *c)
 {
-    coll_opts o = *po;
+    const coll_opts o = *po;
     mm_err err;
     mm_err_clear(&err);
     int op = o.op, gpus = 0;
     int brc = check_gpus(&o, c, &gpus);
     if (brc)
         return brc;
-    /* the communicator: the first comm_ranks GPUs, on the nodes they fill */
-    int comm_nodes = o.comm_ranks ? (o.comm_ranks + c->gpus_per_node - 1) / c->gpus_per_node : 0;
-    int *g = malloc((size_t)gpus * sizeof *g);
-    mm_engine *eng = mm_engine_alloc();
-    mm_net_model model = (mm_net_model)lookup(mm_net_model_names, o.netname);
-    mm_network *net = g && eng ? mm_network_alloc(c, eng, model, &err) : NULL;
-    if (!net) {
-        if (err.code == MM_OK)
-            mm_err_set(&err, MM_EINTERNAL, "", 0, "", "out of memory");
-        free(g);
-        mm_engine_free(eng);
+    mm_coll_sweep_req q = {.op = (mm_coll_kind)op, .algo = (mm_coll_algo)o.algo,
+                           .model = (mm_net_model)lookup(mm_net_model_names, o.netname), .gpus = gpus,
+                           .comm_ranks = o.comm_ranks, .lo = o.lo, .hi = o.hi, .factor = o.factor};
+    mm_coll_row *rows;
+    int n;
+    if (mm_coll_sweep(c, &q, &rows, &n, &err))
         return mm_cli_fail(&err);
-    }
-    /* The first `gpus` GPUs; send/recv goes from GPU 0 to the first GPU
-     * of the last node (across nodes when there are several). */
-    for (int i = 0; i < gpus; i++)
-        g[i] = i;
-    if (op == MM_COLL_SENDRECV)
-        g[1] = c->nodes > 1 ? (c->nodes - 1) * c->gpus_per_node : 1;
-    if (o.json)
-        printf("{\"rows\":[");
-    else
+    if (o.json) {
+        mm_report_coll_json(stdout, rows, n);
+    } else {
         print_header(&o, c, gpus);
-    int rc = 0, row = 0;
-    double bus_sum = 0;
-    algo_runs runs = {.text = ""};
-    for (double S = o.lo; S <= o.hi * (1 + 1e-12); S *= o.factor) {
-        double bytes = floor(S);
-        mm_coll_req req = {.kind = (mm_coll_kind)op, .algo = (mm_coll_algo)o.algo, .gpus = g,
-                           .n = gpus, .bytes = bytes, .count = 1, .comm_ranks = o.comm_ranks,
-                           .comm_nodes = comm_nodes};
-        mm_time t0 = mm_engine_now(eng), t1 = -1;
-        mm_coll_algo used = MM_ALGO_RING;
-        if (mm_network_start(net, &req, note_end, &t1, 0, &used, &err)) {
-            if (o.json)
-                printf("]}\n");
-            rc = mm_cli_fail(&err);
-            break;
+        double bus_sum = 0;
+        algo_runs runs = {.text = ""};
+        for (int i = 0; i < n; i++) {
+            print_row(op, rows[i].bytes, gpus, rows[i].time_s * 1e6, rows[i].algbw_gbps, rows[i].busbw_gbps,
+                      o.algo_column ? rows[i].algo : NULL);
+            runs_add(&runs, rows[i].algo, rows[i].bytes);
+            bus_sum += rows[i].busbw_gbps;
         }
-        mm_engine_run(eng);
-        double t = (double)(t1 - t0) * 1e-9;
-        /* all-to-all and send/recv have one algorithm: direct transfers */
-        const char *aname = op == MM_COLL_ALLTOALL || op == MM_COLL_SENDRECV ? "direct" : mm_coll_algo_names[used];
-        double alg = t > 0 ? bytes / t / 1e9 : INFINITY;
-        double bus = alg * mm_coll_bus_factor((mm_coll_kind)op, gpus);
-        if (o.json)
-            printf("%s{\"bytes\":%.0f,\"time_us\":%.6g,\"algbw_gbps\":%.6g,\"busbw_gbps\":%.6g,"
-                   "\"algo\":\"%s\"}",
-                   row ? "," : "", bytes, t * 1e6, alg, bus, aname);
-        else
-            print_row(op, bytes, gpus, t * 1e6, alg, bus, o.algo_column ? aname : NULL);
-        runs_add(&runs, aname, bytes);
-        bus_sum += bus;
-        row++;
+        print_footer(op, &runs, n ? bus_sum / n : 0.0);
     }
-    if (o.json && rc == 0)
-        printf("]}\n");
-    if (!o.json && rc == 0)
-        print_footer(op, &runs, row ? bus_sum / row : 0.0);
-    mm_network_free(net);
-    mm_engine_free(eng);
-    free(g);
-    return rc;
+    free(rows);
+    return 0;
 }
