@@ -100,7 +100,61 @@ class SameNumbersAsCli(unittest.TestCase):
         self.assertEqual(py["simulated"], 2)
 
 
+    def test_collective(self):
+        py = mmsim.collective("allreduce", min_bytes=1024, max_bytes=1 << 30, factor=4)
+        cli = cli_json("collective", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "2", "--op", "allreduce",
+                       "--min", "1K", "--max", "1G", "--factor", "4", "--json")
+        self.assertEqual(py, cli)
+        self.assertEqual(len(py["rows"]), 11)  # 1 KiB .. 1 GiB by 4
+        # on the scenario's cluster after sets: 4 nodes instead of 2
+        py4 = mmsim.collective("allgather", sets={"cluster.nodes": 4}, min_bytes=1 << 20, max_bytes=1 << 20,
+                               network="analytic")
+        cli4 = cli_json("collective", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "4", "--op", "allgather",
+                        "--min", "1M", "--max", "1M", "--network", "analytic", "--json")
+        self.assertEqual(py4, cli4)
+        # a test that can fail: the sweep's bus bandwidth grows with size
+        bus = [r["busbw_gbps"] for r in py["rows"]]
+        self.assertLess(bus[0], bus[-1])
+
+    def test_workload_stats(self):
+        py = mmsim.workload_stats("workloads/llava-ov-mix.yaml", model="models/llava-ov-qwen2.5-7b.yaml",
+                                  samples=500, seed=3, max_tokens=4096)
+        cli = cli_json("workload", "stats", "workloads/llava-ov-mix.yaml", "--model",
+                       "models/llava-ov-qwen2.5-7b.yaml", "--samples", "500", "--seed", "3", "--max-tokens",
+                       "4096", "--json")
+        self.assertEqual(py, cli)
+        self.assertEqual(py["samples"], 500)
+        self.assertEqual(sum(py["by_modality"].values()), 500)
+        tr = mmsim.workload_stats("workloads/internvl-1.2-sft.csv", tokens_per_tile=128)
+        self.assertEqual(tr, cli_json("workload", "stats", "workloads/internvl-1.2-sft.csv", "--tokens-per-tile",
+                                      "128", "--json"))
+        self.assertEqual(tr["kind"], "trace")
+
+
 class Errors(unittest.TestCase):
+    def test_error_is_a_value_error(self):
+        with self.assertRaises(ValueError) as cm:
+            mmsim.run(sets={"parallel.llm.tp": 0})
+        self.assertIsInstance(cm.exception, mmsim.Error)
+        self.assertEqual(cm.exception.key, "parallel.llm.tp")
+
+    def test_collective_errors_name_the_argument(self):
+        for kw, key in (({"op": "allsum"}, "op"), ({"op": "allreduce", "gpus": 99}, "gpus"),
+                        ({"op": "allreduce", "factor": 1.0}, "factor"),
+                        ({"op": "allreduce", "network": "fast"}, "network")):
+            with self.subTest(kw=kw):
+                with self.assertRaises(mmsim.Error) as cm:
+                    mmsim.collective(**kw)
+                self.assertEqual((cm.exception.key, cm.exception.status), (key, 2))
+
+    def test_workload_errors(self):
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.workload_stats("workloads/no-such-mix.yaml")
+        self.assertEqual(cm.exception.status, 2)
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.workload_stats("workloads/llava-ov-mix.yaml", samples=-1)
+        self.assertEqual(cm.exception.key, "samples")
+
     def test_bad_override_names_key(self):
         with self.assertRaises(mmsim.Error) as cm:
             mmsim.run(sets={"train.recompute": "sometimes"})
