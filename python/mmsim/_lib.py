@@ -10,9 +10,11 @@ folder (the package run from a checkout).
 
 The data files a scenario names by relative path (models/, topologies/,
 workloads/, frameworks/) are found, unless $MMSIM_DATADIR is set, in
-sys.prefix/share/mmsim (where pip puts a wheel's data files), the meson
-install's share/mmsim, or the checkout: that folder goes into
-$MMSIM_DATADIR, which the library reads after the current folder.
+sys.prefix/mmsim (where pip puts a wheel's data files: meson-python maps
+meson's datadir to the wheel's data scheme, which is the prefix itself),
+sys.prefix/share/mmsim, the meson install's share/mmsim, or the checkout:
+that folder goes into $MMSIM_DATADIR, which the library reads after the
+current folder.
 Not for: anything users call directly.
 """
 from __future__ import annotations
@@ -77,7 +79,8 @@ def data_dir(lib_path: str) -> Optional[str]:
     folder is the last resort)."""
     if os.path.abspath(lib_path).startswith(os.path.join(_REPO, "build") + os.sep) and _is_data_dir(_REPO):
         return _REPO  # the repository's own build: its data files
-    for d in (os.path.join(sys.prefix, "share", "mmsim"), _installed("DATADIR"), _REPO):
+    for d in (os.path.join(sys.prefix, "mmsim"), os.path.join(sys.prefix, "share", "mmsim"), _installed("DATADIR"),
+              _REPO):
         if _is_data_dir(d):
             return d
     return None
