@@ -181,9 +181,13 @@ class Scenario:
 
     def collective(self, op: str, cluster: Optional[str] = None, nodes: int = 0, gpus: int = 0,
                    algo: Optional[str] = None, min_bytes: float = 0, max_bytes: float = 0, factor: float = 0,
-                   network: Optional[str] = None, comm_ranks: int = 0) -> Json:
-        """The `mmsim collective --op OP ... --json` dict: {"rows": [{"bytes",
-        "time_us", "algbw_gbps", "busbw_gbps", "algo"}, ...]}.
+                   network: Optional[str] = None, comm_ranks: int = 0, dtype: Optional[str] = None,
+                   redop: Optional[str] = None, iters: int = 0) -> Json:
+        """The `mmsim collective OP ... --json` dict: nccl-tests' JSON (file
+        version 3): "config", "results" (per size: "size", "count", "type",
+        "redop", "out_of_place" {"time" (us), "alg_bw", "bus_bw" (GB/s)},
+        "algo"), "average_bus_bandwidth", and mmsim's "mmsim" object;
+        "args" is the command line that gives the same rows.
 
         op: allreduce, allgather, reducescatter, alltoall, broadcast or
         sendrecv.  cluster: a topology file (None: this scenario's
@@ -191,10 +195,11 @@ class Scenario:
         gpus 0: all (sendrecv: 2); algo None: auto (ring, tree, hier,
         nvls); sizes min_bytes to max_bytes by factor (0: 8 B, 8 GiB, 2);
         network None: flow (or analytic); comm_ranks: sendrecv's
-        communicator size (0: 2)."""
+        communicator size (0: 2); dtype None: float (nccl-tests' type
+        names, or "all"); redop None: sum (or "all"); iters: -n (0: 1)."""
         return self._json(self._lib.mmsim_collective_json(
             self._h, op.encode(), _bytes(cluster), nodes, gpus, _bytes(algo), float(min_bytes),
-            float(max_bytes), float(factor), _bytes(network), comm_ranks))
+            float(max_bytes), float(factor), _bytes(network), comm_ranks, _bytes(dtype), _bytes(redop), iters))
 
     def workload_stats(self, file: str, model: Optional[str] = None, samples: int = 0, seed: int = 1,
                        tokens_per_tile: int = -1, tokens_per_frame: int = -1, max_tokens: int = 0) -> Json:
@@ -233,12 +238,14 @@ def model(model: str, sets: Sets = None, seq: int = 0, images: int = 1) -> Json:
 
 def collective(op: str, cluster: Optional[str] = None, nodes: int = 0, gpus: int = 0, algo: Optional[str] = None,
                min_bytes: float = 0, max_bytes: float = 0, factor: float = 0, network: Optional[str] = None,
-               comm_ranks: int = 0, sets: Sets = None) -> Json:
-    """Times one collective over a size sweep as `mmsim collective --op OP
+               comm_ranks: int = 0, dtype: Optional[str] = None, redop: Optional[str] = None, iters: int = 0,
+               sets: Sets = None) -> Json:
+    """Times one collective over a size sweep as `mmsim collective OP
     --json` (see Scenario.collective); without cluster, on the built-in
     default scenario's cluster after sets."""
     with Scenario(None, sets) as s:
-        return s.collective(op, cluster, nodes, gpus, algo, min_bytes, max_bytes, factor, network, comm_ranks)
+        return s.collective(op, cluster, nodes, gpus, algo, min_bytes, max_bytes, factor, network, comm_ranks,
+                            dtype, redop, iters)
 
 
 def workload_stats(file: str, model: Optional[str] = None, samples: int = 0, seed: int = 1,

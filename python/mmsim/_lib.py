@@ -112,7 +112,7 @@ def load(path: Optional[str] = None) -> ctypes.CDLL:
         "mmsim_stage_metric": (D, [P, I, S]),
         "mmsim_plan_json": (S, [P, I, I, I, I]),
         "mmsim_model_json": (S, [P, S, LL, LL]),
-        "mmsim_collective_json": (S, [P, S, S, I, I, S, D, D, D, S, I]),
+        "mmsim_collective_json": (S, [P, S, S, I, I, S, D, D, D, S, I, S, S, I]),
         "mmsim_workload_stats_json": (S, [P, S, S, LL, LL, LL, LL, LL]),
     }
     for name, (res, args) in sig.items():

@@ -101,19 +101,22 @@ class SameNumbersAsCli(unittest.TestCase):
 
 
     def test_collective(self):
+        # everything but the clock and the command line ("args")
+        strip = lambda d: {k: v for k, v in d.items() if k not in ("start_time", "end_time", "args")}
         py = mmsim.collective("allreduce", min_bytes=1024, max_bytes=1 << 30, factor=4)
-        cli = cli_json("collective", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "2", "--op", "allreduce",
-                       "--min", "1K", "--max", "1G", "--factor", "4", "--json")
-        self.assertEqual(py, cli)
-        self.assertEqual(len(py["rows"]), 11)  # 1 KiB .. 1 GiB by 4
-        # on the scenario's cluster after sets: 4 nodes instead of 2
+        cli = cli_json("collective", "allreduce", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "2",
+                       "-b", "1K", "-e", "1G", "-f", "4", "--json")
+        self.assertEqual(strip(py), strip(cli))
+        self.assertEqual(len(py["results"]), 11)  # 1 KiB .. 1 GiB by 4
+        # on the scenario's cluster after sets: 4 nodes instead of 2; every data type
         py4 = mmsim.collective("allgather", sets={"cluster.nodes": 4}, min_bytes=1 << 20, max_bytes=1 << 20,
-                               network="analytic")
-        cli4 = cli_json("collective", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "4", "--op", "allgather",
-                        "--min", "1M", "--max", "1M", "--network", "analytic", "--json")
-        self.assertEqual(py4, cli4)
+                               network="analytic", dtype="all")
+        cli4 = cli_json("collective", "allgather", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "4",
+                        "-b", "1M", "-e", "1M", "--network", "analytic", "-d", "all", "--json")
+        self.assertEqual(strip(py4), strip(cli4))
+        self.assertEqual(py4["config"]["ngpus"], 32)
         # a test that can fail: the sweep's bus bandwidth grows with size
-        bus = [r["busbw_gbps"] for r in py["rows"]]
+        bus = [r["out_of_place"]["bus_bw"] for r in py["results"]]
         self.assertLess(bus[0], bus[-1])
 
     def test_workload_stats(self):
@@ -141,7 +144,8 @@ class Errors(unittest.TestCase):
     def test_collective_errors_name_the_argument(self):
         for kw, key in (({"op": "allsum"}, "op"), ({"op": "allreduce", "gpus": 99}, "gpus"),
                         ({"op": "allreduce", "factor": 1.0}, "factor"),
-                        ({"op": "allreduce", "network": "fast"}, "network")):
+                        ({"op": "allreduce", "network": "fast"}, "network"),
+                        ({"op": "allreduce", "redop": "xor"}, "redop")):
             with self.subTest(kw=kw):
                 with self.assertRaises(mmsim.Error) as cm:
                     mmsim.collective(**kw)

@@ -97,19 +97,23 @@ MMSIM_API const char *mmsim_plan_json(mmsim *h, int gpus, int top_k, int iterati
  * `mmsim model --json`, or NULL on error. */
 MMSIM_API const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long long images);
 
-/* Times one collective over a message-size sweep as `mmsim collective
- * --op OP --json` does; returns its JSON ({"rows": [{"bytes", "time_us",
- * "algbw_gbps", "busbw_gbps", "algo"}, ...]}), or NULL on error.  op:
- * allreduce, allgather, reducescatter, alltoall, broadcast or sendrecv.
- * cluster: a topology file (NULL: the handle's cluster.topology), nodes
- * (0: the handle's cluster.nodes when cluster is NULL, else the file's),
- * gpus (0: all; 2 for sendrecv), algo (NULL: "auto"; ring, tree, hier,
- * nvls), sizes min_bytes to max_bytes by factor (0: 8 B, 8 GiB, 2),
- * network (NULL: "flow"; analytic), comm_ranks (sendrecv's communicator,
- * 0: 2).  Errors name the argument as key (op, gpus, algo, ...). */
+/* Times one collective over a message-size sweep as `mmsim collective OP
+ * --json` does and returns that JSON (nccl-tests' JSON, file version 3:
+ * "config", "results" with one row per size, "average_bus_bandwidth",
+ * and mmsim's "mmsim" object; "args" is the command line that gives the
+ * same rows), or NULL on error.  op: allreduce, allgather, reducescatter,
+ * alltoall, broadcast or sendrecv.  cluster: a topology file (NULL: the
+ * handle's cluster.topology), nodes (0: the handle's cluster.nodes when
+ * cluster is NULL, else the file's), gpus (0: all; 2 for sendrecv), algo
+ * (NULL: "auto"; ring, tree, hier, nvls), sizes min_bytes to max_bytes by
+ * factor (0: 8 B, 8 GiB, 2), network (NULL: "flow"; analytic), comm_ranks
+ * (sendrecv's communicator, 0: 2), dtype (NULL: "float"; nccl-tests' names,
+ * or "all"), redop (NULL: "sum"; or "all"), iters (-n; 0: 1).  Errors name
+ * the argument as key (op, gpus, algo, factor, ...). */
 MMSIM_API const char *mmsim_collective_json(mmsim *h, const char *op, const char *cluster, int nodes, int gpus,
                                             const char *algo, double min_bytes, double max_bytes, double factor,
-                                            const char *network, int comm_ranks);
+                                            const char *network, int comm_ranks, const char *dtype,
+                                            const char *redop, int iters);
 
 /* Summarises a workload file (a mixture spec or a per-sample trace) as
  * `mmsim workload stats FILE --json` does; returns that JSON, or NULL on

@@ -79,9 +79,20 @@ void mm_model_report_free(mm_model_report *r);
 /* The object `mmsim model --json` prints. */
 void mm_report_model_json(FILE *f, const mm_model_report *r);
 
-/* The object `mmsim collective --json` prints: {"rows": [{"bytes",
- * "time_us", "algbw_gbps", "busbw_gbps", "algo"}, ...]} (hw/coll_sweep.h). */
-void mm_report_coll_json(FILE *f, const mm_coll_row *rows, int n);
+/* The JSON `mmsim collective --json` (and -J FILE) prints: nccl-tests'
+ * file version 3 with mmsim's own "mmsim" object and an "algo" per row;
+ * begin, one call per row of the sweep (hw/coll_sweep.h), end.  args[0] is
+ * written as "mmsim collective"; warmup, check and blocking are echoed
+ * (a simulation has no use for them). */
+typedef struct mm_coll_json_info {
+    const char *const *args;
+    int n_args;
+    int warmup, check, blocking;
+} mm_coll_json_info;
+void mm_report_coll_json_begin(FILE *f, const mm_coll_json_info *ji, const mm_coll_sweep_req *q,
+                               const mm_cluster *c, const int *g);
+void mm_report_coll_json_row(FILE *f, const mm_coll_row *r, int iters, bool first);
+void mm_report_coll_json_end(FILE *f, double avg_bus);
 
 /* What `mmsim workload stats FILE` reports (wlreport.c).  samples 0: the
  * trace's rows, or 10000 draws of a mixture; tokens_per_tile and
