@@ -61,7 +61,8 @@ class Error(ValueError):
 
 def version() -> str:
     """The library's version string (mm_version(); `mmsim --version`)."""
-    return _lib_handle().mm_version().decode()
+    v: bytes = _lib_handle().mm_version()
+    return v.decode()
 
 
 def yaml_value(v: Any) -> str:
@@ -140,7 +141,9 @@ class Scenario:
     def _json(self, s: Optional[bytes]) -> Json:
         if s is None:
             self._check(self._lib.mmsim_status(self._h) or 1)
-        return json.loads(s.decode())
+            raise Error("mmsim: no result and no error", 1)  # not reached: _check raised
+        d: Json = json.loads(s.decode())
+        return d
 
     def close(self) -> None:
         """Frees the handle (also done by the context manager and on collection)."""
@@ -159,15 +162,15 @@ class Scenario:
     def run(self) -> Json:
         """Simulates the scenario; returns the `mmsim run --no-db --json` dict."""
         self._check(self._lib.mmsim_run(self._h))
-        return json.loads(self._lib.mmsim_run_json(self._h).decode())
+        return self._json(self._lib.mmsim_run_json(self._h))
 
     def metric(self, name: str) -> float:
         """One number of the last run by its JSON name (nan if unknown, or before a run)."""
-        return self._lib.mmsim_metric(self._h, name.encode())
+        return float(self._lib.mmsim_metric(self._h, name.encode()))
 
     def stage_metric(self, stage: int, name: str) -> float:
         """Pipeline stage `stage`'s busy_s, idle_s, bubble_s, comm_s or memory_gib of the last run (nan if unknown)."""
-        return self._lib.mmsim_stage_metric(self._h, stage, name.encode())
+        return float(self._lib.mmsim_stage_metric(self._h, stage, name.encode()))
 
     def plan(self, gpus: int = 0, top: int = 8, iterations: int = 0, all: bool = False) -> Json:
         """The `mmsim plan --gpus G --top K --no-db --json` dict (gpus 0:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import importlib
 import os
 import sys
 from typing import Iterator, List, Optional
@@ -33,10 +34,11 @@ _REPO = os.path.dirname(os.path.dirname(_HERE))  # python/mmsim -> the checkout
 
 def _installed(name: str) -> Optional[str]:
     try:
-        from . import _installed as inst  # written by meson install
+        inst = importlib.import_module(__name__.rsplit(".", 1)[0] + "._installed")  # written by meson install
     except ImportError:
         return None
-    return getattr(inst, name, None)
+    v = getattr(inst, name, None)
+    return v if isinstance(v, str) else None
 
 
 def _in_folder(folder: str) -> List[str]:
@@ -70,7 +72,9 @@ def find() -> str:
 
 
 def _is_data_dir(d: Optional[str]) -> bool:
-    return bool(d) and os.path.isdir(os.path.join(d, "models")) and os.path.isdir(os.path.join(d, "topologies"))
+    if not d:
+        return False
+    return os.path.isdir(os.path.join(d, "models")) and os.path.isdir(os.path.join(d, "topologies"))
 
 
 def data_dir(lib_path: str) -> Optional[str]:

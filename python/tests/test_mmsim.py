@@ -218,6 +218,23 @@ class Values(unittest.TestCase):
         self.assertEqual(without_wall(py), without_wall(cli))
 
 
+class Typing(unittest.TestCase):
+    def test_type_hints_check_strictly(self):
+        # the public API's hints hold (mypy --strict over the package); Debian's python3-mypy
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        if subprocess.run([py, "-c", "import mypy"], capture_output=True).returncode != 0:
+            self.skipTest("mypy not installed (python3-mypy)")
+        r = subprocess.run([py, "-m", "mypy", "--strict", "--no-incremental", os.path.join(REPO, "python", "mmsim")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_public_functions_are_documented_and_typed(self):
+        for name in ("run", "plan", "model", "collective", "workload_stats", "version", "yaml_value"):
+            fn = getattr(mmsim, name)
+            self.assertTrue(fn.__doc__ and fn.__doc__.strip(), name)
+            self.assertIn("return", fn.__annotations__, name)
+
+
 class SharedLibrary(unittest.TestCase):
     def test_mm_version_through_ctypes(self):
         lib = ctypes.CDLL(_lib.find())
