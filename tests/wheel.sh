@@ -7,7 +7,7 @@
 # comes from the venv, finds the wheel's libmmsim.so and data files, runs
 # the default scenario, reports a model and a workload by their relative
 # paths, and gives the numbers of the mmsim command the same wheel
-# installed.  The wheel must hold the library, the package and every data
+# installed (run from the same empty folder, MMSIM_DATADIR unset).  The wheel must hold the library, the package and every data
 # folder (models, topologies with their kernel tables, workloads,
 # frameworks), the data under the venv's prefix (VENV/mmsim: meson's
 # datadir is the wheel's data scheme).  scripts/test runs it (one check);
@@ -118,9 +118,11 @@ try:
     check(False, "a bad override raised nothing")
 except ValueError as e:
     check(isinstance(e, mmsim.Error) and e.key == "train.recompute", "bad override: %r" % e)
-# the wheel's own mmsim command, on the same data: the same numbers
+# the wheel's own mmsim command, with MMSIM_DATADIR unset: it finds the data
+# beside itself (VENV/bin/../mmsim) and gives the same numbers
+env = {k: v for k, v in os.environ.items() if k != "MMSIM_DATADIR"}
 cli = subprocess.run([os.path.join(venv, "bin", "mmsim"), "run", "--no-db", "--json", "--set", "iterations=1"],
-                     capture_output=True, text=True, env=dict(os.environ, MMSIM_DATADIR=datadir))
+                     capture_output=True, text=True, env=env)
 check(cli.returncode == 0, "the venv's mmsim: %s" % cli.stderr)
 strip = lambda d: {k: v for k, v in d.items() if not k.endswith("wall_s")}
 check(strip(json.loads(cli.stdout)) == strip(r), "mmsim.run and the venv's mmsim differ")
