@@ -12,6 +12,7 @@
 #include "api/report.h"
 #include "cli/cli.h"
 #include "scenario/megatron.h"
+#include "scenario/torchtitan.h"
 #include "hw/cluster.h"
 #include "mmsim_config.h"
 #include "scenario/sim.h"
@@ -220,7 +221,7 @@ static void print_iterations(const mm_metrics *m)
 }
 
 typedef struct run_opts {
-    const char *scenario, *db, *trace, *megatron, *megatron_model;
+    const char *scenario, *db, *trace, *megatron, *megatron_model, *torchtitan;
     const char *sets[MAX_SETS];
     int n_sets;
     int n_megatron; /* --megatron-args and --megatron-script given */
@@ -228,7 +229,7 @@ typedef struct run_opts {
 } run_opts;
 
 enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_SCRIPT, OPT_MEGATRON_MODEL, OPT_PRINT,
-       OPT_BREAKDOWN, OPT_NO_SYMMETRY };
+       OPT_BREAKDOWN, OPT_NO_SYMMETRY, OPT_TORCHTITAN };
 
 /* The options (cli.h: completion scripts are made from them too). */
 const struct option mm_cli_run_longopts[] = {
@@ -238,6 +239,7 @@ const struct option mm_cli_run_longopts[] = {
     {"megatron-args", required_argument, NULL, OPT_MEGATRON},
     {"megatron-script", required_argument, NULL, OPT_MEGATRON_SCRIPT},
     {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
+    {"torchtitan", required_argument, NULL, OPT_TORCHTITAN},
     {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
     {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
     {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
@@ -262,6 +264,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_MEGATRON: o->megatron = optarg; o->n_megatron++; o->megatron_script = false; break;
         case OPT_MEGATRON_SCRIPT: o->megatron = optarg; o->n_megatron++; o->megatron_script = true; break;
         case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
+        case OPT_TORCHTITAN: o->torchtitan = optarg; break;
         case OPT_PRINT: o->print_scenario = true; break;
         case OPT_BREAKDOWN: o->breakdown = true; break;
         case OPT_NO_SYMMETRY: o->no_symmetry = true; break;
@@ -278,9 +281,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
         return mm_cli_bad(CMD, "--megatron-script", "give one of --megatron-args and --megatron-script");
     if (o->megatron_model && !o->megatron)
         return mm_cli_bad(CMD, "--megatron-model", "goes with --megatron-args");
-    if (o->print_scenario && !o->megatron)
+    if (o->torchtitan && o->megatron)
+        return mm_cli_bad(CMD, "--torchtitan", "goes without --megatron-args and --megatron-script (one scenario source)");
+    if (o->print_scenario && !o->megatron && !o->torchtitan)
         return mm_cli_bad(CMD, "--print-scenario",
-                          "prints the scenario --megatron-args or --megatron-script makes; give one");
+                          "prints the scenario --megatron-args, --megatron-script or --torchtitan makes; give one");
     return 0;
 }
 
@@ -312,6 +317,32 @@ static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_sc
     if (text)
         fputs(text, stdout);
     free(text);
+}
+
+static void print_torchtitan(const run_opts *o, const mm_torchtitan *tt, const mm_scenario *sc)
+{
+    char *text = mm_scenario_canonical_alloc(sc);
+    printf("# mmsim %s: the scenario `mmsim run --torchtitan %s` simulates\n", MMSIM_VERSION, o->torchtitan);
+    printf("# (base: %s; the user's --set overrides applied last).  Key by key:\n",
+           o->scenario ? o->scenario : "the built-in default");
+    for (int i = 0; i < tt->n_notes; i++)
+        printf("#   %s\n", tt->notes[i]);
+    if (text)
+        fputs(text, stdout);
+    free(text);
+}
+
+/* The scenario of the run: the YAML (or the default) with --set, or one
+ * made by --megatron-args or --torchtitan; errors about their overrides
+ * point at the file and line they came from. */
+static int load_scenario(run_opts *o, mm_megatron *mg, mm_torchtitan *tt, mm_scenario *sc, mm_err *err)
+{
+    int rc = o->megatron      ? load_megatron(o, mg, sc, err)
+             : o->torchtitan ? mm_torchtitan_scenario(o->torchtitan, o->scenario, o->sets, o->n_sets, tt, sc, err)
+                             : mm_scenario_load(sc, o->scenario, o->sets, o->n_sets, err);
+    if (rc && o->torchtitan)
+        mm_torchtitan_repoint(tt, o->torchtitan, o->sets, o->n_sets, err);
+    return rc;
 }
 
 /* The timeline, with the run's per-stage memory for its memory counter
@@ -346,7 +377,8 @@ int mm_cli_run(int argc, char **argv)
     static mm_scenario sc;
     mm_sim sim = {0};
     static mm_megatron mg;
-    if (o.megatron ? load_megatron(&o, &mg, &sc, &err) : mm_scenario_load(&sc, o.scenario, o.sets, o.n_sets, &err)) {
+    static mm_torchtitan tt;
+    if (load_scenario(&o, &mg, &tt, &sc, &err)) {
         if (o.megatron)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
         return mm_cli_fail(&err);
@@ -355,13 +387,18 @@ int mm_cli_run(int argc, char **argv)
     if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err)) {
         if (o.megatron)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
+        if (o.torchtitan)
+            mm_torchtitan_repoint(&tt, o.torchtitan, o.sets, o.n_sets, &err);
         int frc = mm_cli_fail(&err);
         mm_sim_free(&sim); /* a failed prepare has freed it already */
         return frc;
     }
     sim.no_symmetry = o.no_symmetry; /* exec/symmetry.h; not part of the scenario (its hash) */
     if (o.print_scenario) {
-        print_scenario(&o, &mg, &sc);
+        if (o.torchtitan)
+            print_torchtitan(&o, &tt, &sc);
+        else
+            print_scenario(&o, &mg, &sc);
         mm_sim_free(&sim);
         mm_scenario_free(&sc);
         return 0;
@@ -410,6 +447,9 @@ int mm_cli_run(int argc, char **argv)
         if (o.megatron && o.verbose)
             for (int i = 0; i < mg.n_notes; i++)
                 fprintf(stderr, "mmsim: megatron: %s\n", mg.notes[i]);
+        if (o.torchtitan && o.verbose)
+            for (int i = 0; i < tt.n_notes; i++)
+                fprintf(stderr, "mmsim: torchtitan: %s\n", tt.notes[i]);
     }
     if (o.trace)
         mm_sim_timeline_free(&tl);

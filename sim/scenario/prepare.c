@@ -18,6 +18,39 @@ static int readable(const char *p) { return p[0] && access(p, R_OK) == 0; }
 /* snprintf that reports truncation: a cut path would name another file. */
 static bool fits(int n, size_t len) { return n >= 0 && (size_t)n < len; }
 
+/* The data folders, in the order they are tried: $MMSIM_DATADIR, the
+ * installed one (PREFIX/share/mmsim, compiled in), then two beside the
+ * running program, for an installation moved after it was built: a
+ * Python wheel's commands (VENV/bin/mmsim; pip puts the data files at
+ * VENV/mmsim, docs/python.md) and a prefix copied elsewhere
+ * (PREFIX/bin/../share/mmsim).  "" where there is none. */
+enum { N_DATA_DIRS = 4 };
+typedef struct data_dirs {
+    const char *dirs[N_DATA_DIRS];
+    char beside[2][1100];
+} data_dirs;
+
+static const char *const *data_dirs_get(data_dirs *dd)
+{
+    const char *env = getenv("MMSIM_DATADIR");
+    dd->dirs[0] = env ? env : "";
+    dd->dirs[1] = MMSIM_DATADIR;
+    dd->beside[0][0] = dd->beside[1][0] = '\0';
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0'; /* the program's folder */
+        if (!fits(snprintf(dd->beside[0], sizeof dd->beside[0], "%s/../mmsim", exe), sizeof dd->beside[0]))
+            dd->beside[0][0] = '\0';
+        if (!fits(snprintf(dd->beside[1], sizeof dd->beside[1], "%s/../share/mmsim", exe), sizeof dd->beside[1]))
+            dd->beside[1][0] = '\0';
+    }
+    dd->dirs[2] = dd->beside[0];
+    dd->dirs[3] = dd->beside[1];
+    return dd->dirs;
+}
+
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len)
 {
     char cand[1024];
@@ -32,9 +65,9 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
             readable(cand) && fits(snprintf(out, len, "%s", cand), len))
             return;
     }
-    const char *env = getenv("MMSIM_DATADIR");
-    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
-    for (size_t i = 0; i < 2; i++) {
+    data_dirs dd;
+    const char *const *dirs = data_dirs_get(&dd);
+    for (size_t i = 0; i < N_DATA_DIRS; i++) {
         if (!dirs[i][0])
             continue;
         if (fits(snprintf(cand, sizeof cand, "%s/%s", dirs[i], path), sizeof cand) && readable(cand) &&
@@ -60,10 +93,10 @@ static const char *under_dir(const char *p, const char *dir)
 
 void mm_sim_data_relative(const char *resolved, char *out, size_t len)
 {
-    const char *env = getenv("MMSIM_DATADIR");
-    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
+    data_dirs dd;
+    const char *const *dirs = data_dirs_get(&dd);
     const char *rel = resolved;
-    for (size_t i = 0; i < 2 && rel == resolved; i++) {
+    for (size_t i = 0; i < N_DATA_DIRS && rel == resolved; i++) {
         const char *r = dirs[i][0] ? under_dir(resolved, dirs[i]) : NULL;
         if (r)
             rel = r;

@@ -105,13 +105,14 @@ void mm_sim_free(mm_sim *sim);
 
 /* Resolves a data path: as given if it exists, else relative to the
  * scenario file's folder, else under $MMSIM_DATADIR, else under the
- * installed data folder.  Writes the first existing candidate (or the path
- * as given) into out. */
+ * installed data folder, else beside the running program (BIN/../mmsim, a
+ * Python wheel's layout, and BIN/../share/mmsim, a moved prefix).  Writes
+ * the first existing candidate (or the path as given) into out. */
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len);
 
 /* The inverse for what is stored and shown: a path that
- * mm_sim_resolve_path found under $MMSIM_DATADIR or the installed data
- * folder is written relative to that folder ("models/x.yaml"), so that a
+ * mm_sim_resolve_path found under $MMSIM_DATADIR, the installed data
+ * folder or one beside the program is written relative to that folder ("models/x.yaml"), so that a
  * results database names the same file on every host; any other path is
  * written as given, less a leading "./". */
 void mm_sim_data_relative(const char *resolved, char *out, size_t len);
