@@ -377,15 +377,38 @@ START_TEST(megatron_launch_scripts)
                      0);
     ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
     ck_assert_double_eq(jget(out, "params"), 8030261248.0);
-    /* Mixtral 8x7B: one message names what is not modeled, with lines */
+    /* Mixtral 8x7B: pp 4 x ep 8 needs dp 8 (32 GPUs); its kernel and
+     * dispatch switches are what mmsim models or cost nothing */
     ck_assert_int_eq(run("run --megatron-script %smixtral-8x7b.sh --print-scenario", S), 2);
-    const char *mix[] = {"mixtral-8x7b.sh:13: key '--no-masked-softmax-fusion'", "3 arguments",
-                         "line 15 --moe-grouped-gemm", "line 15 --moe-token-dispatcher-type"};
+    ck_assert_msg(strstr(errtxt, "mixtral-8x7b.sh:17: key 'parallel.llm.ep'"), "%s", errtxt);
+    ck_assert_int_eq(run("run --megatron-script %smixtral-8x7b.sh --set cluster.nodes=4 --print-scenario", S), 0);
+    const char *mix[] = {"num_local_experts: 8", "num_experts_per_tok: 2", "llm: {tp: 1, pp: 4, cp: 1, dp: 8,",
+                         "ep: 8", "--no-masked-softmax-fusion: costless", "--moe-grouped-gemm: modeled",
+                         "--moe-token-dispatcher-type alltoall: modeled", "--moe-aux-loss-coeff: costless"};
     for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
-        ck_assert_msg(strstr(errtxt, mix[i]), "missing '%s' in: %s", mix[i], errtxt);
-    ck_assert_msg(!strstr(errtxt, "--moe-aux-loss-coeff") && !strstr(errtxt, "--no-load-optim") &&
-                      !strstr(errtxt, "--no-position-embedding"),
+        ck_assert_msg(strstr(out, mix[i]), "missing '%s' in:\n%.3000s", mix[i], out);
+    /* experts without grouped GEMM, another dispatcher at ep > 1, the
+     * softmax switch under Megatron's own attention: refused by name */
+    const char *moe = "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --bf16 "
+                      "--position-embedding-type rope --swiglu --num-experts 4 --vocab-size 1024";
+    write_file("a.args", moe);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--num-experts'") && strstr(errtxt, "SequentialMLP"), "%s", errtxt);
+    char t[1024];
+    snprintf(t, sizeof t, "%s --moe-grouped-gemm --expert-model-parallel-size 2\n", moe);
+    write_file("a.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--expert-model-parallel-size'") && strstr(errtxt, "allgather token dispatcher"),
                   "%s", errtxt);
+    snprintf(t, sizeof t, "%s --moe-grouped-gemm\n", moe); /* ep 1: the default dispatcher permutes locally */
+    write_file("a.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--moe-token-dispatcher-type allgather: at ep 1"));
+    snprintf(t, sizeof t, "%s --moe-grouped-gemm --no-masked-softmax-fusion --transformer-impl local\n", moe);
+    write_file("a.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--no-masked-softmax-fusion'") && strstr(errtxt, "own attention"), "%s",
+                  errtxt);
     /* refusals naming the line */
     struct {
         const char *file, *where;
@@ -452,10 +475,7 @@ START_TEST(megatron_example_scripts)
         {"ex-llama3-8b-fp8.sh", "ex-llama3-8b-fp8.sh:57: key '--grad-reduce-in-bf16'",
          "2 arguments mmsim cannot take: line 57 --grad-reduce-in-bf16: gradient reduction in BF16 instead of FP32 is "
          "not modeled; line 65 --fp8-param-gather: FP8 parameter all-gather (half the bytes) is not modeled"},
-        {"ex-mixtral-8x7b.sh", "ex-mixtral-8x7b.sh:27: key '--no-masked-softmax-fusion'",
-         "3 arguments mmsim cannot take: line 27 --no-masked-softmax-fusion"},
-        {"ex-mixtral-8x7b.sh", ": 3 arguments", "line 33 --moe-grouped-gemm: grouped-GEMM expert kernels; line 34 "
-                                                "--moe-token-dispatcher-type"},
+        {"ex-mixtral-8x7b.sh", "ex-mixtral-8x7b.sh:37: key '--tokenizer-type'", "give --vocab-size"},
         {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:71: key '--no-gradient-accumulation-fusion'",
          "5 arguments mmsim cannot take: line 71 --no-gradient-accumulation-fusion"},
         {"ex-fsdp-llama3-8b-fp8.sh", ": 5 arguments", "line 75 --use-nccl-ub"},
@@ -501,6 +521,24 @@ START_TEST(megatron_example_scripts)
                            "--split: costless"};
     for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
         ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%.3000s", llama[i], out);
+    /* the Mixtral example with the vocabulary its tokenizer file holds
+     * (32,000) runs on 32 GPUs: pp 4, ep 8, dp 8 */
+    in = fopen("tests/data/megatron/scripts/ex-mixtral-8x7b.sh", "r");
+    ck_assert_ptr_nonnull(in);
+    n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *tok = strstr(text, "--tokenizer-type Llama2Tokenizer");
+    ck_assert_ptr_nonnull(tok);
+    snprintf(edited, sizeof edited, "%.*s--vocab-size 32000 %s", (int)(tok - text), text, tok);
+    write_file("m.sh", edited);
+    ck_assert_int_eq(run("run --megatron-script %s/m.sh --set cluster.nodes=4 --print-scenario", dir), 0);
+    const char *mix[] = {"num_hidden_layers: 32", "hidden_size: 4096", "num_key_value_heads: 8",
+                         "intermediate_size: 14336", "num_local_experts: 8", "num_experts_per_tok: 2",
+                         "seq_len: 4096", "global_batch: 256", "precision: bf16",
+                         "llm: {tp: 1, pp: 4, cp: 1, dp: 8, vpp: 1, ep: 8, zero: 1,"};
+    for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
+        ck_assert_msg(strstr(out, mix[i]), "missing '%s' in:\n%.3000s", mix[i], out);
 }
 END_TEST
 
