@@ -46,7 +46,8 @@ static const class_row classes[] = {
     {"deepseek", "DeepseekConfig (remote code)"}, {"minicpm", "MiniCPMConfig (remote code)"},
     {"gemma3_text", "Gemma3TextConfig"}, {"gpt_oss", "GptOssConfig"}, {"phi", "PhiConfig"},
     {"stablelm", "StableLmConfig"}, {"mpt", "MptConfig"}, {"mpt_attn", "MptAttentionConfig"},
-    {"nemotron", "NemotronConfig"}, {"pixtral", "PixtralVisionConfig"},
+    {"nemotron", "NemotronConfig"}, {"pixtral", "PixtralVisionConfig"}, {"ministral3", "Ministral3Config"},
+    {"phi3_v", "Phi3VConfig (remote code)"},
     {NULL, NULL},
 };
 
@@ -67,6 +68,10 @@ static const def_row defs[] = {
     LL("llama", 32000, 4096, 11008, 32, 32, 2048, false), S("llama", "hidden_act", "silu"),
     LL("mistral", 32000, 4096, 14336, 32, 32, 131072, false), I("mistral", "num_key_value_heads", 8),
     S("mistral", "hidden_act", "silu"),
+    /* Ministral3Config (transformers 5): Mistral's sizes; its Llama-4
+     * attention scaling sits in rope_parameters (a position rescaling) */
+    LL("ministral3", 131072, 4096, 14336, 34, 32, 262144, false), I("ministral3", "num_key_value_heads", 8),
+    I("ministral3", "head_dim", 128), S("ministral3", "hidden_act", "silu"),
     LL("mixtral", 32000, 4096, 14336, 32, 32, 131072, false), I("mixtral", "num_key_value_heads", 8),
     S("mixtral", "hidden_act", "silu"), I("mixtral", "num_local_experts", 8),
     I("mixtral", "num_experts_per_tok", 2),
@@ -89,6 +94,8 @@ static const def_row defs[] = {
     I("gemma2", "head_dim", 256), S("gemma2", "hidden_activation", "gelu_pytorch_tanh"),
     I("gemma2", "sliding_window", 4096),
     LL("phi3", 32064, 3072, 8192, 32, 32, 4096, false), S("phi3", "hidden_act", "silu"),
+    /* Phi3VConfig (microsoft/Phi-3.5-vision-instruct, remote code): Phi3Config's sizes */
+    LL("phi3_v", 32064, 3072, 8192, 32, 32, 4096, false), S("phi3_v", "hidden_act", "silu"),
     /* DeepseekV2Config's sizes are LlamaConfig's; q_lora_rank 1536, 64
      * routed + 2 shared experts of width 1407, no dense layers first. */
     LL("deepseek_v2", 32000, 4096, 11008, 32, 32, 2048, false), S("deepseek_v2", "hidden_act", "silu"),
@@ -400,6 +407,21 @@ static bool typed_costless(const char *type, const char *key)
     return false;
 }
 
+/* Optional features mmsim does not model, which published files write out
+ * switched off: null (None), false or 0 reads as off and costs nothing; any
+ * other value is refused by name.  InternVL's image_fold (InternVL3-1B:
+ * null), InternVL's Qwen2 llm_config moe_config (null), InternViT's use_moe
+ * (false; its expert sizes are then costless, mllm_read.c). */
+static const char *const off_features[] = {"image_fold", "moe_config", "use_moe", NULL};
+
+static bool is_off(const mm_node *n)
+{
+    if (!n || mm_node_is_null(n))
+        return true;
+    const char *s = mm_node_scalar(n, NULL);
+    return s && !mm_node_is_quoted(n) && (!strcmp(s, "false") || !strcmp(s, "0"));
+}
+
 /* Every key the check refuses is named in one message: the first in the
  * error's key and line, all of them (line each) in its text. */
 int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const *costless)
@@ -416,7 +438,8 @@ int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const 
         if (mm_hf_in(k, nested)) /* read by the composite reader, each with its own checks */
             continue;
         if (mm_hf_in(k, read) || find_def(r->type, k) || mm_hf_in(k, costless_generic) ||
-            mm_hf_in(k, costless) || typed_costless(r->type, k))
+            mm_hf_in(k, costless) || typed_costless(r->type, k) ||
+            (mm_hf_in(k, off_features) && is_off(mm_node_get(r->map, k))))
             continue;
         if (!first)
             first = k;
@@ -442,11 +465,7 @@ int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const 
 
 int mm_hf_off(const mm_hf *r, const char *key, const char *what)
 {
-    mm_node *n = mm_node_get(r->map, key);
-    if (!n || mm_node_is_null(n))
-        return 0;
-    const char *s = mm_node_scalar(n, NULL);
-    if (s && !mm_node_is_quoted(n) && (!strcmp(s, "false") || !strcmp(s, "0")))
+    if (is_off(mm_node_get(r->map, key)))
         return 0;
     return mm_hf_fail(r, key, "%s is not modeled (only null or false: off)", what);
 }

@@ -27,7 +27,7 @@ static const char *const llama_family[] = {"llama", "mistral", "mixtral", "qwen2
                                            "qwen3_moe", "gemma", "gemma2", "phi3", "internlm2",
                                            "qwen2_vl_text", "qwen2_5_vl_text", "olmo2", "cohere",
                                            "starcoder2", "deepseek", "minicpm", "gemma3_text", "gpt_oss",
-                                           "phi", "stablelm", "nemotron", NULL};
+                                           "phi", "stablelm", "nemotron", "ministral3", "phi3_v", NULL};
 static const char *const qwen2_types[] = {"qwen2", "qwen2_moe", "qwen2_vl_text", "qwen2_5_vl_text", NULL};
 
 /* Architectures of the supported types (config.json "architectures"). */
@@ -42,7 +42,9 @@ static const char *const known_archs[] = {
     "Idefics3ForConditionalGeneration", "Qwen2_5_VLModel", "Olmo2ForCausalLM", "CohereForCausalLM",
     "Starcoder2ForCausalLM", "DeepseekForCausalLM", "MiniCPMForCausalLM", "Gemma3ForCausalLM",
     "GptOssForCausalLM", "PhiForCausalLM", "StableLmForCausalLM", "MptForCausalLM", "NemotronForCausalLM",
-    "Mistral3ForConditionalGeneration", "Phi3VForCausalLM", NULL,
+    "Mistral3ForConditionalGeneration", "Phi3VForCausalLM",
+    /* Whisper checkpoints: mmsim reads their encoder (mllm_read.c) */
+    "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification", NULL,
 };
 
 int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)
@@ -312,6 +314,8 @@ static const family_keys family_read[] = {
     {"phi", (const char *const[]){"qk_layernorm", NULL}},
     {"stablelm", (const char *const[]){"use_qkv_bias", "qk_layernorm", "use_parallel_residual", NULL}},
     {"phi3", (const char *const[]){"lm_head_bias", NULL}},
+    /* Phi-3-vision's image keys, read by mllm_read.c */
+    {"phi3_v", (const char *const[]){"embd_layer", "img_processor", NULL}},
     {NULL, NULL},
 };
 
@@ -376,7 +380,7 @@ static int read_family(const mm_hf *r, mm_llm *m)
         m->qk_norm = m->qk_norm_full = qk; /* StableLmLayerNormPerHead, bias=False */
         m->parallel_block = par;
     }
-    if (!strcmp(t, "phi3") && (rc = mm_hf_bool(r, "lm_head_bias", &m->head_bias)))
+    if ((!strcmp(t, "phi3") || !strcmp(t, "phi3_v")) && (rc = mm_hf_bool(r, "lm_head_bias", &m->head_bias)))
         return rc;
     if (!strcmp(t, "gpt_oss"))
         m->attn_sinks = true; /* GptOssAttention.sinks: one logit per head */
