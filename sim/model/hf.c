@@ -455,6 +455,8 @@ int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const 
     }
     if (!first)
         return 0;
+    if (n == 1 && mm_hf_in(first, off_features))
+        return mm_hf_fail(r, first, "an optional feature mmsim does not model (only null, false or 0: off)");
     if (n == 1)
         return mm_hf_fail(r, first, "key not modeled by mmsim for model_type '%s' (not a size it reads, and "
                           "not one known to leave the cost unchanged); remove it only if it does not "
