@@ -111,6 +111,8 @@ static const pub_row table[] = {
     {PUB "mpt-7b.json", 6.65e9, 0.01, "mosaicml/mpt-7b page: 6.65B", NULL, false},
     {PUB "minitron-4b.json", 4.19e9, 0.01, "nvidia/Minitron-4B-Base page: 4.19B", NULL, false},
     {PUB "gpt-oss-20b.json", 20.91e9, 0.01, "gpt-oss model card (arXiv 2508.10925) Table 1: 20.91B", NULL, false},
+    {PUB "gemma-3-4b-it.json", 4.3e9, 0.02, "google/gemma-3-4b-it page: 4.3B", NULL, false},
+    {PUB "qwen2-audio-7b.json", 8.4e9, 0.02, "Qwen/Qwen2-Audio-7B page: 8.4B", NULL, false},
 };
 
 START_TEST(published_sizes)
@@ -322,6 +324,32 @@ START_TEST(phi3v_terms)
 }
 END_TEST
 
+/* Gemma 3 (modeling_gemma3.py): SigLIP-So400m at 896 px (64 x 64 patches of
+ * 14, no class token), average-pooled 4 x 4 to mm_tokens_per_image 256, then
+ * mm_soft_emb_norm (1152) and mm_input_projection_weight (1152 x 2560, no
+ * bias).  Qwen2-Audio (modeling_qwen2_audio.py): Whisper-large-like encoder
+ * (conv 128 -> 1280 and 1280 -> 1280, 1500 positions, 32 blocks with q/v/o
+ * and MLP biases, k without, final LayerNorm), Linear(1280, 4096) with bias,
+ * a Qwen2 LLM with vocab 156,032. */
+START_TEST(gemma3_qwen2_audio_terms)
+{
+    mm_model m;
+    load_model_ok(PUB "gemma-3-4b-it.json", &m);
+    ck_assert_int_eq(mm_model_tokens_per_tile(&m), 256);
+    ck_assert_int_eq(mm_encoder_tokens(&m.vision), 4096);
+    ck_assert_int_eq(mm_projector_params(&m.vision_proj), 1152 + 1152 * 2560);
+    ck_assert_double_eq_tol(mm_projector_fwd_flops(&m.vision_proj, 256), 2.0 * 256 * 1152 * 2560, 1.0);
+    ck_assert(m.llm.qk_norm && m.llm.sandwich_norm && m.llm.tied);
+    load_model_ok(PUB "qwen2-audio-7b.json", &m);
+    ck_assert(m.has_audio && !m.has_vision && m.has_llm);
+    int64_t d = 1280, blk = 4 * d * d + 3 * d + 2 * d * 5120 + 5120 + d + 4 * d;
+    int64_t stem = 128 * d * 3 + d + d * d * 3 + d + 1500 * d;
+    ck_assert_int_eq(mm_encoder_params(&m.audio), 32 * blk + stem + 2 * d);
+    ck_assert_int_eq(mm_projector_params(&m.audio_proj), d * 4096 + 4096);
+    ck_assert(m.llm.qkv_bias); /* Qwen2 */
+}
+END_TEST
+
 /* ---- refusals -------------------------------------------------------------- */
 
 /* Every unknown key of a mapping in one message, each with its line. */
@@ -347,6 +375,9 @@ START_TEST(refusals)
         {"layer_types_length.json", "layer_types", 11},
         {"mpt_no_alibi.json", "attn_config.alibi", 7},
         {"starcoder2_rms.json", "norm_type", 9},
+        {"llama4_chunked.json", "text_config.attention_chunk_size", 6},
+        {"qwen3_vl_deepstack.json", "vision_config.deepstack_visual_indexes", 8},
+        {"idefics2_perceiver.json", "perceiver_config", 4},
     };
     char path[256];
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -397,6 +428,7 @@ static Suite *hf_suite(void)
     tcase_add_test(tf, mpt_nemotron_exact);
     tcase_add_test(tf, mistral3_terms);
     tcase_add_test(tf, phi3v_terms);
+    tcase_add_test(tf, gemma3_qwen2_audio_terms);
     suite_add_tcase(s, tf);
     TCase *tb = tcase_create("bad");
     tcase_add_test(tb, all_unknown_keys_at_once);

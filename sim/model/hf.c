@@ -47,7 +47,7 @@ static const class_row classes[] = {
     {"gemma3_text", "Gemma3TextConfig"}, {"gpt_oss", "GptOssConfig"}, {"phi", "PhiConfig"},
     {"stablelm", "StableLmConfig"}, {"mpt", "MptConfig"}, {"mpt_attn", "MptAttentionConfig"},
     {"nemotron", "NemotronConfig"}, {"pixtral", "PixtralVisionConfig"}, {"ministral3", "Ministral3Config"},
-    {"phi3_v", "Phi3VConfig (remote code)"},
+    {"phi3_v", "Phi3VConfig (remote code)"}, {"qwen2_audio_encoder", "Qwen2AudioEncoderConfig"},
     {NULL, NULL},
 };
 
@@ -185,6 +185,10 @@ static const def_row defs[] = {
     I("pixtral", "hidden_size", 1024), I("pixtral", "intermediate_size", 4096), I("pixtral", "num_hidden_layers", 24),
     I("pixtral", "num_attention_heads", 16), I("pixtral", "num_channels", 3), I("pixtral", "image_size", 1024),
     I("pixtral", "patch_size", 16), S("pixtral", "hidden_act", "gelu"), I("pixtral", "head_dim", 64),
+    /* Qwen2AudioEncoderConfig: Qwen2-Audio's Whisper-large-like tower */
+    I("qwen2_audio_encoder", "num_mel_bins", 128), I("qwen2_audio_encoder", "encoder_layers", 32),
+    I("qwen2_audio_encoder", "encoder_attention_heads", 20), I("qwen2_audio_encoder", "encoder_ffn_dim", 5120),
+    I("qwen2_audio_encoder", "d_model", 1280), I("qwen2_audio_encoder", "max_source_positions", 1500),
     I("whisper", "num_mel_bins", 80), I("whisper", "encoder_layers", 4), I("whisper", "encoder_attention_heads", 6),
     I("whisper", "encoder_ffn_dim", 1536), I("whisper", "d_model", 384), I("whisper", "max_source_positions", 1500),
     {NULL, NULL, KI, 0, NULL},

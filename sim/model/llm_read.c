@@ -44,7 +44,8 @@ static const char *const known_archs[] = {
     "GptOssForCausalLM", "PhiForCausalLM", "StableLmForCausalLM", "MptForCausalLM", "NemotronForCausalLM",
     "Mistral3ForConditionalGeneration", "Phi3VForCausalLM",
     /* Whisper checkpoints: mmsim reads their encoder (mllm_read.c) */
-    "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification", NULL,
+    "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification",
+    "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", NULL,
 };
 
 int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)

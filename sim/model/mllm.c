@@ -190,6 +190,7 @@ int64_t mm_projector_params(const mm_projector *p)
     case MM_PROJ_QWEN_MERGER: /* ln_q, mlp.0 Linear(in, in), mlp.2 Linear(in, out), both biased */
         return (p->rmsnorm ? 1 : 2) * p->norm_dim + p->in * p->in + p->in + p->in * p->out + p->out;
     case MM_PROJ_IDEFICS3: return p->in * p->out; /* modality_projection, bias=False */
+    case MM_PROJ_GEMMA3: return p->norm_dim + p->in * p->out; /* mm_soft_emb_norm, mm_input_projection */
     case MM_PROJ_MISTRAL3: /* norm (RMS), merging_layer, linear_1, linear_2 */
         return p->norm_dim + p->in * p->norm_dim + p->norm_dim * p->out + p->out * p->out +
                (p->bias ? 2 * p->out : 0);
@@ -224,6 +225,11 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
         push_gemm(&l, "proj_fc1", tokens, in / t, in, true, b);
         push_mem(&l, "proj_act", 2.0 * tokens * in / t * b);
         push_gemm(&l, "proj_fc2", tokens, out, in / t, false, b);
+        return l.n <= l.cap ? l.n : -1;
+    }
+    if (p->type == MM_PROJ_GEMMA3) { /* pooled tokens: norm, then one projection */
+        push_mem(&l, "proj_norm", (2.0 * tokens * in + in) * b);
+        push_gemm(&l, "proj", tokens, out / t, in, false, b);
         return l.n <= l.cap ? l.n : -1;
     }
     if (p->type == MM_PROJ_IDEFICS3) {

@@ -270,11 +270,12 @@ static int read_pixtral(const mm_hf *r, mm_encoder *e)
 
 /* The encoder half of a WhisperConfig (the decoder is not modeled: its
  * keys are costless here, Qwen2-Audio-style models use the encoder only). */
-static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e,
+static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, const char *type, mm_encoder *e,
                         mm_err *err)
 {
     int rc;
-    mm_hf r = {d, map, prefix, "whisper", err};
+    mm_hf r = {d, map, prefix, type, err};
+    bool whisper = !strcmp(type, "whisper");
     static const char *const costless[] = {
         "decoder_layers", "decoder_attention_heads", "decoder_ffn_dim", "max_target_positions", "vocab_size",
         "activation_function", "scale_embedding", "encoder_layerdrop", "decoder_layerdrop", "num_hidden_layers",
@@ -283,13 +284,13 @@ static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, mm_en
         "use_weighted_layer_sum", "forced_decoder_ids", "suppress_tokens", "begin_suppress_tokens",
         "alignment_heads", "lang_ids", "max_length", NULL};
     e->kind = MM_ENC_AUDIO;
-    snprintf(e->model_type, sizeof e->model_type, "whisper");
+    snprintf(e->model_type, sizeof e->model_type, "%s", type);
     /* A Whisper config states its encoder: WhisperConfig's defaults are
      * whisper-tiny's, which no file meaning another model should inherit
-     * silently. */
+     * silently (Qwen2AudioEncoderConfig's are Qwen2-Audio's own tower). */
     static const char *const sizes[] = {"d_model", "encoder_layers", "encoder_attention_heads", "encoder_ffn_dim",
                                         NULL};
-    for (const char *const *k = sizes; *k; k++)
+    for (const char *const *k = sizes; whisper && *k; k++)
         if (!mm_hf_has(&r, *k))
             return mm_hf_fail(&r, *k, "missing required key (a Whisper encoder's sizes must be stated; "
                               "WhisperConfig's defaults are whisper-tiny's)");
@@ -330,8 +331,8 @@ static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, co
     if (!type[0] && deftype)
         snprintf(type, sizeof type, "%s", deftype);
     r.type = type;
-    if (!strcmp(type, "whisper"))
-        return read_whisper(d, map, prefix, e, err);
+    if (!strcmp(type, "whisper") || !strcmp(type, "qwen2_audio_encoder"))
+        return read_whisper(d, map, prefix, type, e, err);
     if (!strcmp(type, "qwen2_vl") || !strcmp(type, "qwen2_5_vl")) {
         mm_projector p;
         int64_t mg = 1;
@@ -377,7 +378,8 @@ static void size_projector(mm_projector *p, const mm_encoder *e, const mm_llm *l
     if (p->type == MM_PROJ_NONE)
         return;
     double r = shuffle > 0 ? shuffle : 1.0;
-    p->in = (int64_t)llround((double)e->hidden / (r * r));
+    /* pixel shuffle concatenates r^-2 patches; Gemma 3 averages them */
+    p->in = p->type == MM_PROJ_GEMMA3 ? e->hidden : (int64_t)llround((double)e->hidden / (r * r));
     p->norm_dim = e->hidden;
     if (p->type != MM_PROJ_QWEN_MERGER || p->out == 0)
         p->out = l->hidden;
@@ -449,6 +451,7 @@ static const composite composites[] = {
     {"idefics3", "text_config", "llama", "idefics3_vision"},
     {"mistral3", "text_config", "mistral", "pixtral"},
     {"ministral3", "text_config", "ministral3", "pixtral"},
+    {"gemma3", "text_config", "gemma3_text", "siglip_vision_model"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -462,11 +465,12 @@ static const char *const composite_costless[] = {
     "use_backbone_lora", "use_llm_lora", "pad2square", "vocab_size", "tie_word_embeddings", "use_cache",
     "text_config", "vision_config", "llm_config", "hidden_size", "output_attentions",
     "system_message", /* InternVL: the chat template's text */
+    "boi_token_index", "eoi_token_index", /* Gemma 3's image delimiters */
     NULL,
 };
 static const char *const composite_read[] = {"use_image_newline_parameter", "mm_projector_type", "downsample_ratio", "force_image_size",
                                              "max_dynamic_patch", "use_thumbnail", "image_grid_pinpoints",
-                                             "vision_aspect_ratio", "scale_factor", "spatial_merge_size", NULL};
+                                             "vision_aspect_ratio", "scale_factor", "spatial_merge_size", "mm_tokens_per_image", NULL};
 
 /* LlavaOnevisionConfig's default image_grid_pinpoints: every [384 i, 384 j]
  * for i, j in 1..6; LlavaNextConfig's: 336x672, 672x336, 672x672,
@@ -524,10 +528,26 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
                           "attended from inside the LLM) are not modeled: mmsim's LLM reads the image as "
                           "input tokens");
     }
+    /* Vision-language types whose one unmodeled feature is named. */
+    static const struct { const char *type, *sub, *key, *why; } named[] = {
+        {"llama4", "text_config", "attention_chunk_size", "Llama 4's chunked attention (3 of 4 layers attend "
+         "within 8192-token chunks, the 4th without RoPE) is not modeled"},
+        {"qwen3_vl", "vision_config", "deepstack_visual_indexes", "Qwen3-VL's DeepStack (features of several "
+         "tower layers, each through its own merger, added into early LLM layers) is not modeled"},
+        {"idefics2", NULL, "perceiver_config", "Idefics2's perceiver resampler (latent queries cross-attending "
+         "to the tower's features) is not modeled"},
+        {NULL, NULL, NULL, NULL},
+    };
+    for (int i = 0; named[i].type; i++)
+        if (!strcmp(type, named[i].type)) {
+            mm_node *sm = named[i].sub ? mm_node_get(root, named[i].sub) : NULL;
+            mm_hf nr = {d, sm && mm_node_is_mapping(sm) ? sm : root, sm ? named[i].sub : "", type, err};
+            return mm_hf_fail(&nr, named[i].key, "%s", named[i].why);
+        }
     if (!c->type)
         return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s' (mmsim reads llava, llava_next, "
                           "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, idefics3, mistral3, "
-                          "ministral3, phi3_v; docs/models.md)", type);
+                          "ministral3, gemma3, phi3_v, qwen2_audio; docs/models.md)", type);
     bool flat = c->llm_key == NULL;
     if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless)))
         return rc;
@@ -557,6 +577,7 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     m->has_vision = m->has_llm = true;
     m->tile = m->vision.image_size;
     m->pixel_shuffle = 1.0;
+    m->dynamic = !strcmp(m->vision.model_type, "pixtral"); /* any resolution (Pixtral-12B is a llava) */
     bool internvl = !strcmp(type, "internvl_chat") || !strcmp(type, "internvl");
     if (merger.type == MM_PROJ_QWEN_MERGER) {
         /* The merger concatenates merge x merge neighbouring patches. */
@@ -574,6 +595,22 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         snprintf(ptype, sizeof ptype, "internvl");
     if ((rc = mm_hf_str(&r, "mm_projector_type", ptype, sizeof ptype)))
         return rc;
+    if (!strcmp(type, "gemma3")) {
+        /* Gemma3MultiModalProjector: the (image/patch)^2 grid averaged in
+         * square pools down to mm_tokens_per_image (Gemma3Config: 256; 64 x
+         * 64 SigLIP patches at 896 px pooled 4 x 4) */
+        int64_t ntok = 256, g = m->vision.image_size / m->vision.patch_size;
+        if ((rc = mm_hf_int(&r, "mm_tokens_per_image", 1, DIM_MAX, &ntok, NULL)))
+            return rc;
+        int64_t side = (int64_t)llround(sqrt((double)ntok));
+        if (side * side != ntok || g % side)
+            return mm_hf_fail(&r, "mm_tokens_per_image", "%lld tokens are not a square that divides the %lld x %lld "
+                              "patch grid", (long long)ntok, (long long)g, (long long)g);
+        m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false};
+        m->pixel_shuffle = (double)side / (double)g;
+        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+        return 0;
+    }
     if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3")) {
         /* Mistral3MultiModalProjector: spatial_merge_size^2 patches merged
          * into one token; vision_feature_layer an int (one layer's
@@ -697,6 +734,39 @@ static int read_phi3v(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
     m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
     m->extra_params = sep ? 2 * 4 * dim : 0; /* glb_GN, sub_GN */
     size_projector(&m->vision_proj, e, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Qwen2-Audio (configuration_qwen2_audio.py, modeling_qwen2_audio.py): a
+ * Qwen2 LLM in text_config; audio_config a Qwen2AudioEncoder, Whisper's
+ * encoder (conv stem, learned positions, blocks, final LayerNorm) followed
+ * by AvgPool1d(2), which has no weights (the workload's 2x audio pooling);
+ * multi_modal_projector one Linear(d_model, hidden) with bias. */
+static int read_qwen2_audio(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, root, "", "qwen2_audio", err};
+    static const char *const read[] = {"text_config", "audio_config", NULL};
+    static const char *const costless[] = {"audio_token_index", "vocab_size", NULL};
+    if ((rc = mm_hf_check_keys(&r, read, costless)) || (rc = mm_llm_check_architectures(d, root, "", err)))
+        return rc;
+    mm_node *tc = mm_node_get(root, "text_config"), *ac = mm_node_get(root, "audio_config");
+    if (!tc || !mm_node_is_mapping(tc))
+        return mm_hf_fail(&r, "text_config", "missing the LLM's sub-config (a mapping)");
+    if (!ac || !mm_node_is_mapping(ac))
+        return mm_hf_fail(&r, "audio_config", "missing the audio tower's sub-config (a mapping)");
+    char ttype[64] = "";
+    mm_hf tr = {d, tc, "text_config", NULL, err};
+    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)) ||
+        (rc = mm_llm_from_node_typed(d, tc, "text_config", ttype[0] ? NULL : "qwen2", &m->llm, err)) ||
+        (rc = mm_llm_validate(&m->llm, err)) ||
+        (rc = read_encoder_as(d, ac, "audio_config", "qwen2_audio_encoder", &m->audio, NULL, NULL, err)))
+        return rc;
+    if (m->audio.kind != MM_ENC_AUDIO)
+        return mm_hf_fail(&r, "audio_config", "'%s' is not an audio encoder", m->audio.model_type);
+    m->has_llm = m->has_audio = true;
+    m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
+    size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
     return 0;
 }
 
@@ -871,6 +941,8 @@ int mm_model_load(const char *path, mm_model *m, mm_err *err)
         m->has_audio = !strcmp(type, "whisper");
         m->has_vision = !m->has_audio;
         m->tile = m->vision.image_size;
+    } else if (!strcmp(type, "qwen2_audio")) {
+        rc = read_qwen2_audio(&d, root, m, err);
     } else if (!strcmp(type, "phi3_v")) {
         rc = read_phi3v(&d, root, m, err);
     } else if (mm_node_get(root, "vision_config")) {
