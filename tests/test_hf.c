@@ -375,6 +375,7 @@ START_TEST(refusals)
         {"layer_types_length.json", "layer_types", 11},
         {"mpt_no_alibi.json", "attn_config.alibi", 7},
         {"starcoder2_rms.json", "norm_type", 9},
+        {"llama_use_bias.json", "use_bias", 8}, /* Starcoder2's key, not Llama's */
         {"llama4_chunked.json", "text_config.attention_chunk_size", 6},
         {"qwen3_vl_deepstack.json", "vision_config.deepstack_visual_indexes", 8},
         {"idefics2_perceiver.json", "perceiver_config", 4},

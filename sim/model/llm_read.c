@@ -192,8 +192,7 @@ static const char *const llama_read[] = {
     "use_sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "bias", "q_lora_rank",
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts",
     "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "num_nextn_predict_layers", "topk_method",
-    "qkv_bias", "layer_types", "sliding_window_pattern", "use_qk_norm", "use_bias", "norm_type", "mlp_type",
-    "qk_layernorm", "use_qkv_bias", "use_parallel_residual", "lm_head_bias", NULL,
+    "qkv_bias", "layer_types", NULL,
 };
 /* max_window_layers: only with use_sliding_window; query_pre_attn_scalar:
  * a scale; n_group/topk_group/scoring_func/routed_scaling_factor: routing
