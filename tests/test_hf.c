@@ -361,6 +361,10 @@ START_TEST(all_unknown_keys_at_once)
                       strstr(err.msg, "'mystery_gate' (line 10)") && strstr(err.msg, "'mystery_width' (line 12)"),
                   "%s", err.msg);
     ck_assert(strstr(err.msg, "use_cache") == NULL && strstr(err.msg, "rms_norm_eps") == NULL);
+    /* a composite: the root's, the LLM's and the tower's keys together */
+    load_refused(HF "bad/composite_many.json", "mystery_resampler_queries", 3, &err);
+    ck_assert_msg(strstr(err.msg, "'text_config.num_mystery_layers' (line 11)") &&
+                      strstr(err.msg, "'vision_config.num_registers' (line 16)"), "%s", err.msg);
 }
 END_TEST
 

@@ -19,6 +19,9 @@
 
 typedef enum { KI, KB, KS } kind;
 
+/* What every refusal of unmodeled keys says (mm_hf_is_keys_error). */
+#define KEYS_MARK "not modeled by mmsim for model_type"
+
 typedef struct def_row {
     const char *type, *key;
     kind k;
@@ -460,13 +463,37 @@ int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const 
     if (!first)
         return 0;
     if (n == 1 && mm_hf_in(first, off_features))
-        return mm_hf_fail(r, first, "an optional feature mmsim does not model (only null, false or 0: off)");
+        return mm_hf_fail(r, first, "an optional feature " KEYS_MARK " '%s' (only null, false or 0: off)", r->type ? r->type : "");
     if (n == 1)
-        return mm_hf_fail(r, first, "key not modeled by mmsim for model_type '%s' (not a size it reads, and "
-                          "not one known to leave the cost unchanged); remove it only if it does not "
-                          "change the architecture", r->type ? r->type : "");
-    return mm_hf_fail(r, first, "%d keys not modeled by mmsim for model_type '%s' (neither sizes it reads nor "
+        return mm_hf_fail(r, first, "key " KEYS_MARK " '%s' (not a size it reads, nor one known to leave "
+                          "the cost unchanged)", r->type ? r->type : "");
+    return mm_hf_fail(r, first, "%d keys " KEYS_MARK " '%s' (neither sizes it reads nor "
                       "known to leave the cost unchanged): %s", n, r->type ? r->type : "", list);
+}
+
+bool mm_hf_is_keys_error(const mm_err *err)
+{
+    return err && err->code == MM_EINPUT && strstr(err->msg, KEYS_MARK) != NULL;
+}
+
+void mm_hf_join_keys_error(mm_err *into, const mm_err *more)
+{
+    if (!into || !more || !more->code)
+        return;
+    if (!into->code) {
+        *into = *more;
+        return;
+    }
+    size_t n = strlen(into->msg);
+    if (n + 8 >= sizeof into->msg)
+        return;
+    /* the other mapping's keys as its own message lists them ("...): 'a'
+     * (line 3), 'b' (line 9)"), or its one key */
+    const char *list = strstr(more->msg, "): '");
+    int w = list ? snprintf(into->msg + n, sizeof into->msg - n, "; also %s", list + 3)
+                 : snprintf(into->msg + n, sizeof into->msg - n, "; also '%s' (line %d)", more->key, more->line);
+    if (w > 0 && (size_t)w >= sizeof into->msg - n && sizeof into->msg > 5)
+        memcpy(into->msg + sizeof into->msg - 5, "...", 4); /* cut: the first keys stay whole */
 }
 
 int mm_hf_off(const mm_hf *r, const char *key, const char *what)

@@ -62,6 +62,14 @@ int mm_hf_fail(const mm_hf *r, const char *key, const char *fmt, ...)
  * sub-config (an audio_config on a vision-language type) is refused. */
 int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const *costless);
 
+/* True when err holds mm_hf_check_keys's refusal of unmodeled keys. */
+bool mm_hf_is_keys_error(const mm_err *err);
+/* Adds the unmodeled-key refusal `more` (another mapping of the same file)
+ * to `into`, so that one message names the keys of every mapping, each
+ * with its line; `into` keeps its first key and line (or becomes `more`
+ * when it holds no error). */
+void mm_hf_join_keys_error(mm_err *into, const mm_err *more);
+
 /* An optional feature mmsim does not model (InternVL's image_fold): absent,
  * null, false or 0 read as off; any other value is refused naming `what`. */
 int mm_hf_off(const mm_hf *r, const char *key, const char *what);

@@ -513,6 +513,11 @@ static int read_internvl(const mm_hf *r, mm_model *m)
 static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
 {
     int rc;
+    mm_err scratch; /* the errors are read back below, even when the caller passes none */
+    if (!err) {
+        mm_err_clear(&scratch);
+        err = &scratch;
+    }
     const composite *c = composites;
     while (c->type && strcmp(c->type, type))
         c++;
@@ -549,30 +554,50 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
                           "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, idefics3, mistral3, "
                           "ministral3, gemma3, phi3_v, qwen2_audio; docs/models.md)", type);
     bool flat = c->llm_key == NULL;
-    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless)))
-        return rc;
+    /* Unmodeled keys of the root, the LLM's and the tower's mappings are
+     * reported together: each reader checks its keys first, so on such a
+     * refusal the next mapping is still read for its own. */
+    mm_err keys;
+    mm_err_clear(&keys);
+    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless))) {
+        if (!mm_hf_is_keys_error(err))
+            return rc;
+        keys = *err;
+    }
     if ((rc = mm_llm_check_architectures(d, root, "", err)))
-        return rc;
+        return keys.code ? (*err = keys, -MM_EINPUT) : rc;
     /* The LLM: the root itself (Qwen2-VL's flat layout), or its mapping;
      * transformers-native Qwen2.5-VL files may nest it in text_config. */
     const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
     mm_node *lm = lk ? mm_node_get(root, lk) : root;
     if (!lm || !mm_node_is_mapping(lm))
-        return mm_hf_fail(&r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
+        return keys.code ? (*err = keys, -MM_EINPUT)
+                         : mm_hf_fail(&r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
     char ttype[64] = "";
     mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
     if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
-        return rc;
+        return keys.code ? (*err = keys, -MM_EINPUT) : rc;
     const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
     if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
-        (rc = mm_llm_validate(&m->llm, err)))
-        return rc;
+        (rc = mm_llm_validate(&m->llm, err))) {
+        if (!mm_hf_is_keys_error(err))
+            return keys.code ? (*err = keys, -MM_EINPUT) : rc;
+        mm_hf_join_keys_error(&keys, err);
+    }
     mm_node *vm = mm_node_get(root, "vision_config");
     if (!vm)
-        return mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
+        return keys.code ? (*err = keys, -MM_EINPUT)
+                         : mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
     int64_t merge = 1;
     mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0, false};
-    if ((rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err)))
+    rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err);
+    if (rc && mm_hf_is_keys_error(err))
+        mm_hf_join_keys_error(&keys, err);
+    if (keys.code) { /* every mapping's unmodeled keys in one message */
+        *err = keys;
+        return -MM_EINPUT;
+    }
+    if (rc)
         return rc;
     m->has_vision = m->has_llm = true;
     m->tile = m->vision.image_size;
