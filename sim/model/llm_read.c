@@ -1,7 +1,9 @@
 /* llm_read.c - reading a decoder-only LLM from a Hugging Face config.json
- * mapping: GPT-2, GPT-NeoX, the Llama family (Llama, Mistral, Mixtral,
- * Qwen2/2-MoE/3/3-MoE, Gemma/Gemma 2, Phi-3, InternLM2, the LLM half of
- * Qwen2-VL/2.5-VL) and DeepSeek-V2/V3 (MLA, fine-grained MoE).
+ * mapping: GPT-2, GPT-NeoX, MPT, the Llama family (Llama, Mistral,
+ * Ministral 3, Mixtral, Qwen2/2-MoE/3/3-MoE, Gemma/Gemma 2/Gemma 3, Phi-2,
+ * Phi-3, InternLM2, OLMo 2, Cohere, Starcoder2, StableLM, Nemotron,
+ * MiniCPM, DeepSeek-MoE, gpt-oss, the LLM half of Qwen2-VL/2.5-VL and
+ * Phi-3-V) and DeepSeek-V2/V3 (MLA, fine-grained MoE).
  *
  * A key the file leaves out takes its transformers config class's default
  * (hf.c); an unknown model_type or architecture, an unknown hidden_act, or a
@@ -319,8 +321,9 @@ static const family_keys family_read[] = {
     {NULL, NULL},
 };
 
-/* llama_costless plus the family's own keys, into `out` (NULL-terminated). */
-static int accepted_keys(const char *type, const char **out, int cap)
+/* llama_costless plus the family's own keys, into `out` (NULL-terminated;
+ * 64 entries hold both lists with room to spare). */
+static void accepted_keys(const char *type, const char **out, int cap)
 {
     int n = 0;
     for (const char *const *k = llama_costless; *k && n < cap - 1; k++)
@@ -330,7 +333,6 @@ static int accepted_keys(const char *type, const char **out, int cap)
             for (const char *const *k = f->keys; *k && n < cap - 1; k++)
                 out[n++] = *k;
     out[n] = NULL;
-    return 0;
 }
 
 /* What each family adds to the Llama block (modeling_<type>.py of
@@ -412,8 +414,8 @@ static int read_llama(const mm_hf *r, mm_llm *m)
     bool neox = m->style == MM_LLM_NEOX;
     static const char *const neox_read[] = {"attention_bias", "tie_word_embeddings", "hidden_act", NULL};
     const char *accept[64];
-    if ((rc = accepted_keys(r->type, accept, 64)) ||
-        (rc = mm_hf_check_keys(r, neox ? neox_read : llama_read, accept)) ||
+    accepted_keys(r->type, accept, 64);
+    if ((rc = mm_hf_check_keys(r, neox ? neox_read : llama_read, accept)) ||
         (rc = mm_hf_need_int(r, "hidden_size", 1, WIDTH_MAX, &m->hidden)) ||
         (rc = mm_hf_need_int(r, "num_hidden_layers", 1, LAYERS_MAX, &m->layers)) ||
         (rc = mm_hf_need_int(r, "num_attention_heads", 1, WIDTH_MAX, &m->heads)) ||

@@ -1,8 +1,9 @@
 /* mllm_read.c - reading multimodal models: encoder configs (CLIP, SigLIP,
- * InternViT, Idefics3's SigLIP, the Qwen2-VL/2.5-VL vision towers,
- * Whisper's encoder), Hugging Face composites (llava, llava_next,
- * llava_onevision, internvl_chat and internvl, qwen2_vl and qwen2_5_vl,
- * idefics3) and our YAML form.  Absent keys take their transformers config
+ * InternViT, Idefics3's SigLIP, the Qwen2-VL/2.5-VL vision towers, Pixtral,
+ * Whisper's and Qwen2-Audio's encoders), Hugging Face composites (llava,
+ * llava_next, llava_onevision, internvl_chat and internvl, qwen2_vl and
+ * qwen2_5_vl, idefics3, mistral3/ministral3, gemma3, phi3_v, qwen2_audio;
+ * mllama, llama4, qwen3_vl and idefics2 refused by name) and our YAML form.  Absent keys take their transformers config
  * class's defaults (hf.c); unmodeled keys are refused by name.
  * Not for: costs (mllm.c), the LLM reader itself (llm_read.c). */
 #include "model/mllm.h"
@@ -91,9 +92,7 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
     int na = 0;
     for (const char *const *k = vit_costless; *k; k++)
         accept[na++] = *k;
-    if (!strcmp(type, "intern_vit_6b") && !mm_hf_has(&r, "use_moe"))
-        ; /* no MoE keys without the switch */
-    else if (!strcmp(type, "intern_vit_6b"))
+    if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
         for (const char *const *k = intern_moe; *k; k++)
             accept[na++] = *k;
     accept[na] = NULL;
