@@ -7,7 +7,9 @@
  * fields of LlamaConfig, MistralConfig, ...), and for the remote-code
  * classes from their model repositories' configuration files
  * (InternLM2Config: internlm/internlm2_5-7b-chat; InternVisionConfig:
- * OpenGVLab/InternViT-300M-448px-V2_5).  Only the keys that size or shape
+ * OpenGVLab/InternViT-300M-448px-V2_5; DeepseekConfig:
+ * deepseek-ai/deepseek-moe-16b-base; MiniCPMConfig: openbmb/MiniCPM-2B-sft-bf16;
+ * Phi3VConfig: microsoft/Phi-3.5-vision-instruct).  Only the keys that size or shape
  * a model are listed; a key absent here and absent from the file is a
  * "missing required key" error.
  * Not for: deciding what a key means (the readers do). */
