@@ -402,7 +402,8 @@ static const typed_key costless_typed[] = {
     {"nemotron", "norm_eps"},
     /* GptOssConfig: the router's and experts' numeric details */
     {"gpt_oss", "swiglu_limit"}, {"gpt_oss", "experts_per_token"}, {"gpt_oss", "initial_context_length"},
-    /* MptConfig: numerics and initialisation */
+    /* MptConfig: numerics and initialisation; learned_pos_emb builds no
+     * table in transformers' MPT (ALiBi only, modeling_mpt.py) */
     {"mpt", "init_device"}, {"mpt", "verbose"}, {"mpt", "logit_scale"}, {"mpt", "embedding_fraction"},
     {"mpt", "init_config"}, {"mpt", "emb_pdrop"}, {"mpt", "learned_pos_emb"},
     {NULL, NULL},
