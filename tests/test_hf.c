@@ -247,6 +247,25 @@ START_TEST(gpt_oss_blocks)
 }
 END_TEST
 
+/* layer_types is the pattern: a made-up Gemma 2 of 7 layers, two sliding
+ * then one global, repeating, is read as period 3 (its own rule would give
+ * even layers); attn_logit_softcapping null switches the cap off. */
+START_TEST(layer_types_pattern)
+{
+    mm_model m;
+    load_model_ok(HF "layer-types-period3.json", &m);
+    const mm_llm *l = &m.llm;
+    ck_assert_int_eq(l->window_period, 3);
+    for (int64_t i = 0; i < 7; i++)
+        ck_assert_int_eq(mm_llm_layer_is_sliding(l, i), i % 3 != 2);
+    ck_assert_double_eq_tol(mm_llm_sliding_fraction(l), 5.0 / 7.0, 1e-15);
+    ck_assert(l->attn_softcap == 0.0 && l->final_softcap == 30.0); /* Gemma2Config's 30 kept */
+    /* a stage of layers 2..4 (global, sliding, sliding) is costed from its own */
+    mm_llm v = mm_llm_stage_view(l, 2, 3);
+    ck_assert_double_eq_tol(mm_llm_sliding_fraction(&v), 2.0 / 3.0, 1e-15);
+}
+END_TEST
+
 /* DeepSeek-MoE 16B (deepseek-ai/deepseek-moe-16b-base modeling_deepseek.py):
  * Llama attention, block 0 dense (10944), blocks 1..27 64 routed experts of
  * 1408 (6 per token) plus 2 shared. */
@@ -430,6 +449,7 @@ static Suite *hf_suite(void)
     tcase_add_test(tf, starcoder2_exact);
     tcase_add_test(tf, gemma3_pattern);
     tcase_add_test(tf, gpt_oss_blocks);
+    tcase_add_test(tf, layer_types_pattern);
     tcase_add_test(tf, deepseek_moe_blocks);
     tcase_add_test(tf, mpt_nemotron_exact);
     tcase_add_test(tf, mistral3_terms);
