@@ -973,9 +973,9 @@ int mm_model_from_node(const mm_doc *doc, mm_node *root, const char *name, mm_mo
         m->has_vision = !m->has_audio;
         m->tile = m->vision.image_size;
     } else if (!strcmp(type, "qwen2_audio")) {
-        rc = read_qwen2_audio(&d, root, m, err);
+        rc = read_qwen2_audio(doc, root, m, err);
     } else if (!strcmp(type, "phi3_v")) {
-        rc = read_phi3v(&d, root, m, err);
+        rc = read_phi3v(doc, root, m, err);
     } else if (mm_node_get(root, "vision_config")) {
         rc = read_composite(doc, root, type, m, err);
     } else {
