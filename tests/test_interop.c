@@ -579,6 +579,10 @@ START_TEST(megatron_script_control_flow)
     write_file("s.sh", t);
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
     ck_assert_msg(strstr(out, "n_layer: 3"), "%s", out);
+    /* each such decision is said, with its line */
+    ck_assert_msg(strstr(out, "script: the `if` on line 3 tests what mmsim cannot decide; its branch exits") &&
+                      strstr(out, "script: the `if` on line 7 tests what mmsim cannot decide; its branch is read as "
+                                  "taken"), "%s", out);
     /* an undecided branch that sets variables and exits: refused by name */
     snprintf(t, sizeof t, "%sif [ -d /data ]; then\n  L=2\n  exit 0\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers 2\n",
              base);

@@ -795,8 +795,14 @@ static int read_words(const char *path, bool script, mm_megatron *mg, words *ws,
     if (script) {
         char entry[256];
         int line = 0;
-        int rc = mm_mg_script_read(path, ws, entry, sizeof entry, &line, err);
-        if (!rc && (rc = check_entry(path, entry, line, mg, err)))
+        mm_mg_words notes;
+        int rc = mm_mg_script_read(path, ws, entry, sizeof entry, &line, &notes, err);
+        if (rc)
+            return rc;
+        for (int i = 0; i < notes.n; i++)
+            note(mg, "script: %s", notes.w[i].text);
+        mm_mg_words_free(&notes);
+        if ((rc = check_entry(path, entry, line, mg, err)))
             mm_mg_words_free(ws);
         return rc;
     }

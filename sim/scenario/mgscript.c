@@ -107,6 +107,7 @@ typedef struct sh {
     size_t elen;
     int *eline;
     int launched; /* its line, 0: none yet */
+    mm_mg_words *notes; /* branches taken on tests not decided */
     /* control flow */
     char sep;     /* what ended the last command: '&' (&&), '|' (||), ';' */
     bool stopped; /* an `exit` the script surely reaches */
@@ -1104,8 +1105,17 @@ static void pop_frame(sh *s)
 }
 
 /* The branch being left: whether it ran, for the ones after it. */
-static void end_branch(frame *f)
+static void end_branch(sh *s, frame *f)
 {
+    if (f->run < 0 && !s->oom) {
+        char msg[200];
+        int m = snprintf(msg, sizeof msg, f->exits ? "the %s on line %d tests what mmsim cannot decide; its branch "
+                                                     "exits, so the run that trains does not take it"
+                                                   : "the %s on line %d tests what mmsim cannot decide; its branch is "
+                                                     "read as taken", f->is_case ? "`case`" : "`if`", f->line);
+        if (mm_mg_words_push(s->notes, msg, (size_t)m, f->line))
+            s->oom = true;
+    }
     if (f->run == 1 || (f->run < 0 && !f->exits))
         f->done = true; /* an undecided branch that does not exit is read as taken */
 }
@@ -1136,7 +1146,7 @@ static int keyword(sh *s, const char *kw, int line)
     }
     if (f->cond)
         return fail(s, line, kw, "`%s` before `then` (the `if` on line %d)", kw, f->line);
-    end_branch(f);
+    end_branch(s, f);
     if (!strcmp(kw, "elif")) {
         f->cond = true;
         f->val = -2;
@@ -1234,7 +1244,7 @@ static int command(sh *s)
         if (esac) {
             s->p += 4;
             if (!cf->patterns)
-                end_branch(cf);
+                end_branch(s, cf);
             pop_frame(s);
         } else if (cf->patterns && (rc = case_patterns(s, cf))) {
             return rc;
@@ -1334,7 +1344,7 @@ static int command(sh *s)
         if (!f || !f->is_case || f->patterns)
             rc = fail(s, s->line, ";;", "`;;` outside a case item");
         else {
-            end_branch(f);
+            end_branch(s, f);
             f->patterns = true;
         }
     }
@@ -1342,9 +1352,11 @@ static int command(sh *s)
     return rc;
 }
 
-int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line, mm_err *err)
+int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line,
+                      mm_mg_words *notes, mm_err *err)
 {
     memset(args, 0, sizeof *args);
+    memset(notes, 0, sizeof *notes);
     if (len)
         entry[0] = '\0';
     *entry_line = 0;
@@ -1362,7 +1374,7 @@ int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t l
         return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script", "a NUL byte: not a shell script");
     }
     sh s = {.path = path, .p = text, .line = 1, .err = err, .args = args, .entry = entry, .elen = len,
-            .eline = entry_line};
+            .eline = entry_line, .notes = notes};
     int rc = 0;
     while (!rc && *s.p && !s.stopped)
         rc = command(&s);
@@ -1372,6 +1384,8 @@ int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t l
     while (s.nfr)
         pop_frame(&s);
     free(s.fr);
+    if (!rc && s.oom)
+        rc = oom(&s);
     if (!rc && !s.launched)
         rc = mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script",
                         "no launch command (python/torchrun ... ENTRY.py ARGS) in the script");
@@ -1381,7 +1395,9 @@ int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t l
     }
     free(s.vars);
     free(text);
-    if (rc)
+    if (rc) {
         mm_mg_words_free(args);
+        mm_mg_words_free(notes);
+    }
     return rc;
 }
