@@ -96,6 +96,9 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
              * (a weightless op's W) launches none */
             double launches = s > 0 ? kernels : 0;
             double host = c->host ? launches * mm_fw_host_kernel_s(c->host, p != MM_OP_F) : 0.0;
+            /* the forward calls the op's module (its Python around the kernels) */
+            if (c->host && p == MM_OP_F && s > 0)
+                host += c->host->module_s * mm_framework_op_modules(o->name, o->kind, o->weightless);
             t.launches[into] += launches;
             t.host_s[into] += host;
             if (p == MM_OP_F && (o->kind == MM_OPK_ATTN || is_core(o->name))) {
@@ -134,6 +137,11 @@ int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops,
             return -1;
     }
     *out = mm_fw_time_ops(c, x, k);
+    /* the layer's own module and its attention and MLP blocks, around the
+     * ops' modules (HF's LlamaDecoderLayer, LlamaAttention, LlamaMLP;
+     * Megatron's TransformerLayer, SelfAttention, MLP) */
+    if (c->host)
+        out->host_s[MM_OP_F] += 3.0 * c->host->module_s;
     return 0;
 }
 

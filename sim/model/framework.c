@@ -33,8 +33,8 @@ static const char *const bucket_keys[] = {"mparams", "mparams_per_dp", NULL};
 static const char *const overlap_keys[] = {"grad_reduce", "param_gather", "zero3_blocking", NULL};
 static const char *const sync_keys[] = {"every_microbatch", "once_under_pp", NULL};
 static const char *const sync_zero_keys[] = {"zero0", "zero1", "zero2", NULL};
-static const char *const host_keys[] = {"launch_us", "forward_op_us", "backward_op_us", "graph_launch_us",
-                                        "cuda_graphs", NULL};
+static const char *const host_keys[] = {"launch_us", "forward_op_us", "backward_op_us", "module_us",
+                                        "graph_launch_us", "cuda_graphs", NULL};
 static const char *const graph_keys[] = {"layer", "full", NULL};
 
 typedef struct rd {
@@ -157,10 +157,11 @@ static int read_host(const rd *r, mm_node *root, mm_framework *fw)
 {
     mm_node *h, *g;
     int rc = section(r, root, "host", "host", host_keys, &h);
-    double us[4] = {0};
-    static const char *const names[] = {"launch_us", "forward_op_us", "backward_op_us", "graph_launch_us"};
+    double us[5] = {0};
+    static const char *const names[] = {"launch_us", "forward_op_us", "backward_op_us", "graph_launch_us",
+                                        "module_us"};
     char path[64];
-    for (int i = 0; !rc && i < 4; i++) {
+    for (int i = 0; !rc && i < 5; i++) {
         snprintf(path, sizeof path, "host.%s", names[i]);
         rc = req_double(r, h, names[i], path, 0.0, 1e4, &us[i]);
     }
@@ -168,6 +169,7 @@ static int read_host(const rd *r, mm_node *root, mm_framework *fw)
     fw->host.fwd_op_s = us[1] * 1e-6;
     fw->host.bwd_op_s = us[2] * 1e-6;
     fw->host.graph_launch_s = us[3] * 1e-6;
+    fw->host.module_s = us[4] * 1e-6;
     if (!rc)
         rc = section(r, h, "cuda_graphs", "host.cuda_graphs", graph_keys, &g);
     if (!rc)

@@ -47,6 +47,7 @@ typedef struct mm_fw_host {
     double fwd_op_s;       /* the framework's code per forward kernel on top
                               (Python, the op dispatcher, autograd's record) */
     double bwd_op_s;       /* per backward kernel on top (autograd's engine) */
+    double module_s;       /* per nn.Module call of a forward (Python) */
     double graph_launch_s; /* one CUDA-graph replay (cudaGraphLaunch) */
     bool graphs_layer;     /* per-layer graphs can be captured */
     bool graphs_full;      /* the whole forward-backward can be captured */
