@@ -151,6 +151,33 @@ START_TEST(cuda_graphs_remove_the_launches)
 }
 END_TEST
 
+/* Per-layer graphs' buffers (memcost.c graph_bytes): GPT-3 1.3B (24
+ * layers, h 2048) at tp 2 x pp 2 x dp 2, 2048 tokens, no sequence
+ * parallelism, 1F1B: stage 0 holds 12 layers and 2 micro-batches in
+ * flight, 4 x 2048 x 2048 x 2 bytes each: 805,306,368 bytes more than
+ * eager; a full-iteration graph adds nothing.  1 byte. */
+START_TEST(cuda_graph_memory)
+{
+    const char *base[] = {"model=models/gpt3-1.3b.json", "parallel.llm={tp: 2, pp: 2, dp: 2}", "train.seq_len=2048",
+                          "train.global_batch=64", "train.sequence_parallel=false", "train.cuda_graphs=none"};
+    double gib[3];
+    static const char *const modes[] = {"train.cuda_graphs=none", "train.cuda_graphs=layer", "train.cuda_graphs=full"};
+    for (int k = 0; k < 3; k++) {
+        base[5] = modes[k];
+        mm_sim sim;
+        prepare(&sim, base, 6);
+        mm_sim_memory m;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_memory(&sim, &m, &err), 0);
+        gib[k] = m.stage_gib[0];
+        mm_sim_memory_free(&m);
+        mm_sim_free(&sim);
+    }
+    ck_assert_msg(fabs((gib[1] - gib[0]) * MM_GIB - 805306368.0) < 1.0, "%.3f bytes", (gib[1] - gib[0]) * MM_GIB);
+    ck_assert(gib[2] == gib[0]);
+}
+END_TEST
+
 /* train.cuda_graphs is refused, naming the key, where the profile has no
  * such scope (hf-deepspeed has none) or the value is no scope at all; a
  * profile without host.cuda_graphs.layer names that key. */
@@ -185,6 +212,7 @@ int main(void)
     tcase_add_test(tc, chain_of_kernels_closed_form);
     tcase_add_test(tc, one_op_of_many_kernels);
     tcase_add_test(tc, cuda_graphs_remove_the_launches);
+    tcase_add_test(tc, cuda_graph_memory);
     tcase_add_test(tc, bad_host_keys_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
