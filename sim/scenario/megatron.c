@@ -174,6 +174,8 @@ static const argdef defs[] = {
     {"--overlap-grad-reduce", A_FLAG, K_MAP, NULL}, {"--overlap-param-gather", A_FLAG, K_MAP, NULL},
     {"--tp-comm-overlap", A_FLAG, K_MAP, NULL}, {"--use-flash-attn", A_FLAG, K_MAP, NULL},
     {"--attention-backend", A_VALUE, K_MAP, NULL}, {"--transformer-impl", A_VALUE, K_MAP, NULL},
+    {"--enable-cuda-graph", A_FLAG, K_MAP, NULL}, {"--cuda-graph-scope", A_VALUE, K_MAP, NULL},
+    {"--cuda-graph-impl", A_VALUE, K_MAP, NULL},
     {"--use-mcore-models", A_FLAG, K_IGNORE, "Megatron-Core models are the default (--transformer-impl)"},
     {"--use-legacy-models", A_FLAG, K_REFUSE, "the legacy (non-core) model code is not modeled"},
     /* ignored: no effect on the cost of an iteration */
@@ -639,6 +641,18 @@ static int map_training(reader *r, const shape *m)
     set(r, "--overlap-param-gather", "train.overlap_param_gather", "%s",
         has(r, "--overlap-param-gather") ? "true" : "false");
     set(r, "--tp-comm-overlap", "train.tp_comm_overlap", "%s", has(r, "--tp-comm-overlap") ? "true" : "false");
+    /* CUDA graphs: --enable-cuda-graph (per layer; --cuda-graph-scope
+     * full_iteration: the whole forward-backward) or, in later versions,
+     * --cuda-graph-impl local | transformer_engine (per layer) |
+     * full_iteration */
+    const char *gimpl = get_str(r, "--cuda-graph-impl", "none"), *gscope = get_str(r, "--cuda-graph-scope", "");
+    if (strcmp(gimpl, "none") && strcmp(gimpl, "local") && strcmp(gimpl, "transformer_engine") &&
+        strcmp(gimpl, "full_iteration"))
+        return bad(r, "--cuda-graph-impl", "'%s' is not none, local, transformer_engine or full_iteration", gimpl);
+    bool full = !strcmp(gimpl, "full_iteration") || !strcmp(gscope, "full_iteration");
+    bool graphs = full || strcmp(gimpl, "none") || has(r, "--enable-cuda-graph");
+    set(r, has(r, "--cuda-graph-impl") ? "--cuda-graph-impl" : "--enable-cuda-graph", "train.cuda_graphs", "%s",
+        full ? "full" : graphs ? "layer" : "none");
     const char *impl = get_str(r, "--transformer-impl", "transformer_engine");
     if (strcmp(impl, "transformer_engine") && strcmp(impl, "local"))
         return bad(r, "--transformer-impl", "'%s' is not transformer_engine or local", impl);
