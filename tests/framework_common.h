@@ -69,21 +69,21 @@ static inline int copy_with_line(FILE *in, FILE *out, const char *match, const c
 }
 
 /* A copy of profile `src` into `path` whose host costs nothing (the host
- * section's launch_us, forward_op_us and backward_op_us at 0): the host
- * cursor then delays no kernel, so runs equal those before the host was
- * modeled bit for bit.  Returns the lines changed (3). */
+ * section's launch_us, forward_op_us, backward_op_us and module_us at 0):
+ * the host cursor then delays no kernel, so runs equal those before the
+ * host was modeled bit for bit.  Returns the lines changed (4). */
 static inline int profile_without_host(const char *src, const char *path)
 {
     FILE *in = fopen(src, "r"), *out = fopen(path, "w");
     ck_assert(in && out);
     char line[1024];
     int hit = 0;
-    static const char *const keys[] = {"  launch_us:", "  forward_op_us:", "  backward_op_us:"};
+    static const char *const keys[] = {"  launch_us:", "  forward_op_us:", "  backward_op_us:", "  module_us:"};
     while (fgets(line, sizeof line, in)) {
         int k = 0;
-        while (k < 3 && strncmp(line, keys[k], strlen(keys[k])))
+        while (k < 4 && strncmp(line, keys[k], strlen(keys[k])))
             k++;
-        if (k < 3) {
+        if (k < 4) {
             fprintf(out, "%s 0\n", keys[k]);
             hit++;
         } else {

@@ -142,7 +142,7 @@ START_TEST(encoder_once_is_unchanged)
         char dir[256], prof[300];
         mmx_tmpdir(dir, sizeof dir, "nohost");
         snprintf(prof, sizeof prof, "%s/megatron-core.yaml", dir);
-        ck_assert_int_eq(profile_without_host("frameworks/megatron-core.yaml", prof), 3);
+        ck_assert_int_eq(profile_without_host("frameworks/megatron-core.yaml", prof), 4);
         prepare_mm(&sim, cases[k].pl, prof, "train.zero=1", NULL);
         mmx_rmdir(dir);
         mm_metrics m;
