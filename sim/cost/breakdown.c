@@ -153,8 +153,8 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
     for (int v = 0; v < n; v++)
         fprintf(f,
                 "%s\n%s    {\"stage\": %d, \"fwd_s\": %.9g, \"bgrad_s\": %.9g, \"wgrad_s\": %.9g, "
-                "\"host\": {\"fwd_s\": %.9g, \"bgrad_s\": %.9g, \"wgrad_s\": %.9g, \"optimizer_s\": %.9g, "
-                "\"launches\": %.9g}}",
+                "\"host_fwd_s\": %.9g, \"host_bgrad_s\": %.9g, \"host_wgrad_s\": %.9g, \"host_optimizer_s\": %.9g, "
+                "\"launches\": %.9g}",
                 v ? "," : "", indent, v, bk->pass[v][MM_OP_F], bk->pass[v][MM_OP_B], bk->pass[v][MM_OP_W],
                 bk->host[v][0], bk->host[v][1], bk->host[v][2], bk->host[v][3],
                 bk->launches[v][0] + bk->launches[v][1] + bk->launches[v][2] + bk->launches[v][3]);
