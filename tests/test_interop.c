@@ -353,7 +353,7 @@ START_TEST(megatron_launch_scripts)
                          "n_layer: 96", "n_embd: 12288", "n_head: 96", "_name_or_path: megatron-gpt3-175b",
                          "entry script pretrain_gpt.py (line 34)", "--save: costless"};
     for (size_t i = 0; i < sizeof gpt / sizeof gpt[0]; i++)
-        ck_assert_msg(strstr(out, gpt[i]), "missing '%s' in:\n%s", gpt[i], out);
+        ck_assert_msg(strstr(out, gpt[i]), "missing '%s' in:\n%.3000s", gpt[i], out);
     /* the same model and layout as the argument list of the same example */
     static char a[1 << 16];
     char *m1 = strstr(out, "\nmodel:\n");
@@ -371,28 +371,51 @@ START_TEST(megatron_launch_scripts)
                            "precision: fp8", "seq_len: 8192", "global_batch: 128", "attention: cudnn", "zero: 1",
                            "sequence_parallel: false", "--mock-data: costless"};
     for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
-        ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%s", llama[i], out);
+        ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%.3000s", llama[i], out);
     ck_assert_int_eq(run("model %sllama3-8b.sh --json", S), 2); /* a script is no model file */
     ck_assert_int_eq(run("run --megatron-script %sllama3-8b.sh --megatron-model %s/l3.json --print-scenario", S, dir),
                      0);
     ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
     ck_assert_double_eq(jget(out, "params"), 8030261248.0);
-    /* Mixtral 8x7B: one message names what is not modeled, with lines */
+    /* Mixtral 8x7B: pp 4 x ep 8 needs dp 8 (32 GPUs); its kernel and
+     * dispatch switches are what mmsim models or cost nothing */
     ck_assert_int_eq(run("run --megatron-script %smixtral-8x7b.sh --print-scenario", S), 2);
-    const char *mix[] = {"mixtral-8x7b.sh:13: key '--no-masked-softmax-fusion'", "3 arguments",
-                         "line 15 --moe-grouped-gemm", "line 15 --moe-token-dispatcher-type"};
+    ck_assert_msg(strstr(errtxt, "mixtral-8x7b.sh:17: key 'parallel.llm.ep'"), "%s", errtxt);
+    ck_assert_int_eq(run("run --megatron-script %smixtral-8x7b.sh --set cluster.nodes=4 --print-scenario", S), 0);
+    const char *mix[] = {"num_local_experts: 8", "num_experts_per_tok: 2", "llm: {tp: 1, pp: 4, cp: 1, dp: 8,",
+                         "ep: 8", "--no-masked-softmax-fusion: costless", "--moe-grouped-gemm: modeled",
+                         "--moe-token-dispatcher-type alltoall: modeled", "--moe-aux-loss-coeff: costless"};
     for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
-        ck_assert_msg(strstr(errtxt, mix[i]), "missing '%s' in: %s", mix[i], errtxt);
-    ck_assert_msg(!strstr(errtxt, "--moe-aux-loss-coeff") && !strstr(errtxt, "--no-load-optim") &&
-                      !strstr(errtxt, "--no-position-embedding"),
+        ck_assert_msg(strstr(out, mix[i]), "missing '%s' in:\n%.3000s", mix[i], out);
+    /* experts without grouped GEMM, another dispatcher at ep > 1, the
+     * softmax switch under Megatron's own attention: refused by name */
+    const char *moe = "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --bf16 "
+                      "--position-embedding-type rope --swiglu --num-experts 4 --vocab-size 1024";
+    write_file("a.args", moe);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--num-experts'") && strstr(errtxt, "SequentialMLP"), "%s", errtxt);
+    char t[1024];
+    snprintf(t, sizeof t, "%s --moe-grouped-gemm --expert-model-parallel-size 2\n", moe);
+    write_file("a.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--expert-model-parallel-size'") && strstr(errtxt, "allgather token dispatcher"),
                   "%s", errtxt);
+    snprintf(t, sizeof t, "%s --moe-grouped-gemm\n", moe); /* ep 1: the default dispatcher permutes locally */
+    write_file("a.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--moe-token-dispatcher-type allgather: at ep 1"));
+    snprintf(t, sizeof t, "%s --moe-grouped-gemm --no-masked-softmax-fusion --transformer-impl local\n", moe);
+    write_file("a.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--no-masked-softmax-fusion'") && strstr(errtxt, "own attention"), "%s",
+                  errtxt);
     /* refusals naming the line */
     struct {
         const char *file, *where;
     } bad[] = {
         {"bert.sh", "bert.sh:6: key 'pretrain_bert.py'"},
         {"loop.sh", "loop.sh:5: key 'for'"},
-        {"subst.sh", "subst.sh:4: key '$('"},
+        {"subst.sh", "subst.sh:7: key '--num-layers'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(run("run --megatron-script %s%s --print-scenario", S, bad[i].file), 2);
@@ -420,6 +443,174 @@ START_TEST(megatron_launch_scripts)
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
     ck_assert_ptr_nonnull(strstr(errtxt, "no launch command"));
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --megatron-args %s/s.sh", dir, dir), 2);
+}
+END_TEST
+
+/* Megatron-LM's own example launch scripts at commit d98e8a64dd, restated
+ * for the tests (tests/data/megatron/scripts/ex-*.sh; each names its
+ * source): each is read as it is written, with its arithmetic, command
+ * substitutions, if/case and guards, and gives the model and layout it
+ * trains or is refused by name. */
+START_TEST(megatron_example_scripts)
+{
+    const char *S = "tests/data/megatron/scripts/";
+    /* GPT-3 175B: 96 x 12288, 96 heads, 2048 tokens, 1 x 1536, fp16, tp 8 x pp 16
+     * (the script's one node is too few for tp x pp = 128 GPUs: 16 nodes) */
+    ck_assert_int_eq(run("run --megatron-script %sex-gpt3-175b.sh --print-scenario", S), 2);
+    ck_assert_msg(strstr(errtxt, "ex-gpt3-175b.sh:33: key '--tensor-model-parallel-size'"), "%s", errtxt);
+    ck_assert_int_eq(run("run --megatron-script %sex-gpt3-175b.sh --set cluster.nodes=16 --megatron-model %s/g.json "
+                         "--print-scenario", S, dir), 0);
+    const char *gpt[] = {"n_layer: 96", "n_embd: 12288", "n_head: 96", "seq_len: 2048", "global_batch: 1536",
+                         "micro_batch: 1", "precision: fp16", "llm: {tp: 8, pp: 16, cp: 1, dp: 1,", "ep: 1",
+                         "entry script pretrain_gpt.py (line 41)", "--step-batch-size-schedule: costless"};
+    for (size_t i = 0; i < sizeof gpt / sizeof gpt[0]; i++)
+        ck_assert_msg(strstr(out, gpt[i]), "missing '%s' in:\n%.3000s", gpt[i], out);
+    ck_assert_int_eq(run("model %s/g.json --json", dir), 0);
+    ck_assert_double_eq(jget(out, "params"), 174615846912.0); /* 12lh^2 + 13lh + (V+s)h + 2h, V padded to 51200 */
+
+    /* refused by name: what each trains that mmsim does not model */
+    struct {
+        const char *file, *where, *what;
+    } ex[] = {
+        {"ex-llama3-8b-fp8.sh", "ex-llama3-8b-fp8.sh:57: key '--grad-reduce-in-bf16'",
+         "2 arguments mmsim cannot take: line 57 --grad-reduce-in-bf16: gradient reduction in BF16 instead of FP32 is "
+         "not modeled; line 65 --fp8-param-gather: FP8 parameter all-gather (half the bytes) is not modeled"},
+        {"ex-mixtral-8x7b.sh", "ex-mixtral-8x7b.sh:37: key '--tokenizer-type'", "give --vocab-size"},
+        {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:71: key '--no-gradient-accumulation-fusion'",
+         "5 arguments mmsim cannot take: line 71 --no-gradient-accumulation-fusion"},
+        {"ex-fsdp-llama3-8b-fp8.sh", ": 5 arguments", "line 75 --use-nccl-ub"},
+        {"ex-bert-340m.sh", "ex-bert-340m.sh:31: key 'pretrain_bert.py'", "BERT pretraining"},
+        {"ex-t5-220m.sh", "ex-t5-220m.sh:45: key 'pretrain_t5.py'", "T5 pretraining (encoder-decoder) is not modeled"},
+        {"ex-mamba-hybrid.sh", "ex-mamba-hybrid.sh:66: key '../../pretrain_hybrid.py'",
+         "hybrid Mamba-Transformer models are not modeled"},
+        {"ex-gptoss.sh", "ex-gptoss.sh:16: key 'while'", "bash control flow (`while`)"},
+        {"ex-detoxify-gpt-1.3b.sh", "ex-detoxify-gpt-1.3b.sh:28: key 'examples/detxoify_lm/finetune_gpt.py'",
+         "an entry script mmsim does not know"},
+        {"ex-mistral-clip-pretrain.sh", "ex-mistral-clip-pretrain.sh:68: key 'examples/multimodal/train.py'",
+         "trains an MLLM"},
+        {"ex-nvlm-yi-34b.sh", "ex-nvlm-yi-34b.sh:64: key 'examples/multimodal/train.py'", "trains an MLLM"},
+        {"ex-nvlm-qwen20-72b.sh", "ex-nvlm-qwen20-72b.sh:68: key 'examples/multimodal/train.py'", "trains an MLLM"},
+    };
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        ck_assert_int_eq(run("run --megatron-script %s%s --print-scenario", S, ex[i].file), 2);
+        ck_assert_msg(strstr(errtxt, ex[i].where) && strstr(errtxt, ex[i].what), "%s: %s", ex[i].file, errtxt);
+    }
+    /* what the refused ones read up to their refusal: the Llama example
+     * without its two refused options is Llama 3 8B at tp 1 on 8 GPUs */
+    FILE *in = fopen("tests/data/megatron/scripts/ex-llama3-8b-fp8.sh", "r");
+    ck_assert_ptr_nonnull(in);
+    static char text[1 << 16], edited[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *e = edited;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strstr(line, "--grad-reduce-in-bf16"))
+            continue;
+        char *g = strstr(line, "\"--fp8-param-gather\"");
+        if (g)
+            memcpy(g, "                    ", 20);
+        e += sprintf(e, "%s\n", line);
+    }
+    write_file("l.sh", edited);
+    ck_assert_int_eq(run("run --megatron-script %s/l.sh --set cluster.nodes=1 --print-scenario", dir), 0);
+    const char *llama[] = {"num_hidden_layers: 32", "hidden_size: 4096", "num_attention_heads: 32",
+                           "num_key_value_heads: 8", "intermediate_size: 14336", "vocab_size: 128256",
+                           "seq_len: 8192", "global_batch: 128", "micro_batch: 1", "precision: fp8",
+                           "llm: {tp: 1, pp: 1, cp: 1, dp: 8,", "attention: cudnn", "--mock-data: costless",
+                           "--split: costless"};
+    for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
+        ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%.3000s", llama[i], out);
+    /* the Mixtral example with the vocabulary its tokenizer file holds
+     * (32,000) runs on 32 GPUs: pp 4, ep 8, dp 8 */
+    in = fopen("tests/data/megatron/scripts/ex-mixtral-8x7b.sh", "r");
+    ck_assert_ptr_nonnull(in);
+    n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *tok = strstr(text, "--tokenizer-type Llama2Tokenizer");
+    ck_assert_ptr_nonnull(tok);
+    snprintf(edited, sizeof edited, "%.*s--vocab-size 32000 %s", (int)(tok - text), text, tok);
+    write_file("m.sh", edited);
+    ck_assert_int_eq(run("run --megatron-script %s/m.sh --set cluster.nodes=4 --print-scenario", dir), 0);
+    const char *mix[] = {"num_hidden_layers: 32", "hidden_size: 4096", "num_key_value_heads: 8",
+                         "intermediate_size: 14336", "num_local_experts: 8", "num_experts_per_tok: 2",
+                         "seq_len: 4096", "global_batch: 256", "precision: bf16",
+                         "llm: {tp: 1, pp: 4, cp: 1, dp: 8, vpp: 1, ep: 8, zero: 1,"};
+    for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
+        ck_assert_msg(strstr(out, mix[i]), "missing '%s' in:\n%.3000s", mix[i], out);
+}
+END_TEST
+
+/* The shell the reader understands: integer arithmetic, if/elif/else on
+ * tests it can decide, case on a known word, guards that exit, conditions
+ * it cannot decide (read as taken unless the branch exits). */
+START_TEST(megatron_script_control_flow)
+{
+    const char *base = "H=64\nARGS=\"--hidden-size $H --num-attention-heads 4 --seq-length 128 --bf16\"\n";
+    char t[4096];
+    /* arithmetic: precedence, parentheses, variables with and without $ */
+    snprintf(t, sizeof t, "%sA=3\nL=$(( A * (2 + $A) - ${A} / 2 %% 2 ))\ntorchrun pretrain_gpt.py $ARGS --num-layers $L\n",
+             base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "n_layer: 14"), "%s", out); /* 3*5 - (3/2)%2 = 14 */
+    /* unknown operands and command output stay unknown: refused as numbers */
+    snprintf(t, sizeof t, "%sL=$(($RANDOM + 1))\nN=`nproc --all`\ntorchrun --nnodes $N pretrain_gpt.py $ARGS "
+             "--num-layers $L\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:5: key '--num-layers'") && strstr(errtxt, "'$(($RANDOM+1))'") &&
+                      !strstr(errtxt, "--nnodes"), "%s", errtxt);
+    write_file("s.sh", "L=$((4 / (2 - 2)))\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:1:") && strstr(errtxt, "division by zero"), "%s", errtxt);
+    /* if / elif / else on decidable tests; && and || between tests */
+    snprintf(t, sizeof t, "%sS=8B\nD=0\nif [[ $S == \"1B\" ]]; then L=1\nelif [ \"$S\" = 8B ] && [[ $D -eq 0 ]]; then L=6\n"
+             "else L=9; fi\nif [[ -z \"$S\" ]] || [ $D -gt 1 ]; then L=7; fi\ntorchrun pretrain_gpt.py $ARGS --num-layers $L\n",
+             base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "n_layer: 6"), "%s", out);
+    /* a guard on the environment that exits: read past; an undecided branch
+     * that does not exit: read as taken, so its else is not */
+    snprintf(t, sizeof t, "%sif [[ -z $WORKSPACE ]]; then\n  echo set it\n  exit 1\nfi\nif [ -n \"$WANDB\" ]; then L=3\n"
+             "else L=5\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers $L\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "n_layer: 3"), "%s", out);
+    /* each such decision is said, with its line */
+    ck_assert_msg(strstr(out, "script: the `if` on line 3 tests what mmsim cannot decide; its branch exits") &&
+                      strstr(out, "script: the `if` on line 7 tests what mmsim cannot decide; its branch is read as "
+                                  "taken"), "%s", out);
+    /* an undecided branch that sets variables and exits: refused by name */
+    snprintf(t, sizeof t, "%sif [ -d /data ]; then\n  L=2\n  exit 0\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers 2\n",
+             base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:5: key 'exit'") && strstr(errtxt, "line 3") && strstr(errtxt, "line 4"), "%s",
+                  errtxt);
+    /* an exit the script surely reaches ends it: no launch */
+    snprintf(t, sizeof t, "%sexit 0\ntorchrun pretrain_gpt.py $ARGS --num-layers 2\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "no launch command"));
+    /* case on a known word: patterns with | and globs; ;; ends an item */
+    snprintf(t, sizeof t, "%sSIZE=8B\ncase \"$SIZE\" in\n  1B|2B) L=1 ;;\n  8*)\n    L=8\n    ;;\n  *) exit 1 ;;\nesac\n"
+             "torchrun pretrain_gpt.py $ARGS --num-layers $L\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "n_layer: 8"), "%s", out);
+    /* unfinished forms, named with their line */
+    write_file("s.sh", "X=1\nif [ $X = 1 ]; then\n  Y=2\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:2: key 'if'") && strstr(errtxt, "without its `fi`"), "%s", errtxt);
+    write_file("s.sh", "case x in\n x) Y=1 ;;\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:1: key 'case'") && strstr(errtxt, "without its `esac`"), "%s", errtxt);
+    write_file("s.sh", "fi\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:1: key 'fi'"), "%s", errtxt);
 }
 END_TEST
 
@@ -745,6 +936,8 @@ int main(void)
     tcase_add_test(tc, megatron_refusals);
     tcase_add_test(tc, megatron_one_message_and_costless);
     tcase_add_test(tc, megatron_launch_scripts);
+    tcase_add_test(tc, megatron_example_scripts);
+    tcase_add_test(tc, megatron_script_control_flow);
     tcase_add_test(tc, nccl_tests_format);
     tcase_add_test(tc, cli_conventions);
     tcase_add_test(tc, trace_flows_and_counters);

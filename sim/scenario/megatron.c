@@ -655,6 +655,51 @@ static int map_extras(reader *r)
     return 0;
 }
 
+/* Kernel and dispatch switches that are free or are what mmsim models.
+ * --no-masked-softmax-fusion reaches only Megatron-Core's own attention
+ * (megatron/core/transformer/dot_product_attention.py builds
+ * FusedScaleMaskSoftmax from it; Transformer Engine's attention, the
+ * default, never reads it).  MoE: the routed experts are costed as one
+ * batched GEMM per projection over the experts this GPU holds
+ * (sim/model/llm.c push_moe), which is what --moe-grouped-gemm runs, and
+ * the expert-parallel exchange as the all-to-all dispatcher's (costs.c),
+ * Megatron's default allgather dispatcher being another pattern. */
+static int map_kernels(reader *r, const shape *m, bool local_attention)
+{
+    mm_megatron *mg = r->mg;
+    if (has(r, "--no-masked-softmax-fusion")) {
+        if (local_attention)
+            return bad(r, "--no-masked-softmax-fusion", "an unfused masked softmax in Megatron-Core's own attention "
+                       "is not modeled");
+        note(mg, "--no-masked-softmax-fusion: costless, accepted (Transformer Engine's attention does not read it; "
+             "only Megatron-Core's local attention does)");
+    }
+    if (!m->experts) {
+        if (has(r, "--moe-grouped-gemm") || has(r, "--moe-token-dispatcher-type"))
+            note(mg, "--moe-grouped-gemm / --moe-token-dispatcher-type: no experts, unused");
+        return 0;
+    }
+    if (!has(r, "--moe-grouped-gemm"))
+        return bad(r, "--num-experts", "experts run one GEMM after another (Megatron's SequentialMLP without "
+                   "--moe-grouped-gemm): not modeled; mmsim costs them as one grouped GEMM");
+    note(mg, "--moe-grouped-gemm: modeled (the routed experts as one batched GEMM per projection)");
+    long ep;
+    int rc = get_long(r, "--expert-model-parallel-size", 1, 1, &ep);
+    if (rc)
+        return rc;
+    const char *disp = get_str(r, "--moe-token-dispatcher-type", "allgather");
+    if (strcmp(disp, "alltoall") && strcmp(disp, "allgather") && strcmp(disp, "flex"))
+        return bad(r, "--moe-token-dispatcher-type", "'%s' is not allgather, alltoall or flex", disp);
+    if (ep > 1 && strcmp(disp, "alltoall"))
+        return bad(r, has(r, "--moe-token-dispatcher-type") ? "--moe-token-dispatcher-type"
+                                                             : "--expert-model-parallel-size",
+                   "the %s token dispatcher at ep %ld is not modeled (the all-to-all one is: "
+                   "--moe-token-dispatcher-type alltoall)", disp, ep);
+    note(mg, "--moe-token-dispatcher-type %s: %s", disp,
+         ep > 1 ? "modeled (the expert-parallel all-to-all)" : "at ep 1 a local permute, as mmsim costs it");
+    return 0;
+}
+
 static int map_training(reader *r, const shape *m)
 {
     mm_megatron *mg = r->mg;
@@ -711,6 +756,8 @@ static int map_training(reader *r, const shape *m)
                        : has(r, "--attention-backend") ? "--attention-backend"
                                                        : "--transformer-impl";
     set(r, from, "train.attention", "%s", attention_kernel(r, be, mg->wants_local));
+    if ((rc = map_kernels(r, m, mg->wants_local || !strcmp(be, "local"))))
+        return rc;
     set(r, "(text-only model)", "workload", "text");
     return 0;
 }
@@ -759,8 +806,14 @@ static int read_words(const char *path, bool script, mm_megatron *mg, words *ws,
     if (script) {
         char entry[256];
         int line = 0;
-        int rc = mm_mg_script_read(path, ws, entry, sizeof entry, &line, err);
-        if (!rc && (rc = check_entry(path, entry, line, mg, err)))
+        mm_mg_words notes;
+        int rc = mm_mg_script_read(path, ws, entry, sizeof entry, &line, &notes, err);
+        if (rc)
+            return rc;
+        for (int i = 0; i < notes.n; i++)
+            note(mg, "script: %s", notes.w[i].text);
+        mm_mg_words_free(&notes);
+        if ((rc = check_entry(path, entry, line, mg, err)))
             mm_mg_words_free(ws);
         return rc;
     }

@@ -14,20 +14,33 @@
  * set, ...) change no argument and are skipped.
  *
  * A variable the script does not assign (an environment variable, $1)
- * stays as written, `$NAME`: the argument reader accepts it as the value of
- * a costless argument (a path) and refuses it anywhere else, naming it.
+ * stays as written, `$NAME`, and so does a command substitution ($( ),
+ * backquotes: nothing is run) as `$(command...)`: the argument reader
+ * accepts it as the value of a costless argument (a path) and refuses it
+ * anywhere else, naming it.  Integer arithmetic $(( )) (+ - * / %,
+ * parentheses, variables) is computed; on an unknown variable its value is
+ * unknown too.
  *
- * Refused, naming the line: loops and conditionals (for, while, until, if,
- * case, select), functions, command substitution ($( ), backquotes),
- * arithmetic ($(( ))), parameter operations other than the defaults above
- * (${#N}, ${N%x}, ...), subshells, `source`, `eval`; a second launch
- * command, or none.  The launch command is the one with a word ending in
- * `.py` (python, torchrun, srun ... ENTRY.py ARGS): its words after the
- * entry script are the arguments.
+ * if/elif/else/fi and case/esac are followed where the test can be decided
+ * ([ ], [[ ]], test: = == != on strings, -eq ... -ge on integers, -z, -n,
+ * !, && and || between tests; case patterns as globs).  A test mmsim cannot
+ * decide (a file test, an environment variable, a command's status): its
+ * branch is read as taken, unless the branch reaches `exit` (a guard: the
+ * run that trains does not take it; one that also sets a variable is
+ * refused).  An `exit` the script surely reaches ends it.
+ *
+ * Refused, naming the line: loops (for, while, until, select), functions,
+ * parameter operations other than the defaults above (${#N}, ${N%x}, ...),
+ * subshells, `source`, `eval`; a second launch command, or none.  The
+ * launch command is the one with a word ending in `.py` (python, torchrun,
+ * srun ... ENTRY.py ARGS): its words after the entry script are the
+ * arguments.
  * Not for: the arguments (megatron.c) or which entry scripts are modeled. */
 #include "scenario/mgscript.h"
 
 #include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -94,7 +107,31 @@ typedef struct sh {
     size_t elen;
     int *eline;
     int launched; /* its line, 0: none yet */
+    mm_mg_words *notes; /* branches taken on tests not decided */
+    /* control flow */
+    char sep;     /* what ended the last command: '&' (&&), '|' (||), ';' */
+    bool stopped; /* an `exit` the script surely reaches */
+    struct frame *fr;
+    int nfr;
 } sh;
+
+/* An if ... fi being read.  A branch runs, is skipped, or runs on a
+ * condition mmsim cannot decide (read as taken unless it exits). */
+#define MAX_IF 16
+typedef struct frame {
+    int line;
+    bool cond;        /* reading the condition (before `then`) */
+    int val;          /* the condition so far: 1, 0, -1 unknown */
+    char pend;        /* the connector after the last test: '&', '|', ';' */
+    bool done;        /* an earlier branch surely ran */
+    bool skip_all;    /* the if is inside a skipped branch */
+    int run;          /* this branch: 1 runs, 0 skipped, -1 undecided (read as run) */
+    int effect;       /* undecided branch: line of its first assignment or launch */
+    bool exits;       /* undecided branch: it reaches `exit` */
+    bool is_case;     /* a case ... esac */
+    bool patterns;    /* case: reading a pattern list (before its `)`) */
+    char *word;       /* case: the word matched */
+} frame;
 
 static int fail(sh *s, int line, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(sh *s, int line, const char *what, const char *fmt, ...)
@@ -110,6 +147,24 @@ static int fail(sh *s, int line, const char *what, const char *fmt, ...)
 static int oom(sh *s)
 {
     return mm_err_set(s->err, MM_EINTERNAL, s->path, s->line, "", "out of memory");
+}
+
+/* Whether the command being read is skipped (a branch not taken). */
+static bool skipping(const sh *s)
+{
+    for (int i = 0; i < s->nfr; i++)
+        if (s->fr[i].skip_all || s->fr[i].cond || s->fr[i].run == 0)
+            return true;
+    return false;
+}
+
+/* The innermost undecided branch, or NULL. */
+static frame *undecided(sh *s)
+{
+    for (int i = s->nfr - 1; i >= 0; i--)
+        if (s->fr[i].run < 0)
+            return &s->fr[i];
+    return NULL;
 }
 
 static var *find_var(sh *s, const char *name, size_t len)
@@ -319,13 +374,255 @@ static int expand_param(sh *s, const char *e, size_t n, wbuf *b, mm_mg_words *ou
     return rc;
 }
 
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* ---- arithmetic $(( )) ------------------------------------------------------ */
+
+/* Integer arithmetic as bash does it on the script's variables: + - * / %,
+ * unary signs, parentheses, NAME, $NAME, ${NAME}.  A variable the script
+ * does not assign (or one holding no number) makes the value unknown. */
+typedef struct ar {
+    sh *s;
+    const char *p, *end;
+    bool unknown;
+    int rc;
+    int depth;
+} ar;
+
+static long long ar_sum(ar *a);
+
+static void ar_blanks(ar *a)
+{
+    while (a->p < a->end && (blank(*a->p) || *a->p == '\n'))
+        a->p++;
+}
+
+static long long ar_bad(ar *a, const char *why)
+{
+    if (!a->rc)
+        a->rc = fail(a->s, a->s->line, "$((", "arithmetic $(( )): %s", why);
+    a->p = a->end;
+    return 0;
+}
+
+static long long ar_var(ar *a, const char *name, size_t n)
+{
+    var *v = find_var(a->s, name, n);
+    if (!v || v->v.n == 0) {
+        a->unknown = true;
+        return 0;
+    }
+    const char *t = v->v.w[0].text;
+    if (!*t)
+        return 0;
+    char *endp;
+    errno = 0;
+    long long x = strtoll(t, &endp, 10);
+    if (*endp || errno) {
+        a->unknown = true;
+        return 0;
+    }
+    return x;
+}
+
+static long long ar_prim(ar *a)
+{
+    ar_blanks(a);
+    if (a->p >= a->end)
+        return ar_bad(a, "an operand is missing");
+    char c = *a->p;
+    if (c == '(') {
+        if (++a->depth > 32)
+            return ar_bad(a, "parentheses nested too deep");
+        a->p++;
+        long long x = ar_sum(a);
+        ar_blanks(a);
+        if (a->p >= a->end || *a->p != ')')
+            return ar_bad(a, "a ( without its )");
+        a->p++;
+        a->depth--;
+        return x;
+    }
+    if (c >= '0' && c <= '9') {
+        long long x = 0;
+        while (a->p < a->end && *a->p >= '0' && *a->p <= '9') {
+            if (__builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, *a->p - '0', &x))
+                return ar_bad(a, "a number too large");
+            a->p++;
+        }
+        return x;
+    }
+    bool brace = false;
+    if (c == '$') {
+        a->p++;
+        if (a->p < a->end && *a->p == '{') {
+            brace = true;
+            a->p++;
+        }
+    }
+    if (a->p < a->end && name_start(*a->p)) {
+        const char *n = a->p;
+        while (a->p < a->end && name_char(*a->p))
+            a->p++;
+        size_t len = (size_t)(a->p - n);
+        if (brace) {
+            if (a->p >= a->end || *a->p != '}')
+                return ar_bad(a, "only ${NAME} is read inside it");
+            a->p++;
+        }
+        return ar_var(a, n, len);
+    }
+    if (c == '$') { /* $1, $#, $RANDOM-like specials: not known */
+        a->unknown = true;
+        while (a->p < a->end && !blank(*a->p) && !strchr("+-*/%()", *a->p))
+            a->p++;
+        return 0;
+    }
+    return ar_bad(a, "only integers, variables, + - * / % and parentheses are read");
+}
+
+static long long ar_unary(ar *a)
+{
+    ar_blanks(a);
+    if (a->p < a->end && (*a->p == '-' || *a->p == '+')) {
+        bool neg = *a->p++ == '-';
+        if (++a->depth > 64)
+            return ar_bad(a, "signs nested too deep");
+        long long x = ar_unary(a);
+        a->depth--;
+        if (neg && x == LLONG_MIN)
+            return ar_bad(a, "overflow");
+        return neg ? -x : x;
+    }
+    return ar_prim(a);
+}
+
+static long long ar_prod(ar *a)
+{
+    long long x = ar_unary(a);
+    for (;;) {
+        ar_blanks(a);
+        if (a->rc || a->p >= a->end || !strchr("*/%", *a->p))
+            return x;
+        char op = *a->p++;
+        long long y = ar_unary(a);
+        if (op == '*') {
+            if (__builtin_mul_overflow(x, y, &x))
+                return ar_bad(a, "overflow");
+        } else if (!a->unknown) {
+            if (y == 0)
+                return ar_bad(a, "division by zero");
+            if (x == LLONG_MIN && y == -1)
+                return ar_bad(a, "overflow");
+            x = op == '/' ? x / y : x % y;
+        }
+    }
+}
+
+static long long ar_sum(ar *a)
+{
+    long long x = ar_prod(a);
+    for (;;) {
+        ar_blanks(a);
+        if (a->rc || a->p >= a->end || (*a->p != '+' && *a->p != '-'))
+            return x;
+        char op = *a->p++;
+        long long y = ar_prod(a);
+        if (op == '+' ? __builtin_add_overflow(x, y, &x) : __builtin_sub_overflow(x, y, &x))
+            return ar_bad(a, "overflow");
+    }
+}
+
+/* The end of a $( ... ) or $(( ... )) at p (on its first '('): just past
+ * its matching ')', quotes inside skipped; NULL when unterminated. */
+static const char *close_paren(sh *s, const char *p)
+{
+    int nest = 0;
+    for (; *p; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            continue;
+        }
+        if (*p == '\'') {
+            const char *q = strchr(p + 1, '\'');
+            if (!q)
+                return NULL;
+            p = q;
+            continue;
+        }
+        if (*p == '(')
+            nest++;
+        else if (*p == ')' && --nest == 0)
+            return p + 1;
+        (void)s;
+    }
+    return NULL;
+}
+
+static int count_lines(sh *s, const char *a, const char *b)
+{
+    for (; a < b; a++)
+        s->line += *a == '\n';
+    return 0;
+}
+
+/* An unknown value as one word without blanks: $((arithmetic)) with its
+ * blanks dropped, $(command) or $(command...) when it has arguments. */
+static int put_unknown(sh *s, wbuf *b, const char *t, size_t n, bool arith)
+{
+    if (put(s, b, "$(", 2))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        bool sp = blank(t[i]) || t[i] == '\n';
+        if (sp && !arith) {
+            while (i < n && (blank(t[i]) || t[i] == '\n'))
+                i++;
+            if (i < n && put(s, b, "...", 3))
+                return -1;
+            break;
+        }
+        if (!sp && put(s, b, t + i, 1))
+            return -1;
+    }
+    return put(s, b, ")", 1);
+}
+
 /* Reads a `$` expansion at s->p (just past the `$`) into the word. */
 static int expansion(sh *s, wbuf *b, mm_mg_words *out, bool quoted)
 {
     const char *p = s->p;
-    if (*p == '(')
-        return fail(s, s->line, "$(", "%s is not run by mmsim: write its result into the script",
-                    p[1] == '(' ? "arithmetic $(( ))" : "command substitution $( )");
+    if (*p == '(') {
+        const char *q = close_paren(s, p);
+        if (!q)
+            return fail(s, s->line, "$(", "unterminated $(");
+        int line = s->line;
+        count_lines(s, p, q);
+        s->p = q;
+        if (p[1] == '(' && q[-2] == ')') { /* $(( expr )) */
+            ar a = {.s = s, .p = p + 2, .end = q - 2};
+            int save = s->line;
+            s->line = line;
+            long long x = ar_sum(&a);
+            ar_blanks(&a);
+            if (!a.rc && a.p < a.end)
+                ar_bad(&a, "only integers, variables, + - * / % and parentheses are read");
+            s->line = save;
+            if (a.rc)
+                return a.rc;
+            if (!a.unknown) {
+                char num[32];
+                int m = snprintf(num, sizeof num, "%lld", x);
+                return put_value(s, b, out, num, (size_t)m, quoted);
+            }
+        }
+        /* a command's output, or arithmetic on what the script does not
+         * assign: unknown, kept as written (refused where a number is
+         * needed, as an unassigned variable is) */
+        return put_unknown(s, b, p + 1, (size_t)(q - p - 2), p[1] == '(');
+    }
     if (*p == '{') {
         const char *q = p + 1;
         int nest = 1;
@@ -412,15 +709,28 @@ static int expand_text(sh *s, const char *t, size_t n, wbuf *b, int depth)
 
 /* ---- words ---------------------------------------------------------------------- */
 
-static bool blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r';
-}
-
 static bool ends_word(char c)
 {
     return !c || blank(c) || c == '\n' || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '(' ||
            c == ')';
+}
+
+/* `command` at s->p (just past the opening backquote): not run; kept as
+ * written in the $( ) form, unknown as an unassigned variable is. */
+static int backquote(sh *s, wbuf *b)
+{
+    const char *q = s->p;
+    while (*q && *q != '`') {
+        if (*q == '\\' && q[1])
+            q++;
+        q++;
+    }
+    if (!*q)
+        return fail(s, s->line, "`", "unterminated ` (command substitution)");
+    int rc = put_unknown(s, b, s->p, (size_t)(q - s->p), false);
+    count_lines(s, s->p, q);
+    s->p = q + 1;
+    return rc;
 }
 
 /* One shell word at s->p into `out` (more than one when an unquoted
@@ -475,9 +785,8 @@ static int lex_word(sh *s, mm_mg_words *out)
                     continue;
                 }
                 if (d == '`') {
-                    rc = fail(s, s->line, "`", "command substitution (backquotes) is not run by mmsim: write its "
-                              "result into the script");
-                    break;
+                    rc = backquote(s, &b);
+                    continue;
                 }
                 if (d == '$') {
                     rc = expansion(s, &b, out, true);
@@ -490,9 +799,8 @@ static int lex_word(sh *s, mm_mg_words *out)
             continue;
         }
         if (c == '`') {
-            rc = fail(s, s->line, "`", "command substitution (backquotes) is not run by mmsim: write its result "
-                      "into the script");
-            break;
+            rc = backquote(s, &b);
+            continue;
         }
         if (c == '$') {
             rc = expansion(s, &b, out, false);
@@ -593,6 +901,13 @@ static int assign(sh *s, size_t k, bool append)
         mm_mg_words_free(&val);
         return rc;
     }
+    if (skipping(s)) { /* a branch not taken: read, not assigned */
+        mm_mg_words_free(&val);
+        return 0;
+    }
+    frame *f = undecided(s);
+    if (f && !f->effect)
+        f->effect = line;
     var *v = get_var(s, name, k);
     if (!v) {
         mm_mg_words_free(&val);
@@ -623,9 +938,8 @@ static int assign(sh *s, size_t k, bool append)
     return 0;
 }
 
-static const char *const refused_words[] = {"for", "while", "until", "do", "done", "if", "then", "else", "elif",
-                                            "fi", "case", "esac", "select", "function", "{", "}", "[[", "((",
-                                            NULL};
+static const char *const refused_words[] = {"for", "while", "until", "do", "done", "esac", "select",
+                                            "function", "{", "}", "[[", "((", NULL};
 
 static const char *base(const char *p)
 {
@@ -644,6 +958,21 @@ static int run_command(sh *s, mm_mg_words *w, int line)
                     cmd);
     if (!strcmp(cmd, "eval"))
         return fail(s, line, cmd, "`eval` is not run by mmsim: write the command it makes");
+    if (!strcmp(cmd, "exit")) {
+        frame *f = undecided(s);
+        if (f) {
+            if (f->effect)
+                return fail(s, line, "exit",
+                            "the branch of the `if` on line %d, on a condition mmsim cannot decide, sets variables "
+                            "(line %d) and exits: write the branch to simulate", f->line, f->effect);
+            f->exits = true;
+        } else {
+            s->stopped = true;
+        }
+        return 0;
+    }
+    if (!strcmp(cmd, "echo") || !strcmp(cmd, "printf"))
+        return 0;
     if (!strcmp(cmd, "unset")) {
         for (int i = 1; i < w->n; i++)
             unset_var(s, w->w[i].text);
@@ -652,11 +981,15 @@ static int run_command(sh *s, mm_mg_words *w, int line)
     int entry = -1;
     for (int i = 0; i < w->n && entry < 0; i++) {
         size_t n = strlen(w->w[i].text);
-        if (n > 3 && !strcmp(w->w[i].text + n - 3, ".py") && w->w[i].text[0] != '-')
+        if (n > 3 && !strcmp(w->w[i].text + n - 3, ".py") && w->w[i].text[0] != '-' &&
+            !strpbrk(w->w[i].text, " \t\n"))
             entry = i;
     }
     if (entry < 0)
-        return 0; /* echo, mkdir, cd, set, ...: no arguments */
+        return 0; /* mkdir, cd, set, ...: no arguments */
+    frame *f = undecided(s);
+    if (f && !f->effect)
+        f->effect = w->w[entry].line;
     if (s->launched)
         return fail(s, w->w[entry].line, base(w->w[entry].text),
                     "a second launch command (the first on line %d): mmsim reads one; keep the one to simulate",
@@ -681,16 +1014,251 @@ static bool declares(const mm_mg_words *w)
     return false;
 }
 
+/* ---- if ... fi ------------------------------------------------------------------ */
+
+static bool unknown_word(const char *t)
+{
+    return strchr(t, '$') != NULL; /* an unassigned variable or a command's output, kept as written */
+}
+
+static int int_of(const char *t, long long *x)
+{
+    char *end;
+    errno = 0;
+    *x = strtoll(t, &end, 10);
+    return *t && !*end && !errno ? 0 : -1;
+}
+
+/* A test's value: 1 true, 0 false, -1 what mmsim cannot decide (a file, the
+ * environment, a command's status). */
+static int test_value(mm_mg_words *w)
+{
+    int i = 0, n = w->n, neg = 0;
+    while (i < n && !strcmp(w->w[i].text, "!")) {
+        neg ^= 1;
+        i++;
+    }
+    if (i == n)
+        return -1;
+    const char *c = w->w[i].text;
+    bool dbl = !strcmp(c, "[[");
+    if (!strcmp(c, "true") || !strcmp(c, "false")) {
+        int v = c[0] == 't';
+        return neg ? !v : v;
+    }
+    if (!dbl && strcmp(c, "[") && strcmp(c, "test"))
+        return -1; /* a command's exit status */
+    i++;
+    if (strcmp(c, "test")) {
+        if (n <= i || strcmp(w->w[n - 1].text, dbl ? "]]" : "]"))
+            return -1;
+        n--;
+    }
+    while (i < n && !strcmp(w->w[i].text, "!")) {
+        neg ^= 1;
+        i++;
+    }
+    const char *a = i < n ? w->w[i].text : NULL, *op = i + 1 < n ? w->w[i + 1].text : NULL;
+    const char *b = i + 2 < n ? w->w[i + 2].text : NULL;
+    int v = -1;
+    if (n - i == 0)
+        v = 0;
+    else if (n - i == 1)
+        v = unknown_word(a) ? -1 : a[0] != '\0';
+    else if (n - i == 2) {
+        if (!strcmp(a, "-z") || !strcmp(a, "-n"))
+            v = unknown_word(op) ? -1 : (op[0] == '\0') == (a[1] == 'z');
+        /* file tests (-d, -f, ...) and the rest: not decided */
+    } else if (n - i == 3) {
+        if (unknown_word(a) || unknown_word(b))
+            v = -1;
+        else if (!strcmp(op, "=") || !strcmp(op, "==") || !strcmp(op, "!=")) {
+            bool eq = dbl && strpbrk(b, "*?[") ? fnmatch(b, a, 0) == 0 : !strcmp(a, b);
+            v = op[0] == '!' ? !eq : eq;
+        } else if (op[0] == '-') {
+            long long x, y;
+            static const char *const ops[] = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"};
+            for (int k = 0; k < 6; k++)
+                if (!strcmp(op, ops[k]) && !int_of(a, &x) && !int_of(b, &y)) {
+                    bool r[] = {x == y, x != y, x < y, x <= y, x > y, x >= y};
+                    v = r[k];
+                }
+        }
+    }
+    return v < 0 ? -1 : neg ? !v : v;
+}
+
+static int and3(int a, int b)
+{
+    return a == 0 || b == 0 ? 0 : a == 1 && b == 1 ? 1 : -1;
+}
+
+static int or3(int a, int b)
+{
+    return a == 1 || b == 1 ? 1 : a == 0 && b == 0 ? 0 : -1;
+}
+
+static void pop_frame(sh *s)
+{
+    free(s->fr[s->nfr - 1].word);
+    s->nfr--;
+}
+
+/* The branch being left: whether it ran, for the ones after it. */
+static void end_branch(sh *s, frame *f)
+{
+    if (f->run < 0 && !s->oom) {
+        char msg[200];
+        int m = snprintf(msg, sizeof msg, f->exits ? "the %s on line %d tests what mmsim cannot decide; its branch "
+                                                     "exits, so the run that trains does not take it"
+                                                   : "the %s on line %d tests what mmsim cannot decide; its branch is "
+                                                     "read as taken", f->is_case ? "`case`" : "`if`", f->line);
+        if (mm_mg_words_push(s->notes, msg, (size_t)m, f->line))
+            s->oom = true;
+    }
+    if (f->run == 1 || (f->run < 0 && !f->exits))
+        f->done = true; /* an undecided branch that does not exit is read as taken */
+}
+
+/* if / elif / then / else / fi at the start of a command. */
+static int keyword(sh *s, const char *kw, int line)
+{
+    frame *f = s->nfr ? &s->fr[s->nfr - 1] : NULL;
+    if (!strcmp(kw, "if")) {
+        if (s->nfr == MAX_IF)
+            return fail(s, line, kw, "if nested more than %d deep", MAX_IF);
+        if (!s->fr && !(s->fr = calloc(MAX_IF, sizeof *s->fr)))
+            return oom(s);
+        bool skip = skipping(s);
+        s->fr[s->nfr++] = (frame){.line = line, .cond = true, .val = -2, .pend = ';', .skip_all = skip};
+        return 0;
+    }
+    if (!f || f->is_case)
+        return fail(s, line, kw, "`%s` without an `if`", kw);
+    if (!strcmp(kw, "then")) {
+        if (!f->cond || f->val == -2)
+            return fail(s, line, kw, "`then` without a condition");
+        f->cond = false;
+        f->run = f->skip_all || f->done ? 0 : f->val;
+        f->effect = 0;
+        f->exits = false;
+        return 0;
+    }
+    if (f->cond)
+        return fail(s, line, kw, "`%s` before `then` (the `if` on line %d)", kw, f->line);
+    end_branch(s, f);
+    if (!strcmp(kw, "elif")) {
+        f->cond = true;
+        f->val = -2;
+        f->pend = ';';
+        f->run = 0;
+    } else if (!strcmp(kw, "else")) {
+        f->run = f->skip_all || f->done ? 0 : 1;
+        f->effect = 0;
+        f->exits = false;
+    } else { /* fi */
+        pop_frame(s);
+    }
+    return 0;
+}
+
+/* `case WORD in`: a frame whose branches are its pattern lists. */
+static int case_header(sh *s, mm_mg_words *w, int line)
+{
+    if (w->n != 2 || strcmp(w->w[1].text, "in"))
+        return fail(s, line, "case", "`case WORD in` is the form read");
+    if (s->nfr == MAX_IF)
+        return fail(s, line, "case", "if/case nested more than %d deep", MAX_IF);
+    if (!s->fr && !(s->fr = calloc(MAX_IF, sizeof *s->fr)))
+        return oom(s);
+    char *word = strdup(w->w[0].text);
+    if (!word)
+        return oom(s);
+    bool skip = skipping(s);
+    s->fr[s->nfr++] = (frame){.line = line, .is_case = true, .patterns = true, .skip_all = skip, .word = word};
+    return 0;
+}
+
+/* A case's pattern list at s->p, up to its `)`: which branch runs.  An
+ * unknown word matches undecided (read as taken unless the branch exits). */
+static int case_patterns(sh *s, frame *f)
+{
+    int line = s->line;
+    if (*s->p == '(')
+        s->p++;
+    int v = 0;
+    for (;;) {
+        skip_blanks(s);
+        mm_mg_words pat = {0};
+        int rc = ends_word(*s->p) ? fail(s, s->line, ")", "a case pattern is missing") : lex_word(s, &pat);
+        if (rc) {
+            mm_mg_words_free(&pat);
+            return rc;
+        }
+        for (int i = 0; i < pat.n && v != 1; i++) {
+            if (unknown_word(f->word) || unknown_word(pat.w[i].text))
+                v = -1;
+            else if (fnmatch(pat.w[i].text, f->word, 0) == 0)
+                v = 1;
+        }
+        mm_mg_words_free(&pat);
+        skip_blanks(s);
+        if (*s->p == '|') {
+            s->p++;
+            continue;
+        }
+        if (*s->p != ')')
+            return fail(s, line, "case", "a case pattern list not ended by `)`");
+        s->p++;
+        break;
+    }
+    f->patterns = false;
+    f->run = f->skip_all || f->done ? 0 : v;
+    f->effect = 0;
+    f->exits = false;
+    return 0;
+}
+
+/* A command of an if's condition: its test, joined to the ones before. */
+static void condition(sh *s, mm_mg_words *w)
+{
+    frame *f = &s->fr[s->nfr - 1];
+    if (!w->n)
+        return;
+    int v = test_value(w);
+    f->val = f->val == -2 || f->pend == ';' ? v : f->pend == '&' ? and3(f->val, v) : or3(f->val, v);
+    f->pend = s->sep;
+}
+
 /* Reads and runs one command (to a newline, ;, &&, ||, | or &). */
 static int command(sh *s)
 {
     mm_mg_words w = {0};
     int rc = 0, line = 0;
-    bool at_start = true;
+    bool at_start = true, is_case = false, end_item = false;
+    frame *cf = s->nfr && s->fr[s->nfr - 1].is_case ? &s->fr[s->nfr - 1] : NULL;
+    skip_blanks(s);
+    if (cf && *s->p && *s->p != '\n') {
+        const char *q = s->p;
+        bool esac = !strncmp(q, "esac", 4) && ends_word(q[4]);
+        if (esac) {
+            s->p += 4;
+            if (!cf->patterns)
+                end_branch(s, cf);
+            pop_frame(s);
+        } else if (cf->patterns && (rc = case_patterns(s, cf))) {
+            return rc;
+        }
+    }
     for (;;) {
         skip_blanks(s);
         char c = *s->p;
         if (!c || c == '\n' || c == ';' || c == '|' || (c == '&' && s->p[1] != '>')) {
+            s->sep = (c == '&' || c == '|') && s->p[1] == c ? c : ';';
+            if (c == ';' && s->p[1] == ';') { /* ;; ends a case item */
+                end_item = true;
+                s->p++;
+            }
             if (c == '\n')
                 s->line++;
             if (c)
@@ -736,8 +1304,25 @@ static int command(sh *s)
             at_start = false;
             const char *first = w.w[0].text;
             size_t fl = strlen(first);
+            if (!strcmp(first, "case")) {
+                is_case = true;
+                free(w.w[--w.n].text);
+                at_start = false;
+                continue;
+            }
+            if (!strcmp(first, "if") || !strcmp(first, "elif") || !strcmp(first, "then") || !strcmp(first, "else") ||
+                !strcmp(first, "fi")) {
+                rc = keyword(s, first, w.w[0].line);
+                free(w.w[--w.n].text);
+                at_start = true;
+                line = 0;
+                if (rc)
+                    break;
+                continue;
+            }
+            bool in_cond = s->nfr && s->fr[s->nfr - 1].cond;
             for (int i = 0; refused_words[i]; i++)
-                if (!strcmp(first, refused_words[i])) {
+                if (!strcmp(first, refused_words[i]) && !(in_cond && !strcmp(first, "[["))) {
                     rc = fail(s, w.w[0].line, first,
                               "bash control flow (`%s`) is not read by mmsim: write the launch command out", first);
                     break;
@@ -748,15 +1333,30 @@ static int command(sh *s)
                 break;
         }
     }
-    if (!rc)
+    if (!rc && is_case)
+        rc = case_header(s, &w, line ? line : s->line);
+    else if (!rc && s->nfr && s->fr[s->nfr - 1].cond)
+        condition(s, &w);
+    else if (!rc && !skipping(s))
         rc = run_command(s, &w, line ? line : s->line);
+    if (!rc && end_item) {
+        frame *f = s->nfr ? &s->fr[s->nfr - 1] : NULL;
+        if (!f || !f->is_case || f->patterns)
+            rc = fail(s, s->line, ";;", "`;;` outside a case item");
+        else {
+            end_branch(s, f);
+            f->patterns = true;
+        }
+    }
     mm_mg_words_free(&w);
     return rc;
 }
 
-int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line, mm_err *err)
+int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line,
+                      mm_mg_words *notes, mm_err *err)
 {
     memset(args, 0, sizeof *args);
+    memset(notes, 0, sizeof *notes);
     if (len)
         entry[0] = '\0';
     *entry_line = 0;
@@ -774,10 +1374,18 @@ int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t l
         return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script", "a NUL byte: not a shell script");
     }
     sh s = {.path = path, .p = text, .line = 1, .err = err, .args = args, .entry = entry, .elen = len,
-            .eline = entry_line};
+            .eline = entry_line, .notes = notes};
     int rc = 0;
-    while (!rc && *s.p)
+    while (!rc && *s.p && !s.stopped)
         rc = command(&s);
+    if (!rc && s.nfr)
+        rc = fail(&s, s.fr[s.nfr - 1].line, s.fr[s.nfr - 1].is_case ? "case" : "if",
+                  s.fr[s.nfr - 1].is_case ? "a `case` without its `esac`" : "an `if` without its `fi`");
+    while (s.nfr)
+        pop_frame(&s);
+    free(s.fr);
+    if (!rc && s.oom)
+        rc = oom(&s);
     if (!rc && !s.launched)
         rc = mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script",
                         "no launch command (python/torchrun ... ENTRY.py ARGS) in the script");
@@ -787,7 +1395,9 @@ int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t l
     }
     free(s.vars);
     free(text);
-    if (rc)
+    if (rc) {
         mm_mg_words_free(args);
+        mm_mg_words_free(notes);
+    }
     return rc;
 }

@@ -25,9 +25,11 @@ void mm_mg_words_free(mm_mg_words *ws);
 
 /* Reads the script `path`: *args gets the words after the entry script of
  * its one launch command, entry (len bytes) the entry script as written
- * and *entry_line its line.  Returns 0 or -code (MM_EINPUT naming the file,
- * the line and what is not understood: a loop, a command substitution, a
- * second launch, no launch at all). */
-int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line, mm_err *err);
+ * and *entry_line its line; *notes (cleared first) one sentence per branch
+ * taken on a test mmsim could not decide, with its line.  Returns 0 or
+ * -code (MM_EINPUT naming the file, the line and what is not understood: a
+ * loop, a second launch, no launch at all). */
+int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line,
+                      mm_mg_words *notes, mm_err *err);
 
 #endif
