@@ -29,11 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/cluster.h"
 #include "scenario/megatron_args.h"
 #include "scenario/mgscript.h"
 #include "scenario/scenario.h"
 #include "scenario/sim.h"
+#include "scenario/source.h"
 
 /* ---- splitting the file into words ---------------------------------------- */
 
@@ -901,47 +901,15 @@ void mm_megatron_note(mm_megatron *mg, const char *text)
     note(mg, "%s", text);
 }
 
-/* True when override "key=value" sets exactly `key`. */
-static bool sets_key(const char *set, const char *key)
-{
-    size_t n = strlen(key);
-    return !strncmp(set, key, n) && set[n] == '=';
-}
-
 void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *const *user_sets, int n_user,
                          mm_err *err)
 {
-    if (!err || err->code != MM_EINPUT || strcmp(err->file, "--set") != 0)
-        return;
-    for (int i = 0; i < n_user; i++)
-        if (sets_key(user_sets[i], err->key))
-            return; /* the user's own --set */
-    for (int i = mg->n_sets - 1; i >= 0; i--) {
-        if (!sets_key(mg->sets[i], err->key) || !mg->set_from[i][0])
-            continue;
-        size_t n = strlen(err->msg);
-        if (n + strlen(mg->set_from[i]) + 8 < sizeof err->msg)
-            snprintf(err->msg + n, sizeof err->msg - n, " (from %s)", mg->set_from[i]);
-        snprintf(err->file, sizeof err->file, "%s", path);
-        err->line = mg->set_line[i];
-        return;
+    const char *sets[MM_MG_MAX_SETS], *from[MM_MG_MAX_SETS];
+    for (int i = 0; i < mg->n_sets; i++) {
+        sets[i] = mg->sets[i];
+        from[i] = mg->set_from[i][0] ? mg->set_from[i] : NULL;
     }
-}
-
-/* The GPUs of the cluster the scenario (with the overrides) names. */
-static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
-{
-    char topo[1024];
-    mm_sim_resolve_path(sc->topology, sc->source, topo, sizeof topo);
-    mm_cluster *cl = malloc(sizeof *cl);
-    if (!cl)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = mm_cluster_load(topo, sc->nodes, cl, err);
-    if (!rc)
-        *gpus = mm_cluster_gpus(cl);
-    mm_cluster_free(cl);
-    free(cl);
-    return rc;
+    mm_scenario_repoint_set(err, path, user_sets, n_user, sets, from, mg->set_line, mg->n_sets);
 }
 
 /* True when one of the user's overrides sets `key` or a mapping above it
@@ -978,7 +946,7 @@ static int scenario_of(const char *args, bool script, const char *scenario, cons
     if ((rc = mm_scenario_load(sc, scenario, all, n, err)))
         return rc;
     int gpus = 0;
-    if ((rc = cluster_gpus(sc, &gpus, err))) {
+    if ((rc = mm_scenario_cluster_gpus(sc, &gpus, err))) {
         mm_scenario_free(sc);
         return rc;
     }

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw/cluster.h"
 #include "scenario/sim.h"
+#include "scenario/source.h"
 #include "util/toml.h"
 
 typedef enum { K_MAP, K_IGNORE, K_REFUSE } key_kind;
@@ -643,45 +643,15 @@ int mm_torchtitan_read(const char *path, mm_torchtitan *tt, mm_err *err)
     return rc;
 }
 
-static bool sets_key(const char *set, const char *key)
-{
-    size_t n = strlen(key);
-    return !strncmp(set, key, n) && set[n] == '=';
-}
-
 void mm_torchtitan_repoint(const mm_torchtitan *tt, const char *path, const char *const *user_sets, int n_user,
                            mm_err *err)
 {
-    if (!err || err->code != MM_EINPUT || strcmp(err->file, "--set") != 0)
-        return;
-    for (int i = 0; i < n_user; i++)
-        if (sets_key(user_sets[i], err->key))
-            return;
-    for (int i = tt->n_sets - 1; i >= 0; i--) {
-        if (!sets_key(tt->sets[i], err->key) || !tt->set_line[i])
-            continue;
-        size_t n = strlen(err->msg);
-        if (n + strlen(tt->set_from[i]) + 8 < sizeof err->msg)
-            snprintf(err->msg + n, sizeof err->msg - n, " (from %s)", tt->set_from[i]);
-        snprintf(err->file, sizeof err->file, "%s", path);
-        err->line = tt->set_line[i];
-        return;
+    const char *sets[MM_TT_MAX_SETS], *from[MM_TT_MAX_SETS];
+    for (int i = 0; i < tt->n_sets; i++) {
+        sets[i] = tt->sets[i];
+        from[i] = tt->set_line[i] ? tt->set_from[i] : NULL;
     }
-}
-
-static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
-{
-    char topo[1024];
-    mm_sim_resolve_path(sc->topology, sc->source, topo, sizeof topo);
-    mm_cluster *cl = malloc(sizeof *cl);
-    if (!cl)
-        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = mm_cluster_load(topo, sc->nodes, cl, err);
-    if (!rc)
-        *gpus = mm_cluster_gpus(cl);
-    mm_cluster_free(cl);
-    free(cl);
-    return rc;
+    mm_scenario_repoint_set(err, path, user_sets, n_user, sets, from, tt->set_line, tt->n_sets);
 }
 
 /* dp, ZeRO stage and global batch from the world size (ParallelDims:
@@ -749,7 +719,7 @@ int mm_torchtitan_scenario(const char *path, const char *scenario, const char *c
     if ((rc = mm_scenario_load(sc, scenario, all, n, err)))
         return rc;
     int gpus = 0;
-    rc = cluster_gpus(sc, &gpus, err);
+    rc = mm_scenario_cluster_gpus(sc, &gpus, err);
     mm_scenario_free(sc);
     if (rc || (rc = derive(path, tt, gpus, err)))
         return rc;
