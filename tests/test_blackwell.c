@@ -200,38 +200,49 @@ START_TEST(default_scenario_runs)
 }
 END_TEST
 
-/* Llama-3.1-405B (models/llama-3.1-405b.json) on two GB200 NVL72 racks,
- * tp 8 (inside a compute tray's NVLink domain and the rack's), pp 9, dp 2:
- * it fits the 186 GB (OOM with dp 1 on one rack: 201.7 GiB), its model
- * FLOPs are the closed form for a GQA SwiGLU decoder (Megatron's
- * convention: 3 x forward, attention dense), and its time is no shorter
- * than those FLOPs at the GPUs' maximum achievable matmul rate. */
-START_TEST(llama405b_on_nvl72)
+/* Llama-3.1-405B (models/llama-3.1-405b.json) on two GB200 NVL72 racks
+ * and on 18 DGX B200, 144 GPUs each, tp 8 (on the rack's NVLink; one
+ * DGX), pp 9, dp 2, full recompute: it fits the 186 / 180 GB (selective
+ * recompute needs 169.1 GiB, 181.6 GB: the rack's GPUs hold it, the
+ * DGX's do not), its model FLOPs are the closed form
+ * for a GQA SwiGLU decoder (Megatron's convention: 3 x forward, attention
+ * dense), its time is no shorter than those FLOPs at the GPUs' maximum
+ * achievable matmul rate, and the rack, whose pipeline hops and DP
+ * all-reduce stay on NVLink, is faster than the DGX B200s. */
+START_TEST(llama405b_runs)
 {
-    const char *sets[] = {"model=models/llama-3.1-405b.json", "cluster.topology=topologies/gb200-nvl72.yaml",
-                          "cluster.nodes=2", "parallel.llm={tp: 8, pp: 9, dp: 2}", "train.global_batch=36",
-                          "iterations=1"};
-    mm_scenario sc = {0};
-    mm_sim sim = {0};
-    mm_err err;
-    ck_assert_msg(load_sim(&sim, &sc, sets, 6, &err) == 0, "%s: %s", err.key, err.msg);
-    ck_assert_int_eq(mm_llm_params(sim.llm), INT64_C(405853388800)); /* 405.85B from config.json's sizes */
-    mm_metrics m;
-    ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s", err.msg);
-    ck_assert(!m.oom);
-    ck_assert(m.peak_memory_gib * GiB < 186e9);
-    double B = 36, s = 4096, l = 126, h = 16384, f = 53248, V = 128256, kv = 8 * 128;
-    double matmul = l * (2 * h * h + 2 * h * kv + 3 * h * f) + V * h; /* weights a token multiplies */
-    double fwd = B * s * (2 * matmul + l * 4 * s * h);               /* + QK^T and AV, dense */
-    double want = 3 * fwd;
-    ck_assert_msg(fabs(m.iters[0].model_flops / want - 1) < 1e-6, "model flops %g, closed form %g",
-                  m.iters[0].model_flops, want);
-    double floor = want / (144 * 1822e12);
-    ck_assert_msg(m.iteration_time_s > floor, "%.3f s below the MAMF floor %.3f s", m.iteration_time_s, floor);
-    ck_assert(m.mfu > 0.1 && m.mfu < sim.cluster->gpu.gemm_eff);
-    mm_metrics_free(&m);
-    mm_sim_free(&sim);
-    mm_scenario_free(&sc);
+    const char *topo[] = {"cluster.topology=topologies/gb200-nvl72.yaml", "cluster.topology=topologies/dgx-b200.yaml"};
+    const char *nodes[] = {"cluster.nodes=2", "cluster.nodes=18"};
+    const double mamf[] = {1822e12, 1745e12}, hbm[] = {186e9, 180e9};
+    double t[2];
+    for (int i = 0; i < 2; i++) {
+        const char *sets[] = {"model=models/llama-3.1-405b.json", topo[i], nodes[i],
+                              "parallel.llm={tp: 8, pp: 9, dp: 2}", "train.global_batch=36",
+                              "train.recompute=full", "iterations=1"};
+        mm_scenario sc = {0};
+        mm_sim sim = {0};
+        mm_err err;
+        ck_assert_msg(load_sim(&sim, &sc, sets, 7, &err) == 0, "%s: %s", err.key, err.msg);
+        ck_assert_int_eq(mm_llm_params(sim.llm), INT64_C(405853388800)); /* 405.85B from config.json's sizes */
+        mm_metrics m;
+        ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s", err.msg);
+        ck_assert(!m.oom);
+        ck_assert(m.peak_memory_gib * GiB < hbm[i]);
+        double B = 36, s = 4096, l = 126, h = 16384, f = 53248, V = 128256, kv = 8 * 128;
+        double matmul = l * (2 * h * h + 2 * h * kv + 3 * h * f) + V * h; /* weights a token multiplies */
+        double fwd = B * s * (2 * matmul + l * 4 * s * h);               /* + QK^T and AV, dense */
+        double want = 3 * fwd;
+        ck_assert_msg(fabs(m.iters[0].model_flops / want - 1) < 1e-6, "model flops %g, closed form %g",
+                      m.iters[0].model_flops, want);
+        double floor = want / (144 * mamf[i]);
+        ck_assert_msg(m.iteration_time_s > floor, "%.3f s below the MAMF floor %.3f s", m.iteration_time_s, floor);
+        ck_assert(m.mfu > 0.1 && m.mfu < sim.cluster->gpu.gemm_eff);
+        t[i] = m.iteration_time_s;
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+    }
+    ck_assert_msg(t[0] < t[1], "NVL72 %.3f s, DGX B200 %.3f s", t[0], t[1]);
 }
 END_TEST
 
@@ -243,7 +254,7 @@ static Suite *blackwell_suite(void)
     tcase_add_test(tc, allreduce_in_the_nvlink_domain);
     tcase_add_test(tc, kernels_below_peak);
     tcase_add_test(tc, default_scenario_runs);
-    tcase_add_test(tc, llama405b_on_nvl72);
+    tcase_add_test(tc, llama405b_runs);
     suite_add_tcase(s, tc);
     return s;
 }
