@@ -286,7 +286,7 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m)
 {
     if (!fw->z3_per_module)
         return 1;
-    int qkv = m->style == MM_LLM_GPT2 ? 1 : 3;
+    int qkv = m->style == MM_LLM_GPT2 || m->style == MM_LLM_MPT ? 1 : 3; /* a fused c_attn / Wqkv */
     return 2 + qkv + 1 + (m->gated_mlp ? 3 : 2);
 }
 
