@@ -128,7 +128,8 @@ END_TEST
 /* The derived kernel tables stay below peak: every GEMM at most the
  * measured MAMF (B200 1745.0, GB200 1822.0 TFLOP/s BF16), a large GEMM
  * at the table's 4096^3 value (the H100 sweep's 780.2 x MAMF ratio),
- * attention below the FlashAttention-4 forward bound, and the GB200
+ * FP8 at each GPU's FP8 / BF16 MAMF ratio, attention at the
+ * FlashAttention-4 forward bound, and the GB200
  * faster than the B200 by its MAMF ratio. */
 START_TEST(kernels_below_peak)
 {
@@ -147,6 +148,13 @@ START_TEST(kernels_below_peak)
         double want = 780.2 * mamf[i] / 794.5;
         ck_assert_msg(fabs(rate / want - 1) < 1e-3, "gemm 4096^3: %.1f TFLOP/s, table %.1f", rate, want);
         ck_assert(rate < cs[i]->gpu.peak_flops[MM_DTYPE_BF16] * 1e-12);
+        /* FP8 at the GPU's own measured FP8 / BF16 MAMF (3432.5 / 1745.0,
+         * 3615.6 / 1822.0; gpu.fp8_gemm_speedup), below the FP8 peak */
+        const double fp8_mamf[] = {3432.5, 3615.6};
+        double r8 = flops / (mm_gemm_time(&cs[i]->gpu, MM_DTYPE_FP8, m, m, m, 1, 3 * m * m) -
+                             cs[i]->gpu.kernel_overhead_s) / 1e12;
+        ck_assert_msg(fabs(r8 / (want * fp8_mamf[i] / mamf[i]) - 1) < 1e-3, "fp8 gemm %.1f", r8);
+        ck_assert(r8 < cs[i]->gpu.peak_flops[MM_DTYPE_FP8] * 1e-12);
         /* FA forward, head dim 128, 16k, non-causal: FA4's 1613 on B200 */
         double s = 16384, d = 128, af = 4 * s * s * d;
         double at = mm_attn_time(&cs[i]->gpu, MM_DTYPE_BF16, af, s, d, false, MM_ATTN_FWD, 0) -
