@@ -14,6 +14,7 @@
 #include "exec/run.h"
 #include "hw/coll.h"
 #include "hw/compute.h"
+#include "hw/net.h"
 #include "hw/topo.h"
 #include "scenario/sim.h"
 
@@ -168,6 +169,35 @@ START_TEST(kernels_below_peak)
 }
 END_TEST
 
+/* Pipeline send/recv on DGX B200, NCCL's p2p model (docs/topology.md) with
+ * the derived curve: in an 8-rank communicator, channels by NCCL's rule
+ * (mm_net_p2p_channels) at 44.67 GB/s each (the A100's 13.85 x 77.4 /
+ * 24.0, NCCL 2.27.7's Simple ceilings), at most the curve's 0.6503 x 900
+ * GB/s; across two nodes, 2 network channels of 14 GB/s (NCCL 2.27's rule
+ * for 400 Gb/s NICs).  Closed form: 9.85 us + S / rate (+ the fabric's
+ * latency across nodes); 1 %. */
+START_TEST(sendrecv_closed_form)
+{
+    mm_cluster b = load("topologies/dgx-b200.yaml", 2);
+    const double S[] = {32.0 * 1024 * 1024, 1024.0 * 1024 * 1024};
+    for (int i = 0; i < 2; i++) {
+        int ch = mm_net_p2p_channels(&b, 8, 1, S[i]);
+        ck_assert(ch >= 1 && ch <= 32);
+        double rate = fmin(ch * 13.85e9 * 77.4 / 24.0, 0.6503 * 900e9);
+        double want = 9.85e-6 + S[i] / rate;
+        double got = mm_net_p2p_pair_time(&b, 0, 7, S[i], 8, 1);
+        ck_assert_msg(fabs(got / want - 1) < 0.01, "%g B on %d channels: %g s, closed form %g s", S[i], ch, got,
+                      want);
+        ck_assert_int_eq(mm_net_p2p_channels(&b, 16, 2, S[i]), 2);
+        double across = mm_net_p2p_pair_time(&b, 0, 8, S[i], 16, 2);
+        double want_x = 9.85e-6 + S[i] / (2 * 14e9);
+        ck_assert_msg(across >= want_x && across < want_x * 1.01 + 10e-6, "across nodes %g s, closed form %g s",
+                      across, want_x);
+    }
+    mm_cluster_free(&b);
+}
+END_TEST
+
 static int load_sim(mm_sim *sim, mm_scenario *sc, const char *const *sets, int n, mm_err *err)
 {
     int rc = mm_scenario_load(sc, NULL, sets, n, err);
@@ -261,6 +291,7 @@ static Suite *blackwell_suite(void)
     tcase_add_test(tc, datasheets);
     tcase_add_test(tc, allreduce_in_the_nvlink_domain);
     tcase_add_test(tc, kernels_below_peak);
+    tcase_add_test(tc, sendrecv_closed_form);
     tcase_add_test(tc, default_scenario_runs);
     tcase_add_test(tc, llama405b_runs);
     suite_add_tcase(s, tc);
