@@ -143,6 +143,8 @@ START_TEST(bad_topologies)
     bad("tests/data/hw/jit-rate.yaml", 11, "gpu.jit_memory_efficiency");
     bad("tests/data/hw/overlap-slowdown-high.yaml", 11, "gpu.overlap_slowdown");
     bad("tests/data/hw/overlap-slowdown-negative.yaml", 11, "gpu.overlap_slowdown");
+    bad("tests/data/hw/fp8-speedup-no-peak.yaml", 11, "gpu.fp8_gemm_speedup");
+    bad("tests/data/hw/fp8-speedup-range.yaml", 11, "gpu.fp8_gemm_speedup");
     mm_cluster c;
     mm_err err;
     ck_assert_int_eq(mm_cluster_load("tests/data/hw/no-such-file.yaml", 0, &c, &err), -MM_EINPUT);

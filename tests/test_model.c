@@ -104,7 +104,8 @@ static const mm_op_cost *find_op(const mm_op_cost *ops, int n, const char *name)
 
 /* Totals as counted by Hugging Face (sum of the safetensors shapes) and as
  * stated on the model cards: Llama-2-7B 6.74B (meta-llama/Llama-2-7b-hf),
- * Llama-3-8B 8.03B, Llama-3-70B 70.6B (meta-llama/Meta-Llama-3-*), Qwen2.5-7B
+ * Llama-3-8B 8.03B, Llama-3-70B 70.6B (meta-llama/Meta-Llama-3-*), Llama-3.1-405B
+ * 405B (meta-llama/Llama-3.1-405B: 405,853,388,800 from its config's sizes), Qwen2.5-7B
  * 7.62B (7,615,616,512 rounded; its card truncates to 7.61B), Qwen2.5-72B
  * 72.7B (Qwen/Qwen2.5-*, "Number of Parameters"),
  * Mistral-7B 7.24B (mistralai/Mistral-7B-v0.1), GPT-2 XL 1.56B
@@ -120,6 +121,7 @@ START_TEST(params_published)
         { "models/llama-2-7b.json", 6.74, INT64_C(6738415616) },
         { "models/llama-3-8b.json", 8.03, INT64_C(8030261248) },
         { "models/llama-3-70b.json", 70.6, INT64_C(70553706496) },
+        { "models/llama-3.1-405b.json", 405, INT64_C(405853388800) },
         { "models/qwen2.5-7b.json", 7.62, INT64_C(7615616512) },
         { "models/qwen2.5-72b.json", 72.7, INT64_C(72706203648) },
         { "models/mistral-7b.json", 7.24, INT64_C(7241732096) },

@@ -673,8 +673,9 @@ END_TEST
 START_TEST(topologies_build)
 {
     const char *files[] = {"topologies/dgx-a100.yaml", "topologies/dgx-h100.yaml", "topologies/hgx-h200.yaml",
-                           "topologies/pcie-8gpu.yaml", "topologies/dgx-h100-fattree-2to1.yaml"};
-    for (size_t i = 0; i < 5; i++) {
+                           "topologies/pcie-8gpu.yaml", "topologies/dgx-h100-fattree-2to1.yaml",
+                           "topologies/dgx-b200.yaml", "topologies/gb200-nvl72.yaml"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         mm_cluster c = load(files[i], 64);
         mm_topo t;
         mm_err err;

@@ -20,7 +20,7 @@ static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
                                        "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
-                                       "overlap_slowdown", NULL};
+                                       "overlap_slowdown", "fp8_gemm_speedup", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
@@ -210,6 +210,15 @@ static int load_gpu(const mm_doc *d, mm_node *g, mm_gpu_spec *gpu, mm_err *err)
     if ((rc = mm_node_double(d, g, "overlap_slowdown", "gpu.overlap_slowdown", 0.0, 1.0, &gpu->overlap_slowdown,
                              &found, err)))
         return rc;
+    /* FP8 over BF16 GEMM rate: only where the GPU has an FP8 peak (an FP8
+     * GEMM on a GPU without one runs at BF16, compute.h) */
+    gpu->fp8_gemm_speedup = MM_FP8_GEMM_SPEEDUP_DEFAULT;
+    if ((rc = mm_node_double(d, g, "fp8_gemm_speedup", "gpu.fp8_gemm_speedup", 0.1, 8.0, &gpu->fp8_gemm_speedup,
+                             &found, err)))
+        return rc;
+    if (found && !(gpu->peak_flops[MM_DTYPE_FP8] > 0))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(g, "fp8_gemm_speedup"), "gpu.fp8_gemm_speedup",
+                          "only with gpu.peak_tflops.fp8");
     return load_kernels(d, g, &gpu->kernels, err);
 }
 

@@ -30,6 +30,12 @@ typedef enum { MM_DTYPE_BF16, MM_DTYPE_FP16, MM_DTYPE_FP8, MM_DTYPE_COUNT } mm_d
  * gives the average over the four GPUs only. */
 #define MM_OVERLAP_SLOWDOWN_DEFAULT 0.189
 
+/* FP8 GEMM throughput relative to BF16 over a GEMM table of 16-bit shapes
+ * when a topology does not state gpu.fp8_gemm_speedup: maximum achievable
+ * matmul on H100 SXM, FP8 1402.6 vs BF16 794.5 TFLOP/s (stas00/ml-engineering
+ * MAMF table @ 744d01e1). */
+#define MM_FP8_GEMM_SPEEDUP_DEFAULT (1402.6 / 794.5)
+
 typedef struct mm_gpu_spec {
     char name[64];
     double peak_flops[MM_DTYPE_COUNT]; /* dense tensor-core FLOP/s */
@@ -57,6 +63,10 @@ typedef struct mm_gpu_spec {
      * HBM bandwidth): gpu.overlap_slowdown in [0, 1], default
      * MM_OVERLAP_SLOWDOWN_DEFAULT. */
     double overlap_slowdown;
+    /* An FP8 GEMM runs this many times the BF16 GEMM table's rate (at most
+     * the FP8 peak): gpu.fp8_gemm_speedup, the GPU's measured FP8 / BF16
+     * maximum achievable matmul, default MM_FP8_GEMM_SPEEDUP_DEFAULT. */
+    double fp8_gemm_speedup;
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used.  Owned (their
      * values are on the heap): freed by mm_cluster_free, never copied. */

@@ -89,7 +89,7 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
             mm = nn = sqrt(m * nn * batch);
         rate = mm_gemm_table_tflops(tb, mm, nn, k) * 1e12;
         if (dt == MM_DTYPE_FP8 && g->peak_flops[MM_DTYPE_FP8] > 0)
-            rate *= MM_FP8_GEMM_SPEEDUP;
+            rate *= g->fp8_gemm_speedup;
         rate = fmin(rate, peak);
     } else {
         rate = peak * g->gemm_eff;

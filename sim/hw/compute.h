@@ -24,11 +24,6 @@ typedef enum {
 double mm_compute_time(const mm_gpu_spec *g, mm_dtype dt, mm_kernel_kind kind,
                        double flops, double bytes);
 
-/* FP8 GEMM throughput relative to BF16 when a table holds only 16-bit
- * shapes: maximum achievable matmul on H100 SXM, FP8 1402.6 vs BF16 794.5
- * TFLOP/s (stas00/ml-engineering MAMF table @ 744d01e1). */
-#define MM_FP8_GEMM_SPEEDUP (1402.6 / 794.5)
-
 /* `batch` independent GEMMs C[m x n] = A[m x k] B[k x n], moving `bytes` of
  * HBM traffic in all.  Table throughput (or peak x gemm_efficiency), never
  * above the dtype's peak; plus one launch. */
