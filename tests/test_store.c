@@ -259,7 +259,7 @@ START_TEST(test_open_creates_schema_v1)
     mm_store *st = open_ok(db);
     ck_assert(exists(db));
     ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
-    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 7);
+    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 8);
     ck_assert_int_eq(q_int(st, "PRAGMA foreign_keys"), 1);
     ck_assert_int_eq(q_int(st, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     ck_assert_int_ge(q_int(st, "PRAGMA busy_timeout"), 1000);
@@ -1102,7 +1102,7 @@ START_TEST(test_schema6_migrates)
     mm_table_free(&t);
     mm_store_close(st);
     st = open_ok(path);
-    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 7);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 8);
     ck_assert_int_eq(count_runs(st), 1);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM dp_rank_loads"), 0);
     int64_t id = write_ok(st, scenario_b, 1);

@@ -237,16 +237,20 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
         double opt = 0;
         for (int c = 0; c < spec->lay.vpp; c++)
             opt += st[c * P + s].opt_s;
-        for (int d = 0; d < dp; d++) {
+        for (int d = 0; d < (w ? dp : 1); d++) { /* nominal costs: every replica alike */
             double busy = 0;
             for (int c = 0; c < spec->lay.vpp; c++) {
                 int v = c * P + s;
+                if (!w) {
+                    busy += m * (st[v].fwd_s + st[v].bwd_s);
+                    continue;
+                }
                 for (int j = 0; j < m; j++) {
-                    const mm_mb_cost *x = w ? &w->mb[((size_t)v * dp + d) * m + j] : NULL;
-                    busy += x ? x->fwd_s + x->bwd_s : st[v].fwd_s + st[v].bwd_s;
+                    const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
+                    busy += x->fwd_s + x->bwd_s;
                 }
             }
-            gpu_s += busy * tpcp;
+            gpu_s += busy * tpcp * (w ? 1 : dp);
             for (int i = 0; homog && s == 0 && i < spec->n_enc; i++)
                 for (int j = 0; j < m; j++) {
                     const mm_enc_mb_cost *e = w ? &w->enc[((size_t)i * dp + d) * m + j] : &spec->enc[i].mb[0];
@@ -259,8 +263,10 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
     for (int i = 0; i < spec->n_enc && !homog; i++) {
         const mm_enc_spec *es = &spec->enc[i];
         double sum = 0;
-        for (size_t k = 0; k < (size_t)dp * m; k++) {
-            const mm_enc_mb_cost *e = w ? &w->enc[(size_t)i * dp * m + k] : &es->mb[0];
+        if (!w)
+            sum = (double)dp * m * (es->mb[0].fwd_s + es->mb[0].bwd_s);
+        for (size_t k = 0; w && k < (size_t)dp * m; k++) {
+            const mm_enc_mb_cost *e = &w->enc[(size_t)i * dp * m + k];
             sum += e->fwd_s + e->bwd_s;
         }
         if (coloc)

@@ -734,7 +734,8 @@ static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p
         rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + at,
                                 .status = mm_cand_status_names[c->status], .reason = c->reason, .rank = c->rank,
                                 .estimate_s = c->est_s, .estimate_tflops_per_gpu = c->est_tflops,
-                                .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id};
+                                .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id,
+                                .lower_bound_s = c->bound_s};
         at += n;
     }
     mm_store *st = NULL;
