@@ -68,8 +68,15 @@ static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1
         return n * (rs + (double)mm_build_z3_gather_passes(sp) / n * ag); /* 2 ag a micro-batch, or once */
     if (sp->zero >= 3 && sp->z3_once)
         return rs + overlapped_dp(ag, true, fwd1, chunks, k);
+    if (sp->zero >= 3) { /* overlapped, but as often as the build issues them: a reduce-scatter
+                          * after every micro-batch's backward, a gather before its forward
+                          * and one before its backward, each behind that pass */
+        double g = mm_build_z3_gather_passes(sp) / 2.0;
+        return n * overlapped_dp(rs, true, bwd1, chunks, k) +
+               g * (overlapped_dp(ag, true, fwd1, chunks, k) + overlapped_dp(ag, true, bwd1, chunks, k));
+    }
     double grads;
-    if (sp->zero >= 3 || n == 1)
+    if (n == 1)
         grads = overlapped_dp(rs, sp->overlap_grad_reduce, bwd1, chunks, k);
     else if (!sp->overlap_grad_reduce)
         grads = n * rs; /* each blocks its micro-batch's compute stream */
