@@ -158,6 +158,51 @@ START_TEST(test_plan_of_a_scenario_opened_from_text)
 }
 END_TEST
 
+/* A text scenario can carry its model inline (`model:` the config's
+ * keys): run and plan give the same numbers, bit for bit, as the same
+ * config named by its path, and the canonical text holds the model. */
+START_TEST(test_inline_model_in_a_text_scenario)
+{
+    static char text[8192], cfg[4096], inl[16384];
+    FILE *f = fopen("tests/data/api-scenario.yaml", "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    f = fopen("models/llama-2-7b.json", "r");
+    ck_assert_ptr_nonnull(f);
+    n = fread(cfg, 1, sizeof cfg - 1, f);
+    fclose(f);
+    cfg[n] = '\0';
+    const char *line = "model: models/llama-2-7b.json\n";
+    char *at = strstr(text, line);
+    ck_assert_ptr_nonnull(at);
+    /* the JSON as a YAML flow mapping, then the rest of the scenario */
+    snprintf(inl, sizeof inl, "%.*smodel: %s%s", (int)(at - text), text, cfg, at + strlen(line));
+    const char *sets[] = {"train.global_batch=32"};
+    mmsim *hp = mmsim_open_text(text, "path.yaml", sets, 1), *hi = mmsim_open_text(inl, "inline.yaml", sets, 1);
+    ck_assert_msg(mmsim_status(hi) == MMSIM_OK, "%s", mmsim_error_message(hi));
+    ck_assert_int_eq(mmsim_status(hp), MMSIM_OK);
+    ck_assert_int_eq(mmsim_run(hp), MMSIM_OK);
+    ck_assert_int_eq(mmsim_run(hi), MMSIM_OK);
+    const char *names[] = {"iteration_time_s", "tokens_per_s", "mfu", "hfu", "bubble_fraction", "exposed_comm_s",
+                           "peak_memory_gib"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        double a = mmsim_metric(hp, names[i]), b = mmsim_metric(hi, names[i]);
+        ck_assert_msg(a == b && a == a, "%s: %.17g (path) vs %.17g (inline)", names[i], a, b);
+    }
+    ck_assert_double_gt(mmsim_metric(hi, "iteration_time_s"), 0);
+    const char *jp = mmsim_plan_json(hp, 8, 2, 1, 0), *ji = mmsim_plan_json(hi, 8, 2, 1, 0);
+    ck_assert_msg(jp && ji, "%s", mmsim_error_message(ji ? hp : hi));
+    static char a[1 << 16], b[1 << 16];
+    plan_numbers(jp, a, sizeof a);
+    plan_numbers(ji, b, sizeof b);
+    ck_assert_msg(!strcmp(a, b), "plans differ");
+    mmsim_close(hp);
+    mmsim_close(hi);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("api");
@@ -167,6 +212,7 @@ int main(void)
     tcase_add_test(tc, test_overrides_and_errors);
     tcase_add_test(tc, test_model_json_is_the_cli_json);
     tcase_add_test(tc, test_plan_of_a_scenario_opened_from_text);
+    tcase_add_test(tc, test_inline_model_in_a_text_scenario);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -104,8 +104,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     fprintf(f, "{\n");
     jstr(f, "mmsim_version", MMSIM_VERSION);
     jstr(f, "scenario", sim->sc.source);
-    jstr(f, "model", sim->llm.name);
-    jstr(f, "topology", sim->cluster.name);
+    jstr(f, "model", sim->llm->name);
+    jstr(f, "topology", sim->cluster->name);
     if (run_id > 0) {
         jstr(f, "db", db);
         fprintf(f, "  \"run_id\": %lld,\n", (long long)run_id);

@@ -75,7 +75,7 @@ static void print_text_layout(const mm_model_report *l)
     const mm_build_spec *sp = &l->costs.spec;
     printf("\n  layout (as `mmsim run` with the same --set): %d GPUs, llm tp %d x pp %d x dp %d (cp %d, vpp %d, "
            "ep %d), sp %s, ZeRO %d, recompute %s%s%s\n",
-           mm_cluster_gpus(&sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->sp ? "on" : "off",
+           mm_cluster_gpus(sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->sp ? "on" : "off",
            sp->zero, mm_recompute_names[sc->train.recompute], sp->n_enc ? ", encoders " : "",
            sp->n_enc ? mm_placement_names[sc->parallel.placement] : "");
     printf("  micro-batch: %lld sample(s) of %.0f LLM tokens; %d micro-batches per DP rank\n",
@@ -101,6 +101,13 @@ static void print_text_layout(const mm_model_report *l)
            sc->train.memory_reserve_gib);
 }
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_model_longopts[] = {
+    {"help", no_argument, NULL, 'h'},      {"json", no_argument, NULL, 'J'},
+    {"set", required_argument, NULL, 's'}, {"seq", required_argument, NULL, 'S'},
+    {"images", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+const char mm_cli_model_shortopts[] = "hs:";
+
 int mm_cli_model(int argc, char **argv)
 {
     const char *path = NULL;
@@ -108,12 +115,8 @@ int mm_cli_model(int argc, char **argv)
     int n_sets = 0;
     bool json = false;
     long long seq = 0, images = 1;
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},      {"json", no_argument, NULL, 'J'},
-        {"set", required_argument, NULL, 's'}, {"seq", required_argument, NULL, 'S'},
-        {"images", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
     int c, x;
-    while ((c = mm_cli_getopt(argc, argv, "hs:", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_model_shortopts, mm_cli_model_longopts)) != -1) {
         switch (c) {
         case 'h': return mm_cli_help("model");
         case 'J': json = true; break;

@@ -364,7 +364,7 @@ static int set_reason(mm_plan_cand *c, const char *fmt_key, const char *msg)
  * the data), else the stage whose memory is largest (the layout itself). */
 static void oom_reason(const mm_sim *sim, const mm_metrics *m, char *msg, size_t len, mm_plan_cand *c)
 {
-    double cap = sim->cluster.gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
+    double cap = sim->cluster->gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
     c->oom_stage = m->oom_at.iteration >= 0 ? m->oom_at.stage : -1;
     c->oom_gib = m->oom_at.iteration >= 0 ? m->oom_at.need_gib : m->peak_memory_gib;
     if (m->oom_at.iteration < 0)
@@ -774,10 +774,10 @@ static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenari
     int rc = mm_sim_load(sim, base, err);
     if (rc || (rc = mm_sim_check_limits(sim, err)))
         return rc;
-    const mm_model *mo = &sim->model;
+    const mm_model *mo = sim->model;
     mm_space_facts sp = {
-        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
-        .layers = sim->llm.layers, .heads = sim->llm.heads, .experts = sim->llm.experts, .seq = base->train.seq_len,
+        .G = mm_cluster_gpus(sim->cluster), .gpn = sim->cluster->gpus_per_node,
+        .layers = sim->llm->layers, .heads = sim->llm->heads, .experts = sim->llm->experts, .seq = base->train.seq_len,
         .global_batch = base->train.global_batch,
         .max_pp = o->max_pp > 0 ? o->max_pp : 32,
         .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
@@ -791,10 +791,10 @@ static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenari
     }
     p->gpus = sp.G;
     p->gpus_per_node = sp.gpn;
-    p->nodes = sim->cluster.nodes;
+    p->nodes = sim->cluster->nodes;
     p->has_encoder = sp.encoder;
     p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
-    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
+    snprintf(p->model, sizeof p->model, "%s", sim->llm->name);
     snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
     if (enumerate(&sp, space, o->placements ? o->placements : 0xfu, v))
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");

@@ -45,11 +45,40 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
         out[0] = '\0';
 }
 
+/* Is p under dir ("dir/..."), and where does the rest start? */
+static const char *under_dir(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--; /* "DIR/" names the same folder as "DIR" */
+    if (n == 0 || strncmp(p, dir, n) || p[n] != '/')
+        return NULL;
+    while (p[n] == '/')
+        n++;
+    return p[n] ? p + n : NULL;
+}
+
+void mm_sim_data_relative(const char *resolved, char *out, size_t len)
+{
+    const char *env = getenv("MMSIM_DATADIR");
+    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
+    const char *rel = resolved;
+    for (size_t i = 0; i < 2 && rel == resolved; i++) {
+        const char *r = dirs[i][0] ? under_dir(resolved, dirs[i]) : NULL;
+        if (r)
+            rel = r;
+    }
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2; /* "./models/x.yaml" is "models/x.yaml" */
+    if (!fits(snprintf(out, len, "%s", rel), len))
+        out[0] = '\0';
+}
+
 /* Adds the vision or audio encoder of the model to the scenario's run. */
 static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = &sim->model;
+    const mm_model *mo = sim->model;
     mm_token_model tm;
     mm_token_model_from_model(mo, &tm);
     mm_sim_encoder *e = &sim->enc[sim->n_enc++];
@@ -74,12 +103,24 @@ void mm_sim_free_workload(mm_sim *sim)
         free(sim->wl);
         sim->wl = NULL;
     }
+    if (sim->workload_path)
+        sim->workload_path[0] = '\0';
 }
 
 void mm_sim_free(mm_sim *sim)
 {
     mm_sim_free_workload(sim);
-    mm_cluster_free(&sim->cluster);
+    mm_cluster_free(sim->cluster); /* NULL: nothing */
+    free(sim->cluster);
+    free(sim->model);
+    free(sim->fw);
+    free(sim->paths);
+    sim->paths = NULL;
+    sim->cluster = NULL;
+    sim->model = NULL;
+    sim->llm = NULL;
+    sim->fw = NULL;
+    sim->model_path = sim->topology_path = sim->workload_path = sim->framework_path = NULL;
 }
 
 /* A mixture or trace file: samples are drawn per iteration.  The LLM's
@@ -89,8 +130,8 @@ void mm_sim_free(mm_sim *sim)
 static int load_workload_file(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = &sim->model;
-    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, sizeof sim->workload_path);
+    const mm_model *mo = sim->model;
+    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, MM_SIM_PATH_MAX);
     if (!readable(sim->workload_path))
         return mm_scenario_fail(sc, err, "workload", "cannot open workload file '%s'", sc->workload.path);
     sim->wl = calloc(1, sizeof *sim->wl);
@@ -126,7 +167,7 @@ static int load_workload_file(mm_sim *sim, mm_err *err)
 int mm_sim_check_workload(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = &sim->model;
+    const mm_model *mo = sim->model;
     sim->seq = (double)sc->train.seq_len;
     sim->n_enc = 0;
     if (sc->workload.kind == MM_WORKLOAD_FILE)
@@ -169,7 +210,7 @@ int mm_sim_check_workload(mm_sim *sim, mm_err *err)
 static int apply_perturb(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    mm_cluster *c = &sim->cluster;
+    mm_cluster *c = sim->cluster;
     char key[32], msg[200], path[64];
     int bad = mm_perturb_check(&sc->perturb, c, key, sizeof key, msg, sizeof msg);
     if (bad >= 0) {
@@ -210,23 +251,23 @@ static int load_framework(mm_sim *sim, mm_err *err)
     char rel[600];
     bool file = strchr(sc->train.framework, '/') || strstr(sc->train.framework, ".yaml");
     snprintf(rel, sizeof rel, file ? "%s" : "frameworks/%s.yaml", sc->train.framework);
-    mm_sim_resolve_path(rel, sc->source, sim->framework_path, sizeof sim->framework_path);
+    mm_sim_resolve_path(rel, sc->source, sim->framework_path, MM_SIM_PATH_MAX);
     if (!readable(sim->framework_path))
         return mm_scenario_fail(sc, err, "train.framework",
                                 "no framework profile '%s' (frameworks/: megatron-core, megatron-local, "
                                 "hf-deepspeed, fsdp; or a profile file)", sc->train.framework);
-    int rc = mm_framework_load(sim->framework_path, &sim->fw, err);
+    int rc = mm_framework_load(sim->framework_path, sim->fw, err);
     if (rc)
         return rc;
-    sim->padding = sc->train.padding == MM_TPAD_AUTO ? sim->fw.padding : (mm_padding)(sc->train.padding - 1);
+    sim->padding = sc->train.padding == MM_TPAD_AUTO ? sim->fw->padding : (mm_padding)(sc->train.padding - 1);
     static const mm_attn_impl from_key[] = {
         [MM_ATTN_FLASH] = MM_ATTN_IMPL_FLASH,   [MM_ATTN_UNFUSED] = MM_ATTN_IMPL_UNFUSED,
         [MM_ATTN_FLASH1] = MM_ATTN_IMPL_FLASH1, [MM_ATTN_FLASH2] = MM_ATTN_IMPL_FLASH2,
         [MM_ATTN_FLASH3] = MM_ATTN_IMPL_FLASH3, [MM_ATTN_CUDNN] = MM_ATTN_IMPL_CUDNN,
         [MM_ATTN_UNFUSED_EAGER] = MM_ATTN_IMPL_UNFUSED_EAGER};
-    const mm_gpu_spec *g = &sim->cluster.gpu;
+    const mm_gpu_spec *g = &sim->cluster->gpu;
     bool from_fw = sc->train.attention == MM_ATTN_AUTO;
-    sim->attn = from_fw ? mm_framework_attention(&sim->fw, g->compute_capability) : from_key[sc->train.attention];
+    sim->attn = from_fw ? mm_framework_attention(sim->fw, g->compute_capability) : from_key[sc->train.attention];
     const mm_kernel_tables *k = &g->kernels;
     bool any = k->has_attn;
     for (int i = 0; i < MM_ATTN_NAMED_TABLES; i++)
@@ -234,7 +275,7 @@ static int load_framework(mm_sim *sim, mm_err *err)
     if (any && !mm_attn_impl_unfused(sim->attn) && !mm_kernel_attn_table(k, sim->attn))
         return mm_scenario_fail(sc, err, from_fw ? "train.framework" : "train.attention",
                                 "%s runs %s attention on %s (compute capability %.1f) and '%s' has no table for it "
-                                "(gpu.kernels.%s)", from_fw ? sim->fw.name : "train.attention",
+                                "(gpu.kernels.%s)", from_fw ? sim->fw->name : "train.attention",
                                 mm_attn_impl_names[sim->attn], g->name, g->compute_capability, sc->topology,
                                 mm_attn_impl_names[sim->attn]);
     return 0;
@@ -244,26 +285,44 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     memset(sim, 0, sizeof *sim); /* callers free a previous sim first (mm_sim_free) */
     sim->sc = *sc;
-    mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
-    mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
-    if (!readable(sim->model_path))
-        return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
-    if (!readable(sim->topology_path))
-        return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
-    int rc = mm_model_load(sim->model_path, &sim->model, err);
-    if (rc == 0 && !sim->model.has_llm)
+    sim->paths = calloc(1, sizeof *sim->paths);
+    sim->model = malloc(sizeof *sim->model);
+    sim->cluster = calloc(1, sizeof *sim->cluster);
+    sim->fw = malloc(sizeof *sim->fw);
+    int rc = 0;
+    bool inline_model = mm_scenario_model_inline(sc);
+    if (!sim->paths || !sim->model || !sim->cluster || !sim->fw) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    } else {
+        sim->model_path = sim->paths->model;
+        sim->topology_path = sim->paths->topology;
+        sim->workload_path = sim->paths->workload;
+        sim->framework_path = sim->paths->framework;
+        mm_sim_resolve_path(sc->model, sc->source, sim->model_path, MM_SIM_PATH_MAX);
+        mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, MM_SIM_PATH_MAX);
+        if (inline_model)
+            snprintf(sim->model_path, MM_SIM_PATH_MAX, "inline model of %s", sc->source);
+    }
+    if (rc == 0 && !inline_model && !readable(sim->model_path))
+        rc = mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
+    else if (rc == 0 && !readable(sim->topology_path))
+        rc = mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
+    if (rc == 0)
+        rc = mm_scenario_load_model(sc, sim->model_path, sim->model, err);
+    if (rc == 0 && inline_model) /* what runs store and reports name it by */
+        snprintf(sim->model_path, MM_SIM_PATH_MAX, "inline:%s", sim->model->name);
+    if (rc == 0 && !sim->model->has_llm)
         rc = mm_scenario_fail(sc, err, "model", "'%s' has no LLM decoder; `mmsim run` trains a model with one "
                               "(`mmsim model` reports an encoder's costs)", sc->model);
-    if (rc)
-        return rc;
-    sim->llm = sim->model.llm;
-    rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
-    if (rc)
-        return rc;
-    rc = load_framework(sim, err);
+    if (rc == 0) {
+        sim->llm = &sim->model->llm;
+        rc = mm_cluster_load(sim->topology_path, sc->nodes, sim->cluster, err); /* frees its own on error */
+    }
+    if (rc == 0)
+        rc = load_framework(sim, err);
     if (rc == 0)
         rc = apply_perturb(sim, err);
     if (rc)
-        mm_sim_free(sim); /* a failed load holds nothing (mm_cluster_load frees its own) */
+        mm_sim_free(sim); /* a failed load holds nothing */
     return rc;
 }
