@@ -11,6 +11,7 @@
 
 #include "hw/coll.h"
 #include "hw/flow.h"
+#include "hw/net.h"
 #include "exec/exec.h"
 
 #include "cluster_keep.h"
@@ -55,6 +56,29 @@ static double busbw(const mm_cluster *c, mm_net_model model, mm_coll_algo algo, 
 }
 
 /* ---- max-min fairness: textbook cases, rates computed by hand ---------- */
+
+/* The double binary tree's largest degree in closed form equals the walk
+ * over both trees' parents, edge by edge, for every N up to 4096. */
+START_TEST(dtree_degree_closed_form)
+{
+    int *deg = calloc(4097, sizeof *deg);
+    ck_assert_ptr_nonnull(deg);
+    for (int N = 1; N <= 4096; N++) {
+        memset(deg, 0, (size_t)(N + 1) * sizeof *deg);
+        int best = 0;
+        for (int t = 0; t < 2; t++)
+            for (int r = 0; r < N; r++) {
+                int p = mm_dtree_parent(t, r, N);
+                if (p >= 0)
+                    deg[r]++, deg[p]++;
+            }
+        for (int r = 0; r < N; r++)
+            best = deg[r] > best ? deg[r] : best;
+        ck_assert_msg(mm_dtree_max_degree(N) == best, "N = %d: %d, walk %d", N, mm_dtree_max_degree(N), best);
+    }
+    free(deg);
+}
+END_TEST
 
 START_TEST(maxmin_two_links)
 {
@@ -976,6 +1000,7 @@ static Suite *net_suite(void)
     Suite *s = suite_create("net");
     TCase *tc = tcase_create("maxmin");
     tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
+    tcase_add_test(tc, dtree_degree_closed_form);
     tcase_add_test(tc, maxmin_two_links);
     tcase_add_test(tc, maxmin_three_links);
     tcase_add_test(tc, maxmin_coefficients);

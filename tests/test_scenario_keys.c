@@ -209,15 +209,18 @@ START_TEST(layout_sets_equal_apply)
     static const int split4[] = {6, 8, 8, 6};
     const mm_relayout lays[] = {
         {.placement = MM_PLACE_COLOCATED, .llm = {1, 4, 1, 1, 4, 1, 4, split4}, .vision = {1, 1, 1, 1, 16, 1},
-         .micro_batch = 1, .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_1F1B},
-        {.placement = -1, .llm = {2, 1, 1, 1, 8, 1}, .micro_batch = 4, .recompute = MM_RECOMPUTE_SELECTIVE,
+         .vision_recompute = -1, .micro_batch = 1, .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_1F1B},
+        {.placement = -1, .llm = {2, 1, 1, 1, 8, 1}, .vision_recompute = -1, .micro_batch = 4, .recompute = MM_RECOMPUTE_SELECTIVE,
          .zero = 1, .schedule = MM_SCHED_1F1B},
-        {.placement = MM_PLACE_COLOCATED, .llm = {2, 2, 2, 1, 4, 1}, .vision = {2, 1, 1, 1, 8, 1}, .micro_batch = 2,
+        {.placement = MM_PLACE_COLOCATED, .llm = {2, 2, 2, 1, 4, 1}, .vision = {2, 1, 1, 1, 8, 1}, .vision_recompute = -1, .micro_batch = 2,
          .recompute = MM_RECOMPUTE_FULL, .zero = 0, .schedule = MM_SCHED_INTERLEAVED},
-        {.placement = MM_PLACE_HOMOGENEOUS, .llm = {4, 2, 1, 1, 2, 1}, .micro_batch = 1,
+        {.placement = MM_PLACE_HOMOGENEOUS, .llm = {4, 2, 1, 1, 2, 1}, .vision_recompute = -1, .micro_batch = 1,
          .recompute = MM_RECOMPUTE_SELECTIVE, .zero = 1, .schedule = MM_SCHED_ZB_H1},
-        {.placement = MM_PLACE_PIPELINE, .llm = {2, 1, 1, 1, 6, 1}, .vision = {1, 1, 1, 1, 4, 1}, .micro_batch = 1,
-         .recompute = MM_RECOMPUTE_NONE, .zero = 1, .schedule = MM_SCHED_GPIPE},
+        {.placement = MM_PLACE_PIPELINE, .llm = {2, 1, 1, 1, 6, 1}, .vision = {1, 1, 1, 1, 4, 1},
+         .vision_recompute = MM_RECOMPUTE_FULL, .micro_batch = 1, .recompute = MM_RECOMPUTE_NONE, .zero = 1,
+         .schedule = MM_SCHED_GPIPE},
+        {.placement = MM_PLACE_HOMOGENEOUS, .llm = {4, 2, 1, 1, 2, 1}, .vision_recompute = MM_RECOMPUTE_NONE,
+         .micro_batch = 1, .recompute = MM_RECOMPUTE_FULL, .zero = 1, .schedule = MM_SCHED_1F1B},
     };
     mm_scenario *base = load_ok(NULL, base_sets, NB);
     for (size_t i = 0; i < sizeof lays / sizeof lays[0]; i++) {

@@ -193,7 +193,7 @@ START_TEST(test_views_fresh_and_migrated)
     mm_err err;
     mm_store *st = NULL;
     ck_assert_int_eq(mm_store_open(&st, db, &err), 0);
-    ck_assert_int_eq((int)q_real(st, "PRAGMA user_version"), 8);
+    ck_assert_int_eq((int)q_real(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
     add_sweep(st);
     check_summary(st);
     char *q[MAX_Q];

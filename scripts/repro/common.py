@@ -68,11 +68,15 @@ def run_db(scenario, sets, db):
     return json.loads(p.stdout)
 
 
-def plan(scenario, gpus, placements, sets, top=2, iterations=1, max_pp=16):
+def plan(scenario, gpus, placements, sets, top=2, iterations=1, max_pp=16, space=()):
     """mmsim plan: the rank-1 candidate (dict with layout, sets, metrics) of the
-    given placements, or {"error": ...} when none fits."""
+    given placements, or {"error": ...} when none fits.  space: --space
+    narrowings ("DIM=V1,V2"), for a plan over the whole space that would be
+    too slow."""
     cmd = [mmsim(), "plan", path(scenario), "--no-db", "--json", "--gpus", str(gpus), "--top", str(top),
            "--iterations", str(iterations), "--placement", placements, "--max-pp", str(max_pp)] + sets_args(sets)
+    for sp in space:
+        cmd += ["--space", sp]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}

@@ -270,8 +270,12 @@ static void print_cand_json(FILE *f, const mm_plan *p, size_t i)
         fprintf(f, "%d", c->micro_batches);
     else
         fprintf(f, "null");
-    fprintf(f, ", \"recompute\": \"%s\", \"zero\": %d, \"schedule\": \"%s\"", mm_recompute_names[c->recompute],
-            c->zero, mm_schedule_names[c->schedule]);
+    fprintf(f, ", \"recompute\": \"%s\", \"encoder_recompute\": ", mm_recompute_names[c->recompute]);
+    if (c->enc_recompute >= 0)
+        fprintf(f, "\"%s\"", mm_recompute_names[c->enc_recompute]);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"zero\": %d, \"schedule\": \"%s\"", c->zero, mm_schedule_names[c->schedule]);
     bool sim = c->status == MM_CAND_SIMULATED;
     jmember(f, "estimate_s", c->est_s);
     jmember(f, "estimate_tflops_per_gpu", c->est_tflops);
@@ -281,6 +285,26 @@ static void print_cand_json(FILE *f, const mm_plan *p, size_t i)
     jmember(f, "mfu", sim ? c->sim_mfu : NAN);
     jmember(f, "peak_memory_gib", sim ? c->sim_mem_gib : c->mem_gib);
     jmember(f, "margin", mm_plan_margin(p, i));
+    jmember(f, "lower_bound_s", c->bound_s);
+    /* why it was not simulated, as data: memory (stage, GiB), the scenario's
+     * validation, a lower bound above the best (its margin), an exact tie */
+    const char *by = c->status == MM_CAND_BOUNDED ? "bound"
+                     : c->status == MM_CAND_TIED  ? "tie"
+                     : c->status != MM_CAND_PRUNED ? NULL
+                     : (c->reason && !strncmp(c->reason, "OOM", 3)) ? "memory"
+                                                                   : "validation";
+    fprintf(f, ", \"pruned_by\": ");
+    if (by)
+        fprintf(f, "\"%s\"", by);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"oom_stage\": ");
+    if (by && !strcmp(by, "memory") && c->oom_stage >= 0)
+        fprintf(f, "%d", c->oom_stage);
+    else
+        fprintf(f, "null");
+    jmember(f, "oom_gib", by && !strcmp(by, "memory") ? c->oom_gib : NAN);
+    jmember(f, "bound_margin", c->status == MM_CAND_BOUNDED && p->best_s > 0 ? c->bound_s / p->best_s - 1 : NAN);
     fprintf(f, ", \"run_id\": ");
     if (c->run_id > 0)
         fprintf(f, "%lld", (long long)c->run_id);
@@ -320,6 +344,15 @@ void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all)
     fprintf(f, ",\n  \"candidates\": %zu,\n  \"pruned\": %zu,\n  \"oom\": %zu,\n  \"estimated\": %zu,\n"
                "  \"simulated\": %zu,\n  \"failed\": %zu,\n",
             p->n, p->pruned, p->oom, p->estimated, p->simulated, p->failed);
+    fprintf(f, "  \"tied\": %zu,\n  \"bounded\": %zu,\n  \"unproven\": %zu,\n  \"best_s\": ", p->tied, p->bounded,
+            p->open);
+    jval(f, p->best_s);
+    fprintf(f, ",\n  \"optimal_within\": ");
+    jval(f, p->optimal_within);
+    fprintf(f, ",\n  \"space\": {");
+    for (int d = 0; d < MM_SD_COUNT; d++)
+        fprintf(f, "%s\"%s\": %zu", d ? ", " : "", mm_space_dim_names[d], p->dim_values[d]);
+    fprintf(f, "},\n");
     fprintf(f, "  \"gpus_asked\": %d,\n  \"prescored\": %zu,\n  \"validate_wall_s\": %.6f,\n"
                "  \"prescore_wall_s\": %.6f,\n  \"prescores_per_s\": ",
             p->gpus_asked, p->prescored, p->validate_s, p->estimate_s);

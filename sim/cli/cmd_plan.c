@@ -71,6 +71,16 @@ static void print_table(const mm_plan *p, const char *db)
            "(%d iteration%s each), %zu failed\n",
            p->n, p->pruned, p->oom, p->estimated, p->simulated, p->iterations, p->iterations == 1 ? "" : "s",
            p->failed);
+    if (p->tied || p->bounded || p->simulated) {
+        printf("  %zu exact ties of the pre-score collapsed; %zu proven slower than the best by their lower bound",
+               p->tied, p->bounded);
+        if (isfinite(p->optimal_within) && p->open == 0)
+            printf("; the pick is optimal (every other candidate proven)\n");
+        else if (isfinite(p->optimal_within))
+            printf("; the pick is optimal within %.1f %% (%zu unproven)\n", 100 * p->optimal_within, p->open);
+        else
+            printf("\n");
+    }
     if (p->gpus < p->gpus_asked)
         printf("  no layout uses all %d GPUs: planned on the largest count that has one, %d GPUs (%d nodes)\n",
                p->gpus_asked, p->gpus, p->nodes);
@@ -138,6 +148,14 @@ static void print_best(const mm_plan *p)
     printf("no layout fits\n");
 }
 
+/* --explain: the size of the space, per dimension. */
+static void print_space(const mm_plan *p)
+{
+    printf("\n  the space: %zu candidates; distinct values per dimension:\n   ", p->n);
+    for (int d = 0; d < MM_SD_COUNT; d++)
+        printf(" %s %zu%s", mm_space_dim_names[d], p->dim_values[d], d + 1 < MM_SD_COUNT ? "," : "\n");
+}
+
 /* -v: every candidate with its status and, when pruned or failed, why. */
 static void print_all(const mm_plan *p)
 {
@@ -158,6 +176,8 @@ const struct option mm_cli_plan_longopts[] = {
     {"max-pp", required_argument, NULL, 'p'},  {"db", required_argument, NULL, 'd'},
     {"placement", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 's'},
     {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
+    {"space", required_argument, NULL, 'S'},   {"explain", no_argument, NULL, 'E'},
+    {"prove", required_argument, NULL, 'R'},
     {NULL, 0, NULL, 0}};
 const char mm_cli_plan_shortopts[] = "hg:j:s:qv";
 
@@ -166,7 +186,8 @@ int mm_cli_plan(int argc, char **argv)
     const char *sets[MAX_SETS];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     mm_plan_opts o = {.top_k = 8, .jobs = ncpu > 0 ? (int)ncpu : 1, .db = DEFAULT_DB, .version = MMSIM_VERSION};
-    int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0;
+    const char *space[MAX_SETS];
+    int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0, explain = 0;
     int c, rc = 0;
     while (rc == 0 && (c = mm_cli_getopt(argc, argv, mm_cli_plan_shortopts, mm_cli_plan_longopts)) != -1) {
         const char *v = optarg;
@@ -184,6 +205,14 @@ int mm_cli_plan(int argc, char **argv)
         case 'p': rc = parse_int("--max-pp", v, 1, 4096, &o.max_pp); break;
         case 'P': rc = parse_placements(v, &o.placements); break;
         case 'd': o.db = v; break;
+        case 'E': explain = 1; break;
+        case 'R': rc = parse_int("--prove", v, 0, 1000000, &o.prove); break;
+        case 'S':
+            if (o.n_space == MAX_SETS)
+                rc = bad_arg("--space", "at most 256 narrowings");
+            else
+                space[o.n_space++] = v;
+            break;
         case 's':
             if (o.n_sets == MAX_SETS)
                 rc = bad_arg("--set", "at most 256 overrides");
@@ -200,6 +229,7 @@ int mm_cli_plan(int argc, char **argv)
     if (optind < argc)
         return bad_arg(argv[optind], "more than one scenario given");
     o.sets = sets;
+    o.space = space;
     if (no_db)
         o.db = NULL;
     mm_err err;
@@ -220,6 +250,8 @@ int mm_cli_plan(int argc, char **argv)
         print_best(&p);
     else
         print_table(&p, o.db);
+    if (explain && !json)
+        print_space(&p);
     if (verbose && !json)
         print_all(&p);
     mm_plan_free(&p);

@@ -251,24 +251,23 @@ int mm_dtree_parent(int t, int r, int N)
     return p < 0 ? -1 : N - 1 - p;
 }
 
-/* The most tree edges any node has, over both trees: each edge carries the
- * tree's data once each way (reduce up, broadcast down). */
-static int dtree_max_degree(int N)
+/* The most tree edges any node has, over both trees (net.h): each edge
+ * carries the tree's data once each way (reduce up, broadcast down).  In
+ * closed form, because the pre-score asks it for every candidate's
+ * collectives: walking the two trees costs O(N) and an allocation per call.
+ * The walk over mm_dtree_parent gives the same for every N (test_net
+ * checks N = 1..4096; it was also checked to 6,000, around every power of
+ * two to 2^21 and at random N to 10^6): 0 for one node, 2 for two, 5 for
+ * five, 4 for three and every even N >= 4, 6 for every odd N >= 7. */
+int mm_dtree_max_degree(int N)
 {
-    int best = 0, *deg = calloc((size_t)N + 1, sizeof *deg);
-    if (!deg)
-        return 4; /* the bound for N >= 4 */
-    for (int t = 0; t < 2; t++)
-        for (int r = 0; r < N; r++) {
-            int p = mm_dtree_parent(t, r, N);
-            if (p >= 0)
-                deg[r]++, deg[p]++;
-        }
-    for (int r = 0; r < N; r++)
-        if (deg[r] > best)
-            best = deg[r];
-    free(deg);
-    return best;
+    if (N < 2)
+        return 0;
+    if (N == 2)
+        return 2;
+    if (N == 5)
+        return 5;
+    return N == 3 || N % 2 == 0 ? 4 : 6;
 }
 
 /* Alphas: ai per NVLink (or PCIe) hop, an per hop across nodes under one
@@ -557,7 +556,7 @@ double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_col
             bw = (n > 2 ? 2.0 : 1.0) * S / b_intra(c, n);
             break;
         }
-        bw = dtree_max_degree(N) * S / (2.0 * s->channels * b_nic(c));
+        bw = mm_dtree_max_degree(N) * S / (2.0 * s->channels * b_nic(c));
         if (m > 1)
             bw = fmax(bw, 2.0 * (m - 1) / m * S / b_intra(c, m));
         break;

@@ -142,6 +142,10 @@ double mm_net_analytic_time(const mm_cluster *c, mm_coll_kind kind,
  * binary tree on labels 1..N. */
 int mm_dtree_parent(int t, int r, int N);
 
+/* The most edges any of the N nodes has over both trees of
+ * mm_dtree_parent (what bounds a double binary tree's bandwidth term). */
+int mm_dtree_max_degree(int N);
+
 /* Sorts a copy of gpus (caller frees); NULL when out of memory. */
 int *mm_group_sorted(const int *gpus, int n);
 /* The same into out[0..n-1] (no allocation). */

@@ -68,8 +68,15 @@ static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1
         return n * (rs + (double)mm_build_z3_gather_passes(sp) / n * ag); /* 2 ag a micro-batch, or once */
     if (sp->zero >= 3 && sp->z3_once)
         return rs + overlapped_dp(ag, true, fwd1, chunks, k);
+    if (sp->zero >= 3) { /* overlapped, but as often as the build issues them: a reduce-scatter
+                          * after every micro-batch's backward, a gather before its forward
+                          * and one before its backward, each behind that pass */
+        double g = mm_build_z3_gather_passes(sp) / 2.0;
+        return n * overlapped_dp(rs, true, bwd1, chunks, k) +
+               g * (overlapped_dp(ag, true, fwd1, chunks, k) + overlapped_dp(ag, true, bwd1, chunks, k));
+    }
     double grads;
-    if (sp->zero >= 3 || n == 1)
+    if (n == 1)
         grads = overlapped_dp(rs, sp->overlap_grad_reduce, bwd1, chunks, k);
     else if (!sp->overlap_grad_reduce)
         grads = n * rs; /* each blocks its micro-batch's compute stream */
@@ -222,7 +229,116 @@ static void enc_compute_terms(const mm_sim *sim, const mm_build_spec *sp, int *r
     *stage = enc_stage;
 }
 
-int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+/* One iteration's lower bound on its time, from the costs the executor
+ * runs it with (a workload's drawn micro-batches in w, else the nominal
+ * stage costs st for spec->m micro-batches): no GPU finishes before it has
+ * run its compute, one op after another on its compute stream, and then
+ * its optimizer step.  So the time is at least, over the LLM's stages and
+ * DP replicas, the stage's forwards and backwards (a homogeneous encoder's
+ * too, on the first stage) plus its optimizer step; over an encoder on its
+ * own GPUs, its work spread evenly over them (the busiest does no less);
+ * colocated, every module's GPU-seconds spread evenly over the LLM's GPUs.
+ * Communication, bubbles and contention only add to it. */
+static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st, const wl_iter *w)
+{
+    int P = spec->lay.pp, dp = spec->lay.dp, m = w ? w->m : spec->m;
+    int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
+    bool homog = spec->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
+    bool coloc = spec->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
+    double worst = 0, gpu_s = 0;
+    for (int s = 0; s < P; s++) {
+        double opt = 0;
+        for (int c = 0; c < spec->lay.vpp; c++)
+            opt += st[c * P + s].opt_s;
+        for (int d = 0; d < (w ? dp : 1); d++) { /* nominal costs: every replica alike */
+            double busy = 0;
+            for (int c = 0; c < spec->lay.vpp; c++) {
+                int v = c * P + s;
+                if (!w) {
+                    busy += m * (st[v].fwd_s + st[v].bwd_s);
+                    continue;
+                }
+                for (int j = 0; j < m; j++) {
+                    const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
+                    busy += x->fwd_s + x->bwd_s;
+                }
+            }
+            gpu_s += busy * tpcp * (w ? 1 : dp);
+            for (int i = 0; homog && s == 0 && i < spec->n_enc; i++)
+                for (int j = 0; j < m; j++) {
+                    const mm_enc_mb_cost *e = w ? &w->enc[((size_t)i * dp + d) * m + j] : &spec->enc[i].mb[0];
+                    busy += e->fwd_s + e->bwd_s;
+                }
+            worst = fmax(worst, busy + opt);
+        }
+    }
+    double enc_gpu_s = 0;
+    for (int i = 0; i < spec->n_enc && !homog; i++) {
+        const mm_enc_spec *es = &spec->enc[i];
+        double sum = 0;
+        if (!w)
+            sum = (double)dp * m * (es->mb[0].fwd_s + es->mb[0].bwd_s);
+        for (size_t k = 0; w && k < (size_t)dp * m; k++) {
+            const mm_enc_mb_cost *e = &w->enc[(size_t)i * dp * m + k];
+            sum += e->fwd_s + e->bwd_s;
+        }
+        if (coloc)
+            enc_gpu_s += sum * es->tp;
+        else if (es->dp * es->pp > 0)
+            worst = fmax(worst, sum / (es->dp * es->pp) + es->opt_s);
+    }
+    if (coloc)
+        worst = fmax(worst, (gpu_s + enc_gpu_s) / mm_layout_gpus(&spec->lay));
+    return worst;
+}
+
+/* Memory that follows the data, decided as mm_sim_run decides it (the
+ * same draws, micro-batches and mm_sim_data_memory over the scenario's
+ * iterations): mt's per-stage and peak memory become the iterations'
+ * peaks, oom and oom_at where a drawn batch first does not fit; *bound
+ * gets the mean of the iterations' lower bounds (iteration_bound).
+ * Returns 1 (a batch does not fit), 0 or -code. */
+static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, double *bound, mm_err *err)
+{
+    mm_build_spec spec = costs->spec;
+    wl_iter wi = {0};
+    int P = spec.lay.pp, iters = sim->sc.iterations > 0 ? sim->sc.iterations : 1, rc = 0;
+    double *stage_gib = calloc((size_t)P, sizeof *stage_gib), lb = 0;
+    if (!stage_gib)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    mt->peak_memory_bound_gib = mt->peak_memory_gib;
+    mt->peak_memory_gib = 0;
+    for (int s = 0; s < P && s < mt->n_stages; s++)
+        mt->stages[s].memory_gib = 0;
+    mt->oom_at.iteration = -1;
+    int it;
+    for (it = 0; it < iters && rc == 0; it++) {
+        if ((rc = mm_sim_iteration_costs(sim, &spec, costs->stages, it, &wi, err)))
+            break;
+        mm_data_mem dm = {.stage_gib = stage_gib};
+        int r = mm_sim_data_memory(sim, &spec, &wi, &dm);
+        if (r < 0) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model");
+            break;
+        }
+        for (int s = 0; s < P && s < mt->n_stages; s++)
+            mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
+        mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
+        lb += iteration_bound(&spec, costs->stages, &wi);
+        if (r > 0) {
+            mt->oom = true;
+            mt->oom_at.iteration = it, mt->oom_at.micro_batch = dm.micro_batch, mt->oom_at.stage = dm.stage;
+            mt->oom_at.replica = dm.replica, mt->oom_at.need_gib = dm.need_gib, mt->oom_at.cap_gib = dm.cap_gib;
+            rc = 1;
+        }
+    }
+    *bound = lb / iters;
+    free(stage_gib);
+    mm_sim_wl_iter_free(&wi);
+    return rc;
+}
+
+int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -245,6 +361,19 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         rc = fit;
         goto out;
     }
+    double lb = NAN;
+    mt->oom_at.iteration = -1;
+    if (sim->wl) { /* the static verdict is a bound: the drawn data decide, as in mm_sim_run */
+        fit = data_verdict(sim, &costs, mt, &lb, err);
+        if (fit < 0) {
+            rc = fit;
+            goto out;
+        }
+    } else {
+        lb = iteration_bound(&spec, st, NULL);
+    }
+    if (bound)
+        *bound = fit > 0 ? NAN : lb;
     if (fit > 0) {
         mt->oom = true;
         mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
@@ -303,3 +432,5 @@ out:
         mm_metrics_free(mt);
     return rc;
 }
+
+int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err) { return mm_sim_estimate_bound(sim, mt, NULL, err); }

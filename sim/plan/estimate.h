@@ -26,4 +26,15 @@
  * Returns 0 or -code. */
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *metrics, mm_err *err);
 
+/* The same, deciding memory as mm_sim_run does: with a workload file each
+ * of the scenario's iterations draws its batch and forms its micro-batches
+ * (mm_sim_iteration_costs) and mm_sim_data_memory walks them (oom and
+ * oom_at say where a batch does not fit), not the early check's bound of
+ * every micro-batch holding the workload's largest sample.  *bound (when
+ * bound is not NULL) gets a lower bound on the event-level iteration time
+ * from the same costs: per iteration the busiest GPU's compute plus its
+ * optimizer step (estimate.c, iteration_bound), NAN when it does not fit.
+ * Returns 0 or -code. */
+int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *metrics, double *bound, mm_err *err);
+
 #endif

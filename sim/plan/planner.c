@@ -27,11 +27,12 @@
 #include "scenario/sim.h"
 #include "exec/run.h"
 #include "plan/estimate.h"
+#include "plan/space.h"
 #include "store/planstore.h"
 #include "store/store.h"
 #include "util/misc.h"
 
-const char *const mm_cand_status_names[] = {"pruned", "estimated", "simulated", "failed", NULL};
+const char *const mm_cand_status_names[] = {"pruned", "estimated", "simulated", "failed", "tied", "bounded", NULL};
 
 /* ---- the candidate list ---- */
 
@@ -60,9 +61,12 @@ static mm_plan_cand *cand_push(cand_vec *v)
  * in a fixed order, so that equal layouts give equal strings. */
 static void cand_layout(mm_plan_cand *c)
 {
-    char enc[64] = "";
+    char enc[80] = "";
     if (c->placement >= 0 && mm_layout_has_vision(c->placement))
-        snprintf(enc, sizeof enc, " vision tp%d pp%d dp%d |", c->vision.tp, c->vision.pp, c->vision.dp);
+        snprintf(enc, sizeof enc, " vision tp%d pp%d dp%d %s |", c->vision.tp, c->vision.pp, c->vision.dp,
+                 mm_recompute_names[c->enc_recompute >= 0 ? c->enc_recompute : 0]);
+    else if (c->placement >= 0 && c->enc_recompute >= 0)
+        snprintf(enc, sizeof enc, " vision %s |", mm_recompute_names[c->enc_recompute]);
     char pl[32] = "";
     if (c->placement >= 0)
         snprintf(pl, sizeof pl, "%s |", mm_placement_names[c->placement]);
@@ -70,9 +74,12 @@ static void cand_layout(mm_plan_cand *c)
     if (c->first_layers)
         snprintf(split, sizeof split, " layers %d+%dx%d+%d", c->first_layers, c->mid_layers, c->llm.pp - 2,
                  c->last_layers);
-    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d%s | mb%d %s zero%d",
+    char sched[24] = "";
+    if (c->llm.pp > 1 && c->schedule != MM_SCHED_INTERLEAVED)
+        snprintf(sched, sizeof sched, " %s", mm_schedule_names[c->schedule]);
+    int n = snprintf(c->layout, sizeof c->layout, "%s%s llm tp%d pp%d vpp%d cp%d dp%d ep%d%s | mb%d %s zero%d%s",
                      pl, enc, c->llm.tp, c->llm.pp, c->llm.vpp, c->llm.cp, c->llm.dp, c->llm.ep, split,
-                     c->micro_batch, mm_recompute_names[c->recompute], c->zero);
+                     c->micro_batch, mm_recompute_names[c->recompute], c->zero, sched);
     if (n < 0 || (size_t)n >= sizeof c->layout) /* cannot happen with these widths; keep it terminated */
         c->layout[sizeof c->layout - 1] = '\0';
     if (c->layout[0] == ' ')
@@ -91,6 +98,7 @@ typedef struct lps_buf {
 static mm_relayout layout_of(const mm_plan_cand *c, lps_buf *lps)
 {
     mm_relayout lay = {.placement = c->placement, .llm = c->llm, .vision = c->vision,
+                       .vision_recompute = c->placement >= 0 ? c->enc_recompute : -1,
                        .micro_batch = c->micro_batch, .recompute = c->recompute, .zero = c->zero,
                        .schedule = c->schedule};
     if (c->first_layers && c->llm.pp <= MM_MAX_PP) {
@@ -122,167 +130,218 @@ size_t mm_plan_cand_sets_json(const mm_plan_cand *c, char *buf, size_t len)
 
 /* ---- enumeration ---- */
 
-typedef struct space {
-    int G, gpn;
-    int64_t layers, experts;
-    int64_t seq;
-    int max_pp;
-    int base_schedule; /* used when vpp = 1 (1f1b if it was interleaved) */
-    unsigned placements;
-    bool encoder;
-} space;
+/* Walks the space (space.h) in a fixed order: placement, the encoder's
+ * layout (GPUs, tp, pp, recompute), then the LLM's degrees and the
+ * training choices.  The narrowing o->space keeps its listed values. */
+typedef struct walker {
+    const mm_space_facts *f;
+    const mm_plan_space *keep;
+    cand_vec *v;
+} walker;
 
-static int divisors(int n, int max, int *out, int cap)
+static bool keep(const walker *w, mm_space_dim d, int v) { return mm_plan_space_allows(w->keep, d, v); }
+
+/* The schedules of a pipeline of pp stages and vpp chunks: every one the
+ * executor runs at vpp 1 (gpipe, 1f1b, zb-h1), interleaved at vpp > 1, the
+ * scenario's own at pp 1 (one stage: no schedule differs). */
+static int schedules(const walker *w, int pp, int vpp, int *out)
 {
+    int n = 0;
+    if (vpp > 1) {
+        out[n++] = MM_SCHED_INTERLEAVED;
+    } else if (pp == 1) {
+        out[n++] = w->f->base_schedule;
+    } else {
+        static const int s1[] = {MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_ZB_H1};
+        for (int i = 0; i < 3; i++)
+            out[n++] = s1[i];
+    }
     int k = 0;
-    for (int d = 1; d <= n && d <= max && k < cap; d++)
-        if (n % d == 0)
-            out[k++] = d;
+    for (int i = 0; i < n; i++)
+        if (keep(w, MM_SD_SCHEDULE, out[i]))
+            out[k++] = out[i];
     return k;
 }
 
-/* How L layers go on pp stages of vpp chunks each, following Megatron-LM
- * (megatron/core/transformer/transformer_block.py, the layer offsets of
- * get_num_layers_to_build and its pipeline-split options):
- *   - even: L / (pp vpp) per chunk when that divides (returns 1);
- *   - account_for_embedding_in_pipeline_split + ..._loss_...: the
- *     embedding and the loss count as a layer of the first and the last
- *     stage, so (L + 2) / pp per stage and one transformer layer fewer on
- *     those two (vpp 1 only: with chunks the first chunk alone would be
- *     short, which per-stage counts cannot say);
- *   - --decoder-first/last-pipeline-num-layers f, l: the pp - 2 middle
- *     stages take (L - f - l) / (pp - 2) each; with vpp every stage's count
- *     must divide by vpp.  We pick the middle count that minimizes the
- *     largest stage, the first stage taking the odd vpp-multiple (the last
- *     one carries the output layer and the loss).
- * Returns 0 with *f, *m, *l set (uneven), 1 (even), -1 (no split). */
-static int split_layers(int64_t L, int pp, int vpp, int *f, int *m, int *l)
+/* The training choices of one LLM layout: micro-batch sizes (divisors of
+ * global_batch / dp), the LLM's recompute, ZeRO, the schedule. */
+static int enum_choices(const walker *w, const mm_plan_cand *proto)
 {
-    *f = *m = *l = 0;
-    if (L % ((int64_t)pp * vpp) == 0)
-        return 1;
-    if (pp < 2 || L % vpp)
-        return -1;
-    if (vpp == 1 && (L + 2) % pp == 0 && (L + 2) / pp >= 2) {
-        int per = (int)((L + 2) / pp);
-        *f = *l = per - 1;
-        *m = per;
+    const mm_space_facts *f = w->f;
+    int64_t per = f->global_batch / proto->llm.dp;
+    if (per < 1 || f->global_batch % proto->llm.dp)
         return 0;
-    }
-    int best = -1;
-    for (int64_t mid = pp > 2 ? vpp : 0; (pp - 2) * mid <= L - 2 * vpp; mid += vpp) {
-        int64_t rest = L - (pp - 2) * mid, last = vpp * (rest / (2 * vpp)), first = rest - last;
-        int64_t worst = first > mid ? first : mid;
-        if (last >= vpp && (best < 0 || worst <= best)) {
-            best = (int)worst;
-            *f = (int)first, *m = (int)mid, *l = (int)last;
-        }
-        if (pp == 2)
-            break;
-    }
-    return best < 0 ? -1 : 0;
-}
-
-/* The LLM's degrees on gllm GPUs, crossed with the training choices. */
-static int enum_llm(const space *sp, cand_vec *v, const mm_plan_cand *proto, int gllm)
-{
-    int tps[16], pps[64];
-    int ntp = divisors(sp->gpn, sp->gpn, tps, 16);
-    int npp = 0; /* every depth up to max_pp: uneven splits cover what does not divide */
-    for (int p = 1; p <= sp->max_pp && p <= sp->layers && npp < 64; p++)
-        pps[npp++] = p;
-    int cps[3] = {1, 2, 4}, ncp = sp->seq >= 32768 ? 3 : sp->seq >= 8192 ? 2 : 1;
-    int eps[8] = {1}, nep = 1;
-    for (int e = 2; e <= 8 && sp->experts > 0; e *= 2)
-        if (sp->experts % e == 0)
-            eps[nep++] = e;
-    static const int mbs[] = {1, 2, 4, 8};
-    static const int rcs[] = {MM_RECOMPUTE_SELECTIVE, MM_RECOMPUTE_FULL};
-    static const int zeros[] = {1, 0};
-    for (int a = 0; a < ntp; a++)
-        for (int b = 0; b < ncp; b++)
-            for (int p = 0; p < npp; p++) {
-                long long mp = (long long)tps[a] * cps[b] * pps[p];
-                if (gllm % mp)
+    int sch[4], ns = schedules(w, proto->llm.pp, proto->llm.vpp, sch);
+    for (int64_t mb = 1; mb <= per; mb++) {
+        if (per % mb || !keep(w, MM_SD_MB, (int)mb))
+            continue;
+        if (proto->llm.vpp > 1 && (per / mb) % proto->llm.pp)
+            continue; /* interleaving needs micro-batches in multiples of pp (the validation's rule) */
+        for (int r = 0; r < 3; r++) {
+            if (!keep(w, MM_SD_RECOMPUTE, r))
+                continue;
+            for (int z = 0; z < 4; z++) {
+                if (!keep(w, MM_SD_ZERO, z))
                     continue;
-                int dp = (int)(gllm / mp);
-                for (int vpp = 1; vpp <= (pps[p] > 1 ? 2 : 1); vpp++) {
-                    int fl, ml, ll;
-                    if (split_layers(sp->layers, pps[p], vpp, &fl, &ml, &ll) < 0)
-                        continue;
-                    for (int e = 0; e < nep; e++)
-                        for (int m = 0; m < 4; m++)
-                            for (int r = 0; r < 2; r++)
-                                for (int z = 0; z < 2; z++) {
-                                    mm_plan_cand *c = cand_push(v);
-                                    if (!c)
-                                        return -1;
-                                    int idx = c->index;
-                                    *c = *proto;
-                                    c->index = idx;
-                                    c->llm = (mm_layout){.tp = tps[a], .pp = pps[p], .vpp = vpp, .cp = cps[b],
-                                                            .dp = dp, .ep = eps[e]};
-                                    c->micro_batch = mbs[m];
-                                    c->recompute = rcs[r];
-                                    c->zero = zeros[z];
-                                    c->schedule = vpp > 1 ? MM_SCHED_INTERLEAVED : sp->base_schedule;
-                                    c->first_layers = fl, c->mid_layers = ml, c->last_layers = ll;
-                                    cand_layout(c);
-                                }
+                for (int k = 0; k < ns; k++) {
+                    mm_plan_cand *c = cand_push(w->v);
+                    if (!c)
+                        return -1;
+                    int idx = c->index;
+                    *c = *proto;
+                    c->index = idx;
+                    c->micro_batch = (int)mb;
+                    c->recompute = r;
+                    c->zero = z;
+                    c->schedule = sch[k];
+                    cand_layout(c);
                 }
             }
+        }
+    }
     return 0;
 }
 
-static int enumerate(const space *sp, cand_vec *v)
+/* The LLM's degrees on gllm GPUs (tp, cp, pp, vpp with its split, ep),
+ * crossed with the training choices. */
+static int enum_llm(const walker *w, const mm_plan_cand *proto0, int gllm)
 {
+    const mm_space_facts *f = w->f;
+    int tps[64], ntp = mm_space_tp_values(gllm, f->gpn, f->heads, tps, 64);
+    mm_plan_cand proto = *proto0;
+    for (int a = 0; a < ntp; a++) {
+        if (!keep(w, MM_SD_TP, tps[a]))
+            continue;
+        for (int cp = 1; (long long)tps[a] * cp <= gllm; cp++) {
+            if (gllm % (tps[a] * cp) || (cp > 1 && f->seq % (2 * cp)) || !keep(w, MM_SD_CP, cp))
+                continue;
+            for (int pp = 1; pp <= f->max_pp && pp <= f->layers; pp++) {
+                long long mp = (long long)tps[a] * cp * pp;
+                if (gllm % mp || !keep(w, MM_SD_PP, pp))
+                    continue;
+                int dp = (int)(gllm / mp);
+                if (f->global_batch % dp)
+                    continue; /* no micro-batch size divides the batch */
+                for (int vpp = 1; vpp == 1 || (pp > 1 && (int64_t)pp * vpp <= f->layers); vpp++) {
+                    int fl, ml, ll;
+                    if (!keep(w, MM_SD_VPP, vpp) || mm_space_split_layers(f->layers, pp, vpp, &fl, &ml, &ll) < 0)
+                        continue;
+                    for (int ep = 1; ep == 1 || (f->experts > 0 && ep <= f->experts); ep++) {
+                        if ((ep > 1 && f->experts % ep) || !keep(w, MM_SD_EP, ep))
+                            continue;
+                        proto.llm = (mm_layout){.tp = tps[a], .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .ep = ep};
+                        proto.first_layers = fl, proto.mid_layers = ml, proto.last_layers = ll;
+                        if (enum_choices(w, &proto))
+                            return -1;
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* The encoder's recompute modes crossed with the LLM's layouts. */
+static int enum_enc_rc(const walker *w, mm_plan_cand *proto, int gllm)
+{
+    for (int r = 0; r < 3; r++) {
+        if (!keep(w, MM_SD_ENC_RECOMPUTE, r))
+            continue;
+        proto->enc_recompute = r;
+        if (enum_llm(w, proto, gllm))
+            return -1;
+    }
+    return 0;
+}
+
+static int enumerate(const mm_space_facts *f, const mm_plan_space *narrow, unsigned placements, cand_vec *v)
+{
+    walker w = {.f = f, .keep = narrow, .v = v};
     mm_plan_cand proto;
     memset(&proto, 0, sizeof proto);
     proto.placement = -1;
-    if (!sp->encoder)
-        return enum_llm(sp, v, &proto, sp->G);
+    proto.enc_recompute = -1;
+    if (!f->encoder)
+        return enum_llm(&w, &proto, f->G);
     /* placements in the enum's order: pipeline, colocated, disjoint, homogeneous */
     for (int pl = 0; pl < 4; pl++) {
-        if (!(sp->placements & (1u << pl)))
+        if (!(placements & (1u << pl)) || !keep(&w, MM_SD_PLACEMENT, pl))
             continue;
         proto.placement = pl;
+        proto.enc_gpus = 0;
         if (pl == MM_PLACE_HOMOGENEOUS) {
             proto.vision = (mm_layout){0};
-            if (enum_llm(sp, v, &proto, sp->G))
+            if (enum_enc_rc(&w, &proto, f->G))
                 return -1;
             continue;
         }
-        int tps[16], ntp = divisors(sp->gpn, sp->gpn, tps, 16);
         if (pl == MM_PLACE_COLOCATED) {
+            int tps[64], ntp = mm_space_tp_values(f->G, f->gpn, f->enc_heads, tps, 64);
             for (int a = 0; a < ntp; a++) {
-                proto.vision = (mm_layout){.tp = tps[a], .pp = 1, .dp = sp->G / tps[a], .vpp = 1, .cp = 1, .ep = 1};
-                if (enum_llm(sp, v, &proto, sp->G))
+                if (!keep(&w, MM_SD_ENC_TP, tps[a]))
+                    continue;
+                proto.vision = (mm_layout){.tp = tps[a], .pp = 1, .dp = f->G / tps[a], .vpp = 1, .cp = 1, .ep = 1};
+                if (enum_enc_rc(&w, &proto, f->G))
                     return -1;
             }
             continue;
         }
-        /* the encoder's own GPUs: G/128 ... G/4 */
-        static const int num[] = {1, 1, 1, 1, 1, 3, 1}, den[] = {128, 64, 32, 16, 8, 16, 4};
-        int last = 0;
-        for (int f = 0; f < 7; f++) {
-            if ((long long)sp->G * num[f] % den[f])
+        /* the encoder's own GPUs: every count that its tp x pp divides */
+        for (int ge = 1; ge < f->G; ge++) {
+            if (!keep(&w, MM_SD_ENC_GPUS, ge))
                 continue;
-            int ge = (int)((long long)sp->G * num[f] / den[f]);
-            if (ge < 1 || ge == last || ge >= sp->G)
-                continue;
-            last = ge;
             proto.enc_gpus = ge;
+            int tps[64], ntp = mm_space_tp_values(ge, f->gpn, f->enc_heads, tps, 64);
             for (int a = 0; a < ntp; a++) {
-                if (ge % tps[a])
+                if (!keep(&w, MM_SD_ENC_TP, tps[a]))
                     continue;
-                proto.vision = (mm_layout){.tp = tps[a], .pp = 1, .dp = ge / tps[a], .vpp = 1, .cp = 1, .ep = 1};
-                if (enum_llm(sp, v, &proto, sp->G - ge))
-                    return -1;
+                for (int pp = 1; pp <= f->enc_layers && (long long)tps[a] * pp <= ge; pp++) {
+                    if (f->enc_layers % pp || ge % (tps[a] * pp) || !keep(&w, MM_SD_ENC_PP, pp))
+                        continue;
+                    proto.vision = (mm_layout){.tp = tps[a], .pp = pp, .dp = ge / (tps[a] * pp), .vpp = 1, .cp = 1,
+                                               .ep = 1};
+                    if (enum_enc_rc(&w, &proto, f->G - ge))
+                        return -1;
+                }
             }
         }
         proto.enc_gpus = 0;
     }
     return 0;
+}
+
+/* How many values of each dimension the candidates take (--explain). */
+static void count_dims(const cand_vec *v, mm_plan *p)
+{
+    for (int d = 0; d < MM_SD_COUNT; d++) {
+        int seen[4096], n = 0;
+        for (size_t i = 0; i < v->n; i++) {
+            const mm_plan_cand *c = &v->c[i];
+            int x;
+            switch ((mm_space_dim)d) {
+            case MM_SD_PLACEMENT: x = c->placement; break;
+            case MM_SD_ENC_GPUS: x = c->enc_gpus; break;
+            case MM_SD_ENC_TP: x = c->vision.tp; break;
+            case MM_SD_ENC_PP: x = c->vision.pp; break;
+            case MM_SD_ENC_RECOMPUTE: x = c->enc_recompute; break;
+            case MM_SD_TP: x = c->llm.tp; break;
+            case MM_SD_CP: x = c->llm.cp; break;
+            case MM_SD_PP: x = c->llm.pp; break;
+            case MM_SD_VPP: x = c->llm.vpp; break;
+            case MM_SD_EP: x = c->llm.ep; break;
+            case MM_SD_MB: x = c->micro_batch; break;
+            case MM_SD_RECOMPUTE: x = c->recompute; break;
+            case MM_SD_ZERO: x = c->zero; break;
+            default: x = c->schedule; break;
+            }
+            bool found = false;
+            for (int k = 0; k < n && !found; k++)
+                found = seen[k] == x;
+            if (!found && n < 4096)
+                seen[n++] = x;
+        }
+        p->dim_values[d] = n;
+    }
 }
 
 /* ---- pruning and pre-scoring ---- */
@@ -300,6 +359,40 @@ static int set_reason(mm_plan_cand *c, const char *fmt_key, const char *msg)
     return 0;
 }
 
+/* Why a candidate does not fit, as the run would say it: the drawn
+ * batch's stage, replica, iteration and micro-batch (memory that follows
+ * the data), else the stage whose memory is largest (the layout itself). */
+static void oom_reason(const mm_sim *sim, const mm_metrics *m, char *msg, size_t len, mm_plan_cand *c)
+{
+    double cap = sim->cluster->gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
+    c->oom_stage = m->oom_at.iteration >= 0 ? m->oom_at.stage : -1;
+    c->oom_gib = m->oom_at.iteration >= 0 ? m->oom_at.need_gib : m->peak_memory_gib;
+    if (m->oom_at.iteration < 0)
+        for (int s = 0; s < m->n_stages; s++)
+            if (m->stages[s].memory_gib > cap && (c->oom_stage < 0 || m->stages[s].memory_gib > m->stages[c->oom_stage].memory_gib))
+                c->oom_stage = s;
+    if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0) {
+        snprintf(msg, len, "OOM: %.1f GiB > %.1f GiB on stage %d, DP replica %d (iteration %d, micro-batch %d)",
+                 m->oom_at.need_gib, m->oom_at.cap_gib, m->oom_at.stage, m->oom_at.replica, m->oom_at.iteration,
+                 m->oom_at.micro_batch);
+        return;
+    }
+    if (m->oom_at.iteration >= 0) {
+        snprintf(msg, len, "OOM: %.1f GiB > %.1f GiB on the encoder's own GPUs (iteration %d)", m->oom_at.need_gib,
+                 m->oom_at.cap_gib, m->oom_at.iteration);
+        return;
+    }
+    int at = -1;
+    double worst = 0;
+    for (int s = 0; s < m->n_stages; s++)
+        if (m->stages[s].memory_gib > worst)
+            worst = m->stages[s].memory_gib, at = s;
+    if (at >= 0 && worst > cap)
+        snprintf(msg, len, "OOM: %.1f GiB > %.1f GiB on stage %d", m->peak_memory_gib, cap, at);
+    else
+        snprintf(msg, len, "OOM: %.1f GiB > %.1f GiB on an encoder's GPUs", m->peak_memory_gib, cap);
+}
+
 /* Validation, memory, estimate of one candidate in the shared sim; the
  * host time of the validation and of the estimate go to p apart, and p
  * counts the candidates the estimate ran on. */
@@ -308,8 +401,10 @@ static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, lps_buf 
     mm_err e;
     mm_err_clear(&e);
     relay(sim, base, c, lps);
-    c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = NAN;
+    c->est_s = c->est_tflops = c->est_mfu = c->mem_gib = c->bound_s = c->oom_gib = NAN;
+    c->oom_stage = -1;
     c->sim_s = c->sim_tflops = c->sim_mfu = c->sim_tokens_s = c->sim_mem_gib = NAN;
+    sim->sc.iterations = p->iterations; /* memory walks the rescoring run's iterations */
     double t0 = mm_host_seconds();
     int rc = mm_sim_relayout(sim, &e);
     double t1 = mm_host_seconds();
@@ -317,15 +412,16 @@ static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, lps_buf 
     if (rc == 0) {
         c->micro_batches = sim->micro_batches;
         mm_metrics m;
-        rc = mm_sim_estimate(sim, &m, &e);
+        double lb = NAN;
+        rc = mm_sim_estimate_bound(sim, &m, &lb, &e);
         p->estimate_s += mm_host_seconds() - t1;
         p->prescored++;
         if (rc == 0) {
             c->mem_gib = m.peak_memory_gib;
+            c->bound_s = lb;
             if (m.oom) {
-                char msg[96];
-                double cap = sim->cluster->gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
-                snprintf(msg, sizeof msg, "OOM: %.1f GiB > %.1f GiB", m.peak_memory_gib, cap);
+                char msg[200];
+                oom_reason(sim, &m, msg, sizeof msg, c);
                 c->status = MM_CAND_PRUNED;
                 mm_metrics_free(&m);
                 return set_reason(c, "", msg) ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory") : 1;
@@ -363,14 +459,14 @@ static int cmp_double(double a, double b)
 static int cmp_rank(const void *pa, const void *pb)
 {
     const mm_plan_cand *a = pa, *b = pb;
-    static const int order[] = {[MM_CAND_SIMULATED] = 0, [MM_CAND_ESTIMATED] = 1, [MM_CAND_FAILED] = 2,
-                                [MM_CAND_PRUNED] = 3};
+    static const int order[] = {[MM_CAND_SIMULATED] = 0, [MM_CAND_ESTIMATED] = 1, [MM_CAND_TIED] = 2,
+                                [MM_CAND_BOUNDED] = 3, [MM_CAND_FAILED] = 4, [MM_CAND_PRUNED] = 5};
     if (order[a->status] != order[b->status])
         return order[a->status] - order[b->status];
     int c = 0;
     if (a->status == MM_CAND_SIMULATED)
         c = cmp_double(a->sim_s, b->sim_s);
-    if (c == 0 && (a->status == MM_CAND_SIMULATED || a->status == MM_CAND_ESTIMATED))
+    if (c == 0 && a->status != MM_CAND_FAILED && a->status != MM_CAND_PRUNED)
         c = cmp_double(a->est_s, b->est_s);
     if (c == 0)
         c = strcmp(a->layout, b->layout);
@@ -385,6 +481,88 @@ static int cmp_estimate(const void *pa, const void *pb)
     if (ea != eb)
         return ea ? -1 : 1;
     int c = ea ? cmp_double(a->est_s, b->est_s) : 0;
+    if (c == 0)
+        c = strcmp(a->layout, b->layout);
+    return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+/* Exact ties of the pre-score (est_s, bound and memory bit for bit
+ * equal), in v sorted by estimate: all but the first (the canonical
+ * layout string's) become MM_CAND_TIED, so that K rescorings see K
+ * different estimates; the proof (prove) still covers them by their
+ * bound.  Returns 0, or -1 when the host is out of memory. */
+static int collapse_ties(cand_vec *v)
+{
+    const mm_plan_cand *rep = NULL;
+    for (size_t i = 0; i < v->n; i++) {
+        mm_plan_cand *c = &v->c[i];
+        if (c->status != MM_CAND_ESTIMATED)
+            break;
+        if (rep && c->est_s == rep->est_s && c->mem_gib == rep->mem_gib &&
+            (c->bound_s == rep->bound_s || (isnan(c->bound_s) && isnan(rep->bound_s)))) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "tie: the same pre-score as %s", rep->layout);
+            c->status = MM_CAND_TIED;
+            free(c->reason);
+            c->reason = NULL;
+            if (set_reason(c, "", msg))
+                return -1;
+            continue;
+        }
+        rep = c;
+    }
+    return 0;
+}
+
+/* After rescoring: the best simulated time, and every candidate not
+ * simulated whose lower bound exceeds it is MM_CAND_BOUNDED (it cannot
+ * win: proven, with the margin in its reason).  p->best_s, p->open (the
+ * unproven) and p->optimal_within (how much faster than the best an
+ * unproven candidate could still be, as a fraction; 0 when none can) are
+ * set.  Returns the number unproven. */
+static size_t prove(cand_vec *v, mm_plan *p)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < v->n; i++)
+        if (v->c[i].status == MM_CAND_SIMULATED && v->c[i].sim_s < best)
+            best = v->c[i].sim_s;
+    p->best_s = isfinite(best) ? best : NAN;
+    size_t open = 0;
+    double lowest = INFINITY;
+    for (size_t i = 0; i < v->n; i++) {
+        mm_plan_cand *c = &v->c[i];
+        if (c->status != MM_CAND_ESTIMATED && c->status != MM_CAND_TIED)
+            continue;
+        if (isfinite(best) && isfinite(c->bound_s) && c->bound_s > best) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "bound: at least %.4g s > best simulated %.4g s (+%.1f%%)", c->bound_s, best,
+                     100 * (c->bound_s / best - 1));
+            free(c->reason);
+            c->reason = NULL;
+            c->status = MM_CAND_BOUNDED;
+            if (set_reason(c, "", msg))
+                c->reason = NULL; /* the status says it; the margin is lost */
+            continue;
+        }
+        open++;
+        lowest = fmin(lowest, isfinite(c->bound_s) ? c->bound_s : 0);
+    }
+    p->open = open;
+    p->optimal_within = !isfinite(best) ? NAN : open ? fmax(0, 1 - lowest / best) : 0;
+    return open;
+}
+
+/* Unproven candidates first, by lower bound (then estimate, layout). */
+static int cmp_bound(const void *pa, const void *pb)
+{
+    const mm_plan_cand *a = pa, *b = pb;
+    bool oa = a->status == MM_CAND_ESTIMATED || a->status == MM_CAND_TIED;
+    bool ob = b->status == MM_CAND_ESTIMATED || b->status == MM_CAND_TIED;
+    if (oa != ob)
+        return oa ? -1 : 1;
+    int c = oa ? cmp_double(a->bound_s, b->bound_s) : 0;
+    if (c == 0 && oa)
+        c = cmp_double(a->est_s, b->est_s);
     if (c == 0)
         c = strcmp(a->layout, b->layout);
     return c ? c : (a->index > b->index) - (a->index < b->index);
@@ -556,7 +734,8 @@ static int store_plan(const mm_plan_opts *o, const mm_scenario *base, mm_plan *p
         rows[i] = (mm_plan_row){.candidate = c->index, .layout = c->layout, .sets = sets + at,
                                 .status = mm_cand_status_names[c->status], .reason = c->reason, .rank = c->rank,
                                 .estimate_s = c->est_s, .estimate_tflops_per_gpu = c->est_tflops,
-                                .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id};
+                                .estimate_mfu = c->est_mfu, .peak_memory_gib = c->mem_gib, .run_id = c->run_id,
+                                .lower_bound_s = c->bound_s};
         at += n;
     }
     mm_store *st = NULL;
@@ -588,24 +767,28 @@ static int check_opts(const mm_plan_opts *o, mm_err *err)
 /* Loads the base scenario as it stands (base->nodes), enumerates and
  * scores every candidate into v; p gets the counts, host times and the
  * description of the cluster. */
-static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, lps_buf *lps, mm_plan *p,
-                   mm_err *err)
+static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenario *base, mm_sim *sim, cand_vec *v,
+                   lps_buf *lps, mm_plan *p, mm_err *err)
 {
     double t0 = mm_host_seconds();
     int rc = mm_sim_load(sim, base, err);
     if (rc || (rc = mm_sim_check_limits(sim, err)))
         return rc;
     const mm_model *mo = sim->model;
-    space sp = {
+    mm_space_facts sp = {
         .G = mm_cluster_gpus(sim->cluster), .gpn = sim->cluster->gpus_per_node,
-        .layers = sim->llm->layers, .experts = sim->llm->experts, .seq = base->train.seq_len,
+        .layers = sim->llm->layers, .heads = sim->llm->heads, .experts = sim->llm->experts, .seq = base->train.seq_len,
+        .global_batch = base->train.global_batch,
         .max_pp = o->max_pp > 0 ? o->max_pp : 32,
         .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
-        .placements = o->placements ? o->placements : 0xfu,
     };
     sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
                                     (base->workload.kind == MM_WORKLOAD_FIXED &&
                                      base->workload.images * base->workload.tiles > 0));
+    if (sp.encoder) { /* the vision encoder's (sim->enc is filled by validation) */
+        sp.enc_layers = mo->vision.layers;
+        sp.enc_heads = mo->vision.heads;
+    }
     p->gpus = sp.G;
     p->gpus_per_node = sp.gpn;
     p->nodes = sim->cluster->nodes;
@@ -613,8 +796,9 @@ static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_v
     p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
     snprintf(p->model, sizeof p->model, "%s", sim->llm->name);
     snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
-    if (enumerate(&sp, v))
+    if (enumerate(&sp, space, o->placements ? o->placements : 0xfu, v))
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    count_dims(v, p);
     p->enumerate_s += mm_host_seconds() - t0;
     /* a node count given up on (no layout) counts as enumeration time */
     p->enumerate_s += p->validate_s + p->estimate_s;
@@ -641,6 +825,11 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     int rc = check_opts(o, err);
     if (rc)
         return rc;
+    mm_plan_space space;
+    memset(&space, 0, sizeof space);
+    for (int i = 0; i < o->n_space; i++)
+        if ((rc = mm_plan_space_parse(&space, o->space[i], err)))
+            return rc;
     mm_scenario *base = calloc(1, sizeof *base);
     mm_sim *sim = calloc(1, sizeof *sim);
     lps_buf *lps = malloc(sizeof *lps);
@@ -678,7 +867,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     }
     int min_nodes = 0;
     for (;;) {
-        if ((rc = plan_on(o, base, sim, &v, lps, p, err)))
+        if ((rc = plan_on(o, &space, base, sim, &v, lps, p, err)))
             goto out;
         if (!p->gpus_asked)
             p->gpus_asked = p->gpus, min_nodes = (p->nodes + 1) / 2;
@@ -698,25 +887,48 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     }
     double t2 = mm_host_seconds();
     qsort(v.c, v.n, sizeof *v.c, cmp_estimate);
-    size_t k = (size_t)o->top_k < p->estimated ? (size_t)o->top_k : p->estimated;
+    if (collapse_ties(&v)) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+        goto out;
+    }
+    qsort(v.c, v.n, sizeof *v.c, cmp_estimate); /* the tied ones after the estimated */
+    size_t live = 0;
+    while (live < v.n && v.c[live].status == MM_CAND_ESTIMATED)
+        live++;
+    size_t k = (size_t)o->top_k < live ? (size_t)o->top_k : live;
     p->top_k = o->top_k;
-    if (k > 0) {
-        rc = o->db ? rescore_store(o, base, v.c, k, p->iterations, err)
-                   : rescore_local(sim, base, v.c, k, p->iterations, lps, err);
-        if (rc)
-            goto out;
+    size_t extra = (size_t)o->prove;
+    for (;;) {
+        if (k > 0) {
+            rc = o->db ? rescore_store(o, base, v.c, k, p->iterations, err)
+                       : rescore_local(sim, base, v.c, k, p->iterations, lps, err);
+            if (rc)
+                goto out;
+        }
+        size_t open = prove(&v, p);
+        if (!open || !extra || !isfinite(p->best_s))
+            break;
+        /* the unproven with the lowest bounds next: they are the ones that could still win */
+        qsort(v.c, v.n, sizeof *v.c, cmp_bound);
+        k = open < extra ? open : extra;
+        if (o->top_k > 0 && k > (size_t)o->top_k)
+            k = (size_t)o->top_k;
+        extra -= k;
     }
     p->simulate_s = mm_host_seconds() - t2;
     qsort(v.c, v.n, sizeof *v.c, cmp_rank);
     int rank = 0;
+    p->estimated = 0;
     for (size_t i = 0; i < v.n; i++) {
         mm_plan_cand *c = &v.c[i];
         p->simulated += c->status == MM_CAND_SIMULATED;
         p->failed += c->status == MM_CAND_FAILED;
-        if (c->status == MM_CAND_SIMULATED || c->status == MM_CAND_ESTIMATED)
+        p->estimated += c->status == MM_CAND_ESTIMATED;
+        p->tied += c->status == MM_CAND_TIED;
+        p->bounded += c->status == MM_CAND_BOUNDED;
+        if (c->status != MM_CAND_PRUNED && c->status != MM_CAND_FAILED)
             c->rank = ++rank;
     }
-    p->estimated -= p->simulated + p->failed;
     p->c = v.c;
     p->n = v.n;
     v.c = NULL;

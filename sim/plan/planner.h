@@ -2,23 +2,17 @@
  * (model, cluster, workload, training settings) and a GPU count, find the
  * fastest parallel layout.
  *
- * 1. Enumerate (bounded, in a fixed order; README "mmsim plan"):
- *    placement of the encoder (pipeline, colocated, disjoint, homogeneous;
- *    none for a model without an encoder or a workload that gives it no
- *    work), the GPUs the encoder takes for pipeline/disjoint (G/128, G/64,
- *    G/32, G/16, G/8, 3G/16, G/4 of them), the encoder's tp (divisors of a
- *    node) with pp 1 and the dp its GPUs leave, and for the LLM tp (divisors
- *    of a node), cp (1; also 2 from 8K tokens, 4 from 32K), pp (1 .. max_pp;
- *    when pp x vpp does not divide the layers, the uneven split of
- *    Megatron-LM's --decoder-first/last-pipeline-num-layers: `mid` layers on
- *    each middle stage, the rest on the first and last, chosen to minimize
- *    the largest stage, every stage a multiple of vpp as Megatron requires;
- *    or, with vpp 1, its account_for_embedding/loss_in_pipeline_split when
- *    that divides evenly), dp (what the GPUs leave), vpp (1, and 2 with
- *    the interleaved schedule when pp > 1), ep (MoE: 1 and powers of two
- *    dividing the experts, up to 8); micro-batch size 1, 2, 4, 8 (the count
- *    follows from the global batch); recompute selective or full; ZeRO 1
- *    or 0.  Degrees whose product does not give the GPUs are not candidates.
+ * 1. Enumerate the whole space of layouts the layout arithmetic allows
+ *    (plan/space.h names each dimension and its values; README "mmsim
+ *    plan"): the encoder's placement, the GPUs it takes on its own
+ *    (pipeline, disjoint: every count its tp x pp divides), its tp, pp and
+ *    recompute; the LLM's tp, cp, pp (uneven first/last stages where pp x
+ *    vpp does not divide the layers: Megatron-LM's
+ *    --decoder-first/last-pipeline-num-layers or, at vpp 1, its
+ *    account_for_embedding/loss_in_pipeline_split), vpp, ep, micro-batch
+ *    size, recompute, ZeRO stage and schedule.  A narrowing (--space)
+ *    keeps only the values it lists.  Degrees whose product does not give
+ *    the GPUs are not candidates.
  * 2. Prune: each candidate goes through the scenario's own validation
  *    (mm_sim_relayout: the message naming the key is the reason) and the
  *    memory model ("OOM: x GiB > y GiB").
@@ -43,16 +37,22 @@
 #include <stdint.h>
 
 #include "model/layout.h"
+#include "plan/space.h"
 #include "util/err.h"
 
 typedef enum {
     MM_CAND_PRUNED,    /* invalid layout or out of memory: reason */
     MM_CAND_ESTIMATED, /* pre-scored only */
     MM_CAND_SIMULATED, /* rescored event by event: sim_* and run_id */
-    MM_CAND_FAILED     /* the event-level run failed or ran out of memory: reason */
+    MM_CAND_FAILED,    /* the event-level run failed or ran out of memory: reason */
+    MM_CAND_TIED,      /* the same pre-score, bit for bit, as a better-placed
+                          candidate: not among the K (reason names it) */
+    MM_CAND_BOUNDED    /* not simulated: its lower bound exceeds the best
+                          simulated time, so it cannot win (reason: margin) */
 } mm_cand_status;
 
-extern const char *const mm_cand_status_names[]; /* "pruned", "estimated", ... */
+extern const char *const mm_cand_status_names[]; /* "pruned", "estimated", "simulated",
+                                                    "failed", "tied", "bounded" */
 
 typedef struct mm_plan_cand {
     int index;         /* position in the enumeration order */
@@ -65,13 +65,18 @@ typedef struct mm_plan_cand {
      * other; 0: the even split layers / pp. */
     int first_layers, mid_layers, last_layers;
     int micro_batch, micro_batches; /* size in samples; count per DP replica */
-    int recompute;     /* enum mm_recompute */
+    int recompute;     /* enum mm_recompute: the LLM's (and train.recompute) */
+    int enc_recompute; /* the vision encoder's; -1: no encoder in this plan */
     int zero;
     int schedule;      /* mm_schedule_kind */
-    char layout[160];  /* canonical layout string (ties and display) */
+    char layout[192];  /* canonical layout string (ties and display) */
     mm_cand_status status;
     char *reason;      /* pruned / failed: why (owned) */
     double est_s, est_tflops, est_mfu, mem_gib; /* pre-score; mem_gib also for OOM */
+    double bound_s;    /* lower bound on the event-level time (mm_sim_estimate_bound) */
+    int oom_stage;     /* pruned for memory: the LLM stage that did not fit
+                          (-1: an encoder's own GPUs, or not pruned for memory) */
+    double oom_gib;    /* and what it needed (NAN: not pruned for memory) */
     double sim_s, sim_tflops, sim_mfu, sim_tokens_s, sim_mem_gib; /* rescored */
     int64_t run_id;    /* runs.id of the event-level run; 0: none */
     int rank;          /* 1 = best; 0: unranked (pruned, failed) */
@@ -90,6 +95,10 @@ typedef struct mm_plan_opts {
     int iterations;              /* of each rescoring run; 0: the scenario's */
     int max_pp;                  /* largest LLM pp tried; 0: 32 */
     unsigned placements;         /* bit mask of 1 << mm_placement; 0: all four */
+    const char *const *space;    /* n_space narrowings "DIM=V1,V2,..." (space.h) */
+    int n_space;
+    int prove;                   /* more event-level runs allowed, after the K, of
+                                    the unproven candidates with the lowest bounds */
     int jobs;                    /* runner worker processes */
     const char *db;              /* database; NULL: no rescoring store; the top
                                     K are then simulated in this process */
@@ -100,7 +109,12 @@ typedef struct mm_plan_opts {
 typedef struct mm_plan {
     mm_plan_cand *c;             /* every candidate, in rank order (see above) */
     size_t n;
-    size_t pruned, oom, estimated, simulated, failed;
+    size_t pruned, oom, estimated, simulated, failed, tied, bounded;
+    size_t open;                 /* candidates neither simulated nor proven worse */
+    double best_s;               /* best simulated iteration time; NAN: none */
+    double optimal_within;       /* the pick is optimal within this fraction: the
+                                    best an unproven candidate could still be,
+                                    1 - lowest open bound / best_s (0: proven) */
     size_t prescored;            /* candidates the analytic estimate ran on (not
                                     those the validation pruned first) */
     int gpus, gpus_per_node, nodes, iterations, top_k;
@@ -108,6 +122,8 @@ typedef struct mm_plan {
                                     when no layout used them all and the plan fell
                                     back to the largest node count with one */
     int has_encoder;
+    size_t dim_values[MM_SD_COUNT]; /* distinct values each dimension takes
+                                    over the enumerated candidates */
     char model[128];
     char base_source[256];
     int64_t plan_id;             /* plans.id; 0 when not stored */

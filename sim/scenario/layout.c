@@ -49,6 +49,9 @@ void mm_scenario_apply_layout(mm_scenario *sc, const mm_relayout *lay)
     }
     sc->train.micro_batch = lay->micro_batch;
     sc->train.recompute = (mm_recompute)lay->recompute;
+    sc->parallel.llm.recompute = lay->recompute;
+    if (lay->vision_recompute >= 0)
+        sc->parallel.vision.recompute = lay->vision_recompute;
     sc->train.zero = lay->zero;
     sc->train.schedule = (mm_schedule_kind)lay->schedule;
 }
@@ -97,7 +100,7 @@ static void put(jbuf *b, const char *fmt, ...)
     lit(b, "\"");
 }
 
-static void put_dims(jbuf *b, const char *m, const mm_layout *d, int zero)
+static void put_dims(jbuf *b, const char *m, const mm_layout *d, int zero, int recompute)
 {
     const int *layers = d->n_layers_per_stage ? d->layers_per_stage : NULL;
     put(b, "parallel.%s.tp=%d", m, d->tp);
@@ -107,6 +110,8 @@ static void put_dims(jbuf *b, const char *m, const mm_layout *d, int zero)
     put(b, "parallel.%s.vpp=%d", m, d->vpp);
     put(b, "parallel.%s.ep=%d", m, d->ep);
     put(b, "parallel.%s.zero=%d", m, zero); /* what an inherited zero resolves to */
+    if (recompute >= 0)
+        put(b, "parallel.%s.recompute=%s", m, mm_recompute_names[recompute]);
     if (!layers) {
         put(b, "parallel.%s.layers_per_stage=[]", m);
         return;
@@ -127,10 +132,12 @@ size_t mm_layout_sets_json(const mm_relayout *lay, char *buf, size_t len)
     b.n = 1;
     if (lay->placement >= 0)
         put(&b, "parallel.placement=%s", mm_placement_names[lay->placement]);
-    put_dims(&b, "llm", &lay->llm, lay->zero);
+    put_dims(&b, "llm", &lay->llm, lay->zero, lay->recompute);
     if (lay->placement >= 0 && mm_layout_has_vision(lay->placement)) {
         mm_layout v = vision_of(lay);
-        put_dims(&b, "vision", &v, lay->zero);
+        put_dims(&b, "vision", &v, lay->zero, lay->vision_recompute);
+    } else if (lay->vision_recompute >= 0) {
+        put(&b, "parallel.vision.recompute=%s", mm_recompute_names[lay->vision_recompute]);
     }
     put(&b, "train.micro_batch=%d", lay->micro_batch);
     put(&b, "train.recompute=%s", mm_recompute_names[lay->recompute]);

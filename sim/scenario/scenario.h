@@ -234,7 +234,9 @@ typedef struct mm_relayout {
                                placement gives the encoder a layout (pipeline,
                                colocated, disjoint) */
     int micro_batch;
-    int recompute;          /* enum mm_recompute */
+    int recompute;          /* enum mm_recompute: train.recompute and the LLM's */
+    int vision_recompute;   /* the vision encoder's (parallel.vision.recompute);
+                               -1: it inherits train.recompute */
     int zero;               /* train.zero; the modules inherit it */
     int schedule;           /* mm_schedule_kind */
 } mm_relayout;

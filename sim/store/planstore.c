@@ -59,8 +59,8 @@ int mm_store_write_plan(mm_store *st, const mm_plan_record *rec, const mm_plan_r
                            -1, &p, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "INSERT INTO plan_candidates(plan_id, candidate, layout, sets, status, reason, rank,"
-                           " estimate_s, estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib, run_id)"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " estimate_s, estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib, run_id,"
+                           " lower_bound_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &c, NULL) != SQLITE_OK) {
         rc = db_fail(st, err, "prepare");
         goto out;
@@ -94,6 +94,7 @@ int mm_store_write_plan(mm_store *st, const mm_plan_record *rec, const mm_plan_r
         bind_real(c, 10, r->estimate_mfu);
         bind_real(c, 11, r->peak_memory_gib);
         bind_id(c, 12, r->run_id);
+        bind_real(c, 13, r->lower_bound_s);
         if (sqlite3_step(c) != SQLITE_DONE) {
             rc = db_fail(st, err, "plan_candidates");
             goto out;

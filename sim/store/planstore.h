@@ -16,11 +16,16 @@
  *        status TEXT NOT NULL: 'pruned' (invalid layout or out of memory;
  *        reason says why), 'estimated' (analytic pre-score only),
  *        'simulated' (rescored event by event: run_id), 'failed' (the
- *        event-level run failed; reason),
+ *        event-level run failed; reason), 'tied' (the same pre-score as a
+ *        better-placed candidate; reason names it), 'bounded' (not
+ *        simulated: its lower bound exceeds the best simulated time;
+ *        reason gives the margin),
  *        reason TEXT, rank INTEGER (1 = best; NULL when pruned or failed),
  *        estimate_s, estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib
  *        REAL (the analytic pre-score; peak memory also for OOM ones),
  *        run_id -> runs(id) ON DELETE SET NULL,
+ *        lower_bound_s REAL (the lower bound on its event-level time; from
+ *        schema version 8),
  *        PRIMARY KEY(plan_id, candidate))
  *
  * The simulated metrics of a candidate are its run's (join metrics on
@@ -49,6 +54,7 @@ typedef struct mm_plan_row {
     const char *reason;        /* NULL stores NULL */
     int64_t rank;              /* 0 stores NULL */
     double estimate_s, estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib; /* NAN: NULL */
+    double lower_bound_s;  /* the candidate's lower bound on its time; NAN: NULL */
     int64_t run_id;            /* 0 stores NULL */
 } mm_plan_row;
 

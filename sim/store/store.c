@@ -173,6 +173,28 @@ static const char *const mm_store_migrations[] = {
     " sr.sweep_id, s.name AS sweep_name, sr.point, sr.axis_values, sr.status, sr.error, rs.*"
     " FROM sweep_runs sr JOIN sweeps s ON s.id = sr.sweep_id"
     " LEFT JOIN run_summary rs ON rs.run_id = sr.run_id;",
+    /* 8 -> 9: a plan's candidates may be 'tied' (the same pre-score as a
+     * better-placed one) or 'bounded' (proven slower by a lower bound,
+     * lower_bound_s): SQLite cannot change a CHECK, so the table is copied */
+    "CREATE TABLE plan_candidates_v9("
+    " plan_id INTEGER NOT NULL REFERENCES plans(id) ON DELETE CASCADE,"
+    " candidate INTEGER NOT NULL,"
+    " layout TEXT NOT NULL,"
+    " sets TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('pruned', 'estimated', 'simulated', 'failed', 'tied', 'bounded')),"
+    " reason TEXT,"
+    " rank INTEGER,"
+    " estimate_s REAL, estimate_tflops_per_gpu REAL, estimate_mfu REAL, peak_memory_gib REAL,"
+    " run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,"
+    " lower_bound_s REAL,"
+    " PRIMARY KEY (plan_id, candidate));"
+    "INSERT INTO plan_candidates_v9(plan_id, candidate, layout, sets, status, reason, rank, estimate_s,"
+    " estimate_tflops_per_gpu, estimate_mfu, peak_memory_gib, run_id)"
+    " SELECT plan_id, candidate, layout, sets, status, reason, rank, estimate_s, estimate_tflops_per_gpu,"
+    " estimate_mfu, peak_memory_gib, run_id FROM plan_candidates;"
+    "DROP TABLE plan_candidates;"
+    "ALTER TABLE plan_candidates_v9 RENAME TO plan_candidates;"
+    "CREATE INDEX IF NOT EXISTS plan_candidates_run ON plan_candidates(run_id);",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,

@@ -101,7 +101,7 @@
 #include "exec/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 8
+#define MM_STORE_SCHEMA_VERSION 9
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;

@@ -1,0 +1,244 @@
+/* test_plan_proof.c - Check suite for what the planner proves
+ * (sim/plan/planner.h): on small spaces (8-16 GPUs, a text model and an
+ * MLLM with a drawn mixture) every candidate is simulated event by event,
+ * and
+ *   - the planner's pick with K = 2 and its proof (--prove) is the
+ *     exhaustive best, reported "optimal within 0";
+ *   - no candidate's lower bound exceeds its event-level time (the bound
+ *     is a bound), so nothing the proof skips could have won;
+ *   - memory: every candidate pruned for memory is OOM when `mmsim run`'s
+ *     path runs it, and every candidate that is not pruned fits (the same
+ *     draws and mm_sim_data_memory over the same iterations);
+ *   - exact ties of the pre-score are collapsed before the top K;
+ *   - --space narrows and bad --space input is refused naming the flag.
+ * Not for: the Megatron-LM rows and the CLI's output (test_plan). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "exec/run.h"
+#include "plan/planner.h"
+#include "plan/space.h"
+#include "scenario/sim.h"
+
+/* Text: GPT-3 1.3B on 8 H100s, every LLM dimension left open but the
+ * micro-batch size and ZeRO stage, which only multiply the count here. */
+static const char *const text_sets[] = {"model=models/gpt3-1.3b.json", "train.global_batch=16", "train.seq_len=2048",
+                                        "iterations=1"};
+static const char *const text_space[] = {"micro_batch=1,2", "zero=1", "pp=1,2,4", "cp=1,2"};
+
+/* MLLM: the default LLaVA-OV-7B-like model with the LLaVA-OV mixture
+ * (drawn samples), 16 GPUs, two iterations of its data. */
+static const char *const mllm_sets[] = {"workload=workloads/llava-ov-mix.yaml", "train.global_batch=32",
+                                        "iterations=2"};
+static const char *const mllm_space[] = {"micro_batch=1,2", "zero=1", "pp=1,2", "cp=1", "tp=2,4",
+                                         "enc_tp=1,2", "enc_pp=1", "enc_gpus=2,4", "schedule=1f1b,interleaved",
+                                         "vpp=1,2"};
+
+typedef struct space_case {
+    const char *const *sets;
+    int n_sets, gpus, iterations;
+    const char *const *space;
+    int n_space;
+} space_case;
+
+static const space_case cases[] = {
+    {text_sets, 4, 8, 1, text_space, 4},
+    {mllm_sets, 3, 16, 2, mllm_space, 10},
+};
+
+static void plan(const space_case *k, int top, int prove, mm_plan *p)
+{
+    mm_plan_opts o = {.sets = k->sets, .n_sets = k->n_sets, .gpus = k->gpus, .top_k = top, .prove = prove,
+                      .iterations = k->iterations, .jobs = 1, .space = k->space, .n_space = k->n_space};
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_msg(mm_plan_run(&o, p, &err) == 0, "%s", err.msg);
+}
+
+START_TEST(pick_is_exhaustive_best)
+{
+    const space_case *k = &cases[_i];
+    mm_plan all, pick;
+    plan(k, 100000, 0, &all); /* every survivor simulated */
+    ck_assert_int_gt((int)all.simulated, 4);
+    ck_assert_int_eq((int)all.estimated, 0);
+    double best = INFINITY;
+    for (size_t i = 0; i < all.n; i++) {
+        const mm_plan_cand *c = &all.c[i];
+        ck_assert(c->status != MM_CAND_BOUNDED);
+        if (c->status != MM_CAND_SIMULATED)
+            continue;
+        best = fmin(best, c->sim_s);
+        /* the bound is a bound: no event-level time below it */
+        ck_assert_msg(c->bound_s <= c->sim_s * (1 + 1e-12), "%s: bound %.6g s > simulated %.6g s", c->layout,
+                      c->bound_s, c->sim_s);
+    }
+    ck_assert_double_eq(all.c[0].sim_s, best);
+    plan(k, 2, 100000, &pick); /* two by the estimate, then the proof */
+    ck_assert_int_eq(pick.c[0].status, MM_CAND_SIMULATED);
+    ck_assert_msg(pick.c[0].sim_s == best, "pick %s %.6g s, exhaustive best %s %.6g s", pick.c[0].layout,
+                  pick.c[0].sim_s, all.c[0].layout, best);
+    ck_assert_double_eq(pick.optimal_within, 0);
+    ck_assert_int_eq((int)pick.open, 0);
+    /* the proof simulated fewer than everything, or the space had no slack */
+    ck_assert_int_le((int)pick.simulated, (int)(all.simulated + all.tied));
+    for (size_t i = 0; i < pick.n; i++)
+        if (pick.c[i].status == MM_CAND_BOUNDED)
+            ck_assert(pick.c[i].bound_s > best && pick.c[i].reason && !strncmp(pick.c[i].reason, "bound: ", 7));
+    mm_plan_free(&all);
+    mm_plan_free(&pick);
+}
+END_TEST
+
+/* The candidate's layout through mm_sim_run's path. */
+static int run_cand(const space_case *k, const mm_plan_cand *c, mm_metrics *m)
+{
+    char json[4096];
+    ck_assert_uint_lt(mm_plan_cand_sets_json(c, json, sizeof json), sizeof json);
+    char sets[64][160];
+    const char *ptr[80];
+    int n = 0;
+    for (; n < k->n_sets; n++)
+        ptr[n] = k->sets[n];
+    snprintf(sets[0], sizeof sets[0], "cluster.nodes=%d", k->gpus / 8);
+    ptr[n++] = sets[0];
+    snprintf(sets[1], sizeof sets[1], "iterations=%d", k->iterations);
+    ptr[n++] = sets[1];
+    int j = 2;
+    for (char *q = strchr(json, '"'); q && j < 64; q = strchr(q + 1, '"')) {
+        char *e = strchr(q + 1, '"');
+        snprintf(sets[j], sizeof sets[j], "%.*s", (int)(e - q - 1), q + 1);
+        ptr[n++] = sets[j++];
+        q = e;
+    }
+    mm_scenario sc;
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, ptr, n, &err) == 0, "%s", err.msg);
+    mm_sim *sim = calloc(1, sizeof *sim);
+    int rc = mm_sim_prepare(sim, &sc, &err);
+    if (rc == 0)
+        rc = mm_sim_run(sim, m, NULL, &err);
+    ck_assert_msg(rc == 0, "%s: %s", c->layout, err.msg);
+    mm_sim_free(sim);
+    free(sim);
+    mm_scenario_free(&sc);
+    return 0;
+}
+
+START_TEST(memory_prune_agrees_with_run)
+{
+    const space_case *k = &cases[1]; /* drawn samples: memory follows the data */
+    static const char *const wide[] = {"micro_batch=1,2,4,8", "zero=0,1", "pp=1,2", "cp=1", "tp=1,2,4",
+                                       "placement=homogeneous,colocated", "enc_tp=1", "schedule=1f1b"};
+    space_case w = *k;
+    w.space = wide;
+    w.n_space = 8;
+    mm_plan p;
+    plan(&w, 0, 0, &p);
+    int oom = 0, fit = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        const mm_plan_cand *c = &p.c[i];
+        bool mem = c->status == MM_CAND_PRUNED && c->reason && !strncmp(c->reason, "OOM", 3);
+        bool est = c->status == MM_CAND_ESTIMATED || c->status == MM_CAND_TIED;
+        if (!mem && !est)
+            continue;
+        if ((mem && oom >= 12) || (est && fit >= 12) || i % 3) /* a spread sample: each run costs */
+            continue;
+        mm_metrics m;
+        run_cand(&w, c, &m);
+        ck_assert_msg(m.oom == mem, "%s: planner %s, run %s (%.2f GiB)", c->layout, mem ? "pruned for memory" : "kept",
+                      m.oom ? "OOM" : "fits", m.peak_memory_gib);
+        if (!mem) /* the same peak, number for number */
+            ck_assert_double_eq_tol(m.peak_memory_gib, c->mem_gib, 1e-9 * c->mem_gib);
+        oom += mem, fit += !mem;
+        mm_metrics_free(&m);
+    }
+    ck_assert_int_gt(oom, 0);
+    ck_assert_int_gt(fit, 0);
+    mm_plan_free(&p);
+}
+END_TEST
+
+START_TEST(ties_collapsed_before_top_k)
+{
+    /* tp 8 on 8 GPUs leaves dp 1: ZeRO 0 and 1 shard nothing, so each
+     * pair pre-scores the same, bit for bit */
+    static const char *const dp1[] = {"zero=0,1", "tp=8", "micro_batch=1,2"};
+    space_case k = cases[0];
+    k.space = dp1;
+    k.n_space = 3;
+    mm_plan p;
+    plan(&k, 2, 0, &p);
+    ck_assert_int_gt((int)p.tied, 0);
+    for (size_t i = 0; i < p.n; i++) {
+        if (p.c[i].status != MM_CAND_SIMULATED)
+            continue;
+        for (size_t j = 0; j < i; j++)
+            if (p.c[j].status == MM_CAND_SIMULATED)
+                ck_assert(p.c[j].est_s != p.c[i].est_s || p.c[j].mem_gib != p.c[i].mem_gib);
+    }
+    for (size_t i = 0; i < p.n; i++)
+        if (p.c[i].status == MM_CAND_TIED)
+            ck_assert(p.c[i].reason && !strncmp(p.c[i].reason, "tie: ", 5));
+    mm_plan_free(&p);
+}
+END_TEST
+
+START_TEST(space_narrows_and_refuses)
+{
+    mm_plan_space s;
+    memset(&s, 0, sizeof s);
+    mm_err err;
+    ck_assert_int_eq(mm_plan_space_parse(&s, "tp=2,4", &err), 0);
+    ck_assert(mm_plan_space_allows(&s, MM_SD_TP, 4) && !mm_plan_space_allows(&s, MM_SD_TP, 8));
+    ck_assert(mm_plan_space_allows(&s, MM_SD_PP, 8)); /* not named: open */
+    ck_assert_int_eq(mm_plan_space_parse(&s, "recompute=none,full", &err), 0);
+    ck_assert(mm_plan_space_allows(&s, MM_SD_RECOMPUTE, 0) && !mm_plan_space_allows(&s, MM_SD_RECOMPUTE, 1));
+    static const char *const bad[] = {"tp", "tq=1", "tp=", "tp=0", "tp=x", "zero=4", "recompute=some",
+                                      "schedule=1f1b,", "placement=far"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mm_err_clear(&err);
+        ck_assert_msg(mm_plan_space_parse(&s, bad[i], &err) == -MM_EINPUT || !strcmp(bad[i], "schedule=1f1b,"),
+                      "%s accepted", bad[i]);
+        if (strcmp(bad[i], "schedule=1f1b,"))
+            ck_assert_str_eq(err.key, "--space");
+    }
+    /* a narrowed plan enumerates only what it keeps */
+    mm_plan p;
+    plan(&cases[0], 0, 0, &p);
+    for (size_t i = 0; i < p.n; i++) {
+        ck_assert(p.c[i].micro_batch <= 2 && p.c[i].zero == 1 && p.c[i].llm.cp <= 2);
+        ck_assert(p.c[i].llm.pp == 1 || p.c[i].llm.pp == 2 || p.c[i].llm.pp == 4);
+    }
+    ck_assert_int_eq((int)p.dim_values[MM_SD_RECOMPUTE], 3); /* none, selective, full: all offered */
+    ck_assert_int_eq((int)p.dim_values[MM_SD_ZERO], 1);
+    mm_plan_free(&p);
+}
+END_TEST
+
+static Suite *proof_suite(void)
+{
+    Suite *s = suite_create("plan_proof");
+    TCase *tc = tcase_create("plan_proof");
+    tcase_set_timeout(tc, 1200);
+    tcase_add_loop_test(tc, pick_is_exhaustive_best, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, memory_prune_agrees_with_run);
+    tcase_add_test(tc, ties_collapsed_before_top_k);
+    tcase_add_test(tc, space_narrows_and_refuses);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(proof_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
