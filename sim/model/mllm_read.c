@@ -435,6 +435,62 @@ static int read_internvl(const mm_hf *r, mm_model *m)
     return 0;
 }
 
+/* A composite's LLM, validated: the root itself (Qwen2-VL's flat layout),
+ * or its mapping; transformers-native Qwen2.5-VL files may nest it in
+ * text_config.  A part of read_composite. */
+static int composite_llm(const mm_doc *d, mm_node *root, const composite *c, bool flat, mm_hf *r, mm_model *m,
+                         mm_err *err)
+{
+    int rc;
+    const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
+    mm_node *lm = lk ? mm_node_get(root, lk) : root;
+    if (!lm || !mm_node_is_mapping(lm))
+        return mm_hf_fail(r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
+    char ttype[64] = "";
+    mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
+    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
+        return rc;
+    const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
+    if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
+        (rc = mm_llm_validate(&m->llm, err)))
+        return rc;
+    return 0;
+}
+
+/* LLaVA-NeXT's and LLaVA-OneVision's image newline, grids and (OneVision)
+ * frame pooling and grid cap; a part of read_composite. */
+static int llava_anyres(const mm_doc *d, mm_node *root, const char *type, mm_hf *r, mm_model *m)
+{
+    int rc;
+    mm_err *err = r->err;
+    bool next = !strcmp(type, "llava_next"), ov = !strcmp(type, "llava_onevision");
+    if (next || ov) {
+        m->extra_params = m->llm.hidden; /* image_newline */
+        m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
+        mm_node *pp = mm_node_get(root, "image_grid_pinpoints");
+        if (pp && !mm_node_is_null(pp)) {
+            if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
+                return rc;
+        } else {
+            default_grids(m, ov);
+        }
+    }
+    if (ov) {
+        /* LLaVA-OneVision: video frames pooled 2x2 (get_video_features,
+         * bilinear to ceil(27/2)); anyres_max_9 caps an image's grid. */
+        char ar[32] = "anyres_max_9";
+        int mx = 0, used = 0;
+        if ((rc = mm_hf_str(r, "vision_aspect_ratio", ar, sizeof ar)))
+            return rc;
+        if (sscanf(ar, "anyres_max_%d%n", &mx, &used) == 1 && used == (int)strlen(ar) && mx >= 1 && mx <= 64)
+            m->anyres_max = mx;
+        else if (strcmp(ar, "anyres"))
+            return mm_hf_fail(r, "vision_aspect_ratio", "unknown '%s' (anyres, anyres_max_N)", ar);
+        m->frame_pool = 2;
+    }
+    return 0;
+}
+
 /* A Hugging Face composite: its LLM, its vision tower and the projector
  * between them, each from its own sub-config. */
 static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
@@ -451,19 +507,7 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         return rc;
     if ((rc = mm_llm_check_architectures(d, root, "", err)))
         return rc;
-    /* The LLM: the root itself (Qwen2-VL's flat layout), or its mapping;
-     * transformers-native Qwen2.5-VL files may nest it in text_config. */
-    const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
-    mm_node *lm = lk ? mm_node_get(root, lk) : root;
-    if (!lm || !mm_node_is_mapping(lm))
-        return mm_hf_fail(&r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
-    char ttype[64] = "";
-    mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
-    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
-        return rc;
-    const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
-    if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
-        (rc = mm_llm_validate(&m->llm, err)))
+    if ((rc = composite_llm(d, root, c, flat, &r, m, err)))
         return rc;
     mm_node *vm = mm_node_get(root, "vision_config");
     if (!vm)
@@ -504,31 +548,8 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     }
     if (internvl && (rc = read_internvl(&r, m)))
         return rc;
-    bool next = !strcmp(type, "llava_next"), ov = !strcmp(type, "llava_onevision");
-    if (next || ov) {
-        m->extra_params = m->llm.hidden; /* image_newline */
-        m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
-        mm_node *pp = mm_node_get(root, "image_grid_pinpoints");
-        if (pp && !mm_node_is_null(pp)) {
-            if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
-                return rc;
-        } else {
-            default_grids(m, ov);
-        }
-    }
-    if (ov) {
-        /* LLaVA-OneVision: video frames pooled 2x2 (get_video_features,
-         * bilinear to ceil(27/2)); anyres_max_9 caps an image's grid. */
-        char ar[32] = "anyres_max_9";
-        int mx = 0, used = 0;
-        if ((rc = mm_hf_str(&r, "vision_aspect_ratio", ar, sizeof ar)))
-            return rc;
-        if (sscanf(ar, "anyres_max_%d%n", &mx, &used) == 1 && used == (int)strlen(ar) && mx >= 1 && mx <= 64)
-            m->anyres_max = mx;
-        else if (strcmp(ar, "anyres"))
-            return mm_hf_fail(&r, "vision_aspect_ratio", "unknown '%s' (anyres, anyres_max_N)", ar);
-        m->frame_pool = 2;
-    }
+    if ((rc = llava_anyres(d, root, type, &r, m)))
+        return rc;
     finish_grids(m);
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
     return 0;
@@ -561,11 +582,11 @@ static int load_part(const mm_doc *d, mm_node *root, const char *key, mm_model *
     return rc;
 }
 
-static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+/* The parts a YAML form names by path (llm, vision, audio), each loaded
+ * and checked to be what its key says; a part of read_yaml_form. */
+static int load_parts(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
 {
-    int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
-    if (rc)
-        return rc;
+    int rc;
     mm_model part;
     if (mm_node_get(root, "llm")) {
         if ((rc = load_part(d, root, "llm", &part, err)))
@@ -594,6 +615,41 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             m->has_audio = true;
         }
     }
+    return 0;
+}
+
+/* The YAML form's image: {tile, max_tiles, pixel_shuffle, frame_pool,
+ * anyres_max, grids}; a part of read_yaml_form. */
+static int read_image_keys(const mm_doc *d, mm_node *im, mm_model *m, mm_err *err)
+{
+    int rc;
+    int64_t maxt = 0;
+    if ((rc = mm_node_check_keys(d, im, "image", image_keys, err)) ||
+        (rc = mm_node_int(d, im, "tile", "image.tile", 1, 1 << 20, &m->tile, NULL, err)) ||
+        (rc = mm_node_int(d, im, "max_tiles", "image.max_tiles", 1, 4096, &maxt, NULL, err)) ||
+        (rc = mm_node_double(d, im, "pixel_shuffle", "image.pixel_shuffle", 0.01, 1.0, &m->pixel_shuffle,
+                             NULL, err)))
+        return rc;
+    m->max_tiles = (int)maxt;
+    int64_t pool = 0, amax = 0; /* as llava_onevision's frame pooling and anyres_max_N */
+    if ((rc = mm_node_int(d, im, "frame_pool", "image.frame_pool", 1, 16, &pool, NULL, err)) ||
+        (rc = mm_node_int(d, im, "anyres_max", "image.anyres_max", 1, 64, &amax, NULL, err)))
+        return rc;
+    m->frame_pool = (int)pool;
+    m->anyres_max = (int)amax;
+    mm_node *g = mm_node_get(im, "grids");
+    if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
+        return rc;
+    return 0;
+}
+
+static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
+    if (rc)
+        return rc;
+    if ((rc = load_parts(d, root, m, err)))
+        return rc;
     if (!m->has_llm && (m->has_vision || m->has_audio) && (mm_node_get(root, "projector") || mm_node_get(root, "audio_projector")))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(root), "llm", "a projector needs an llm");
     m->pixel_shuffle = 1.0;
@@ -616,25 +672,8 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             return rc;
     }
     mm_node *im = mm_node_get(root, "image");
-    if (im) {
-        int64_t maxt = 0;
-        if ((rc = mm_node_check_keys(d, im, "image", image_keys, err)) ||
-            (rc = mm_node_int(d, im, "tile", "image.tile", 1, 1 << 20, &m->tile, NULL, err)) ||
-            (rc = mm_node_int(d, im, "max_tiles", "image.max_tiles", 1, 4096, &maxt, NULL, err)) ||
-            (rc = mm_node_double(d, im, "pixel_shuffle", "image.pixel_shuffle", 0.01, 1.0, &m->pixel_shuffle,
-                                 NULL, err)))
-            return rc;
-        m->max_tiles = (int)maxt;
-        int64_t pool = 0, amax = 0; /* as llava_onevision's frame pooling and anyres_max_N */
-        if ((rc = mm_node_int(d, im, "frame_pool", "image.frame_pool", 1, 16, &pool, NULL, err)) ||
-            (rc = mm_node_int(d, im, "anyres_max", "image.anyres_max", 1, 64, &amax, NULL, err)))
-            return rc;
-        m->frame_pool = (int)pool;
-        m->anyres_max = (int)amax;
-        mm_node *g = mm_node_get(im, "grids");
-        if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
-            return rc;
-    }
+    if (im && (rc = read_image_keys(d, im, m, err)))
+        return rc;
     if (m->has_vision && m->tile != m->vision.image_size)
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(im, "tile"), "image.tile",
                           "tile %lld differs from the vision encoder's image size %lld", (long long)m->tile,
