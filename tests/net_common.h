@@ -17,6 +17,7 @@
 #include "exec/exec.h"
 
 #include "cluster_keep.h"
+#include "mmsim_exe.h"
 
 static const double GiB = 1024.0 * 1024 * 1024;
 

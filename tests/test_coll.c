@@ -221,7 +221,7 @@ START_TEST(forced_algorithms_checked)
         mm_engine *eng = mm_engine_alloc();
         mm_err err;
         mm_network *net = mm_network_alloc(bad[i].c, eng, MM_NET_MODEL_FLOW, &err);
-        mm_coll_req r = {bad[i].kind, bad[i].algo, g16, bad[i].n, 1e6, 1, 0, 0};
+        mm_coll_req r = {bad[i].kind, bad[i].algo, g16, bad[i].n, 1e6, 1, 0, 0, false};
         ck_assert_int_eq(mm_network_start(net, &r, nop_done, NULL, 0, NULL, &err), -MM_EINPUT);
         ck_assert_str_eq(err.key, "algo");
         mm_network_free(net);
@@ -303,41 +303,231 @@ static int run_cli(const char *args, char *out, size_t len)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The JSON value after `key` (e.g. "\"bus_bw\":") at its n-th occurrence. */
+static double json_num(const char *out, const char *key, int nth)
+{
+    const char *p = out;
+    for (int i = 0; i <= nth; i++) {
+        p = strstr(p, key);
+        ck_assert_msg(p != NULL, "no %d-th %s in %.300s", nth, key, out);
+        p += strlen(key);
+    }
+    return atof(p);
+}
+
+static int count_of(const char *out, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(out, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* The "results" list of a --json answer (what the flags that cost nothing
+ * must leave alone), into buf. */
+static void results_of(const char *out, char *buf, size_t len)
+{
+    const char *a = strstr(out, "\"results\":"), *b = strstr(out, "\"out_of_bounds\"");
+    ck_assert_msg(a && b && b > a, "%.300s", out);
+    snprintf(buf, len, "%.*s", (int)(b - a), a);
+}
+
 START_TEST(cli_collective)
 {
-    static char out[1 << 16];
-    ck_assert_int_eq(run_cli("--cluster topologies/dgx-a100.yaml --op allreduce --min 1G --max 1G --json", out,
-                             sizeof out), 0);
-    ck_assert_msg(!strncmp(out, "{\"rows\":[{\"bytes\":1073741824,", 29), "%s", out);
-    const char *b = strstr(out, "\"busbw_gbps\":");
-    ck_assert_ptr_nonnull(b);
-    double bus = atof(b + 13);
+    static char out[1 << 18], ref[1 << 16], got[1 << 16];
+    const char *h100 = "--cluster topologies/dgx-h100.yaml";
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-a100.yaml -b 1G -e 1G --json", out, sizeof out), 0);
+    /* nccl-tests' -J structure (file version 3) */
+    ck_assert_msg(!strncmp(out, "{\"version\":3,\"start_time\":", 26), "%.200s", out);
+    ck_assert_ptr_nonnull(strstr(out, "\"config\":{\"nthreads\":1,\"ngpus\":8,\"minimum_bytes\":1073741824,"
+                                      "\"maximum_bytes\":1073741824,\"step_factor\":2,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"results\":[{\"size\":1073741824,\"count\":268435456,\"type\":\"float\","
+                                      "\"redop\":\"sum\",\"root\":\"    -1\",\"out_of_place\":{\"time\":"));
+    ck_assert_ptr_nonnull(strstr(out, "\"out_of_bounds\":{\"count\":0,\"okay\":\"true\"},"
+                                      "\"average_bus_bandwidth\":{\"bandwidth\":"));
+    ck_assert_int_eq(count_of(out, "\"hostname\":"), 8);
+    double bus = json_num(out, "\"bus_bw\":", 0);
     ck_assert_msg(fabs(bus / 232 - 1) < 0.10, "%s", out);
+    /* algbw = size / time; the two halves alike; the average is over rows */
+    ck_assert_double_eq_tol(json_num(out, "\"alg_bw\":", 0), 1073741824 / (json_num(out, "\"time\":", 0) * 1e3),
+                            1e-3);
+    ck_assert_double_eq_tol(json_num(out, "\"bus_bw\":", 1), bus, 1e-9);
+    ck_assert_double_eq_tol(json_num(out, "\"bandwidth\":", 0), bus, 1e-5);
+
+    /* -b -e -f: 1K, 4K, ..., 1M; -i alone, or with -f 1: adds */
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml -b 1K -e 1M -f 4 --json", out, sizeof out),
+                     0);
+    ck_assert_int_eq(count_of(out, "\"size\":"), 6);
+    ck_assert_double_eq(json_num(out, "\"size\":", 5), 1048576);
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml --minbytes 1M --maxbytes 4M "
+                             "--stepbytes 1M --json", out, sizeof out), 0);
+    ck_assert_int_eq(count_of(out, "\"size\":"), 4);
+    ck_assert_double_eq(json_num(out, "\"size\":", 2), 3 * 1048576.0);
+    ck_assert_ptr_nonnull(strstr(out, "\"step_bytes\":1048576,"));
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml -b 1M -e 3M -f 1 -i 2M --json", out,
+                             sizeof out), 0);
+    ck_assert_int_eq(count_of(out, "\"size\":"), 2);
+    /* -g: the first 4 GPUs; busbw = algbw x 2(n-1)/n */
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml -g 4 -b 64M -e 64M --json", out,
+                             sizeof out), 0);
+    ck_assert_int_eq(count_of(out, "\"hostname\":"), 4);
+    ck_assert_double_eq_tol(json_num(out, "\"bus_bw\":", 0), json_num(out, "\"alg_bw\":", 0) * 2 * 3 / 4.0, 1e-5);
+
+    /* -c -w -z -a cost nothing; -n times n operations, per one */
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml --nodes 2 -b 1K -e 1G -f 32 --json", out,
+                             sizeof out), 0);
+    results_of(out, ref, sizeof ref);
+    const char *free_flags[] = {"-c 1", "-w 5", "-z 1", "-a 2", "--check 0 --warmup_iters 0 --blocking 3 --average 0"};
+    for (size_t i = 0; i < sizeof free_flags / sizeof free_flags[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "allreduce %s --nodes 2 -b 1K -e 1G -f 32 --json %s", h100, free_flags[i]);
+        ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
+        results_of(out, got, sizeof got);
+        ck_assert_msg(!strcmp(got, ref), "%s changed the rows", free_flags[i]);
+    }
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml --nodes 2 -b 1K -e 1G -f 32 --json -n 7",
+                             out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"actual_iterations\":7,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"iterations\":7,"));
+    for (int k = 0; k < 3; k++) {
+        double t1 = json_num(ref, "\"time\":", 2 * k), t7 = json_num(out, "\"time\":", 2 * k);
+        ck_assert_msg(fabs(t7 / t1 - 1) < 1e-5, "size %d: -n 7 %g us, -n 1 %g us", k, t7, t1);
+    }
+
+    /* -o: NVLS reduces sums and min/max of 16-bit types, so prod, avg and
+     * mulsum of bf16 run on the ring, slower; -o all is a row each */
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml -b 1G -e 1G -d bfloat16 -o all --json",
+                             out, sizeof out), 0);
+    ck_assert_int_eq(count_of(out, "\"size\":"), 6);
+    const char *want_algo[] = {"nvls", "ring", "nvls", "nvls", "ring", "ring"};
+    const char *p = out;
+    for (int r = 0; r < 6; r++) {
+        p = strstr(p, "\"redop\":");
+        ck_assert_ptr_nonnull(p);
+        ck_assert_msg(!strncmp(p + 9, mm_redop_names[r], strlen(mm_redop_names[r])), "%.40s", p);
+        const char *a = strstr(p, "\"algo\":\"");
+        ck_assert_msg(!strncmp(a + 8, want_algo[r], strlen(want_algo[r])), "%s: %.20s", mm_redop_names[r], a);
+        p = a;
+    }
+    ck_assert(json_num(out, "\"time\":", 2) > 1.1 * json_num(out, "\"time\":", 0)); /* prod vs sum */
+    ck_assert_double_eq(json_num(out, "\"time\":", 4), json_num(out, "\"time\":", 0)); /* max = sum */
+    /* float: NVLS sums but does not take max */
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml -b 1G -e 1G -o max --show-algo", out,
+                             sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "     max      -1"));
+    ck_assert_ptr_null(strstr(out, "nvls"));
+    /* a collective that does not reduce: redop none, -o changes nothing */
+    ck_assert_int_eq(run_cli("allgather --cluster topologies/dgx-h100.yaml -b 1M -e 1M -o prod --json", out,
+                             sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"redop\":\"none\""));
+
+    /* -d: the element size sets the count; a rank's share is cut to 16
+     * bytes (nccl-tests' GetCollByteCount): 1000 B of int8 on 8 GPUs is
+     * 112 elements a rank, 896 B; of float 28, 896 B; of double 14 */
+    struct {
+        const char *args;
+        double size, count;
+    } dt[] = {
+        {"allreduce -b 1M -e 1M -d double", 1048576, 131072},
+        {"allreduce -b 1M -e 1M -d half", 1048576, 524288},
+        {"allreduce -b 1001 -e 1001 -d int32", 1000, 250},
+        {"allgather -b 1000 -e 1000 -d int8", 896, 112},
+        {"allgather -b 1000 -e 1000", 896, 28},
+        {"reducescatter -b 1000 -e 1000 -d double", 896, 14},
+        {"alltoall -b 1000 -e 1000 -d uint8", 896, 112},
+    };
+    for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "%s %s --json", dt[i].args, h100);
+        ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
+        ck_assert_msg(json_num(out, "\"size\":", 0) == dt[i].size && json_num(out, "\"count\":", 0) == dt[i].count,
+                      "%s: size %g count %g", dt[i].args, json_num(out, "\"size\":", 0), json_num(out, "\"count\":", 0));
+    }
+    ck_assert_int_eq(run_cli("broadcast --cluster topologies/dgx-h100.yaml -b 1M -e 1M -d all --json", out,
+                             sizeof out), 0);
+    ck_assert_int_eq(count_of(out, "\"size\":"), 12);
+
+    /* -J: the same JSON into a file, the table on stdout */
+    char dir[256], path[512], args[900], file[1 << 16];
+    mmx_tmpdir(dir, sizeof dir, "coll");
+    snprintf(path, sizeof path, "%s/nt.json", dir);
+    snprintf(args, sizeof args, "all_reduce_perf %s -b 1M -e 4M -J %s", h100, path);
+    ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "# Avg bus bandwidth"));
+    mmx_slurp(path, file, sizeof file);
+    ck_assert_msg(!strncmp(file, "{\"version\":3,", 13), "%.100s", file);
+    ck_assert_int_eq(count_of(file, "\"size\":"), 3);
+    mmx_rmdir(dir);
+
+    /* the collective by name: an operand, --collective, --op (the older
+     * spelling), nccl-tests' binary's name */
+    ck_assert_int_eq(run_cli("--op allreduce --cluster topologies/dgx-h100.yaml -b 1M -e 1M --json", out, sizeof out),
+                     0);
+    results_of(out, ref, sizeof ref);
+    const char *spell[] = {"all_reduce", "all_reduce_perf", "--collective allreduce", "-o allreduce"};
+    for (size_t i = 0; i < sizeof spell / sizeof spell[0]; i++) {
+        snprintf(args, sizeof args, "%s %s -b 1M -e 1M --json", spell[i], h100);
+        ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
+        results_of(out, got, sizeof got);
+        ck_assert_msg(!strcmp(got, ref), "%s", spell[i]);
+    }
     ck_assert_int_eq(run_cli("--cluster topologies/dgx-h100.yaml --nodes 2 --op alltoall --min 8 --max 1M "
                              "--factor 8 --network analytic", out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "busbw"));
-    ck_assert_int_eq(run_cli("--cluster topologies/dgx-h100.yaml --op allreduce --algo tree --min 1K --max 1K",
-                             out, sizeof out), 0);
-    /* bad flags: exit 2, the message names the flag */
+    ck_assert_int_eq(run_cli("allreduce --cluster topologies/dgx-h100.yaml --algo tree -b 1K -e 1K", out, sizeof out),
+                     0);
+    /* bad flags and values: exit 2, the message names the flag */
     struct {
         const char *args, *flag;
     } badf[] = {
-        {"--cluster topologies/dgx-h100.yaml --op allreduc", "--op"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --algo fast", "--algo"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --max 8Q", "--max"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --factor 1", "--factor"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --network fluid", "--network"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --gpus 64", "--gpus"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --nodes x", "--nodes"},
-        {"--op allreduce", "--cluster"},
-        {"--cluster topologies/dgx-h100.yaml --op allreduce --bogus 1", "--bogus"},
-        {"--cluster topologies/dgx-h100.yaml --nodes 2 --op allreduce --algo nvls", "algo"},
+        {"allreduc", "<cli>"},
+        {"allreduce allgather", "<cli>"},
+        {"--op allreduc", "-o/--op"},
+        {"allreduce -o sum2", "-o/--op"},
+        {"--collective x", "--collective"},
+        {"allreduce --algo fast", "--algo"},
+        {"allreduce -e 8Q", "-e/--maxbytes"},
+        {"allreduce -b 0", "-b/--minbytes"},
+        {"allreduce -b 1M -e 1K", "-b/--minbytes"},
+        {"allreduce -i -1", "-i/--stepbytes"},
+        {"allreduce -b 1 -e 1G -i 1", "-i/--stepbytes"},
+        {"allreduce -f 1x", "-f/--stepfactor"},
+        {"allreduce -f 0.5", "-f/--stepfactor"},
+        {"allreduce -g 64", "-g/--ngpus"},
+        {"allreduce -g 0", "-g/--ngpus"},
+        {"allreduce -c x", "-c/--check"},
+        {"allreduce -c -1", "-c/--check"},
+        {"allreduce -n 0", "-n/--iters"},
+        {"allreduce -w -1", "-w/--warmup_iters"},
+        {"allreduce -z 4", "-z/--blocking"},
+        {"allreduce -a 4", "-a/--average"},
+        {"allreduce -d fp32", "-d/--datatype"},
+        {"allreduce -J out.csv", "-J/--output_file"},
+        {"allreduce -J /no/such/dir/x.json", "-J/--output_file"},
+        {"allreduce -o prod --algo nvls", "--algo"},
+        {"allreduce -d int8 --algo nvls", "--algo"},
+        {"allreduce -d float -o max --algo nvls", "--algo"},
+        {"allreduce --network fluid", "--network"},
+        {"allreduce --nodes x", "--nodes"},
+        {"allreduce --bogus 1", "--bogus"},
+        {"allreduce -t 2", "-t"},
+        {"allreduce --nodes 2 --algo nvls", "algo"},
     };
     for (size_t i = 0; i < sizeof badf / sizeof badf[0]; i++) {
-        ck_assert_int_eq(run_cli(badf[i].args, out, sizeof out), 2);
+        snprintf(args, sizeof args, "%s %s -b 1K -e 1K", badf[i].args, h100);
+        if (strstr(badf[i].args, "-b ") || strstr(badf[i].args, "-e ") || strstr(badf[i].args, "-i "))
+            snprintf(args, sizeof args, "%s %s", badf[i].args, h100);
+        ck_assert_msg(run_cli(args, out, sizeof out) == 2, "%s -> %s", args, out);
         ck_assert_msg(strstr(out, badf[i].flag) != NULL, "%s -> %s", badf[i].args, out);
     }
-    ck_assert_int_eq(run_cli("--cluster tests/data/net/bad-fabric.yaml --op allreduce", out, sizeof out), 2);
+    ck_assert_int_eq(run_cli("allreduce -b 1K", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--cluster"));
+    ck_assert_int_eq(run_cli("--cluster topologies/dgx-h100.yaml -b 1K", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "<collective>"));
+    /* -c 1 is the check count, not a cluster file named "1" */
+    ck_assert_int_eq(run_cli("allreduce -c 1 -b 1K -e 1K", out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--cluster"));
+    ck_assert_int_eq(run_cli("--cluster tests/data/net/bad-fabric.yaml allreduce", out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "tests/data/net/bad-fabric.yaml:7"));
 }
 END_TEST

@@ -289,9 +289,9 @@ START_TEST(nccl_tests_format)
     ck_assert_int_eq(run("collective --cluster topologies/dgx-h100.yaml --nodes 2 --op allreduce --min 1G --max 1G "
                          "--json"),
                      0);
-    const char *tj = strstr(out, "\"time_us\":");
+    const char *tj = strstr(out, "\"out_of_place\":{\"time\":");
     ck_assert_ptr_nonnull(tj);
-    ck_assert_double_eq_tol(atof(tj + 10), rows[n - 1].t[0], 0.01);
+    ck_assert_double_eq_tol(atof(tj + 23), rows[n - 1].t[0], 0.01);
     /* all-gather: a rank's share as the count, redop none; broadcast: root 0 */
     ck_assert_int_eq(run("collective --cluster topologies/dgx-h100.yaml --op allgather --min 1M --max 1M "
                          "--show-algo"),
@@ -311,7 +311,7 @@ END_TEST
 
 START_TEST(cli_conventions)
 {
-    const char *cmds[] = {"run", "model", "collective", "workload", "sweep", "report", "plan"};
+    const char *cmds[] = {"run", "model", "collective", "workload", "sweep", "report", "plan", "completion"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "usage: mmsim %s", cmds[i]);
@@ -322,6 +322,10 @@ START_TEST(cli_conventions)
         ck_assert_int_eq(run("help %s", cmds[i]), 0);
         ck_assert_msg(strstr(out, want), "help %s: %s", cmds[i], out);
     }
+    ck_assert_int_eq(run("completion fish"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "'fish'"));
+    ck_assert_int_eq(run("completion"), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "bash or zsh"));
     ck_assert_int_eq(run("help help"), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: mmsim help"));
     ck_assert_int_eq(run("help nope"), 2);

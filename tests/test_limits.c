@@ -522,7 +522,7 @@ START_TEST(test_cli_messages_without_stray_quotes)
     ck_assert_int_eq(run("collective --op allreduce"), 2);
     ck_assert_str_eq(errbuf, "mmsim: <cli>: key '--cluster': is required (see mmsim help collective)\n");
     ck_assert_int_eq(run("collective --cluster topologies/dgx-h100.yaml --op allreduce --min 8G --max 1K"), 2);
-    ck_assert_str_eq(errbuf, "mmsim: <cli>: key '--min': is above --max (see mmsim help collective)\n");
+    ck_assert_str_eq(errbuf, "mmsim: <cli>: key '-b/--minbytes': is above -e/--maxbytes (see mmsim help collective)\n");
     ck_assert_int_eq(run("collective --cluster topologies/dgx-h100.yaml --op bogus"), 2);
     ck_assert_ptr_nonnull(strstr(errbuf, "'bogus'"));
     ck_assert_ptr_null(strstr(errbuf, "''"));

@@ -211,8 +211,8 @@ START_TEST(shared_nics_halve_bandwidth)
         int n;
     } cases[] = {{g16, g16, 16}, {dp0, dp1, 2}};
     for (size_t i = 0; i < 2; i++) {
-        mm_coll_req r0 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].a, cases[i].n, S, 1, 0, 0};
-        mm_coll_req r1 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].b, cases[i].n, S, 1, 0, 0};
+        mm_coll_req r0 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].a, cases[i].n, S, 1, 0, 0, false};
+        mm_coll_req r1 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].b, cases[i].n, S, 1, 0, 0, false};
         double alone = coll_time(&h, MM_NET_MODEL_FLOW, MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].a, cases[i].n, S, NULL);
         double bus_alone = S / alone * mm_coll_bus_factor(MM_COLL_ALLREDUCE, cases[i].n);
         double t[2];
@@ -227,7 +227,7 @@ START_TEST(shared_nics_halve_bandwidth)
     }
     /* disjoint rails do not interfere: {0, 8} and {1, 9} */
     int d1[2] = {1, 9};
-    mm_coll_req r0 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, dp0, 2, S, 1, 0, 0}, r1 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, d1, 2, S, 1, 0, 0};
+    mm_coll_req r0 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, dp0, 2, S, 1, 0, 0, false}, r1 = {MM_COLL_ALLREDUCE, MM_ALGO_RING, d1, 2, S, 1, 0, 0, false};
     double t[2], alone = coll_time(&h, MM_NET_MODEL_FLOW, MM_COLL_ALLREDUCE, MM_ALGO_RING, dp0, 2, S, NULL);
     run_two(&h, MM_NET_MODEL_FLOW, &r0, &r1, t);
     ck_assert(fabs(t[0] / alone - 1) < 1e-6 && fabs(t[1] / alone - 1) < 1e-6);
@@ -243,8 +243,8 @@ START_TEST(rates_recomputed_when_flows_end)
     mm_cluster h = load("topologies/dgx-a100.yaml", 2);
     int dp[2] = {0, 8};
     const double S = 1e9;
-    mm_coll_req big = {MM_COLL_SENDRECV, MM_ALGO_AUTO, dp, 2, S, 1, 0, 0};
-    mm_coll_req small = {MM_COLL_SENDRECV, MM_ALGO_AUTO, dp, 2, S / 4, 1, 0, 0};
+    mm_coll_req big = {MM_COLL_SENDRECV, MM_ALGO_AUTO, dp, 2, S, 1, 0, 0, false};
+    mm_coll_req small = {MM_COLL_SENDRECV, MM_ALGO_AUTO, dp, 2, S / 4, 1, 0, 0, false};
     double t[2];
     run_two(&h, MM_NET_MODEL_FLOW, &big, &small, t);
     double bw = 25e9 * 192.0 / 200.0, lat = 3e-6;
@@ -262,8 +262,8 @@ START_TEST(deterministic)
     for (int i = 0; i < 32; i++)
         g32[i] = i;
     int dp[4] = {0, 8, 16, 24};
-    mm_coll_req r0 = {MM_COLL_ALLREDUCE, MM_ALGO_TREE, g32, 32, 3e8, 2, 0, 0};
-    mm_coll_req r1 = {MM_COLL_ALLGATHER, MM_ALGO_RING, dp, 4, 1e9, 1, 0, 0};
+    mm_coll_req r0 = {MM_COLL_ALLREDUCE, MM_ALGO_TREE, g32, 32, 3e8, 2, 0, 0, false};
+    mm_coll_req r1 = {MM_COLL_ALLGATHER, MM_ALGO_RING, dp, 4, 1e9, 1, 0, 0, false};
     double a[2], b[2];
     run_two(&h, MM_NET_MODEL_FLOW, &r0, &r1, a);
     run_two(&h, MM_NET_MODEL_FLOW, &r0, &r1, b);
@@ -318,8 +318,8 @@ START_TEST(alltoall_aggregate_matches_pairs)
     } cases[] = {{&h, all, 32}, {&h, half, 16}, {&ft, all, 128}, {&pc, all, 16}, {&h, all, 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int with_ar = 0; with_ar < 2; with_ar++) {
-            mm_coll_req a2a = {MM_COLL_ALLTOALL, MM_ALGO_AUTO, cases[i].g, cases[i].n, 1 * GiB, 1, 0, 0};
-            mm_coll_req ar = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].g, cases[i].n, 0.25 * GiB, 1, 0, 0};
+            mm_coll_req a2a = {MM_COLL_ALLTOALL, MM_ALGO_AUTO, cases[i].g, cases[i].n, 1 * GiB, 1, 0, 0, false};
+            mm_coll_req ar = {MM_COLL_ALLREDUCE, MM_ALGO_RING, cases[i].g, cases[i].n, 0.25 * GiB, 1, 0, 0, false};
             double p[2], q[2];
             uint32_t fp, fq;
             run_agg(cases[i].c, 0, &a2a, with_ar ? &ar : NULL, p, &fp);

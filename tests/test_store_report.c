@@ -229,9 +229,10 @@ START_TEST(test_dp_loads_equal_json)
 }
 END_TEST
 
-/* A schema-6 database (this schema less dp_rank_loads, user_version 6,
+/* A schema-6 database (this schema less dp_rank_loads and what version 8
+ * added, user_version 6,
  * one run): read-only, --dp-load is refused by name and the runs still
- * list; opened for writing it migrates to 7, keeps its run (no loads) and
+ * list; opened for writing it migrates to the newest, keeps its run (no loads) and
  * stores the next run's. */
 START_TEST(test_schema6_migrates)
 {
@@ -239,8 +240,11 @@ START_TEST(test_schema6_migrates)
     path_in(path, sizeof path, "v6.db");
     mm_store *st = open_ok(path);
     int64_t old = write_ok(st, scenario_a, 0);
-    ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), "DROP TABLE dp_rank_loads; PRAGMA user_version = 6;", NULL,
-                                  NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st),
+                                  "DROP VIEW sweep_summary; DROP VIEW run_summary; DROP TABLE run_layouts;"
+                                  " ALTER TABLE runs DROP COLUMN workload;" /* what version 8 added */
+                                  " DROP TABLE dp_rank_loads; PRAGMA user_version = 6;", NULL, NULL, NULL),
+                     SQLITE_OK);
     mm_store_close(st);
     mm_err err;
     mm_table t;
@@ -253,7 +257,7 @@ START_TEST(test_schema6_migrates)
     mm_table_free(&t);
     mm_store_close(st);
     st = open_ok(path);
-    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), 7);
+    ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
     ck_assert_int_eq(count_runs(st), 1);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM dp_rank_loads"), 0);
     int64_t id = write_ok(st, scenario_b, 1);

@@ -570,7 +570,9 @@ START_TEST(schema_v1_migrates)
     int64_t id = 0;
     ck_assert_int_eq(mm_store_write_run(st, &rec, &m, &id, &err), 0);
     ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st),
-                                  "DROP TABLE sweep_runs; DROP TABLE sweeps;"
+                                  "DROP VIEW sweep_summary; DROP VIEW run_summary; DROP TABLE run_layouts;"
+                                  " ALTER TABLE runs DROP COLUMN workload;"
+                                  " DROP TABLE sweep_runs; DROP TABLE sweeps;"
                                   " ALTER TABLE iterations DROP COLUMN load_imbalance;"
                                   " ALTER TABLE iterations DROP COLUMN stage_spread_s;"
                                   " ALTER TABLE iterations DROP COLUMN encoder_load_imbalance;"

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         int *g = malloc((size_t)n * sizeof *g);
         for (int i = 0; i < n; i++)
             g[i] = i;
-        mm_coll_req one = {MM_COLL_ALLREDUCE, MM_ALGO_RING, g, n, S, 1, 0, 0};
+        mm_coll_req one = {MM_COLL_ALLREDUCE, MM_ALGO_RING, g, n, S, 1, 0, 0, false};
         for (int model = 1; model >= 0; model--) {
             double setup = 0, rs = 0, t = run(&c, (mm_net_model)model, &one, 1, &setup, &rs);
             printf("%8d %-9s %10.4f %10.4f %12.3f %10.1f\n", n, mm_net_model_names[model], setup, rs, t * 1e3,
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < 8; r++) {
             for (int j = 0; j < per; j++)
                 rg[r * per + j] = j * 8 + r;
-            reqs[r] = (mm_coll_req){MM_COLL_ALLREDUCE, MM_ALGO_RING, rg + r * per, per, S / 8, 1, 0, 0};
+            reqs[r] = (mm_coll_req){MM_COLL_ALLREDUCE, MM_ALGO_RING, rg + r * per, per, S / 8, 1, 0, 0, false};
         }
         double setup = 0, rs = 0, t = run(&c, MM_NET_MODEL_FLOW, reqs, 8, &setup, &rs);
         printf("%8d %-9s %10.4f %10.4f %12.3f %10s  (8 concurrent rail rings)\n", n, "flow", setup, rs, t * 1e3, "");

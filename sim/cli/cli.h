@@ -10,6 +10,23 @@
 
 #include "util/err.h"
 
+/* Each command's options as its getopt_long reads them, defined beside
+ * its parser; `mmsim completion` makes the shell scripts from them. */
+extern const struct option mm_cli_run_longopts[];
+extern const char mm_cli_run_shortopts[];
+extern const struct option mm_cli_model_longopts[];
+extern const char mm_cli_model_shortopts[];
+extern const struct option mm_cli_collective_longopts[];
+extern const char mm_cli_collective_shortopts[];
+extern const struct option mm_cli_workload_longopts[];
+extern const char mm_cli_workload_shortopts[];
+extern const struct option mm_cli_sweep_longopts[];
+extern const char mm_cli_sweep_shortopts[];
+extern const struct option mm_cli_report_longopts[];
+extern const char mm_cli_report_shortopts[];
+extern const struct option mm_cli_plan_longopts[];
+extern const char mm_cli_plan_shortopts[];
+
 /* The database run, sweep and plan write to when --db is not given. */
 #define DEFAULT_DB "results/mmsim.db"
 
@@ -86,5 +103,6 @@ int mm_cli_workload(int argc, char **argv); /* cmd_workload.c */
 int mm_cli_sweep(int argc, char **argv); /* cmd_sweep.c */
 int mm_cli_report(int argc, char **argv); /* cmd_report.c */
 int mm_cli_plan(int argc, char **argv); /* cmd_plan.c */
+int mm_cli_completion(int argc, char **argv); /* cmd_completion.c: mmsim completion bash|zsh */
 
 #endif

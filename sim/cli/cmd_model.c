@@ -101,6 +101,13 @@ static void print_text_layout(const mm_model_report *l)
            sc->train.memory_reserve_gib);
 }
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_model_longopts[] = {
+    {"help", no_argument, NULL, 'h'},      {"json", no_argument, NULL, 'J'},
+    {"set", required_argument, NULL, 's'}, {"seq", required_argument, NULL, 'S'},
+    {"images", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+const char mm_cli_model_shortopts[] = "hs:";
+
 int mm_cli_model(int argc, char **argv)
 {
     const char *path = NULL;
@@ -108,12 +115,8 @@ int mm_cli_model(int argc, char **argv)
     int n_sets = 0;
     bool json = false;
     long long seq = 0, images = 1;
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},      {"json", no_argument, NULL, 'J'},
-        {"set", required_argument, NULL, 's'}, {"seq", required_argument, NULL, 'S'},
-        {"images", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
     int c, x;
-    while ((c = mm_cli_getopt(argc, argv, "hs:", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_model_shortopts, mm_cli_model_longopts)) != -1) {
         switch (c) {
         case 'h': return mm_cli_help("model");
         case 'J': json = true; break;

@@ -149,23 +149,26 @@ static void print_all(const mm_plan *p)
     }
 }
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_plan_longopts[] = {
+    {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
+    {"all", no_argument, NULL, 'A'},           {"no-db", no_argument, NULL, 'N'},
+    {"gpus", required_argument, NULL, 'g'},    {"top", required_argument, NULL, 't'},
+    {"iterations", required_argument, NULL, 'i'}, {"jobs", required_argument, NULL, 'j'},
+    {"max-pp", required_argument, NULL, 'p'},  {"db", required_argument, NULL, 'd'},
+    {"placement", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 's'},
+    {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0}};
+const char mm_cli_plan_shortopts[] = "hg:j:s:qv";
+
 int mm_cli_plan(int argc, char **argv)
 {
     const char *sets[MAX_SETS];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     mm_plan_opts o = {.top_k = 8, .jobs = ncpu > 0 ? (int)ncpu : 1, .db = DEFAULT_DB, .version = MMSIM_VERSION};
     int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0;
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
-        {"all", no_argument, NULL, 'A'},           {"no-db", no_argument, NULL, 'N'},
-        {"gpus", required_argument, NULL, 'g'},    {"top", required_argument, NULL, 't'},
-        {"iterations", required_argument, NULL, 'i'}, {"jobs", required_argument, NULL, 'j'},
-        {"max-pp", required_argument, NULL, 'p'},  {"db", required_argument, NULL, 'd'},
-        {"placement", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 's'},
-        {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
-        {NULL, 0, NULL, 0}};
     int c, rc = 0;
-    while (rc == 0 && (c = mm_cli_getopt(argc, argv, "hg:j:s:qv", longopts)) != -1) {
+    while (rc == 0 && (c = mm_cli_getopt(argc, argv, mm_cli_plan_shortopts, mm_cli_plan_longopts)) != -1) {
         const char *v = optarg;
         switch (c) {
         case 'h': return mm_cli_help("plan");

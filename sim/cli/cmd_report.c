@@ -195,17 +195,20 @@ static int report(mm_store *st, const char *path, const char *sweep, int csv,
     return 0;
 }
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_report_longopts[] = {
+    {"help", no_argument, NULL, 'h'}, {"csv", no_argument, NULL, 'c'},
+    {"sweep", required_argument, NULL, 's'}, {"metrics", required_argument, NULL, 'm'},
+    {"dp-load", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0}};
+const char mm_cli_report_shortopts[] = "h";
+
 int mm_cli_report(int argc, char **argv)
 {
     const char *path = NULL, *sweep = NULL, *dp_load = NULL;
     char *mlist = NULL;
     int csv = 0;
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'}, {"csv", no_argument, NULL, 'c'},
-        {"sweep", required_argument, NULL, 's'}, {"metrics", required_argument, NULL, 'm'},
-        {"dp-load", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0}};
     int c;
-    while ((c = mm_cli_getopt(argc, argv, "h", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_report_shortopts, mm_cli_report_longopts)) != -1) {
         switch (c) {
         case 'h': return mm_cli_help("report");
         case 'c': csv = 1; break;

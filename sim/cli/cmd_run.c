@@ -185,9 +185,10 @@ static int store_run(const char *db, const mm_sim *sim, const mm_metrics *m, int
     struct tm tmv;
     gmtime_r(&now, &tmv);
     strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    mm_run_desc desc;
+    mm_store_describe_sim(sim, &desc);
     mm_run_record rec = {
-        .scenario_text = text, .scenario_source = sim->sc.source,
-        .model = sim->model_path, .topology = sim->topology_path,
+        .scenario_text = text, .scenario_source = sim->sc.source, .desc = &desc,
         .seed = sim->sc.seed, .version = MMSIM_VERSION, .created_at = created,
     };
     mm_store *st = NULL;
@@ -228,20 +229,23 @@ typedef struct run_opts {
 enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN,
        OPT_NO_SYMMETRY };
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_run_longopts[] = {
+    {"help", no_argument, NULL, 'h'},        {"set", required_argument, NULL, 's'},
+    {"json", no_argument, NULL, OPT_JSON},   {"db", required_argument, NULL, OPT_DB},
+    {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
+    {"megatron-args", required_argument, NULL, OPT_MEGATRON},
+    {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
+    {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
+    {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
+    {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0}};
+const char mm_cli_run_shortopts[] = "hs:qv";
+
 static int parse_args(int argc, char **argv, run_opts *o)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},        {"set", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, OPT_JSON},   {"db", required_argument, NULL, OPT_DB},
-        {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
-        {"megatron-args", required_argument, NULL, OPT_MEGATRON},
-        {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
-        {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
-        {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
-        {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
-        {NULL, 0, NULL, 0}};
     int c;
-    while ((c = mm_cli_getopt(argc, argv, "hs:qv", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_run_shortopts, mm_cli_run_longopts)) != -1) {
         switch (c) {
         case 'h': return mm_cli_help(CMD) - 1;
         case 's':

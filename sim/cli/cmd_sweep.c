@@ -217,16 +217,19 @@ static int sweep_main(const char *spec, const char *db, int jobs, int json, int 
     return status;
 }
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_sweep_longopts[] = {
+    {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, 'J'}, {"quiet", no_argument, NULL, 'q'},
+    {"db", required_argument, NULL, 'd'}, {"jobs", required_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+const char mm_cli_sweep_shortopts[] = "hqj:";
+
 int mm_cli_sweep(int argc, char **argv)
 {
     const char *spec = NULL, *db = DEFAULT_DB;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int jobs = ncpu > 0 ? (int)ncpu : 1, json = 0, quiet = 0;
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, 'J'}, {"quiet", no_argument, NULL, 'q'},
-        {"db", required_argument, NULL, 'd'}, {"jobs", required_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
     int c;
-    while ((c = mm_cli_getopt(argc, argv, "hqj:", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_sweep_shortopts, mm_cli_sweep_longopts)) != -1) {
         switch (c) {
         case 'h': return mm_cli_help("sweep");
         case 'J': json = 1; break;

@@ -94,17 +94,20 @@ typedef struct stats_opts {
     int json;
 } stats_opts;
 
+/* The options (cli.h: completion scripts are made from them too). */
+const struct option mm_cli_workload_longopts[] = {
+    {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
+    {"model", required_argument, NULL, 'm'},   {"samples", required_argument, NULL, 'n'},
+    {"seed", required_argument, NULL, 's'},    {"tokens-per-tile", required_argument, NULL, 't'},
+    {"tokens-per-frame", required_argument, NULL, 'f'}, {"max-tokens", required_argument, NULL, 'x'},
+    {NULL, 0, NULL, 0}};
+const char mm_cli_workload_shortopts[] = "h";
+
 /* Returns 0, -1 for --help (done), or the exit status 2. */
 static int stats_args(int argc, char **argv, stats_opts *o)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
-        {"model", required_argument, NULL, 'm'},   {"samples", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 's'},    {"tokens-per-tile", required_argument, NULL, 't'},
-        {"tokens-per-frame", required_argument, NULL, 'f'}, {"max-tokens", required_argument, NULL, 'x'},
-        {NULL, 0, NULL, 0}};
     int c;
-    while ((c = mm_cli_getopt(argc, argv, "h", longopts)) != -1) {
+    while ((c = mm_cli_getopt(argc, argv, mm_cli_workload_shortopts, mm_cli_workload_longopts)) != -1) {
         const char *v = optarg, *flag = "";
         int bad = 0;
         switch (c) {

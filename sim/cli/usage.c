@@ -22,6 +22,7 @@ const char mm_cli_usage_main[] =
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
     "  help [COMMAND]        show help for a command (mmsim help help: about help)\n"
     "  help scenario         every scenario key: type, default, built-in value, doc\n"
+    "  completion bash|zsh   the shell completion script (installed with mmsim)\n"
     "\n"
     "options:\n"
     "  -h, --help            show this help\n"
@@ -35,7 +36,7 @@ static const char usage_help[] =
     "usage: mmsim help [COMMAND]\n"
     "\n"
     "Prints the usage of COMMAND (run, model, collective, workload, sweep, report,\n"
-    "plan, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
+    "plan, completion, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
     "prints the same.  `mmsim help scenario` lists every scenario key with its\n"
     "type, default, built-in value and doc.  Exit status 2 for a command that\n"
     "does not exist.\n";
@@ -123,29 +124,61 @@ static const char usage_report[] =
     "               (default iteration_time_s,tokens_per_s,mfu,peak_memory_gib)\n";
 
 static const char usage_collective[] =
-    "usage: mmsim collective --cluster FILE [--nodes N] [--gpus N] --op OP [--algo ALGO]\n"
-    "                        [--min 8] [--max 8G] [--factor 2] [--network flow|analytic]\n"
-    "                        [--show-algo] [--json] [--comm-ranks N]\n"
+    "usage: mmsim collective COLLECTIVE --cluster FILE [--nodes N] [-g N]\n"
+    "                        [-b 8] [-e 8G] [-f 2 | -i BYTES] [-o OP] [-d TYPE]\n"
+    "                        [-n N] [-w N] [-c N] [-z N] [-a N] [--algo ALGO]\n"
+    "                        [--network flow|analytic] [--show-algo] [--json]\n"
+    "                        [-J FILE.json] [--comm-ranks N]\n"
     "\n"
     "Time of one collective over the first N GPUs of a topology, for sizes from\n"
-    "--min to --max (K, M, G = powers of 1024) multiplied by --factor, printed in\n"
-    "nccl-tests' output format (so its parsers read it): '#' headers; columns\n"
-    "size, count, type, redop, root, then out-of-place and in-place time (us),\n"
-    "algbw = size/time, busbw = algbw x the nccl-tests bus factor (all-reduce\n"
-    "2(n-1)/n for every algorithm, NVLS too) and #wrong (N/A: simulated); the\n"
-    "'# Avg bus bandwidth' footer.  The algorithm chosen per size is in a '#'\n"
-    "line at the end.  -b/-e/-f are nccl-tests' spellings of --min/--max/--factor.\n"
+    "-b to -e (K, M, G = powers of 1024), each -f times the last (or -i bytes\n"
+    "more), printed in nccl-tests' output format (so its parsers read it): '#'\n"
+    "headers; columns size, count, type, redop, root, then out-of-place and\n"
+    "in-place time (us), algbw = size/time, busbw = algbw x the nccl-tests bus\n"
+    "factor (all-reduce 2(n-1)/n for every algorithm, NVLS too) and #wrong (N/A:\n"
+    "simulated); the '# Avg bus bandwidth' footer.  The algorithm chosen per size\n"
+    "is in a '#' line at the end.  The flags are nccl-tests' own, with their\n"
+    "meanings; what costs nothing in a simulator is accepted and changes nothing.\n"
     "\n"
-    "  --op OP          allreduce | allgather | reducescatter | alltoall |\n"
-    "                   broadcast | sendrecv (GPU 0 to the last node's first GPU)\n"
-    "  --algo ALGO      auto (default) | ring | tree | hier | nvls\n"
-    "  --nodes N        nodes (default: the file's); --gpus N (default: all)\n"
-    "  --network M      flow (default: max-min sharing) | analytic (alpha-beta)\n"
-    "  --show-algo      add the algorithm as a last column of each row\n"
-    "  --comm-ranks N   sendrecv: on a communicator of the first N GPUs (Megatron's\n"
-    "                   batched pipeline sends use the PP group's), which sets NCCL's\n"
-    "                   p2p channel count; default: the pair alone\n"
-    "  --json           {\"rows\":[{\"bytes\",\"time_us\",\"algbw_gbps\",\"busbw_gbps\",\"algo\"}]}\n";
+    "  COLLECTIVE          allreduce | allgather | reducescatter | alltoall |\n"
+    "                      broadcast | sendrecv (GPU 0 to the last node's first\n"
+    "                      GPU); nccl-tests' names work too (all_reduce_perf ...);\n"
+    "                      or --collective NAME, or --op NAME\n"
+    "  --cluster FILE      topology file; --nodes N: nodes (default: the file's)\n"
+    "  -g, --ngpus N       GPUs (default: all; --gpus N too)\n"
+    "  -b, --minbytes S    smallest size (default 8; --min too)\n"
+    "  -e, --maxbytes S    largest size (default 8G; --max too)\n"
+    "  -f, --stepfactor F  multiply by F (default 2; --factor too); 1: add -i\n"
+    "  -i, --stepbytes S   add S bytes per step (given alone: -f 1; default 1M)\n"
+    "  -o, --op OP         reduction: sum (default) | prod | max | min | avg | mulsum\n"
+    "                      | all (a row each); NVLS runs sum, and min/max of 16-bit\n"
+    "                      and integer types only, so others fall back to ring/tree\n"
+    "  -d, --datatype T    int8 | uint8 | int32 | uint32 | int64 | uint64 | half |\n"
+    "                      float (default) | double | bfloat16 | f8e4m3 | f8e5m2 |\n"
+    "                      all: the element size (count column, 16-byte rounding)\n"
+    "  -n, --iters N       operations timed back to back (the time is per one)\n"
+    "  -w, --warmup_iters N, -c, --check N, -z, --blocking 0-3, -a, --average 0-3\n"
+    "                      accepted; no effect (no warm-up effect is modeled,\n"
+    "                      nothing is moved to check, the ranks finish together)\n"
+    "  --algo ALGO         auto (default) | ring | tree | hier | nvls\n"
+    "  --network M         flow (default: max-min sharing) | analytic (alpha-beta)\n"
+    "  --show-algo         add the algorithm as a last column of each row\n"
+    "  --comm-ranks N      sendrecv: on a communicator of the first N GPUs (Megatron's\n"
+    "                      batched pipeline sends use the PP group's), which sets\n"
+    "                      NCCL's p2p channel count; default: the pair alone\n"
+    "  --json              print nccl-tests' -J JSON (file version 3) instead of\n"
+    "                      the table\n"
+    "  -J, --output_file F also write that JSON to F (a name ending in .json)\n";
+
+static const char usage_completion[] =
+    "usage: mmsim completion bash|zsh\n"
+    "\n"
+    "Prints the completion script of the shell, made from the commands' option\n"
+    "tables and the scenario keys: commands, options, the keys and values of\n"
+    "--set, the choices of options such as collective's --algo, files elsewhere.\n"
+    "meson install puts them where the shells look (bash-completion's\n"
+    "share/bash-completion/completions/mmsim, zsh's share/zsh/site-functions/\n"
+    "_mmsim); without installing: source <(mmsim completion bash).\n";
 
 static const char usage_plan[] =
     "usage: mmsim plan [SCENARIO.yaml] [--gpus N] [--top K] [--json] [--all]\n"
@@ -200,7 +233,7 @@ static const struct {
 } usages[] = {
     {"run", usage_run},       {"model", usage_model},   {"collective", usage_collective},
     {"workload", usage_workload}, {"sweep", usage_sweep}, {"report", usage_report},
-    {"plan", usage_plan},     {"help", usage_help},
+    {"plan", usage_plan},     {"help", usage_help},     {"completion", usage_completion},
 };
 
 const char *mm_cli_usage_of(const char *cmd)

@@ -578,7 +578,10 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     mm_coll_algo algo = req->algo;
     char why[200];
     if (algo == MM_ALGO_AUTO)
-        algo = mm_coll_auto(c, req->kind, &s, req->bytes);
+        algo = mm_coll_auto_except(c, req->kind, &s, req->bytes, req->no_nvls ? 1u << MM_ALGO_NVLS : 0);
+    else if (algo == MM_ALGO_NVLS && req->no_nvls)
+        return mm_err_set(err, MM_EINPUT, "", 0, "algo",
+                          "nvls: the switch reduces sums (and min/max of 16-bit and integer types) only");
     else if (mm_coll_algo_check(c, req->kind, algo, &s, why, sizeof why)) {
         return mm_err_set(err, MM_EINPUT, "", 0, "algo", "%s: %s", mm_coll_algo_names[algo], why);
     }

@@ -66,6 +66,11 @@ typedef struct mm_coll_req {
     /* SENDRECV: the communicator it is issued on (mm_group_shape), 0: the
      * pair itself */
     int comm_ranks, comm_nodes;
+    /* The reduction has no NVLS kernel (its operator or data type; NCCL's
+     * ncclNvlsSupported, mm_coll_nvls_supports): AUTO never resolves to
+     * nvls and a forced nvls is refused.  false for every request the run
+     * layer makes (bf16/fp32 sums). */
+    bool no_nvls;
 } mm_coll_req;
 
 typedef struct mm_network mm_network;

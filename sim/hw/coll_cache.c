@@ -34,11 +34,18 @@ static uint64_t mix(uint64_t h, uint64_t x)
     return h;
 }
 
+/* The requested algorithm as the cache keys it: a request that may not use
+ * nvls is another key than one that may. */
+static int algo_key(const mm_coll_req *req)
+{
+    return (int)req->algo + (req->no_nvls ? MM_ALGO_COUNT : 0);
+}
+
 static uint64_t key_hash(const mm_coll_req *req, int reps, int stride)
 {
     uint64_t b;
     memcpy(&b, &req->bytes, sizeof b);
-    uint64_t h = mix(mix(mix(0, (uint64_t)req->kind), (uint64_t)req->algo), (uint64_t)(uint32_t)req->n);
+    uint64_t h = mix(mix(mix(0, (uint64_t)req->kind), (uint64_t)algo_key(req)), (uint64_t)(uint32_t)req->n);
     h = mix(mix(mix(mix(h, (uint64_t)(uint32_t)req->count), (uint64_t)(uint32_t)reps), (uint64_t)(uint32_t)stride), b);
     h = mix(mix(h, (uint64_t)(uint32_t)req->comm_ranks), (uint64_t)(uint32_t)req->comm_nodes);
     /* the first two and the last member: enough to spread the groups of
@@ -57,7 +64,7 @@ static int same_key(const coll_cache *cc, const coll_plan *p, uint64_t h, const 
     uint64_t x, y;
     memcpy(&x, &p->bytes, sizeof x);
     memcpy(&y, &req->bytes, sizeof y);
-    if (p->hash != h || p->kind != (int)req->kind || p->algo_req != (int)req->algo || p->n != req->n ||
+    if (p->hash != h || p->kind != (int)req->kind || p->algo_req != algo_key(req) || p->n != req->n ||
         p->count != req->count || p->reps != reps || p->stride != stride || x != y ||
         p->comm_ranks != req->comm_ranks || p->comm_nodes != req->comm_nodes)
         return 0;
@@ -136,7 +143,7 @@ int32_t coll_cache_add(mm_network *net, const mm_coll_req *req, int reps, int st
     coll_plan *p = &cc->p[cc->np];
     memset(p, 0, sizeof *p);
     p->hash = key_hash(req, reps, stride);
-    p->kind = (int)req->kind, p->algo_req = (int)req->algo, p->n = n, p->count = req->count;
+    p->kind = (int)req->kind, p->algo_req = algo_key(req), p->n = n, p->count = req->count;
     p->reps = reps, p->stride = stride;
     p->comm_ranks = req->comm_ranks, p->comm_nodes = req->comm_nodes;
     p->bytes = req->bytes;

@@ -178,6 +178,31 @@ int mm_coll_algo_check(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo
 mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group_shape *s,
                           double bytes)
 {
+    return mm_coll_auto_except(c, kind, s, bytes, 0);
+}
+
+const char *const mm_redop_names[] = {"sum", "prod", "max", "min", "avg", "mulsum", NULL};
+
+const mm_coll_dtype mm_coll_dtypes[] = {
+    {"int8", 1},  {"uint8", 1},  {"int32", 4},    {"uint32", 4},  {"int64", 8},  {"uint64", 8},
+    {"half", 2},  {"float", 4},  {"double", 8},   {"bfloat16", 2}, {"f8e4m3", 1}, {"f8e5m2", 1},
+    {NULL, 0}};
+
+bool mm_coll_nvls_supports(mm_redop op, const mm_coll_dtype *type)
+{
+    const char *t = type->name;
+    bool wide_int = !strcmp(t, "int32") || !strcmp(t, "uint32") || !strcmp(t, "int64") || !strcmp(t, "uint64");
+    bool half = !strcmp(t, "half") || !strcmp(t, "bfloat16");
+    if (wide_int || half)
+        return op == MM_REDOP_SUM || op == MM_REDOP_MIN || op == MM_REDOP_MAX;
+    if (!strcmp(t, "float") || !strcmp(t, "double"))
+        return op == MM_REDOP_SUM;
+    return false;
+}
+
+mm_coll_algo mm_coll_auto_except(const mm_cluster *c, mm_coll_kind kind, const mm_group_shape *s,
+                                 double bytes, unsigned except)
+{
     if (kind != MM_COLL_ALLREDUCE)
         return MM_ALGO_RING;
     mm_coll_algo best = MM_ALGO_RING;
@@ -187,6 +212,8 @@ mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group
         if (a == MM_ALGO_TREE && s->nodes < 2)
             continue;
         if (a == MM_ALGO_HIER && (s->nodes < 2 || s->max_per_node < 2))
+            continue;
+        if ((except >> a) & 1u)
             continue;
         if (mm_coll_algo_check(c, kind, (mm_coll_algo)a, s, NULL, 0))
             continue;

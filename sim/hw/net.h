@@ -67,6 +67,27 @@ int mm_coll_algo_check(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo
  * (ties go to the earlier in the enum). */
 mm_coll_algo mm_coll_auto(const mm_cluster *c, mm_coll_kind kind, const mm_group_shape *s,
                           double bytes);
+/* The same among the algorithms not in `except` (a mask of 1 << algo). */
+mm_coll_algo mm_coll_auto_except(const mm_cluster *c, mm_coll_kind kind, const mm_group_shape *s,
+                                 double bytes, unsigned except);
+
+/* NCCL's reduction operators and data types as nccl-tests names them
+ * (src/common.cu of NVIDIA/nccl-tests: -o, -d), with each type's size. */
+typedef enum { MM_REDOP_SUM, MM_REDOP_PROD, MM_REDOP_MAX, MM_REDOP_MIN, MM_REDOP_AVG, MM_REDOP_MULSUM,
+               MM_REDOP_COUNT } mm_redop;
+extern const char *const mm_redop_names[]; /* "sum", "prod", "max", "min", "avg", "mulsum" */
+typedef struct mm_coll_dtype {
+    const char *name; /* nccl-tests' name: int8, uint8, int32, uint32, int64, uint64, half,
+                         float, double, bfloat16, f8e4m3, f8e5m2 */
+    int bytes;
+} mm_coll_dtype;
+extern const mm_coll_dtype mm_coll_dtypes[]; /* ends with {NULL, 0} */
+/* Whether NVLink SHARP has a kernel for this reduction: NCCL's
+ * ncclNvlsSupported (src/include/device.h of NVIDIA/nccl): sums of 32- and
+ * 64-bit integers, half, bfloat16, float and double, min/max of the
+ * integers, half and bfloat16; no product, average (a pre- or post-scaled
+ * sum), premultiplied sum, or 8-bit type. */
+bool mm_coll_nvls_supports(mm_redop op, const mm_coll_dtype *type);
 
 /* Latency term (seconds) of a collective: the alphas of the steps the
  * algorithm takes.  Shared by both network models. */

@@ -36,7 +36,8 @@ typedef struct outcome {
     mm_err err;
     mm_metrics m;
     char *canon;       /* canonical text (owned) */
-    char source[256], model[512], topology[512];
+    char source[256];
+    mm_run_desc desc;  /* model, topology, workload, layouts (plain data) */
     uint64_t seed;
 } outcome;
 

@@ -119,8 +119,7 @@ static void pack_outcome(pbuf *p, uint64_t idx, const outcome *oc)
         return;
     put_str(p, oc->canon);
     put_str(p, oc->source);
-    put_str(p, oc->model);
-    put_str(p, oc->topology);
+    put(p, &oc->desc, sizeof oc->desc);
     put(p, &oc->seed, sizeof oc->seed);
     put_metrics(p, &oc->m);
     put(p, oc->m.iters, (size_t)oc->m.n_iters * sizeof *oc->m.iters);
@@ -137,8 +136,15 @@ static int unpack_outcome(pbuf *p, size_t n_points, uint64_t *idx, outcome *oc)
     if (!p->bad && ok) {
         oc->canon = get_str(p, NULL, 0);
         get_str(p, oc->source, sizeof oc->source);
-        get_str(p, oc->model, sizeof oc->model);
-        get_str(p, oc->topology, sizeof oc->topology);
+        get(p, &oc->desc, sizeof oc->desc);
+        /* plain data from a worker of this same binary; its strings are
+         * ended and its count bounded all the same */
+        oc->desc.model[sizeof oc->desc.model - 1] = oc->desc.topology[sizeof oc->desc.topology - 1] = '\0';
+        oc->desc.workload[sizeof oc->desc.workload - 1] = '\0';
+        for (int k = 0; k < 3; k++)
+            oc->desc.modules[k].name[sizeof oc->desc.modules[k].name - 1] = '\0';
+        if (oc->desc.n_modules < 0 || oc->desc.n_modules > 3)
+            p->bad = 1;
         get(p, &oc->seed, sizeof oc->seed);
         get_metrics(p, &oc->m);
         if (!p->bad && oc->m.n_iters >= 0 && oc->m.n_stages >= 0 &&

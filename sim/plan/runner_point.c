@@ -103,8 +103,7 @@ void mm_rn_simulate(const mm_point *pt, outcome *oc)
                mm_sim_run(sim, &oc->m, NULL, &oc->err) == 0) {
         oc->ok = 1;
         snprintf(oc->source, sizeof oc->source, "%s", sc->source);
-        snprintf(oc->model, sizeof oc->model, "%s", sim->model_path);
-        snprintf(oc->topology, sizeof oc->topology, "%s", sim->topology_path);
+        mm_store_describe_sim(sim, &oc->desc);
         oc->seed = sc->seed;
     }
     if (sim)
@@ -129,8 +128,8 @@ int mm_rn_store_outcome(const runner *r, mm_store *st, size_t i, const outcome *
     char created[32];
     mm_runner_now(created, sizeof created);
     mm_run_record rec = {
-        .scenario_text = oc->canon, .scenario_source = oc->source, .model = oc->model,
-        .topology = oc->topology, .seed = oc->seed,
+        .scenario_text = oc->canon, .scenario_source = oc->source, .desc = &oc->desc,
+        .seed = oc->seed,
         .version = r->o->version ? r->o->version : "unknown", .created_at = created,
     };
     int reused = 0;

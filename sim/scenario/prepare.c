@@ -45,6 +45,35 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
         out[0] = '\0';
 }
 
+/* Is p under dir ("dir/..."), and where does the rest start? */
+static const char *under_dir(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--; /* "DIR/" names the same folder as "DIR" */
+    if (n == 0 || strncmp(p, dir, n) || p[n] != '/')
+        return NULL;
+    while (p[n] == '/')
+        n++;
+    return p[n] ? p + n : NULL;
+}
+
+void mm_sim_data_relative(const char *resolved, char *out, size_t len)
+{
+    const char *env = getenv("MMSIM_DATADIR");
+    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
+    const char *rel = resolved;
+    for (size_t i = 0; i < 2 && rel == resolved; i++) {
+        const char *r = dirs[i][0] ? under_dir(resolved, dirs[i]) : NULL;
+        if (r)
+            rel = r;
+    }
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2; /* "./models/x.yaml" is "models/x.yaml" */
+    if (!fits(snprintf(out, len, "%s", rel), len))
+        out[0] = '\0';
+}
+
 /* Adds the vision or audio encoder of the model to the scenario's run. */
 static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
 {

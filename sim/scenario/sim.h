@@ -89,6 +89,13 @@ void mm_sim_free(mm_sim *sim);
  * as given) into out. */
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len);
 
+/* The inverse for what is stored and shown: a path that
+ * mm_sim_resolve_path found under $MMSIM_DATADIR or the installed data
+ * folder is written relative to that folder ("models/x.yaml"), so that a
+ * results database names the same file on every host; any other path is
+ * written as given, less a leading "./". */
+void mm_sim_data_relative(const char *resolved, char *out, size_t len);
+
 /* Loads the model and topology the scenario names and checks the layout.
  * Errors name the file, line and key (MM_EINPUT).  sim->sc is a struct copy
  * of *sc that borrows its strings and lists: keep *sc loaded until the sim

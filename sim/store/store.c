@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "store/store_private.h"
+#include "store/runinfo.h"
 #include "exec/metrics.h"
 
 const char *const mm_store_metric_names[] = {
@@ -128,6 +129,50 @@ static const char *const mm_store_migrations[] = {
     " dp_rank INTEGER NOT NULL,"
     " load_s REAL,"
     " PRIMARY KEY (run_id, iteration, dp_rank));",
+    /* 7 -> 8: what a run is of, queryable: its workload file, each
+     * module's layout (run_layouts, filled in for older runs from their
+     * scenario text by mm_store_backfill_v8), and the views a user queries,
+     * one row per run (run_summary) and per sweep point (sweep_summary) */
+    "ALTER TABLE runs ADD COLUMN workload TEXT;"
+    "CREATE TABLE IF NOT EXISTS run_layouts("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " module TEXT NOT NULL CHECK (module IN ('llm', 'vision', 'audio')),"
+    " tp INTEGER, pp INTEGER, vpp INTEGER, cp INTEGER, dp INTEGER, ep INTEGER, zero INTEGER,"
+    " PRIMARY KEY (run_id, module));"
+    "CREATE VIEW IF NOT EXISTS run_summary AS SELECT"
+    " r.id AS run_id, r.created_at, r.mmsim_version, r.scenario_source, r.model, r.topology,"
+    " r.workload, r.seed, r.gpus, r.oom,"
+    " l.tp AS llm_tp, l.pp AS llm_pp, l.vpp AS llm_vpp, l.cp AS llm_cp,"
+    " l.dp AS llm_dp, l.ep AS llm_ep, l.zero AS llm_zero, v.tp AS vision_tp,"
+    " v.pp AS vision_pp, v.vpp AS vision_vpp, v.cp AS vision_cp, v.dp AS vision_dp,"
+    " v.ep AS vision_ep, v.zero AS vision_zero, a.tp AS audio_tp, a.pp AS audio_pp,"
+    " a.vpp AS audio_vpp, a.cp AS audio_cp, a.dp AS audio_dp, a.ep AS audio_ep,"
+    " a.zero AS audio_zero"
+    " , m.iteration_time_s, m.tokens_per_s, m.samples_per_s, m.mfu, m.hfu, m.tflops_per_gpu,"
+    " m.hw_tflops_per_gpu, m.bubble_fraction, m.exposed_comm_s, m.peak_memory_gib,"
+    " m.iteration_time_p50_s, m.iteration_time_p99_s, r.events, r.wall_s, r.scenario_hash"
+    " FROM runs r"
+    " LEFT JOIN run_layouts l ON l.run_id = r.id AND l.module = 'llm'"
+    " LEFT JOIN run_layouts v ON v.run_id = r.id AND v.module = 'vision'"
+    " LEFT JOIN run_layouts a ON a.run_id = r.id AND a.module = 'audio'"
+    " LEFT JOIN (SELECT run_id,"
+    " max(CASE name WHEN 'iteration_time_s' THEN value END) AS iteration_time_s,"
+    " max(CASE name WHEN 'tokens_per_s' THEN value END) AS tokens_per_s,"
+    " max(CASE name WHEN 'samples_per_s' THEN value END) AS samples_per_s,"
+    " max(CASE name WHEN 'mfu' THEN value END) AS mfu,"
+    " max(CASE name WHEN 'hfu' THEN value END) AS hfu,"
+    " max(CASE name WHEN 'tflops_per_gpu' THEN value END) AS tflops_per_gpu,"
+    " max(CASE name WHEN 'hw_tflops_per_gpu' THEN value END) AS hw_tflops_per_gpu,"
+    " max(CASE name WHEN 'bubble_fraction' THEN value END) AS bubble_fraction,"
+    " max(CASE name WHEN 'exposed_comm_s' THEN value END) AS exposed_comm_s,"
+    " max(CASE name WHEN 'peak_memory_gib' THEN value END) AS peak_memory_gib,"
+    " max(CASE name WHEN 'iteration_time_p50_s' THEN value END) AS iteration_time_p50_s,"
+    " max(CASE name WHEN 'iteration_time_p99_s' THEN value END) AS iteration_time_p99_s"
+    " FROM metrics GROUP BY run_id) m ON m.run_id = r.id;"
+    "CREATE VIEW IF NOT EXISTS sweep_summary AS SELECT"
+    " sr.sweep_id, s.name AS sweep_name, sr.point, sr.axis_values, sr.status, sr.error, rs.*"
+    " FROM sweep_runs sr JOIN sweeps s ON s.id = sr.sweep_id"
+    " LEFT JOIN run_summary rs ON rs.run_id = sr.run_id;",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -299,6 +344,9 @@ static int mm_store_migrate(mm_store *st, mm_err *err)
     for (int64_t v = version; rc == 0 && v >= 0 && v < MM_STORE_SCHEMA_VERSION; v++) {
         char pragma[64];
         rc = mm_store_exec(st, mm_store_migrations[v], "creating the schema", err);
+        /* the rows version 8 adds, for the runs already there */
+        if (rc == 0 && v == 7 && mm_store_backfill_v8(st->db) != SQLITE_OK)
+            rc = mm_store_fail(st, err, MM_EINTERNAL, "filling in the runs' layouts");
         snprintf(pragma, sizeof pragma, "PRAGMA user_version = %lld", (long long)(v + 1));
         if (rc == 0)
             rc = mm_store_exec(st, pragma, "setting the schema version", err);
@@ -456,8 +504,8 @@ static int mm_store_insert_run(mm_store *st, const mm_run_record *rec, const mm_
     sqlite3_stmt *s = NULL;
     int rc = mm_store_prepare(st,
         "INSERT INTO runs(created_at, mmsim_version, scenario_hash, scenario_source,"
-        " scenario, model, topology, seed, gpus, oom, events, wall_s)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &s, err);
+        " scenario, model, topology, seed, gpus, oom, events, wall_s, workload)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", &s, err);
     if (rc < 0)
         return rc;
     char hash[17];
@@ -467,13 +515,16 @@ static int mm_store_insert_run(mm_store *st, const mm_run_record *rec, const mm_
     if (b == SQLITE_OK) b = sqlite3_bind_text(s, 3, hash, -1, SQLITE_STATIC);
     if (b == SQLITE_OK) b = sqlite3_bind_text(s, 4, rec->scenario_source, -1, SQLITE_STATIC);
     if (b == SQLITE_OK) b = sqlite3_bind_text(s, 5, rec->scenario_text, -1, SQLITE_STATIC);
-    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 6, rec->model, -1, SQLITE_STATIC);
-    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 7, rec->topology, -1, SQLITE_STATIC);
+    const mm_run_desc *d = rec->desc;
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 6, d ? d->model : rec->model, -1, SQLITE_STATIC);
+    if (b == SQLITE_OK) b = sqlite3_bind_text(s, 7, d ? d->topology : rec->topology, -1, SQLITE_STATIC);
     if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 8, (sqlite3_int64)rec->seed);
     if (b == SQLITE_OK) b = sqlite3_bind_int(s, 9, m->gpus);
     if (b == SQLITE_OK) b = sqlite3_bind_int(s, 10, m->oom ? 1 : 0);
     if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 11, (sqlite3_int64)m->events);
     if (b == SQLITE_OK) b = mm_store_bind_real(s, 12, m->wall_s);
+    if (b == SQLITE_OK)
+        b = d && d->workload[0] ? sqlite3_bind_text(s, 13, d->workload, -1, SQLITE_STATIC) : sqlite3_bind_null(s, 13);
     rc = mm_store_step_insert(st, s, b, "writing the run", err);
     if (rc == 0)
         *id = sqlite3_last_insert_rowid(st->db);
@@ -621,6 +672,8 @@ int mm_store_insert_all(mm_store *st, const mm_run_record *rec, const mm_metrics
         rc = mm_store_insert_crit(st, *id, m, err);
     if (rc == 0)
         rc = mm_store_insert_dp_loads(st, *id, m, err);
+    if (rc == 0 && mm_store_insert_layouts(st->db, *id, rec->desc) != SQLITE_OK)
+        rc = mm_store_fail(st, err, MM_EINTERNAL, "writing the layouts");
     return rc;
 }
 

@@ -49,6 +49,18 @@
  *        dp_rank INTEGER, load_s REAL, PRIMARY KEY(run_id, iteration,
  *        dp_rank)): each LLM DP rank's compute seconds per iteration
  *        (mm_metrics.dp_rank_load_s); a run without the array has no rows
+ *   (version 8)
+ *   runs.workload TEXT: the workload file (or "text", "fixed");
+ *        runs.model, runs.topology and runs.workload are written relative
+ *        to the data folder they were found in (mm_sim_data_relative)
+ *   run_layouts(run_id -> runs(id) ON DELETE CASCADE, module TEXT NOT NULL
+ *        ('llm' | 'vision' | 'audio'), tp, pp, vpp, cp, dp, ep, zero
+ *        INTEGER, PRIMARY KEY(run_id, module)): each module's layout as the
+ *        run used it (an encoder without a layout of its own has no row)
+ *   views run_summary (one row per run: paths, the layouts as llm_tp ...
+ *        audio_zero, the summary metrics as columns) and sweep_summary (one
+ *        row per sweep point: the point and its run's run_summary columns);
+ *        docs/schema.md lists their columns
  *
  * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
  * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
@@ -89,24 +101,51 @@
 #include "exec/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 7
+#define MM_STORE_SCHEMA_VERSION 8
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;
 
 /* What describes a run, besides its metrics.  Strings are copied into the
  * database; NULL for an optional field stores SQL NULL. */
+/* One module's layout as a run used it (a row of run_layouts). */
+typedef struct mm_run_module {
+    char name[8]; /* "llm" | "vision" | "audio" */
+    int tp, pp, vpp, cp, dp, ep, zero;
+} mm_run_module;
+
+/* What a run is of, besides its scenario text: the files it read, relative
+ * to their data folder, and each module's layout.  Plain data (no
+ * pointers), so that a sweep worker can send it whole. */
+typedef struct mm_run_desc {
+    char model[512], topology[512], workload[512];
+    int n_modules;
+    mm_run_module modules[3];
+} mm_run_desc;
+
 typedef struct mm_run_record {
     const char *scenario_text;   /* canonical YAML (mm_scenario_canonical); required */
     const char *scenario_source; /* scenario file, or "<default>"; optional */
-    const char *model;           /* model path; optional */
-    const char *topology;        /* topology path; optional */
+    const mm_run_desc *desc;     /* model, topology, workload and layouts
+                                    (mm_store_describe_sim); optional: NULL
+                                    takes model and topology below and
+                                    writes no layouts */
+    const char *model;           /* model path, when desc is NULL; optional */
+    const char *topology;        /* topology path, when desc is NULL; optional */
     uint64_t seed;
     const char *version;         /* mmsim version (MMSIM_VERSION); required */
     const char *created_at;      /* ISO-8601 UTC, e.g. "2024-05-01T12:00:00Z";
                                     required; the caller supplies it so that
                                     tests are deterministic */
 } mm_run_record;
+
+/* Fills d from a prepared simulation: its model, topology and workload
+ * files relative to the data folder (mm_sim_data_relative; "text" or
+ * "fixed" for a workload without a file) and the layout of the LLM and of
+ * each encoder that has one of its own (its zero resolved from
+ * train.zero). */
+struct mm_sim;
+void mm_store_describe_sim(const struct mm_sim *sim, mm_run_desc *d);
 
 /* Names of the summary metrics written to the `metrics` table, in the order
  * of mm_metrics' fields; NULL-terminated. */
