@@ -125,7 +125,7 @@ static inline int prepare_rc(const char *const *extra, int n_extra, mm_err *err)
     const char *sets[24];
     int n = base_sets(sets, extra, n_extra);
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_scenario_free(&sc);
     int rc = mm_scenario_load(&sc, NULL, sets, n, err);
     if (!rc)

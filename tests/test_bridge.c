@@ -74,13 +74,13 @@ static void prepare(const layout *l, mm_scenario *sc, mm_sim *sim, const char *e
 }
 
 static mm_scenario sc;
-static mm_sim sim;
 
 /* The bridge's memory equals what mm_sim_run and mm_sim_estimate report,
  * bit for bit, stage by stage and module by module. */
 START_TEST(run_and_estimate_use_the_bridge)
 {
     const layout *l = &layouts[_i];
+    mm_sim sim = {0};
     prepare(l, &sc, &sim, NULL);
     mm_err err;
     mm_sim_memory mem;
@@ -123,6 +123,7 @@ END_TEST
 
 static double peak_of(const layout *l, const char *extra)
 {
+    mm_sim sim = {0};
     prepare(l, &sc, &sim, extra);
     mm_err err;
     mm_sim_memory mem;
@@ -316,6 +317,7 @@ START_TEST(trace_memory_counter_peaks_at_stage_memory)
         l.model = trace_cases[_i][2];
     for (int k = 0; k < 2 && trace_cases[_i][k]; k++)
         l.sets[2 + k] = trace_cases[_i][k];
+    mm_sim sim = {0};
     prepare(&l, &sc, &sim, NULL);
     mm_err err;
     mm_err_clear(&err);

@@ -400,7 +400,7 @@ START_TEST(run_uses_tables)
     const char *llm[] = {"model=models/llama-2-7b.json"};
     const char *sets[] = {"model=models/llama-2-7b.json", set};
     static mm_scenario sc, sc2; /* each sim borrows its scenario's strings */
-    static mm_sim a, b;
+    mm_sim a = {0}, b = {0};
     mm_err err;
     ck_assert(mm_scenario_load(&sc, NULL, llm, 1, &err) == 0);
     ck_assert(mm_sim_prepare(&a, &sc, &err) == 0);
@@ -419,11 +419,13 @@ START_TEST(run_uses_tables)
                        .micro_batches = a.micro_batches, .micro_batch = 1, .seq = 4096};
     for (int k = 0; k < 2; k++) {
         mm_mem_rank r;
-        ck_assert(mm_mem_llm_rank(&a.llm, &c, k, &r) == 0);
+        ck_assert(mm_mem_llm_rank(a.llm, &c, k, &r) == 0);
         ck_assert(rel(ma.stages[k].memory_gib, r.total / MM_GIB) < 1e-12);
     }
     mm_metrics_free(&ma);
     mm_metrics_free(&mb);
+    mm_sim_free(&a);
+    mm_sim_free(&b);
 }
 END_TEST
 

@@ -87,7 +87,7 @@ START_TEST(zero3_gathers_by_framework)
     double bytes[2] = {0, 0};
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"train.zero=3", "train.attention=flash2", fwk[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 3);
         mm_metrics m;
         mm_sim_timeline tl;
@@ -144,7 +144,7 @@ START_TEST(zero3_prefetch_hides_all_but_the_first_gather)
     const char *fwk[] = {"train.framework=hf-deepspeed", "train.framework=fsdp"};
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"train.zero=3", "cluster.topology=topologies/dgx-h100.yaml", "network=analytic", fwk[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 4);
         mm_sim_costs c;
         mm_err err;
@@ -152,8 +152,8 @@ START_TEST(zero3_prefetch_hides_all_but_the_first_gather)
         const mm_stage_cost *st = &c.stages[0];
         int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
         double per = st->param_bytes / st->chunks / n;
-        double G = n * mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, per);
-        double RS = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / st->chunks);
+        double G = n * mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, per);
+        double RS = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / st->chunks);
         ck_assert(G < st->fwd_s / st->chunks); /* the case the formula covers */
         mm_sim_costs_free(&c);
         mm_metrics m;
@@ -201,7 +201,7 @@ START_TEST(overlap_is_a_profile_default)
         ck_assert(g == (z == 3) && !p);
     }
     /* the scenario: auto by default; the resolved value reaches the build spec */
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     for (int i = 0; i < 4; i++) {
         char fwk[64];
@@ -262,18 +262,18 @@ START_TEST(overlap_hides_dp_communication)
         const char *sets[] = {"train.framework=fsdp", "train.zero=1", "cluster.topology=topologies/dgx-h100.yaml",
                               "network=analytic", k ? "train.overlap_grad_reduce=false" : "train.overlap_grad_reduce=auto",
                               k ? "train.overlap_param_gather=false" : "train.overlap_param_gather=auto"};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 6);
         mm_sim_costs c;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
         const mm_stage_cost *st = &c.stages[0];
         int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-        rs_all = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
-        ag_all = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
+        rs_all = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
+        ag_all = mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
         layers = st->chunks;
-        double rs1 = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / layers);
-        double ag1 = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / layers);
+        double rs1 = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / layers);
+        double ag1 = mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / layers);
         /* the formula's case: a bucket's traffic is shorter than its layer's compute */
         ck_assert(rs1 < st->bwd_s / layers && ag1 < st->fwd_s / layers);
         ck_assert(fabs(st->param_bytes * 2 - st->grad_bytes) < 1); /* fp32 reduce, bf16 gathers */
@@ -355,17 +355,17 @@ START_TEST(overlap_slowdown_from_topology)
         h100_with_slowdown(values[k], dir, sizeof dir, path, sizeof path);
         snprintf(set, sizeof set, "cluster.topology=%s", path);
         const char *sets[] = {"train.framework=fsdp", "train.zero=1", set, "network=analytic"};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 4);
         h100_with_slowdown_free(dir, path);
-        ck_assert(sim.cluster.gpu.overlap_slowdown == atof(values[k]));
+        ck_assert(sim.cluster->gpu.overlap_slowdown == atof(values[k]));
         mm_sim_costs c;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
         const mm_stage_cost *st = &c.stages[0];
         int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-        double rs = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
-        double ag = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
+        double rs = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
+        double ag = mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
         hidden = (rs + ag) * (1 - 1.0 / st->chunks);
         mm_sim_costs_free(&c);
         mm_metrics m, e;
@@ -411,7 +411,7 @@ START_TEST(homogeneous_encoder_in_the_dp_tail)
                               k ? "train.overlap_grad_reduce=true" : "train.overlap_grad_reduce=false",
                               k ? "train.overlap_param_gather=true" : "train.overlap_param_gather=false"};
         static mm_scenario sc;
-        static mm_sim sim;
+        mm_sim sim = {0};
         mm_err err;
         mm_scenario_free(&sc);
         ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 12, &err) == 0, "%s: %s", err.key, err.msg);
@@ -424,8 +424,8 @@ START_TEST(homogeneous_encoder_in_the_dp_tail)
                ep = c.spec.enc[0].param_bytes, L = st->chunks;
         ck_assert(eg > 0 && fabs(2 * ep - eg) < 1 && L == 32);
         int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-#define RS(x) mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
-#define AG(x) mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
+#define RS(x) mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
+#define AG(x) mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
         double want = k ? L * (RS(g / L) + AG(p / L)) + RS(eg) + AG(ep) : RS(g + eg) + AG(p + ep);
         double enc_tail = RS(eg) + AG(ep);
 #undef RS
@@ -467,7 +467,7 @@ START_TEST(grad_sync_is_a_profile_default)
                               z, pp);
             }
     }
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     for (int i = 0; i < 4; i++) {
         for (int z = 0; z <= 3; z++) {
@@ -534,7 +534,7 @@ START_TEST(every_microbatch_multiplies_dp_traffic)
     for (int k = 0; k < 2; k++) { /* hf-deepspeed ZeRO-2, then ZeRO-1 */
         const char *sets[] = {base[0], base[1], base[2], "train.framework=hf-deepspeed",
                               k ? "train.zero=1" : "train.zero=2"};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 5);
         ck_assert_int_eq(sim.micro_batches, 4);
         mm_sim_costs c;
@@ -543,8 +543,8 @@ START_TEST(every_microbatch_multiplies_dp_traffic)
         ck_assert(!c.spec.overlap_grad_reduce);
         const mm_stage_cost *st = &c.stages[0];
         grad = st->grad_bytes;
-        double rs = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
-        double ag = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
+        double rs = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes);
+        double ag = mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes);
         double n = k ? 1 : 4, want = n * rs + ag;
         mm_sim_costs_free(&c);
         mm_metrics m;
@@ -569,7 +569,7 @@ START_TEST(every_microbatch_multiplies_dp_traffic)
     ck_assert(fabs(bytes[0] - 4 * grad) < 1e-9 * grad && fabs(bytes[1] - grad) < 1e-9 * grad);
     /* fsdp: every micro-batch, overlapped bucket by bucket */
     const char *sets[] = {base[0], base[1], base[2], "train.framework=fsdp", "train.zero=1"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     prepare(&sim, sets, 5);
     mm_sim_costs c;
     mm_err err;
@@ -577,8 +577,8 @@ START_TEST(every_microbatch_multiplies_dp_traffic)
     ck_assert(c.spec.overlap_grad_reduce && c.spec.overlap_param_gather && mm_build_grad_syncs(&c.spec) == 4);
     const mm_stage_cost *st = &c.stages[0];
     double L = st->chunks, f1 = st->fwd_s, b1 = st->bwd_s, g = st->grad_bytes;
-#define RS(x) mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
-#define AG(x) mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
+#define RS(x) mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
+#define AG(x) mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
     double on_stream = 4 * L * RS(st->grad_bytes / L) + L * AG(st->param_bytes / L);
     double last = RS(st->grad_bytes / L) + AG(st->param_bytes / L);
     double rs = RS(st->grad_bytes), ag = AG(st->param_bytes);
@@ -628,7 +628,7 @@ START_TEST(zero3_without_overlap_exposes_its_collectives)
         const char *sets[] = {"train.framework=hf-deepspeed", "train.zero=3", "cluster.topology=topologies/dgx-h100.yaml",
                               "network=analytic", "train.global_batch=16",
                               k ? "train.overlap_grad_reduce=auto" : "train.overlap_grad_reduce=false"};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 6);
         ck_assert_int_eq(sim.micro_batches, 2);
         mm_sim_costs c;
@@ -639,8 +639,8 @@ START_TEST(zero3_without_overlap_exposes_its_collectives)
         int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
         double L = st->chunks;
         ck_assert(n == 9 && L == 32);
-        double G = n * mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / L / n);
-        double RS = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / L);
+        double G = n * mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / L / n);
+        double RS = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / L);
         want = 2 * L * (2 * G + RS);
         mm_sim_costs_free(&c);
         mm_metrics m;

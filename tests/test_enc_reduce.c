@@ -88,7 +88,7 @@ START_TEST(encoder_reduces_every_microbatch)
         {"pipeline", "fsdp", "train.zero=3", 4, 1, 0, 1, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare_mm(&sim, cases[k].pl, cases[k].fw, cases[k].zero, NULL);
         mm_sim_costs c;
         mm_err err;
@@ -136,7 +136,7 @@ START_TEST(encoder_once_is_unchanged)
         double t;
     } cases[] = {{"pipeline", 0.6282396960000001}, {"colocated", 0.385320384}, {"homogeneous", 0.404193099}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare_mm(&sim, cases[k].pl, "megatron-core", "train.zero=1", NULL);
         mm_metrics m;
         mm_err err;
@@ -166,7 +166,7 @@ START_TEST(encoder_reductions_in_the_pre_score)
 {
     int g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     for (int k = 0; k < 2; k++) {
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare_mm(&sim, "homogeneous", k ? "fsdp" : "hf-deepspeed", k ? "train.zero=1" : "train.zero=2", NULL);
         mm_sim_costs c;
         mm_err err;
@@ -176,8 +176,8 @@ START_TEST(encoder_reductions_in_the_pre_score)
         double g = st->grad_bytes, p = st->param_bytes, L = st->chunks, f1 = st->fwd_s, b1 = st->bwd_s;
         double eg = c.spec.enc[0].grad_bytes, ep = c.spec.enc[0].param_bytes;
         mm_sim_costs_free(&c);
-#define RS(x) mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
-#define AG(x) mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
+#define RS(x) mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, (x))
+#define AG(x) mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, (x))
         double rs = RS(g), ag = AG(p), rse = RS(eg), want, dp_s = 4 * rs + 4 * rse + AG(p + ep);
         if (k == 0) {
             want = 4 * rs + ag + 3 * rse;
@@ -207,7 +207,7 @@ START_TEST(encoder_reductions_in_the_pre_score)
     double est[2], rse = 0;
     int g4[4] = {0, 1, 2, 3};
     for (int k = 0; k < 2; k++) {
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare_mm(&sim, "disjoint", "hf-deepspeed", "train.zero=1",
                    k ? "parallel.vision={tp: 1, pp: 1, dp: 4, zero: 1}"
                      : "parallel.vision={tp: 1, pp: 1, dp: 4, zero: 2}");
@@ -215,7 +215,7 @@ START_TEST(encoder_reductions_in_the_pre_score)
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
         ck_assert(!c.spec.grad_every_mb && mm_build_enc_grad_syncs(&c.spec, 0) == (k ? 1 : 8));
-        rse = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g4, 4, c.spec.enc[0].grad_bytes);
+        rse = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g4, 4, c.spec.enc[0].grad_bytes);
         mm_sim_costs_free(&c);
         mm_metrics e;
         ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
@@ -237,7 +237,7 @@ END_TEST
  * early syncs x RS(eg) over those ranks (1e-9). */
 START_TEST(encoder_dp_wider_than_its_tp_in_the_pre_score)
 {
-    static mm_sim sim;
+    mm_sim sim = {0};
     const char *sets[] = {"model=models/llava-1.5-7b.json",
                           "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}",
                           "cluster.topology=topologies/dgx-h100.yaml", "network=analytic", "train.global_batch=6",
@@ -249,7 +249,7 @@ START_TEST(encoder_dp_wider_than_its_tp_in_the_pre_score)
     ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
     int n = mm_build_enc_early_syncs(&c.spec, 0), g3[3] = {0, 2, 4};
     ck_assert(n > 0 && !c.spec.overlap_grad_reduce);
-    double want = n * mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g3, 3, c.spec.enc[0].grad_bytes);
+    double want = n * mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g3, 3, c.spec.enc[0].grad_bytes);
     mm_sim_costs_free(&c);
     mm_metrics e;
     ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);

@@ -88,10 +88,10 @@ START_TEST(scenario_keys)
     ck_assert_int_eq(prepare_rc(fa3_a100, 2, &err), -MM_EINPUT);
     ck_assert_str_eq(err.key, "train.attention");
     ck_assert_ptr_nonnull(strstr(err.msg, "gpu.kernels.flash3"));
-    static mm_sim sim;
+    mm_sim sim = {0};
     const char *h100[] = {"cluster.topology=topologies/dgx-h100.yaml"};
     prepare(&sim, h100, 1);
-    ck_assert_str_eq(sim.fw.name, "megatron-core"); /* the default */
+    ck_assert_str_eq(sim.fw->name, "megatron-core"); /* the default */
     ck_assert_int_eq(sim.attn, MM_ATTN_IMPL_CUDNN);
     mm_sim_free(&sim);
     const char *a100[] = {"cluster.topology=topologies/dgx-a100.yaml"};
@@ -121,7 +121,7 @@ START_TEST(activation_memory_by_attention_kernel)
                                        "train.attention=unfused-eager"};
     for (int u = 0; u < 3; u++) {
         base[7] = attn[u];
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, base, 8);
         mm_sim_memory mem;
         mm_err err;
@@ -145,12 +145,12 @@ START_TEST(activation_memory_by_attention_kernel)
         char fwk[64];
         snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
         base[7] = fwk;
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, base, 8);
         mm_sim_memory mem;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
-        double params = (double)mm_llm_params(&sim.llm);
+        double params = (double)mm_llm_params(sim.llm);
         double want = i == 1 ? gib[1] : i == 2 ? gib[0] - 2.0 * params / MM_GIB : gib[0];
         ck_assert_msg(mem.oom == !fits[i] && fabs(mem.peak_gib - want) < 1e-9, "%s: %g GiB, oom %d", profiles[i],
                       mem.peak_gib, mem.oom);
@@ -168,13 +168,13 @@ START_TEST(grad_reduce_dtype)
     const char *fwk[] = {"train.framework=megatron-core", "train.framework=hf-deepspeed"};
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"parallel.llm={tp: 1, pp: 1, dp: 8}", "train.global_batch=8", "train.zero=0", fwk[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 4);
         mm_sim_costs c;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
         bytes[i] = c.stages[0].grad_bytes;
-        ck_assert(fabs(c.stages[0].param_bytes - (double)mm_llm_params(&sim.llm) * 2) < 1);
+        ck_assert(fabs(c.stages[0].param_bytes - (double)mm_llm_params(sim.llm) * 2) < 1);
         if (i == 0)
             ck_assert(fabs(c.spec.bucket_bytes - 40e6 * 4) < 1);
         else
@@ -188,13 +188,13 @@ START_TEST(grad_reduce_dtype)
     double gib[2], params = 0;
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"parallel.llm={tp: 1, pp: 1, dp: 8}", "train.global_batch=8", "train.zero=1", fwk[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 4);
         mm_sim_memory mem;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
         gib[i] = mem.peak_gib;
-        params = (double)mm_llm_params(&sim.llm);
+        params = (double)mm_llm_params(sim.llm);
         mm_sim_memory_free(&mem);
         mm_sim_free(&sim);
     }
@@ -212,7 +212,7 @@ START_TEST(eager_kernels_cost_more)
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"parallel.llm={tp: 1, pp: 1, dp: 8}", "train.global_batch=8", "train.attention=flash2",
                               fwk[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 4);
         mm_err err;
         ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk[i], &err), 0);
@@ -233,7 +233,7 @@ END_TEST
 START_TEST(breakdown_adds_up)
 {
     const char *sets[] = {"parallel.llm={tp: 2, pp: 2, dp: 2}", "train.global_batch=16", "train.recompute=selective"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     prepare(&sim, sets, 3);
     mm_err err;
     static mm_sim_breakdown bk;
@@ -258,7 +258,7 @@ START_TEST(breakdown_adds_up)
     /* communication alone on the network: two TP all-reduces of the layer's
      * activations forward and backward, one transfer, the DP reduction */
     int g2[2] = {0, 1};
-    double ar = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLREDUCE, g2, 2, c.spec.tp_bytes);
+    double ar = mm_net_analytic_time(sim.cluster, MM_COLL_ALLREDUCE, g2, 2, c.spec.tp_bytes);
     ck_assert(fabs(bk.tp_fwd_s - 2 * ar) < 1e-15 && fabs(bk.tp_bwd_s - 2 * ar) < 1e-15);
     ck_assert(bk.p2p_s > 0 && bk.dp_grad_s > 0);
     mm_sim_costs_free(&c);
@@ -282,7 +282,7 @@ static void run_padded(const char *framework, const char *padding, double *t, do
                           "train.micro_batch=4", "train.global_batch=64", "iterations=1", "train.seq_len=2048",
                           "train.zero=1", "train.recompute=full", framework, padding};
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     mm_scenario_free(&sc);
     ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 14, &err) == 0, "%s: %s", err.key, err.msg);
@@ -305,7 +305,7 @@ START_TEST(padding_is_a_profile_default)
         ck_assert_msg(fw.padding == want[i], "%s: %s", profiles[i], mm_padding_names[fw.padding]);
     }
     /* the key unset (auto) takes the profile's; set, it overrides */
-    static mm_sim sim;
+    mm_sim sim = {0};
     for (int i = 0; i < 4; i++) {
         char fwk[64];
         snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
@@ -390,13 +390,13 @@ START_TEST(optimizer_phase_term_by_term)
         snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
         const char *sets[] = {"cluster.topology=topologies/dgx-h100.yaml", "train.zero=1", "train.attention=flash2",
                               fwk};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 4);
         static mm_sim_breakdown bk;
         mm_err err;
         ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
-        const mm_gpu_spec *g = &sim.cluster.gpu;
-        double P = (double)mm_llm_params(&sim.llm);
+        const mm_gpu_spec *g = &sim.cluster->gpu;
+        double P = (double)mm_llm_params(sim.llm);
         const mm_opt_breakdown *o = &bk.opt[0];
         double step = mm_mem_time(g, P / 8 * step_bytes[i]), norm = mm_mem_time(g, P / 8 * 4);
         double zero = zeroes[i] ? mm_mem_time(g, P * 4) : 0;
@@ -423,14 +423,14 @@ START_TEST(optimizer_fp16_loss_scale)
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"cluster.topology=topologies/dgx-h100.yaml", "train.zero=1", "train.attention=flash2",
                               "train.framework=megatron-local", prec[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 5);
         static mm_sim_breakdown bk;
         mm_err err;
         ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
         step[i] = bk.opt[0].step_s;
-        P = (double)mm_llm_params(&sim.llm);
-        t14 = mm_mem_time(&sim.cluster.gpu, P / 8 * 14);
+        P = (double)mm_llm_params(sim.llm);
+        t14 = mm_mem_time(&sim.cluster->gpu, P / 8 * 14);
         mm_sim_free(&sim);
     }
     double extra = step[1] - step[0];
@@ -469,7 +469,7 @@ START_TEST(cli_bad_profile_and_json_breakdown)
     ck_assert(sscanf(s + strlen("\"step_s\": "), "%lf", &step) == 1);
     ck_assert(sscanf(q + strlen("\"p2p_s\": "), "%lf", &p2p) == 1);
     const char *sets[] = {"parallel.llm={tp: 2, pp: 2, dp: 2}", "train.global_batch=16"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     prepare(&sim, sets, 2);
     static mm_sim_breakdown bk;
     mm_err err;
@@ -497,7 +497,7 @@ START_TEST(breakdown_lists_the_drawn_micro_batches)
 {
     const char *sets[] = {"workload=workloads/text-only.yaml", "train.micro_batch=2", "train.padding=longest",
                           "train.global_batch=256"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     prepare(&sim, sets, 4);
     static mm_sim_breakdown bk, nom;
     mm_err err;
@@ -524,7 +524,7 @@ START_TEST(breakdown_lists_the_drawn_micro_batches)
             char seq[64];
             snprintf(seq, sizeof seq, "train.seq_len=%.0f", L);
             const char *tsets[] = {"train.micro_batch=2", seq, "train.global_batch=256"};
-            static mm_sim text;
+            mm_sim text = {0};
             prepare(&text, tsets, 3);
             ck_assert_int_eq(mm_sim_get_breakdown(&text, &nom, &err), 0);
             ck_assert_int_eq(nom.mb_count, 0); /* no workload file: nothing drawn */
@@ -606,7 +606,7 @@ START_TEST(extra_kernels_by_formula)
     for (int i = 0; i < 2; i++) {
         const char *sets[] = {"parallel.llm={tp: 2, pp: 1, dp: 4}", i ? "train.sequence_parallel=true"
                                                                        : "train.sequence_parallel=false"};
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare(&sim, sets, 2);
         mm_sim_costs cs;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &cs, &err), 0);

@@ -25,7 +25,8 @@ static const struct {
 } targets[] = {
     {"scenario", mm_fuzz_scenario}, {"set", mm_fuzz_set},         {"hf_json", mm_fuzz_hf_json},
     {"topology", mm_fuzz_topology}, {"kernels", mm_fuzz_kernels}, {"mixture", mm_fuzz_mixture},
-    {"trace", mm_fuzz_trace},       {"sweep", mm_fuzz_sweep},
+    {"trace", mm_fuzz_trace},       {"sweep", mm_fuzz_sweep},       {"megatron", mm_fuzz_megatron},
+    {"torchtitan", mm_fuzz_torchtitan},
 };
 
 static uint8_t *read_all(const char *path, size_t *len)
@@ -101,6 +102,9 @@ static const struct {
     {"trace", "workload stats --samples 64 ", ""},
     {"trace", "run --no-db --set iterations=1 --set workload=", ""},
     {"sweep", "sweep ", " --jobs 1 --quiet --db "},
+    {"megatron", "run --no-db --set iterations=1 --print-scenario --megatron-script ", ""},
+    {"megatron", "run --no-db --set iterations=1 --print-scenario --megatron-args ", ""},
+    {"torchtitan", "run --no-db --set iterations=1 --torchtitan ", ""},
     {"set", NULL, NULL},
 };
 

@@ -1,10 +1,11 @@
 /* test_interop.c - mmsim where users already are: Megatron-LM argument
- * lists in (tests/data/megatron/, from NVIDIA/Megatron-LM's public launch
- * scripts), nccl-tests' output format out (read back by a parser written
+ * lists in (tests/data/megatron/, written for the tests with the
+ * hyperparameters of NVIDIA/Megatron-LM's public launch scripts), nccl-tests' output format out (read back by a parser written
  * to nccl-tests' src/util.cu format), and the command-line conventions
  * (getopt_long forms, -h on every command, help help, --version). */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "mmsim_config.h"
 #include "scenario/megatron.h"
+#include "scenario/megatron_args.h"
 #include "mmsim_exe.h"
 
 static char dir[256], out[1 << 20], errtxt[1 << 16];
@@ -72,7 +74,7 @@ START_TEST(megatron_gpt3_175b)
                      0);
     const char *want[] = {"tp: 8", "pp: 16", "dp: 1", "precision: fp16", "seq_len: 2048", "global_batch: 1536",
                           "micro_batch: 1", "recompute: none", "zero: 0", "workload: text", "schedule: 1f1b",
-                          "--fp16 -> train.precision: fp16", "--lr: ignored", "--save: ignored",
+                          "--fp16 -> train.precision: fp16", "--lr: costless", "--save: costless",
                           "vocabulary padded 50257 -> 51200", "(world size 128 GPUs) -> parallel.llm.dp: 1"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
@@ -95,34 +97,101 @@ END_TEST
 
 /* The same argument list as a scenario source of the library, without the
  * CLI (the C API and the planner can use it): the degrees, the world
- * size's dp (128 GPUs / (8 x 16)), the model file, the user's --set last;
- * a layout that does not divide the cluster names the argument's line. */
+ * size's dp (128 GPUs / (8 x 16)), the model inline in the scenario (its
+ * canonical text carries it), the user's --set last; a layout that does
+ * not divide the cluster names the argument's line. */
 START_TEST(megatron_as_a_library_source)
 {
     static mm_megatron mg;
     mm_scenario sc;
     mm_err err;
     mm_err_clear(&err);
-    char model[512];
-    snprintf(model, sizeof model, "%s/lib.json", dir);
     const char *sets[] = {"cluster.nodes=32", "train.micro_batch=2"};
-    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, sets, 2, model, &mg, &sc, &err),
-                     0);
+    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, sets, 2, &mg, &sc, &err), 0);
     ck_assert_int_eq(sc.parallel.llm.lay.tp, 8);
     ck_assert_int_eq(sc.parallel.llm.lay.pp, 16);
     ck_assert_int_eq(sc.parallel.llm.lay.dp, 2); /* 256 GPUs / 128 */
     ck_assert_int_eq((int)sc.train.micro_batch, 2);
     ck_assert_int_eq((int)sc.train.seq_len, 2048);
-    ck_assert_str_eq(sc.model, model);
-    ck_assert_int_eq(access(model, R_OK), 0);
+    ck_assert(mm_scenario_model_inline(&sc));
+    ck_assert_str_eq(sc.model, "");
+    char *canon = mm_scenario_canonical_alloc(&sc);
+    ck_assert_ptr_nonnull(canon);
+    ck_assert_msg(strstr(canon, "model:\n  _name_or_path: megatron-gpt3-175b\n") &&
+                      strstr(canon, "\n  n_embd: 12288\n") && strstr(canon, "\n  n_layer: 96\n"),
+                  "%s", canon);
+    /* the canonical text reads back to itself, model included */
+    mm_scenario back;
+    ck_assert_int_eq(mm_scenario_load_text(&back, "<text>", canon, NULL, 0, &err), 0);
+    char *again = mm_scenario_canonical_alloc(&back);
+    ck_assert_str_eq(canon, again);
+    free(again);
+    free(canon);
+    mm_scenario_free(&back);
     mm_scenario_free(&sc);
     const char *odd[] = {"cluster.nodes=3"}; /* 24 GPUs: tp x pp = 128 does not divide them */
     memset(&mg, 0, sizeof mg);
-    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, odd, 1, model, &mg, &sc, &err),
+    ck_assert_int_eq(mm_megatron_scenario("tests/data/megatron/gpt3-175b.args", NULL, odd, 1, &mg, &sc, &err),
                      -MM_EINPUT);
     ck_assert_str_eq(err.file, "tests/data/megatron/gpt3-175b.args");
     ck_assert_str_eq(err.key, "--tensor-model-parallel-size");
     ck_assert_int_gt(err.line, 0);
+}
+END_TEST
+
+/* JSON output without the lines that name the inputs or time the run. */
+static void numbers_only(const char *json, char *outbuf, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = json; *p;) {
+        size_t l = strcspn(p, "\n");
+        const char *names[] = {"  \"scenario\":", "  \"model\":", "  \"wall_s\":"};
+        bool skip = false;
+        for (size_t i = 0; i < 3; i++)
+            skip = skip || !strncmp(p, names[i], strlen(names[i]));
+        if (!skip && n + l + 2 < len) {
+            memcpy(outbuf + n, p, l);
+            n += l;
+            outbuf[n++] = '\n';
+        }
+        p += l + (p[l] == '\n');
+    }
+    outbuf[n] = '\0';
+}
+
+/* The model inline (what --megatron-args makes) runs exactly as the same
+ * config read from a file: every number of --json the same, bit for bit;
+ * and no model file is written unless --megatron-model asks for one. */
+START_TEST(megatron_inline_model_is_the_file_model)
+{
+    static char a[1 << 16], b[1 << 16];
+    char args[512], stray[600];
+    snprintf(args, sizeof args, "%s/inline-probe.args", dir);
+    FILE *in = fopen("tests/data/megatron/llama3-8b.args", "r");
+    FILE *o = fopen(args, "w");
+    ck_assert(in && o);
+    int c;
+    while ((c = fgetc(in)) != EOF)
+        fputc(c, o);
+    fclose(in);
+    fclose(o);
+    const char *common = "--set cluster.nodes=2 --set parallel.llm.pp=2 --set train.global_batch=16 "
+                         "--set iterations=2 --no-db --json";
+    ck_assert_int_eq(run("run --megatron-args %s %s", args, common), 0);
+    numbers_only(out, a, sizeof a);
+    snprintf(stray, sizeof stray, "results/megatron-inline-probe.json");
+    ck_assert_int_ne(access(stray, F_OK), 0);
+    ck_assert_int_eq(run("run --megatron-args %s --megatron-model %s/m.json --print-scenario", args, dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "model:\n  _name_or_path: megatron-inline-probe\n"));
+    ck_assert_ptr_null(strstr(out, "model file written"));
+    /* the same config from the file --megatron-model wrote: the user's --set model= wins */
+    ck_assert_int_eq(run("run --megatron-args %s --set model=%s/m.json %s", args, dir, common), 0);
+    numbers_only(out, b, sizeof b);
+    ck_assert_msg(jget(a, "iteration_time_s") > 0, "%s", a);
+    size_t d = 0;
+    while (a[d] && a[d] == b[d])
+        d++;
+    ck_assert_msg(!a[d] && !b[d], "inline and file runs differ at byte %zu: '%.80s' vs '%.80s'", d, a + d, b + d);
 }
 END_TEST
 
@@ -135,9 +204,10 @@ START_TEST(megatron_llama3_8b)
                          "--print-scenario --set train.recompute=full",
                          dir),
                      0);
-    const char *want[] = {"precision: fp8", "sequence_parallel: true", "zero: 1", "overlap_grad_reduce: true",
+    /* --sequence-parallel at tp 1: off, as Megatron-LM turns it off */
+    const char *want[] = {"precision: fp8", "sequence_parallel: false", "zero: 1", "overlap_grad_reduce: true",
                           "overlap_param_gather: true", "attention: cudnn", "seq_len: 8192", "recompute: full",
-                          "dp: 16", "--rotary-base: ignored"};
+                          "dp: 16", "--rotary-base: costless", "--sequence-parallel at tp 1: off"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
     ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
@@ -195,6 +265,161 @@ START_TEST(megatron_refusals)
         ck_assert_msg(rc == 2 && strstr(errtxt, "--transformer-impl") && strstr(errtxt, "train.framework"), "%s",
                       errtxt);
     ck_assert_int_eq(run("run --print-scenario"), 2);
+}
+END_TEST
+
+/* Every argument mmsim cannot take is named in one message, with its
+ * line; what costs nothing is accepted; synonyms and the FSDP sharding
+ * map; the table is sorted and complete for what it classifies. */
+START_TEST(megatron_one_message_and_costless)
+{
+    const char *base = "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 \\\n";
+    const char *costless = "  --log-params-norm --eod-mask-loss --moe-aux-loss-coeff 0.01 --no-load-optim \\\n"
+                           "  --inference-max-requests 8 --log-interval 10 --save-interval 5 --eval-interval 100 \\\n"
+                           "  --ckpt-format torch_dist --tokenizer-model $TOK --lr-warmup-iters 10\n";
+    char text[2048];
+    snprintf(text, sizeof text, "%s  --frobnicate 3 \\\n  --fp8-param-gather --ddp-bucket-size 1000 \\\n%s", base,
+             costless);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    const char *want[] = {"a.args:2: key '--frobnicate'", "3 arguments mmsim cannot take", "line 2 --frobnicate",
+                          "line 3 --fp8-param-gather", "line 3 --ddp-bucket-size"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(errtxt, want[i]), "missing '%s' in: %s", want[i], errtxt);
+    const char *quiet[] = {"--log-params-norm", "--eod-mask-loss", "--moe-aux-loss-coeff", "--no-load-optim",
+                           "--inference-max-requests", "--tokenizer-model"};
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+        ck_assert_msg(!strstr(errtxt, quiet[i]), "costless '%s' refused: %s", quiet[i], errtxt);
+    /* one message: one line of error */
+    const char *nl = strchr(errtxt, '\n');
+    ck_assert_msg(!nl || !nl[1], "more than one line: %s", errtxt);
+    snprintf(text, sizeof text, "%s%s", base, costless);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--log-params-norm: costless"));
+    /* the older spelling of RoPE; Megatron FSDP shards as its strategy says */
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--use-rotary-position-embeddings --swiglu --use-megatron-fsdp --tensor-model-parallel-size 2 "
+                         "--sequence-parallel\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "model_type: llama") && strstr(out, "zero: 3") && strstr(out, "sequence_parallel: true"),
+                  "%s", out);
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "zero: 2"), "%s", out);
+    /* --freeze-LM freezes the LLM: in a text-only model nothing is left to train */
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--freeze-LM\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "a.args:1: key 'train.frozen'") && strstr(errtxt, "(from --freeze-LM)"), "%s", errtxt);
+    /* an uneven first and last stage, the middle ones sharing the rest, as
+     * Megatron-Core's get_num_layers_to_build splits 30 layers over 4 stages */
+    write_file("a.args", "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 6\n"
+                         "--decoder-last-pipeline-num-layers 4\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "layers_per_stage: [6, 10, 10, 4]"), "%s", out);
+    write_file("a.args", "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 "
+                         "--pipeline-model-parallel-size 4\n--decoder-first-pipeline-num-layers 7\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "a.args:2: key '--decoder-first-pipeline-num-layers'") &&
+                      strstr(errtxt, "23 layers left for the 3 other stages"),
+                  "%s", errtxt);
+    /* the table: sorted, unique, a reason for every argument not mapped */
+    ck_assert_uint_gt(mm_mg_n_args, 800);
+    for (size_t i = 0; i < mm_mg_n_args; i++) {
+        const mm_mg_arg *a = &mm_mg_args[i];
+        ck_assert_msg(i == 0 || strcmp(mm_mg_args[i - 1].name, a->name) < 0, "not sorted at %s", a->name);
+        ck_assert_msg((a->cls == MG_MAPPED) == (a->why == NULL), "%s", a->name);
+        ck_assert_ptr_eq(mm_mg_arg_find(a->name), a);
+    }
+    ck_assert_ptr_null(mm_mg_arg_find("--frobnicate"));
+}
+END_TEST
+
+/* Launch scripts read without running them (tests/data/megatron/scripts/,
+ * written for the tests with the hyperparameters of Megatron-LM's
+ * examples at d98e8a64dd): variables, defaults, arrays (+=), quoted
+ * strings split into arguments, torchrun's options before the entry
+ * script; what a script does that mmsim cannot read is refused naming its
+ * line, and so is an entry script other than pretrain_gpt.py. */
+START_TEST(megatron_launch_scripts)
+{
+    const char *S = "tests/data/megatron/scripts/";
+    /* GPT-3 175B: the arrays' values, each argument's line */
+    ck_assert_int_eq(run("run --megatron-script %sgpt3-175b.sh --set cluster.nodes=16 --print-scenario", S), 0);
+    const char *gpt[] = {"tp: 8, pp: 16", "dp: 1", "precision: fp16", "seq_len: 2048", "global_batch: 1536",
+                         "n_layer: 96", "n_embd: 12288", "n_head: 96", "_name_or_path: megatron-gpt3-175b",
+                         "entry script pretrain_gpt.py (line 34)", "--save: costless"};
+    for (size_t i = 0; i < sizeof gpt / sizeof gpt[0]; i++)
+        ck_assert_msg(strstr(out, gpt[i]), "missing '%s' in:\n%s", gpt[i], out);
+    /* the same model and layout as the argument list of the same example */
+    static char a[1 << 16];
+    char *m1 = strstr(out, "\nmodel:\n");
+    ck_assert_ptr_nonnull(m1);
+    snprintf(a, sizeof a, "%s", m1);
+    ck_assert_int_eq(run("run --megatron-args tests/data/megatron/gpt3-175b.args --set cluster.nodes=16 "
+                         "--print-scenario"), 0);
+    char *m2 = strstr(out, "\nmodel:\n");
+    ck_assert_ptr_nonnull(m2);
+    /* the same text (the two files have the same stem, so the same model name) */
+    ck_assert_msg(!strcmp(a, m2), "the script's scenario differs from the argument list's");
+    /* Llama 3 8B in the one-string form: split into arguments */
+    ck_assert_int_eq(run("run --megatron-script %sllama3-8b.sh --print-scenario", S), 0);
+    const char *llama[] = {"num_key_value_heads: 8", "intermediate_size: 14336", "vocab_size: 128256",
+                           "precision: fp8", "seq_len: 8192", "global_batch: 128", "attention: cudnn", "zero: 1",
+                           "sequence_parallel: false", "--mock-data: costless"};
+    for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
+        ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%s", llama[i], out);
+    ck_assert_int_eq(run("model %sllama3-8b.sh --json", S), 2); /* a script is no model file */
+    ck_assert_int_eq(run("run --megatron-script %sllama3-8b.sh --megatron-model %s/l3.json --print-scenario", S, dir),
+                     0);
+    ck_assert_int_eq(run("model %s/l3.json --seq 8192 --json", dir), 0);
+    ck_assert_double_eq(jget(out, "params"), 8030261248.0);
+    /* Mixtral 8x7B: one message names what is not modeled, with lines */
+    ck_assert_int_eq(run("run --megatron-script %smixtral-8x7b.sh --print-scenario", S), 2);
+    const char *mix[] = {"mixtral-8x7b.sh:13: key '--no-masked-softmax-fusion'", "3 arguments",
+                         "line 15 --moe-grouped-gemm", "line 15 --moe-token-dispatcher-type"};
+    for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
+        ck_assert_msg(strstr(errtxt, mix[i]), "missing '%s' in: %s", mix[i], errtxt);
+    ck_assert_msg(!strstr(errtxt, "--moe-aux-loss-coeff") && !strstr(errtxt, "--no-load-optim") &&
+                      !strstr(errtxt, "--no-position-embedding"),
+                  "%s", errtxt);
+    /* refusals naming the line */
+    struct {
+        const char *file, *where;
+    } bad[] = {
+        {"bert.sh", "bert.sh:6: key 'pretrain_bert.py'"},
+        {"loop.sh", "loop.sh:5: key 'for'"},
+        {"subst.sh", "subst.sh:4: key '$('"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(run("run --megatron-script %s%s --print-scenario", S, bad[i].file), 2);
+        ck_assert_msg(strstr(errtxt, bad[i].where), "%s: %s", bad[i].file, errtxt);
+    }
+    /* an unassigned variable where a number is needed, named; a second launch; none */
+    write_file("s.sh", "L=4\ntorchrun pretrain_gpt.py --num-layers $L --hidden-size $H \\\n"
+                       "  --num-attention-heads 16 --seq-length 1024 --bf16 --save $CKPT\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:2: key '--hidden-size'") && strstr(errtxt, "'$H'") &&
+                      !strstr(errtxt, "--num-layers") && !strstr(errtxt, "--save"),
+                  "%s", errtxt);
+    write_file("s.sh", "A='--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16'\n"
+                       "python pretrain_gpt.py $A\npython pretrain_gpt.py $A\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:3:") && strstr(errtxt, "second launch") && strstr(errtxt, "line 2"), "%s",
+                  errtxt);
+    /* declarations assign too, arrays included; unset empties */
+    write_file("s.sh", "export A=--fp16 B C=(--bf16 --seq-length 1024)\ndeclare -a D=(--num-layers 2)\nunset A\n"
+                       "python pretrain_gpt.py $A ${C[@]} ${D[@]} --hidden-size 64 --num-attention-heads 4\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "n_layer: 2") && strstr(out, "seq_len: 1024") && strstr(out, "precision: bf16"), "%s",
+                  out);
+    write_file("s.sh", "echo nothing to see\n");
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "no launch command"));
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --megatron-args %s/s.sh", dir, dir), 2);
 }
 END_TEST
 
@@ -515,8 +740,11 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, megatron_gpt3_175b);
     tcase_add_test(tc, megatron_as_a_library_source);
+    tcase_add_test(tc, megatron_inline_model_is_the_file_model);
     tcase_add_test(tc, megatron_llama3_8b);
     tcase_add_test(tc, megatron_refusals);
+    tcase_add_test(tc, megatron_one_message_and_costless);
+    tcase_add_test(tc, megatron_launch_scripts);
     tcase_add_test(tc, nccl_tests_format);
     tcase_add_test(tc, cli_conventions);
     tcase_add_test(tc, trace_flows_and_counters);

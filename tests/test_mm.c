@@ -185,7 +185,7 @@ START_TEST(second_encoder_pair_bytes)
     ck_assert(!m.oom);
     mm_sample s1 = {.text_tokens = 100, .images = 1, .tiles = 2, .audio_s = 60};
     double aud = (double)mm_sample_audio_tokens(&s1, &sim.tm), vis = (double)mm_sample_mm_tokens(&s1, &sim.tm) - aud;
-    double per_tok = 2.0 * (double)sim.llm.hidden;
+    double per_tok = 2.0 * (double)sim.llm->hidden;
     ck_assert(aud == 1500 && vis > 0);
     ck_assert_msg(fabs(pair_bytes(&tl.graph, 2) - 2 * aud * per_tok) < 1e-6, "audio %.0f vs %.0f",
                   pair_bytes(&tl.graph, 2), 2 * aud * per_tok);

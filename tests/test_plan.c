@@ -92,7 +92,7 @@ static int megatron_sets(const row *r, char s[][128], const char **ptr)
 static double published_time(const row *r)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     char s[16][128];
     const char *ptr[16];
     int n = megatron_sets(r, s, ptr);
@@ -176,7 +176,7 @@ static int reload(const mm_plan_cand *c, mm_sim *sim, mm_err *err)
         ptr[n++] = sets[k++];
         q = e;
     }
-    mm_sim_free(sim); /* the caller's (static) sim, prepared before or zeroed */
+    mm_sim_free(sim); /* the caller's sim, prepared before or zeroed */
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_int_eq(mm_scenario_load(&sc, NULL, ptr, n, err), 0);
     return mm_sim_prepare(sim, &sc, err);
@@ -191,7 +191,7 @@ START_TEST(pruning_reasons)
     ck_assert_int_gt((int)p.oom, 0);
     ck_assert_int_gt((int)p.estimated, 0);
     ck_assert_int_eq((int)(p.pruned + p.estimated), (int)p.n);
-    static mm_sim sim;
+    mm_sim sim = {0};
     int checked_key = 0, checked_oom = 0, checked_est = 0;
     for (size_t i = 0; i < p.n; i++) {
         const mm_plan_cand *c = &p.c[i];
@@ -238,6 +238,7 @@ START_TEST(pruning_reasons)
     ck_assert_int_gt(checked_key, 0);
     ck_assert_int_gt(checked_oom, 0);
     mm_plan_free(&p);
+    mm_sim_free(&sim);
 }
 END_TEST
 

@@ -111,7 +111,7 @@ static int load_sim(mm_sim *sim, const char *path, const char *const *sets, int 
     int k = path ? 0 : 1;
     for (int i = 0; i < n && k < 16; i++)
         all[k++] = sets[i];
-    mm_sim_free(sim); /* the caller's (static) sim, prepared before or zeroed */
+    mm_sim_free(sim); /* the caller's sim, prepared before or zeroed */
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     int rc = mm_scenario_load(&sc, path, all, k, err);
     if (rc)
@@ -121,14 +121,12 @@ static int load_sim(mm_sim *sim, const char *path, const char *const *sets, int 
 
 START_TEST(default_is_deterministic)
 {
-    static mm_sim a, b;
+    mm_sim a = {0}, b = {0};
     mm_err err;
     static mm_scenario sa, sb;
-    mm_sim_free(&a); /* and its sim (no-op when none) */
     mm_scenario_free(&sa); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sa, NULL, NULL, 0, &err) == 0 && mm_sim_prepare(&a, &sa, &err) == 0, "%s",
                   err.msg);
-    mm_sim_free(&b); /* and its sim (no-op when none) */
     mm_scenario_free(&sb); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sb, NULL, NULL, 0, &err) == 0 && mm_sim_prepare(&b, &sb, &err) == 0, "%s",
                   err.msg);
@@ -146,6 +144,8 @@ START_TEST(default_is_deterministic)
     ck_assert(memcmp(ma.stages, mb.stages, (size_t)ma.n_stages * sizeof *ma.stages) == 0);
     mm_metrics_free(&ma);
     mm_metrics_free(&mb);
+    mm_sim_free(&a);
+    mm_sim_free(&b);
 }
 END_TEST
 
@@ -158,7 +158,7 @@ START_TEST(flops_follow_megatron)
     const char *sets[] = {"model=models/megatron-gpt-1.7b.json", "cluster.topology=topologies/dgx-a100.yaml",
                           "cluster.nodes=1", "parallel.llm={tp: 2, pp: 2, dp: 2}",
                           "train.global_batch=16", "train.seq_len=2048", "train.recompute=full"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(load_sim(&sim, NULL, sets, 7, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
@@ -178,6 +178,7 @@ START_TEST(flops_follow_megatron)
     /* tp = 2: TP all-reduces are on the compute stream and not hidden */
     ck_assert(m.exposed_comm_s > 0);
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
 }
 END_TEST
 
@@ -187,7 +188,7 @@ START_TEST(dp_allreduce_costs_network_time)
 {
     const char *sets[] = {"cluster.nodes=2", "parallel.llm={tp: 8, pp: 1, dp: 2}", "train.global_batch=2",
                           "train.zero=0"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(load_sim(&sim, NULL, sets, 4, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
@@ -202,7 +203,7 @@ START_TEST(dp_allreduce_costs_network_time)
         ck_assert_int_eq(c->kind, MM_COLL_ALLREDUCE);
         /* GPUs 0 and 8: one per node, so one 400 Gb/s NIC */
         ck_assert_int_eq(tl.graph.gpus[c->gpu_off + 1], 8);
-        double params = (double)mm_llm_params(&sim.llm);
+        double params = (double)mm_llm_params(sim.llm);
         /* bf16 training under megatron-core reduces fp32 gradients
          * (frameworks/megatron-core.yaml: accumulate_allreduce_grads_in_fp32) */
         ck_assert(fabs(c->bytes - params / 8 * 4) < 1e-6 * c->bytes);
@@ -214,13 +215,14 @@ START_TEST(dp_allreduce_costs_network_time)
     ck_assert_int_eq(found, 2);
     mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
 }
 END_TEST
 
 static void expect_input_error(const char *path, const char *const *sets, int n, const char *file,
                                int line, const char *key)
 {
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     mm_err_clear(&err);
     int rc = load_sim(&sim, path, sets, n, &err);
@@ -230,6 +232,7 @@ static void expect_input_error(const char *path, const char *const *sets, int n,
     ck_assert_str_eq(err.key, key);
     if (line >= 0)
         ck_assert_int_eq(err.line, line);
+    mm_sim_free(&sim);
 }
 
 START_TEST(layout_errors)
@@ -256,13 +259,14 @@ END_TEST
 START_TEST(uneven_stages_run)
 {
     const char *sets[] = {"parallel.llm.layers_per_stage=[14, 18]"};
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(load_sim(&sim, NULL, sets, 1, &err) == 0, "%s: %s", err.key, err.msg);
     mm_metrics m;
     ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
     ck_assert(m.stages[1].busy_s > m.stages[0].busy_s);
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
 }
 END_TEST
 
@@ -274,7 +278,7 @@ START_TEST(estimate_tracks_run)
                              "parallel.llm={tp: 8, pp: 1, dp: 2}", "parallel.llm={tp: 1, pp: 2, dp: 8}"};
     for (int i = 0; i < 4; i++) {
         const char *sets[] = {layouts[i]};
-        static mm_sim sim;
+        mm_sim sim = {0};
         mm_err err;
         ck_assert_msg(load_sim(&sim, NULL, sets, 1, &err) == 0, "%s", err.msg);
         mm_metrics a, b;
@@ -285,6 +289,7 @@ START_TEST(estimate_tracks_run)
         ck_assert(a.mfu > 0 && a.mfu < 1 && !a.oom);
         mm_metrics_free(&a);
         mm_metrics_free(&b);
+        mm_sim_free(&sim);
     }
 }
 END_TEST
@@ -295,12 +300,11 @@ END_TEST
 START_TEST(audio_encoder_runs)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     const char *base[] = {"model=models/qwen2-audio-like-7b.yaml",
                           "workload={kind: fixed, audio_seconds: 45, text_tokens: 200}",
                           "parallel.audio={tp: 1, pp: 1, dp: 16}", "train.global_batch=32", "iterations=1"};
-    mm_sim_free(&sim); /* and its sim (no-op when none) */
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sc, NULL, base, 5, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
                   err.key, err.msg);
@@ -319,8 +323,7 @@ START_TEST(audio_encoder_runs)
     const char *text[] = {"model=models/qwen2.5-7b.json", "train.seq_len=1325", "train.global_batch=32",
                           "iterations=1"};
     static mm_scenario sc2;
-    static mm_sim sim2;
-    mm_sim_free(&sim2); /* and its sim (no-op when none) */
+    mm_sim sim2 = {0};
     mm_scenario_free(&sc2); /* the previous load of this static (no-op when none) */
     ck_assert(mm_scenario_load(&sc2, NULL, text, 4, &err) == 0 && mm_sim_prepare(&sim2, &sc2, &err) == 0);
     ck_assert_int_eq(mm_sim_run(&sim2, &m, NULL, &err), 0);
@@ -341,6 +344,8 @@ START_TEST(audio_encoder_runs)
         mm_metrics_free(&m);
     }
     ck_assert_msg(mem[1] < mem[0], "sp %.3f GiB vs %.3f GiB", mem[1], mem[0]);
+    mm_sim_free(&sim);
+    mm_sim_free(&sim2);
 }
 END_TEST
 
@@ -349,7 +354,7 @@ END_TEST
 START_TEST(projector_side)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     double flops[2], stage0[2];
     for (int side = 0; side < 2; side++) {
@@ -366,6 +371,7 @@ START_TEST(projector_side)
     }
     ck_assert_msg(fabs(flops[1] / flops[0] - 1) < 1e-9, "%g vs %g", flops[1], flops[0]);
     ck_assert(stage0[1] > stage0[0]);
+    mm_sim_free(&sim);
 }
 END_TEST
 

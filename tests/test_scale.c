@@ -20,7 +20,7 @@
 static int run_llama(const char *const *sets, int n, mm_metrics *m, mm_err *err)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     const char *all[24] = {"model=models/llama-2-7b.json", "cluster.nodes=2", "workload=text",
                            "train.global_batch=64", "train.seq_len=2048", "iterations=1", "network=analytic"};
     int k = 7;
@@ -100,7 +100,7 @@ END_TEST
 START_TEST(pipeline_encoder_any_schedule)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     const char *sched[] = {"train.schedule=interleaved", "train.schedule=gpipe", "train.schedule=1f1b"};
     const char *llm[] = {"parallel.llm={tp: 2, pp: 4, vpp: 2, dp: 2, layers_per_stage: [8, 6, 6, 8]}",
                          "parallel.llm={tp: 2, pp: 4, dp: 2, layers_per_stage: [8, 6, 6, 8]}",
@@ -134,7 +134,7 @@ END_TEST
 static void run_sym(const char *const *sets, int n, bool no_sym, mm_metrics *m)
 {
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
                   err.key, err.msg);

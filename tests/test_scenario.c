@@ -479,12 +479,102 @@ START_TEST(canonical_round_trip)
 }
 END_TEST
 
+/* An inline model (`model:` a mapping): its canonical text is the same
+ * whatever the key order and quoting of the config, reads back to itself,
+ * and differs from another config's; the scenario's model path is empty. */
+START_TEST(scenario_inline_model_canonical)
+{
+    const char *a = "model:\n  model_type: llama\n  hidden_size: 1024\n  num_hidden_layers: 4\n"
+                    "  num_attention_heads: 16\n  intermediate_size: 2816\n  vocab_size: 32000\n"
+                    "  architectures: [LlamaForCausalLM]\n  rope_scaling: null\n"
+                    "cluster: {topology: topologies/dgx-h100.yaml}\n";
+    const char *b = "cluster: {topology: topologies/dgx-h100.yaml}\n"
+                    "model: {\"vocab_size\": 32000, \"rope_scaling\": null, \"num_attention_heads\": 16,\n"
+                    "  \"architectures\": [\"LlamaForCausalLM\"], \"intermediate_size\": 2816,\n"
+                    "  \"num_hidden_layers\": 4, \"hidden_size\": 1024, \"model_type\": \"llama\"}\n";
+    mm_scenario sa, sb, back;
+    mm_err e;
+    ck_assert_int_eq(mm_scenario_load_text(&sa, "a.yaml", a, NULL, 0, &e), 0);
+    ck_assert_int_eq(mm_scenario_load_text(&sb, "b.yaml", b, NULL, 0, &e), 0);
+    ck_assert(mm_scenario_model_inline(&sa));
+    ck_assert_str_eq(sa.model, "");
+    char *ta = canon(&sa), *tb = canon(&sb);
+    ck_assert_str_eq(ta, tb);
+    const char *want = "model:\n  architectures: [LlamaForCausalLM]\n  hidden_size: 1024\n  intermediate_size: 2816\n"
+                       "  model_type: llama\n  num_attention_heads: 16\n  num_hidden_layers: 4\n"
+                       "  rope_scaling: null\n  vocab_size: 32000\ncluster:\n";
+    ck_assert_msg(!strncmp(ta, want, strlen(want)), "%s", ta);
+    ck_assert_int_eq(mm_scenario_load_text(&back, "<text>", ta, NULL, 0, &e), 0);
+    char *tc = canon(&back);
+    ck_assert_str_eq(ta, tc);
+    /* another config, another text: a quoted number is not the number */
+    const char *sets[] = {"model.num_hidden_layers=8"};
+    mm_scenario sd;
+    ck_assert_int_eq(mm_scenario_load_text(&sd, "a.yaml", a, sets, 1, &e), 0);
+    char *td = canon(&sd);
+    ck_assert_ptr_nonnull(strstr(td, "\n  num_hidden_layers: 8\n"));
+    ck_assert_str_ne(ta, td);
+    /* a path again replaces the inline model */
+    const char *path[] = {"model=models/llama-2-7b.json"};
+    mm_scenario sp;
+    ck_assert_int_eq(mm_scenario_load_text(&sp, "a.yaml", a, path, 1, &e), 0);
+    ck_assert(!mm_scenario_model_inline(&sp));
+    char *tp = canon(&sp);
+    ck_assert_ptr_nonnull(strstr(tp, "model: \"models/llama-2-7b.json\"\n"));
+    free(ta);
+    free(tb);
+    free(tc);
+    free(td);
+    free(tp);
+    mm_scenario_free(&sa);
+    mm_scenario_free(&sb);
+    mm_scenario_free(&back);
+    mm_scenario_free(&sd);
+    mm_scenario_free(&sp);
+}
+END_TEST
+
+/* A bad key or value of an inline model names the scenario's file, the
+ * line and the key under `model.`; an override's names --set. */
+START_TEST(scenario_inline_model_errors)
+{
+    const char *head = "cluster: {topology: topologies/dgx-h100.yaml}\nmodel:\n  model_type: llama\n"
+                       "  hidden_size: 1024\n  num_attention_heads: 16\n";
+    struct {
+        const char *tail;
+        int line;
+        const char *key, *msg;
+    } bad[] = {
+        {"  num_hiden_layers: 4\n", 6, "model.num_hiden_layers", "not modeled"},
+        {"  num_hidden_layers: four\n", 6, "model.num_hidden_layers", "integer"},
+        {"  num_hidden_layers: 4\n  hidden_act: quantum\n", 7, "model.hidden_act", "quantum"},
+    };
+    char text[1024];
+    mm_scenario sc;
+    mm_err e;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s", head, bad[i].tail);
+        mm_err_clear(&e);
+        ck_assert_int_eq(mm_scenario_load_text(&sc, "job.yaml", text, NULL, 0, &e), -MM_EINPUT);
+        assert_err(&e, "job.yaml", bad[i].line, bad[i].key, bad[i].msg);
+    }
+    ck_assert_int_eq(mm_scenario_load_text(&sc, "job.yaml", "model: [1, 2]\n", NULL, 0, &e), -MM_EINPUT);
+    assert_err(&e, "job.yaml", 1, "model", "a model file path or the model's config keys");
+    snprintf(text, sizeof text, "%s  num_hidden_layers: 4\n", head);
+    const char *sets[] = {"model.num_attention_heads=0"};
+    ck_assert_int_eq(mm_scenario_load_text(&sc, "job.yaml", text, sets, 1, &e), -MM_EINPUT);
+    assert_err(&e, "--set", 0, "model.num_attention_heads", "");
+}
+END_TEST
+
 static Suite *scenario_suite(void)
 {
     Suite *s = suite_create("scenario");
 
     TCase *sc = tcase_create("scenario");
     tcase_add_test(sc, scenario_default_values);
+    tcase_add_test(sc, scenario_inline_model_canonical);
+    tcase_add_test(sc, scenario_inline_model_errors);
     tcase_add_test(sc, scenario_memory_reserve);
     tcase_add_test(sc, scenario_name_tables);
     tcase_add_test(sc, scenario_full_file);

@@ -220,7 +220,7 @@ START_TEST(fsdp_zero3_pipeline_gathers_once)
         {"hf-deepspeed", "{tp: 1, pp: 2, dp: 4}", 16, 16 * 4 * 2, 16 * 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        static mm_sim sim;
+        mm_sim sim = {0};
         prepare_z3(&sim, cases[i].fw, cases[i].llm);
         mm_sim_costs c;
         mm_err err;
@@ -250,8 +250,8 @@ START_TEST(fsdp_zero3_pipeline_gathers_once)
         }
         if (once) {
             int g4[4] = {0, 1, 2, 3};
-            double rs1 = mm_net_analytic_time(&sim.cluster, MM_COLL_REDUCESCATTER, g4, 4, grad / L);
-            double ag1 = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g4, 4, params / L);
+            double rs1 = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g4, 4, grad / L);
+            double ag1 = mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g4, 4, params / L);
             double want = L * rs1 + ag1, dp = 0;
             for (int k = 0; k < m.crit.n; k++)
                 if (!strcmp(m.crit.e[k].what, "dp"))
@@ -259,7 +259,7 @@ START_TEST(fsdp_zero3_pipeline_gathers_once)
             ck_assert_msg(fabs(dp - want) < 1e-6 * want, "DP on the critical path %g s, formula %g s", dp, want);
             mm_metrics e;
             ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
-            double agall = mm_net_analytic_time(&sim.cluster, MM_COLL_ALLGATHER, g4, 4, params);
+            double agall = mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g4, 4, params);
             ck_assert_msg(e.exposed_comm_s >= L * rs1 * (1 - 1e-9) && e.exposed_comm_s <= L * rs1 + agall,
                           "pre-score DP %g s, %d RS %g s, AG %g s", e.exposed_comm_s, L, L * rs1, agall);
             mm_metrics_free(&e);
@@ -281,7 +281,7 @@ END_TEST
  * kept (the profile's key has no effect). */
 START_TEST(fsdp_zero3_pipeline_keeps_parameters)
 {
-    static mm_sim sim;
+    mm_sim sim = {0};
     prepare_z3(&sim, "fsdp", "{tp: 1, pp: 2, dp: 4}");
     mm_mem_config cfg;
     mm_sim_llm_mem_config(&sim, &cfg);
@@ -289,9 +289,9 @@ START_TEST(fsdp_zero3_pipeline_keeps_parameters)
     mm_sim_memory kept, sharded;
     mm_err err;
     ck_assert_int_eq(mm_sim_stage_memory(&sim, &kept, &err), 0);
-    sim.fw.z3_keep_under_pp = false; /* as if the blocks were resharded */
+    sim.fw->z3_keep_under_pp = false; /* as if the blocks were resharded */
     ck_assert_int_eq(mm_sim_stage_memory(&sim, &sharded, &err), 0);
-    const mm_llm *m = &sim.llm;
+    const mm_llm *m = sim.llm;
     double layer = (double)mm_llm_layer_params(m);
     double P[2] = {16 * layer + (double)mm_llm_embedding_params(m),
                    16 * layer + (double)mm_llm_final_norm_params(m) + (double)mm_llm_head_params(m)};

@@ -45,7 +45,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     for (int i = 0; i < 13; i++)
         p[i] = sets[i];
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     mm_scenario_free(&sc); /* the previous load of this static (no-op when none) */
     ck_assert_msg(mm_scenario_load(&sc, NULL, p, 13, &err) == 0, "%s: %s", err.key, err.msg);
@@ -54,6 +54,7 @@ static double simulate(const char *name, int tp, int pp, int dp, int gpus, int B
     ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
     double hw = m.oom ? NAN : m.hw_tflops_per_gpu;
     mm_metrics_free(&m);
+    mm_sim_free(&sim);
     return hw;
 }
 
@@ -198,7 +199,7 @@ static void zb_predict(const zb_row *r, double *F, double *B, double *W, double 
     for (int i = 0; i < n; i++)
         p[i] = sets[i];
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     static mm_sim_breakdown bk;
     mm_err err;
     mm_scenario_free(&sc);
@@ -343,7 +344,7 @@ START_TEST(flash_attention_speedups)
                     for (int i = 0; i < n; i++)
                         p[i] = sets[i];
                     static mm_scenario sc;
-                    static mm_sim sim;
+                    mm_sim sim = {0};
                     mm_err err;
                     mm_scenario_free(&sc);
                     ck_assert_msg(mm_scenario_load(&sc, "tests/data/flash-attention/scenario.yaml", p, n, &err) == 0,

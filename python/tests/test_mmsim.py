@@ -100,7 +100,65 @@ class SameNumbersAsCli(unittest.TestCase):
         self.assertEqual(py["simulated"], 2)
 
 
+    def test_collective(self):
+        # everything but the clock and the command line ("args")
+        strip = lambda d: {k: v for k, v in d.items() if k not in ("start_time", "end_time", "args")}
+        py = mmsim.collective("allreduce", min_bytes=1024, max_bytes=1 << 30, factor=4)
+        cli = cli_json("collective", "allreduce", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "2",
+                       "-b", "1K", "-e", "1G", "-f", "4", "--json")
+        self.assertEqual(strip(py), strip(cli))
+        self.assertEqual(len(py["results"]), 11)  # 1 KiB .. 1 GiB by 4
+        # on the scenario's cluster after sets: 4 nodes instead of 2; every data type
+        py4 = mmsim.collective("allgather", sets={"cluster.nodes": 4}, min_bytes=1 << 20, max_bytes=1 << 20,
+                               network="analytic", dtype="all")
+        cli4 = cli_json("collective", "allgather", "--cluster", "topologies/dgx-h100.yaml", "--nodes", "4",
+                        "-b", "1M", "-e", "1M", "--network", "analytic", "-d", "all", "--json")
+        self.assertEqual(strip(py4), strip(cli4))
+        self.assertEqual(py4["config"]["ngpus"], 32)
+        # a test that can fail: the sweep's bus bandwidth grows with size
+        bus = [r["out_of_place"]["bus_bw"] for r in py["results"]]
+        self.assertLess(bus[0], bus[-1])
+
+    def test_workload_stats(self):
+        py = mmsim.workload_stats("workloads/llava-ov-mix.yaml", model="models/llava-ov-qwen2.5-7b.yaml",
+                                  samples=500, seed=3, max_tokens=4096)
+        cli = cli_json("workload", "stats", "workloads/llava-ov-mix.yaml", "--model",
+                       "models/llava-ov-qwen2.5-7b.yaml", "--samples", "500", "--seed", "3", "--max-tokens",
+                       "4096", "--json")
+        self.assertEqual(py, cli)
+        self.assertEqual(py["samples"], 500)
+        self.assertEqual(sum(py["by_modality"].values()), 500)
+        tr = mmsim.workload_stats("workloads/internvl-1.2-sft.csv", tokens_per_tile=128)
+        self.assertEqual(tr, cli_json("workload", "stats", "workloads/internvl-1.2-sft.csv", "--tokens-per-tile",
+                                      "128", "--json"))
+        self.assertEqual(tr["kind"], "trace")
+
+
 class Errors(unittest.TestCase):
+    def test_error_is_a_value_error(self):
+        with self.assertRaises(ValueError) as cm:
+            mmsim.run(sets={"parallel.llm.tp": 0})
+        self.assertIsInstance(cm.exception, mmsim.Error)
+        self.assertEqual(cm.exception.key, "parallel.llm.tp")
+
+    def test_collective_errors_name_the_argument(self):
+        for kw, key in (({"op": "allsum"}, "op"), ({"op": "allreduce", "gpus": 99}, "gpus"),
+                        ({"op": "allreduce", "factor": 1.0}, "factor"),
+                        ({"op": "allreduce", "network": "fast"}, "network"),
+                        ({"op": "allreduce", "redop": "xor"}, "redop")):
+            with self.subTest(kw=kw):
+                with self.assertRaises(mmsim.Error) as cm:
+                    mmsim.collective(**kw)
+                self.assertEqual((cm.exception.key, cm.exception.status), (key, 2))
+
+    def test_workload_errors(self):
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.workload_stats("workloads/no-such-mix.yaml")
+        self.assertEqual(cm.exception.status, 2)
+        with self.assertRaises(mmsim.Error) as cm:
+            mmsim.workload_stats("workloads/llava-ov-mix.yaml", samples=-1)
+        self.assertEqual(cm.exception.key, "samples")
+
     def test_bad_override_names_key(self):
         with self.assertRaises(mmsim.Error) as cm:
             mmsim.run(sets={"train.recompute": "sometimes"})
@@ -158,6 +216,23 @@ class Values(unittest.TestCase):
         py = mmsim.run(sets=sets)
         cli = cli_json("run", "--no-db", "--json", *cli_sets(sets))
         self.assertEqual(without_wall(py), without_wall(cli))
+
+
+class Typing(unittest.TestCase):
+    def test_type_hints_check_strictly(self):
+        # the public API's hints hold (mypy --strict over the package); Debian's python3-mypy
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        if subprocess.run([py, "-c", "import mypy"], capture_output=True).returncode != 0:
+            self.skipTest("mypy not installed (python3-mypy)")
+        r = subprocess.run([py, "-m", "mypy", "--strict", "--no-incremental", os.path.join(REPO, "python", "mmsim")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_public_functions_are_documented_and_typed(self):
+        for name in ("run", "plan", "model", "collective", "workload_stats", "version", "yaml_value"):
+            fn = getattr(mmsim, name)
+            self.assertTrue(fn.__doc__ and fn.__doc__.strip(), name)
+            self.assertIn("return", fn.__annotations__, name)
 
 
 class SharedLibrary(unittest.TestCase):

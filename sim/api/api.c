@@ -14,6 +14,7 @@
 #include "api/report.h"
 #include "mmsim_config.h"
 #include "exec/run.h"
+#include "hw/coll_sweep.h"
 
 struct mmsim {
     mm_scenario sc;
@@ -29,7 +30,7 @@ struct mmsim {
     int n_sets;
     mm_err err;
     char errtext[1200];
-    char *run_json, *plan_json, *model_json;
+    char *run_json, *plan_json, *model_json, *coll_json, *wl_json;
 };
 
 const char *mm_version(void)
@@ -105,6 +106,8 @@ void mmsim_close(mmsim *h)
     free(h->run_json);
     free(h->plan_json);
     free(h->model_json);
+    free(h->coll_json);
+    free(h->wl_json);
     free(h);
 }
 
@@ -304,4 +307,181 @@ const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long lo
     }
     mm_model_report_free(&r);
     return out;
+}
+
+static int lookup(const char *const *names, const char *v)
+{
+    for (int i = 0; v && names[i]; i++)
+        if (!strcmp(names[i], v))
+            return i;
+    return -1;
+}
+
+/* The JSON of the sweep, built as its rows come. */
+typedef struct coll_out {
+    FILE *f;
+    int rows, iters;
+    double bus_sum;
+} coll_out;
+
+static int coll_row_out(const mm_coll_row *row, void *ctx)
+{
+    coll_out *co = ctx;
+    mm_report_coll_json_row(co->f, row, co->iters, co->rows == 0);
+    co->bus_sum += row->bus;
+    co->rows++;
+    return 0;
+}
+
+static int lookup_dtype(const char *v)
+{
+    for (int i = 0; v && mm_coll_dtypes[i].name; i++)
+        if (!strcmp(mm_coll_dtypes[i].name, v))
+            return i;
+    return -2;
+}
+
+/* The sweep of `mmsim collective`: the same request, rows and JSON (its
+ * "args" the command line that gives the same rows). */
+static int collective(mmsim *h, const char *op, const char *cluster, int nodes, int gpus, const char *algo,
+                      double lo, double hi, double factor, const char *network, int comm_ranks, const char *dtype,
+                      const char *redop, int iters)
+{
+    mm_coll_sweep_req q = {.op = (mm_coll_kind)lookup(mm_coll_names, op),
+                           .algo = (mm_coll_algo)(algo ? lookup(mm_coll_algo_names, algo) : MM_ALGO_AUTO),
+                           .model = (mm_net_model)(network ? lookup(mm_net_model_names, network) : MM_NET_MODEL_FLOW),
+                           .comm_ranks = comm_ranks, .iters = iters ? iters : 1,
+                           .redop = redop && !strcmp(redop, "all") ? -1
+                                    : redop                       ? (lookup(mm_redop_names, redop) >= 0
+                                                                         ? lookup(mm_redop_names, redop) : -2)
+                                                                  : MM_REDOP_SUM,
+                           .dtype = dtype && !strcmp(dtype, "all") ? -1 : lookup_dtype(dtype ? dtype : "float"),
+                           .lo = lo > 0 ? lo : 8, .hi = hi > 0 ? hi : 8.0 * 1024 * 1024 * 1024,
+                           .factor = factor > 0 ? factor : 2, .step = 0};
+    if ((int)q.op < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "op", "unknown collective '%s' (allreduce, allgather, "
+                          "reducescatter, alltoall, broadcast, sendrecv)", op ? op : "(null)");
+    if ((int)q.algo < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "algo", "unknown algorithm '%s' (auto, ring, tree, hier, "
+                          "nvls)", algo);
+    if ((int)q.model < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "network", "'%s' is not flow or analytic", network);
+    if (q.redop < -1)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "redop", "unknown operator '%s' (sum, prod, max, min, avg, "
+                          "mulsum, all)", redop);
+    if (q.dtype < -1)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "dtype", "unknown data type '%s'", dtype);
+    if (!(q.factor > 1))
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "factor", "%g: a factor above 1", factor);
+    if (nodes < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "nodes", "%d nodes", nodes);
+    char path[1024];
+    if (cluster)
+        mm_sim_resolve_path(cluster, NULL, path, sizeof path);
+    else
+        mm_sim_resolve_path(h->sc.topology, h->sc.source, path, sizeof path);
+    mm_cluster *c = malloc(sizeof *c);
+    if (!c)
+        return mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_cluster_load(path, nodes ? nodes : cluster ? 0 : h->sc.nodes, c, &h->err);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    q.gpus = gpus ? gpus : q.op == MM_COLL_SENDRECV ? 2 : mm_cluster_gpus(c);
+    int *g = malloc((size_t)(q.gpus > 0 ? q.gpus : 1) * sizeof *g);
+    char *text = NULL;
+    size_t len = 0;
+    coll_out co = {.iters = q.iters};
+    if (!g || !(co.f = open_memstream(&text, &len))) {
+        rc = mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    } else if (!(rc = mm_coll_sweep_check(c, &q, &h->err))) {
+        /* the command line that gives these rows, for the JSON's args */
+        char w[12][64];
+        snprintf(w[0], sizeof w[0], "--nodes=%d", c->nodes);
+        snprintf(w[1], sizeof w[1], "-g%d", q.gpus);
+        snprintf(w[2], sizeof w[2], "-b%.0f", q.lo);
+        snprintf(w[3], sizeof w[3], "-e%.0f", q.hi);
+        snprintf(w[4], sizeof w[4], "-f%g", q.factor);
+        snprintf(w[5], sizeof w[5], "--algo=%s", mm_coll_algo_names[q.algo]);
+        snprintf(w[6], sizeof w[6], "--network=%s", mm_net_model_names[q.model]);
+        snprintf(w[7], sizeof w[7], "-d%s", q.dtype < 0 ? "all" : mm_coll_dtypes[q.dtype].name);
+        snprintf(w[8], sizeof w[8], "-o%s", q.redop < 0 ? "all" : mm_redop_names[q.redop]);
+        snprintf(w[9], sizeof w[9], "-n%d", q.iters);
+        snprintf(w[10], sizeof w[10], "--comm-ranks=%d", q.comm_ranks);
+        char cl[1100];
+        snprintf(cl, sizeof cl, "--cluster=%s", path);
+        const char *args[16] = {"mmsim collective", mm_coll_names[q.op], cl};
+        int n = 3;
+        for (int i = 0; i < (q.comm_ranks ? 11 : 10); i++)
+            args[n++] = w[i];
+        const mm_coll_json_info ji = {.args = args, .n_args = n};
+        mm_coll_sweep_ranks(c, &q, g);
+        mm_report_coll_json_begin(co.f, &ji, &q, c, g);
+        if (!(rc = mm_coll_sweep(c, &q, coll_row_out, &co, &h->err)))
+            mm_report_coll_json_end(co.f, co.rows ? co.bus_sum / co.rows : 0.0);
+    }
+    if (co.f && fclose(co.f) && !rc)
+        rc = mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if (!rc) {
+        free(h->coll_json);
+        h->coll_json = text;
+        text = NULL;
+    }
+    free(text);
+    free(g);
+    mm_cluster_free(c);
+    free(c);
+    return rc;
+}
+
+const char *mmsim_collective_json(mmsim *h, const char *op, const char *cluster, int nodes, int gpus,
+                                  const char *algo, double min_bytes, double max_bytes, double factor,
+                                  const char *network, int comm_ranks, const char *dtype, const char *redop,
+                                  int iters)
+{
+    if (usable(h))
+        return NULL;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    int rc = collective(h, op, cluster, nodes, gpus, algo, min_bytes, max_bytes, factor, network, comm_ranks, dtype,
+                        redop, iters);
+    if (rc) {
+        fail(h, rc);
+        return NULL;
+    }
+    return h->coll_json;
+}
+
+static void write_wl(FILE *f, const void *r, const void *unused)
+{
+    (void)unused;
+    mm_report_workload_json(f, r);
+}
+
+const char *mmsim_workload_stats_json(mmsim *h, const char *file, const char *model, long long samples,
+                                      long long seed, long long tokens_per_tile, long long tokens_per_frame,
+                                      long long max_tokens)
+{
+    if (usable(h))
+        return NULL;
+    mm_err_clear(&h->err);
+    h->errtext[0] = '\0';
+    const mm_wl_report_opts o = {.file = file, .model = model, .samples = samples, .seed = seed,
+                                 .tokens_per_tile = tokens_per_tile, .tokens_per_frame = tokens_per_frame,
+                                 .max_tokens = max_tokens};
+    mm_wl_report *r = malloc(sizeof *r);
+    int rc = r ? mm_wl_report_make(&o, r, &h->err) : mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if (!rc) {
+        free(h->wl_json);
+        h->wl_json = to_string(write_wl, r, NULL);
+        if (!h->wl_json)
+            rc = mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    free(r);
+    if (rc) {
+        fail(h, rc);
+        return NULL;
+    }
+    return h->wl_json;
 }

@@ -1,5 +1,6 @@
 /* mmsim.h - the stable C API of libmmsim: open a scenario, run it, read its
- * metrics; plan layouts; report a model.  Every object is an opaque handle,
+ * metrics; plan layouts; report a model; time a collective; summarise a
+ * workload.  Every object is an opaque handle,
  * so the library can change its internal structs without breaking a program
  * (or a ctypes binding) built against this header.  docs/library.md is the
  * manual.
@@ -95,6 +96,34 @@ MMSIM_API const char *mmsim_plan_json(mmsim *h, int gpus, int top_k, int iterati
  * does not fit is an error naming the key); returns the JSON of
  * `mmsim model --json`, or NULL on error. */
 MMSIM_API const char *mmsim_model_json(mmsim *h, const char *model, long long seq, long long images);
+
+/* Times one collective over a message-size sweep as `mmsim collective OP
+ * --json` does and returns that JSON (nccl-tests' JSON, file version 3:
+ * "config", "results" with one row per size, "average_bus_bandwidth",
+ * and mmsim's "mmsim" object; "args" is the command line that gives the
+ * same rows), or NULL on error.  op: allreduce, allgather, reducescatter,
+ * alltoall, broadcast or sendrecv.  cluster: a topology file (NULL: the
+ * handle's cluster.topology), nodes (0: the handle's cluster.nodes when
+ * cluster is NULL, else the file's), gpus (0: all; 2 for sendrecv), algo
+ * (NULL: "auto"; ring, tree, hier, nvls), sizes min_bytes to max_bytes by
+ * factor (0: 8 B, 8 GiB, 2), network (NULL: "flow"; analytic), comm_ranks
+ * (sendrecv's communicator, 0: 2), dtype (NULL: "float"; nccl-tests' names,
+ * or "all"), redop (NULL: "sum"; or "all"), iters (-n; 0: 1).  Errors name
+ * the argument as key (op, gpus, algo, factor, ...). */
+MMSIM_API const char *mmsim_collective_json(mmsim *h, const char *op, const char *cluster, int nodes, int gpus,
+                                            const char *algo, double min_bytes, double max_bytes, double factor,
+                                            const char *network, int comm_ranks, const char *dtype,
+                                            const char *redop, int iters);
+
+/* Summarises a workload file (a mixture spec or a per-sample trace) as
+ * `mmsim workload stats FILE --json` does; returns that JSON, or NULL on
+ * error.  model: a model file for its token counts (NULL: InternVL's 256
+ * per tile and frame); samples (0: a trace's rows, or 10000 draws), seed,
+ * tokens_per_tile and tokens_per_frame (< 0: the model's), max_tokens
+ * (0: no cap), as the command's options. */
+MMSIM_API const char *mmsim_workload_stats_json(mmsim *h, const char *file, const char *model, long long samples,
+                                                long long seed, long long tokens_per_tile, long long tokens_per_frame,
+                                                long long max_tokens);
 
 #ifdef __cplusplus
 }

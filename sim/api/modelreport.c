@@ -172,7 +172,7 @@ static void json_layout(FILE *f, const mm_model_report *l)
     fprintf(f, "  \"layout\": {\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d, \"cp\": %d, \"vpp\": %d, \"ep\": %d, "
            "\"zero\": %d, \"recompute\": \"%s\", \"sequence_parallel\": %s, \"micro_batch\": %lld, "
            "\"micro_batches\": %d, \"llm_tokens_per_sample\": %.9g, \"placement\": \"%s\"},\n",
-           mm_cluster_gpus(&sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->zero,
+           mm_cluster_gpus(sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->zero,
            mm_recompute_names[sc->train.recompute], sp->sp ? "true" : "false", (long long)sc->train.micro_batch,
            sim->micro_batches, sim->seq, mm_placement_names[sc->parallel.placement]);
     fprintf(f, "  \"stage_times_s\": [");

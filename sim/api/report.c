@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mmsim_config.h"
 #include "cost/breakdown.h"
@@ -104,8 +105,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     fprintf(f, "{\n");
     jstr(f, "mmsim_version", MMSIM_VERSION);
     jstr(f, "scenario", sim->sc.source);
-    jstr(f, "model", sim->llm.name);
-    jstr(f, "topology", sim->cluster.name);
+    jstr(f, "model", sim->llm->name);
+    jstr(f, "topology", sim->cluster->name);
     if (run_id > 0) {
         jstr(f, "db", db);
         fprintf(f, "  \"run_id\": %lld,\n", (long long)run_id);
@@ -337,4 +338,94 @@ void mm_report_plan_json(FILE *f, const mm_plan *p, const char *db, bool all)
         print_cand_json(f, p, i);
     }
     fprintf(f, "%s]\n}\n", shown ? "\n  " : "");
+}
+
+/* ---- mmsim collective --json / -J: nccl-tests' JSON (src/util.cu of
+ * NVIDIA/nccl-tests, its file version 3): the same keys, nesting and value
+ * forms, booleans included, which nccl-tests writes as the strings "true"
+ * and "false" --------------------------------------------------------------- */
+
+static void coll_double(FILE *f, double v)
+{
+    if (v != v)
+        fputs("\"nan\"", f);
+    else
+        fprintf(f, "%lf", v);
+}
+
+static void coll_now(FILE *f)
+{
+    char buf[64];
+    time_t now = time(NULL);
+    struct tm tmv;
+    localtime_r(&now, &tmv);
+    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tmv);
+    mm_json_string(f, buf);
+}
+
+void mm_report_coll_json_begin(FILE *f, const mm_coll_json_info *ji, const mm_coll_sweep_req *q,
+                               const mm_cluster *c, const int *g)
+{
+    fprintf(f, "{\"version\":3,\"start_time\":");
+    coll_now(f);
+    fprintf(f, ",\"args\":[");
+    for (int i = 0; i < ji->n_args; i++) {
+        if (i)
+            fputc(',', f);
+        mm_json_string(f, i ? ji->args[i] : "mmsim collective");
+    }
+    /* no environment (nccl-tests copies the whole of it) and no NCCL */
+    fprintf(f, "],\"env\":[],\"nccl_version\":0,\"config\":{\"nthreads\":1,\"ngpus\":%d,"
+               "\"minimum_bytes\":%.0f,\"maximum_bytes\":%.0f,", q->gpus, q->lo, q->hi);
+    if (q->factor > 1)
+        fprintf(f, "\"step_factor\":%.0f,", q->factor);
+    else
+        fprintf(f, "\"step_bytes\":%.0f,", q->step);
+    fprintf(f, "\"warmup_iters\":%d,\"iterations\":%d,\"aggregated_iterations\":1,\"validation\":%d,"
+               "\"graph\":0,\"blocking_collectives\":\"%s\",\"per_iter_timing\":\"false\",\"per_iter_skip\":0,"
+               "\"parallel_init\":\"false\",\"devices\":[",
+            ji->warmup, q->iters, ji->check, ji->blocking ? "true" : "false");
+    for (int i = 0; i < q->gpus; i++) {
+        char host[32], info[160];
+        snprintf(host, sizeof host, "node%d", g[i] / c->gpus_per_node);
+        snprintf(info, sizeof info, "%s (simulated by mmsim)", c->gpu.name);
+        fprintf(f, "%s{\"rank\":%d,\"group\":0,\"pid\":0,\"hostname\":", i ? "," : "", i);
+        mm_json_string(f, host);
+        fprintf(f, ",\"device\":%d,\"device_hex\":\"\",\"device_info\":", g[i] % c->gpus_per_node);
+        mm_json_string(f, info);
+        fputc('}', f);
+    }
+    fprintf(f, "]},\"mmsim\":{\"version\":\"%s\",\"collective\":\"%s\",\"cluster\":", MMSIM_VERSION,
+            mm_coll_names[q->op]);
+    mm_json_string(f, c->name);
+    fprintf(f, ",\"network\":\"%s\",\"algo\":\"%s\"},\"results\":[", mm_net_model_names[q->model],
+            mm_coll_algo_names[q->algo]);
+}
+
+void mm_report_coll_json_row(FILE *f, const mm_coll_row *r, int iters, bool first)
+{
+    fprintf(f, "%s{\"size\":%.0f,\"count\":%.0f,\"type\":", first ? "" : ",", r->bytes, r->count);
+    mm_json_string(f, r->type);
+    fprintf(f, ",\"redop\":");
+    mm_json_string(f, r->redop);
+    fprintf(f, ",\"root\":\"%6d\"", r->root);
+    for (int half = 0; half < 2; half++) {
+        fprintf(f, ",\"%s\":{\"time\":", half ? "in_place" : "out_of_place");
+        coll_double(f, r->t_us);
+        fprintf(f, ",\"alg_bw\":");
+        coll_double(f, r->alg);
+        fprintf(f, ",\"bus_bw\":");
+        coll_double(f, r->bus);
+        fprintf(f, ",\"nwrong\":null}");
+    }
+    fprintf(f, ",\"actual_iterations\":%d,\"experiment_name\":\"\",\"algo\":\"%s\"}", iters, r->algo);
+}
+
+void mm_report_coll_json_end(FILE *f, double avg_bus)
+{
+    fprintf(f, "],\"out_of_bounds\":{\"count\":0,\"okay\":\"true\"},\"average_bus_bandwidth\":{\"bandwidth\":");
+    coll_double(f, avg_bus);
+    fprintf(f, ",\"okay\":\"unchecked\"},\"errors\":[],\"end_time\":");
+    coll_now(f);
+    fprintf(f, "}\n");
 }

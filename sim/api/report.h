@@ -1,5 +1,6 @@
 /* report.h - the JSON (and the figures behind it) that `mmsim run --json`,
- * `mmsim plan --json` and `mmsim model --json` print, written to any FILE:
+ * `mmsim plan --json`, `mmsim model --json`, `mmsim collective --json` and
+ * `mmsim workload stats --json` print, written to any FILE:
  * the CLI passes stdout, the C API (api.c) a memory stream, so the command
  * line and the library give one source for each number.
  * Internal to libmmsim (not installed): the embedding API is mmsim.h.
@@ -15,6 +16,8 @@
 #include "model/mllm.h"
 #include "plan/planner.h"
 #include "cost/costs.h"
+#include "hw/coll_sweep.h"
+#include "workload/workload.h"
 #include "exec/metrics.h"
 #include "scenario/scenario.h"
 #include "scenario/sim.h"
@@ -75,6 +78,54 @@ void mm_model_report_free(mm_model_report *r);
 
 /* The object `mmsim model --json` prints. */
 void mm_report_model_json(FILE *f, const mm_model_report *r);
+
+/* The JSON `mmsim collective --json` (and -J FILE) prints: nccl-tests'
+ * file version 3 with mmsim's own "mmsim" object and an "algo" per row;
+ * begin, one call per row of the sweep (hw/coll_sweep.h), end.  args[0] is
+ * written as "mmsim collective"; warmup, check and blocking are echoed
+ * (a simulation has no use for them). */
+typedef struct mm_coll_json_info {
+    const char *const *args;
+    int n_args;
+    int warmup, check, blocking;
+} mm_coll_json_info;
+void mm_report_coll_json_begin(FILE *f, const mm_coll_json_info *ji, const mm_coll_sweep_req *q,
+                               const mm_cluster *c, const int *g);
+void mm_report_coll_json_row(FILE *f, const mm_coll_row *r, int iters, bool first);
+void mm_report_coll_json_end(FILE *f, double avg_bus);
+
+/* What `mmsim workload stats FILE` reports (wlreport.c).  samples 0: the
+ * trace's rows, or 10000 draws of a mixture; tokens_per_tile and
+ * tokens_per_frame < 0: the model's (or InternVL's 256); model NULL: the
+ * default token model; max_tokens 0: no cap. */
+typedef struct mm_wl_report_opts {
+    const char *file, *model;
+    int64_t samples, seed, tokens_per_tile, tokens_per_frame, max_tokens;
+} mm_wl_report_opts;
+
+#define MM_WL_HIST_BINS 20
+typedef struct mm_wl_hist {
+    int used;
+    double edges[MM_WL_HIST_BINS + 1];
+    int64_t counts[MM_WL_HIST_BINS];
+} mm_wl_hist;
+
+typedef struct mm_wl_report {
+    char path[512];             /* the resolved file */
+    const char *kind;           /* "trace" or "mixture" */
+    int64_t n, trace_n;         /* samples drawn; the trace's rows (-1: a mixture) */
+    int64_t seed, max_tokens;
+    mm_token_model tm;
+    char tm_source[300];        /* where the token model came from */
+    mm_workload_stats st;
+    mm_wl_hist hl, he;          /* LLM tokens; encoder inputs (tiles + frames + clips) */
+} mm_wl_report;
+
+/* Draws (or replays) the samples and summarises them.  Returns 0 or -code. */
+int mm_wl_report_make(const mm_wl_report_opts *o, mm_wl_report *r, mm_err *err);
+
+/* The object `mmsim workload stats --json` prints. */
+void mm_report_workload_json(FILE *f, const mm_wl_report *r);
 
 
 #endif

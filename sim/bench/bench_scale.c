@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     mm_err err;
     mm_err_clear(&err);
     if (mm_scenario_load(&sc, NULL, sets, n, &err) || mm_sim_prepare(&sim, &sc, &err)) {
@@ -60,6 +60,7 @@ int main(int argc, char **argv)
     memset(&tl, 0, sizeof tl);
     if (mm_sim_run(&sim, &m, &tl, &err)) {
         fprintf(stderr, "bench_scale: %s\n", err.msg);
+        mm_sim_free(&sim);
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

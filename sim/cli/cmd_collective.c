@@ -5,8 +5,9 @@
  * (src/util.cu: `#` headers, the size/count/type/redop/root columns,
  * out-of-place and in-place halves, the "# Avg bus bandwidth" footer; -J's
  * JSON, file version 3) so that scripts which run nccl-tests or parse its
- * logs work unchanged.  Parsing and printing only; the times come from
- * hw/coll.h.
+ * logs work unchanged.  Parsing and printing only; the rows come from
+ * hw/coll_sweep.h and the JSON from api/report.c (what the C API's
+ * mmsim_collective_json returns too).
  * What a simulator makes free is accepted and changes nothing: -c (nothing
  * is moved, so nothing is checked: #wrong N/A, nwrong null), -w (no warm-up
  * effect is modeled), -z and -a (the ranks of a simulated collective finish
@@ -24,10 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
+#include "api/report.h"
 #include "cli/cli.h"
 #include "hw/coll.h"
+#include "hw/coll_sweep.h"
 #include "mmsim_config.h"
 #include "scenario/sim.h"
 
@@ -92,15 +94,9 @@ static int lookup_dtype(const char *v)
     return -1;
 }
 
-static void note_end(mm_engine *eng, void *ctx, uint64_t arg)
-{
-    (void)arg;
-    *(mm_time *)ctx = mm_engine_now(eng);
-}
-
 /* MAX_SIZES: the most sizes one sweep may have (-i 1 from 8 to 8G would be
  * billions of rows). */
-enum { MAX_SIZES = 100000 };
+enum { MAX_SIZES = MM_COLL_SWEEP_MAX_SIZES };
 
 typedef struct coll_opts {
     const char *cluster, *netname, *json_file;
@@ -281,31 +277,6 @@ static void float_str(double v, int width, char *out, size_t len)
     snprintf(out, len, width >= 7 ? "%*.1e" : "%*.0e", width, v);
 }
 
-/* One size of the sweep as nccl-tests sets it up (src/common.cu setupArgs
- * and each test's GetCollByteCount): count = S / element size, a rank's
- * share for all-gather, reduce-scatter and all-to-all rounded down to a
- * multiple of 16 bytes; `bytes` is what the size column prints (the larger
- * of the send and receive buffers) and what algbw divides, `count` the
- * count column. */
-static void size_of(int op, double S, int w, int gpus, double *bytes, double *count)
-{
-    double e = floor(S / w);
-    if (op == MM_COLL_ALLGATHER || op == MM_COLL_REDUCESCATTER || op == MM_COLL_ALLTOALL) {
-        double align = 16 / w > 1 ? 16 / w : 1;
-        double base = floor(floor(e / gpus) / align) * align;
-        *count = base;
-        *bytes = base * gpus * w;
-    } else {
-        *count = e;
-        *bytes = e * w;
-    }
-}
-
-static bool reduces(int op)
-{
-    return op == MM_COLL_ALLREDUCE || op == MM_COLL_REDUCESCATTER;
-}
-
 static void print_header(const coll_opts *o, const mm_cluster *c, int gpus)
 {
     int op = o->op;
@@ -332,14 +303,7 @@ static void print_header(const coll_opts *o, const mm_cluster *c, int gpus)
            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
-/* One row's numbers. */
-typedef struct coll_row {
-    double bytes, count, t_us, alg, bus;
-    const char *type, *redop, *algo;
-    int root;
-} coll_row;
-
-static void print_row(const coll_row *r, bool algo_column)
+static void print_row(const mm_coll_row *r, bool algo_column)
 {
     char ts[16], as[16], bs[16];
     float_str(r->t_us, 7, ts, sizeof ts);
@@ -352,110 +316,6 @@ static void print_row(const coll_row *r, bool algo_column)
         printf("  %s", r->algo);
     printf("\n");
     fflush(stdout); /* a row as soon as it is known (docs/reliability.md) */
-}
-
-/* ---- nccl-tests' -J JSON (src/util.cu of NVIDIA/nccl-tests, its file
- * version 3): the same keys, nesting and value forms, booleans included,
- * which nccl-tests writes as the strings "true" and "false" ------------- */
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
-static void json_double(FILE *f, double v)
-{
-    if (v != v)
-        fputs("\"nan\"", f);
-    else
-        fprintf(f, "%lf", v);
-}
-
-static void now_str(char *buf, size_t len)
-{
-    time_t now = time(NULL);
-    struct tm tmv;
-    localtime_r(&now, &tmv);
-    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tmv);
-}
-
-static void json_begin(FILE *f, const coll_opts *o, const mm_cluster *c, int gpus, const int *g)
-{
-    char t[64];
-    now_str(t, sizeof t);
-    fprintf(f, "{\"version\":3,\"start_time\":");
-    json_str(f, t);
-    fprintf(f, ",\"args\":[");
-    for (int i = 0; i < o->argc; i++) {
-        if (i)
-            fputc(',', f);
-        json_str(f, i ? o->argv[i] : "mmsim collective");
-    }
-    /* no environment (nccl-tests copies the whole of it) and no NCCL */
-    fprintf(f, "],\"env\":[],\"nccl_version\":0,\"config\":{\"nthreads\":1,\"ngpus\":%d,"
-               "\"minimum_bytes\":%.0f,\"maximum_bytes\":%.0f,", gpus, o->lo, o->hi);
-    if (o->factor > 1)
-        fprintf(f, "\"step_factor\":%.0f,", o->factor);
-    else
-        fprintf(f, "\"step_bytes\":%.0f,", o->step);
-    fprintf(f, "\"warmup_iters\":%d,\"iterations\":%d,\"aggregated_iterations\":1,\"validation\":%d,"
-               "\"graph\":0,\"blocking_collectives\":\"%s\",\"per_iter_timing\":\"false\",\"per_iter_skip\":0,"
-               "\"parallel_init\":\"false\",\"devices\":[",
-            o->warmup, o->iters, o->check, o->blocking ? "true" : "false");
-    for (int i = 0; i < gpus; i++) {
-        char host[32], info[160];
-        snprintf(host, sizeof host, "node%d", g[i] / c->gpus_per_node);
-        snprintf(info, sizeof info, "%s (simulated by mmsim)", c->gpu.name);
-        fprintf(f, "%s{\"rank\":%d,\"group\":0,\"pid\":0,\"hostname\":", i ? "," : "", i);
-        json_str(f, host);
-        fprintf(f, ",\"device\":%d,\"device_hex\":\"\",\"device_info\":", g[i] % c->gpus_per_node);
-        json_str(f, info);
-        fputc('}', f);
-    }
-    fprintf(f, "]},\"mmsim\":{\"version\":\"%s\",\"collective\":\"%s\",\"cluster\":", MMSIM_VERSION,
-            mm_coll_names[o->op]);
-    json_str(f, c->name);
-    fprintf(f, ",\"network\":\"%s\",\"algo\":\"%s\"},\"results\":[", o->netname, mm_coll_algo_names[o->algo]);
-}
-
-static void json_row(FILE *f, const coll_row *r, int iters, bool first)
-{
-    fprintf(f, "%s{\"size\":%.0f,\"count\":%.0f,\"type\":", first ? "" : ",", r->bytes, r->count);
-    json_str(f, r->type);
-    fprintf(f, ",\"redop\":");
-    json_str(f, r->redop);
-    fprintf(f, ",\"root\":\"%6d\"", r->root);
-    for (int half = 0; half < 2; half++) {
-        fprintf(f, ",\"%s\":{\"time\":", half ? "in_place" : "out_of_place");
-        json_double(f, r->t_us);
-        fprintf(f, ",\"alg_bw\":");
-        json_double(f, r->alg);
-        fprintf(f, ",\"bus_bw\":");
-        json_double(f, r->bus);
-        fprintf(f, ",\"nwrong\":null}");
-    }
-    fprintf(f, ",\"actual_iterations\":%d,\"experiment_name\":\"\",\"algo\":\"%s\"}", iters, r->algo);
-}
-
-static void json_end(FILE *f, double avg_bus)
-{
-    char t[64];
-    now_str(t, sizeof t);
-    fprintf(f, "],\"out_of_bounds\":{\"count\":0,\"okay\":\"true\"},\"average_bus_bandwidth\":{\"bandwidth\":");
-    json_double(f, avg_bus);
-    fprintf(f, ",\"okay\":\"unchecked\"},\"errors\":[],\"end_time\":");
-    json_str(f, t);
-    fprintf(f, "}\n");
 }
 
 /* The algorithm chosen per size, as ranges: "ring 8..1048576, nvls 2097152..". */
@@ -538,7 +398,7 @@ static int check_gpus(const coll_opts *o, const mm_cluster *c, int *gpus)
     if (o->comm_ranks > total)
         return mm_cli_bad(CMD, "--comm-ranks", "exceeds the cluster's %d GPUs (use --nodes), got %d", total,
                           o->comm_ranks);
-    if (o->algo == MM_ALGO_NVLS && reduces(op))
+    if (o->algo == MM_ALGO_NVLS && mm_coll_reduces((mm_coll_kind)op))
         for (int t = 0; mm_coll_dtypes[t].name; t++)
             for (int r = 0; r < MM_REDOP_COUNT; r++)
                 if ((o->dtype < 0 || o->dtype == t) && (o->redop < 0 || o->redop == r) &&
@@ -561,58 +421,6 @@ static void print_footer(int op, algo_runs *runs, double avg_bus)
     printf("#\n# Collective test concluded: mmsim collective %s\n#\n", mm_coll_names[op]);
 }
 
-/* The sweep's state: the network it runs on and what it has printed. */
-typedef struct sweep {
-    const coll_opts *o;
-    const mm_cluster *c;
-    mm_engine *eng;
-    mm_network *net;
-    int *g, gpus, comm_nodes, rows;
-    double bus_sum;
-    FILE *json; /* the JSON being built (memory), or NULL */
-    algo_runs runs;
-} sweep;
-
-/* Every size for one data type and operator.  Returns 0 or the CLI's status. */
-static int sweep_sizes(sweep *sw, int t, int r)
-{
-    const coll_opts *o = sw->o;
-    int op = o->op;
-    const mm_coll_dtype *dt = &mm_coll_dtypes[t];
-    mm_err err;
-    mm_err_clear(&err);
-    for (double S = o->lo; S <= o->hi * (1 + 1e-12); S = o->factor > 1 ? S * o->factor : S + o->step) {
-        coll_row row = {.type = dt->name, .redop = reduces(op) ? mm_redop_names[r] : "none",
-                        .root = op == MM_COLL_BROADCAST ? 0 : -1};
-        size_of(op, S, dt->bytes, sw->gpus, &row.bytes, &row.count);
-        /* -n back-to-back operations, timed together, as nccl-tests times
-         * its iterations; the time is per operation */
-        mm_coll_req req = {.kind = (mm_coll_kind)op, .algo = (mm_coll_algo)o->algo, .gpus = sw->g, .n = sw->gpus,
-                           .bytes = row.bytes, .count = o->iters, .comm_ranks = o->comm_ranks,
-                           .comm_nodes = sw->comm_nodes,
-                           .no_nvls = reduces(op) && !mm_coll_nvls_supports((mm_redop)r, dt)};
-        mm_time t0 = mm_engine_now(sw->eng), t1 = -1;
-        mm_coll_algo used = MM_ALGO_RING;
-        if (mm_network_start(sw->net, &req, note_end, &t1, 0, &used, &err))
-            return mm_cli_fail(&err);
-        mm_engine_run(sw->eng);
-        double sec = (double)(t1 - t0) * 1e-9 / o->iters;
-        /* all-to-all and send/recv have one algorithm: direct transfers */
-        row.algo = op == MM_COLL_ALLTOALL || op == MM_COLL_SENDRECV ? "direct" : mm_coll_algo_names[used];
-        row.t_us = sec * 1e6;
-        row.alg = sec > 0 ? row.bytes / sec / 1e9 : INFINITY;
-        row.bus = row.alg * mm_coll_bus_factor((mm_coll_kind)op, sw->gpus);
-        if (!o->json)
-            print_row(&row, o->algo_column);
-        if (sw->json)
-            json_row(sw->json, &row, o->iters, sw->rows == 0);
-        runs_add(&sw->runs, row.algo, row.bytes);
-        sw->bus_sum += row.bus;
-        sw->rows++;
-    }
-    return 0;
-}
-
 /* Writes the JSON built in memory to stdout (--json) and to -J's file. */
 static int put_json(const coll_opts *o, const char *text, size_t n)
 {
@@ -633,60 +441,71 @@ static int put_json(const coll_opts *o, const char *text, size_t n)
     return 0;
 }
 
+/* What the sweep prints as its rows come (hw/coll_sweep.h). */
+typedef struct printing {
+    const coll_opts *o;
+    FILE *json; /* the JSON being built (memory), or NULL */
+    int rows;
+    double bus_sum;
+    algo_runs runs;
+} printing;
+
+static int on_row(const mm_coll_row *row, void *ctx)
+{
+    printing *pr = ctx;
+    if (!pr->o->json)
+        print_row(row, pr->o->algo_column);
+    if (pr->json)
+        mm_report_coll_json_row(pr->json, row, pr->o->iters, pr->rows == 0);
+    runs_add(&pr->runs, row->algo, row->bytes);
+    pr->bus_sum += row->bus;
+    pr->rows++;
+    return 0;
+}
+
 static int run_sizes(const coll_opts *o, const mm_cluster *c)
 {
     mm_err err;
     mm_err_clear(&err);
-    sweep sw = {.o = o, .c = c, .runs = {.text = ""}};
-    int brc = check_gpus(o, c, &sw.gpus);
+    int gpus = 0;
+    int brc = check_gpus(o, c, &gpus);
     if (brc)
         return brc;
-    /* the communicator: the first comm_ranks GPUs, on the nodes they fill */
-    sw.comm_nodes = o->comm_ranks ? (o->comm_ranks + c->gpus_per_node - 1) / c->gpus_per_node : 0;
-    sw.g = malloc((size_t)sw.gpus * sizeof *sw.g);
-    sw.eng = mm_engine_alloc();
-    mm_net_model model = (mm_net_model)lookup(mm_net_model_names, o->netname);
-    sw.net = sw.g && sw.eng ? mm_network_alloc(c, sw.eng, model, &err) : NULL;
+    const mm_coll_sweep_req q = {.op = (mm_coll_kind)o->op, .algo = (mm_coll_algo)o->algo,
+                                 .model = (mm_net_model)lookup(mm_net_model_names, o->netname), .gpus = gpus,
+                                 .comm_ranks = o->comm_ranks, .iters = o->iters, .redop = o->redop,
+                                 .dtype = o->dtype, .lo = o->lo, .hi = o->hi, .factor = o->factor, .step = o->step};
+    printing pr = {.o = o, .runs = {.text = ""}};
     char *jtext = NULL;
     size_t jlen = 0;
-    if (sw.net && (o->json || o->json_file) && !(sw.json = open_memstream(&jtext, &jlen)))
+    int *g = malloc((size_t)gpus * sizeof *g);
+    if (!g || ((o->json || o->json_file) && !(pr.json = open_memstream(&jtext, &jlen)))) {
+        free(g);
         mm_err_set(&err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = 0;
-    if (!sw.net || ((o->json || o->json_file) && !sw.json)) {
-        if (err.code == MM_OK)
-            mm_err_set(&err, MM_EINTERNAL, "", 0, "", "out of memory");
+        return mm_cli_fail(&err);
+    }
+    mm_coll_sweep_ranks(c, &q, g);
+    if (!o->json)
+        print_header(o, c, gpus);
+    if (pr.json) {
+        const mm_coll_json_info ji = {.args = (const char *const *)o->argv, .n_args = o->argc, .warmup = o->warmup,
+                                      .check = o->check, .blocking = o->blocking};
+        mm_report_coll_json_begin(pr.json, &ji, &q, c, g);
+    }
+    int rc = mm_coll_sweep(c, &q, on_row, &pr, &err);
+    if (rc)
         rc = mm_cli_fail(&err);
-    } else {
-        /* The first `gpus` GPUs; send/recv goes from GPU 0 to the first
-         * GPU of the last node (across nodes when there are several). */
-        for (int i = 0; i < sw.gpus; i++)
-            sw.g[i] = i;
-        if (o->op == MM_COLL_SENDRECV)
-            sw.g[1] = c->nodes > 1 ? (c->nodes - 1) * c->gpus_per_node : 1;
-        if (!o->json)
-            print_header(o, c, sw.gpus);
-        if (sw.json)
-            json_begin(sw.json, o, c, sw.gpus, sw.g);
-        /* nccl-tests' order: each data type, each operator (reductions
-         * only), every size */
-        for (int t = 0; rc == 0 && mm_coll_dtypes[t].name; t++)
-            for (int r = 0; rc == 0 && r < (reduces(o->op) ? MM_REDOP_COUNT : 1); r++)
-                if ((o->dtype < 0 || o->dtype == t) && (!reduces(o->op) || o->redop < 0 || o->redop == r))
-                    rc = sweep_sizes(&sw, t, r);
-        double avg = sw.rows ? sw.bus_sum / sw.rows : 0.0;
-        if (rc == 0 && !o->json)
-            print_footer(o->op, &sw.runs, avg);
-        if (sw.json) {
-            if (rc == 0)
-                json_end(sw.json, avg);
-            fclose(sw.json);
-            if (rc == 0)
-                rc = put_json(o, jtext, jlen);
-        }
+    double avg = pr.rows ? pr.bus_sum / pr.rows : 0.0;
+    if (rc == 0 && !o->json)
+        print_footer(o->op, &pr.runs, avg);
+    if (pr.json) {
+        if (rc == 0)
+            mm_report_coll_json_end(pr.json, avg);
+        fclose(pr.json);
+        if (rc == 0)
+            rc = put_json(o, jtext, jlen);
     }
     free(jtext);
-    mm_network_free(sw.net);
-    mm_engine_free(sw.eng);
-    free(sw.g);
+    free(g);
     return rc;
 }

@@ -75,7 +75,7 @@ static void print_text_layout(const mm_model_report *l)
     const mm_build_spec *sp = &l->costs.spec;
     printf("\n  layout (as `mmsim run` with the same --set): %d GPUs, llm tp %d x pp %d x dp %d (cp %d, vpp %d, "
            "ep %d), sp %s, ZeRO %d, recompute %s%s%s\n",
-           mm_cluster_gpus(&sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->sp ? "on" : "off",
+           mm_cluster_gpus(sim->cluster), L->lay.tp, L->lay.pp, L->lay.dp, L->lay.cp, L->lay.vpp, L->lay.ep, sp->sp ? "on" : "off",
            sp->zero, mm_recompute_names[sc->train.recompute], sp->n_enc ? ", encoders " : "",
            sp->n_enc ? mm_placement_names[sc->parallel.placement] : "");
     printf("  micro-batch: %lld sample(s) of %.0f LLM tokens; %d micro-batches per DP rank\n",

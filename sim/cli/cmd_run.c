@@ -12,6 +12,7 @@
 #include "api/report.h"
 #include "cli/cli.h"
 #include "scenario/megatron.h"
+#include "scenario/torchtitan.h"
 #include "hw/cluster.h"
 #include "mmsim_config.h"
 #include "scenario/sim.h"
@@ -56,10 +57,10 @@ static void print_config(const mm_sim *sim, const mm_metrics *m)
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
-    printf("  model       %s, %.2f B parameters (%s)\n", sim->model.name[0] ? sim->model.name : sim->llm.name,
-           (double)mm_model_params(&sim->model) * 1e-9, sim->model_path);
-    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster.name,
-           sim->cluster.nodes, sim->cluster.gpus_per_node, sim->cluster.gpu.name, m->gpus,
+    printf("  model       %s, %.2f B parameters (%s)\n", sim->model->name[0] ? sim->model->name : sim->llm->name,
+           (double)mm_model_params(sim->model) * 1e-9, sim->model_path);
+    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster->name,
+           sim->cluster->nodes, sim->cluster->gpus_per_node, sim->cluster->gpu.name, m->gpus,
            sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
            L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
@@ -87,7 +88,7 @@ static void print_oom(const mm_sim *sim, const mm_metrics *m, int64_t run_id, co
 {
     const mm_scenario *sc = &sim->sc;
     printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
-           m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster.gpu.hbm_bytes / 1073741824.0);
+           m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster->gpu.hbm_bytes / 1073741824.0);
     if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
         printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
                m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
@@ -153,7 +154,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     }
     printf("\n");
     printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
-           sim->cluster.gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
+           sim->cluster->gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
     if (sim->wl)
         printf("  memory bound       %10.2f GiB per GPU (every micro-batch its largest sample)\n",
                m->peak_memory_bound_gib);
@@ -220,14 +221,15 @@ static void print_iterations(const mm_metrics *m)
 }
 
 typedef struct run_opts {
-    const char *scenario, *db, *trace, *megatron, *megatron_model;
+    const char *scenario, *db, *trace, *megatron, *megatron_model, *torchtitan;
     const char *sets[MAX_SETS];
     int n_sets;
-    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry;
+    int n_megatron; /* --megatron-args and --megatron-script given */
+    bool json, no_db, print_scenario, quiet, verbose, breakdown, no_symmetry, megatron_script;
 } run_opts;
 
-enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_MODEL, OPT_PRINT, OPT_BREAKDOWN,
-       OPT_NO_SYMMETRY };
+enum { OPT_JSON = 256, OPT_NO_DB, OPT_DB, OPT_TRACE, OPT_MEGATRON, OPT_MEGATRON_SCRIPT, OPT_MEGATRON_MODEL, OPT_PRINT,
+       OPT_BREAKDOWN, OPT_NO_SYMMETRY, OPT_TORCHTITAN };
 
 /* The options (cli.h: completion scripts are made from them too). */
 const struct option mm_cli_run_longopts[] = {
@@ -235,7 +237,9 @@ const struct option mm_cli_run_longopts[] = {
     {"json", no_argument, NULL, OPT_JSON},   {"db", required_argument, NULL, OPT_DB},
     {"no-db", no_argument, NULL, OPT_NO_DB}, {"trace", required_argument, NULL, OPT_TRACE},
     {"megatron-args", required_argument, NULL, OPT_MEGATRON},
+    {"megatron-script", required_argument, NULL, OPT_MEGATRON_SCRIPT},
     {"megatron-model", required_argument, NULL, OPT_MEGATRON_MODEL},
+    {"torchtitan", required_argument, NULL, OPT_TORCHTITAN},
     {"print-scenario", no_argument, NULL, OPT_PRINT}, {"breakdown", no_argument, NULL, OPT_BREAKDOWN},
     {"no-symmetry", no_argument, NULL, OPT_NO_SYMMETRY},
     {"quiet", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
@@ -257,8 +261,10 @@ static int parse_args(int argc, char **argv, run_opts *o)
         case OPT_DB: o->db = optarg; break;
         case OPT_NO_DB: o->no_db = true; break;
         case OPT_TRACE: o->trace = optarg; break;
-        case OPT_MEGATRON: o->megatron = optarg; break;
+        case OPT_MEGATRON: o->megatron = optarg; o->n_megatron++; o->megatron_script = false; break;
+        case OPT_MEGATRON_SCRIPT: o->megatron = optarg; o->n_megatron++; o->megatron_script = true; break;
         case OPT_MEGATRON_MODEL: o->megatron_model = optarg; break;
+        case OPT_TORCHTITAN: o->torchtitan = optarg; break;
         case OPT_PRINT: o->print_scenario = true; break;
         case OPT_BREAKDOWN: o->breakdown = true; break;
         case OPT_NO_SYMMETRY: o->no_symmetry = true; break;
@@ -271,41 +277,72 @@ static int parse_args(int argc, char **argv, run_opts *o)
         o->scenario = argv[optind++];
     if (optind < argc)
         return mm_cli_bad(CMD, "<cli>", "more than one scenario given; extra '%s'", argv[optind]);
+    if (o->n_megatron > 1)
+        return mm_cli_bad(CMD, "--megatron-script", "give one of --megatron-args and --megatron-script");
     if (o->megatron_model && !o->megatron)
         return mm_cli_bad(CMD, "--megatron-model", "goes with --megatron-args");
-    if (o->print_scenario && !o->megatron)
-        return mm_cli_bad(CMD, "--print-scenario", "prints the scenario --megatron-args makes; give --megatron-args");
+    if (o->torchtitan && o->megatron)
+        return mm_cli_bad(CMD, "--torchtitan", "goes without --megatron-args and --megatron-script (one scenario source)");
+    if (o->print_scenario && !o->megatron && !o->torchtitan)
+        return mm_cli_bad(CMD, "--print-scenario",
+                          "prints the scenario --megatron-args, --megatron-script or --torchtitan makes; give one");
     return 0;
 }
 
-/* The Megatron argument list's scenario (scenario/megatron.h); the model
- * file goes to --megatron-model, else results/megatron-NAME.json. */
+/* The Megatron argument list's scenario (scenario/megatron.h), its model
+ * inline; with --megatron-model the model's config.json is written there
+ * too. */
 static int load_megatron(run_opts *o, mm_megatron *mg, mm_scenario *sc, mm_err *err)
 {
-    char path[512];
-    if (o->megatron_model) {
-        snprintf(path, sizeof path, "%s", o->megatron_model);
-    } else {
-        const char *base = strrchr(o->megatron, '/');
-        base = base ? base + 1 : o->megatron;
-        snprintf(path, sizeof path, "results/megatron-%.*s.json", (int)strcspn(base, "."), base);
-    }
-    mm_cli_make_parent(path);
-    return mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, path, mg, sc, err);
+    int rc = o->megatron_script
+                 ? mm_megatron_script_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err)
+                 : mm_megatron_scenario(o->megatron, o->scenario, o->sets, o->n_sets, mg, sc, err);
+    if (rc || !o->megatron_model)
+        return rc;
+    mm_cli_make_parent(o->megatron_model);
+    if ((rc = mm_megatron_write_model(mg, o->megatron_model, err)))
+        mm_scenario_free(sc);
+    return rc;
 }
 
 static void print_scenario(const run_opts *o, const mm_megatron *mg, const mm_scenario *sc)
 {
     char *text = mm_scenario_canonical_alloc(sc);
-    printf("# mmsim %s: the scenario `mmsim run --megatron-args %s` simulates\n", MMSIM_VERSION, o->megatron);
+    printf("# mmsim %s: the scenario `mmsim run %s %s` simulates\n", MMSIM_VERSION,
+           o->megatron_script ? "--megatron-script" : "--megatron-args", o->megatron);
     printf("# (base: %s; the user's --set overrides applied last).  Argument by argument:\n",
            o->scenario ? o->scenario : "the built-in default");
     for (int i = 0; i < mg->n_notes; i++)
         printf("#   %s\n", mg->notes[i]);
-    printf("# model file written: %s\n", mg->sets[0] + strlen("model="));
     if (text)
         fputs(text, stdout);
     free(text);
+}
+
+static void print_torchtitan(const run_opts *o, const mm_torchtitan *tt, const mm_scenario *sc)
+{
+    char *text = mm_scenario_canonical_alloc(sc);
+    printf("# mmsim %s: the scenario `mmsim run --torchtitan %s` simulates\n", MMSIM_VERSION, o->torchtitan);
+    printf("# (base: %s; the user's --set overrides applied last).  Key by key:\n",
+           o->scenario ? o->scenario : "the built-in default");
+    for (int i = 0; i < tt->n_notes; i++)
+        printf("#   %s\n", tt->notes[i]);
+    if (text)
+        fputs(text, stdout);
+    free(text);
+}
+
+/* The scenario of the run: the YAML (or the default) with --set, or one
+ * made by --megatron-args or --torchtitan; errors about their overrides
+ * point at the file and line they came from. */
+static int load_scenario(run_opts *o, mm_megatron *mg, mm_torchtitan *tt, mm_scenario *sc, mm_err *err)
+{
+    int rc = o->megatron      ? load_megatron(o, mg, sc, err)
+             : o->torchtitan ? mm_torchtitan_scenario(o->torchtitan, o->scenario, o->sets, o->n_sets, tt, sc, err)
+                             : mm_scenario_load(sc, o->scenario, o->sets, o->n_sets, err);
+    if (rc && o->torchtitan)
+        mm_torchtitan_repoint(tt, o->torchtitan, o->sets, o->n_sets, err);
+    return rc;
 }
 
 /* The timeline, with the run's per-stage memory for its memory counter
@@ -338,9 +375,10 @@ int mm_cli_run(int argc, char **argv)
     mm_err err;
     mm_err_clear(&err);
     static mm_scenario sc;
-    static mm_sim sim;
+    mm_sim sim = {0};
     static mm_megatron mg;
-    if (o.megatron ? load_megatron(&o, &mg, &sc, &err) : mm_scenario_load(&sc, o.scenario, o.sets, o.n_sets, &err)) {
+    static mm_torchtitan tt;
+    if (load_scenario(&o, &mg, &tt, &sc, &err)) {
         if (o.megatron)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
         return mm_cli_fail(&err);
@@ -349,28 +387,41 @@ int mm_cli_run(int argc, char **argv)
     if (mm_sim_prepare(&sim, &sc, &err) || mm_sim_check_limits(&sim, &err)) {
         if (o.megatron)
             mm_megatron_repoint(&mg, o.megatron, o.sets, o.n_sets, &err);
-        return mm_cli_fail(&err);
+        if (o.torchtitan)
+            mm_torchtitan_repoint(&tt, o.torchtitan, o.sets, o.n_sets, &err);
+        int frc = mm_cli_fail(&err);
+        mm_sim_free(&sim); /* a failed prepare has freed it already */
+        return frc;
     }
     sim.no_symmetry = o.no_symmetry; /* exec/symmetry.h; not part of the scenario (its hash) */
     if (o.print_scenario) {
-        print_scenario(&o, &mg, &sc);
+        if (o.torchtitan)
+            print_torchtitan(&o, &tt, &sc);
+        else
+            print_scenario(&o, &mg, &sc);
         mm_sim_free(&sim);
         mm_scenario_free(&sc);
         return 0;
     }
     /* the database first: a bad --db costs no simulation */
-    if (!o.no_db && mm_cli_open_db(o.db, &err))
-        return mm_cli_fail(&err);
+    if (!o.no_db && mm_cli_open_db(o.db, &err)) {
+        int frc = mm_cli_fail(&err);
+        mm_sim_free(&sim);
+        return frc;
+    }
     /* a status line while it runs, on a terminal only */
     mm_cli_status_start(o.quiet || o.json, "simulating %s on %d GPUs", sc.source,
-                        sim.cluster.nodes * sim.cluster.gpus_per_node);
+                        sim.cluster->nodes * sim.cluster->gpus_per_node);
     sim.progress = on_iteration;
     mm_metrics m;
     mm_sim_timeline tl;
     int rrc = mm_sim_run(&sim, &m, o.trace ? &tl : NULL, &err);
     mm_cli_status_stop();
-    if (rrc)
-        return mm_cli_fail(&err);
+    if (rrc) {
+        rrc = mm_cli_fail(&err);
+        mm_sim_free(&sim);
+        return rrc;
+    }
     int rc = 0;
     int64_t run_id = 0;
     if (o.trace && write_trace(o.trace, &sim, &tl, &m, &err))
@@ -396,6 +447,9 @@ int mm_cli_run(int argc, char **argv)
         if (o.megatron && o.verbose)
             for (int i = 0; i < mg.n_notes; i++)
                 fprintf(stderr, "mmsim: megatron: %s\n", mg.notes[i]);
+        if (o.torchtitan && o.verbose)
+            for (int i = 0; i < tt.n_notes; i++)
+                fprintf(stderr, "mmsim: torchtitan: %s\n", tt.notes[i]);
     }
     if (o.trace)
         mm_sim_timeline_free(&tl);

@@ -219,8 +219,8 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         return rc;
     mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
                        .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
-                       .enc_bytes_per_input = 3.0 * (double)(sim->model.tile * sim->model.tile),
-                       .bytes_per_token = 2.0 * (double)sim->llm.hidden, .padding = sim->padding};
+                       .enc_bytes_per_input = 3.0 * (double)(sim->model->tile * sim->model->tile),
+                       .bytes_per_token = 2.0 * (double)sim->llm->hidden, .padding = sim->padding};
     bool coloc = sim->n_enc && sc->parallel.placement == MM_PLACE_COLOCATED;
     if (coloc) /* the colocated encoder's own DP ranks */
         o.enc_ranks = mm_layout_gpus(&L->lay) / spec->enc[0].tp;

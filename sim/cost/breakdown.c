@@ -22,7 +22,7 @@
  * the next stage tp x cp x dp GPUs on.  Analytic network time, alone. */
 static void breakdown_comm(const mm_sim *sim, const mm_build_spec *sp, mm_sim_breakdown *bk)
 {
-    const mm_cluster *c = &sim->cluster;
+    const mm_cluster *c = sim->cluster;
     int tp = sp->lay.tp > 0 ? sp->lay.tp : 1, cp = sp->lay.cp > 0 ? sp->lay.cp : 1, dp = sp->lay.dp > 0 ? sp->lay.dp : 1;
     int n = tp > dp ? tp : dp, gpus[MM_BK_MAX_STAGES * 8];
     if (n > (int)(sizeof gpus / sizeof gpus[0]))
@@ -127,7 +127,7 @@ static void json_pass(FILE *f, const mm_pass_breakdown *b, double scale)
 void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakdown *bk, const char *indent)
 {
     fprintf(f, "%s\"breakdown\": {\"framework\": \"%s\", \"attention\": \"%s\", \"per_micro_batch\": true,\n", indent,
-            sim->fw.name, mm_attn_impl_names[sim->attn]);
+            sim->fw->name, mm_attn_impl_names[sim->attn]);
     fprintf(f, "%s  \"layer\": ", indent);
     json_pass(f, &bk->layer, 1.0);
     fprintf(f, ",\n%s  \"recompute_s\": %.9g,\n%s  \"embedding\": ", indent, bk->recompute_s, indent);
@@ -177,7 +177,7 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
 {
     fprintf(f, "  breakdown   one micro-batch on one GPU, ms (framework %s, attention %s; the run's\n"
                "              communication, shared and overlapped, is comm_s per stage above)\n",
-            sim->fw.name, mm_attn_impl_names[sim->attn]);
+            sim->fw->name, mm_attn_impl_names[sim->attn]);
     fprintf(f, "  %-10s %-6s %10s %10s %10s %10s\n", "part", "pass", "gemm", "attention", "memory", "total");
     const struct {
         const char *name;

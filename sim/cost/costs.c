@@ -34,7 +34,7 @@ typedef struct pass_times {
  * have no unfused expansion), with llm.h's fused memory-bound kernels. */
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
-    return (mm_fw_ctx){&sim->cluster.gpu, (mm_dtype)sim->sc.train.precision, &sim->fw, sim->attn, 2};
+    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
@@ -85,9 +85,9 @@ static pass_times time_layer(const mm_sim *sim, const mm_llm *m, const mm_op_cos
  * parameters on this rank for per-block reduces (FSDP2). */
 static double bucket_params(const mm_sim *sim, int dp)
 {
-    const mm_framework *fw = &sim->fw;
+    const mm_framework *fw = sim->fw;
     if (fw->bucket_params <= 0 && fw->bucket_per_dp <= 0)
-        return (double)mm_llm_layer_params(&sim->llm) / sim->sc.parallel.llm.lay.tp;
+        return (double)mm_llm_layer_params(sim->llm) / sim->sc.parallel.llm.lay.tp;
     return fmax(fw->bucket_params, fw->bucket_per_dp * dp);
 }
 
@@ -124,18 +124,18 @@ static double loss_scale_s(const mm_sim *sim, double opt_params)
     mm_dtype prec = (mm_dtype)sim->sc.train.precision;
     if (prec != MM_DTYPE_FP16)
         return 0.0;
-    double copy = mm_framework_grad_bytes(&sim->fw, prec) < 4 ? 6.0 : 0.0;
-    return mm_mem_time(&sim->cluster.gpu, opt_params * (copy + 8.0)) + scalar_allreduce_s(&sim->cluster);
+    double copy = mm_framework_grad_bytes(sim->fw, prec) < 4 ? 6.0 : 0.0;
+    return mm_mem_time(&sim->cluster->gpu, opt_params * (copy + 8.0)) + scalar_allreduce_s(sim->cluster);
 }
 
 static void optimizer_phase(const mm_sim *sim, double local, double opt_params, int zero, mm_opt_breakdown *o)
 {
-    const mm_gpu_spec *g = &sim->cluster.gpu;
-    const mm_framework *fw = &sim->fw;
+    const mm_gpu_spec *g = &sim->cluster->gpu;
+    const mm_framework *fw = sim->fw;
     memset(o, 0, sizeof *o);
     o->step_s = mm_mem_time(g, opt_params * fw->step_bytes_per_param) + loss_scale_s(sim, opt_params);
     if (fw->grad_norm)
-        o->grad_norm_s = mm_mem_time(g, opt_params * 4.0) + scalar_allreduce_s(&sim->cluster);
+        o->grad_norm_s = mm_mem_time(g, opt_params * 4.0) + scalar_allreduce_s(sim->cluster);
     if (fw->zero_grad_buffer)
         o->zero_grad_s = mm_mem_time(g, (zero >= 2 ? opt_params : local) * 4.0);
     o->total_s = o->step_s + o->grad_norm_s + o->zero_grad_s;
@@ -191,7 +191,7 @@ int mm_sim_pipe_stages(const mm_sim *sim)
 void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather)
 {
     const mm_scenario *sc = &sim->sc;
-    mm_framework_overlap(&sim->fw, zero, grad_reduce, param_gather);
+    mm_framework_overlap(sim->fw, zero, grad_reduce, param_gather);
     if (sc->train.overlap_grad_reduce != MM_TOVL_AUTO)
         *grad_reduce = sc->train.overlap_grad_reduce == MM_TOVL_TRUE;
     if (sc->train.overlap_param_gather != MM_TOVL_AUTO)
@@ -255,7 +255,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     double b = (double)sc->train.micro_batch, s = sim->seq;
     int cp = L->lay.cp, rc = mm_sim_recompute(sim, L);
     const int wbytes = 2;
@@ -271,11 +271,11 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->tp_overlap = sc->train.tp_comm_overlap;
     mm_sim_overlap(sim, zero, &spec->overlap_grad_reduce, &spec->overlap_param_gather);
     int pipe = mm_sim_pipe_stages(sim);
-    spec->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe);
-    spec->z3_once = mm_framework_z3_keep_gathered(&sim->fw, zero, pipe);
+    spec->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe);
+    spec->z3_once = mm_framework_z3_keep_gathered(sim->fw, zero, pipe);
     spec->bucket_bytes = bucket_params(sim, L->lay.dp) * gbytes;
-    spec->z3_gathers = mm_framework_z3_gathers(&sim->fw, m);
-    spec->z3_prefetch = mm_framework_z3_prefetch(&sim->fw, m);
+    spec->z3_gathers = mm_framework_z3_gathers(sim->fw, m);
+    spec->z3_prefetch = mm_framework_z3_prefetch(sim->fw, m);
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
@@ -296,7 +296,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
      * comes back (Megatron's all-to-all token dispatcher) */
     spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->lay.tp : 0;
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
-    spec->gpus_per_node = sim->cluster.gpus_per_node; /* the p2p communicator (build_llm.c) */
+    spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
@@ -321,7 +321,7 @@ int mm_sim_stage_costs_breakdown(const mm_sim *sim, mm_stage_cost *st, mm_build_
 int mm_sim_bin_layer_breakdown(const mm_sim *sim, double T, double S, double n, mm_pass_breakdown *bk)
 {
     pass_times t;
-    return bin_layer(sim, &sim->llm, T, S, n, &t, bk);
+    return bin_layer(sim, sim->llm, T, S, n, &t, bk);
 }
 
 /* The embedding's and the LM head's pass times (into bk->embed, bk->head
@@ -331,7 +331,7 @@ static void edge_costs(const mm_sim *sim, bool sp, int wbytes, mm_sim_breakdown 
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int cp = L->lay.cp;
     mm_op_cost ops[MM_LLM_MAX_OPS];
@@ -369,7 +369,7 @@ static void stage_mem_frac(const pass_times *layer, const pass_times *emb, const
 static double stage_params(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     int V = L->lay.pp * L->lay.vpp;
     double layer_params = (double)mm_llm_layer_params(sv);
     int ep_dp = 1, ep_tp = 1;
@@ -430,7 +430,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     mm_dtype dt = (mm_dtype)sc->train.precision;
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int V = L->lay.pp * L->lay.vpp;
@@ -455,7 +455,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
     /* gradients are reduced in the framework's dtype (fp32 for bf16 under
      * Megatron); parameters are gathered in 16 bits */
-    int gbytes = mm_framework_grad_bytes(&sim->fw, dt);
+    int gbytes = mm_framework_grad_bytes(sim->fw, dt);
     bk->n_stages = V;
     int per_vs = (int)(m->layers / V);
     for (int k = 0, l0 = 0; k < V; k++) {
@@ -564,7 +564,7 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     double tokens = inputs * (double)mm_encoder_tokens(e->enc);
     c->tp_bytes = tokens * (double)e->enc->hidden * wbytes;
     c->act_bytes = c->tp_bytes;
-    c->out_bytes = ptok * (double)(llm_side ? e->proj->in : sim->llm.hidden) * wbytes;
+    c->out_bytes = ptok * (double)(llm_side ? e->proj->in : sim->llm->hidden) * wbytes;
     *wgrad_params = (e->frozen_tower ? 0 : (double)mm_encoder_params(e->enc)) +
                     (e->frozen_proj || llm_side ? 0 : (double)mm_projector_params(e->proj));
     return 0;
@@ -620,7 +620,7 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
             st[0].fwd_flops += projc.fwd_flops;
             st[0].bwd_flops += projc.bwd_flops;
             double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->lay.tp;
-            st[0].grad_bytes += pp * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
+            st[0].grad_bytes += pp * mm_framework_grad_bytes(sim->fw, (mm_dtype)sc->train.precision);
             st[0].param_bytes += pp * 2;
         }
         for (int k = 0; k < nmb; k++)
@@ -637,11 +637,11 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
          * one runs its own loop over its own pp stages (colocated: one
          * backward, mm_build_enc_grad_syncs) */
         int pipe = es->placement == MM_ENC_DISJOINT ? es->pp : mm_sim_pipe_stages(sim);
-        es->grad_every_mb = mm_framework_grad_every_microbatch(&sim->fw, zero, pipe) &&
-                            !mm_framework_z3_keep_gathered(&sim->fw, zero, pipe);
+        es->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe) &&
+                            !mm_framework_z3_keep_gathered(sim->fw, zero, pipe);
         double local = params / tp / es->pp;
         /* the framework's gradient dtype and optimizer phase, as the LLM's */
-        es->grad_bytes = local * mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision);
+        es->grad_bytes = local * mm_framework_grad_bytes(sim->fw, (mm_dtype)sc->train.precision);
         es->param_bytes = local * 2;
         mm_opt_breakdown ob;
         optimizer_phase(sim, local, zero >= 1 ? local / es->dp : local, zero, &ob);
@@ -701,7 +701,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);

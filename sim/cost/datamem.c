@@ -66,7 +66,7 @@ typedef struct dm {
 static double mb_act(const dm *x, int vs, size_t idx)
 {
     const wl_iter *w = x->w;
-    double a = mm_mem_llm_mb_activations(&x->sim->llm, &x->vc, vs, w->mb_T[idx], w->mb_S[idx]);
+    double a = mm_mem_llm_mb_activations(x->sim->llm, &x->vc, vs, w->mb_T[idx], w->mb_S[idx]);
     size_t per = (size_t)x->spec->lay.dp * w->m;
     for (int i = 0; x->homog && vs == 0 && i < x->sim->n_enc; i++)
         a += x->em[i].per_input * w->mb_inputs[i * per + idx];
@@ -99,7 +99,7 @@ static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, 
  * logits and final-norm input, a recomputed layer under full recompute. */
 static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const wl_iter *w, int s, int d)
 {
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     double T = 0, t = c->lay.tp, cp = c->lay.cp > 0 ? c->lay.cp : 1;
     for (int j = 0; j < w->m; j++)
         T = fmax(T, w->mb_T[(size_t)d * w->m + j]);
@@ -164,7 +164,7 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
 {
     const mm_scenario *sc = &sim->sc;
     int P = spec->lay.pp, V = P * spec->lay.vpp;
-    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
+    double cap = sim->cluster->gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     mm_mem_config c;
     mm_sim_llm_mem_config(sim, &c);
     dm x = {.sim = sim, .spec = spec, .w = w, .vc = c};
@@ -188,7 +188,7 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     for (int s = 0; s < P; s++) {
         mm_mem_rank r;
         int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->lay.vpp, steps);
-        if (n < 0 || mm_mem_llm_rank(&sim->llm, &c, s, &r)) {
+        if (n < 0 || mm_mem_llm_rank(sim->llm, &c, s, &r)) {
             free(steps);
             return -1;
         }

@@ -50,8 +50,8 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .zero = L->zero >= 0 ? L->zero : sc->train.zero,
         .recompute = mm_sim_mem_recompute_of(sim, L),
         .frozen = sim->llm_frozen,
-        .grad_bytes = mm_framework_grad_bytes(&sim->fw, (mm_dtype)sc->train.precision),
-        .z3_keep = mm_framework_z3_keep_gathered(&sim->fw, L->zero >= 0 ? L->zero : sc->train.zero,
+        .grad_bytes = mm_framework_grad_bytes(sim->fw, (mm_dtype)sc->train.precision),
+        .z3_keep = mm_framework_z3_keep_gathered(sim->fw, L->zero >= 0 ? L->zero : sc->train.zero,
                                                  mm_sim_pipe_stages(sim)),
         .schedule = sched[sc->train.schedule],
         .micro_batches = sim->micro_batches,
@@ -66,12 +66,12 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
     const mm_module_layout *L = &sc->parallel.llm;
     mm_mem_config c;
     mm_sim_llm_mem_config(sim, &c);
-    double cap = sim->cluster.gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
+    double cap = sim->cluster->gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
     mt->peak_gib = 0;
     for (int k = 0; k < L->lay.pp; k++) {
         mm_mem_rank r;
-        if (mm_mem_llm_rank(&sim->llm, &c, k, &r)) {
+        if (mm_mem_llm_rank(sim->llm, &c, k, &r)) {
             mt->stage_gib[k] = mt->states_gib[k] = NAN;
             mt->peak_gib = NAN;
             continue;
@@ -141,8 +141,8 @@ int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
     bool oom = llm_memory(sim, mt);
-    mt->hbm_gib = sim->cluster.gpu.hbm_bytes / MM_GIB;
-    double cap = (sim->cluster.gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
+    mt->hbm_gib = sim->cluster->gpu.hbm_bytes / MM_GIB;
+    double cap = (sim->cluster->gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB) / MM_GIB;
     mt->cap_gib = cap;
     mt->n_modules = 1 + sim->n_enc;
     snprintf(mt->module_name[0], sizeof mt->module_name[0], "llm");

@@ -290,7 +290,7 @@ static double *op_mem_frac(const mm_graph *g, const double *frac, int V)
  * the reserve makes the run OOM, like any layout that does not fit. */
 static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_metrics *mt)
 {
-    const mm_cluster *c = &sim->cluster;
+    const mm_cluster *c = sim->cluster;
     const mm_module_layout *L = &sim->sc.parallel.llm;
     bool changed = false;
     for (int i = 0; i < c->n_groups; i++)
@@ -358,7 +358,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
 {
     mt->oom = true;
     mt->n_iters = 0;
-    mt->gpus = mm_cluster_gpus(&sim->cluster);
+    mt->gpus = mm_cluster_gpus(sim->cluster);
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
     mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
     mt->bubble_fraction = mt->exposed_comm_s = NAN;
@@ -461,7 +461,7 @@ static int iter_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
  * rc, or the error when the critical path cannot grow. */
 static int add_stall(const mm_sim *sim, int it, int P, mm_iter_metrics *im, mm_metrics *mt, int rc, mm_err *err)
 {
-    double stall = mm_perturb_stall_s(&sim->cluster.pt, it);
+    double stall = mm_perturb_stall_s(&sim->cluster->pt, it);
     if (stall > 0) {
         im->time_s += stall;
         for (int s = 0; s < P; s++)
@@ -478,7 +478,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     int P = L->lay.pp, iters = sc->iterations, rc;
-    bool perturbed = sim->cluster.pt.n > 0 || sim->cluster.n_groups > 0;
+    bool perturbed = sim->cluster->pt.n > 0 || sim->cluster->n_groups > 0;
     if (sim->wl && (rc = mm_sim_iteration_costs(sim, spec, costs->stages, it, wi, err)))
         return rc;
     if (sim->wl && (rc = iter_memory(sim, spec, wi, it, mt, err)))
@@ -491,15 +491,15 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
     mm_time t0 = mm_engine_now(eng), t1 = t0;
     mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->lay.vpp) : NULL,
-                       .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster.gpu.overlap_slowdown};
+                       .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster->gpu.overlap_slowdown};
     if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
         rc = mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
-                 ? mm_sym_exec(eng, &g, L->lay.dp, &sim->cluster,
+                 ? mm_sym_exec(eng, &g, L->lay.dp, sim->cluster,
                                sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
                                &t1, err)
-                 : mm_exec_run_opts(eng, &g, &sim->cluster,
+                 : mm_exec_run_opts(eng, &g, sim->cluster,
                                     sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start,
                                     end, &t1, err);
     free((void *)xo.mem_frac);
@@ -550,8 +550,8 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
 {
     const mm_scenario *sc = &sim->sc;
     int P = sc->parallel.llm.lay.pp, iters = sc->iterations;
-    int gpus = mm_cluster_gpus(&sim->cluster);
-    double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
+    int gpus = mm_cluster_gpus(sim->cluster);
+    double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
     for (int i = 0; i < iters; i++) {
         eli += mt->iters[i].encoder_load_imbalance;

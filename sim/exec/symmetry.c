@@ -11,7 +11,7 @@ bool mm_sym_applies(const mm_sim *sim)
     const mm_scenario *sc = &sim->sc;
     bool own = sim->n_enc > 0 &&
                (sc->parallel.placement == MM_PLACE_PIPELINE || sc->parallel.placement == MM_PLACE_DISJOINT);
-    return !sim->no_symmetry && !sim->wl && sim->cluster.pt.n == 0 && sim->cluster.n_groups == 0 &&
+    return !sim->no_symmetry && !sim->wl && sim->cluster->pt.n == 0 && sim->cluster->n_groups == 0 &&
            sc->parallel.llm.lay.dp > 1 && sc->parallel.llm.lay.ep <= 1 && !own;
 }
 

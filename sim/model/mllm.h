@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "model/llm.h"
+#include "util/doc.h"
 #include "util/err.h"
 
 typedef enum mm_encoder_kind { MM_ENC_VISION, MM_ENC_AUDIO } mm_encoder_kind;
@@ -103,6 +104,11 @@ typedef struct mm_model {
  * the file, line and key (MM_EINPUT).  An LLM config.json gives has_llm
  * only, an encoder config has_vision or has_audio only. */
 int mm_model_load(const char *path, mm_model *m, mm_err *err);
+/* The same from a mapping already parsed (a scenario's inline `model:`):
+ * errors name doc's file and the node's lines; `name` gives the model its
+ * name (its stem, as a file's) and source; a YAML-form model's part paths
+ * are relative to doc's file. */
+int mm_model_from_node(const mm_doc *doc, mm_node *root, const char *name, mm_model *m, mm_err *err);
 
 /* ---- encoders ---- */
 int64_t mm_encoder_layer_params(const mm_encoder *e);

@@ -715,20 +715,27 @@ int mm_model_load(const char *path, mm_model *m, mm_err *err)
     int rc = mm_doc_load_file(&d, path, err);
     if (rc)
         return rc;
-    mm_node *root = mm_doc_root(&d);
+    rc = mm_model_from_node(&d, mm_doc_root(&d), path, m, err);
+    mm_doc_free(&d);
+    return rc;
+}
+
+int mm_model_from_node(const mm_doc *doc, mm_node *root, const char *name, mm_model *m, mm_err *err)
+{
+    memset(m, 0, sizeof *m);
+    const char *path = name;
+    int rc = 0;
     char type[64] = "";
-    if (!root || !mm_node_is_mapping(root)) {
-        rc = mm_err_set(err, MM_EINPUT, path, mm_node_line(root), "", "expected a mapping of config keys");
-        goto out;
-    }
+    if (!root || !mm_node_is_mapping(root))
+        return mm_err_set(err, MM_EINPUT, doc->path, mm_node_line(root), "", "expected a mapping of config keys");
     if (mm_node_get(root, "model_type") &&
-        (rc = mm_node_str(&d, root, "model_type", "model_type", type, sizeof type, NULL, err)))
-        goto out;
+        (rc = mm_node_str(doc, root, "model_type", "model_type", type, sizeof type, NULL, err)))
+        return rc;
     m->pixel_shuffle = 1.0;
     m->max_tiles = 1;
     if (is_yaml_form(root)) {
         m->max_tiles = 0;
-        rc = read_yaml_form(&d, root, m, err);
+        rc = read_yaml_form(doc, root, m, err);
     } else if ((!strcmp(type, "clip") || !strcmp(type, "siglip")) && mm_node_get(root, "vision_config")) {
         /* a dual encoder: its vision tower (the text tower is not used) */
         mm_node *vc = mm_node_get(root, "vision_config");
@@ -736,24 +743,24 @@ int mm_model_load(const char *path, mm_model *m, mm_err *err)
         if (!strcmp(type, "siglip"))
             snprintf(vt, sizeof vt, "siglip_vision_model");
         memset(&m->vision, 0, sizeof m->vision);
-        rc = read_vit(&d, vc, "vision_config", vt, &m->vision, err);
+        rc = read_vit(doc, vc, "vision_config", vt, &m->vision, err);
         m->has_vision = rc == 0;
         m->tile = m->vision.image_size;
     } else if ((in_list(type, vision_types) && !mm_node_get(root, "vision_config")) || !strcmp(type, "whisper")) {
-        rc = read_encoder(&d, root, "", !strcmp(type, "whisper") ? &m->audio : &m->vision, err);
+        rc = read_encoder(doc, root, "", !strcmp(type, "whisper") ? &m->audio : &m->vision, err);
         m->has_audio = !strcmp(type, "whisper");
         m->has_vision = !m->has_audio;
         m->tile = m->vision.image_size;
     } else if (mm_node_get(root, "vision_config")) {
-        rc = read_composite(&d, root, type, m, err);
+        rc = read_composite(doc, root, type, m, err);
     } else {
-        rc = mm_llm_from_node(&d, root, "", &m->llm, err);
+        rc = mm_llm_from_node(doc, root, "", &m->llm, err);
         if (rc == 0)
             rc = mm_llm_validate(&m->llm, err);
         m->has_llm = rc == 0;
     }
     if (rc)
-        goto out;
+        return rc;
     if (!m->name[0])
         stem_name(path, m->name, sizeof m->name);
     snprintf(m->source, sizeof m->source, "%s", path);
@@ -768,8 +775,6 @@ int mm_model_load(const char *path, mm_model *m, mm_err *err)
             stem_name(path, encs[i]->name, sizeof encs[i]->name);
             snprintf(encs[i]->source, sizeof encs[i]->source, "%s", path);
         }
-out:
-    mm_doc_free(&d);
-    return rc;
+    return 0;
 }
 

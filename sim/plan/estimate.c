@@ -86,18 +86,18 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
                       double fwd1, double bwd1, int chunks)
 {
     int n = sp->lay.dp;
-    double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n, grad);
-    double ag = sp->zero ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
+    double rs = mm_net_analytic_time(sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n, grad);
+    double ag = sp->zero ? mm_net_analytic_time(sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
     if (sp->zero >= 3 && (!sp->overlap_grad_reduce || sp->z3_once)) {
         /* every one exposed: as the build cuts them, each layer's
          * reduce-scatter and its z3_gathers gathers with their latency
          * (with z3_once the scatters only: the gathers hide but the first) */
         int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
-        rs = chunks * mm_net_analytic_time(&sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks);
+        rs = chunks * mm_net_analytic_time(sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks);
         if (!sp->overlap_grad_reduce)
-            ag = chunks * k * mm_net_analytic_time(&sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
+            ag = chunks * k * mm_net_analytic_time(sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
     }
-    return dp_sync(sp, rs, ag, fwd1, bwd1, chunks, sim->cluster.gpu.overlap_slowdown);
+    return dp_sync(sp, rs, ag, fwd1, bwd1, chunks, sim->cluster->gpu.overlap_slowdown);
 }
 
 /* What the encoders' reductions after their backward add, as the build
@@ -121,11 +121,11 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
         if (n < 1 || dp < 2 || e->grad_bytes <= 0)
             continue;
         const int *g = homog ? group(ranks, L->lay.dp, L->lay.tp * L->lay.cp) : group(ranks, e->dp, e->tp);
-        double rs = mm_net_analytic_time(&sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, g, dp,
+        double rs = mm_net_analytic_time(sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, g, dp,
                                          e->grad_bytes);
         double hide = homog ? worst : (e->mb[0].fwd_s + e->mb[0].bwd_s) / e->pp;
         int last = n == mm_build_enc_grad_syncs(sp, i); /* no tail reduce after it */
-        t += (n - last) * (sp->overlap_grad_reduce ? behind(rs, hide, sim->cluster.gpu.overlap_slowdown) : rs) +
+        t += (n - last) * (sp->overlap_grad_reduce ? behind(rs, hide, sim->cluster->gpu.overlap_slowdown) : rs) +
              last * rs;
     }
     return t;
@@ -194,7 +194,7 @@ static void enc_compute_terms(const mm_sim *sim, const mm_build_spec *sp, int *r
         double per = c->fwd_s + c->bwd_s;
         if (e->tp > 1 && c->tp_bytes > 0) { /* its layers' TP all-reduces, as the executor runs them */
             per += e->chunks * (e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd)) *
-                   mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, e->tp, 1), e->tp, c->tp_bytes);
+                   mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, e->tp, 1), e->tp, c->tp_bytes);
         }
         flops += (c->fwd_flops + c->bwd_flops) * m * L->lay.dp;
         hw += (c->fwd_flops + c->bwd_flops + c->recompute_flops) * m * L->lay.dp;
@@ -233,7 +233,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         goto out;
     const mm_stage_cost *st = costs.stages;
     const mm_build_spec spec = costs.spec;
-    mt->gpus = mm_cluster_gpus(&sim->cluster);
+    mt->gpus = mm_cluster_gpus(sim->cluster);
     int fit = mm_sim_metrics_memory(sim, mt, err);
     if (fit < 0) {
         rc = fit;
@@ -260,7 +260,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
-    double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(&sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
+    double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
                                                      spec.tp_bytes)
                               : 0;
     est_sums u;
@@ -279,7 +279,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
                             : 0;
     double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
     double T = pipe + enc_around + dp_t + enc_dp + opt;
-    double peak = sim->cluster.gpu.peak_flops[sc->train.precision];
+    double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
     mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
     mt->samples_per_s = (double)sc->train.global_batch / T;

@@ -324,7 +324,7 @@ static int score(mm_sim *sim, const mm_scenario *base, mm_plan_cand *c, lps_buf 
             c->mem_gib = m.peak_memory_gib;
             if (m.oom) {
                 char msg[96];
-                double cap = sim->cluster.gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
+                double cap = sim->cluster->gpu.hbm_bytes / MM_GIB - sim->sc.train.memory_reserve_gib;
                 snprintf(msg, sizeof msg, "OOM: %.1f GiB > %.1f GiB", m.peak_memory_gib, cap);
                 c->status = MM_CAND_PRUNED;
                 mm_metrics_free(&m);
@@ -595,10 +595,10 @@ static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_v
     int rc = mm_sim_load(sim, base, err);
     if (rc || (rc = mm_sim_check_limits(sim, err)))
         return rc;
-    const mm_model *mo = &sim->model;
+    const mm_model *mo = sim->model;
     space sp = {
-        .G = mm_cluster_gpus(&sim->cluster), .gpn = sim->cluster.gpus_per_node,
-        .layers = sim->llm.layers, .experts = sim->llm.experts, .seq = base->train.seq_len,
+        .G = mm_cluster_gpus(sim->cluster), .gpn = sim->cluster->gpus_per_node,
+        .layers = sim->llm->layers, .experts = sim->llm->experts, .seq = base->train.seq_len,
         .max_pp = o->max_pp > 0 ? o->max_pp : 32,
         .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
         .placements = o->placements ? o->placements : 0xfu,
@@ -608,10 +608,10 @@ static int plan_on(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_v
                                      base->workload.images * base->workload.tiles > 0));
     p->gpus = sp.G;
     p->gpus_per_node = sp.gpn;
-    p->nodes = sim->cluster.nodes;
+    p->nodes = sim->cluster->nodes;
     p->has_encoder = sp.encoder;
     p->iterations = o->iterations > 0 ? o->iterations : base->iterations;
-    snprintf(p->model, sizeof p->model, "%s", sim->llm.name);
+    snprintf(p->model, sizeof p->model, "%s", sim->llm->name);
     snprintf(p->base_source, sizeof p->base_source, "%s", base->source);
     if (enumerate(&sp, v))
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");

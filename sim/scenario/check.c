@@ -17,7 +17,7 @@
 static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    int gpus = mm_cluster_gpus(&sim->cluster);
+    int gpus = mm_cluster_gpus(sim->cluster);
     long long used = llm_gpus;
     for (int i = 0; i < sim->n_enc; i++) {
         mm_sim_encoder *e = &sim->enc[i];
@@ -59,7 +59,7 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
         return mm_scenario_fail(sc, err, sim->n_enc ? key : "parallel.llm.dp",
                                 "the layout uses %lld GPUs (LLM %lld + encoders on their own GPUs %lld), but the "
                                 "cluster has %d (%d nodes x %d GPUs)", used, llm_gpus, used - llm_gpus, gpus,
-                                sim->cluster.nodes, sim->cluster.gpus_per_node);
+                                sim->cluster->nodes, sim->cluster->gpus_per_node);
     }
     return 0;
 }
@@ -97,7 +97,7 @@ static int check_layer_split(const mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = &sim->llm;
+    const mm_llm *m = sim->llm;
     if (L->lay.n_layers_per_stage) {
         if (L->lay.n_layers_per_stage != L->lay.pp)
             return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",
@@ -151,13 +151,13 @@ static int check_batch(mm_sim *sim, mm_err *err)
      * such switch and Megatron-FSDP forces the overlap (the profile's
      * overlap.zero3_blocking says which) */
     int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
-    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3 && !sim->fw.zero3_blocking)
+    if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3 && !sim->fw->zero3_blocking)
         return mm_scenario_fail(sc, err, "train.overlap_grad_reduce",
                                 "false under ZeRO-3 is no configuration of train.framework %s: it always "
                                 "all-gathers and reduce-scatters on its own streams (FSDP2's FSDPCommContext; "
                                 "Megatron-FSDP asserts overlap_grad_reduce) -- %s, overlap.zero3_blocking; leave "
                                 "it auto, or use train.zero <= 2",
-                                sim->fw.name, sim->fw.source);
+                                sim->fw->name, sim->fw->source);
     return 0;
 }
 
@@ -165,8 +165,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = &sim->llm;
-    int gpus = mm_cluster_gpus(&sim->cluster);
+    const mm_llm *m = sim->llm;
+    int gpus = mm_cluster_gpus(sim->cluster);
     bool moe = m->experts > 0;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
@@ -177,7 +177,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 "replicas times ep/gcd TP ranks, which must divide tp = %d (dp = %d; "
                                 "Megatron-Core MoE parallel folding)",
                                 L->lay.ep, (long long)m->experts, L->lay.tp, L->lay.dp);
-    sim->llm.ep_share = L->lay.ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
+    sim->llm->ep_share = L->lay.ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
     if (L->lay.cp > 1 && sc->train.seq_len % (2 * L->lay.cp))
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",
@@ -197,13 +197,13 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (need != gpus && !(own && sim->n_enc > 0))
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
-                                L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster.nodes, sim->cluster.gpus_per_node);
+                                L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster->nodes, sim->cluster->gpus_per_node);
     if ((rc = check_encoders(sim, need, err)))
         return rc;
-    if (sim->cluster.gpus_per_node % L->lay.tp && L->lay.tp < sim->cluster.gpus_per_node)
+    if (sim->cluster->gpus_per_node % L->lay.tp && L->lay.tp < sim->cluster->gpus_per_node)
         return mm_scenario_fail(sc, err, "parallel.llm.tp",
                                 "tp = %d does not divide the %d GPUs of a node, so TP groups would straddle nodes",
-                                L->lay.tp, sim->cluster.gpus_per_node);
+                                L->lay.tp, sim->cluster->gpus_per_node);
     if (m->heads % L->lay.tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
@@ -221,9 +221,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "train.seq_len", "%lld exceeds the model's %lld learned positions",
                                 (long long)sc->train.seq_len, (long long)m->max_pos);
     mm_dtype dt = (mm_dtype)sc->train.precision;
-    if (!(sim->cluster.gpu.peak_flops[dt] > 0))
+    if (!(sim->cluster->gpu.peak_flops[dt] > 0))
         return mm_scenario_fail(sc, err, "train.precision", "%s has no %s tensor-core peak",
-                                sim->cluster.gpu.name, mm_precision_names[sc->train.precision]);
+                                sim->cluster->gpu.name, mm_precision_names[sc->train.precision]);
     return 0;
 }
 

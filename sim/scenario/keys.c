@@ -68,8 +68,9 @@ static const char *const workload_kinds[] = {"fixed", NULL};
      F(parallel.m.lay.layers_per_stage), offsetof(mm_scenario, parallel.m.lay.n_layers_per_stage)}
 
 const mm_key mm_keys[] = {
-    {"model", MM_KT_STR, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "models/llava-ov-qwen2.5-7b.yaml",
-     "model config: an HF config.json (LLM or LLaVA/InternVL) or an mmsim model YAML", F(model), 0},
+    {"model", MM_KT_MODEL, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "models/llava-ov-qwen2.5-7b.yaml",
+     "model config: the path of an HF config.json (LLM or LLaVA/InternVL) or of an mmsim model YAML, or "
+     "that config's keys inline (a mapping)", F(model), 0},
     {"cluster", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     {"cluster.topology", MM_KT_STR, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "topologies/dgx-h100.yaml",
      "topology file: GPUs, links and switches of one node and the fabric", F(topology), 0},
@@ -221,6 +222,9 @@ void mm_key_type_text(const mm_key *k, char *buf, size_t len)
         break;
     case MM_KT_STR:
         snprintf(buf, len, "path");
+        break;
+    case MM_KT_MODEL:
+        snprintf(buf, len, "path, or mapping (the config inline)");
         break;
     case MM_KT_WORD:
         snprintf(buf, len, "word");

@@ -23,7 +23,8 @@ typedef enum {
     MM_KT_INT_LIST,  /* int * and an int count (count_off), entries in [min, max] */
     MM_KT_NAME_LIST, /* char ** and an int count, kept sorted and unique */
     MM_KT_WORKLOAD,  /* `text`, a file, or a mapping of the workload.* keys */
-    MM_KT_PERTURB    /* the perturb list (scenario/perturb.c) */
+    MM_KT_PERTURB,   /* the perturb list (scenario/perturb.c) */
+    MM_KT_MODEL      /* a path (char *) or an inline mapping (scenario/modelkey.c) */
 } mm_key_type;
 
 enum {

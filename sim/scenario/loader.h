@@ -50,6 +50,8 @@ int mm_ld_enum(mm_loader *ld, struct mm_node *map, const char *prefix, const cha
 int mm_ld_str(mm_loader *ld, struct mm_node *map, const char *prefix, const char *key, char *out,
               size_t len, bool *found, mm_err *err);
 
+/* model: a path or the config inline (modelkey.c); *found: given. */
+int mm_ld_model(mm_loader *ld, struct mm_node *root, bool *found, mm_err *err);
 /* perturb: a list of {kind: ..., ...} (perturb.c). */
 int mm_ld_perturb(mm_loader *ld, struct mm_node *root, mm_err *err);
 
@@ -61,5 +63,8 @@ typedef struct mm_sbuf {
 void mm_sb_printf(mm_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mm_sb_quote(mm_sbuf *b, const char *s);
 void mm_sb_perturb(mm_sbuf *b, const mm_perturb *pt);
+/* Appends the canonical `model:` line, or lines of an inline model
+ * (modelkey.c). */
+void mm_sb_model(mm_sbuf *b, const mm_scenario *sc);
 
 #endif

@@ -1,12 +1,16 @@
-/* megatron.c - reading a Megatron-LM argument list (megatron.h).
+/* megatron.c - reading a Megatron-LM argument list, or the arguments of a
+ * launch script's training command (megatron.h).
  *
- * The file is read the way bash would split a launch script's argument
- * lines, without running anything: `#` comments, backslash-newline
+ * An argument list is read the way bash would split a launch script's
+ * argument lines, without running anything: `#` comments, backslash-newline
  * continuations, single and double quotes, `NAME=(` ... `)` array
  * brackets and `NAME=value` assignments are understood; command words
  * (torchrun, python, pretrain_gpt.py) are skipped; a shell variable is
- * never expanded: as the value of an argument that is ignored it is left
- * alone, anywhere else it is refused, naming it.
+ * never expanded (a launch script's are: scenario/mgscript.c): as the value
+ * of a costless argument it is left alone, anywhere else it is refused,
+ * naming it.  Which arguments are mapped, costless or not modeled is the
+ * table of megatron_args.c; every argument mmsim cannot take is gathered
+ * into one error.
  *
  * The defaults are Megatron-LM's (megatron/training/arguments.py at
  * NVIDIA/Megatron-LM d98e8a6): ffn 4h, or int(8h/3 / 64) x 64 with
@@ -26,45 +30,19 @@
 #include <string.h>
 
 #include "hw/cluster.h"
+#include "scenario/megatron_args.h"
+#include "scenario/mgscript.h"
 #include "scenario/scenario.h"
 #include "scenario/sim.h"
 
 /* ---- splitting the file into words ---------------------------------------- */
 
-typedef struct word {
-    char *text;
-    int line;
-} word;
-
-typedef struct words {
-    word *w;
-    int n, cap;
-} words;
+typedef mm_mg_word word;
+typedef mm_mg_words words;
 
 static int push_word(words *ws, const char *buf, size_t len, int line)
 {
-    if (ws->n == ws->cap) {
-        int cap = ws->cap ? 2 * ws->cap : 256;
-        word *p = realloc(ws->w, (size_t)cap * sizeof *p);
-        if (!p)
-            return -1;
-        ws->w = p;
-        ws->cap = cap;
-    }
-    char *t = malloc(len + 1);
-    if (!t)
-        return -1;
-    memcpy(t, buf, len);
-    t[len] = '\0';
-    ws->w[ws->n++] = (word){t, line};
-    return 0;
-}
-
-static void free_words(words *ws)
-{
-    for (int i = 0; i < ws->n; i++)
-        free(ws->w[i].text);
-    free(ws->w);
+    return mm_mg_words_push(ws, buf, len, line);
 }
 
 /* Splits text into words as bash does (no expansion). */
@@ -132,120 +110,7 @@ static int split(const char *path, const char *text, words *ws, mm_err *err)
     return 0;
 }
 
-/* ---- the arguments mmsim knows -------------------------------------------- */
-
-typedef enum { A_FLAG, A_VALUE } arity;
-typedef enum { K_MAP, K_IGNORE, K_REFUSE } kind;
-
-typedef struct argdef {
-    const char *name;
-    arity ar;
-    kind k;
-    const char *why; /* ignored / refused: the reason shown */
-} argdef;
-
-#define IGN_OPT "optimizer or schedule hyper-parameter: no effect on an iteration's cost"
-#define IGN_IO "data, checkpoint or logging path/interval: not simulated"
-#define IGN_LAUNCH "launcher argument: the GPUs come from the scenario's cluster"
-
-static const argdef defs[] = {
-    /* model shape */
-    {"--num-layers", A_VALUE, K_MAP, NULL}, {"--hidden-size", A_VALUE, K_MAP, NULL},
-    {"--ffn-hidden-size", A_VALUE, K_MAP, NULL}, {"--num-attention-heads", A_VALUE, K_MAP, NULL},
-    {"--group-query-attention", A_FLAG, K_MAP, NULL}, {"--num-query-groups", A_VALUE, K_MAP, NULL},
-    {"--kv-channels", A_VALUE, K_MAP, NULL}, {"--seq-length", A_VALUE, K_MAP, NULL},
-    {"--max-position-embeddings", A_VALUE, K_MAP, NULL}, {"--swiglu", A_FLAG, K_MAP, NULL},
-    {"--untie-embeddings-and-output-weights", A_FLAG, K_MAP, NULL}, {"--vocab-size", A_VALUE, K_MAP, NULL},
-    {"--make-vocab-size-divisible-by", A_VALUE, K_MAP, NULL}, {"--tokenizer-type", A_VALUE, K_MAP, NULL},
-    {"--num-experts", A_VALUE, K_MAP, NULL}, {"--moe-router-topk", A_VALUE, K_MAP, NULL},
-    {"--position-embedding-type", A_VALUE, K_MAP, NULL}, {"--normalization", A_VALUE, K_MAP, NULL},
-    {"--disable-bias-linear", A_FLAG, K_MAP, NULL}, {"--add-qkv-bias", A_FLAG, K_MAP, NULL},
-    /* layout */
-    {"--tensor-model-parallel-size", A_VALUE, K_MAP, NULL}, {"--pipeline-model-parallel-size", A_VALUE, K_MAP, NULL},
-    {"--num-layers-per-virtual-pipeline-stage", A_VALUE, K_MAP, NULL},
-    {"--num-virtual-stages-per-pipeline-rank", A_VALUE, K_MAP, NULL},
-    {"--context-parallel-size", A_VALUE, K_MAP, NULL}, {"--expert-model-parallel-size", A_VALUE, K_MAP, NULL},
-    /* training */
-    {"--micro-batch-size", A_VALUE, K_MAP, NULL}, {"--global-batch-size", A_VALUE, K_MAP, NULL},
-    {"--bf16", A_FLAG, K_MAP, NULL}, {"--fp16", A_FLAG, K_MAP, NULL}, {"--fp8-format", A_VALUE, K_MAP, NULL},
-    {"--recompute-granularity", A_VALUE, K_MAP, NULL}, {"--recompute-method", A_VALUE, K_MAP, NULL},
-    {"--recompute-num-layers", A_VALUE, K_MAP, NULL}, {"--recompute-activations", A_FLAG, K_MAP, NULL},
-    {"--sequence-parallel", A_FLAG, K_MAP, NULL}, {"--use-distributed-optimizer", A_FLAG, K_MAP, NULL},
-    {"--overlap-grad-reduce", A_FLAG, K_MAP, NULL}, {"--overlap-param-gather", A_FLAG, K_MAP, NULL},
-    {"--tp-comm-overlap", A_FLAG, K_MAP, NULL}, {"--use-flash-attn", A_FLAG, K_MAP, NULL},
-    {"--attention-backend", A_VALUE, K_MAP, NULL}, {"--transformer-impl", A_VALUE, K_MAP, NULL},
-    {"--use-mcore-models", A_FLAG, K_IGNORE, "Megatron-Core models are the default (--transformer-impl)"},
-    {"--use-legacy-models", A_FLAG, K_REFUSE, "the legacy (non-core) model code is not modeled"},
-    /* ignored: no effect on the cost of an iteration */
-    {"--train-iters", A_VALUE, K_IGNORE, "length of training: mmsim simulates `iterations`"},
-    {"--train-samples", A_VALUE, K_IGNORE, "length of training: mmsim simulates `iterations`"},
-    {"--step-batch-size-schedule", A_VALUE, K_IGNORE, "batch ramp-up: the steady --global-batch-size is simulated"},
-    {"--rampup-batch-size", A_VALUE, K_IGNORE, "batch ramp-up: the steady --global-batch-size is simulated"},
-    {"--lr", A_VALUE, K_IGNORE, IGN_OPT}, {"--min-lr", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--lr-decay-style", A_VALUE, K_IGNORE, IGN_OPT}, {"--lr-decay-iters", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--lr-decay-samples", A_VALUE, K_IGNORE, IGN_OPT}, {"--lr-warmup-fraction", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--lr-warmup-iters", A_VALUE, K_IGNORE, IGN_OPT}, {"--lr-warmup-samples", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--decoupled-lr", A_VALUE, K_IGNORE, IGN_OPT}, {"--decoupled-min-lr", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--weight-decay", A_VALUE, K_IGNORE, IGN_OPT}, {"--clip-grad", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--adam-beta1", A_VALUE, K_IGNORE, IGN_OPT}, {"--adam-beta2", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--adam-eps", A_VALUE, K_IGNORE, IGN_OPT}, {"--init-method-std", A_VALUE, K_IGNORE, IGN_OPT},
-    {"--attention-dropout", A_VALUE, K_IGNORE, "dropout probability: the masks are not costed apart"},
-    {"--hidden-dropout", A_VALUE, K_IGNORE, "dropout probability: the masks are not costed apart"},
-    {"--seed", A_VALUE, K_IGNORE, "training seed (mmsim's `seed` draws the workload)"},
-    {"--rotary-base", A_VALUE, K_IGNORE, "RoPE frequency base: same cost"},
-    {"--rotary-percent", A_VALUE, K_IGNORE, "share of head dims rotated: RoPE is costed on all of q and k"},
-    {"--norm-epsilon", A_VALUE, K_IGNORE, "numerics only"}, {"--apply-layernorm-1p", A_FLAG, K_IGNORE, "numerics only"},
-    {"--fp8-amax-history-len", A_VALUE, K_IGNORE, "FP8 scaling recipe: numerics only"},
-    {"--fp8-amax-compute-algo", A_VALUE, K_IGNORE, "FP8 scaling recipe: numerics only"},
-    {"--data-path", A_VALUE, K_IGNORE, IGN_IO}, {"--vocab-file", A_VALUE, K_IGNORE, IGN_IO},
-    {"--merge-file", A_VALUE, K_IGNORE, IGN_IO}, {"--tokenizer-model", A_VALUE, K_IGNORE, IGN_IO},
-    {"--split", A_VALUE, K_IGNORE, IGN_IO}, {"--data-cache-path", A_VALUE, K_IGNORE, IGN_IO},
-    {"--mock-data", A_FLAG, K_IGNORE, IGN_IO}, {"--num-workers", A_VALUE, K_IGNORE, IGN_IO},
-    {"--save", A_VALUE, K_IGNORE, IGN_IO}, {"--load", A_VALUE, K_IGNORE, IGN_IO},
-    {"--save-interval", A_VALUE, K_IGNORE, IGN_IO}, {"--ckpt-format", A_VALUE, K_IGNORE, IGN_IO},
-    {"--eval-interval", A_VALUE, K_IGNORE, IGN_IO}, {"--eval-iters", A_VALUE, K_IGNORE, IGN_IO},
-    {"--log-interval", A_VALUE, K_IGNORE, IGN_IO}, {"--tensorboard-dir", A_VALUE, K_IGNORE, IGN_IO},
-    {"--log-throughput", A_FLAG, K_IGNORE, IGN_IO}, {"--wandb-project", A_VALUE, K_IGNORE, IGN_IO},
-    {"--wandb-exp-name", A_VALUE, K_IGNORE, IGN_IO}, {"--exit-duration-in-mins", A_VALUE, K_IGNORE, IGN_IO},
-    {"--exit-interval", A_VALUE, K_IGNORE, IGN_IO}, {"--distributed-backend", A_VALUE, K_IGNORE, IGN_LAUNCH},
-    {"--distributed-timeout-minutes", A_VALUE, K_IGNORE, IGN_LAUNCH},
-    {"--manual-gc", A_FLAG, K_IGNORE, "host garbage collection: not simulated"},
-    {"--empty-unused-memory-level", A_VALUE, K_IGNORE, "allocator cache release: covered by train.memory_reserve_gib"},
-    {"--calculate-per-token-loss", A_FLAG, K_IGNORE, "loss normalisation: same work"},
-    {"--cross-entropy-loss-fusion", A_FLAG, K_IGNORE, "the loss is not costed apart from the LM head"},
-    /* torchrun's own arguments, when the whole command line is given */
-    {"--nproc_per_node", A_VALUE, K_IGNORE, IGN_LAUNCH}, {"--nnodes", A_VALUE, K_IGNORE, IGN_LAUNCH},
-    {"--node_rank", A_VALUE, K_IGNORE, IGN_LAUNCH}, {"--master_addr", A_VALUE, K_IGNORE, IGN_LAUNCH},
-    {"--master_port", A_VALUE, K_IGNORE, IGN_LAUNCH},
-    /* refused: they change the cost in ways mmsim does not model */
-    {"--fp8-param-gather", A_FLAG, K_REFUSE, "FP8 parameter all-gather (half the bytes) is not modeled"},
-    {"--grad-reduce-in-bf16", A_FLAG, K_REFUSE, "gradient reduction in BF16 instead of FP32 is not modeled"},
-    {"--decoder-first-pipeline-num-layers", A_VALUE, K_REFUSE,
-     "uneven stages: use --set parallel.llm.layers_per_stage=[...] instead"},
-    {"--decoder-last-pipeline-num-layers", A_VALUE, K_REFUSE,
-     "uneven stages: use --set parallel.llm.layers_per_stage=[...] instead"},
-    {"--account-for-embedding-in-pipeline-split", A_FLAG, K_REFUSE, "uneven stages: use parallel.llm.layers_per_stage"},
-    {"--account-for-loss-in-pipeline-split", A_FLAG, K_REFUSE, "uneven stages: use parallel.llm.layers_per_stage"},
-    {"--expert-tensor-parallel-size", A_VALUE, K_REFUSE, "a TP degree of the experts apart from the model's"},
-    {"--moe-ffn-hidden-size", A_VALUE, K_REFUSE, "experts narrower than the dense MLP"},
-    {"--moe-shared-expert-intermediate-size", A_VALUE, K_REFUSE, "shared experts"},
-    {"--moe-layer-freq", A_VALUE, K_REFUSE, "a mix of dense and MoE layers"},
-    {"--moe-grouped-gemm", A_FLAG, K_REFUSE, "grouped-GEMM expert kernels"},
-    {"--multi-latent-attention", A_FLAG, K_REFUSE, "multi-latent attention (DeepSeek)"},
-    {"--use-torch-fsdp2", A_FLAG, K_REFUSE, "FSDP2 instead of Megatron's data parallelism"},
-    {"--cpu-offloading", A_FLAG, K_REFUSE, "activation/weight offloading to the host"},
-    {"--distribute-saved-activations", A_FLAG, K_REFUSE, "saved activations split over TP ranks"},
-    {"--no-gradient-accumulation-fusion", A_FLAG, K_REFUSE, "unfused weight-gradient accumulation"},
-    {"--fp4-format", A_VALUE, K_REFUSE, "FP4 training"},
-};
-
-static const argdef *find_def(const char *name)
-{
-    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
-        if (!strcmp(defs[i].name, name))
-            return &defs[i];
-    return NULL;
-}
+/* ---- the arguments mmsim knows: megatron_args.c ------------------------------ */
 
 /* ---- collecting the values -------------------------------------------------- */
 
@@ -347,10 +212,57 @@ static void set(const reader *r, const char *from, const char *key, const char *
         note(mg, "(no %s: Megatron's default) -> %s: %s", from, key, v);
 }
 
-/* Walks the words: each option is looked up, its value taken, ignored and
- * refused ones dealt with here. */
+/* Arguments mmsim cannot take, gathered so that one message names them
+ * all (a user fixes a launch script once, not once per run). */
+typedef struct problems {
+    int n;
+    int first_line;
+    char first[64];
+    char text[400];
+    size_t used;
+    int dropped;
+    char last_why[200];
+} problems;
+
+static void problem(problems *pb, int line, const char *name, const char *why)
+{
+    if (pb->n++ == 0) {
+        pb->first_line = line;
+        snprintf(pb->first, sizeof pb->first, "%s", name);
+    }
+    char one[320];
+    bool same = !strncmp(pb->last_why, why, sizeof pb->last_why - 1);
+    snprintf(one, sizeof one, "%sline %d %s%s%s", pb->used ? "; " : "", line, name, same ? "" : ": ",
+             same ? " (the same)" : why);
+    size_t len = strlen(one);
+    if (pb->used + len + 1 >= sizeof pb->text) {
+        pb->dropped++;
+        return;
+    }
+    memcpy(pb->text + pb->used, one, len + 1);
+    pb->used += len;
+    snprintf(pb->last_why, sizeof pb->last_why, "%s", why);
+}
+
+static int report(const reader *r, const problems *pb)
+{
+    if (!pb->n)
+        return 0;
+    char more[48] = "";
+    if (pb->dropped)
+        snprintf(more, sizeof more, "; and %d more", pb->dropped);
+    return mm_err_set(r->err, MM_EINPUT, r->path, pb->first_line, pb->first, "%d argument%s mmsim cannot take: %s%s",
+                      pb->n, pb->n == 1 ? "" : "s", pb->text, more);
+}
+
+#define WHY_UNKNOWN                                                                                                    \
+    "not in mmsim's table of Megatron-LM's arguments (docs/megatron.md), so whether it changes the cost is unknown"
+
+/* Walks the words: each option is looked up, its value taken, costless
+ * ones noted, and every one mmsim cannot take gathered into one error. */
 static int collect(reader *r, const words *ws)
 {
+    problems pb = {0};
     for (int i = 0; i < ws->n; i++) {
         const char *w = ws->w[i].text;
         int line = ws->w[i].line;
@@ -359,48 +271,58 @@ static int collect(reader *r, const words *ws)
             continue; /* bash array brackets */
         if (strncmp(w, "--", 2) != 0) {
             if (w[0] == '$')
-                return mm_err_set(r->err, MM_EINPUT, r->path, line, w,
-                                  "a shell variable standing for arguments is not expanded: write the arguments "
-                                  "it holds into the file");
+                problem(&pb, line, w,
+                        "a shell variable standing for arguments is not expanded: write the arguments it holds");
             continue; /* a command word (torchrun, python, pretrain_gpt.py) or NAME=value */
         }
         char name[64];
         const char *eq = strchr(w, '=');
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - w) : (int)wl, w);
-        const argdef *d = find_def(name);
-        if (!d)
-            return mm_err_set(r->err, MM_EINPUT, r->path, line, name,
-                              "not in mmsim's Megatron-LM mapping (docs/megatron.md), so whether it changes the "
-                              "cost is unknown: remove it, or ask for it to be modeled");
+        const mm_mg_arg *d = mm_mg_arg_find(name);
         const char *value = "";
-        if (d->ar == A_VALUE) {
+        bool takes = d ? d->arity == MG_VALUE : eq != NULL || (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2));
+        if (takes) {
             if (eq)
                 value = eq + 1;
             else if (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2) != 0)
                 value = ws->w[++i].text;
-            else
-                return mm_err_set(r->err, MM_EINPUT, r->path, line, name, "needs a value");
+            else if (d) {
+                problem(&pb, line, name, "needs a value");
+                continue;
+            }
         } else if (eq) {
-            return mm_err_set(r->err, MM_EINPUT, r->path, line, name, "takes no value, got '%s'", eq + 1);
-        }
-        if (d->k == K_REFUSE)
-            return mm_err_set(r->err, MM_EINPUT, r->path, line, name, "changes the cost, and mmsim does not model it: %s",
-                              d->why);
-        if (d->k == K_IGNORE) {
-            note(r->mg, "%s: ignored (%s)", name, d->why);
+            problem(&pb, line, name, "takes no value");
             continue;
         }
-        if (strchr(value, '$'))
-            return mm_err_set(r->err, MM_EINPUT, r->path, line, name,
-                              "value '%s' is a shell variable, which mmsim does not expand: write the value", value);
-        if (r->n == (int)(sizeof r->s / sizeof r->s[0]))
-            return mm_err_set(r->err, MM_EINPUT, r->path, line, name, "more than %d mapped arguments", r->n);
+        if (!d) {
+            problem(&pb, line, name, WHY_UNKNOWN);
+            continue;
+        }
+        if (d->cls == MG_NOT_MODELED) {
+            problem(&pb, line, name, d->why);
+            continue;
+        }
+        if (d->cls == MG_COSTLESS) {
+            note(r->mg, "%s: costless, accepted (%s)", name, d->why);
+            continue;
+        }
+        if (strchr(value, '$')) {
+            char why[200];
+            snprintf(why, sizeof why, "its value '%.60s' is a shell variable, which is not expanded: write the value",
+                     value);
+            problem(&pb, line, name, why);
+            continue;
+        }
+        if (r->n == (int)(sizeof r->s / sizeof r->s[0])) {
+            problem(&pb, line, name, "more mapped arguments than mmsim keeps");
+            continue;
+        }
         seen *s = &r->s[r->n++];
         snprintf(s->name, sizeof s->name, "%s", name);
         snprintf(s->value, sizeof s->value, "%s", value);
         s->line = line;
     }
-    return 0;
+    return report(r, &pb);
 }
 
 /* ---- the model ----------------------------------------------------------------- */
@@ -457,15 +379,24 @@ static int read_shape(const reader *r, long tp, shape *m)
         vocab = 50257; /* GPT-2 BPE (Radford et al. 2019, gpt2-vocab.json) */
         note(r->mg, "vocabulary: GPT-2 BPE, 50257 tokens (no --vocab-size)");
     }
-    long mult = div * tp;
+    long mult = has(r, "--no-pad-vocab-size") ? 1 : div * tp;
     m->vocab = (vocab + mult - 1) / mult * mult;
+    if (has(r, "--padded-vocab-size") && (rc = get_long(r, "--padded-vocab-size", 1, 0, &m->vocab)))
+        return rc; /* the padded size given outright */
     if (m->vocab != vocab)
         note(r->mg, "vocabulary padded %ld -> %ld (multiple of %ld x tp %ld, as Megatron-LM pads it)", vocab, m->vocab,
              div, tp);
-    const char *pos = get_str(r, "--position-embedding-type", "learned_absolute");
+    /* --use-rotary-position-embeddings: Megatron-LM's older spelling of
+     * --position-embedding-type rope */
+    const char *pos = get_str(r, "--position-embedding-type",
+                              has(r, "--use-rotary-position-embeddings") ? "rope" : "learned_absolute");
     if (strcmp(pos, "rope") && strcmp(pos, "learned_absolute"))
         return bad(r, "--position-embedding-type", "'%s' is not modeled (rope | learned_absolute)", pos);
     m->rope = !strcmp(pos, "rope");
+    /* --no-position-embedding drops the learned position table: nothing to
+     * drop with RoPE; without it, a GPT with no positions is not built */
+    if (has(r, "--no-position-embedding") && !m->rope)
+        return bad(r, "--no-position-embedding", "without RoPE: a model with no position information is not modeled");
     const char *norm = get_str(r, "--normalization", "LayerNorm");
     if (strcmp(norm, "LayerNorm") && strcmp(norm, "RMSNorm"))
         return bad(r, "--normalization", "'%s' is not modeled (LayerNorm | RMSNorm)", norm);
@@ -486,22 +417,38 @@ static int read_shape(const reader *r, long tp, shape *m)
     return 0;
 }
 
-static void write_json(const shape *m, char *out, size_t len)
+/* The name the model goes by in reports: "megatron-" and the argument
+ * file's name up to its first dot, in characters a JSON string and a file
+ * name take as they are. */
+static void model_name(const char *path, char *out, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = (size_t)snprintf(out, len, "megatron-");
+    for (const char *p = base; *p && *p != '.' && n + 1 < len; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        out[n++] = ok ? c : '_';
+    }
+    out[n] = '\0';
+}
+
+static void write_json(const shape *m, const char *name, char *out, size_t len)
 {
     size_t n = 0;
 #define J(...) (n += (size_t)snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__))
     if (!m->rope) {
-        J("{\n  \"model_type\": \"gpt2\",\n  \"activation_function\": \"gelu\",\n  \"n_embd\": %ld,\n"
+        J("{\n  \"_name_or_path\": \"%s\",\n  \"model_type\": \"gpt2\",\n  \"activation_function\": \"gelu\",\n  \"n_embd\": %ld,\n"
           "  \"n_layer\": %ld,\n  \"n_head\": %ld,\n  \"n_inner\": %ld,\n  \"n_positions\": %ld,\n"
           "  \"vocab_size\": %ld,\n  \"tie_word_embeddings\": %s\n}\n",
-          m->hidden, m->layers, m->heads, m->ffn, m->maxpos, m->vocab, m->untie ? "false" : "true");
+          name, m->hidden, m->layers, m->heads, m->ffn, m->maxpos, m->vocab, m->untie ? "false" : "true");
         return;
     }
     /* Llama keys; Q/K/V biases without the others is Qwen2's layout */
     bool qwen = m->qkv_bias && !m->bias;
-    J("{\n  \"model_type\": \"%s\",\n  \"hidden_act\": \"%s\",\n  \"hidden_size\": %ld,\n"
+    J("{\n  \"_name_or_path\": \"%s\",\n  \"model_type\": \"%s\",\n  \"hidden_act\": \"%s\",\n  \"hidden_size\": %ld,\n"
       "  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n",
-      qwen ? "qwen2" : "llama", m->swiglu ? "silu" : "gelu", m->hidden, m->layers, m->heads, m->groups);
+      name, qwen ? "qwen2" : "llama", m->swiglu ? "silu" : "gelu", m->hidden, m->layers, m->heads, m->groups);
     if (m->kv)
         J("  \"head_dim\": %ld,\n", m->kv);
     if (m->experts)
@@ -514,6 +461,41 @@ static void write_json(const shape *m, char *out, size_t len)
 }
 
 /* ---- layout and training ------------------------------------------------------- */
+
+/* --decoder-first/last-pipeline-num-layers: the first (last) stage holds
+ * that many layers and the stages between share the rest evenly, as
+ * Megatron-Core's get_num_layers_to_build splits them (transformer_block.py
+ * at d98e8a64dd): parallel.llm.layers_per_stage. */
+static int map_uneven(reader *r, const shape *m, long pp, long vpp)
+{
+    const char *fa = "--decoder-first-pipeline-num-layers", *la = "--decoder-last-pipeline-num-layers";
+    bool hf = has(r, fa), hl = has(r, la);
+    if (!hf && !hl)
+        return 0;
+    const char *which = hf ? fa : la;
+    long f = 0, l = 0;
+    int rc;
+    if ((hf && (rc = get_long(r, fa, 0, 0, &f))) || (hl && (rc = get_long(r, la, 0, 0, &l))))
+        return rc;
+    if (pp < 2)
+        return bad(r, which, "needs pipeline parallelism (--pipeline-model-parallel-size of 2 or more)");
+    if (vpp > 1)
+        return bad(r, which, "with virtual pipeline stages: an uneven split of those is not modeled");
+    long left = pp - hf - hl, rest = m->layers - f - l;
+    if (rest < 0 || (left > 0 && rest % left) || (left == 0 && rest))
+        return bad(r, which, "%ld layers left for the %ld other stages do not divide evenly (Megatron-LM refuses it too)", rest, left);
+    char list[120];
+    size_t n = 0;
+    for (long i = 0; i < pp && n < sizeof list; i++) {
+        long k = i == 0 && hf ? f : i == pp - 1 && hl ? l : rest / left;
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", i ? ", " : "[", k);
+    }
+    if (n + 2 > sizeof list)
+        return bad(r, which, "too many stages to write out (%ld)", pp);
+    snprintf(list + n, sizeof list - n, "]");
+    set(r, which, "parallel.llm.layers_per_stage", "%s", list);
+    return 0;
+}
 
 static int map_layout(reader *r, const shape *m, long tp)
 {
@@ -538,6 +520,8 @@ static int map_layout(reader *r, const shape *m, long tp)
     set(r, "--expert-model-parallel-size", "parallel.llm.ep", "%ld", ep);
     set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
+    if ((rc = map_uneven(r, m, pp, vpp)))
+        return rc;
     /* Megatron runs the interleaved 1F1B schedule when there are virtual stages */
     set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
     return 0;
@@ -617,6 +601,60 @@ static const char *attention_kernel(const reader *r, const char *be, bool local)
     return kernel("auto", "flash");
 }
 
+/* train.zero: --use-distributed-optimizer is ZeRO-1; --use-megatron-fsdp
+ * shards as --data-parallel-sharding-strategy says (Megatron-LM's default
+ * optim_grads_params: weights too, ZeRO-3), run by the megatron-core
+ * profile like the rest. */
+static int map_sharding(reader *r)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params", NULL};
+    const char *st = get_str(r, "--data-parallel-sharding-strategy", "optim_grads_params");
+    int stage = -1;
+    for (int i = 0; strategies[i]; i++)
+        if (!strcmp(st, strategies[i]))
+            stage = i;
+    if (stage < 0)
+        return bad(r, "--data-parallel-sharding-strategy", "'%s' is not no_shard, optim, optim_grads or "
+                   "optim_grads_params", st);
+    if (has(r, "--use-megatron-fsdp")) {
+        set(r, has(r, "--data-parallel-sharding-strategy") ? "--data-parallel-sharding-strategy" : "--use-megatron-fsdp",
+            "train.zero", "%d", stage);
+        return 0;
+    }
+    if (has(r, "--data-parallel-sharding-strategy"))
+        note(r->mg, "--data-parallel-sharding-strategy without --use-megatron-fsdp: unused, as in Megatron-LM");
+    set(r, "--use-distributed-optimizer", "train.zero", "%d", has(r, "--use-distributed-optimizer") ? 1 : 0);
+    return 0;
+}
+
+/* The mapped arguments that select among what mmsim models: the
+ * context-parallel exchange, frozen parts, the optimizer and the rerun
+ * engine's mode. */
+static int map_extras(reader *r)
+{
+    const char *cpc = get_str(r, "--cp-comm-type", NULL);
+    if (cpc) {
+        if (strcmp(cpc, "p2p") && strcmp(cpc, "a2a"))
+            return bad(r, "--cp-comm-type", "'%s': only p2p (ring) and a2a (Ulysses all-to-all) are modeled", cpc);
+        set(r, "--cp-comm-type", "train.cp_comm", "%s", strcmp(cpc, "p2p") ? "ulysses" : "ring");
+    }
+    const char *freeze = has(r, "--freeze-LM") ? "--freeze-LM" : has(r, "--freeze-all-layers") ? "--freeze-all-layers"
+                                                                                                 : NULL;
+    if (freeze)
+        set(r, freeze, "train.frozen", "[llm]");
+    if (has(r, "--freeze-ViT"))
+        note(r->mg, "--freeze-ViT: the text-only model has no vision encoder to freeze");
+    const char *opt = get_str(r, "--optimizer", "adam");
+    if (strcmp(opt, "adam"))
+        return bad(r, "--optimizer", "'%s': only Adam's states and step are modeled", opt);
+    const char *rerun = get_str(r, "--rerun-mode", "validate_results");
+    if (!strcmp(rerun, "report_stats"))
+        return bad(r, "--rerun-mode", "report_stats runs iterations again to measure variability: not modeled");
+    if (strcmp(rerun, "disabled") && strcmp(rerun, "validate_results"))
+        return bad(r, "--rerun-mode", "'%s' is not disabled, validate_results or report_stats", rerun);
+    return 0;
+}
+
 static int map_training(reader *r, const shape *m)
 {
     mm_megatron *mg = r->mg;
@@ -632,10 +670,22 @@ static int map_training(reader *r, const shape *m)
         note(mg, "no --global-batch-size: the scenario's train.global_batch (Megatron's default is mbs x dp)");
     if ((rc = map_precision(r)) || (rc = map_recompute(r)))
         return rc;
-    set(r, "--sequence-parallel", "train.sequence_parallel", "%s", has(r, "--sequence-parallel") ? "true" : "false");
-    set(r, "--use-distributed-optimizer", "train.zero", "%d", has(r, "--use-distributed-optimizer") ? 1 : 0);
+    /* Megatron-LM turns sequence parallelism off at tp 1 (validate_args) */
+    long tp;
+    if ((rc = get_long(r, "--tensor-model-parallel-size", 1, 1, &tp)))
+        return rc;
+    bool sp = has(r, "--sequence-parallel") && tp > 1;
+    if (has(r, "--sequence-parallel") && !sp)
+        note(mg, "--sequence-parallel at tp 1: off, as Megatron-LM turns it off");
+    if (has(r, "--tp-comm-overlap") && !sp)
+        return bad(r, "--tp-comm-overlap", "needs sequence parallelism at tp > 1 (Megatron-LM refuses it too)");
+    set(r, "--sequence-parallel", "train.sequence_parallel", "%s", sp ? "true" : "false");
+    if ((rc = map_sharding(r)) || (rc = map_extras(r)))
+        return rc;
+    /* Megatron-FSDP runs its gathers and reduce-scatters on their own
+     * streams whatever --overlap-grad-reduce says: the profile's (auto) */
     set(r, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",
-        has(r, "--overlap-grad-reduce") ? "true" : "false");
+        has(r, "--overlap-grad-reduce") ? "true" : has(r, "--use-megatron-fsdp") ? "auto" : "false");
     set(r, "--overlap-param-gather", "train.overlap_param_gather", "%s",
         has(r, "--overlap-param-gather") ? "true" : "false");
     set(r, "--tp-comm-overlap", "train.tp_comm_overlap", "%s", has(r, "--tp-comm-overlap") ? "true" : "false");
@@ -654,9 +704,55 @@ static int map_training(reader *r, const shape *m)
     return 0;
 }
 
-int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
+/* The entry scripts of Megatron-LM (commit d98e8a64dd) that a launch
+ * script may start, and what mmsim makes of each. */
+static int check_entry(const char *path, const char *entry, int line, mm_megatron *mg, mm_err *err)
 {
-    memset(mg, 0, sizeof *mg);
+    static const struct {
+        const char *name, *why;
+    } refused[] = {
+        {"pretrain_bert.py", "BERT pretraining (bidirectional encoder, masked-LM and binary heads) is not modeled"},
+        {"pretrain_t5.py", "T5 pretraining (encoder-decoder) is not modeled"},
+        {"pretrain_mamba.py", "Mamba (state-space layers) is not modeled"},
+        {"pretrain_hybrid.py", "hybrid Mamba-Transformer models are not modeled"},
+        {"pretrain_vlm.py", "the vision-language example's model is not read from arguments by mmsim"},
+        {"pretrain_retro.py", "RETRO (retrieval) is not modeled"},
+        {"pretrain_ict.py", "ICT (retrieval) pretraining is not modeled"},
+        {"pretrain_vision_classify.py", "vision-only pretraining is not modeled"},
+        {"pretrain_vision_dino.py", "vision-only pretraining is not modeled"},
+        {"pretrain_vision_inpaint.py", "vision-only pretraining is not modeled"},
+        {"pretrain_mimo.py", "the MIMO multimodal example is not read from arguments by mmsim"},
+    };
+    const char *b = strrchr(entry, '/');
+    b = b ? b + 1 : entry;
+    if (!strcmp(b, "pretrain_gpt.py")) {
+        note(mg, "entry script %s (line %d): a GPT-style decoder", entry, line);
+        return 0;
+    }
+    if (!strcmp(b, "train.py") && strstr(entry, "multimodal"))
+        return mm_err_set(err, MM_EINPUT, path, line, entry,
+                          "examples/multimodal/train.py trains an MLLM (a vision encoder, a projector and an LLM "
+                          "from its own argument list): not read by mmsim yet; give the model as a scenario "
+                          "(`model:` a LLaVA-style config) instead");
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (!strcmp(b, refused[i].name))
+            return mm_err_set(err, MM_EINPUT, path, line, entry, "%s: %s", refused[i].name, refused[i].why);
+    return mm_err_set(err, MM_EINPUT, path, line, entry,
+                      "an entry script mmsim does not know (it reads pretrain_gpt.py's arguments)");
+}
+
+/* The words of FILE: an argument list split as bash splits it, or (a
+ * launch script) the arguments after its entry script, expanded. */
+static int read_words(const char *path, bool script, mm_megatron *mg, words *ws, mm_err *err)
+{
+    if (script) {
+        char entry[256];
+        int line = 0;
+        int rc = mm_mg_script_read(path, ws, entry, sizeof entry, &line, err);
+        if (!rc && (rc = check_entry(path, entry, line, mg, err)))
+            mm_mg_words_free(ws);
+        return rc;
+    }
     FILE *f = fopen(path, "r");
     if (!f)
         return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-args", "cannot read: %s", strerror(errno));
@@ -666,10 +762,17 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
     if (!text)
         return mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
     text[n] = '\0';
+    int rc = split(path, text, ws, err);
+    free(text);
+    return rc;
+}
+
+static int read_any(const char *path, bool script, mm_megatron *mg, mm_err *err)
+{
+    memset(mg, 0, sizeof *mg);
     words ws = {0};
     reader *r = calloc(1, sizeof *r);
-    int rc = r ? split(path, text, &ws, err) : mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
-    free(text);
+    int rc = r ? read_words(path, script, mg, &ws, err) : mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
     if (!rc) {
         r->path = path;
         r->mg = mg;
@@ -687,19 +790,31 @@ int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
     if (!rc)
         rc = map_training(r, &m);
     if (!rc) {
-        write_json(&m, mg->model_json, sizeof mg->model_json);
+        char name[96];
+        model_name(path, name, sizeof name);
+        write_json(&m, name, mg->model_json, sizeof mg->model_json);
         note(mg, "model -> %s config.json: h %ld, %ld layers, %ld heads (%ld kv), ffn %ld%s, %ld positions, "
                  "vocab %ld, %s%s",
              m.rope ? "Llama-style (RoPE, RMSNorm)" : "GPT-2-style (learned positions, LayerNorm)", m.hidden,
              m.layers, m.heads, m.groups, m.ffn, m.swiglu ? " SwiGLU" : " GeLU", m.maxpos, m.vocab,
              m.untie ? "untied" : "tied", m.experts ? ", MoE" : "");
     }
-    free_words(&ws);
+    mm_mg_words_free(&ws);
     free(r);
     return rc;
 }
 
-int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
+int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err)
+{
+    return read_any(path, false, mg, err);
+}
+
+int mm_megatron_read_script(const char *path, mm_megatron *mg, mm_err *err)
+{
+    return read_any(path, true, mg, err);
+}
+
+int mm_megatron_write_model(const mm_megatron *mg, const char *out_path, mm_err *err)
 {
     FILE *f = fopen(out_path, "w");
     if (!f)
@@ -707,16 +822,6 @@ int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err)
     fputs(mg->model_json, f);
     if (ferror(f) | fclose(f))
         return mm_err_set(err, MM_EINPUT, out_path, 0, "--megatron-model", "write failed");
-    if (mg->n_sets == MM_MG_MAX_SETS)
-        return mm_err_set(err, MM_EINTERNAL, out_path, 0, "", "too many overrides");
-    /* the model first, so that a later --set model=... of the user wins */
-    memmove(mg->sets[1], mg->sets[0], (size_t)mg->n_sets * sizeof mg->sets[0]);
-    memmove(mg->set_from[1], mg->set_from[0], (size_t)mg->n_sets * sizeof mg->set_from[0]);
-    memmove(mg->set_line + 1, mg->set_line, (size_t)mg->n_sets * sizeof mg->set_line[0]);
-    mg->set_from[0][0] = '\0';
-    mg->set_line[0] = 0;
-    snprintf(mg->sets[0], sizeof mg->sets[0], "model=%s", out_path);
-    mg->n_sets++;
     return 0;
 }
 
@@ -775,19 +880,33 @@ static int cluster_gpus(const mm_scenario *sc, int *gpus, mm_err *err)
     return rc;
 }
 
-int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
-                         const char *model_path, mm_megatron *mg, mm_scenario *sc, mm_err *err)
+/* True when one of the user's overrides sets `key` or a mapping above it
+ * (parallel.llm={...} replaces dp too). */
+static bool user_sets(const char *const *sets, int n_sets, const char *key)
 {
-    int rc = mm_megatron_read(args, mg, err);
+    for (int i = 0; i < n_sets; i++) {
+        size_t n = strcspn(sets[i], "=");
+        while (n > 0 && (sets[i][n - 1] == ' ' || sets[i][n - 1] == '\t'))
+            n--;
+        if (!strncmp(sets[i], key, n) && (key[n] == '\0' || key[n] == '.'))
+            return true;
+    }
+    return false;
+}
+
+static int scenario_of(const char *args, bool script, const char *scenario, const char *const *sets, int n_sets,
+                       mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    int rc = read_any(args, script, mg, err);
     if (rc)
         return rc;
     mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
-    if ((rc = mm_megatron_write_model(mg, model_path, err)))
-        return rc;
-    if (mg->n_sets + 1 + n_sets > MM_MG_MAX_SETS + 1 + MM_MG_MAX_USER_SETS)
+    snprintf(mg->model_set, sizeof mg->model_set, "model=%s", mg->model_json);
+    if (n_sets > MM_MG_MAX_USER_SETS)
         return mm_err_set(err, MM_EINPUT, "--set", 0, "", "more than %d --set overrides", MM_MG_MAX_USER_SETS);
-    const char *all[MM_MG_MAX_SETS + 1 + MM_MG_MAX_USER_SETS];
+    const char *all[1 + MM_MG_MAX_SETS + MM_MG_MAX_USER_SETS];
     int n = 0;
+    all[n++] = mg->model_set;
     for (int i = 0; i < mg->n_sets; i++)
         all[n++] = mg->sets[i];
     for (int i = 0; i < n_sets; i++)
@@ -800,7 +919,7 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
         return rc;
     }
     /* the degrees as they stand after the user's --set */
-    const mm_module_layout *L = &sc->parallel.llm;
+    mm_module_layout *L = &sc->parallel.llm;
     int per = L->lay.tp * L->lay.pp * L->lay.cp;
     if (gpus % per) {
         int line = 0; /* the line of --tensor-model-parallel-size, when given */
@@ -813,16 +932,34 @@ int mm_megatron_scenario(const char *args, const char *scenario, const char *con
         mm_scenario_free(sc);
         return rc;
     }
-    /* dp as Megatron-LM derives it from the world size, between the
-     * argument list's overrides and the user's --set (which win): the
-     * scenario is read once more with it, so every key keeps where it came
-     * from for the layout checks' messages */
-    snprintf(mg->dp_set, sizeof mg->dp_set, "parallel.llm.dp=%d", gpus / per);
+    /* dp as Megatron-LM derives it from the world size, unless the user's
+     * --set gives it; then a global batch nobody gave is Megatron's default
+     * for it, mbs x dp (what the reader derives from the dp it read) */
+    if (user_sets(sets, n_sets, "parallel.llm.dp")) {
+        mm_megatron_note(mg, "(world size) -> parallel.llm.dp: the user's --set");
+        return 0;
+    }
+    L->lay.dp = gpus / per;
+    if (!mm_scenario_key_given(sc, "train.global_batch"))
+        sc->train.global_batch = sc->train.micro_batch * L->lay.dp;
     char note[96];
     snprintf(note, sizeof note, "(world size %d GPUs) -> parallel.llm.dp: %d", gpus, gpus / per);
     mm_megatron_note(mg, note);
-    memmove(all + mg->n_sets + 1, all + mg->n_sets, (size_t)n_sets * sizeof *all);
-    all[mg->n_sets] = mg->dp_set;
-    mm_scenario_free(sc);
-    return mm_scenario_load(sc, scenario, all, n + 1, err);
+    if (mm_scenario_note_key(sc, "parallel.llm.dp", "--set", 0)) {
+        mm_scenario_free(sc);
+        return mm_err_set(err, MM_EINTERNAL, args, 0, "", "out of memory");
+    }
+    return 0;
+}
+
+int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
+                         mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    return scenario_of(args, false, scenario, sets, n_sets, mg, sc, err);
+}
+
+int mm_megatron_script_scenario(const char *script, const char *scenario, const char *const *sets, int n_sets,
+                                mm_megatron *mg, mm_scenario *sc, mm_err *err)
+{
+    return scenario_of(script, true, scenario, sets, n_sets, mg, sc, err);
 }

@@ -3,11 +3,13 @@
  * Hugging Face config.json of the text-only GPT or Llama it describes
  * (docs/megatron.md has the whole mapping).
  *
- * Every argument is one of: mapped (onto a scenario key or the model),
- * ignored (it does not change the simulated cost: learning rate, paths,
- * logging), or refused (it changes the cost and mmsim does not model it, or
- * mmsim does not know it): a refused argument is an MM_EINPUT error naming
- * the file, its line and the argument.
+ * Every argument is one of (the table of scenario/megatron_args.c):
+ * mapped (onto a scenario key or the model), costless (it does not change
+ * the simulated cost: learning rate, paths, logging), or not modeled (it
+ * changes the cost and mmsim does not model it); those not modeled, and
+ * any the table does not know, are one MM_EINPUT error naming the file,
+ * the first one's line and every one of them.  A launch script
+ * (scenario/mgscript.h) gives its launch command's arguments the same way.
  * A scenario source beside the YAML reader and --set: the CLI, the C API
  * and the planner can each turn an argument list into a scenario
  * (mm_megatron_scenario).
@@ -25,8 +27,7 @@
 #define MM_MG_MAX_USER_SETS 256 /* the user's own --set overrides beside them */
 
 typedef struct mm_megatron {
-    /* --set overrides, in order ("train.seq_len=2048", ...); the model= one
-     * is added by mm_megatron_write_model */
+    /* --set overrides, in order ("train.seq_len=2048", ...) */
     char sets[MM_MG_MAX_SETS][160];
     int n_sets;
     /* for each override, the argument it came from and that argument's
@@ -34,6 +35,10 @@ typedef struct mm_megatron {
     char set_from[MM_MG_MAX_SETS][64];
     int set_line[MM_MG_MAX_SETS];
     char model_json[2048];  /* the HF config.json text */
+    /* "model=" and that text: the override that puts the model inline in
+     * the scenario (scenario/modelkey.c), first, so a user's --set model=
+     * wins */
+    char model_set[2112];
     /* what each argument became, one line each, for --print-scenario:
      * "--fp16 -> train.precision: fp16", "--lr: ignored (optimizer ...)" */
     char notes[MM_MG_MAX_NOTES][192];
@@ -41,14 +46,15 @@ typedef struct mm_megatron {
     /* --transformer-impl local: train.framework megatron-local (else
      * megatron-core, Transformer Engine's) */
     bool wants_local;
-    /* parallel.llm.dp from the world size (mm_megatron_scenario): kept
-     * here, as the scenario may refer to its overrides' text */
-    char dp_set[64];
 } mm_megatron;
 
 /* Reads and maps FILE.  Returns 0 or -MM_EINPUT (err: file, line, the
  * argument as key). */
 int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
+/* The same from a launch script (scenario/mgscript.h): the arguments of
+ * its launch command; the entry script must be pretrain_gpt.py (the others
+ * are refused by name). */
+int mm_megatron_read_script(const char *path, mm_megatron *mg, mm_err *err);
 
 /* Adds an override "key=value" (with its note "from -> key: value"), as
  * the reader does; for what main.c maps after reading (train.framework,
@@ -64,19 +70,25 @@ void mm_megatron_note(mm_megatron *mg, const char *text);
 void mm_megatron_repoint(const mm_megatron *mg, const char *path, const char *const *user_sets, int n_user,
                          mm_err *err);
 
-/* Writes mg->model_json to out_path (its folder must exist) and puts
- * "model=out_path" first among the overrides.  Returns 0 or -code. */
-int mm_megatron_write_model(mm_megatron *mg, const char *out_path, mm_err *err);
+/* Writes mg->model_json to out_path (its folder must exist), for a user
+ * who wants the model as a file too (`--megatron-model`); the scenario
+ * does not need it.  Returns 0 or -code. */
+int mm_megatron_write_model(const mm_megatron *mg, const char *out_path, mm_err *err);
 
 /* The scenario an argument list describes: FILE `args` read and mapped
- * (mm_megatron_read), train.framework from --transformer-impl, the model
- * written to model_path, then `scenario` (NULL: the built-in default)
- * loaded with the list's overrides, data parallelism from the cluster
- * (dp = GPUs / (tp pp cp), as Megatron-LM derives it from the world size)
- * and the user's `sets`, which win.  Returns 0 or -code; errors name the
- * argument's file and line where they come from the list (for errors the
- * layout checks give later, mm_megatron_repoint). */
+ * (mm_megatron_read), train.framework from --transformer-impl, then
+ * `scenario` (NULL: the built-in default) loaded once with the model
+ * inline (`model:` a mapping, so the scenario's canonical text carries it
+ * and no file is written), the list's overrides and the user's `sets`,
+ * which win; data parallelism is then the cluster's (dp = GPUs / (tp pp
+ * cp), as Megatron-LM derives it from the world size) unless the user's
+ * sets give it.  Returns 0 or -code; errors name the argument's file and
+ * line where they come from the list (for errors the layout checks give
+ * later, mm_megatron_repoint). */
 int mm_megatron_scenario(const char *args, const char *scenario, const char *const *sets, int n_sets,
-                         const char *model_path, mm_megatron *mg, mm_scenario *sc, mm_err *err);
+                         mm_megatron *mg, mm_scenario *sc, mm_err *err);
+/* The same from a launch script (`mmsim run --megatron-script FILE.sh`). */
+int mm_megatron_script_scenario(const char *script, const char *scenario, const char *const *sets, int n_sets,
+                                mm_megatron *mg, mm_scenario *sc, mm_err *err);
 
 #endif

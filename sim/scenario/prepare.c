@@ -18,6 +18,39 @@ static int readable(const char *p) { return p[0] && access(p, R_OK) == 0; }
 /* snprintf that reports truncation: a cut path would name another file. */
 static bool fits(int n, size_t len) { return n >= 0 && (size_t)n < len; }
 
+/* The data folders, in the order they are tried: $MMSIM_DATADIR, the
+ * installed one (PREFIX/share/mmsim, compiled in), then two beside the
+ * running program, for an installation moved after it was built: a
+ * Python wheel's commands (VENV/bin/mmsim; pip puts the data files at
+ * VENV/mmsim, docs/python.md) and a prefix copied elsewhere
+ * (PREFIX/bin/../share/mmsim).  "" where there is none. */
+enum { N_DATA_DIRS = 4 };
+typedef struct data_dirs {
+    const char *dirs[N_DATA_DIRS];
+    char beside[2][1100];
+} data_dirs;
+
+static const char *const *data_dirs_get(data_dirs *dd)
+{
+    const char *env = getenv("MMSIM_DATADIR");
+    dd->dirs[0] = env ? env : "";
+    dd->dirs[1] = MMSIM_DATADIR;
+    dd->beside[0][0] = dd->beside[1][0] = '\0';
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0'; /* the program's folder */
+        if (!fits(snprintf(dd->beside[0], sizeof dd->beside[0], "%s/../mmsim", exe), sizeof dd->beside[0]))
+            dd->beside[0][0] = '\0';
+        if (!fits(snprintf(dd->beside[1], sizeof dd->beside[1], "%s/../share/mmsim", exe), sizeof dd->beside[1]))
+            dd->beside[1][0] = '\0';
+    }
+    dd->dirs[2] = dd->beside[0];
+    dd->dirs[3] = dd->beside[1];
+    return dd->dirs;
+}
+
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len)
 {
     char cand[1024];
@@ -32,9 +65,9 @@ void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out,
             readable(cand) && fits(snprintf(out, len, "%s", cand), len))
             return;
     }
-    const char *env = getenv("MMSIM_DATADIR");
-    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
-    for (size_t i = 0; i < 2; i++) {
+    data_dirs dd;
+    const char *const *dirs = data_dirs_get(&dd);
+    for (size_t i = 0; i < N_DATA_DIRS; i++) {
         if (!dirs[i][0])
             continue;
         if (fits(snprintf(cand, sizeof cand, "%s/%s", dirs[i], path), sizeof cand) && readable(cand) &&
@@ -60,10 +93,10 @@ static const char *under_dir(const char *p, const char *dir)
 
 void mm_sim_data_relative(const char *resolved, char *out, size_t len)
 {
-    const char *env = getenv("MMSIM_DATADIR");
-    const char *dirs[] = {env ? env : "", MMSIM_DATADIR};
+    data_dirs dd;
+    const char *const *dirs = data_dirs_get(&dd);
     const char *rel = resolved;
-    for (size_t i = 0; i < 2 && rel == resolved; i++) {
+    for (size_t i = 0; i < N_DATA_DIRS && rel == resolved; i++) {
         const char *r = dirs[i][0] ? under_dir(resolved, dirs[i]) : NULL;
         if (r)
             rel = r;
@@ -78,7 +111,7 @@ void mm_sim_data_relative(const char *resolved, char *out, size_t len)
 static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = &sim->model;
+    const mm_model *mo = sim->model;
     mm_token_model tm;
     mm_token_model_from_model(mo, &tm);
     mm_sim_encoder *e = &sim->enc[sim->n_enc++];
@@ -103,12 +136,24 @@ void mm_sim_free_workload(mm_sim *sim)
         free(sim->wl);
         sim->wl = NULL;
     }
+    if (sim->workload_path)
+        sim->workload_path[0] = '\0';
 }
 
 void mm_sim_free(mm_sim *sim)
 {
     mm_sim_free_workload(sim);
-    mm_cluster_free(&sim->cluster);
+    mm_cluster_free(sim->cluster); /* NULL: nothing */
+    free(sim->cluster);
+    free(sim->model);
+    free(sim->fw);
+    free(sim->paths);
+    sim->paths = NULL;
+    sim->cluster = NULL;
+    sim->model = NULL;
+    sim->llm = NULL;
+    sim->fw = NULL;
+    sim->model_path = sim->topology_path = sim->workload_path = sim->framework_path = NULL;
 }
 
 /* A mixture or trace file: samples are drawn per iteration.  The LLM's
@@ -118,8 +163,8 @@ void mm_sim_free(mm_sim *sim)
 static int load_workload_file(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = &sim->model;
-    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, sizeof sim->workload_path);
+    const mm_model *mo = sim->model;
+    mm_sim_resolve_path(sc->workload.path, sc->source, sim->workload_path, MM_SIM_PATH_MAX);
     if (!readable(sim->workload_path))
         return mm_scenario_fail(sc, err, "workload", "cannot open workload file '%s'", sc->workload.path);
     sim->wl = calloc(1, sizeof *sim->wl);
@@ -155,7 +200,7 @@ static int load_workload_file(mm_sim *sim, mm_err *err)
 int mm_sim_check_workload(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = &sim->model;
+    const mm_model *mo = sim->model;
     sim->seq = (double)sc->train.seq_len;
     sim->n_enc = 0;
     if (sc->workload.kind == MM_WORKLOAD_FILE)
@@ -198,7 +243,7 @@ int mm_sim_check_workload(mm_sim *sim, mm_err *err)
 static int apply_perturb(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    mm_cluster *c = &sim->cluster;
+    mm_cluster *c = sim->cluster;
     char key[32], msg[200], path[64];
     int bad = mm_perturb_check(&sc->perturb, c, key, sizeof key, msg, sizeof msg);
     if (bad >= 0) {
@@ -239,23 +284,23 @@ static int load_framework(mm_sim *sim, mm_err *err)
     char rel[600];
     bool file = strchr(sc->train.framework, '/') || strstr(sc->train.framework, ".yaml");
     snprintf(rel, sizeof rel, file ? "%s" : "frameworks/%s.yaml", sc->train.framework);
-    mm_sim_resolve_path(rel, sc->source, sim->framework_path, sizeof sim->framework_path);
+    mm_sim_resolve_path(rel, sc->source, sim->framework_path, MM_SIM_PATH_MAX);
     if (!readable(sim->framework_path))
         return mm_scenario_fail(sc, err, "train.framework",
                                 "no framework profile '%s' (frameworks/: megatron-core, megatron-local, "
                                 "hf-deepspeed, fsdp; or a profile file)", sc->train.framework);
-    int rc = mm_framework_load(sim->framework_path, &sim->fw, err);
+    int rc = mm_framework_load(sim->framework_path, sim->fw, err);
     if (rc)
         return rc;
-    sim->padding = sc->train.padding == MM_TPAD_AUTO ? sim->fw.padding : (mm_padding)(sc->train.padding - 1);
+    sim->padding = sc->train.padding == MM_TPAD_AUTO ? sim->fw->padding : (mm_padding)(sc->train.padding - 1);
     static const mm_attn_impl from_key[] = {
         [MM_ATTN_FLASH] = MM_ATTN_IMPL_FLASH,   [MM_ATTN_UNFUSED] = MM_ATTN_IMPL_UNFUSED,
         [MM_ATTN_FLASH1] = MM_ATTN_IMPL_FLASH1, [MM_ATTN_FLASH2] = MM_ATTN_IMPL_FLASH2,
         [MM_ATTN_FLASH3] = MM_ATTN_IMPL_FLASH3, [MM_ATTN_CUDNN] = MM_ATTN_IMPL_CUDNN,
         [MM_ATTN_UNFUSED_EAGER] = MM_ATTN_IMPL_UNFUSED_EAGER};
-    const mm_gpu_spec *g = &sim->cluster.gpu;
+    const mm_gpu_spec *g = &sim->cluster->gpu;
     bool from_fw = sc->train.attention == MM_ATTN_AUTO;
-    sim->attn = from_fw ? mm_framework_attention(&sim->fw, g->compute_capability) : from_key[sc->train.attention];
+    sim->attn = from_fw ? mm_framework_attention(sim->fw, g->compute_capability) : from_key[sc->train.attention];
     const mm_kernel_tables *k = &g->kernels;
     bool any = k->has_attn;
     for (int i = 0; i < MM_ATTN_NAMED_TABLES; i++)
@@ -263,7 +308,7 @@ static int load_framework(mm_sim *sim, mm_err *err)
     if (any && !mm_attn_impl_unfused(sim->attn) && !mm_kernel_attn_table(k, sim->attn))
         return mm_scenario_fail(sc, err, from_fw ? "train.framework" : "train.attention",
                                 "%s runs %s attention on %s (compute capability %.1f) and '%s' has no table for it "
-                                "(gpu.kernels.%s)", from_fw ? sim->fw.name : "train.attention",
+                                "(gpu.kernels.%s)", from_fw ? sim->fw->name : "train.attention",
                                 mm_attn_impl_names[sim->attn], g->name, g->compute_capability, sc->topology,
                                 mm_attn_impl_names[sim->attn]);
     return 0;
@@ -273,26 +318,44 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
 {
     memset(sim, 0, sizeof *sim); /* callers free a previous sim first (mm_sim_free) */
     sim->sc = *sc;
-    mm_sim_resolve_path(sc->model, sc->source, sim->model_path, sizeof sim->model_path);
-    mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, sizeof sim->topology_path);
-    if (!readable(sim->model_path))
-        return mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
-    if (!readable(sim->topology_path))
-        return mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
-    int rc = mm_model_load(sim->model_path, &sim->model, err);
-    if (rc == 0 && !sim->model.has_llm)
+    sim->paths = calloc(1, sizeof *sim->paths);
+    sim->model = malloc(sizeof *sim->model);
+    sim->cluster = calloc(1, sizeof *sim->cluster);
+    sim->fw = malloc(sizeof *sim->fw);
+    int rc = 0;
+    bool inline_model = mm_scenario_model_inline(sc);
+    if (!sim->paths || !sim->model || !sim->cluster || !sim->fw) {
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    } else {
+        sim->model_path = sim->paths->model;
+        sim->topology_path = sim->paths->topology;
+        sim->workload_path = sim->paths->workload;
+        sim->framework_path = sim->paths->framework;
+        mm_sim_resolve_path(sc->model, sc->source, sim->model_path, MM_SIM_PATH_MAX);
+        mm_sim_resolve_path(sc->topology, sc->source, sim->topology_path, MM_SIM_PATH_MAX);
+        if (inline_model)
+            snprintf(sim->model_path, MM_SIM_PATH_MAX, "inline model of %s", sc->source);
+    }
+    if (rc == 0 && !inline_model && !readable(sim->model_path))
+        rc = mm_scenario_fail(sc, err, "model", "cannot open model file '%s'", sc->model);
+    else if (rc == 0 && !readable(sim->topology_path))
+        rc = mm_scenario_fail(sc, err, "cluster.topology", "cannot open topology file '%s'", sc->topology);
+    if (rc == 0)
+        rc = mm_scenario_load_model(sc, sim->model_path, sim->model, err);
+    if (rc == 0 && inline_model) /* what runs store and reports name it by */
+        snprintf(sim->model_path, MM_SIM_PATH_MAX, "inline:%s", sim->model->name);
+    if (rc == 0 && !sim->model->has_llm)
         rc = mm_scenario_fail(sc, err, "model", "'%s' has no LLM decoder; `mmsim run` trains a model with one "
                               "(`mmsim model` reports an encoder's costs)", sc->model);
-    if (rc)
-        return rc;
-    sim->llm = sim->model.llm;
-    rc = mm_cluster_load(sim->topology_path, sc->nodes, &sim->cluster, err);
-    if (rc)
-        return rc;
-    rc = load_framework(sim, err);
+    if (rc == 0) {
+        sim->llm = &sim->model->llm;
+        rc = mm_cluster_load(sim->topology_path, sc->nodes, sim->cluster, err); /* frees its own on error */
+    }
+    if (rc == 0)
+        rc = load_framework(sim, err);
     if (rc == 0)
         rc = apply_perturb(sim, err);
     if (rc)
-        mm_sim_free(sim); /* a failed load holds nothing (mm_cluster_load frees its own) */
+        mm_sim_free(sim); /* a failed load holds nothing */
     return rc;
 }

@@ -246,6 +246,8 @@ static int read_row(mm_loader *ld, const mm_key *k, mm_node *map, bool *found, m
     case MM_KT_INT_LIST:
     case MM_KT_NAME_LIST:
         return read_list(ld, k, map, err);
+    case MM_KT_MODEL:
+        return mm_ld_model(ld, map, found, err);
     default:
         return 0;
     }
@@ -435,6 +437,7 @@ static int set_default(mm_scenario *sc, const mm_key *k)
     }
     case MM_KT_STR:
     case MM_KT_WORD:
+    case MM_KT_MODEL:
         /* a default string is a bare word or "" */
         *(char **)f = strdup(d && strcmp(d, "\"\"") ? d : "");
         return *(char **)f ? 0 : -1;
@@ -509,7 +512,7 @@ void mm_scenario_free(mm_scenario *sc)
         const mm_key *k = &mm_keys[i];
         if (k->off == SIZE_MAX)
             continue;
-        if (k->type == MM_KT_STR || k->type == MM_KT_WORD || k->type == MM_KT_INT_LIST)
+        if (k->type == MM_KT_STR || k->type == MM_KT_WORD || k->type == MM_KT_INT_LIST || k->type == MM_KT_MODEL)
             free(*(void **)field(sc, k));
         if (k->type == MM_KT_NAME_LIST) {
             char **s = *(char ***)field(sc, k);
@@ -519,12 +522,37 @@ void mm_scenario_free(mm_scenario *sc)
         }
     }
     free(sc->source);
+    free(sc->model_text);
     free(sc->workload.path);
     free(sc->perturb.e);
     for (int i = 0; i < sc->n_keys; i++)
         free(sc->keys[i].key);
     free(sc->keys);
     memset(sc, 0, sizeof *sc);
+}
+
+int mm_scenario_note_key(mm_scenario *sc, const char *key, const char *file, int line)
+{
+    for (int i = 0; i < sc->n_keys; i++)
+        if (!strcmp(sc->keys[i].key, key)) {
+            sc->keys[i].file = file;
+            sc->keys[i].line = line;
+            return 0;
+        }
+    mm_loader ld = {.sc = sc};
+    mm_ld_note(&ld, key, line);
+    if (ld.oom)
+        return -1;
+    sc->keys[sc->n_keys - 1].file = file;
+    return 0;
+}
+
+bool mm_scenario_key_given(const mm_scenario *sc, const char *key)
+{
+    for (int i = 0; i < sc->n_keys; i++)
+        if (!strcmp(sc->keys[i].key, key))
+            return true;
+    return false;
 }
 
 int mm_scenario_fail(const mm_scenario *sc, mm_err *err, const char *key, const char *fmt, ...)

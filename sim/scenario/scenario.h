@@ -99,7 +99,9 @@ typedef struct mm_scenario_key {
 
 typedef struct mm_scenario {
     char *source;           /* scenario file name, or "<default>" */
-    char *model;            /* path as written (resolved by the run layer) */
+    char *model;            /* path as written (resolved by the run layer); "" for an inline model */
+    char *model_text;       /* an inline model (`model:` a mapping): its canonical block text,
+                               unindented (scenario/modelkey.c); NULL or "" for a path */
     char *topology;
     int nodes;
     struct {
@@ -183,6 +185,13 @@ void mm_scenario_free(mm_scenario *sc);
 int mm_scenario_fail(const mm_scenario *sc, mm_err *err, const char *key,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Whether `key` was given (by the file or an override), and where to say a
+ * value set after loading came from: `file` must outlive the scenario (a
+ * string literal such as "--set").  mm_scenario_note_key returns 0, or -1
+ * when out of memory. */
+bool mm_scenario_key_given(const mm_scenario *sc, const char *key);
+int mm_scenario_note_key(mm_scenario *sc, const char *key, const char *file, int line);
+
 /* Writes the canonical text of the scenario: every key of the table,
  * defaults filled in, in table order, as YAML.  Two scenarios that mean the
  * same thing give the same text (this is what the store hashes), and the
@@ -192,6 +201,15 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len);
 
 /* The canonical text in a new string (free() it); NULL when out of memory. */
 char *mm_scenario_canonical_alloc(const mm_scenario *sc);
+
+/* True when the scenario holds its model inline (a `model:` mapping). */
+bool mm_scenario_model_inline(const mm_scenario *sc);
+
+/* The scenario's model: the file `path` (sc->model resolved), or the
+ * inline model (path unused).  Errors name the file, line and key
+ * (an inline model's: the scenario's `model`).  Returns 0 or -code. */
+struct mm_model;
+int mm_scenario_load_model(const mm_scenario *sc, const char *path, struct mm_model *m, mm_err *err);
 
 /* `mmsim help scenario`: every key with its type, default, built-in value
  * and one-line doc, one key per entry, in table order.  A new string (free()

@@ -17,6 +17,13 @@
 #include "workload/workload.h"
 #include "scenario/scenario.h"
 
+/* The resolved data paths, one block an mm_sim owns ("" where none). */
+enum { MM_SIM_PATH_MAX = 512 };
+typedef struct mm_sim_paths {
+    char model[MM_SIM_PATH_MAX], topology[MM_SIM_PATH_MAX], workload[MM_SIM_PATH_MAX],
+        framework[MM_SIM_PATH_MAX];
+} mm_sim_paths;
+
 /* Everything a scenario resolves to, kept for the caller (store, trace). */
 /* An encoder of a multimodal model as the scenario runs it. */
 typedef struct mm_sim_encoder {
@@ -33,11 +40,18 @@ typedef struct mm_sim_encoder {
 
 typedef struct mm_sim {
     mm_scenario sc;
-    mm_llm llm;
-    mm_model model;          /* the whole model; llm is its decoder */
-    mm_cluster cluster;
-    char model_path[512];    /* resolved paths */
-    char topology_path[512];
+    /* Owned (see "Ownership" below): allocated by mm_sim_load, freed by
+     * mm_sim_free; NULL in a zeroed or freed sim. */
+    mm_model *model;         /* the whole model */
+    mm_llm *llm;             /* its decoder: &model->llm, not a separate
+                                allocation (check.c sets its ep_share for
+                                the layout) */
+    mm_cluster *cluster;
+    mm_sim_paths *paths;     /* owned: the resolved paths; the four *_path
+                                point into it (MM_SIM_PATH_MAX bytes each,
+                                "" where none: no workload file) */
+    char *model_path;
+    char *topology_path;
     int micro_batches;       /* per DP replica */
     double seq;              /* LLM tokens per sample (text + visual) */
     int n_enc;               /* encoders with work in this workload */
@@ -50,12 +64,12 @@ typedef struct mm_sim {
      * scenario's batching policy; NULL for text and fixed workloads. */
     mm_workload *wl;
     mm_token_model tm;
-    char workload_path[512];
+    char *workload_path;     /* into paths; "" without a workload file */
     /* train.framework's profile, the attention kernel the LLM runs
      * (train.attention, or the profile's choice for this GPU) and the
      * padding of its sequences (train.padding, or the profile's default) */
-    mm_framework fw;
-    char framework_path[512];
+    mm_framework *fw;        /* owned */
+    char *framework_path;    /* into paths */
     mm_attn_impl attn;
     mm_padding padding;
     /* Optional, set by the caller after mm_sim_prepare (which clears it):
@@ -74,24 +88,31 @@ typedef struct mm_sim {
     bool headline_only;
 } mm_sim;
 
-/* Frees what mm_sim_load / mm_sim_prepare allocated (the workload and the
- * cluster's kernel tables; a failed load or prepare has freed them
- * already); the struct itself is the caller's.  Safe on a zeroed or
- * already freed mm_sim.
- * mm_sim_prepare overwrites *sim without freeing: free a prepared one
- * before preparing it again.  A sim is not copied by assignment (the copy
- * would share the tables). */
+/* Ownership: an mm_sim owns its model (and so llm, which points into it),
+ * cluster (with its kernel tables), framework profile, workload and the
+ * block of resolved paths.  mm_sim_load / mm_sim_prepare allocate them,
+ * mm_sim_free frees them and sets the pointers to NULL; the struct itself
+ * (a few hundred bytes: a plain local will do) is the caller's.  A sim is
+ * never copied by assignment: the copy would share every part, and freeing
+ * both frees them twice.  To try many layouts, keep one loaded sim and
+ * change sim->sc, then mm_sim_relayout (as the planner does).
+ *
+ * mm_sim_free frees all of it (a failed load or prepare has freed it
+ * already).  Safe on a zeroed or already freed mm_sim.  mm_sim_load and
+ * mm_sim_prepare overwrite *sim without freeing: free a prepared one before
+ * preparing it again. */
 void mm_sim_free(mm_sim *sim);
 
 /* Resolves a data path: as given if it exists, else relative to the
  * scenario file's folder, else under $MMSIM_DATADIR, else under the
- * installed data folder.  Writes the first existing candidate (or the path
- * as given) into out. */
+ * installed data folder, else beside the running program (BIN/../mmsim, a
+ * Python wheel's layout, and BIN/../share/mmsim, a moved prefix).  Writes
+ * the first existing candidate (or the path as given) into out. */
 void mm_sim_resolve_path(const char *path, const char *scenario_file, char *out, size_t len);
 
 /* The inverse for what is stored and shown: a path that
- * mm_sim_resolve_path found under $MMSIM_DATADIR or the installed data
- * folder is written relative to that folder ("models/x.yaml"), so that a
+ * mm_sim_resolve_path found under $MMSIM_DATADIR, the installed data
+ * folder or one beside the program is written relative to that folder ("models/x.yaml"), so that a
  * results database names the same file on every host; any other path is
  * written as given, less a leading "./". */
 void mm_sim_data_relative(const char *resolved, char *out, size_t len);
@@ -119,8 +140,8 @@ int mm_sim_relayout(mm_sim *sim, mm_err *err);
 /* prepare.c: the samples' shape (LLM tokens per sample) and the encoders
  * with work; loads a workload file. */
 int mm_sim_check_workload(mm_sim *sim, mm_err *err);
-/* prepare.c: frees the workload file only (mm_sim_relayout loads it again);
- * mm_sim_free also frees the cluster's kernel tables. */
+/* prepare.c: frees the workload file and its path only (mm_sim_relayout
+ * loads it again); mm_sim_free frees everything the sim owns. */
 void mm_sim_free_workload(mm_sim *sim);
 /* limits.c: iterations, global batch and micro-batches per DP replica
  * within the bounds of util/limits.h, else MM_EINPUT naming the key.  mmsim

@@ -135,6 +135,10 @@ size_t mm_scenario_canonical(const mm_scenario *sc, char *buf, size_t len)
             mm_sb_perturb(&b, &sc->perturb);
             continue;
         }
+        if (k->type == MM_KT_MODEL) {
+            mm_sb_model(&b, sc);
+            continue;
+        }
         mm_sb_printf(&b, "%*s%s:", ind, "", leaf);
         if (k->type == MM_KT_SECTION && !(k->flags & MM_KF_FLOW)) {
             mm_sb_printf(&b, "\n");

@@ -26,7 +26,7 @@
 /* Bounds on one document, aliases expanded (docs/reliability.md): larger or
  * deeper documents are refused (MM_EINPUT) while they are built, before any
  * alias is expanded. */
-#define MM_DOC_MAX_NODES 1000000
+#define MM_DOC_MAX_NODES 100000
 #define MM_DOC_MAX_DEPTH 256
 
 typedef struct mm_node mm_node;

@@ -1,0 +1,793 @@
+/* mgscript.c - a Megatron-LM launch script read as bash would read it, up to
+ * the command that starts training, without running anything (mgscript.h).
+ *
+ * Understood: comments, backslash-newline continuations, single and double
+ * quotes, literal assignments (NAME=value, NAME+=value, `export`,
+ * `declare`, `local`, `readonly` ones), bash arrays (NAME=( ... ),
+ * NAME+=( ... )), and the expansions $NAME, ${NAME}, ${NAME[@]},
+ * ${NAME[*]}, ${NAME[N]}, ${NAME:-default}, ${NAME-default}, ${NAME:=default},
+ * with bash's splitting of an unquoted expansion into words (so
+ * `MODEL_ARGS="--num-layers 32 ..."` then `$MODEL_ARGS` gives the
+ * arguments one by one).  `&&`, `||`, `|` and `;` separate commands (they
+ * are all read, as a run that succeeds runs them); redirections are
+ * skipped; `unset` forgets a variable; other commands (echo, mkdir, cd,
+ * set, ...) change no argument and are skipped.
+ *
+ * A variable the script does not assign (an environment variable, $1)
+ * stays as written, `$NAME`: the argument reader accepts it as the value of
+ * a costless argument (a path) and refuses it anywhere else, naming it.
+ *
+ * Refused, naming the line: loops and conditionals (for, while, until, if,
+ * case, select), functions, command substitution ($( ), backquotes),
+ * arithmetic ($(( ))), parameter operations other than the defaults above
+ * (${#N}, ${N%x}, ...), subshells, `source`, `eval`; a second launch
+ * command, or none.  The launch command is the one with a word ending in
+ * `.py` (python, torchrun, srun ... ENTRY.py ARGS): its words after the
+ * entry script are the arguments.
+ * Not for: the arguments (megatron.c) or which entry scripts are modeled. */
+#include "scenario/mgscript.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TEXT (1 << 20) /* a script, and a word */
+#define MAX_VARS 4096
+#define MAX_DEPTH 8 /* nested ${A:-${B:-...}} defaults */
+
+int mm_mg_words_push(mm_mg_words *ws, const char *text, size_t len, int line)
+{
+    if (ws->n == ws->cap) {
+        int cap = ws->cap ? 2 * ws->cap : 64;
+        mm_mg_word *p = realloc(ws->w, (size_t)cap * sizeof *p);
+        if (!p)
+            return -1;
+        ws->w = p;
+        ws->cap = cap;
+    }
+    char *t = malloc(len + 1);
+    if (!t)
+        return -1;
+    memcpy(t, text, len);
+    t[len] = '\0';
+    ws->w[ws->n++] = (mm_mg_word){t, line};
+    return 0;
+}
+
+void mm_mg_words_free(mm_mg_words *ws)
+{
+    for (int i = 0; i < ws->n; i++)
+        free(ws->w[i].text);
+    free(ws->w);
+    memset(ws, 0, sizeof *ws);
+}
+
+/* ---- variables ------------------------------------------------------------- */
+
+typedef struct var {
+    char *name;
+    mm_mg_words v; /* a scalar is one element */
+} var;
+
+/* A growing word under construction. */
+typedef struct wbuf {
+    char *s;
+    size_t n, cap;
+    bool have; /* something was written, if only "" */
+    int line;
+} wbuf;
+
+typedef struct sh {
+    const char *path;
+    const char *p; /* the text still to read */
+    int line;
+    mm_err *err;
+    var *vars;
+    int nvars, capvars;
+    bool oom;
+    /* the launch */
+    mm_mg_words *args;
+    char *entry;
+    size_t elen;
+    int *eline;
+    int launched; /* its line, 0: none yet */
+} sh;
+
+static int fail(sh *s, int line, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(sh *s, int line, const char *what, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mm_err_set(s->err, MM_EINPUT, s->path, line, what, "%s", msg);
+}
+
+static int oom(sh *s)
+{
+    return mm_err_set(s->err, MM_EINTERNAL, s->path, s->line, "", "out of memory");
+}
+
+static var *find_var(sh *s, const char *name, size_t len)
+{
+    for (int i = 0; i < s->nvars; i++)
+        if (strlen(s->vars[i].name) == len && !memcmp(s->vars[i].name, name, len))
+            return &s->vars[i];
+    return NULL;
+}
+
+/* The variable `name` (created empty when new), or NULL when out of room. */
+static var *get_var(sh *s, const char *name, size_t len)
+{
+    var *v = find_var(s, name, len);
+    if (v)
+        return v;
+    if (s->nvars == MAX_VARS)
+        return NULL;
+    if (s->nvars == s->capvars) {
+        int cap = s->capvars ? 2 * s->capvars : 32;
+        var *p = realloc(s->vars, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        s->vars = p;
+        s->capvars = cap;
+    }
+    char *n = malloc(len + 1);
+    if (!n)
+        return NULL;
+    memcpy(n, name, len);
+    n[len] = '\0';
+    s->vars[s->nvars] = (var){n, {0}};
+    return &s->vars[s->nvars++];
+}
+
+static void unset_var(sh *s, const char *name)
+{
+    var *v = find_var(s, name, strlen(name));
+    if (v)
+        mm_mg_words_free(&v->v);
+}
+
+/* ---- building words ------------------------------------------------------- */
+
+static int put(sh *s, wbuf *b, const char *t, size_t n)
+{
+    if (b->n + n + 1 > MAX_TEXT)
+        return fail(s, s->line, "", "a word longer than %d bytes", MAX_TEXT);
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p)
+            return oom(s);
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, t, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+    b->have = true;
+    return 0;
+}
+
+/* Ends the word being built: into `out` when it has anything. */
+static int flush(sh *s, wbuf *b, mm_mg_words *out)
+{
+    int rc = 0;
+    if (b->have && mm_mg_words_push(out, b->n ? b->s : "", b->n, b->line))
+        rc = oom(s);
+    b->n = 0;
+    b->have = false;
+    return rc;
+}
+
+static bool name_start(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static bool name_char(char c)
+{
+    return name_start(c) || (c >= '0' && c <= '9');
+}
+
+/* Appends an expansion's value to the word: quoted, as is (an array's
+ * elements still one word each); unquoted, split at blanks into words. */
+static int put_value(sh *s, wbuf *b, mm_mg_words *out, const char *t, size_t n, bool quoted)
+{
+    if (quoted)
+        return put(s, b, t, n);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char c = t[i];
+        if (c == ' ' || c == '\t' || c == '\n') {
+            if (b->have)
+                rc = flush(s, b, out);
+            b->line = s->line;
+            continue;
+        }
+        rc = put(s, b, &c, 1);
+    }
+    return rc;
+}
+
+static int expand_text(sh *s, const char *t, size_t n, wbuf *b, int depth);
+
+/* The value of a parameter expression (what is inside ${ }, or a plain
+ * name) into the word.  `all`: an array's [@] or [*]. */
+static int expand_param(sh *s, const char *e, size_t n, wbuf *b, mm_mg_words *out, bool quoted, int depth)
+{
+    size_t k = 0;
+    if (n && e[0] >= '0' && e[0] <= '9') {
+        while (k < n && e[k] >= '0' && e[k] <= '9')
+            k++;
+    } else {
+        while (k < n && name_char(e[k]))
+            k++;
+    }
+    if (k == 0)
+        return fail(s, s->line, "", "the parameter expansion ${%.*s} is not read: write its value", (int)n, e);
+    const char *name = e;
+    size_t nlen = k;
+    long index = -1;
+    bool all = false;
+    if (k < n && e[k] == '[') {
+        size_t close = k + 1;
+        while (close < n && e[close] != ']')
+            close++;
+        if (close == n)
+            return fail(s, s->line, "", "unterminated [ in ${%.*s}", (int)n, e);
+        const char *ix = e + k + 1;
+        size_t ixn = close - k - 1;
+        if (ixn == 1 && (ix[0] == '@' || ix[0] == '*'))
+            all = true;
+        else {
+            char num[16];
+            if (ixn == 0 || ixn >= sizeof num)
+                return fail(s, s->line, "", "index [%.*s] of ${%.*s} is not a number", (int)ixn, ix, (int)nlen, name);
+            memcpy(num, ix, ixn);
+            num[ixn] = '\0';
+            char *end;
+            index = strtol(num, &end, 10);
+            if (*end || index < 0)
+                return fail(s, s->line, "", "index [%s] of ${%.*s} is not a number", num, (int)nlen, name);
+        }
+        k = close + 1;
+    }
+    const char *dflt = NULL;
+    size_t dlen = 0;
+    bool colon = false;
+    if (k < n) {
+        colon = e[k] == ':';
+        size_t op = k + (colon ? 1 : 0);
+        if (op < n && (e[op] == '-' || e[op] == '=')) {
+            dflt = e + op + 1;
+            dlen = n - op - 1;
+        } else {
+            return fail(s, s->line, "", "the parameter operation in ${%.*s} is not read (only ${N:-default} is): "
+                        "write its value", (int)n, e);
+        }
+    }
+    var *v = find_var(s, name, nlen);
+    bool set = v && v->v.n > 0;
+    bool empty = !set || (v->v.n == 1 && !v->v.w[0].text[0]);
+    if (dflt && (!set || (colon && empty))) {
+        if (depth >= MAX_DEPTH)
+            return fail(s, s->line, "", "defaults nested more than %d deep", MAX_DEPTH);
+        wbuf d = {0};
+        d.line = s->line;
+        int rc = expand_text(s, dflt, dlen, &d, depth + 1);
+        if (!rc)
+            rc = put_value(s, b, out, d.s ? d.s : "", d.n, quoted);
+        if (!rc)
+            b->have = true;
+        free(d.s);
+        return rc;
+    }
+    if (!v) { /* not assigned by the script: kept as written */
+        char mark[80];
+        int m = snprintf(mark, sizeof mark, "$%.*s", (int)(nlen < 60 ? nlen : 60), name);
+        return put(s, b, mark, (size_t)m);
+    }
+    if (index >= 0) {
+        if (index < v->v.n)
+            return put_value(s, b, out, v->v.w[index].text, strlen(v->v.w[index].text), quoted);
+        b->have = b->have || quoted;
+        return 0;
+    }
+    if (!all) {
+        if (v->v.n)
+            return put_value(s, b, out, v->v.w[0].text, strlen(v->v.w[0].text), quoted);
+        b->have = b->have || quoted;
+        return 0;
+    }
+    /* ${A[@]}: each element a word of its own (quoted: kept whole) */
+    int rc = 0;
+    for (int i = 0; i < v->v.n && !rc; i++) {
+        if (i > 0 && (rc = flush(s, b, out)))
+            break;
+        b->line = v->v.w[i].line; /* where the element was written */
+        rc = put_value(s, b, out, v->v.w[i].text, strlen(v->v.w[i].text), quoted);
+        if (!rc && quoted)
+            b->have = true;
+    }
+    return rc;
+}
+
+/* Reads a `$` expansion at s->p (just past the `$`) into the word. */
+static int expansion(sh *s, wbuf *b, mm_mg_words *out, bool quoted)
+{
+    const char *p = s->p;
+    if (*p == '(')
+        return fail(s, s->line, "$(", "%s is not run by mmsim: write its result into the script",
+                    p[1] == '(' ? "arithmetic $(( ))" : "command substitution $( )");
+    if (*p == '{') {
+        const char *q = p + 1;
+        int nest = 1;
+        while (*q && nest) {
+            if (*q == '{')
+                nest++;
+            else if (*q == '}')
+                nest--;
+            else if (*q == '\n')
+                return fail(s, s->line, "${", "unterminated ${");
+            if (nest)
+                q++;
+        }
+        if (!*q)
+            return fail(s, s->line, "${", "unterminated ${");
+        s->p = q + 1;
+        return expand_param(s, p + 1, (size_t)(q - p - 1), b, out, quoted, 0);
+    }
+    if (name_start(*p) || (*p >= '0' && *p <= '9')) {
+        const char *q = p;
+        if (*q >= '0' && *q <= '9')
+            q++; /* $1: one digit, as bash reads it */
+        else
+            while (name_char(*q))
+                q++;
+        s->p = q;
+        return expand_param(s, p, (size_t)(q - p), b, out, quoted, 0);
+    }
+    if (*p && strchr("@*#?$!-", *p)) {
+        char mark[3] = {'$', *p, '\0'};
+        s->p = p + 1;
+        return put(s, b, mark, 2);
+    }
+    return put(s, b, "$", 1); /* a lone dollar */
+}
+
+/* Scalar expansion of a default's text ("${A:-$B/x}"), no splitting. */
+static int expand_text(sh *s, const char *t, size_t n, wbuf *b, int depth)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] == '$' && i + 1 < n && name_start(t[i + 1])) {
+            size_t k = i + 1;
+            while (k < n && name_char(t[k]))
+                k++;
+            mm_mg_words none = {0};
+            int rc = expand_param(s, t + i + 1, k - i - 1, b, &none, true, depth);
+            mm_mg_words_free(&none);
+            if (rc)
+                return rc;
+            i = k - 1;
+            continue;
+        }
+        if (t[i] == '$' && i + 1 < n && t[i + 1] == '{') {
+            size_t k = i + 2;
+            int nest = 1;
+            while (k < n && nest) {
+                nest += t[k] == '{' ? 1 : t[k] == '}' ? -1 : 0;
+                if (nest)
+                    k++;
+            }
+            if (k >= n)
+                return fail(s, s->line, "${", "unterminated ${ in a default");
+            mm_mg_words none = {0};
+            int rc = expand_param(s, t + i + 2, k - i - 2, b, &none, true, depth);
+            mm_mg_words_free(&none);
+            if (rc)
+                return rc;
+            i = k;
+            continue;
+        }
+        if (t[i] == '$' && i + 1 < n && t[i + 1] == '(')
+            return fail(s, s->line, "$(", "command substitution $( ) is not run by mmsim");
+        if (t[i] == '`')
+            return fail(s, s->line, "`", "command substitution (backquotes) is not run by mmsim");
+        if (t[i] == '"' || t[i] == '\'')
+            continue; /* quotes inside a default: their text */
+        int rc = put(s, b, t + i, 1);
+        if (rc)
+            return rc;
+    }
+    b->have = true;
+    return 0;
+}
+
+/* ---- words ---------------------------------------------------------------------- */
+
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+static bool ends_word(char c)
+{
+    return !c || blank(c) || c == '\n' || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '(' ||
+           c == ')';
+}
+
+/* One shell word at s->p into `out` (more than one when an unquoted
+ * expansion splits). */
+static int lex_word(sh *s, mm_mg_words *out)
+{
+    wbuf b = {0};
+    b.line = s->line;
+    int rc = 0;
+    while (!rc && !ends_word(*s->p)) {
+        char c = *s->p++;
+        if (c == '\\') {
+            if (*s->p == '\n') {
+                s->p++;
+                s->line++;
+                continue;
+            }
+            if (*s->p)
+                rc = put(s, &b, s->p++, 1);
+            continue;
+        }
+        if (c == '\'') {
+            const char *q = strchr(s->p, '\'');
+            if (!q) {
+                rc = fail(s, b.line, "'", "unterminated ' quote");
+                break;
+            }
+            for (const char *t = s->p; t < q; t++)
+                s->line += *t == '\n';
+            rc = put(s, &b, s->p, (size_t)(q - s->p));
+            b.have = true;
+            s->p = q + 1;
+            continue;
+        }
+        if (c == '"') {
+            b.have = true;
+            while (!rc && *s->p != '"') {
+                char d = *s->p++;
+                if (!d) {
+                    rc = fail(s, b.line, "\"", "unterminated \" quote");
+                    break;
+                }
+                if (d == '\n')
+                    s->line++;
+                if (d == '\\' && *s->p == '\n') {
+                    s->p++;
+                    s->line++;
+                    continue;
+                }
+                if (d == '\\' && *s->p && strchr("\"\\$`", *s->p)) {
+                    rc = put(s, &b, s->p++, 1);
+                    continue;
+                }
+                if (d == '`') {
+                    rc = fail(s, s->line, "`", "command substitution (backquotes) is not run by mmsim: write its "
+                              "result into the script");
+                    break;
+                }
+                if (d == '$') {
+                    rc = expansion(s, &b, out, true);
+                    continue;
+                }
+                rc = put(s, &b, &d, 1);
+            }
+            if (!rc)
+                s->p++;
+            continue;
+        }
+        if (c == '`') {
+            rc = fail(s, s->line, "`", "command substitution (backquotes) is not run by mmsim: write its result "
+                      "into the script");
+            break;
+        }
+        if (c == '$') {
+            rc = expansion(s, &b, out, false);
+            continue;
+        }
+        rc = put(s, &b, &c, 1);
+    }
+    if (!rc)
+        rc = flush(s, &b, out);
+    free(b.s);
+    return rc;
+}
+
+/* Blanks, continuations and comments before the next word. */
+static void skip_blanks(sh *s)
+{
+    for (;;) {
+        if (blank(*s->p))
+            s->p++;
+        else if (s->p[0] == '\\' && s->p[1] == '\n') {
+            s->p += 2;
+            s->line++;
+        } else if (*s->p == '#') {
+            while (*s->p && *s->p != '\n')
+                s->p++;
+        } else
+            return;
+    }
+}
+
+/* ---- commands ----------------------------------------------------------------- */
+
+/* NAME= or NAME+= at s->p: its length, and *append. */
+static size_t assignment(const char *p, bool *append)
+{
+    if (!name_start(*p))
+        return 0;
+    size_t k = 0;
+    while (name_char(p[k]))
+        k++;
+    *append = p[k] == '+' && p[k + 1] == '=';
+    if (*append)
+        return k;
+    return p[k] == '=' ? k : 0;
+}
+
+/* An assignment at s->p (NAME= or NAME+=, value a word or an array). */
+static int assign(sh *s, size_t k, bool append)
+{
+    const char *name = s->p;
+    int line = s->line;
+    s->p += k + (append ? 2 : 1);
+    mm_mg_words val = {0};
+    int rc = 0;
+    bool array = *s->p == '(';
+    if (array) { /* words until ) */
+        s->p++;
+        for (;;) {
+            skip_blanks(s);
+            if (*s->p == '\n') {
+                s->p++;
+                s->line++;
+                continue;
+            }
+            if (*s->p == ')') {
+                s->p++;
+                break;
+            }
+            if (!*s->p) {
+                rc = fail(s, line, "(", "unterminated array ( ... )");
+                break;
+            }
+            if (ends_word(*s->p)) {
+                rc = fail(s, s->line, "", "'%c' inside an array is not read", *s->p);
+                break;
+            }
+            if ((rc = lex_word(s, &val)))
+                break;
+        }
+    } else if (!ends_word(*s->p)) {
+        /* a scalar: one word, not split (as bash assigns) */
+        mm_mg_words parts = {0};
+        rc = lex_word(s, &parts);
+        wbuf b = {0};
+        for (int i = 0; !rc && i < parts.n; i++) {
+            rc = put(s, &b, parts.w[i].text, strlen(parts.w[i].text));
+            if (!rc && i + 1 < parts.n)
+                rc = put(s, &b, " ", 1);
+        }
+        if (!rc && mm_mg_words_push(&val, b.s ? b.s : "", b.n, line))
+            rc = oom(s);
+        free(b.s);
+        mm_mg_words_free(&parts);
+    } else if (mm_mg_words_push(&val, "", 0, line)) {
+        rc = oom(s);
+    }
+    if (rc) {
+        mm_mg_words_free(&val);
+        return rc;
+    }
+    var *v = get_var(s, name, k);
+    if (!v) {
+        mm_mg_words_free(&val);
+        return fail(s, line, "", "more than %d variables", MAX_VARS);
+    }
+    if (!append)
+        mm_mg_words_free(&v->v);
+    if (append && !array && v->v.n > 0 && val.n == 1) {
+        /* NAME+=text: the text appended to the (first) value */
+        mm_mg_word *last = &v->v.w[0];
+        size_t a = strlen(last->text), b = strlen(val.w[0].text);
+        char *t = a + b < MAX_TEXT ? realloc(last->text, a + b + 1) : NULL;
+        if (!t) {
+            mm_mg_words_free(&val);
+            return fail(s, line, "", "a value too long");
+        }
+        memcpy(t + a, val.w[0].text, b + 1);
+        last->text = t;
+        mm_mg_words_free(&val);
+        return 0;
+    }
+    for (int i = 0; i < val.n; i++)
+        if (mm_mg_words_push(&v->v, val.w[i].text, strlen(val.w[i].text), val.w[i].line)) {
+            mm_mg_words_free(&val);
+            return oom(s);
+        }
+    mm_mg_words_free(&val);
+    return 0;
+}
+
+static const char *const refused_words[] = {"for", "while", "until", "do", "done", "if", "then", "else", "elif",
+                                            "fi", "case", "esac", "select", "function", "{", "}", "[[", "((",
+                                            NULL};
+
+static const char *base(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* A finished command: a declaration, unset, a launch, or nothing. */
+static int run_command(sh *s, mm_mg_words *w, int line)
+{
+    if (!w->n)
+        return 0;
+    const char *cmd = w->w[0].text;
+    if (!strcmp(cmd, "source") || !strcmp(cmd, "."))
+        return fail(s, line, cmd, "`%s` reads another file, which mmsim does not follow: write its variables here",
+                    cmd);
+    if (!strcmp(cmd, "eval"))
+        return fail(s, line, cmd, "`eval` is not run by mmsim: write the command it makes");
+    if (!strcmp(cmd, "unset")) {
+        for (int i = 1; i < w->n; i++)
+            unset_var(s, w->w[i].text);
+        return 0;
+    }
+    int entry = -1;
+    for (int i = 0; i < w->n && entry < 0; i++) {
+        size_t n = strlen(w->w[i].text);
+        if (n > 3 && !strcmp(w->w[i].text + n - 3, ".py") && w->w[i].text[0] != '-')
+            entry = i;
+    }
+    if (entry < 0)
+        return 0; /* echo, mkdir, cd, set, ...: no arguments */
+    if (s->launched)
+        return fail(s, w->w[entry].line, base(w->w[entry].text),
+                    "a second launch command (the first on line %d): mmsim reads one; keep the one to simulate",
+                    s->launched);
+    s->launched = w->w[entry].line;
+    snprintf(s->entry, s->elen, "%s", w->w[entry].text);
+    *s->eline = w->w[entry].line;
+    for (int i = entry + 1; i < w->n; i++)
+        if (mm_mg_words_push(s->args, w->w[i].text, strlen(w->w[i].text), w->w[i].line))
+            return oom(s);
+    return 0;
+}
+
+static bool declares(const mm_mg_words *w)
+{
+    static const char *const decl[] = {"export", "declare", "typeset", "local", "readonly", NULL};
+    if (w->n < 1)
+        return false;
+    for (int i = 0; decl[i]; i++)
+        if (!strcmp(w->w[0].text, decl[i]))
+            return true;
+    return false;
+}
+
+/* Reads and runs one command (to a newline, ;, &&, ||, | or &). */
+static int command(sh *s)
+{
+    mm_mg_words w = {0};
+    int rc = 0, line = 0;
+    bool at_start = true;
+    for (;;) {
+        skip_blanks(s);
+        char c = *s->p;
+        if (!c || c == '\n' || c == ';' || c == '|' || (c == '&' && s->p[1] != '>')) {
+            if (c == '\n')
+                s->line++;
+            if (c)
+                s->p += (c == '&' || c == '|') && s->p[1] == c ? 2 : 1;
+            break;
+        }
+        if (c == '<' || c == '>' || (c == '&' && s->p[1] == '>')) { /* a redirection and its target */
+            while (*s->p == '<' || *s->p == '>' || *s->p == '&')
+                s->p++;
+            skip_blanks(s);
+            mm_mg_words target = {0};
+            if (!ends_word(*s->p))
+                rc = lex_word(s, &target);
+            mm_mg_words_free(&target);
+            if (rc)
+                break;
+            continue;
+        }
+        if (c == '(' || c == ')') {
+            rc = fail(s, s->line, c == '(' ? "(" : ")",
+                      "a subshell or function ( ) is not read: write the launch command plainly");
+            break;
+        }
+        if (!line)
+            line = s->line;
+        bool append = false;
+        size_t k = (at_start || declares(&w)) ? assignment(s->p, &append) : 0;
+        if (k) {
+            if ((rc = assign(s, k, append)))
+                break;
+            continue;
+        }
+        int before = w.n;
+        if ((rc = lex_word(s, &w)))
+            break;
+        /* a digit word right before a redirection is its file descriptor (2>&1) */
+        if (w.n == before + 1 && (*s->p == '>' || *s->p == '<') &&
+            strspn(w.w[before].text, "0123456789") == strlen(w.w[before].text)) {
+            free(w.w[--w.n].text);
+            continue;
+        }
+        if (at_start && w.n > before) {
+            at_start = false;
+            const char *first = w.w[0].text;
+            size_t fl = strlen(first);
+            for (int i = 0; refused_words[i]; i++)
+                if (!strcmp(first, refused_words[i])) {
+                    rc = fail(s, w.w[0].line, first,
+                              "bash control flow (`%s`) is not read by mmsim: write the launch command out", first);
+                    break;
+                }
+            if (!rc && fl > 2 && !strcmp(first + fl - 2, "()"))
+                rc = fail(s, w.w[0].line, first, "a function definition is not read by mmsim");
+            if (rc)
+                break;
+        }
+    }
+    if (!rc)
+        rc = run_command(s, &w, line ? line : s->line);
+    mm_mg_words_free(&w);
+    return rc;
+}
+
+int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line, mm_err *err)
+{
+    memset(args, 0, sizeof *args);
+    if (len)
+        entry[0] = '\0';
+    *entry_line = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script", "cannot read: %s", strerror(errno));
+    char *text = malloc(MAX_TEXT);
+    size_t n = text ? fread(text, 1, MAX_TEXT - 1, f) : 0;
+    fclose(f);
+    if (!text)
+        return mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
+    text[n] = '\0';
+    if (strlen(text) != n) {
+        free(text);
+        return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script", "a NUL byte: not a shell script");
+    }
+    sh s = {.path = path, .p = text, .line = 1, .err = err, .args = args, .entry = entry, .elen = len,
+            .eline = entry_line};
+    int rc = 0;
+    while (!rc && *s.p)
+        rc = command(&s);
+    if (!rc && !s.launched)
+        rc = mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script",
+                        "no launch command (python/torchrun ... ENTRY.py ARGS) in the script");
+    for (int i = 0; i < s.nvars; i++) {
+        free(s.vars[i].name);
+        mm_mg_words_free(&s.vars[i].v);
+    }
+    free(s.vars);
+    free(text);
+    if (rc)
+        mm_mg_words_free(args);
+    return rc;
+}
