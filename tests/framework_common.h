@@ -68,6 +68,33 @@ static inline int copy_with_line(FILE *in, FILE *out, const char *match, const c
     return hit;
 }
 
+/* A copy of profile `src` into `path` whose host costs nothing (the host
+ * section's launch_us, forward_op_us, backward_op_us and module_us at 0):
+ * the host cursor then delays no kernel, so runs equal those before the
+ * host was modeled bit for bit.  Returns the lines changed (4). */
+static inline int profile_without_host(const char *src, const char *path)
+{
+    FILE *in = fopen(src, "r"), *out = fopen(path, "w");
+    ck_assert(in && out);
+    char line[1024];
+    int hit = 0;
+    static const char *const keys[] = {"  launch_us:", "  forward_op_us:", "  backward_op_us:", "  module_us:"};
+    while (fgets(line, sizeof line, in)) {
+        int k = 0;
+        while (k < 4 && strncmp(line, keys[k], strlen(keys[k])))
+            k++;
+        if (k < 4) {
+            fprintf(out, "%s 0\n", keys[k]);
+            hit++;
+        } else {
+            fputs(line, out);
+        }
+    }
+    fclose(in);
+    fclose(out);
+    return hit;
+}
+
 /* A copy of megatron-core.yaml with one line replaced, loaded. */
 static inline int load_edited(const char *from, const char *to, mm_err *err, char *tmp, size_t len)
 {

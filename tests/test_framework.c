@@ -31,7 +31,7 @@ START_TEST(profiles_say_what_the_code_does)
     load_profile("hf-deepspeed", &fw);
     ck_assert_int_eq(mm_framework_grad_bytes(&fw, MM_DTYPE_BF16), 2);
     ck_assert(fw.group[MM_FW_NORM].kernels == 8 && fw.group[MM_FW_NORM].traffic == 9);
-    ck_assert(fw.host_overhead_s > 0 && !fw.zero_grad_buffer);
+    ck_assert(fw.host.fwd_op_s > 0 && !fw.host.graphs_layer && !fw.zero_grad_buffer);
     load_profile("fsdp", &fw);
     ck_assert_int_eq(mm_framework_grad_bytes(&fw, MM_DTYPE_BF16), 4);
     ck_assert(fw.bucket_params == 0 && fw.bucket_per_dp == 0);
@@ -340,14 +340,16 @@ START_TEST(padding_is_a_profile_default)
 }
 END_TEST
 
-/* Host dispatch per kernel (kernels.host_overhead_us): an eager framework
- * cannot issue a kernel faster than its host, so a group of k launches
- * lasts at least k x host_overhead.  HF's RMSNorm (8 kernels, 9x the bytes)
- * on a 1 kB tensor: forward 8 x 3.6 us = 28.8 us, input gradient the same
- * (twice the bytes, still host-bound), weight gradient nothing; under
- * megatron-core (host runs ahead) the HBM time alone.  A 1 GB tensor is
- * bandwidth-bound either way: 9 GB at HBM speed.  Exact (1e-15 s). */
-START_TEST(host_overhead_floors_each_kernel)
+/* The host's work per pass (fwcost.c, the profile's host section): each
+ * kernel a pass launches costs host.launch_us plus forward_op_us (forward)
+ * or backward_op_us (backward), and the GPU time is the kernels' own, with
+ * no floor (the executor makes short kernels wait for the host).  HF's
+ * RMSNorm, 8 kernels: forward 8 x (3.0 + 6.8) us and the module's 5 us,
+ * input gradient 8 x (3.0 + 1.0) us, weight gradient nothing;
+ * Megatron-Core's fused norm: one kernel of 3.0 + 6.8 us and the module's
+ * 5 forward, 3.0 + 6.8 backward (TE's backward is Python).  Exact
+ * (1e-15 s). */
+START_TEST(host_work_per_kernel_and_pass)
 {
     mm_cluster c;
     mm_err err;
@@ -355,20 +357,24 @@ START_TEST(host_overhead_floors_each_kernel)
     mm_framework hf, core;
     load_profile("hf-deepspeed", &hf);
     load_profile("megatron-core", &core);
-    ck_assert(fabs(hf.host_overhead_s - 3.6e-6) < 1e-18 && core.host_overhead_s == 0);
+    ck_assert(fabs(hf.host.launch_s - 3.0e-6) < 1e-18 && fabs(hf.host.fwd_op_s - 6.8e-6) < 1e-18 &&
+              fabs(hf.host.bwd_op_s - 1.0e-6) < 1e-18 && fabs(core.host.bwd_op_s - 6.8e-6) < 1e-18);
+    ck_assert(core.host.graphs_layer && core.host.graphs_full);
     mm_op_cost op = {.name = "norm_attn", .kind = MM_OPK_MEM, .bytes = 1000, .pass = MM_OP_F};
-    mm_fw_ctx ch = {&c.gpu, MM_DTYPE_BF16, &hf, MM_ATTN_IMPL_FLASH2, 2};
-    mm_fw_ctx cc = {&c.gpu, MM_DTYPE_BF16, &core, MM_ATTN_IMPL_FLASH2, 2};
+    mm_fw_ctx ch = {&c.gpu, MM_DTYPE_BF16, &hf, MM_ATTN_IMPL_FLASH2, 2, &hf.host};
+    mm_fw_ctx cc = {&c.gpu, MM_DTYPE_BF16, &core, MM_ATTN_IMPL_FLASH2, 2, &core.host};
     mm_pass_breakdown h = mm_fw_time_ops(&ch, &op, 1), k = mm_fw_time_ops(&cc, &op, 1);
-    ck_assert(mm_mem_time(&c.gpu, 9000) < 8 * 3.6e-6 && mm_mem_time(&c.gpu, 18000) < 8 * 3.6e-6);
-    ck_assert_msg(fabs(h.s[MM_OP_F][MM_BK_MEM] - 8 * 3.6e-6) < 1e-15, "%g s", h.s[MM_OP_F][MM_BK_MEM]);
-    ck_assert(fabs(h.s[MM_OP_B][MM_BK_MEM] - 8 * 3.6e-6) < 1e-15);
-    ck_assert(h.s[MM_OP_W][MM_BK_MEM] == 0);
+    ck_assert(fabs(h.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 9000)) < 1e-15);
+    ck_assert(h.launches[MM_OP_F] == 8 && h.launches[MM_OP_B] == 8 && h.launches[MM_OP_W] == 0);
+    ck_assert_msg(fabs(h.host_s[MM_OP_F] - (8 * 9.8e-6 + 5e-6)) < 1e-15, "%g s", h.host_s[MM_OP_F]);
+    ck_assert(fabs(h.host_s[MM_OP_B] - 8 * 4.0e-6) < 1e-15 && h.host_s[MM_OP_W] == 0);
+    ck_assert(k.launches[MM_OP_F] == 1 && fabs(k.host_s[MM_OP_F] - 14.8e-6) < 1e-15);
+    ck_assert(fabs(k.host_s[MM_OP_B] - 9.8e-6) < 1e-15);
     ck_assert(fabs(k.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 1000)) < 1e-15);
-    op.bytes = 1e9;
+    /* no host: nothing counted */
+    ch.host = NULL;
     h = mm_fw_time_ops(&ch, &op, 1);
-    ck_assert(fabs(h.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 9e9)) < 1e-15);
-    ck_assert(h.s[MM_OP_F][MM_BK_MEM] > 8 * 3.6e-6);
+    ck_assert(h.host_s[MM_OP_F] == 0 && h.launches[MM_OP_F] == 8);
     mm_cluster_free(&c);
 }
 END_TEST
@@ -446,7 +452,7 @@ static char out[1 << 17], errtxt[1 << 14];
 START_TEST(cli_bad_profile_and_json_breakdown)
 {
     char dir[256], prof[300], args[1024];
-    int bad = profile_with_line("frameworks/hf-deepspeed.yaml", "  host_overhead_us: 3.6", "  host_overhead_us: fast\n",
+    int bad = profile_with_line("frameworks/hf-deepspeed.yaml", "  launch_us: 3.0", "  launch_us: fast\n",
                                 "fw", dir, sizeof dir, prof, sizeof prof);
     ck_assert(bad > 0);
     const char *base = "--set model=models/llama-2-7b.json --set workload=text --set parallel.vision=null "
@@ -454,7 +460,7 @@ START_TEST(cli_bad_profile_and_json_breakdown)
     snprintf(args, sizeof args, "run --no-db %s --set train.framework=%s", base, prof);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
     char want[400];
-    snprintf(want, sizeof want, "%s:%d: key 'kernels.host_overhead_us'", prof, bad);
+    snprintf(want, sizeof want, "%s:%d: key 'host.launch_us'", prof, bad);
     ck_assert_msg(strstr(errtxt, want), "stderr: %s (want %s)", errtxt, want);
     snprintf(args, sizeof args, "run --no-db --json %s", base);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 0);
@@ -598,7 +604,7 @@ START_TEST(extra_kernels_by_formula)
     ck_assert(n == 1 && !strcmp(ops[0].name, "attn_layout") && ops[0].bytes == 2 * T * q * e);
     mm_cluster c;
     ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
-    mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2};
+    mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2, NULL};
     double V = (double)m.vocab;
     ck_assert(mm_fw_embed_wgrad_time(&fc, &m, T, 2) == mm_mem_time(&c.gpu, V * h / 2 * 12 + T * h * 6));
     mm_cluster_free(&c);
@@ -721,7 +727,7 @@ int main(void)
     tcase_add_test(tc, eager_kernels_cost_more);
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, padding_is_a_profile_default);
-    tcase_add_test(tc, host_overhead_floors_each_kernel);
+    tcase_add_test(tc, host_work_per_kernel_and_pass);
     tcase_add_test(tc, optimizer_phase_term_by_term);
     tcase_add_test(tc, optimizer_fp16_loss_scale);
     tcase_add_test(tc, cli_bad_profile_and_json_breakdown);

@@ -216,6 +216,7 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"mfu", m->mfu}, {"hfu", m->hfu},
         {"tflops_per_gpu", m->tflops_per_gpu}, {"hw_tflops_per_gpu", m->hw_tflops_per_gpu},
         {"bubble_fraction", m->bubble_fraction}, {"exposed_comm_s", m->exposed_comm_s},
+        {"host_launch_s", m->oom ? NAN : m->host_launch_s}, {"exposed_host_s", m->oom ? NAN : m->exposed_host_s},
         {"peak_memory_gib", m->peak_memory_gib}, {"oom", m->oom ? 1 : 0},
         {"peak_memory_bound_gib", h->sim.wl ? m->peak_memory_bound_gib : NAN},
         {"encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance},

@@ -73,9 +73,10 @@ static void run_stages(FILE *f, const mm_metrics *m)
     for (int s = 0; s < m->n_stages; s++) {
         const mm_stage_metrics *st = &m->stages[s];
         fprintf(f, "%s{\"stage\": %d", s ? ", " : "", s);
-        const char *names[] = {"busy_s", "idle_s", "bubble_s", "comm_s", "memory_gib"};
-        const double vals[] = {st->busy_s, st->idle_s, st->bubble_s, st->comm_s, st->memory_gib};
-        for (int k = 0; k < 5; k++) {
+        const char *names[] = {"busy_s", "idle_s", "bubble_s", "comm_s", "host_s", "exposed_host_s", "memory_gib"};
+        const double vals[] = {st->busy_s, st->idle_s,         st->bubble_s,  st->comm_s,
+                               st->host_s, st->exposed_host_s, st->memory_gib};
+        for (int k = 0; k < 7; k++) {
             fprintf(f, ", \"%s\": ", names[k]);
             jval(f, vals[k]);
         }
@@ -122,6 +123,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     jnum(f, "hw_tflops_per_gpu", m->hw_tflops_per_gpu, 0);
     jnum(f, "bubble_fraction", m->bubble_fraction, 0);
     jnum(f, "exposed_comm_s", m->exposed_comm_s, 0);
+    jnum(f, "host_launch_s", m->oom ? NAN : m->host_launch_s, 0);
+    jnum(f, "exposed_host_s", m->oom ? NAN : m->exposed_host_s, 0);
     jnum(f, "peak_memory_gib", m->peak_memory_gib, 0);
     if (sim->wl) /* memory that follows the data: the early check is a bound */
         jnum(f, "peak_memory_bound_gib", m->peak_memory_bound_gib, 0);

@@ -141,6 +141,8 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            m->tflops_per_gpu, m->hw_tflops_per_gpu);
     printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
+    printf("  host launches      %10.4f s per rank, %.4f s of them exposed (the GPU waiting for its launches)\n",
+           m->host_launch_s, m->exposed_host_s);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
     if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;

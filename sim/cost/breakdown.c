@@ -104,6 +104,12 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
             bk->pass[v][MM_OP_F] = st[v].fwd_s;
             bk->pass[v][MM_OP_B] = st[v].bwd_s - st[v].wgrad_s;
             bk->pass[v][MM_OP_W] = st[v].wgrad_s;
+            const double h[4] = {st[v].fwd_host_s, st[v].bwd_host_s - st[v].wgrad_host_s, st[v].wgrad_host_s,
+                                 st[v].opt_host_s};
+            const double k[4] = {st[v].fwd_launches, st[v].bwd_launches - st[v].wgrad_launches, st[v].wgrad_launches,
+                                 st[v].opt_launches};
+            memcpy(bk->host[v], h, sizeof h);
+            memcpy(bk->launches[v], k, sizeof k);
         }
     }
     free(st);
@@ -119,7 +125,8 @@ static void json_pass(FILE *f, const mm_pass_breakdown *b, double scale)
         fprintf(f, "%s\"%s\": {", p ? ", " : "", mm_bk_pass_names[p]);
         for (int k = 0; k < MM_BK_KINDS; k++)
             fprintf(f, "%s\"%s_s\": %.9g", k ? ", " : "", mm_bk_kind_names[k], scale * b->s[p][k]);
-        fprintf(f, ", \"total_s\": %.9g}", scale * mm_pass_breakdown_pass(b, p));
+        fprintf(f, ", \"total_s\": %.9g, \"launches\": %.9g, \"host_s\": %.9g}", scale * mm_pass_breakdown_pass(b, p),
+                scale * b->launches[p], scale * b->host_s[p]);
     }
     fprintf(f, "}");
 }
@@ -144,8 +151,13 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
     }
     fprintf(f, "],\n%s  \"stages\": [", indent);
     for (int v = 0; v < n; v++)
-        fprintf(f, "%s\n%s    {\"stage\": %d, \"fwd_s\": %.9g, \"bgrad_s\": %.9g, \"wgrad_s\": %.9g}", v ? "," : "",
-                indent, v, bk->pass[v][MM_OP_F], bk->pass[v][MM_OP_B], bk->pass[v][MM_OP_W]);
+        fprintf(f,
+                "%s\n%s    {\"stage\": %d, \"fwd_s\": %.9g, \"bgrad_s\": %.9g, \"wgrad_s\": %.9g, "
+                "\"host_fwd_s\": %.9g, \"host_bgrad_s\": %.9g, \"host_wgrad_s\": %.9g, \"host_optimizer_s\": %.9g, "
+                "\"launches\": %.9g}",
+                v ? "," : "", indent, v, bk->pass[v][MM_OP_F], bk->pass[v][MM_OP_B], bk->pass[v][MM_OP_W],
+                bk->host[v][0], bk->host[v][1], bk->host[v][2], bk->host[v][3],
+                bk->launches[v][0] + bk->launches[v][1] + bk->launches[v][2] + bk->launches[v][3]);
     fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
                "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}",
             indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->p2p_hop_mean_s, bk->dp_grad_s);
@@ -197,6 +209,11 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
         fprintf(f, "  optimizer  stage %d: step %.3f, grad norm %.3f, zero grad %.3f = %.3f ms\n", v, 1e3 * o->step_s,
                 1e3 * o->grad_norm_s, 1e3 * o->zero_grad_s, 1e3 * o->total_s);
     }
+    for (int v = 0; v < n; v++)
+        fprintf(f, "  host       stage %d: issuing fwd %.3f, bgrad %.3f, wgrad %.3f per micro-batch, optimizer %.3f ms "
+                   "(%.0f launches)\n",
+                v, 1e3 * bk->host[v][0], 1e3 * bk->host[v][1], 1e3 * bk->host[v][2], 1e3 * bk->host[v][3],
+                bk->launches[v][0] + bk->launches[v][1] + bk->launches[v][2] + bk->launches[v][3]);
     if (bk->mb_count == 0)
         return;
     /* the drawn micro-batches: one layer each, the split of its forward */

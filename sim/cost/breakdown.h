@@ -40,6 +40,9 @@ typedef struct mm_sim_breakdown {
      * executed graph runs (mm_sim_stage_times), embedding and head
      * included on the first and last stage. */
     double pass[MM_BK_MAX_STAGES][3];
+    /* the host's seconds to issue each stage's F, B, W of one micro-batch
+     * and its optimizer step, and the kernels they launch (mm_stage_cost) */
+    double host[MM_BK_MAX_STAGES][4], launches[MM_BK_MAX_STAGES][4];
     /* Communication of one layer and micro-batch, alone on the network
      * (analytic, uncontended; the executed graph's, with contention and
      * overlap, is in the metrics): TP in the forward and in the input-

@@ -26,6 +26,10 @@ typedef struct pass_times {
     double fwd, bwd, attn_fwd; /* seconds */
     double wgrad;              /* the weight-gradient part of bwd */
     double mem_fwd, mem_bwd, mem_wgrad; /* of which memory-bound kernels (MM_OPK_MEM) */
+    /* the host: seconds to issue the passes' kernels and their count, as
+     * fwd, bwd (whole backward) and wgrad; the attention core's forward */
+    double host_fwd, host_bwd, host_wgrad, host_attn;
+    double kern_fwd, kern_bwd, kern_wgrad, kern_attn;
 } pass_times;
 
 /* How the LLM's layers run: the scenario's GPU and precision, the
@@ -34,7 +38,7 @@ typedef struct pass_times {
  * have no unfused expansion), with llm.h's fused memory-bound kernels. */
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
-    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2};
+    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
@@ -54,7 +58,37 @@ static pass_times from_breakdown(const mm_pass_breakdown *b)
     t.mem_fwd = b->s[MM_OP_F][MM_BK_MEM];
     t.mem_wgrad = b->s[MM_OP_W][MM_BK_MEM];
     t.mem_bwd = b->s[MM_OP_B][MM_BK_MEM] + t.mem_wgrad;
+    t.host_fwd = b->host_s[MM_OP_F];
+    t.host_wgrad = b->host_s[MM_OP_W];
+    t.host_bwd = b->host_s[MM_OP_B] + t.host_wgrad;
+    t.host_attn = b->attn_core_host_s;
+    t.kern_fwd = b->launches[MM_OP_F];
+    t.kern_wgrad = b->launches[MM_OP_W];
+    t.kern_bwd = b->launches[MM_OP_B] + t.kern_wgrad;
+    t.kern_attn = b->attn_core_launches;
     return t;
+}
+
+/* A transformer layer's passes under train.cuda_graphs (Megatron-Core's
+ * CudaGraphManager, megatron/core/transformer/cuda_graphs.py: a graph per
+ * layer for the forward and one for the backward, the recomputation and
+ * the weight gradients inside it): layer -- one replay per pass, each a
+ * Python call into the runner and a cudaGraphLaunch; full -- the whole
+ * forward-backward is one graph (FullCudaGraphWrapper, megatron/core/
+ * full_cuda_graph.py) whose single launch per iteration is not charged.
+ * The embedding and the LM head stay eager (no graph holds them). */
+static void graphed(const mm_sim *sim, pass_times *t)
+{
+    const mm_fw_host *h = &sim->fw->host;
+    mm_cuda_graphs g = sim->sc.train.cuda_graphs;
+    if (g == MM_GRAPHS_NONE)
+        return;
+    bool layer = g == MM_GRAPHS_LAYER;
+    t->kern_fwd = layer && t->fwd > 0 ? 1 : 0;
+    t->kern_bwd = layer && t->bwd > 0 ? 1 : 0;
+    t->host_fwd = t->kern_fwd * (h->graph_launch_s + h->fwd_op_s);
+    t->host_bwd = t->kern_bwd * (h->graph_launch_s + h->bwd_op_s);
+    t->host_wgrad = t->kern_wgrad = t->host_attn = t->kern_attn = 0;
 }
 
 /* Forward, backward and weight-gradient time of a list of forward kernels
@@ -158,7 +192,11 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
                                 sc->train.pass_times, pt.n_stages, V);
     }
     double p2p = 0;
+    /* measured passes include their own launches: the host costs nothing */
+    spec->coll_host_s = 0;
     for (int v = 0; v < V; v++) {
+        st[v].fwd_host_s = st[v].bwd_host_s = st[v].wgrad_host_s = st[v].opt_host_s = 0;
+        st[v].fwd_launches = st[v].bwd_launches = st[v].wgrad_launches = st[v].opt_launches = 0;
         st[v].fwd_s = pt.f_s[v];
         st[v].bwd_s = pt.b_s[v] + pt.w_s[v];
         st[v].wgrad_s = pt.w_s[v];
@@ -297,6 +335,16 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->lay.tp : 0;
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
+    /* a blocking collective is one eager op of the host (a torch.distributed
+     * call into ProcessGroupNCCL and the NCCL kernel's launch); inside a
+     * CUDA graph it is replayed with the layer */
+    spec->coll_host_s = sc->train.cuda_graphs != MM_GRAPHS_NONE ? 0.0
+                                                                : mm_fw_host_kernel_s(&sim->fw->host, false);
+    /* gradient clipping reads the norm on the host (Megatron core/optimizer/
+     * clip_grads.py get_grad_norm_fp32: total_norm.item()), fp16 its
+     * overflow flag (MixedPrecisionOptimizer: found_inf.item()): the host
+     * waits for the GPU before the step */
+    spec->host_sync_step = sim->fw->grad_norm || (mm_dtype)sc->train.precision == MM_DTYPE_FP16;
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
@@ -343,6 +391,8 @@ static void edge_costs(const mm_sim *sim, bool sp, int wbytes, mm_sim_breakdown 
         bk->embed = mm_fw_time_ops(&fc, ops, n);
     /* the embedding table's weight gradient (no forward op carries it) */
     bk->embed.s[MM_OP_W][MM_BK_MEM] += mm_fw_embed_wgrad_time(&fc, m, tokens, L->lay.tp);
+    bk->embed.launches[MM_OP_W] += 1; /* embedding_dense_backward */
+    bk->embed.host_s[MM_OP_W] += mm_fw_host_kernel_s(fc.host, true);
     *emb = from_breakdown(&bk->embed);
     n = mm_llm_head_ops(m, b, s / cp, L->lay.tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n >= 0)
@@ -361,6 +411,43 @@ static void stage_mem_frac(const pass_times *layer, const pass_times *emb, const
     out[0] = c->fwd_s > 0 ? mf / c->fwd_s : 0;
     out[1] = c->bwd_s > 0 ? mb / c->bwd_s : 0;
     out[2] = c->wgrad_s > 0 ? mw / c->wgrad_s : 0;
+}
+
+/* Virtual stage c's host work per micro-batch (mm_stage_cost's host
+ * fields): its layers' kernels, the recomputation's (full: the forward
+ * again; selective: the attention core's) ahead of each backward, and the
+ * embedding's or the LM head's. */
+static void stage_host(const pass_times *l, const pass_times *emb, const pass_times *head, int nl, bool first,
+                       bool last, int recompute, mm_stage_cost *c)
+{
+    double re_h = recompute == MM_RECOMPUTE_FULL ? l->host_fwd : recompute == MM_RECOMPUTE_SELECTIVE ? l->host_attn : 0;
+    double re_k = recompute == MM_RECOMPUTE_FULL ? l->kern_fwd : recompute == MM_RECOMPUTE_SELECTIVE ? l->kern_attn : 0;
+    c->fwd_host_s = nl * l->host_fwd + (first ? emb->host_fwd : 0) + (last ? head->host_fwd : 0);
+    c->bwd_host_s = nl * (l->host_bwd + re_h) + (first ? emb->host_bwd : 0) + (last ? head->host_bwd : 0);
+    c->wgrad_host_s = nl * l->host_wgrad + (first ? emb->host_wgrad : 0) + (last ? head->host_wgrad : 0);
+    c->fwd_launches = nl * l->kern_fwd + (first ? emb->kern_fwd : 0) + (last ? head->kern_fwd : 0);
+    c->bwd_launches = nl * (l->kern_bwd + re_k) + (first ? emb->kern_bwd : 0) + (last ? head->kern_bwd : 0);
+    c->wgrad_launches = nl * l->kern_wgrad + (first ? emb->kern_wgrad : 0) + (last ? head->kern_wgrad : 0);
+}
+
+/* The optimizer phase's launches on one rank updating `opt_params`: its
+ * fused kernels go through multi_tensor_apply (apex csrc/
+ * multi_tensor_apply.cuh; PyTorch aten/src/ATen/native/cuda/
+ * MultiTensorApply.cuh), which launches once per 320 blocks of 65536
+ * elements (depth_to_max_blocks, chunk_size 2048*32): the Adam step, and
+ * with gradient clipping the L2 norm and the scaling by the clip factor;
+ * the gradient buffer's zeroing is one memset.  The launches of a list of
+ * tensors full before its blocks are (36 tensors at Adam's depth 4) are
+ * not counted: a lower bound for many small tensors.  Each multi-tensor
+ * call is one Python op, each launch one cudaLaunchKernel. */
+static void optimizer_host(const mm_sim *sim, double opt_params, mm_stage_cost *c)
+{
+    const mm_framework *fw = sim->fw;
+    double per_launch = 320.0 * 65536.0, mt = opt_params > 0 ? ceil(opt_params / per_launch) : 0;
+    double calls = opt_params > 0 ? 1.0 + (fw->grad_norm ? 2.0 : 0.0) : 0;
+    double memsets = fw->zero_grad_buffer ? 1.0 : 0.0;
+    c->opt_launches = mt * calls + memsets;
+    c->opt_host_s = c->opt_launches * fw->host.launch_s + (calls + memsets) * fw->host.fwd_op_s;
 }
 
 /* The parameters one (pre-TP) copy of a stage of nl blocks like sv holds:
@@ -402,6 +489,7 @@ static void stage_pass(const mm_llm *m, const mm_llm *sv, const pass_times *laye
     c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
     c->bwd_flops = 2 * c->fwd_flops;
     c->wgrad_s = nl * layer->wgrad + (first ? emb->wgrad : 0) + (last ? head->wgrad : 0);
+    stage_host(layer, emb, head, nl, first, last, rc, c);
     if (mf)
         stage_mem_frac(layer, emb, head, nl, first, last, c, mf);
     /* weight gradients: every matmul but the attention core, once */
@@ -410,9 +498,10 @@ static void stage_pass(const mm_llm *m, const mm_llm *sv, const pass_times *laye
 }
 
 /* A stage's gradient and parameter bytes per GPU and its optimizer step
- * (ob); a part of stage_costs_bk's loop. */
+ * (ob; the parameters it updates per GPU into *opt_params_out); a part of
+ * stage_costs_bk's loop. */
 static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last, int zero, int gbytes,
-                          int wbytes, mm_stage_cost *c, mm_opt_breakdown *ob)
+                          int wbytes, mm_stage_cost *c, mm_opt_breakdown *ob, double *opt_params_out)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     /* Megatron keeps the (tied) embedding on the first stage and a copy
@@ -423,6 +512,7 @@ static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool firs
     c->param_bytes = local * wbytes;
     double opt_params = zero >= 1 ? local / L->lay.dp : local;
     optimizer_phase(sim, local, opt_params, zero, ob);
+    *opt_params_out = opt_params;
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
@@ -447,6 +537,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
      * block, for non-uniform models, times the executed graph) */
     if (block_costs(sim, m, sp, &layer, &bk->layer))
         return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+    graphed(sim, &layer);
     pass_times emb, head;
     edge_costs(sim, sp, wbytes, bk, &emb, &head);
 
@@ -475,12 +566,16 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         l0 += nl;
         if (!mm_llm_blocks_uniform(m) && block_costs(sim, &sv, sp, &layer, NULL))
             return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+        if (!mm_llm_blocks_uniform(m))
+            graphed(sim, &layer);
         stage_pass(m, &sv, &layer, &emb, &head, rc, b, s, nl, first, last, c, mem_frac ? &mem_frac[3 * k] : NULL);
         mm_opt_breakdown ob;
-        stage_weights(sim, &sv, nl, first, last, zero, gbytes, wbytes, c, &ob);
+        double opt_params;
+        stage_weights(sim, &sv, nl, first, last, zero, gbytes, wbytes, c, &ob, &opt_params);
         if (k < MM_BK_MAX_STAGES)
             bk->opt[k] = ob;
         c->opt_s = ob.total_s;
+        optimizer_host(sim, opt_params, c);
         mm_sim_freeze_stage(sim, c);
     }
     layout_spec(sim, spec, zero, sp, gbytes);
@@ -534,6 +629,7 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     if (n < 0)
         return -1;
     pass_times layer = time_ops(&ec, ops, n);
+    graphed(sim, &layer);
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
     double ptok = inputs * e->tokens_per_input;
@@ -548,7 +644,20 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
      * else none.  The tower has nothing upstream: no pass when frozen. */
     double pb = !e->frozen_proj ? proj.bwd : !e->frozen_tower ? proj.bwd - proj.wgrad : 0;
     double pbf = !e->frozen_proj ? 2 * proj_f : !e->frozen_tower ? proj_f : 0;
+    /* the host's share, as the seconds' */
+    double re_h = rc == MM_RECOMPUTE_FULL ? layer.host_fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.host_attn : 0;
+    double re_k = rc == MM_RECOMPUTE_FULL ? layer.kern_fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.kern_attn : 0;
+    double pbh = !e->frozen_proj ? proj.host_bwd : !e->frozen_tower ? proj.host_bwd - proj.host_wgrad : 0;
+    double pbk = !e->frozen_proj ? proj.kern_bwd : !e->frozen_tower ? proj.kern_bwd - proj.kern_wgrad : 0;
+    c->fwd_host_s = L * layer.host_fwd + stem.host_fwd + (llm_side ? 0 : proj.host_fwd);
+    c->fwd_launches = L * layer.kern_fwd + stem.kern_fwd + (llm_side ? 0 : proj.kern_fwd);
+    c->bwd_host_s = (e->frozen_tower ? 0 : L * (layer.host_bwd + re_h) + stem.host_bwd) + (llm_side ? 0 : pbh);
+    c->bwd_launches = (e->frozen_tower ? 0 : L * (layer.kern_bwd + re_k) + stem.kern_bwd) + (llm_side ? 0 : pbk);
     if (llm_side && projc) {
+        projc->fwd_host_s = proj.host_fwd;
+        projc->bwd_host_s = pbh;
+        projc->fwd_launches = proj.kern_fwd;
+        projc->bwd_launches = pbk;
         projc->fwd_s = proj.fwd;
         projc->bwd_s = pb;
         projc->fwd_flops = proj_f;
@@ -617,6 +726,10 @@ static int enc_costs(const mm_sim *sim, mm_build_spec *spec, mm_stage_cost *st, 
         if (sc->parallel.projector_on_llm) { /* the LLM's first stage runs it */
             st[0].fwd_s += projc.fwd_s;
             st[0].bwd_s += projc.bwd_s;
+            st[0].fwd_host_s += projc.fwd_host_s;
+            st[0].bwd_host_s += projc.bwd_host_s;
+            st[0].fwd_launches += projc.fwd_launches;
+            st[0].bwd_launches += projc.bwd_launches;
             st[0].fwd_flops += projc.fwd_flops;
             st[0].bwd_flops += projc.bwd_flops;
             double pp = e->frozen_proj ? 0 : (double)mm_projector_params(e->proj) / L->lay.tp;

@@ -28,7 +28,13 @@ void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, d
     for (int p = 0; p < 3; p++)
         for (int j = 0; j < MM_BK_KINDS; j++)
             acc->s[p][j] += k * a->s[p][j];
+    for (int p = 0; p < 3; p++) {
+        acc->launches[p] += k * a->launches[p];
+        acc->host_s[p] += k * a->host_s[p];
+    }
     acc->attn_core_fwd += k * a->attn_core_fwd;
+    acc->attn_core_launches += k * a->attn_core_launches;
+    acc->attn_core_host_s += k * a->attn_core_host_s;
 }
 
 /* Seconds of one kernel on the GPU: GEMMs by shape, attention by the
@@ -59,14 +65,6 @@ static int kind_of(const mm_op_cost *o)
     return o->kind == MM_OPK_GEMM ? MM_BK_GEMM : o->kind == MM_OPK_ATTN ? MM_BK_ATTN : MM_BK_MEM;
 }
 
-/* A kernel, or a group of `kernels` launches, lasts at least what the host
- * needs to issue it; an empty pass launches nothing. */
-static double floored(const mm_fw_ctx *c, double t, int kernels)
-{
-    if (!(t > 0) || !c->fw)
-        return t;
-    return fmax(t, kernels * c->fw->host_overhead_s);
-}
 
 /* The ops of the unfused attention core (model/framework_ops.h: mm_framework_attn_unfused,
  * mm_framework_attn_unfused_eager) */
@@ -89,13 +87,25 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
         int kernels = c->fw ? mm_framework_op_kernels(c->fw, o->name) : 1;
         for (int p = MM_OP_F; p <= MM_OP_W; p++) {
             mm_op_cost x = mm_op_pass(o, (mm_op_pass_kind)p);
-            double s = floored(c, op_time(c, &x), kernels);
+            double s = op_time(c, &x);
             /* an activation-by-activation GEMM has no weight: both its
              * gradients are input gradients (llm.h, mm_op_pass) */
             int into = p == MM_OP_W && o->weightless ? MM_OP_B : p;
             t.s[into][kind_of(&x)] += s;
-            if (p == MM_OP_F && (o->kind == MM_OPK_ATTN || is_core(o->name)))
+            /* a pass with work launches the op's kernels; an empty one
+             * (a weightless op's W) launches none */
+            double launches = s > 0 ? kernels : 0;
+            double host = c->host ? launches * mm_fw_host_kernel_s(c->host, p != MM_OP_F) : 0.0;
+            /* the forward calls the op's module (its Python around the kernels) */
+            if (c->host && p == MM_OP_F && s > 0)
+                host += c->host->module_s * mm_framework_op_modules(o->name, o->kind, o->weightless);
+            t.launches[into] += launches;
+            t.host_s[into] += host;
+            if (p == MM_OP_F && (o->kind == MM_OPK_ATTN || is_core(o->name))) {
                 t.attn_core_fwd += s;
+                t.attn_core_launches += launches;
+                t.attn_core_host_s += host;
+            }
         }
     }
     return t;
@@ -127,6 +137,11 @@ int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops,
             return -1;
     }
     *out = mm_fw_time_ops(c, x, k);
+    /* the layer's own module and its attention and MLP blocks, around the
+     * ops' modules (HF's LlamaDecoderLayer, LlamaAttention, LlamaMLP;
+     * Megatron's TransformerLayer, SelfAttention, MLP) */
+    if (c->host)
+        out->host_s[MM_OP_F] += 3.0 * c->host->module_s;
     return 0;
 }
 

@@ -6,9 +6,10 @@
  * The op list of a layer comes from the model (llm.h); the framework
  * profile (model/framework.h) rewrites it (unfused attention expanded,
  * memory-bound groups scaled, extra kernels appended) and picks the
- * attention kernel; compute.h times each kernel.  A kernel lasts at least
- * the framework's host dispatch time per launch (an eager framework cannot
- * issue kernels faster than its host runs).
+ * attention kernel; compute.h times each kernel.  Each pass also counts
+ * its kernel launches and the host seconds to issue them (the profile's
+ * host section): the executor runs those on the host cursor (exec.h), so
+ * short kernels wait for their launch and long ones hide it.
  * Not for: communication (the network model times it in the executed
  * graph), memory, or the pipeline. */
 #ifndef MM_FWCOST_H
@@ -27,6 +28,9 @@ typedef struct mm_pass_breakdown {
     double s[3][MM_BK_KINDS];
     double attn_core_fwd; /* forward time of the attention core alone (what
                              selective recomputation runs again) */
+    double launches[3];   /* kernels launched by pass (F, B, W) */
+    double host_s[3];     /* host seconds to issue them (no host: 0) */
+    double attn_core_launches, attn_core_host_s; /* the core's forward alone */
 } mm_pass_breakdown;
 
 /* How one layer is run: the GPU, precision, framework and the attention
@@ -37,6 +41,7 @@ typedef struct mm_fw_ctx {
     const mm_framework *fw;
     mm_attn_impl attn;
     int dtype_bytes; /* activations between kernels (16-bit) */
+    const mm_fw_host *host; /* the host that issues the kernels (NULL: none) */
 } mm_fw_ctx;
 
 /* Sum over the passes of one kind / of one pass. */
@@ -47,8 +52,9 @@ double mm_pass_breakdown_kind(const mm_pass_breakdown *b, int pass, int kind);
 void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, double k);
 
 /* Times a forward op list (each op's B and W passes from mm_op_pass):
- * memory-bound groups scaled by the framework, each kernel floored at its
- * host dispatch time. */
+ * memory-bound groups scaled by the framework; every pass with work
+ * launches the op's kernels (its group's count), each costing the host
+ * mm_fw_host_kernel_s. */
 mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int n);
 
 /* One transformer layer's forward list ops[0..n) (mm_llm_layer_ops*) as the

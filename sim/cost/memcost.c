@@ -60,6 +60,28 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
     };
 }
 
+/* Per-layer CUDA graphs' own buffers on one GPU of stage k (train.
+ * cuda_graphs: layer): Megatron-Core's CudaGraphManager keeps a runner per
+ * layer and micro-batch in flight, each holding the static input and
+ * output of its forward graph and of its backward graph
+ * (megatron/core/transformer/cuda_graphs.py: fwd_graph_input_surface,
+ * fwd_graph_output_surface, static_grad_outputs, static_grad_inputs): four
+ * hidden-state tensors of the layer's tokens in 16 bits, a TP shard under
+ * sequence parallelism.  A full-iteration graph replays into the
+ * allocator's own pool: nothing counted. */
+static double graph_bytes(const mm_sim *sim, const mm_mem_config *c, int k)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    if (sim->sc.train.cuda_graphs != MM_GRAPHS_LAYER || sim->sc.train.pass_times[0])
+        return 0.0;
+    int V = L->lay.pp * L->lay.vpp;
+    double layers = L->lay.n_layers_per_stage ? L->lay.layers_per_stage[k] : (double)sim->llm->layers / V * L->lay.vpp;
+    double flight = mm_mem_in_flight(c->schedule, k, L->lay.pp, L->lay.vpp, c->micro_batches);
+    int cp = L->lay.cp > 0 ? L->lay.cp : 1;
+    double tokens = c->micro_batch * c->seq / cp / (c->sp ? L->lay.tp : 1);
+    return layers * flight * 4.0 * tokens * (double)sim->llm->hidden * 2.0;
+}
+
 static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
 {
     const mm_scenario *sc = &sim->sc;
@@ -76,6 +98,7 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
             mt->peak_gib = NAN;
             continue;
         }
+        r.total += graph_bytes(sim, &c, k);
         mt->stage_gib[k] = r.total / MM_GIB;
         mt->states_gib[k] = (r.weights + r.grads + r.optimizer) / MM_GIB;
         if (mt->stage_gib[k] > mt->peak_gib)

@@ -66,6 +66,11 @@ typedef struct exec_state {
     uint32_t *comm_active; /* per rank: overlapped communication ops in flight */
     double overlap;      /* mm_exec_opts.overlap_slowdown */
     struct run_slot *slot; /* per stream: its running compute op's pace (overlap > 0) */
+    mm_time *host_t;     /* per rank: when its host thread is free to issue
+                            the next compute-stream op (the host cursor) */
+    mm_time *host_start; /* per op, NULL: when the host began issuing it */
+    double *host_wait;   /* per op, NULL: seconds its GPU stream waited for
+                            the host (ready, but not yet issued) */
     int rc;
     mm_err *err;
 } exec_state;
@@ -129,8 +134,9 @@ static void repace(exec_state *st, int32_t r, bool slow)
     }
 }
 
-/* The op's dependencies are met and it heads its stream (or has none). */
-static void arrive(exec_state *st, uint32_t id)
+/* The op's dependencies are met, it heads its stream (or has none) and
+ * the host has issued it. */
+static void arrive_now(exec_state *st, uint32_t id)
 {
     xop *op = &st->x[id];
     op->arrived = 1;
@@ -167,6 +173,47 @@ static void arrive(exec_state *st, uint32_t id)
     if (st->rc == 0)
         st->rc = mm_network_start_replicated(st->net, &req, cl->replicas, cl->replica_stride, on_coll_done, st, c,
                                              NULL, st->err);
+}
+
+static void on_host_ready(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    (void)eng;
+    arrive_now(ctx, (uint32_t)arg);
+}
+
+/* The op's dependencies are met and it heads its stream (or has none).  A
+ * compute-stream op goes through its rank's host cursor first: the host
+ * issues the rank's compute-stream ops in stream order, each taking its
+ * host_s, and does not wait for the GPU (launches are asynchronous) except
+ * at a sync point (MM_OPF_HOST_SYNC: it waits until the GPU reaches the op).
+ * The GPU may start the op lead_s after the host began issuing it
+ * (mm_build_op_host); until then it waits, and the wait is the exposed
+ * host time.  A host that is ahead (or costs nothing) delays nothing. */
+static void arrive(exec_state *st, uint32_t id)
+{
+    xop *op = &st->x[id];
+    if (op->stream != MM_STREAM_COMPUTE || op->rank < 0 || op->rank >= st->g->n_ranks) {
+        arrive_now(st, id);
+        return;
+    }
+    const mm_op *go = &st->g->ops[id];
+    mm_time now = mm_engine_now(st->eng), *ht = &st->host_t[op->rank];
+    mm_time h0 = (go->flags & MM_OPF_HOST_SYNC) && now > *ht ? now : *ht;
+    mm_time ready = mm_time_add(h0, mm_time_from_s(go->lead_s, MM_ROUND_NEAREST));
+    *ht = mm_time_add(h0, mm_time_from_s(go->host_s, MM_ROUND_NEAREST));
+    if (st->host_start)
+        st->host_start[id] = h0;
+    if (ready <= now) {
+        arrive_now(st, id);
+        return;
+    }
+    if (st->host_wait)
+        st->host_wait[id] = (double)(ready - now) / (double)MM_NS_PER_S;
+    op->arrived = 2; /* waiting for its launch: not to be arrived again */
+    if (!mm_engine_at(st->eng, ready, on_host_ready, st, id) && st->rc == 0) {
+        st->rc = mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the engine (op %u)", id);
+        mm_engine_stop(st->eng);
+    }
 }
 
 static void try_stream(exec_state *st, size_t s)
@@ -360,12 +407,17 @@ static int state_alloc(exec_state *st, mm_exec_net net, const mm_exec_opts *opts
     st->coll_ops = malloc((g->n_ops + 1) * sizeof *st->coll_ops);
     st->coll_orank = malloc((g->n_ops + 1) * sizeof *st->coll_orank);
     st->comm_active = calloc((size_t)g->n_ranks + 1, sizeof *st->comm_active);
+    st->host_t = malloc(((size_t)g->n_ranks + 1) * sizeof *st->host_t);
+    for (int r = 0; st->host_t && r <= g->n_ranks; r++)
+        st->host_t[r] = mm_engine_now(st->eng);
+    st->host_start = opts ? opts->host_start : NULL;
+    st->host_wait = opts ? opts->host_wait : NULL;
     st->overlap = opts ? opts->overlap_slowdown : 0.0;
     if (st->overlap > 0 && (st->slot = malloc((nstreams + 1) * sizeof *st->slot)))
         for (size_t s = 0; s <= nstreams; s++)
             st->slot[s] = (run_slot){.id = UINT32_MAX};
     if (!st->x || !st->head || !st->coll_arrived || !st->coll_off || !st->coll_ops || !st->coll_orank ||
-        !st->comm_active || (st->overlap > 0 && !st->slot))
+        !st->comm_active || !st->host_t || (st->overlap > 0 && !st->slot))
         return mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
     return op_scales(st, opts);
 }
@@ -380,6 +432,7 @@ static void state_free(exec_state *st)
     free(st->coll_ops);
     free(st->coll_orank);
     free(st->comm_active);
+    free(st->host_t);
     free(st->slot);
     free(st->scale);
 }
@@ -397,6 +450,10 @@ static void pack_ops(exec_state *st)
                          .nsucc = op->nsucc, .deps = op->ndeps,
                          .stream = op->stream, .cat = op->cat};
         st->start[i] = st->end[i] = -1;
+        if (st->host_start)
+            st->host_start[i] = -1;
+        if (st->host_wait)
+            st->host_wait[i] = 0.0;
         if (op->coll >= 0)
             st->coll_off[op->coll + 1]++;
     }

@@ -8,7 +8,9 @@
  * in flight) says the collective is done.  The cluster's perturbations
  * (hw/perturb.h) set each compute op's effective duration: its nominal
  * dur_s x the pace of the slowest GPU of its rank (rank_gpus), jitter
- * included; network perturbations live in the link graph.  Not for:
+ * included; network perturbations live in the link graph.  Each rank's
+ * host thread issues its compute-stream ops in order (mm_op.host_s, lead_s,
+ * MM_OPF_HOST_SYNC): an op starts no earlier than its launch.  Not for:
  * building graphs or computing metrics (iterate.c). */
 #ifndef MM_EXEC_H
 #define MM_EXEC_H
@@ -48,6 +50,11 @@ typedef struct mm_exec_opts {
      * bandwidth from it (gpu.overlap_slowdown of the topology, mm_gpu_spec).
      * 0: free overlap. */
     double overlap_slowdown;
+    /* per op, NULL: not recorded.  When the rank's host began issuing the
+     * op (compute stream; -1 for others), and the seconds its stream
+     * waited for the host (exposed host time). */
+    mm_time *host_start;
+    double *host_wait;
 } mm_exec_opts;
 
 /* Seconds a compute op loses to `overlapped_s` seconds of communication

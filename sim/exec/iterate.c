@@ -39,7 +39,8 @@ void mm_sim_timeline_free(mm_sim_timeline *tl)
     mm_graph_free(&tl->graph);
     free(tl->start);
     free(tl->end);
-    tl->start = tl->end = NULL;
+    free(tl->host_start);
+    tl->start = tl->end = tl->host_start = NULL;
 }
 
 /* Compute seconds of each module on one of its GPUs, from the executed
@@ -168,15 +169,18 @@ static int fill_spans(const mm_graph *g, const mm_time *start, const mm_time *en
     return 0;
 }
 
-/* Each stage's busy, idle, communication and bubble time: the means over
- * its ranks' sums (pipe: the pipeline's span, total: the iteration's, in
- * ns); a part of measure. */
-static void stage_sums(const double *busy, const double *comm, const double *busy_pipe, double pipe, double total,
-                       mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
+/* Each stage's busy, idle, communication, bubble and host time: the means
+ * over its ranks' sums (pipe: the pipeline's span, total: the iteration's,
+ * in ns; host and hwait in s); a part of measure. */
+static void stage_sums(const double *busy, const double *comm, const double *busy_pipe, const double *host,
+                       const double *hwait, double pipe, double total, mm_stage_metrics *stages, int n_stages,
+                       int ranks_per_stage)
 {
     for (int s = 0; s < n_stages && stages; s++) {
-        double b = 0, c = 0, bp = 0;
+        double b = 0, c = 0, bp = 0, h = 0, hw = 0;
         for (int d = 0; d < ranks_per_stage; d++) {
+            h += host[d + ranks_per_stage * s];
+            hw += hwait[d + ranks_per_stage * s];
             b += busy[d + ranks_per_stage * s];
             c += comm[d + ranks_per_stage * s];
             bp += busy_pipe[d + ranks_per_stage * s];
@@ -186,6 +190,8 @@ static void stage_sums(const double *busy, const double *comm, const double *bus
         stages[s].busy_s += b / ranks_per_stage * 1e-9;
         stages[s].idle_s += (total - b / ranks_per_stage) * 1e-9;
         stages[s].comm_s += c / ranks_per_stage * 1e-9;
+        stages[s].host_s += h / ranks_per_stage;
+        stages[s].exposed_host_s += hw / ranks_per_stage;
     }
 }
 
@@ -193,7 +199,7 @@ static void stage_sums(const double *busy, const double *comm, const double *bus
  * (NaN): the endpoints' bucketing and sort are most of the measurement. */
 static void measure(const mm_graph *g, const mm_time *start, const mm_time *end, mm_time t0, mm_time t1,
                     mm_iter_metrics *it, mm_stage_metrics *stages, int n_stages, int ranks_per_stage,
-                    bool exposed_too)
+                    bool exposed_too, const double *host_wait)
 {
     int R = g->n_ranks;
     mm_time t_pipe = t0;
@@ -201,10 +207,11 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
     double *busy = calloc((size_t)R, sizeof *busy);
     double *comm = calloc((size_t)R, sizeof *comm);
+    double *host = calloc((size_t)R, sizeof *host), *hwait = calloc((size_t)R, sizeof *hwait);
     size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
     uint64_t *sp = malloc(((exposed_too ? 8 * (size_t)g->n_ops : 0) + 1) * sizeof *sp);
     uint64_t *tmp = sp && exposed_too ? sp + 4 * (size_t)g->n_ops : NULL;
-    if (!busy_pipe || !busy || !comm || !cnt || !sp)
+    if (!busy_pipe || !busy || !comm || !cnt || !sp || !host || !hwait)
         goto out;
     /* One pass over the ops for the sums (each in op order, as before),
      * and the endpoints' count per rank (a transfer counts for both ends). */
@@ -216,6 +223,8 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         hflops += op->hw_flops;
         double d = (double)(end[i] - start[i]);
         if (op->stream == MM_STREAM_COMPUTE) {
+            host[op->rank] += op->host_s;
+            hwait[op->rank] += host_wait ? host_wait[i] : 0.0;
             busy[op->rank] += d;
             if (op->mb >= 0)
                 busy_pipe[op->rank] += d;
@@ -229,8 +238,10 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     if (exposed_too && fill_spans(g, start, end, cnt, sp))
         goto out;
     double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
-    double bubble = 0, exposed = 0;
+    double bubble = 0, exposed = 0, host_all = 0, wait_all = 0;
     for (int r = 0; r < R; r++) {
+        host_all += host[r];
+        wait_all += hwait[r];
         bubble += pipe > 0 ? (pipe - busy_pipe[r]) / pipe : 0;
         if (exposed_too)
             exposed += exposed_ns(sp + cnt[r], tmp + cnt[r], cnt[r + 1] - cnt[r]);
@@ -238,10 +249,14 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     it->time_s = total * 1e-9;
     it->bubble_fraction = bubble / R;
     it->exposed_comm_s = exposed_too ? exposed / R * 1e-9 : NAN;
+    it->host_launch_s = R > 0 ? host_all / R : 0;
+    it->exposed_host_s = R > 0 ? wait_all / R : 0;
     it->model_flops = mflops;
     it->hw_flops = hflops;
-    stage_sums(busy, comm, busy_pipe, pipe, total, stages, n_stages, ranks_per_stage);
+    stage_sums(busy, comm, busy_pipe, host, hwait, pipe, total, stages, n_stages, ranks_per_stage);
 out:
+    free(host);
+    free(hwait);
     free(busy_pipe);
     free(busy);
     free(comm);
@@ -253,7 +268,7 @@ void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
                     mm_time t0, mm_time t1, mm_iter_metrics *it,
                     mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
 {
-    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true);
+    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true, NULL);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -361,7 +376,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
     mt->gpus = mm_cluster_gpus(sim->cluster);
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
     mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
-    mt->bubble_fraction = mt->exposed_comm_s = NAN;
+    mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
     mt->encoder_load_imbalance = mt->padded_fraction = mt->encoder_excess_s = NAN;
     for (int s = 0; s < mt->n_stages; s++)
         mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
@@ -490,9 +505,13 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
     mm_time *end = malloc((g.n_ops + 1) * sizeof *end);
     mm_time t0 = mm_engine_now(eng), t1 = t0;
+    double *host_wait = malloc((g.n_ops + 1) * sizeof *host_wait);
+    /* the host's timeline, for the trace, of the last iteration only */
+    mm_time *host_start = tl && it == iters - 1 ? malloc((g.n_ops + 1) * sizeof *host_start) : NULL;
     mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->lay.vpp) : NULL,
-                       .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster->gpu.overlap_slowdown};
-    if (!busy_before || !start || !end || (perturbed && !xo.mem_frac))
+                       .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster->gpu.overlap_slowdown,
+                       .host_wait = host_wait, .host_start = host_start};
+    if (!busy_before || !start || !end || !host_wait || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
         rc = mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
@@ -517,7 +536,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
                                       : 1.0 - sim->seq / mm_sim_cost_seq(sim);
         if (!sim->wl)
             im->peak_memory_gib = mt->peak_memory_gib;
-        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only);
+        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only, host_wait);
         double lo = INFINITY, hi = 0;
         for (int s = 0; s < P; s++) {
             double b = mt->stages[s].busy_s - busy_before[s];
@@ -532,15 +551,18 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         rc = add_stall(sim, it, P, im, mt, rc, err);
     }
     free(busy_before);
+    free(host_wait);
     if (rc == 0 && tl && it == iters - 1) {
         tl->graph = g;
         tl->start = start;
         tl->end = end;
         tl->t0 = t0;
+        tl->host_start = host_start;
     } else {
         mm_graph_free(&g);
         free(start);
         free(end);
+        free(host_start);
     }
     return rc;
 }
@@ -552,6 +574,13 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
     int P = sc->parallel.llm.lay.pp, iters = sc->iterations;
     int gpus = mm_cluster_gpus(sim->cluster);
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
+    double hl = 0, hx = 0;
+    for (int i = 0; i < iters; i++) {
+        hl += mt->iters[i].host_launch_s;
+        hx += mt->iters[i].exposed_host_s;
+    }
+    mt->host_launch_s = hl / iters;
+    mt->exposed_host_s = hx / iters;
     double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
     for (int i = 0; i < iters; i++) {
         eli += mt->iters[i].encoder_load_imbalance;
@@ -572,6 +601,8 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
         mt->stages[s].idle_s /= iters;
         mt->stages[s].bubble_s /= iters;
         mt->stages[s].comm_s /= iters;
+        mt->stages[s].host_s /= iters;
+        mt->stages[s].exposed_host_s /= iters;
     }
     mt->iteration_time_s = T / iters;
     double *ts = malloc((size_t)iters * sizeof *ts);

@@ -21,6 +21,10 @@ typedef struct mm_iter_metrics {
     double time_s;          /* wall time of the iteration */
     double bubble_fraction; /* mean idle share of pipeline compute streams */
     double exposed_comm_s;  /* communication not hidden behind compute */
+    double host_launch_s;   /* host seconds issuing compute-stream ops, mean
+                               over ranks (the host cursor, exec.h) */
+    double exposed_host_s;  /* compute stream ready but waiting for its
+                               launch, mean over ranks */
     double model_flops;     /* Megatron convention, whole cluster */
     double hw_flops;        /* + recomputation */
     double tokens, samples; /* trained this iteration, whole cluster */
@@ -42,6 +46,8 @@ typedef struct mm_stage_metrics {
     double busy_s;   /* compute stream busy time per iteration */
     double idle_s;   /* compute stream idle time per iteration */
     double comm_s;   /* communication stream busy time per iteration */
+    double host_s;   /* host seconds issuing its compute-stream ops */
+    double exposed_host_s; /* its compute stream waiting for the host */
     double bubble_s; /* compute stream idle inside the pipeline phase (from
                         the iteration's start to its last forward/backward
                         op): the stage's share of the pipeline bubble */
@@ -65,6 +71,8 @@ typedef struct mm_metrics {
     double tflops_per_gpu, hw_tflops_per_gpu;
     double bubble_fraction;
     double exposed_comm_s;
+    double host_launch_s;  /* per rank and iteration (mm_iter_metrics) */
+    double exposed_host_s; /* per rank and iteration */
     double peak_memory_gib; /* the peak over every GPU and iteration */
     double peak_memory_bound_gib;  /* workload file: the early check's bound
                                       (every micro-batch its largest sample) */

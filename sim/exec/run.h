@@ -16,6 +16,8 @@ typedef struct mm_sim_timeline {
     mm_graph graph;        /* of the last iteration */
     mm_time *start, *end;  /* per op, ns */
     mm_time t0;            /* iteration start */
+    mm_time *host_start;   /* per op: when its rank's host began issuing
+                              it (-1: not a compute-stream op); may be NULL */
 } mm_sim_timeline;
 
 /* Runs every iteration.  metrics is filled (caller frees with

@@ -168,15 +168,25 @@ int mm_sym_exec(mm_engine *eng, const mm_graph *g, int dp, const mm_cluster *c, 
         return mm_exec_run_opts(eng, g, c, net, opts, start, end, t_end, err);
     }
     mm_time *ss = malloc(((size_t)s.n_ops + 1) * sizeof *ss), *se = malloc(((size_t)s.n_ops + 1) * sizeof *se);
-    if (!ss || !se)
+    /* the host's per-op records, of the reduced graph, mapped back below */
+    mm_exec_opts so = opts ? *opts : (mm_exec_opts){0};
+    so.host_start = opts && opts->host_start ? malloc(((size_t)s.n_ops + 1) * sizeof *so.host_start) : NULL;
+    so.host_wait = opts && opts->host_wait ? malloc(((size_t)s.n_ops + 1) * sizeof *so.host_wait) : NULL;
+    if (!ss || !se || (opts && opts->host_start && !so.host_start) || (opts && opts->host_wait && !so.host_wait))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
-        rc = mm_exec_run_opts(eng, &s, c, net, opts, ss, se, t_end, err);
+        rc = mm_exec_run_opts(eng, &s, c, net, opts ? &so : NULL, ss, se, t_end, err);
     for (uint32_t o = 0; rc == 0 && o < g->n_ops; o++) {
         int64_t k = y.sub[counterpart(&y, g, o)];
         start[o] = ss[k];
         end[o] = se[k];
+        if (so.host_start)
+            opts->host_start[o] = so.host_start[k];
+        if (so.host_wait)
+            opts->host_wait[o] = so.host_wait[k];
     }
+    free(so.host_start);
+    free(so.host_wait);
     free(ss);
     free(se);
     mm_graph_free(&s);

@@ -15,14 +15,14 @@ const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cro
 const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", NULL};
+                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", "host",
+                                       NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
                                        NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
-                                          "qkv_bias_separate", "layout_copies", "hidden_dropout",
-                                          "host_overhead_us", NULL};
+                                          "qkv_bias_separate", "layout_copies", "hidden_dropout", NULL};
 static const char *const group_keys[] = {"kernels", "traffic", "bwd_traffic", "jit", NULL};
 static const char *const copy_keys[] = {"fused", "unfused", "split_qkv", NULL};
 static const char *const reduce_keys[] = {"bf16", "fp16", "fp8", NULL}; /* = train.precision names */
@@ -33,6 +33,9 @@ static const char *const bucket_keys[] = {"mparams", "mparams_per_dp", NULL};
 static const char *const overlap_keys[] = {"grad_reduce", "param_gather", "zero3_blocking", NULL};
 static const char *const sync_keys[] = {"every_microbatch", "once_under_pp", NULL};
 static const char *const sync_zero_keys[] = {"zero0", "zero1", "zero2", NULL};
+static const char *const host_keys[] = {"launch_us", "forward_op_us", "backward_op_us", "module_us",
+                                        "graph_launch_us", "cuda_graphs", NULL};
+static const char *const graph_keys[] = {"layer", "full", NULL};
 
 typedef struct rd {
     const mm_doc *d;
@@ -146,10 +149,33 @@ static int read_kernels(const rd *r, mm_node *root, mm_framework *fw)
         rc = mm_node_bool(r->d, c, "split_qkv", "kernels.layout_copies.split_qkv", &fw->split_qkv, NULL, r->err);
     if (!rc)
         rc = req_double(r, k, "hidden_dropout", "kernels.hidden_dropout", 0.0, 0.999, &fw->hidden_dropout);
-    double us = 0;
+    return rc;
+}
+
+/* The host section: microseconds per call, read as seconds. */
+static int read_host(const rd *r, mm_node *root, mm_framework *fw)
+{
+    mm_node *h, *g;
+    int rc = section(r, root, "host", "host", host_keys, &h);
+    double us[5] = {0};
+    static const char *const names[] = {"launch_us", "forward_op_us", "backward_op_us", "graph_launch_us",
+                                        "module_us"};
+    char path[64];
+    for (int i = 0; !rc && i < 5; i++) {
+        snprintf(path, sizeof path, "host.%s", names[i]);
+        rc = req_double(r, h, names[i], path, 0.0, 1e4, &us[i]);
+    }
+    fw->host.launch_s = us[0] * 1e-6;
+    fw->host.fwd_op_s = us[1] * 1e-6;
+    fw->host.bwd_op_s = us[2] * 1e-6;
+    fw->host.graph_launch_s = us[3] * 1e-6;
+    fw->host.module_s = us[4] * 1e-6;
     if (!rc)
-        rc = req_double(r, k, "host_overhead_us", "kernels.host_overhead_us", 0.0, 1e4, &us);
-    fw->host_overhead_s = us * 1e-6;
+        rc = section(r, h, "cuda_graphs", "host.cuda_graphs", graph_keys, &g);
+    if (!rc)
+        rc = req_bool(r, g, "layer", "host.cuda_graphs.layer", &fw->host.graphs_layer);
+    if (!rc)
+        rc = req_bool(r, g, "full", "host.cuda_graphs.full", &fw->host.graphs_full);
     return rc;
 }
 
@@ -249,6 +275,8 @@ int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
         rc = read_kernels(&r, root, fw);
     if (!rc)
         rc = read_rest(&r, root, fw);
+    if (!rc)
+        rc = read_host(&r, root, fw);
     snprintf(fw->source, sizeof fw->source, "%s", path);
     mm_doc_free(&d);
     return rc;
@@ -286,7 +314,7 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m)
 {
     if (!fw->z3_per_module)
         return 1;
-    int qkv = m->style == MM_LLM_GPT2 ? 1 : 3;
+    int qkv = m->style == MM_LLM_GPT2 || m->style == MM_LLM_MPT ? 1 : 3; /* a fused c_attn / Wqkv */
     return 2 + qkv + 1 + (m->gated_mlp ? 3 : 2);
 }
 

@@ -37,6 +37,29 @@ typedef struct mm_fw_group {
                          * rate (mm_jit_mem_time); key absent: false */
 } mm_fw_group;
 
+/* The host side of a framework (the profile's `host` section): what the
+ * host thread spends issuing one kernel, by where the call comes from, and
+ * which CUDA-graph scopes the framework can capture.  Seconds.  The
+ * executor runs these on a per-rank host cursor (exec/exec.h): a kernel
+ * starts no earlier than the host has issued it. */
+typedef struct mm_fw_host {
+    double launch_s;       /* the CUDA runtime's launch call, per kernel */
+    double fwd_op_s;       /* the framework's code per forward kernel on top
+                              (Python, the op dispatcher, autograd's record) */
+    double bwd_op_s;       /* per backward kernel on top (autograd's engine) */
+    double module_s;       /* per nn.Module call of a forward (Python) */
+    double graph_launch_s; /* one CUDA-graph replay (cudaGraphLaunch) */
+    bool graphs_layer;     /* per-layer graphs can be captured */
+    bool graphs_full;      /* the whole forward-backward can be captured */
+} mm_fw_host;
+
+/* Host seconds to issue one kernel of a forward (bwd false) or backward
+ * pass from eager code: the framework's per-op code plus the launch. */
+static inline double mm_fw_host_kernel_s(const mm_fw_host *h, bool bwd)
+{
+    return h->launch_s + (bwd ? h->bwd_op_s : h->fwd_op_s);
+}
+
 enum { MM_FW_NORM, MM_FW_ROPE, MM_FW_ACT, MM_FW_RESIDUAL, MM_FW_XENT, MM_FW_GROUPS };
 extern const char *const mm_fw_group_names[]; /* "norm", "rope", "act", "residual", "cross_entropy" */
 
@@ -54,7 +77,7 @@ typedef struct mm_framework {
                      * exactly (no kernel, plus the cat of the q, k, v
                      * gradients); false: the generic twice the forward */
     double hidden_dropout;      /* dropout rate on the two residual branches (0: none) */
-    double host_overhead_s;     /* host dispatch per kernel; a kernel lasts at least this */
+    mm_fw_host host;            /* the host thread that issues the kernels */
     int grad_reduce_bytes[MM_DTYPE_COUNT]; /* DP gradient reduce element size, by train.precision */
     double step_bytes_per_param; /* optimizer step HBM traffic per parameter on this rank */
     bool grad_norm;             /* gradient clipping: an L2 norm over every gradient + all-reduce */

@@ -36,6 +36,15 @@ int mm_framework_op_kernels(const mm_framework *fw, const char *op_name)
     return g < 0 ? 1 : fw->group[g].kernels;
 }
 
+int mm_framework_op_modules(const char *op_name, int kind, bool weightless)
+{
+    if (kind == MM_OPK_GEMM)
+        return !weightless || (op_name && !strcmp(op_name, "attn_score"));
+    if (kind == MM_OPK_ATTN)
+        return 1;
+    return group_of(op_name) == MM_FW_NORM;
+}
+
 void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n)
 {
     for (int i = 0; i < n; i++) {

@@ -16,6 +16,12 @@
  * the group's count, 1 for anything else. */
 int mm_framework_op_kernels(const mm_framework *fw, const char *op_name);
 
+/* The nn.Module calls the framework makes for one op of a forward list: 1
+ * for a GEMM with a weight (a Linear), an attention core (the fused kernel,
+ * or the first op of an unfused one) and a norm; 0 for the functional
+ * rest (activation, residual, rope, copies). */
+int mm_framework_op_modules(const char *op_name, int kind, bool weightless);
+
 /* Scales the bytes of every memory-bound op of a list (layer, embedding or
  * head) by its group's traffic, in place. */
 void mm_framework_scale_ops(const mm_framework *fw, mm_op_cost *ops, int n);

@@ -7,7 +7,9 @@
  * fields of LlamaConfig, MistralConfig, ...), and for the remote-code
  * classes from their model repositories' configuration files
  * (InternLM2Config: internlm/internlm2_5-7b-chat; InternVisionConfig:
- * OpenGVLab/InternViT-300M-448px-V2_5).  Only the keys that size or shape
+ * OpenGVLab/InternViT-300M-448px-V2_5; DeepseekConfig:
+ * deepseek-ai/deepseek-moe-16b-base; MiniCPMConfig: openbmb/MiniCPM-2B-sft-bf16;
+ * Phi3VConfig: microsoft/Phi-3.5-vision-instruct).  Only the keys that size or shape
  * a model are listed; a key absent here and absent from the file is a
  * "missing required key" error.
  * Not for: deciding what a key means (the readers do). */
@@ -18,6 +20,9 @@
 #include <string.h>
 
 typedef enum { KI, KB, KS } kind;
+
+/* What every refusal of unmodeled keys says (mm_hf_is_keys_error). */
+#define KEYS_MARK "not modeled by mmsim for model_type"
 
 typedef struct def_row {
     const char *type, *key;
@@ -42,6 +47,12 @@ static const class_row classes[] = {
     {"intern_vit_6b", "InternVisionConfig (remote code)"}, {"internvl_vision", "InternVLVisionConfig"},
     {"idefics3_vision", "Idefics3VisionConfig"}, {"qwen2_vl", "Qwen2VLVisionConfig"},
     {"qwen2_5_vl", "Qwen2_5_VLVisionConfig"}, {"whisper", "WhisperConfig"},
+    {"olmo2", "Olmo2Config"}, {"cohere", "CohereConfig"}, {"starcoder2", "Starcoder2Config"},
+    {"deepseek", "DeepseekConfig (remote code)"}, {"minicpm", "MiniCPMConfig (remote code)"},
+    {"gemma3_text", "Gemma3TextConfig"}, {"gpt_oss", "GptOssConfig"}, {"phi", "PhiConfig"},
+    {"stablelm", "StableLmConfig"}, {"mpt", "MptConfig"}, {"mpt_attn", "MptAttentionConfig"},
+    {"nemotron", "NemotronConfig"}, {"pixtral", "PixtralVisionConfig"}, {"ministral3", "Ministral3Config"},
+    {"phi3_v", "Phi3VConfig (remote code)"}, {"qwen2_audio_encoder", "Qwen2AudioEncoderConfig"},
     {NULL, NULL},
 };
 
@@ -62,6 +73,10 @@ static const def_row defs[] = {
     LL("llama", 32000, 4096, 11008, 32, 32, 2048, false), S("llama", "hidden_act", "silu"),
     LL("mistral", 32000, 4096, 14336, 32, 32, 131072, false), I("mistral", "num_key_value_heads", 8),
     S("mistral", "hidden_act", "silu"),
+    /* Ministral3Config (transformers 5): Mistral's sizes; its Llama-4
+     * attention scaling sits in rope_parameters (a position rescaling) */
+    LL("ministral3", 131072, 4096, 14336, 34, 32, 262144, false), I("ministral3", "num_key_value_heads", 8),
+    I("ministral3", "head_dim", 128), S("ministral3", "hidden_act", "silu"),
     LL("mixtral", 32000, 4096, 14336, 32, 32, 131072, false), I("mixtral", "num_key_value_heads", 8),
     S("mixtral", "hidden_act", "silu"), I("mixtral", "num_local_experts", 8),
     I("mixtral", "num_experts_per_tok", 2),
@@ -84,6 +99,8 @@ static const def_row defs[] = {
     I("gemma2", "head_dim", 256), S("gemma2", "hidden_activation", "gelu_pytorch_tanh"),
     I("gemma2", "sliding_window", 4096),
     LL("phi3", 32064, 3072, 8192, 32, 32, 4096, false), S("phi3", "hidden_act", "silu"),
+    /* Phi3VConfig (microsoft/Phi-3.5-vision-instruct, remote code): Phi3Config's sizes */
+    LL("phi3_v", 32064, 3072, 8192, 32, 32, 4096, false), S("phi3_v", "hidden_act", "silu"),
     /* DeepseekV2Config's sizes are LlamaConfig's; q_lora_rank 1536, 64
      * routed + 2 shared experts of width 1407, no dense layers first. */
     LL("deepseek_v2", 32000, 4096, 11008, 32, 32, 2048, false), S("deepseek_v2", "hidden_act", "silu"),
@@ -143,6 +160,40 @@ static const def_row defs[] = {
     I("qwen2_5_vl", "spatial_merge_size", 2), I("qwen2_5_vl", "temporal_patch_size", 2),
     I("qwen2_5_vl", "window_size", 112), I("qwen2_5_vl", "out_hidden_size", 3584),
     S("qwen2_5_vl", "hidden_act", "silu"),
+    /* Text families added with their transformers classes (remote code:
+     * DeepseekConfig from deepseek-ai/deepseek-moe-16b-base, MiniCPMConfig
+     * from openbmb/MiniCPM-2B-sft-bf16). */
+    LL("olmo2", 50304, 4096, 11008, 32, 32, 2048, false), S("olmo2", "hidden_act", "silu"),
+    LL("cohere", 256000, 8192, 22528, 40, 64, 8192, true), S("cohere", "hidden_act", "silu"),
+    B("cohere", "use_qk_norm", false),
+    LL("starcoder2", 49152, 3072, 12288, 30, 24, 4096, true), I("starcoder2", "num_key_value_heads", 2),
+    S("starcoder2", "hidden_act", "gelu_pytorch_tanh"), B("starcoder2", "use_bias", true),
+    LL("deepseek", 102400, 4096, 11008, 30, 32, 2048, false), S("deepseek", "hidden_act", "silu"),
+    I("deepseek", "moe_intermediate_size", 1407), I("deepseek", "moe_layer_freq", 1),
+    I("deepseek", "first_k_dense_replace", 0),
+    LL("minicpm", 32000, 4096, 11008, 32, 32, 2048, false), S("minicpm", "hidden_act", "silu"),
+    LL("gemma3_text", 262208, 2304, 9216, 26, 8, 131072, true), I("gemma3_text", "num_key_value_heads", 4),
+    I("gemma3_text", "head_dim", 256), S("gemma3_text", "hidden_activation", "gelu_pytorch_tanh"),
+    I("gemma3_text", "sliding_window", 4096), I("gemma3_text", "sliding_window_pattern", 6),
+    LL("gpt_oss", 201088, 2880, 2880, 36, 64, 131072, false), I("gpt_oss", "num_key_value_heads", 8),
+    I("gpt_oss", "head_dim", 64), I("gpt_oss", "num_local_experts", 128), I("gpt_oss", "num_experts_per_tok", 4),
+    I("gpt_oss", "sliding_window", 128), B("gpt_oss", "attention_bias", true), S("gpt_oss", "hidden_act", "silu"),
+    LL("phi", 51200, 2048, 8192, 24, 32, 2048, false), S("phi", "hidden_act", "gelu_new"),
+    LL("stablelm", 50304, 2560, 6912, 32, 32, 4096, false), I("stablelm", "num_key_value_heads", 32),
+    S("stablelm", "hidden_act", "silu"),
+    LL("nemotron", 256000, 6144, 24576, 32, 48, 4096, false), S("nemotron", "hidden_act", "relu2"),
+    I("mpt", "d_model", 2048), I("mpt", "n_heads", 16), I("mpt", "n_layers", 24), I("mpt", "expansion_ratio", 4),
+    I("mpt", "max_seq_len", 2048), I("mpt", "vocab_size", 50368), B("mpt", "no_bias", true),
+    S("mpt", "norm_type", "low_precision_layernorm"), B("mpt_attn", "alibi", false), B("mpt_attn", "qk_ln", false),
+    S("mpt_attn", "attn_type", "multihead_attention"),
+    /* PixtralVisionConfig (Mistral 3's tower) */
+    I("pixtral", "hidden_size", 1024), I("pixtral", "intermediate_size", 4096), I("pixtral", "num_hidden_layers", 24),
+    I("pixtral", "num_attention_heads", 16), I("pixtral", "num_channels", 3), I("pixtral", "image_size", 1024),
+    I("pixtral", "patch_size", 16), S("pixtral", "hidden_act", "gelu"), I("pixtral", "head_dim", 64),
+    /* Qwen2AudioEncoderConfig: Qwen2-Audio's Whisper-large-like tower */
+    I("qwen2_audio_encoder", "num_mel_bins", 128), I("qwen2_audio_encoder", "encoder_layers", 32),
+    I("qwen2_audio_encoder", "encoder_attention_heads", 20), I("qwen2_audio_encoder", "encoder_ffn_dim", 5120),
+    I("qwen2_audio_encoder", "d_model", 1280), I("qwen2_audio_encoder", "max_source_positions", 1500),
     I("whisper", "num_mel_bins", 80), I("whisper", "encoder_layers", 4), I("whisper", "encoder_attention_heads", 6),
     I("whisper", "encoder_ffn_dim", 1536), I("whisper", "d_model", 384), I("whisper", "max_source_positions", 1500),
     {NULL, NULL, KI, 0, NULL},
@@ -246,8 +297,10 @@ int mm_hf_need_int(const mm_hf *r, const char *key, int64_t min, int64_t max, in
 
 int mm_hf_bool(const mm_hf *r, const char *key, bool *out)
 {
-    if (is_null(r, key))
+    if (is_null(r, key)) { /* None: the switch is off, whatever the default */
+        *out = false;
         return 0;
+    }
     if (mm_hf_has(r, key)) {
         char kp[160];
         mm_hf_key(r, key, kp, sizeof kp);
@@ -311,11 +364,82 @@ static const char *const costless_generic[] = {
     "return_dict_in_generate", "remove_invalid_values", "exponential_decay_length_penalty",
     "typical_p", "encoder_no_repeat_ngram_size", "num_beam_groups", "tf_legacy_loss",
     "pruned_heads", "cross_attention_hidden_size", "is_encoder_decoder", "use_bfloat16",
-    "_commit_hash", "mrope_section", "rope_type", NULL,
+    "_commit_hash", "mrope_section", "rope_type",
+    /* written by from_pretrained into some published files (Gemma-2-27B,
+     * Phi-3.5-vision): which attention kernel, not what it computes */
+    "_attn_implementation", NULL,
 };
 
+/* Keys one family's config class (or its published files) carries that do
+ * not change what a training step computes or holds, per model_type: the
+ * reason is beside each.  A key here is accepted only for that type. */
+typedef struct typed_key {
+    const char *type, *key;
+} typed_key;
+
+static const typed_key costless_typed[] = {
+    /* Phi-4-mini (microsoft/Phi-4-mini-instruct config.json): full_attn_mod
+     * and interpolate_factor belong to its LongRoPE setup (a position
+     * rescaling); lm_head_bias is read (llm_read.c). */
+    {"phi3", "full_attn_mod"}, {"phi3", "interpolate_factor"},
+    /* CohereConfig: logit_scale multiplies the logits (one scalar) */
+    {"cohere", "logit_scale"},
+    /* MiniCPM (openbmb, remote code): muP scalings of embeddings, residuals
+     * and logits (scalars, no weights) */
+    {"minicpm", "scale_emb"}, {"minicpm", "dim_model_base"}, {"minicpm", "scale_depth"},
+    /* Gemma 3: the RoPE base of its local layers */
+    {"gemma3_text", "rope_local_base_freq"},
+    /* Starcoder2Config: softmax precision flags and dropouts; the original
+     * BigCode checkpoint's activation_function is not read by transformers
+     * (hidden_act is) */
+    {"starcoder2", "attention_softmax_in_fp32"}, {"starcoder2", "scale_attention_softmax_in_fp32"},
+    {"starcoder2", "scale_attn_weights"}, {"starcoder2", "embedding_dropout"}, {"starcoder2", "residual_dropout"},
+    {"starcoder2", "norm_epsilon"}, {"starcoder2", "activation_function"},
+    /* GPTNeoXConfig: the parallel residual keeps two LayerNorms (input and
+     * post_attention), the same weights and kernels as the sequential form */
+    {"gpt_neox", "use_parallel_residual"},
+    /* NemotronConfig: the norm's epsilon */
+    {"nemotron", "norm_eps"},
+    /* GptOssConfig: the router's and experts' numeric details */
+    {"gpt_oss", "swiglu_limit"}, {"gpt_oss", "experts_per_token"}, {"gpt_oss", "initial_context_length"},
+    /* MptConfig: numerics and initialisation; learned_pos_emb builds no
+     * table in transformers' MPT (ALiBi only, modeling_mpt.py) */
+    {"mpt", "init_device"}, {"mpt", "verbose"}, {"mpt", "logit_scale"}, {"mpt", "embedding_fraction"},
+    {"mpt", "init_config"}, {"mpt", "emb_pdrop"}, {"mpt", "learned_pos_emb"},
+    {NULL, NULL},
+};
+
+static bool typed_costless(const char *type, const char *key)
+{
+    for (const typed_key *t = costless_typed; type && t->type; t++)
+        if (!strcmp(t->type, type) && !strcmp(t->key, key))
+            return true;
+    return false;
+}
+
+/* Optional features mmsim does not model, which published files write out
+ * switched off: null (None), false or 0 reads as off and costs nothing; any
+ * other value is refused by name.  InternVL's image_fold (InternVL3-1B:
+ * null), InternVL's Qwen2 llm_config moe_config (null), InternViT's use_moe
+ * (false; its expert sizes are then costless, mllm_read.c). */
+static const char *const off_features[] = {"image_fold", "moe_config", "use_moe", NULL};
+
+static bool is_off(const mm_node *n)
+{
+    if (!n || mm_node_is_null(n))
+        return true;
+    const char *s = mm_node_scalar(n, NULL);
+    return s && !mm_node_is_quoted(n) && (!strcmp(s, "false") || !strcmp(s, "0"));
+}
+
+/* Every key the check refuses is named in one message: the first in the
+ * error's key and line, all of them (line each) in its text. */
 int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const *costless)
 {
+    const char *first = NULL;
+    char list[300] = "";
+    size_t used = 0;
+    int n = 0;
     for (int i = 0; i < mm_node_count(r->map); i++) {
         const char *k = mm_node_scalar(mm_node_pair_key(r->map, i), NULL);
         if (!k)
@@ -324,13 +448,62 @@ int mm_hf_check_keys(const mm_hf *r, const char *const *read, const char *const 
         if (mm_hf_in(k, nested)) /* read by the composite reader, each with its own checks */
             continue;
         if (mm_hf_in(k, read) || find_def(r->type, k) || mm_hf_in(k, costless_generic) ||
-            mm_hf_in(k, costless))
+            mm_hf_in(k, costless) || typed_costless(r->type, k) ||
+            (mm_hf_in(k, off_features) && is_off(mm_node_get(r->map, k))))
             continue;
-        return mm_hf_fail(r, k, "key not modeled by mmsim for model_type '%s' (not a size it reads, and "
-                          "not one known to leave the cost unchanged); remove it only if it does not "
-                          "change the architecture", r->type ? r->type : "");
+        if (!first)
+            first = k;
+        char kp[160];
+        mm_hf_key(r, k, kp, sizeof kp);
+        int w = snprintf(list + used, sizeof list - used, "%s'%s' (line %d)", n ? ", " : "", kp,
+                         mm_node_key_line(r->map, k));
+        if (w > 0 && (size_t)w < sizeof list - used)
+            used += (size_t)w;
+        else if (used + 4 < sizeof list)
+            snprintf(list + used, sizeof list - used, ", ..."), used = sizeof list - 1;
+        n++;
     }
-    return 0;
+    if (!first)
+        return 0;
+    if (n == 1 && mm_hf_in(first, off_features))
+        return mm_hf_fail(r, first, "an optional feature " KEYS_MARK " '%s' (only null, false or 0: off)", r->type ? r->type : "");
+    if (n == 1)
+        return mm_hf_fail(r, first, "key " KEYS_MARK " '%s' (not a size it reads, nor one known to leave "
+                          "the cost unchanged)", r->type ? r->type : "");
+    return mm_hf_fail(r, first, "%d keys " KEYS_MARK " '%s' (neither sizes it reads nor "
+                      "known to leave the cost unchanged): %s", n, r->type ? r->type : "", list);
+}
+
+bool mm_hf_is_keys_error(const mm_err *err)
+{
+    return err && err->code == MM_EINPUT && strstr(err->msg, KEYS_MARK) != NULL;
+}
+
+void mm_hf_join_keys_error(mm_err *into, const mm_err *more)
+{
+    if (!into || !more || !more->code)
+        return;
+    if (!into->code) {
+        *into = *more;
+        return;
+    }
+    size_t n = strlen(into->msg);
+    if (n + 8 >= sizeof into->msg)
+        return;
+    /* the other mapping's keys as its own message lists them ("...): 'a'
+     * (line 3), 'b' (line 9)"), or its one key */
+    const char *list = strstr(more->msg, "): '");
+    int w = list ? snprintf(into->msg + n, sizeof into->msg - n, "; also %s", list + 3)
+                 : snprintf(into->msg + n, sizeof into->msg - n, "; also '%s' (line %d)", more->key, more->line);
+    if (w > 0 && (size_t)w >= sizeof into->msg - n && sizeof into->msg > 5)
+        memcpy(into->msg + sizeof into->msg - 5, "...", 4); /* cut: the first keys stay whole */
+}
+
+int mm_hf_off(const mm_hf *r, const char *key, const char *what)
+{
+    if (is_off(mm_node_get(r->map, key)))
+        return 0;
+    return mm_hf_fail(r, key, "%s is not modeled (only null or false: off)", what);
 }
 
 /* Activation names of transformers' ACT2FN. */

@@ -78,7 +78,15 @@ int mm_llm_validate(const mm_llm *m, mm_err *err)
 
 static int64_t norm_params(const mm_llm *m)
 {
-    return m->rmsnorm ? m->hidden : 2 * m->hidden;
+    return m->rmsnorm || m->norm_no_bias ? m->hidden : 2 * m->hidden;
+}
+
+/* Norms per block: one before the fused attention + MLP of a parallel
+ * block, two pre-norms (OLMo 2: two post-norms), four with Gemma's
+ * post-norms as well. */
+static int64_t block_norms(const mm_llm *m)
+{
+    return m->parallel_block ? 1 : m->sandwich_norm ? 4 : 2;
 }
 
 bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i)
@@ -91,7 +99,9 @@ bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i)
 
 bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i)
 {
-    return m->window > 0 && m->window_every > 0 && i % m->window_every == 0;
+    if (m->window <= 0 || m->window_period <= 0)
+        return false;
+    return (m->window_mask >> (i % m->window_period)) & 1u;
 }
 
 int64_t mm_llm_moe_layers(const mm_llm *m)
@@ -141,8 +151,10 @@ static int64_t attn_params(const mm_llm *m)
         if (m->qkv_bias)
             p += (m->heads + 2 * m->kv_heads) * m->head_dim;
         if (m->qk_norm)
-            p += 2 * m->head_dim;
+            p += (m->qk_norm_full ? m->heads + m->kv_heads : 2) * m->head_dim * (m->qk_norm_bias ? 2 : 1);
     }
+    if (m->attn_sinks)
+        p += m->heads;
     return p + (m->out_bias ? h : 0);
 }
 
@@ -167,7 +179,7 @@ static int64_t moe_params(const mm_llm *m, int64_t routed)
 static int64_t kind_params(const mm_llm *m, bool moe, bool active)
 {
     int64_t mlp = moe ? moe_params(m, active ? m->experts_per_tok : m->experts) : mlp_params(m, m->ffn);
-    return attn_params(m) + mlp + (m->sandwich_norm ? 4 : 2) * norm_params(m);
+    return attn_params(m) + mlp + block_norms(m) * norm_params(m);
 }
 
 static int64_t block_params(const mm_llm *m, int64_t i, bool active)
@@ -222,7 +234,7 @@ int64_t mm_llm_embedding_params(const mm_llm *m)
 
 int64_t mm_llm_head_params(const mm_llm *m)
 {
-    return m->tied ? 0 : m->vocab * m->hidden; /* no bias in any supported family */
+    return (m->tied ? 0 : m->vocab * m->hidden) + (m->head_bias ? m->vocab : 0);
 }
 
 int64_t mm_llm_final_norm_params(const mm_llm *m)
@@ -269,6 +281,11 @@ static double moe_share(const mm_llm *m)
 static double sliding_share(const mm_llm *m)
 {
     return m->window > 0 && m->layers > 0 ? (double)sliding_layers(m) / (double)m->layers : 0.0;
+}
+
+double mm_llm_sliding_fraction(const mm_llm *m)
+{
+    return sliding_share(m);
 }
 
 /* Matmul FLOPs per token of the mean block outside the attention core:
@@ -591,9 +608,12 @@ int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
     push_gemm(&l, "attn_out", tokens, h, (double)m->heads * v_dim(m) / t, false, e);
     if (m->sandwich_norm) /* Gemma 2 post_attention_layernorm */
         push_norm(&l, "norm_post_attn", m, tn, e);
-    /* bias + residual add: read two h-wide inputs (+ bias), write one */
-    push_mem(&l, "residual_attn", (3.0 * tn * h + (m->out_bias ? h : 0.0)) * e);
-    push_norm(&l, "norm_mlp", m, tn, e);
+    /* bias + residual add: read two h-wide inputs (+ bias), write one; a
+     * parallel block adds the attention output with the MLP's, below */
+    if (!m->parallel_block)
+        push_mem(&l, "residual_attn", (3.0 * tn * h + (m->out_bias ? h : 0.0)) * e);
+    if (!m->parallel_block) /* a parallel block's MLP reads the attention's normed input */
+        push_norm(&l, "norm_mlp", m, tn, e);
     double w = moe_share(m);
     int from = l.n;
     push_mlp(&l, m, "fc1", "fc2", tokens, (double)m->ffn / t, e);
@@ -605,7 +625,10 @@ int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
     }
     if (m->sandwich_norm) /* Gemma 2 post_feedforward_layernorm */
         push_norm(&l, "norm_post_mlp", m, tn, e);
-    push_mem(&l, "residual_mlp", (3.0 * tn * h + (m->mlp_bias ? h : 0.0)) * e);
+    if (m->parallel_block) /* x + attn + mlp (+ biases): three reads, one write */
+        push_mem(&l, "residual", (4.0 * tn * h + (m->out_bias ? h : 0.0) + (m->mlp_bias ? h : 0.0)) * e);
+    else
+        push_mem(&l, "residual_mlp", (3.0 * tn * h + (m->mlp_bias ? h : 0.0)) * e);
     return finish(&l);
 }
 

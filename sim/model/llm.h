@@ -31,7 +31,8 @@ typedef enum mm_llm_style {
     MM_LLM_GPT2,  /* n_embd, n_layer, n_head, n_positions, n_inner */
     MM_LLM_LLAMA, /* hidden_size, num_hidden_layers, ... (llama, mistral, qwen2, ...) */
     MM_LLM_NEOX,  /* model_type gpt_neox: Llama-like keys, GPT-like blocks */
-    MM_LLM_MLA    /* DeepSeek-V2/V3: multi-head latent attention, fine-grained MoE */
+    MM_LLM_MLA,   /* DeepSeek-V2/V3: multi-head latent attention, fine-grained MoE */
+    MM_LLM_MPT    /* model_type mpt: d_model, n_heads, n_layers, expansion_ratio */
 } mm_llm_style;
 
 typedef struct mm_llm {
@@ -88,12 +89,25 @@ typedef struct mm_llm {
     /* DeepSeek-V3 multi-token-prediction modules (num_nextn_predict_layers):
      * counted and reported apart, not in mm_llm_params. */
     int64_t mtp_layers;
-    bool sandwich_norm;  /* Gemma 2: post-attention and post-MLP norms as well (4 per layer) */
-    bool qk_norm;        /* Qwen3: RMSNorm over head_dim on q and k */
-    /* Sliding-window attention: window tokens on the layers window_every
-     * selects (1: every layer, 2: layers 0, 2, 4, ... as Gemma 2); 0: none. */
+    bool sandwich_norm;  /* Gemma 2/3: post-attention and post-MLP norms as well (4 per layer) */
+    bool qk_norm;        /* Qwen3, Gemma 3: a norm over head_dim on q and k (2d weights) */
+    bool qk_norm_full;   /* with qk_norm: weights for every head apart, (a + g) d of them
+                          * (OLMo 2's norms over the whole q/k projection, Cohere's and
+                          * StableLM's per-head norms) */
+    bool qk_norm_bias;   /* with qk_norm: LayerNorms with bias (Phi-2's qk_layernorm) */
+    bool parallel_block; /* Phi-2, Cohere, StableLM use_parallel_residual: attention and
+                          * MLP read the same normed input and add to the residual
+                          * together; one norm per block */
+    bool norm_no_bias;   /* LayerNorm without bias (Cohere, MPT no_bias): h weights */
+    bool head_bias;      /* a bias on the LM head (Phi-2, Phi-4's lm_head_bias) */
+    bool attn_sinks;     /* gpt-oss: one learned sink logit per head and block */
+    /* Sliding-window attention: window tokens on the layers the pattern
+     * selects: layer i slides when bit (i mod window_period) of window_mask
+     * is set (Mistral: period 1, mask 1; Gemma 2: period 2, mask 01b;
+     * Gemma 3: period 6, the first five); window 0: none. */
     int64_t window;
-    int window_every;
+    int window_period;
+    uint64_t window_mask;
     double attn_softcap, final_softcap; /* Gemma 2 tanh soft-capping; 0: none */
     /* Index of the first block this struct describes: 0 for a model, the
      * stage's first block for mm_llm_stage_view. */
@@ -147,7 +161,8 @@ int64_t mm_llm_embedding_params(const mm_llm *m);
 /* The experts' MLPs of one MoE block (what expert parallelism splits);
  * 0 for a dense model.  The router stays with the block. */
 int64_t mm_llm_layer_expert_params(const mm_llm *m);
-/* Untied LM head matrix; 0 when tied (the embedding is reused). */
+/* Untied LM head matrix, 0 when tied (the embedding is reused), plus its
+ * bias where it has one (Phi-2). */
 int64_t mm_llm_head_params(const mm_llm *m);
 /* The norm after the last block (h, or 2h for LayerNorm). */
 int64_t mm_llm_final_norm_params(const mm_llm *m);
@@ -155,6 +170,8 @@ int64_t mm_llm_final_norm_params(const mm_llm *m);
 /* Layer i (0-based) has an MoE MLP / sliding-window attention. */
 bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i);
 bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i);
+/* Share of the (view's) blocks with sliding-window attention, 0 to 1. */
+double mm_llm_sliding_fraction(const mm_llm *m);
 /* Exact parameters of block i.  mm_llm_layer_params is their mean over the
  * model's blocks (rounded), so l x it is the blocks' total for uniform
  * models; models whose blocks differ (DeepSeek's dense first layers) are

@@ -1,7 +1,9 @@
 /* llm_read.c - reading a decoder-only LLM from a Hugging Face config.json
- * mapping: GPT-2, GPT-NeoX, the Llama family (Llama, Mistral, Mixtral,
- * Qwen2/2-MoE/3/3-MoE, Gemma/Gemma 2, Phi-3, InternLM2, the LLM half of
- * Qwen2-VL/2.5-VL) and DeepSeek-V2/V3 (MLA, fine-grained MoE).
+ * mapping: GPT-2, GPT-NeoX, MPT, the Llama family (Llama, Mistral,
+ * Ministral 3, Mixtral, Qwen2/2-MoE/3/3-MoE, Gemma/Gemma 2/Gemma 3, Phi-2,
+ * Phi-3, InternLM2, OLMo 2, Cohere, Starcoder2, StableLM, Nemotron,
+ * MiniCPM, DeepSeek-MoE, gpt-oss, the LLM half of Qwen2-VL/2.5-VL and
+ * Phi-3-V) and DeepSeek-V2/V3 (MLA, fine-grained MoE).
  *
  * A key the file leaves out takes its transformers config class's default
  * (hf.c); an unknown model_type or architecture, an unknown hidden_act, or a
@@ -25,7 +27,9 @@
 
 static const char *const llama_family[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
                                            "qwen3_moe", "gemma", "gemma2", "phi3", "internlm2",
-                                           "qwen2_vl_text", "qwen2_5_vl_text", NULL};
+                                           "qwen2_vl_text", "qwen2_5_vl_text", "olmo2", "cohere",
+                                           "starcoder2", "deepseek", "minicpm", "gemma3_text", "gpt_oss",
+                                           "phi", "stablelm", "nemotron", "ministral3", "phi3_v", NULL};
 static const char *const qwen2_types[] = {"qwen2", "qwen2_moe", "qwen2_vl_text", "qwen2_5_vl_text", NULL};
 
 /* Architectures of the supported types (config.json "architectures"). */
@@ -37,7 +41,13 @@ static const char *const known_archs[] = {
     "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
     "LlavaForConditionalGeneration", "LlavaNextForConditionalGeneration",
     "LlavaOnevisionForConditionalGeneration", "InternVLChatModel", "InternVLForConditionalGeneration",
-    "Idefics3ForConditionalGeneration", "Qwen2_5_VLModel", NULL,
+    "Idefics3ForConditionalGeneration", "Qwen2_5_VLModel", "Olmo2ForCausalLM", "CohereForCausalLM",
+    "Starcoder2ForCausalLM", "DeepseekForCausalLM", "MiniCPMForCausalLM", "Gemma3ForCausalLM",
+    "GptOssForCausalLM", "PhiForCausalLM", "StableLmForCausalLM", "MptForCausalLM", "NemotronForCausalLM",
+    "Mistral3ForConditionalGeneration", "Phi3VForCausalLM",
+    /* Whisper checkpoints: mmsim reads their encoder (mllm_read.c) */
+    "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification",
+    "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", NULL,
 };
 
 int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)
@@ -90,8 +100,9 @@ static int read_moe(const mm_hf *r, mm_llm *m)
 {
     int rc;
     bool fe = false;
-    const char *ek = mm_hf_in(r->type, (const char *const[]){"qwen2_moe", "qwen3_moe", NULL}) ? "num_experts"
-                                                                                             : "num_local_experts";
+    const char *ek = mm_hf_in(r->type, (const char *const[]){"qwen2_moe", "qwen3_moe", "minicpm", NULL})
+                         ? "num_experts"
+                         : "num_local_experts";
     if ((rc = mm_hf_int(r, ek, 1, EXPERTS_MAX, &m->experts, &fe)))
         return rc;
     if (!fe)
@@ -104,6 +115,10 @@ static int read_moe(const mm_hf *r, mm_llm *m)
         (rc = mm_hf_int(r, "decoder_sparse_step", 1, LAYERS_MAX, &m->moe_every, NULL)))
         return rc;
     m->moe_offset = 1; /* Qwen: layer i is sparse when (i + 1) % step == 0 */
+    /* GptOssMLP: router Linear(h, experts) with bias; experts' gate_up and
+     * down projections with biases (modeling_gpt_oss.py) */
+    if (!strcmp(r->type, "gpt_oss"))
+        m->router_bias = m->mlp_bias = true;
     if (!strcmp(r->type, "qwen2_moe")) {
         if ((rc = mm_hf_int(r, "shared_expert_intermediate_size", 1, WIDTH_MAX, &m->shared_ffn, NULL)))
             return rc;
@@ -123,10 +138,11 @@ static int read_moe(const mm_hf *r, mm_llm *m)
  * (configuration_deepseek_v2/v3.py; modeling: q_a_proj, q_a_layernorm,
  * q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; a gate
  * over n_routed_experts, shared_experts of n_shared x moe width). */
+static int read_deepseek_moe(const mm_hf *r, mm_llm *m);
+
 static int read_mla(const mm_hf *r, mm_llm *m)
 {
     int rc;
-    bool fe = false;
     m->q_lora = 0;
     if ((rc = mm_hf_int(r, "q_lora_rank", 1, WIDTH_MAX, &m->q_lora, NULL)) ||
         (rc = mm_hf_need_int(r, "kv_lora_rank", 1, WIDTH_MAX, &m->kv_lora)) ||
@@ -136,6 +152,16 @@ static int read_mla(const mm_hf *r, mm_llm *m)
         return rc;
     /* q_lora_rank null (DeepSeek-V2-Lite): a plain q_proj, q_lora stays 0 */
     m->head_dim = m->qk_nope + m->qk_rope;
+    return read_deepseek_moe(r, m);
+}
+
+/* DeepSeekMoE (DeepSeek-MoE's `deepseek` and V2/V3): routed experts of
+ * moe_intermediate_size, n_shared_experts always-on ones, dense first
+ * first_k_dense_replace blocks, then every moe_layer_freq-th. */
+static int read_deepseek_moe(const mm_hf *r, mm_llm *m)
+{
+    int rc;
+    bool fe = false;
     if ((rc = mm_hf_int(r, "n_routed_experts", 1, EXPERTS_MAX, &m->experts, &fe)))
         return rc;
     if (!fe)
@@ -177,61 +203,207 @@ static const char *const llama_read[] = {
 static const char *const llama_costless[] = {
     "max_window_layers", "query_pre_attn_scalar", "cache_implementation", "n_group", "topk_group",
     "scoring_func", "routed_scaling_factor", "partial_rotary_factor", "rotary_pct", "rotary_emb_base",
-    "use_parallel_residual", "rope_interleave", "moe_router_topk",
+    "rope_interleave", "moe_router_topk",
     "sliding_window_size", /* early Gemma 2 configs: a copy of sliding_window */
     NULL,
 };
 
-/* Sliding windows: Mistral/Mixtral/Phi-3 apply sliding_window on every
- * layer when set; Gemma 2 on even layers (layer_types' default); Qwen2/3
- * only with use_sliding_window, which is refused (its max_window_layers
- * split is not modeled). */
-/* layer_types (transformers >= 4.54 writes it out): accepted when it says
- * what the model's own rule says (every layer "full_attention", or Gemma
- * 2's sliding even layers); any other per-layer pattern is refused. */
-static int check_layer_types(const mm_hf *r, int every)
+#define PERIOD_MAX 64
+
+static bool is_null_key(const mm_hf *r, const char *key)
+{
+    mm_node *n = mm_node_get(r->map, key);
+    return n && mm_node_is_null(n);
+}
+
+/* layer_types (transformers >= 4.54 writes it out) is the pattern itself:
+ * one "sliding_attention" or "full_attention" per layer, read as the
+ * shortest period (at most 64 layers) it repeats with.  A list of another
+ * length, another attention kind, or no repeat within 64 layers is refused
+ * (per-layer patterns beyond that are not modeled). */
+static int read_layer_types(const mm_hf *r, const mm_llm *m, int *period, uint64_t *mask, bool *given)
 {
     mm_node *lt = mm_node_get(r->map, "layer_types");
+    *given = false;
     if (!lt || mm_node_is_null(lt))
         return 0;
     if (!mm_node_is_sequence(lt))
         return mm_hf_fail(r, "layer_types", "expected a list of attention types");
-    int it = 0;
-    mm_node *e;
-    for (int i = 0; (e = mm_node_item(lt, it++)); i++) {
-        const char *t = mm_node_scalar(e, NULL);
-        bool sliding = every > 0 && i % every == 0;
-        if (!t || strcmp(t, sliding ? "sliding_attention" : "full_attention"))
-            return mm_hf_fail(r, "layer_types", "entry %d is '%s' where this model's rule gives '%s': "
-                              "per-layer attention patterns are not modeled", i, t ? t : "?",
-                              sliding ? "sliding_attention" : "full_attention");
+    int n = mm_node_count(lt);
+    if (n != m->layers)
+        return mm_hf_fail(r, "layer_types", "%d entries for %lld layers", n, (long long)m->layers);
+    for (int p = 1; p <= PERIOD_MAX && p <= n; p++) {
+        uint64_t mk = 0;
+        bool ok = true;
+        for (int i = 0; i < n && ok; i++) {
+            const char *t = mm_node_scalar(mm_node_item(lt, i), NULL);
+            bool sl = t && !strcmp(t, "sliding_attention");
+            if (!t || (!sl && strcmp(t, "full_attention")))
+                return mm_hf_fail(r, "layer_types", "entry %d is '%s': only sliding_attention and "
+                                  "full_attention are modeled", i, t ? t : "?");
+            if (i < p)
+                mk |= (uint64_t)sl << i;
+            else
+                ok = ((mk >> (i % p)) & 1u) == sl;
+        }
+        if (ok) {
+            *period = p, *mask = mk, *given = true;
+            return 0;
+        }
     }
-    return 0;
+    return mm_hf_fail(r, "layer_types", "the pattern does not repeat within %d layers: per-layer attention "
+                      "patterns are not modeled", PERIOD_MAX);
 }
 
-/* Sliding windows: Mistral/Mixtral/Phi-3 apply sliding_window on every
- * layer when set; Gemma 2 on even layers (layer_types' default); Qwen2/3
- * only with use_sliding_window, which is refused (its max_window_layers
- * split is not modeled). */
+/* Sliding windows: Mistral/Mixtral/Phi-3/Starcoder2 apply sliding_window on
+ * every layer when set; Gemma 2 and gpt-oss on even layers; Gemma 3 on all
+ * but every sliding_window_pattern-th (Gemma3TextConfig: 6); Qwen2/3 only
+ * with use_sliding_window, which is refused (its max_window_layers split is
+ * not modeled).  layer_types, when written out, is the pattern. */
 static int read_window(const mm_hf *r, mm_llm *m)
 {
-    int rc;
-    bool use = false;
-    if ((rc = mm_hf_bool(r, "use_sliding_window", &use)))
+    int rc, period = 1;
+    uint64_t mask = 1;
+    bool use = false, given = false;
+    if ((rc = mm_hf_bool(r, "use_sliding_window", &use)) || (rc = read_layer_types(r, m, &period, &mask, &given)))
         return rc;
     if (mm_hf_in(r->type, (const char *const[]){"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl_text",
                                                "qwen2_5_vl_text", NULL})) {
         if (use)
             return mm_hf_fail(r, "use_sliding_window", "sliding-window attention on the layers past "
                               "max_window_layers is not modeled");
-        return check_layer_types(r, 0); /* sliding_window is read only when use_sliding_window */
+        if (given && mask)
+            return mm_hf_fail(r, "layer_types", "sliding layers without use_sliding_window: per-layer "
+                              "attention patterns are not modeled for model_type '%s'", r->type);
+        return 0; /* sliding_window is read only when use_sliding_window */
     }
-    m->window_every = !strcmp(r->type, "gemma2") ? 2 : 1;
     if ((rc = mm_hf_int(r, "sliding_window", 1, POS_MAX, &m->window, NULL)))
         return rc;
-    if (m->window == 0)
-        m->window_every = 0;
-    return check_layer_types(r, m->window > 0 ? m->window_every : 0);
+    if (!given) {
+        if (!strcmp(r->type, "gemma2") || !strcmp(r->type, "gpt_oss"))
+            period = 2, mask = 1; /* layers 0, 2, 4, ... */
+        if (!strcmp(r->type, "gemma3_text")) {
+            int64_t pat = 6;
+            if ((rc = mm_hf_int(r, "sliding_window_pattern", 1, PERIOD_MAX, &pat, NULL)))
+                return rc;
+            period = (int)pat; /* layer i global when (i + 1) % pattern == 0 */
+            mask = (pat >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << pat) - 1) >> 1;
+            if (pat == 1)
+                mask = 0;
+        }
+    }
+    if (m->window == 0 && given && mask)
+        return mm_hf_fail(r, "layer_types", "sliding layers without a sliding_window");
+    m->window_period = m->window > 0 ? period : 0;
+    m->window_mask = m->window > 0 ? mask : 0;
+    return 0;
+}
+
+static int read_neox_tail(const mm_hf *r, mm_llm *m);
+
+static const char *const plain_mlp[] = {"starcoder2", "phi", "nemotron", NULL};
+
+/* Keys only one family reads (beside llama_read's). */
+typedef struct family_keys {
+    const char *type;
+    const char *const *keys;
+} family_keys;
+
+static const family_keys family_read[] = {
+    {"gemma3_text", (const char *const[]){"sliding_window_pattern", NULL}},
+    {"cohere", (const char *const[]){"use_qk_norm", NULL}},
+    {"starcoder2", (const char *const[]){"use_bias", "norm_type", "mlp_type", NULL}},
+    {"phi", (const char *const[]){"qk_layernorm", NULL}},
+    {"stablelm", (const char *const[]){"use_qkv_bias", "qk_layernorm", "use_parallel_residual", NULL}},
+    {"phi3", (const char *const[]){"lm_head_bias", NULL}},
+    /* Phi-3-vision's image keys, read by mllm_read.c */
+    {"phi3_v", (const char *const[]){"embd_layer", "img_processor", NULL}},
+    {NULL, NULL},
+};
+
+/* llama_costless plus the family's own keys, into `out` (NULL-terminated;
+ * 64 entries hold both lists with room to spare). */
+static void accepted_keys(const char *type, const char **out, int cap)
+{
+    int n = 0;
+    for (const char *const *k = llama_costless; *k && n < cap - 1; k++)
+        out[n++] = *k;
+    for (const family_keys *f = family_read; f->type; f++)
+        if (!strcmp(f->type, type))
+            for (const char *const *k = f->keys; *k && n < cap - 1; k++)
+                out[n++] = *k;
+    out[n] = NULL;
+}
+
+/* What each family adds to the Llama block (modeling_<type>.py of
+ * transformers at MM_HF_TRANSFORMERS_VERSION; DeepSeek-MoE and MiniCPM from
+ * their model repositories' modeling files). */
+static int read_family(const mm_hf *r, mm_llm *m)
+{
+    int rc;
+    const char *t = r->type;
+    if (!strcmp(t, "qwen3") || !strcmp(t, "qwen3_moe"))
+        m->qk_norm = true; /* q_norm, k_norm: RMSNorm(head_dim) */
+    if (!strcmp(t, "olmo2")) /* q_norm over a*d, k_norm over g*d; norms after attention and MLP */
+        m->qk_norm = m->qk_norm_full = true;
+    if (!strcmp(t, "cohere")) { /* CohereDecoderLayer: one input_layernorm, attention + MLP in parallel */
+        bool qk = false;
+        if ((rc = mm_hf_bool(r, "use_qk_norm", &qk)))
+            return rc;
+        m->parallel_block = true;
+        m->qk_norm = m->qk_norm_full = qk; /* CohereLayerNorm over (heads, head_dim) */
+    }
+    if (!strcmp(t, "starcoder2")) { /* use_bias on every Linear; LayerNorm; c_fc, act, c_proj */
+        bool ub = true;
+        char norm[32] = "layer_norm", mlp[32] = "default";
+        if ((rc = mm_hf_bool(r, "use_bias", &ub)) || (rc = mm_hf_str(r, "norm_type", norm, sizeof norm)) ||
+            (rc = mm_hf_str(r, "mlp_type", mlp, sizeof mlp)))
+            return rc;
+        if (strcmp(norm, "layer_norm"))
+            return mm_hf_fail(r, "norm_type", "'%s' is not modeled (Starcoder2 uses layer_norm)", norm);
+        if (strcmp(mlp, "default"))
+            return mm_hf_fail(r, "mlp_type", "'%s' is not modeled (Starcoder2's default MLP)", mlp);
+        m->qkv_bias = m->out_bias = m->mlp_bias = ub;
+    }
+    if (!strcmp(t, "phi")) { /* PhiDecoderLayer: input_layernorm, attention and MLP in parallel */
+        bool qk = false;
+        if ((rc = mm_hf_bool(r, "qk_layernorm", &qk)))
+            return rc;
+        m->parallel_block = m->head_bias = true; /* lm_head bias=True */
+        m->qkv_bias = m->out_bias = m->mlp_bias = true;
+        m->qk_norm = m->qk_norm_bias = qk; /* LayerNorm(hidden / heads) on q and k, shared by heads */
+    }
+    if (!strcmp(t, "stablelm")) {
+        bool qb = false, qk = false, par = false;
+        if ((rc = mm_hf_bool(r, "use_qkv_bias", &qb)) || (rc = mm_hf_bool(r, "qk_layernorm", &qk)) ||
+            (rc = mm_hf_bool(r, "use_parallel_residual", &par)))
+            return rc;
+        m->qkv_bias = qb;
+        m->qk_norm = m->qk_norm_full = qk; /* StableLmLayerNormPerHead, bias=False */
+        m->parallel_block = par;
+    }
+    if ((!strcmp(t, "phi3") || !strcmp(t, "phi3_v")) && (rc = mm_hf_bool(r, "lm_head_bias", &m->head_bias)))
+        return rc;
+    if (!strcmp(t, "gpt_oss"))
+        m->attn_sinks = true; /* GptOssAttention.sinks: one logit per head */
+    if (!strcmp(t, "deepseek") && mm_hf_has(r, "kv_lora_rank"))
+        return mm_hf_fail(r, "kv_lora_rank", "model_type 'deepseek' (DeepSeek-MoE) has no latent attention; "
+                          "say deepseek_v2 or deepseek_v3");
+    if (!strcmp(t, "gemma2") || !strcmp(t, "gemma3_text")) {
+        bool g3 = !strcmp(t, "gemma3_text");
+        m->sandwich_norm = true;
+        m->qk_norm = g3; /* Gemma3Attention q_norm, k_norm over head_dim */
+        /* Gemma2Config caps at 50 and 30; Gemma3TextConfig's are None */
+        m->attn_softcap = g3 ? 0.0 : 50.0, m->final_softcap = g3 ? 0.0 : 30.0;
+        if ((rc = mm_hf_double(r, "attn_logit_softcapping", 0, 1e9, &m->attn_softcap)) ||
+            (rc = mm_hf_double(r, "final_logit_softcapping", 0, 1e9, &m->final_softcap)))
+            return rc;
+        if (is_null_key(r, "attn_logit_softcapping"))
+            m->attn_softcap = 0.0;
+        if (is_null_key(r, "final_logit_softcapping"))
+            m->final_softcap = 0.0;
+    }
+    return 0;
 }
 
 /* Llama/Mistral/Qwen/Gemma/Phi-3/InternLM2 keys (configuration_llama.py and
@@ -241,7 +413,9 @@ static int read_llama(const mm_hf *r, mm_llm *m)
     int rc;
     bool neox = m->style == MM_LLM_NEOX;
     static const char *const neox_read[] = {"attention_bias", "tie_word_embeddings", "hidden_act", NULL};
-    if ((rc = mm_hf_check_keys(r, neox ? neox_read : llama_read, llama_costless)) ||
+    const char *accept[64];
+    accepted_keys(r->type, accept, 64);
+    if ((rc = mm_hf_check_keys(r, neox ? neox_read : llama_read, accept)) ||
         (rc = mm_hf_need_int(r, "hidden_size", 1, WIDTH_MAX, &m->hidden)) ||
         (rc = mm_hf_need_int(r, "num_hidden_layers", 1, LAYERS_MAX, &m->layers)) ||
         (rc = mm_hf_need_int(r, "num_attention_heads", 1, WIDTH_MAX, &m->heads)) ||
@@ -268,17 +442,18 @@ static int read_llama(const mm_hf *r, mm_llm *m)
             return rc;
     }
     m->rope = true;
-    if (neox) {
-        bool ab = true; /* GPTNeoXConfig: attention_bias True; MLP always biased */
-        if ((rc = mm_hf_bool(r, "attention_bias", &ab)))
-            return rc;
-        m->qkv_bias = m->out_bias = ab;
-        m->mlp_bias = true;
-        return mm_hf_bool(r, "tie_word_embeddings", &m->tied);
-    }
-    /* Every Llama-family block is a gated MLP (gate, up, down), whatever the
-     * activation's name (SwiGLU for silu, GeGLU for Gemma's gelu). */
-    m->gated_mlp = m->rmsnorm = true;
+    if (neox)
+        return read_neox_tail(r, m);
+    /* Llama-family blocks are gated MLPs (gate, up, down) whatever the
+     * activation's name (SwiGLU for silu, GeGLU for Gemma's gelu);
+     * Starcoder2 (c_fc, c_proj), Phi-2 (fc1, fc2) and Nemotron (up_proj,
+     * squared ReLU, down_proj) have plain two-matrix MLPs.  Cohere, Phi-2,
+     * StableLM, Starcoder2 and Nemotron use LayerNorm (Nemotron's
+     * LayerNorm1P and Starcoder2's with bias, Cohere's without). */
+    m->gated_mlp = !mm_hf_in(r->type, plain_mlp);
+    m->rmsnorm = !mm_hf_in(r->type, (const char *const[]){"cohere", "starcoder2", "phi", "stablelm", "nemotron",
+                                                          NULL});
+    m->norm_no_bias = !strcmp(r->type, "cohere"); /* CohereLayerNorm: weight only */
     bool ab = false, mb = false;
     if ((rc = mm_hf_bool(r, "attention_bias", &ab)) || (rc = mm_hf_bool(r, "mlp_bias", &mb)) ||
         (rc = mm_hf_bool(r, "tie_word_embeddings", &m->tied)))
@@ -296,19 +471,86 @@ static int read_llama(const mm_hf *r, mm_llm *m)
             return rc;
         m->qkv_bias = m->out_bias = b;
     }
-    m->qk_norm = !strcmp(r->type, "qwen3") || !strcmp(r->type, "qwen3_moe");
-    if (!strcmp(r->type, "gemma2")) {
-        m->sandwich_norm = true;
-        m->attn_softcap = 50.0, m->final_softcap = 30.0; /* Gemma2Config */
-        if ((rc = mm_hf_double(r, "attn_logit_softcapping", 0, 1e9, &m->attn_softcap)) ||
-            (rc = mm_hf_double(r, "final_logit_softcapping", 0, 1e9, &m->final_softcap)))
-            return rc;
-    }
-    if ((rc = read_window(r, m)))
+    if ((rc = read_family(r, m)) || (rc = read_window(r, m)))
         return rc;
     if (m->style == MM_LLM_MLA)
         return read_mla(r, m);
+    if (!strcmp(r->type, "deepseek"))
+        return read_deepseek_moe(r, m);
     return read_moe(r, m);
+}
+
+/* GPT-NeoX's keys (GPTNeoXConfig): Llama's sizes, GPT-like blocks. */
+static int read_neox_tail(const mm_hf *r, mm_llm *m)
+{
+    bool ab = true; /* GPTNeoXConfig: attention_bias True; MLP always biased */
+    int rc = mm_hf_bool(r, "attention_bias", &ab);
+    if (rc)
+        return rc;
+    m->qkv_bias = m->out_bias = ab;
+    m->mlp_bias = true;
+    return mm_hf_bool(r, "tie_word_embeddings", &m->tied);
+}
+
+/* MptConfig (configuration_mpt.py; modeling_mpt.py): d_model, n_heads,
+ * n_layers, expansion_ratio x d_model MLP (up_proj, GELU, down_proj), a
+ * fused Wqkv and out_proj, LayerNorms, biases off with no_bias, ALiBi (no
+ * position table), the LM head tied to wte.  attn_config's keys: alibi
+ * must be on (transformers' MPT has no other positions); qk_ln adds
+ * LayerNorms over q and k; the rest is numerics. */
+static int read_mpt(const mm_hf *r, mm_llm *m)
+{
+    int rc;
+    static const char *const read[] = {"d_model", "n_heads", "n_layers", "expansion_ratio", "max_seq_len",
+                                       "vocab_size", "no_bias", "norm_type", "attn_config", "ffn_config", NULL};
+    int64_t ratio = 4;
+    bool nobias = true;
+    char norm[48] = "low_precision_layernorm";
+    if ((rc = mm_hf_check_keys(r, read, NULL)) || (rc = mm_hf_need_int(r, "d_model", 1, WIDTH_MAX, &m->hidden)) ||
+        (rc = mm_hf_need_int(r, "n_layers", 1, LAYERS_MAX, &m->layers)) ||
+        (rc = mm_hf_need_int(r, "n_heads", 1, WIDTH_MAX, &m->heads)) ||
+        (rc = mm_hf_need_int(r, "vocab_size", 1, VOCAB_MAX, &m->vocab)) ||
+        (rc = mm_hf_int(r, "expansion_ratio", 1, 64, &ratio, NULL)) ||
+        (rc = mm_hf_int(r, "max_seq_len", 1, POS_MAX, &m->max_pos, NULL)) ||
+        (rc = mm_hf_bool(r, "no_bias", &nobias)) || (rc = mm_hf_str(r, "norm_type", norm, sizeof norm)))
+        return rc;
+    if (strcmp(norm, "low_precision_layernorm") && strcmp(norm, "layernorm"))
+        return mm_hf_fail(r, "norm_type", "unknown norm '%s' (low_precision_layernorm, layernorm)", norm);
+    mm_node *fc = mm_node_get(r->map, "ffn_config");
+    if (fc && !mm_node_is_null(fc) && mm_node_is_mapping(fc) && mm_node_count(fc) > 0)
+        return mm_hf_fail(r, "ffn_config", "MPT's alternative MLPs (ffn_config) are not modeled");
+    mm_node *ac = mm_node_get(r->map, "attn_config");
+    if (ac && !mm_node_is_null(ac)) {
+        char kp[160];
+        mm_hf_key(r, "attn_config", kp, sizeof kp);
+        mm_hf a = {r->doc, ac, kp, "mpt_attn", r->err};
+        static const char *const aread[] = {"alibi", "qk_ln", NULL};
+        static const char *const acostless[] = {"attn_type", "attn_pdrop", "attn_impl", "clip_qkv", "softmax_scale",
+                                                "prefix_lm", "attn_uses_sequence_id", "alibi_bias_max", "rope",
+                                                "sliding_window_size", NULL};
+        bool alibi = true, qkln = false;
+        char at[32] = "multihead_attention";
+        if (!mm_node_is_mapping(ac))
+            return mm_hf_fail(r, "attn_config", "expected a mapping");
+        if ((rc = mm_hf_check_keys(&a, aread, acostless)) || (rc = mm_hf_bool(&a, "alibi", &alibi)) ||
+            (rc = mm_hf_bool(&a, "qk_ln", &qkln)) || (rc = mm_hf_str(&a, "attn_type", at, sizeof at)))
+            return rc;
+        if (!alibi)
+            return mm_hf_fail(&a, "alibi", "MPT without ALiBi is not modeled (transformers' MPT has no other "
+                              "position encoding)");
+        if (strcmp(at, "multihead_attention"))
+            return mm_hf_fail(&a, "attn_type", "'%s' is not modeled (multihead_attention)", at);
+        /* qk_ln: LayerNorm(d_model) on q and on k, with bias unless no_bias */
+        m->qk_norm = m->qk_norm_full = qkln;
+        m->qk_norm_bias = qkln && !nobias;
+    }
+    m->ffn = ratio * m->hidden;
+    m->kv_heads = m->heads;
+    m->tied = true;
+    m->rmsnorm = false;
+    m->norm_no_bias = nobias;
+    m->qkv_bias = m->out_bias = m->mlp_bias = !nobias;
+    return 0;
 }
 
 int mm_llm_from_node_typed(const mm_doc *doc, mm_node *map, const char *prefix, const char *type,
@@ -332,22 +574,25 @@ int mm_llm_from_node_typed(const mm_doc *doc, mm_node *map, const char *prefix, 
         m->style = MM_LLM_GPT2;
     else if (!strcmp(m->model_type, "gpt_neox"))
         m->style = MM_LLM_NEOX;
+    else if (!strcmp(m->model_type, "mpt"))
+        m->style = MM_LLM_MPT;
     else if (!strcmp(m->model_type, "deepseek_v2") || !strcmp(m->model_type, "deepseek_v3"))
         m->style = MM_LLM_MLA;
     else if (mm_hf_in(m->model_type, llama_family))
         m->style = MM_LLM_LLAMA;
     else
-        return mm_hf_fail(&r, "model_type", "unknown model_type '%s' (mmsim models gpt2, gpt_neox, llama, "
-                          "mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, phi3, "
-                          "internlm2, deepseek_v2, deepseek_v3 and the multimodal types of docs/models.md)",
+        return mm_hf_fail(&r, "model_type", "unknown model_type '%s' (mmsim models gpt2, gpt_neox, mpt, llama, "
+                          "mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, "
+                          "phi3, internlm2, olmo2, cohere, starcoder2, stablelm, nemotron, minicpm, deepseek, "
+                          "deepseek_v2, deepseek_v3, gpt_oss and the multimodal types of docs/models.md)",
                           m->model_type[0] ? m->model_type : "(none)");
-    rc = m->style == MM_LLM_GPT2 ? read_gpt2(&r, m) : read_llama(&r, m);
+    rc = m->style == MM_LLM_GPT2 ? read_gpt2(&r, m) : m->style == MM_LLM_MPT ? read_mpt(&r, m) : read_llama(&r, m);
     if (rc)
         return rc;
     if (m->style == MM_LLM_GPT2 && (rc = mm_hf_bool(&r, "tie_word_embeddings", &m->tied)))
         return rc;
     if (m->head_dim == 0) {
-        const char *key = m->style == MM_LLM_GPT2 ? "n_head" : "num_attention_heads";
+        const char *key = m->style == MM_LLM_GPT2 ? "n_head" : m->style == MM_LLM_MPT ? "n_heads" : "num_attention_heads";
         if (m->hidden % m->heads != 0)
             return mm_hf_fail(&r, key, "%lld heads do not divide the hidden size %lld (give head_dim to "
                               "decouple them)", (long long)m->heads, (long long)m->hidden);

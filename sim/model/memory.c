@@ -43,6 +43,8 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     double rep = sl * b * h * (2.0 + 1.0 + 2.0 + 1.0 + 4.0); /* 10 sbh */
     if (m->sandwich_norm) /* Gemma 2's post-attention and post-MLP norms */
         rep += 4.0 * sl * b * h;
+    if (m->parallel_block) /* Phi-2, Cohere: one norm, whose output both halves read */
+        rep -= 4.0 * sl * b * h;
     double attn = 2.0 * sl * b * (a + 2.0 * g) * d + 2.0 * sl * b * a * d;
     if (m->kv_lora > 0) { /* MLA: q and k of nope+rope, v of v_dim per head, and the latents */
         double qk = (double)(m->qk_nope + m->qk_rope), v = (double)m->v_dim;
@@ -61,8 +63,8 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     double split = attn + mlp;
     /* unfused scores: sliding-window blocks keep s x min(s, window) of them */
     double keys = s;
-    if (m->window > 0 && m->window_every > 0) {
-        double ws = m->window_every == 1 ? 1.0 : 0.5;
+    if (m->window > 0) {
+        double ws = mm_llm_sliding_fraction(m);
         keys = (1.0 - ws) * s + ws * fmin(s, (double)m->window);
     }
     double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * keys * b : 0.0;

@@ -190,6 +190,10 @@ int64_t mm_projector_params(const mm_projector *p)
     case MM_PROJ_QWEN_MERGER: /* ln_q, mlp.0 Linear(in, in), mlp.2 Linear(in, out), both biased */
         return (p->rmsnorm ? 1 : 2) * p->norm_dim + p->in * p->in + p->in + p->in * p->out + p->out;
     case MM_PROJ_IDEFICS3: return p->in * p->out; /* modality_projection, bias=False */
+    case MM_PROJ_GEMMA3: return p->norm_dim + p->in * p->out; /* mm_soft_emb_norm, mm_input_projection */
+    case MM_PROJ_MISTRAL3: /* norm (RMS), merging_layer, linear_1, linear_2 */
+        return p->norm_dim + p->in * p->norm_dim + p->norm_dim * p->out + p->out * p->out +
+               (p->bias ? 2 * p->out : 0);
     }
     return 0;
 }
@@ -201,6 +205,10 @@ double mm_projector_fwd_flops(const mm_projector *p, double tokens)
     double in = (double)p->in, out = (double)p->out;
     if (p->type == MM_PROJ_QWEN_MERGER)
         return 2.0 * tokens * (in * in + in * out);
+    if (p->type == MM_PROJ_MISTRAL3) {
+        double c = (double)p->norm_dim;
+        return 2.0 * tokens * (in * c + c * out + out * out);
+    }
     return 2.0 * tokens * (in * out + (double)(p->depth - 1) * out * out);
 }
 
@@ -219,8 +227,22 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
         push_gemm(&l, "proj_fc2", tokens, out, in / t, false, b);
         return l.n <= l.cap ? l.n : -1;
     }
+    if (p->type == MM_PROJ_GEMMA3) { /* pooled tokens: norm, then one projection */
+        push_mem(&l, "proj_norm", (2.0 * tokens * in + in) * b);
+        push_gemm(&l, "proj", tokens, out / t, in, false, b);
+        return l.n <= l.cap ? l.n : -1;
+    }
     if (p->type == MM_PROJ_IDEFICS3) {
         push_gemm(&l, "proj", tokens, out / t, in, false, b);
+        return l.n <= l.cap ? l.n : -1;
+    }
+    if (p->type == MM_PROJ_MISTRAL3) { /* norm over the unmerged patches, merge, then the MLP */
+        double c = (double)p->norm_dim;
+        push_mem(&l, "proj_norm", (2.0 * tokens * in + c) * b);
+        push_gemm(&l, "proj_merge", tokens, c, in, false, b);
+        push_gemm(&l, "proj_fc1", tokens, out / t, c, p->bias, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * out / t * b);
+        push_gemm(&l, "proj_fc2", tokens, out, out / t, false, b);
         return l.n <= l.cap ? l.n : -1;
     }
     if (p->type == MM_PROJ_INTERNVL)

@@ -61,7 +61,12 @@ typedef enum mm_projector_type {
     MM_PROJ_INTERNVL, /* InternVL mlp1: LayerNorm, Linear, GELU, Linear */
     MM_PROJ_QWEN_MERGER, /* Qwen2-VL PatchMerger: norm over the encoder width, Linear(4c, 4c), GELU,
                           * Linear(4c, llm): part of the vision tower in the checkpoint */
-    MM_PROJ_IDEFICS3  /* Idefics3Connector: pixel shuffle, one Linear without bias */
+    MM_PROJ_IDEFICS3, /* Idefics3Connector: pixel shuffle, one Linear without bias */
+    MM_PROJ_GEMMA3,   /* Gemma3MultiModalProjector: average pool of the patch grid,
+                       * RMSNorm over the encoder width, one Linear without bias */
+    MM_PROJ_MISTRAL3  /* Mistral3MultiModalProjector: RMSNorm over the encoder width, patch
+                       * merger Linear(4c, c) without bias, Linear(c, llm), GELU,
+                       * Linear(llm, llm) (biases: `bias`) */
 } mm_projector_type;
 
 typedef struct mm_projector {
@@ -69,7 +74,8 @@ typedef struct mm_projector {
     int depth;          /* Linears (mlpNx_gelu: N) */
     int64_t in, out;    /* in: encoder width (x 1/ratio^2 after pixel shuffle) */
     bool rmsnorm;       /* QWEN_MERGER: Qwen2.5-VL's RMSNorm ln_q (Qwen2-VL: LayerNorm) */
-    int64_t norm_dim;   /* QWEN_MERGER: width of ln_q (the encoder's, before merging) */
+    int64_t norm_dim;   /* QWEN_MERGER, MISTRAL3, GEMMA3: width of the norm (the encoder's) */
+    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias) */
 } mm_projector;
 
 #define MM_MAX_GRIDS 64
@@ -97,7 +103,8 @@ typedef struct mm_model {
     int frame_pool;
     int anyres_max;
     bool dynamic;
-    int64_t extra_params; /* image_newline (LLaVA-NeXT/OneVision): one LLM-width vector */
+    int64_t extra_params; /* learned separators: image_newline (LLaVA-NeXT/OneVision, one
+                           * LLM-width vector), Phi-3-V's glb_GN and sub_GN */
 } mm_model;
 
 /* Loads any of the accepted forms (see the top of this file).  Errors name

@@ -1,8 +1,9 @@
 /* mllm_read.c - reading multimodal models: encoder configs (CLIP, SigLIP,
- * InternViT, Idefics3's SigLIP, the Qwen2-VL/2.5-VL vision towers,
- * Whisper's encoder), Hugging Face composites (llava, llava_next,
- * llava_onevision, internvl_chat and internvl, qwen2_vl and qwen2_5_vl,
- * idefics3) and our YAML form.  Absent keys take their transformers config
+ * InternViT, Idefics3's SigLIP, the Qwen2-VL/2.5-VL vision towers, Pixtral,
+ * Whisper's and Qwen2-Audio's encoders), Hugging Face composites (llava,
+ * llava_next, llava_onevision, internvl_chat and internvl, qwen2_vl and
+ * qwen2_5_vl, idefics3, mistral3/ministral3, gemma3, phi3_v, qwen2_audio;
+ * mllama, llama4, qwen3_vl and idefics2 refused by name) and our YAML form.  Absent keys take their transformers config
  * class's defaults (hf.c); unmodeled keys are refused by name.
  * Not for: costs (mllm.c), the LLM reader itself (llm_read.c). */
 #include "model/mllm.h"
@@ -81,11 +82,26 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
     mm_hf r = {d, map, prefix, type, err};
     static const char *const read[] = {"qkv_bias", "qk_normalization", "norm_type", "attention_bias",
                                        "use_qk_norm", NULL};
+    /* InternViT's optional mixture of experts (InternVL3's vision_config):
+     * with use_moe off (hf.c) its expert sizes describe nothing built */
+    static const char *const intern_moe[] = {
+        "capacity_factor", "eval_capacity_factor", "laux_allreduce", "moe_coeff_ratio", "moe_intermediate_size",
+        "moe_output_scale", "noisy_gate_policy", "num_experts", "num_routed_experts", "num_shared_experts",
+        "shared_expert_intermediate_size", "use_residual", "use_rts", "use_weighted_residual", NULL};
+    const char *accept[64];
+    int na = 0;
+    for (const char *const *k = vit_costless; *k; k++)
+        accept[na++] = *k;
+    if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
+        for (const char *const *k = intern_moe; *k; k++)
+            accept[na++] = *k;
+    accept[na] = NULL;
     e->kind = MM_ENC_VISION;
     snprintf(e->model_type, sizeof e->model_type, "%s", type);
     e->channels = 3;
     char act[32] = "";
-    if ((rc = mm_hf_check_keys(&r, read, vit_costless)) ||
+    if ((rc = mm_hf_off(&r, "use_moe", "InternViT's mixture of experts (use_moe)")) ||
+        (rc = mm_hf_check_keys(&r, read, accept)) ||
         (rc = mm_hf_need_int(&r, "hidden_size", 1, DIM_MAX, &e->hidden)) ||
         (rc = mm_hf_need_int(&r, "intermediate_size", 1, DIM_MAX, &e->ffn)) ||
         (rc = mm_hf_need_int(&r, "num_hidden_layers", 1, DIM_MAX, &e->layers)) ||
@@ -210,17 +226,55 @@ static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, in
             return mm_hf_fail(r, "fullatt_block_indexes", "%lld full-attention blocks in a %lld-block tower",
                               (long long)e->full_layers, (long long)e->layers);
     }
-    *merger = (mm_projector){MM_PROJ_QWEN_MERGER, 2, 0, out, v25, e->hidden};
+    *merger = (mm_projector){MM_PROJ_QWEN_MERGER, 2, 0, out, v25, e->hidden, false};
+    return 0;
+}
+
+/* PixtralVisionConfig (configuration_pixtral.py; modeling_pixtral.py):
+ * patch_conv without bias, ln_pre (RMSNorm), blocks of attention_norm,
+ * q/k/v/o without bias, ffn_norm and a SwiGLU feed_forward without bias,
+ * 2-D RoPE, no class token and no final norm.  Images are read at their
+ * own resolution up to image_size: as for Qwen2-VL, `image_size` becomes a
+ * 448-px accounting tile (cost and tokens scale with area). */
+static int read_pixtral(const mm_hf *r, mm_encoder *e)
+{
+    int rc;
+    static const char *const read[] = {"head_dim", NULL};
+    e->kind = MM_ENC_VISION;
+    snprintf(e->model_type, sizeof e->model_type, "pixtral");
+    char act[32] = "";
+    int64_t hd = 0, maxsize = 0;
+    if ((rc = mm_hf_check_keys(r, read, vit_costless)) ||
+        (rc = mm_hf_need_int(r, "hidden_size", 1, DIM_MAX, &e->hidden)) ||
+        (rc = mm_hf_need_int(r, "intermediate_size", 1, DIM_MAX, &e->ffn)) ||
+        (rc = mm_hf_need_int(r, "num_hidden_layers", 1, DIM_MAX, &e->layers)) ||
+        (rc = mm_hf_need_int(r, "num_attention_heads", 1, DIM_MAX, &e->heads)) ||
+        (rc = mm_hf_need_int(r, "num_channels", 1, 64, &e->channels)) ||
+        (rc = mm_hf_need_int(r, "patch_size", 1, DIM_MAX, &e->patch_size)) ||
+        (rc = mm_hf_need_int(r, "image_size", 1, DIM_MAX, &maxsize)) ||
+        (rc = mm_hf_need_int(r, "head_dim", 1, DIM_MAX, &hd)) || (rc = mm_hf_str(r, "hidden_act", act, sizeof act)) ||
+        (rc = mm_hf_act(r, "hidden_act", act)))
+        return rc;
+    if (hd * e->heads != e->hidden)
+        return mm_hf_fail(r, "head_dim", "%lld heads x head_dim %lld differ from the width %lld (not modeled)",
+                          (long long)e->heads, (long long)hd, (long long)e->hidden);
+    e->head_dim = hd;
+    e->image_size = QWEN_TILE;
+    if (QWEN_TILE % (2 * e->patch_size))
+        return mm_hf_fail(r, "patch_size", "the %d-px accounting tile is not a whole number of 2x2-merged "
+                          "%lld-px patches", QWEN_TILE, (long long)e->patch_size);
+    e->rope2d = e->gated_mlp = e->rmsnorm = e->pre_norm = true;
     return 0;
 }
 
 /* The encoder half of a WhisperConfig (the decoder is not modeled: its
  * keys are costless here, Qwen2-Audio-style models use the encoder only). */
-static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e,
+static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, const char *type, mm_encoder *e,
                         mm_err *err)
 {
     int rc;
-    mm_hf r = {d, map, prefix, "whisper", err};
+    mm_hf r = {d, map, prefix, type, err};
+    bool whisper = !strcmp(type, "whisper");
     static const char *const costless[] = {
         "decoder_layers", "decoder_attention_heads", "decoder_ffn_dim", "max_target_positions", "vocab_size",
         "activation_function", "scale_embedding", "encoder_layerdrop", "decoder_layerdrop", "num_hidden_layers",
@@ -229,8 +283,17 @@ static int read_whisper(const mm_doc *d, mm_node *map, const char *prefix, mm_en
         "use_weighted_layer_sum", "forced_decoder_ids", "suppress_tokens", "begin_suppress_tokens",
         "alignment_heads", "lang_ids", "max_length", NULL};
     e->kind = MM_ENC_AUDIO;
-    snprintf(e->model_type, sizeof e->model_type, "whisper");
-    if ((rc = mm_hf_check_keys(&r, NULL, costless)) ||
+    snprintf(e->model_type, sizeof e->model_type, "%s", type);
+    /* A Whisper config states its encoder: WhisperConfig's defaults are
+     * whisper-tiny's, which no file meaning another model should inherit
+     * silently (Qwen2AudioEncoderConfig's are Qwen2-Audio's own tower). */
+    static const char *const sizes[] = {"d_model", "encoder_layers", "encoder_attention_heads", "encoder_ffn_dim",
+                                        NULL};
+    for (const char *const *k = sizes; whisper && *k; k++)
+        if (!mm_hf_has(&r, *k))
+            return mm_hf_fail(&r, *k, "missing required key (a Whisper encoder's sizes must be stated; "
+                              "WhisperConfig's defaults are whisper-tiny's)");
+    if ((rc = mm_llm_check_architectures(d, map, prefix, err)) || (rc = mm_hf_check_keys(&r, NULL, costless)) ||
         (rc = mm_hf_need_int(&r, "d_model", 1, DIM_MAX, &e->hidden)) ||
         (rc = mm_hf_need_int(&r, "encoder_layers", 1, DIM_MAX, &e->layers)) ||
         (rc = mm_hf_need_int(&r, "encoder_attention_heads", 1, DIM_MAX, &e->heads)) ||
@@ -267,21 +330,23 @@ static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, co
     if (!type[0] && deftype)
         snprintf(type, sizeof type, "%s", deftype);
     r.type = type;
-    if (!strcmp(type, "whisper"))
-        return read_whisper(d, map, prefix, e, err);
+    if (!strcmp(type, "whisper") || !strcmp(type, "qwen2_audio_encoder"))
+        return read_whisper(d, map, prefix, type, e, err);
     if (!strcmp(type, "qwen2_vl") || !strcmp(type, "qwen2_5_vl")) {
         mm_projector p;
         int64_t mg = 1;
         rc = read_qwen_vit(&r, e, merger ? merger : &p, merge ? merge : &mg);
         return rc;
     }
+    if (!strcmp(type, "pixtral"))
+        return read_pixtral(&r, e);
     if (!strcmp(type, "siglip_vision_model") || !strcmp(type, "idefics3_vision"))
         return read_vit(d, map, prefix, type, e, err);
     if (in_list(type, vision_types))
         return read_vit(d, map, prefix, type, e, err);
     return mm_hf_fail(&r, "model_type", "'%s' is not an encoder mmsim knows (clip_vision_model, "
                       "siglip_vision_model, intern_vit_6b, internvl_vision, idefics3_vision, qwen2_vl, "
-                      "qwen2_5_vl, whisper)", type[0] ? type : "(none)");
+                      "qwen2_5_vl, pixtral, whisper)", type[0] ? type : "(none)");
 }
 
 static int read_encoder(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e, mm_err *err)
@@ -312,7 +377,8 @@ static void size_projector(mm_projector *p, const mm_encoder *e, const mm_llm *l
     if (p->type == MM_PROJ_NONE)
         return;
     double r = shuffle > 0 ? shuffle : 1.0;
-    p->in = (int64_t)llround((double)e->hidden / (r * r));
+    /* pixel shuffle concatenates r^-2 patches; Gemma 3 averages them */
+    p->in = p->type == MM_PROJ_GEMMA3 ? e->hidden : (int64_t)llround((double)e->hidden / (r * r));
     p->norm_dim = e->hidden;
     if (p->type != MM_PROJ_QWEN_MERGER || p->out == 0)
         p->out = l->hidden;
@@ -382,6 +448,9 @@ static const composite composites[] = {
     {"qwen2_vl", NULL, "qwen2_vl_text", "qwen2_vl"},
     {"qwen2_5_vl", NULL, "qwen2_5_vl_text", "qwen2_5_vl"},
     {"idefics3", "text_config", "llama", "idefics3_vision"},
+    {"mistral3", "text_config", "mistral", "pixtral"},
+    {"ministral3", "text_config", "ministral3", "pixtral"},
+    {"gemma3", "text_config", "gemma3_text", "siglip_vision_model"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -393,11 +462,14 @@ static const char *const composite_costless[] = {
     "vision_feature_layer", "vision_feature_select_strategy", "projector_hidden_act", "multimodal_projector_bias",
     "image_seq_length", "template", "ps_version", "select_layer", "dynamic_image_size", "min_dynamic_patch",
     "use_backbone_lora", "use_llm_lora", "pad2square", "vocab_size", "tie_word_embeddings", "use_cache",
-    "text_config", "vision_config", "llm_config", "hidden_size", "output_attentions", NULL,
+    "text_config", "vision_config", "llm_config", "hidden_size", "output_attentions",
+    "system_message", /* InternVL: the chat template's text */
+    "boi_token_index", "eoi_token_index", /* Gemma 3's image delimiters */
+    NULL,
 };
 static const char *const composite_read[] = {"use_image_newline_parameter", "mm_projector_type", "downsample_ratio", "force_image_size",
                                              "max_dynamic_patch", "use_thumbnail", "image_grid_pinpoints",
-                                             "vision_aspect_ratio", "scale_factor", NULL};
+                                             "vision_aspect_ratio", "scale_factor", "spatial_merge_size", "mm_tokens_per_image", NULL};
 
 /* LlavaOnevisionConfig's default image_grid_pinpoints: every [384 i, 384 j]
  * for i, j in 1..6; LlavaNextConfig's: 336x672, 672x336, 672x672,
@@ -437,23 +509,29 @@ static int read_internvl(const mm_hf *r, mm_model *m)
 
 /* A composite's LLM, validated: the root itself (Qwen2-VL's flat layout),
  * or its mapping; transformers-native Qwen2.5-VL files may nest it in
- * text_config.  A part of read_composite. */
+ * text_config.  Unmodeled keys join those of *keys (the root's); another
+ * error returns *keys instead when it holds any.  A part of
+ * read_composite. */
 static int composite_llm(const mm_doc *d, mm_node *root, const composite *c, bool flat, mm_hf *r, mm_model *m,
-                         mm_err *err)
+                         mm_err *keys, mm_err *err)
 {
     int rc;
     const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
     mm_node *lm = lk ? mm_node_get(root, lk) : root;
     if (!lm || !mm_node_is_mapping(lm))
-        return mm_hf_fail(r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
+        return keys->code ? (*err = *keys, -MM_EINPUT)
+                          : mm_hf_fail(r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
     char ttype[64] = "";
     mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
     if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
-        return rc;
+        return keys->code ? (*err = *keys, -MM_EINPUT) : rc;
     const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
     if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
-        (rc = mm_llm_validate(&m->llm, err)))
-        return rc;
+        (rc = mm_llm_validate(&m->llm, err))) {
+        if (!mm_hf_is_keys_error(err))
+            return keys->code ? (*err = *keys, -MM_EINPUT) : rc;
+        mm_hf_join_keys_error(keys, err);
+    }
     return 0;
 }
 
@@ -491,34 +569,138 @@ static int llava_anyres(const mm_doc *d, mm_node *root, const char *type, mm_hf 
     return 0;
 }
 
+/* A vision-language model_type whose one unmodeled feature is named:
+ * refused by that feature's key (Mllama's cross-attention layers, Llama 4's
+ * chunked attention, Qwen3-VL's DeepStack, Idefics2's perceiver); 0 for
+ * any other type.  A part of read_composite. */
+static int refuse_unmodeled(const mm_doc *d, mm_node *root, const char *type, mm_err *err)
+{
+    if (!strcmp(type, "mllama")) {
+        /* Llama 3.2 Vision: the image reaches the LLM through gated
+         * cross-attention layers interleaved with its self-attention ones
+         * (MllamaCrossAttentionDecoderLayer), not as tokens in its input:
+         * the one feature mmsim's decoder cannot express. */
+        mm_node *tc = mm_node_get(root, "text_config");
+        mm_hf tr = {d, tc && mm_node_is_mapping(tc) ? tc : root, tc ? "text_config" : "", type, err};
+        return mm_hf_fail(&tr, "cross_attention_layers", "Mllama's cross-attention layers (image features "
+                          "attended from inside the LLM) are not modeled: mmsim's LLM reads the image as "
+                          "input tokens");
+    }
+    /* Vision-language types whose one unmodeled feature is named. */
+    static const struct { const char *type, *sub, *key, *why; } named[] = {
+        {"llama4", "text_config", "attention_chunk_size", "Llama 4's chunked attention (3 of 4 layers attend "
+         "within 8192-token chunks, the 4th without RoPE) is not modeled"},
+        {"qwen3_vl", "vision_config", "deepstack_visual_indexes", "Qwen3-VL's DeepStack (features of several "
+         "tower layers, each through its own merger, added into early LLM layers) is not modeled"},
+        {"idefics2", NULL, "perceiver_config", "Idefics2's perceiver resampler (latent queries cross-attending "
+         "to the tower's features) is not modeled"},
+        {NULL, NULL, NULL, NULL},
+    };
+    for (int i = 0; named[i].type; i++)
+        if (!strcmp(type, named[i].type)) {
+            mm_node *sm = named[i].sub ? mm_node_get(root, named[i].sub) : NULL;
+            mm_hf nr = {d, sm && mm_node_is_mapping(sm) ? sm : root, sm ? named[i].sub : "", type, err};
+            return mm_hf_fail(&nr, named[i].key, "%s", named[i].why);
+        }
+    return 0;
+}
+
+/* Gemma 3's projector; a part of read_composite. */
+static int gemma3_projector(mm_hf *r, mm_model *m)
+{
+    int rc;
+    /* Gemma3MultiModalProjector: the (image/patch)^2 grid averaged in
+     * square pools down to mm_tokens_per_image (Gemma3Config: 256; 64 x
+     * 64 SigLIP patches at 896 px pooled 4 x 4) */
+    int64_t ntok = 256, g = m->vision.image_size / m->vision.patch_size;
+    if ((rc = mm_hf_int(r, "mm_tokens_per_image", 1, DIM_MAX, &ntok, NULL)))
+        return rc;
+    int64_t side = (int64_t)llround(sqrt((double)ntok));
+    if (side * side != ntok || g % side)
+        return mm_hf_fail(r, "mm_tokens_per_image", "%lld tokens are not a square that divides the %lld x %lld "
+                          "patch grid", (long long)ntok, (long long)g, (long long)g);
+    m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false};
+    m->pixel_shuffle = (double)side / (double)g;
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Mistral 3's (and Ministral 3's) projector; a part of read_composite. */
+static int mistral3_projector(mm_hf *r, mm_node *root, mm_model *m)
+{
+    int rc;
+    /* Mistral3MultiModalProjector: spatial_merge_size^2 patches merged
+     * into one token; vision_feature_layer an int (one layer's
+     * features; a list would widen the norm and merger) */
+    int64_t merge2 = 2;
+    bool pb = false;
+    mm_node *vfl = mm_node_get(root, "vision_feature_layer");
+    if (vfl && mm_node_is_sequence(vfl))
+        return mm_hf_fail(r, "vision_feature_layer", "several feature layers concatenated are not modeled");
+    if ((rc = mm_hf_int(r, "spatial_merge_size", 1, 64, &merge2, NULL)) ||
+        (rc = mm_hf_bool(r, "multimodal_projector_bias", &pb)))
+        return rc;
+    m->vision_proj = (mm_projector){MM_PROJ_MISTRAL3, 3, 0, 0, false, 0, pb};
+    m->pixel_shuffle = 1.0 / (double)merge2;
+    m->dynamic = true;
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
 /* A Hugging Face composite: its LLM, its vision tower and the projector
  * between them, each from its own sub-config. */
 static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
 {
     int rc;
+    mm_err scratch; /* the errors are read back below, even when the caller passes none */
+    if (!err) {
+        mm_err_clear(&scratch);
+        err = &scratch;
+    }
     const composite *c = composites;
     while (c->type && strcmp(c->type, type))
         c++;
     mm_hf r = {d, root, "", type, err};
+    if ((rc = refuse_unmodeled(d, root, type, err)))
+        return rc;
     if (!c->type)
-        return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s'", type);
+        return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s' (mmsim reads llava, llava_next, "
+                          "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, idefics3, mistral3, "
+                          "ministral3, gemma3, phi3_v, qwen2_audio; docs/models.md)", type);
     bool flat = c->llm_key == NULL;
-    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless)))
-        return rc;
+    /* Unmodeled keys of the root, the LLM's and the tower's mappings are
+     * reported together: each reader checks its keys first, so on such a
+     * refusal the next mapping is still read for its own. */
+    mm_err keys;
+    mm_err_clear(&keys);
+    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless))) {
+        if (!mm_hf_is_keys_error(err))
+            return rc;
+        keys = *err;
+    }
     if ((rc = mm_llm_check_architectures(d, root, "", err)))
-        return rc;
-    if ((rc = composite_llm(d, root, c, flat, &r, m, err)))
+        return keys.code ? (*err = keys, -MM_EINPUT) : rc;
+    if ((rc = composite_llm(d, root, c, flat, &r, m, &keys, err)))
         return rc;
     mm_node *vm = mm_node_get(root, "vision_config");
     if (!vm)
-        return mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
+        return keys.code ? (*err = keys, -MM_EINPUT)
+                         : mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
     int64_t merge = 1;
-    mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0};
-    if ((rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err)))
+    mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0, false};
+    rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err);
+    if (rc && mm_hf_is_keys_error(err))
+        mm_hf_join_keys_error(&keys, err);
+    if (keys.code) { /* every mapping's unmodeled keys in one message */
+        *err = keys;
+        return -MM_EINPUT;
+    }
+    if (rc)
         return rc;
     m->has_vision = m->has_llm = true;
     m->tile = m->vision.image_size;
     m->pixel_shuffle = 1.0;
+    m->dynamic = !strcmp(m->vision.model_type, "pixtral"); /* any resolution (Pixtral-12B is a llava) */
     bool internvl = !strcmp(type, "internvl_chat") || !strcmp(type, "internvl");
     if (merger.type == MM_PROJ_QWEN_MERGER) {
         /* The merger concatenates merge x merge neighbouring patches. */
@@ -536,11 +718,15 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         snprintf(ptype, sizeof ptype, "internvl");
     if ((rc = mm_hf_str(&r, "mm_projector_type", ptype, sizeof ptype)))
         return rc;
+    if (!strcmp(type, "gemma3"))
+        return gemma3_projector(&r, m);
+    if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
+        return mistral3_projector(&r, root, m);
     if (!strcmp(type, "idefics3")) {
         int64_t scale = 2; /* Idefics3Config scale_factor */
         if ((rc = mm_hf_int(&r, "scale_factor", 1, 64, &scale, NULL)))
             return rc;
-        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0};
+        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0, false};
         m->pixel_shuffle = 1.0 / (double)scale;
     } else if ((rc = parse_projector(d, mm_node_get(root, "mm_projector_type"), "mm_projector_type", ptype,
                                      &m->vision_proj, err))) {
@@ -552,6 +738,105 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         return rc;
     finish_grids(m);
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Phi-3-vision / Phi-3.5-vision (microsoft/Phi-3.5-vision-instruct, remote
+ * code: configuration_phi3_v.py, modeling_phi3_v.py, image_embedding_phi3_v.py):
+ * the Phi-3 LLM's keys at the root; img_processor names the CLIP tower by
+ * its repository, whose sizes the file does not carry; embd_layer sets the
+ * HD transform: each 336-px crop's 24 x 24 patches are concatenated 2 x 2
+ * (144 tokens of 4 x image_dim_out), then img_projection Linear(4c, h),
+ * GELU, Linear(h, h), with the learned separators glb_GN and sub_GN (4c
+ * each) between crops. */
+#define PHI3V_CLIP "openai/clip-vit-large-patch14-336"
+
+static int read_phi3v(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, root, "", "phi3_v", err};
+    if ((rc = mm_llm_from_node_typed(d, root, "", "phi3_v", &m->llm, err)) || (rc = mm_llm_validate(&m->llm, err)))
+        return rc;
+    mm_node *ip = mm_node_get(root, "img_processor"), *el = mm_node_get(root, "embd_layer");
+    if (!ip || !mm_node_is_mapping(ip))
+        return mm_hf_fail(&r, "img_processor", "missing the image processor's mapping (the CLIP tower)");
+    if (!el || !mm_node_is_mapping(el))
+        return mm_hf_fail(&r, "embd_layer", "missing the image embedding's mapping");
+    mm_hf ir = {d, ip, "img_processor", NULL, err}, er = {d, el, "embd_layer", NULL, err};
+    static const char *const iread[] = {"image_dim_out", "model_name", "name", "num_img_tokens", NULL};
+    static const char *const eread[] = {"embedding_cls", "hd_transform_order", "projection_cls", "use_hd_transform",
+                                        "with_learnable_separator", NULL};
+    char name[128] = "", cls[32] = "image", proj[32] = "linear";
+    int64_t dim = 0, ntok = 0;
+    bool hd = false, sep = false, fnt = false;
+    if ((rc = mm_hf_check_keys(&ir, iread, NULL)) || (rc = mm_hf_check_keys(&er, eread, NULL)) ||
+        (rc = mm_hf_str(&ir, "model_name", name, sizeof name)) ||
+        (rc = mm_hf_need_int(&ir, "image_dim_out", 1, DIM_MAX, &dim)) ||
+        (rc = mm_hf_int(&ir, "num_img_tokens", 1, DIM_MAX, &ntok, &fnt)) ||
+        (rc = mm_hf_str(&er, "embedding_cls", cls, sizeof cls)) ||
+        (rc = mm_hf_str(&er, "projection_cls", proj, sizeof proj)) ||
+        (rc = mm_hf_bool(&er, "use_hd_transform", &hd)) || (rc = mm_hf_bool(&er, "with_learnable_separator", &sep)))
+        return rc;
+    if (strcmp(name, PHI3V_CLIP))
+        return mm_hf_fail(&ir, "model_name", "'%s': mmsim knows the sizes of %s only", name, PHI3V_CLIP);
+    if (strcmp(cls, "image"))
+        return mm_hf_fail(&er, "embedding_cls", "'%s' is not modeled (image)", cls);
+    if (!hd || strcmp(proj, "mlp"))
+        return mm_hf_fail(&er, !hd ? "use_hd_transform" : "projection_cls", "only the HD transform with the "
+                          "mlp projection (Phi-3.5-vision's) is modeled");
+    /* openai/clip-vit-large-patch14-336 config.json, vision_config:
+     * hidden 1024, intermediate 4096, 24 layers, 16 heads, 336 px, 14-px
+     * patches, quick_gelu; CLIPVisionModel as read_vit builds it */
+    mm_encoder *e = &m->vision;
+    memset(e, 0, sizeof *e);
+    *e = (mm_encoder){.kind = MM_ENC_VISION, .hidden = 1024, .layers = 24, .heads = 16, .head_dim = 64, .ffn = 4096,
+                      .image_size = 336, .patch_size = 14, .channels = 3, .cls_token = true, .pre_norm = true,
+                      .post_norm = true, .qkv_bias = true, .out_bias = true, .mlp_bias = true, .k_bias = true};
+    snprintf(e->model_type, sizeof e->model_type, "clip_vision_model");
+    if (dim != e->hidden)
+        return mm_hf_fail(&ir, "image_dim_out", "%lld is not %s's width %lld", (long long)dim, PHI3V_CLIP,
+                          (long long)e->hidden);
+    if (fnt && ntok != 144)
+        return mm_hf_fail(&ir, "num_img_tokens", "%lld: the HD transform makes (336/14)^2 / 4 = 144", (long long)ntok);
+    m->has_vision = m->has_llm = true;
+    m->tile = e->image_size;
+    m->pixel_shuffle = 0.5; /* 2 x 2 patches concatenated */
+    m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
+    m->extra_params = sep ? 2 * 4 * dim : 0; /* glb_GN, sub_GN */
+    size_projector(&m->vision_proj, e, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Qwen2-Audio (configuration_qwen2_audio.py, modeling_qwen2_audio.py): a
+ * Qwen2 LLM in text_config; audio_config a Qwen2AudioEncoder, Whisper's
+ * encoder (conv stem, learned positions, blocks, final LayerNorm) followed
+ * by AvgPool1d(2), which has no weights (the workload's 2x audio pooling);
+ * multi_modal_projector one Linear(d_model, hidden) with bias. */
+static int read_qwen2_audio(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, root, "", "qwen2_audio", err};
+    static const char *const read[] = {"text_config", "audio_config", NULL};
+    static const char *const costless[] = {"audio_token_index", "vocab_size", NULL};
+    if ((rc = mm_hf_check_keys(&r, read, costless)) || (rc = mm_llm_check_architectures(d, root, "", err)))
+        return rc;
+    mm_node *tc = mm_node_get(root, "text_config"), *ac = mm_node_get(root, "audio_config");
+    if (!tc || !mm_node_is_mapping(tc))
+        return mm_hf_fail(&r, "text_config", "missing the LLM's sub-config (a mapping)");
+    if (!ac || !mm_node_is_mapping(ac))
+        return mm_hf_fail(&r, "audio_config", "missing the audio tower's sub-config (a mapping)");
+    char ttype[64] = "";
+    mm_hf tr = {d, tc, "text_config", NULL, err};
+    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)) ||
+        (rc = mm_llm_from_node_typed(d, tc, "text_config", ttype[0] ? NULL : "qwen2", &m->llm, err)) ||
+        (rc = mm_llm_validate(&m->llm, err)) ||
+        (rc = read_encoder_as(d, ac, "audio_config", "qwen2_audio_encoder", &m->audio, NULL, NULL, err)))
+        return rc;
+    if (m->audio.kind != MM_ENC_AUDIO)
+        return mm_hf_fail(&r, "audio_config", "'%s' is not an audio encoder", m->audio.model_type);
+    m->has_llm = m->has_audio = true;
+    m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
+    size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
     return 0;
 }
 
@@ -680,9 +965,9 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
                           (long long)m->vision.image_size);
     finish_grids(m);
     if (m->has_vision && m->vision_proj.type == MM_PROJ_NONE && m->has_llm)
-        m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0};
+        m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
     if (m->has_audio && m->audio_proj.type == MM_PROJ_NONE && m->has_llm)
-        m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0};
+        m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
     if (m->has_llm) {
         size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
         size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
@@ -751,6 +1036,10 @@ int mm_model_from_node(const mm_doc *doc, mm_node *root, const char *name, mm_mo
         m->has_audio = !strcmp(type, "whisper");
         m->has_vision = !m->has_audio;
         m->tile = m->vision.image_size;
+    } else if (!strcmp(type, "qwen2_audio")) {
+        rc = read_qwen2_audio(doc, root, m, err);
+    } else if (!strcmp(type, "phi3_v")) {
+        rc = read_phi3v(doc, root, m, err);
     } else if (mm_node_get(root, "vision_config")) {
         rc = read_composite(doc, root, type, m, err);
     } else {

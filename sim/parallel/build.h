@@ -96,6 +96,11 @@ typedef struct mm_stage_cost {
     double param_bytes;      /* parameters of one GPU of this stage, in the
                                 dtype ZeRO gathers them (0: = grad_bytes) */
     double opt_s;            /* optimizer step seconds on one GPU */
+    /* the host: seconds to issue the kernels of a pass (whole stage, per
+     * micro-batch, as fwd_s, bwd_s and wgrad_s) and how many kernels that
+     * is; the optimizer step's.  All 0: a host that costs nothing. */
+    double fwd_host_s, bwd_host_s, wgrad_host_s, opt_host_s;
+    double fwd_launches, bwd_launches, wgrad_launches, opt_launches;
     int moe_chunks;          /* how many of the chunks are MoE layers */
 } mm_stage_cost;
 
@@ -112,6 +117,8 @@ typedef struct mm_mb_cost {
  * encoder TP group (the LLM's TP group for homogeneous placement). */
 typedef struct mm_enc_mb_cost {
     double fwd_s, bwd_s;
+    double fwd_host_s, bwd_host_s;     /* the host's, as mm_stage_cost's */
+    double fwd_launches, bwd_launches;
     double fwd_flops, bwd_flops, recompute_flops;
     double tp_bytes;  /* one TP message of the encoder layers */
     double act_bytes; /* activation between two encoder pipeline stages */
@@ -205,6 +212,11 @@ typedef struct mm_build_spec {
     int gpus_per_node;       /* the cluster's: pipeline transfers run on the
                                 PP group's NCCL communicator, whose node count
                                 sets NCCL's p2p channels (0: the pair alone) */
+    double coll_host_s;      /* host seconds to issue one collective on the
+                                compute stream (a blocking TP, CP or EP one) */
+    bool host_sync_step;     /* the host waits for the GPU before the
+                                optimizer step (a grad-norm or overflow
+                                .item()): the step's launches are exposed */
     const mm_stage_cost *stages; /* pp * vpp entries, by virtual stage */
     const mm_mb_cost *mb_costs;  /* NULL, or pp*vpp * dp * m entries, index
                                     (vs*dp + d)*m + mb: override the stage's
@@ -221,6 +233,13 @@ typedef struct mm_build_spec {
     double post_a2a_bytes;   /* their gradients back: over the LLM's GPUs
                                 after its last backward */
 } mm_build_spec;
+
+/* Sets a compute op's host: `host_s` seconds to issue its `launches`
+ * kernels, and its lead (mm_op.lead_s) with its kernels taken as equal in
+ * length: n kernels of t = dur/n each, issued every L = host/n, end at
+ * max(L + n t, n L + t) after the host starts, so the GPU, starting when
+ * the host does, can run them back to back from max(L, n L + t - n t) on. */
+void mm_build_op_host(mm_op *op, double host_s, double launches);
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear
  * only right before "dp", as Megatron folds expert groups into DP) into

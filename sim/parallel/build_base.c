@@ -1,10 +1,12 @@
 /* build_base.c - what every file of the graph builder (build.c,
  * build_llm.c, build_enc.c) calls and which calls none of them: the
  * build's first failure, naming its op, and the spec's counts of gradient
- * reductions and ZeRO-3 gather passes (build.h).
+ * reductions and ZeRO-3 gather passes (build.h), and a compute op's host
+ * cost (mm_build_op_host).
  * Not for: laying ops out (build.c and the emitters). */
 #include "parallel/build_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -40,4 +42,17 @@ int mm_build_grad_syncs(const mm_build_spec *sp)
 int mm_build_z3_gather_passes(const mm_build_spec *sp)
 {
     return sp->zero < 3 ? 0 : sp->z3_once ? 1 : 2 * sp->m;
+}
+
+void mm_build_op_host(mm_op *op, double host_s, double launches)
+{
+    if (!(host_s > 0) || !(launches > 0)) {
+        op->host_s = op->lead_s = 0.0f;
+        return;
+    }
+    /* n equal kernels of t seconds issued every L seconds (a two-machine
+     * flow shop in a fixed order): the last ends at max(L + n t, n L + t) */
+    double n = launches < 1 ? 1 : launches, L = host_s / n, G = op->dur_s > 0 ? op->dur_s : 0.0;
+    op->host_s = (float)host_s;
+    op->lead_s = (float)fmax(L, host_s + G / n - G);
 }

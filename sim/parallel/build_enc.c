@@ -34,6 +34,8 @@ static int64_t emit_enc_chunks(builder *b, int i, int rank, int stage, int d, in
         mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
                     .module = (uint8_t)(i + 1), .layer = (int16_t)layer, .stage = stage, .mb = mb,
                     .coll = -1, .peer = -1, .dur_s = dur / chunks, .flops = fl / chunks, .hw_flops = hw / chunks};
+        mm_build_op_host(&op, (fwd ? c->fwd_host_s : c->bwd_host_s) * share / chunks,
+                         (fwd ? c->fwd_launches : c->bwd_launches) * share / chunks);
         int64_t id = add(b, &op, tail);
         if (id < 0) {
             tail = -2;

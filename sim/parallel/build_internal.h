@@ -87,6 +87,12 @@ static inline int64_t shared_coll(builder *b, coll_cache *cc, size_t key, int ki
 /* Appends an op that waits for `after` (if >= 0); returns its id or -1. */
 static inline int64_t add(builder *b, const mm_op *op, int64_t after)
 {
+    mm_op hosted;
+    if (op->stream == MM_STREAM_COMPUTE && op->coll >= 0 && b->sp->coll_host_s > 0) {
+        hosted = *op; /* a blocking collective: the host issues its launch */
+        mm_build_op_host(&hosted, b->sp->coll_host_s, 1);
+        op = &hosted;
+    }
     int64_t id = mm_graph_add_op(b->g, op);
     if (id < 0 || (after >= 0 && mm_graph_dep(b->g, (uint32_t)after, (uint32_t)id)))
         return mm_bld_fail_op(b, op, "out of memory");

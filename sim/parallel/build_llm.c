@@ -202,9 +202,17 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     int rank = rank_of(sp, d, vs), chunks = c->chunks;
+    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
     double dur, flops, hw, tp_bytes;
     int msgs, cat;
     pass_work(b, d, vs, pass, mb, &dur, &flops, &hw, &tp_bytes, &msgs, &cat);
+    /* the host issues the same kernels whatever the micro-batch's shape */
+    double host = pass == MM_PASS_F ? c->fwd_host_s
+                  : pass == MM_PASS_B ? (zb ? c->bwd_host_s - c->wgrad_host_s : c->bwd_host_s)
+                                      : c->wgrad_host_s;
+    double launches = pass == MM_PASS_F ? c->fwd_launches
+                      : pass == MM_PASS_B ? (zb ? c->bwd_launches - c->wgrad_launches : c->bwd_launches)
+                                          : c->wgrad_launches;
     bool comm_pass = pass != MM_PASS_W;
     pe->first = UINT32_MAX;
     int64_t prev = b->last_compute[rank];
@@ -227,6 +235,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
         mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat,
                     .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
                     .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
+        mm_build_op_host(&op, host / chunks, launches / chunks);
         int64_t layer_start = prev;
         int64_t id = add(b, &op, prev);
         if (id < 0 || (gather >= 0 && mm_graph_dep(b->g, (uint32_t)gather, (uint32_t)id)))
@@ -351,10 +360,12 @@ double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int
 int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
 {
     const mm_build_spec *sp = b->sp;
-    double grad = 0, opt = 0, params = 0, enc_grad = 0, enc_params = 0;
+    double grad = 0, opt = 0, params = 0, enc_grad = 0, enc_params = 0, opt_host = 0, opt_launches = 0;
     for (int v = 0; v < sp->lay.vpp; v++) {
         const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
         grad += c->grad_bytes;
+        opt_host += c->opt_host_s;
+        opt_launches += c->opt_launches;
         /* the updated parameters are gathered in their own 16-bit dtype,
          * not the gradients' (fp32 under Megatron's bf16 default), as the
          * overlapped gathers are (mm_bld_bucket_bytes_of) */
@@ -389,7 +400,9 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
             return -1;
         int64_t dp_before = b->last_dp[rank];
         mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .layer = -1,
-                   .stage = s, .mb = -1, .coll = -1, .peer = -1, .dur_s = opt};
+                   .stage = s, .mb = -1, .coll = -1, .peer = -1, .dur_s = opt,
+                   .flags = sp->host_sync_step ? MM_OPF_HOST_SYNC : 0};
+        mm_build_op_host(&o, opt_host, opt_launches);
         int64_t oid = add(b, &o, prev);
         if (oid < 0)
             return -1;

@@ -39,16 +39,25 @@ typedef struct mm_op {
     uint8_t stream;    /* MM_STREAM_* */
     uint8_t cat;       /* mm_op_cat */
     uint8_t module;    /* index into mm_graph.module_names (0: the LLM) */
+    uint8_t flags;     /* MM_OPF_* */
     int16_t layer;     /* first layer of a compute chunk, -1 if none */
     int32_t stage, mb; /* pipeline stage and micro-batch, -1 if none */
     int32_t coll;      /* collective instance, -1 for compute */
     int32_t peer;      /* receiving rank of a transfer, else -1 */
+    float host_s;      /* compute-stream ops: host seconds to issue it */
     double dur_s;      /* compute ops: duration; comm ops: set at start */
     double flops;      /* model FLOPs of this op on its TP group (metrics) */
     double hw_flops;   /* + recomputation */
     uint32_t ndeps;    /* number of ops this one waits for */
     uint32_t succ_off, nsucc; /* successors in mm_graph.succ */
+    /* compute-stream ops: seconds after the host starts issuing it before
+     * its kernels can run back to back (mm_build_op_host); the executor
+     * starts it no earlier than that (exec.h) */
+    float lead_s;
 } mm_op;
+
+/* mm_op.flags */
+enum { MM_OPF_HOST_SYNC = 1 /* the host waits for the GPU to reach this op before issuing it */ };
 
 /* One collective or transfer: `members` ops (of as many ranks) must reach
  * it; it moves `bytes` (nccl-tests' S) `count` times back to back over the

@@ -150,22 +150,28 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
     double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks = 1;
     for (int s = 0; s < P; s++) {
-        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0;
+        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0;
         int ch = 0;
         for (int c = 0; c < L->lay.vpp; c++) {
             const mm_stage_cost *x = &st[c * P + s];
-            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * (sp->tp_msgs_fwd + sp->tp_msgs_bwd);
+            int msgs = L->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
+            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * msgs;
+            /* the host issues the same passes: their kernels and the
+             * blocking TP collectives (the executor's host cursor) */
+            host += x->fwd_host_s + x->bwd_host_s + x->chunks * msgs * sp->coll_host_s;
             flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
             hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
             g += x->grad_bytes;
             if (x->grad_bytes > 0) /* a frozen stage updates nothing to gather */
                 pb += x->param_bytes > 0 ? x->param_bytes : x->grad_bytes;
-            o += x->opt_s;
+            /* the step's launches follow the host's wait for the GPU */
+            o += x->opt_s + (sp->host_sync_step ? x->opt_host_s : 0);
             f1 += x->fwd_s;
             b1 += x->bwd_s;
             ch += x->chunks;
         }
-        worst = fmax(worst, t);
+        /* a micro-batch takes at least what its host needs to issue it */
+        worst = fmax(worst, fmax(t, host));
         if (g > grad) {
             grad = g;
             dp_fwd = f1;
@@ -243,7 +249,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         mt->oom = true;
         mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
         mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
-        mt->bubble_fraction = mt->exposed_comm_s = NAN;
+        mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
         goto out;
     }
     /* the slowest (physical) stage's F + B per micro-batch, with its TP
@@ -289,6 +295,7 @@ int mm_sim_estimate(const mm_sim *sim, mm_metrics *mt, mm_err *err)
     mt->hfu = hw / (T * mt->gpus * peak);
     mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
+    mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
 out:
     free(ranks);
     mm_sim_costs_free(&costs);

@@ -150,6 +150,13 @@ static int check_batch(mm_sim *sim, mm_err *err)
      * reduce-scatters block the compute stream) is modeled; FSDP2 has no
      * such switch and Megatron-FSDP forces the overlap (the profile's
      * overlap.zero3_blocking says which) */
+    /* CUDA graphs only where the framework captures them */
+    if ((sc->train.cuda_graphs == MM_GRAPHS_LAYER && !sim->fw->host.graphs_layer) ||
+        (sc->train.cuda_graphs == MM_GRAPHS_FULL && !sim->fw->host.graphs_full))
+        return mm_scenario_fail(sc, err, "train.cuda_graphs",
+                                "'%s' is no configuration of train.framework %s: it captures no such CUDA graphs "
+                                "-- %s, host.cuda_graphs; use none",
+                                mm_cuda_graphs_names[sc->train.cuda_graphs], sim->fw->name, sim->fw->source);
     int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
     if (sc->train.overlap_grad_reduce == MM_TOVL_FALSE && llm_zero >= 3 && !sim->fw->zero3_blocking)
         return mm_scenario_fail(sc, err, "train.overlap_grad_reduce",

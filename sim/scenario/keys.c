@@ -24,6 +24,7 @@ const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
+const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
@@ -113,6 +114,11 @@ const mm_key mm_keys[] = {
      F(train.memory_reserve_gib), 0},
     {"train.cp_comm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_cp_comm_names, "ring", NULL,
      "context-parallel attention: ring (KV exchange) or ulysses (all-to-all)", F(train.cp_comm), 0},
+    {"train.cuda_graphs", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_cuda_graphs_names, "none", NULL,
+     "CUDA graphs: none (every kernel launched by the host), layer (each layer's pass replayed as one graph: "
+     "Megatron-Core --enable-cuda-graph), full (the whole forward-backward as one graph: Megatron-Core "
+     "--cuda-graph-scope full_iteration); refused where train.framework's profile has no such scope",
+     F(train.cuda_graphs), 0},
     {"train.attention", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_attention_names, "auto", NULL,
      "attention kernel: auto (train.framework's for the GPU), flash (the topology's table), unfused "
      "(batched GEMMs + Megatron's fused softmax + dropout), flash1, flash2, flash3, cudnn, unfused-eager "

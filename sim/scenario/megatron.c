@@ -701,6 +701,17 @@ static int map_training(reader *r, const shape *m)
     set(r, "--overlap-param-gather", "train.overlap_param_gather", "%s",
         has(r, "--overlap-param-gather") ? "true" : "false");
     set(r, "--tp-comm-overlap", "train.tp_comm_overlap", "%s", has(r, "--tp-comm-overlap") ? "true" : "false");
+    /* CUDA graphs: --enable-cuda-graph (per layer) or --cuda-graph-impl
+     * local | transformer_engine (per layer) | full_iteration (the whole
+     * forward-backward) */
+    const char *gimpl = get_str(r, "--cuda-graph-impl", "none");
+    if (strcmp(gimpl, "none") && strcmp(gimpl, "local") && strcmp(gimpl, "transformer_engine") &&
+        strcmp(gimpl, "full_iteration"))
+        return bad(r, "--cuda-graph-impl", "'%s' is not none, local, transformer_engine or full_iteration", gimpl);
+    bool full = !strcmp(gimpl, "full_iteration");
+    bool graphs = full || strcmp(gimpl, "none") || has(r, "--enable-cuda-graph");
+    set(r, has(r, "--cuda-graph-impl") ? "--cuda-graph-impl" : "--enable-cuda-graph", "train.cuda_graphs", "%s",
+        full ? "full" : graphs ? "layer" : "none");
     const char *impl = get_str(r, "--transformer-impl", "transformer_engine");
     if (strcmp(impl, "transformer_engine") && strcmp(impl, "local"))
         return bad(r, "--transformer-impl", "'%s' is not transformer_engine or local", impl);

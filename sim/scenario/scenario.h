@@ -52,6 +52,8 @@ typedef enum {
 } mm_batching;
 typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
 typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
+/* train.cuda_graphs: which kernels the host replays as CUDA graphs */
+typedef enum { MM_GRAPHS_NONE, MM_GRAPHS_LAYER, MM_GRAPHS_FULL } mm_cuda_graphs;
 /* auto: what train.framework's profile runs on the GPU; the others override it */
 typedef enum {
     MM_ATTN_AUTO, MM_ATTN_FLASH, MM_ATTN_UNFUSED, MM_ATTN_FLASH1, MM_ATTN_FLASH2, MM_ATTN_FLASH3, MM_ATTN_CUDNN,
@@ -75,6 +77,7 @@ extern const char *const mm_placement_names[];
 extern const char *const mm_batching_names[];
 extern const char *const mm_network_names[];
 extern const char *const mm_cp_comm_names[];
+extern const char *const mm_cuda_graphs_names[];
 extern const char *const mm_attention_names[];
 extern const char *const mm_train_padding_names[];
 extern const char *const mm_train_overlap_names[];
@@ -115,6 +118,7 @@ typedef struct mm_scenario {
         int overlap_param_gather; /* mm_train_overlap */
         bool tp_comm_overlap;
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
+        mm_cuda_graphs cuda_graphs; /* none | layer | full (the profile's host.cuda_graphs) */
         mm_attention attention; /* auto (the framework's) | flash | unfused | flash1..3 | cudnn */
         char *framework;        /* a frameworks/ profile name, or a profile file */
         char *pass_times;       /* measured per-stage pass times (CSV); "" none */

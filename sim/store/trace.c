@@ -17,9 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Threads: the rank's streams, then its outgoing pipeline transfers. */
-static const char *const stream_names[] = {"compute", "dp", "comm", "pp"};
-enum { N_THREADS = 4 };
+/* Threads: the rank's streams, its outgoing pipeline transfers, and its
+ * host thread issuing the compute stream's launches. */
+static const char *const stream_names[] = {"compute", "dp", "comm", "pp", "host"};
+enum { N_THREADS = 5, TID_HOST = 4 };
 
 static int tid_of(const mm_op *op)
 {
@@ -67,6 +68,12 @@ static void write_slices(FILE *f, const mm_sim_timeline *tl)
                 op->module ? module : "", op->module ? " " : "", name, cat, module, op->rank, tid_of(op),
                 us(tl, tl->start[i]), us(tl, tl->end[i]) - us(tl, tl->start[i]), module, op->stage, op->mb,
                 op->layer);
+        /* the host's slice: from when it began issuing the op, for host_s */
+        if (tl->host_start && tl->host_start[i] >= 0 && op->host_s > 0)
+            fprintf(f, ",\n{\"name\":\"launch %s%s%s\",\"cat\":\"host,%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+                       "\"ts\":%.3f,\"dur\":%.3f}",
+                    op->module ? module : "", op->module ? " " : "", name, module, op->rank, TID_HOST,
+                    us(tl, tl->host_start[i]), (double)op->host_s * 1e6);
     }
 }
 

@@ -33,6 +33,7 @@ int mm_fuzz_trace(const uint8_t *data, size_t size);
 int mm_fuzz_sweep(const uint8_t *data, size_t size);
 int mm_fuzz_megatron(const uint8_t *data, size_t size);
 int mm_fuzz_torchtitan(const uint8_t *data, size_t size);
+int mm_fuzz_framework(const uint8_t *data, size_t size);
 
 #ifdef MM_FUZZ_LIBFUZZER
 #define MM_FUZZ_ENTRY(fn)                                                                      \
