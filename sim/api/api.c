@@ -342,6 +342,32 @@ static int lookup_dtype(const char *v)
     return -2;
 }
 
+/* A collective sweep's request as looked up from its names: refused by the
+ * name it came from when that name is unknown or a number out of range; a
+ * part of collective. */
+static int check_coll_req(mmsim *h, const mm_coll_sweep_req *q, const char *op, const char *algo, const char *network,
+                          const char *redop, const char *dtype, double factor, int nodes)
+{
+    if ((int)q->op < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "op", "unknown collective '%s' (allreduce, allgather, "
+                          "reducescatter, alltoall, broadcast, sendrecv)", op ? op : "(null)");
+    if ((int)q->algo < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "algo", "unknown algorithm '%s' (auto, ring, tree, hier, "
+                          "nvls)", algo);
+    if ((int)q->model < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "network", "'%s' is not flow or analytic", network);
+    if (q->redop < -1)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "redop", "unknown operator '%s' (sum, prod, max, min, avg, "
+                          "mulsum, all)", redop);
+    if (q->dtype < -1)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "dtype", "unknown data type '%s'", dtype);
+    if (!(q->factor > 1))
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "factor", "%g: a factor above 1", factor);
+    if (nodes < 0)
+        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "nodes", "%d nodes", nodes);
+    return 0;
+}
+
 /* The sweep of `mmsim collective`: the same request, rows and JSON (its
  * "args" the command line that gives the same rows). */
 static int collective(mmsim *h, const char *op, const char *cluster, int nodes, int gpus, const char *algo,
@@ -359,23 +385,9 @@ static int collective(mmsim *h, const char *op, const char *cluster, int nodes, 
                            .dtype = dtype && !strcmp(dtype, "all") ? -1 : lookup_dtype(dtype ? dtype : "float"),
                            .lo = lo > 0 ? lo : 8, .hi = hi > 0 ? hi : 8.0 * 1024 * 1024 * 1024,
                            .factor = factor > 0 ? factor : 2, .step = 0};
-    if ((int)q.op < 0)
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "op", "unknown collective '%s' (allreduce, allgather, "
-                          "reducescatter, alltoall, broadcast, sendrecv)", op ? op : "(null)");
-    if ((int)q.algo < 0)
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "algo", "unknown algorithm '%s' (auto, ring, tree, hier, "
-                          "nvls)", algo);
-    if ((int)q.model < 0)
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "network", "'%s' is not flow or analytic", network);
-    if (q.redop < -1)
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "redop", "unknown operator '%s' (sum, prod, max, min, avg, "
-                          "mulsum, all)", redop);
-    if (q.dtype < -1)
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "dtype", "unknown data type '%s'", dtype);
-    if (!(q.factor > 1))
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "factor", "%g: a factor above 1", factor);
-    if (nodes < 0)
-        return mm_err_set(&h->err, MM_EINPUT, "<api>", 0, "nodes", "%d nodes", nodes);
+    int rc = check_coll_req(h, &q, op, algo, network, redop, dtype, factor, nodes);
+    if (rc)
+        return rc;
     char path[1024];
     if (cluster)
         mm_sim_resolve_path(cluster, NULL, path, sizeof path);
@@ -384,7 +396,7 @@ static int collective(mmsim *h, const char *op, const char *cluster, int nodes, 
     mm_cluster *c = malloc(sizeof *c);
     if (!c)
         return mm_err_set(&h->err, MM_EINTERNAL, "", 0, "", "out of memory");
-    int rc = mm_cluster_load(path, nodes ? nodes : cluster ? 0 : h->sc.nodes, c, &h->err);
+    rc = mm_cluster_load(path, nodes ? nodes : cluster ? 0 : h->sc.nodes, c, &h->err);
     if (rc) {
         free(c);
         return rc;

@@ -40,6 +40,64 @@
 #include "model/llm.h"
 #include "cost/fwcost.h"
 
+/* per pass: fwd, bwd, fwd+bwd */
+static const char *const passes[] = {"fwd", "bwd", "fwd+bwd"};
+
+/* A row of the CSV: causal (0/1), head_dim, seqlen, batch, nheads, pass,
+ * tflops, source into v (pass into *pass); the name of the first column
+ * that is not as expected, or NULL. */
+static const char *parse_row(const char *line, double v[7], int *pass)
+{
+    static const char *const cols[] = {"causal", "head_dim", "seqlen", "batch", "nheads", "pass", "tflops"};
+    const char *bad = NULL, *p = line;
+    for (int i = 0; i < 7 && !bad; i++) {
+        if (i == 5) {
+            size_t len = strcspn(p, ",");
+            for (int k = 0; k < 3 && *pass < 0; k++)
+                if (len == strlen(passes[k]) && !strncmp(p, passes[k], len))
+                    *pass = k;
+            if (*pass < 0 || p[len] != ',')
+                bad = cols[i];
+            p += len + 1;
+            continue;
+        }
+        char *end;
+        v[i] = strtod(p, &end);
+        if (end == p || *end != ',' || !(v[i] >= 0) || (i < 5 && v[i] != floor(v[i])) ||
+            (i > 0 && !(v[i] > 0)) || (i == 0 && v[i] > 1))
+            bad = cols[i];
+        p = end + 1;
+    }
+    return bad;
+}
+
+/* The model's forward (*tf) and backward (*tb) time of the benchmark's
+ * function for the row v. */
+static void model_times(const mm_fw_ctx *ctx, const double v[7], double *tf, double *tb)
+{
+    int causal = (int)v[0], d = (int)v[1], s = (int)v[2], b = (int)v[3], h = (int)v[4];
+    double tokens = (double)b * s, hidden = (double)h * d;
+    mm_op_cost attn = {.name = "attn", .kind = MM_OPK_ATTN, .flops = 4.0 * b * h * (double)s * s * d,
+                       .m = s, .n = s, .k = d, .batch = (double)b * h, .causal = causal != 0};
+    mm_op_cost u[6];
+    int n = mm_framework_attn_unfused_eager(&attn, 2, u, 6);
+    for (int i = 0; i < n; i++) {
+        /* baddbmm's alpha scales (no k * scale kernel); dropout_p = 0
+         * runs no kernel; the mask only when causal */
+        if (!strcmp(u[i].name, "attn_kscale") || !strcmp(u[i].name, "attn_dropout") ||
+            (!causal && !strcmp(u[i].name, "attn_mask")))
+            continue;
+        mm_pass_breakdown t = mm_fw_time_ops(ctx, &u[i], 1);
+        *tf += mm_pass_breakdown_pass(&t, 0);
+        *tb += mm_pass_breakdown_pass(&t, 1) + mm_pass_breakdown_pass(&t, 2);
+    }
+    /* q, k, v copied out of the packed qkv (read and write each), and
+     * their gradients stacked back into it */
+    double copies = 3.0 * 2.0 * tokens * hidden * 2.0;
+    *tf += mm_mem_time(ctx->gpu, copies);
+    *tb += mm_mem_time(ctx->gpu, copies);
+}
+
 int main(int argc, char **argv)
 {
     const char *topo = argc > 1 ? argv[1] : "topologies/dgx-a100.yaml";
@@ -61,7 +119,6 @@ int main(int argc, char **argv)
     char line[1024];
     int lineno = 1;
     /* per pass (fwd, bwd, fwd+bwd): rows, sum, lowest and highest ratio */
-    static const char *const passes[] = {"fwd", "bwd", "fwd+bwd"};
     int rows[3] = {0};
     double lo[3] = {1e9, 1e9, 1e9}, hi[3] = {0}, sum[3] = {0};
     if (!fgets(line, sizeof line, f))
@@ -70,29 +127,9 @@ int main(int argc, char **argv)
            "TFLOP/s sim/pub", "sim/pub");
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        /* causal (0/1), head_dim, seqlen, batch, nheads, pass, tflops, source */
-        static const char *const cols[] = {"causal", "head_dim", "seqlen", "batch", "nheads", "pass", "tflops"};
         double v[7] = {0};
         int pass = -1;
-        const char *bad = NULL, *p = line;
-        for (int i = 0; i < 7 && !bad; i++) {
-            if (i == 5) {
-                size_t len = strcspn(p, ",");
-                for (int k = 0; k < 3 && pass < 0; k++)
-                    if (len == strlen(passes[k]) && !strncmp(p, passes[k], len))
-                        pass = k;
-                if (pass < 0 || p[len] != ',')
-                    bad = cols[i];
-                p += len + 1;
-                continue;
-            }
-            char *end;
-            v[i] = strtod(p, &end);
-            if (end == p || *end != ',' || !(v[i] >= 0) || (i < 5 && v[i] != floor(v[i])) ||
-                (i > 0 && !(v[i] > 0)) || (i == 0 && v[i] > 1))
-                bad = cols[i];
-            p = end + 1;
-        }
+        const char *bad = parse_row(line, v, &pass);
         if (bad) {
             fprintf(stderr, "bench_attn_core: %s:%d: column '%s': expected causal (0 or 1), head_dim, seqlen, "
                             "batch, nheads (positive integers), pass (fwd, bwd or fwd+bwd), tflops (> 0), "
@@ -104,27 +141,8 @@ int main(int argc, char **argv)
         }
         int causal = (int)v[0], d = (int)v[1], s = (int)v[2], b = (int)v[3], h = (int)v[4];
         double pub = v[6];
-        double tokens = (double)b * s, hidden = (double)h * d;
-        mm_op_cost attn = {.name = "attn", .kind = MM_OPK_ATTN, .flops = 4.0 * b * h * (double)s * s * d,
-                           .m = s, .n = s, .k = d, .batch = (double)b * h, .causal = causal != 0};
-        mm_op_cost u[6];
-        int n = mm_framework_attn_unfused_eager(&attn, 2, u, 6);
         double tf = 0, tb = 0;
-        for (int i = 0; i < n; i++) {
-            /* baddbmm's alpha scales (no k * scale kernel); dropout_p = 0
-             * runs no kernel; the mask only when causal */
-            if (!strcmp(u[i].name, "attn_kscale") || !strcmp(u[i].name, "attn_dropout") ||
-                (!causal && !strcmp(u[i].name, "attn_mask")))
-                continue;
-            mm_pass_breakdown t = mm_fw_time_ops(&ctx, &u[i], 1);
-            tf += mm_pass_breakdown_pass(&t, 0);
-            tb += mm_pass_breakdown_pass(&t, 1) + mm_pass_breakdown_pass(&t, 2);
-        }
-        /* q, k, v copied out of the packed qkv (read and write each), and
-         * their gradients stacked back into it */
-        double copies = 3.0 * 2.0 * tokens * hidden * 2.0;
-        tf += mm_mem_time(&c.gpu, copies);
-        tb += mm_mem_time(&c.gpu, copies);
+        model_times(&ctx, v, &tf, &tb);
         /* the paper's count: forward 4 b s^2 h d (halved when causal),
          * backward 2.5x, both 3.5x */
         double fwd_flops = 4.0 * b * (double)s * s * h * d / (causal ? 2.0 : 1.0);

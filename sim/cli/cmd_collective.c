@@ -172,6 +172,40 @@ const struct option mm_cli_collective_longopts[] = {
     {"comm-ranks", required_argument, NULL, OPT_COMM_RANKS}, {NULL, 0, NULL, 0}};
 const char mm_cli_collective_shortopts[] = "hg:o:b:e:f:i:c:n:w:d:z:a:J:";
 
+/* The operands (the collective, once) and what the options say together:
+ * the cluster and the collective given, -b not above -e, and the sizes of
+ * an additive sweep at most MAX_SIZES; the end of parse_args. */
+static int check_args(int argc, char **argv, coll_opts *o)
+{
+    for (int i = optind; i < argc; i++) {
+        int k = lookup_coll(argv[i]);
+        if (k < 0 || (o->op >= 0 && o->op != k))
+            return mm_cli_bad(CMD, "<cli>", k < 0 ? "unexpected argument '%s' (a collective is one of allreduce, "
+                                                    "allgather, reducescatter, alltoall, broadcast, sendrecv)"
+                                                  : "a second collective '%s'", argv[i]);
+        o->op = k;
+    }
+    if (!o->cluster)
+        return mm_cli_bad(CMD, "--cluster", "is required");
+    if (o->op < 0)
+        return mm_cli_bad(CMD, "<collective>", "is required: mmsim collective allreduce --cluster FILE (or --op "
+                                               "allreduce)");
+    if (o->lo > o->hi)
+        return mm_cli_bad(CMD, "-b/--minbytes", "is above -e/--maxbytes");
+    /* nccl-tests: a factor above 1 multiplies, else -i adds; giving -i
+     * alone asks for the additive sweep */
+    if (o->step > 0 && !o->factor_set)
+        o->factor = 1;
+    if (o->factor <= 1) {
+        if (!(o->step > 0))
+            o->step = 1024.0 * 1024; /* nccl-tests' default -i */
+        if ((o->hi - o->lo) / o->step + 1 > MAX_SIZES)
+            return mm_cli_bad(CMD, "-i/--stepbytes", "gives %.0f sizes from -b to -e; at most %d",
+                              floor((o->hi - o->lo) / o->step) + 1, MAX_SIZES);
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, coll_opts *o)
 {
     int c;
@@ -230,33 +264,7 @@ static int parse_args(int argc, char **argv, coll_opts *o)
         default: return 2;
         }
     }
-    for (int i = optind; i < argc; i++) {
-        int k = lookup_coll(argv[i]);
-        if (k < 0 || (o->op >= 0 && o->op != k))
-            return mm_cli_bad(CMD, "<cli>", k < 0 ? "unexpected argument '%s' (a collective is one of allreduce, "
-                                                    "allgather, reducescatter, alltoall, broadcast, sendrecv)"
-                                                  : "a second collective '%s'", argv[i]);
-        o->op = k;
-    }
-    if (!o->cluster)
-        return mm_cli_bad(CMD, "--cluster", "is required");
-    if (o->op < 0)
-        return mm_cli_bad(CMD, "<collective>", "is required: mmsim collective allreduce --cluster FILE (or --op "
-                                               "allreduce)");
-    if (o->lo > o->hi)
-        return mm_cli_bad(CMD, "-b/--minbytes", "is above -e/--maxbytes");
-    /* nccl-tests: a factor above 1 multiplies, else -i adds; giving -i
-     * alone asks for the additive sweep */
-    if (o->step > 0 && !o->factor_set)
-        o->factor = 1;
-    if (o->factor <= 1) {
-        if (!(o->step > 0))
-            o->step = 1024.0 * 1024; /* nccl-tests' default -i */
-        if ((o->hi - o->lo) / o->step + 1 > MAX_SIZES)
-            return mm_cli_bad(CMD, "-i/--stepbytes", "gives %.0f sizes from -b to -e; at most %d",
-                              floor((o->hi - o->lo) / o->step) + 1, MAX_SIZES);
-    }
-    return 0;
+    return check_args(argc, argv, o);
 }
 
 /* nccl-tests' number field (util.cu getFloatStr): the most decimals that

@@ -129,54 +129,37 @@ static void value_option_pattern(const cmd_opts *c, char *buf, size_t len)
             n += (size_t)snprintf(buf + n, len - n, "%s-%c", n ? "|" : "", *p);
 }
 
-static void bash_script(void)
+/* The bash script's _mmsim_opt_choices (the values an option takes) and
+ * _mmsim_takes_value (which options take one), from the commands' option
+ * tables; buf: scratch of len bytes.  A part of bash_script. */
+static void bash_option_tables(char *buf, size_t len)
 {
-    static char buf[16384];
-    printf("# bash completion for mmsim %s, made by `mmsim completion bash` from the\n"
-           "# commands' option tables and the scenario keys; do not edit.\n", MMSIM_VERSION);
-    key_words(buf, sizeof buf);
-    printf("_mmsim_keys='%s'\n\n", buf);
-    printf("_mmsim_key_choices() {\n    case $1 in\n");
-    key_choice_cases("    ");
-    printf("    esac\n}\n\n");
     printf("_mmsim_opt_choices() { # COMMAND OPTION\n    case $1:$2 in\n");
     for (int i = 0; i < N_CMDS; i++)
         for (const struct option *o = cmds[i].longopts; o->name; o++) {
             char opt[64];
             snprintf(opt, sizeof opt, "--%s", o->name);
-            option_choices(cmds[i].name, opt, buf, sizeof buf);
+            option_choices(cmds[i].name, opt, buf, len);
             if (buf[0])
                 printf("    %s:%s) echo %s ;;\n", cmds[i].name, opt, buf);
         }
     printf("    collective:-o) echo sum prod max min avg mulsum all ;;\n");
-    option_choices("collective", "-d", buf, sizeof buf);
+    option_choices("collective", "-d", buf, len);
     printf("    collective:-d) echo %s ;;\n", buf);
     printf("    *) return 1 ;;\n    esac\n}\n\n");
     printf("_mmsim_takes_value() { # COMMAND OPTION\n    case $1 in\n");
     for (int i = 0; i < N_CMDS; i++) {
-        value_option_pattern(&cmds[i], buf, sizeof buf);
+        value_option_pattern(&cmds[i], buf, len);
         printf("    %s) case $2 in %s) return 0 ;; esac ;;\n", cmds[i].name, buf[0] ? buf : "--");
     }
     printf("    esac\n    return 1\n}\n\n");
-    printf("_mmsim() {\n"
-           "    # the line split at blanks only: bash also breaks words at '=' (COMP_WORDBREAKS),\n"
-           "    # which would cut --set KEY=VALUE in two\n"
-           "    local line=${COMP_LINE:0:COMP_POINT}\n"
-           "    local -a cw\n"
-           "    read -ra cw <<< \"$line\"\n"
-           "    [[ -z $line || $line == *[[:space:]] ]] && cw+=('')\n"
-           "    local n=${#cw[@]}\n"
-           "    local cur=${cw[n-1]} prev= cmd=${cw[1]} words\n"
-           "    [ \"$n\" -gt 2 ] && prev=${cw[n-2]}\n"
-           "    local word=$cur\n"
-           "    COMPREPLY=()\n"
-           "    _mmsim_words \"$n\"\n"
-           "    # bash replaces the part of the word after its last '=': give it that part\n"
-           "    if [[ $word == *=* && $COMP_WORDBREAKS == *=* ]]; then\n"
-           "        local i strip=${word%%=*}=\n"
-           "        for i in \"${!COMPREPLY[@]}\"; do COMPREPLY[i]=${COMPREPLY[i]#\"$strip\"}; done\n"
-           "    fi\n"
-           "}\n\n");
+}
+
+/* The bash script's _mmsim_words (what to offer for the word being
+ * completed: a command, a key, a value, an option or an operand) and the
+ * complete line; buf: scratch of len bytes.  The end of bash_script. */
+static void bash_words(char *buf, size_t len)
+{
     printf("_mmsim_words() {\n"
            "    if [ \"$1\" -eq 2 ]; then\n"
            "        COMPREPLY=($(compgen -W 'run model collective workload sweep report plan help completion"
@@ -213,7 +196,7 @@ static void bash_script(void)
            "    if [[ $cur == -* ]]; then\n"
            "        case $cmd in\n");
     for (int i = 0; i < N_CMDS; i++) {
-        option_words(&cmds[i], false, buf, sizeof buf);
+        option_words(&cmds[i], false, buf, len);
         printf("        %s) words='%s' ;;\n", cmds[i].name, buf);
     }
     printf("        *) words= ;;\n"
@@ -231,6 +214,39 @@ static void bash_script(void)
            "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
            "}\n"
            "complete -F _mmsim mmsim\n");
+}
+
+static void bash_script(void)
+{
+    static char buf[16384];
+    printf("# bash completion for mmsim %s, made by `mmsim completion bash` from the\n"
+           "# commands' option tables and the scenario keys; do not edit.\n", MMSIM_VERSION);
+    key_words(buf, sizeof buf);
+    printf("_mmsim_keys='%s'\n\n", buf);
+    printf("_mmsim_key_choices() {\n    case $1 in\n");
+    key_choice_cases("    ");
+    printf("    esac\n}\n\n");
+    bash_option_tables(buf, sizeof buf);
+    printf("_mmsim() {\n"
+           "    # the line split at blanks only: bash also breaks words at '=' (COMP_WORDBREAKS),\n"
+           "    # which would cut --set KEY=VALUE in two\n"
+           "    local line=${COMP_LINE:0:COMP_POINT}\n"
+           "    local -a cw\n"
+           "    read -ra cw <<< \"$line\"\n"
+           "    [[ -z $line || $line == *[[:space:]] ]] && cw+=('')\n"
+           "    local n=${#cw[@]}\n"
+           "    local cur=${cw[n-1]} prev= cmd=${cw[1]} words\n"
+           "    [ \"$n\" -gt 2 ] && prev=${cw[n-2]}\n"
+           "    local word=$cur\n"
+           "    COMPREPLY=()\n"
+           "    _mmsim_words \"$n\"\n"
+           "    # bash replaces the part of the word after its last '=': give it that part\n"
+           "    if [[ $word == *=* && $COMP_WORDBREAKS == *=* ]]; then\n"
+           "        local i strip=${word%%=*}=\n"
+           "        for i in \"${!COMPREPLY[@]}\"; do COMPREPLY[i]=${COMPREPLY[i]#\"$strip\"}; done\n"
+           "    fi\n"
+           "}\n\n");
+    bash_words(buf, sizeof buf);
 }
 
 /* zsh: _arguments specs, one per option: '--db=[...]:value:ACTION' for a

@@ -368,6 +368,37 @@ static void on_iteration(int done, int total, void *ctx)
     mm_cli_status_detail("iteration %d of %d done", done, total);
 }
 
+/* What a finished run prints: its JSON, its quiet line or its summary,
+ * with -v the iterations (and the Megatron-LM and torchtitan notes), with
+ * --breakdown the per-layer breakdown; 0, or mm_cli_fail's status. */
+static int print_run(const run_opts *o, mm_sim *sim, const mm_metrics *m, int64_t run_id, const mm_megatron *mg,
+                     const mm_torchtitan *tt, mm_err *err)
+{
+    int rc = 0;
+    if (o->json)
+        mm_report_run_json(stdout, sim, m, run_id, o->db);
+    else if (o->quiet)
+        print_quiet(m);
+    else
+        print_summary(sim, m, run_id, o->db);
+    if (o->verbose && !o->json)
+        print_iterations(m);
+    if (o->breakdown && !o->json) {
+        static mm_sim_breakdown bk;
+        if (mm_sim_get_breakdown(sim, &bk, err))
+            rc = mm_cli_fail(err);
+        else
+            mm_sim_breakdown_write_text(stdout, sim, &bk);
+    }
+    if (o->megatron && o->verbose)
+        for (int i = 0; i < mg->n_notes; i++)
+            fprintf(stderr, "mmsim: megatron: %s\n", mg->notes[i]);
+    if (o->torchtitan && o->verbose)
+        for (int i = 0; i < tt->n_notes; i++)
+            fprintf(stderr, "mmsim: torchtitan: %s\n", tt->notes[i]);
+    return rc;
+}
+
 int mm_cli_run(int argc, char **argv)
 {
     run_opts o = {.db = DEFAULT_DB};
@@ -430,29 +461,8 @@ int mm_cli_run(int argc, char **argv)
         rc = mm_cli_fail(&err);
     if (rc == 0 && !o.no_db && store_run(o.db, &sim, &m, &run_id, &err))
         rc = mm_cli_fail(&err);
-    if (rc == 0) {
-        if (o.json)
-            mm_report_run_json(stdout, &sim, &m, run_id, o.db);
-        else if (o.quiet)
-            print_quiet(&m);
-        else
-            print_summary(&sim, &m, run_id, o.db);
-        if (o.verbose && !o.json)
-            print_iterations(&m);
-        if (o.breakdown && !o.json) {
-            static mm_sim_breakdown bk;
-            if (mm_sim_get_breakdown(&sim, &bk, &err))
-                rc = mm_cli_fail(&err);
-            else
-                mm_sim_breakdown_write_text(stdout, &sim, &bk);
-        }
-        if (o.megatron && o.verbose)
-            for (int i = 0; i < mg.n_notes; i++)
-                fprintf(stderr, "mmsim: megatron: %s\n", mg.notes[i]);
-        if (o.torchtitan && o.verbose)
-            for (int i = 0; i < tt.n_notes; i++)
-                fprintf(stderr, "mmsim: torchtitan: %s\n", tt.notes[i]);
-    }
+    if (rc == 0)
+        rc = print_run(&o, &sim, &m, run_id, &mg, &tt, &err);
     if (o.trace)
         mm_sim_timeline_free(&tl);
     mm_metrics_free(&m);

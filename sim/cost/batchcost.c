@@ -159,6 +159,45 @@ static int coloc_ranks(const mm_sim *sim, mm_build_spec *spec, const mm_batch_op
     return rc;
 }
 
+/* The per-sample costs for the balancing policies (*ccp): fitted to the
+ * model's own op costs at two lengths (linear + attention's quadratic
+ * term), and each encoder's cost of a tile or a clip; a part of
+ * mm_sim_iteration_costs. */
+static int fit_sample_costs(const mm_sim *sim, const mm_build_spec *spec, const mm_stage_cost *st, int V,
+                            cost_ctx *ccp, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    int rc;
+    /* post-balance runs the encoder phase and the LLM phase one after the
+     * other and balances each on its own cost, shared GPUs or not */
+    *ccp = (cost_ctx){.shared = (sc->parallel.placement == MM_PLACE_COLOCATED ||
+                                 sc->parallel.placement == MM_PLACE_HOMOGENEOUS) &&
+                                sc->batching != MM_BATCH_POST_BALANCE};
+    mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
+    double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
+    rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
+    for (int v = 0; v < V && rc == 0; v++)
+        t1 += probe[v].fwd_s + probe[v].bwd_s;
+    if (rc == 0)
+        rc = mm_sim_llm_bin_cost(sim, st, V, L2, L2 * L2, 1, probe, 1);
+    for (int v = 0; v < V && rc == 0; v++)
+        t2 += probe[v].fwd_s + probe[v].bwd_s;
+    free(probe);
+    if (rc)
+        return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
+    ccp->llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
+    ccp->llm_a = fmax(0, t1 / L1 - ccp->llm_b * L1);
+    for (int i = 0; i < sim->n_enc; i++) { /* a tile, a clip */
+        mm_enc_mb_cost one;
+        double params;
+        bool audio = !strcmp(sim->enc[i].name, "audio");
+        *(audio ? &ccp->audio : &ccp->vision) = true;
+        if (mm_sim_enc_mb_cost(sim, &sim->enc[i], 1, spec->enc[i].tp, &one, &params) == 0)
+            *(audio ? &ccp->per_clip : &ccp->per_tile) = one.fwd_s + one.bwd_s;
+    }
+    return 0;
+}
+
 /* Draws iteration `it`'s global batch, forms its micro-batches with the
  * scenario's policy and turns every micro-batch into costs.  Sets spec->m
  * (packing may give ranks different counts: the others get empty ones). */
@@ -175,35 +214,9 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     int rc = mm_workload_draw(sim->wl, sc->seed, it, B, w->samples, err);
     if (rc)
         return rc;
-    /* per-sample costs for the balancing policies: fitted to the model's
-     * own op costs at two lengths (linear + attention's quadratic term) */
-    /* post-balance runs the encoder phase and the LLM phase one after the
-     * other and balances each on its own cost, shared GPUs or not */
-    cost_ctx cc = {.shared = (sc->parallel.placement == MM_PLACE_COLOCATED ||
-                              sc->parallel.placement == MM_PLACE_HOMOGENEOUS) &&
-                             sc->batching != MM_BATCH_POST_BALANCE};
-    mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
-    double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
-    rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
-    for (int v = 0; v < V && rc == 0; v++)
-        t1 += probe[v].fwd_s + probe[v].bwd_s;
-    if (rc == 0)
-        rc = mm_sim_llm_bin_cost(sim, st, V, L2, L2 * L2, 1, probe, 1);
-    for (int v = 0; v < V && rc == 0; v++)
-        t2 += probe[v].fwd_s + probe[v].bwd_s;
-    free(probe);
-    if (rc)
-        return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
-    cc.llm_b = fmax(0, (t2 / L2 - t1 / L1) / (L2 - L1));
-    cc.llm_a = fmax(0, t1 / L1 - cc.llm_b * L1);
-    for (int i = 0; i < sim->n_enc; i++) { /* a tile, a clip */
-        mm_enc_mb_cost one;
-        double params;
-        bool audio = !strcmp(sim->enc[i].name, "audio");
-        *(audio ? &cc.audio : &cc.vision) = true;
-        if (mm_sim_enc_mb_cost(sim, &sim->enc[i], 1, spec->enc[i].tp, &one, &params) == 0)
-            *(audio ? &cc.per_clip : &cc.per_tile) = one.fwd_s + one.bwd_s;
-    }
+    cost_ctx cc;
+    if ((rc = fit_sample_costs(sim, spec, st, V, &cc, err)))
+        return rc;
     mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
                        .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
                        .enc_bytes_per_input = 3.0 * (double)(sim->model->tile * sim->model->tile),

@@ -472,6 +472,49 @@ static double stage_params(const mm_sim *sim, const mm_llm *sv, int nl, bool fir
     return params;
 }
 
+/* A stage of nl blocks like sv (with the embedding when first, the head
+ * when last): its pass times and FLOPs, and its memory-bound shares into
+ * mf when asked; a part of stage_costs_bk's loop. */
+static void stage_pass(const mm_llm *m, const mm_llm *sv, const pass_times *layer, const pass_times *emb,
+                       const pass_times *head, int rc, double b, double s, int nl, bool first, bool last,
+                       mm_stage_cost *c, double *mf)
+{
+    double layer_flops = mm_llm_layer_fwd_flops(sv, b, s);
+    double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
+                      : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(sv, b, s)
+                                                     : 0.0;
+    double re_time = rc == MM_RECOMPUTE_FULL ? layer->fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer->attn_fwd : 0.0;
+    c->fwd_s = nl * layer->fwd + (first ? emb->fwd : 0) + (last ? head->fwd : 0);
+    c->bwd_s = nl * (layer->bwd + re_time) + (first ? emb->bwd : 0) + (last ? head->bwd : 0);
+    c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
+    c->bwd_flops = 2 * c->fwd_flops;
+    c->wgrad_s = nl * layer->wgrad + (first ? emb->wgrad : 0) + (last ? head->wgrad : 0);
+    stage_host(layer, emb, head, nl, first, last, rc, c);
+    if (mf)
+        stage_mem_frac(layer, emb, head, nl, first, last, c, mf);
+    /* weight gradients: every matmul but the attention core, once */
+    c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(sv, b, s);
+    c->recompute_flops = nl * re_flops;
+}
+
+/* A stage's gradient and parameter bytes per GPU and its optimizer step
+ * (ob; the parameters it updates per GPU into *opt_params_out); a part of
+ * stage_costs_bk's loop. */
+static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last, int zero, int gbytes,
+                          int wbytes, mm_stage_cost *c, mm_opt_breakdown *ob, double *opt_params_out)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    /* Megatron keeps the (tied) embedding on the first stage and a copy
+     * for the LM head on the last.  Experts are split over ep. */
+    double params = stage_params(sim, sv, nl, first, last);
+    double local = params / L->lay.tp;
+    c->grad_bytes = local * gbytes;
+    c->param_bytes = local * wbytes;
+    double opt_params = zero >= 1 ? local / L->lay.dp : local;
+    optimizer_phase(sim, local, opt_params, zero, ob);
+    *opt_params_out = opt_params;
+}
+
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
                           mm_sim_breakdown *bk, mm_err *err)
 {
@@ -525,31 +568,10 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
             return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
         if (!mm_llm_blocks_uniform(m))
             graphed(sim, &layer);
-        double layer_flops = mm_llm_layer_fwd_flops(&sv, b, s);
-        double re_flops = rc == MM_RECOMPUTE_FULL ? layer_flops
-                          : rc == MM_RECOMPUTE_SELECTIVE ? mm_llm_layer_attn_fwd_flops(&sv, b, s)
-                                                         : 0.0;
-        double re_time = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0.0;
-        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
-        c->bwd_s = nl * (layer.bwd + re_time) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
-        c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
-        c->bwd_flops = 2 * c->fwd_flops;
-        c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
-        stage_host(&layer, &emb, &head, nl, first, last, rc, c);
-        if (mem_frac)
-            stage_mem_frac(&layer, &emb, &head, nl, first, last, c, &mem_frac[3 * k]);
-        /* weight gradients: every matmul but the attention core, once */
-        c->wgrad_flops = c->fwd_flops - nl * mm_llm_layer_attn_fwd_flops(&sv, b, s);
-        c->recompute_flops = nl * re_flops;
-        /* Megatron keeps the (tied) embedding on the first stage and a copy
-         * for the LM head on the last.  Experts are split over ep. */
-        double params = stage_params(sim, &sv, nl, first, last);
-        double local = params / L->lay.tp;
-        c->grad_bytes = local * gbytes;
-        c->param_bytes = local * wbytes;
-        double opt_params = zero >= 1 ? local / L->lay.dp : local;
+        stage_pass(m, &sv, &layer, &emb, &head, rc, b, s, nl, first, last, c, mem_frac ? &mem_frac[3 * k] : NULL);
         mm_opt_breakdown ob;
-        optimizer_phase(sim, local, opt_params, zero, &ob);
+        double opt_params;
+        stage_weights(sim, &sv, nl, first, last, zero, gbytes, wbytes, c, &ob, &opt_params);
         if (k < MM_BK_MAX_STAGES)
             bk->opt[k] = ob;
         c->opt_s = ob.total_s;

@@ -137,6 +137,64 @@ static double exposed_ns(uint64_t *sp, uint64_t *tmp, size_t n)
     return exposed;
 }
 
+/* The endpoints of every op, keyed by time and kind, into sp, grouped by
+ * rank (cnt: the endpoints' count per rank, made the groups' offsets);
+ * -1 when out of memory.  A part of measure. */
+static int fill_spans(const mm_graph *g, const mm_time *start, const mm_time *end, size_t *cnt, uint64_t *sp)
+{
+    int R = g->n_ranks;
+    /* keys hold times from the earliest start on (the run's times are
+     * int64 ns, at most 2^62 apart) */
+    mm_time tmin = g->n_ops ? start[0] : 0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        tmin = start[i] < tmin ? start[i] : tmin;
+    for (int r = 0; r < R; r++)
+        cnt[r + 1] += cnt[r];
+    size_t *fill = calloc((size_t)R, sizeof *fill);
+    if (!fill)
+        return -1;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        const mm_op *op = &g->ops[i];
+        int is_comm = mm_cat_is_comm(op->cat), ranks[2] = {op->rank, op->peer};
+        for (int k = 0; k < 2; k++) {
+            if (ranks[k] < 0)
+                continue;
+            uint64_t *base = sp + cnt[ranks[k]] + fill[ranks[k]];
+            base[0] = (uint64_t)(start[i] - tmin) << 2 | (is_comm ? SPAN_COMM_OPEN : SPAN_COMP_OPEN);
+            base[1] = (uint64_t)(end[i] - tmin) << 2 | (is_comm ? SPAN_COMM_CLOSE : SPAN_COMP_CLOSE);
+            fill[ranks[k]] += 2;
+        }
+    }
+    free(fill);
+    return 0;
+}
+
+/* Each stage's busy, idle, communication, bubble and host time: the means
+ * over its ranks' sums (pipe: the pipeline's span, total: the iteration's,
+ * in ns; host and hwait in s); a part of measure. */
+static void stage_sums(const double *busy, const double *comm, const double *busy_pipe, const double *host,
+                       const double *hwait, double pipe, double total, mm_stage_metrics *stages, int n_stages,
+                       int ranks_per_stage)
+{
+    for (int s = 0; s < n_stages && stages; s++) {
+        double b = 0, c = 0, bp = 0, h = 0, hw = 0;
+        for (int d = 0; d < ranks_per_stage; d++) {
+            h += host[d + ranks_per_stage * s];
+            hw += hwait[d + ranks_per_stage * s];
+            b += busy[d + ranks_per_stage * s];
+            c += comm[d + ranks_per_stage * s];
+            bp += busy_pipe[d + ranks_per_stage * s];
+        }
+        stages[s].stage = s;
+        stages[s].bubble_s += (pipe - bp / ranks_per_stage) * 1e-9;
+        stages[s].busy_s += b / ranks_per_stage * 1e-9;
+        stages[s].idle_s += (total - b / ranks_per_stage) * 1e-9;
+        stages[s].comm_s += c / ranks_per_stage * 1e-9;
+        stages[s].host_s += h / ranks_per_stage;
+        stages[s].exposed_host_s += hw / ranks_per_stage;
+    }
+}
+
 /* mm_sim_measure; exposed_too false leaves the exposed communication out
  * (NaN): the endpoints' bucketing and sort are most of the measurement. */
 static void measure(const mm_graph *g, const mm_time *start, const mm_time *end, mm_time t0, mm_time t1,
@@ -177,31 +235,8 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         if (op->peer >= 0)
             cnt[op->peer + 1] += 2;
     }
-    if (exposed_too) {
-        /* keys hold times from the earliest start on (the run's times are
-         * int64 ns, at most 2^62 apart) */
-        mm_time tmin = g->n_ops ? start[0] : 0;
-        for (uint32_t i = 0; i < g->n_ops; i++)
-            tmin = start[i] < tmin ? start[i] : tmin;
-        for (int r = 0; r < R; r++)
-            cnt[r + 1] += cnt[r];
-        size_t *fill = calloc((size_t)R, sizeof *fill);
-        if (!fill)
-            goto out;
-        for (uint32_t i = 0; i < g->n_ops; i++) {
-            const mm_op *op = &g->ops[i];
-            int is_comm = mm_cat_is_comm(op->cat), ranks[2] = {op->rank, op->peer};
-            for (int k = 0; k < 2; k++) {
-                if (ranks[k] < 0)
-                    continue;
-                uint64_t *base = sp + cnt[ranks[k]] + fill[ranks[k]];
-                base[0] = (uint64_t)(start[i] - tmin) << 2 | (is_comm ? SPAN_COMM_OPEN : SPAN_COMP_OPEN);
-                base[1] = (uint64_t)(end[i] - tmin) << 2 | (is_comm ? SPAN_COMM_CLOSE : SPAN_COMP_CLOSE);
-                fill[ranks[k]] += 2;
-            }
-        }
-        free(fill);
-    }
+    if (exposed_too && fill_spans(g, start, end, cnt, sp))
+        goto out;
     double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
     double bubble = 0, exposed = 0, host_all = 0, wait_all = 0;
     for (int r = 0; r < R; r++) {
@@ -218,23 +253,7 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     it->exposed_host_s = R > 0 ? wait_all / R : 0;
     it->model_flops = mflops;
     it->hw_flops = hflops;
-    for (int s = 0; s < n_stages && stages; s++) {
-        double b = 0, c = 0, bp = 0, h = 0, hw = 0;
-        for (int d = 0; d < ranks_per_stage; d++) {
-            h += host[d + ranks_per_stage * s];
-            hw += hwait[d + ranks_per_stage * s];
-            b += busy[d + ranks_per_stage * s];
-            c += comm[d + ranks_per_stage * s];
-            bp += busy_pipe[d + ranks_per_stage * s];
-        }
-        stages[s].stage = s;
-        stages[s].bubble_s += (pipe - bp / ranks_per_stage) * 1e-9;
-        stages[s].busy_s += b / ranks_per_stage * 1e-9;
-        stages[s].idle_s += (total - b / ranks_per_stage) * 1e-9;
-        stages[s].comm_s += c / ranks_per_stage * 1e-9;
-        stages[s].host_s += h / ranks_per_stage;
-        stages[s].exposed_host_s += hw / ranks_per_stage;
-    }
+    stage_sums(busy, comm, busy_pipe, host, hwait, pipe, total, stages, n_stages, ranks_per_stage);
 out:
     free(host);
     free(hwait);
@@ -433,6 +452,41 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     return rc;
 }
 
+/* Memory that follows the data, for iteration it with a workload: 1 when
+ * this batch does not fit, or a GPU with less HBM (node group, hbm
+ * perturbation) does not; the start of run_iteration. */
+static int iter_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *wi, int it, mm_metrics *mt,
+                       mm_err *err)
+{
+    int dm = data_memory(sim, spec, wi, it, mt);
+    if (dm)
+        return dm < 0 ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model") : 1;
+    if (capacity_oom(sim, spec, mt)) { /* a GPU with less HBM (node group, hbm perturbation) */
+        mt->oom_at.iteration = it;
+        mt->oom_at.micro_batch = mt->oom_at.stage = mt->oom_at.replica = -1;
+        mt->oom_at.need_gib = mt->peak_memory_gib;
+        mt->oom_at.cap_gib = NAN;
+        return 1;
+    }
+    return 0;
+}
+
+/* A perturbation's stall in iteration it added to its time, to every
+ * stage's idle time and (the last iteration) to the critical path; returns
+ * rc, or the error when the critical path cannot grow. */
+static int add_stall(const mm_sim *sim, int it, int P, mm_iter_metrics *im, mm_metrics *mt, int rc, mm_err *err)
+{
+    double stall = mm_perturb_stall_s(&sim->cluster->pt, it);
+    if (stall > 0) {
+        im->time_s += stall;
+        for (int s = 0; s < P; s++)
+            mt->stages[s].idle_s += stall;
+        if (rc == 0 && it == sim->sc.iterations - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+    }
+    return rc;
+}
+
 static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec, const mm_sim_costs *costs,
                          wl_iter *wi, int it, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
 {
@@ -442,18 +496,8 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     bool perturbed = sim->cluster->pt.n > 0 || sim->cluster->n_groups > 0;
     if (sim->wl && (rc = mm_sim_iteration_costs(sim, spec, costs->stages, it, wi, err)))
         return rc;
-    if (sim->wl) { /* memory that follows the data: 1 when this batch does not fit */
-        int dm = data_memory(sim, spec, wi, it, mt);
-        if (dm)
-            return dm < 0 ? mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the memory model") : 1;
-        if (capacity_oom(sim, spec, mt)) { /* a GPU with less HBM (node group, hbm perturbation) */
-            mt->oom_at.iteration = it;
-            mt->oom_at.micro_batch = mt->oom_at.stage = mt->oom_at.replica = -1;
-            mt->oom_at.need_gib = mt->peak_memory_gib;
-            mt->oom_at.cap_gib = NAN;
-            return 1;
-        }
-    }
+    if (sim->wl && (rc = iter_memory(sim, spec, wi, it, mt, err)))
+        return rc;
     mm_graph g;
     if (mm_build_iteration(spec, &g, err))
         return -MM_EINTERNAL;
@@ -504,14 +548,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
             module_time(&g, start, end, spec, mt);
         if (it == iters - 1 && !sim->headline_only && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
-        double stall = mm_perturb_stall_s(&sim->cluster->pt, it);
-        if (stall > 0) {
-            im->time_s += stall;
-            for (int s = 0; s < P; s++)
-                mt->stages[s].idle_s += stall;
-            if (rc == 0 && it == iters - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
-                rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
-        }
+        rc = add_stall(sim, it, P, im, mt, rc, err);
     }
     free(busy_before);
     free(host_wait);

@@ -324,6 +324,41 @@ static int read_gpu_link(const mm_doc *d, mm_node *n, const char *kind, double *
     return 0;
 }
 
+/* NVLS (an NVSwitch that reduces): its bus bandwidth and latency, given
+ * only with nvls: true; bw: the NVLink line rate (GB/s).  A part of
+ * load_node. */
+static int load_nvls(const mm_doc *d, mm_node *n, mm_cluster *c, int intra, bool nvls, int64_t gpn, double bw,
+                     mm_err *err)
+{
+    int rc;
+    if (nvls) {
+        double nb;
+        if (intra != MM_INTRA_NVSWITCH)
+            return bad_key(d, n, "nvls", "node.nvls", "only an NVSwitch can reduce (NVLS)", err);
+        double nl;
+        if ((rc = need_pos(d, n, "nvls_allreduce_busbw_gb_s", "node.nvls_allreduce_busbw_gb_s", &nb, err)) ||
+            (rc = need_pos(d, n, "nvls_latency_us", "node.nvls_latency_us", &nl, err)))
+            return rc;
+        c->nvls_latency_s = nl * 1e-6;
+        /* NVLS moves S (1 + 1/G) per GPU link direction for an all-reduce of
+         * S (push every shard to the switch for reduction, multicast the
+         * reduced shard back): achieved link rate = algbw (1 + 1/G), with
+         * algbw = busbw / (2(G-1)/G) as nccl-tests reports NVLS. */
+        double g = (double)gpn;
+        c->nvls_eff = nb / (2.0 * (g - 1) / g) * (1.0 + 1.0 / g) / bw;
+        if (gpn < 2 || c->nvls_eff > 1.0)
+            return bad_key(d, n, "nvls_allreduce_busbw_gb_s", "node.nvls_allreduce_busbw_gb_s",
+                           "NVLS bus bandwidth implies more than the NVLink line rate", err);
+        c->nvls = 1;
+    } else if (mm_node_get(n, "nvls_allreduce_busbw_gb_s") || mm_node_get(n, "nvls_latency_us")) {
+        const char *k = mm_node_get(n, "nvls_latency_us") ? "nvls_latency_us" : "nvls_allreduce_busbw_gb_s";
+        char path[64];
+        snprintf(path, sizeof path, "node.%s", k);
+        return bad_key(d, n, k, path, "given without nvls: true", err);
+    }
+    return 0;
+}
+
 /* The node section: GPUs, how they are joined, PCIe, NICs. */
 static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
 {
@@ -381,31 +416,8 @@ static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
             return rc;
         c->pcie_bw = pbw * 1e9;
     }
-    if (nvls) {
-        double nb;
-        if (intra != MM_INTRA_NVSWITCH)
-            return bad_key(d, n, "nvls", "node.nvls", "only an NVSwitch can reduce (NVLS)", err);
-        double nl;
-        if ((rc = need_pos(d, n, "nvls_allreduce_busbw_gb_s", "node.nvls_allreduce_busbw_gb_s", &nb, err)) ||
-            (rc = need_pos(d, n, "nvls_latency_us", "node.nvls_latency_us", &nl, err)))
-            return rc;
-        c->nvls_latency_s = nl * 1e-6;
-        /* NVLS moves S (1 + 1/G) per GPU link direction for an all-reduce of
-         * S (push every shard to the switch for reduction, multicast the
-         * reduced shard back): achieved link rate = algbw (1 + 1/G), with
-         * algbw = busbw / (2(G-1)/G) as nccl-tests reports NVLS. */
-        double g = (double)gpn;
-        c->nvls_eff = nb / (2.0 * (g - 1) / g) * (1.0 + 1.0 / g) / bw;
-        if (gpn < 2 || c->nvls_eff > 1.0)
-            return bad_key(d, n, "nvls_allreduce_busbw_gb_s", "node.nvls_allreduce_busbw_gb_s",
-                           "NVLS bus bandwidth implies more than the NVLink line rate", err);
-        c->nvls = 1;
-    } else if (mm_node_get(n, "nvls_allreduce_busbw_gb_s") || mm_node_get(n, "nvls_latency_us")) {
-        const char *k = mm_node_get(n, "nvls_latency_us") ? "nvls_latency_us" : "nvls_allreduce_busbw_gb_s";
-        char path[64];
-        snprintf(path, sizeof path, "node.%s", k);
-        return bad_key(d, n, k, path, "given without nvls: true", err);
-    }
+    if ((rc = load_nvls(d, n, c, intra, nvls, gpn, bw, err)))
+        return rc;
     sw = c->nics_per_node < c->gpus_per_node ? c->nics_per_node : c->gpus_per_node;
     if ((rc = mm_node_int(d, n, "pcie_switches", "node.pcie_switches", 1, gpn, &sw, &found, err)))
         return rc;

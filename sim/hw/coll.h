@@ -42,7 +42,7 @@
  *   sendrecv  one flow, source's NIC to destination's NIC.
  * The step-by-step ring (every step its own set of flows, one per hop, and
  * its own alpha) is available for checking (mm_network_set_stepwise); with
- * a single collective both give the same time (tests/test_net.c).
+ * a single collective both give the same time (tests/test_coll.c).
  * Not for: choosing what to communicate (the run layer does that). */
 #ifndef MM_COLL_H
 #define MM_COLL_H

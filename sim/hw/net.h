@@ -12,7 +12,7 @@
  * the nccl-tests busbw the topology file cites.  No contention: two
  * collectives on the same links each get the full bandwidth; the `flow`
  * model (coll.h over flow.h) shares them, and with one collective alone
- * both models agree (tests/test_net.c).  Not for: the asynchronous
+ * both models agree (tests/test_coll.c).  Not for: the asynchronous
  * interface the executor uses (coll.h). */
 #ifndef MM_NET_H
 #define MM_NET_H

@@ -130,31 +130,14 @@ static int stage_layers(const mm_llm *m, const mm_mem_config *c, int stage)
     return mm_layout_stage_layers(&c->lay, m->layers, stage);
 }
 
-int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
+/* The model states of a stage of nl blocks like sm (with the embedding
+ * when first, the final norm and head when last) on one rank: parameters,
+ * weights, gradients and optimizer states into out; a part of
+ * mm_mem_llm_rank. */
+static void model_states(const mm_llm *m, const mm_llm *sm, const mm_mem_config *c, int nl, bool first, bool last,
+                         int ep_dp, mm_mem_rank *out)
 {
-    memset(out, 0, sizeof *out);
-    if (c->lay.pp < 1 || c->lay.tp < 1 || c->lay.dp < 1 || stage < 0 || stage >= c->lay.pp || c->micro_batches < 1)
-        return -1;
-    int nl = stage_layers(m, c, stage);
-    bool first = stage == 0, last = stage == c->lay.pp - 1;
-    double t = (double)c->lay.tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
-    double cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0;
-    int ep_dp = 1, ep_tp = 1;
-    if (mm_mem_ep_fold(c->lay.ep > 0 ? c->lay.ep : 1, c->lay.tp, c->lay.dp, &ep_dp, &ep_tp))
-        return -1;
-
-    /* The stage's own blocks (DeepSeek's dense first ones, Gemma 2's mix)
-     * when its layers are contiguous (vpp 1); else the model's mean block. */
-    mm_llm view = *m;
-    if ((c->lay.vpp <= 1) && !mm_llm_blocks_uniform(m)) {
-        int l0 = 0;
-        for (int k = 0; k < stage; k++)
-            l0 += stage_layers(m, c, k);
-        view = mm_llm_stage_view(m, l0, nl);
-    }
-    const mm_llm *sm = &view;
-
-    /* ---- model states ---- */
+    double t = (double)c->lay.tp, h = (double)m->hidden;
     /* mean block (llm.h): routed experts split over the expert group's
      * ep_dp replicas as well as tp */
     double layer = (double)mm_llm_layer_params(sm);
@@ -198,6 +181,34 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     }
     if (c->frozen)
         out->grads = out->optimizer = 0;
+}
+
+int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->lay.pp < 1 || c->lay.tp < 1 || c->lay.dp < 1 || stage < 0 || stage >= c->lay.pp || c->micro_batches < 1)
+        return -1;
+    int nl = stage_layers(m, c, stage);
+    bool first = stage == 0, last = stage == c->lay.pp - 1;
+    double t = (double)c->lay.tp, b = c->micro_batch, s = c->seq, h = (double)m->hidden;
+    double cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0;
+    int ep_dp = 1, ep_tp = 1;
+    if (mm_mem_ep_fold(c->lay.ep > 0 ? c->lay.ep : 1, c->lay.tp, c->lay.dp, &ep_dp, &ep_tp))
+        return -1;
+
+    /* The stage's own blocks (DeepSeek's dense first ones, Gemma 2's mix)
+     * when its layers are contiguous (vpp 1); else the model's mean block. */
+    mm_llm view = *m;
+    if ((c->lay.vpp <= 1) && !mm_llm_blocks_uniform(m)) {
+        int l0 = 0;
+        for (int k = 0; k < stage; k++)
+            l0 += stage_layers(m, c, k);
+        view = mm_llm_stage_view(m, l0, nl);
+    }
+    const mm_llm *sm = &view;
+
+    /* ---- model states ---- */
+    model_states(m, sm, c, nl, first, last, ep_dp, out);
 
     /* ---- activations ---- */
     double per_layer = mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute);

@@ -507,20 +507,74 @@ static int read_internvl(const mm_hf *r, mm_model *m)
     return 0;
 }
 
-/* A Hugging Face composite: its LLM, its vision tower and the projector
- * between them, each from its own sub-config. */
-static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
+/* A composite's LLM, validated: the root itself (Qwen2-VL's flat layout),
+ * or its mapping; transformers-native Qwen2.5-VL files may nest it in
+ * text_config.  Unmodeled keys join those of *keys (the root's); another
+ * error returns *keys instead when it holds any.  A part of
+ * read_composite. */
+static int composite_llm(const mm_doc *d, mm_node *root, const composite *c, bool flat, mm_hf *r, mm_model *m,
+                         mm_err *keys, mm_err *err)
 {
     int rc;
-    mm_err scratch; /* the errors are read back below, even when the caller passes none */
-    if (!err) {
-        mm_err_clear(&scratch);
-        err = &scratch;
+    const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
+    mm_node *lm = lk ? mm_node_get(root, lk) : root;
+    if (!lm || !mm_node_is_mapping(lm))
+        return keys->code ? (*err = *keys, -MM_EINPUT)
+                          : mm_hf_fail(r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
+    char ttype[64] = "";
+    mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
+    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
+        return keys->code ? (*err = *keys, -MM_EINPUT) : rc;
+    const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
+    if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
+        (rc = mm_llm_validate(&m->llm, err))) {
+        if (!mm_hf_is_keys_error(err))
+            return keys->code ? (*err = *keys, -MM_EINPUT) : rc;
+        mm_hf_join_keys_error(keys, err);
     }
-    const composite *c = composites;
-    while (c->type && strcmp(c->type, type))
-        c++;
-    mm_hf r = {d, root, "", type, err};
+    return 0;
+}
+
+/* LLaVA-NeXT's and LLaVA-OneVision's image newline, grids and (OneVision)
+ * frame pooling and grid cap; a part of read_composite. */
+static int llava_anyres(const mm_doc *d, mm_node *root, const char *type, mm_hf *r, mm_model *m)
+{
+    int rc;
+    mm_err *err = r->err;
+    bool next = !strcmp(type, "llava_next"), ov = !strcmp(type, "llava_onevision");
+    if (next || ov) {
+        m->extra_params = m->llm.hidden; /* image_newline */
+        m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
+        mm_node *pp = mm_node_get(root, "image_grid_pinpoints");
+        if (pp && !mm_node_is_null(pp)) {
+            if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
+                return rc;
+        } else {
+            default_grids(m, ov);
+        }
+    }
+    if (ov) {
+        /* LLaVA-OneVision: video frames pooled 2x2 (get_video_features,
+         * bilinear to ceil(27/2)); anyres_max_9 caps an image's grid. */
+        char ar[32] = "anyres_max_9";
+        int mx = 0, used = 0;
+        if ((rc = mm_hf_str(r, "vision_aspect_ratio", ar, sizeof ar)))
+            return rc;
+        if (sscanf(ar, "anyres_max_%d%n", &mx, &used) == 1 && used == (int)strlen(ar) && mx >= 1 && mx <= 64)
+            m->anyres_max = mx;
+        else if (strcmp(ar, "anyres"))
+            return mm_hf_fail(r, "vision_aspect_ratio", "unknown '%s' (anyres, anyres_max_N)", ar);
+        m->frame_pool = 2;
+    }
+    return 0;
+}
+
+/* A vision-language model_type whose one unmodeled feature is named:
+ * refused by that feature's key (Mllama's cross-attention layers, Llama 4's
+ * chunked attention, Qwen3-VL's DeepStack, Idefics2's perceiver); 0 for
+ * any other type.  A part of read_composite. */
+static int refuse_unmodeled(const mm_doc *d, mm_node *root, const char *type, mm_err *err)
+{
     if (!strcmp(type, "mllama")) {
         /* Llama 3.2 Vision: the image reaches the LLM through gated
          * cross-attention layers interleaved with its self-attention ones
@@ -548,6 +602,67 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
             mm_hf nr = {d, sm && mm_node_is_mapping(sm) ? sm : root, sm ? named[i].sub : "", type, err};
             return mm_hf_fail(&nr, named[i].key, "%s", named[i].why);
         }
+    return 0;
+}
+
+/* Gemma 3's projector; a part of read_composite. */
+static int gemma3_projector(mm_hf *r, mm_model *m)
+{
+    int rc;
+    /* Gemma3MultiModalProjector: the (image/patch)^2 grid averaged in
+     * square pools down to mm_tokens_per_image (Gemma3Config: 256; 64 x
+     * 64 SigLIP patches at 896 px pooled 4 x 4) */
+    int64_t ntok = 256, g = m->vision.image_size / m->vision.patch_size;
+    if ((rc = mm_hf_int(r, "mm_tokens_per_image", 1, DIM_MAX, &ntok, NULL)))
+        return rc;
+    int64_t side = (int64_t)llround(sqrt((double)ntok));
+    if (side * side != ntok || g % side)
+        return mm_hf_fail(r, "mm_tokens_per_image", "%lld tokens are not a square that divides the %lld x %lld "
+                          "patch grid", (long long)ntok, (long long)g, (long long)g);
+    m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false};
+    m->pixel_shuffle = (double)side / (double)g;
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Mistral 3's (and Ministral 3's) projector; a part of read_composite. */
+static int mistral3_projector(mm_hf *r, mm_node *root, mm_model *m)
+{
+    int rc;
+    /* Mistral3MultiModalProjector: spatial_merge_size^2 patches merged
+     * into one token; vision_feature_layer an int (one layer's
+     * features; a list would widen the norm and merger) */
+    int64_t merge2 = 2;
+    bool pb = false;
+    mm_node *vfl = mm_node_get(root, "vision_feature_layer");
+    if (vfl && mm_node_is_sequence(vfl))
+        return mm_hf_fail(r, "vision_feature_layer", "several feature layers concatenated are not modeled");
+    if ((rc = mm_hf_int(r, "spatial_merge_size", 1, 64, &merge2, NULL)) ||
+        (rc = mm_hf_bool(r, "multimodal_projector_bias", &pb)))
+        return rc;
+    m->vision_proj = (mm_projector){MM_PROJ_MISTRAL3, 3, 0, 0, false, 0, pb};
+    m->pixel_shuffle = 1.0 / (double)merge2;
+    m->dynamic = true;
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* A Hugging Face composite: its LLM, its vision tower and the projector
+ * between them, each from its own sub-config. */
+static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_err scratch; /* the errors are read back below, even when the caller passes none */
+    if (!err) {
+        mm_err_clear(&scratch);
+        err = &scratch;
+    }
+    const composite *c = composites;
+    while (c->type && strcmp(c->type, type))
+        c++;
+    mm_hf r = {d, root, "", type, err};
+    if ((rc = refuse_unmodeled(d, root, type, err)))
+        return rc;
     if (!c->type)
         return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s' (mmsim reads llava, llava_next, "
                           "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, idefics3, mistral3, "
@@ -565,24 +680,8 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     }
     if ((rc = mm_llm_check_architectures(d, root, "", err)))
         return keys.code ? (*err = keys, -MM_EINPUT) : rc;
-    /* The LLM: the root itself (Qwen2-VL's flat layout), or its mapping;
-     * transformers-native Qwen2.5-VL files may nest it in text_config. */
-    const char *lk = flat && mm_node_get(root, "text_config") ? "text_config" : c->llm_key;
-    mm_node *lm = lk ? mm_node_get(root, lk) : root;
-    if (!lm || !mm_node_is_mapping(lm))
-        return keys.code ? (*err = keys, -MM_EINPUT)
-                         : mm_hf_fail(&r, lk ? lk : "model_type", "missing the LLM's sub-config (a mapping)");
-    char ttype[64] = "";
-    mm_hf tr = {d, lm, lk ? lk : "", NULL, err};
-    if ((rc = mm_hf_str(&tr, "model_type", ttype, sizeof ttype)))
-        return keys.code ? (*err = keys, -MM_EINPUT) : rc;
-    const char *force = flat ? c->text_type : (!ttype[0] ? c->text_type : NULL);
-    if ((rc = mm_llm_from_node_typed(d, lm, lk ? lk : "", force, &m->llm, err)) ||
-        (rc = mm_llm_validate(&m->llm, err))) {
-        if (!mm_hf_is_keys_error(err))
-            return keys.code ? (*err = keys, -MM_EINPUT) : rc;
-        mm_hf_join_keys_error(&keys, err);
-    }
+    if ((rc = composite_llm(d, root, c, flat, &r, m, &keys, err)))
+        return rc;
     mm_node *vm = mm_node_get(root, "vision_config");
     if (!vm)
         return keys.code ? (*err = keys, -MM_EINPUT)
@@ -619,40 +718,10 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         snprintf(ptype, sizeof ptype, "internvl");
     if ((rc = mm_hf_str(&r, "mm_projector_type", ptype, sizeof ptype)))
         return rc;
-    if (!strcmp(type, "gemma3")) {
-        /* Gemma3MultiModalProjector: the (image/patch)^2 grid averaged in
-         * square pools down to mm_tokens_per_image (Gemma3Config: 256; 64 x
-         * 64 SigLIP patches at 896 px pooled 4 x 4) */
-        int64_t ntok = 256, g = m->vision.image_size / m->vision.patch_size;
-        if ((rc = mm_hf_int(&r, "mm_tokens_per_image", 1, DIM_MAX, &ntok, NULL)))
-            return rc;
-        int64_t side = (int64_t)llround(sqrt((double)ntok));
-        if (side * side != ntok || g % side)
-            return mm_hf_fail(&r, "mm_tokens_per_image", "%lld tokens are not a square that divides the %lld x %lld "
-                              "patch grid", (long long)ntok, (long long)g, (long long)g);
-        m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false};
-        m->pixel_shuffle = (double)side / (double)g;
-        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
-        return 0;
-    }
-    if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3")) {
-        /* Mistral3MultiModalProjector: spatial_merge_size^2 patches merged
-         * into one token; vision_feature_layer an int (one layer's
-         * features; a list would widen the norm and merger) */
-        int64_t merge2 = 2;
-        bool pb = false;
-        mm_node *vfl = mm_node_get(root, "vision_feature_layer");
-        if (vfl && mm_node_is_sequence(vfl))
-            return mm_hf_fail(&r, "vision_feature_layer", "several feature layers concatenated are not modeled");
-        if ((rc = mm_hf_int(&r, "spatial_merge_size", 1, 64, &merge2, NULL)) ||
-            (rc = mm_hf_bool(&r, "multimodal_projector_bias", &pb)))
-            return rc;
-        m->vision_proj = (mm_projector){MM_PROJ_MISTRAL3, 3, 0, 0, false, 0, pb};
-        m->pixel_shuffle = 1.0 / (double)merge2;
-        m->dynamic = true;
-        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
-        return 0;
-    }
+    if (!strcmp(type, "gemma3"))
+        return gemma3_projector(&r, m);
+    if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
+        return mistral3_projector(&r, root, m);
     if (!strcmp(type, "idefics3")) {
         int64_t scale = 2; /* Idefics3Config scale_factor */
         if ((rc = mm_hf_int(&r, "scale_factor", 1, 64, &scale, NULL)))
@@ -665,31 +734,8 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     }
     if (internvl && (rc = read_internvl(&r, m)))
         return rc;
-    bool next = !strcmp(type, "llava_next"), ov = !strcmp(type, "llava_onevision");
-    if (next || ov) {
-        m->extra_params = m->llm.hidden; /* image_newline */
-        m->max_tiles = 0;                /* the largest grid plus the base image (finish_grids) */
-        mm_node *pp = mm_node_get(root, "image_grid_pinpoints");
-        if (pp && !mm_node_is_null(pp)) {
-            if ((rc = read_pinpoints(d, pp, "image_grid_pinpoints", m, true, err)))
-                return rc;
-        } else {
-            default_grids(m, ov);
-        }
-    }
-    if (ov) {
-        /* LLaVA-OneVision: video frames pooled 2x2 (get_video_features,
-         * bilinear to ceil(27/2)); anyres_max_9 caps an image's grid. */
-        char ar[32] = "anyres_max_9";
-        int mx = 0, used = 0;
-        if ((rc = mm_hf_str(&r, "vision_aspect_ratio", ar, sizeof ar)))
-            return rc;
-        if (sscanf(ar, "anyres_max_%d%n", &mx, &used) == 1 && used == (int)strlen(ar) && mx >= 1 && mx <= 64)
-            m->anyres_max = mx;
-        else if (strcmp(ar, "anyres"))
-            return mm_hf_fail(&r, "vision_aspect_ratio", "unknown '%s' (anyres, anyres_max_N)", ar);
-        m->frame_pool = 2;
-    }
+    if ((rc = llava_anyres(d, root, type, &r, m)))
+        return rc;
     finish_grids(m);
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
     return 0;
@@ -821,11 +867,11 @@ static int load_part(const mm_doc *d, mm_node *root, const char *key, mm_model *
     return rc;
 }
 
-static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+/* The parts a YAML form names by path (llm, vision, audio), each loaded
+ * and checked to be what its key says; a part of read_yaml_form. */
+static int load_parts(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
 {
-    int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
-    if (rc)
-        return rc;
+    int rc;
     mm_model part;
     if (mm_node_get(root, "llm")) {
         if ((rc = load_part(d, root, "llm", &part, err)))
@@ -854,6 +900,41 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             m->has_audio = true;
         }
     }
+    return 0;
+}
+
+/* The YAML form's image: {tile, max_tiles, pixel_shuffle, frame_pool,
+ * anyres_max, grids}; a part of read_yaml_form. */
+static int read_image_keys(const mm_doc *d, mm_node *im, mm_model *m, mm_err *err)
+{
+    int rc;
+    int64_t maxt = 0;
+    if ((rc = mm_node_check_keys(d, im, "image", image_keys, err)) ||
+        (rc = mm_node_int(d, im, "tile", "image.tile", 1, 1 << 20, &m->tile, NULL, err)) ||
+        (rc = mm_node_int(d, im, "max_tiles", "image.max_tiles", 1, 4096, &maxt, NULL, err)) ||
+        (rc = mm_node_double(d, im, "pixel_shuffle", "image.pixel_shuffle", 0.01, 1.0, &m->pixel_shuffle,
+                             NULL, err)))
+        return rc;
+    m->max_tiles = (int)maxt;
+    int64_t pool = 0, amax = 0; /* as llava_onevision's frame pooling and anyres_max_N */
+    if ((rc = mm_node_int(d, im, "frame_pool", "image.frame_pool", 1, 16, &pool, NULL, err)) ||
+        (rc = mm_node_int(d, im, "anyres_max", "image.anyres_max", 1, 64, &amax, NULL, err)))
+        return rc;
+    m->frame_pool = (int)pool;
+    m->anyres_max = (int)amax;
+    mm_node *g = mm_node_get(im, "grids");
+    if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
+        return rc;
+    return 0;
+}
+
+static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
+    if (rc)
+        return rc;
+    if ((rc = load_parts(d, root, m, err)))
+        return rc;
     if (!m->has_llm && (m->has_vision || m->has_audio) && (mm_node_get(root, "projector") || mm_node_get(root, "audio_projector")))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(root), "llm", "a projector needs an llm");
     m->pixel_shuffle = 1.0;
@@ -876,25 +957,8 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             return rc;
     }
     mm_node *im = mm_node_get(root, "image");
-    if (im) {
-        int64_t maxt = 0;
-        if ((rc = mm_node_check_keys(d, im, "image", image_keys, err)) ||
-            (rc = mm_node_int(d, im, "tile", "image.tile", 1, 1 << 20, &m->tile, NULL, err)) ||
-            (rc = mm_node_int(d, im, "max_tiles", "image.max_tiles", 1, 4096, &maxt, NULL, err)) ||
-            (rc = mm_node_double(d, im, "pixel_shuffle", "image.pixel_shuffle", 0.01, 1.0, &m->pixel_shuffle,
-                                 NULL, err)))
-            return rc;
-        m->max_tiles = (int)maxt;
-        int64_t pool = 0, amax = 0; /* as llava_onevision's frame pooling and anyres_max_N */
-        if ((rc = mm_node_int(d, im, "frame_pool", "image.frame_pool", 1, 16, &pool, NULL, err)) ||
-            (rc = mm_node_int(d, im, "anyres_max", "image.anyres_max", 1, 64, &amax, NULL, err)))
-            return rc;
-        m->frame_pool = (int)pool;
-        m->anyres_max = (int)amax;
-        mm_node *g = mm_node_get(im, "grids");
-        if (g && (rc = read_pinpoints(d, g, "image.grids", m, false, err)))
-            return rc;
-    }
+    if (im && (rc = read_image_keys(d, im, m, err)))
+        return rc;
     if (m->has_vision && m->tile != m->vision.image_size)
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(im, "tile"), "image.tile",
                           "tile %lld differs from the vision encoder's image size %lld", (long long)m->tile,

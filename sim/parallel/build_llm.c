@@ -142,6 +142,58 @@ static int join_side(builder *b, int rank, int cat, int layer, int vs, int mb, i
     return 0;
 }
 
+/* ZeRO-3: layer k's gather may start once layer k-depth-1's compute is
+ * done (it runs while layers k-depth .. k-1 compute).  It is issued on
+ * the DP stream right then, ahead of the gradient reduce-scatters of
+ * the layers still computing, as FSDP2 and DeepSpeed issue the next
+ * all-gather before the current reduce-scatter: the DP stream runs in
+ * order, so a gather queued behind layer k-1's reduce-scatter would wait
+ * for layer k-1's compute and no prefetch could hide it.  mm_bld_emit_pass's
+ * `gathers` holds the depth + 1 issued ahead. */
+enum { Z3_RING = 16 };
+
+/* A pass's ZeRO-3 plan: the gathers' prefetch depth, whether it gathers
+ * (z3), scatters gradients (z3_rs) and blocks the compute (z3_block); the
+ * setup of mm_bld_emit_pass. */
+static void z3_plan(const builder *b, int vs, int pass, int mb, bool comm_pass, int *depth, bool *z3, bool *z3_rs,
+                    bool *z3_block)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    *depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
+    /* z3_once (FSDP2 on a pipeline, reshard_after_forward False and no
+     * reshard after a backward but the last): only the first micro-batch's
+     * forward gathers, every later pass finds the layers gathered */
+    *z3 = sp->zero >= 3 && comm_pass && sp->lay.dp > 1 && (!sp->z3_once || (pass == MM_PASS_F && mb == 0));
+    /* ZeRO-3's gradients leave after a layer's last backward work */
+    bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
+    *z3_rs = sp->zero >= 3 && grads_done && sp->lay.dp > 1 && c->grad_bytes > 0; /* none when frozen */
+    /* DeepSpeed's overlap_comm false: the gathers and reduce-scatters run
+     * on the default stream (parameter_offload.py __allgather_stream,
+     * stage3.py reduce_and_partition_stream), so each blocks the compute;
+     * a prefetch is issued there too, ahead of the layer's compute, and
+     * hides nothing */
+    *z3_block = sp->zero >= 3 && !sp->overlap_grad_reduce;
+}
+
+/* z3_once: the gradients accumulated unsharded over the micro-batches
+ * leave after the chunk's last backward, every layer's at once
+ * (PipelineStage._post_backward runs each FSDP state's post_backward,
+ * in module order); the schedules run micro-batch m-1's last.  *prev: the
+ * pass's last op, moved past the scatters when they block. */
+static int z3_once_scatter(builder *b, int d, int vs, int pass, int mb, int chunks, bool z3_block, int64_t *prev)
+{
+    const mm_build_spec *sp = b->sp;
+    for (int k = 0; sp->z3_once && mb == sp->m - 1 && k < chunks; k++) {
+        int64_t o = zero3_scatter(b, d, vs, mb, pass, k, *prev, z3_block);
+        if (o < 0)
+            return -1;
+        *prev = z3_block ? o : *prev;
+    }
+    return 0;
+}
+
 /* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
  * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
  * communication.  W passes have none but ZeRO-3's gradient scatter. */
@@ -166,29 +218,9 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     int64_t prev = b->last_compute[rank];
     if (pass == MM_PASS_F && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, &pe->first)) < -1)
         return -1;
-    /* ZeRO-3: layer k's gather may start once layer k-depth-1's compute is
-     * done (it runs while layers k-depth .. k-1 compute).  It is issued on
-     * the DP stream right then, ahead of the gradient reduce-scatters of
-     * the layers still computing, as FSDP2 and DeepSpeed issue the next
-     * all-gather before the current reduce-scatter: the DP stream runs in
-     * order, so a gather queued behind layer k-1's reduce-scatter would wait
-     * for layer k-1's compute and no prefetch could hide it.  `gathers`
-     * holds the depth + 1 issued ahead. */
-    enum { Z3_RING = 16 };
-    int depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
-    /* z3_once (FSDP2 on a pipeline, reshard_after_forward False and no
-     * reshard after a backward but the last): only the first micro-batch's
-     * forward gathers, every later pass finds the layers gathered */
-    bool z3 = sp->zero >= 3 && comm_pass && sp->lay.dp > 1 && (!sp->z3_once || (pass == MM_PASS_F && mb == 0));
-    /* ZeRO-3's gradients leave after a layer's last backward work */
-    bool grads_done = zb ? pass == MM_PASS_W : pass == MM_PASS_B;
-    bool z3_rs = sp->zero >= 3 && grads_done && sp->lay.dp > 1 && c->grad_bytes > 0; /* none when frozen */
-    /* DeepSpeed's overlap_comm false: the gathers and reduce-scatters run
-     * on the default stream (parameter_offload.py __allgather_stream,
-     * stage3.py reduce_and_partition_stream), so each blocks the compute;
-     * a prefetch is issued there too, ahead of the layer's compute, and
-     * hides nothing */
-    bool z3_block = sp->zero >= 3 && !sp->overlap_grad_reduce;
+    int depth;
+    bool z3, z3_rs, z3_block;
+    z3_plan(b, vs, pass, mb, comm_pass, &depth, &z3, &z3_rs, &z3_block);
     int64_t gathers[Z3_RING];
     /* backward visits the layers from the last to the first */
 #define LAYER_AT(k) (pass == MM_PASS_F ? (k) : chunks - 1 - (k))
@@ -232,16 +264,8 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
 #undef LAYER_AT
     if (pass == MM_PASS_B && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, NULL)) < -1)
         return -1;
-    /* z3_once: the gradients accumulated unsharded over the micro-batches
-     * leave after the chunk's last backward, every layer's at once
-     * (PipelineStage._post_backward runs each FSDP state's post_backward,
-     * in module order); the schedules run micro-batch m-1's last */
-    for (int k = 0; z3_rs && sp->z3_once && mb == sp->m - 1 && k < chunks; k++) {
-        int64_t o = zero3_scatter(b, d, vs, mb, pass, k, prev, z3_block);
-        if (o < 0)
-            return -1;
-        prev = z3_block ? o : prev;
-    }
+    if (z3_rs && z3_once_scatter(b, d, vs, pass, mb, chunks, z3_block, &prev))
+        return -1;
     pe->last = (uint32_t)prev;
     return 0;
 }

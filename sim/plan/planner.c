@@ -818,6 +818,49 @@ static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenari
     return 0;
 }
 
+/* --gpus: the cluster resized to o->gpus / (the topology's GPUs per node)
+ * nodes; the node size comes from the topology, loaded once to resize. */
+static int resize_nodes(const mm_plan_opts *o, mm_scenario *base, mm_err *err)
+{
+    char topo[512];
+    mm_cluster *cl = malloc(sizeof *cl);
+    if (!cl)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    mm_sim_resolve_path(base->topology, base->source, topo, sizeof topo);
+    int rc = mm_cluster_load(topo, 1, cl, err);
+    int gpn = cl->gpus_per_node;
+    mm_cluster_free(cl);
+    free(cl);
+    if (rc)
+        return rc;
+    if (o->gpus % gpn) {
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--gpus",
+                          "%d GPUs are not whole nodes of %d GPUs (%s); the cluster is resized to --gpus / %d nodes",
+                          o->gpus, gpn, base->topology, gpn);
+    }
+    base->nodes = o->gpus / gpn;
+    return 0;
+}
+
+/* The candidates in their final order, ranked (simulated and estimated
+ * ones), with the plan's counts of simulated, failed and estimated ones. */
+static void rank_cands(cand_vec *v, mm_plan *p)
+{
+    qsort(v->c, v->n, sizeof *v->c, cmp_rank);
+    int rank = 0;
+    p->estimated = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        mm_plan_cand *c = &v->c[i];
+        p->simulated += c->status == MM_CAND_SIMULATED;
+        p->failed += c->status == MM_CAND_FAILED;
+        p->estimated += c->status == MM_CAND_ESTIMATED;
+        p->tied += c->status == MM_CAND_TIED;
+        p->bounded += c->status == MM_CAND_BOUNDED;
+        if (c->status != MM_CAND_PRUNED && c->status != MM_CAND_FAILED)
+            c->rank = ++rank;
+    }
+}
+
 int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
 {
     double t0 = mm_host_seconds();
@@ -842,29 +885,8 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         *base = *o->base; /* borrowed: only numbers (nodes, the layout) change */
     else if ((rc = mm_scenario_load(base, o->scenario, o->sets, o->n_sets, err)))
         goto out;
-    /* The node size comes from the topology: load it once to resize. */
-    if (o->gpus > 0) {
-        char topo[512];
-        mm_cluster *cl = malloc(sizeof *cl);
-        if (!cl) {
-            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-            goto out;
-        }
-        mm_sim_resolve_path(base->topology, base->source, topo, sizeof topo);
-        rc = mm_cluster_load(topo, 1, cl, err);
-        int gpn = cl->gpus_per_node;
-        mm_cluster_free(cl);
-        free(cl);
-        if (rc)
-            goto out;
-        if (o->gpus % gpn) {
-            rc = mm_err_set(err, MM_EINPUT, "<cli>", 0, "--gpus",
-                            "%d GPUs are not whole nodes of %d GPUs (%s); the cluster is resized to --gpus / %d nodes",
-                            o->gpus, gpn, base->topology, gpn);
-            goto out;
-        }
-        base->nodes = o->gpus / gpn;
-    }
+    if (o->gpus > 0 && (rc = resize_nodes(o, base, err)))
+        goto out;
     int min_nodes = 0;
     for (;;) {
         if ((rc = plan_on(o, &space, base, sim, &v, lps, p, err)))
@@ -916,19 +938,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         extra -= k;
     }
     p->simulate_s = mm_host_seconds() - t2;
-    qsort(v.c, v.n, sizeof *v.c, cmp_rank);
-    int rank = 0;
-    p->estimated = 0;
-    for (size_t i = 0; i < v.n; i++) {
-        mm_plan_cand *c = &v.c[i];
-        p->simulated += c->status == MM_CAND_SIMULATED;
-        p->failed += c->status == MM_CAND_FAILED;
-        p->estimated += c->status == MM_CAND_ESTIMATED;
-        p->tied += c->status == MM_CAND_TIED;
-        p->bounded += c->status == MM_CAND_BOUNDED;
-        if (c->status != MM_CAND_PRUNED && c->status != MM_CAND_FAILED)
-            c->rank = ++rank;
-    }
+    rank_cands(&v, p);
     p->c = v.c;
     p->n = v.n;
     v.c = NULL;

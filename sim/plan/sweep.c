@@ -155,6 +155,40 @@ static char *number_text(double v)
     return dup_printf("%.15g", v);
 }
 
+/* The n values of a range (from, to and one of step, factor or points, on
+ * a linear or log scale) into ax, written as number_text writes them; the
+ * end of read_range. */
+static int range_fill(mm_sweep *sw, mm_sweep_axis *ax, int n, double from, double to, double step, double factor,
+                      int scale, bool f_step, bool f_factor, mm_err *err)
+{
+    ax->values = calloc((size_t)n, sizeof *ax->values);
+    ax->json = calloc((size_t)n, sizeof *ax->json);
+    if (!ax->values || !ax->json)
+        return oom(sw, err);
+    ax->n_values = n;
+    for (int i = 0; i < n; i++) {
+        double v;
+        if (f_step)
+            v = from + i * step;
+        else if (f_factor)
+            v = from * pow(factor, i);
+        else if (n == 1)
+            v = from;
+        else if (scale == 1)
+            v = exp(log(from) + (log(to) - log(from)) * i / (n - 1));
+        else
+            v = from + (to - from) * i / (n - 1);
+        /* pow/exp may land a hair off a whole number: snap within 1e-9. */
+        if (fabs(v - round(v)) < 1e-9 * fmax(1.0, fabs(v)))
+            v = round(v);
+        ax->values[i] = number_text(v);
+        ax->json[i] = ax->values[i] ? strdup(ax->values[i]) : NULL;
+        if (!ax->values[i] || !ax->json[i])
+            return oom(sw, err);
+    }
+    return 0;
+}
+
 static int read_range(mm_sweep *sw, const mm_doc *doc, mm_node *r, const char *prefix,
                       mm_sweep_axis *ax, mm_err *err)
 {
@@ -218,33 +252,7 @@ static int read_range(mm_sweep *sw, const mm_doc *doc, mm_node *r, const char *p
         return bad(sw, err, line, path, "range has %.0f values, at most %d", n_real,
                    MAX_AXIS_VALUES);
     }
-    int n = (int)n_real;
-    ax->values = calloc((size_t)n, sizeof *ax->values);
-    ax->json = calloc((size_t)n, sizeof *ax->json);
-    if (!ax->values || !ax->json)
-        return oom(sw, err);
-    ax->n_values = n;
-    for (int i = 0; i < n; i++) {
-        double v;
-        if (f_step)
-            v = from + i * step;
-        else if (f_factor)
-            v = from * pow(factor, i);
-        else if (n == 1)
-            v = from;
-        else if (scale == 1)
-            v = exp(log(from) + (log(to) - log(from)) * i / (n - 1));
-        else
-            v = from + (to - from) * i / (n - 1);
-        /* pow/exp may land a hair off a whole number: snap within 1e-9. */
-        if (fabs(v - round(v)) < 1e-9 * fmax(1.0, fabs(v)))
-            v = round(v);
-        ax->values[i] = number_text(v);
-        ax->json[i] = ax->values[i] ? strdup(ax->values[i]) : NULL;
-        if (!ax->values[i] || !ax->json[i])
-            return oom(sw, err);
-    }
-    return 0;
+    return range_fill(sw, ax, (int)n_real, from, to, step, factor, scale, f_step, f_factor, err);
 }
 
 static int read_axis(mm_sweep *sw, const mm_doc *doc, mm_node *a, int i,

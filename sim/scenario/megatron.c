@@ -332,6 +332,36 @@ typedef struct shape {
     bool swiglu, untie, rope, gqa, bias, qkv_bias;
 } shape;
 
+/* The vocabulary: --vocab-size, or GPT-2 BPE's for its tokenizer, padded
+ * as Megatron-LM pads it (a multiple of --make-vocab-size-divisible-by x
+ * tp) unless --no-pad-vocab-size or --padded-vocab-size say otherwise; a
+ * part of read_shape. */
+static int read_vocab(const reader *r, long tp, long div, shape *m)
+{
+    int rc;
+    long vocab;
+    if (has(r, "--vocab-size")) {
+        if ((rc = get_long(r, "--vocab-size", 1, 0, &vocab)))
+            return rc;
+    } else {
+        const char *tok = get_str(r, "--tokenizer-type", "GPT2BPETokenizer");
+        if (strcmp(tok, "GPT2BPETokenizer") != 0)
+            return bad(r, has(r, "--tokenizer-type") ? "--tokenizer-type" : "--vocab-size",
+                       "the vocabulary of tokenizer %s is not known without reading its files: give --vocab-size",
+                       tok);
+        vocab = 50257; /* GPT-2 BPE (Radford et al. 2019, gpt2-vocab.json) */
+        note(r->mg, "vocabulary: GPT-2 BPE, 50257 tokens (no --vocab-size)");
+    }
+    long mult = has(r, "--no-pad-vocab-size") ? 1 : div * tp;
+    m->vocab = (vocab + mult - 1) / mult * mult;
+    if (has(r, "--padded-vocab-size") && (rc = get_long(r, "--padded-vocab-size", 1, 0, &m->vocab)))
+        return rc; /* the padded size given outright */
+    if (m->vocab != vocab)
+        note(r->mg, "vocabulary padded %ld -> %ld (multiple of %ld x tp %ld, as Megatron-LM pads it)", vocab, m->vocab,
+             div, tp);
+    return 0;
+}
+
 static int read_shape(const reader *r, long tp, shape *m)
 {
     int rc;
@@ -366,26 +396,8 @@ static int read_shape(const reader *r, long tp, shape *m)
                    m->hidden);
     if (m->kv == m->hidden / m->heads && m->hidden % m->heads == 0)
         m->kv = 0; /* the default */
-    long vocab;
-    if (has(r, "--vocab-size")) {
-        if ((rc = get_long(r, "--vocab-size", 1, 0, &vocab)))
-            return rc;
-    } else {
-        const char *tok = get_str(r, "--tokenizer-type", "GPT2BPETokenizer");
-        if (strcmp(tok, "GPT2BPETokenizer") != 0)
-            return bad(r, has(r, "--tokenizer-type") ? "--tokenizer-type" : "--vocab-size",
-                       "the vocabulary of tokenizer %s is not known without reading its files: give --vocab-size",
-                       tok);
-        vocab = 50257; /* GPT-2 BPE (Radford et al. 2019, gpt2-vocab.json) */
-        note(r->mg, "vocabulary: GPT-2 BPE, 50257 tokens (no --vocab-size)");
-    }
-    long mult = has(r, "--no-pad-vocab-size") ? 1 : div * tp;
-    m->vocab = (vocab + mult - 1) / mult * mult;
-    if (has(r, "--padded-vocab-size") && (rc = get_long(r, "--padded-vocab-size", 1, 0, &m->vocab)))
-        return rc; /* the padded size given outright */
-    if (m->vocab != vocab)
-        note(r->mg, "vocabulary padded %ld -> %ld (multiple of %ld x tp %ld, as Megatron-LM pads it)", vocab, m->vocab,
-             div, tp);
+    if ((rc = read_vocab(r, tp, div, m)))
+        return rc;
     /* --use-rotary-position-embeddings: Megatron-LM's older spelling of
      * --position-embedding-type rope */
     const char *pos = get_str(r, "--position-embedding-type",

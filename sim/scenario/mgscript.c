@@ -275,6 +275,36 @@ static int expand_text(sh *s, const char *t, size_t n, wbuf *b, int depth);
 
 /* The value of a parameter expression (what is inside ${ }, or a plain
  * name) into the word.  `all`: an array's [@] or [*]. */
+/* The [N], [@] or [*] after a parameter's name (e[*kp] is its '['): the
+ * element N into *index, or *all; *kp moves past the ']'.  A part of
+ * expand_param. */
+static int read_index(sh *s, const char *e, size_t n, const char *name, size_t nlen, size_t *kp, long *index,
+                      bool *all)
+{
+    size_t close = *kp + 1;
+    while (close < n && e[close] != ']')
+        close++;
+    if (close == n)
+        return fail(s, s->line, "", "unterminated [ in ${%.*s}", (int)n, e);
+    const char *ix = e + *kp + 1;
+    size_t ixn = close - *kp - 1;
+    if (ixn == 1 && (ix[0] == '@' || ix[0] == '*'))
+        *all = true;
+    else {
+        char num[16];
+        if (ixn == 0 || ixn >= sizeof num)
+            return fail(s, s->line, "", "index [%.*s] of ${%.*s} is not a number", (int)ixn, ix, (int)nlen, name);
+        memcpy(num, ix, ixn);
+        num[ixn] = '\0';
+        char *end;
+        *index = strtol(num, &end, 10);
+        if (*end || *index < 0)
+            return fail(s, s->line, "", "index [%s] of ${%.*s} is not a number", num, (int)nlen, name);
+    }
+    *kp = close + 1;
+    return 0;
+}
+
 static int expand_param(sh *s, const char *e, size_t n, wbuf *b, mm_mg_words *out, bool quoted, int depth)
 {
     size_t k = 0;
@@ -292,27 +322,9 @@ static int expand_param(sh *s, const char *e, size_t n, wbuf *b, mm_mg_words *ou
     long index = -1;
     bool all = false;
     if (k < n && e[k] == '[') {
-        size_t close = k + 1;
-        while (close < n && e[close] != ']')
-            close++;
-        if (close == n)
-            return fail(s, s->line, "", "unterminated [ in ${%.*s}", (int)n, e);
-        const char *ix = e + k + 1;
-        size_t ixn = close - k - 1;
-        if (ixn == 1 && (ix[0] == '@' || ix[0] == '*'))
-            all = true;
-        else {
-            char num[16];
-            if (ixn == 0 || ixn >= sizeof num)
-                return fail(s, s->line, "", "index [%.*s] of ${%.*s} is not a number", (int)ixn, ix, (int)nlen, name);
-            memcpy(num, ix, ixn);
-            num[ixn] = '\0';
-            char *end;
-            index = strtol(num, &end, 10);
-            if (*end || index < 0)
-                return fail(s, s->line, "", "index [%s] of ${%.*s} is not a number", num, (int)nlen, name);
-        }
-        k = close + 1;
+        int rc = read_index(s, e, n, name, nlen, &k, &index, &all);
+        if (rc)
+            return rc;
     }
     const char *dflt = NULL;
     size_t dlen = 0;
@@ -848,6 +860,38 @@ static size_t assignment(const char *p, bool *append)
 }
 
 /* An assignment at s->p (NAME= or NAME+=, value a word or an array). */
+/* An array's words after its '(' at s->p, until the ')' (newlines
+ * allowed), into val; `line`: where the assignment began.  A part of
+ * assign. */
+static int read_array(sh *s, int line, mm_mg_words *val)
+{
+    int rc = 0;
+    s->p++;
+    for (;;) {
+        skip_blanks(s);
+        if (*s->p == '\n') {
+            s->p++;
+            s->line++;
+            continue;
+        }
+        if (*s->p == ')') {
+            s->p++;
+            break;
+        }
+        if (!*s->p) {
+            rc = fail(s, line, "(", "unterminated array ( ... )");
+            break;
+        }
+        if (ends_word(*s->p)) {
+            rc = fail(s, s->line, "", "'%c' inside an array is not read", *s->p);
+            break;
+        }
+        if ((rc = lex_word(s, val)))
+            break;
+    }
+    return rc;
+}
+
 static int assign(sh *s, size_t k, bool append)
 {
     const char *name = s->p;
@@ -857,29 +901,7 @@ static int assign(sh *s, size_t k, bool append)
     int rc = 0;
     bool array = *s->p == '(';
     if (array) { /* words until ) */
-        s->p++;
-        for (;;) {
-            skip_blanks(s);
-            if (*s->p == '\n') {
-                s->p++;
-                s->line++;
-                continue;
-            }
-            if (*s->p == ')') {
-                s->p++;
-                break;
-            }
-            if (!*s->p) {
-                rc = fail(s, line, "(", "unterminated array ( ... )");
-                break;
-            }
-            if (ends_word(*s->p)) {
-                rc = fail(s, s->line, "", "'%c' inside an array is not read", *s->p);
-                break;
-            }
-            if ((rc = lex_word(s, &val)))
-                break;
-        }
+        rc = read_array(s, line, &val);
     } else if (!ends_word(*s->p)) {
         /* a scalar: one word, not split (as bash assigns) */
         mm_mg_words parts = {0};

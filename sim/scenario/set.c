@@ -106,15 +106,10 @@ static int read_value(mm_loader *ld, const char *eq, const char *key, mm_node **
     return 0;
 }
 
-
-int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
+/* The document's root, made an empty mapping when the scenario is empty
+ * (*cur); anything but a mapping there is refused. */
+static int root_mapping(mm_loader *ld, const char *key, mm_node **cur_out, mm_err *err)
 {
-    char key[PATH_MAX_LEN];
-    const char *eq = NULL;
-    mm_node *copy = NULL;
-    int src = split_key(set, key, &eq, err);
-    if (src || (src = read_value(ld, eq, key, &copy, err)))
-        return src;
     mm_doc *sdoc = &ld->doc;
     mm_node *cur = mm_doc_root(sdoc);
     if (mm_node_is_null(cur)) {
@@ -126,6 +121,54 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
         return mm_err_set(err, MM_EINPUT, ld->doc.path, mm_node_line(cur), "",
                           "expected a mapping of keys at the top level");
     }
+    *cur_out = cur;
+    return 0;
+}
+
+/* The entry of `list` that the numeric part after *dotp selects (a mapping
+ * of its own, copied when an alias shares it) into *item; *dotp moves to
+ * the dot after the index and canon (PATH_MAX_LEN bytes) gains "[i]". */
+static int list_entry(mm_doc *sdoc, mm_node *list, const char *key, char *canon, mm_node **item_out,
+                      const char **dotp, mm_err *err)
+{
+    const char *idx = *dotp + 1, *end = strchr(idx, '.');
+    if (!end) {
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
+                          "a list entry is replaced through one of its keys (e.g. perturb.0.factor=1.5) "
+                          "or by giving the whole list");
+    }
+    long i = strtol(idx, NULL, 10);
+    mm_node *item = i < mm_node_count(list) ? mm_node_item(list, (int)i) : NULL;
+    if (item && mm_node_is_shared(item)) {
+        item = mm_doc_copy(sdoc, item);
+        if (!item || mm_node_set_item(list, (int)i, item) != 0)
+            return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
+    }
+    if (!item || !mm_node_is_mapping(item)) {
+        return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
+                          "index %ld is out of range or not a mapping (the list has %d entries)", i,
+                          mm_node_count(list));
+    }
+    size_t cl = strlen(canon);
+    snprintf(canon + cl, PATH_MAX_LEN - cl, "[%ld]", i);
+    *item_out = item;
+    *dotp = end;
+    return 0;
+}
+
+
+int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
+{
+    char key[PATH_MAX_LEN];
+    const char *eq = NULL;
+    mm_node *copy = NULL;
+    int src = split_key(set, key, &eq, err);
+    if (src || (src = read_value(ld, eq, key, &copy, err)))
+        return src;
+    mm_doc *sdoc = &ld->doc;
+    mm_node *cur = NULL;
+    if ((src = root_mapping(ld, key, &cur, err)))
+        return src;
     /* Walk (creating or replacing with mappings) down to the last part.  A
      * numeric part after a list selects that entry, which must be a
      * mapping: perturb.0.factor=1.5 sets perturb[0].factor.  `canon` is the
@@ -140,28 +183,8 @@ int mm_scenario_apply_set(mm_loader *ld, const char *set, mm_err *err)
         size_t cl = strlen(canon);
         snprintf(canon + cl, sizeof canon - cl, "%s%.*s", cl ? "." : "", (int)n, part);
         if (next && mm_node_is_sequence(next) && dot[1] >= '0' && dot[1] <= '9') {
-            const char *idx = dot + 1, *end = strchr(idx, '.');
-            if (!end) {
-                return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
-                                  "a list entry is replaced through one of its keys (e.g. perturb.0.factor=1.5) "
-                                  "or by giving the whole list");
-            }
-            long i = strtol(idx, NULL, 10);
-            mm_node *item = i < mm_node_count(next) ? mm_node_item(next, (int)i) : NULL;
-            if (item && mm_node_is_shared(item)) {
-                item = mm_doc_copy(sdoc, item);
-                if (!item || mm_node_set_item(next, (int)i, item) != 0)
-                    return mm_err_set(err, MM_EINTERNAL, SET_FILE, 0, key, "out of memory");
-            }
-            if (!item || !mm_node_is_mapping(item)) {
-                return mm_err_set(err, MM_EINPUT, SET_FILE, 0, key,
-                                  "index %ld is out of range or not a mapping (the list has %d entries)", i,
-                                  mm_node_count(next));
-            }
-            cl = strlen(canon);
-            snprintf(canon + cl, sizeof canon - cl, "[%ld]", i);
-            cur = item;
-            dot = end;
+            if ((src = list_entry(sdoc, next, key, canon, &cur, &dot, err)))
+                return src;
             continue;
         }
         if (next && mm_node_is_mapping(next)) {

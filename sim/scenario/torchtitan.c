@@ -405,6 +405,59 @@ static int split_layers(int layers, int stages, int in, int out, int *per)
     return 0;
 }
 
+/* The pipeline's pp x per_rank virtual stages: torchtitan's split of the
+ * layers (in, out: the first and last stage's fewer layers) mapped to the
+ * schedule, vpp and each rank's layers, or refused where the split fails
+ * or gives a rank unequal chunks; the end of map_pipeline. */
+static void map_stages(reader *r, const flavor *fl, const char *sched, const char *mine, bool multi, int pp,
+                       int per_rank, long in, long out)
+{
+    mm_torchtitan *tt = r->tt;
+    int nv = pp * per_rank, *per = calloc((size_t)nv, sizeof *per), *rank = calloc((size_t)pp, sizeof *rank);
+    if (!per || !rank || split_layers(fl->layers, nv, (int)in, (int)out, per)) {
+        if (per && rank)
+            problem(r, "parallelism.pipeline_parallel_degree", line_of(r, "parallelism.pipeline_parallel_degree"),
+                    "%d virtual stages over %d layers (+%ld, +%ld for embedding and output): torchtitan refuses the "
+                    "split", nv, fl->layers, in, out);
+        else
+            problem(r, "parallelism.pipeline_parallel_degree", 0, "out of memory");
+        free(per);
+        free(rank);
+        return;
+    }
+    /* virtual stage v runs on rank v mod pp; mmsim splits a rank's layers
+     * into per_rank equal chunks, so uneven chunks are refused */
+    bool equal = true;
+    for (int v = 0; v < nv; v++) {
+        rank[v % pp] += per[v];
+        if (per[v] != per[v % pp])
+            equal = false;
+    }
+    char list[512] = "[";
+    for (int s = 0; s < pp; s++) {
+        size_t k = strlen(list);
+        snprintf(list + k, sizeof list - k, "%s%d", s ? ", " : "", rank[s]);
+    }
+    strncat(list, "]", sizeof list - strlen(list) - 1);
+    if (!equal) {
+        const char *k = line_of(r, "parallelism.pipeline_parallel_first_stage_less_layers")
+                            ? "parallelism.pipeline_parallel_first_stage_less_layers"
+                            : "parallelism.pipeline_parallel_schedule";
+        problem(r, k, line_of(r, k),
+                "%s splits the layers into unequal model chunks per rank, which mmsim does not model "
+                "(first/last_stage_less_layers = 0 may split them evenly)", sched);
+    } else {
+        tt->stages = nv;
+        set(tt, r->t, "parallelism.pipeline_parallel_schedule", "train.schedule", "%s", mine);
+        set(tt, r->t, multi ? "parallelism.pipeline_parallel_layers_per_stage" : "parallelism.pipeline_parallel_schedule",
+            "parallel.llm.vpp", "%d", per_rank);
+        set(tt, r->t, "parallelism.pipeline_parallel_first_stage_less_layers", "parallel.llm.layers_per_stage", "%s",
+            list);
+    }
+    free(per);
+    free(rank);
+}
+
 static void map_pipeline(reader *r, const flavor *fl)
 {
     mm_torchtitan *tt = r->tt;
@@ -464,49 +517,7 @@ static void map_pipeline(reader *r, const flavor *fl)
                 (long)pp * per_rank, fl->layers, in, out);
         return;
     }
-    int nv = pp * per_rank, *per = calloc((size_t)nv, sizeof *per), *rank = calloc((size_t)pp, sizeof *rank);
-    if (!per || !rank || split_layers(fl->layers, nv, (int)in, (int)out, per)) {
-        if (per && rank)
-            problem(r, "parallelism.pipeline_parallel_degree", line_of(r, "parallelism.pipeline_parallel_degree"),
-                    "%d virtual stages over %d layers (+%ld, +%ld for embedding and output): torchtitan refuses the "
-                    "split", nv, fl->layers, in, out);
-        else
-            problem(r, "parallelism.pipeline_parallel_degree", 0, "out of memory");
-        free(per);
-        free(rank);
-        return;
-    }
-    /* virtual stage v runs on rank v mod pp; mmsim splits a rank's layers
-     * into per_rank equal chunks, so uneven chunks are refused */
-    bool equal = true;
-    for (int v = 0; v < nv; v++) {
-        rank[v % pp] += per[v];
-        if (per[v] != per[v % pp])
-            equal = false;
-    }
-    char list[512] = "[";
-    for (int s = 0; s < pp; s++) {
-        size_t k = strlen(list);
-        snprintf(list + k, sizeof list - k, "%s%d", s ? ", " : "", rank[s]);
-    }
-    strncat(list, "]", sizeof list - strlen(list) - 1);
-    if (!equal) {
-        const char *k = line_of(r, "parallelism.pipeline_parallel_first_stage_less_layers")
-                            ? "parallelism.pipeline_parallel_first_stage_less_layers"
-                            : "parallelism.pipeline_parallel_schedule";
-        problem(r, k, line_of(r, k),
-                "%s splits the layers into unequal model chunks per rank, which mmsim does not model "
-                "(first/last_stage_less_layers = 0 may split them evenly)", sched);
-    } else {
-        tt->stages = nv;
-        set(tt, r->t, "parallelism.pipeline_parallel_schedule", "train.schedule", "%s", mine);
-        set(tt, r->t, multi ? "parallelism.pipeline_parallel_layers_per_stage" : "parallelism.pipeline_parallel_schedule",
-            "parallel.llm.vpp", "%d", per_rank);
-        set(tt, r->t, "parallelism.pipeline_parallel_first_stage_less_layers", "parallel.llm.layers_per_stage", "%s",
-            list);
-    }
-    free(per);
-    free(rank);
+    map_stages(r, fl, sched, mine, multi, pp, per_rank, in, out);
 }
 
 static void map_parallel(reader *r)

@@ -23,6 +23,7 @@
  * Not for: knowing any schema (scenario.c and friends do), or writing text
  * (doc_emit.c). */
 #include "util/doc.h"
+#include "util/doc_internal.h"
 #include "util/file.h"
 
 #include <errno.h>
@@ -801,6 +802,21 @@ static bool int_syntax(const char *s)
     return true;
 }
 
+/* doc_internal.h */
+bool mm_doc_exponent_end(const char *s)
+{
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!(*s >= '0' && *s <= '9'))
+            return false;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    return *s == '\0';
+}
+
 /* YAML 1.2 core-schema float, finite forms only: [-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)? */
 static bool float_syntax(const char *s)
 {
@@ -820,16 +836,7 @@ static bool float_syntax(const char *s)
     }
     if (digits == 0)
         return false;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-')
-            s++;
-        if (!(*s >= '0' && *s <= '9'))
-            return false;
-        while (*s >= '0' && *s <= '9')
-            s++;
-    }
-    return *s == '\0';
+    return mm_doc_exponent_end(s);
 }
 
 /* ---- typed conversion of one node (line given by the caller) ------------ */

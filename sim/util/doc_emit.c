@@ -13,6 +13,7 @@
  * shared node is written at every place it appears.
  * Not for: block-style YAML, or whole files. */
 #include "util/doc.h"
+#include "util/doc_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,16 +67,7 @@ static bool json_number(const char *s)
         while (*s >= '0' && *s <= '9')
             s++;
     }
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-')
-            s++;
-        if (!(*s >= '0' && *s <= '9'))
-            return false;
-        while (*s >= '0' && *s <= '9')
-            s++;
-    }
-    return *s == '\0';
+    return mm_doc_exponent_end(s);
 }
 
 /* A double-quoted string with JSON's escapes (json) or YAML's. */

@@ -313,41 +313,9 @@ static int read_histogram(loader *ld, mm_node *v, const char *key, int line, dis
     return rc;
 }
 
-/* A distribution: a plain number (fixed) or {dist: kind, ...params, min, max}. */
-static int read_dist(loader *ld, mm_node *parent, const char *name, const char *key,
-                     double lo_allowed, double hi_allowed, dist *d, mm_err *err)
-{
-    mm_node *v = mm_node_get(parent, name);
-    int line = v ? mm_node_line(v) : mm_node_line(parent);
-    if (!v)
-        return fail(ld, mm_node_line(parent), key, err, "missing (a number or {dist: ...})");
-    if (mm_node_is_scalar(v)) {
-        double x;
-        int rc = mm_node_as_double(&ld->doc, v, key, lo_allowed, hi_allowed, &x, err);
-        if (rc)
-            return rc;
-        set_fixed(d, x);
-        return 0;
-    }
-    static const char *const keys[] = {"dist", "value", "min", "max", "mu", "median", "sigma",
-                                       "shape", "scale", "mean", "values", "weights", "bins",
-                                       "file", "source", NULL};
-    int rc = mm_node_check_keys(&ld->doc, v, key, keys, err);
-    if (rc)
-        return rc;
-    char k2[KEYLEN];
-    int kind = -1;
-    keyjoin(k2, key, "dist");
-    if ((rc = mm_node_enum(&ld->doc, v, "dist", k2, dist_names, &kind, NULL, err)))
-        return rc;
-    if (kind < 0)
-        return fail(ld, line, k2, err, "missing: one of fixed, uniform, lognormal, gamma, discrete, histogram");
-    memset(d, 0, sizeof *d);
-    d->kind = (dist_kind)kind;
-    d->lo = -HUGE_VAL;
-    d->hi = HUGE_VAL;
-    bool found;
-    double x;
+/* NUM(field, min, max, out, req): reads the number v[field] (key k2) in
+ * [min, max] into *out, refused when req and missing; in read_dist_params
+ * and read_dist, which hold ld, v, key, k2, line, kind, found, rc, err. */
 #define NUM(field, min, max, out, req)                                                       \
     do {                                                                                     \
         keyjoin(k2, key, field);                                        \
@@ -357,6 +325,20 @@ static int read_dist(loader *ld, mm_node *parent, const char *name, const char *
         if ((req) && !found)                                                                 \
             return fail(ld, line, k2, err, "missing (needed by dist %s)", dist_names[kind]); \
     } while (0)
+
+/* The parameters of a {dist: kind, ...} mapping v (at key, line) into d,
+ * reset first with no bounds; the first half of read_dist. */
+static int read_dist_params(loader *ld, mm_node *v, const char *key, int line, double lo_allowed, double hi_allowed,
+                            int kind, dist *d, mm_err *err)
+{
+    char k2[KEYLEN];
+    int rc;
+    memset(d, 0, sizeof *d);
+    d->kind = (dist_kind)kind;
+    d->lo = -HUGE_VAL;
+    d->hi = HUGE_VAL;
+    bool found;
+    double x;
     switch (d->kind) {
     case D_FIXED:
         NUM("value", lo_allowed, hi_allowed, &d->a, 1);
@@ -396,6 +378,41 @@ static int read_dist(loader *ld, mm_node *parent, const char *name, const char *
             return rc;
         break;
     }
+    return 0;
+}
+
+/* A distribution: a plain number (fixed) or {dist: kind, ...params, min, max}. */
+static int read_dist(loader *ld, mm_node *parent, const char *name, const char *key,
+                     double lo_allowed, double hi_allowed, dist *d, mm_err *err)
+{
+    mm_node *v = mm_node_get(parent, name);
+    int line = v ? mm_node_line(v) : mm_node_line(parent);
+    if (!v)
+        return fail(ld, mm_node_line(parent), key, err, "missing (a number or {dist: ...})");
+    if (mm_node_is_scalar(v)) {
+        double x;
+        int rc = mm_node_as_double(&ld->doc, v, key, lo_allowed, hi_allowed, &x, err);
+        if (rc)
+            return rc;
+        set_fixed(d, x);
+        return 0;
+    }
+    static const char *const keys[] = {"dist", "value", "min", "max", "mu", "median", "sigma",
+                                       "shape", "scale", "mean", "values", "weights", "bins",
+                                       "file", "source", NULL};
+    int rc = mm_node_check_keys(&ld->doc, v, key, keys, err);
+    if (rc)
+        return rc;
+    char k2[KEYLEN];
+    int kind = -1;
+    keyjoin(k2, key, "dist");
+    if ((rc = mm_node_enum(&ld->doc, v, "dist", k2, dist_names, &kind, NULL, err)))
+        return rc;
+    if (kind < 0)
+        return fail(ld, line, k2, err, "missing: one of fixed, uniform, lognormal, gamma, discrete, histogram");
+    if ((rc = read_dist_params(ld, v, key, line, lo_allowed, hi_allowed, kind, d, err)))
+        return rc;
+    bool found;
     NUM("min", lo_allowed, hi_allowed, &d->lo, 0);
     if (!found || d->kind == D_UNIFORM)
         d->lo = -HUGE_VAL;
@@ -418,6 +435,57 @@ static int read_int(loader *ld, mm_node *map, const char *name, const char *pref
     if (!rc && required && !found)
         rc = fail(ld, mm_node_line(map), key, err, "missing");
     return rc;
+}
+
+/* anyres: grids: [[rows, cols], ...] or max_grid: N (every a x b, a, b <= N),
+ * filtered to rows*cols + 1 <= max_tiles when max_tiles is given; the end
+ * of read_image. */
+static int read_grids(loader *ld, mm_node *m, const char *prefix, component *c, mm_err *err)
+{
+    char key[KEYLEN];
+    int rc;
+    mm_node *g = mm_node_get(m, "grids");
+    int64_t maxg = 0;
+    if ((rc = read_int(ld, m, "max_grid", prefix, 1, 8, &maxg, false, err)))
+        return rc;
+    c->n_grids = 0;
+    if (g) {
+        keyjoin(key, prefix, "grids");
+        if (!mm_node_is_sequence(g))
+            return fail(ld, mm_node_line(g), key, err, "expected a list of [rows, cols]");
+        int it = 0;
+        mm_node *p;
+        while ((p = mm_node_item(g, it++))) {
+            char gk[KEYLEN];
+            keyidx(gk, key, c->n_grids);
+            double *rc2 = NULL;
+            int nr = 0;
+            if ((rc = read_numbers(ld, p, gk, 1, 64, &rc2, &nr, err)))
+                return rc;
+            bool ok = nr == 2 && rc2[0] == floor(rc2[0]) && rc2[1] == floor(rc2[1]) && c->n_grids < MAX_GRIDS;
+            if (ok) {
+                c->grids[c->n_grids][0] = (int)rc2[0];
+                c->grids[c->n_grids][1] = (int)rc2[1];
+                c->n_grids++;
+            }
+            free(rc2);
+            if (!ok)
+                return fail(ld, mm_node_line(p), gk, err, "expected [rows, cols] integers (at most 64 grids)");
+        }
+    } else if (maxg) {
+        for (int a = 1; a <= maxg; a++)
+            for (int b = 1; b <= maxg; b++)
+                if (!c->max_tiles || a * b + 1 <= c->max_tiles) {
+                    c->grids[c->n_grids][0] = a;
+                    c->grids[c->n_grids][1] = b;
+                    c->n_grids++;
+                }
+    }
+    if (c->n_grids == 0) {
+        keyjoin(key, prefix, "grids");
+        return fail(ld, mm_node_line(m), key, err, "anyres needs grids: [[rows, cols], ...] or max_grid: N");
+    }
+    return 0;
 }
 
 static int read_image(loader *ld, mm_node *m, const char *prefix, component *c, mm_err *err)
@@ -467,49 +535,55 @@ static int read_image(loader *ld, mm_node *m, const char *prefix, component *c, 
         keyjoin(key, prefix, "split_max_tiles");
         return mm_node_bool(&ld->doc, m, "split_max_tiles", key, &c->split_max_tiles, NULL, err);
     }
-    /* anyres: grids: [[rows, cols], ...] or max_grid: N (every a x b, a, b <= N),
-     * filtered to rows*cols + 1 <= max_tiles when max_tiles is given. */
-    mm_node *g = mm_node_get(m, "grids");
-    int64_t maxg = 0;
-    if ((rc = read_int(ld, m, "max_grid", prefix, 1, 8, &maxg, false, err)))
+    return read_grids(ld, m, prefix, c, err);
+}
+
+/* A component's video: {seconds, fps, min_frames, max_frames} at key. */
+static int read_video(loader *ld, mm_node *vid, const char *key, component *c, mm_err *err)
+{
+    int rc;
+    bool found;
+    static const char *const vkeys[] = {"seconds", "fps", "min_frames", "max_frames", "source", NULL};
+    if ((rc = mm_node_check_keys(&ld->doc, vid, key, vkeys, err)))
         return rc;
-    c->n_grids = 0;
-    if (g) {
-        keyjoin(key, prefix, "grids");
-        if (!mm_node_is_sequence(g))
-            return fail(ld, mm_node_line(g), key, err, "expected a list of [rows, cols]");
-        int it = 0;
-        mm_node *p;
-        while ((p = mm_node_item(g, it++))) {
-            char gk[KEYLEN];
-            keyidx(gk, key, c->n_grids);
-            double *rc2 = NULL;
-            int nr = 0;
-            if ((rc = read_numbers(ld, p, gk, 1, 64, &rc2, &nr, err)))
-                return rc;
-            bool ok = nr == 2 && rc2[0] == floor(rc2[0]) && rc2[1] == floor(rc2[1]) && c->n_grids < MAX_GRIDS;
-            if (ok) {
-                c->grids[c->n_grids][0] = (int)rc2[0];
-                c->grids[c->n_grids][1] = (int)rc2[1];
-                c->n_grids++;
-            }
-            free(rc2);
-            if (!ok)
-                return fail(ld, mm_node_line(p), gk, err, "expected [rows, cols] integers (at most 64 grids)");
-        }
-    } else if (maxg) {
-        for (int a = 1; a <= maxg; a++)
-            for (int b = 1; b <= maxg; b++)
-                if (!c->max_tiles || a * b + 1 <= c->max_tiles) {
-                    c->grids[c->n_grids][0] = a;
-                    c->grids[c->n_grids][1] = b;
-                    c->n_grids++;
-                }
-    }
-    if (c->n_grids == 0) {
-        keyjoin(key, prefix, "grids");
-        return fail(ld, mm_node_line(m), key, err, "anyres needs grids: [[rows, cols], ...] or max_grid: N");
-    }
+    char k2[KEYLEN];
+    keyjoin(k2, key, "seconds");
+    if ((rc = read_dist(ld, vid, "seconds", k2, 0, 1e7, &c->seconds, err)))
+        return rc;
+    keyjoin(k2, key, "fps");
+    found = false;
+    if ((rc = mm_node_double(&ld->doc, vid, "fps", k2, 1e-6, 1e3, &c->fps, &found, err)))
+        return rc;
+    if (!found)
+        return fail(ld, mm_node_line(vid), k2, err, "missing (frames sampled per second)");
+    int64_t v = 1;
+    if ((rc = read_int(ld, vid, "min_frames", key, 0, 1 << 20, &v, false, err)))
+        return rc;
+    c->min_frames = (int)v;
+    v = 0;
+    if ((rc = read_int(ld, vid, "max_frames", key, c->min_frames > 0 ? c->min_frames : 1, 1 << 20, &v, true, err)))
+        return rc;
+    c->max_frames = (int)v;
+    c->has_video = true;
+    return 0;
+}
+
+/* A component's audio: {seconds, max_seconds} at key. */
+static int read_audio(loader *ld, mm_node *aud, const char *key, component *c, mm_err *err)
+{
+    int rc;
+    static const char *const akeys[] = {"seconds", "max_seconds", "source", NULL};
+    if ((rc = mm_node_check_keys(&ld->doc, aud, key, akeys, err)))
+        return rc;
+    char k2[KEYLEN];
+    keyjoin(k2, key, "seconds");
+    if ((rc = read_dist(ld, aud, "seconds", k2, 0, 1e7, &c->audio, err)))
+        return rc;
+    c->max_audio_s = HUGE_VAL;
+    keyjoin(k2, key, "max_seconds");
+    if ((rc = mm_node_double(&ld->doc, aud, "max_seconds", k2, 1e-3, 1e7, &c->max_audio_s, NULL, err)))
+        return rc;
+    c->has_audio = true;
     return 0;
 }
 
@@ -569,49 +643,15 @@ static int read_component(loader *ld, mm_node *m, int idx, component *c, mm_err 
     keyjoin(key, prefix, "video");
     if (c->modality == MM_MOD_VIDEO && !vid)
         return fail(ld, mm_node_line(m), key, err, "missing: {seconds: ..., fps: ..., max_frames: ...}");
-    if (vid) {
-        static const char *const vkeys[] = {"seconds", "fps", "min_frames", "max_frames", "source", NULL};
-        if ((rc = mm_node_check_keys(&ld->doc, vid, key, vkeys, err)))
-            return rc;
-        char k2[KEYLEN];
-        keyjoin(k2, key, "seconds");
-        if ((rc = read_dist(ld, vid, "seconds", k2, 0, 1e7, &c->seconds, err)))
-            return rc;
-        keyjoin(k2, key, "fps");
-        found = false;
-        if ((rc = mm_node_double(&ld->doc, vid, "fps", k2, 1e-6, 1e3, &c->fps, &found, err)))
-            return rc;
-        if (!found)
-            return fail(ld, mm_node_line(vid), k2, err, "missing (frames sampled per second)");
-        int64_t v = 1;
-        if ((rc = read_int(ld, vid, "min_frames", key, 0, 1 << 20, &v, false, err)))
-            return rc;
-        c->min_frames = (int)v;
-        v = 0;
-        if ((rc = read_int(ld, vid, "max_frames", key, c->min_frames > 0 ? c->min_frames : 1, 1 << 20, &v, true, err)))
-            return rc;
-        c->max_frames = (int)v;
-        c->has_video = true;
-    }
+    if (vid && (rc = read_video(ld, vid, key, c, err)))
+        return rc;
 
     mm_node *aud = mm_node_get(m, "audio");
     keyjoin(key, prefix, "audio");
     if (c->modality == MM_MOD_AUDIO && !aud)
         return fail(ld, mm_node_line(m), key, err, "missing: {seconds: ..., max_seconds: ...}");
-    if (aud) {
-        static const char *const akeys[] = {"seconds", "max_seconds", "source", NULL};
-        if ((rc = mm_node_check_keys(&ld->doc, aud, key, akeys, err)))
-            return rc;
-        char k2[KEYLEN];
-        keyjoin(k2, key, "seconds");
-        if ((rc = read_dist(ld, aud, "seconds", k2, 0, 1e7, &c->audio, err)))
-            return rc;
-        c->max_audio_s = HUGE_VAL;
-        keyjoin(k2, key, "max_seconds");
-        if ((rc = mm_node_double(&ld->doc, aud, "max_seconds", k2, 1e-3, 1e7, &c->max_audio_s, NULL, err)))
-            return rc;
-        c->has_audio = true;
-    }
+    if (aud && (rc = read_audio(ld, aud, key, c, err)))
+        return rc;
     return 0;
 }
 
