@@ -647,6 +647,57 @@ static int mistral3_projector(mm_hf *r, mm_node *root, mm_model *m)
     return 0;
 }
 
+/* A composite's projector, once its LLM and tower are read: the tower's
+ * own merger (Qwen2-VL), or the projector its model_type or
+ * mm_projector_type names, with its grids.  A part of read_composite. */
+static int composite_projector(const mm_doc *d, mm_node *root, const char *type, mm_hf *r, const mm_projector *merger,
+                               int64_t merge, mm_model *m, mm_err *err)
+{
+    int rc;
+    m->has_vision = m->has_llm = true;
+    m->tile = m->vision.image_size;
+    m->pixel_shuffle = 1.0;
+    m->dynamic = !strcmp(m->vision.model_type, "pixtral"); /* any resolution (Pixtral-12B is a llava) */
+    bool internvl = !strcmp(type, "internvl_chat") || !strcmp(type, "internvl");
+    if (merger->type == MM_PROJ_QWEN_MERGER) {
+        /* The merger concatenates merge x merge neighbouring patches. */
+        m->vision_proj = *merger;
+        m->pixel_shuffle = 1.0 / (double)merge;
+        m->dynamic = true;
+        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+        if (merger->out != m->llm.hidden)
+            return mm_hf_fail(r, "vision_config", "the merger's output width %lld is not the LLM's %lld",
+                              (long long)merger->out, (long long)m->llm.hidden);
+        return 0;
+    }
+    char ptype[64] = "mlp2x_gelu"; /* LlavaMultiModalProjector: linear_1, act, linear_2 */
+    if (internvl)
+        snprintf(ptype, sizeof ptype, "internvl");
+    if ((rc = mm_hf_str(r, "mm_projector_type", ptype, sizeof ptype)))
+        return rc;
+    if (!strcmp(type, "gemma3"))
+        return gemma3_projector(r, m);
+    if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
+        return mistral3_projector(r, root, m);
+    if (!strcmp(type, "idefics3")) {
+        int64_t scale = 2; /* Idefics3Config scale_factor */
+        if ((rc = mm_hf_int(r, "scale_factor", 1, 64, &scale, NULL)))
+            return rc;
+        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0, false};
+        m->pixel_shuffle = 1.0 / (double)scale;
+    } else if ((rc = parse_projector(d, mm_node_get(root, "mm_projector_type"), "mm_projector_type", ptype,
+                                     &m->vision_proj, err))) {
+        return rc;
+    }
+    if (internvl && (rc = read_internvl(r, m)))
+        return rc;
+    if ((rc = llava_anyres(d, root, type, r, m)))
+        return rc;
+    finish_grids(m);
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
 /* A Hugging Face composite: its LLM, its vision tower and the projector
  * between them, each from its own sub-config. */
 static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_model *m, mm_err *err)
@@ -697,48 +748,7 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     }
     if (rc)
         return rc;
-    m->has_vision = m->has_llm = true;
-    m->tile = m->vision.image_size;
-    m->pixel_shuffle = 1.0;
-    m->dynamic = !strcmp(m->vision.model_type, "pixtral"); /* any resolution (Pixtral-12B is a llava) */
-    bool internvl = !strcmp(type, "internvl_chat") || !strcmp(type, "internvl");
-    if (merger.type == MM_PROJ_QWEN_MERGER) {
-        /* The merger concatenates merge x merge neighbouring patches. */
-        m->vision_proj = merger;
-        m->pixel_shuffle = 1.0 / (double)merge;
-        m->dynamic = true;
-        size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
-        if (merger.out != m->llm.hidden)
-            return mm_hf_fail(&r, "vision_config", "the merger's output width %lld is not the LLM's %lld",
-                              (long long)merger.out, (long long)m->llm.hidden);
-        return 0;
-    }
-    char ptype[64] = "mlp2x_gelu"; /* LlavaMultiModalProjector: linear_1, act, linear_2 */
-    if (internvl)
-        snprintf(ptype, sizeof ptype, "internvl");
-    if ((rc = mm_hf_str(&r, "mm_projector_type", ptype, sizeof ptype)))
-        return rc;
-    if (!strcmp(type, "gemma3"))
-        return gemma3_projector(&r, m);
-    if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
-        return mistral3_projector(&r, root, m);
-    if (!strcmp(type, "idefics3")) {
-        int64_t scale = 2; /* Idefics3Config scale_factor */
-        if ((rc = mm_hf_int(&r, "scale_factor", 1, 64, &scale, NULL)))
-            return rc;
-        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0, false};
-        m->pixel_shuffle = 1.0 / (double)scale;
-    } else if ((rc = parse_projector(d, mm_node_get(root, "mm_projector_type"), "mm_projector_type", ptype,
-                                     &m->vision_proj, err))) {
-        return rc;
-    }
-    if (internvl && (rc = read_internvl(&r, m)))
-        return rc;
-    if ((rc = llava_anyres(d, root, type, &r, m)))
-        return rc;
-    finish_grids(m);
-    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
-    return 0;
+    return composite_projector(d, root, type, &r, &merger, merge, m, err);
 }
 
 /* Phi-3-vision / Phi-3.5-vision (microsoft/Phi-3.5-vision-instruct, remote

@@ -338,12 +338,69 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
     return rc;
 }
 
+/* An iteration's time on a layout that fits, from the stages' costs: the
+ * pipeline of the slowest stage, the encoders' terms, the data-parallel
+ * synchronisation and the optimizer step; the metrics derived from it.  A
+ * part of mm_sim_estimate_bound. */
+static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    int P = L->lay.pp;
+    const mm_stage_cost *st = costs->stages;
+    const mm_build_spec spec = costs->spec;
+    /* the slowest (physical) stage's F + B per micro-batch, with its TP
+     * all-reduces (analytic network time, serialized as in the executor) */
+    /* one rank array, as large as the largest group timed below (TP of
+     * each module, DP of the LLM): no group is cut short */
+    int m = sim->micro_batches, most = L->lay.tp > L->lay.dp ? L->lay.tp : L->lay.dp;
+    for (int i = 0; i < spec.n_enc; i++) { /* an encoder's TP and DP groups too */
+        most = spec.enc[i].tp > most ? spec.enc[i].tp : most;
+        most = spec.enc[i].dp > most ? spec.enc[i].dp : most;
+    }
+    int *ranks = malloc((size_t)most * sizeof *ranks);
+    if (!ranks)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
+                                                     spec.tp_bytes)
+                              : 0;
+    est_sums u;
+    llm_stage_sums(sim, &spec, st, tp_one, &u);
+    double worst = u.worst, grad = u.grad, params = u.params, opt = u.opt;
+    double dp_fwd = u.dp_fwd, dp_bwd = u.dp_bwd;
+    int dp_chunks = u.dp_chunks;
+    double enc_first, enc_around, enc_stage;
+    enc_compute_terms(sim, &spec, ranks, &u, &enc_first, &enc_around, &enc_stage);
+    double flops = u.flops, hw = u.hw;
+    worst = fmax(worst + enc_first, enc_stage);
+    double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
+    double pipe = (m + (stages - 1) / L->lay.vpp) * worst;
+    double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
+                                       dp_chunks)
+                            : 0;
+    double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
+    double T = pipe + enc_around + dp_t + enc_dp + opt;
+    double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
+    mt->iteration_time_s = T;
+    mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
+    mt->samples_per_s = (double)sc->train.global_batch / T;
+    mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
+    mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
+    mt->mfu = flops / (T * mt->gpus * peak);
+    mt->hfu = hw / (T * mt->gpus * peak);
+    mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
+    mt->exposed_comm_s = dp_t + enc_dp;
+    mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
+    free(ranks);
+    return 0;
+}
+
 int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     memset(mt, 0, sizeof *mt);
-    int P = L->lay.pp, rc = 0, *ranks = NULL;
+    int P = L->lay.pp, rc = 0;
     mm_sim_costs costs = {0};
     mt->stages = calloc((size_t)P, sizeof *mt->stages);
     if (!mt->stages) {
@@ -381,52 +438,8 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
         mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
         goto out;
     }
-    /* the slowest (physical) stage's F + B per micro-batch, with its TP
-     * all-reduces (analytic network time, serialized as in the executor) */
-    /* one rank array, as large as the largest group timed below (TP of
-     * each module, DP of the LLM): no group is cut short */
-    int m = sim->micro_batches, most = L->lay.tp > L->lay.dp ? L->lay.tp : L->lay.dp;
-    for (int i = 0; i < spec.n_enc; i++) { /* an encoder's TP and DP groups too */
-        most = spec.enc[i].tp > most ? spec.enc[i].tp : most;
-        most = spec.enc[i].dp > most ? spec.enc[i].dp : most;
-    }
-    ranks = malloc((size_t)most * sizeof *ranks);
-    if (!ranks) {
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
-        goto out;
-    }
-    double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
-                                                     spec.tp_bytes)
-                              : 0;
-    est_sums u;
-    llm_stage_sums(sim, &spec, st, tp_one, &u);
-    double worst = u.worst, grad = u.grad, params = u.params, opt = u.opt;
-    double dp_fwd = u.dp_fwd, dp_bwd = u.dp_bwd;
-    int dp_chunks = u.dp_chunks;
-    double enc_first, enc_around, enc_stage;
-    enc_compute_terms(sim, &spec, ranks, &u, &enc_first, &enc_around, &enc_stage);
-    double flops = u.flops, hw = u.hw;
-    worst = fmax(worst + enc_first, enc_stage);
-    double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
-    double pipe = (m + (stages - 1) / L->lay.vpp) * worst;
-    double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
-                                       dp_chunks)
-                            : 0;
-    double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
-    double T = pipe + enc_around + dp_t + enc_dp + opt;
-    double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
-    mt->iteration_time_s = T;
-    mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
-    mt->samples_per_s = (double)sc->train.global_batch / T;
-    mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
-    mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
-    mt->mfu = flops / (T * mt->gpus * peak);
-    mt->hfu = hw / (T * mt->gpus * peak);
-    mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
-    mt->exposed_comm_s = dp_t + enc_dp;
-    mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
+    rc = time_iteration(sim, &costs, mt, err);
 out:
-    free(ranks);
     mm_sim_costs_free(&costs);
     if (rc)
         mm_metrics_free(mt);

@@ -861,6 +861,74 @@ static void rank_cands(cand_vec *v, mm_plan *p)
     }
 }
 
+/* The node search: the candidates on the cluster, then on one node fewer
+ * while none is estimated, down to half the nodes asked; when none is
+ * anywhere, the full cluster's reasons (planner.h, step 2).  A part of
+ * mm_plan_run. */
+static int search_nodes(const mm_plan_opts *o, const mm_plan_space *space, mm_scenario *base, mm_sim *sim, cand_vec *v,
+                        lps_buf *lps, mm_plan *p, mm_err *err)
+{
+    int rc, min_nodes = 0;
+    for (;;) {
+        if ((rc = plan_on(o, space, base, sim, v, lps, p, err)))
+            return rc;
+        if (!p->gpus_asked)
+            p->gpus_asked = p->gpus, min_nodes = (p->nodes + 1) / 2;
+        if (p->estimated > 0 || base->nodes <= min_nodes) {
+            if (p->estimated > 0 || p->gpus == p->gpus_asked)
+                break;
+            base->nodes = p->gpus_asked / p->gpus_per_node; /* none anywhere: report the full cluster */
+            min_nodes = base->nodes + 1;
+        } else {
+            base->nodes--; /* no layout on these GPUs: one node fewer (planner.h, step 2) */
+        }
+        for (size_t i = 0; i < v->n; i++)
+            free(v->c[i].reason);
+        v->n = 0;
+        mm_sim_free(sim);
+        memset(sim, 0, sizeof *sim);
+    }
+    return 0;
+}
+
+/* The estimated candidates' ties collapsed, then the top ones simulated,
+ * and (--prove) the unproven with the lowest bounds after them.  A part of
+ * mm_plan_run. */
+static int simulate_top(const mm_plan_opts *o, mm_scenario *base, mm_sim *sim, cand_vec *v, lps_buf *lps, mm_plan *p,
+                        mm_err *err)
+{
+    double t2 = mm_host_seconds();
+    qsort(v->c, v->n, sizeof *v->c, cmp_estimate);
+    if (collapse_ties(v))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    qsort(v->c, v->n, sizeof *v->c, cmp_estimate); /* the tied ones after the estimated */
+    size_t live = 0;
+    while (live < v->n && v->c[live].status == MM_CAND_ESTIMATED)
+        live++;
+    size_t k = (size_t)o->top_k < live ? (size_t)o->top_k : live;
+    p->top_k = o->top_k;
+    size_t extra = (size_t)o->prove;
+    for (;;) {
+        if (k > 0) {
+            int rc = o->db ? rescore_store(o, base, v->c, k, p->iterations, err)
+                           : rescore_local(sim, base, v->c, k, p->iterations, lps, err);
+            if (rc)
+                return rc;
+        }
+        size_t open = prove(v, p);
+        if (!open || !extra || !isfinite(p->best_s))
+            break;
+        /* the unproven with the lowest bounds next: they are the ones that could still win */
+        qsort(v->c, v->n, sizeof *v->c, cmp_bound);
+        k = open < extra ? open : extra;
+        if (o->top_k > 0 && k > (size_t)o->top_k)
+            k = (size_t)o->top_k;
+        extra -= k;
+    }
+    p->simulate_s = mm_host_seconds() - t2;
+    return 0;
+}
+
 int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
 {
     double t0 = mm_host_seconds();
@@ -887,57 +955,9 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
         goto out;
     if (o->gpus > 0 && (rc = resize_nodes(o, base, err)))
         goto out;
-    int min_nodes = 0;
-    for (;;) {
-        if ((rc = plan_on(o, &space, base, sim, &v, lps, p, err)))
-            goto out;
-        if (!p->gpus_asked)
-            p->gpus_asked = p->gpus, min_nodes = (p->nodes + 1) / 2;
-        if (p->estimated > 0 || base->nodes <= min_nodes) {
-            if (p->estimated > 0 || p->gpus == p->gpus_asked)
-                break;
-            base->nodes = p->gpus_asked / p->gpus_per_node; /* none anywhere: report the full cluster */
-            min_nodes = base->nodes + 1;
-        } else {
-            base->nodes--; /* no layout on these GPUs: one node fewer (planner.h, step 2) */
-        }
-        for (size_t i = 0; i < v.n; i++)
-            free(v.c[i].reason);
-        v.n = 0;
-        mm_sim_free(sim);
-        memset(sim, 0, sizeof *sim);
-    }
-    double t2 = mm_host_seconds();
-    qsort(v.c, v.n, sizeof *v.c, cmp_estimate);
-    if (collapse_ties(&v)) {
-        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    if ((rc = search_nodes(o, &space, base, sim, &v, lps, p, err)) ||
+        (rc = simulate_top(o, base, sim, &v, lps, p, err)))
         goto out;
-    }
-    qsort(v.c, v.n, sizeof *v.c, cmp_estimate); /* the tied ones after the estimated */
-    size_t live = 0;
-    while (live < v.n && v.c[live].status == MM_CAND_ESTIMATED)
-        live++;
-    size_t k = (size_t)o->top_k < live ? (size_t)o->top_k : live;
-    p->top_k = o->top_k;
-    size_t extra = (size_t)o->prove;
-    for (;;) {
-        if (k > 0) {
-            rc = o->db ? rescore_store(o, base, v.c, k, p->iterations, err)
-                       : rescore_local(sim, base, v.c, k, p->iterations, lps, err);
-            if (rc)
-                goto out;
-        }
-        size_t open = prove(&v, p);
-        if (!open || !extra || !isfinite(p->best_s))
-            break;
-        /* the unproven with the lowest bounds next: they are the ones that could still win */
-        qsort(v.c, v.n, sizeof *v.c, cmp_bound);
-        k = open < extra ? open : extra;
-        if (o->top_k > 0 && k > (size_t)o->top_k)
-            k = (size_t)o->top_k;
-        extra -= k;
-    }
-    p->simulate_s = mm_host_seconds() - t2;
     rank_cands(&v, p);
     p->c = v.c;
     p->n = v.n;

@@ -1252,12 +1252,11 @@ static void condition(sh *s, mm_mg_words *w)
     f->pend = s->sep;
 }
 
-/* Reads and runs one command (to a newline, ;, &&, ||, | or &). */
-static int command(sh *s)
+/* At a command's start inside a case: its `esac`, or the patterns of its
+ * next item.  A part of command. */
+static int case_start(sh *s)
 {
-    mm_mg_words w = {0};
-    int rc = 0, line = 0;
-    bool at_start = true, is_case = false, end_item = false;
+    int rc;
     frame *cf = s->nfr && s->fr[s->nfr - 1].is_case ? &s->fr[s->nfr - 1] : NULL;
     skip_blanks(s);
     if (cf && *s->p && *s->p != '\n') {
@@ -1272,6 +1271,76 @@ static int command(sh *s)
             return rc;
         }
     }
+    return 0;
+}
+
+/* A redirection and its target, skipped.  A part of command. */
+static int redirection(sh *s)
+{
+    int rc = 0;
+    while (*s->p == '<' || *s->p == '>' || *s->p == '&')
+        s->p++;
+    skip_blanks(s);
+    mm_mg_words target = {0};
+    if (!ends_word(*s->p))
+        rc = lex_word(s, &target);
+    mm_mg_words_free(&target);
+    return rc;
+}
+
+/* A command's first word: `case`, a keyword of an if, or refused bash
+ * control flow or a function definition.  A part of command. */
+static int first_word(sh *s, mm_mg_words *w, bool *at_start, bool *is_case, int *line)
+{
+    int rc = 0;
+    *at_start = false;
+    const char *first = w->w[0].text;
+    size_t fl = strlen(first);
+    if (!strcmp(first, "case")) {
+        *is_case = true;
+        free(w->w[--w->n].text);
+        *at_start = false;
+        return 0;
+    }
+    if (!strcmp(first, "if") || !strcmp(first, "elif") || !strcmp(first, "then") || !strcmp(first, "else") ||
+        !strcmp(first, "fi")) {
+        rc = keyword(s, first, w->w[0].line);
+        free(w->w[--w->n].text);
+        *at_start = true;
+        *line = 0;
+        return rc;
+    }
+    bool in_cond = s->nfr && s->fr[s->nfr - 1].cond;
+    for (int i = 0; refused_words[i]; i++)
+        if (!strcmp(first, refused_words[i]) && !(in_cond && !strcmp(first, "[["))) {
+            rc = fail(s, w->w[0].line, first,
+                      "bash control flow (`%s`) is not read by mmsim: write the launch command out", first);
+            break;
+        }
+    if (!rc && fl > 2 && !strcmp(first + fl - 2, "()"))
+        rc = fail(s, w->w[0].line, first, "a function definition is not read by mmsim");
+    return rc;
+}
+
+/* `;;`: the end of a case item, refused outside one.  A part of command. */
+static int end_case_item(sh *s)
+{
+    frame *f = s->nfr ? &s->fr[s->nfr - 1] : NULL;
+    if (!f || !f->is_case || f->patterns)
+        return fail(s, s->line, ";;", "`;;` outside a case item");
+    end_branch(s, f);
+    f->patterns = true;
+    return 0;
+}
+
+/* Reads and runs one command (to a newline, ;, &&, ||, | or &). */
+static int command(sh *s)
+{
+    mm_mg_words w = {0};
+    int rc = 0, line = 0;
+    bool at_start = true, is_case = false, end_item = false;
+    if ((rc = case_start(s)))
+        return rc;
     for (;;) {
         skip_blanks(s);
         char c = *s->p;
@@ -1288,14 +1357,7 @@ static int command(sh *s)
             break;
         }
         if (c == '<' || c == '>' || (c == '&' && s->p[1] == '>')) { /* a redirection and its target */
-            while (*s->p == '<' || *s->p == '>' || *s->p == '&')
-                s->p++;
-            skip_blanks(s);
-            mm_mg_words target = {0};
-            if (!ends_word(*s->p))
-                rc = lex_word(s, &target);
-            mm_mg_words_free(&target);
-            if (rc)
+            if ((rc = redirection(s)))
                 break;
             continue;
         }
@@ -1322,38 +1384,8 @@ static int command(sh *s)
             free(w.w[--w.n].text);
             continue;
         }
-        if (at_start && w.n > before) {
-            at_start = false;
-            const char *first = w.w[0].text;
-            size_t fl = strlen(first);
-            if (!strcmp(first, "case")) {
-                is_case = true;
-                free(w.w[--w.n].text);
-                at_start = false;
-                continue;
-            }
-            if (!strcmp(first, "if") || !strcmp(first, "elif") || !strcmp(first, "then") || !strcmp(first, "else") ||
-                !strcmp(first, "fi")) {
-                rc = keyword(s, first, w.w[0].line);
-                free(w.w[--w.n].text);
-                at_start = true;
-                line = 0;
-                if (rc)
-                    break;
-                continue;
-            }
-            bool in_cond = s->nfr && s->fr[s->nfr - 1].cond;
-            for (int i = 0; refused_words[i]; i++)
-                if (!strcmp(first, refused_words[i]) && !(in_cond && !strcmp(first, "[["))) {
-                    rc = fail(s, w.w[0].line, first,
-                              "bash control flow (`%s`) is not read by mmsim: write the launch command out", first);
-                    break;
-                }
-            if (!rc && fl > 2 && !strcmp(first + fl - 2, "()"))
-                rc = fail(s, w.w[0].line, first, "a function definition is not read by mmsim");
-            if (rc)
-                break;
-        }
+        if (at_start && w.n > before && (rc = first_word(s, &w, &at_start, &is_case, &line)))
+            break;
     }
     if (!rc && is_case)
         rc = case_header(s, &w, line ? line : s->line);
@@ -1361,15 +1393,8 @@ static int command(sh *s)
         condition(s, &w);
     else if (!rc && !skipping(s))
         rc = run_command(s, &w, line ? line : s->line);
-    if (!rc && end_item) {
-        frame *f = s->nfr ? &s->fr[s->nfr - 1] : NULL;
-        if (!f || !f->is_case || f->patterns)
-            rc = fail(s, s->line, ";;", "`;;` outside a case item");
-        else {
-            end_branch(s, f);
-            f->patterns = true;
-        }
-    }
+    if (!rc && end_item)
+        rc = end_case_item(s);
     mm_mg_words_free(&w);
     return rc;
 }
