@@ -89,16 +89,19 @@ def plan(scenario, gpus, placements, sets, top=2, iterations=1, max_pp=16, space
     return best
 
 
-def plan_vpp1(scenario, gpus, placements, sets, top=4, iterations=1, max_pp=16):
+def plan_vpp1(scenario, gpus, placements, sets, top=4, iterations=1, max_pp=16, space=()):
     """The planner restricted to non-interleaved candidates (vpp 1): mmsim plan
     enumerates, prunes and pre-scores (--top 0 --all), this keeps the vpp-1
     candidates it estimated, and runs the best TOP by the planner's estimate
     event by event (what plan's rescoring does).  Used for DFLOP, whose
     runtime is plain 1F1B (no interleaving); it also kept the DFLOP figures
     running while an interleaved pipeline-placement candidate deadlocked the
-    simulation (fixed since; docs/reproductions.md)."""
+    simulation (fixed since; docs/reproductions.md).  space: --space
+    narrowings, as for plan()."""
     cmd = [mmsim(), "plan", path(scenario), "--no-db", "--json", "--all", "--gpus", str(gpus), "--top", "0",
            "--iterations", str(iterations), "--placement", placements, "--max-pp", str(max_pp)] + sets_args(sets)
+    for sp in space:
+        cmd += ["--space", sp]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}

@@ -75,14 +75,23 @@ def layout_set(lay):
     return ["parallel.llm={tp: %d, pp: %d, dp: %d}" % lay[:3]] + (["train.recompute=full"] if lay[3] == "full" else [])
 
 
+# What the planner may vary for DFLOP: the encoder's and the LLM's GPUs, tp,
+# pp and recompute, as DFLOP's optimizer splits the GPUs between them
+# (BDAI-Research/DFLOP data_aware_optimizer.py); the settings the paper holds
+# fixed stay the base scenario's (micro-batch 1, ZeRO 1, plain 1F1B without
+# interleaving or context parallelism), which also keeps the plans over drawn
+# data quick.
+SPACE = ("micro_batch=1", "zero=1", "schedule=1f1b", "vpp=1", "cp=1")
+
+
 def plan_dflop(model, batching="balanced"):
-    r = c.plan_vpp1(BASE, GPUS, "pipeline", dflop_sets(model, batching))
+    r = c.plan_vpp1(BASE, GPUS, "pipeline", dflop_sets(model, batching), space=SPACE)
     return r, r.get("layout", r.get("error", ""))
 
 
 def plan_homog(model):
     r = c.plan(BASE, GPUS, "homogeneous", ["model=" + model, "batching=sequential"] +
-               c.framework_sets("megatron-core"))
+               c.framework_sets("megatron-core"), space=SPACE)
     return r, r.get("layout", r.get("error", ""))
 
 
