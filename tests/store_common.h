@@ -4,8 +4,9 @@
  * afterwards), files read and written whole, a sample run record, and
  * opening, writing and counting runs that must succeed.
  * Static inline, so a suite that does not call one does not warn; but
- * remove_tree, which every suite's main calls, is plain static (inlined
- * into its own recursion, gcc -Wformat-truncation sees a longer path).
+ * remove_tree and run_store_suite, which every suite's main calls, are
+ * plain static (remove_tree inlined into its own recursion, gcc
+ * -Wformat-truncation sees a longer path).
  * Not for: assertions of their own. */
 #ifndef MM_TEST_STORE_COMMON_H
 #define MM_TEST_STORE_COMMON_H
@@ -73,6 +74,24 @@ static void remove_tree(const char *dir)
         closedir(d);
     }
     rmdir(dir);
+}
+
+/* A suite's main: the scratch root under $TMPDIR, the suite run, the root
+ * removed.  Returns the process's exit status. */
+static int run_store_suite(Suite *suite)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/mmsim-store-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(root)) {
+        perror(root);
+        return EXIT_FAILURE;
+    }
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    remove_tree(root);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 static inline void teardown(void)

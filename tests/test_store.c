@@ -265,18 +265,4 @@ static Suite *store_suite(void)
     return s;
 }
 
-int main(void)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(root, sizeof root, "%s/mmsim-store-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(root)) {
-        perror(root);
-        return EXIT_FAILURE;
-    }
-    SRunner *sr = srunner_create(store_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    remove_tree(root);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_store_suite(store_suite()); }
