@@ -286,6 +286,25 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
  * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
  * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
  * breakdown (may be NULL). */
+/* EP: each kept copy of a token's hidden state goes to its expert's rank
+ * and comes back (Megatron's all-to-all token dispatcher), each TP rank
+ * moving its 1/tp.  The splits are uneven: the all-to-all lasts as long
+ * as its busiest endpoint, the rank whose experts receive the most rows
+ * (model/moe.h, the same profile the layer's kernels use), so every member
+ * is given that rank's volume.  An overestimate of the total traffic, not
+ * of the busiest link's. */
+static double ep_bytes(const mm_llm *m, double tokens, int tp, int wbytes)
+{
+    if (m->experts <= 0)
+        return 0;
+    mm_moe_load ld;
+    int g = m->ep_share > 1 ? m->ep_share : 1;
+    double rows = (double)m->experts_per_tok * tokens;
+    if (mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, &ld) == 0)
+        rows = fmax(ld.rank_rows, ld.kept);
+    return rows * (double)m->hidden * wbytes / tp;
+}
+
 /* The build spec's layout and communication fields of the LLM: degrees,
  * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
  * size of each TP, CP, EP and pipeline message. */
@@ -330,9 +349,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
      * split by TP; Ulysses: one all-to-all of the local activations */
     spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->lay.tp
                                    : b * (s / cp) * (double)m->hidden * wbytes / L->lay.tp;
-    /* EP: each token's hidden state goes to experts_per_tok experts and
-     * comes back (Megatron's all-to-all token dispatcher) */
-    spec->ep_bytes = m->experts > 0 ? b * (s / cp) * (double)m->experts_per_tok * (double)m->hidden * wbytes / L->lay.tp : 0;
+    spec->ep_bytes = ep_bytes(m, b * (s / cp), L->lay.tp, wbytes);
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
     /* a blocking collective is one eager op of the host (a torch.distributed

@@ -37,6 +37,21 @@ void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, d
     acc->attn_core_host_s += k * a->attn_core_host_s;
 }
 
+/* The experts' grouped GEMM of one pass: each group's rows are the m of
+ * the forward and of the input gradient (dA = dC W^T) and the inner
+ * dimension of the weight gradient (dW = A^T dC, llm.h mm_op_pass). */
+static double grouped_time(const mm_fw_ctx *c, const mm_op_cost *o)
+{
+    mm_gemm_shape s[MM_MOE_BINS];
+    int n = o->groups < MM_MOE_BINS ? o->groups : MM_MOE_BINS;
+    for (int i = 0; i < n; i++) {
+        double gm = o->group_m[i];
+        s[i] = o->pass == MM_OP_W ? (mm_gemm_shape){o->m, o->n, gm, o->group_n[i]}
+                                  : (mm_gemm_shape){gm, o->n, o->k, o->group_n[i]};
+    }
+    return mm_grouped_gemm_time(c->gpu, c->dt, s, n, o->sequential ? 1 : MM_GROUPED_GEMM_STREAMS, o->bytes);
+}
+
 /* Seconds of one kernel on the GPU: GEMMs by shape, attention by the
  * resolved implementation's table (sequence length = geometric mean of
  * query and key lengths), memory-bound kernels by bytes.  Empty ops (a
@@ -46,6 +61,8 @@ static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
     const mm_gpu_spec *g = c->gpu;
     switch (o->kind) {
     case MM_OPK_GEMM:
+        if (o->groups > 0)
+            return grouped_time(c, o);
         return mm_gemm_time(g, c->dt, o->m, o->n, o->k, o->batch, o->bytes);
     case MM_OPK_ATTN: {
         bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */

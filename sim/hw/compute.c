@@ -98,6 +98,33 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
     return fmax(flops / rate, t_bytes) + g->kernel_overhead_s;
 }
 
+double mm_grouped_gemm_time(const mm_gpu_spec *g, mm_dtype dt, const mm_gemm_shape *s, int n, int streams,
+                            double bytes)
+{
+    double sum = 0, longest = 0, count = 0, flops = 0, mw = 0, kw = 0, o = g->kernel_overhead_s;
+    for (int i = 0; i < n; i++) {
+        if (!(s[i].count > 0) || !(s[i].m * s[i].n * s[i].k > 0))
+            continue;
+        double one = mm_gemm_time(g, dt, s[i].m, s[i].n, s[i].k, 1.0, 0.0) - o;
+        sum += s[i].count * one;
+        longest = fmax(longest, one);
+        count += s[i].count;
+        flops += s[i].count * s[i].m * s[i].n * s[i].k;
+        mw += s[i].count * s[i].m;
+        kw += s[i].count * s[i].k;
+    }
+    if (!(count > 0))
+        return mm_mem_time(g, bytes);
+    /* the whole as one batched GEMM of the mean shape (same n; the mean m
+     * and k of the problems, which keeps the total FLOPs when only one of
+     * them varies, as in an expert GEMM's passes) */
+    double mm = mw / count, kk = kw / count, nn = flops / (count * mm * kk);
+    double filled = mm_gemm_time(g, dt, mm, nn, kk, count, 0.0) - o;
+    double t = fmax(fmax(sum / (streams > 1 ? streams : 1), longest), filled);
+    double t_bytes = bytes > 0 ? bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) : 0.0;
+    return fmax(t, t_bytes) + o;
+}
+
 double mm_attn_time_impl(const mm_gpu_spec *g, mm_attn_impl impl, mm_dtype dt, double flops, double seqlen,
                          double head_dim, bool causal, mm_attn_pass pass, double bytes)
 {

@@ -24,6 +24,28 @@ typedef enum {
 double mm_compute_time(const mm_gpu_spec *g, mm_dtype dt, mm_kernel_kind kind,
                        double flops, double bytes);
 
+/* One GEMM shape of a grouped GEMM: `count` problems C[m x n] = A[m x k] B[k x n]. */
+typedef struct mm_gemm_shape {
+    double m, n, k, count;
+} mm_gemm_shape;
+
+/* Concurrent streams of Transformer Engine's grouped GEMM (NVIDIA/
+ * TransformerEngine commit 312ff1796a781b4e3915637b2036abba89e114e1,
+ * transformer_engine/common/include/transformer_engine/multi_streams.h:
+ * num_streams = 4): the experts' GEMMs are spread over that many CUDA
+ * streams. */
+#define MM_GROUPED_GEMM_STREAMS 4
+
+/* A grouped GEMM over `n` shapes (MoE experts, each at the rows it really
+ * gets), moving `bytes` in all.  Each problem alone runs at the table's
+ * throughput for its own shape (a small m is slow); `streams` of them run
+ * at once (1: one after another, Megatron's SequentialMLP), but the whole
+ * never beats the single GEMM of the same total work at its mean shape
+ * filling the GPU (mm_gemm_time's batched rule), nor its busiest problem,
+ * nor the bytes at HBM bandwidth.  One launch. */
+double mm_grouped_gemm_time(const mm_gpu_spec *g, mm_dtype dt, const mm_gemm_shape *s, int n, int streams,
+                            double bytes);
+
 /* `batch` independent GEMMs C[m x n] = A[m x k] B[k x n], moving `bytes` of
  * HBM traffic in all.  Table throughput (or peak x gemm_efficiency), never
  * above the dtype's peak; plus one launch. */

@@ -399,7 +399,8 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops,
                  double bytes, double m, double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){ name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0, 0.0, false };
+        l->ops[l->n] = (mm_op_cost){.name = name, .kind = kind, .flops = flops, .bytes = bytes, .m = m, .n = n,
+                                    .k = k, .batch = batch, .causal = causal, .pass = MM_OP_F};
     l->n++;
 }
 
@@ -485,6 +486,8 @@ static void scale_from(op_list *l, int from, double w)
         l->ops[i].bytes *= w;
         if (l->ops[i].kind != MM_OPK_MEM)
             l->ops[i].batch *= w;
+        for (int j = 0; j < l->ops[i].groups; j++)
+            l->ops[i].group_n[j] *= w;
     }
 }
 
@@ -560,27 +563,73 @@ static void push_mlp(op_list *l, const mm_llm *m, const char *up_name, const cha
     push_gemm(l, down_name, tokens, h, f, false, e);
 }
 
-/* The MoE MLP on this rank: router, dispatch (Megatron's token permute),
- * the routed experts as batched GEMMs over their mean load (or capacity),
- * combine, and the shared expert(s) every token passes through. */
-static void push_moe(op_list *l, const mm_llm *m, double tokens, double t, double e)
+/* The routed experts' GEMMs on the busiest EP rank: one grouped GEMM of
+ * C_i[m_i x n] = A_i[m_i x k] W_i[k x n] per projection, binned by load
+ * (moe.h); FLOPs and bytes are the sums over the experts. */
+static void push_grouped(op_list *l, const char *name, const mm_moe_load *ld, double n, double k, bool bias,
+                         bool sequential, double e)
+{
+    double rows = ld->rank_rows, E = (double)ld->local, m = E > 0 ? rows / E : 0.0;
+    double bytes = (rows * k + E * k * n + rows * n + (bias ? E * n : 0.0)) * e;
+    int at = l->n;
+    push(l, name, MM_OPK_GEMM, 2.0 * rows * n * k, bytes, m, n, k, E, false);
+    if (at >= l->cap)
+        return;
+    mm_op_cost *o = &l->ops[at];
+    o->groups = ld->nbins;
+    o->sequential = sequential;
+    for (int i = 0; i < ld->nbins; i++) {
+        o->group_m[i] = ld->bin_m[i];
+        o->group_n[i] = ld->bin_n[i];
+    }
+}
+
+/* The router (megatron/core/transformer/moe/router.py TopKRouter at
+ * Megatron-LM d98e8a64): the gating GEMM, then over the [tokens x E]
+ * logits: softmax in fp32 (read the logits, write the scores), top-k
+ * (read the scores, write k fp32 probs and k int64 indices), the routing
+ * map (bool) and the probs scattered back to [tokens x E] fp32; with the
+ * auxiliary loss (moe_utils.py switch_load_balancing_loss_func) the scores
+ * again for the loss and a sum over tokens of them and of the map. */
+static void push_router(op_list *l, const mm_llm *m, double tokens, double e)
 {
     double h = (double)m->hidden, E = (double)m->experts, k = (double)m->experts_per_tok;
-    double f = (double)m->moe_ffn / t, up = m->gated_mlp ? 2.0 * f : f;
-    /* Router: every token scores every expert (replicated over tp, fp32
-     * softmax and top-k are small and folded into the permute). */
     push_gemm(l, "router", tokens, E, h, false, e);
-    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
-    /* with EP this GPU holds E/g experts, each fed by the g replicas of its
-     * group: g x the mean load per expert GEMM */
-    double g = m->ep_share > 1 ? (double)m->ep_share : 1.0;
-    double te = cf * tokens * k / E * g, el = E / g;
-    /* dispatch and combine each read and write k copies of the tokens */
-    push_mem(l, "moe_dispatch", 2.0 * tokens * k * h * e);
-    push_gemm_n(l, "expert_fc1", te, up, h, el, m->mlp_bias, e);
-    push_mem(l, "act", el * te * (up + f) * e);
-    push_gemm_n(l, "expert_fc2", te, h, f, el, false, e);
-    push_mem(l, "moe_combine", 2.0 * tokens * k * h * e);
+    push_mem(l, "router_topk", tokens * E * (e + 4.0 + 4.0 + 1.0 + 4.0) + tokens * k * (4.0 + 8.0));
+    if (m->moe.routing == MM_MOE_AUX_LOSS)
+        push_mem(l, "router_aux_loss", tokens * E * (e + 4.0 + 4.0 + 1.0));
+}
+
+/* The MoE MLP on the busiest expert-parallel rank (the combine waits for
+ * it): router, permute (token_dispatcher.py MoEAlltoAllTokenDispatcher:
+ * moe_utils.permute gathers each kept token copy's row), the
+ * all-to-all (the build's), the sort of the received rows by local expert
+ * and back (sort_chunks_by_idxs, when the rank holds more than one
+ * expert), the routed experts as grouped GEMMs at the loads they really
+ * get, unpermute (a scatter-add of the copies into a zeroed [tokens x h]),
+ * and the shared expert(s) every token passes through.  Memory-bound
+ * kernels move their bytes at HBM bandwidth (the compute model). */
+static void push_moe(op_list *l, const mm_llm *m, double tokens, double t, double e)
+{
+    double h = (double)m->hidden;
+    double f = (double)m->moe_ffn / t, up = m->gated_mlp ? 2.0 * f : f;
+    int g = m->ep_share > 1 ? m->ep_share : 1;
+    mm_moe_load ld;
+    if (mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, &ld)) {
+        l->n = l->cap + 1; /* the list reports failure */
+        return;
+    }
+    push_router(l, m, tokens, e);
+    double rows = ld.rank_rows;
+    push_mem(l, "moe_permute", 2.0 * ld.kept * h * e);
+    if (g > 1 && ld.local > 1)
+        push_mem(l, "moe_sort", 2.0 * rows * h * e);
+    push_grouped(l, "expert_fc1", &ld, up, h, m->mlp_bias, m->moe.sequential, e);
+    push_mem(l, "act", rows * (up + f) * e);
+    push_grouped(l, "expert_fc2", &ld, h, f, false, m->moe.sequential, e);
+    if (g > 1 && ld.local > 1)
+        push_mem(l, "moe_unsort", 2.0 * rows * h * e);
+    push_mem(l, "moe_unpermute", (ld.kept + 2.0 * tokens) * h * e);
     if (m->shared_ffn > 0) {
         push_mlp(l, m, "shared_fc1", "shared_fc2", tokens, (double)m->shared_ffn / t, e);
         if (m->shared_gate) /* Qwen2-MoE: sigmoid(x W_g) scales the shared output */

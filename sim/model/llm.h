@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/moe.h"
 #include "util/err.h"
 
 struct mm_node;
@@ -62,10 +63,11 @@ typedef struct mm_llm {
      * router (h x experts, no bias) picks experts_per_tok of them per token. */
     int64_t experts;
     int64_t experts_per_tok;
-    /* Expert capacity = capacity_factor * tokens * k / experts (GShard,
-     * Switch Transformer); 0 = dropless, experts sized by their mean load.
-     * Not a config.json key: 0 unless the caller sets it. */
-    double capacity_factor;
+    /* How the router spreads tokens over the experts, capacity (token
+     * dropping), the token dispatcher and grouped or sequential expert
+     * GEMMs (moe.h).  Not config.json keys: the scenario's moe section
+     * sets them; zeroed = dropless, balanced, all-to-all, grouped. */
+    mm_moe_cfg moe;
     /* Expert-parallel replicas whose tokens one GPU's experts serve (the
      * expert group's DP part, mm_mem_ep_fold): each local expert then runs
      * one GEMM over ep_share x its mean load, experts / ep_share of them.
@@ -258,6 +260,13 @@ typedef struct mm_op_cost {
                         * profile, kernels.GROUP.jit), forward and backward
                         * timed at the GPU's rate for such kernels where the
                         * topology states one (gpu.jit_memory_efficiency) */
+    /* GEMM of MoE experts (groups > 0): one GEMM per expert, group_n[i]
+     * experts with group_m[i] rows each (m above is their mean, batch
+     * their count), run as one grouped GEMM (TE's multi-stream grouped
+     * GEMM) or one after another (sequential: Megatron's SequentialMLP). */
+    int groups;
+    bool sequential;
+    double group_m[MM_MOE_BINS], group_n[MM_MOE_BINS];
 } mm_op_cost;
 
 /* The three passes zero-bubble schedules split a layer into (Qi et al.,
@@ -284,7 +293,7 @@ typedef enum mm_op_pass_kind { MM_OP_F = 0, MM_OP_B = 1, MM_OP_W = 2 } mm_op_pas
 mm_op_cost mm_op_pass(const mm_op_cost *f, mm_op_pass_kind p);
 
 /* Enough for every list below. */
-#define MM_LLM_MAX_OPS 40
+#define MM_LLM_MAX_OPS 48
 
 /* One transformer block FORWARD on ONE tensor-parallel rank of `tp`, with
  * Megatron's sharding (QKV and fc1 column-parallel, output projection and

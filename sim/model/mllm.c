@@ -106,7 +106,8 @@ static void push(op_list *l, const char *name, mm_op_kind kind, double flops, do
                  double n, double k, double batch, bool causal)
 {
     if (l->n < l->cap)
-        l->ops[l->n] = (mm_op_cost){name, kind, flops, bytes, m, n, k, batch, causal, MM_OP_F, false, false, 0.0, 0.0, false};
+        l->ops[l->n] = (mm_op_cost){.name = name, .kind = kind, .flops = flops, .bytes = bytes, .m = m, .n = n,
+                                    .k = k, .batch = batch, .causal = causal, .pass = MM_OP_F};
     l->n++;
 }
 

@@ -168,6 +168,33 @@ static int check_batch(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The moe section onto the model (model/moe.h), refused by name where it
+ * asks for what is not modeled. */
+static int check_moe(mm_sim *sim, int ep, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    mm_moe_cfg c = {.routing = sc->moe.routing, .param = sc->moe.routing_param,
+                    .capacity_factor = sc->moe.capacity_factor, .drop_policy = sc->moe.drop_policy,
+                    .pad = sc->moe.pad_to_capacity, .dispatcher = sc->moe.dispatcher,
+                    .sequential = !sc->moe.grouped_gemm, .seed = sc->seed};
+    if (c.pad && !(c.capacity_factor > 0))
+        return mm_scenario_fail(sc, err, "moe.pad_to_capacity",
+                                "padding to capacity needs moe.capacity_factor > 0 (Megatron-Core asserts the same)");
+    if (c.routing == MM_MOE_BALANCED && c.param > 0)
+        return mm_scenario_fail(sc, err, "moe.routing_param", "routing balanced takes no parameter (%g given)", c.param);
+    const char *why = NULL;
+    if (mm_moe_check(&c, &why))
+        return mm_scenario_fail(sc, err, "moe.routing_param", "%s (%g given)", why, c.param);
+    if (c.dispatcher == MM_MOE_ALLGATHER && ep > 1)
+        return mm_scenario_fail(sc, err, "moe.dispatcher",
+                                "the allgather token dispatcher at ep %d is not modeled (alltoall is)", ep);
+    if (c.routing != MM_MOE_BALANCED && (int64_t)sc->train.micro_batch * sc->train.seq_len *
+                                                sim->llm->experts_per_tok > (int64_t)UINT32_MAX)
+        return mm_scenario_fail(sc, err, "train.seq_len", "over 2^32 routed token copies per micro-batch");
+    sim->llm->moe = c;
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -185,6 +212,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 "Megatron-Core MoE parallel folding)",
                                 L->lay.ep, (long long)m->experts, L->lay.tp, L->lay.dp);
     sim->llm->ep_share = L->lay.ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
+    if (moe && check_moe(sim, L->lay.ep, err))
+        return -MM_EINPUT;
     if (L->lay.cp > 1 && sc->train.seq_len % (2 * L->lay.cp))
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",

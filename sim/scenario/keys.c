@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/moe.h"
 #include "scenario/scenario.h"
 
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
@@ -177,6 +178,33 @@ const mm_key mm_keys[] = {
      "what-if perturbations: a list of {kind: slow_gpu | jitter | hbm | nic | rail | switch | link | "
      "node_group | stall, ...}",
      F(perturb), 0},
+    {"moe", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL,
+     "mixture-of-experts routing and dispatch (Megatron-Core's); ignored by a dense model", NOFIELD, 0},
+    {"moe.routing", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_moe_routing_names, "aux_loss", NULL,
+     "how the router spreads each layer's tokens: balanced (every expert exactly its mean), aux_loss (expert "
+     "popularity ~ Dirichlet(routing_param) per layer, tokens drawn from it; with the aux-loss kernels), skewed "
+     "(Zipf popularity, exponent routing_param, no balancing loss); drawn from the seed",
+     F(moe.routing), 0},
+    {"moe.routing_param", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e9, NULL, "0", NULL,
+     "aux_loss: Dirichlet concentration (larger = more even; 0: 16); skewed: Zipf exponent (0: 0.5)",
+     F(moe.routing_param), 0},
+    {"moe.capacity_factor", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "expert capacity = ceil(tokens x k / experts x factor) per source rank, extra tokens dropped "
+     "(--moe-expert-capacity-factor); 0: dropless",
+     F(moe.capacity_factor), 0},
+    {"moe.drop_policy", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_moe_drop_names, "probs", NULL,
+     "which tokens a full expert drops (--moe-token-drop-policy); the same number either way",
+     F(moe.drop_policy), 0},
+    {"moe.pad_to_capacity", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
+     "every expert gets exactly its capacity of rows (--moe-pad-expert-input-to-capacity; needs capacity_factor)",
+     F(moe.pad_to_capacity), 0},
+    {"moe.dispatcher", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_moe_dispatcher_names, "alltoall", NULL,
+     "token dispatcher (--moe-token-dispatcher-type): alltoall, or allgather (ep 1 only)",
+     F(moe.dispatcher), 0},
+    {"moe.grouped_gemm", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "true", NULL,
+     "experts as one grouped GEMM per projection (--moe-grouped-gemm); false: one GEMM after another "
+     "(SequentialMLP)",
+     F(moe.grouped_gemm), 0},
 };
 
 const size_t mm_n_keys = sizeof mm_keys / sizeof mm_keys[0];

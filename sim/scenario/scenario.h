@@ -142,6 +142,16 @@ typedef struct mm_scenario {
         int64_t text_tokens; /* MM_WORKLOAD_FIXED */
         double audio_seconds; /* MM_WORKLOAD_FIXED */
     } workload;
+    /* MoE routing and dispatch (model/moe.h); ignored by dense models. */
+    struct {
+        int routing;            /* mm_moe_routing: balanced | aux_loss | skewed */
+        double routing_param;   /* Dirichlet alpha / Zipf s; 0: the mode's default */
+        double capacity_factor; /* 0: dropless */
+        int drop_policy;        /* mm_moe_drop_policy: probs | position */
+        bool pad_to_capacity;
+        int dispatcher;         /* mm_moe_dispatcher: alltoall | allgather */
+        bool grouped_gemm;      /* false: SequentialMLP */
+    } moe;
     mm_batching batching;
     mm_network_kind network;
     int iterations;

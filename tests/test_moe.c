@@ -1,0 +1,268 @@
+/* test_moe.c - MoE routing loads, capacity, busiest-rank pacing, the
+ * dispatcher's permute kernels, grouped GEMMs, and the moe scenario keys.
+ * Formulas: Megatron-Core get_capacity = ceil(tokens x k / E x factor)
+ * (NVIDIA/Megatron-LM d98e8a64, megatron/core/transformer/moe/moe_utils.py);
+ * the model: tests/data/hf/qwen3-30b-a3b.json (Qwen/Qwen3-30B-A3B). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "hw/cluster.h"
+#include "hw/compute.h"
+#include "model/llm.h"
+#include "model/moe.h"
+#include "mmsim_exe.h"
+
+#define E 128
+#define K 8
+#define RANKS 8
+#define TOKENS 4096
+
+static mm_moe_cfg cfg(int routing)
+{
+    return (mm_moe_cfg){.routing = routing, .seed = 1};
+}
+
+/* Dropless: every source rank sends tokens x k copies, none of an expert
+ * above tokens; balanced is the exact even split. */
+START_TEST(loads_sum)
+{
+    static int64_t load[RANKS * E];
+    for (int r = MM_MOE_BALANCED; r <= MM_MOE_SKEWED; r++) {
+        mm_moe_cfg c = cfg(r);
+        for (uint64_t d = 0; d < 3; d++) {
+            ck_assert_int_eq(mm_moe_draw(&c, E, K, RANKS, TOKENS, d, load), 0);
+            for (int j = 0; j < RANKS; j++) {
+                int64_t sum = 0;
+                for (int e = 0; e < E; e++) {
+                    ck_assert_int_le(load[j * E + e], TOKENS);
+                    ck_assert_int_ge(load[j * E + e], 0);
+                    sum += load[j * E + e];
+                }
+                ck_assert_int_eq(sum, (int64_t)TOKENS * K);
+            }
+        }
+    }
+    mm_moe_cfg b = cfg(MM_MOE_BALANCED);
+    ck_assert_int_eq(mm_moe_draw(&b, E, K, RANKS, TOKENS, 0, load), 0);
+    for (int e = 0; e < E; e++)
+        ck_assert_int_eq(load[e], TOKENS * K / E);
+    /* a skewed draw is uneven: its busiest expert gets well above the mean */
+    mm_moe_cfg s = cfg(MM_MOE_SKEWED);
+    ck_assert_int_eq(mm_moe_draw(&s, E, K, RANKS, TOKENS, 0, load), 0);
+    int64_t mx = 0;
+    for (int e = 0; e < E; e++)
+        mx = load[e] > mx ? load[e] : mx;
+    ck_assert_int_gt(mx, 2 * TOKENS * K / E);
+    ck_assert_int_eq(mm_moe_draw(&s, E, K + E, RANKS, TOKENS, 0, load), -1); /* k > E */
+}
+END_TEST
+
+/* Capacity: ceil(tokens x k / E x factor) per source rank; an expert keeps
+ * min(load, capacity) of the same draw; padded, exactly capacity. */
+START_TEST(capacity_clips)
+{
+    ck_assert_int_eq(mm_moe_capacity(4096, 8, 128, 1.0), 256);
+    ck_assert_int_eq(mm_moe_capacity(4096, 8, 128, 1.25), 320);
+    ck_assert_int_eq(mm_moe_capacity(1000, 2, 3, 1.0), 667); /* ceil(666.67) */
+    static int64_t free_[RANKS * E], drop[RANKS * E], pad[RANKS * E];
+    mm_moe_cfg c = cfg(MM_MOE_AUX_LOSS);
+    ck_assert_int_eq(mm_moe_draw(&c, E, K, RANKS, TOKENS, 5, free_), 0);
+    c.capacity_factor = 1.0;
+    ck_assert_int_eq(mm_moe_draw(&c, E, K, RANKS, TOKENS, 5, drop), 0);
+    c.pad = true;
+    ck_assert_int_eq(mm_moe_draw(&c, E, K, RANKS, TOKENS, 5, pad), 0);
+    int64_t cap = 256, clipped = 0;
+    for (int i = 0; i < RANKS * E; i++) {
+        ck_assert_int_eq(drop[i], free_[i] < cap ? free_[i] : cap);
+        ck_assert_int_eq(pad[i], cap);
+        clipped += free_[i] > cap;
+    }
+    ck_assert_int_gt(clipped, 0); /* the draw is uneven enough to drop */
+    mm_moe_load ld;
+    c.pad = false;
+    ck_assert_int_eq(mm_moe_profile(&c, E, K, RANKS, TOKENS, &ld), 0);
+    ck_assert(ld.dropped > 0 && ld.dropped < 0.5);
+    ck_assert(ld.kept < (double)TOKENS * K);
+    ck_assert(ld.max_expert <= (double)cap * RANKS + 1e-9);
+}
+END_TEST
+
+/* The busiest rank sets the pace: balanced, every rank's experts process
+ * exactly tokens x k rows; skewed, more; the profile's bins add up. */
+START_TEST(busiest_rank)
+{
+    mm_moe_load b, a, s;
+    mm_moe_cfg cb = cfg(MM_MOE_BALANCED), ca = cfg(MM_MOE_AUX_LOSS), cs = cfg(MM_MOE_SKEWED);
+    ck_assert_int_eq(mm_moe_profile(&cb, E, K, RANKS, TOKENS, &b), 0);
+    ck_assert_int_eq(mm_moe_profile(&ca, E, K, RANKS, TOKENS, &a), 0);
+    ck_assert_int_eq(mm_moe_profile(&cs, E, K, RANKS, TOKENS, &s), 0);
+    ck_assert_int_eq(b.local, E / RANKS);
+    ck_assert(fabs(b.rank_rows - (double)TOKENS * K) < 1e-9);
+    ck_assert(fabs(b.max_expert - b.mean_expert) < 1e-9);
+    ck_assert(a.rank_rows > b.rank_rows && s.rank_rows > a.rank_rows);
+    ck_assert(a.max_expert > 1.2 * a.mean_expert && s.max_expert > a.max_expert);
+    double sum = 0, n = 0;
+    for (int i = 0; i < s.nbins; i++) {
+        sum += s.bin_m[i] * s.bin_n[i];
+        n += s.bin_n[i];
+        if (i > 0)
+            ck_assert(s.bin_m[i] <= s.bin_m[i - 1] + 1e-9); /* busiest first */
+    }
+    ck_assert(fabs(sum - s.rank_rows) < 1e-6 * s.rank_rows);
+    ck_assert(fabs(n - (double)s.local) < 1e-12);
+    /* the same seed gives the same numbers bit for bit; another seed others */
+    mm_moe_load again, other;
+    ck_assert_int_eq(mm_moe_profile(&ca, E, K, RANKS, TOKENS, &again), 0);
+    ck_assert(memcmp(&a, &again, sizeof a) == 0);
+    ca.seed = 2;
+    ck_assert_int_eq(mm_moe_profile(&ca, E, K, RANKS, TOKENS, &other), 0);
+    ck_assert(other.rank_rows != a.rank_rows);
+}
+END_TEST
+
+static const mm_op_cost *find(const mm_op_cost *ops, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ops[i].name, name))
+            return &ops[i];
+    return NULL;
+}
+
+/* The layer's kernels on the busiest rank: expert FLOPs scale with its
+ * rows, permute/unpermute/sort bytes by their formulas. */
+START_TEST(layer_kernels)
+{
+    static mm_llm m;
+    mm_err err;
+    ck_assert_msg(mm_llm_load("tests/data/hf/qwen3-30b-a3b.json", &m, &err) == 0, "%s", err.msg);
+    m.ep_share = RANKS;
+    static mm_op_cost ob[MM_LLM_MAX_OPS], os[MM_LLM_MAX_OPS];
+    m.moe = cfg(MM_MOE_BALANCED);
+    int nb = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, ob, MM_LLM_MAX_OPS);
+    m.moe = cfg(MM_MOE_SKEWED);
+    int ns = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, os, MM_LLM_MAX_OPS);
+    ck_assert(nb > 0 && ns > 0);
+    mm_moe_load lb, ls;
+    mm_moe_cfg cb = cfg(MM_MOE_BALANCED), cs = cfg(MM_MOE_SKEWED);
+    ck_assert_int_eq(mm_moe_profile(&cb, E, K, RANKS, TOKENS, &lb), 0);
+    ck_assert_int_eq(mm_moe_profile(&cs, E, K, RANKS, TOKENS, &ls), 0);
+    double h = 2048, f = 768, e = 2;
+    const mm_op_cost *fb = find(ob, nb, "expert_fc1"), *fs = find(os, ns, "expert_fc1");
+    ck_assert(fb && fs && fb->groups > 0);
+    ck_assert(fabs(fb->flops - 2.0 * (double)TOKENS * K * (2 * f) * h) < 1e-6 * fb->flops);
+    ck_assert(fabs(fs->flops / fb->flops - ls.rank_rows / lb.rank_rows) < 1e-12);
+    const mm_op_cost *p = find(os, ns, "moe_permute"), *u = find(os, ns, "moe_unpermute");
+    const mm_op_cost *so = find(os, ns, "moe_sort");
+    ck_assert(p && u && so);
+    ck_assert(fabs(p->bytes - 2.0 * (double)TOKENS * K * h * e) < 1e-6);
+    ck_assert(fabs(u->bytes - ((double)TOKENS * K + 2.0 * TOKENS) * h * e) < 1e-6);
+    ck_assert(fabs(so->bytes - 2.0 * ls.rank_rows * h * e) < 1e-6);
+    ck_assert(find(ob, nb, "router_aux_loss") == NULL); /* balanced: no aux-loss kernels */
+    m.moe = cfg(MM_MOE_AUX_LOSS);
+    int na = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, os, MM_LLM_MAX_OPS);
+    ck_assert(find(os, na, "router_aux_loss") != NULL);
+    m.ep_share = 1; /* one rank holds every expert: no sort */
+    na = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, os, MM_LLM_MAX_OPS);
+    ck_assert(find(os, na, "moe_sort") == NULL);
+}
+END_TEST
+
+/* Grouped GEMM: small m is slower per FLOP (the table's m-dependence);
+ * one after another is never faster than grouped. */
+START_TEST(grouped_gemm)
+{
+    static mm_cluster c;
+    mm_err err;
+    ck_assert_msg(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err) == 0, "%s", err.msg);
+    mm_gemm_shape big = {2048, 1536, 2048, 16}, small = {64, 1536, 2048, 16};
+    double tb = mm_grouped_gemm_time(&c.gpu, MM_DTYPE_BF16, &big, 1, MM_GROUPED_GEMM_STREAMS, 0);
+    double ts = mm_grouped_gemm_time(&c.gpu, MM_DTYPE_BF16, &small, 1, MM_GROUPED_GEMM_STREAMS, 0);
+    double rate_b = 2.0 * 2048 * 1536 * 2048 * 16 / tb, rate_s = 2.0 * 64 * 1536 * 2048 * 16 / ts;
+    ck_assert_msg(rate_s < 0.7 * rate_b, "%g %g", rate_s, rate_b);
+    double seq = mm_grouped_gemm_time(&c.gpu, MM_DTYPE_BF16, &small, 1, 1, 0);
+    double one = mm_gemm_time(&c.gpu, MM_DTYPE_BF16, 64, 1536, 2048, 1, 0) - c.gpu.kernel_overhead_s;
+    ck_assert(seq >= ts);
+    /* sequential small GEMMs: the sum of each alone (plus one launch) */
+    ck_assert(fabs(seq - (16 * one + c.gpu.kernel_overhead_s)) < 1e-12 * seq + 1e-15);
+    /* never faster than the batched single GEMM of the same work */
+    double filled = mm_gemm_time(&c.gpu, MM_DTYPE_BF16, 2048, 1536, 2048, 16, 0);
+    ck_assert(tb >= filled - 1e-15);
+    mm_cluster_free(&c);
+}
+END_TEST
+
+static int run(const char *args, char *err, size_t len)
+{
+    static char dir[512], out[1 << 16];
+    if (!dir[0])
+        mmx_tmpdir(dir, sizeof dir, "moe");
+    return mmx_run(dir, NULL, args, out, sizeof out, err, len);
+}
+
+#define QWEN "--no-db tests/data/moe/qwen3-ep8.yaml"
+
+/* Bad keys: file, line and key, exit status 2. */
+START_TEST(bad_keys)
+{
+    static char err[1 << 14];
+    ck_assert_int_eq(run("run " QWEN " --set moe.routing=zipf", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "moe.routing"), "%s", err);
+    ck_assert_int_eq(run("run " QWEN " --set moe.pad_to_capacity=true", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "moe.pad_to_capacity"), "%s", err);
+    ck_assert_int_eq(run("run " QWEN " --set moe.dispatcher=allgather", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "moe.dispatcher"), "%s", err);
+    ck_assert_int_eq(run("run " QWEN " --set moe.routing=balanced --set moe.routing_param=2", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "moe.routing_param"), "%s", err);
+    ck_assert_int_eq(run("run " QWEN " --set moe.capacity_factor=-1", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "moe.capacity_factor"), "%s", err);
+    ck_assert_int_eq(run("run --no-db tests/data/moe/bad-pad.yaml", err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "bad-pad.yaml:") && strstr(err, "moe.pad_to_capacity"), "%s", err);
+}
+END_TEST
+
+static double iter_time(const char *extra)
+{
+    static char args[2048], dir[512], out[1 << 16], err[1 << 14];
+    if (!dir[0])
+        mmx_tmpdir(dir, sizeof dir, "moet");
+    snprintf(args, sizeof args, "run " QWEN " --json %s", extra);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 0);
+    const char *p = strstr(out, "\"iteration_time_s\":");
+    ck_assert_msg(p, "%s", out);
+    return atof(p + strlen("\"iteration_time_s\":"));
+}
+
+/* End to end: skewed routing is slower than balanced, dropping faster
+ * than dropless; the same scenario twice is bit for bit the same. */
+START_TEST(end_to_end)
+{
+    double bal = iter_time("--set moe.routing=balanced"), aux = iter_time("");
+    double skew = iter_time("--set moe.routing=skewed"), drop = iter_time("--set moe.capacity_factor=1");
+    ck_assert_msg(bal < aux && aux < skew, "%g %g %g", bal, aux, skew);
+    ck_assert_msg(drop < aux, "%g %g", drop, aux);
+    ck_assert(iter_time("") == aux);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("moe");
+    TCase *tc = tcase_create("moe");
+    tcase_add_test(tc, loads_sum);
+    tcase_add_test(tc, capacity_clips);
+    tcase_add_test(tc, busiest_rank);
+    tcase_add_test(tc, layer_kernels);
+    tcase_add_test(tc, grouped_gemm);
+    tcase_add_test(tc, bad_keys);
+    tcase_add_test(tc, end_to_end);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
