@@ -224,16 +224,23 @@ START_TEST(bad_keys)
 }
 END_TEST
 
-static double iter_time(const char *extra)
+static double json_num(const char *extra, const char *key)
 {
     static char args[2048], dir[512], out[1 << 16], err[1 << 14];
     if (!dir[0])
         mmx_tmpdir(dir, sizeof dir, "moet");
     snprintf(args, sizeof args, "run " QWEN " --json %s", extra);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 0);
-    const char *p = strstr(out, "\"iteration_time_s\":");
-    ck_assert_msg(p, "%s", out);
-    return atof(p + strlen("\"iteration_time_s\":"));
+    char k[128];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(out, k);
+    ck_assert_msg(p, "%s: %s", key, out);
+    return atof(p + strlen(k));
+}
+
+static double iter_time(const char *extra)
+{
+    return json_num(extra, "iteration_time_s");
 }
 
 /* End to end: skewed routing is slower than balanced, dropping faster
@@ -245,6 +252,47 @@ START_TEST(end_to_end)
     ck_assert_msg(bal < aux && aux < skew, "%g %g %g", bal, aux, skew);
     ck_assert_msg(drop < aux, "%g %g", drop, aux);
     ck_assert(iter_time("") == aux);
+    /* the profile the run used, as --json reports it */
+    ck_assert(json_num("--set moe.routing=balanced", "moe_expert_imbalance") == 1.0);
+    ck_assert(json_num("--set moe.routing=balanced", "moe_rank_imbalance") == 1.0);
+    ck_assert(json_num("", "moe_expert_imbalance") > json_num("", "moe_rank_imbalance"));
+    ck_assert(json_num("", "moe_rank_imbalance") > 1.0);
+    double dropped = json_num("--set moe.capacity_factor=1", "moe_dropped_fraction");
+    ck_assert(dropped > 0 && dropped < 0.5);
+    ck_assert(json_num("--set moe.capacity_factor=1", "moe_expert_imbalance") <= 1.0);
+}
+END_TEST
+
+/* Megatron-LM arguments: capacity, drop policy, padding, the dispatcher
+ * and the load-balancing type map onto the moe section; SequentialMLP (no
+ * --moe-grouped-gemm) is modeled; padding without a capacity is refused
+ * naming the file, line and argument. */
+START_TEST(megatron_args)
+{
+    static char err[1 << 15], dir[256], args[1024];
+    const char *mix = "tests/data/megatron/mixtral-8x7b-drop.args";
+    snprintf(args, sizeof args, "run --no-db -v --megatron-args %s --set cluster.nodes=4 --set iterations=1", mix);
+    ck_assert_int_eq(run(args, err, sizeof err), 0);
+    const char *want[] = {"moe.capacity_factor: 1.25", "moe.pad_to_capacity: true", "moe.drop_policy: position",
+                          "moe.dispatcher: alltoall", "moe.routing: aux_loss", "moe.grouped_gemm: true"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(err, want[i]), "%s: %s", want[i], err);
+    /* the same list without --moe-grouped-gemm and with a bad pad */
+    mmx_tmpdir(dir, sizeof dir, "moemg");
+    static char path[600], cmd[2048];
+    snprintf(path, sizeof path, "%s/seq.args", dir);
+    snprintf(cmd, sizeof cmd, "sed 's/--moe-grouped-gemm//' %s > %s", mix, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "run --no-db -v --megatron-args %s --set cluster.nodes=4 --set iterations=1", path);
+    ck_assert_int_eq(run(args, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "moe.grouped_gemm: false"), "%s", err);
+    snprintf(path, sizeof path, "%s/pad.args", dir);
+    snprintf(cmd, sizeof cmd, "sed 's/--moe-expert-capacity-factor 1.25//' %s > %s", mix, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "run --no-db --megatron-args %s --set cluster.nodes=4", path);
+    ck_assert_int_eq(run(args, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "pad.args:") && strstr(err, "--moe-pad-expert-input-to-capacity"), "%s", err);
+    mmx_rmdir(dir);
 }
 END_TEST
 
@@ -259,6 +307,7 @@ int main(void)
     tcase_add_test(tc, grouped_gemm);
     tcase_add_test(tc, bad_keys);
     tcase_add_test(tc, end_to_end);
+    tcase_add_test(tc, megatron_args);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -205,6 +205,8 @@ double mmsim_metric(const mmsim *h, const char *name)
     if (!h || !h->have_metrics || !name)
         return NAN;
     const mm_metrics *m = &h->m;
+    mm_moe_load ld;
+    bool moe = mm_sim_moe_load(&h->sim, &ld) == 0;
     const struct {
         const char *name;
         double v;
@@ -222,6 +224,9 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance},
         {"encoder_excess_s", m->oom ? NAN : m->encoder_excess_s},
         {"padded_fraction", m->oom || !h->sim.padding ? NAN : m->padded_fraction},
+        {"moe_expert_imbalance", moe ? mm_moe_expert_imbalance(&ld) : NAN},
+        {"moe_rank_imbalance", moe ? mm_moe_rank_imbalance(&ld) : NAN},
+        {"moe_dropped_fraction", moe ? ld.dropped : NAN},
         {"gpus", m->gpus}, {"micro_batches", h->sim.micro_batches},
         {"events", (double)m->events}, {"wall_s", m->wall_s},
     };

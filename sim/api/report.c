@@ -10,6 +10,7 @@
 
 #include "mmsim_config.h"
 #include "cost/breakdown.h"
+#include "cost/costs.h"
 #include "exec/metrics.h"
 
 void mm_json_string(FILE *f, const char *s)
@@ -143,6 +144,12 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     }
     if (sim->padding)
         jnum(f, "padded_fraction", m->oom ? NAN : m->padded_fraction, 0);
+    mm_moe_load ld;
+    if (mm_sim_moe_load(sim, &ld) == 0) { /* MoE: the busiest expert and EP rank over their means */
+        jnum(f, "moe_expert_imbalance", mm_moe_expert_imbalance(&ld), 0);
+        jnum(f, "moe_rank_imbalance", mm_moe_rank_imbalance(&ld), 0);
+        jnum(f, "moe_dropped_fraction", ld.dropped, 0);
+    }
     fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);
     fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);

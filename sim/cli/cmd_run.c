@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "api/report.h"
+#include "cost/costs.h"
 #include "cli/cli.h"
 #include "scenario/megatron.h"
 #include "scenario/torchtitan.h"
@@ -136,6 +137,12 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("  padding            %s%s: %.1f %% of the LLM's tokens are padding\n",
                mm_padding_names[sim->padding], sc->train.padding == MM_TPAD_AUTO ? " (the framework's)" : "",
                100 * m->padded_fraction);
+    mm_moe_load ld;
+    if (mm_sim_moe_load(sim, &ld) == 0)
+        printf("  MoE routing        %s: busiest expert %.3f x its mean, busiest EP rank %.3f x; %.1f %% of token "
+               "copies dropped\n",
+               mm_moe_routing_names[sc->moe.routing], mm_moe_expert_imbalance(&ld), mm_moe_rank_imbalance(&ld),
+               100 * ld.dropped);
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
            m->tflops_per_gpu, m->hw_tflops_per_gpu);

@@ -279,13 +279,17 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
     return 0;
 }
 
-/* The LLM's costs per virtual stage and the spec's layout fields, and per
- * virtual stage the share of the F, B and W passes' nominal time spent in
- * memory-bound kernels (mem_frac[3 v + 0..2], may be NULL): HBM
- * perturbations and node groups' GPUs scale that share by the bandwidth
- * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
- * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
- * breakdown (may be NULL). */
+int mm_sim_moe_load(const mm_sim *sim, mm_moe_load *out)
+{
+    const mm_llm *m = sim->llm;
+    memset(out, 0, sizeof *out);
+    if (m->experts <= 0)
+        return 1;
+    double tokens = (double)sim->sc.train.micro_batch * sim->seq / sim->sc.parallel.llm.lay.cp;
+    int g = m->ep_share > 1 ? m->ep_share : 1;
+    return mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, out) ? -1 : 0;
+}
+
 /* EP: each kept copy of a token's hidden state goes to its expert's rank
  * and comes back (Megatron's all-to-all token dispatcher), each TP rank
  * moving its 1/tp.  The splits are uneven: the all-to-all lasts as long
@@ -293,18 +297,21 @@ static int block_costs(const mm_sim *sim, const mm_llm *m, bool sp, pass_times *
  * (model/moe.h, the same profile the layer's kernels use), so every member
  * is given that rank's volume.  An overestimate of the total traffic, not
  * of the busiest link's. */
-static double ep_bytes(const mm_llm *m, double tokens, int tp, int wbytes)
+static double ep_bytes(const mm_sim *sim, int wbytes)
 {
-    if (m->experts <= 0)
-        return 0;
     mm_moe_load ld;
-    int g = m->ep_share > 1 ? m->ep_share : 1;
-    double rows = (double)m->experts_per_tok * tokens;
-    if (mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, &ld) == 0)
-        rows = fmax(ld.rank_rows, ld.kept);
-    return rows * (double)m->hidden * wbytes / tp;
+    if (mm_sim_moe_load(sim, &ld))
+        return 0;
+    return fmax(ld.rank_rows, ld.kept) * (double)sim->llm->hidden * wbytes / sim->sc.parallel.llm.lay.tp;
 }
 
+/* The LLM's costs per virtual stage and the spec's layout fields, and per
+ * virtual stage the share of the F, B and W passes' nominal time spent in
+ * memory-bound kernels (mem_frac[3 v + 0..2], may be NULL): HBM
+ * perturbations and node groups' GPUs scale that share by the bandwidth
+ * ratio and the rest by the peak ratio (hw/perturb.h), since the executor
+ * sees a pass as one op, not its kernels.  stage_costs_bk also fills the
+ * breakdown (may be NULL). */
 /* The build spec's layout and communication fields of the LLM: degrees,
  * schedule, overlaps, the framework's buckets and ZeRO-3 gathers, and the
  * size of each TP, CP, EP and pipeline message. */
@@ -349,7 +356,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
      * split by TP; Ulysses: one all-to-all of the local activations */
     spec->cp_bytes = spec->cp_ring ? 2.0 * b * (s / cp) * (double)(m->kv_heads * m->head_dim) * wbytes / L->lay.tp
                                    : b * (s / cp) * (double)m->hidden * wbytes / L->lay.tp;
-    spec->ep_bytes = ep_bytes(m, b * (s / cp), L->lay.tp, wbytes);
+    spec->ep_bytes = ep_bytes(sim, wbytes);
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
     spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
     /* a blocking collective is one eager op of the host (a torch.distributed

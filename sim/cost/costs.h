@@ -74,4 +74,10 @@ void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_
  * kernel keeps no attention scores (selective's activations). */
 int mm_sim_mem_recompute(const mm_sim *sim);
 
+/* The MoE load profile of one micro-batch of train.micro_batch x seq_len /
+ * cp tokens per TP group (model/moe.h): what the EP all-to-all's volume,
+ * the run's moe_* metrics and the layer's kernels use.  Returns 0, 1 for
+ * a dense model (*out zeroed), or -1 (no memory). */
+int mm_sim_moe_load(const mm_sim *sim, mm_moe_load *out);
+
 #endif

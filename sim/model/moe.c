@@ -265,3 +265,13 @@ int mm_moe_profile(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, d
     free(load);
     return rc;
 }
+
+double mm_moe_expert_imbalance(const mm_moe_load *ld)
+{
+    return ld->mean_expert > 0 ? ld->max_expert / ld->mean_expert : NAN;
+}
+
+double mm_moe_rank_imbalance(const mm_moe_load *ld)
+{
+    return ld->mean_rows > 0 ? ld->rank_rows / ld->mean_rows : NAN;
+}

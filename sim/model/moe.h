@@ -86,6 +86,11 @@ int mm_moe_draw(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, int6
  * `tokens` is rounded to whole tokens.  Returns 0 or -1 (as above). */
 int mm_moe_profile(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, double tokens, mm_moe_load *out);
 
+/* The busiest expert's rows over the mean expert's, and the busiest EP
+ * rank's over the mean rank's (1 when balanced; NAN for an empty profile). */
+double mm_moe_expert_imbalance(const mm_moe_load *ld);
+double mm_moe_rank_imbalance(const mm_moe_load *ld);
+
 /* Checks a configuration: -1 with a static reason in *why, or 0. */
 int mm_moe_check(const mm_moe_cfg *c, const char **why);
 

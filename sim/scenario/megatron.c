@@ -328,7 +328,7 @@ static int collect(reader *r, const words *ws)
 /* ---- the model ----------------------------------------------------------------- */
 
 typedef struct shape {
-    long layers, hidden, heads, groups, kv, ffn, seq, maxpos, vocab, experts, topk;
+    long layers, hidden, heads, groups, kv, ffn, seq, maxpos, vocab, experts, topk, moe_ffn;
     bool swiglu, untie, rope, gqa, bias, qkv_bias;
 } shape;
 
@@ -383,7 +383,8 @@ static int read_shape(const reader *r, long tp, shape *m)
     if ((rc = get_long(r, "--ffn-hidden-size", 1, ffn_def, &m->ffn)) ||
         (rc = get_long(r, "--num-query-groups", 1, 1, &m->groups)) ||
         (rc = get_long(r, "--kv-channels", 1, 0, &m->kv)) || (rc = get_long(r, "--num-experts", 1, 0, &m->experts)) ||
-        (rc = get_long(r, "--moe-router-topk", 1, 2, &m->topk)))
+        (rc = get_long(r, "--moe-router-topk", 1, 2, &m->topk)) ||
+        (rc = get_long(r, "--moe-ffn-hidden-size", 1, 0, &m->moe_ffn)))
         return rc;
     if (!m->gqa)
         m->groups = m->heads;
@@ -465,6 +466,8 @@ static void write_json(const shape *m, const char *name, char *out, size_t len)
         J("  \"head_dim\": %ld,\n", m->kv);
     if (m->experts)
         J("  \"num_local_experts\": %ld,\n  \"num_experts_per_tok\": %ld,\n", m->experts, m->topk);
+    if (m->experts && m->moe_ffn) /* --moe-ffn-hidden-size: each routed expert's width */
+        J("  \"moe_intermediate_size\": %ld,\n", m->moe_ffn);
     J("  \"intermediate_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"vocab_size\": %ld,\n"
       "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s\n}\n",
       m->ffn, m->maxpos, m->vocab, m->bias && !qwen ? "true" : "false", m->bias ? "true" : "false",
@@ -667,15 +670,68 @@ static int map_extras(reader *r)
     return 0;
 }
 
+/* The MoE switches onto the scenario's moe section (model/moe.h), as
+ * Megatron-Core runs them (NVIDIA/Megatron-LM d98e8a64,
+ * megatron/core/transformer/moe/): --moe-grouped-gemm (TEGroupedMLP; without
+ * it SequentialMLP, one GEMM per expert after another), the token dispatcher
+ * (alltoall; allgather at ep 1, where both permute locally), capacity and
+ * padding (moe_utils.py apply_router_token_dropping) and the load-balancing
+ * type: aux_loss and its sequence/global variants leave the imbalance
+ * moe.routing aux_loss draws, none the skew of moe.routing skewed. */
+static int map_moe(reader *r, const shape *m)
+{
+    mm_megatron *mg = r->mg;
+    if (!m->experts) {
+        if (has(r, "--moe-grouped-gemm") || has(r, "--moe-token-dispatcher-type"))
+            note(mg, "--moe-grouped-gemm / --moe-token-dispatcher-type: no experts, unused");
+        return 0;
+    }
+    set(r, "--moe-grouped-gemm", "moe.grouped_gemm", "%s", has(r, "--moe-grouped-gemm") ? "true" : "false");
+    long ep;
+    int rc = get_long(r, "--expert-model-parallel-size", 1, 1, &ep);
+    if (rc)
+        return rc;
+    const char *disp = get_str(r, "--moe-token-dispatcher-type", "allgather");
+    if (strcmp(disp, "alltoall") && strcmp(disp, "allgather"))
+        return bad(r, "--moe-token-dispatcher-type", "'%s' is not modeled (alltoall and allgather are)", disp);
+    if (ep > 1 && strcmp(disp, "alltoall"))
+        return bad(r, has(r, "--moe-token-dispatcher-type") ? "--moe-token-dispatcher-type"
+                                                             : "--expert-model-parallel-size",
+                   "the %s token dispatcher at ep %ld is not modeled (the all-to-all one is: "
+                   "--moe-token-dispatcher-type alltoall)", disp, ep);
+    set(r, "--moe-token-dispatcher-type", "moe.dispatcher", "%s", disp);
+    const char *lb = get_str(r, "--moe-router-load-balancing-type", "aux_loss");
+    bool aux = !strcmp(lb, "aux_loss") || !strcmp(lb, "seq_aux_loss") || !strcmp(lb, "global_aux_loss");
+    if (!aux && strcmp(lb, "none"))
+        return bad(r, "--moe-router-load-balancing-type", "'%s' is not modeled (aux_loss, seq_aux_loss, "
+                   "global_aux_loss and none are)", lb);
+    set(r, "--moe-router-load-balancing-type", "moe.routing", "%s", aux ? "aux_loss" : "skewed");
+    if (has(r, "--moe-expert-capacity-factor")) {
+        const char *cf = get_str(r, "--moe-expert-capacity-factor", "");
+        char *end;
+        double v = strtod(cf, &end);
+        if (!cf[0] || *end || !(v > 0) || v > 1e6)
+            return bad(r, "--moe-expert-capacity-factor", "expects a positive number, got '%s'", cf);
+        set(r, "--moe-expert-capacity-factor", "moe.capacity_factor", "%.17g", v);
+    } else if (has(r, "--moe-pad-expert-input-to-capacity")) {
+        return bad(r, "--moe-pad-expert-input-to-capacity", "needs --moe-expert-capacity-factor (Megatron asserts "
+                   "the same)");
+    }
+    if (has(r, "--moe-pad-expert-input-to-capacity"))
+        set(r, "--moe-pad-expert-input-to-capacity", "moe.pad_to_capacity", "true");
+    const char *dp = get_str(r, "--moe-token-drop-policy", "probs");
+    if (strcmp(dp, "probs") && strcmp(dp, "position"))
+        return bad(r, "--moe-token-drop-policy", "'%s' is not probs or position", dp);
+    if (has(r, "--moe-token-drop-policy"))
+        set(r, "--moe-token-drop-policy", "moe.drop_policy", "%s", dp);
+    return 0;
+}
+
 /* Kernel and dispatch switches that are free or are what mmsim models.
  * --no-masked-softmax-fusion reaches only Megatron-Core's own attention
  * (megatron/core/transformer/dot_product_attention.py builds
  * FusedScaleMaskSoftmax from it; Transformer Engine's attention, the
- * default, never reads it).  MoE: the routed experts are costed as one
- * batched GEMM per projection over the experts this GPU holds
- * (sim/model/llm.c push_moe), which is what --moe-grouped-gemm runs, and
- * the expert-parallel exchange as the all-to-all dispatcher's (costs.c),
- * Megatron's default allgather dispatcher being another pattern. */
+ * default, never reads it).  MoE: map_moe. */
 static int map_kernels(reader *r, const shape *m, bool local_attention)
 {
     mm_megatron *mg = r->mg;
@@ -686,30 +742,7 @@ static int map_kernels(reader *r, const shape *m, bool local_attention)
         note(mg, "--no-masked-softmax-fusion: costless, accepted (Transformer Engine's attention does not read it; "
              "only Megatron-Core's local attention does)");
     }
-    if (!m->experts) {
-        if (has(r, "--moe-grouped-gemm") || has(r, "--moe-token-dispatcher-type"))
-            note(mg, "--moe-grouped-gemm / --moe-token-dispatcher-type: no experts, unused");
-        return 0;
-    }
-    if (!has(r, "--moe-grouped-gemm"))
-        return bad(r, "--num-experts", "experts run one GEMM after another (Megatron's SequentialMLP without "
-                   "--moe-grouped-gemm): not modeled; mmsim costs them as one grouped GEMM");
-    note(mg, "--moe-grouped-gemm: modeled (the routed experts as one batched GEMM per projection)");
-    long ep;
-    int rc = get_long(r, "--expert-model-parallel-size", 1, 1, &ep);
-    if (rc)
-        return rc;
-    const char *disp = get_str(r, "--moe-token-dispatcher-type", "allgather");
-    if (strcmp(disp, "alltoall") && strcmp(disp, "allgather") && strcmp(disp, "flex"))
-        return bad(r, "--moe-token-dispatcher-type", "'%s' is not allgather, alltoall or flex", disp);
-    if (ep > 1 && strcmp(disp, "alltoall"))
-        return bad(r, has(r, "--moe-token-dispatcher-type") ? "--moe-token-dispatcher-type"
-                                                             : "--expert-model-parallel-size",
-                   "the %s token dispatcher at ep %ld is not modeled (the all-to-all one is: "
-                   "--moe-token-dispatcher-type alltoall)", disp, ep);
-    note(mg, "--moe-token-dispatcher-type %s: %s", disp,
-         ep > 1 ? "modeled (the expert-parallel all-to-all)" : "at ep 1 a local permute, as mmsim costs it");
-    return 0;
+    return map_moe(r, m);
 }
 
 static int map_training(reader *r, const shape *m)
