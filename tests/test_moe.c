@@ -296,6 +296,51 @@ START_TEST(megatron_args)
 }
 END_TEST
 
+/* Shared experts from Megatron-LM arguments: with the gate Qwen2-MoE's
+ * layout, without it DeepSeek-MoE's; parameters by formula. */
+START_TEST(megatron_shared)
+{
+    static char err[1 << 15], dir[256], path[512], json[512], args[2048], cmd[2048];
+    mmx_tmpdir(dir, sizeof dir, "moesh");
+    const char *base = "--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --bf16 "
+                       "--position-embedding-type rope --swiglu --normalization RMSNorm --disable-bias-linear "
+                       "--vocab-size 32000 --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm "
+                       "--moe-ffn-hidden-size 512 --micro-batch-size 1 --global-batch-size 16";
+    /* per layer: attention 4h^2, experts 8 x 3 h 512, router 8h, norms 2h;
+     * embedding 32000 h (tied) and the final norm */
+    double h = 1024, common = 4 * (4 * h * h + 8 * 3 * h * 512 + 8 * h + 2 * h) + 32000 * h + h;
+    const struct {
+        const char *extra, *type;
+        double params;
+    } c[] = {{"--moe-shared-expert-intermediate-size 2048 --moe-shared-expert-gate", "qwen2_moe",
+              common + 4 * (3 * h * 2048 + h)},
+             {"--moe-shared-expert-intermediate-size 1024", "deepseek", common + 4 * (3 * h * 1024)}};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/m%zu.args", dir, i);
+        snprintf(json, sizeof json, "%s/m%zu.json", dir, i);
+        snprintf(cmd, sizeof cmd, "echo '%s %s' > %s", base, c[i].extra, path);
+        ck_assert_int_eq(system(cmd), 0);
+        snprintf(args, sizeof args, "run --no-db --megatron-args %s --megatron-model %s --set cluster.nodes=1",
+                 path, json);
+        ck_assert_int_eq(run(args, err, sizeof err), 0);
+        snprintf(args, sizeof args, "model %s --json", json);
+        ck_assert_int_eq(mmx_run(dir, NULL, args, cmd, sizeof cmd, err, sizeof err), 0);
+        ck_assert_msg(strstr(cmd, "\"params\":"), "%s", cmd);
+        ck_assert_msg(atof(strstr(cmd, "\"params\":") + 9) == c[i].params, "%s: %s", c[i].type, cmd);
+        static char text[4096];
+        mmx_slurp(json, text, sizeof text);
+        ck_assert_msg(strstr(text, c[i].type), "%s", text);
+    }
+    /* ungated and not a multiple of the routed width: refused by name */
+    snprintf(cmd, sizeof cmd, "echo '%s --moe-shared-expert-intermediate-size 1000' > %s/bad.args", base, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "run --no-db --megatron-args %s/bad.args", dir);
+    ck_assert_int_eq(run(args, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "bad.args:1: key '--moe-shared-expert-intermediate-size'"), "%s", err);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("moe");
@@ -308,6 +353,7 @@ int main(void)
     tcase_add_test(tc, bad_keys);
     tcase_add_test(tc, end_to_end);
     tcase_add_test(tc, megatron_args);
+    tcase_add_test(tc, megatron_shared);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -328,8 +328,8 @@ static int collect(reader *r, const words *ws)
 /* ---- the model ----------------------------------------------------------------- */
 
 typedef struct shape {
-    long layers, hidden, heads, groups, kv, ffn, seq, maxpos, vocab, experts, topk, moe_ffn;
-    bool swiglu, untie, rope, gqa, bias, qkv_bias;
+    long layers, hidden, heads, groups, kv, ffn, seq, maxpos, vocab, experts, topk, moe_ffn, shared_ffn;
+    bool swiglu, untie, rope, gqa, bias, qkv_bias, shared_gate;
 } shape;
 
 /* The vocabulary: --vocab-size, or GPT-2 BPE's for its tokenizer, padded
@@ -359,6 +359,38 @@ static int read_vocab(const reader *r, long tp, long div, shape *m)
     if (m->vocab != vocab)
         note(r->mg, "vocabulary padded %ld -> %ld (multiple of %ld x tp %ld, as Megatron-LM pads it)", vocab, m->vocab,
              div, tp);
+    return 0;
+}
+
+/* Megatron-Core's SharedExpertMLP (megatron/core/transformer/moe/
+ * shared_experts.py at d98e8a64): an MLP of --moe-shared-expert-
+ * intermediate-size every token passes through, with --moe-shared-expert-
+ * gate a sigmoid gate Linear(h, 1) on its output.  Written as the Hugging
+ * Face family of the same layout: Qwen2-MoE with the gate, DeepSeek-MoE
+ * (n_shared_experts routed-width experts) without it; a part of
+ * read_shape. */
+static int read_shared(const reader *r, shape *m)
+{
+    int rc;
+    if ((rc = get_long(r, "--moe-shared-expert-intermediate-size", 1, 0, &m->shared_ffn)))
+        return rc;
+    m->shared_gate = has(r, "--moe-shared-expert-gate");
+    if (!m->shared_ffn) {
+        if (m->shared_gate)
+            return bad(r, "--moe-shared-expert-gate", "without --moe-shared-expert-intermediate-size: no shared "
+                       "expert to gate");
+        return 0;
+    }
+    if (!m->experts)
+        return bad(r, "--moe-shared-expert-intermediate-size", "without --num-experts: no MoE layer to share");
+    long w = m->moe_ffn ? m->moe_ffn : m->ffn;
+    if (!m->shared_gate && m->qkv_bias)
+        return bad(r, "--add-qkv-bias", "with an ungated shared expert (DeepSeek-MoE's layout, which has no "
+                   "Q/K/V-only biases): not modeled");
+    if (!m->shared_gate && m->shared_ffn % w)
+        return bad(r, "--moe-shared-expert-intermediate-size", "%ld is not a multiple of the routed experts' width "
+                   "%ld: without --moe-shared-expert-gate the shared expert is written as DeepSeek-MoE's "
+                   "n_shared_experts routed-width experts", m->shared_ffn, w);
     return 0;
 }
 
@@ -427,7 +459,7 @@ static int read_shape(const reader *r, long tp, shape *m)
         note(r->mg, "--disable-bias-linear: GPT-2-style layers keep their biases (O(h) of O(h^2) per layer)");
     if (m->experts && m->topk > m->experts)
         return bad(r, "--moe-router-topk", "top-%ld of %ld experts", m->topk, m->experts);
-    return 0;
+    return read_shared(r, m);
 }
 
 /* The name the model goes by in reports: "megatron-" and the argument
@@ -446,6 +478,29 @@ static void model_name(const char *path, char *out, size_t len)
     out[n] = '\0';
 }
 
+/* The MoE keys of the config: Mixtral's, or with a shared expert
+ * Qwen2-MoE's (gated) or DeepSeek-MoE's (read_shared). */
+static size_t write_moe_json(const shape *m, char *out, size_t len, size_t n)
+{
+#define J(...) (n += (size_t)snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__))
+    long w = m->moe_ffn ? m->moe_ffn : m->ffn;
+    if (m->shared_ffn && m->shared_gate)
+        J("  \"num_experts\": %ld,\n  \"shared_expert_intermediate_size\": %ld,\n  \"decoder_sparse_step\": 1,\n"
+          "  \"qkv_bias\": %s,\n",
+          m->experts, m->shared_ffn, m->qkv_bias ? "true" : "false");
+    else if (m->shared_ffn)
+        J("  \"n_routed_experts\": %ld,\n  \"n_shared_experts\": %ld,\n  \"first_k_dense_replace\": 0,\n"
+          "  \"moe_layer_freq\": 1,\n",
+          m->experts, m->shared_ffn / w);
+    else
+        J("  \"num_local_experts\": %ld,\n", m->experts);
+    J("  \"num_experts_per_tok\": %ld,\n", m->topk);
+    if (m->moe_ffn || m->shared_ffn) /* --moe-ffn-hidden-size: each routed expert's width */
+        J("  \"moe_intermediate_size\": %ld,\n", w);
+#undef J
+    return n;
+}
+
 static void write_json(const shape *m, const char *name, char *out, size_t len)
 {
     size_t n = 0;
@@ -459,15 +514,14 @@ static void write_json(const shape *m, const char *name, char *out, size_t len)
     }
     /* Llama keys; Q/K/V biases without the others is Qwen2's layout */
     bool qwen = m->qkv_bias && !m->bias;
+    const char *type = m->shared_ffn ? (m->shared_gate ? "qwen2_moe" : "deepseek") : qwen ? "qwen2" : "llama";
     J("{\n  \"_name_or_path\": \"%s\",\n  \"model_type\": \"%s\",\n  \"hidden_act\": \"%s\",\n  \"hidden_size\": %ld,\n"
       "  \"num_hidden_layers\": %ld,\n  \"num_attention_heads\": %ld,\n  \"num_key_value_heads\": %ld,\n",
-      name, qwen ? "qwen2" : "llama", m->swiglu ? "silu" : "gelu", m->hidden, m->layers, m->heads, m->groups);
+      name, type, m->swiglu ? "silu" : "gelu", m->hidden, m->layers, m->heads, m->groups);
     if (m->kv)
         J("  \"head_dim\": %ld,\n", m->kv);
     if (m->experts)
-        J("  \"num_local_experts\": %ld,\n  \"num_experts_per_tok\": %ld,\n", m->experts, m->topk);
-    if (m->experts && m->moe_ffn) /* --moe-ffn-hidden-size: each routed expert's width */
-        J("  \"moe_intermediate_size\": %ld,\n", m->moe_ffn);
+        n = write_moe_json(m, out, len, n);
     J("  \"intermediate_size\": %ld,\n  \"max_position_embeddings\": %ld,\n  \"vocab_size\": %ld,\n"
       "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s\n}\n",
       m->ffn, m->maxpos, m->vocab, m->bias && !qwen ? "true" : "false", m->bias ? "true" : "false",
