@@ -145,13 +145,15 @@ START_TEST(hf_mla_blocks)
     /* the executor's ops: MLA's projections, routed and shared experts */
     mm_op_cost ops[MM_LLM_MAX_OPS];
     int n = mm_llm_layer_ops(&m, 1, 4096, 2, true, 2, ops, MM_LLM_MAX_OPS);
-    /* EP: a GPU's 64/4 experts each take 4 replicas' mean load in one GEMM;
-     * the same FLOPs */
+    /* EP: a GPU's 64/4 experts each take 4 replicas' mean load (balanced
+     * routing) in one grouped GEMM, the same FLOPs; the received rows are
+     * sorted by local expert and back (two more kernels) */
     mm_llm e4 = m;
     e4.ep_share = 4;
     mm_op_cost ops4[MM_LLM_MAX_OPS];
     int n4 = mm_llm_layer_ops(&e4, 1, 4096, 2, true, 2, ops4, MM_LLM_MAX_OPS);
-    ck_assert_int_eq(n4, n);
+    ck_assert_int_eq(n4, n + 2);
+    ck_assert_ptr_nonnull(find_op(ops4, n4, "moe_sort"));
     const mm_op_cost *x1 = find_op(ops, n, "expert_fc1"), *x4 = find_op(ops4, n4, "expert_fc1");
     ck_assert_rel(x4->m, 4 * x1->m, 1e-12);
     ck_assert_rel(x4->batch, x1->batch / 4, 1e-12);

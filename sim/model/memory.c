@@ -19,6 +19,18 @@ double mm_mem_state_bytes_per_param(int zero, int dp)
     }
 }
 
+/* The rows the routed experts of this GPU keep activations for: the
+ * busiest expert-parallel rank's (model/moe.h, the profile its kernels are
+ * costed with), tokens x top-k when balanced and dropless. */
+static double routed_rows(const mm_llm *m, double tokens)
+{
+    mm_moe_load ld;
+    int g = m->ep_share > 1 ? m->ep_share : 1;
+    if (mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, &ld) || !(ld.rank_rows > 0))
+        return (double)m->experts_per_tok * tokens;
+    return ld.rank_rows;
+}
+
 /* Korthikanti section 4.1, term by term, for b sequences of s tokens on one
  * GPU.  "rep" terms are replicated over TP unless SP shards them; the rest
  * are split over tp.  With a = heads, g = kv heads, d = head dim, f = ffn:
@@ -55,7 +67,7 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     double mlp = 2.0 * sl * b * f * gate + 2.0 * sl * b * f;
     if (m->experts > 0) { /* the mean block: routed top-k copies, router logits, shared experts */
         double fe = (double)m->moe_ffn, fs = (double)m->shared_ffn;
-        double moe = (double)m->experts_per_tok * (2.0 * sl * b * fe * gate + 2.0 * sl * b * fe) +
+        double moe = routed_rows(m, sl * b) * (2.0 * fe * gate + 2.0 * fe) +
                      4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + 2.0 * sl * b * fs);
         double w = (double)mm_llm_moe_layers(m) / (double)m->layers;
         mlp = (1.0 - w) * mlp + w * moe;
