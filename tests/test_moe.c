@@ -165,6 +165,20 @@ START_TEST(layer_kernels)
     m.moe = cfg(MM_MOE_AUX_LOSS);
     int na = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, os, MM_LLM_MAX_OPS);
     ck_assert(find(os, na, "router_aux_loss") != NULL);
+    /* folded over TP ranks (ep_tp 2 of tp 2: experts whole on a GPU): half
+     * the experts per GPU, each at its full width, the same FLOPs per GPU */
+    static mm_op_cost of[MM_LLM_MAX_OPS], ot[MM_LLM_MAX_OPS];
+    m.moe = cfg(MM_MOE_BALANCED);
+    m.ep_share = 4, m.ep_tp = 1;
+    int n1 = mm_llm_layer_ops(&m, 1, TOKENS, 2, true, 2, ot, MM_LLM_MAX_OPS);
+    m.ep_tp = 2;
+    int n2 = mm_llm_layer_ops(&m, 1, TOKENS, 2, true, 2, of, MM_LLM_MAX_OPS);
+    const mm_op_cost *g1 = find(ot, n1, "expert_fc1"), *g2 = find(of, n2, "expert_fc1");
+    ck_assert(g1 && g2);
+    ck_assert(fabs(g1->flops - g2->flops) < 1e-9 * g1->flops);
+    ck_assert(fabs(g2->batch - g1->batch / 2) < 1e-12 && fabs(g2->n - 2 * g1->n) < 1e-9);
+    m.ep_tp = 0;
+    m.moe = cfg(MM_MOE_AUX_LOSS);
     m.ep_share = 1; /* one rank holds every expert: no sort */
     na = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, os, MM_LLM_MAX_OPS);
     ck_assert(find(os, na, "moe_sort") == NULL);
@@ -292,6 +306,19 @@ START_TEST(megatron_args)
     snprintf(args, sizeof args, "run --no-db --megatron-args %s --set cluster.nodes=4", path);
     ck_assert_int_eq(run(args, err, sizeof err), 2);
     ck_assert_msg(strstr(err, "pad.args:") && strstr(err, "--moe-pad-expert-input-to-capacity"), "%s", err);
+    /* tp 2, ep 8 over dp 4 folds two TP ranks into the expert group: the
+     * experts whole on a GPU, --expert-tensor-parallel-size 1; Megatron's
+     * default (tp) is refused */
+    snprintf(path, sizeof path, "%s/tp2.args", dir);
+    snprintf(cmd, sizeof cmd, "sed 's/--tensor-model-parallel-size 1/--tensor-model-parallel-size 2/' %s > %s", mix,
+             path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "run --no-db --megatron-args %s --set cluster.nodes=4", path);
+    ck_assert_int_eq(run(args, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "moe.expert_tp") && strstr(err, "--expert-tensor-parallel-size 1"), "%s", err);
+    snprintf(args, sizeof args, "run --no-db --megatron-args %s --set cluster.nodes=4 --set iterations=1 "
+             "--set moe.expert_tp=1", path);
+    ck_assert_int_eq(run(args, err, sizeof err), 0);
     mmx_rmdir(dir);
 }
 END_TEST

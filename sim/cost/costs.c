@@ -286,8 +286,7 @@ int mm_sim_moe_load(const mm_sim *sim, mm_moe_load *out)
     if (m->experts <= 0)
         return 1;
     double tokens = (double)sim->sc.train.micro_batch * sim->seq / sim->sc.parallel.llm.lay.cp;
-    int g = m->ep_share > 1 ? m->ep_share : 1;
-    return mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, out) ? -1 : 0;
+    return mm_llm_moe_profile(m, tokens, out) ? -1 : 0;
 }
 
 /* EP: each kept copy of a token's hidden state goes to its expert's rank
@@ -302,7 +301,9 @@ static double ep_bytes(const mm_sim *sim, int wbytes)
     mm_moe_load ld;
     if (mm_sim_moe_load(sim, &ld))
         return 0;
-    return fmax(ld.rank_rows, ld.kept) * (double)sim->llm->hidden * wbytes / sim->sc.parallel.llm.lay.tp;
+    /* a GPU's rows, each moved by the tp / ep_tp GPUs its experts are split over */
+    int etp = sim->sc.parallel.llm.lay.tp / (sim->llm->ep_tp > 1 ? sim->llm->ep_tp : 1);
+    return fmax(ld.rank_rows, ld.kept) * (double)sim->llm->hidden * wbytes / (etp > 1 ? etp : 1);
 }
 
 /* The LLM's costs per virtual stage and the spec's layout fields, and per

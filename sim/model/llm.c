@@ -600,6 +600,14 @@ static void push_router(op_list *l, const mm_llm *m, double tokens, double e)
         push_mem(l, "router_aux_loss", tokens * E * (e + 4.0 + 4.0 + 1.0));
 }
 
+int mm_llm_moe_profile(const mm_llm *m, double tokens, mm_moe_load *out)
+{
+    if (m->experts <= 0)
+        return -1;
+    int d = m->ep_share > 1 ? m->ep_share : 1, t = m->ep_tp > 1 ? m->ep_tp : 1;
+    return mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, d * t, tokens / t, out);
+}
+
 /* The MoE MLP on the busiest expert-parallel rank (the combine waits for
  * it): router, permute (token_dispatcher.py MoEAlltoAllTokenDispatcher:
  * moe_utils.permute gathers each kept token copy's row), the
@@ -612,10 +620,11 @@ static void push_router(op_list *l, const mm_llm *m, double tokens, double e)
 static void push_moe(op_list *l, const mm_llm *m, double tokens, double t, double e)
 {
     double h = (double)m->hidden;
-    double f = (double)m->moe_ffn / t, up = m->gated_mlp ? 2.0 * f : f;
-    int g = m->ep_share > 1 ? m->ep_share : 1;
+    int etp_div = m->ep_tp > 1 ? m->ep_tp : 1; /* the experts' TP degree is t / ep_tp */
+    double f = (double)m->moe_ffn * etp_div / t, up = m->gated_mlp ? 2.0 * f : f;
+    int g = (m->ep_share > 1 ? m->ep_share : 1) * etp_div;
     mm_moe_load ld;
-    if (mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, &ld)) {
+    if (mm_llm_moe_profile(m, tokens, &ld)) {
         l->n = l->cap + 1; /* the list reports failure */
         return;
     }
@@ -629,7 +638,7 @@ static void push_moe(op_list *l, const mm_llm *m, double tokens, double t, doubl
     push_grouped(l, "expert_fc2", &ld, h, f, false, m->moe.sequential, e);
     if (g > 1 && ld.local > 1)
         push_mem(l, "moe_unsort", 2.0 * rows * h * e);
-    push_mem(l, "moe_unpermute", (ld.kept + 2.0 * tokens) * h * e);
+    push_mem(l, "moe_unpermute", (ld.kept + 2.0 * tokens / etp_div) * h * e);
     if (m->shared_ffn > 0) {
         push_mlp(l, m, "shared_fc1", "shared_fc2", tokens, (double)m->shared_ffn / t, e);
         if (m->shared_gate) /* Qwen2-MoE: sigmoid(x W_g) scales the shared output */

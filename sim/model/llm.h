@@ -68,11 +68,13 @@ typedef struct mm_llm {
      * GEMMs (moe.h).  Not config.json keys: the scenario's moe section
      * sets them; zeroed = dropless, balanced, all-to-all, grouped. */
     mm_moe_cfg moe;
-    /* Expert-parallel replicas whose tokens one GPU's experts serve (the
-     * expert group's DP part, mm_mem_ep_fold): each local expert then runs
-     * one GEMM over ep_share x its mean load, experts / ep_share of them.
-     * Same FLOPs; a larger GEMM.  Not a config.json key: 0 or 1 = no EP. */
-    int ep_share;
+    /* The expert group (mm_mem_ep_fold): ep_share DP replicas, whose tokens
+     * its experts serve, times ep_tp of each replica's TP ranks, which hold
+     * different experts (Megatron-Core's MoE parallel folding: the experts'
+     * TP degree is tp / ep_tp).  A GPU holds experts / (ep_share x ep_tp) of
+     * them, each tp / ep_tp ways split.  Not config.json keys: 0 or 1 = no
+     * EP. */
+    int ep_share, ep_tp;
     /* Fine-grained MoE (DeepSeek-V2/V3, Qwen2/3-MoE).  moe_ffn: width of one
      * routed expert (= ffn for Mixtral); shared_ffn: total width of the
      * always-on shared expert(s) (DeepSeek n_shared_experts x
@@ -187,6 +189,14 @@ int64_t mm_llm_active_params(const mm_llm *m);
  * MoE block, the shared head's norm; embedding and head shared): not part
  * of mm_llm_params.  0 without. */
 int64_t mm_llm_mtp_params(const mm_llm *m);
+/* The routing profile of one MoE layer over `tokens` tokens per TP group
+ * (model/moe.h), on the busiest GPU of the expert group: ep_share x ep_tp
+ * source GPUs of tokens / ep_tp tokens each, experts / (ep_share x ep_tp)
+ * of them per GPU.  The one profile the layer's kernels, the activation
+ * memory and the EP all-to-all use.  Returns 0, or -1 (dense model, no
+ * memory). */
+int mm_llm_moe_profile(const mm_llm *m, double tokens, mm_moe_load *out);
+
 /* Layers with an MoE MLP (what expert parallelism splits). */
 int64_t mm_llm_moe_layers(const mm_llm *m);
 /* The blocks [first, first + n) as a model of their own: its mean block

@@ -25,10 +25,11 @@ double mm_mem_state_bytes_per_param(int zero, int dp)
 static double routed_rows(const mm_llm *m, double tokens)
 {
     mm_moe_load ld;
-    int g = m->ep_share > 1 ? m->ep_share : 1;
-    if (mm_moe_profile(&m->moe, m->experts, m->experts_per_tok, g, tokens, &ld) || !(ld.rank_rows > 0))
+    if (mm_llm_moe_profile(m, tokens, &ld) || !(ld.rank_rows > 0))
         return (double)m->experts_per_tok * tokens;
-    return ld.rank_rows;
+    /* the split terms are divided by tp; a folded GPU's experts are split
+     * only tp / ep_tp ways */
+    return ld.rank_rows * (m->ep_tp > 1 ? m->ep_tp : 1);
 }
 
 /* Korthikanti section 4.1, term by term, for b sequences of s tokens on one

@@ -185,6 +185,14 @@ static int check_moe(mm_sim *sim, int ep, mm_err *err)
     const char *why = NULL;
     if (mm_moe_check(&c, &why))
         return mm_scenario_fail(sc, err, "moe.routing_param", "%s (%g given)", why, c.param);
+    int tp = sc->parallel.llm.lay.tp, etp = tp / (sim->llm->ep_tp > 1 ? sim->llm->ep_tp : 1);
+    if (sc->moe.expert_tp > 0 && sc->moe.expert_tp != etp)
+        return mm_scenario_fail(sc, err, "moe.expert_tp",
+                                "expert TP %d is not modeled with tp %d, ep %d, dp %d: the expert group folds "
+                                "gcd(ep, dp) replicas x ep / gcd TP ranks, which leaves the experts tp / that = %d "
+                                "ways split (Megatron-Core MoE parallel folding; Megatron's default is tp: give "
+                                "--expert-tensor-parallel-size %d)",
+                                sc->moe.expert_tp, tp, ep, sc->parallel.llm.lay.dp, etp, etp);
     if (c.dispatcher == MM_MOE_ALLGATHER && ep > 1)
         return mm_scenario_fail(sc, err, "moe.dispatcher",
                                 "the allgather token dispatcher at ep %d is not modeled (alltoall is)", ep);
@@ -212,6 +220,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 "Megatron-Core MoE parallel folding)",
                                 L->lay.ep, (long long)m->experts, L->lay.tp, L->lay.dp);
     sim->llm->ep_share = L->lay.ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
+    sim->llm->ep_tp = L->lay.ep > 1 ? ep_tp : 1;
     if (moe && check_moe(sim, L->lay.ep, err))
         return -MM_EINPUT;
     if (L->lay.cp > 1 && sc->train.seq_len % (2 * L->lay.cp))

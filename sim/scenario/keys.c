@@ -205,6 +205,10 @@ const mm_key mm_keys[] = {
      "experts as one grouped GEMM per projection (--moe-grouped-gemm); false: one GEMM after another "
      "(SequentialMLP)",
      F(moe.grouped_gemm), 0},
+    {"moe.expert_tp", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "0", NULL,
+     "the experts' tensor-parallel degree (--expert-tensor-parallel-size): must be what parallel.llm.ep's fold "
+     "gives, tp / (ep / gcd(ep, dp)) (MoE parallel folding); 0: that",
+     F(moe.expert_tp), 0},
 };
 
 const size_t mm_n_keys = sizeof mm_keys / sizeof mm_keys[0];

@@ -587,6 +587,11 @@ static int map_layout(reader *r, const shape *m, long tp)
     set(r, "--pipeline-model-parallel-size", "parallel.llm.pp", "%ld", pp);
     set(r, "--context-parallel-size", "parallel.llm.cp", "%ld", cp);
     set(r, "--expert-model-parallel-size", "parallel.llm.ep", "%ld", ep);
+    long etp;
+    if ((rc = get_long(r, "--expert-tensor-parallel-size", 1, tp, &etp)))
+        return rc;
+    if (m->experts) /* Megatron's default: the model's tp (arguments.py) */
+        set(r, "--expert-tensor-parallel-size", "moe.expert_tp", "%ld", etp);
     set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
     if ((rc = map_uneven(r, m, pp, vpp)))

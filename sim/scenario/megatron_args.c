@@ -236,7 +236,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--experimental-attention-variant", MG_VALUE, MG_NOT_MODELED, C_ARCH},
     {"--expert-model-parallel-size", MG_VALUE, MG_MAPPED, NULL},
     {"--expert-tensor-parallel-num-weight-shards", MG_VALUE, MG_NOT_MODELED, C_PAR},
-    {"--expert-tensor-parallel-size", MG_VALUE, MG_NOT_MODELED, "a TP degree of the experts apart from the model's"},
+    {"--expert-tensor-parallel-size", MG_VALUE, MG_MAPPED, NULL},
     {"--external-cuda-graph", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--fake-process-group", MG_FLAG, MG_COSTLESS, W_LAUNCH},
     {"--fault-injector-delay-start-iteration", MG_VALUE, MG_NOT_MODELED, C_FAULT},

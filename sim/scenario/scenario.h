@@ -151,6 +151,7 @@ typedef struct mm_scenario {
         bool pad_to_capacity;
         int dispatcher;         /* mm_moe_dispatcher: alltoall | allgather */
         bool grouped_gemm;      /* false: SequentialMLP */
+        int expert_tp;          /* the experts' TP degree; 0: what the EP fold implies */
     } moe;
     mm_batching batching;
     mm_network_kind network;
