@@ -4,6 +4,8 @@
  * Not for: kernels, FLOPs or time (llm.c, sim/hw). */
 #include "model/moe.h"
 
+typedef struct mm_moe_cache mm_moe_cache;
+
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -231,12 +233,68 @@ static void bin_profile(const double *acc, int64_t L, mm_moe_load *out)
     }
 }
 
+#define CACHE_SLOTS 64
+
+typedef struct cache_key {
+    int routing, ranks;
+    bool pad;
+    double param, capacity_factor;
+    uint64_t seed;
+    int64_t experts, k, tokens;
+} cache_key;
+
+struct mm_moe_cache {
+    int n, next;
+    cache_key key[CACHE_SLOTS];
+    mm_moe_load load[CACHE_SLOTS];
+};
+
+mm_moe_cache *mm_moe_cache_alloc(void)
+{
+    return calloc(1, sizeof(mm_moe_cache));
+}
+
+void mm_moe_cache_free(mm_moe_cache *cache)
+{
+    free(cache);
+}
+
+static bool same_key(const cache_key *a, const cache_key *b)
+{
+    return a->routing == b->routing && a->ranks == b->ranks && a->pad == b->pad && a->param == b->param &&
+           a->capacity_factor == b->capacity_factor && a->seed == b->seed && a->experts == b->experts &&
+           a->k == b->k && a->tokens == b->tokens;
+}
+
+static int profile_uncached(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, int64_t T,
+                            mm_moe_load *out);
+
 int mm_moe_profile(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, double tokens, mm_moe_load *out)
 {
     memset(out, 0, sizeof *out);
-    int64_t T = llround(tokens);
-    if (ranks < 1 || experts % ranks || !(tokens >= 0))
+    if (ranks < 1 || experts < 1 || experts % ranks || !(tokens >= 0) || tokens > 1e15)
         return -1;
+    int64_t T = llround(tokens);
+    mm_moe_cache *mc = c->cache;
+    cache_key key = {c->routing, ranks, c->pad, c->param, c->capacity_factor, c->seed, experts, k, T};
+    for (int i = 0; mc && i < mc->n; i++)
+        if (same_key(&mc->key[i], &key)) {
+            *out = mc->load[i];
+            return 0;
+        }
+    int rc = profile_uncached(c, experts, k, ranks, T, out);
+    if (rc == 0 && mc) {
+        mc->key[mc->next] = key;
+        mc->load[mc->next] = *out;
+        mc->next = (mc->next + 1) % CACHE_SLOTS;
+        mc->n = mc->n < CACHE_SLOTS ? mc->n + 1 : CACHE_SLOTS;
+    }
+    return rc;
+}
+
+static int profile_uncached(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, int64_t T,
+                            mm_moe_load *out)
+{
     int64_t E = experts, L = E / ranks;
     int64_t *load = malloc((size_t)ranks * (size_t)E * sizeof *load);
     int64_t *dest = malloc((size_t)E * 2 * sizeof *dest);

@@ -45,6 +45,8 @@ extern const char *const mm_moe_dispatcher_names[];
 /* Groups the busiest rank's experts are binned into for the kernel list. */
 #define MM_MOE_BINS 8
 
+struct mm_moe_cache;
+
 typedef struct mm_moe_cfg {
     int routing;            /* mm_moe_routing */
     double param;           /* Dirichlet alpha (aux_loss) or Zipf s (skewed); <= 0: default */
@@ -54,6 +56,10 @@ typedef struct mm_moe_cfg {
     int dispatcher;         /* mm_moe_dispatcher */
     bool sequential;        /* experts one GEMM after another (SequentialMLP, no --moe-grouped-gemm) */
     uint64_t seed;          /* the scenario seed */
+    /* Profiles already drawn (mm_moe_cache_alloc; may be NULL): the
+     * planner costs thousands of layouts that share a few profiles.  Owned
+     * by whoever set it (the sim: mm_sim_free). */
+    struct mm_moe_cache *cache;
 } mm_moe_cfg;
 
 /* The load profile of one MoE layer on the busiest expert-parallel rank. */
@@ -90,6 +96,11 @@ int mm_moe_profile(const mm_moe_cfg *c, int64_t experts, int64_t k, int ranks, d
  * rank's over the mean rank's (1 when balanced; NAN for an empty profile). */
 double mm_moe_expert_imbalance(const mm_moe_load *ld);
 double mm_moe_rank_imbalance(const mm_moe_load *ld);
+
+/* A memo of recent profiles, keyed by everything mm_moe_profile reads;
+ * a hit returns the same numbers bit for bit.  NULL when out of memory. */
+struct mm_moe_cache *mm_moe_cache_alloc(void);
+void mm_moe_cache_free(struct mm_moe_cache *cache);
 
 /* Checks a configuration: -1 with a static reason in *why, or 0. */
 int mm_moe_check(const mm_moe_cfg *c, const char **why);

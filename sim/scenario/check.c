@@ -176,7 +176,8 @@ static int check_moe(mm_sim *sim, int ep, mm_err *err)
     mm_moe_cfg c = {.routing = sc->moe.routing, .param = sc->moe.routing_param,
                     .capacity_factor = sc->moe.capacity_factor, .drop_policy = sc->moe.drop_policy,
                     .pad = sc->moe.pad_to_capacity, .dispatcher = sc->moe.dispatcher,
-                    .sequential = !sc->moe.grouped_gemm, .seed = sc->seed};
+                    .sequential = !sc->moe.grouped_gemm, .seed = sc->seed,
+                    .cache = sim->llm->moe.cache}; /* kept over re-checks of the same sim */
     if (c.pad && !(c.capacity_factor > 0))
         return mm_scenario_fail(sc, err, "moe.pad_to_capacity",
                                 "padding to capacity needs moe.capacity_factor > 0 (Megatron-Core asserts the same)");
@@ -199,6 +200,8 @@ static int check_moe(mm_sim *sim, int ep, mm_err *err)
     if (c.routing != MM_MOE_BALANCED && (int64_t)sc->train.micro_batch * sc->train.seq_len *
                                                 sim->llm->experts_per_tok > (int64_t)UINT32_MAX)
         return mm_scenario_fail(sc, err, "train.seq_len", "over 2^32 routed token copies per micro-batch");
+    if (!c.cache && !(c.cache = mm_moe_cache_alloc()))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     sim->llm->moe = c;
     return 0;
 }
@@ -221,8 +224,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 L->lay.ep, (long long)m->experts, L->lay.tp, L->lay.dp);
     sim->llm->ep_share = L->lay.ep > 1 ? ep_dp : 1; /* the experts' GEMMs serve the group's replicas */
     sim->llm->ep_tp = L->lay.ep > 1 ? ep_tp : 1;
-    if (moe && check_moe(sim, L->lay.ep, err))
-        return -MM_EINPUT;
+    int mrc = moe ? check_moe(sim, L->lay.ep, err) : 0;
+    if (mrc)
+        return mrc;
     if (L->lay.cp > 1 && sc->train.seq_len % (2 * L->lay.cp))
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",

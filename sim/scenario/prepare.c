@@ -145,6 +145,8 @@ void mm_sim_free(mm_sim *sim)
     mm_sim_free_workload(sim);
     mm_cluster_free(sim->cluster); /* NULL: nothing */
     free(sim->cluster);
+    if (sim->model)
+        mm_moe_cache_free(sim->model->llm.moe.cache); /* check.c's */
     free(sim->model);
     free(sim->fw);
     free(sim->paths);
@@ -319,7 +321,7 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err)
     memset(sim, 0, sizeof *sim); /* callers free a previous sim first (mm_sim_free) */
     sim->sc = *sc;
     sim->paths = calloc(1, sizeof *sim->paths);
-    sim->model = malloc(sizeof *sim->model);
+    sim->model = calloc(1, sizeof *sim->model); /* zeroed: mm_sim_free reads its MoE cache */
     sim->cluster = calloc(1, sizeof *sim->cluster);
     sim->fw = malloc(sizeof *sim->fw);
     int rc = 0;
