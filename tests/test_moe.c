@@ -121,6 +121,19 @@ START_TEST(busiest_rank)
     ca.seed = 2;
     ck_assert_int_eq(mm_moe_profile(&ca, E, K, RANKS, TOKENS, &other), 0);
     ck_assert(other.rank_rows != a.rank_rows);
+    /* memoized: a miss, then a hit, both the uncached numbers bit for bit;
+     * another key (the seed) misses */
+    ca.seed = 1;
+    ca.cache = mm_moe_cache_alloc();
+    ck_assert_ptr_nonnull(ca.cache);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(mm_moe_profile(&ca, E, K, RANKS, TOKENS, &again), 0);
+        ck_assert(memcmp(&a, &again, sizeof a) == 0);
+    }
+    ca.seed = 2;
+    ck_assert_int_eq(mm_moe_profile(&ca, E, K, RANKS, TOKENS, &again), 0);
+    ck_assert(memcmp(&other, &again, sizeof a) == 0);
+    mm_moe_cache_free(ca.cache);
 }
 END_TEST
 
