@@ -1,6 +1,7 @@
 /* cmd_plan.c - `mmsim plan [SCENARIO] --gpus N`: parses the flags, runs the
  * planner (sim/plan/planner.h) and prints the ranked layouts as a table or
- * as one JSON object.  Parsing and printing only.
+ * as one JSON object; with --emit FORMAT FILE hands the pick to the
+ * emitters (sim/plan/emit.h).  Parsing and printing only.
  * Not for: the enumeration, pruning or scoring (planner.c). */
 #include <errno.h>
 #include <math.h>
