@@ -226,6 +226,19 @@ START_TEST(megatron_refusals)
     ck_assert_str_eq(err.key, "model");
     ck_assert_msg(strstr(err.msg, "vision encoder") && strstr(err.msg, "parallel.placement"), "%s", err.msg);
     unload(&a);
+    /* what Megatron-LM's validate_args refuses: MoE at tp > 1 without
+     * sequence parallelism; the parameter all-gather's overlap without the
+     * gradient reduce's */
+    const char *moe[] = {"model=models/mixtral-8x7b.json", "workload=text", "cluster.nodes=4",
+                         "parallel.llm={tp: 2, pp: 4, dp: 4, ep: 4}", "train.sequence_parallel=false", "train.zero=1",
+                         "train.overlap_grad_reduce=false", "train.overlap_param_gather=true",
+                         "train.framework=megatron-core"};
+    load_sets(&a, moe, sizeof moe / sizeof moe[0]);
+    ck_assert_int_eq(mm_emit_text(MM_EMIT_MEGATRON, &a.sim, NULL, &text, NULL, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.sequence_parallel");
+    ck_assert_msg(strstr(err.msg, "2 settings") && strstr(err.msg, "train.overlap_param_gather: true without"), "%s",
+                  err.msg);
+    unload(&a);
     const char *sets[] = {"model=models/llama-3-8b.json", "workload=text",
                           "parallel.llm={tp: 1, pp: 4, dp: 4, layers_per_stage: [10, 8, 6, 8]}",
                           "train.schedule=gpipe", "train.framework=hf-deepspeed", "train.attention=flash3"};

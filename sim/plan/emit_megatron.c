@@ -174,6 +174,11 @@ static void layout_args(mm_emit_ctx *c, const mm_llm *m)
         arg(c, "--cp-comm-type", "%s", sc->train.cp_comm == MM_CP_ULYSSES ? "a2a" : "p2p");
     if (mm_emit_llm_sp(c->sim))
         arg(c, "--sequence-parallel", NULL);
+    /* validate_args: "When using MoE and tensor parallelism, sequence
+     * parallelism must be used." */
+    else if (m->experts && L->tp > 1)
+        mm_emit_refuse(c, "train.sequence_parallel", "false with experts at tp %d: Megatron-LM refuses MoE with "
+                       "tensor parallelism and no sequence parallelism", L->tp);
 }
 
 static void precision_recompute_args(mm_emit_ctx *c)
@@ -219,7 +224,11 @@ static void dp_args(mm_emit_ctx *c)
     }
     if (grad)
         arg(c, "--overlap-grad-reduce", NULL);
-    if (param && zero == 1)
+    /* validate_args (training/arguments.py): "Must use
+     * --overlap-param-gather with --overlap-grad-reduce" */
+    if (param && zero == 1 && !grad)
+        mm_emit_refuse(c, "train.overlap_param_gather", "true without overlap_grad_reduce: Megatron-LM refuses it");
+    else if (param && zero == 1)
         arg(c, "--overlap-param-gather", NULL);
     if (sc->train.tp_comm_overlap && mm_emit_llm_sp(c->sim))
         arg(c, "--tp-comm-overlap", NULL);
