@@ -121,7 +121,8 @@ static void refuse_settings(mm_emit_ctx *c, int zero)
 {
     const mm_scenario *sc = &c->sim->sc;
     const mm_layout *L = &sc->parallel.llm.lay;
-    if (!flavor_of(c->sim->llm))
+    bool encoder = c->sim->model->has_vision || c->sim->model->has_audio; /* refused already */
+    if (!encoder && !flavor_of(c->sim->llm))
         mm_emit_refuse(c, "model", "%s is not one of torchtitan's llama3 flavors 8B and 70B (what mmsim reads back)",
                        c->sim->model->name);
     if (L->cp > 1)
