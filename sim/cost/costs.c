@@ -36,9 +36,22 @@ typedef struct pass_times {
  * framework profile and the attention kernel resolved at load (fwcost.h).
  * Encoders run the same framework's attention kernel, fused (their ops
  * have no unfused expansion), with llm.h's fused memory-bound kernels. */
+mm_fp8_cfg mm_sim_fp8(const mm_sim *sim)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (sc->train.precision != MM_PREC_FP8)
+        return (mm_fp8_cfg){.on = false};
+    return (mm_fp8_cfg){.on = true,
+                        .recipe = (mm_fp8_recipe)sc->train.fp8_recipe,
+                        .param_gather = sc->train.fp8_param_gather,
+                        .grads = sc->train.fp8_grads,
+                        .optimizer = sc->train.fp8_optimizer};
+}
+
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
-    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host};
+    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host,
+                       mm_sim_fp8(sim)};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
@@ -500,6 +513,41 @@ static void stage_pass(const mm_llm *m, const mm_llm *sv, const pass_times *laye
 /* A stage's gradient and parameter bytes per GPU and its optimizer step
  * (ob; the parameters it updates per GPU into *opt_params_out); a part of
  * stage_costs_bk's loop. */
+double mm_sim_fp8_stage_params(const mm_sim *sim, const mm_llm *sv, int nl)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    double layer = (double)mm_llm_layer_params(sv);
+    if (!(layer > 0))
+        return 0.0;
+    /* the block's share of Linear weights, of its parameters on this rank */
+    double frac = mm_fp8_layer_weight_params(sv) / layer;
+    return stage_params(sim, sv, nl, false, false) / L->lay.tp * (frac < 1.0 ? frac : 1.0);
+}
+
+/* FP8 (mm_sim_fp8) on a stage holding fp8_local FP8-weight parameters per
+ * GPU, fp8_opt of them in its optimizer shard: their gradient and gather
+ * bytes, their optimizer-step bytes (fp8.h's state sizes instead of the
+ * profile's), and the step's weight casts. */
+static void stage_fp8(const mm_sim *sim, double opt_params, double fp8_local, double fp8_opt, int gbytes,
+                      mm_stage_cost *c, mm_opt_breakdown *ob)
+{
+    mm_fp8_cfg f = mm_sim_fp8(sim);
+    if (!f.on)
+        return;
+    const mm_gpu_spec *g = &sim->cluster->gpu;
+    mm_fp8_cfg base = {.on = true, .recipe = f.recipe};
+    c->grad_bytes += fp8_local * (mm_fp8_grad_bytes(&f, gbytes) - gbytes);
+    c->param_bytes += fp8_local * (mm_fp8_gather_bytes(&f) - 2.0);
+    double d = mm_fp8_step_bytes(&f, gbytes) - mm_fp8_step_bytes(&base, gbytes);
+    if (d != 0) { /* the step re-timed with FP8-LM's state bytes */
+        double t0 = ob->step_s;
+        ob->step_s = mm_mem_time(g, opt_params * sim->fw->step_bytes_per_param + fp8_opt * d);
+        ob->total_s += ob->step_s - t0;
+    }
+    ob->fp8_cast_s = mm_mem_time(g, mm_fp8_weight_cast_bytes(&f, fp8_local));
+    ob->total_s += ob->fp8_cast_s;
+}
+
 static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last, int zero, int gbytes,
                           int wbytes, mm_stage_cost *c, mm_opt_breakdown *ob, double *opt_params_out)
 {
@@ -512,6 +560,8 @@ static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool firs
     c->param_bytes = local * wbytes;
     double opt_params = zero >= 1 ? local / L->lay.dp : local;
     optimizer_phase(sim, local, opt_params, zero, ob);
+    double fp8_local = mm_sim_fp8_stage_params(sim, sv, nl);
+    stage_fp8(sim, opt_params, fp8_local, zero >= 1 ? fp8_local / L->lay.dp : fp8_local, gbytes, c, ob);
     *opt_params_out = opt_params;
 }
 
