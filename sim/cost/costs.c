@@ -524,6 +524,38 @@ double mm_sim_fp8_stage_params(const mm_sim *sim, const mm_llm *sv, int nl)
     return stage_params(sim, sv, nl, false, false) / L->lay.tp * (frac < 1.0 ? frac : 1.0);
 }
 
+/* Delayed scaling's amax work of one pass (bwd or not) of a stage's nl
+ * blocks like sv, in seconds (fp8.h mm_fp8_amax_*): the all-reduce (max)
+ * of the region's amaxes over the amax-reduction group, Megatron's tp x
+ * cp x dp ranks (parallel_state get_amax_reduction_group with context
+ * parallelism), on the compute stream and timed alone on the network
+ * (analytic), then the history-and-scale update kernel.  0 for the other
+ * recipes (their scales come from the tensors themselves). */
+static double fp8_region_s(const mm_sim *sim, const mm_llm *sv, int nl, bool bwd)
+{
+    mm_fp8_cfg f = mm_sim_fp8(sim);
+    if (!f.on || f.recipe != MM_FP8_DELAYED || nl < 1)
+        return 0.0;
+    const mm_cluster *c = sim->cluster;
+    const mm_layout *lay = &sim->sc.parallel.llm.lay;
+    int gemms = nl * mm_fp8_layer_gemms(sv), n = lay->tp * (lay->cp > 0 ? lay->cp : 1) * lay->dp;
+    double t = mm_mem_time(&c->gpu, mm_fp8_amax_update_bytes(gemms, bwd));
+    int total = mm_cluster_gpus(c);
+    if (n < 2 || n > total)
+        return t;
+    int *ranks = malloc((size_t)n * sizeof *ranks); /* the group's ranks: tp fastest, then cp, dp */
+    if (!ranks)
+        return t;
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    mm_group_shape sh;
+    mm_group_shape_of(c, ranks, n, &sh);
+    free(ranks);
+    double bytes = mm_fp8_amax_buffer_bytes(gemms, bwd);
+    return t + mm_net_analytic_shape_time(c, MM_COLL_ALLREDUCE, mm_coll_auto(c, MM_COLL_ALLREDUCE, &sh, bytes), &sh,
+                                          bytes);
+}
+
 /* FP8 (mm_sim_fp8) on a stage holding fp8_local FP8-weight parameters per
  * GPU, fp8_opt of them in its optimizer shard: their gradient and gather
  * bytes, their optimizer-step bytes (fp8.h's state sizes instead of the
@@ -619,6 +651,8 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         if (!mm_llm_blocks_uniform(m))
             graphed(sim, &layer);
         stage_pass(m, &sv, &layer, &emb, &head, rc, b, s, nl, first, last, c, mem_frac ? &mem_frac[3 * k] : NULL);
+        c->fwd_s += fp8_region_s(sim, &sv, nl, false);
+        c->bwd_s += fp8_region_s(sim, &sv, nl, true);
         mm_opt_breakdown ob;
         double opt_params;
         stage_weights(sim, &sv, nl, first, last, zero, gbytes, wbytes, c, &ob, &opt_params);
@@ -904,8 +938,10 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
             re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
         }
         l0 += nl;
-        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
-        c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
+        mm_llm svm = uniform ? *m : mm_llm_stage_view(m, l0 - nl, nl);
+        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0) + fp8_region_s(sim, &svm, nl, false);
+        c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0) +
+                   fp8_region_s(sim, &svm, nl, true);
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
         c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
         c->bwd_flops = 2 * c->fwd_flops;

@@ -73,20 +73,12 @@ static int gemm_kernels(mm_fp8_recipe r, mm_op_cost *prev, mm_op_cost *g, mm_op_
 
 int mm_fp8_rewrite_ops(mm_fp8_recipe r, mm_op_cost *ops, int n, int cap)
 {
-    mm_op_cost extra[2 * MM_LLM_MAX_OPS + 1];
-    int ne = 0, gemms = 0;
-    for (int i = 0; i < n && ne + 2 <= (int)(sizeof extra / sizeof *extra) - 1; i++) {
+    mm_op_cost extra[2 * MM_LLM_MAX_OPS];
+    int ne = 0;
+    for (int i = 0; i < n && ne + 2 <= (int)(sizeof extra / sizeof *extra); i++) {
         if (!mm_fp8_gemm_op(&ops[i]))
             continue;
         ne += gemm_kernels(r, i > 0 ? &ops[i - 1] : NULL, &ops[i], extra + ne);
-        gemms++;
-    }
-    /* delayed scaling: the amax histories and scales of the pass's FP8
-     * tensors (3 per GEMM forward: input, weight, output meta; 2 per
-     * backward: grad output, grad input), fp32, read and written */
-    if (r == MM_FP8_DELAYED && gemms > 0) {
-        double h = MM_FP8_AMAX_HISTORY * 4.0 * 2.0 + 4.0 * 2.0;
-        extra[ne++] = mem_op("fp8_amax_update", 3.0 * gemms * h, 2.0 * gemms * h);
     }
     if (n + ne > cap)
         return -1;
@@ -94,15 +86,43 @@ int mm_fp8_rewrite_ops(mm_fp8_recipe r, mm_op_cost *ops, int n, int cap)
     return n + ne;
 }
 
-double mm_fp8_layer_weight_params(const mm_llm *m)
+/* The FP8 GEMMs of one block of m: their count into *gemms, their weight
+ * parameters returned. */
+static double layer_gemms(const mm_llm *m, int *gemms)
 {
     mm_op_cost ops[MM_LLM_MAX_OPS];
     int n = mm_llm_layer_ops(m, 1.0, 1.0, 1, false, 2, ops, MM_LLM_MAX_OPS);
     double p = 0;
+    *gemms = 0;
     for (int i = 0; i < n; i++)
-        if (mm_fp8_gemm_op(&ops[i]))
+        if (mm_fp8_gemm_op(&ops[i])) {
             p += ops[i].n * ops[i].k * ops[i].batch;
+            (*gemms)++;
+        }
     return p;
+}
+
+double mm_fp8_layer_weight_params(const mm_llm *m)
+{
+    int g;
+    return layer_gemms(m, &g);
+}
+
+int mm_fp8_layer_gemms(const mm_llm *m)
+{
+    int g;
+    layer_gemms(m, &g);
+    return g;
+}
+
+double mm_fp8_amax_buffer_bytes(int gemms, bool bwd)
+{
+    return gemms * (bwd ? 2.0 : 3.0) * 4.0;
+}
+
+double mm_fp8_amax_update_bytes(int gemms, bool bwd)
+{
+    return gemms * (bwd ? 2.0 : 3.0) * (MM_FP8_AMAX_HISTORY * 4.0 * 2.0 + 4.0 * 2.0);
 }
 
 bool mm_fp8_recipe_supported(mm_fp8_recipe r, double cc, const char **why)

@@ -75,17 +75,31 @@ bool mm_fp8_gemm_op(const mm_op_cost *o);
  * scaling the norm kernel writes in FP8 itself, followed by the FP8
  * transpose, layernorm/ln_api.cpp; the other recipes norm in 16 bits and
  * quantize, pytorch/csrc/extensions/normalization.cpp), its output
- * gradient is quantized in the backward (cast-transpose, E5M2); delayed
- * scaling adds the amax-and-scale update of the layer's FP8 tensors per
- * pass (fused_amax_and_scale_update_after_reduction).  The weight casts
- * are per step, not here (mm_fp8_layer_weight_params).  Returns the new
- * count, or -1 when cap is too small. */
+ * gradient is quantized in the backward (cast-transpose, E5M2).  The
+ * weight casts are per step (mm_fp8_weight_cast_bytes) and delayed
+ * scaling's amax update per autocast region (mm_fp8_amax_*), not here.
+ * Returns the new count, or -1 when cap is too small. */
 int mm_fp8_rewrite_ops(mm_fp8_recipe r, mm_op_cost *ops, int n, int cap);
 
 /* Parameters of one (mean) block of `m` that FP8 GEMMs use as weights (the
  * block's Linear weights, experts included; not norms, biases or the
  * router), before tensor parallelism. */
 double mm_fp8_layer_weight_params(const mm_llm *m);
+
+/* The FP8 GEMMs of one block of m (mm_fp8_gemm_op). */
+int mm_fp8_layer_gemms(const mm_llm *m);
+
+/* Delayed scaling, per autocast region and pass (Megatron-Core wraps a
+ * TransformerBlock's pass in one fp8_autocast under delayed scaling:
+ * transformer_block.py use_outer_fp8_context; TE quantization.py
+ * reduce_and_update_fp8_tensors at the region's exit): the fp32 amaxes of
+ * its `gemms` FP8 GEMMs all-reduced (max) over the amax-reduction group
+ * (3 tensors per GEMM forward: input, weight, output; 2 backward: grad
+ * output, grad input), and the bytes of the fused kernel that then updates
+ * their histories (MM_FP8_AMAX_HISTORY fp32 each) and scales, read and
+ * written (fused_amax_and_scale_update_after_reduction). */
+double mm_fp8_amax_buffer_bytes(int gemms, bool bwd);
+double mm_fp8_amax_update_bytes(int gemms, bool bwd);
 
 /* Whether recipe r runs on a GPU of compute capability cc (0: not stated,
  * refused for the block-scaled recipes).  *why receives the reason. */
