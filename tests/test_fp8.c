@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cost/breakdown.h"
+#include "cost/costs.h"
 #include "cost/fwcost.h"
 #include "hw/cluster.h"
 #include "model/fp8.h"
@@ -336,6 +337,39 @@ START_TEST(step_casts)
 }
 END_TEST
 
+/* The DP traffic of a stage (gpt3-1.3b, tp 4, pp 2: 12 blocks of 12h^2
+ * Linear weights per stage, /4 per GPU): FP8-LM's 1-byte gradients take 3
+ * bytes off each FP8 weight's fp32 reduce, FP8 primary weights 1 byte off
+ * its 16-bit all-gather; the other parameters keep theirs. */
+START_TEST(dp_bytes)
+{
+    const char *te[] = {"model=models/gpt3-1.3b.json", "train.seq_len=2048", "train.precision=fp8"};
+    const char *o3[] = {"model=models/gpt3-1.3b.json", "train.seq_len=2048", "train.precision=fp8",
+                        "train.fp8_grads=true", "train.fp8_param_gather=true"};
+    mm_sim a, b;
+    mm_sim_costs ca, cb;
+    mm_err err;
+    mm_scenario keep;
+    ck_assert_msg(load(NULL, te, 3, &a, &err) == 0, "%s", err.msg);
+    keep = scn;
+    memset(&scn, 0, sizeof scn);
+    ck_assert_msg(load(NULL, o3, 5, &b, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(mm_sim_stage_times(&a, &ca, &err), 0);
+    ck_assert_int_eq(mm_sim_stage_times(&b, &cb, &err), 0);
+    double h = (double)a.llm->hidden, lin = 12.0 * 12.0 * h * h / 4.0;
+    for (int k = 0; k < ca.n_vstages; k++) {
+        ck_assert(fabs(ca.stages[k].grad_bytes - cb.stages[k].grad_bytes - 3.0 * lin) <= 1e-9 * lin);
+        ck_assert(fabs(ca.stages[k].param_bytes - cb.stages[k].param_bytes - 1.0 * lin) <= 1e-9 * lin);
+    }
+    mm_sim_costs_free(&ca);
+    mm_sim_costs_free(&cb);
+    mm_sim_free(&a);
+    mm_sim_free(&b);
+    mm_scenario_free(&keep);
+    mm_scenario_free(&scn);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("fp8");
@@ -351,6 +385,7 @@ static Suite *suite(void)
     tcase_add_test(t, recipe_refused);
     tcase_add_test(t, keys_refused);
     tcase_add_test(t, step_casts);
+    tcase_add_test(t, dp_bytes);
     suite_add_tcase(s, t);
     return s;
 }

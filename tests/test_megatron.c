@@ -187,6 +187,16 @@ START_TEST(megatron_refusals)
                          2);
         ck_assert_msg(strstr(errtxt, bad[i].key) && strstr(errtxt, bad[i].where), "%zu: %s", i, errtxt);
     }
+    /* the FP8 recipe and FP8 primary weights map under --fp8-format;
+     * Megatron's tensorwise is TE's current scaling */
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 \\\n"
+                         "  --fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --print-scenario", dir, dir), 0);
+    ck_assert_msg(strstr(out, "fp8_recipe: current") && strstr(out, "fp8_param_gather: true"), "%s", out);
+    write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 \\\n"
+                         "  --fp8-format hybrid --fp8-recipe custom\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --print-scenario", dir, dir), 2);
+    ck_assert_msg(strstr(errtxt, "a.args:2: key '--fp8-recipe'"), "%s", errtxt);
     /* no precision flag: Megatron would train in FP32 */
     write_file("a.args", "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024\n");
     ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json", dir, dir), 2);
