@@ -607,9 +607,11 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int V = L->lay.pp * L->lay.vpp;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
-    const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
-                             only the GEMM peak (Transformer Engine keeps
-                             activations in 16 bits between kernels) */
+    const int wbytes = 2; /* 16-bit activations between kernels and 16-bit
+                             parameters; under FP8 the GEMMs' 1-byte
+                             operands, the cast kernels and the FP8 weights'
+                             bytes come from fp8.h (mm_fw_time_ops,
+                             stage_fp8) */
     mm_sim_breakdown bk_local;
     if (!bk)
         bk = &bk_local;
