@@ -91,7 +91,7 @@ START_TEST(rewrite_delayed)
     int n = mm_llm_layer_ops(&m, 2, 2048, 1, false, 2, ops, MM_LLM_MAX_OPS);
     ck_assert_int_gt(n, 0);
     memcpy(base, ops, (size_t)n * sizeof *ops);
-    int k = mm_fp8_rewrite_ops(MM_FP8_DELAYED, ops, n, (int)(sizeof ops / sizeof *ops));
+    int k = mm_fp8_rewrite_ops(MM_FP8_DELAYED, 1.0, ops, n, (int)(sizeof ops / sizeof *ops));
     ck_assert_int_eq(k, n + 2 + 2 + 4);
     ck_assert_int_eq(count(ops, k, "fp8_transpose"), 2);
     ck_assert_int_eq(count(ops, k, "fp8_cast_input"), 2);
@@ -123,7 +123,16 @@ START_TEST(rewrite_delayed)
     ck_rel(mm_fp8_amax_buffer_bytes(4, false), 4 * 3 * 4.0);
     ck_rel(mm_fp8_amax_buffer_bytes(4, true), 4 * 2 * 4.0);
     ck_rel(mm_fp8_amax_update_bytes(4, false), 4 * 3 * (MM_FP8_AMAX_HISTORY * 8.0 + 8.0));
-    ck_assert_int_eq(mm_fp8_rewrite_ops(MM_FP8_DELAYED, ops, n, n + 3), -1);
+    ck_assert_int_eq(mm_fp8_rewrite_ops(MM_FP8_DELAYED, 1.0, ops, n, n + 3), -1);
+    /* sequence parallelism at tp 4: the norm makes a quarter of the rows
+     * (4 bytes per element of its tn = T/4 tokens), the transpose is of the
+     * gathered input */
+    n = mm_llm_layer_ops(&m, 2, 2048, 4, true, 2, ops, MM_LLM_MAX_OPS);
+    memcpy(base, ops, (size_t)n * sizeof *ops);
+    k = mm_fp8_rewrite_ops(MM_FP8_DELAYED, 0.25, ops, n, (int)(sizeof ops / sizeof *ops));
+    ck_rel(find(ops, k, "norm_attn", 0)->bytes, find(base, n, "norm_attn", 0)->bytes - T / 4 * h);
+    ck_assert(find(ops, k, "norm_attn", 0)->bytes > 0.7 * find(base, n, "norm_attn", 0)->bytes);
+    ck_rel(find(ops, k, "fp8_transpose", 0)->bytes, 2.0 * T * h);
 }
 END_TEST
 
@@ -139,7 +148,7 @@ START_TEST(rewrite_current_mxfp8)
         mm_op_cost ops[2 * MM_FW_MAX_OPS + 1], base[MM_LLM_MAX_OPS];
         int n = mm_llm_layer_ops(&m, 1, 2048, 1, false, 2, ops, MM_LLM_MAX_OPS);
         memcpy(base, ops, (size_t)n * sizeof *ops);
-        int k = mm_fp8_rewrite_ops(rs[r], ops, n, (int)(sizeof ops / sizeof *ops));
+        int k = mm_fp8_rewrite_ops(rs[r], 1.0, ops, n, (int)(sizeof ops / sizeof *ops));
         ck_assert_int_eq(count(ops, k, "fp8_cast_input"), 4);
         ck_assert_int_eq(count(ops, k, "fp8_transpose"), 0);
         ck_rel(find(ops, k, "norm_attn", 0)->bytes, find(base, n, "norm_attn", 0)->bytes);

@@ -51,7 +51,7 @@ mm_fp8_cfg mm_sim_fp8(const mm_sim *sim)
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
     return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host,
-                       mm_sim_fp8(sim)};
+                       mm_sim_fp8(sim), 1.0};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
@@ -714,7 +714,9 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     int n = mm_encoder_layer_ops(e->enc, inputs, tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return -1;
+    ec.norm_rows = sp ? 1.0 / tp : 1.0; /* the block's norms on tokens / tp under sequence parallelism */
     pass_times layer = time_ops(&ec, ops, n);
+    ec.norm_rows = 1.0;
     graphed(sim, &layer);
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);

@@ -85,7 +85,7 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
     if (c->fw)
         mm_framework_scale_ops(c->fw, scaled, k);
     if (c->dt == MM_DTYPE_FP8 && c->fp8.on) { /* after the scaling: the FP8 kernels are TE's own */
-        int r = mm_fp8_rewrite_ops(c->fp8.recipe, scaled, k, (int)(sizeof scaled / sizeof *scaled));
+        int r = mm_fp8_rewrite_ops(c->fp8.recipe, c->norm_rows, scaled, k, (int)(sizeof scaled / sizeof *scaled));
         if (r > 0)
             k = r;
     }
@@ -143,7 +143,9 @@ int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops,
         if (k < 0)
             return -1;
     }
-    *out = mm_fw_time_ops(c, x, k);
+    mm_fw_ctx cr = *c; /* the norms run on the tn tokens of the residual region */
+    cr.norm_rows = tokens > 0 ? tn / tokens : 1.0;
+    *out = mm_fw_time_ops(&cr, x, k);
     /* the layer's own module and its attention and MLP blocks, around the
      * ops' modules (HF's LlamaDecoderLayer, LlamaAttention, LlamaMLP;
      * Megatron's TransformerLayer, SelfAttention, MLP) */

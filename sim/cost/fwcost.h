@@ -47,6 +47,9 @@ typedef struct mm_fw_ctx {
      * op list (mm_fp8_rewrite_ops); GEMMs that stay 16-bit (the LM head,
      * the router) and attention run at the BF16 rate */
     mm_fp8_cfg fp8;
+    /* the share of a Linear's input rows its norm makes on this rank (1/tp
+     * under sequence parallelism; 0: 1), for the FP8 norm output */
+    double norm_rows;
 } mm_fw_ctx;
 
 /* Sum over the passes of one kind / of one pass. */

@@ -48,16 +48,21 @@ static mm_op_cost mem_op(const char *name, double fwd, double bwd)
 }
 
 /* The kernels of one FP8 GEMM g (its input after op prev, may be NULL) into
- * out[0..2); prev is adjusted when the norm writes FP8 itself. */
-static int gemm_kernels(mm_fp8_recipe r, mm_op_cost *prev, mm_op_cost *g, mm_op_cost *out)
+ * out[0..2); prev is adjusted when the norm writes FP8 itself.  The norm
+ * produces norm_frac of the GEMM's input rows on this rank (1/tp under
+ * sequence parallelism: the rest arrive by the all-gather). */
+static int gemm_kernels(mm_fp8_recipe r, double norm_frac, mm_op_cost *prev, mm_op_cost *g, mm_op_cost *out)
 {
     double in = g->m * g->k * g->batch, dout = g->m * g->n * g->batch;
     int k = 0;
     if (prev && is_block_norm(prev) && r == MM_FP8_DELAYED) {
         /* the norm writes 1-byte values instead of 2 (its backward keeps
-         * its own bytes); the FP8 transpose reads and writes 1 byte */
+         * its own bytes); the FP8 transpose reads and writes 1 byte, of
+         * the gathered input under sequence parallelism (TE gathers the
+         * row-wise FP8 and transposes it in the backward: layernorm_linear.py
+         * ln_out_needs_gather) */
         double bwd = prev->bwd_exact ? prev->bwd_bytes : 2.0 * prev->bytes;
-        prev->bytes -= in;
+        prev->bytes -= in * norm_frac;
         prev->bwd_exact = true;
         prev->bwd_bytes = bwd;
         out[k++] = mem_op("fp8_transpose", mm_fp8_tensor_bytes(r, in, 2), 0.0);
@@ -71,14 +76,15 @@ static int gemm_kernels(mm_fp8_recipe r, mm_op_cost *prev, mm_op_cost *g, mm_op_
     return k;
 }
 
-int mm_fp8_rewrite_ops(mm_fp8_recipe r, mm_op_cost *ops, int n, int cap)
+int mm_fp8_rewrite_ops(mm_fp8_recipe r, double norm_frac, mm_op_cost *ops, int n, int cap)
 {
     mm_op_cost extra[2 * MM_LLM_MAX_OPS];
     int ne = 0;
     for (int i = 0; i < n && ne + 2 <= (int)(sizeof extra / sizeof *extra); i++) {
         if (!mm_fp8_gemm_op(&ops[i]))
             continue;
-        ne += gemm_kernels(r, i > 0 ? &ops[i - 1] : NULL, &ops[i], extra + ne);
+        ne += gemm_kernels(r, norm_frac > 0 && norm_frac < 1 ? norm_frac : 1.0, i > 0 ? &ops[i - 1] : NULL, &ops[i],
+                          extra + ne);
     }
     if (n + ne > cap)
         return -1;

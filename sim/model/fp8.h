@@ -78,8 +78,10 @@ bool mm_fp8_gemm_op(const mm_op_cost *o);
  * gradient is quantized in the backward (cast-transpose, E5M2).  The
  * weight casts are per step (mm_fp8_weight_cast_bytes) and delayed
  * scaling's amax update per autocast region (mm_fp8_amax_*), not here.
+ * norm_frac: the share of a LayerNormLinear's input rows its norm makes on
+ * this rank (1/tp under sequence parallelism; outside (0, 1): 1).
  * Returns the new count, or -1 when cap is too small. */
-int mm_fp8_rewrite_ops(mm_fp8_recipe r, mm_op_cost *ops, int n, int cap);
+int mm_fp8_rewrite_ops(mm_fp8_recipe r, double norm_frac, mm_op_cost *ops, int n, int cap);
 
 /* Parameters of one (mean) block of `m` that FP8 GEMMs use as weights (the
  * block's Linear weights, experts included; not norms, biases or the
