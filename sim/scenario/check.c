@@ -168,6 +168,62 @@ static int check_batch(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* Whether any sample of the workload carries audio. */
+static bool workload_has_audio(const mm_workload *w)
+{
+    if (!w)
+        return false;
+    if (w->source == MM_WLS_FIXED)
+        return w->fixed.audio_s > 0;
+    if (w->source == MM_WLS_TRACE) {
+        for (int64_t i = 0; i < w->trace.n; i++)
+            if (w->trace.samples[i].audio_s > 0)
+                return true;
+        return false;
+    }
+    for (int i = 0; i < mm_mixture_n_components(w->mixture); i++) {
+        mm_modality mod;
+        double wt;
+        mm_mixture_component(w->mixture, i, &mod, &wt);
+        if (mod == MM_MOD_AUDIO && wt > 0)
+            return true;
+    }
+    return false;
+}
+
+/* The data section (cost/loader.h) against the cluster and the workload:
+ * what it needs the topology to say, and what it does not model. */
+static int check_data(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_cluster *c = sim->cluster;
+    if (sc->data.workers < 0)
+        return 0;
+    if (sc->data.workers == 0 && mm_scenario_key_given(sc, "data.prefetch"))
+        return mm_scenario_fail(sc, err, "data.prefetch",
+                                "prefetch applies to loader workers only: PyTorch refuses prefetch_factor with "
+                                "num_workers 0; set data.workers > 0 or drop data.prefetch");
+    if (sc->data.workers > 0 && c->cpu_cores <= 0)
+        return mm_scenario_fail(sc, err, "data.workers",
+                                "loader workers run on the node's CPU cores, and topology %s gives no "
+                                "node.cpu_cores", c->source);
+    if (c->pcie_bw <= 0)
+        return mm_scenario_fail(sc, err, "data.workers",
+                                "batches are copied to the GPU over PCIe, and topology %s gives no node.pcie_gb_s",
+                                c->source);
+    if (sc->data.video_decoder == MM_VDEC_NVDEC && c->gpu.nvdec <= 0)
+        return mm_scenario_fail(sc, err, "data.video_decoder",
+                                "nvdec decodes on the GPU's NVDEC engines, and topology %s gives no gpu.nvdec",
+                                c->source);
+    bool fixed_audio = sc->workload.kind == MM_WORKLOAD_FIXED && sc->workload.audio_seconds > 0 &&
+                       sim->model->has_audio;
+    if (fixed_audio || workload_has_audio(sim->wl))
+        return mm_scenario_fail(sc, err, "data.workers",
+                                "the workload has audio, and audio feature extraction (log-mel) in the loader is "
+                                "not modeled; set data.workers -1");
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -214,7 +270,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (m->heads % L->lay.tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
-    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)))
+    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_data(sim, err)))
         return rc;
     int frc = check_frozen(sim, err);
     if (frc)
