@@ -5,8 +5,9 @@
  * between fast ones; workers 0 loading serially; NVDEC's own queue), the
  * workers that keep up on average, the per-sample costs against the
  * published rates of tests/data/dataload/published.csv, whole runs adding
- * exactly the wait they report, and bad keys refused by file, line and
- * key (exit status 2 from the CLI). */
+ * exactly the wait they report, and bad keys (the scenario's, a
+ * topology's, a profile's, a rates file's) refused by file, line and key
+ * (exit status 2 from the CLI). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "exec/run.h"
 #include "hw/cluster.h"
 #include "model/framework.h"
+#include "model/loadrates.h"
 #include "scenario/sim.h"
 #include "mmsim_exe.h"
 
@@ -340,9 +342,10 @@ START_TEST(bad_keys_refused)
 }
 END_TEST
 
-/* A topology's node.cpu_cores of 0 and a profile's loader.workers of -1
- * name their file, line and key; the CLI exits 2 naming the scenario
- * file's line and key. */
+/* A topology's node.cpu_cores of 0, a profile's loader.workers of -1, a
+ * rates file's entry without a source or with a rate of 0 name their
+ * file, line and key (the shipped rates file reads as the published
+ * figures); the CLI exits 2 naming the scenario file's line and key. */
 START_TEST(bad_files_refused)
 {
     char tdir[256], tmp[600];
@@ -375,6 +378,13 @@ START_TEST(bad_files_refused)
     ck_assert_str_eq(err.key, "loader.workers");
     ck_assert_int_eq(err.line, at);
     unlink(fw);
+    mm_loader_rates lr;
+    ck_assert_int_eq(mm_loader_rates_load("tests/data/dataload/rates-no-source.yaml", &lr, &err), -MM_EINPUT);
+    ck_assert_msg(!strcmp(err.key, "resize_small_mpx_s.source") && err.line == 6, "%d: %s", err.line, err.key);
+    ck_assert_int_eq(mm_loader_rates_load("tests/data/dataload/rates-zero.yaml", &lr, &err), -MM_EINPUT);
+    ck_assert_msg(!strcmp(err.key, "jpeg_decode_mpx_s.value") && err.line == 4, "%d: %s", err.line, err.key);
+    ck_assert_int_eq(mm_loader_rates_load("frameworks/loader-rates.yaml", &lr, &err), 0);
+    ck_assert(lr.jpeg_mpx_s == published("jpeg_mpx_s") && lr.resize_grid_mpx_s == published("resize_grid_mpx_s"));
     char dir[256], o[8192], e[8192];
     mmx_tmpdir(dir, sizeof dir, "dataload");
     ck_assert_int_eq(mmx_run(dir, NULL, "run tests/data/dataload/bad-prefetch.yaml --no-db", o, sizeof o, e, sizeof e),

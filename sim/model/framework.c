@@ -36,7 +36,7 @@ static const char *const sync_zero_keys[] = {"zero0", "zero1", "zero2", NULL};
 static const char *const host_keys[] = {"launch_us", "forward_op_us", "backward_op_us", "module_us",
                                         "graph_launch_us", "cuda_graphs", NULL};
 static const char *const graph_keys[] = {"layer", "full", NULL};
-static const char *const loader_keys[] = {"name", "workers", NULL};
+static const char *const loader_keys[] = {"name", "workers", "rates", NULL};
 
 typedef struct rd {
     const mm_doc *d;
@@ -181,11 +181,13 @@ static int read_host(const rd *r, mm_node *root, mm_framework *fw)
 }
 
 /* The optional loader section: which data loader the framework's training
- * scripts build and its default worker count (absent: PyTorch's
- * DataLoader defaults, num_workers 0). */
+ * scripts build, its default worker count and its rates file (relative to
+ * the profile; absent: PyTorch's DataLoader defaults, num_workers 0, and
+ * loader-rates.yaml beside the profile). */
 static int read_loader(const rd *r, mm_node *root, mm_framework *fw)
 {
     snprintf(fw->loader, sizeof fw->loader, "pytorch-dataloader");
+    snprintf(fw->loader_rates, sizeof fw->loader_rates, "loader-rates.yaml");
     fw->loader_workers = 0;
     if (!mm_node_get(root, "loader"))
         return 0;
@@ -198,6 +200,8 @@ static int read_loader(const rd *r, mm_node *root, mm_framework *fw)
         rc = need(r, l, "loader.name", found && fw->loader[0]);
     if (!rc)
         rc = req_int(r, l, "workers", "loader.workers", 0, 4096, &fw->loader_workers);
+    if (!rc)
+        rc = mm_node_str(r->d, l, "rates", "loader.rates", fw->loader_rates, sizeof fw->loader_rates, &found, r->err);
     return rc;
 }
 
