@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cost/breakdown.h"
 #include "cost/loader.h"
 #include "exec/dataload.h"
 #include "exec/run.h"
@@ -239,7 +240,8 @@ static void run(const char *const *sets, int n, mm_metrics *mt)
  * each step waits for all of its loading, exactly the loader's CPU seconds
  * plus the copies, and the step is the unloaded step plus that wait (1e-9
  * relative).  Two workers keep ahead: only the copies remain.  Not
- * modeled (-1): the metrics are NAN and the step unchanged. */
+ * modeled (-1): the metrics are NAN and the step unchanged.  The
+ * --breakdown's micro-batch is 1/m of the run's loading. */
 START_TEST(runs_add_the_wait)
 {
     mm_metrics off, serial, two;
@@ -259,6 +261,14 @@ START_TEST(runs_add_the_wait)
     }
     ck_assert(rel(serial.iteration_time_s, off.iteration_time_s + serial.data_wait_s) < 1e-9);
     ck_assert(rel(serial.stages[0].idle_s, off.stages[0].idle_s + serial.data_wait_s) < 1e-9);
+    /* --breakdown's micro-batch is the run's: m of them are its CPU seconds */
+    mm_sim sim;
+    sim_ok(&sim, s0, 2);
+    static mm_sim_breakdown bk;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_get_breakdown(&sim, &bk, &err), 0);
+    ck_assert(bk.loader && rel(bk.loader_cpu_s * sim.micro_batches, serial.iters[0].loader_cpu_s) < 1e-9);
+    mm_sim_free(&sim);
     /* the mean rate: loader CPU s over the step's seconds, rounded up */
     ck_assert_int_eq(two.data_workers_needed, (int)ceil(two.loader_cpu_s / off.iteration_time_s));
     mm_metrics_free(&off);

@@ -12,6 +12,7 @@
 #include "cost/loader.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* The vision encoder's input, megapixels of one tile or frame (0: none). */
 static double tile_mpx(const mm_sim *sim)
@@ -62,6 +63,47 @@ void mm_sim_loader_sample(const mm_sim *sim, const mm_sample *s, bool tokenize, 
     if (tokenize)
         c->cpu_s += (double)s->text_tokens / sim->rates.tokens_s;
     c->h2d_bytes += (double)mm_sample_llm_tokens(s, &sim->tm) * sim->rates.bytes_per_token;
+}
+
+bool mm_sim_loader_fixed_sample(const mm_sim *sim, mm_sample *s)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_model *mo = sim->model;
+    *s = (mm_sample){.text_tokens = (int64_t)sim->seq};
+    if (sc->workload.kind != MM_WORKLOAD_FIXED || !mo || (!mo->has_vision && !mo->has_audio))
+        return false;
+    s->text_tokens = sc->workload.text_tokens;
+    if (mo->has_vision) {
+        s->images = sc->workload.images;
+        s->tiles = sc->workload.images * sc->workload.tiles;
+    }
+    if (mo->has_audio)
+        s->audio_s = sc->workload.audio_seconds;
+    return true;
+}
+
+int mm_sim_loader_micro_batch(const mm_sim *sim, mm_loader_cost *c, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    int dp = sc->parallel.llm.lay.dp, B = (int)sc->train.global_batch;
+    *c = (mm_loader_cost){0};
+    if (!sim->wl) {
+        mm_sample one;
+        bool tok = mm_sim_loader_fixed_sample(sim, &one);
+        for (int64_t k = 0; k < sc->train.micro_batch; k++)
+            mm_sim_loader_sample(sim, &one, tok, c);
+        return 0;
+    }
+    mm_sample *s = malloc((size_t)B * sizeof *s);
+    if (!s)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    int rc = mm_workload_draw(sim->wl, sc->seed, 0, B, s, err);
+    for (int k = 0; rc == 0 && k < B; k += dp)
+        mm_sim_loader_sample(sim, &s[k], true, c);
+    free(s);
+    double mbs = (double)B / dp / (double)sc->train.micro_batch; /* micro-batches of a replica */
+    c->cpu_s /= mbs, c->dev_s /= mbs, c->h2d_bytes /= mbs;
+    return rc;
 }
 
 double mm_sim_loader_h2d_s(const mm_sim *sim, double bytes)

@@ -26,6 +26,18 @@ typedef struct mm_loader_cost {
  * `workload: text` (Megatron's GPTDataset reads pre-tokenised tokens). */
 void mm_sim_loader_sample(const mm_sim *sim, const mm_sample *s, bool tokenize, mm_loader_cost *c);
 
+/* Every sample without a workload file: the fixed sample (returns true: it
+ * is tokenised in the loader), or train.seq_len pre-tokenised text tokens
+ * (false), as mm_sim_check_workload sized them (a model without an
+ * encoder: text). */
+bool mm_sim_loader_fixed_sample(const mm_sim *sim, mm_sample *s);
+
+/* One micro-batch's loading, the mean over those DP replica 0 loads in
+ * iteration 0 (the samples r, r + dp, ... of the iteration's draw, as the
+ * run prices them; without a workload file micro_batch fixed samples):
+ * *c, or -code when the draw fails.  The --breakdown's figure. */
+int mm_sim_loader_micro_batch(const mm_sim *sim, mm_loader_cost *c, mm_err *err);
+
 /* Seconds to copy `bytes` host to device on one GPU's PCIe link (pinned
  * memory, the topology's node.pcie_gb_s at its DMA efficiency). */
 double mm_sim_loader_h2d_s(const mm_sim *sim, double bytes);

@@ -40,33 +40,13 @@ void mm_loader_acc_free(mm_loader_acc *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Every sample without a workload file: the fixed sample (tokenised in the
- * loader; true), or train.seq_len pre-tokenised text tokens (false), as
- * mm_sim_check_workload sized them (a model without an encoder: text). */
-static bool fixed_sample(const mm_sim *sim, mm_sample *s)
-{
-    const mm_scenario *sc = &sim->sc;
-    const mm_model *mo = sim->model;
-    *s = (mm_sample){.text_tokens = (int64_t)sim->seq};
-    if (sc->workload.kind != MM_WORKLOAD_FIXED || !mo || (!mo->has_vision && !mo->has_audio))
-        return false;
-    s->text_tokens = sc->workload.text_tokens;
-    if (mo->has_vision) {
-        s->images = sc->workload.images;
-        s->tiles = sc->workload.images * sc->workload.tiles;
-    }
-    if (mo->has_audio)
-        s->audio_s = sc->workload.audio_seconds;
-    return true;
-}
-
 void mm_loader_acc_iter(const mm_sim *sim, mm_loader_acc *a, int it, const mm_sample *samples, int B, int m)
 {
     if (it < 0 || it >= a->iters)
         return;
     a->m[it] = m > 0 ? m : 1;
     mm_sample one;
-    bool tokenize = fixed_sample(sim, &one) || samples;
+    bool tokenize = mm_sim_loader_fixed_sample(sim, &one) || samples;
     for (int r = 0; r < a->ranks; r++) {
         mm_loader_cost c = {0};
         for (int k = r; k < B; k += a->ranks)
