@@ -7,7 +7,8 @@
  * float and collation (torch.stack, the pin-memory copy) have no published
  * per-byte figure here and are not charged; a video frame costs one decoded
  * frame (decoding from the previous keyframe to a sampled frame is not
- * charged); audio feature extraction is refused by the scenario check.
+ * charged); an audio clip's features are computed over the whole padded
+ * clip (Whisper's 30 s), as the extractor pads it.
  * Not for: the queue of workers against the step (exec/dataload.c). */
 #include "cost/loader.h"
 
@@ -60,6 +61,11 @@ void mm_sim_loader_sample(const mm_sim *sim, const mm_sample *s, bool tokenize, 
 {
     image_cost(sim, s, c);
     video_cost(sim, s, c);
+    if (s->audio_s > 0 && sim->model && sim->model->has_audio) { /* padded clips, as the encoder takes them */
+        double clips = (double)mm_sample_audio_clips(s, &sim->tm);
+        c->cpu_s += clips * sim->rates.audio_clip_s;
+        c->h2d_bytes += clips * sim->rates.bytes_per_clip;
+    }
     if (tokenize)
         c->cpu_s += (double)s->text_tokens / sim->rates.tokens_s;
     c->h2d_bytes += (double)mm_sample_llm_tokens(s, &sim->tm) * sim->rates.bytes_per_token;

@@ -1,4 +1,4 @@
-/* loadrates.c - the data loader's rates file (loadrates.h): eight
+/* loadrates.c - the data loader's rates file (loadrates.h): ten
  * entries, each a value and its source.
  * Not for: using the rates (cost/loader.c). */
 #include "model/loadrates.h"
@@ -23,6 +23,8 @@ static const struct {
     {"tokenize_tokens_s", offsetof(mm_loader_rates, tokens_s)},
     {"copy_bytes_per_pixel", offsetof(mm_loader_rates, bytes_per_pixel)},
     {"copy_bytes_per_token", offsetof(mm_loader_rates, bytes_per_token)},
+    {"audio_features_s_per_clip", offsetof(mm_loader_rates, audio_clip_s)},
+    {"copy_bytes_per_audio_clip", offsetof(mm_loader_rates, bytes_per_clip)},
 };
 enum { N_ENTRIES = sizeof entries / sizeof entries[0] };
 

@@ -2,7 +2,8 @@
  * (frameworks/loader-rates.yaml, named by a framework profile's
  * loader.rates): how fast one CPU core decodes a JPEG, resizes an image,
  * decodes a video frame and tokenises text, how fast one NVDEC engine
- * decodes, and how many bytes a pixel and a token become on the GPU.
+ * decodes, how long an audio clip's log-mel features take, and how many
+ * bytes a pixel, a token and a clip become on the GPU.
  * Every entry is {value: V, source: "..."}: a number with its source, one
  * place for each, which the cost bridge (cost/loader.h) reads.
  * Not for: what a sample costs (cost/loader.c) or queueing the loader
@@ -21,6 +22,8 @@ typedef struct mm_loader_rates {
     double tokens_s;           /* tokenisation, tokens/s per core */
     double bytes_per_pixel;    /* a tile's or frame's pixel on the GPU */
     double bytes_per_token;    /* an LLM token's tensors on the GPU */
+    double audio_clip_s;       /* log-mel features of one (padded) audio clip, s per core */
+    double bytes_per_clip;     /* one clip's features on the GPU */
 } mm_loader_rates;
 
 /* Reads a rates file.  Every entry is required; a missing or unknown key,

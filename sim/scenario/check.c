@@ -168,31 +168,8 @@ static int check_batch(mm_sim *sim, mm_err *err)
     return 0;
 }
 
-/* Whether any sample of the workload carries audio. */
-static bool workload_has_audio(const mm_workload *w)
-{
-    if (!w)
-        return false;
-    if (w->source == MM_WLS_FIXED)
-        return w->fixed.audio_s > 0;
-    if (w->source == MM_WLS_TRACE) {
-        for (int64_t i = 0; i < w->trace.n; i++)
-            if (w->trace.samples[i].audio_s > 0)
-                return true;
-        return false;
-    }
-    for (int i = 0; i < mm_mixture_n_components(w->mixture); i++) {
-        mm_modality mod;
-        double wt;
-        mm_mixture_component(w->mixture, i, &mod, &wt);
-        if (mod == MM_MOD_AUDIO && wt > 0)
-            return true;
-    }
-    return false;
-}
-
-/* The data section (cost/loader.h) against the cluster and the workload:
- * what it needs the topology to say, and what it does not model. */
+/* The data section (cost/loader.h) against the cluster: what it needs the
+ * topology to say, and prefetch without workers (PyTorch refuses it). */
 static int check_data(const mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -215,12 +192,6 @@ static int check_data(const mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "data.video_decoder",
                                 "nvdec decodes on the GPU's NVDEC engines, and topology %s gives no gpu.nvdec",
                                 c->source);
-    bool fixed_audio = sc->workload.kind == MM_WORKLOAD_FIXED && sc->workload.audio_seconds > 0 &&
-                       sim->model->has_audio;
-    if (fixed_audio || workload_has_audio(sim->wl))
-        return mm_scenario_fail(sc, err, "data.workers",
-                                "the workload has audio, and audio feature extraction (log-mel) in the loader is "
-                                "not modeled; set data.workers -1");
     return 0;
 }
 
