@@ -29,7 +29,7 @@ static const char *const llama_family[] = {"llama", "mistral", "mixtral", "qwen2
                                            "qwen3_moe", "gemma", "gemma2", "phi3", "internlm2",
                                            "qwen2_vl_text", "qwen2_5_vl_text", "olmo2", "cohere",
                                            "starcoder2", "deepseek", "minicpm", "gemma3_text", "gpt_oss",
-                                           "phi", "stablelm", "nemotron", "ministral3", "phi3_v", NULL};
+                                           "phi", "stablelm", "nemotron", "ministral3", "phi3_v", "qwen3_vl_text", NULL};
 static const char *const qwen2_types[] = {"qwen2", "qwen2_moe", "qwen2_vl_text", "qwen2_5_vl_text", NULL};
 
 /* Architectures of the supported types (config.json "architectures"). */
@@ -47,7 +47,8 @@ static const char *const known_archs[] = {
     "Mistral3ForConditionalGeneration", "Phi3VForCausalLM",
     /* Whisper checkpoints: mmsim reads their encoder (mllm_read.c) */
     "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification",
-    "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", NULL,
+    "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+    "Idefics2ForConditionalGeneration", NULL,
 };
 
 int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)
@@ -268,7 +269,7 @@ static int read_window(const mm_hf *r, mm_llm *m)
     if ((rc = mm_hf_bool(r, "use_sliding_window", &use)) || (rc = read_layer_types(r, m, &period, &mask, &given)))
         return rc;
     if (mm_hf_in(r->type, (const char *const[]){"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl_text",
-                                               "qwen2_5_vl_text", NULL})) {
+                                               "qwen2_5_vl_text", "qwen3_vl_text", NULL})) {
         if (use)
             return mm_hf_fail(r, "use_sliding_window", "sliding-window attention on the layers past "
                               "max_window_layers is not modeled");
@@ -342,8 +343,8 @@ static int read_family(const mm_hf *r, mm_llm *m)
 {
     int rc;
     const char *t = r->type;
-    if (!strcmp(t, "qwen3") || !strcmp(t, "qwen3_moe"))
-        m->qk_norm = true; /* q_norm, k_norm: RMSNorm(head_dim) */
+    if (!strcmp(t, "qwen3") || !strcmp(t, "qwen3_moe") || !strcmp(t, "qwen3_vl_text"))
+        m->qk_norm = true; /* q_norm, k_norm: RMSNorm(head_dim) (Qwen3VLTextAttention's too) */
     if (!strcmp(t, "olmo2")) /* q_norm over a*d, k_norm over g*d; norms after attention and MLP */
         m->qk_norm = m->qk_norm_full = true;
     if (!strcmp(t, "cohere")) { /* CohereDecoderLayer: one input_layernorm, attention + MLP in parallel */
