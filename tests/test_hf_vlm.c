@@ -1,7 +1,7 @@
 /* test_hf_vlm.c - Check suite for the vision-language families whose
  * image path is more than a tower and a projector in front of the LLM:
- * Qwen3-VL's DeepStack mergers, Idefics2's perceiver resampler (and the
- * families added after them).  Each family's parameters term by term
+ * Qwen3-VL's DeepStack mergers, Idefics2's perceiver resampler, Llama 4's
+ * interleaved MoE, chunked attention and pixel-shuffle adapter.  Each family's parameters term by term
  * against the closed forms of its transformers modeling file, its total
  * against the published size, its connector FLOPs against their formula
  * and its op list against those FLOPs, and its bad inputs refused with
@@ -138,6 +138,65 @@ START_TEST(idefics2_terms)
 }
 END_TEST
 
+/* Llama 4 (modeling_llama4.py, huggingface/transformers @ 63210d0).
+ * Maverick: 48 blocks, MoE on the odd ones (interleave_moe_layer_step 2):
+ * attention 62,914,560 (q, o 5120 x 5120; k, v 5120 x 1024), two RMSNorms
+ * 10,240; a dense block's MLP 3 x 5120 x 16384 (intermediate_size_mlp), an
+ * MoE block's 128 experts and a shared expert of 3 x 5120 x 8192 and a
+ * router 5120 x 128.  The tower (34 CLIP-like blocks of 23,807,872, a
+ * bias-free patch Linear, class token, 577 positions, pre and post
+ * LayerNorms) = 811,115,008; the adapter 5632 x 4096 + 4096^2 and the
+ * projector 4096 x 5120 = 60,817,408.  Totals 108,641,793,536 (Scout) and
+ * 401,583,781,... (Maverick): the model cards give 109B and 400B; 17B
+ * active in the LLM (two digits: 2 %). */
+START_TEST(llama4_terms)
+{
+    mm_model sc, mv;
+    load_ok(PUB "llama-4-scout-17b-16e.json", &sc);
+    load_ok(PUB "llama-4-maverick-17b-128e.json", &mv);
+    ck_assert_int_eq(mm_llm_layer_params_at(&mv.llm, 0), 62914560 + 10240 + 3 * INT64_C(5120) * 16384);
+    ck_assert_int_eq(mm_llm_layer_params_at(&mv.llm, 1),
+                     62914560 + 10240 + 129 * 3 * INT64_C(5120) * 8192 + 5120 * 128);
+    ck_assert_int_eq(mm_llm_moe_layers(&mv.llm), 24);
+    ck_assert_int_eq(mm_llm_moe_layers(&sc.llm), 48);
+    ck_assert_int_eq(mm_encoder_params(&sc.vision), 811115008);
+    ck_assert_int_eq(mm_projector_params(&sc.vision_proj), 60817408);
+    ck_assert_int_eq(mm_model_params(&sc), INT64_C(108641793536));
+    ck_assert(rel_diff((double)mm_model_params(&sc), 109e9) <= 0.01);
+    ck_assert(rel_diff((double)mm_model_params(&mv), 400e9) <= 0.01);
+    ck_assert(rel_diff((double)mm_llm_active_params(&sc.llm), 17e9) <= 0.02);
+    ck_assert(rel_diff((double)mm_llm_active_params(&mv.llm), 17e9) <= 0.02);
+    /* (336/14)^2 patches folded 2 x 2: 144 LLM tokens per tile */
+    ck_assert_int_eq(mm_model_tokens_per_tile(&sc), 144);
+    /* three of four blocks attend within 8192-token chunks: at 12,288
+     * tokens a chunked query pair count is 8192^2 + 4096^2, the NoPE
+     * block's 12288^2; Megatron's dense count, 4 a d per pair */
+    const mm_llm *l = &mv.llm;
+    ck_assert(l->chunked && l->window == 8192 && l->window_period == 4 && l->window_mask == 7);
+    double s = 12288, pairs = 0.25 * s * s + 0.75 * (8192.0 * 8192 + 4096.0 * 4096);
+    ck_assert(rel_diff(mm_llm_layer_attn_fwd_flops(l, 1, s), 4.0 * 40 * 128 * pairs) < 1e-12);
+    ck_assert(rel_diff(mm_llm_window_keys(l, s), (8192.0 * 8192 + 4096.0 * 4096) / s) < 1e-12);
+    ck_assert(mm_llm_window_keys(l, 8000) == 8000); /* one chunk: causal over all */
+    /* the op list sums to the mean block's FLOPs (tp 1: the router is
+     * replicated over tp ranks, so its share is not divided) */
+    mm_op_cost ops[MM_LLM_MAX_OPS];
+    int n = mm_llm_layer_ops(l, 1, s, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    ck_assert_int_gt(n, 0);
+    double f = 0, wk = 0;
+    for (int i = 0; i < n; i++) {
+        f += ops[i].flops;
+        if (!strcmp(ops[i].name, "attn_window"))
+            wk = ops[i].n;
+    }
+    ck_assert(rel_diff(f, mm_llm_layer_fwd_flops(l, 1, s)) < 1e-9);
+    ck_assert(rel_diff(wk, mm_llm_window_keys(l, s)) < 1e-12); /* the kernel's keys per query */
+    /* the adapter and projector: 2 t (5632 x 4096 + 4096^2 + 4096 x 5120) */
+    double t = 144;
+    ck_assert(rel_diff(mm_projector_fwd_flops(&sc.vision_proj, t), 2 * t * 60817408.0) < 1e-12);
+    ops_match_flops(&sc.vision_proj, t);
+}
+END_TEST
+
 /* Bad inputs of the new families: a DeepStack index past the tower's
  * blocks, an unknown perceiver key, perceiver kv heads that do not divide
  * its heads. */
@@ -146,6 +205,11 @@ START_TEST(vlm_bad)
     refused(HF "bad/qwen3_vl_deepstack.json", "vision_config.deepstack_visual_indexes", 7);
     refused(HF "bad/idefics2_perceiver.json", "perceiver_config.resampler_mystery", 4);
     refused(HF "bad/idefics2_kv_heads.json", "perceiver_config.num_key_value_heads", 4);
+    /* Llama 4: MoE layers off the interleaving, a no_rope_layers entry not
+     * 0 or 1, a pixel shuffle that does not give the adapter's input */
+    refused(HF "bad/llama4_chunked.json", "text_config.moe_layers", 8);
+    refused(HF "bad/llama4_no_rope.json", "text_config.no_rope_layers", 5);
+    refused(HF "bad/llama4_shuffle.json", "vision_config.pixel_shuffle_ratio", 7);
 }
 END_TEST
 
@@ -155,6 +219,7 @@ static Suite *hf_vlm_suite(void)
     TCase *tc = tcase_create("families");
     tcase_add_test(tc, qwen3_vl_terms);
     tcase_add_test(tc, idefics2_terms);
+    tcase_add_test(tc, llama4_terms);
     tcase_add_test(tc, vlm_bad);
     suite_add_tcase(s, tc);
     return s;

@@ -55,6 +55,7 @@ static const class_row classes[] = {
     {"phi3_v", "Phi3VConfig (remote code)"}, {"qwen2_audio_encoder", "Qwen2AudioEncoderConfig"},
     {"qwen3_vl_text", "Qwen3VLTextConfig"}, {"qwen3_vl", "Qwen3VLVisionConfig"},
     {"idefics2_vision", "Idefics2VisionConfig"}, {"idefics2_perceiver", "Idefics2PerceiverConfig"},
+    {"llama4_text", "Llama4TextConfig"}, {"llama4_vision_model", "Llama4VisionConfig"},
     {NULL, NULL},
 };
 
@@ -214,6 +215,19 @@ static const def_row defs[] = {
     I("idefics2_perceiver", "resampler_n_latents", 64), I("idefics2_perceiver", "resampler_depth", 3),
     I("idefics2_perceiver", "resampler_n_heads", 16), I("idefics2_perceiver", "resampler_head_dim", 96),
     I("idefics2_perceiver", "num_key_value_heads", 4),
+    /* Llama4TextConfig, Llama4VisionConfig (configuration_llama4.py @ b17cfe4; the
+     * vision pixel_shuffle_ratio default 0.5 is mllm_read.c's) */
+    LL("llama4_text", 202048, 5120, 8192, 48, 40, 131072, false), I("llama4_text", "num_key_value_heads", 8),
+    I("llama4_text", "head_dim", 128), S("llama4_text", "hidden_act", "silu"),
+    I("llama4_text", "intermediate_size_mlp", 16384), I("llama4_text", "num_local_experts", 16),
+    I("llama4_text", "num_experts_per_tok", 1), I("llama4_text", "interleave_moe_layer_step", 1),
+    I("llama4_text", "attention_chunk_size", 8192), I("llama4_text", "no_rope_layer_interval", 4),
+    I("llama4_vision_model", "hidden_size", 768), I("llama4_vision_model", "intermediate_size", 5632),
+    I("llama4_vision_model", "num_hidden_layers", 34), I("llama4_vision_model", "num_attention_heads", 16),
+    I("llama4_vision_model", "num_channels", 3), I("llama4_vision_model", "image_size", 448),
+    I("llama4_vision_model", "patch_size", 14), S("llama4_vision_model", "hidden_act", "gelu"),
+    I("llama4_vision_model", "vision_output_dim", 7680), I("llama4_vision_model", "projector_input_dim", 4096),
+    I("llama4_vision_model", "projector_output_dim", 4096),
     I("whisper", "num_mel_bins", 80), I("whisper", "encoder_layers", 4), I("whisper", "encoder_attention_heads", 6),
     I("whisper", "encoder_ffn_dim", 1536), I("whisper", "d_model", 384), I("whisper", "max_source_positions", 1500),
     {NULL, NULL, KI, 0, NULL},

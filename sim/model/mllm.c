@@ -226,6 +226,8 @@ int64_t mm_projector_params(const mm_projector *p)
         return p->norm_dim + p->in * p->norm_dim + p->norm_dim * p->out + p->out * p->out +
                (p->bias ? 2 * p->out : 0);
     case MM_PROJ_PERCEIVER: return perceiver_params(p);
+    case MM_PROJ_LLAMA4: /* vision_adapter.mlp fc1, fc2; multi_modal_projector.linear_1 */
+        return p->in * p->ffn + p->ffn * p->mid + p->mid * p->out;
     }
     return 0;
 }
@@ -239,6 +241,10 @@ double mm_projector_fwd_flops(const mm_projector *p, double tokens)
         return (1.0 + (double)p->deepstack) * 2.0 * tokens * (in * in + in * out);
     if (p->type == MM_PROJ_PERCEIVER)
         return p->latents > 0 ? perceiver_fwd_flops(p, tokens / (double)p->latents) : 0.0;
+    if (p->type == MM_PROJ_LLAMA4) {
+        double f = (double)p->ffn, md = (double)p->mid;
+        return 2.0 * tokens * (in * f + f * md + md * out);
+    }
     if (p->type == MM_PROJ_MISTRAL3) {
         double c = (double)p->norm_dim;
         return 2.0 * tokens * (in * c + c * out + out * out);
@@ -311,6 +317,15 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
     }
     if (p->type == MM_PROJ_PERCEIVER)
         return perceiver_ops(p, tokens, t, b, &l);
+    if (p->type == MM_PROJ_LLAMA4) { /* adapter fc1 column-, fc2 row-parallel; linear_1 column-parallel */
+        double f = (double)p->ffn, md = (double)p->mid;
+        push_gemm(&l, "proj_fc1", tokens, f / t, in, false, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * f / t * b);
+        push_gemm(&l, "proj_fc2", tokens, md, f / t, false, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * md * b);
+        push_gemm(&l, "proj_out", tokens, out / t, md, false, b);
+        return l.n <= l.cap ? l.n : -1;
+    }
     if (p->type == MM_PROJ_GEMMA3) { /* pooled tokens: norm, then one projection */
         push_mem(&l, "proj_norm", (2.0 * tokens * in + in) * b);
         push_gemm(&l, "proj", tokens, out / t, in, false, b);

@@ -72,6 +72,9 @@ typedef enum mm_projector_type {
     MM_PROJ_MISTRAL3, /* Mistral3MultiModalProjector: RMSNorm over the encoder width, patch
                        * merger Linear(4c, c) without bias, Linear(c, llm), GELU,
                        * Linear(llm, llm) (biases: `bias`) */
+    MM_PROJ_LLAMA4,   /* Llama 4: the vision adapter (pixel shuffle, Linear(in, ffn), GELU,
+                       * Linear(ffn, mid), GELU) and multi_modal_projector Linear(mid,
+                       * out), none biased */
     MM_PROJ_PERCEIVER /* Idefics2Connector: a modality projection (gated MLP in -> ffn -> out,
                        * no biases) over every patch, then a perceiver resampler whose
                        * `latents` learned queries cross-attend the image: the LLM sees the
@@ -98,6 +101,7 @@ typedef struct mm_projector {
      * context tokens of one image (the tower's patches). */
     int64_t ffn, latents, heads, kv_heads, head_dim, ctx;
     int layers;
+    int64_t mid; /* LLAMA4: projector_output_dim (= vision_output_dim); ffn: projector_input_dim */
 } mm_projector;
 
 #define MM_MAX_GRIDS 64

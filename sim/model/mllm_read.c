@@ -37,7 +37,7 @@ static void stem_name(const char *path, char *out, size_t len)
 
 static const char *const vision_types[] = {"clip_vision_model", "siglip_vision_model", "intern_vit_6b",
                                            "internvl_vision", "idefics3_vision", "idefics2_vision", "qwen2_vl",
-                                           "qwen2_5_vl", NULL};
+                                           "qwen2_5_vl", "llama4_vision_model", NULL};
 
 static bool in_list(const char *s, const char *const *l)
 {
@@ -98,6 +98,14 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
     if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
         for (const char *const *k = intern_moe; *k; k++)
             accept[na++] = *k;
+    /* Llama 4's adapter and projector sizes (llama4_projector reads them);
+     * its projector's bias switch is unused (every Linear is bias=False) */
+    static const char *const llama4_keys[] = {"vision_output_dim", "pixel_shuffle_ratio", "projector_input_dim",
+                                              "projector_output_dim", "multi_modal_projector_bias",
+                                              "projector_dropout", "norm_eps", "vision_feature_select_strategy", NULL};
+    if (!strcmp(type, "llama4_vision_model"))
+        for (const char *const *k = llama4_keys; *k; k++)
+            accept[na++] = *k;
     accept[na] = NULL;
     e->kind = MM_ENC_VISION;
     snprintf(e->model_type, sizeof e->model_type, "%s", type);
@@ -114,7 +122,11 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
         (rc = mm_hf_str(&r, "hidden_act", act, sizeof act)) || (act[0] && (rc = mm_hf_act(&r, "hidden_act", act))))
         return rc;
     bool intern = !strcmp(type, "intern_vit_6b"), native = !strcmp(type, "internvl_vision");
-    bool clip = !strcmp(type, "clip_vision_model");
+    /* Llama4VisionModel (modeling_llama4.py @ 63210d0) is built as CLIP's:
+     * class token, bias-free patch Linear, learned positions, layernorm_pre
+     * and _post, biased q/k/v/o and fc1/fc2; its 2-D RoPE on q and k is
+     * element-wise and not timed */
+    bool clip = !strcmp(type, "clip_vision_model") || !strcmp(type, "llama4_vision_model");
     /* CLIPVisionEmbeddings: class token, patch conv without bias, learned
      * positions; CLIPVisionTransformer: pre_layrnorm and post_layernorm.
      * SiglipVisionEmbeddings: no class token, conv with bias; a
@@ -417,7 +429,8 @@ static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, co
         return read_vit(d, map, prefix, type, e, err);
     return mm_hf_fail(&r, "model_type", "'%s' is not an encoder mmsim knows (clip_vision_model, "
                       "siglip_vision_model, intern_vit_6b, internvl_vision, idefics3_vision, idefics2_vision, "
-                      "qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, whisper)", type[0] ? type : "(none)");
+                      "llama4_vision_model, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, whisper)",
+                      type[0] ? type : "(none)");
 }
 
 static int read_encoder(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e, mm_err *err)
@@ -525,6 +538,7 @@ static const composite composites[] = {
     {"gemma3", "text_config", "gemma3_text", "siglip_vision_model"},
     {"qwen3_vl", "text_config", "qwen3_vl_text", "qwen3_vl"},
     {"idefics2", "text_config", "mistral", "idefics2_vision"},
+    {"llama4", "text_config", "llama4_text", "llama4_vision_model"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -662,8 +676,6 @@ static int refuse_unmodeled(const mm_doc *d, mm_node *root, const char *type, mm
     }
     /* Vision-language types whose one unmodeled feature is named. */
     static const struct { const char *type, *sub, *key, *why; } named[] = {
-        {"llama4", "text_config", "attention_chunk_size", "Llama 4's chunked attention (3 of 4 layers attend "
-         "within 8192-token chunks, the 4th without RoPE) is not modeled"},
         {NULL, NULL, NULL, NULL},
     };
     for (int i = 0; named[i].type; i++)
@@ -739,6 +751,41 @@ static int idefics2_projector(const mm_doc *d, mm_node *root, mm_model *m, mm_er
     return 0;
 }
 
+/* Llama 4's vision adapter and projector (Llama4VisionPixelShuffleMLP,
+ * Llama4VisionMLP2, Llama4MultiModalProjector in modeling_llama4.py @
+ * 63210d0), sized by the vision_config: pixel_shuffle_ratio (0.5) folds
+ * ratio^-2 patches into one token (the class token dropped), fc1 takes
+ * intermediate_size inputs (it must be that folded width) to
+ * projector_input_dim, fc2 to projector_output_dim, linear_1 from
+ * vision_output_dim (the same width) to the LLM's.  A part of
+ * composite_projector. */
+static int llama4_projector(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, mm_node_get(root, "vision_config"), "vision_config", "llama4_vision_model", err};
+    double ratio = 0.5;
+    int64_t pin = 0, pout = 0, vout = 0, fin = 0;
+    if ((rc = mm_hf_double(&r, "pixel_shuffle_ratio", 0.01, 1.0, &ratio)) ||
+        (rc = mm_hf_need_int(&r, "projector_input_dim", 1, DIM_MAX, &pin)) ||
+        (rc = mm_hf_need_int(&r, "projector_output_dim", 1, DIM_MAX, &pout)) ||
+        (rc = mm_hf_need_int(&r, "vision_output_dim", 1, DIM_MAX, &vout)) ||
+        (rc = mm_hf_need_int(&r, "intermediate_size", 1, DIM_MAX, &fin)))
+        return rc;
+    int64_t g = m->vision.image_size / m->vision.patch_size, side = (int64_t)llround((double)g * ratio);
+    int64_t folded = (int64_t)llround((double)m->vision.hidden / (ratio * ratio));
+    if (fabs((double)side - (double)g * ratio) > 1e-9 || folded != fin)
+        return mm_hf_fail(&r, "pixel_shuffle_ratio", "%g does not fold the %lld x %lld grid of width %lld into "
+                          "intermediate_size %lld (the adapter's fc1 input)", ratio, (long long)g, (long long)g,
+                          (long long)m->vision.hidden, (long long)fin);
+    if (pout != vout)
+        return mm_hf_fail(&r, "vision_output_dim", "%lld differs from projector_output_dim %lld (the projector's "
+                          "input)", (long long)vout, (long long)pout);
+    m->vision_proj = (mm_projector){.type = MM_PROJ_LLAMA4, .depth = 3, .ffn = pin, .mid = pout};
+    m->pixel_shuffle = ratio;
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
 /* Mistral 3's (and Ministral 3's) projector; a part of read_composite. */
 static int mistral3_projector(mm_hf *r, mm_node *root, mm_model *m)
 {
@@ -793,6 +840,8 @@ static int composite_projector(const mm_doc *d, mm_node *root, const char *type,
         return gemma3_projector(r, m);
     if (!strcmp(type, "idefics2"))
         return idefics2_projector(d, root, m, err);
+    if (!strcmp(type, "llama4"))
+        return llama4_projector(d, root, m, err);
     if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
         return mistral3_projector(r, root, m);
     if (!strcmp(type, "idefics3")) {
@@ -833,7 +882,8 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     if (!c->type)
         return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s' (mmsim reads llava, llava_next, "
                           "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, qwen3_vl, idefics2, "
-                          "idefics3, mistral3, ministral3, gemma3, phi3_v, qwen2_audio; docs/models.md)", type);
+                          "idefics3, mistral3, ministral3, gemma3, llama4, phi3_v, qwen2_audio; docs/models.md)",
+                          type);
     bool flat = c->llm_key == NULL;
     /* Unmodeled keys of the root, the LLM's and the tower's mappings are
      * reported together: each reader checks its keys first, so on such a
