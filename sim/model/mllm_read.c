@@ -78,6 +78,34 @@ static const char *const vit_costless[] = {
 
 /* CLIP / SigLIP (and Idefics3's SigLIP) vision towers, InternViT (remote
  * code) and transformers' InternVLVisionModel. */
+/* The keys read_vit accepts beyond its own: vit_costless, InternViT's
+ * switched-off experts, Llama 4's adapter and projector sizes; into `out`
+ * (NULL-terminated, 64 entries). */
+static void vit_accepted(const char *type, mm_node *map, const char **out)
+{
+    /* InternViT's optional mixture of experts (InternVL3's vision_config):
+     * with use_moe off (hf.c) its expert sizes describe nothing built */
+    static const char *const intern_moe[] = {
+        "capacity_factor", "eval_capacity_factor", "laux_allreduce", "moe_coeff_ratio", "moe_intermediate_size",
+        "moe_output_scale", "noisy_gate_policy", "num_experts", "num_routed_experts", "num_shared_experts",
+        "shared_expert_intermediate_size", "use_residual", "use_rts", "use_weighted_residual", NULL};
+    /* Llama 4's adapter and projector sizes (llama4_projector reads them);
+     * its projector's bias switch is unused (every Linear is bias=False) */
+    static const char *const llama4_keys[] = {"vision_output_dim", "pixel_shuffle_ratio", "projector_input_dim",
+                                              "projector_output_dim", "multi_modal_projector_bias",
+                                              "projector_dropout", "norm_eps", "vision_feature_select_strategy", NULL};
+    int na = 0;
+    for (const char *const *k = vit_costless; *k; k++)
+        out[na++] = *k;
+    if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
+        for (const char *const *k = intern_moe; *k; k++)
+            out[na++] = *k;
+    if (!strcmp(type, "llama4_vision_model"))
+        for (const char *const *k = llama4_keys; *k; k++)
+            out[na++] = *k;
+    out[na] = NULL;
+}
+
 static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const char *type,
                     mm_encoder *e, mm_err *err)
 {
@@ -85,28 +113,8 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
     mm_hf r = {d, map, prefix, type, err};
     static const char *const read[] = {"qkv_bias", "qk_normalization", "norm_type", "attention_bias",
                                        "use_qk_norm", NULL};
-    /* InternViT's optional mixture of experts (InternVL3's vision_config):
-     * with use_moe off (hf.c) its expert sizes describe nothing built */
-    static const char *const intern_moe[] = {
-        "capacity_factor", "eval_capacity_factor", "laux_allreduce", "moe_coeff_ratio", "moe_intermediate_size",
-        "moe_output_scale", "noisy_gate_policy", "num_experts", "num_routed_experts", "num_shared_experts",
-        "shared_expert_intermediate_size", "use_residual", "use_rts", "use_weighted_residual", NULL};
     const char *accept[64];
-    int na = 0;
-    for (const char *const *k = vit_costless; *k; k++)
-        accept[na++] = *k;
-    if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
-        for (const char *const *k = intern_moe; *k; k++)
-            accept[na++] = *k;
-    /* Llama 4's adapter and projector sizes (llama4_projector reads them);
-     * its projector's bias switch is unused (every Linear is bias=False) */
-    static const char *const llama4_keys[] = {"vision_output_dim", "pixel_shuffle_ratio", "projector_input_dim",
-                                              "projector_output_dim", "multi_modal_projector_bias",
-                                              "projector_dropout", "norm_eps", "vision_feature_select_strategy", NULL};
-    if (!strcmp(type, "llama4_vision_model"))
-        for (const char *const *k = llama4_keys; *k; k++)
-            accept[na++] = *k;
-    accept[na] = NULL;
+    vit_accepted(type, map, accept);
     e->kind = MM_ENC_VISION;
     snprintf(e->model_type, sizeof e->model_type, "%s", type);
     e->channels = 3;
