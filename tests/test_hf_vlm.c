@@ -96,6 +96,7 @@ START_TEST(qwen3_vl_terms)
     double t = 196.0, in = 4608.0;
     ck_assert(rel_diff(mm_projector_fwd_flops(&m.vision_proj, t), 4.0 * 2.0 * t * (in * in + in * 4096.0)) < 1e-12);
     ops_match_flops(&m.vision_proj, 3.0 * t);
+    ck_assert(mm_projector_in_per_token(&m.vision_proj) == 4608.0); /* 2 x 2 patches of 1152 */
     /* the interpolated table is read per patch: one more stem op than Qwen2.5-VL's */
     mm_op_cost ops[MM_LLM_MAX_OPS];
     int n = mm_encoder_stem_ops(&m.vision, 1.0, 1, 2, ops, MM_LLM_MAX_OPS);
@@ -135,6 +136,9 @@ START_TEST(idefics2_terms)
     ck_assert(rel_diff(mm_projector_fwd_flops(p, 64), want) < 1e-12);
     ck_assert(rel_diff(mm_projector_fwd_flops(p, 3 * 64), 3 * want) < 1e-12);
     ops_match_flops(p, 2 * 64);
+    /* a projector on the LLM's GPUs receives the 4,900 patches of width
+     * 1152 for an image's 64 tokens */
+    ck_assert(rel_diff(mm_projector_in_per_token(p), 1152.0 * 4900 / 64) < 1e-12);
 }
 END_TEST
 

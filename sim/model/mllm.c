@@ -356,6 +356,13 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
     return l.n <= l.cap ? l.n : -1;
 }
 
+double mm_projector_in_per_token(const mm_projector *p)
+{
+    if (p->type == MM_PROJ_PERCEIVER && p->latents > 0)
+        return (double)p->in * (double)p->ctx / (double)p->latents;
+    return (double)p->in;
+}
+
 static int64_t model_params(const mm_model *m, bool active)
 {
     int64_t p = m->extra_params;

@@ -169,6 +169,10 @@ int64_t mm_projector_params(const mm_projector *p);
 double mm_projector_fwd_flops(const mm_projector *p, double tokens);
 int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_bytes,
                      mm_op_cost *ops, int cap);
+/* Elements the projector reads per visual LLM token it makes: `in`, or
+ * for the perceiver (ctx patches in, latents out) in x ctx / latents; what
+ * an encoder hands over when the projector runs on the LLM's GPUs. */
+double mm_projector_in_per_token(const mm_projector *p);
 
 /* ---- the whole model ---- */
 int64_t mm_model_params(const mm_model *m);
