@@ -151,7 +151,7 @@ END_TEST
  * bias-free patch Linear, class token, 577 positions, pre and post
  * LayerNorms) = 811,115,008; the adapter 5632 x 4096 + 4096^2 and the
  * projector 4096 x 5120 = 60,817,408.  Totals 108,641,793,536 (Scout) and
- * 401,583,781,... (Maverick): the model cards give 109B and 400B; 17B
+ * 401,583,781,376 (Maverick): the model cards give 109B and 400B; 17B
  * active in the LLM (two digits: 2 %). */
 START_TEST(llama4_terms)
 {
@@ -166,6 +166,7 @@ START_TEST(llama4_terms)
     ck_assert_int_eq(mm_encoder_params(&sc.vision), 811115008);
     ck_assert_int_eq(mm_projector_params(&sc.vision_proj), 60817408);
     ck_assert_int_eq(mm_model_params(&sc), INT64_C(108641793536));
+    ck_assert_int_eq(mm_model_params(&mv), INT64_C(401583781376));
     ck_assert(rel_diff((double)mm_model_params(&sc), 109e9) <= 0.01);
     ck_assert(rel_diff((double)mm_model_params(&mv), 400e9) <= 0.01);
     ck_assert(rel_diff((double)mm_llm_active_params(&sc.llm), 17e9) <= 0.02);
