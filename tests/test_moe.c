@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cost/costs.h"
 #include "hw/cluster.h"
 #include "hw/compute.h"
 #include "model/llm.h"
@@ -381,6 +382,37 @@ START_TEST(megatron_shared)
 }
 END_TEST
 
+/* The EP all-to-all's message: every member moves the busiest endpoint's
+ * volume, max(busiest rank's rows, copies sent) x h x 2 bytes / the
+ * experts' TP degree; skewed routing makes it larger than balanced. */
+START_TEST(alltoall_bytes)
+{
+    double bytes[2];
+    const char *routing[] = {"moe.routing=balanced", "moe.routing=skewed"};
+    for (int i = 0; i < 2; i++) {
+        static mm_scenario sc;
+        static mm_sim sim;
+        mm_err err;
+        const char *sets[] = {routing[i]};
+        ck_assert_msg(mm_scenario_load(&sc, "tests/data/moe/qwen3-ep8.yaml", sets, 1, &err) == 0, "%s", err.msg);
+        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
+        mm_moe_load ld;
+        ck_assert_int_eq(mm_sim_moe_load(&sim, &ld), 0);
+        mm_sim_costs c;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        double want = fmax(ld.rank_rows, ld.kept) * 2048 * 2; /* h 2048, bf16, tp 1 */
+        ck_assert_msg(fabs(c.spec.ep_bytes - want) < 1e-9 * want, "%g %g", c.spec.ep_bytes, want);
+        bytes[i] = c.spec.ep_bytes;
+        if (i == 0) /* balanced: each rank sends and receives tokens x k rows */
+            ck_assert(fabs(want - 2048.0 * K * 2048 * 2) < 1e-6);
+        mm_sim_costs_free(&c);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+    }
+    ck_assert(bytes[1] > 1.1 * bytes[0]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("moe");
@@ -394,6 +426,7 @@ int main(void)
     tcase_add_test(tc, end_to_end);
     tcase_add_test(tc, megatron_args);
     tcase_add_test(tc, megatron_shared);
+    tcase_add_test(tc, alltoall_bytes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
