@@ -548,11 +548,13 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
      * Megatron); parameters are gathered in 16 bits */
     int gbytes = mm_framework_grad_bytes(sim->fw, dt);
     bk->n_stages = V;
-    int per_vs = (int)(m->layers / V);
     for (int k = 0, l0 = 0; k < V; k++) {
         /* virtual stage k = chunk k / pp of physical stage k % pp (build.c);
-         * layers go to virtual stages in their order, as in Megatron-LM */
-        int nl = L->lay.n_layers_per_stage ? L->lay.layers_per_stage[k % L->lay.pp] / L->lay.vpp : per_vs;
+         * layers go to virtual stages in their order, as in Megatron-LM,
+         * each chunk its own count (model/layout.h: the split options make
+         * the first and the last chunk short); the embedding runs on
+         * virtual stage 0, the output layer and the loss on V - 1 */
+        int nl = mm_layout_chunk_layers(&L->lay, m->layers, k % L->lay.pp, k / L->lay.pp);
         bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
         c->chunks = nl;

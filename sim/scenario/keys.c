@@ -66,7 +66,15 @@ static const char *const workload_kinds[] = {"fixed", NULL};
      0},                                                                                                     \
     {"parallel." #m ".layers_per_stage", MM_KT_INT_LIST, 0, NONNEG, 0, 0, NULL, "[]", NULL,                  \
      "layers of each pipeline stage, e.g. [2, 3, 3, 2]; []: an even split",                                  \
-     F(parallel.m.lay.layers_per_stage), offsetof(mm_scenario, parallel.m.lay.n_layers_per_stage)}
+     F(parallel.m.lay.layers_per_stage), offsetof(mm_scenario, parallel.m.lay.n_layers_per_stage)},          \
+    {"parallel." #m ".embedding_in_split", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,                   \
+     "the embedding counts as one layer in the pipeline split (Megatron-LM's "                              \
+     "--account-for-embedding-in-pipeline-split): the first chunk of stage 0 holds one layer fewer",         \
+     F(parallel.m.lay.embedding_in_split), 0},                                                               \
+    {"parallel." #m ".loss_in_split", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,                        \
+     "the loss counts as one layer in the pipeline split (Megatron-LM's "                                   \
+     "--account-for-loss-in-pipeline-split): the last chunk of the last stage holds one layer fewer",       \
+     F(parallel.m.lay.loss_in_split), 0}
 
 const mm_key mm_keys[] = {
     {"model", MM_KT_MODEL, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "models/llava-ov-qwen2.5-7b.yaml",

@@ -476,8 +476,12 @@ static void write_json(const shape *m, const char *name, char *out, size_t len)
 
 /* --decoder-first/last-pipeline-num-layers: the first (last) stage holds
  * that many layers and the stages between share the rest evenly, as
- * Megatron-Core's get_num_layers_to_build splits them (transformer_block.py
- * at d98e8a64dd): parallel.llm.layers_per_stage. */
+ * Megatron-Core's get_num_layers_to_build splits them (NVIDIA/Megatron-LM
+ * at d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+ * megatron/core/transformer/transformer_block.py); with virtual stages
+ * every stage's layers split into vpp equal chunks, so each count must
+ * divide by vpp (transformer_config.py __post_init__ raises otherwise):
+ * parallel.llm.layers_per_stage. */
 static int map_uneven(reader *r, const shape *m, long pp, long vpp)
 {
     const char *fa = "--decoder-first-pipeline-num-layers", *la = "--decoder-last-pipeline-num-layers";
@@ -487,16 +491,24 @@ static int map_uneven(reader *r, const shape *m, long pp, long vpp)
     const char *which = hf ? fa : la;
     long f = 0, l = 0;
     int rc;
-    if ((hf && (rc = get_long(r, fa, 0, 0, &f))) || (hl && (rc = get_long(r, la, 0, 0, &l))))
+    if ((hf && (rc = get_long(r, fa, 1, 0, &f))) || (hl && (rc = get_long(r, la, 1, 0, &l))))
         return rc;
     if (pp < 2)
         return bad(r, which, "needs pipeline parallelism (--pipeline-model-parallel-size of 2 or more)");
-    if (vpp > 1)
-        return bad(r, which, "with virtual pipeline stages: an uneven split of those is not modeled");
+    if (has(r, "--account-for-embedding-in-pipeline-split") || has(r, "--account-for-loss-in-pipeline-split"))
+        return bad(r, which, "cannot be given with --account-for-embedding/loss-in-pipeline-split (Megatron-LM "
+                             "refuses the two ways of an uneven split together)");
+    if (vpp > 1 && has(r, "--num-layers-per-virtual-pipeline-stage"))
+        return bad(r, which, "with --num-layers-per-virtual-pipeline-stage: Megatron-LM asks for "
+                             "--num-virtual-stages-per-pipeline-rank with an uneven split");
     long left = pp - hf - hl, rest = m->layers - f - l;
     if (rest < 0 || (left > 0 && rest % left) || (left == 0 && rest))
         return bad(r, which, "%ld layers left for the %ld other stages do not divide evenly (Megatron-LM refuses it too)", rest, left);
-    char list[120];
+    if (vpp > 1 && (f % vpp || l % vpp || (left > 0 && (rest / left) % vpp)))
+        return bad(r, which, "%ld, %ld and %ld layers (first, middle, last stage) must each divide by the %ld "
+                             "virtual stages (Megatron-LM splits every stage into equal chunks)",
+                   hf ? f : rest / left, left > 0 ? rest / left : 0, hl ? l : rest / left, vpp);
+    char list[160];
     size_t n = 0;
     for (long i = 0; i < pp && n < sizeof list; i++) {
         long k = i == 0 && hf ? f : i == pp - 1 && hl ? l : rest / left;
@@ -506,6 +518,42 @@ static int map_uneven(reader *r, const shape *m, long pp, long vpp)
         return bad(r, which, "too many stages to write out (%ld)", pp);
     snprintf(list + n, sizeof list - n, "]");
     set(r, which, "parallel.llm.layers_per_stage", "%s", list);
+    return 0;
+}
+
+/* --account-for-embedding-in-pipeline-split, --account-for-loss-in-
+ * pipeline-split: parallel.llm.embedding_in_split and loss_in_split,
+ * checked here with the layout's own checks (model/layout.h: Megatron's)
+ * so that the message names the argument. */
+static int map_split_options(reader *r, const shape *m, long pp, long vpp)
+{
+    const char *ea = "--account-for-embedding-in-pipeline-split", *la = "--account-for-loss-in-pipeline-split";
+    bool e = has(r, ea), l = has(r, la);
+    if (!e && !l)
+        return 0;
+    mm_layout lay = {.tp = 1, .pp = (int)pp, .vpp = (int)vpp, .dp = 1, .embedding_in_split = e, .loss_in_split = l};
+    char why[400];
+    if (mm_layout_split_check(&lay, m->layers, why, sizeof why))
+        return bad(r, e ? ea : la, "%s", why);
+    if (e)
+        set(r, ea, "parallel.llm.embedding_in_split", "true");
+    if (l)
+        set(r, la, "parallel.llm.loss_in_split", "true");
+    return 0;
+}
+
+/* --num-layers-per-virtual-pipeline-stage: vpp from the layers per stage,
+ * the embedding and the loss counted where the split options say so
+ * (Megatron-LM's validate_args in megatron/training/arguments.py). */
+static int vpp_of_layers(reader *r, const shape *m, long pp, long vpl, long *vpp)
+{
+    long n = m->layers + has(r, "--account-for-embedding-in-pipeline-split") +
+             has(r, "--account-for-loss-in-pipeline-split");
+    if (n % pp || (n / pp) % vpl)
+        return bad(r, "--num-layers-per-virtual-pipeline-stage",
+                   "%ld layers x pp %ld do not divide %ld layers (embedding and loss counted where the split "
+                   "options say so; Megatron-LM refuses it too)", vpl, pp, n);
+    *vpp = n / (pp * vpl);
     return 0;
 }
 
@@ -520,19 +568,15 @@ static int map_layout(reader *r, const shape *m, long tp)
         (rc = get_long(r, "--num-virtual-stages-per-pipeline-rank", 1, 0, &vsr)))
         return rc;
     long vpp = vsr ? vsr : 1;
-    if (vpl) {
-        if (m->layers % (pp * vpl))
-            return bad(r, "--num-layers-per-virtual-pipeline-stage", "%ld layers x pp %ld do not divide %ld layers",
-                       vpl, pp, m->layers);
-        vpp = m->layers / (pp * vpl);
-    }
+    if (vpl && (rc = vpp_of_layers(r, m, pp, vpl, &vpp)))
+        return rc;
     set(r, "--tensor-model-parallel-size", "parallel.llm.tp", "%ld", tp);
     set(r, "--pipeline-model-parallel-size", "parallel.llm.pp", "%ld", pp);
     set(r, "--context-parallel-size", "parallel.llm.cp", "%ld", cp);
     set(r, "--expert-model-parallel-size", "parallel.llm.ep", "%ld", ep);
     set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
-    if ((rc = map_uneven(r, m, pp, vpp)))
+    if ((rc = map_uneven(r, m, pp, vpp)) || (rc = map_split_options(r, m, pp, vpp)))
         return rc;
     /* Megatron runs the interleaved 1F1B schedule when there are virtual stages */
     set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");

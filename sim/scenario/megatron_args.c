@@ -58,8 +58,8 @@
 
 /* Sorted by name (bytewise, as strcmp orders them): mm_mg_arg_find bisects. */
 const mm_mg_arg mm_mg_args[] = {
-    {"--account-for-embedding-in-pipeline-split", MG_FLAG, MG_NOT_MODELED, "uneven stages: use parallel.llm.layers_per_stage"},
-    {"--account-for-loss-in-pipeline-split", MG_FLAG, MG_NOT_MODELED, "uneven stages: use parallel.llm.layers_per_stage"},
+    {"--account-for-embedding-in-pipeline-split", MG_FLAG, MG_MAPPED, NULL},
+    {"--account-for-loss-in-pipeline-split", MG_FLAG, MG_MAPPED, NULL},
     {"--accumulate-allreduce-grads-in-fp32", MG_FLAG, MG_NOT_MODELED, C_PREC},
     {"--activation-func-clamp-value", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--activation-offload-fraction", MG_VALUE, MG_NOT_MODELED, C_MEM},

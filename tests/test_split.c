@@ -1,0 +1,286 @@
+/* test_split.c - Megatron-LM's pipeline-split options: the layers of each
+ * (pipeline rank, model chunk) under --account-for-embedding-in-pipeline-
+ * split, --account-for-loss-in-pipeline-split and --decoder-first/last-
+ * pipeline-num-layers, with and without interleaving, against Megatron-
+ * Core's own arithmetic written out independently below (NVIDIA/Megatron-LM
+ * at d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+ * megatron/core/transformer/transformer_block.py get_num_layers_to_build,
+ * transformer_layer.py get_transformer_layer_offset); Megatron's refusals;
+ * the scenario keys and --megatron-args; the planner's split; and
+ * Megatron-Bridge's Llama 3.1 405B recipe run end to end. */
+#include "model/layout.h"
+#include "plan/space.h"
+#include "interop_common.h"
+
+/* ---- the rule, written from Megatron-Core's functions ---------------- */
+
+/* get_num_layers_to_build without a first/last override: (L + e + l) / pp
+ * per rank, / vpp per chunk, one fewer on the embedding's and the loss's
+ * chunk. */
+static int mg_build(int L, int pp, int vpp, bool e, bool l, int rank, int v)
+{
+    int n = L + e + l, per = n / pp / vpp;
+    if (e && rank == 0 && v == 0)
+        per--;
+    if (l && rank == pp - 1 && v == vpp - 1)
+        per--;
+    return per;
+}
+
+/* get_transformer_layer_offset's account_for branch: v * (N / vpp) +
+ * rank * (N / pp / vpp), less one after the embedding's chunk. */
+static int mg_offset(int L, int pp, int vpp, bool e, bool l, int rank, int v)
+{
+    int n = L + e + l, off = v * (n / vpp) + rank * (n / pp / vpp);
+    if (e && !(rank == 0 && v == 0))
+        off--;
+    return off;
+}
+
+/* Several published and edge configurations: every chunk's layers and first
+ * layer as Megatron computes them; the chunks add up to the model. */
+START_TEST(split_chunks_follow_megatron)
+{
+    struct {
+        int L, pp, vpp;
+        bool e, l;
+    } cf[] = {
+        {126, 8, 8, true, true},  /* Megatron-Bridge Llama 3.1 405B, 1,024 H100s: 2 a chunk, 1 at the ends */
+        {126, 8, 2, true, true},  /* its 256-GPU recipe: 8 a chunk, 7 at the ends */
+        {94, 8, 4, true, true},   /* a Qwen3-235B-like depth: 3 a chunk, 2 at the ends */
+        {30, 4, 1, true, true},   /* vpp 1: (30 + 2) / 4 = 8 a stage, 7 on the first and last */
+        {31, 4, 2, true, false},  /* the embedding only */
+        {63, 8, 2, false, true},  /* the loss only */
+        {32, 4, 2, false, false}, /* neither: the even split */
+    };
+    for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++) {
+        mm_layout lay = {.tp = 1, .pp = cf[i].pp, .vpp = cf[i].vpp, .dp = 1,
+                         .embedding_in_split = cf[i].e, .loss_in_split = cf[i].l};
+        char why[400] = "";
+        ck_assert_msg(mm_layout_split_check(&lay, cf[i].L, why, sizeof why) == 0, "%zu: %s", i, why);
+        int sum = 0;
+        for (int s = 0; s < cf[i].pp; s++) {
+            int stage = 0;
+            for (int v = 0; v < cf[i].vpp; v++) {
+                int want = mg_build(cf[i].L, cf[i].pp, cf[i].vpp, cf[i].e, cf[i].l, s, v);
+                ck_assert_int_eq(mm_layout_chunk_layers(&lay, cf[i].L, s, v), want);
+                ck_assert_int_eq((int)mm_layout_chunk_offset(&lay, cf[i].L, s, v),
+                                 mg_offset(cf[i].L, cf[i].pp, cf[i].vpp, cf[i].e, cf[i].l, s, v));
+                stage += want;
+            }
+            ck_assert_int_eq(mm_layout_stage_layers(&lay, cf[i].L, s), stage);
+            sum += stage;
+        }
+        ck_assert_int_eq(sum, cf[i].L);
+    }
+    /* 405B at vpp 8: the ends hold one layer, every other chunk two */
+    mm_layout r = {.tp = 8, .pp = 8, .vpp = 8, .dp = 8, .embedding_in_split = true, .loss_in_split = true};
+    ck_assert_int_eq(mm_layout_chunk_layers(&r, 126, 0, 0), 1);
+    ck_assert_int_eq(mm_layout_chunk_layers(&r, 126, 7, 7), 1);
+    ck_assert_int_eq(mm_layout_chunk_layers(&r, 126, 3, 4), 2);
+    ck_assert_int_eq(mm_layout_stage_layers(&r, 126, 0), 15);
+    ck_assert_int_eq(mm_layout_stage_layers(&r, 126, 1), 16);
+}
+END_TEST
+
+/* --decoder-first/last-pipeline-num-layers with vpp: every stage in vpp
+ * equal chunks; the offsets are get_transformer_layer_offset's interleaved
+ * uneven formula: v * (f + mid + l) / vpp + f / vpp + (rank - 1) *
+ * (mid / vpp) / middle stages. */
+START_TEST(split_first_last_with_chunks)
+{
+    const int stages[] = {4, 8, 8, 8, 6}; /* 34 layers, pp 5, vpp 2: first 4, last 6 */
+    mm_layout lay = {.tp = 1, .pp = 5, .vpp = 2, .dp = 1, .n_layers_per_stage = 5, .layers_per_stage = stages};
+    int L = 34, f = 4, l = 6, mid = L - f - l, vpp = 2;
+    for (int s = 0; s < 5; s++)
+        for (int v = 0; v < vpp; v++) {
+            ck_assert_int_eq(mm_layout_chunk_layers(&lay, L, s, v), stages[s] / vpp);
+            int total = f / vpp + mid / vpp + l / vpp;
+            int want = s == 0 ? v * total : v * total + f / vpp + (s - 1) * (mid / vpp / 3);
+            ck_assert_int_eq((int)mm_layout_chunk_offset(&lay, L, s, v), want);
+        }
+}
+END_TEST
+
+/* Megatron's refusals (transformer_config.py, arguments.py), each in its
+ * meaning; and the chunk of the embedding alone, not modeled. */
+START_TEST(split_refusals)
+{
+    char why[400];
+    const int lps[] = {15, 16, 16, 16, 16, 16, 16, 15};
+    struct {
+        mm_layout lay;
+        int L;
+        const char *says;
+    } bad[] = {
+        {{.pp = 8, .vpp = 8, .embedding_in_split = true}, 126, "divisible by pipeline_model_parallel_size"},
+        {{.pp = 8, .vpp = 3, .embedding_in_split = true, .loss_in_split = true}, 126,
+         "divisible by virtual_pipeline_model_parallel_size"},
+        {{.pp = 4, .vpp = 8, .embedding_in_split = true, .loss_in_split = true}, 30, "no transformer layer"},
+        {{.pp = 8, .vpp = 1, .n_layers_per_stage = 8, .layers_per_stage = lps, .loss_in_split = true}, 126,
+         "cannot be set together"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        ck_assert_int_eq(mm_layout_split_check(&bad[i].lay, bad[i].L, why, sizeof why), -1);
+        ck_assert_msg(strstr(why, bad[i].says), "%zu: %s", i, why);
+    }
+    /* the scenario key: file, key, exit 2 */
+    ck_assert_int_eq(run("run --set model=models/llama-3-8b.json --set parallel.llm.tp=4 --set parallel.llm.pp=4 "
+                         "--set parallel.llm.dp=1 --set parallel.llm.vpp=2 --set train.schedule=interleaved "
+                         "--set parallel.llm.embedding_in_split=true --no-db"),
+                     2);
+    ck_assert_msg(strstr(errtxt, "parallel.llm.embedding_in_split") && strstr(errtxt, "pp = 4"), "%s", errtxt);
+    ck_assert_int_eq(run("run --set parallel.vision.loss_in_split=true --no-db"), 2);
+    ck_assert_msg(strstr(errtxt, "parallel.vision.loss_in_split"), "%s", errtxt);
+    /* Megatron-LM arguments: the argument and its line */
+    const char *base = "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 \\\n";
+    struct {
+        const char *extra, *key;
+    } mg[] = {
+        {"  --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 8 "
+         "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n",
+         "--account-for-embedding-in-pipeline-split"},
+        {"  --pipeline-model-parallel-size 4 --account-for-loss-in-pipeline-split\n",
+         "--account-for-loss-in-pipeline-split"},
+        {"  --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+         "--decoder-first-pipeline-num-layers 3\n",
+         "--decoder-first-pipeline-num-layers"},
+        {"  --pipeline-model-parallel-size 4 --decoder-last-pipeline-num-layers 6 "
+         "--account-for-loss-in-pipeline-split\n",
+         "--decoder-last-pipeline-num-layers"},
+    };
+    for (size_t i = 0; i < sizeof mg / sizeof mg[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s", base, mg[i].extra);
+        write_file("a.args", text);
+        ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --set cluster.nodes=4 "
+                             "--print-scenario", dir, dir),
+                         2);
+        ck_assert_msg(strstr(errtxt, mg[i].key) && strstr(errtxt, "a.args:2"), "%zu: %s", i, errtxt);
+    }
+}
+END_TEST
+
+/* --megatron-args: the options map to the keys, with interleaving; the
+ * first/last counts with chunks become layers_per_stage. */
+START_TEST(split_megatron_args)
+{
+    const char *base = "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 \\\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s  --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+                                "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n",
+             base);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --print-scenario", dir, dir), 0);
+    ck_assert_msg(strstr(out, "vpp: 2") && strstr(out, "embedding_in_split: true") &&
+                      strstr(out, "loss_in_split: true") && strstr(out, "schedule: interleaved"),
+                  "%s", out);
+    /* --num-layers-per-virtual-pipeline-stage counts the extras too:
+     * (30 + 2) / 4 = 8 a rank, 4 a chunk: vpp 2 */
+    snprintf(text, sizeof text, "%s  --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 4 "
+                                "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n",
+             base);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --print-scenario", dir, dir), 0);
+    ck_assert_msg(strstr(out, "vpp: 2"), "%s", out);
+    /* first 6, last 8 with vpp 2: the middle 16 layers on 2 stages of 8 */
+    snprintf(text, sizeof text, "%s  --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+                                "--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 8\n",
+             base);
+    write_file("a.args", text);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --print-scenario", dir, dir), 0);
+    ck_assert_msg(strstr(out, "layers_per_stage: [6, 8, 8, 8]"), "%s", out);
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --set iterations=1 "
+                         "--set train.global_batch=32 --set network=analytic --no-db --json", dir, dir),
+                     0);
+    ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+}
+END_TEST
+
+/* The planner's split at vpp > 1: the options where (L + 2) / (pp vpp)
+ * divides; at vpp 1 per-stage counts as before. */
+START_TEST(split_planner)
+{
+    int f, m, l;
+    ck_assert_int_eq(mm_space_split_layers(126, 8, 8, &f, &m, &l), 2);
+    ck_assert_int_eq(f, 15);
+    ck_assert_int_eq(m, 16);
+    ck_assert_int_eq(l, 15);
+    ck_assert_int_eq(mm_space_split_layers(126, 8, 1, &f, &m, &l), 0);
+    ck_assert(f == 15 && m == 16 && l == 15);
+    ck_assert_int_eq(mm_space_split_layers(128, 8, 8, &f, &m, &l), 1);
+    /* 30 layers, pp 4, vpp 8: one a chunk would leave the embedding alone */
+    ck_assert_int_ne(mm_space_split_layers(30, 4, 8, &f, &m, &l), 2);
+}
+END_TEST
+
+/* Megatron-Bridge's Llama 3.1 405B recipe (tests/data/megatron/
+ * llama31-405b.args): it maps, every chunk costs its own layers (the
+ * first chunk of rank 0 one layer and the embedding, the last of rank 7
+ * one layer and the output layer and loss), and the executor runs it: on
+ * H200s (141 GB; the H100's 80 GB is over in mmsim's memory model), with a
+ * smaller batch to keep the test short, each rank busy in proportion to
+ * its chunks' compute. */
+START_TEST(split_llama31_405b_recipe)
+{
+    const char *args = "run --megatron-args tests/data/megatron/llama31-405b.args --set cluster.nodes=128";
+    ck_assert_int_eq(run("%s --print-scenario", args), 0);
+    const char *want[] = {"tp: 8, pp: 8, cp: 2, dp: 8, vpp: 8", "embedding_in_split: true", "loss_in_split: true",
+                          "schedule: interleaved", "seq_len: 8192", "global_batch: 1536"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
+    ck_assert_int_eq(run("%s --set cluster.topology=topologies/hgx-h200.yaml --set train.global_batch=64 "
+                         "--set iterations=1 --no-db --json", args),
+                     0);
+    ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+    ck_assert_int_eq((int)jget(out, "gpus"), 1024);
+    /* the breakdown's virtual stages: chunk v of rank s is v * 8 + s */
+    const char *p = strstr(out, "\"stages\": [\n");
+    ck_assert_ptr_nonnull(p);
+    double fwd[64], pass[64];
+    for (int k = 0; k < 64; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "{\"stage\": %d, \"fwd_s\"", k);
+        const char *q = strstr(p, key);
+        ck_assert_ptr_nonnull(q);
+        fwd[k] = jget(q, "fwd_s");
+        pass[k] = fwd[k] + jget(q, "bgrad_s") + jget(q, "wgrad_s");
+    }
+    /* a middle chunk is two layers; the ends one (+ embedding, + head) */
+    double layer = fwd[1] / 2;
+    ck_assert_double_eq_tol(fwd[9], fwd[1], 1e-12);
+    ck_assert(fwd[0] > layer && fwd[0] < 1.05 * layer);
+    ck_assert(fwd[63] > layer && fwd[63] < fwd[1]);
+    /* ranks busy in proportion to their chunks (2 %: the busy time also
+     * holds the TP collectives the compute stream waits on) */
+    double r0 = 0, r1 = 0;
+    for (int v = 0; v < 8; v++)
+        r0 += pass[v * 8], r1 += pass[v * 8 + 1];
+    const char *s0 = strstr(out, "{\"stage\": 0, \"busy_s\""), *s1 = strstr(out, "{\"stage\": 1, \"busy_s\"");
+    ck_assert(s0 && s1);
+    double b0 = jget(s0, "busy_s"), b1 = jget(s1, "busy_s");
+    ck_assert_double_eq_tol(b0 / b1, r0 / r1, 0.02);
+    ck_assert(b0 < b1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("split");
+    TCase *tc = tcase_create("split");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, split_chunks_follow_megatron);
+    tcase_add_test(tc, split_first_last_with_chunks);
+    tcase_add_test(tc, split_refusals);
+    tcase_add_test(tc, split_megatron_args);
+    tcase_add_test(tc, split_planner);
+    tcase_add_test(tc, split_llama31_405b_recipe);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
