@@ -112,13 +112,29 @@ double mm_mem_encoder_activations(const mm_encoder *e, double inputs, int tp, bo
     return (double)e->layers * mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
 }
 
+/* Interleaved 1F1B: rank k runs 2 (p - k - 1) + (v - 1) p warm-up chunk
+ * forwards (Megatron-Core's get_pp_rank_microbatches, NVIDIA/Megatron-LM
+ * at d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+ * megatron/core/pipeline_parallel/schedules.py; parallel/schedule.c runs
+ * the same order, all of it warm-up when m == p), and its first steady
+ * step adds one more forward before the first backward: that many chunks
+ * in flight at the peak, in units of the stage (v chunks).  Every rank, the
+ * last included, holds close to p micro-batches' worth: the chunk
+ * forwards of the whole first round come before any backward. */
+static double interleaved_in_flight(int k, int p, int v, int m)
+{
+    long total = (long)m * v, warm = 2L * (p - k - 1) + (long)(v - 1) * p;
+    long chunks = (m == p || warm >= total) ? total : warm + 1;
+    return (double)chunks / v;
+}
+
 double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro_batches)
 {
     double m = (double)micro_batches, k = (double)stage, p = (double)pp;
-    double v = vpp > 0 ? (double)vpp : 1.0;
     switch (s) {
     case MM_MEM_GPIPE: return m;
-    case MM_MEM_INTERLEAVED: return fmin(m, (p - k) + (p - 1.0 - k) / v);
+    case MM_MEM_INTERLEAVED:
+        return vpp > 1 ? interleaved_in_flight(stage, pp, vpp, micro_batches) : fmin(m, p - k);
     case MM_MEM_1F1B:
     case MM_MEM_ZB_H1:
     default: return fmin(m, p - k);
