@@ -216,24 +216,25 @@ START_TEST(split_planner)
 END_TEST
 
 /* Megatron-Bridge's Llama 3.1 405B recipe (tests/data/megatron/
- * llama31-405b.args): it maps, every chunk costs its own layers (the
- * first chunk of rank 0 one layer and the embedding, the last of rank 7
- * one layer and the output layer and loss), and the executor runs it: on
- * H200s (141 GB; the H100's 80 GB is over in mmsim's memory model), with a
- * smaller batch to keep the test short, each rank busy in proportion to
- * its chunks' compute. */
+ * llama31-405b.args, 1,024 H100s): it maps; every chunk costs its own
+ * layers (the first chunk of rank 0 one layer and the embedding, the last
+ * of rank 7 one layer and the output layer and loss); it fits (gradients
+ * in bf16, as the recipe reduces them) and the executor runs it, each rank
+ * busy in proportion to its chunks' compute; with fp32 gradients (Megatron-
+ * LM without --grad-reduce-in-bf16) stage 1 holds 2 bytes more per
+ * parameter.  A batch of 128 keeps the test short: 16 micro-batches per
+ * replica already reach every stage's peak (at most 71 chunks in flight). */
 START_TEST(split_llama31_405b_recipe)
 {
     const char *args = "run --megatron-args tests/data/megatron/llama31-405b.args --set cluster.nodes=128";
     ck_assert_int_eq(run("%s --print-scenario", args), 0);
     const char *want[] = {"tp: 8, pp: 8, cp: 2, dp: 8, vpp: 8", "embedding_in_split: true", "loss_in_split: true",
-                          "schedule: interleaved", "seq_len: 8192", "global_batch: 1536"};
+                          "schedule: interleaved", "seq_len: 8192", "global_batch: 1536", "grad_reduce: bf16"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
-    ck_assert_int_eq(run("%s --set cluster.topology=topologies/hgx-h200.yaml --set train.global_batch=64 "
-                         "--set iterations=1 --no-db --json", args),
-                     0);
+    ck_assert_int_eq(run("%s --set train.global_batch=128 --set iterations=1 --no-db --json", args), 0);
     ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "\"oom\": false"));
     ck_assert_int_eq((int)jget(out, "gpus"), 1024);
     /* the breakdown's virtual stages: chunk v of rank s is v * 8 + s */
     const char *p = strstr(out, "\"stages\": [\n");
@@ -262,6 +263,18 @@ START_TEST(split_llama31_405b_recipe)
     double b0 = jget(s0, "busy_s"), b1 = jget(s1, "busy_s");
     ck_assert_double_eq_tol(b0 / b1, r0 / r1, 0.02);
     ck_assert(b0 < b1);
+    double bf16_gib = jget(s1, "memory_gib");
+    /* fp32 gradients: 16 layers of 3,187,703,808 parameters (q, o: h^2; k,
+     * v: h x 1024; SwiGLU 3 x h x 53248; two norms) over tp 8, 2 bytes more
+     * each; over the H100's 74.5 GiB less the 2 GiB reserve */
+    ck_assert_int_eq(run("%s --set train.global_batch=128 --set train.grad_reduce=fp32 --set iterations=1 --no-db "
+                         "--json", args),
+                     0);
+    ck_assert_ptr_nonnull(strstr(out, "\"oom\": true"));
+    s1 = strstr(out, "{\"stage\": 1, \"busy_s\"");
+    ck_assert_ptr_nonnull(s1);
+    double h = 16384, layer_params = 2 * h * h + 2 * h * 1024 + 3 * h * 53248 + 2 * h;
+    ck_assert_double_eq_tol(jget(s1, "memory_gib") - bf16_gib, 16 * layer_params / 8 * 2 / (1 << 30), 1e-5);
 }
 END_TEST
 

@@ -27,6 +27,7 @@ const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
+const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -147,6 +148,11 @@ const mm_key mm_keys[] = {
      "LLM sequences: auto (the train.framework profile's `padding`), none (varlen), longest (each "
      "micro-batch to its longest sample), max_length (to seq_len); packed batching stays varlen",
      F(train.padding), 0},
+    {"train.grad_reduce", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_grad_reduce_names, "auto", NULL,
+     "the element of the gradient buffer and its DP reduce: auto (the train.framework profile's "
+     "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
+     "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
+     F(train.grad_reduce), 0},
     {"parallel", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     LAYOUT(llm, MM_KF_ALWAYS, "the LLM's layout (tp x cp x pp x dp = its GPUs)", "4", "2", "1", "2", "1", "1"),
     LAYOUT(vision, 0, "the vision encoder's layout (cp, vpp, ep stay 1); absent: none", "1", "1", NULL, "16",

@@ -783,6 +783,8 @@ static int map_training(reader *r, const shape *m)
     set(r, "--sequence-parallel", "train.sequence_parallel", "%s", sp ? "true" : "false");
     if ((rc = map_sharding(r)) || (rc = map_extras(r)))
         return rc;
+    if (has(r, "--grad-reduce-in-bf16")) /* the gradient buffer and its reduce in bf16 */
+        set(r, "--grad-reduce-in-bf16", "train.grad_reduce", "bf16");
     /* Megatron-FSDP runs its gathers and reduce-scatters on their own
      * streams whatever --overlap-grad-reduce says: the profile's (auto) */
     set(r, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",

@@ -300,7 +300,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--global-batch-size", MG_VALUE, MG_MAPPED, NULL},
     {"--glu-linear-offset", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--gpu-sniff-test-interval", MG_VALUE, MG_COSTLESS, W_PROF},
-    {"--grad-reduce-in-bf16", MG_FLAG, MG_NOT_MODELED, "gradient reduction in BF16 instead of FP32 is not modeled"},
+    {"--grad-reduce-in-bf16", MG_FLAG, MG_MAPPED, NULL},
     {"--group-query-attention", MG_FLAG, MG_MAPPED, NULL},
     {"--grpo-clamp-eps-lower", MG_VALUE, MG_NOT_MODELED, C_TASK},
     {"--grpo-clamp-eps-upper", MG_VALUE, MG_NOT_MODELED, C_TASK},

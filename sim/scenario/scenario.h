@@ -66,6 +66,10 @@ typedef enum { MM_TPAD_AUTO, MM_TPAD_NONE, MM_TPAD_LONGEST, MM_TPAD_MAX_LENGTH }
  * framework's profile `overlap` (model/framework.h); false and true
  * override it.  AUTO is 0: test against MM_TOVL_TRUE, never as a bool. */
 typedef enum { MM_TOVL_AUTO, MM_TOVL_FALSE, MM_TOVL_TRUE } mm_train_overlap;
+/* train.grad_reduce: auto takes the framework profile's `grad_reduce` for
+ * the precision; fp32 and bf16 override it (Megatron-LM's
+ * --grad-reduce-in-bf16 is bf16). */
+typedef enum { MM_TGRAD_AUTO, MM_TGRAD_FP32, MM_TGRAD_BF16 } mm_train_grad_reduce;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -81,6 +85,7 @@ extern const char *const mm_cuda_graphs_names[];
 extern const char *const mm_attention_names[];
 extern const char *const mm_train_padding_names[];
 extern const char *const mm_train_overlap_names[];
+extern const char *const mm_train_grad_reduce_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -128,6 +133,7 @@ typedef struct mm_scenario {
         int n_frozen;
         char **frozen;          /* n_frozen module names, sorted, unique */
         int padding;            /* mm_train_padding: auto (the framework's) | none | longest | max_length */
+        int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
     } train;
     struct {
         mm_module_layout llm, vision, audio;
