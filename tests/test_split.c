@@ -195,6 +195,22 @@ START_TEST(split_megatron_args)
                          "--set train.global_batch=32 --set network=analytic --no-db --json", dir, dir),
                      0);
     ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+    /* a launch script: the options through its variables and array, and
+     * a refusal naming the script's line */
+#define SCRIPT                                                                                              \
+    "#!/bin/bash\nPP=4\nVPP=%d\nGPT_ARGS=(\n"                                                                \
+    "    --num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16\n"               \
+    "    --pipeline-model-parallel-size $PP --num-virtual-stages-per-pipeline-rank $VPP\n"                    \
+    "    --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n)\n"                \
+    "torchrun --nproc_per_node 8 pretrain_gpt.py ${GPT_ARGS[@]}\n"
+    snprintf(text, sizeof text, SCRIPT, 2);
+    write_file("s.sh", text);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "vpp: 2") && strstr(out, "embedding_in_split: true, loss_in_split: true"), "%s", out);
+    snprintf(text, sizeof text, SCRIPT, 8); /* 32 / (4 x 8) = 1: the embedding alone */
+    write_file("s.sh", text);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:7: key '--account-for-embedding-in-pipeline-split'"), "%s", errtxt);
 }
 END_TEST
 
