@@ -228,6 +228,30 @@ START_TEST(split_planner)
     ck_assert_int_eq(mm_space_split_layers(128, 8, 8, &f, &m, &l), 1);
     /* 30 layers, pp 4, vpp 8: one a chunk would leave the embedding alone */
     ck_assert_int_ne(mm_space_split_layers(30, 4, 8, &f, &m, &l), 2);
+    /* a plan of Qwen2.5-7B's 28 layers at pp 3, vpp 2: (28 + 2) / 6 = 5 a
+     * chunk, the options; its simulated time is what `mmsim run` with the
+     * candidate's sets gives */
+    const char *base = "--set model=models/qwen2.5-7b.json --set cluster.nodes=3 --set workload=text "
+                       "--set train.global_batch=48";
+    ck_assert_int_eq(run("plan %s --gpus 24 --space pp=3 --space vpp=2 --space cp=8 --space micro_batch=4 "
+                         "--space zero=0 --space recompute=none --top 1 --no-db --json", base),
+                     0);
+    ck_assert_msg(strstr(out, "\"layout\": \"llm tp1 pp3 vpp2 cp8 dp1 ep1 split +emb +loss"), "%s", out);
+    double planned = jget(out, "iteration_time_s");
+    const char *q = strstr(out, "\"sets\": [");
+    ck_assert_ptr_nonnull(q);
+    char sets[2048] = "";
+    size_t n = 0;
+    for (q = strchr(q, '[') + 1; *q && *q != ']';) {
+        const char *a = strchr(q, '"'), *b = a ? strchr(a + 1, '"') : NULL;
+        if (!a || !b)
+            break;
+        n += (size_t)snprintf(sets + n, sizeof sets - n, " --set %.*s", (int)(b - a - 1), a + 1);
+        q = b + 1;
+    }
+    ck_assert_ptr_nonnull(strstr(sets, "parallel.llm.embedding_in_split=true"));
+    ck_assert_int_eq(run("run %s%s --no-db --json", base, sets), 0);
+    ck_assert_double_eq_tol(jget(out, "iteration_time_s"), planned, 1e-9 * planned);
 }
 END_TEST
 
