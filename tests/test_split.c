@@ -9,6 +9,8 @@
  * the scenario keys and --megatron-args; the planner's split; and
  * Megatron-Bridge's Llama 3.1 405B recipe run end to end. */
 #include "model/layout.h"
+#include "model/llm.h"
+#include "model/memory.h"
 #include "plan/space.h"
 #include "interop_common.h"
 
@@ -99,6 +101,39 @@ START_TEST(split_first_last_with_chunks)
             int want = s == 0 ? v * total : v * total + f / vpp + (s - 1) * (mid / vpp / 3);
             ck_assert_int_eq((int)mm_layout_chunk_offset(&lay, L, s, v), want);
         }
+}
+END_TEST
+
+/* Activation memory under interleaving with uneven chunks, counted by hand
+ * from Megatron-Core's step order (schedules.py: rank k runs 2(p - k - 1) +
+ * (v - 1)p warm-up forwards, forward f on chunk (f mod pv) / p, backward b
+ * on chunk v - 1 - (b mod pv) / p): 30 layers, pp 4, vpp 2, both options:
+ * chunks of 3 + 4 layers on stage 0, 4 + 3 on stage 3; 16 micro-batches.
+ * Stage 0 holds forwards 0-10 at its peak (7 of chunk 0, 4 of chunk 1): 37
+ * layers and 7 embedding outputs; stage 3's peak is 20 layers (forwards of
+ * chunk 0 replacing backwards of its short chunk 1), where whole stages in
+ * flight would say 17.5. */
+START_TEST(split_memory_counts_chunks)
+{
+    mm_llm m;
+    mm_llm_init_gpt(&m, 4096, 30, 32, 51200, 2048);
+    mm_mem_config c = {.lay = {.tp = 8, .pp = 4, .vpp = 2, .dp = 1, .cp = 1, .ep = 1, .embedding_in_split = true,
+                               .loss_in_split = true},
+                       .sp = true, .zero = 1, .recompute = MM_RECOMPUTE_SELECTIVE, .schedule = MM_MEM_INTERLEAVED,
+                       .micro_batches = 16, .micro_batch = 1, .seq = 2048};
+    double layer = mm_mem_layer_activations(&m, 1, 2048, 8, true, 1, MM_RECOMPUTE_SELECTIVE);
+    double embed = 3.0 * 2048 * 4096 / 8;
+    mm_mem_rank r;
+    ck_assert_int_eq(mm_mem_llm_rank(&m, &c, 0, &r), 0);
+    ck_assert_double_eq_tol(r.activations, 37 * layer + 7 * embed, 1e-9 * r.activations);
+    ck_assert_int_eq(mm_mem_llm_rank(&m, &c, 3, &r), 0);
+    ck_assert_double_eq_tol(r.activations, 20 * layer, 1e-9 * r.activations);
+    /* equal chunks (32 layers, no options): whole stages in flight, as
+     * before: stage 3 holds 5 chunk forwards = 2.5 stages of 8 layers */
+    mm_llm_init_gpt(&m, 4096, 32, 32, 51200, 2048);
+    c.lay.embedding_in_split = c.lay.loss_in_split = false;
+    ck_assert_int_eq(mm_mem_llm_rank(&m, &c, 3, &r), 0);
+    ck_assert_double_eq_tol(r.activations, 2.5 * 8 * layer, 1e-9 * r.activations);
 }
 END_TEST
 
@@ -326,6 +361,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, split_chunks_follow_megatron);
     tcase_add_test(tc, split_first_last_with_chunks);
+    tcase_add_test(tc, split_memory_counts_chunks);
     tcase_add_test(tc, split_refusals);
     tcase_add_test(tc, split_megatron_args);
     tcase_add_test(tc, split_planner);

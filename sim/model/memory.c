@@ -199,6 +199,44 @@ static void model_states(const mm_llm *m, const mm_llm *sm, const mm_mem_config 
         out->grads = out->optimizer = 0;
 }
 
+/* Interleaved 1F1B on `stage`, chunk by chunk: the most transformer
+ * layers whose activations are held at once (*layers) and, then, how many
+ * of the held chunk forwards are chunk 0 (*first_chunks: the embedding's
+ * output on stage 0).  The step order is parallel/schedule.c's, Megatron-
+ * Core's (interleaved_in_flight above): forward k runs chunk (k mod pv) / p,
+ * backward k chunk v - 1 - (k mod pv) / p.  With equal chunks this is
+ * interleaved_in_flight x the stage's layers; with Megatron's split options
+ * (model/layout.h) the short first or last chunk counts for what it holds.
+ * The steady phase repeats every pv steps, so two periods find the peak. */
+static void interleaved_peak(const mm_llm *m, const mm_mem_config *c, int stage, double *layers,
+                             double *first_chunks)
+{
+    int p = c->lay.pp, v = c->lay.vpp, mb = c->micro_batches;
+    long total = (long)mb * v, warm = 2L * (p - stage - 1) + (long)(v - 1) * p, g = (long)p * v;
+#define CHUNK_LAYERS(ch) ((double)mm_layout_chunk_layers(&c->lay, m->layers, stage, (ch)))
+    if (mb == p || warm >= total) { /* every forward before any backward */
+        *layers = (double)mb * mm_layout_stage_layers(&c->lay, m->layers, stage);
+        *first_chunks = mb;
+        return;
+    }
+    double cur = 0, c0 = 0;
+    for (long f = 0; f <= warm; f++) {
+        int ch = (int)((f % g) / p);
+        cur += CHUNK_LAYERS(ch);
+        c0 += ch == 0;
+    }
+    *layers = cur, *first_chunks = c0;
+    long steady = total - warm - 1, lim = steady < 2 * g ? steady : 2 * g;
+    for (long i = 0; i < lim; i++) {
+        int cb = v - 1 - (int)((i % g) / p), cf = (int)(((warm + 1 + i) % g) / p);
+        cur += CHUNK_LAYERS(cf) - CHUNK_LAYERS(cb);
+        c0 += (cf == 0) - (cb == 0);
+        if (cur > *layers)
+            *layers = cur, *first_chunks = c0;
+    }
+#undef CHUNK_LAYERS
+}
+
 int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
 {
     memset(out, 0, sizeof *out);
@@ -229,13 +267,16 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     /* ---- activations ---- */
     double per_layer = mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute);
     double inflight = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
-    double stage_act = (double)nl * per_layer;
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
      * stage, per micro-batch in flight (Korthikanti 4.2: sbhp/t with SP). */
-    double sl = s / cp;
-    if (first)
-        stage_act += 3.0 * sl * b * h / (c->sp ? t : 1.0);
-    out->activations = inflight * stage_act;
+    double sl = s / cp, embed = first ? 3.0 * sl * b * h / (c->sp ? t : 1.0) : 0.0;
+    if (c->schedule == MM_MEM_INTERLEAVED && c->lay.vpp > 1) {
+        double layers_in, first_chunks;
+        interleaved_peak(m, c, stage, &layers_in, &first_chunks);
+        out->activations = layers_in * per_layer + first_chunks * embed;
+    } else {
+        out->activations = inflight * ((double)nl * per_layer + embed);
+    }
     /* Transients: with full recompute, one layer's activations rebuilt
      * during its backward; on the last stage the fp32 logits of the
      * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */
