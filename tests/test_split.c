@@ -137,6 +137,38 @@ START_TEST(split_memory_counts_chunks)
 }
 END_TEST
 
+/* A chunk of the embedding (the loss) alone, which Megatron builds when
+ * (layers + 2) / (pp vpp) is 1 (get_num_layers_to_build asserts only >= 0):
+ * 30 layers at pp 4, vpp 8 are 32 chunks of one, the first and the last
+ * with none.  Virtual stage 0 then costs the embedding alone, the last the
+ * output layer and loss alone, and the executor runs the pipeline. */
+START_TEST(split_chunk_without_layers)
+{
+    mm_layout lay = {.tp = 2, .pp = 4, .vpp = 8, .dp = 2, .embedding_in_split = true, .loss_in_split = true};
+    char why[400] = "";
+    ck_assert_msg(mm_layout_split_check(&lay, 30, why, sizeof why) == 0, "%s", why);
+    ck_assert_int_eq(mm_layout_chunk_layers(&lay, 30, 0, 0), 0);
+    ck_assert_int_eq(mm_layout_chunk_layers(&lay, 30, 3, 7), 0);
+    write_file("a.args", "--num-layers 30 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 \\\n"
+                         "  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 "
+                         "--num-virtual-stages-per-pipeline-rank 8 --global-batch-size 64 \\\n"
+                         "  --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n");
+    ck_assert_int_eq(run("run --megatron-args %s/a.args --megatron-model %s/m.json --set iterations=1 --no-db --json",
+                         dir, dir),
+                     0);
+    ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "\"oom\": false"));
+    const char *emb = strstr(out, "\"embedding\": {\"fwd\""), *head = strstr(out, "\"head\": {\"fwd\"");
+    const char *v0 = strstr(out, "{\"stage\": 0, \"fwd_s\""), *v31 = strstr(out, "{\"stage\": 31, \"fwd_s\"");
+    const char *v1 = strstr(out, "{\"stage\": 1, \"fwd_s\"");
+    ck_assert(emb && head && v0 && v1 && v31);
+    double e = jget(emb, "total_s"), h = jget(head, "total_s");
+    ck_assert_double_eq_tol(jget(v0, "fwd_s"), e, 1e-12 + 1e-9 * e);
+    ck_assert_double_eq_tol(jget(v31, "fwd_s"), h, 1e-12 + 1e-9 * h);
+    ck_assert(jget(v1, "fwd_s") > e); /* one layer */
+}
+END_TEST
+
 /* Megatron's refusals (transformer_config.py, arguments.py), each in its
  * meaning; and the chunk of the embedding alone, not modeled. */
 START_TEST(split_refusals)
@@ -151,7 +183,6 @@ START_TEST(split_refusals)
         {{.pp = 8, .vpp = 8, .embedding_in_split = true}, 126, "divisible by pipeline_model_parallel_size"},
         {{.pp = 8, .vpp = 3, .embedding_in_split = true, .loss_in_split = true}, 126,
          "divisible by virtual_pipeline_model_parallel_size"},
-        {{.pp = 4, .vpp = 8, .embedding_in_split = true, .loss_in_split = true}, 30, "no transformer layer"},
         {{.pp = 8, .vpp = 1, .n_layers_per_stage = 8, .layers_per_stage = lps, .loss_in_split = true}, 126,
          "cannot be set together"},
     };
@@ -173,7 +204,7 @@ START_TEST(split_refusals)
     struct {
         const char *extra, *key;
     } mg[] = {
-        {"  --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 8 "
+        {"  --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 3 "
          "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split\n",
          "--account-for-embedding-in-pipeline-split"},
         {"  --pipeline-model-parallel-size 4 --account-for-loss-in-pipeline-split\n",
@@ -242,7 +273,7 @@ START_TEST(split_megatron_args)
     write_file("s.sh", text);
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
     ck_assert_msg(strstr(out, "vpp: 2") && strstr(out, "embedding_in_split: true, loss_in_split: true"), "%s", out);
-    snprintf(text, sizeof text, SCRIPT, 8); /* 32 / (4 x 8) = 1: the embedding alone */
+    snprintf(text, sizeof text, SCRIPT, 3); /* 32 / 4 = 8 layers a rank: not in 3 chunks */
     write_file("s.sh", text);
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
     ck_assert_msg(strstr(errtxt, "s.sh:7: key '--account-for-embedding-in-pipeline-split'"), "%s", errtxt);
@@ -261,8 +292,12 @@ START_TEST(split_planner)
     ck_assert_int_eq(mm_space_split_layers(126, 8, 1, &f, &m, &l), 0);
     ck_assert(f == 15 && m == 16 && l == 15);
     ck_assert_int_eq(mm_space_split_layers(128, 8, 8, &f, &m, &l), 1);
-    /* 30 layers, pp 4, vpp 8: one a chunk would leave the embedding alone */
-    ck_assert_int_ne(mm_space_split_layers(30, 4, 8, &f, &m, &l), 2);
+    /* 30 layers, pp 4, vpp 8: one a chunk, the embedding's and the loss's
+     * chunks without a layer (Megatron allows them) */
+    ck_assert_int_eq(mm_space_split_layers(30, 4, 8, &f, &m, &l), 2);
+    ck_assert(f == 7 && m == 8 && l == 7);
+    /* 126 layers, pp 8, vpp 3: 16 a rank do not make 3 chunks */
+    ck_assert_int_ne(mm_space_split_layers(126, 8, 3, &f, &m, &l), 2);
     /* a plan of Qwen2.5-7B's 28 layers at pp 3, vpp 2: (28 + 2) / 6 = 5 a
      * chunk, the options; its simulated time is what `mmsim run` with the
      * candidate's sets gives */
@@ -362,6 +397,7 @@ int main(void)
     tcase_add_test(tc, split_chunks_follow_megatron);
     tcase_add_test(tc, split_first_last_with_chunks);
     tcase_add_test(tc, split_memory_counts_chunks);
+    tcase_add_test(tc, split_chunk_without_layers);
     tcase_add_test(tc, split_refusals);
     tcase_add_test(tc, split_megatron_args);
     tcase_add_test(tc, split_planner);

@@ -104,10 +104,11 @@ int mm_layout_split_check(const mm_layout *l, int64_t layers, char *msg, size_t 
                            "virtual_pipeline_model_parallel_size)", (long long)(n / pp), what, vpp);
         return -1;
     }
-    if (mm_layout_chunk_layers(l, layers, 0, 0) < 1 || mm_layout_chunk_layers(l, layers, pp - 1, vpp - 1) < 1) {
-        snprintf(msg, len, "%lld layers over %d model chunks leave a chunk with %s alone and no transformer layer "
-                           "(Megatron-LM allows it; mmsim does not model a chunk without layers)",
-                 (long long)n, pp * vpp, what);
+    /* a chunk of the embedding (loss) alone is allowed, as in Megatron
+     * (its assert is num_layers_to_build >= 0), unless it would be both */
+    if (mm_layout_chunk_layers(l, layers, 0, 0) < 0 || mm_layout_chunk_layers(l, layers, pp - 1, vpp - 1) < 0) {
+        snprintf(msg, len, "%lld layers over %d model chunks leave fewer than none for %s (Megatron-LM: not "
+                           "enough layers in the first/last virtual pipeline stage)", (long long)n, pp * vpp, what);
         return -1;
     }
     return 0;

@@ -72,8 +72,8 @@ void mm_layout_flatten(const mm_layout *l, int64_t layers, int *per_vstage, mm_l
  * layers (transformer_config.py __post_init__ and training/arguments.py
  * validate_args at the commit above): 0 when they pass (or are off), else
  * -1 with what Megatron says, in mmsim's words, in msg.  A chunk left with
- * no transformer layer (Megatron allows it: a stage of the embedding alone)
- * is refused here as not modeled. */
+ * no transformer layer (the embedding or the loss alone) passes, as in
+ * Megatron. */
 int mm_layout_split_check(const mm_layout *l, int64_t layers, char *msg, size_t len);
 
 /* True when a and b have the same degrees and the same split (an even

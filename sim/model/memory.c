@@ -257,7 +257,9 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         int l0 = 0;
         for (int k = 0; k < stage; k++)
             l0 += stage_layers(m, c, k);
-        view = mm_llm_stage_view(m, l0, nl);
+        /* a stage of the embedding or the loss alone: one block's view,
+         * multiplied by its 0 layers (no mean over zero blocks) */
+        view = nl > 0 ? mm_llm_stage_view(m, l0, nl) : mm_llm_stage_view(m, l0 < m->layers ? l0 : m->layers - 1, 1);
     }
     const mm_llm *sm = &view;
 
