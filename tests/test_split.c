@@ -49,7 +49,9 @@ START_TEST(split_chunks_follow_megatron)
     } cf[] = {
         {126, 8, 8, true, true},  /* Megatron-Bridge Llama 3.1 405B, 1,024 H100s: 2 a chunk, 1 at the ends */
         {126, 8, 2, true, true},  /* its 256-GPU recipe: 8 a chunk, 7 at the ends */
-        {94, 8, 4, true, true},   /* a Qwen3-235B-like depth: 3 a chunk, 2 at the ends */
+        {94, 8, 4, true, true},   /* Megatron-Bridge Qwen3-235B-A22B, 256 H100s (perf_recipes/qwen/h100/
+                                     qwen3_moe.py: PP 8, VP 4; the options from recipes/qwen/h100/
+                                     qwen3_moe.py): 3 a chunk, 2 at the ends */
         {30, 4, 1, true, true},   /* vpp 1: (30 + 2) / 4 = 8 a stage, 7 on the first and last */
         {31, 4, 2, true, false},  /* the embedding only */
         {63, 8, 2, false, true},  /* the loss only */
