@@ -504,12 +504,13 @@ static void axis_cell(const double *a, int n, double x, int *i, double *w, doubl
         *w = 1.0;
         return;
     }
-    double la[MM_GEMM_AXIS_MAX];
-    for (int k = 0; k < n; k++)
-        la[k] = log2(a[k]);
-    size_t c = gsl_interp_bsearch(la, log2(x), 0, (size_t)n - 1);
+    /* the cell by the values themselves (log2 keeps their order), then
+     * the three logarithms the weight needs, not one per axis point: the
+     * same operands, so the same weight to the bit */
+    size_t c = gsl_interp_bsearch(a, x, 0, (size_t)n - 1);
+    double lo = log2(a[c]), hi = log2(a[c + 1]);
     *i = (int)c;
-    *w = (log2(x) - la[c]) / (la[c + 1] - la[c]);
+    *w = (log2(x) - lo) / (hi - lo);
 }
 
 static double gemm_grid_tflops(const mm_gemm_table *t, double m, double n, double k)

@@ -230,13 +230,68 @@ static void enc_compute_terms(const mm_sim *sim, const mm_build_spec *sp, int *r
     *stage = enc_stage;
 }
 
+/* The chain before rank s in replica d: the least, over micro-batches
+ * (and for pass 1 over chunks), of the forwards (pass 0) or backwards
+ * (pass 1) of one chunk on ranks 0..s-1.  A rank's first op is a chunk-0
+ * forward, which needs that micro-batch's forwards on the ranks before it;
+ * under GPipe and (interleaved) 1F1B its last op is a backward, whose
+ * input gradient the ranks before it still have to carry back towards
+ * rank 0, through the same chunk there.  P2P transfers only add to either. */
+static double chain(const mm_build_spec *spec, const mm_stage_cost *st, const wl_iter *w, int s, int d, int pass)
+{
+    int P = spec->lay.pp, dp = spec->lay.dp, m = w ? w->m : spec->m;
+    double least = INFINITY;
+    for (int c = 0; c < (pass ? spec->lay.vpp : 1); c++)
+        for (int j = 0; j < (w ? m : 1); j++) {
+            double sum = 0;
+            for (int r = 0; r < s; r++) {
+                int v = c * P + r;
+                const mm_mb_cost *x = w ? &w->mb[((size_t)v * dp + d) * m + j] : NULL;
+                sum += pass ? (x ? x->bwd_s : st[v].bwd_s) : (x ? x->fwd_s : st[v].fwd_s);
+            }
+            least = fmin(least, sum);
+        }
+    return s > 0 ? least : 0;
+}
+
+/* One rank's compute in replica d (every chunk and micro-batch, a
+ * homogeneous encoder's on rank 0) and its optimizer step. */
+static double rank_busy(const mm_build_spec *spec, const mm_stage_cost *st, const wl_iter *w, int s, int d,
+                        bool homog, double *opt)
+{
+    int P = spec->lay.pp, dp = spec->lay.dp, m = w ? w->m : spec->m;
+    double busy = 0, o = 0;
+    for (int c = 0; c < spec->lay.vpp; c++) {
+        int v = c * P + s;
+        o += st[v].opt_s;
+        if (!w) {
+            busy += m * (st[v].fwd_s + st[v].bwd_s);
+            continue;
+        }
+        for (int j = 0; j < m; j++) {
+            const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
+            busy += x->fwd_s + x->bwd_s;
+        }
+    }
+    for (int i = 0; homog && s == 0 && i < spec->n_enc; i++)
+        for (int j = 0; j < m; j++) {
+            const mm_enc_mb_cost *e = w ? &w->enc[((size_t)i * dp + d) * m + j] : &spec->enc[i].mb[0];
+            busy += e->fwd_s + e->bwd_s;
+        }
+    *opt = o;
+    return busy;
+}
+
 /* One iteration's lower bound on its time, from the costs the executor
  * runs it with (a workload's drawn micro-batches in w, else the nominal
  * stage costs st for spec->m micro-batches): no GPU finishes before it has
  * run its compute, one op after another on its compute stream, and then
  * its optimizer step.  So the time is at least, over the LLM's stages and
  * DP replicas, the stage's forwards and backwards (a homogeneous encoder's
- * too, on the first stage) plus its optimizer step; over an encoder on its
+ * too, on the first stage) plus its optimizer step, after the forwards
+ * that must reach it first and (but under ZB, whose weight gradients may
+ * come last) before the backwards that carry its last input gradient back
+ * to rank 0 and rank 0's optimizer step (chain); over an encoder on its
  * own GPUs, its work spread evenly over them (the busiest does no less);
  * colocated, every module's GPU-seconds spread evenly over the LLM's GPUs.
  * Communication, bubbles and contention only add to it. */
@@ -246,33 +301,20 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
     int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
     bool homog = spec->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
     bool coloc = spec->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
-    double worst = 0, gpu_s = 0;
-    for (int s = 0; s < P; s++) {
-        double opt = 0;
-        for (int c = 0; c < spec->lay.vpp; c++)
-            opt += st[c * P + s].opt_s;
+    bool tail = spec->schedule != MM_SCHEDULE_ZB_H1;
+    double worst = 0, gpu_s = 0, opt0 = 0;
+    rank_busy(spec, st, NULL, 0, 0, false, &opt0);
+    for (int s = 0; s < P; s++)
         for (int d = 0; d < (w ? dp : 1); d++) { /* nominal costs: every replica alike */
-            double busy = 0;
-            for (int c = 0; c < spec->lay.vpp; c++) {
-                int v = c * P + s;
-                if (!w) {
-                    busy += m * (st[v].fwd_s + st[v].bwd_s);
-                    continue;
-                }
-                for (int j = 0; j < m; j++) {
-                    const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
-                    busy += x->fwd_s + x->bwd_s;
-                }
-            }
+            double opt, busy = rank_busy(spec, st, w, s, d, false, &opt);
             gpu_s += busy * tpcp * (w ? 1 : dp);
-            for (int i = 0; homog && s == 0 && i < spec->n_enc; i++)
-                for (int j = 0; j < m; j++) {
-                    const mm_enc_mb_cost *e = w ? &w->enc[((size_t)i * dp + d) * m + j] : &spec->enc[i].mb[0];
-                    busy += e->fwd_s + e->bwd_s;
-                }
-            worst = fmax(worst, busy + opt);
+            if (homog && s == 0)
+                busy = rank_busy(spec, st, w, s, d, true, &opt);
+            double head = chain(spec, st, w, s, d, 0);
+            worst = fmax(worst, head + busy + opt);
+            if (tail)
+                worst = fmax(worst, head + busy + chain(spec, st, w, s, d, 1) + opt0);
         }
-    }
     double enc_gpu_s = 0;
     for (int i = 0; i < spec->n_enc && !homog; i++) {
         const mm_enc_spec *es = &spec->enc[i];
