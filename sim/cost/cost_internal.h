@@ -15,9 +15,6 @@
 #include "model/memory.h"
 #include "workload/batch.h"
 
-/* costs.c: a module's recompute mode: parallel.<module>.recompute when
- * given, else train.recompute (mm_recompute). */
-int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
 /* costs.c: the pipeline the LLM's schedule runs: its stages and, placed
  * as stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even
  * when the LLM has one stage).  The time (grad_sync, ZeRO-3's gathers) and
