@@ -344,9 +344,12 @@ static void map_precision(reader *r)
         if (strcmp(rn, "tensorwise"))
             problem(r, k, line_of(r, k), "the '%s' scaling recipe is not modeled (tensorwise is)", rn);
     }
-    if (fp8)
+    if (fp8) {
         set(r->tt, r->t, "model.converters", "train.precision", "fp8");
-    else
+        /* torchao's tensorwise recipe scales each tensor by its own amax
+         * (dynamic scaling): the current-scaling recipe's kernels */
+        set(r->tt, r->t, "model.converters", "train.fp8_recipe", "current");
+    } else
         set(r->tt, r->t, "training.mixed_precision_param", "train.precision", "bf16");
 }
 
