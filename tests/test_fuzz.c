@@ -26,7 +26,7 @@ static const struct {
     {"scenario", mm_fuzz_scenario}, {"set", mm_fuzz_set},         {"hf_json", mm_fuzz_hf_json},
     {"topology", mm_fuzz_topology}, {"kernels", mm_fuzz_kernels}, {"mixture", mm_fuzz_mixture},
     {"trace", mm_fuzz_trace},       {"sweep", mm_fuzz_sweep},       {"megatron", mm_fuzz_megatron},
-    {"torchtitan", mm_fuzz_torchtitan}, {"framework", mm_fuzz_framework},
+    {"torchtitan", mm_fuzz_torchtitan}, {"framework", mm_fuzz_framework}, {"loadrates", mm_fuzz_loadrates},
 };
 
 static uint8_t *read_all(const char *path, size_t *len)

@@ -67,16 +67,37 @@ static void run_dp_load(FILE *f, const mm_metrics *m)
     fprintf(f, "],\n");
 }
 
+/* The data loader (data.workers >= 0): the step's wait and its copies,
+ * the loader's CPU seconds, the workers that would keep up, per iteration
+ * the wait. */
+static void run_data(FILE *f, const mm_metrics *m)
+{
+    jnum(f, "data_wait_s", m->oom ? NAN : m->data_wait_s, 0);
+    jnum(f, "data_h2d_s", m->oom ? NAN : m->data_h2d_s, 0);
+    jnum(f, "loader_cpu_s", m->oom ? NAN : m->loader_cpu_s, 0);
+    if (m->oom)
+        fprintf(f, "  \"data_workers_needed\": null,\n");
+    else
+        fprintf(f, "  \"data_workers_needed\": %d,\n", m->data_workers_needed);
+    fprintf(f, "  \"data_wait_per_iteration_s\": [");
+    for (int i = 0; i < m->n_iters; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        jval(f, m->iters[i].data_wait_s);
+    }
+    fprintf(f, "],\n");
+}
+
 static void run_stages(FILE *f, const mm_metrics *m)
 {
     fprintf(f, "  \"stages\": [");
     for (int s = 0; s < m->n_stages; s++) {
         const mm_stage_metrics *st = &m->stages[s];
         fprintf(f, "%s{\"stage\": %d", s ? ", " : "", s);
-        const char *names[] = {"busy_s", "idle_s", "bubble_s", "comm_s", "host_s", "exposed_host_s", "memory_gib"};
+        const char *names[] = {"busy_s", "idle_s",         "bubble_s",   "comm_s",     "host_s",
+                               "exposed_host_s", "memory_gib", "data_wait_s"};
         const double vals[] = {st->busy_s, st->idle_s,         st->bubble_s,  st->comm_s,
-                               st->host_s, st->exposed_host_s, st->memory_gib};
-        for (int k = 0; k < 7; k++) {
+                               st->host_s, st->exposed_host_s, st->memory_gib, st->data_wait_s};
+        for (int k = 0; k < 7 + (isfinite(st->data_wait_s) ? 1 : 0); k++) {
             fprintf(f, ", \"%s\": ", names[k]);
             jval(f, vals[k]);
         }
@@ -143,6 +164,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     }
     if (sim->padding)
         jnum(f, "padded_fraction", m->oom ? NAN : m->padded_fraction, 0);
+    if (sim->sc.data.workers >= 0)
+        run_data(f, m);
     fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);
     fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);

@@ -106,6 +106,42 @@ static void print_oom(const mm_sim *sim, const mm_metrics *m, int64_t run_id, co
         printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
 }
 
+/* The data loader (data.workers >= 0): how long the step waited for data,
+ * and, when the loader is the bottleneck, the workers per GPU (and cores)
+ * that would keep up. */
+static void print_data(const mm_sim *sim, const mm_metrics *m)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_cluster *c = sim->cluster;
+    int W = sc->data.workers, need = m->data_workers_needed;
+    if (W < 0)
+        return;
+    double load = m->data_wait_s - m->data_h2d_s;
+    printf("  data loader        %10.4f s per iteration waiting for data (%.1f %%), %.4f s of it host-to-device "
+           "copies\n", m->data_wait_s, 100 * m->data_wait_s / m->iteration_time_s, m->data_h2d_s);
+    printf("                     %s, %d worker%s per GPU (the framework's: %d), prefetch %d; %.4f CPU s per "
+           "iteration per DP replica's loader", sim->fw->loader, W, W == 1 ? "" : "s", sim->fw->loader_workers, sc->data.prefetch,
+           m->loader_cpu_s);
+    if (c->cpu_cores > 0)
+        printf("; %d cores for %d GPUs per node", c->cpu_cores, c->gpus_per_node);
+    printf("\n");
+    if (need < 0)
+        printf("                     the loader is the bottleneck: NVDEC alone takes longer than the steps; no worker "
+               "count hides it\n");
+    else if (load > 1e-3 * m->iteration_time_s && (W == 0 || need > W))
+        printf("                     the loader is the bottleneck by %.4f s per iteration: %d workers per GPU "
+               "(%d cores per GPU with the training process) would keep up\n", load, need, need + 1);
+    else if (load > 1e-3 * m->iteration_time_s)
+        printf("                     the loader is the bottleneck by %.4f s per iteration: %d workers per GPU would "
+               "keep up with a core each (%d cores per GPU with the training process)\n", load, need, need + 1);
+    else
+        printf("                     the loader keeps ahead: %d worker%s per GPU would on average\n", need,
+               need == 1 ? "" : "s");
+    if (need >= 0 && c->cpu_cores > 0 && need + 1 > c->cpu_cores / c->gpus_per_node)
+        printf("                     (%d cores per GPU: more than the node's %d)\n", need + 1,
+               c->cpu_cores / c->gpus_per_node);
+}
+
 static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
 {
     const mm_scenario *sc = &sim->sc;
@@ -143,6 +179,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
     printf("  host launches      %10.4f s per rank, %.4f s of them exposed (the GPU waiting for its launches)\n",
            m->host_launch_s, m->exposed_host_s);
+    print_data(sim, m);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
     if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cost/cost_internal.h"
+#include "cost/loader.h"
 #include "hw/net.h"
 #include "parallel/build.h"
 
@@ -115,6 +116,13 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
     free(st);
     if (rc == 0 && sim->wl)
         rc = drawn_micro_batches(sim, bk, err);
+    bk->loader = rc == 0 && sim->sc.data.workers >= 0;
+    if (bk->loader) {
+        mm_loader_cost c;
+        rc = mm_sim_loader_micro_batch(sim, &c, err);
+        bk->loader_cpu_s = c.cpu_s, bk->loader_dev_s = c.dev_s;
+        bk->loader_h2d_s = mm_sim_loader_h2d_s(sim, c.h2d_bytes);
+    }
     return rc;
 }
 
@@ -161,6 +169,10 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
     fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
                "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}",
             indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->p2p_hop_mean_s, bk->dp_grad_s);
+    if (bk->loader)
+        fprintf(f, ",\n%s  \"data_loader\": {\"loader\": \"%s\", \"workers\": %d, \"cpu_s\": %.9g, \"nvdec_s\": %.9g, "
+                   "\"h2d_s\": %.9g}",
+                indent, sim->fw->loader, sim->sc.data.workers, bk->loader_cpu_s, bk->loader_dev_s, bk->loader_h2d_s);
     if (bk->mb_count > 0) {
         fprintf(f, ",\n%s  \"micro_batches\": {\"iteration\": 0, \"replica\": 0, \"count\": %d, \"listed\": %d, "
                    "\"items\": [",
@@ -217,6 +229,11 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
                    "(%.0f launches)\n",
                 v, 1e3 * bk->host[v][0], 1e3 * bk->host[v][1], 1e3 * bk->host[v][2], 1e3 * bk->host[v][3],
                 bk->launches[v][0] + bk->launches[v][1] + bk->launches[v][2] + bk->launches[v][3]);
+    if (bk->loader)
+        fprintf(f, "  loader     %s, %d workers: per micro-batch %.3f ms of one core, NVDEC %.3f, copy %.3f ms (DP "
+                   "replica 0, iteration 0; the run's wait is data_wait_s)\n",
+                sim->fw->loader, sim->sc.data.workers, 1e3 * bk->loader_cpu_s, 1e3 * bk->loader_dev_s,
+                1e3 * bk->loader_h2d_s);
     if (bk->mb_count == 0)
         return;
     /* the drawn micro-batches: one layer each, the split of its forward */

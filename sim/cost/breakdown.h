@@ -61,6 +61,11 @@ typedef struct mm_sim_breakdown {
      * mb_count.  Both 0 without a workload file. */
     int mb_count, n_mb;
     mm_mb_breakdown mb[MM_BK_MAX_MB];
+    /* The data loader (data.workers >= 0; loader false otherwise): one
+     * micro-batch's loading on one core, its NVDEC seconds and its copy to
+     * the GPU (mm_sim_loader_micro_batch) */
+    bool loader;
+    double loader_cpu_s, loader_dev_s, loader_h2d_s;
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */

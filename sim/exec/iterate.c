@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "model/memory.h"
 #include "exec/exec.h"
+#include "exec/loadrun.h"
 #include "exec/symmetry.h"
 #include "util/misc.h"
 
@@ -347,7 +348,7 @@ static bool capacity_oom(const mm_sim *sim, const mm_build_spec *spec, const mm_
 
 /* A periodic stall (checkpoint write) ends the iteration on every rank:
  * it joins the critical path as its own entry. */
-static int crit_add_stall(mm_critpath *cp, double stall_s, double total_s)
+static int crit_add_stall(mm_critpath *cp, double stall_s, double total_s, const char *what)
 {
     mm_crit_entry *e = realloc(cp->e, (size_t)(cp->n + 1) * sizeof *e);
     if (!e)
@@ -356,7 +357,7 @@ static int crit_add_stall(mm_critpath *cp, double stall_s, double total_s)
     for (int i = 0; i < cp->n; i++)
         e[i].share = e[i].seconds / total_s;
     mm_crit_entry x = {.rank = -1, .stage = -1, .seconds = stall_s, .share = stall_s / total_s, .ops = 0};
-    snprintf(x.what, sizeof x.what, "stall");
+    snprintf(x.what, sizeof x.what, "%s", what);
     int at = cp->n;
     while (at > 0 && e[at - 1].seconds < stall_s) {
         e[at] = e[at - 1];
@@ -377,9 +378,10 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
     mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
     mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
+    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN;
     mt->encoder_load_imbalance = mt->padded_fraction = mt->encoder_excess_s = NAN;
     for (int s = 0; s < mt->n_stages; s++)
-        mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = NAN;
+        mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = mt->stages[s].data_wait_s = NAN;
 }
 
 /* Row `it` of mt->dp_rank_load_s and the iteration's load_imbalance from
@@ -481,14 +483,14 @@ static int add_stall(const mm_sim *sim, int it, int P, mm_iter_metrics *im, mm_m
         im->time_s += stall;
         for (int s = 0; s < P; s++)
             mt->stages[s].idle_s += stall;
-        if (rc == 0 && it == sim->sc.iterations - 1 && crit_add_stall(&mt->crit, stall, im->time_s))
+        if (rc == 0 && it == sim->sc.iterations - 1 && crit_add_stall(&mt->crit, stall, im->time_s, "stall"))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
     }
     return rc;
 }
 
 static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec, const mm_sim_costs *costs,
-                         wl_iter *wi, int it, mm_metrics *mt, mm_sim_timeline *tl, mm_err *err)
+                         wl_iter *wi, int it, mm_metrics *mt, mm_sim_timeline *tl, mm_loader_acc *la, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -549,6 +551,8 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         if (it == iters - 1 && !sim->headline_only && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
         rc = add_stall(sim, it, P, im, mt, rc, err);
+        mm_loader_acc_iter(sim, la, it, sim->wl ? wi->samples : NULL, (int)sc->train.global_batch,
+                           sim->wl ? wi->m : spec->m);
     }
     free(busy_before);
     free(host_wait);
@@ -565,6 +569,55 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         free(host_start);
     }
     return rc;
+}
+
+/* No loader modeled (data.workers -1): its metrics are NAN. */
+static void no_data_wait(mm_metrics *mt)
+{
+    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN;
+    mt->data_workers_needed = 0;
+    for (int i = 0; i < mt->n_iters; i++)
+        mt->iters[i].data_wait_s = mt->iters[i].data_h2d_s = mt->iters[i].loader_cpu_s = NAN;
+    for (int s = 0; s < mt->n_stages; s++)
+        mt->stages[s].data_wait_s = NAN;
+}
+
+/* The data loader's waits (exec/loadrun.h) added to each iteration: its
+ * time, every stage's idle time (the whole step waits), and the last
+ * iteration's critical path; their means into mt.  Before summarize. */
+static int apply_data_wait(const mm_sim *sim, const mm_loader_acc *la, mm_metrics *mt, mm_err *err)
+{
+    int n = mt->n_iters, P = mt->n_stages;
+    if (!la->iters) {
+        no_data_wait(mt);
+        return 0;
+    }
+    double *buf = malloc(4 * (size_t)n * sizeof *buf);
+    if (!buf)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    double *step = buf, *wait = buf + n, *h2d = buf + 2 * n, *cpu = buf + 3 * n;
+    for (int i = 0; i < n; i++)
+        step[i] = mt->iters[i].time_s;
+    int rc = mm_loader_acc_waits(sim, la, step, wait, h2d, cpu, &mt->data_workers_needed);
+    double sw = 0, sh = 0, sc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        mm_iter_metrics *im = &mt->iters[i];
+        double w = wait[i] + h2d[i];
+        im->data_wait_s = w, im->data_h2d_s = h2d[i], im->loader_cpu_s = cpu[i];
+        im->time_s += w;
+        for (int s = 0; s < P; s++)
+            mt->stages[s].idle_s += w;
+        sw += w, sh += h2d[i], sc += cpu[i];
+        if (w > 0 && i == n - 1 && !sim->headline_only && crit_add_stall(&mt->crit, w, im->time_s, "data wait"))
+            rc = -1;
+    }
+    free(buf);
+    if (rc)
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the data loader");
+    mt->data_wait_s = sw / n, mt->data_h2d_s = sh / n, mt->loader_cpu_s = sc / n;
+    for (int s = 0; s < P; s++)
+        mt->stages[s].data_wait_s = sw / n;
+    return 0;
 }
 
 /* The run's means over iterations, nearest-rank percentiles and rates. */
@@ -647,8 +700,9 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     mm_engine *eng = mm_engine_alloc();
     mm_build_spec spec = {0};
     wl_iter wi = {0}; /* a workload file's per-iteration arrays */
-    int rc = 0;
-    if (!mt->iters || !mt->stages || !mt->dp_rank_load_s || !eng) {
+    mm_loader_acc la;  /* the data loader's costs per iteration and replica */
+    int rc = mm_loader_acc_init(sim, &la);
+    if (rc || !mt->iters || !mt->stages || !mt->dp_rank_load_s || !eng) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
@@ -678,7 +732,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         goto out;
     }
     for (int it = 0; it < iters && rc == 0; it++) {
-        rc = run_iteration(sim, eng, &spec, &costs, &wi, it, mt, tl, err);
+        rc = run_iteration(sim, eng, &spec, &costs, &wi, it, mt, tl, &la, err);
         if (rc == 0 && sim->progress)
             sim->progress(it + 1, iters, sim->progress_ctx);
     }
@@ -688,8 +742,11 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         goto out;
     }
     if (rc == 0)
+        rc = apply_data_wait(sim, &la, mt, err);
+    if (rc == 0)
         summarize(sim, eng, mt);
 out:
+    mm_loader_acc_free(&la);
     mt->wall_s = mm_host_seconds() - t_host;
     mm_sim_costs_free(&costs);
     mm_sim_wl_iter_free(&wi);

@@ -38,6 +38,12 @@ typedef struct mm_iter_metrics {
     double encoder_excess_s; /* the slowest encoder rank's compute minus the
                                 ranks' mean: what the imbalance costs when
                                 the others wait for it (colocated) */
+    /* the data loader (exec/dataload.h; NAN when data.workers is -1) */
+    double data_wait_s;     /* the step waiting for its micro-batches, and
+                               their host-to-device copies (in time_s) */
+    double data_h2d_s;      /* of which the copies (the slowest GPU's) */
+    double loader_cpu_s;    /* the most CPU seconds one GPU's loader spent
+                               on the step's samples (one core) */
 } mm_iter_metrics;
 
 /* Per pipeline stage, averaged over iterations and over the DP replicas. */
@@ -48,6 +54,8 @@ typedef struct mm_stage_metrics {
     double comm_s;   /* communication stream busy time per iteration */
     double host_s;   /* host seconds issuing its compute-stream ops */
     double exposed_host_s; /* its compute stream waiting for the host */
+    double data_wait_s;    /* the stage idle while the step waits for data
+                              (the whole step waits: every stage alike) */
     double bubble_s; /* compute stream idle inside the pipeline phase (from
                         the iteration's start to its last forward/backward
                         op): the stage's share of the pipeline bubble */
@@ -73,6 +81,10 @@ typedef struct mm_metrics {
     double exposed_comm_s;
     double host_launch_s;  /* per rank and iteration (mm_iter_metrics) */
     double exposed_host_s; /* per rank and iteration */
+    /* the data loader, per iteration (NAN when data.workers is -1) */
+    double data_wait_s, data_h2d_s, loader_cpu_s;
+    int data_workers_needed; /* workers per GPU that keep up on average
+                                (mm_loader_workers_needed); -1: none can */
     double peak_memory_gib; /* the peak over every GPU and iteration */
     double peak_memory_bound_gib;  /* workload file: the early check's bound
                                       (every micro-batch its largest sample) */

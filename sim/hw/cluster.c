@@ -20,7 +20,7 @@ static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
                                        "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
-                                       "overlap_slowdown", "fp8_gemm_speedup", NULL};
+                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
@@ -32,7 +32,7 @@ static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
                                         "pcie_efficiency", "pcie_switches",
                                         "pcie_allreduce_busbw_gb_s", "pcie_latency_us", "nics",
                                         "nic_gbit_s", "p2p_sendrecv", "p2p_channels",
-                                        "p2p_channels_per_peer", "p2p_latency_us", NULL};
+                                        "p2p_channels_per_peer", "p2p_latency_us", "cpu_cores", NULL};
 static const char *const fabric_keys[] = {"allreduce_busbw_gb_s", "latency_us", "kind",
                                           "nodes_per_leaf", "oversubscription", "spines",
                                           "hop_latency_us", "p2p_sendrecv", "p2p_channels_per_peer",
@@ -191,6 +191,12 @@ static int load_gpu(const mm_doc *d, mm_node *g, mm_gpu_spec *gpu, mm_err *err)
     gpu->hbm_bytes = hbm_gb * 1e9;
     gpu->hbm_bw = hbm_gbs * 1e9;
     gpu->kernel_overhead_s = launch_us * 1e-6;
+    /* NVDEC video decoder engines (the data loader's video decoder:
+     * nvdec, cost/loader.h); absent: 0 */
+    int64_t nvdec = 0;
+    if ((rc = mm_node_int(d, g, "nvdec", "gpu.nvdec", 0, 64, &nvdec, &found, err)))
+        return rc;
+    gpu->nvdec = (int)nvdec;
     /* CUDA compute capability (8.0 A100, 9.0 H100/H200): frameworks pick
      * kernels by it (the frameworks/ profiles); 0 when unstated */
     gpu->compute_capability = 0;
@@ -422,6 +428,12 @@ static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
     if ((rc = mm_node_int(d, n, "pcie_switches", "node.pcie_switches", 1, gpn, &sw, &found, err)))
         return rc;
     c->pcie_switches = (int)sw;
+    /* the host CPU cores of a node (the data loader's, cost/loader.h);
+     * absent: 0, and a scenario that models the loader is refused */
+    int64_t cores = 0;
+    if ((rc = mm_node_int(d, n, "cpu_cores", "node.cpu_cores", 1, 1 << 20, &cores, &found, err)))
+        return rc;
+    c->cpu_cores = (int)cores;
     if (c->nics_per_node > c->gpus_per_node)
         return bad_key(d, n, "nics", "node.nics", "more NICs than GPUs is not modeled", err);
     return 0;

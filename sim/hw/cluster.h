@@ -48,6 +48,7 @@ typedef struct mm_gpu_spec {
     double attn_eff;      /* flash-attention achieved / peak */
     double mem_eff;       /* achieved / peak HBM bandwidth, fused kernels */
     double kernel_overhead_s; /* fixed cost per kernel launch */
+    int nvdec;                /* NVDEC video decode engines (gpu.nvdec); 0: none given */
     /* Elements per second torch's dropout kernels draw their masks at
      * (Philox, integer-bound: gpu.dropout_gelems_s); 0 when the file does
      * not state it, and dropout is then timed by its bytes alone. */
@@ -113,6 +114,7 @@ typedef struct mm_cluster {
     double pcie_bw;       /* GPU or NIC <-> PCIe switch, per direction; 0: not modeled */
     double pcie_eff;      /* achieved / pcie_bw for DMA through the switch */
     int pcie_switches;    /* per node; GPUs and NICs spread evenly over them */
+    int cpu_cores;        /* host CPU cores per node (node.cpu_cores); 0: not given */
     int nics_per_node;
     double nic_bw;        /* bytes/s per NIC per direction */
     double net_eff;       /* NCCL busbw / NIC line rate, multi-node all-reduce */

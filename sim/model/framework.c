@@ -16,7 +16,7 @@ const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
                                        "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", "host",
-                                       NULL};
+                                       "loader", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
                                        NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
@@ -36,6 +36,7 @@ static const char *const sync_zero_keys[] = {"zero0", "zero1", "zero2", NULL};
 static const char *const host_keys[] = {"launch_us", "forward_op_us", "backward_op_us", "module_us",
                                         "graph_launch_us", "cuda_graphs", NULL};
 static const char *const graph_keys[] = {"layer", "full", NULL};
+static const char *const loader_keys[] = {"name", "workers", "rates", NULL};
 
 typedef struct rd {
     const mm_doc *d;
@@ -179,6 +180,31 @@ static int read_host(const rd *r, mm_node *root, mm_framework *fw)
     return rc;
 }
 
+/* The optional loader section: which data loader the framework's training
+ * scripts build, its default worker count and its rates file (relative to
+ * the profile; absent: PyTorch's DataLoader defaults, num_workers 0, and
+ * loader-rates.yaml beside the profile). */
+static int read_loader(const rd *r, mm_node *root, mm_framework *fw)
+{
+    snprintf(fw->loader, sizeof fw->loader, "pytorch-dataloader");
+    snprintf(fw->loader_rates, sizeof fw->loader_rates, "loader-rates.yaml");
+    fw->loader_workers = 0;
+    if (!mm_node_get(root, "loader"))
+        return 0;
+    mm_node *l;
+    bool found = false;
+    int rc = section(r, root, "loader", "loader", loader_keys, &l);
+    if (!rc)
+        rc = mm_node_str(r->d, l, "name", "loader.name", fw->loader, sizeof fw->loader, &found, r->err);
+    if (!rc)
+        rc = need(r, l, "loader.name", found && fw->loader[0]);
+    if (!rc)
+        rc = req_int(r, l, "workers", "loader.workers", 0, 4096, &fw->loader_workers);
+    if (!rc)
+        rc = mm_node_str(r->d, l, "rates", "loader.rates", fw->loader_rates, sizeof fw->loader_rates, &found, r->err);
+    return rc;
+}
+
 static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
 {
     mm_node *g, *o, *b;
@@ -277,6 +303,8 @@ int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
         rc = read_rest(&r, root, fw);
     if (!rc)
         rc = read_host(&r, root, fw);
+    if (!rc)
+        rc = read_loader(&r, root, fw);
     snprintf(fw->source, sizeof fw->source, "%s", path);
     mm_doc_free(&d);
     return rc;

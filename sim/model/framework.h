@@ -78,6 +78,10 @@ typedef struct mm_framework {
                      * gradients); false: the generic twice the forward */
     double hidden_dropout;      /* dropout rate on the two residual branches (0: none) */
     mm_fw_host host;            /* the host thread that issues the kernels */
+    char loader[48];            /* its data loader (the profile's loader.name) */
+    int loader_workers;         /* its default loader workers per GPU */
+    char loader_rates[256];     /* its rates file, relative to the profile
+                                   (model/loadrates.h; loader.rates) */
     int grad_reduce_bytes[MM_DTYPE_COUNT]; /* DP gradient reduce element size, by train.precision */
     double step_bytes_per_param; /* optimizer step HBM traffic per parameter on this rank */
     bool grad_norm;             /* gradient clipping: an L2 norm over every gradient + all-reduce */

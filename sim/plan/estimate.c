@@ -434,6 +434,7 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metri
     mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
+    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN; /* and the data loader's wait */
     free(ranks);
     return 0;
 }

@@ -183,6 +183,33 @@ static int check_batch(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The data section (cost/loader.h) against the cluster: what it needs the
+ * topology to say, and prefetch without workers (PyTorch refuses it). */
+static int check_data(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_cluster *c = sim->cluster;
+    if (sc->data.workers < 0)
+        return 0;
+    if (sc->data.workers == 0 && mm_scenario_key_given(sc, "data.prefetch"))
+        return mm_scenario_fail(sc, err, "data.prefetch",
+                                "prefetch applies to loader workers only: PyTorch refuses prefetch_factor with "
+                                "num_workers 0; set data.workers > 0 or drop data.prefetch");
+    if (sc->data.workers > 0 && c->cpu_cores <= 0)
+        return mm_scenario_fail(sc, err, "data.workers",
+                                "loader workers run on the node's CPU cores, and topology %s gives no "
+                                "node.cpu_cores", c->source);
+    if (c->pcie_bw <= 0)
+        return mm_scenario_fail(sc, err, "data.workers",
+                                "batches are copied to the GPU over PCIe, and topology %s gives no node.pcie_gb_s",
+                                c->source);
+    if (sc->data.video_decoder == MM_VDEC_NVDEC && c->gpu.nvdec <= 0)
+        return mm_scenario_fail(sc, err, "data.video_decoder",
+                                "nvdec decodes on the GPU's NVDEC engines, and topology %s gives no gpu.nvdec",
+                                c->source);
+    return 0;
+}
+
 /* The FP8 keys: only under train.precision fp8, and a recipe the GPU runs
  * (Transformer Engine refuses the others at start-up). */
 static int check_fp8(const mm_sim *sim, mm_err *err)
@@ -254,7 +281,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (m->heads % L->lay.tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
-    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)))
+    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_data(sim, err)))
         return rc;
     int frc = check_frozen(sim, err);
     if (frc)

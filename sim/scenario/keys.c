@@ -26,6 +26,7 @@ const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
 const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
+const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
@@ -171,6 +172,26 @@ const mm_key mm_keys[] = {
      "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
      "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
      F(train.grad_reduce), 0},
+    {"data", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
+    {"data.workers", MM_KT_INT, 0, INT64_C(-1), INT64_C(4096), 0, 0, NULL, "-1", NULL,
+     "data-loader worker processes per GPU (PyTorch DataLoader num_workers): -1 the loader is not modeled "
+     "(the step never waits for data); 0 loading in the training process, serially before each micro-batch; "
+     "N > 0 N worker processes on the node's CPU cores (topology node.cpu_cores) loading ahead",
+     F(data.workers), 0},
+    {"data.prefetch", MM_KT_INT, 0, POS, 0, 0, NULL, "2", NULL,
+     "batches each worker loads ahead (PyTorch DataLoader prefetch_factor, default 2); refused with "
+     "data.workers 0 as PyTorch refuses it",
+     F(data.prefetch), 0},
+    {"data.image_megapixels", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e4, NULL, "0", NULL,
+     "decoded size of each source image (JPEG); 0: the pixels of its tiles (a lower bound)",
+     F(data.image_megapixels), 0},
+    {"data.video_megapixels", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e4, NULL, "0", NULL,
+     "decoded size of each video frame at the source resolution; 0: the encoder's input frame (a lower bound)",
+     F(data.video_megapixels), 0},
+    {"data.video_decoder", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_video_decoder_names, "cpu", NULL,
+     "video decoder: cpu (FFmpeg software decode in the loader workers, as decord) or nvdec (the GPU's "
+     "NVDEC engines, topology gpu.nvdec)",
+     F(data.video_decoder), 0},
     {"parallel", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     LAYOUT(llm, MM_KF_ALWAYS, "the LLM's layout (tp x cp x pp x dp = its GPUs)", "4", "2", "1", "2", "1", "1"),
     LAYOUT(vision, 0, "the vision encoder's layout (cp, vpp, ep stay 1); absent: none", "1", "1", NULL, "16",

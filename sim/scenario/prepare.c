@@ -272,6 +272,19 @@ _Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_
                    MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
                "mm_train_padding follows mm_padding");
 
+/* The profile's loader.rates, relative to the profile's folder (as given
+ * when absolute), into sim->rates. */
+static int load_loader_rates(mm_sim *sim, mm_err *err)
+{
+    const char *rates = sim->fw->loader_rates, *slash = strrchr(sim->framework_path, '/');
+    char path[MM_SIM_PATH_MAX + 256];
+    if (rates[0] == '/' || !slash)
+        snprintf(path, sizeof path, "%s", rates);
+    else
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - sim->framework_path), sim->framework_path, rates);
+    return mm_loader_rates_load(path, &sim->rates, err);
+}
+
 /* train.framework: a profile name (frameworks/NAME.yaml, found like any
  * data file) or a profile file; then the padding (train.padding unless
  * auto, else the profile's) and the attention kernel: train.attention
@@ -290,6 +303,8 @@ static int load_framework(mm_sim *sim, mm_err *err)
                                 "no framework profile '%s' (frameworks/: megatron-core, megatron-local, "
                                 "hf-deepspeed, fsdp; or a profile file)", sc->train.framework);
     int rc = mm_framework_load(sim->framework_path, sim->fw, err);
+    if (!rc && sc->data.workers >= 0)
+        rc = load_loader_rates(sim, err);
     if (rc)
         return rc;
     /* train.grad_reduce overrides the profile's element for this precision,

@@ -54,6 +54,8 @@ typedef enum { MM_NET_FLOW, MM_NET_ANALYTIC } mm_network_kind;
 typedef enum { MM_CP_RING, MM_CP_ULYSSES } mm_cp_comm;
 /* train.cuda_graphs: which kernels the host replays as CUDA graphs */
 typedef enum { MM_GRAPHS_NONE, MM_GRAPHS_LAYER, MM_GRAPHS_FULL } mm_cuda_graphs;
+/* data.video_decoder: where video frames are decoded */
+typedef enum { MM_VDEC_CPU, MM_VDEC_NVDEC } mm_video_decoder;
 /* auto: what train.framework's profile runs on the GPU; the others override it */
 typedef enum {
     MM_ATTN_AUTO, MM_ATTN_FLASH, MM_ATTN_UNFUSED, MM_ATTN_FLASH1, MM_ATTN_FLASH2, MM_ATTN_FLASH3, MM_ATTN_CUDNN,
@@ -82,6 +84,7 @@ extern const char *const mm_batching_names[];
 extern const char *const mm_network_names[];
 extern const char *const mm_cp_comm_names[];
 extern const char *const mm_cuda_graphs_names[];
+extern const char *const mm_video_decoder_names[];
 extern const char *const mm_attention_names[];
 extern const char *const mm_train_padding_names[];
 extern const char *const mm_train_overlap_names[];
@@ -140,6 +143,14 @@ typedef struct mm_scenario {
         bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
         int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
     } train;
+    /* the data pipeline (cost/loader.h): loader workers per GPU (-1 not
+     * modeled, 0 in the training process), prefetch_factor, source sizes */
+    struct {
+        int workers;
+        int prefetch;
+        double image_megapixels, video_megapixels; /* 0: the encoder's input size */
+        mm_video_decoder video_decoder;
+    } data;
     struct {
         mm_module_layout llm, vision, audio;
         mm_placement placement;

@@ -13,6 +13,7 @@
 #include "hw/cluster.h"
 #include "model/llm.h"
 #include "model/framework.h"
+#include "model/loadrates.h"
 #include "model/mllm.h"
 #include "workload/workload.h"
 #include "scenario/scenario.h"
@@ -72,6 +73,9 @@ typedef struct mm_sim {
     char *framework_path;    /* into paths */
     mm_attn_impl attn;
     mm_padding padding;
+    /* the data loader's per-core rates (the profile's loader.rates), read
+     * when data.workers >= 0; zero otherwise */
+    mm_loader_rates rates;
     /* Optional, set by the caller after mm_sim_prepare (which clears it):
      * called after each simulated iteration, so that a long run can show
      * its progress (mmsim run draws it on a terminal).  NULL: none. */

@@ -34,6 +34,7 @@ int mm_fuzz_sweep(const uint8_t *data, size_t size);
 int mm_fuzz_megatron(const uint8_t *data, size_t size);
 int mm_fuzz_torchtitan(const uint8_t *data, size_t size);
 int mm_fuzz_framework(const uint8_t *data, size_t size);
+int mm_fuzz_loadrates(const uint8_t *data, size_t size);
 
 #ifdef MM_FUZZ_LIBFUZZER
 #define MM_FUZZ_ENTRY(fn)                                                                      \

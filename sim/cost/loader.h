@@ -1,0 +1,51 @@
+/* loader.h - what the data pipeline costs per sample: the CPU seconds a
+ * loader worker spends turning one stored sample into tensors (JPEG
+ * decode, resize into tiles, video frame decode, tokenisation), the
+ * seconds the GPU's NVDEC engines spend on its video frames, and the bytes
+ * of the tensors copied host to device over PCIe.  Every rate is a
+ * published single-core (or single-engine) figure, cited in loader.c.
+ * The executor (exec/dataload.h) runs these against the step.
+ * Not for: queueing the loader against the step (exec/dataload.c), or
+ * checking the data keys (scenario/check.c). */
+#ifndef MM_COST_LOADER_H
+#define MM_COST_LOADER_H
+
+#include <stdbool.h>
+
+#include "scenario/sim.h"
+
+typedef struct mm_loader_cost {
+    double cpu_s;     /* one loader worker's CPU seconds (one core) */
+    double dev_s;     /* NVDEC seconds (data.video_decoder: nvdec) */
+    double h2d_bytes; /* tensors copied host to device */
+} mm_loader_cost;
+
+/* Adds one sample's cost to *c.  tokenize: its text is tokenised in the
+ * loader (a workload's samples: conversations formatted and tokenised on
+ * the fly, as LLaVA's and Megatron-Energon's task encoders do); false for
+ * `workload: text` (Megatron's GPTDataset reads pre-tokenised tokens). */
+void mm_sim_loader_sample(const mm_sim *sim, const mm_sample *s, bool tokenize, mm_loader_cost *c);
+
+/* Every sample without a workload file: the fixed sample (returns true: it
+ * is tokenised in the loader), or train.seq_len pre-tokenised text tokens
+ * (false), as mm_sim_check_workload sized them (a model without an
+ * encoder: text). */
+bool mm_sim_loader_fixed_sample(const mm_sim *sim, mm_sample *s);
+
+/* One micro-batch's loading, the mean over those DP replica 0 loads in
+ * iteration 0 (the samples r, r + dp, ... of the iteration's draw, as the
+ * run prices them; without a workload file micro_batch fixed samples):
+ * *c, or -code when the draw fails.  The --breakdown's figure. */
+int mm_sim_loader_micro_batch(const mm_sim *sim, mm_loader_cost *c, mm_err *err);
+
+/* Seconds to copy `bytes` host to device on one GPU's PCIe link (pinned
+ * memory, the topology's node.pcie_gb_s at its DMA efficiency). */
+double mm_sim_loader_h2d_s(const mm_sim *sim, double bytes);
+
+/* How much slower each worker runs when the node's CPU cores are shared:
+ * each GPU's training process keeps one core, its `workers` workers share
+ * the rest of its cores_per_gpu = node.cpu_cores / GPUs per node:
+ * max(1, workers / max(1, cores_per_gpu - 1)).  1 for workers <= 0. */
+double mm_sim_loader_slowdown(const mm_sim *sim, int workers);
+
+#endif
