@@ -64,9 +64,12 @@ typedef enum mm_projector_type {
     MM_PROJ_IDEFICS3, /* Idefics3Connector: pixel shuffle, one Linear without bias */
     MM_PROJ_GEMMA3,   /* Gemma3MultiModalProjector: average pool of the patch grid,
                        * RMSNorm over the encoder width, one Linear without bias */
-    MM_PROJ_MISTRAL3  /* Mistral3MultiModalProjector: RMSNorm over the encoder width, patch
+    MM_PROJ_MISTRAL3, /* Mistral3MultiModalProjector: RMSNorm over the encoder width, patch
                        * merger Linear(4c, c) without bias, Linear(c, llm), GELU,
                        * Linear(llm, llm) (biases: `bias`) */
+    MM_PROJ_MEGATRON  /* Megatron-Core's MultimodalProjector "mlp" (LLaVAModel's default):
+                       * optional norm over `in` (LayerNorm or RMSNorm: `norm`, `rmsnorm`),
+                       * Linear(in, mid), activation, Linear(mid, out) (biases: `bias`) */
 } mm_projector_type;
 
 typedef struct mm_projector {
@@ -75,7 +78,10 @@ typedef struct mm_projector {
     int64_t in, out;    /* in: encoder width (x 1/ratio^2 after pixel shuffle) */
     bool rmsnorm;       /* QWEN_MERGER: Qwen2.5-VL's RMSNorm ln_q (Qwen2-VL: LayerNorm) */
     int64_t norm_dim;   /* QWEN_MERGER, MISTRAL3, GEMMA3: width of the norm (the encoder's) */
-    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias) */
+    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias);
+                         * MEGATRON: both Linears biased (add_bias_linear) */
+    int64_t mid;        /* MEGATRON: the hidden width (the projection config's ffn_hidden_size) */
+    bool norm;          /* MEGATRON: a norm over `in` before the first Linear */
 } mm_projector;
 
 #define MM_MAX_GRIDS 64

@@ -226,7 +226,7 @@ static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, in
             return mm_hf_fail(r, "fullatt_block_indexes", "%lld full-attention blocks in a %lld-block tower",
                               (long long)e->full_layers, (long long)e->layers);
     }
-    *merger = (mm_projector){MM_PROJ_QWEN_MERGER, 2, 0, out, v25, e->hidden, false};
+    *merger = (mm_projector){MM_PROJ_QWEN_MERGER, 2, 0, out, v25, e->hidden, false, 0, false};
     return 0;
 }
 
@@ -365,9 +365,12 @@ static int parse_projector(const mm_doc *d, mm_node *node, const char *key, cons
     else if (sscanf(type, "mlp%dx_gelu%n", &depth, &used) == 1 && used == (int)strlen(type) && depth >= 1 &&
              depth <= 16)
         p->type = MM_PROJ_MLP_GELU, p->depth = depth;
+    else if (!strcmp(type, "megatron_mlp"))
+        p->type = MM_PROJ_MEGATRON, p->depth = 2;
     else
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(node), key,
-                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl)", type);
+                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl, megatron_mlp)",
+                          type);
     return 0;
 }
 
@@ -619,7 +622,7 @@ static int gemma3_projector(mm_hf *r, mm_model *m)
     if (side * side != ntok || g % side)
         return mm_hf_fail(r, "mm_tokens_per_image", "%lld tokens are not a square that divides the %lld x %lld "
                           "patch grid", (long long)ntok, (long long)g, (long long)g);
-    m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false};
+    m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false, 0, false};
     m->pixel_shuffle = (double)side / (double)g;
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
     return 0;
@@ -640,7 +643,7 @@ static int mistral3_projector(mm_hf *r, mm_node *root, mm_model *m)
     if ((rc = mm_hf_int(r, "spatial_merge_size", 1, 64, &merge2, NULL)) ||
         (rc = mm_hf_bool(r, "multimodal_projector_bias", &pb)))
         return rc;
-    m->vision_proj = (mm_projector){MM_PROJ_MISTRAL3, 3, 0, 0, false, 0, pb};
+    m->vision_proj = (mm_projector){MM_PROJ_MISTRAL3, 3, 0, 0, false, 0, pb, 0, false};
     m->pixel_shuffle = 1.0 / (double)merge2;
     m->dynamic = true;
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
@@ -683,7 +686,7 @@ static int composite_projector(const mm_doc *d, mm_node *root, const char *type,
         int64_t scale = 2; /* Idefics3Config scale_factor */
         if ((rc = mm_hf_int(r, "scale_factor", 1, 64, &scale, NULL)))
             return rc;
-        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0, false};
+        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0, false, 0, false};
         m->pixel_shuffle = 1.0 / (double)scale;
     } else if ((rc = parse_projector(d, mm_node_get(root, "mm_projector_type"), "mm_projector_type", ptype,
                                      &m->vision_proj, err))) {
@@ -738,7 +741,7 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         return keys.code ? (*err = keys, -MM_EINPUT)
                          : mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
     int64_t merge = 1;
-    mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0, false};
+    mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0, false, 0, false};
     rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err);
     if (rc && mm_hf_is_keys_error(err))
         mm_hf_join_keys_error(&keys, err);
@@ -811,7 +814,7 @@ static int read_phi3v(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
     m->has_vision = m->has_llm = true;
     m->tile = e->image_size;
     m->pixel_shuffle = 0.5; /* 2 x 2 patches concatenated */
-    m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
+    m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false, 0, false};
     m->extra_params = sep ? 2 * 4 * dim : 0; /* glb_GN, sub_GN */
     size_projector(&m->vision_proj, e, &m->llm, m->pixel_shuffle);
     return 0;
@@ -845,7 +848,7 @@ static int read_qwen2_audio(const mm_doc *d, mm_node *root, mm_model *m, mm_err 
     if (m->audio.kind != MM_ENC_AUDIO)
         return mm_hf_fail(&r, "audio_config", "'%s' is not an audio encoder", m->audio.model_type);
     m->has_llm = m->has_audio = true;
-    m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
+    m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false, 0, false};
     size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
     return 0;
 }
@@ -862,12 +865,15 @@ static void part_path(const char *yaml, const char *rel, char *out, size_t len)
 
 static const char *const yaml_keys[] = {"name", "vision", "audio", "llm", "projector", "audio_projector",
                                         "image", "source", NULL};
-static const char *const proj_keys[] = {"type", NULL};
+static const char *const proj_keys[] = {"type", "hidden", "norm", "bias", NULL};
 static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", "frame_pool", "anyres_max",
                                          NULL};
 
 static int load_part(const mm_doc *d, mm_node *root, const char *key, mm_model *part, mm_err *err)
 {
+    mm_node *n = mm_node_get(root, key);
+    if (n && mm_node_is_mapping(n)) /* the part's config inline (`mmsim run --megatron-script` writes one) */
+        return mm_model_from_node(d, n, key, part, err);
     char rel[512], path[1024];
     int rc = mm_node_str(d, root, key, key, rel, sizeof rel, NULL, err);
     if (rc)
@@ -938,6 +944,40 @@ static int read_image_keys(const mm_doc *d, mm_node *im, mm_model *m, mm_err *er
     return 0;
 }
 
+/* megatron_mlp's keys: hidden (its ffn_hidden_size, required), norm
+ * (none | layernorm | rmsnorm), bias (add_bias_linear); the other types
+ * take none of them.  A part of read_yaml_form. */
+static int megatron_projector_keys(const mm_doc *d, mm_node *p, const char *key, mm_projector *pj, mm_err *err)
+{
+    char k[64], norm[32] = "none";
+    const char *extra[] = {"hidden", "norm", "bias"};
+    for (int i = 0; i < 3; i++)
+        if (pj->type != MM_PROJ_MEGATRON && mm_node_get(p, extra[i])) {
+            snprintf(k, sizeof k, "%s.%s", key, extra[i]);
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(p, extra[i]), k,
+                              "only a megatron_mlp projector takes it");
+        }
+    if (pj->type != MM_PROJ_MEGATRON)
+        return 0;
+    int rc;
+    bool found = false;
+    snprintf(k, sizeof k, "%s.hidden", key);
+    if ((rc = mm_node_int(d, p, "hidden", k, 1, 1 << 20, &pj->mid, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), k, "missing required key");
+    snprintf(k, sizeof k, "%s.norm", key);
+    if ((rc = mm_node_str(d, p, "norm", k, norm, sizeof norm, NULL, err)))
+        return rc;
+    if (strcmp(norm, "none") && strcmp(norm, "layernorm") && strcmp(norm, "rmsnorm"))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(p, "norm"), k,
+                          "unknown norm '%s' (none, layernorm, rmsnorm)", norm);
+    pj->norm = strcmp(norm, "none") != 0;
+    pj->rmsnorm = !strcmp(norm, "rmsnorm");
+    snprintf(k, sizeof k, "%s.bias", key);
+    return mm_node_bool(d, p, "bias", k, &pj->bias, NULL, err);
+}
+
 static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
 {
     int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
@@ -963,7 +1003,8 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             return rc;
         if (!found)
             return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), kp, "missing required key");
-        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)))
+        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)) ||
+            (rc = megatron_projector_keys(d, p, pkeys[i], pj[i], err)))
             return rc;
     }
     mm_node *im = mm_node_get(root, "image");
@@ -975,9 +1016,9 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
                           (long long)m->vision.image_size);
     finish_grids(m);
     if (m->has_vision && m->vision_proj.type == MM_PROJ_NONE && m->has_llm)
-        m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
+        m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false, 0, false};
     if (m->has_audio && m->audio_proj.type == MM_PROJ_NONE && m->has_llm)
-        m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
+        m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false, 0, false};
     if (m->has_llm) {
         size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
         size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
@@ -990,13 +1031,14 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
     return 0;
 }
 
-/* True when the root is our YAML form: a part named by a path. */
+/* True when the root is our YAML form: a part named by a path, or given
+ * inline as a mapping (no Hugging Face config has these keys). */
 static bool is_yaml_form(mm_node *root)
 {
     const char *k[] = {"llm", "vision", "audio"};
     for (int i = 0; i < 3; i++) {
         mm_node *n = mm_node_get(root, k[i]);
-        if (n && mm_node_is_scalar(n))
+        if (n && (mm_node_is_scalar(n) || mm_node_is_mapping(n)))
             return true;
     }
     return false;
