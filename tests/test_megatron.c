@@ -431,10 +431,8 @@ START_TEST(megatron_example_scripts)
         {"ex-gptoss.sh", "ex-gptoss.sh:16: key 'while'", "bash control flow (`while`)"},
         {"ex-detoxify-gpt-1.3b.sh", "ex-detoxify-gpt-1.3b.sh:28: key 'examples/detxoify_lm/finetune_gpt.py'",
          "an entry script mmsim does not know"},
-        {"ex-mistral-clip-pretrain.sh", "ex-mistral-clip-pretrain.sh:68: key 'examples/multimodal/train.py'",
-         "trains an MLLM"},
-        {"ex-nvlm-yi-34b.sh", "ex-nvlm-yi-34b.sh:64: key 'examples/multimodal/train.py'", "trains an MLLM"},
-        {"ex-nvlm-qwen20-72b.sh", "ex-nvlm-qwen20-72b.sh:68: key 'examples/multimodal/train.py'", "trains an MLLM"},
+        {"ex-mistral-clip-pretrain.sh", "ex-mistral-clip-pretrain.sh:68: key '--tokenizer-type'", "give --vocab-size"},
+        {"ex-nvlm-qwen20-72b.sh", "ex-nvlm-qwen20-72b.sh:68: key '--tokenizer-type'", "give --vocab-size"},
     };
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         ck_assert_int_eq(run("run --megatron-script %s%s --print-scenario", S, ex[i].file), 2);
@@ -484,6 +482,97 @@ START_TEST(megatron_example_scripts)
                          "llm: {tp: 1, pp: 4, cp: 1, dp: 8, vpp: 1, ep: 8, zero: 1,"};
     for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
         ck_assert_msg(strstr(out, mix[i]), "missing '%s' in:\n%.3000s", mix[i], out);
+}
+END_TEST
+
+/* examples/multimodal/train.py scripts read as MLLMs.  Facts of the
+ * restated scripts (Megatron-LM d98e8a64dd): pretrain_mistral_clip.sh is
+ * CLIP ViT-L/14 at 336 px (24 layers, width 1024, MLP 4096, 16 heads), no
+ * class token, into Mistral 7B (32 layers, 4096, GQA 32/8, SwiGLU 14336),
+ * decoder 1024 tokens, both frozen, tp 4; its projector (config.py,
+ * mistral_7b) is Linear(1024, 14336), GELU, Linear(14336, 4096) without
+ * biases or norm: 1024*14336 + 14336*4096 = 73,400,320 parameters, and a
+ * tile is (336/14)^2 = 576 embeddings.  The NVLM Qwen2-72B one: InternViT-6B
+ * at 448 px, patch 14, pixel shuffle: (448/14)^2 / 4 = 256 embeddings per
+ * tile; its projector (qwen2.0_72B) is LayerNorm(12800), Linear(12800,
+ * 29568), Linear(29568, 8192): 2*12800 + 12800*29568 + 29568*8192 =
+ * 620,717,056.  The tokenizer's vocabulary is added (mmsim needs
+ * --vocab-size; 32768 and 152064 are the models' config.json sizes). */
+static void with_vocab(const char *from, const char *to, long vocab)
+{
+    static char text[1 << 16], edited[1 << 16];
+    FILE *in = fopen(from, "r");
+    ck_assert_ptr_nonnull(in);
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *tok = strstr(text, "--tokenizer-type MultimodalTokenizer");
+    ck_assert_ptr_nonnull(tok);
+    snprintf(edited, sizeof edited, "%.*s--vocab-size %ld %s", (int)(tok - text), text, vocab, tok);
+    write_file(to, edited);
+}
+
+START_TEST(megatron_multimodal_scripts)
+{
+    const char *S = "tests/data/megatron/scripts/";
+    char p[512];
+    snprintf(p, sizeof p, "%sex-mistral-clip-pretrain.sh", S);
+    with_vocab(p, "mc.sh", 32768);
+    ck_assert_int_eq(run("run --megatron-script %s/mc.sh --megatron-model %s/mc.json --print-scenario", dir, dir), 0);
+    const char *mc[] = {"model_type: clip_vision_model", "num_hidden_layers: 24", "image_size: 336", "patch_size: 14",
+                        "type: megatron_mlp", "hidden: 14336", "norm: none", "num_hidden_layers: 32",
+                        "num_key_value_heads: 8", "intermediate_size: 14336", "seq_len: 1024",
+                        "frozen: [\"llm\", \"vision\"]", "placement: homogeneous",
+                        "llm: {tp: 4, pp: 1, cp: 1, dp: 4,", "tiles: 1, text_tokens: 448",
+                        "576 embeddings per tile, 1 tiles per sample"};
+    for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++)
+        ck_assert_msg(strstr(out, mc[i]), "missing '%s' in:\n%.4000s", mc[i], out);
+    ck_assert_int_eq(run("model %s/mc.json --json", dir), 0);
+    ck_assert_int_eq((int)jget(out, "tokens_per_tile"), 576);
+    ck_assert_ptr_nonnull(strstr(out, "\"projector\": {\"params\": 73400320}"));
+    /* it runs: the LLM frozen, the projector trained */
+    ck_assert_int_eq(run("run --megatron-script %s/mc.sh --set iterations=1 --set train.global_batch=16 --no-db --json",
+                         dir), 0);
+    ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+
+    snprintf(p, sizeof p, "%sex-nvlm-qwen20-72b.sh", S);
+    with_vocab(p, "q.sh", 152064);
+    ck_assert_int_eq(run("run --megatron-script %s/q.sh --set cluster.nodes=8 --megatron-model %s/q.json "
+                         "--print-scenario", dir, dir), 0);
+    const char *q[] = {"model_type: intern_vit_6b", "num_hidden_layers: 45", "pixel_shuffle: 0.5",
+                       "hidden: 29568", "norm: layernorm", "model_type: qwen2", "num_hidden_layers: 80",
+                       "intermediate_size: 29568", "seq_len: 512", "tiles: 1, text_tokens: 256",
+                       "llm: {tp: 8, pp: 1, cp: 1, dp: 8,", "with zero heads"};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+        ck_assert_msg(strstr(out, q[i]), "missing '%s' in:\n%.4000s", q[i], out);
+    ck_assert_int_eq(run("model %s/q.json --json", dir), 0);
+    ck_assert_int_eq((int)jget(out, "tokens_per_tile"), 256);
+    ck_assert_ptr_nonnull(strstr(out, "\"projector\": {\"params\": 620717056}"));
+
+    /* what is not modeled, all in one message; model.py's own checks */
+    const char *base = "torchrun examples/multimodal/train.py --num-layers 2 --hidden-size 64 "
+                       "--num-attention-heads 4 --seq-length 576 --position-embedding-type rope --vocab-size 1000 "
+                       "--bf16 --decoder-seq-length 1024 --img-h 336 --img-w 336 --patch-dim 14 ";
+    char t[1024];
+    snprintf(t, sizeof t, "%s--vision-model-type radio --num-frames 8\n", base);
+    write_file("bad.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "3 arguments mmsim cannot take") && strstr(errtxt, "RADIO") &&
+                      strstr(errtxt, "--language-model-type: is required") && strstr(errtxt, "--num-frames"),
+                  "%s", errtxt);
+    snprintf(t, sizeof t, "%s--language-model-type mistral_7b --disable-vision-class-token --use-tiling "
+                          "--max-num-tiles 2\n", base);
+    write_file("bad.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "bad.sh:1: key '--decoder-seq-length'") && strstr(errtxt, "2 x 576"), "%s", errtxt);
+    snprintf(t, sizeof t, "%s--language-model-type mistral_7b --img-w 448\n", base);
+    write_file("bad.sh", t); /* CLIP's class token kept */
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--disable-vision-class-token'"), "%s", errtxt);
+    snprintf(t, sizeof t, "%s--language-model-type mistral_7b --img-w 448 --disable-vision-class-token\n", base);
+    write_file("bad.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--img-w'") && strstr(errtxt, "only square tiles"), "%s", errtxt);
 }
 END_TEST
 
@@ -573,6 +662,7 @@ int main(void)
     tcase_add_test(tc, megatron_one_message_and_costless);
     tcase_add_test(tc, megatron_launch_scripts);
     tcase_add_test(tc, megatron_example_scripts);
+    tcase_add_test(tc, megatron_multimodal_scripts);
     tcase_add_test(tc, megatron_script_control_flow);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
