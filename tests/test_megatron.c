@@ -607,16 +607,34 @@ START_TEST(megatron_script_control_flow)
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
     ck_assert_msg(strstr(out, "n_layer: 6"), "%s", out);
     /* a guard on the environment that exits: read past; an undecided branch
-     * that does not exit: read as taken, so its else is not */
+     * that assigns what changes the cost: refused, naming the argument and
+     * the `if`, and so is a value made from it two assignments later */
     snprintf(t, sizeof t, "%sif [[ -z $WORKSPACE ]]; then\n  echo set it\n  exit 1\nfi\nif [ -n \"$WANDB\" ]; then L=3\n"
-             "else L=5\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers $L\n", base);
+             "else L=5\nfi\nM=\"--num-layers $L\"\nN=\"$M --bf16\"\ntorchrun pretrain_gpt.py $ARGS $N\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:12: key '--num-layers'") && strstr(errtxt, "the `if` on line 7") &&
+                      strstr(errtxt, "1 argument mmsim"), "%s", errtxt);
+    /* ... where it changes nothing (a path, a costless option), read past;
+     * a branch that launches is the one the run that trains takes; each
+     * decision is said, with its line */
+    snprintf(t, sizeof t, "%sif [[ -z $WORKSPACE ]]; then\n  echo set it\n  exit 1\nfi\nif [ -n \"$WANDB\" ]; then "
+             "W=\"--wandb-project p --save /a\"\nelse W=\"--save /b\"\nfi\nif [[ $BATCH -eq 0 ]]; then\n"
+             "  torchrun pretrain_gpt.py $ARGS --num-layers 3 $W\nelse\n  srun sh -c \"python x.py $ARGS\"\nfi\n",
+             base);
     write_file("s.sh", t);
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
     ck_assert_msg(strstr(out, "n_layer: 3"), "%s", out);
-    /* each such decision is said, with its line */
     ck_assert_msg(strstr(out, "script: the `if` on line 3 tests what mmsim cannot decide; its branch exits") &&
-                      strstr(out, "script: the `if` on line 7 tests what mmsim cannot decide; its branch is read as "
-                                  "taken"), "%s", out);
+                      strstr(out, "script: the `if` on line 7 tests what mmsim cannot decide; its branch assigns") &&
+                      strstr(out, "script: the `if` on line 10 tests what mmsim cannot decide; its branch launches"),
+                  "%s", out);
+    /* a test on what an undecided branch set is undecided too */
+    snprintf(t, sizeof t, "%sif [ -f /x ]; then S=8B; else S=1B; fi\nif [ \"$S\" = 8B ]; then L=6; else L=1; fi\n"
+             "torchrun pretrain_gpt.py $ARGS --num-layers $L\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--num-layers'") && strstr(errtxt, "the `if` on line 4"), "%s", errtxt);
     /* an undecided branch that sets variables and exits: refused by name */
     snprintf(t, sizeof t, "%sif [ -d /data ]; then\n  L=2\n  exit 0\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers 2\n",
              base);

@@ -284,12 +284,15 @@ static int collect(reader *r, const words *ws)
         if (!d)
             d = mm_mg_arg_find(name);
         const char *value = "";
+        int und = ws->w[i].undecided; /* the name's or its value's undecided branch */
         bool takes = d ? d->arity == MG_VALUE : eq != NULL || (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2));
         if (takes) {
             if (eq)
                 value = eq + 1;
-            else if (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2) != 0)
+            else if (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2) != 0) {
                 value = ws->w[++i].text;
+                und = und ? und : ws->w[i].undecided;
+            }
             else if (d) {
                 problem(&pb, line, name, "needs a value");
                 continue;
@@ -308,6 +311,13 @@ static int collect(reader *r, const words *ws)
         }
         if (d->cls == MG_COSTLESS) {
             note(r->mg, "%s: costless, accepted (%s)", name, d->why);
+            continue;
+        }
+        if (und) {
+            char why[200];
+            snprintf(why, sizeof why, "it comes from a branch of the `if` on line %d, whose test mmsim cannot "
+                     "decide: write the branch to simulate", und);
+            problem(&pb, line, name, why);
             continue;
         }
         if (strchr(value, '$')) {
