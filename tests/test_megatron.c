@@ -549,6 +549,25 @@ START_TEST(megatron_multimodal_scripts)
     ck_assert_int_eq((int)jget(out, "tokens_per_tile"), 256);
     ck_assert_ptr_nonnull(strstr(out, "\"projector\": {\"params\": 620717056}"));
 
+    /* NVLM SFT (sft_qwen20_72b_internvit_6b.sh): pp 4, 6 tiles and a
+     * thumbnail of 256 embeddings with 5 tag tokens each (qwen2p0), so a
+     * 3200-token sample holds 7 x 256 image tokens and 3200 - 1792 = 1408
+     * text tokens (the tags among them); the ViT frozen, the LM trained; the
+     * launch under an undecided `if` is the one taken */
+    snprintf(p, sizeof p, "%sex-nvlm-qwen20-72b-sft.sh", S);
+    with_vocab(p, "qs.sh", 152064);
+    ck_assert_int_eq(run("run --megatron-script %s/qs.sh --set cluster.nodes=32 --print-scenario", dir), 0);
+    const char *qs[] = {"max_tiles: 7", "seq_len: 3200", "tiles: 7, text_tokens: 1408", "frozen: [\"vision\"]",
+                        "llm: {tp: 8, pp: 4, cp: 1, dp: 8,", "5 tag tokens before each tile",
+                        "its branch launches training"};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
+        ck_assert_msg(strstr(out, qs[i]), "missing '%s' in:\n%.4000s", qs[i], out);
+    /* sft_mistral_clip.sh names no precision: FP32, refused */
+    snprintf(p, sizeof p, "%sex-mistral-clip-sft.sh", S);
+    with_vocab(p, "ms.sh", 32768);
+    ck_assert_int_eq(run("run --megatron-script %s/ms.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--bf16'") && strstr(errtxt, "FP32"), "%s", errtxt);
+
     /* what is not modeled, all in one message; model.py's own checks */
     const char *base = "torchrun examples/multimodal/train.py --num-layers 2 --hidden-size 64 "
                        "--num-attention-heads 4 --seq-length 576 --position-embedding-type rope --vocab-size 1000 "

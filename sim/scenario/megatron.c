@@ -798,6 +798,7 @@ typedef struct mllm_args {
     const mm_mg_vision *tower;
     const mm_mg_lm *lm;
     long img, patch, tiles, per_tile, decoder;
+    long tags; /* --use-tile-tags: text tokens before each tile */
     bool shuffle;
     const char *proj_norm;
 } mllm_args;
@@ -856,16 +857,28 @@ static int read_mllm(reader *r, shape *m, mllm_args *a)
      * dropped, a quarter of them after pixel shuffle */
     a->shuffle = has(r, "--pixel-shuffle");
     a->per_tile = (a->img / a->patch) * (a->img / a->patch) / (a->shuffle ? 4 : 1);
+    long maxt = a->tiles;
     a->tiles = has(r, "--use-tiling") ? a->tiles + (has(r, "--use-thumbnail") ? 1 : 0) : 1;
+    if (has(r, "--use-tile-tags")) { /* get_num_image_embeddings: the tags' tokens by prompt format */
+        const char *fmt = get_str(r, "--tokenizer-prompt-format", "");
+        bool qwen = !strncmp(fmt, "qwen", 4);
+        if (!strcmp(fmt, "llama3p1") || !strcmp(fmt, "chatml") || qwen)
+            a->tags = 5 + (qwen && maxt > 10 ? 1 : 0);
+        else if (!strncmp(fmt, "nemotron5", 9))
+            a->tags = 6;
+        else
+            return bad(r, "--use-tile-tags", "with prompt format '%s': train.py defines no tile tags for it", fmt);
+    }
     if (!has(r, "--decoder-seq-length"))
         return bad(r, "--decoder-seq-length", "is required (model.py asserts it: the language model's length)");
     if ((rc = get_long(r, "--decoder-seq-length", 1, 0, &a->decoder)))
         return rc;
-    if (a->decoder <= a->tiles * a->per_tile)
+    if (a->decoder <= a->tiles * (a->per_tile + a->tags))
         return bad(r, "--decoder-seq-length", "%ld is not more than the %ld x %ld image embeddings (model.py asserts "
-                   "it is)", a->decoder, a->tiles, a->per_tile);
-    if (m->seq != a->per_tile)
-        note(r->mg, "--seq-length %ld: train.py sets it to the image embeddings per tile, %ld", m->seq, a->per_tile);
+                   "it is)", a->decoder, a->tiles, a->per_tile + a->tags);
+    if (m->seq != a->per_tile + a->tags)
+        note(r->mg, "--seq-length %ld: train.py sets it to the image embeddings per tile, %ld", m->seq,
+             a->per_tile + a->tags);
     if (!m->rope)
         return bad(r, "--position-embedding-type", "the example's language models use RoPE: give rope");
     if (m->ffn != a->lm->ffn || !m->swiglu || m->bias)
@@ -924,6 +937,8 @@ static int map_mllm(reader *r, const shape *m, const mllm_args *a, const char *n
     set(r, "(the tower on the first stage, the LLM's tp)", "parallel.placement", "homogeneous");
     note(mg, "image: %ld px tiles, patch %ld%s: %ld embeddings per tile, %ld tiles per sample", a->img, a->patch,
          a->shuffle ? ", pixel shuffle (a quarter)" : "", a->per_tile, a->tiles);
+    if (a->tags)
+        note(mg, "--use-tile-tags: %ld tag tokens before each tile, costed as text tokens of the sample", a->tags);
     if (!has(r, "--use-te")) {
         mg->wants_local = true;
         note(mg, "no --use-te: model.py builds Megatron's local layer specs -> train.framework: megatron-local");

@@ -1233,7 +1233,8 @@ static void end_branch(sh *s, frame *f)
                                       : "sets nothing";
         int m = snprintf(msg, sizeof msg, "the %s on line %d tests what mmsim cannot decide; its branch %s",
                          f->is_case ? "`case`" : "`if`", f->line, how);
-        if (mm_mg_words_push(s->notes, msg, (size_t)m, f->line))
+        bool again = s->notes->n && !strcmp(s->notes->w[s->notes->n - 1].text, msg); /* its else, the same */
+        if (!again && mm_mg_words_push(s->notes, msg, (size_t)m, f->line))
             s->oom = true;
     }
     if (f->run == 1 || (f->run < 0 && f->launches))
