@@ -568,6 +568,21 @@ START_TEST(megatron_multimodal_scripts)
     ck_assert_int_eq(run("run --megatron-script %s/ms.sh --print-scenario", dir), 2);
     ck_assert_msg(strstr(errtxt, "key '--bf16'") && strstr(errtxt, "FP32"), "%s", errtxt);
 
+    /* the model form the scripts write: Megatron's projector keys checked */
+    const char *bad_models[][2] = {
+        {"{llm: {model_type: llama, hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 10, "
+         "intermediate_size: 128}, projector: {type: megatron_mlp, norm: layernorm}}", "projector.hidden"},
+        {"{llm: {model_type: llama, hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 10, "
+         "intermediate_size: 128}, projector: {type: megatron_mlp, hidden: 8, norm: batch}}", "unknown norm 'batch'"},
+        {"{llm: {model_type: llama, hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 10, "
+         "intermediate_size: 128}, projector: {type: mlp2x_gelu, hidden: 8}}", "only a megatron_mlp projector"},
+    };
+    for (size_t i = 0; i < sizeof bad_models / sizeof bad_models[0]; i++) {
+        write_file("bm.yaml", bad_models[i][0]);
+        ck_assert_int_eq(run("model %s/bm.yaml --json", dir), 2);
+        ck_assert_msg(strstr(errtxt, bad_models[i][1]), "%s: %s", bad_models[i][1], errtxt);
+    }
+
     /* what is not modeled, all in one message; model.py's own checks */
     const char *base = "torchrun examples/multimodal/train.py --num-layers 2 --hidden-size 64 "
                        "--num-attention-heads 4 --seq-length 576 --position-embedding-type rope --vocab-size 1000 "
