@@ -10,6 +10,11 @@
  *   image: {tile: 384, max_tiles: 10, pixel_shuffle: 1.0, grids: [[1,1],[2,2]]}
  *   audio: whisper-large-v3.json            # optional, with audio_projector
  *
+ * A part may also be given inline, as a mapping of its config's keys, and
+ * the projector may be Megatron-Core's: {type: megatron_mlp, hidden: N,
+ * norm: none|layernorm|rmsnorm, bias: false} (mmsim run --megatron-script
+ * writes such a model for Megatron-LM's multimodal example).
+ *
  * Encoder costs follow the same Megatron conventions as llm.h (matmul
  * FLOPs, 2 per MAC, attention dense), with bidirectional attention.
  * Not for: where encoders run (sim/parallel), memory (memory.h), time. */
