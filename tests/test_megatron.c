@@ -4,6 +4,7 @@
  * shell, as mmsim reads them. */
 #include "scenario/megatron.h"
 #include "scenario/megatron_args.h"
+#include "scenario/megatron_mm.h"
 #include "interop_common.h"
 
 /* ---- Megatron-LM arguments ------------------------------------------------ */
@@ -280,6 +281,16 @@ START_TEST(megatron_one_message_and_costless)
         ck_assert_ptr_eq(mm_mg_arg_find(a->name), a);
     }
     ck_assert_ptr_null(mm_mg_arg_find("--frobnicate"));
+    /* the multimodal example's table the same way: multimodal_args.py's 99
+     * arguments and the core ones train.py gives a meaning of its own */
+    ck_assert_uint_ge(mm_mg_n_mm_args, 99);
+    for (size_t i = 0; i < mm_mg_n_mm_args; i++) {
+        const mm_mg_arg *a = &mm_mg_mm_args[i];
+        ck_assert_msg(i == 0 || strcmp(mm_mg_mm_args[i - 1].name, a->name) < 0, "not sorted at %s", a->name);
+        ck_assert_msg((a->cls == MG_MAPPED) == (a->why == NULL), "%s", a->name);
+        ck_assert_ptr_eq(mm_mg_mm_arg_find(a->name), a);
+    }
+    ck_assert_ptr_null(mm_mg_mm_arg_find("--num-layers")); /* the core table's row stands */
 }
 END_TEST
 

@@ -26,7 +26,7 @@
 #define C_VREC "recomputation inside the vision tower or projector alone is not modeled (train.recompute is one switch)"
 
 /* Sorted by name (bytewise, as strcmp and bsearch order them). */
-static const mm_mg_arg rows[] = {
+const mm_mg_arg mm_mg_mm_args[] = {
     {"--allow-checkpoint-without-temporal-compression", MG_FLAG, MG_COSTLESS, W_MMIO},
     {"--allow-cross-sample-attention", MG_FLAG, MG_NOT_MODELED, C_PACK},
     {"--allow-large-videos", MG_FLAG, MG_NOT_MODELED, C_VIDEO},
@@ -137,6 +137,8 @@ static const mm_mg_arg rows[] = {
     {"--vision-projection-type", MG_VALUE, MG_MAPPED, NULL},
 };
 
+const size_t mm_mg_n_mm_args = sizeof mm_mg_mm_args / sizeof mm_mg_mm_args[0];
+
 static int by_name(const void *key, const void *row)
 {
     return strcmp(key, ((const mm_mg_arg *)row)->name);
@@ -144,7 +146,7 @@ static int by_name(const void *key, const void *row)
 
 const mm_mg_arg *mm_mg_mm_arg_find(const char *name)
 {
-    return bsearch(name, rows, sizeof rows / sizeof rows[0], sizeof rows[0], by_name);
+    return bsearch(name, mm_mg_mm_args, mm_mg_n_mm_args, sizeof mm_mg_mm_args[0], by_name);
 }
 
 /* config.py get_vision_model_config.  InternViT-6B has 25 heads; Megatron

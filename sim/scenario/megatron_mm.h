@@ -17,6 +17,9 @@
  * core ones whose meaning it changes (--img-h, --decoder-seq-length, ...);
  * NULL: the core table's row stands (mm_mg_arg_find). */
 const mm_mg_arg *mm_mg_mm_arg_find(const char *name);
+/* Its rows, sorted by name (bytewise), and their count. */
+extern const mm_mg_arg mm_mg_mm_args[];
+extern const size_t mm_mg_n_mm_args;
 
 /* A vision tower of config.py get_vision_model_config. */
 typedef struct mm_mg_vision {
