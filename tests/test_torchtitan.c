@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "mmsim_exe.h"
+#include "model/fp8.h"
 #include "scenario/torchtitan.h"
 #include "util/toml.h"
 
@@ -254,6 +255,7 @@ START_TEST(float8_converter)
                           "[float8]\nfilter_fqns = [\"output\"]\n[activation_checkpoint]\nmode = \"full\"\n",
                           &tt, &sc, &err), 0);
     ck_assert_int_eq(sc.train.precision, MM_PREC_FP8);
+    ck_assert_int_eq(sc.train.fp8_recipe, MM_FP8_CURRENT); /* torchao tensorwise: dynamic per-tensor scales */
     mm_scenario_free(&sc);
     ck_assert_int_eq(load("[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"quantize.linear.float8\"]\n"
                           "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n"

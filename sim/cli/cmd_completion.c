@@ -7,7 +7,8 @@
  * completion folders; `source <(mmsim completion bash)` works too.
  * What completes: the commands; each command's options, long and short;
  * after --set, the scenario keys (KEY=) and an enumerated key's choices;
- * the values of options with a fixed set of choices (below); files
+ * the values of options with a fixed set of choices (below: plan --emit's
+ * formats, its file then completing as an operand does); files
  * elsewhere.
  * Not for: the usage texts (usage.c). */
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "cli/cli.h"
 #include "hw/coll.h"
 #include "mmsim_config.h"
+#include "plan/emit.h"
 #include "scenario/keys.h"
 
 typedef struct cmd_opts {
@@ -61,6 +63,8 @@ static void option_choices(const char *cmd, const char *opt, char *buf, size_t l
             return;
         }
     }
+    if (!strcmp(cmd, "plan") && !strcmp(opt, "--emit"))
+        list = mm_emit_format_names; /* then the file: an operand, as files */
     size_t n = 0;
     for (int i = 0; list && list[i] && n < len; i++)
         n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " " : "", list[i]);

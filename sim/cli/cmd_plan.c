@@ -1,6 +1,7 @@
 /* cmd_plan.c - `mmsim plan [SCENARIO] --gpus N`: parses the flags, runs the
  * planner (sim/plan/planner.h) and prints the ranked layouts as a table or
- * as one JSON object.  Parsing and printing only.
+ * as one JSON object; with --emit FORMAT FILE hands the pick to the
+ * emitters (sim/plan/emit.h).  Parsing and printing only.
  * Not for: the enumeration, pruning or scoring (planner.c). */
 #include <errno.h>
 #include <math.h>
@@ -14,8 +15,10 @@
 #include "cli/cli.h"
 #include "util/limits.h"
 #include "mmsim_config.h"
+#include "plan/emit.h"
 #include "plan/planner.h"
 #include "scenario/scenario.h"
+#include "scenario/sim.h"
 
 #define MAX_SETS 256
 
@@ -167,6 +170,53 @@ static void print_all(const mm_plan *p)
     }
 }
 
+/* --emit FORMAT FILE: the format (optarg) and the file, the next word,
+ * taken off the command line here (getopt skips past it). */
+static int parse_emit(int argc, char **argv, const char *v, int *fmt, const char **file)
+{
+    *fmt = mm_emit_format_find(v);
+    if (*fmt < 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "takes a format (megatron, torchtitan or deepspeed) and a file, not '%.60s'", v);
+        return bad_arg("--emit", msg);
+    }
+    if (optind >= argc || !argv[optind][0] || (argv[optind][0] == '-' && argv[optind][1]))
+        return bad_arg("--emit", "needs a file after the format: --emit FORMAT FILE");
+    *file = argv[optind++];
+    mm_err err;
+    mm_err_clear(&err);
+    return mm_emit_check_path(*file, &err) ? mm_cli_fail(&err) : 0;
+}
+
+/* The pick as the format's file(s): its scenario prepared, then written. */
+static int emit_pick(const mm_plan_opts *o, const mm_plan *p, int fmt, const char *file)
+{
+    mm_err err;
+    mm_err_clear(&err);
+    mm_plan_pick *pick = calloc(1, sizeof *pick);
+    mm_sim sim;
+    memset(&sim, 0, sizeof sim);
+    if (!pick) {
+        mm_err_set(&err, MM_EINTERNAL, "", 0, "", "out of memory");
+        return mm_cli_fail(&err);
+    }
+    int rc = mm_plan_pick_load(o, p, pick, &err);
+    if (!rc)
+        rc = mm_sim_prepare(&sim, &pick->sc, &err);
+    if (!rc)
+        rc = mm_emit_write((mm_emit_format)fmt, &sim, file, &err);
+    mm_sim_free(&sim);
+    mm_plan_pick_free(pick);
+    free(pick);
+    if (rc)
+        return mm_cli_fail(&err);
+    char comp[1100];
+    mm_emit_companion_path((mm_emit_format)fmt, file, comp, sizeof comp);
+    fprintf(stderr, "mmsim: wrote the pick's %s configuration to %s%s%s\n", mm_emit_format_names[fmt], file,
+            comp[0] ? " and " : "", comp);
+    return 0;
+}
+
 /* The options (cli.h: completion scripts are made from them too). */
 const struct option mm_cli_plan_longopts[] = {
     {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
@@ -177,7 +227,7 @@ const struct option mm_cli_plan_longopts[] = {
     {"placement", required_argument, NULL, 'P'}, {"set", required_argument, NULL, 's'},
     {"quiet", no_argument, NULL, 'q'},         {"verbose", no_argument, NULL, 'v'},
     {"space", required_argument, NULL, 'S'},   {"explain", no_argument, NULL, 'E'},
-    {"prove", required_argument, NULL, 'R'},
+    {"prove", required_argument, NULL, 'R'},   {"emit", required_argument, NULL, 'e'},
     {NULL, 0, NULL, 0}};
 const char mm_cli_plan_shortopts[] = "hg:j:s:qv";
 
@@ -187,7 +237,8 @@ int mm_cli_plan(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     mm_plan_opts o = {.top_k = 8, .jobs = ncpu > 0 ? (int)ncpu : 1, .db = DEFAULT_DB, .version = MMSIM_VERSION};
     const char *space[MAX_SETS];
-    int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0, explain = 0;
+    int json = 0, all = 0, no_db = 0, quiet = 0, verbose = 0, explain = 0, emit_fmt = -1;
+    const char *emit_file = NULL;
     int c, rc = 0;
     while (rc == 0 && (c = mm_cli_getopt(argc, argv, mm_cli_plan_shortopts, mm_cli_plan_longopts)) != -1) {
         const char *v = optarg;
@@ -207,6 +258,7 @@ int mm_cli_plan(int argc, char **argv)
         case 'd': o.db = v; break;
         case 'E': explain = 1; break;
         case 'R': rc = parse_int("--prove", v, 0, 1000000, &o.prove); break;
+        case 'e': rc = parse_emit(argc, argv, v, &emit_fmt, &emit_file); break;
         case 'S':
             if (o.n_space == MAX_SETS)
                 rc = bad_arg("--space", "at most 256 narrowings");
@@ -254,6 +306,7 @@ int mm_cli_plan(int argc, char **argv)
         print_space(&p);
     if (verbose && !json)
         print_all(&p);
+    int erc = emit_fmt >= 0 ? emit_pick(&o, &p, emit_fmt, emit_file) : 0;
     mm_plan_free(&p);
-    return 0;
+    return erc;
 }

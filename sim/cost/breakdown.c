@@ -146,8 +146,8 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
     for (int v = 0; v < n; v++) {
         const mm_opt_breakdown *o = &bk->opt[v];
         fprintf(f, "%s{\"stage\": %d, \"step_s\": %.9g, \"grad_norm_s\": %.9g, \"zero_grad_s\": %.9g, "
-                   "\"total_s\": %.9g}",
-                v ? ", " : "", v, o->step_s, o->grad_norm_s, o->zero_grad_s, o->total_s);
+                   "\"fp8_cast_s\": %.9g, \"total_s\": %.9g}",
+                v ? ", " : "", v, o->step_s, o->grad_norm_s, o->zero_grad_s, o->fp8_cast_s, o->total_s);
     }
     fprintf(f, "],\n%s  \"stages\": [", indent);
     for (int v = 0; v < n; v++)
@@ -206,8 +206,11 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
     int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
     for (int v = 0; v < n; v++) {
         const mm_opt_breakdown *o = &bk->opt[v];
-        fprintf(f, "  optimizer  stage %d: step %.3f, grad norm %.3f, zero grad %.3f = %.3f ms\n", v, 1e3 * o->step_s,
-                1e3 * o->grad_norm_s, 1e3 * o->zero_grad_s, 1e3 * o->total_s);
+        fprintf(f, "  optimizer  stage %d: step %.3f, grad norm %.3f, zero grad %.3f", v, 1e3 * o->step_s,
+                1e3 * o->grad_norm_s, 1e3 * o->zero_grad_s);
+        if (o->fp8_cast_s > 0) /* FP8: the step's weight casts */
+            fprintf(f, ", fp8 weight casts %.3f", 1e3 * o->fp8_cast_s);
+        fprintf(f, " = %.3f ms\n", 1e3 * o->total_s);
     }
     for (int v = 0; v < n; v++)
         fprintf(f, "  host       stage %d: issuing fwd %.3f, bgrad %.3f, wgrad %.3f per micro-batch, optimizer %.3f ms "

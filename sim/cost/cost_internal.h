@@ -12,17 +12,22 @@
 #include "cost/breakdown.h"
 #include "cost/costs.h"
 #include "scenario/sim.h"
+#include "model/fp8.h"
 #include "model/memory.h"
 #include "workload/batch.h"
 
-/* costs.c: a module's recompute mode: parallel.<module>.recompute when
- * given, else train.recompute (mm_recompute). */
-int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
 /* costs.c: the pipeline the LLM's schedule runs: its stages and, placed
  * as stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even
  * when the LLM has one stage).  The time (grad_sync, ZeRO-3's gathers) and
  * the memory (ZeRO-3's gathered parameters) both ask it. */
 int mm_sim_pipe_stages(const mm_sim *sim);
+/* costs.c: the scenario's FP8 options (model/fp8.h); on only under
+ * train.precision fp8. */
+mm_fp8_cfg mm_sim_fp8(const mm_sim *sim);
+/* costs.c: the FP8-weight parameters (fp8.h) one GPU of the LLM holds of a
+ * stage of nl blocks like sv: its blocks' Linear weights over tp, experts
+ * over their EP fold, as stage_params splits them. */
+double mm_sim_fp8_stage_params(const mm_sim *sim, const mm_llm *sv, int nl);
 /* memcost.c: the same as the memory model keeps it (mm_sim_mem_recompute,
  * sim.h: a fused attention kernel never stores the scores) for one module. */
 int mm_sim_mem_recompute_of(const mm_sim *sim, const mm_module_layout *lay);

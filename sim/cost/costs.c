@@ -36,9 +36,22 @@ typedef struct pass_times {
  * framework profile and the attention kernel resolved at load (fwcost.h).
  * Encoders run the same framework's attention kernel, fused (their ops
  * have no unfused expansion), with llm.h's fused memory-bound kernels. */
+mm_fp8_cfg mm_sim_fp8(const mm_sim *sim)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (sc->train.precision != MM_PREC_FP8)
+        return (mm_fp8_cfg){.on = false};
+    return (mm_fp8_cfg){.on = true,
+                        .recipe = (mm_fp8_recipe)sc->train.fp8_recipe,
+                        .param_gather = sc->train.fp8_param_gather,
+                        .grads = sc->train.fp8_grads,
+                        .optimizer = sc->train.fp8_optimizer};
+}
+
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
-    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host};
+    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host,
+                       mm_sim_fp8(sim), 1.0};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
@@ -500,6 +513,73 @@ static void stage_pass(const mm_llm *m, const mm_llm *sv, const pass_times *laye
 /* A stage's gradient and parameter bytes per GPU and its optimizer step
  * (ob; the parameters it updates per GPU into *opt_params_out); a part of
  * stage_costs_bk's loop. */
+double mm_sim_fp8_stage_params(const mm_sim *sim, const mm_llm *sv, int nl)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    double layer = (double)mm_llm_layer_params(sv);
+    if (!(layer > 0))
+        return 0.0;
+    /* the block's share of Linear weights, of its parameters on this rank */
+    double frac = mm_fp8_layer_weight_params(sv) / layer;
+    return stage_params(sim, sv, nl, false, false) / L->lay.tp * (frac < 1.0 ? frac : 1.0);
+}
+
+/* Delayed scaling's amax work of one pass (bwd or not) of a stage's nl
+ * blocks like sv, in seconds (fp8.h mm_fp8_amax_*): the all-reduce (max)
+ * of the region's amaxes over the amax-reduction group, Megatron's tp x
+ * cp x dp ranks (parallel_state get_amax_reduction_group with context
+ * parallelism), on the compute stream and timed alone on the network
+ * (analytic), then the history-and-scale update kernel.  0 for the other
+ * recipes (their scales come from the tensors themselves). */
+static double fp8_region_s(const mm_sim *sim, const mm_llm *sv, int nl, bool bwd)
+{
+    mm_fp8_cfg f = mm_sim_fp8(sim);
+    if (!f.on || f.recipe != MM_FP8_DELAYED || nl < 1)
+        return 0.0;
+    const mm_cluster *c = sim->cluster;
+    const mm_layout *lay = &sim->sc.parallel.llm.lay;
+    int gemms = nl * mm_fp8_layer_gemms(sv), n = lay->tp * (lay->cp > 0 ? lay->cp : 1) * lay->dp;
+    double t = mm_mem_time(&c->gpu, mm_fp8_amax_update_bytes(gemms, bwd));
+    int total = mm_cluster_gpus(c);
+    if (n < 2 || n > total)
+        return t;
+    int *ranks = malloc((size_t)n * sizeof *ranks); /* the group's ranks: tp fastest, then cp, dp */
+    if (!ranks)
+        return t;
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    mm_group_shape sh;
+    mm_group_shape_of(c, ranks, n, &sh);
+    free(ranks);
+    double bytes = mm_fp8_amax_buffer_bytes(gemms, bwd);
+    return t + mm_net_analytic_shape_time(c, MM_COLL_ALLREDUCE, mm_coll_auto(c, MM_COLL_ALLREDUCE, &sh, bytes), &sh,
+                                          bytes);
+}
+
+/* FP8 (mm_sim_fp8) on a stage holding fp8_local FP8-weight parameters per
+ * GPU, fp8_opt of them in its optimizer shard: their gradient and gather
+ * bytes, their optimizer-step bytes (fp8.h's state sizes instead of the
+ * profile's), and the step's weight casts. */
+static void stage_fp8(const mm_sim *sim, double opt_params, double fp8_local, double fp8_opt, int gbytes,
+                      mm_stage_cost *c, mm_opt_breakdown *ob)
+{
+    mm_fp8_cfg f = mm_sim_fp8(sim);
+    if (!f.on)
+        return;
+    const mm_gpu_spec *g = &sim->cluster->gpu;
+    mm_fp8_cfg base = {.on = true, .recipe = f.recipe};
+    c->grad_bytes += fp8_local * (mm_fp8_grad_bytes(&f, gbytes) - gbytes);
+    c->param_bytes += fp8_local * (mm_fp8_gather_bytes(&f) - 2.0);
+    double d = mm_fp8_step_bytes(&f, gbytes) - mm_fp8_step_bytes(&base, gbytes);
+    if (d != 0) { /* the step re-timed with FP8-LM's state bytes */
+        double t0 = ob->step_s;
+        ob->step_s = mm_mem_time(g, opt_params * sim->fw->step_bytes_per_param + fp8_opt * d);
+        ob->total_s += ob->step_s - t0;
+    }
+    ob->fp8_cast_s = mm_mem_time(g, mm_fp8_weight_cast_bytes(&f, fp8_local));
+    ob->total_s += ob->fp8_cast_s;
+}
+
 static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last, int zero, int gbytes,
                           int wbytes, mm_stage_cost *c, mm_opt_breakdown *ob, double *opt_params_out)
 {
@@ -512,6 +592,8 @@ static void stage_weights(const mm_sim *sim, const mm_llm *sv, int nl, bool firs
     c->param_bytes = local * wbytes;
     double opt_params = zero >= 1 ? local / L->lay.dp : local;
     optimizer_phase(sim, local, opt_params, zero, ob);
+    double fp8_local = mm_sim_fp8_stage_params(sim, sv, nl);
+    stage_fp8(sim, opt_params, fp8_local, zero >= 1 ? fp8_local / L->lay.dp : fp8_local, gbytes, c, ob);
     *opt_params_out = opt_params;
 }
 
@@ -525,9 +607,11 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
     double b = (double)sc->train.micro_batch, s = mm_sim_cost_seq(sim);
     int V = L->lay.pp * L->lay.vpp;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
-    const int wbytes = 2; /* bf16/fp16 activations and weights; FP8 changes
-                             only the GEMM peak (Transformer Engine keeps
-                             activations in 16 bits between kernels) */
+    const int wbytes = 2; /* 16-bit activations between kernels and 16-bit
+                             parameters; under FP8 the GEMMs' 1-byte
+                             operands, the cast kernels and the FP8 weights'
+                             bytes come from fp8.h (mm_fw_time_ops,
+                             stage_fp8) */
     mm_sim_breakdown bk_local;
     if (!bk)
         bk = &bk_local;
@@ -569,6 +653,8 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         if (!mm_llm_blocks_uniform(m))
             graphed(sim, &layer);
         stage_pass(m, &sv, &layer, &emb, &head, rc, b, s, nl, first, last, c, mem_frac ? &mem_frac[3 * k] : NULL);
+        c->fwd_s += fp8_region_s(sim, &sv, nl, false);
+        c->bwd_s += fp8_region_s(sim, &sv, nl, true);
         mm_opt_breakdown ob;
         double opt_params;
         stage_weights(sim, &sv, nl, first, last, zero, gbytes, wbytes, c, &ob, &opt_params);
@@ -628,7 +714,9 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     int n = mm_encoder_layer_ops(e->enc, inputs, tp, sp, wbytes, ops, MM_LLM_MAX_OPS);
     if (n < 0)
         return -1;
+    ec.norm_rows = sp ? 1.0 / tp : 1.0; /* the block's norms on tokens / tp under sequence parallelism */
     pass_times layer = time_ops(&ec, ops, n);
+    ec.norm_rows = 1.0;
     graphed(sim, &layer);
     n = mm_encoder_stem_ops(e->enc, inputs, tp, wbytes, ops, MM_LLM_MAX_OPS);
     pass_times stem = n < 0 ? (pass_times){.fwd = 0} : time_ops(&ec, ops, n);
@@ -854,8 +942,10 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
             re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
         }
         l0 += nl;
-        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0);
-        c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0);
+        mm_llm svm = uniform ? *m : mm_llm_stage_view(m, l0 - nl, nl);
+        c->fwd_s = nl * layer.fwd + (first ? emb.fwd : 0) + (last ? head.fwd : 0) + fp8_region_s(sim, &svm, nl, false);
+        c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0) +
+                   fp8_region_s(sim, &svm, nl, true);
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
         c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
         c->bwd_flops = 2 * c->fwd_flops;

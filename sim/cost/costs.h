@@ -69,6 +69,11 @@ void mm_sim_memory_free(mm_sim_memory *m);
  * (mm_framework_overlap: the stage decides what there is to overlap). */
 void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather);
 
+/* A module's recompute mode: parallel.<module>.recompute when given,
+ * else train.recompute (mm_recompute); what the stage costs recompute and
+ * what plan/emit.h writes. */
+int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay);
+
 /* The recompute mode whose activations the memory model counts: train.
  * recompute, except that no recomputation on a flash or cuDNN attention
  * kernel keeps no attention scores (selective's activations). */

@@ -44,12 +44,14 @@ void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, d
 static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
 {
     const mm_gpu_spec *g = c->gpu;
+    /* under FP8 only the Linear GEMMs run FP8 (fp8.h); the rest BF16 */
+    mm_dtype hp = c->dt == MM_DTYPE_FP8 ? MM_DTYPE_BF16 : c->dt;
     switch (o->kind) {
     case MM_OPK_GEMM:
-        return mm_gemm_time(g, c->dt, o->m, o->n, o->k, o->batch, o->bytes);
+        return mm_gemm_time(g, mm_fp8_gemm_op(o) ? c->dt : hp, o->m, o->n, o->k, o->batch, o->bytes);
     case MM_OPK_ATTN: {
         bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
-        return mm_attn_time_impl(g, c->attn, c->dt, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k,
+        return mm_attn_time_impl(g, c->attn, hp, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k,
                                  o->causal, bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
     }
     case MM_OPK_MEM:
@@ -77,11 +79,16 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
 {
     mm_pass_breakdown t;
     memset(&t, 0, sizeof t);
-    mm_op_cost scaled[MM_FW_MAX_OPS];
+    mm_op_cost scaled[2 * MM_FW_MAX_OPS + 1];
     int k = n < MM_FW_MAX_OPS ? n : MM_FW_MAX_OPS;
     memcpy(scaled, ops, (size_t)k * sizeof *ops);
     if (c->fw)
         mm_framework_scale_ops(c->fw, scaled, k);
+    if (c->dt == MM_DTYPE_FP8 && c->fp8.on) { /* after the scaling: the FP8 kernels are TE's own */
+        int r = mm_fp8_rewrite_ops(c->fp8.recipe, c->norm_rows, scaled, k, (int)(sizeof scaled / sizeof *scaled));
+        if (r > 0)
+            k = r;
+    }
     for (int i = 0; i < k; i++) {
         const mm_op_cost *o = &scaled[i];
         int kernels = c->fw ? mm_framework_op_kernels(c->fw, o->name) : 1;
@@ -136,7 +143,9 @@ int mm_fw_time_layer(const mm_fw_ctx *c, const mm_llm *m, const mm_op_cost *ops,
         if (k < 0)
             return -1;
     }
-    *out = mm_fw_time_ops(c, x, k);
+    mm_fw_ctx cr = *c; /* the norms run on the tn tokens of the residual region */
+    cr.norm_rows = tokens > 0 ? tn / tokens : 1.0;
+    *out = mm_fw_time_ops(&cr, x, k);
     /* the layer's own module and its attention and MLP blocks, around the
      * ops' modules (HF's LlamaDecoderLayer, LlamaAttention, LlamaMLP;
      * Megatron's TransformerLayer, SelfAttention, MLP) */

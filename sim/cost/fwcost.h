@@ -16,6 +16,7 @@
 #define MM_FWCOST_H
 
 #include "hw/cluster.h"
+#include "model/fp8.h"
 #include "model/framework.h"
 #include "model/llm.h"
 
@@ -42,6 +43,13 @@ typedef struct mm_fw_ctx {
     mm_attn_impl attn;
     int dtype_bytes; /* activations between kernels (16-bit) */
     const mm_fw_host *host; /* the host that issues the kernels (NULL: none) */
+    /* FP8 (fp8.on when dt is FP8): the recipe's kernels are added to every
+     * op list (mm_fp8_rewrite_ops); GEMMs that stay 16-bit (the LM head,
+     * the router) and attention run at the BF16 rate */
+    mm_fp8_cfg fp8;
+    /* the share of a Linear's input rows its norm makes on this rank (1/tp
+     * under sequence parallelism; 0: 1), for the FP8 norm output */
+    double norm_rows;
 } mm_fw_ctx;
 
 /* Sum over the passes of one kind / of one pass. */

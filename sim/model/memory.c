@@ -3,6 +3,7 @@
  * model states with ZeRO sharding, and pipeline in-flight counts.
  * Not for: time, layout legality, or placement of encoders. */
 #include "model/memory.h"
+#include "model/fp8.h"
 #include "util/misc.h"
 
 #include <math.h>
@@ -33,6 +34,16 @@ double mm_mem_state_bytes_per_param(int zero, int dp)
 double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
                                 int recompute)
 {
+    return mm_mem_layer_activations_lb(m, b, s, tp, sp, cp, recompute, 2.0);
+}
+
+/* The Linear inputs (QKV, output projection, fc1, fc2) at L bytes each:
+ * Transformer Engine saves an FP8 GEMM's input as its FP8 column-wise copy
+ * (linear.py and layernorm_linear.py drop the row-wise data after the
+ * forward GEMM; model/fp8.h mm_fp8_saved_input_bytes). */
+double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
+                                   int recompute, double L)
+{
     double t = tp > 0 ? (double)tp : 1.0, c = cp > 0 ? (double)cp : 1.0;
     double sl = s / c; /* tokens of each sequence held on this GPU */
     double h = (double)m->hidden, a = (double)m->heads, g = (double)m->kv_heads;
@@ -40,23 +51,23 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
     double rep_div = sp ? t : 1.0;
     if (recompute == MM_RECOMPUTE_FULL) /* only the block input is kept */
         return 2.0 * sl * b * h / rep_div;
-    double rep = sl * b * h * (2.0 + 1.0 + 2.0 + 1.0 + 4.0); /* 10 sbh */
+    double rep = sl * b * h * (L + 1.0 + L + 1.0 + 4.0); /* 10 sbh */
     if (m->sandwich_norm) /* Gemma 2's post-attention and post-MLP norms */
         rep += 4.0 * sl * b * h;
     if (m->parallel_block) /* Phi-2, Cohere: one norm, whose output both halves read */
-        rep -= 4.0 * sl * b * h;
-    double attn = 2.0 * sl * b * (a + 2.0 * g) * d + 2.0 * sl * b * a * d;
+        rep -= (2.0 + L) * sl * b * h;
+    double attn = 2.0 * sl * b * (a + 2.0 * g) * d + L * sl * b * a * d;
     if (m->kv_lora > 0) { /* MLA: q and k of nope+rope, v of v_dim per head, and the latents */
         double qk = (double)(m->qk_nope + m->qk_rope), v = (double)m->v_dim;
         attn = 2.0 * sl * b * a * (2.0 * qk + v) + 2.0 * sl * b * a * v +
                2.0 * sl * b * (double)(m->kv_lora + m->q_lora) * t; /* latents: replicated */
     }
     double gate = m->gated_mlp ? 2.0 : 1.0;
-    double mlp = 2.0 * sl * b * f * gate + 2.0 * sl * b * f;
+    double mlp = 2.0 * sl * b * f * gate + L * sl * b * f;
     if (m->experts > 0) { /* the mean block: routed top-k copies, router logits, shared experts */
         double fe = (double)m->moe_ffn, fs = (double)m->shared_ffn;
-        double moe = (double)m->experts_per_tok * (2.0 * sl * b * fe * gate + 2.0 * sl * b * fe) +
-                     4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + 2.0 * sl * b * fs);
+        double moe = (double)m->experts_per_tok * (2.0 * sl * b * fe * gate + L * sl * b * fe) +
+                     4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + L * sl * b * fs);
         double w = (double)mm_llm_moe_layers(m) / (double)m->layers;
         mlp = (1.0 - w) * mlp + w * moe;
     }
@@ -74,8 +85,14 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
 double mm_mem_layer_activations_varlen(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
                                        int recompute)
 {
+    return mm_mem_layer_activations_varlen_lb(m, T, S, tp, sp, cp, recompute, 2.0);
+}
+
+double mm_mem_layer_activations_varlen_lb(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
+                                          int recompute, double L)
+{
     /* one "sequence" of T tokens, less its T^2 scores, plus the scores of S */
-    double all = mm_mem_layer_activations(m, 1.0, T, tp, sp, cp, recompute);
+    double all = mm_mem_layer_activations_lb(m, 1.0, T, tp, sp, cp, recompute, L);
     if (recompute != MM_RECOMPUTE_NONE)
         return all;
     double t = tp > 0 ? (double)tp : 1.0, c = cp > 0 ? (double)cp : 1.0, a = (double)m->heads;
@@ -88,7 +105,8 @@ double mm_mem_llm_mb_activations(const mm_llm *m, const mm_mem_config *c, int st
 {
     int nl = mm_layout_stage_layers(&c->lay, m->layers, stage);
     double cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0, t = c->lay.tp > 0 ? (double)c->lay.tp : 1.0;
-    double act = (double)nl * mm_mem_layer_activations_varlen(m, T, S, c->lay.tp, c->sp, c->lay.cp, c->recompute);
+    double act = (double)nl * mm_mem_layer_activations_varlen_lb(m, T, S, c->lay.tp, c->sp, c->lay.cp, c->recompute,
+                                                                 mm_fp8_saved_input_bytes(&c->fp8));
     if (stage == 0)
         act += 3.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
     return act;
@@ -128,6 +146,26 @@ double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro
 static int stage_layers(const mm_llm *m, const mm_mem_config *c, int stage)
 {
     return mm_layout_stage_layers(&c->lay, m->layers, stage);
+}
+
+/* FP8 (c->fp8): the stage's FP8-weight parameters (its blocks' Linear
+ * weights, fp8.h) hold fp8.h's weight, gradient and optimizer bytes
+ * instead of Megatron's 2, grad_bytes and 12, sharded as ZeRO shards
+ * those; a part of model_states. */
+static void fp8_states(const mm_llm *sm, const mm_mem_config *c, int nl, int ep_dp, mm_mem_rank *out)
+{
+    if (!c->fp8.on)
+        return;
+    double t = (double)c->lay.tp, dp = (double)c->lay.dp;
+    double layer = (double)mm_llm_layer_params(sm), expert_part = (double)mm_llm_layer_expert_params(sm);
+    if (!(layer > 0))
+        return;
+    double frac = fmin(1.0, mm_fp8_layer_weight_params(sm) / layer);
+    double lin = (double)nl * ((layer - expert_part) / t + expert_part / (t * ep_dp)) * frac;
+    double gb = c->grad_bytes > 0 ? c->grad_bytes : MM_BYTES_GRAD;
+    out->weights += lin * (mm_fp8_weight_bytes(&c->fp8) - MM_BYTES_WEIGHT) / (c->zero >= 3 && !c->z3_keep ? dp : 1.0);
+    out->grads += lin * (mm_fp8_grad_bytes(&c->fp8, gb) - gb) / (c->zero >= 2 && !c->z3_keep ? dp : 1.0);
+    out->optimizer += lin * (mm_fp8_optim_bytes(&c->fp8) - MM_BYTES_OPTIM) / (c->zero >= 1 ? dp : 1.0);
 }
 
 /* The model states of a stage of nl blocks like sm (with the embedding
@@ -179,6 +217,7 @@ static void model_states(const mm_llm *m, const mm_llm *sm, const mm_mem_config 
         out->weights = out->params * MM_BYTES_WEIGHT;
         out->grads = out->params * (c->grad_bytes > 0 ? c->grad_bytes : MM_BYTES_GRAD);
     }
+    fp8_states(sm, c, nl, ep_dp, out);
     if (c->frozen)
         out->grads = out->optimizer = 0;
 }
@@ -211,7 +250,8 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     model_states(m, sm, c, nl, first, last, ep_dp, out);
 
     /* ---- activations ---- */
-    double per_layer = mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute);
+    double per_layer = mm_mem_layer_activations_lb(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute,
+                                                   mm_fp8_saved_input_bytes(&c->fp8));
     double inflight = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
     double stage_act = (double)nl * per_layer;
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 
+#include "model/fp8.h"
 #include "model/layout.h"
 #include "model/llm.h"
 #include "model/mllm.h"
@@ -63,6 +64,10 @@ typedef struct mm_mem_config {
                             across micro-batches and its gradients
                             accumulated unsharded until the last backward
                             (FSDP2 on a pipeline): both whole, not /dp */
+    mm_fp8_cfg fp8;      /* FP8 training (fp8.h; .on false: none): FP8
+                            Linear inputs saved for the backward, the FP8
+                            weight copies, FP8-LM's gradient and optimizer
+                            bytes for the blocks' Linear weights */
 } mm_mem_config;
 
 typedef struct mm_mem_rank {
@@ -77,6 +82,13 @@ typedef struct mm_mem_rank {
  * sequences of s tokens, on one GPU (s split over cp, widths over tp). */
 double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
                                 int recompute);
+
+/* The same with each Linear input (QKV, output projection, fc1, fc2) kept
+ * at lin_bytes per element instead of 2 (FP8: mm_fp8_saved_input_bytes). */
+double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
+                                   int recompute, double lin_bytes);
+double mm_mem_layer_activations_varlen_lb(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
+                                          int recompute, double lin_bytes);
 
 /* The same for one micro-batch whose sequences have T tokens in all and
  * sum of squared lengths S (varlen, or padded: n*L and n*L^2): the linear

@@ -88,9 +88,7 @@ static void cand_layout(mm_plan_cand *c)
 
 /* Room for an uneven split's layers per stage, which a layout borrows
  * (scenario.h): it must outlive the scenario the layout is applied to. */
-typedef struct lps_buf {
-    int v[MM_MAX_PP];
-} lps_buf;
+typedef mm_plan_lps lps_buf;
 
 /* The candidate as a layout of the scenario layer, which applies it
  * (mm_scenario_apply_layout) the same way for the pre-score, the in-process
@@ -979,6 +977,36 @@ out:
     free(base);
     free(lps);
     return rc;
+}
+
+int mm_plan_pick_load(const mm_plan_opts *o, const mm_plan *p, mm_plan_pick *pick, mm_err *err)
+{
+    memset(pick, 0, sizeof *pick);
+    const mm_plan_cand *best = NULL;
+    for (size_t i = 0; i < p->n && !best; i++)
+        if (p->c[i].rank == 1)
+            best = &p->c[i];
+    if (!best)
+        return mm_err_set(err, MM_EINPUT, o->scenario ? o->scenario : "<default>", 0, "parallel",
+                          "no layout fits on %d GPUs: there is no pick to hand on", p->gpus_asked);
+    if (o->base) {
+        pick->base = *o->base; /* borrowed, as mm_plan_run borrows it */
+    } else {
+        int rc = mm_scenario_load(&pick->base, o->scenario, o->sets, o->n_sets, err);
+        if (rc)
+            return rc;
+        pick->owns_base = true;
+    }
+    pick->base.nodes = p->nodes;
+    point_scenario(&pick->base, pick->base.iterations, best, &pick->sc, &pick->lps);
+    return 0;
+}
+
+void mm_plan_pick_free(mm_plan_pick *pick)
+{
+    if (pick->owns_base)
+        mm_scenario_free(&pick->base);
+    memset(pick, 0, sizeof *pick);
 }
 
 void mm_plan_free(mm_plan *p)

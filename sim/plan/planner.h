@@ -38,6 +38,7 @@
 
 #include "model/layout.h"
 #include "plan/space.h"
+#include "scenario/scenario.h"
 #include "util/err.h"
 
 typedef enum {
@@ -141,6 +142,24 @@ typedef struct mm_plan {
 int mm_plan_run(const mm_plan_opts *o, mm_plan *out, mm_err *err);
 
 void mm_plan_free(mm_plan *p);
+
+/* The pick (the rank-1 candidate) as a scenario: the plan's base (o's
+ * scenario and overrides, or o->base) on the nodes it was planned on, with
+ * the candidate's layout applied by mm_scenario_apply_layout, the one way
+ * a layout is applied; for a caller that hands the pick on (`mmsim plan
+ * --emit`, plan/emit.h).  pick->sc borrows from pick->base and pick->lps:
+ * keep pick in place, free it with mm_plan_pick_free.  Returns 0, or
+ * -MM_EINPUT when no layout fits (nothing ranked). */
+typedef struct mm_plan_lps {
+    int v[MM_MAX_PP];
+} mm_plan_lps;
+typedef struct mm_plan_pick {
+    mm_scenario base, sc;
+    mm_plan_lps lps;
+    bool owns_base;
+} mm_plan_pick;
+int mm_plan_pick_load(const mm_plan_opts *o, const mm_plan *p, mm_plan_pick *pick, mm_err *err);
+void mm_plan_pick_free(mm_plan_pick *pick);
 
 /* Writes the --set overrides that turn the (resized) base scenario into the
  * candidate, as a JSON list of strings ("parallel.llm={tp: 8, ...}", ...),

@@ -8,6 +8,7 @@
 
 #include "parallel/build.h"
 
+#include "model/fp8.h"
 #include "model/memory.h"
 
 #include <stdio.h>
@@ -168,6 +169,28 @@ static int check_batch(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The FP8 keys: only under train.precision fp8, and a recipe the GPU runs
+ * (Transformer Engine refuses the others at start-up). */
+static int check_fp8(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    static const char *const keys[] = {"train.fp8_recipe", "train.fp8_param_gather", "train.fp8_grads",
+                                       "train.fp8_optimizer"};
+    if (sc->train.precision != MM_PREC_FP8) {
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+            if (mm_scenario_key_given(sc, keys[i]))
+                return mm_scenario_fail(sc, err, keys[i], "applies only with train.precision: fp8 (it is %s)",
+                                        mm_precision_names[sc->train.precision]);
+        return 0;
+    }
+    const char *why;
+    const mm_gpu_spec *g = &sim->cluster->gpu;
+    if (!mm_fp8_recipe_supported((mm_fp8_recipe)sc->train.fp8_recipe, g->compute_capability, &why))
+        return mm_scenario_fail(sc, err, "train.fp8_recipe", "%s does not run recipe %s: %s (the GPU states %.1f)",
+                                g->name, mm_fp8_recipe_names[sc->train.fp8_recipe], why, g->compute_capability);
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -175,6 +198,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
     const mm_llm *m = sim->llm;
     int gpus = mm_cluster_gpus(sim->cluster);
     bool moe = m->experts > 0;
+    int frc8 = check_fp8(sim, err); /* first: a key that does not apply is named before any layout problem */
+    if (frc8)
+        return frc8;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
     int ep_dp = 1, ep_tp = 1;

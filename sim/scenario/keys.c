@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/fp8.h"
 #include "scenario/scenario.h"
 
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
@@ -139,6 +140,23 @@ const mm_key mm_keys[] = {
      "LLM sequences: auto (the train.framework profile's `padding`), none (varlen), longest (each "
      "micro-batch to its longest sample), max_length (to seq_len); packed batching stays varlen",
      F(train.padding), 0},
+    {"train.fp8_recipe", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_fp8_recipe_names, "delayed", NULL,
+     "FP8 scaling recipe of Transformer Engine (train.precision fp8 only): delayed (amax history), current "
+     "(per-tensor amax of the tensor itself), mxfp8 (1x32 E8M0 block scales; Blackwell only), blockwise "
+     "(1x128 / 128x128 fp32 block scales; Hopper and later)",
+     F(train.fp8_recipe), 0},
+    {"train.fp8_param_gather", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
+     "FP8 primary weights (Megatron-Core --fp8-param-gather): no 16-bit weight copy, the DP parameter "
+     "all-gather in 1 byte per FP8 weight (train.precision fp8 only)",
+     F(train.fp8_param_gather), 0},
+    {"train.fp8_grads", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
+     "FP8-LM level O1 (MS-AMP): FP8 weight gradients of the FP8 GEMMs' weights, reduced over DP in 8 bits "
+     "(train.precision fp8 only)",
+     F(train.fp8_grads), 0},
+    {"train.fp8_optimizer", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
+     "FP8-LM level O2 (MS-AMP): Adam's first moment in FP8, second moment and master weights in FP16 for "
+     "the FP8 GEMMs' weights (train.precision fp8 only)",
+     F(train.fp8_optimizer), 0},
     {"parallel", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     LAYOUT(llm, MM_KF_ALWAYS, "the LLM's layout (tp x cp x pp x dp = its GPUs)", "4", "2", "1", "2", "1", "1"),
     LAYOUT(vision, 0, "the vision encoder's layout (cp, vpp, ep stay 1); absent: none", "1", "1", NULL, "16",

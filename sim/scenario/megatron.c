@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/fp8.h"
 #include "scenario/megatron_args.h"
 #include "scenario/megatron_mm.h"
 #include "scenario/mgscript.h"
@@ -553,11 +554,34 @@ static int map_layout(reader *r, const shape *m, long tp)
     return 0;
 }
 
+/* --fp8-recipe (megatron/training/arguments.py: tensorwise | delayed |
+ * mxfp8 | blockwise, default delayed; tensorwise is TE's
+ * Float8CurrentScaling) and --fp8-param-gather, under --fp8-format. */
+static int map_fp8(reader *r)
+{
+    static const char *const mg[] = {"delayed", "tensorwise", "mxfp8", "blockwise"};
+    const char *rec = get_str(r, "--fp8-recipe", NULL);
+    if (rec) {
+        size_t i = 0;
+        while (i < sizeof mg / sizeof *mg && strcmp(rec, mg[i]))
+            i++;
+        if (i == sizeof mg / sizeof *mg)
+            return bad(r, "--fp8-recipe", "'%s' is not delayed, tensorwise, mxfp8 or blockwise", rec);
+        set(r, "--fp8-recipe", "train.fp8_recipe", "%s", mm_fp8_recipe_names[i]);
+    }
+    if (has(r, "--fp8-param-gather"))
+        set(r, "--fp8-param-gather", "train.fp8_param_gather", "true");
+    return 0;
+}
+
 static int map_precision(reader *r)
 {
+    int rc;
     const char *fp8 = get_str(r, "--fp8-format", NULL);
     if (fp8 && strcmp(fp8, "e4m3") && strcmp(fp8, "hybrid"))
         return bad(r, "--fp8-format", "'%s' is not e4m3 or hybrid", fp8);
+    if (fp8 && (rc = map_fp8(r)))
+        return rc;
     if (fp8)
         set(r, "--fp8-format", "train.precision", "fp8");
     else if (has(r, "--bf16"))
@@ -569,6 +593,8 @@ static int map_precision(reader *r)
                                 "does not model");
     if (has(r, "--bf16") && has(r, "--fp16"))
         return bad(r, "--fp16", "given with --bf16");
+    if (!fp8 && (has(r, "--fp8-recipe") || has(r, "--fp8-param-gather")))
+        return bad(r, has(r, "--fp8-recipe") ? "--fp8-recipe" : "--fp8-param-gather", "given without --fp8-format");
     return 0;
 }
 

@@ -128,6 +128,11 @@ typedef struct mm_scenario {
         int n_frozen;
         char **frozen;          /* n_frozen module names, sorted, unique */
         int padding;            /* mm_train_padding: auto (the framework's) | none | longest | max_length */
+        /* FP8 (train.precision fp8 only; model/fp8.h) */
+        int fp8_recipe;         /* mm_fp8_recipe: delayed | current | mxfp8 | blockwise */
+        bool fp8_param_gather;  /* Megatron --fp8-param-gather: FP8 primary weights, gathered in FP8 */
+        bool fp8_grads;         /* FP8-LM O1: FP8 weight gradients, DP-reduced in 8 bits */
+        bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
     } train;
     struct {
         mm_module_layout llm, vision, audio;

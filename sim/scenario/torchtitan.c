@@ -344,9 +344,12 @@ static void map_precision(reader *r)
         if (strcmp(rn, "tensorwise"))
             problem(r, k, line_of(r, k), "the '%s' scaling recipe is not modeled (tensorwise is)", rn);
     }
-    if (fp8)
+    if (fp8) {
         set(r->tt, r->t, "model.converters", "train.precision", "fp8");
-    else
+        /* torchao's tensorwise recipe scales each tensor by its own amax
+         * (dynamic scaling): the current-scaling recipe's kernels */
+        set(r->tt, r->t, "model.converters", "train.fp8_recipe", "current");
+    } else
         set(r->tt, r->t, "training.mixed_precision_param", "train.precision", "bf16");
 }
 
@@ -381,12 +384,8 @@ static void map_recompute(reader *r)
         set(r->tt, r->t, "activation_checkpoint.mode", "train.recompute", "%s", rc);
 }
 
-/* The layers of each pipeline stage as torchtitan splits them
- * (generate_llm_fqn_per_model_part): the embedding counts `in` layers on
- * the first stage, norm and output `out` on the last, the effective layers
- * spread evenly with the remainder on the first stages.  Returns 0, or -1
- * when torchtitan refuses the split. */
-static int split_layers(int layers, int stages, int in, int out, int *per)
+/* torchtitan.h: torchtitan's split (generate_llm_fqn_per_model_part). */
+int mm_torchtitan_split(int layers, int stages, int in, int out, int *per)
 {
     if (stages == 1) {
         per[0] = layers;
@@ -414,7 +413,7 @@ static void map_stages(reader *r, const flavor *fl, const char *sched, const cha
 {
     mm_torchtitan *tt = r->tt;
     int nv = pp * per_rank, *per = calloc((size_t)nv, sizeof *per), *rank = calloc((size_t)pp, sizeof *rank);
-    if (!per || !rank || split_layers(fl->layers, nv, (int)in, (int)out, per)) {
+    if (!per || !rank || mm_torchtitan_split(fl->layers, nv, (int)in, (int)out, per)) {
         if (per && rank)
             problem(r, "parallelism.pipeline_parallel_degree", line_of(r, "parallelism.pipeline_parallel_degree"),
                     "%d virtual stages over %d layers (+%ld, +%ld for embedding and output): torchtitan refuses the "

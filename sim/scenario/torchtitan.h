@@ -46,6 +46,15 @@ typedef struct mm_torchtitan {
     char derived[3][96];   /* dp, zero, global batch from the world size */
 } mm_torchtitan;
 
+/* The layers of each of `stages` pipeline stages as torchtitan splits
+ * them (torchtitan/distributed/pipeline_parallel.py
+ * generate_llm_fqn_per_model_part): the embedding counts `in` layers on the
+ * first stage, norm and output `out` on the last, the effective layers
+ * spread evenly with the remainder on the first stages; per[] gets
+ * `stages` counts.  The reader and the emitter (plan/emit_torchtitan.c)
+ * both split with it.  Returns 0, or -1 when torchtitan refuses the split. */
+int mm_torchtitan_split(int layers, int stages, int in, int out, int *per);
+
 /* Reads and maps FILE.  Returns 0 or -code (MM_EINPUT: the file, the first
  * refused key's line and key, every refused key in the message). */
 int mm_torchtitan_read(const char *path, mm_torchtitan *tt, mm_err *err);
