@@ -20,6 +20,10 @@
  * learned absolute positions, LayerNorm, biases on; fp32 unless --bf16,
  * --fp16 or --fp8-format (mmsim refuses fp32: it has no fp32 peak tables);
  * tp = pp = cp = ep = 1; no recompute; no distributed optimizer.
+ * A launch script of the multimodal example (examples/multimodal/train.py)
+ * gives an MLLM instead: its arguments looked up in megatron_mm.c's table
+ * first, the tower, projector and language model as its config.py and
+ * model.py build them (read_mllm, map_mllm).
  * Not for: scenario validation (the scenario loader checks what this maps). */
 #include "scenario/megatron.h"
 

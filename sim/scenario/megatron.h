@@ -52,8 +52,10 @@ typedef struct mm_megatron {
  * argument as key). */
 int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
 /* The same from a launch script (scenario/mgscript.h): the arguments of
- * its launch command; the entry script must be pretrain_gpt.py (the others
- * are refused by name). */
+ * its launch command; the entry script must be pretrain_gpt.py (a text
+ * GPT or Llama) or examples/multimodal/train.py (an MLLM: tower, projector
+ * and LLM, written in our model YAML's form with its parts inline;
+ * scenario/megatron_mm.h); the others are refused by name. */
 int mm_megatron_read_script(const char *path, mm_megatron *mg, mm_err *err);
 
 /* Adds an override "key=value" (with its note "from -> key: value"), as
