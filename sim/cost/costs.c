@@ -777,7 +777,7 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
     double tokens = inputs * (double)mm_encoder_tokens(e->enc);
     c->tp_bytes = tokens * (double)e->enc->hidden * wbytes;
     c->act_bytes = c->tp_bytes;
-    c->out_bytes = ptok * (double)(llm_side ? e->proj->in : sim->llm->hidden) * wbytes;
+    c->out_bytes = ptok * (llm_side ? mm_projector_in_per_token(e->proj) : (double)sim->llm->hidden) * wbytes;
     *wgrad_params = (e->frozen_tower ? 0 : (double)mm_encoder_params(e->enc)) +
                     (e->frozen_proj || llm_side ? 0 : (double)mm_projector_params(e->proj));
     return 0;

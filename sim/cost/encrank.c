@@ -56,7 +56,7 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
             llm_of[plan->bins[g].idx[t]] = plan->bins[g].rank;
     /* embeddings per visual token as the encoder hands them over */
     bool llm_side = sim->sc.parallel.projector_on_llm, audio = !strcmp(e->name, "audio");
-    double per_tok = 2.0 * (double)(llm_side ? e->proj->in : sim->llm->hidden);
+    double per_tok = 2.0 * (llm_side ? mm_projector_in_per_token(e->proj) : (double)sim->llm->hidden);
     for (int q = 0; q < K && rc == 0; q++) {
         const mm_bin *bn = &plan->enc_rank_bins[q];
         int k = perm[q];

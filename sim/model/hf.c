@@ -53,6 +53,9 @@ static const class_row classes[] = {
     {"stablelm", "StableLmConfig"}, {"mpt", "MptConfig"}, {"mpt_attn", "MptAttentionConfig"},
     {"nemotron", "NemotronConfig"}, {"pixtral", "PixtralVisionConfig"}, {"ministral3", "Ministral3Config"},
     {"phi3_v", "Phi3VConfig (remote code)"}, {"qwen2_audio_encoder", "Qwen2AudioEncoderConfig"},
+    {"qwen3_vl_text", "Qwen3VLTextConfig"}, {"qwen3_vl", "Qwen3VLVisionConfig"},
+    {"idefics2_vision", "Idefics2VisionConfig"}, {"idefics2_perceiver", "Idefics2PerceiverConfig"},
+    {"llama4_text", "Llama4TextConfig"}, {"llama4_vision_model", "Llama4VisionConfig"},
     {NULL, NULL},
 };
 
@@ -194,6 +197,37 @@ static const def_row defs[] = {
     I("qwen2_audio_encoder", "num_mel_bins", 128), I("qwen2_audio_encoder", "encoder_layers", 32),
     I("qwen2_audio_encoder", "encoder_attention_heads", 20), I("qwen2_audio_encoder", "encoder_ffn_dim", 5120),
     I("qwen2_audio_encoder", "d_model", 1280), I("qwen2_audio_encoder", "max_source_positions", 1500),
+    /* Qwen3VLTextConfig, Qwen3VLVisionConfig (configuration_qwen3_vl.py @ e1b5516; the
+     * vision default deepstack_visual_indexes [8, 16, 24] is mllm_read.c's) */
+    LL("qwen3_vl_text", 151936, 4096, 22016, 32, 32, 128000, false), I("qwen3_vl_text", "num_key_value_heads", 32),
+    I("qwen3_vl_text", "head_dim", 128), S("qwen3_vl_text", "hidden_act", "silu"),
+    I("qwen3_vl", "depth", 27), I("qwen3_vl", "hidden_size", 1152), I("qwen3_vl", "intermediate_size", 4304),
+    I("qwen3_vl", "num_heads", 16), I("qwen3_vl", "in_channels", 3), I("qwen3_vl", "patch_size", 16),
+    I("qwen3_vl", "spatial_merge_size", 2), I("qwen3_vl", "temporal_patch_size", 2),
+    I("qwen3_vl", "out_hidden_size", 3584), I("qwen3_vl", "num_position_embeddings", 2304),
+    S("qwen3_vl", "hidden_act", "gelu_pytorch_tanh"),
+    /* Idefics2VisionConfig, Idefics2PerceiverConfig (configuration_idefics2.py @ 6a17388) */
+    I("idefics2_vision", "hidden_size", 768), I("idefics2_vision", "intermediate_size", 3072),
+    I("idefics2_vision", "num_hidden_layers", 12), I("idefics2_vision", "num_attention_heads", 12),
+    I("idefics2_vision", "num_channels", 3), I("idefics2_vision", "image_size", 224),
+    I("idefics2_vision", "patch_size", 32), S("idefics2_vision", "hidden_act", "gelu_pytorch_tanh"),
+    I("idefics2_perceiver", "hidden_size", 4096), S("idefics2_perceiver", "hidden_act", "silu"),
+    I("idefics2_perceiver", "resampler_n_latents", 64), I("idefics2_perceiver", "resampler_depth", 3),
+    I("idefics2_perceiver", "resampler_n_heads", 16), I("idefics2_perceiver", "resampler_head_dim", 96),
+    I("idefics2_perceiver", "num_key_value_heads", 4),
+    /* Llama4TextConfig, Llama4VisionConfig (configuration_llama4.py @ b17cfe4; the
+     * vision pixel_shuffle_ratio default 0.5 is mllm_read.c's) */
+    LL("llama4_text", 202048, 5120, 8192, 48, 40, 131072, false), I("llama4_text", "num_key_value_heads", 8),
+    I("llama4_text", "head_dim", 128), S("llama4_text", "hidden_act", "silu"),
+    I("llama4_text", "intermediate_size_mlp", 16384), I("llama4_text", "num_local_experts", 16),
+    I("llama4_text", "num_experts_per_tok", 1), I("llama4_text", "interleave_moe_layer_step", 1),
+    I("llama4_text", "attention_chunk_size", 8192), I("llama4_text", "no_rope_layer_interval", 4),
+    I("llama4_vision_model", "hidden_size", 768), I("llama4_vision_model", "intermediate_size", 5632),
+    I("llama4_vision_model", "num_hidden_layers", 34), I("llama4_vision_model", "num_attention_heads", 16),
+    I("llama4_vision_model", "num_channels", 3), I("llama4_vision_model", "image_size", 448),
+    I("llama4_vision_model", "patch_size", 14), S("llama4_vision_model", "hidden_act", "gelu"),
+    I("llama4_vision_model", "vision_output_dim", 7680), I("llama4_vision_model", "projector_input_dim", 4096),
+    I("llama4_vision_model", "projector_output_dim", 4096),
     I("whisper", "num_mel_bins", 80), I("whisper", "encoder_layers", 4), I("whisper", "encoder_attention_heads", 6),
     I("whisper", "encoder_ffn_dim", 1536), I("whisper", "d_model", 384), I("whisper", "max_source_positions", 1500),
     {NULL, NULL, KI, 0, NULL},

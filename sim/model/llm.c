@@ -323,13 +323,27 @@ static double core_flops(const mm_llm *m, double pairs)
     return 2.0 * pairs * (double)m->heads * (qk_dim(m) + v_dim(m));
 }
 
-/* Query-key pairs of a sliding-window layer: each query sees at most
- * `window` keys; over packed samples of mean length sum_sq/tokens that is
- * tokens x min(mean length, window) (an estimate when lengths spread). */
+double mm_llm_window_keys(const mm_llm *m, double s)
+{
+    double w = (double)m->window;
+    if (m->window <= 0 || s <= w)
+        return s;
+    if (!m->chunked)
+        return w;
+    /* chunked (Llama 4, transformers' create_chunked_causal_mask): whole
+     * chunks of c keys, then the remainder's own */
+    double full = floor(s / w), rest = s - full * w;
+    return (full * w * w + rest * rest) / s;
+}
+
+/* Query-key pairs of a window layer: each query sees at most `window`
+ * keys (sliding) or its chunk's (chunked); over packed samples of mean
+ * length sum_sq/tokens that is tokens x the mean length's keys per query
+ * (an estimate when lengths spread). */
 static double window_pairs(const mm_llm *m, double tokens, double sum_sq)
 {
     double slen = tokens > 0 ? sum_sq / tokens : 0.0;
-    return slen > (double)m->window ? tokens * (double)m->window : sum_sq;
+    return slen > (double)m->window ? tokens * mm_llm_window_keys(m, slen) : sum_sq;
 }
 
 /* The mean block's attention core. */
@@ -529,8 +543,9 @@ static void push_attn_proj(op_list *l, const mm_llm *m, double tokens, double t,
 
 /* The attention core: FlashAttention-style, reads q, k, v, writes o;
  * scores stay on chip.  FLOPs dense (Megatron convention) even though
- * causal.  Sliding-window blocks attend min(length, window) keys (Gemma 2,
- * Mistral; FlashAttention's window_size), each kind weighted by its share. */
+ * causal.  Window blocks attend min(length, window) keys (Gemma 2,
+ * Mistral; FlashAttention's window_size), or their chunk's (Llama 4's
+ * chunked attention, mm_llm_window_keys), each kind weighted by its share. */
 static void push_attn_core(op_list *l, const mm_llm *m, double tokens, double sum_sq, double seqs, double t,
                            double e)
 {
@@ -542,7 +557,7 @@ static void push_attn_core(op_list *l, const mm_llm *m, double tokens, double su
     scale_from(l, from, 1.0 - ws);
     if (ws > 0) {
         from = l->n;
-        double wk = fmin(slen, (double)m->window);
+        double wk = mm_llm_window_keys(m, slen);
         push(l, "attn_window", MM_OPK_ATTN, core_flops(m, window_pairs(m, tokens, sum_sq)) / t, io, slen, wk,
              qk_dim(m), seqs * H, true);
         scale_from(l, from, ws);

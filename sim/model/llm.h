@@ -108,6 +108,10 @@ typedef struct mm_llm {
     int64_t window;
     int window_period;
     uint64_t window_mask;
+    /* Llama 4's chunked attention (attention_chunk_size): the selected
+     * layers attend within fixed chunks of `window` tokens (a query sees
+     * the keys of its own chunk only) instead of a sliding window. */
+    bool chunked;
     double attn_softcap, final_softcap; /* Gemma 2 tanh soft-capping; 0: none */
     /* Index of the first block this struct describes: 0 for a model, the
      * stage's first block for mm_llm_stage_view. */
@@ -172,6 +176,10 @@ bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i);
 bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i);
 /* Share of the (view's) blocks with sliding-window attention, 0 to 1. */
 double mm_llm_sliding_fraction(const mm_llm *m);
+/* Mean keys per query of a window block over a sample of s tokens:
+ * min(s, window) for a sliding window; (floor(s/c) c^2 + (s mod c)^2) / s
+ * for chunks of c = window (Llama 4); s without a window. */
+double mm_llm_window_keys(const mm_llm *m, double s);
 /* Exact parameters of block i.  mm_llm_layer_params is their mean over the
  * model's blocks (rounded), so l x it is the blocks' total for uniform
  * models; models whose blocks differ (DeepSeek's dense first layers) are

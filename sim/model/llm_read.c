@@ -2,8 +2,9 @@
  * mapping: GPT-2, GPT-NeoX, MPT, the Llama family (Llama, Mistral,
  * Ministral 3, Mixtral, Qwen2/2-MoE/3/3-MoE, Gemma/Gemma 2/Gemma 3, Phi-2,
  * Phi-3, InternLM2, OLMo 2, Cohere, Starcoder2, StableLM, Nemotron,
- * MiniCPM, DeepSeek-MoE, gpt-oss, the LLM half of Qwen2-VL/2.5-VL and
- * Phi-3-V) and DeepSeek-V2/V3 (MLA, fine-grained MoE).
+ * MiniCPM, DeepSeek-MoE, gpt-oss, Llama 4's text model (interleaved MoE,
+ * chunked attention), the LLM half of Qwen2-VL/2.5-VL/3-VL and Phi-3-V)
+ * and DeepSeek-V2/V3 (MLA, fine-grained MoE).
  *
  * A key the file leaves out takes its transformers config class's default
  * (hf.c); an unknown model_type or architecture, an unknown hidden_act, or a
@@ -12,6 +13,7 @@
 #include "model/llm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/hf.h"
@@ -29,7 +31,8 @@ static const char *const llama_family[] = {"llama", "mistral", "mixtral", "qwen2
                                            "qwen3_moe", "gemma", "gemma2", "phi3", "internlm2",
                                            "qwen2_vl_text", "qwen2_5_vl_text", "olmo2", "cohere",
                                            "starcoder2", "deepseek", "minicpm", "gemma3_text", "gpt_oss",
-                                           "phi", "stablelm", "nemotron", "ministral3", "phi3_v", NULL};
+                                           "phi", "stablelm", "nemotron", "ministral3", "phi3_v", "qwen3_vl_text",
+                                           "llama4_text", NULL};
 static const char *const qwen2_types[] = {"qwen2", "qwen2_moe", "qwen2_vl_text", "qwen2_5_vl_text", NULL};
 
 /* Architectures of the supported types (config.json "architectures"). */
@@ -47,7 +50,8 @@ static const char *const known_archs[] = {
     "Mistral3ForConditionalGeneration", "Phi3VForCausalLM",
     /* Whisper checkpoints: mmsim reads their encoder (mllm_read.c) */
     "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification",
-    "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", NULL,
+    "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+    "Idefics2ForConditionalGeneration", "Llama4ForConditionalGeneration", "Llama4ForCausalLM", NULL,
 };
 
 int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)
@@ -139,6 +143,7 @@ static int read_moe(const mm_hf *r, mm_llm *m)
  * q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; a gate
  * over n_routed_experts, shared_experts of n_shared x moe width). */
 static int read_deepseek_moe(const mm_hf *r, mm_llm *m);
+static int read_llama4(const mm_hf *r, mm_llm *m);
 
 static int read_mla(const mm_hf *r, mm_llm *m)
 {
@@ -265,10 +270,12 @@ static int read_window(const mm_hf *r, mm_llm *m)
     int rc, period = 1;
     uint64_t mask = 1;
     bool use = false, given = false;
+    if (!strcmp(r->type, "llama4_text"))
+        return 0; /* chunked attention: read_llama4 */
     if ((rc = mm_hf_bool(r, "use_sliding_window", &use)) || (rc = read_layer_types(r, m, &period, &mask, &given)))
         return rc;
     if (mm_hf_in(r->type, (const char *const[]){"qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen2_vl_text",
-                                               "qwen2_5_vl_text", NULL})) {
+                                               "qwen2_5_vl_text", "qwen3_vl_text", NULL})) {
         if (use)
             return mm_hf_fail(r, "use_sliding_window", "sliding-window attention on the layers past "
                               "max_window_layers is not modeled");
@@ -299,6 +306,98 @@ static int read_window(const mm_hf *r, mm_llm *m)
     return 0;
 }
 
+/* Llama 4's RoPE layers, the chunked ones: no_rope_layers (1: RoPE) when
+ * the file lists it, as its shortest period (at most 64 layers); else
+ * Llama4TextConfig's default, all but every no_rope_layer_interval-th.
+ * layer_types, when written out, must say the same (chunked_attention on
+ * exactly those layers).  A part of read_llama4. */
+static int llama4_rope_layers(const mm_hf *r, const mm_llm *m, int *period, uint64_t *mask)
+{
+    int rc;
+    int64_t every = 4;
+    if ((rc = mm_hf_int(r, "no_rope_layer_interval", 1, PERIOD_MAX, &every, NULL)))
+        return rc;
+    *period = (int)every;
+    *mask = ((every >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << every) - 1) >> 1); /* layer i NoPE when (i+1) % every == 0 */
+    mm_node *nr = mm_node_get(r->map, "no_rope_layers"), *lt = mm_node_get(r->map, "layer_types");
+    int n = nr && mm_node_is_sequence(nr) ? mm_node_count(nr) : 0; /* [] and null: the default */
+    if (nr && !mm_node_is_null(nr) && !mm_node_is_sequence(nr))
+        return mm_hf_fail(r, "no_rope_layers", "expected a list of 0 (NoPE) and 1 (RoPE), one per layer");
+    if (n > 0 && n != m->layers)
+        return mm_hf_fail(r, "no_rope_layers", "%d entries for %lld layers", n, (long long)m->layers);
+    for (int p = 1; n > 0 && p <= PERIOD_MAX; p++) {
+        bool ok = true;
+        uint64_t mk = 0;
+        for (int i = 0; i < n && ok; i++) {
+            const char *t = mm_node_scalar(mm_node_item(nr, i), NULL);
+            if (!t || (strcmp(t, "0") && strcmp(t, "1")))
+                return mm_hf_fail(r, "no_rope_layers", "entry %d is not 0 or 1", i);
+            bool rope = t[0] == '1';
+            if (i < p)
+                mk |= (uint64_t)rope << i;
+            else
+                ok = ((mk >> (i % p)) & 1u) == rope;
+        }
+        if (ok) {
+            *period = p, *mask = mk;
+            break;
+        }
+        if (p == PERIOD_MAX)
+            return mm_hf_fail(r, "no_rope_layers", "the pattern does not repeat within %d layers", PERIOD_MAX);
+    }
+    for (int i = 0; lt && mm_node_is_sequence(lt) && i < mm_node_count(lt); i++) {
+        const char *t = mm_node_scalar(mm_node_item(lt, i), NULL);
+        bool chunked = (*mask >> (i % *period)) & 1u;
+        if (!t || strcmp(t, chunked ? "chunked_attention" : "full_attention") || mm_node_count(lt) != m->layers)
+            return mm_hf_fail(r, "layer_types", "entry %d is not '%s' as the RoPE layers say (per-layer patterns "
+                              "beyond those are not modeled)", i, chunked ? "chunked_attention" : "full_attention");
+    }
+    return 0;
+}
+
+/* Llama 4's text model (Llama4TextConfig; modeling_llama4.py at
+ * huggingface/transformers @ 63210d0): MoE blocks (Llama4TextMoe: a router
+ * Linear(h, E) without bias, E experts of width intermediate_size, top-k,
+ * and a shared expert of that width) at moe_layers, by default every
+ * interleave_moe_layer_step-th (step - 1, 2 step - 1, ...); dense blocks of
+ * width intermediate_size_mlp between; chunked attention
+ * (attention_chunk_size; null: none) on the RoPE layers, full attention on
+ * the NoPE ones.  A part of read_llama. */
+static int read_llama4(const mm_hf *r, mm_llm *m)
+{
+    int rc;
+    int64_t step = 1, fmlp = 0, chunk = 0;
+    bool fc = false;
+    if ((rc = mm_hf_int(r, "interleave_moe_layer_step", 1, LAYERS_MAX, &step, NULL)) ||
+        (rc = mm_hf_need_int(r, "intermediate_size_mlp", 1, WIDTH_MAX, &fmlp)) ||
+        (rc = mm_hf_int(r, "attention_chunk_size", 1, POS_MAX, &chunk, &fc)))
+        return rc;
+    m->moe_ffn = m->shared_ffn = m->ffn; /* routed and shared experts: intermediate_size */
+    m->ffn = fmlp;
+    m->moe_every = step, m->moe_offset = 1, m->first_dense = 0;
+    mm_node *ml = mm_node_get(r->map, "moe_layers");
+    if (ml && !mm_node_is_null(ml)) { /* must be the interleaving's own list */
+        int n = mm_node_is_sequence(ml) ? mm_node_count(ml) : -1;
+        bool ok = n == (int)mm_llm_moe_layers(m);
+        for (int i = 0; ok && i < n; i++) {
+            const char *t = mm_node_scalar(mm_node_item(ml, i), NULL);
+            ok = t && strtoll(t, NULL, 10) == (long long)(step - 1 + (int64_t)i * step);
+        }
+        if (!ok)
+            return mm_hf_fail(r, "moe_layers", "only every interleave_moe_layer_step-th layer (%lld) as MoE is "
+                              "modeled", (long long)step);
+    }
+    int period = 1;
+    uint64_t mask = 0;
+    if ((rc = llama4_rope_layers(r, m, &period, &mask)))
+        return rc;
+    m->window = fc ? chunk : 0;
+    m->chunked = fc;
+    m->window_period = fc ? period : 0;
+    m->window_mask = fc ? mask : 0;
+    return 0;
+}
+
 static int read_neox_tail(const mm_hf *r, mm_llm *m);
 
 static const char *const plain_mlp[] = {"starcoder2", "phi", "nemotron", NULL};
@@ -318,6 +417,13 @@ static const family_keys family_read[] = {
     {"phi3", (const char *const[]){"lm_head_bias", NULL}},
     /* Phi-3-vision's image keys, read by mllm_read.c */
     {"phi3_v", (const char *const[]){"embd_layer", "img_processor", NULL}},
+    /* Llama 4 (read_llama4); attn_temperature_tuning, floor_scale and
+     * attn_scale scale the NoPE layers' queries (element-wise), use_qk_norm
+     * is a weightless L2 norm on q and k (element-wise, not timed) */
+    {"llama4_text", (const char *const[]){"intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers",
+                                          "no_rope_layers", "no_rope_layer_interval", "attention_chunk_size",
+                                          "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
+                                          NULL}},
     {NULL, NULL},
 };
 
@@ -342,8 +448,8 @@ static int read_family(const mm_hf *r, mm_llm *m)
 {
     int rc;
     const char *t = r->type;
-    if (!strcmp(t, "qwen3") || !strcmp(t, "qwen3_moe"))
-        m->qk_norm = true; /* q_norm, k_norm: RMSNorm(head_dim) */
+    if (!strcmp(t, "qwen3") || !strcmp(t, "qwen3_moe") || !strcmp(t, "qwen3_vl_text"))
+        m->qk_norm = true; /* q_norm, k_norm: RMSNorm(head_dim) (Qwen3VLTextAttention's too) */
     if (!strcmp(t, "olmo2")) /* q_norm over a*d, k_norm over g*d; norms after attention and MLP */
         m->qk_norm = m->qk_norm_full = true;
     if (!strcmp(t, "cohere")) { /* CohereDecoderLayer: one input_layernorm, attention + MLP in parallel */
@@ -477,7 +583,9 @@ static int read_llama(const mm_hf *r, mm_llm *m)
         return read_mla(r, m);
     if (!strcmp(r->type, "deepseek"))
         return read_deepseek_moe(r, m);
-    return read_moe(r, m);
+    if ((rc = read_moe(r, m)))
+        return rc;
+    return !strcmp(r->type, "llama4_text") ? read_llama4(r, m) : 0;
 }
 
 /* GPT-NeoX's keys (GPTNeoXConfig): Llama's sizes, GPT-like blocks. */

@@ -72,11 +72,11 @@ double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, 
         mlp = (1.0 - w) * mlp + w * moe;
     }
     double split = attn + mlp;
-    /* unfused scores: sliding-window blocks keep s x min(s, window) of them */
+    /* unfused scores: window blocks keep s x their keys per query of them */
     double keys = s;
     if (m->window > 0) {
         double ws = mm_llm_sliding_fraction(m);
-        keys = (1.0 - ws) * s + ws * fmin(s, (double)m->window);
+        keys = (1.0 - ws) * s + ws * mm_llm_window_keys(m, s);
     }
     double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * keys * b : 0.0;
     return rep / rep_div + (split + scores) / t;

@@ -52,6 +52,7 @@ int64_t mm_encoder_stem_params(const mm_encoder *e)
     int64_t p = e->channels * t * e->patch_size * e->patch_size * h + (e->patch_bias ? h : 0);
     if (!e->rope2d)
         p += mm_encoder_tokens(e) * h; /* learned positions */
+    p += e->pos_table * h;             /* Qwen3-VL's interpolated table */
     if (e->cls_token)
         p += h;
     return p;
@@ -172,6 +173,8 @@ int mm_encoder_stem_ops(const mm_encoder *e, double inputs, int tp, int dtype_by
             push_mem(&l, "pos_embed", 3.0 * inputs * (double)mm_encoder_tokens(e) * h * b);
         else /* 2-D rotary embedding on q and k in every block is element-wise; counted once here */
             push_mem(&l, "rope2d", 2.0 * inputs * (double)mm_encoder_tokens(e) * h * b);
+        if (e->pos_table > 0) /* bilinear: four table rows gathered per patch, added to it */
+            push_mem(&l, "pos_interp", 6.0 * inputs * (double)mm_encoder_tokens(e) * h * b);
     }
     return l.n <= l.cap ? l.n : -1;
 }
@@ -180,6 +183,32 @@ int mm_encoder_stem_ops(const mm_encoder *e, double inputs, int tp, int dtype_by
 /* Projectors and the whole model                                            */
 /* ------------------------------------------------------------------------ */
 
+/* Idefics2's connector (modeling_idefics2.py, Idefics2Connector): the
+ * modality projection gate/up (in x ffn each) and down (ffn x out); the
+ * latents (latents x out); per perceiver block input_latents_norm,
+ * input_context_norm, post_attention_layernorm (RMSNorm, out each), q
+ * (out x heads*d), k and v (out x kv_heads*d), o (heads*d x out), a gated
+ * MLP of 4 out; the final norm.  No biases anywhere. */
+static int64_t perceiver_params(const mm_projector *p)
+{
+    int64_t o = p->out, q = p->heads * p->head_dim, kv = p->kv_heads * p->head_dim;
+    int64_t block = 3 * o + o * q + 2 * o * kv + q * o + 3 * o * (4 * o);
+    return 2 * p->in * p->ffn + p->ffn * o + p->latents * o + (int64_t)p->layers * block + o;
+}
+
+/* Forward FLOPs of the connector for `images` images of ctx patches:
+ * the modality projection over every patch, then per block the latents'
+ * q, o and MLP, k and v over [context; latents], and the core: latents
+ * queries x (ctx + latents) keys, bidirectional, counted dense. */
+static double perceiver_fwd_flops(const mm_projector *p, double images)
+{
+    double in = (double)p->in, o = (double)p->out, f = (double)p->ffn, n = (double)p->ctx;
+    double L = (double)p->latents, q = (double)(p->heads * p->head_dim), kv = (double)(p->kv_heads * p->head_dim);
+    double proj = 2.0 * n * (2.0 * in * f + f * o);
+    double block = 2.0 * L * (o * q + q * o + 3.0 * o * 4.0 * o) + 2.0 * (n + L) * o * 2.0 * kv + 4.0 * L * (n + L) * q;
+    return images * (proj + (double)p->layers * block);
+}
+
 int64_t mm_projector_params(const mm_projector *p)
 {
     switch (p->type) {
@@ -187,13 +216,21 @@ int64_t mm_projector_params(const mm_projector *p)
     case MM_PROJ_LINEAR: return p->in * p->out + p->out;
     case MM_PROJ_MLP_GELU: return p->in * p->out + p->out + (p->depth - 1) * (p->out * p->out + p->out);
     case MM_PROJ_INTERNVL: return 2 * p->in + p->in * p->out + p->out + p->out * p->out + p->out;
-    case MM_PROJ_QWEN_MERGER: /* ln_q, mlp.0 Linear(in, in), mlp.2 Linear(in, out), both biased */
-        return (p->rmsnorm ? 1 : 2) * p->norm_dim + p->in * p->in + p->in + p->in * p->out + p->out;
+    case MM_PROJ_QWEN_MERGER: /* ln_q, mlp.0 Linear(in, in), mlp.2 Linear(in, out), both biased;
+                               * DeepStack mergers: the same with a LayerNorm over in */
+        return (p->rmsnorm ? 1 : 2) * p->norm_dim + p->in * p->in + p->in + p->in * p->out + p->out +
+               p->deepstack * (2 * p->in + p->in * p->in + p->in + p->in * p->out + p->out);
     case MM_PROJ_IDEFICS3: return p->in * p->out; /* modality_projection, bias=False */
     case MM_PROJ_GEMMA3: return p->norm_dim + p->in * p->out; /* mm_soft_emb_norm, mm_input_projection */
     case MM_PROJ_MISTRAL3: /* norm (RMS), merging_layer, linear_1, linear_2 */
         return p->norm_dim + p->in * p->norm_dim + p->norm_dim * p->out + p->out * p->out +
                (p->bias ? 2 * p->out : 0);
+    case MM_PROJ_PERCEIVER: return perceiver_params(p);
+    case MM_PROJ_LLAMA4: /* vision_adapter.mlp fc1, fc2; multi_modal_projector.linear_1 */
+        return p->in * p->ffn + p->ffn * p->mid + p->mid * p->out;
+    case MM_PROJ_MEGATRON: /* [norm], linear_fc1, linear_fc2 */
+        return (p->norm ? (p->rmsnorm ? 1 : 2) * p->in : 0) + p->in * p->mid + p->mid * p->out +
+               (p->bias ? p->mid + p->out : 0);
     }
     return 0;
 }
@@ -204,12 +241,62 @@ double mm_projector_fwd_flops(const mm_projector *p, double tokens)
         return 0.0;
     double in = (double)p->in, out = (double)p->out;
     if (p->type == MM_PROJ_QWEN_MERGER)
-        return 2.0 * tokens * (in * in + in * out);
+        return (1.0 + (double)p->deepstack) * 2.0 * tokens * (in * in + in * out);
+    if (p->type == MM_PROJ_PERCEIVER)
+        return p->latents > 0 ? perceiver_fwd_flops(p, tokens / (double)p->latents) : 0.0;
+    if (p->type == MM_PROJ_LLAMA4) {
+        double f = (double)p->ffn, md = (double)p->mid;
+        return 2.0 * tokens * (in * f + f * md + md * out);
+    }
     if (p->type == MM_PROJ_MISTRAL3) {
         double c = (double)p->norm_dim;
         return 2.0 * tokens * (in * c + c * out + out * out);
     }
+    if (p->type == MM_PROJ_MEGATRON)
+        return 2.0 * tokens * (double)p->mid * (in + out);
     return 2.0 * tokens * (in * out + (double)(p->depth - 1) * out * out);
+}
+
+/* Multiplies the ops pushed since `from` by k (k identical blocks). */
+static void repeat_from(op_list *l, int from, double k)
+{
+    for (int i = from; i < l->n && i < l->cap; i++) {
+        l->ops[i].flops *= k;
+        l->ops[i].bytes *= k;
+        if (l->ops[i].kind != MM_OPK_MEM)
+            l->ops[i].batch *= k;
+    }
+}
+
+/* Idefics2's connector on one TP rank: the modality projection as a
+ * Megatron MLP (column- then row-parallel) over every patch, then the
+ * perceiver blocks (heads split by tp), one block's ops times `layers`.
+ * `tokens` are the latents the LLM receives (images x latents). */
+static int perceiver_ops(const mm_projector *p, double tokens, double t, double b, op_list *l)
+{
+    if (p->latents <= 0)
+        return 0;
+    double img = tokens / (double)p->latents, n = img * (double)p->ctx, L = tokens, kvt = n + L;
+    double in = (double)p->in, o = (double)p->out, f = (double)p->ffn / t, d = (double)p->head_dim;
+    double q = (double)p->heads * d / t, kv = (double)p->kv_heads * d / t;
+    push_gemm(l, "proj_fc1", n, 2.0 * f, in, false, b);
+    push_mem(l, "proj_act", 3.0 * n * f * b);
+    push_gemm(l, "proj_fc2", n, o, f, false, b);
+    int from = l->n;
+    push_mem(l, "perc_norms", (2.0 * kvt * o + 2.0 * o) * b);
+    push_gemm(l, "perc_q", L, q, o, false, b);
+    push_gemm(l, "perc_kv", kvt, 2.0 * kv, o, false, b);
+    push(l, "perc_attn", MM_OPK_ATTN, 4.0 * L * (double)(p->ctx + p->latents) * q, (L * 2.0 * q + kvt * 2.0 * kv) * b,
+         (double)p->latents, (double)(p->ctx + p->latents), d, img * (double)p->heads / t, false);
+    push_gemm(l, "perc_o", L, o, q, false, b);
+    push_mem(l, "perc_residual", 6.0 * L * o * b);
+    push_mem(l, "perc_norm_mlp", (2.0 * L * o + o) * b);
+    push_gemm(l, "perc_fc1", L, 2.0 * 4.0 * o / t, o, false, b);
+    push_mem(l, "perc_act", 3.0 * L * 4.0 * o / t * b);
+    push_gemm(l, "perc_fc2", L, o, 4.0 * o / t, false, b);
+    repeat_from(l, from, (double)p->layers);
+    push_mem(l, "perc_final_norm", (2.0 * L * o + o) * b);
+    return l->n <= l->cap ? l->n : -1;
 }
 
 int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_bytes, mm_op_cost *ops, int cap)
@@ -221,10 +308,27 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
         return 0;
     double b = (double)dtype_bytes, in = (double)p->in, out = (double)p->out, t = (double)tp;
     if (p->type == MM_PROJ_QWEN_MERGER) { /* ln_q over the unmerged patches, then the MLP */
-        push_mem(&l, "proj_norm", (2.0 * tokens * in + (double)p->norm_dim) * b);
-        push_gemm(&l, "proj_fc1", tokens, in / t, in, true, b);
-        push_mem(&l, "proj_act", 2.0 * tokens * in / t * b);
-        push_gemm(&l, "proj_fc2", tokens, out, in / t, false, b);
+        for (int i = 0; i <= p->deepstack; i++) { /* the merger, then each DeepStack merger */
+            push_mem(&l, i ? "deepstack_norm" : "proj_norm", (2.0 * tokens * in + (i ? in : (double)p->norm_dim)) * b);
+            push_gemm(&l, i ? "deepstack_fc1" : "proj_fc1", tokens, in / t, in, true, b);
+            push_mem(&l, i ? "deepstack_act" : "proj_act", 2.0 * tokens * in / t * b);
+            push_gemm(&l, i ? "deepstack_fc2" : "proj_fc2", tokens, out, in / t, false, b);
+        }
+        /* each DeepStack output added to the visual positions of one early
+         * LLM block (read both, write one); timed here, where it is made */
+        if (p->deepstack > 0)
+            push_mem(&l, "deepstack_add", 3.0 * (double)p->deepstack * tokens * out * b);
+        return l.n <= l.cap ? l.n : -1;
+    }
+    if (p->type == MM_PROJ_PERCEIVER)
+        return perceiver_ops(p, tokens, t, b, &l);
+    if (p->type == MM_PROJ_LLAMA4) { /* adapter fc1 column-, fc2 row-parallel; linear_1 column-parallel */
+        double f = (double)p->ffn, md = (double)p->mid;
+        push_gemm(&l, "proj_fc1", tokens, f / t, in, false, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * f / t * b);
+        push_gemm(&l, "proj_fc2", tokens, md, f / t, false, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * md * b);
+        push_gemm(&l, "proj_out", tokens, out / t, md, false, b);
         return l.n <= l.cap ? l.n : -1;
     }
     if (p->type == MM_PROJ_GEMMA3) { /* pooled tokens: norm, then one projection */
@@ -245,6 +349,15 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
         push_gemm(&l, "proj_fc2", tokens, out, out / t, false, b);
         return l.n <= l.cap ? l.n : -1;
     }
+    if (p->type == MM_PROJ_MEGATRON) { /* column- then row-parallel, as the other MLPs */
+        double mid = (double)p->mid;
+        if (p->norm)
+            push_mem(&l, "proj_norm", (2.0 * tokens * in + (p->rmsnorm ? 1.0 : 2.0) * in) * b);
+        push_gemm(&l, "proj_fc1", tokens, mid / t, in, p->bias, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * mid / t * b);
+        push_gemm(&l, "proj_fc2", tokens, out, mid / t, false, b);
+        return l.n <= l.cap ? l.n : -1;
+    }
     if (p->type == MM_PROJ_INTERNVL)
         push_mem(&l, "proj_norm", (2.0 * tokens * in + 2.0 * in) * b);
     /* Megatron's MLP projector: column- then row-parallel */
@@ -255,6 +368,13 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
                   out / t, false, b);
     }
     return l.n <= l.cap ? l.n : -1;
+}
+
+double mm_projector_in_per_token(const mm_projector *p)
+{
+    if (p->type == MM_PROJ_PERCEIVER && p->latents > 0)
+        return (double)p->in * (double)p->ctx / (double)p->latents;
+    return (double)p->in;
 }
 
 static int64_t model_params(const mm_model *m, bool active)

@@ -10,6 +10,11 @@
  *   image: {tile: 384, max_tiles: 10, pixel_shuffle: 1.0, grids: [[1,1],[2,2]]}
  *   audio: whisper-large-v3.json            # optional, with audio_projector
  *
+ * A part may also be given inline, as a mapping of its config's keys, and
+ * the projector may be Megatron-Core's: {type: megatron_mlp, hidden: N,
+ * norm: none|layernorm|rmsnorm, bias: false} (mmsim run --megatron-script
+ * writes such a model for Megatron-LM's multimodal example).
+ *
  * Encoder costs follow the same Megatron conventions as llm.h (matmul
  * FLOPs, 2 per MAC, attention dense), with bidirectional attention.
  * Not for: where encoders run (sim/parallel), memory (memory.h), time. */
@@ -52,6 +57,11 @@ typedef struct mm_encoder {
     int64_t temporal_patch;
     bool rope2d, gated_mlp;
     int64_t window, full_layers;
+    /* Qwen3-VL: beside the 2-D RoPE, a learned table of pos_table rows
+     * (num_position_embeddings, 48 x 48) bilinearly interpolated to the
+     * patch grid, four rows gathered per patch; 0: none (or, without
+     * rope2d, one row per token of the tile). */
+    int64_t pos_table;
 } mm_encoder;
 
 typedef enum mm_projector_type {
@@ -64,9 +74,19 @@ typedef enum mm_projector_type {
     MM_PROJ_IDEFICS3, /* Idefics3Connector: pixel shuffle, one Linear without bias */
     MM_PROJ_GEMMA3,   /* Gemma3MultiModalProjector: average pool of the patch grid,
                        * RMSNorm over the encoder width, one Linear without bias */
-    MM_PROJ_MISTRAL3  /* Mistral3MultiModalProjector: RMSNorm over the encoder width, patch
+    MM_PROJ_MISTRAL3, /* Mistral3MultiModalProjector: RMSNorm over the encoder width, patch
                        * merger Linear(4c, c) without bias, Linear(c, llm), GELU,
                        * Linear(llm, llm) (biases: `bias`) */
+    MM_PROJ_LLAMA4,   /* Llama 4: the vision adapter (pixel shuffle, Linear(in, ffn), GELU,
+                       * Linear(ffn, mid), GELU) and multi_modal_projector Linear(mid,
+                       * out), none biased */
+    MM_PROJ_PERCEIVER, /* Idefics2Connector: a modality projection (gated MLP in -> ffn -> out,
+                       * no biases) over every patch, then a perceiver resampler whose
+                       * `latents` learned queries cross-attend the image: the LLM sees the
+                       * latents only */
+    MM_PROJ_MEGATRON  /* Megatron-Core's MultimodalProjector "mlp" (LLaVAModel's default):
+                       * optional norm over `in` (LayerNorm or RMSNorm: `norm`, `rmsnorm`),
+                       * Linear(in, mid), activation, Linear(mid, out) (biases: `bias`) */
 } mm_projector_type;
 
 typedef struct mm_projector {
@@ -75,7 +95,24 @@ typedef struct mm_projector {
     int64_t in, out;    /* in: encoder width (x 1/ratio^2 after pixel shuffle) */
     bool rmsnorm;       /* QWEN_MERGER: Qwen2.5-VL's RMSNorm ln_q (Qwen2-VL: LayerNorm) */
     int64_t norm_dim;   /* QWEN_MERGER, MISTRAL3, GEMMA3: width of the norm (the encoder's) */
-    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias) */
+    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias);
+                         * MEGATRON: both Linears biased (add_bias_linear) */
+    /* QWEN_MERGER: Qwen3-VL's DeepStack mergers (one per
+     * deepstack_visual_indexes entry), each the merger's shape with its
+     * LayerNorm over the merged width `in`; their outputs are added to the
+     * visual positions of the LLM's first `deepstack` blocks. */
+    int deepstack;
+    /* PERCEIVER (modeling_idefics2.py): modality projection width ffn (the
+     * LLM's intermediate_size); `layers` blocks (resampler_depth), each:
+     * RMSNorms on latents and context, q from the latents (heads x
+     * head_dim), k and v (kv_heads x head_dim) from [context; latents], o,
+     * an RMSNorm and a gated MLP of 4 x out; a final RMSNorm.  ctx: the
+     * context tokens of one image (the tower's patches). */
+    int64_t ffn, latents, heads, kv_heads, head_dim, ctx;
+    int layers;
+    int64_t mid; /* LLAMA4: projector_output_dim (= vision_output_dim); ffn: projector_input_dim;
+                  * MEGATRON: the hidden width (the projection config's ffn_hidden_size) */
+    bool norm;          /* MEGATRON: a norm over `in` before the first Linear */
 } mm_projector;
 
 #define MM_MAX_GRIDS 64
@@ -143,6 +180,10 @@ int64_t mm_projector_params(const mm_projector *p);
 double mm_projector_fwd_flops(const mm_projector *p, double tokens);
 int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_bytes,
                      mm_op_cost *ops, int cap);
+/* Elements the projector reads per visual LLM token it makes: `in`, or
+ * for the perceiver (ctx patches in, latents out) in x ctx / latents; what
+ * an encoder hands over when the projector runs on the LLM's GPUs. */
+double mm_projector_in_per_token(const mm_projector *p);
 
 /* ---- the whole model ---- */
 int64_t mm_model_params(const mm_model *m);

@@ -1,10 +1,12 @@
 /* mllm_read.c - reading multimodal models: encoder configs (CLIP, SigLIP,
- * InternViT, Idefics3's SigLIP, the Qwen2-VL/2.5-VL vision towers, Pixtral,
- * Whisper's and Qwen2-Audio's encoders), Hugging Face composites (llava,
- * llava_next, llava_onevision, internvl_chat and internvl, qwen2_vl and
- * qwen2_5_vl, idefics3, mistral3/ministral3, gemma3, phi3_v, qwen2_audio;
- * mllama, llama4, qwen3_vl and idefics2 refused by name) and our YAML form.  Absent keys take their transformers config
- * class's defaults (hf.c); unmodeled keys are refused by name.
+ * InternViT, Idefics2's and Idefics3's SigLIP, the Qwen2-VL/2.5-VL/3-VL
+ * vision towers, Pixtral, Whisper's and Qwen2-Audio's encoders), Hugging
+ * Face composites (llava, llava_next, llava_onevision, internvl_chat and
+ * internvl, qwen2_vl, qwen2_5_vl and qwen3_vl (DeepStack), idefics2
+ * (perceiver resampler), idefics3, mistral3/ministral3, gemma3, phi3_v,
+ * qwen2_audio; mllama and llama4 refused by name) and our YAML form.
+ * Absent keys take their transformers config class's defaults (hf.c);
+ * unmodeled keys are refused by name.
  * Not for: costs (mllm.c), the LLM reader itself (llm_read.c). */
 #include "model/mllm.h"
 
@@ -34,7 +36,8 @@ static void stem_name(const char *path, char *out, size_t len)
 }
 
 static const char *const vision_types[] = {"clip_vision_model", "siglip_vision_model", "intern_vit_6b",
-                                           "internvl_vision", "idefics3_vision", "qwen2_vl", "qwen2_5_vl", NULL};
+                                           "internvl_vision", "idefics3_vision", "idefics2_vision", "qwen2_vl",
+                                           "qwen2_5_vl", "llama4_vision_model", NULL};
 
 static bool in_list(const char *s, const char *const *l)
 {
@@ -75,6 +78,34 @@ static const char *const vit_costless[] = {
 
 /* CLIP / SigLIP (and Idefics3's SigLIP) vision towers, InternViT (remote
  * code) and transformers' InternVLVisionModel. */
+/* The keys read_vit accepts beyond its own: vit_costless, InternViT's
+ * switched-off experts, Llama 4's adapter and projector sizes; into `out`
+ * (NULL-terminated, 64 entries). */
+static void vit_accepted(const char *type, mm_node *map, const char **out)
+{
+    /* InternViT's optional mixture of experts (InternVL3's vision_config):
+     * with use_moe off (hf.c) its expert sizes describe nothing built */
+    static const char *const intern_moe[] = {
+        "capacity_factor", "eval_capacity_factor", "laux_allreduce", "moe_coeff_ratio", "moe_intermediate_size",
+        "moe_output_scale", "noisy_gate_policy", "num_experts", "num_routed_experts", "num_shared_experts",
+        "shared_expert_intermediate_size", "use_residual", "use_rts", "use_weighted_residual", NULL};
+    /* Llama 4's adapter and projector sizes (llama4_projector reads them);
+     * its projector's bias switch is unused (every Linear is bias=False) */
+    static const char *const llama4_keys[] = {"vision_output_dim", "pixel_shuffle_ratio", "projector_input_dim",
+                                              "projector_output_dim", "multi_modal_projector_bias",
+                                              "projector_dropout", "norm_eps", "vision_feature_select_strategy", NULL};
+    int na = 0;
+    for (const char *const *k = vit_costless; *k; k++)
+        out[na++] = *k;
+    if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
+        for (const char *const *k = intern_moe; *k; k++)
+            out[na++] = *k;
+    if (!strcmp(type, "llama4_vision_model"))
+        for (const char *const *k = llama4_keys; *k; k++)
+            out[na++] = *k;
+    out[na] = NULL;
+}
+
 static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const char *type,
                     mm_encoder *e, mm_err *err)
 {
@@ -82,20 +113,8 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
     mm_hf r = {d, map, prefix, type, err};
     static const char *const read[] = {"qkv_bias", "qk_normalization", "norm_type", "attention_bias",
                                        "use_qk_norm", NULL};
-    /* InternViT's optional mixture of experts (InternVL3's vision_config):
-     * with use_moe off (hf.c) its expert sizes describe nothing built */
-    static const char *const intern_moe[] = {
-        "capacity_factor", "eval_capacity_factor", "laux_allreduce", "moe_coeff_ratio", "moe_intermediate_size",
-        "moe_output_scale", "noisy_gate_policy", "num_experts", "num_routed_experts", "num_shared_experts",
-        "shared_expert_intermediate_size", "use_residual", "use_rts", "use_weighted_residual", NULL};
     const char *accept[64];
-    int na = 0;
-    for (const char *const *k = vit_costless; *k; k++)
-        accept[na++] = *k;
-    if (!strcmp(type, "intern_vit_6b") && mm_node_get(map, "use_moe")) /* no expert sizes without the switch */
-        for (const char *const *k = intern_moe; *k; k++)
-            accept[na++] = *k;
-    accept[na] = NULL;
+    vit_accepted(type, map, accept);
     e->kind = MM_ENC_VISION;
     snprintf(e->model_type, sizeof e->model_type, "%s", type);
     e->channels = 3;
@@ -111,7 +130,11 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
         (rc = mm_hf_str(&r, "hidden_act", act, sizeof act)) || (act[0] && (rc = mm_hf_act(&r, "hidden_act", act))))
         return rc;
     bool intern = !strcmp(type, "intern_vit_6b"), native = !strcmp(type, "internvl_vision");
-    bool clip = !strcmp(type, "clip_vision_model");
+    /* Llama4VisionModel (modeling_llama4.py @ 63210d0) is built as CLIP's:
+     * class token, bias-free patch Linear, learned positions, layernorm_pre
+     * and _post, biased q/k/v/o and fc1/fc2; its 2-D RoPE on q and k is
+     * element-wise and not timed */
+    bool clip = !strcmp(type, "clip_vision_model") || !strcmp(type, "llama4_vision_model");
     /* CLIPVisionEmbeddings: class token, patch conv without bias, learned
      * positions; CLIPVisionTransformer: pre_layrnorm and post_layernorm.
      * SiglipVisionEmbeddings: no class token, conv with bias; a
@@ -226,7 +249,71 @@ static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, in
             return mm_hf_fail(r, "fullatt_block_indexes", "%lld full-attention blocks in a %lld-block tower",
                               (long long)e->full_layers, (long long)e->layers);
     }
-    *merger = (mm_projector){MM_PROJ_QWEN_MERGER, 2, 0, out, v25, e->hidden, false};
+    *merger = (mm_projector){.type = MM_PROJ_QWEN_MERGER, .depth = 2, .in = 0, .out = out, .rmsnorm = v25, .norm_dim = e->hidden, .bias = false};
+    return 0;
+}
+
+/* Most DeepStack mergers read (Qwen3-VL publishes three). */
+#define DEEPSTACK_MAX 8
+
+/* Qwen3VLVisionConfig (configuration_qwen3_vl.py; modeling_qwen3_vl.py at
+ * huggingface/transformers @ 68a7b7e): a Conv3d stem with bias, a learned
+ * position table of num_position_embeddings rows interpolated to the grid
+ * beside the 2-D RoPE, blocks of LayerNorm, qkv and proj (biased), a
+ * plain fc1/fc2 MLP (biased), no final norm; the merger (LayerNorm over
+ * the width, then over the merged width for the DeepStack mergers, one
+ * per deepstack_visual_indexes entry). */
+static int read_qwen3_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, int64_t *merge)
+{
+    int rc;
+    static const char *const read[] = {"depth", "hidden_size", "intermediate_size", "num_heads", "in_channels",
+                                       "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
+                                       "num_position_embeddings", "deepstack_visual_indexes", NULL};
+    e->kind = MM_ENC_VISION;
+    snprintf(e->model_type, sizeof e->model_type, "%s", r->type);
+    int64_t out = 0;
+    char act[32] = "";
+    if ((rc = mm_hf_check_keys(r, read, vit_costless)) || (rc = mm_hf_need_int(r, "depth", 1, DIM_MAX, &e->layers)) ||
+        (rc = mm_hf_need_int(r, "hidden_size", 1, DIM_MAX, &e->hidden)) ||
+        (rc = mm_hf_need_int(r, "intermediate_size", 1, DIM_MAX, &e->ffn)) ||
+        (rc = mm_hf_need_int(r, "num_heads", 1, DIM_MAX, &e->heads)) ||
+        (rc = mm_hf_need_int(r, "in_channels", 1, 64, &e->channels)) ||
+        (rc = mm_hf_need_int(r, "patch_size", 1, DIM_MAX, &e->patch_size)) ||
+        (rc = mm_hf_need_int(r, "temporal_patch_size", 1, 64, &e->temporal_patch)) ||
+        (rc = mm_hf_need_int(r, "spatial_merge_size", 1, 64, merge)) ||
+        (rc = mm_hf_need_int(r, "out_hidden_size", 1, DIM_MAX, &out)) ||
+        (rc = mm_hf_need_int(r, "num_position_embeddings", 1, DIM_MAX, &e->pos_table)) ||
+        (rc = mm_hf_str(r, "hidden_act", act, sizeof act)) || (rc = mm_hf_act(r, "hidden_act", act)))
+        return rc;
+    int ds = 3; /* Qwen3VLVisionConfig: [8, 16, 24] */
+    mm_node *dl = mm_node_get(r->map, "deepstack_visual_indexes");
+    if (dl && !mm_node_is_null(dl)) {
+        if (!mm_node_is_sequence(dl))
+            return mm_hf_fail(r, "deepstack_visual_indexes", "expected a list of block indexes");
+        ds = mm_node_count(dl);
+        char kp[160];
+        mm_hf_key(r, "deepstack_visual_indexes", kp, sizeof kp);
+        for (int i = 0; i < ds; i++) { /* each a block of the tower */
+            int64_t ix = 0;
+            if ((rc = mm_node_as_int(r->doc, mm_node_item(dl, i), kp, 0, e->layers - 1, &ix, r->err)))
+                return rc;
+        }
+    }
+    if (ds > DEEPSTACK_MAX)
+        return mm_hf_fail(r, "deepstack_visual_indexes", "%d DeepStack layers (at most %d modeled)", ds,
+                          DEEPSTACK_MAX);
+    if (e->hidden % e->heads)
+        return mm_hf_fail(r, "num_heads", "%lld heads do not divide the width %lld", (long long)e->heads,
+                          (long long)e->hidden);
+    e->head_dim = e->hidden / e->heads;
+    e->image_size = QWEN_TILE;
+    if (QWEN_TILE % (e->patch_size * *merge))
+        return mm_hf_fail(r, "patch_size", "the %d-px accounting tile is not a whole number of %lld-px merged "
+                          "patches", QWEN_TILE, (long long)(e->patch_size * *merge));
+    e->rope2d = true;
+    e->qkv_bias = e->k_bias = e->out_bias = e->mlp_bias = e->patch_bias = true;
+    *merger = (mm_projector){.type = MM_PROJ_QWEN_MERGER, .depth = 2, .in = 0, .out = out, .rmsnorm = false, .norm_dim = e->hidden, .bias = false};
+    merger->deepstack = ds;
     return 0;
 }
 
@@ -332,10 +419,14 @@ static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, co
     r.type = type;
     if (!strcmp(type, "whisper") || !strcmp(type, "qwen2_audio_encoder"))
         return read_whisper(d, map, prefix, type, e, err);
-    if (!strcmp(type, "qwen2_vl") || !strcmp(type, "qwen2_5_vl")) {
+    if (!strcmp(type, "idefics2")) /* Idefics2Config builds Idefics2VisionConfig whatever the
+                                     * vision_config's model_type (idefics2-8b's says "idefics2") */
+        snprintf(type, sizeof type, "idefics2_vision");
+    if (!strcmp(type, "qwen2_vl") || !strcmp(type, "qwen2_5_vl") || !strcmp(type, "qwen3_vl")) {
         mm_projector p;
         int64_t mg = 1;
-        rc = read_qwen_vit(&r, e, merger ? merger : &p, merge ? merge : &mg);
+        rc = !strcmp(type, "qwen3_vl") ? read_qwen3_vit(&r, e, merger ? merger : &p, merge ? merge : &mg)
+                                       : read_qwen_vit(&r, e, merger ? merger : &p, merge ? merge : &mg);
         return rc;
     }
     if (!strcmp(type, "pixtral"))
@@ -345,8 +436,9 @@ static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, co
     if (in_list(type, vision_types))
         return read_vit(d, map, prefix, type, e, err);
     return mm_hf_fail(&r, "model_type", "'%s' is not an encoder mmsim knows (clip_vision_model, "
-                      "siglip_vision_model, intern_vit_6b, internvl_vision, idefics3_vision, qwen2_vl, "
-                      "qwen2_5_vl, pixtral, whisper)", type[0] ? type : "(none)");
+                      "siglip_vision_model, intern_vit_6b, internvl_vision, idefics3_vision, idefics2_vision, "
+                      "llama4_vision_model, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, whisper)",
+                      type[0] ? type : "(none)");
 }
 
 static int read_encoder(const mm_doc *d, mm_node *map, const char *prefix, mm_encoder *e, mm_err *err)
@@ -365,9 +457,12 @@ static int parse_projector(const mm_doc *d, mm_node *node, const char *key, cons
     else if (sscanf(type, "mlp%dx_gelu%n", &depth, &used) == 1 && used == (int)strlen(type) && depth >= 1 &&
              depth <= 16)
         p->type = MM_PROJ_MLP_GELU, p->depth = depth;
+    else if (!strcmp(type, "megatron_mlp"))
+        p->type = MM_PROJ_MEGATRON, p->depth = 2;
     else
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(node), key,
-                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl)", type);
+                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl, megatron_mlp)",
+                          type);
     return 0;
 }
 
@@ -378,7 +473,8 @@ static void size_projector(mm_projector *p, const mm_encoder *e, const mm_llm *l
         return;
     double r = shuffle > 0 ? shuffle : 1.0;
     /* pixel shuffle concatenates r^-2 patches; Gemma 3 averages them */
-    p->in = p->type == MM_PROJ_GEMMA3 ? e->hidden : (int64_t)llround((double)e->hidden / (r * r));
+    p->in = p->type == MM_PROJ_GEMMA3 || p->type == MM_PROJ_PERCEIVER ? e->hidden
+                                                                       : (int64_t)llround((double)e->hidden / (r * r));
     p->norm_dim = e->hidden;
     if (p->type != MM_PROJ_QWEN_MERGER || p->out == 0)
         p->out = l->hidden;
@@ -451,6 +547,9 @@ static const composite composites[] = {
     {"mistral3", "text_config", "mistral", "pixtral"},
     {"ministral3", "text_config", "ministral3", "pixtral"},
     {"gemma3", "text_config", "gemma3_text", "siglip_vision_model"},
+    {"qwen3_vl", "text_config", "qwen3_vl_text", "qwen3_vl"},
+    {"idefics2", "text_config", "mistral", "idefics2_vision"},
+    {"llama4", "text_config", "llama4_text", "llama4_vision_model"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -570,9 +669,9 @@ static int llava_anyres(const mm_doc *d, mm_node *root, const char *type, mm_hf 
 }
 
 /* A vision-language model_type whose one unmodeled feature is named:
- * refused by that feature's key (Mllama's cross-attention layers, Llama 4's
- * chunked attention, Qwen3-VL's DeepStack, Idefics2's perceiver); 0 for
- * any other type.  A part of read_composite. */
+ * refused by that feature's key (Mllama's cross-attention layers, Llama
+ * 4's chunked attention); 0 for any other type.  A part of
+ * read_composite. */
 static int refuse_unmodeled(const mm_doc *d, mm_node *root, const char *type, mm_err *err)
 {
     if (!strcmp(type, "mllama")) {
@@ -588,12 +687,6 @@ static int refuse_unmodeled(const mm_doc *d, mm_node *root, const char *type, mm
     }
     /* Vision-language types whose one unmodeled feature is named. */
     static const struct { const char *type, *sub, *key, *why; } named[] = {
-        {"llama4", "text_config", "attention_chunk_size", "Llama 4's chunked attention (3 of 4 layers attend "
-         "within 8192-token chunks, the 4th without RoPE) is not modeled"},
-        {"qwen3_vl", "vision_config", "deepstack_visual_indexes", "Qwen3-VL's DeepStack (features of several "
-         "tower layers, each through its own merger, added into early LLM layers) is not modeled"},
-        {"idefics2", NULL, "perceiver_config", "Idefics2's perceiver resampler (latent queries cross-attending "
-         "to the tower's features) is not modeled"},
         {NULL, NULL, NULL, NULL},
     };
     for (int i = 0; named[i].type; i++)
@@ -619,8 +712,87 @@ static int gemma3_projector(mm_hf *r, mm_model *m)
     if (side * side != ntok || g % side)
         return mm_hf_fail(r, "mm_tokens_per_image", "%lld tokens are not a square that divides the %lld x %lld "
                           "patch grid", (long long)ntok, (long long)g, (long long)g);
-    m->vision_proj = (mm_projector){MM_PROJ_GEMMA3, 1, 0, 0, true, 0, false};
+    m->vision_proj = (mm_projector){.type = MM_PROJ_GEMMA3, .depth = 1, .in = 0, .out = 0, .rmsnorm = true, .norm_dim = 0, .bias = false};
     m->pixel_shuffle = (double)side / (double)g;
+    size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Idefics2's connector (Idefics2PerceiverConfig; modeling_idefics2.py at
+ * huggingface/transformers @ f503927): the perceiver_config mapping, or
+ * its class defaults when the file has none.  Its hidden_size is the
+ * LLM's whatever the file says (Idefics2Config overwrites it with
+ * text_config's); qk_layer_norms_perceiver (older files) builds nothing in
+ * the current class.  The LLM sees resampler_n_latents tokens per image.
+ * A part of composite_projector. */
+static int idefics2_projector(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_node *pc = mm_node_get(root, "perceiver_config");
+    if (pc && !mm_node_is_null(pc) && !mm_node_is_mapping(pc))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(pc), "perceiver_config", "expected a mapping");
+    mm_hf r = {d, pc && !mm_node_is_null(pc) ? pc : NULL, "perceiver_config", "idefics2_perceiver", err};
+    static const char *const read[] = {"resampler_n_latents", "resampler_depth", "resampler_n_heads",
+                                       "resampler_head_dim", "num_key_value_heads", "hidden_act", "hidden_size", NULL};
+    static const char *const costless[] = {"qk_layer_norms_perceiver", NULL};
+    mm_projector *p = &m->vision_proj;
+    *p = (mm_projector){.type = MM_PROJ_PERCEIVER, .depth = 1, .in = 0, .out = 0, .rmsnorm = true, .norm_dim = 0, .bias = false};
+    int64_t depth = 0;
+    char act[32] = "";
+    if ((rc = mm_hf_check_keys(&r, read, costless)) ||
+        (rc = mm_hf_need_int(&r, "resampler_n_latents", 1, DIM_MAX, &p->latents)) ||
+        (rc = mm_hf_need_int(&r, "resampler_depth", 1, 1024, &depth)) ||
+        (rc = mm_hf_need_int(&r, "resampler_n_heads", 1, DIM_MAX, &p->heads)) ||
+        (rc = mm_hf_need_int(&r, "resampler_head_dim", 1, DIM_MAX, &p->head_dim)) ||
+        (rc = mm_hf_need_int(&r, "num_key_value_heads", 1, DIM_MAX, &p->kv_heads)) ||
+        (rc = mm_hf_str(&r, "hidden_act", act, sizeof act)) || (rc = mm_hf_act(&r, "hidden_act", act)))
+        return rc;
+    if (p->heads % p->kv_heads)
+        return mm_hf_fail(&r, "num_key_value_heads", "%lld key/value heads do not divide the %lld heads",
+                          (long long)p->kv_heads, (long long)p->heads);
+    if (p->heads * p->head_dim > DIM_MAX)
+        return mm_hf_fail(&r, "resampler_head_dim", "heads x head_dim exceeds %lld", (long long)DIM_MAX);
+    p->layers = (int)depth;
+    p->ffn = m->llm.ffn; /* modality_projection: Idefics2MLP(vision width, text intermediate_size, text width) */
+    int64_t g = m->vision.image_size / m->vision.patch_size;
+    p->ctx = g * g;
+    /* tokens per tile come out as g^2 x shuffle^2 = the latents */
+    m->pixel_shuffle = sqrt((double)p->latents) / (double)g;
+    size_projector(p, &m->vision, &m->llm, m->pixel_shuffle);
+    return 0;
+}
+
+/* Llama 4's vision adapter and projector (Llama4VisionPixelShuffleMLP,
+ * Llama4VisionMLP2, Llama4MultiModalProjector in modeling_llama4.py @
+ * 63210d0), sized by the vision_config: pixel_shuffle_ratio (0.5) folds
+ * ratio^-2 patches into one token (the class token dropped), fc1 takes
+ * intermediate_size inputs (it must be that folded width) to
+ * projector_input_dim, fc2 to projector_output_dim, linear_1 from
+ * vision_output_dim (the same width) to the LLM's.  A part of
+ * composite_projector. */
+static int llama4_projector(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
+{
+    int rc;
+    mm_hf r = {d, mm_node_get(root, "vision_config"), "vision_config", "llama4_vision_model", err};
+    double ratio = 0.5;
+    int64_t pin = 0, pout = 0, vout = 0, fin = 0;
+    if ((rc = mm_hf_double(&r, "pixel_shuffle_ratio", 0.01, 1.0, &ratio)) ||
+        (rc = mm_hf_need_int(&r, "projector_input_dim", 1, DIM_MAX, &pin)) ||
+        (rc = mm_hf_need_int(&r, "projector_output_dim", 1, DIM_MAX, &pout)) ||
+        (rc = mm_hf_need_int(&r, "vision_output_dim", 1, DIM_MAX, &vout)) ||
+        (rc = mm_hf_need_int(&r, "intermediate_size", 1, DIM_MAX, &fin)))
+        return rc;
+    int64_t g = m->vision.image_size / m->vision.patch_size, side = (int64_t)llround((double)g * ratio);
+    int64_t folded = (int64_t)llround((double)m->vision.hidden / (ratio * ratio));
+    if (fabs((double)side - (double)g * ratio) > 1e-9 || folded != fin)
+        return mm_hf_fail(&r, "pixel_shuffle_ratio", "%g does not fold the %lld x %lld grid of width %lld into "
+                          "intermediate_size %lld (the adapter's fc1 input)", ratio, (long long)g, (long long)g,
+                          (long long)m->vision.hidden, (long long)fin);
+    if (pout != vout)
+        return mm_hf_fail(&r, "vision_output_dim", "%lld differs from projector_output_dim %lld (the projector's "
+                          "input)", (long long)vout, (long long)pout);
+    m->vision_proj = (mm_projector){.type = MM_PROJ_LLAMA4, .depth = 3, .ffn = pin, .mid = pout};
+    m->pixel_shuffle = ratio;
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
     return 0;
 }
@@ -640,7 +812,7 @@ static int mistral3_projector(mm_hf *r, mm_node *root, mm_model *m)
     if ((rc = mm_hf_int(r, "spatial_merge_size", 1, 64, &merge2, NULL)) ||
         (rc = mm_hf_bool(r, "multimodal_projector_bias", &pb)))
         return rc;
-    m->vision_proj = (mm_projector){MM_PROJ_MISTRAL3, 3, 0, 0, false, 0, pb};
+    m->vision_proj = (mm_projector){.type = MM_PROJ_MISTRAL3, .depth = 3, .in = 0, .out = 0, .rmsnorm = false, .norm_dim = 0, .bias = pb};
     m->pixel_shuffle = 1.0 / (double)merge2;
     m->dynamic = true;
     size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
@@ -677,13 +849,17 @@ static int composite_projector(const mm_doc *d, mm_node *root, const char *type,
         return rc;
     if (!strcmp(type, "gemma3"))
         return gemma3_projector(r, m);
+    if (!strcmp(type, "idefics2"))
+        return idefics2_projector(d, root, m, err);
+    if (!strcmp(type, "llama4"))
+        return llama4_projector(d, root, m, err);
     if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
         return mistral3_projector(r, root, m);
     if (!strcmp(type, "idefics3")) {
         int64_t scale = 2; /* Idefics3Config scale_factor */
         if ((rc = mm_hf_int(r, "scale_factor", 1, 64, &scale, NULL)))
             return rc;
-        m->vision_proj = (mm_projector){MM_PROJ_IDEFICS3, 1, 0, 0, false, 0, false};
+        m->vision_proj = (mm_projector){.type = MM_PROJ_IDEFICS3, .depth = 1, .in = 0, .out = 0, .rmsnorm = false, .norm_dim = 0, .bias = false};
         m->pixel_shuffle = 1.0 / (double)scale;
     } else if ((rc = parse_projector(d, mm_node_get(root, "mm_projector_type"), "mm_projector_type", ptype,
                                      &m->vision_proj, err))) {
@@ -716,15 +892,23 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         return rc;
     if (!c->type)
         return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s' (mmsim reads llava, llava_next, "
-                          "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, idefics3, mistral3, "
-                          "ministral3, gemma3, phi3_v, qwen2_audio; docs/models.md)", type);
+                          "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, qwen3_vl, idefics2, "
+                          "idefics3, mistral3, ministral3, gemma3, llama4, phi3_v, qwen2_audio; docs/models.md)",
+                          type);
     bool flat = c->llm_key == NULL;
     /* Unmodeled keys of the root, the LLM's and the tower's mappings are
      * reported together: each reader checks its keys first, so on such a
      * refusal the next mapping is still read for its own. */
     mm_err keys;
     mm_err_clear(&keys);
-    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, composite_costless))) {
+    const char *accept[64]; /* the costless keys, and Idefics2's perceiver (read by idefics2_projector) */
+    int na = 0;
+    for (const char *const *k = composite_costless; *k && na < 62; k++)
+        accept[na++] = *k;
+    if (!strcmp(type, "idefics2"))
+        accept[na++] = "perceiver_config";
+    accept[na] = NULL;
+    if (!flat && (rc = mm_hf_check_keys(&r, composite_read, accept))) {
         if (!mm_hf_is_keys_error(err))
             return rc;
         keys = *err;
@@ -738,7 +922,7 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
         return keys.code ? (*err = keys, -MM_EINPUT)
                          : mm_hf_fail(&r, "vision_config", "missing the vision tower's sub-config");
     int64_t merge = 1;
-    mm_projector merger = {MM_PROJ_NONE, 0, 0, 0, false, 0, false};
+    mm_projector merger = {.type = MM_PROJ_NONE};
     rc = read_encoder_as(d, vm, "vision_config", c->vision_type, &m->vision, &merger, &merge, err);
     if (rc && mm_hf_is_keys_error(err))
         mm_hf_join_keys_error(&keys, err);
@@ -811,7 +995,7 @@ static int read_phi3v(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
     m->has_vision = m->has_llm = true;
     m->tile = e->image_size;
     m->pixel_shuffle = 0.5; /* 2 x 2 patches concatenated */
-    m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
+    m->vision_proj = (mm_projector){.type = MM_PROJ_MLP_GELU, .depth = 2, .in = 0, .out = 0, .rmsnorm = false, .norm_dim = 0, .bias = false};
     m->extra_params = sep ? 2 * 4 * dim : 0; /* glb_GN, sub_GN */
     size_projector(&m->vision_proj, e, &m->llm, m->pixel_shuffle);
     return 0;
@@ -845,7 +1029,7 @@ static int read_qwen2_audio(const mm_doc *d, mm_node *root, mm_model *m, mm_err 
     if (m->audio.kind != MM_ENC_AUDIO)
         return mm_hf_fail(&r, "audio_config", "'%s' is not an audio encoder", m->audio.model_type);
     m->has_llm = m->has_audio = true;
-    m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
+    m->audio_proj = (mm_projector){.type = MM_PROJ_LINEAR, .depth = 1, .in = 0, .out = 0, .rmsnorm = false, .norm_dim = 0, .bias = false};
     size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
     return 0;
 }
@@ -862,12 +1046,15 @@ static void part_path(const char *yaml, const char *rel, char *out, size_t len)
 
 static const char *const yaml_keys[] = {"name", "vision", "audio", "llm", "projector", "audio_projector",
                                         "image", "source", NULL};
-static const char *const proj_keys[] = {"type", NULL};
+static const char *const proj_keys[] = {"type", "hidden", "norm", "bias", NULL};
 static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", "frame_pool", "anyres_max",
                                          NULL};
 
 static int load_part(const mm_doc *d, mm_node *root, const char *key, mm_model *part, mm_err *err)
 {
+    mm_node *n = mm_node_get(root, key);
+    if (n && mm_node_is_mapping(n)) /* the part's config inline (`mmsim run --megatron-script` writes one) */
+        return mm_model_from_node(d, n, key, part, err);
     char rel[512], path[1024];
     int rc = mm_node_str(d, root, key, key, rel, sizeof rel, NULL, err);
     if (rc)
@@ -938,6 +1125,40 @@ static int read_image_keys(const mm_doc *d, mm_node *im, mm_model *m, mm_err *er
     return 0;
 }
 
+/* megatron_mlp's keys: hidden (its ffn_hidden_size, required), norm
+ * (none | layernorm | rmsnorm), bias (add_bias_linear); the other types
+ * take none of them.  A part of read_yaml_form. */
+static int megatron_projector_keys(const mm_doc *d, mm_node *p, const char *key, mm_projector *pj, mm_err *err)
+{
+    char k[64], norm[32] = "none";
+    const char *extra[] = {"hidden", "norm", "bias"};
+    for (int i = 0; i < 3; i++)
+        if (pj->type != MM_PROJ_MEGATRON && mm_node_get(p, extra[i])) {
+            snprintf(k, sizeof k, "%s.%s", key, extra[i]);
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(p, extra[i]), k,
+                              "only a megatron_mlp projector takes it");
+        }
+    if (pj->type != MM_PROJ_MEGATRON)
+        return 0;
+    int rc;
+    bool found = false;
+    snprintf(k, sizeof k, "%s.hidden", key);
+    if ((rc = mm_node_int(d, p, "hidden", k, 1, 1 << 20, &pj->mid, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), k, "missing required key");
+    snprintf(k, sizeof k, "%s.norm", key);
+    if ((rc = mm_node_str(d, p, "norm", k, norm, sizeof norm, NULL, err)))
+        return rc;
+    if (strcmp(norm, "none") && strcmp(norm, "layernorm") && strcmp(norm, "rmsnorm"))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(p, "norm"), k,
+                          "unknown norm '%s' (none, layernorm, rmsnorm)", norm);
+    pj->norm = strcmp(norm, "none") != 0;
+    pj->rmsnorm = !strcmp(norm, "rmsnorm");
+    snprintf(k, sizeof k, "%s.bias", key);
+    return mm_node_bool(d, p, "bias", k, &pj->bias, NULL, err);
+}
+
 static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
 {
     int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
@@ -963,7 +1184,8 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             return rc;
         if (!found)
             return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), kp, "missing required key");
-        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)))
+        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)) ||
+            (rc = megatron_projector_keys(d, p, pkeys[i], pj[i], err)))
             return rc;
     }
     mm_node *im = mm_node_get(root, "image");
@@ -975,9 +1197,9 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
                           (long long)m->vision.image_size);
     finish_grids(m);
     if (m->has_vision && m->vision_proj.type == MM_PROJ_NONE && m->has_llm)
-        m->vision_proj = (mm_projector){MM_PROJ_MLP_GELU, 2, 0, 0, false, 0, false};
+        m->vision_proj = (mm_projector){.type = MM_PROJ_MLP_GELU, .depth = 2, .in = 0, .out = 0, .rmsnorm = false, .norm_dim = 0, .bias = false};
     if (m->has_audio && m->audio_proj.type == MM_PROJ_NONE && m->has_llm)
-        m->audio_proj = (mm_projector){MM_PROJ_LINEAR, 1, 0, 0, false, 0, false};
+        m->audio_proj = (mm_projector){.type = MM_PROJ_LINEAR, .depth = 1, .in = 0, .out = 0, .rmsnorm = false, .norm_dim = 0, .bias = false};
     if (m->has_llm) {
         size_projector(&m->vision_proj, &m->vision, &m->llm, m->pixel_shuffle);
         size_projector(&m->audio_proj, &m->audio, &m->llm, 1.0);
@@ -990,13 +1212,14 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
     return 0;
 }
 
-/* True when the root is our YAML form: a part named by a path. */
+/* True when the root is our YAML form: a part named by a path, or given
+ * inline as a mapping (no Hugging Face config has these keys). */
 static bool is_yaml_form(mm_node *root)
 {
     const char *k[] = {"llm", "vision", "audio"};
     for (int i = 0; i < 3; i++) {
         mm_node *n = mm_node_get(root, k[i]);
-        if (n && mm_node_is_scalar(n))
+        if (n && (mm_node_is_scalar(n) || mm_node_is_mapping(n)))
             return true;
     }
     return false;
