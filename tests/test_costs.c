@@ -718,6 +718,13 @@ START_TEST(in_flight)
     ck_assert(mm_mem_in_flight(MM_MEM_ZB_H1, 1, 4, 1, 16) == 3);
     /* interleaved, first stage: p(1 + (p-1)/(p v)) (Korthikanti 4.2.3) */
     ck_assert(fabs(mm_mem_in_flight(MM_MEM_INTERLEAVED, 0, 4, 2, 16) - 4 * (1 + 3.0 / 8)) < 1e-12);
+    /* the other stages: Megatron-Core's 2 (p - k - 1) + (v - 1) p warm-up
+     * chunks plus the first steady forward, over v (schedules.py,
+     * get_pp_rank_microbatches): the last stage still holds (p (v-1) + 1)/v */
+    ck_assert(fabs(mm_mem_in_flight(MM_MEM_INTERLEAVED, 1, 4, 2, 16) - (2.0 * 2 + 4 + 1) / 2) < 1e-12);
+    ck_assert(fabs(mm_mem_in_flight(MM_MEM_INTERLEAVED, 3, 4, 2, 16) - (4.0 + 1) / 2) < 1e-12);
+    /* m == p: every chunk forward is warm-up (parallel/schedule.c) */
+    ck_assert(fabs(mm_mem_in_flight(MM_MEM_INTERLEAVED, 3, 4, 2, 4) - 4.0) < 1e-12);
 }
 END_TEST
 

@@ -69,7 +69,10 @@ static void assert_same(const mm_sim *a, const mm_sim *b)
                   lb->dp, lb->cp, lb->ep);
     ck_assert_int_eq(la->vpp > 1 ? la->vpp : 1, lb->vpp > 1 ? lb->vpp : 1);
     for (int s = 0; s < la->pp; s++)
-        ck_assert_int_eq(mm_layout_stage_layers(la, a->llm->layers, s), mm_layout_stage_layers(lb, b->llm->layers, s));
+        for (int v = 0; v < (la->vpp > 1 ? la->vpp : 1); v++) /* every model chunk's layers */
+            ck_assert_int_eq(mm_layout_chunk_layers(la, a->llm->layers, s, v),
+                             mm_layout_chunk_layers(lb, b->llm->layers, s, v));
+    ck_assert_int_eq(a->sc.train.grad_reduce, b->sc.train.grad_reduce);
     ck_assert_int_eq(a->sc.train.micro_batch, b->sc.train.micro_batch);
     ck_assert_int_eq(a->sc.train.global_batch, b->sc.train.global_batch);
     ck_assert_int_eq(a->sc.train.seq_len, b->sc.train.seq_len);
@@ -164,6 +167,33 @@ START_TEST(megatron_qwen_cp_uneven)
                           "train.zero=1", "train.micro_batch=1", "train.global_batch=8", "train.seq_len=8192",
                           "train.framework=megatron-core"};
     megatron_roundtrip(sets, sizeof sets / sizeof sets[0], "qwen.args");
+}
+END_TEST
+
+/* Megatron's pipeline-split options under interleaving (Qwen2.5 7B's 28
+ * layers + 2 over pp 3 x vpp 2: chunks of 5, the first and last of 4),
+ * with gradients reduced in bf16. */
+START_TEST(megatron_split_options)
+{
+    const char *sets[] = {"model=models/qwen2.5-7b.json", "workload=text", "iterations=1", "cluster.nodes=3",
+                          "parallel.llm={tp: 1, pp: 3, dp: 8, vpp: 2, embedding_in_split: true, "
+                          "loss_in_split: true}",
+                          "train.schedule=interleaved", "train.grad_reduce=bf16", "train.zero=1",
+                          "train.micro_batch=1", "train.global_batch=48", "train.seq_len=4096",
+                          "train.framework=megatron-core"};
+    megatron_roundtrip(sets, sizeof sets / sizeof sets[0], "split.args");
+}
+END_TEST
+
+/* --decoder-first-pipeline-num-layers with virtual stages: [8, 10, 10]
+ * at vpp 2, each stage in two equal chunks. */
+START_TEST(megatron_first_last_interleaved)
+{
+    const char *sets[] = {"model=models/qwen2.5-7b.json", "workload=text", "iterations=1", "cluster.nodes=3",
+                          "parallel.llm={tp: 1, pp: 3, dp: 8, vpp: 2, layers_per_stage: [8, 10, 10]}",
+                          "train.schedule=interleaved", "train.zero=1", "train.micro_batch=1",
+                          "train.global_batch=48", "train.seq_len=4096", "train.framework=megatron-core"};
+    megatron_roundtrip(sets, sizeof sets / sizeof sets[0], "firstlast.args");
 }
 END_TEST
 
@@ -343,6 +373,14 @@ START_TEST(torchtitan_refusals)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(err.msg, want[i]), "missing '%s' in %s", want[i], err.msg);
     unload(&a);
+    /* train.grad_reduce is the Megatron list's alone */
+    const char *bf16[] = {"model=models/llama-2-7b.json", "workload=text", "train.framework=fsdp",
+                          "parallel.llm={tp: 1, pp: 1, dp: 16}", "train.grad_reduce=bf16"};
+    load_sets(&a, bf16, sizeof bf16 / sizeof bf16[0]);
+    ck_assert_int_eq(mm_emit_text(MM_EMIT_TORCHTITAN, &a.sim, NULL, &text, NULL, &err), -MM_EINPUT);
+    ck_assert_msg(strstr(err.msg, "train.grad_reduce") || !strcmp(err.key, "train.grad_reduce"), "%s: %s", err.key,
+                  err.msg);
+    unload(&a);
 }
 END_TEST
 
@@ -438,6 +476,8 @@ static Suite *suite(void)
     tcase_add_test(tc, megatron_llama_tp_pp_fp8);
     tcase_add_test(tc, megatron_gpt_interleaved);
     tcase_add_test(tc, megatron_qwen_cp_uneven);
+    tcase_add_test(tc, megatron_split_options);
+    tcase_add_test(tc, megatron_first_last_interleaved);
     tcase_add_test(tc, megatron_local_fsdp);
     tcase_add_test(tc, megatron_mixtral_ep);
     tcase_add_test(tc, megatron_mixtral_drop);

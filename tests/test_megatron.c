@@ -4,6 +4,7 @@
  * shell, as mmsim reads them. */
 #include "scenario/megatron.h"
 #include "scenario/megatron_args.h"
+#include "scenario/megatron_mm.h"
 #include "interop_common.h"
 
 /* ---- Megatron-LM arguments ------------------------------------------------ */
@@ -291,6 +292,16 @@ START_TEST(megatron_one_message_and_costless)
         ck_assert_ptr_eq(mm_mg_arg_find(a->name), a);
     }
     ck_assert_ptr_null(mm_mg_arg_find("--frobnicate"));
+    /* the multimodal example's table the same way: multimodal_args.py's 99
+     * arguments and the core ones train.py gives a meaning of its own */
+    ck_assert_uint_ge(mm_mg_n_mm_args, 99);
+    for (size_t i = 0; i < mm_mg_n_mm_args; i++) {
+        const mm_mg_arg *a = &mm_mg_mm_args[i];
+        ck_assert_msg(i == 0 || strcmp(mm_mg_mm_args[i - 1].name, a->name) < 0, "not sorted at %s", a->name);
+        ck_assert_msg((a->cls == MG_MAPPED) == (a->why == NULL), "%s", a->name);
+        ck_assert_ptr_eq(mm_mg_mm_arg_find(a->name), a);
+    }
+    ck_assert_ptr_null(mm_mg_mm_arg_find("--num-layers")); /* the core table's row stands */
 }
 END_TEST
 
@@ -429,9 +440,6 @@ START_TEST(megatron_example_scripts)
     struct {
         const char *file, *where, *what;
     } ex[] = {
-        {"ex-llama3-8b-fp8.sh", "ex-llama3-8b-fp8.sh:57: key '--grad-reduce-in-bf16'",
-         "1 argument mmsim cannot take: line 57 --grad-reduce-in-bf16: gradient reduction in BF16 instead of FP32 is "
-         "not modeled"},
         {"ex-mixtral-8x7b.sh", "ex-mixtral-8x7b.sh:37: key '--tokenizer-type'", "give --vocab-size"},
         {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:71: key '--no-gradient-accumulation-fusion'",
          "4 arguments mmsim cannot take: line 71 --no-gradient-accumulation-fusion"},
@@ -443,45 +451,32 @@ START_TEST(megatron_example_scripts)
         {"ex-gptoss.sh", "ex-gptoss.sh:16: key 'while'", "bash control flow (`while`)"},
         {"ex-detoxify-gpt-1.3b.sh", "ex-detoxify-gpt-1.3b.sh:28: key 'examples/detxoify_lm/finetune_gpt.py'",
          "an entry script mmsim does not know"},
-        {"ex-mistral-clip-pretrain.sh", "ex-mistral-clip-pretrain.sh:68: key 'examples/multimodal/train.py'",
-         "trains an MLLM"},
-        {"ex-nvlm-yi-34b.sh", "ex-nvlm-yi-34b.sh:64: key 'examples/multimodal/train.py'", "trains an MLLM"},
-        {"ex-nvlm-qwen20-72b.sh", "ex-nvlm-qwen20-72b.sh:68: key 'examples/multimodal/train.py'", "trains an MLLM"},
+        {"ex-mistral-clip-pretrain.sh", "ex-mistral-clip-pretrain.sh:68: key '--tokenizer-type'", "give --vocab-size"},
+        {"ex-nvlm-qwen20-72b.sh", "ex-nvlm-qwen20-72b.sh:68: key '--tokenizer-type'", "give --vocab-size"},
     };
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
         ck_assert_int_eq(run("run --megatron-script %s%s --print-scenario", S, ex[i].file), 2);
         ck_assert_msg(strstr(errtxt, ex[i].where) && strstr(errtxt, ex[i].what), "%s: %s", ex[i].file, errtxt);
     }
-    /* what the refused ones read up to their refusal: the Llama example
-     * without its refused option is Llama 3 8B at tp 1 on 8 GPUs, FP8
-     * primary weights mapped */
-    FILE *in = fopen("tests/data/megatron/scripts/ex-llama3-8b-fp8.sh", "r");
-    ck_assert_ptr_nonnull(in);
-    static char text[1 << 16], edited[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, in);
-    fclose(in);
-    text[n] = '\0';
-    char *e = edited;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        if (strstr(line, "--grad-reduce-in-bf16"))
-            continue;
-        e += sprintf(e, "%s\n", line);
-    }
-    write_file("l.sh", edited);
-    ck_assert_int_eq(run("run --megatron-script %s/l.sh --set cluster.nodes=1 --print-scenario", dir), 0);
+    /* the Llama example runs as written: Llama 3 8B at tp 1 on 8 GPUs, FP8
+     * primary weights and the bf16 gradient reduction mapped */
+    ck_assert_int_eq(run("run --megatron-script %sex-llama3-8b-fp8.sh --set cluster.nodes=1 --print-scenario", S),
+                     0);
     const char *llama[] = {"num_hidden_layers: 32", "hidden_size: 4096", "num_attention_heads: 32",
                            "num_key_value_heads: 8", "intermediate_size: 14336", "vocab_size: 128256",
                            "seq_len: 8192", "global_batch: 128", "micro_batch: 1", "precision: fp8",
                            "llm: {tp: 1, pp: 1, cp: 1, dp: 8,", "attention: cudnn", "--mock-data: costless",
                            "fp8_param_gather: true", "--fp8-param-gather -> train.fp8_param_gather: true",
+                           "grad_reduce: bf16", "--grad-reduce-in-bf16 -> train.grad_reduce: bf16",
                            "--split: costless"};
     for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
         ck_assert_msg(strstr(out, llama[i]), "missing '%s' in:\n%.3000s", llama[i], out);
     /* the Mixtral example with the vocabulary its tokenizer file holds
      * (32,000) runs on 32 GPUs: pp 4, ep 8, dp 8 */
-    in = fopen("tests/data/megatron/scripts/ex-mixtral-8x7b.sh", "r");
+    static char text[1 << 16], edited[1 << 16];
+    FILE *in = fopen("tests/data/megatron/scripts/ex-mixtral-8x7b.sh", "r");
     ck_assert_ptr_nonnull(in);
-    n = fread(text, 1, sizeof text - 1, in);
+    size_t n = fread(text, 1, sizeof text - 1, in);
     fclose(in);
     text[n] = '\0';
     char *tok = strstr(text, "--tokenizer-type Llama2Tokenizer");
@@ -495,6 +490,131 @@ START_TEST(megatron_example_scripts)
                          "llm: {tp: 1, pp: 4, cp: 1, dp: 8, vpp: 1, ep: 8, zero: 1,"};
     for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++)
         ck_assert_msg(strstr(out, mix[i]), "missing '%s' in:\n%.3000s", mix[i], out);
+}
+END_TEST
+
+/* examples/multimodal/train.py scripts read as MLLMs.  Facts of the
+ * restated scripts (Megatron-LM d98e8a64dd): pretrain_mistral_clip.sh is
+ * CLIP ViT-L/14 at 336 px (24 layers, width 1024, MLP 4096, 16 heads), no
+ * class token, into Mistral 7B (32 layers, 4096, GQA 32/8, SwiGLU 14336),
+ * decoder 1024 tokens, both frozen, tp 4; its projector (config.py,
+ * mistral_7b) is Linear(1024, 14336), GELU, Linear(14336, 4096) without
+ * biases or norm: 1024*14336 + 14336*4096 = 73,400,320 parameters, and a
+ * tile is (336/14)^2 = 576 embeddings.  The NVLM Qwen2-72B one: InternViT-6B
+ * at 448 px, patch 14, pixel shuffle: (448/14)^2 / 4 = 256 embeddings per
+ * tile; its projector (qwen2.0_72B) is LayerNorm(12800), Linear(12800,
+ * 29568), Linear(29568, 8192): 2*12800 + 12800*29568 + 29568*8192 =
+ * 620,717,056.  The tokenizer's vocabulary is added (mmsim needs
+ * --vocab-size; 32768 and 152064 are the models' config.json sizes). */
+static void with_vocab(const char *from, const char *to, long vocab)
+{
+    static char text[1 << 16], edited[1 << 16];
+    FILE *in = fopen(from, "r");
+    ck_assert_ptr_nonnull(in);
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *tok = strstr(text, "--tokenizer-type MultimodalTokenizer");
+    ck_assert_ptr_nonnull(tok);
+    snprintf(edited, sizeof edited, "%.*s--vocab-size %ld %s", (int)(tok - text), text, vocab, tok);
+    write_file(to, edited);
+}
+
+START_TEST(megatron_multimodal_scripts)
+{
+    const char *S = "tests/data/megatron/scripts/";
+    char p[512];
+    snprintf(p, sizeof p, "%sex-mistral-clip-pretrain.sh", S);
+    with_vocab(p, "mc.sh", 32768);
+    ck_assert_int_eq(run("run --megatron-script %s/mc.sh --megatron-model %s/mc.json --print-scenario", dir, dir), 0);
+    const char *mc[] = {"model_type: clip_vision_model", "num_hidden_layers: 24", "image_size: 336", "patch_size: 14",
+                        "type: megatron_mlp", "hidden: 14336", "norm: none", "num_hidden_layers: 32",
+                        "num_key_value_heads: 8", "intermediate_size: 14336", "seq_len: 1024",
+                        "frozen: [\"llm\", \"vision\"]", "placement: homogeneous",
+                        "llm: {tp: 4, pp: 1, cp: 1, dp: 4,", "tiles: 1, text_tokens: 448",
+                        "576 embeddings per tile, 1 tiles per sample"};
+    for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++)
+        ck_assert_msg(strstr(out, mc[i]), "missing '%s' in:\n%.4000s", mc[i], out);
+    ck_assert_int_eq(run("model %s/mc.json --json", dir), 0);
+    ck_assert_int_eq((int)jget(out, "tokens_per_tile"), 576);
+    ck_assert_ptr_nonnull(strstr(out, "\"projector\": {\"params\": 73400320}"));
+    /* it runs: the LLM frozen, the projector trained */
+    ck_assert_int_eq(run("run --megatron-script %s/mc.sh --set iterations=1 --set train.global_batch=16 --no-db --json",
+                         dir), 0);
+    ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
+
+    snprintf(p, sizeof p, "%sex-nvlm-qwen20-72b.sh", S);
+    with_vocab(p, "q.sh", 152064);
+    ck_assert_int_eq(run("run --megatron-script %s/q.sh --set cluster.nodes=8 --megatron-model %s/q.json "
+                         "--print-scenario", dir, dir), 0);
+    const char *q[] = {"model_type: intern_vit_6b", "num_hidden_layers: 45", "pixel_shuffle: 0.5",
+                       "hidden: 29568", "norm: layernorm", "model_type: qwen2", "num_hidden_layers: 80",
+                       "intermediate_size: 29568", "seq_len: 512", "tiles: 1, text_tokens: 256",
+                       "llm: {tp: 8, pp: 1, cp: 1, dp: 8,", "with zero heads"};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+        ck_assert_msg(strstr(out, q[i]), "missing '%s' in:\n%.4000s", q[i], out);
+    ck_assert_int_eq(run("model %s/q.json --json", dir), 0);
+    ck_assert_int_eq((int)jget(out, "tokens_per_tile"), 256);
+    ck_assert_ptr_nonnull(strstr(out, "\"projector\": {\"params\": 620717056}"));
+
+    /* NVLM SFT (sft_qwen20_72b_internvit_6b.sh): pp 4, 6 tiles and a
+     * thumbnail of 256 embeddings with 5 tag tokens each (qwen2p0), so a
+     * 3200-token sample holds 7 x 256 image tokens and 3200 - 1792 = 1408
+     * text tokens (the tags among them); the ViT frozen, the LM trained; the
+     * launch under an undecided `if` is the one taken */
+    snprintf(p, sizeof p, "%sex-nvlm-qwen20-72b-sft.sh", S);
+    with_vocab(p, "qs.sh", 152064);
+    ck_assert_int_eq(run("run --megatron-script %s/qs.sh --set cluster.nodes=32 --print-scenario", dir), 0);
+    const char *qs[] = {"max_tiles: 7", "seq_len: 3200", "tiles: 7, text_tokens: 1408", "frozen: [\"vision\"]",
+                        "llm: {tp: 8, pp: 4, cp: 1, dp: 8,", "5 tag tokens before each tile",
+                        "its branch launches training"};
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
+        ck_assert_msg(strstr(out, qs[i]), "missing '%s' in:\n%.4000s", qs[i], out);
+    /* sft_mistral_clip.sh names no precision: FP32, refused */
+    snprintf(p, sizeof p, "%sex-mistral-clip-sft.sh", S);
+    with_vocab(p, "ms.sh", 32768);
+    ck_assert_int_eq(run("run --megatron-script %s/ms.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--bf16'") && strstr(errtxt, "FP32"), "%s", errtxt);
+
+    /* the model form the scripts write: Megatron's projector keys checked */
+    const char *bad_models[][2] = {
+        {"{llm: {model_type: llama, hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 10, "
+         "intermediate_size: 128}, projector: {type: megatron_mlp, norm: layernorm}}", "projector.hidden"},
+        {"{llm: {model_type: llama, hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 10, "
+         "intermediate_size: 128}, projector: {type: megatron_mlp, hidden: 8, norm: batch}}", "unknown norm 'batch'"},
+        {"{llm: {model_type: llama, hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 10, "
+         "intermediate_size: 128}, projector: {type: mlp2x_gelu, hidden: 8}}", "only a megatron_mlp projector"},
+    };
+    for (size_t i = 0; i < sizeof bad_models / sizeof bad_models[0]; i++) {
+        write_file("bm.yaml", bad_models[i][0]);
+        ck_assert_int_eq(run("model %s/bm.yaml --json", dir), 2);
+        ck_assert_msg(strstr(errtxt, bad_models[i][1]), "%s: %s", bad_models[i][1], errtxt);
+    }
+
+    /* what is not modeled, all in one message; model.py's own checks */
+    const char *base = "torchrun examples/multimodal/train.py --num-layers 2 --hidden-size 64 "
+                       "--num-attention-heads 4 --seq-length 576 --position-embedding-type rope --vocab-size 1000 "
+                       "--bf16 --decoder-seq-length 1024 --img-h 336 --img-w 336 --patch-dim 14 ";
+    char t[1024];
+    snprintf(t, sizeof t, "%s--vision-model-type radio --num-frames 8\n", base);
+    write_file("bad.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "3 arguments mmsim cannot take") && strstr(errtxt, "RADIO") &&
+                      strstr(errtxt, "--language-model-type: is required") && strstr(errtxt, "--num-frames"),
+                  "%s", errtxt);
+    snprintf(t, sizeof t, "%s--language-model-type mistral_7b --disable-vision-class-token --use-tiling "
+                          "--max-num-tiles 2\n", base);
+    write_file("bad.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "bad.sh:1: key '--decoder-seq-length'") && strstr(errtxt, "2 x 576"), "%s", errtxt);
+    snprintf(t, sizeof t, "%s--language-model-type mistral_7b --img-w 448\n", base);
+    write_file("bad.sh", t); /* CLIP's class token kept */
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--disable-vision-class-token'"), "%s", errtxt);
+    snprintf(t, sizeof t, "%s--language-model-type mistral_7b --img-w 448 --disable-vision-class-token\n", base);
+    write_file("bad.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/bad.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--img-w'") && strstr(errtxt, "only square tiles"), "%s", errtxt);
 }
 END_TEST
 
@@ -529,16 +649,34 @@ START_TEST(megatron_script_control_flow)
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
     ck_assert_msg(strstr(out, "n_layer: 6"), "%s", out);
     /* a guard on the environment that exits: read past; an undecided branch
-     * that does not exit: read as taken, so its else is not */
+     * that assigns what changes the cost: refused, naming the argument and
+     * the `if`, and so is a value made from it two assignments later */
     snprintf(t, sizeof t, "%sif [[ -z $WORKSPACE ]]; then\n  echo set it\n  exit 1\nfi\nif [ -n \"$WANDB\" ]; then L=3\n"
-             "else L=5\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers $L\n", base);
+             "else L=5\nfi\nM=\"--num-layers $L\"\nN=\"$M --bf16\"\ntorchrun pretrain_gpt.py $ARGS $N\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "s.sh:12: key '--num-layers'") && strstr(errtxt, "the `if` on line 7") &&
+                      strstr(errtxt, "1 argument mmsim"), "%s", errtxt);
+    /* ... where it changes nothing (a path, a costless option), read past;
+     * a branch that launches is the one the run that trains takes; each
+     * decision is said, with its line */
+    snprintf(t, sizeof t, "%sif [[ -z $WORKSPACE ]]; then\n  echo set it\n  exit 1\nfi\nif [ -n \"$WANDB\" ]; then "
+             "W=\"--wandb-project p --save /a\"\nelse W=\"--save /b\"\nfi\nif [[ $BATCH -eq 0 ]]; then\n"
+             "  torchrun pretrain_gpt.py $ARGS --num-layers 3 $W\nelse\n  srun sh -c \"python x.py $ARGS\"\nfi\n",
+             base);
     write_file("s.sh", t);
     ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 0);
     ck_assert_msg(strstr(out, "n_layer: 3"), "%s", out);
-    /* each such decision is said, with its line */
     ck_assert_msg(strstr(out, "script: the `if` on line 3 tests what mmsim cannot decide; its branch exits") &&
-                      strstr(out, "script: the `if` on line 7 tests what mmsim cannot decide; its branch is read as "
-                                  "taken"), "%s", out);
+                      strstr(out, "script: the `if` on line 7 tests what mmsim cannot decide; its branch assigns") &&
+                      strstr(out, "script: the `if` on line 10 tests what mmsim cannot decide; its branch launches"),
+                  "%s", out);
+    /* a test on what an undecided branch set is undecided too */
+    snprintf(t, sizeof t, "%sif [ -f /x ]; then S=8B; else S=1B; fi\nif [ \"$S\" = 8B ]; then L=6; else L=1; fi\n"
+             "torchrun pretrain_gpt.py $ARGS --num-layers $L\n", base);
+    write_file("s.sh", t);
+    ck_assert_int_eq(run("run --megatron-script %s/s.sh --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "key '--num-layers'") && strstr(errtxt, "the `if` on line 4"), "%s", errtxt);
     /* an undecided branch that sets variables and exits: refused by name */
     snprintf(t, sizeof t, "%sif [ -d /data ]; then\n  L=2\n  exit 0\nfi\ntorchrun pretrain_gpt.py $ARGS --num-layers 2\n",
              base);
@@ -584,6 +722,7 @@ int main(void)
     tcase_add_test(tc, megatron_one_message_and_costless);
     tcase_add_test(tc, megatron_launch_scripts);
     tcase_add_test(tc, megatron_example_scripts);
+    tcase_add_test(tc, megatron_multimodal_scripts);
     tcase_add_test(tc, megatron_script_control_flow);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

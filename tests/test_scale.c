@@ -204,7 +204,8 @@ START_TEST(symmetric_replicas_once)
 END_TEST
 
 /* Every candidate's split adds up to the model's layers, middle stages
- * equal, every stage a multiple of vpp; the counts add up. */
+ * equal, every stage a multiple of vpp (or Megatron's split options); the
+ * counts add up. */
 static void check_splits(const mm_plan *p, int layers)
 {
     size_t prescored = 0;
@@ -217,6 +218,12 @@ static void check_splits(const mm_plan *p, int layers)
             ck_assert(c->first_layers % v == 0 && c->mid_layers % v == 0 && c->last_layers % v == 0);
             ck_assert(c->last_layers >= v && (pp == 2 || c->mid_layers >= v));
             ck_assert_ptr_nonnull(strstr(c->layout, " layers "));
+        } else if (c->llm.embedding_in_split || c->llm.loss_in_split) {
+            /* Megatron's split options (vpp > 1): the embedding and the loss
+             * counted as layers divide into pp x vpp chunks */
+            ck_assert(c->llm.embedding_in_split && c->llm.loss_in_split && v > 1);
+            ck_assert_int_eq((layers + 2) % (pp * v), 0);
+            ck_assert_ptr_nonnull(strstr(c->layout, " split +emb +loss"));
         } else {
             ck_assert_int_eq(layers % (pp * v), 0);
         }

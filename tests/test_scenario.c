@@ -414,9 +414,9 @@ START_TEST(canonical_stable)
     ck_assert_ptr_nonnull(strstr(ta, "model: \"models/llava-ov-qwen2.5-7b.yaml\"\n"));
     ck_assert_ptr_nonnull(
         strstr(ta, "  llm: {tp: 4, pp: 2, cp: 1, dp: 2, vpp: 1, ep: 1, zero: 1, recompute: selective, sp: false, "
-                   "layers_per_stage: []}\n"));
+                   "layers_per_stage: [], embedding_in_split: false, loss_in_split: false}\n"));
     ck_assert_ptr_nonnull(strstr(ta, "  vision: {tp: 1, pp: 1, cp: 1, dp: 16, vpp: 1, ep: 1, zero: 1, recompute: selective, sp: false, "
-                                     "layers_per_stage: []}\n"));
+                                     "layers_per_stage: [], embedding_in_split: false, loss_in_split: false}\n"));
     /* a module's sequence parallelism is part of the text */
     const char *spv[] = {"parallel.vision.sp=true"};
     mm_scenario *d = load_ok(NULL, spv, 1);

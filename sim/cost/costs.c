@@ -488,6 +488,17 @@ static void optimizer_host(const mm_sim *sim, double opt_params, mm_stage_cost *
     c->opt_host_s = c->opt_launches * fw->host.launch_s + (calls + memsets) * fw->host.fwd_op_s;
 }
 
+/* The blocks of a stage from layer l0 on: its own mix, whose mean block
+ * times nl costs it; a stage of no layer (the embedding or the loss alone,
+ * model/layout.h) takes block l0's view, multiplied by 0, so that no mean
+ * over zero blocks is taken. */
+static mm_llm stage_view(const mm_llm *m, int l0, int nl)
+{
+    if (nl > 0)
+        return mm_llm_stage_view(m, l0, nl);
+    return mm_llm_stage_view(m, l0 < m->layers ? l0 : m->layers - 1, 1);
+}
+
 /* The parameters one (pre-TP) copy of a stage of nl blocks like sv holds:
  * its experts split over EP's DP fold; Megatron keeps the (tied) embedding
  * on the first stage and a copy for the LM head on the last. */
@@ -657,21 +668,26 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
      * Megatron); parameters are gathered in 16 bits */
     int gbytes = mm_framework_grad_bytes(sim->fw, dt);
     bk->n_stages = V;
-    int per_vs = (int)(m->layers / V);
     for (int k = 0, l0 = 0; k < V; k++) {
         /* virtual stage k = chunk k / pp of physical stage k % pp (build.c);
-         * layers go to virtual stages in their order, as in Megatron-LM */
-        int nl = L->lay.n_layers_per_stage ? L->lay.layers_per_stage[k % L->lay.pp] / L->lay.vpp : per_vs;
+         * layers go to virtual stages in their order, as in Megatron-LM,
+         * each chunk its own count (model/layout.h: the split options make
+         * the first and the last chunk short); the embedding runs on
+         * virtual stage 0, the output layer and the loss on V - 1 */
+        int nl = mm_layout_chunk_layers(&L->lay, m->layers, k % L->lay.pp, k / L->lay.pp);
         bool first = k == 0, last = k == V - 1;
         mm_stage_cost *c = &st[k];
-        c->chunks = nl;
+        /* a chunk of the embedding or the loss alone (nl 0): one op, with
+         * no layer's communication (build.h) */
+        c->chunks = nl > 0 ? nl : 1;
+        c->no_layers = nl == 0;
         /* the stage's MoE blocks (DeepSeek's first blocks are dense): they
          * carry the EP all-to-all */
         c->moe_chunks = 0;
         for (int i = l0; i < l0 + nl; i++)
             c->moe_chunks += mm_llm_layer_is_moe(m, i);
         /* the stage's own mean block: its dense/MoE and sliding/global mix */
-        mm_llm sv = mm_llm_stage_view(m, l0, nl);
+        mm_llm sv = stage_view(m, l0, nl);
         l0 += nl;
         if (!mm_llm_blocks_uniform(m) && block_costs(sim, &sv, sp, &layer, NULL))
             return mm_err_set(err, MM_EINTERNAL, sim->model_path, 0, "", "cannot derive op costs for this model");
@@ -955,10 +971,10 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     bool uniform = mm_llm_blocks_uniform(m);
     for (int v = 0, l0 = 0; v < V; v++) {
         mm_mb_cost *c = &out[(size_t)v * stride];
-        int nl = st[v].chunks;
+        int nl = st[v].no_layers ? 0 : st[v].chunks;
         bool first = v == 0, last = v == V - 1;
         if (!uniform) { /* this stage's own mix of dense/MoE, sliding/global blocks */
-            mm_llm sv = mm_llm_stage_view(m, l0, nl);
+            mm_llm sv = stage_view(m, l0, nl);
             if (bin_layer(sim, &sv, T, S, n, &layer, NULL))
                 return -1;
             lf = mm_llm_layer_fwd_flops_packed(&sv, T, S);

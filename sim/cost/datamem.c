@@ -160,18 +160,18 @@ static double own_gpu_need(const dm *x, int i)
     return x->em[i].states + flight * mx * x->em[i].per_input + mx * x->em[i].transient;
 }
 
-int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, mm_data_mem *out)
+static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, int *per_vstage,
+                       mm_data_mem *out)
 {
     const mm_scenario *sc = &sim->sc;
-    int P = spec->lay.pp, V = P * spec->lay.vpp;
+    int P = spec->lay.pp;
     double cap = sim->cluster->gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     mm_mem_config c;
     mm_sim_llm_mem_config(sim, &c);
     dm x = {.sim = sim, .spec = spec, .w = w, .vc = c};
-    x.vc.lay.pp = V; /* per virtual stage: pp * vpp stages of layers / V */
-    x.vc.lay.vpp = 1;
-    if (spec->lay.vpp > 1)
-        x.vc.lay.n_layers_per_stage = 0;
+    /* per virtual stage: pp * vpp stages of one chunk each, with each
+     * chunk's own layers (uneven under Megatron's split options) */
+    mm_layout_flatten(&c.lay, sim->llm->layers, per_vstage, &x.vc.lay);
     double enc_states = 0;
     for (int i = 0; i < sim->n_enc; i++) {
         if (enc_mem_of(sim, spec, i, &x.em[i]))
@@ -221,4 +221,14 @@ int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     }
     out->oom = oom;
     return oom;
+}
+
+int mm_sim_data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_iter *w, mm_data_mem *out)
+{
+    int *per_vstage = malloc((size_t)spec->lay.pp * spec->lay.vpp * sizeof *per_vstage);
+    if (!per_vstage)
+        return -1;
+    int rc = data_memory(sim, spec, w, per_vstage, out);
+    free(per_vstage);
+    return rc;
 }

@@ -75,8 +75,7 @@ static double graph_bytes(const mm_sim *sim, const mm_mem_config *c, int k)
     const mm_module_layout *L = &sim->sc.parallel.llm;
     if (sim->sc.train.cuda_graphs != MM_GRAPHS_LAYER || sim->sc.train.pass_times[0])
         return 0.0;
-    int V = L->lay.pp * L->lay.vpp;
-    double layers = L->lay.n_layers_per_stage ? L->lay.layers_per_stage[k] : (double)sim->llm->layers / V * L->lay.vpp;
+    double layers = mm_layout_stage_layers(&L->lay, sim->llm->layers, k);
     double flight = mm_mem_in_flight(c->schedule, k, L->lay.pp, L->lay.vpp, c->micro_batches);
     int cp = L->lay.cp > 0 ? L->lay.cp : 1;
     double tokens = c->micro_batch * c->seq / cp / (c->sp ? L->lay.tp : 1);

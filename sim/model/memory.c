@@ -143,13 +143,29 @@ double mm_mem_encoder_activations(const mm_encoder *e, double inputs, int tp, bo
     return (double)e->layers * mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
 }
 
+/* Interleaved 1F1B: rank k runs 2 (p - k - 1) + (v - 1) p warm-up chunk
+ * forwards (Megatron-Core's get_pp_rank_microbatches, NVIDIA/Megatron-LM
+ * at d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+ * megatron/core/pipeline_parallel/schedules.py; parallel/schedule.c runs
+ * the same order, all of it warm-up when m == p), and its first steady
+ * step adds one more forward before the first backward: that many chunks
+ * in flight at the peak, in units of the stage (v chunks).  Every rank, the
+ * last included, holds close to p micro-batches' worth: the chunk
+ * forwards of the whole first round come before any backward. */
+static double interleaved_in_flight(int k, int p, int v, int m)
+{
+    long total = (long)m * v, warm = 2L * (p - k - 1) + (long)(v - 1) * p;
+    long chunks = (m == p || warm >= total) ? total : warm + 1;
+    return (double)chunks / v;
+}
+
 double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro_batches)
 {
     double m = (double)micro_batches, k = (double)stage, p = (double)pp;
-    double v = vpp > 0 ? (double)vpp : 1.0;
     switch (s) {
     case MM_MEM_GPIPE: return m;
-    case MM_MEM_INTERLEAVED: return fmin(m, (p - k) + (p - 1.0 - k) / v);
+    case MM_MEM_INTERLEAVED:
+        return vpp > 1 ? interleaved_in_flight(stage, pp, vpp, micro_batches) : fmin(m, p - k);
     case MM_MEM_1F1B:
     case MM_MEM_ZB_H1:
     default: return fmin(m, p - k);
@@ -235,6 +251,44 @@ static void model_states(const mm_llm *m, const mm_llm *sm, const mm_mem_config 
         out->grads = out->optimizer = 0;
 }
 
+/* Interleaved 1F1B on `stage`, chunk by chunk: the most transformer
+ * layers whose activations are held at once (*layers) and, then, how many
+ * of the held chunk forwards are chunk 0 (*first_chunks: the embedding's
+ * output on stage 0).  The step order is parallel/schedule.c's, Megatron-
+ * Core's (interleaved_in_flight above): forward k runs chunk (k mod pv) / p,
+ * backward k chunk v - 1 - (k mod pv) / p.  With equal chunks this is
+ * interleaved_in_flight x the stage's layers; with Megatron's split options
+ * (model/layout.h) the short first or last chunk counts for what it holds.
+ * The steady phase repeats every pv steps, so two periods find the peak. */
+static void interleaved_peak(const mm_llm *m, const mm_mem_config *c, int stage, double *layers,
+                             double *first_chunks)
+{
+    int p = c->lay.pp, v = c->lay.vpp, mb = c->micro_batches;
+    long total = (long)mb * v, warm = 2L * (p - stage - 1) + (long)(v - 1) * p, g = (long)p * v;
+#define CHUNK_LAYERS(ch) ((double)mm_layout_chunk_layers(&c->lay, m->layers, stage, (ch)))
+    if (mb == p || warm >= total) { /* every forward before any backward */
+        *layers = (double)mb * mm_layout_stage_layers(&c->lay, m->layers, stage);
+        *first_chunks = mb;
+        return;
+    }
+    double cur = 0, c0 = 0;
+    for (long f = 0; f <= warm; f++) {
+        int ch = (int)((f % g) / p);
+        cur += CHUNK_LAYERS(ch);
+        c0 += ch == 0;
+    }
+    *layers = cur, *first_chunks = c0;
+    long steady = total - warm - 1, lim = steady < 2 * g ? steady : 2 * g;
+    for (long i = 0; i < lim; i++) {
+        int cb = v - 1 - (int)((i % g) / p), cf = (int)(((warm + 1 + i) % g) / p);
+        cur += CHUNK_LAYERS(cf) - CHUNK_LAYERS(cb);
+        c0 += (cf == 0) - (cb == 0);
+        if (cur > *layers)
+            *layers = cur, *first_chunks = c0;
+    }
+#undef CHUNK_LAYERS
+}
+
 int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
 {
     memset(out, 0, sizeof *out);
@@ -255,7 +309,9 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         int l0 = 0;
         for (int k = 0; k < stage; k++)
             l0 += stage_layers(m, c, k);
-        view = mm_llm_stage_view(m, l0, nl);
+        /* a stage of the embedding or the loss alone: one block's view,
+         * multiplied by its 0 layers (no mean over zero blocks) */
+        view = nl > 0 ? mm_llm_stage_view(m, l0, nl) : mm_llm_stage_view(m, l0 < m->layers ? l0 : m->layers - 1, 1);
     }
     const mm_llm *sm = &view;
 
@@ -266,13 +322,16 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     double per_layer = mm_mem_layer_activations_lb(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute,
                                                    mm_fp8_saved_input_bytes(&c->fp8));
     double inflight = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
-    double stage_act = (double)nl * per_layer;
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
      * stage, per micro-batch in flight (Korthikanti 4.2: sbhp/t with SP). */
-    double sl = s / cp;
-    if (first)
-        stage_act += 3.0 * sl * b * h / (c->sp ? t : 1.0);
-    out->activations = inflight * stage_act;
+    double sl = s / cp, embed = first ? 3.0 * sl * b * h / (c->sp ? t : 1.0) : 0.0;
+    if (c->schedule == MM_MEM_INTERLEAVED && c->lay.vpp > 1) {
+        double layers_in, first_chunks;
+        interleaved_peak(m, c, stage, &layers_in, &first_chunks);
+        out->activations = layers_in * per_layer + first_chunks * embed;
+    } else {
+        out->activations = inflight * ((double)nl * per_layer + embed);
+    }
     /* Transients: with full recompute, one layer's activations rebuilt
      * during its backward; on the last stage the fp32 logits of the
      * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */

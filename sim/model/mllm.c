@@ -229,6 +229,9 @@ int64_t mm_projector_params(const mm_projector *p)
     case MM_PROJ_PERCEIVER: return perceiver_params(p);
     case MM_PROJ_LLAMA4: /* vision_adapter.mlp fc1, fc2; multi_modal_projector.linear_1 */
         return p->in * p->ffn + p->ffn * p->mid + p->mid * p->out;
+    case MM_PROJ_MEGATRON: /* [norm], linear_fc1, linear_fc2 */
+        return (p->norm ? (p->rmsnorm ? 1 : 2) * p->in : 0) + p->in * p->mid + p->mid * p->out +
+               (p->bias ? p->mid + p->out : 0);
     }
     return 0;
 }
@@ -250,6 +253,8 @@ double mm_projector_fwd_flops(const mm_projector *p, double tokens)
         double c = (double)p->norm_dim;
         return 2.0 * tokens * (in * c + c * out + out * out);
     }
+    if (p->type == MM_PROJ_MEGATRON)
+        return 2.0 * tokens * (double)p->mid * (in + out);
     return 2.0 * tokens * (in * out + (double)(p->depth - 1) * out * out);
 }
 
@@ -343,6 +348,15 @@ int mm_projector_ops(const mm_projector *p, double tokens, int tp, int dtype_byt
         push_gemm(&l, "proj_fc1", tokens, out / t, c, p->bias, b);
         push_mem(&l, "proj_act", 2.0 * tokens * out / t * b);
         push_gemm(&l, "proj_fc2", tokens, out, out / t, false, b);
+        return l.n <= l.cap ? l.n : -1;
+    }
+    if (p->type == MM_PROJ_MEGATRON) { /* column- then row-parallel, as the other MLPs */
+        double mid = (double)p->mid;
+        if (p->norm)
+            push_mem(&l, "proj_norm", (2.0 * tokens * in + (p->rmsnorm ? 1.0 : 2.0) * in) * b);
+        push_gemm(&l, "proj_fc1", tokens, mid / t, in, p->bias, b);
+        push_mem(&l, "proj_act", 2.0 * tokens * mid / t * b);
+        push_gemm(&l, "proj_fc2", tokens, out, mid / t, false, b);
         return l.n <= l.cap ? l.n : -1;
     }
     if (p->type == MM_PROJ_INTERNVL)

@@ -10,6 +10,11 @@
  *   image: {tile: 384, max_tiles: 10, pixel_shuffle: 1.0, grids: [[1,1],[2,2]]}
  *   audio: whisper-large-v3.json            # optional, with audio_projector
  *
+ * A part may also be given inline, as a mapping of its config's keys, and
+ * the projector may be Megatron-Core's: {type: megatron_mlp, hidden: N,
+ * norm: none|layernorm|rmsnorm, bias: false} (mmsim run --megatron-script
+ * writes such a model for Megatron-LM's multimodal example).
+ *
  * Encoder costs follow the same Megatron conventions as llm.h (matmul
  * FLOPs, 2 per MAC, attention dense), with bidirectional attention.
  * Not for: where encoders run (sim/parallel), memory (memory.h), time. */
@@ -75,10 +80,13 @@ typedef enum mm_projector_type {
     MM_PROJ_LLAMA4,   /* Llama 4: the vision adapter (pixel shuffle, Linear(in, ffn), GELU,
                        * Linear(ffn, mid), GELU) and multi_modal_projector Linear(mid,
                        * out), none biased */
-    MM_PROJ_PERCEIVER /* Idefics2Connector: a modality projection (gated MLP in -> ffn -> out,
+    MM_PROJ_PERCEIVER, /* Idefics2Connector: a modality projection (gated MLP in -> ffn -> out,
                        * no biases) over every patch, then a perceiver resampler whose
                        * `latents` learned queries cross-attend the image: the LLM sees the
                        * latents only */
+    MM_PROJ_MEGATRON  /* Megatron-Core's MultimodalProjector "mlp" (LLaVAModel's default):
+                       * optional norm over `in` (LayerNorm or RMSNorm: `norm`, `rmsnorm`),
+                       * Linear(in, mid), activation, Linear(mid, out) (biases: `bias`) */
 } mm_projector_type;
 
 typedef struct mm_projector {
@@ -87,7 +95,8 @@ typedef struct mm_projector {
     int64_t in, out;    /* in: encoder width (x 1/ratio^2 after pixel shuffle) */
     bool rmsnorm;       /* QWEN_MERGER: Qwen2.5-VL's RMSNorm ln_q (Qwen2-VL: LayerNorm) */
     int64_t norm_dim;   /* QWEN_MERGER, MISTRAL3, GEMMA3: width of the norm (the encoder's) */
-    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias) */
+    bool bias;          /* MISTRAL3: linear_1 and linear_2 biased (multimodal_projector_bias);
+                         * MEGATRON: both Linears biased (add_bias_linear) */
     /* QWEN_MERGER: Qwen3-VL's DeepStack mergers (one per
      * deepstack_visual_indexes entry), each the merger's shape with its
      * LayerNorm over the merged width `in`; their outputs are added to the
@@ -101,7 +110,9 @@ typedef struct mm_projector {
      * context tokens of one image (the tower's patches). */
     int64_t ffn, latents, heads, kv_heads, head_dim, ctx;
     int layers;
-    int64_t mid; /* LLAMA4: projector_output_dim (= vision_output_dim); ffn: projector_input_dim */
+    int64_t mid; /* LLAMA4: projector_output_dim (= vision_output_dim); ffn: projector_input_dim;
+                  * MEGATRON: the hidden width (the projection config's ffn_hidden_size) */
+    bool norm;          /* MEGATRON: a norm over `in` before the first Linear */
 } mm_projector;
 
 #define MM_MAX_GRIDS 64

@@ -457,9 +457,12 @@ static int parse_projector(const mm_doc *d, mm_node *node, const char *key, cons
     else if (sscanf(type, "mlp%dx_gelu%n", &depth, &used) == 1 && used == (int)strlen(type) && depth >= 1 &&
              depth <= 16)
         p->type = MM_PROJ_MLP_GELU, p->depth = depth;
+    else if (!strcmp(type, "megatron_mlp"))
+        p->type = MM_PROJ_MEGATRON, p->depth = 2;
     else
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(node), key,
-                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl)", type);
+                          "unknown projector type '%s' (linear, mlp2x_gelu, mlpNx_gelu, internvl, megatron_mlp)",
+                          type);
     return 0;
 }
 
@@ -1043,12 +1046,15 @@ static void part_path(const char *yaml, const char *rel, char *out, size_t len)
 
 static const char *const yaml_keys[] = {"name", "vision", "audio", "llm", "projector", "audio_projector",
                                         "image", "source", NULL};
-static const char *const proj_keys[] = {"type", NULL};
+static const char *const proj_keys[] = {"type", "hidden", "norm", "bias", NULL};
 static const char *const image_keys[] = {"tile", "max_tiles", "pixel_shuffle", "grids", "frame_pool", "anyres_max",
                                          NULL};
 
 static int load_part(const mm_doc *d, mm_node *root, const char *key, mm_model *part, mm_err *err)
 {
+    mm_node *n = mm_node_get(root, key);
+    if (n && mm_node_is_mapping(n)) /* the part's config inline (`mmsim run --megatron-script` writes one) */
+        return mm_model_from_node(d, n, key, part, err);
     char rel[512], path[1024];
     int rc = mm_node_str(d, root, key, key, rel, sizeof rel, NULL, err);
     if (rc)
@@ -1119,6 +1125,40 @@ static int read_image_keys(const mm_doc *d, mm_node *im, mm_model *m, mm_err *er
     return 0;
 }
 
+/* megatron_mlp's keys: hidden (its ffn_hidden_size, required), norm
+ * (none | layernorm | rmsnorm), bias (add_bias_linear); the other types
+ * take none of them.  A part of read_yaml_form. */
+static int megatron_projector_keys(const mm_doc *d, mm_node *p, const char *key, mm_projector *pj, mm_err *err)
+{
+    char k[64], norm[32] = "none";
+    const char *extra[] = {"hidden", "norm", "bias"};
+    for (int i = 0; i < 3; i++)
+        if (pj->type != MM_PROJ_MEGATRON && mm_node_get(p, extra[i])) {
+            snprintf(k, sizeof k, "%s.%s", key, extra[i]);
+            return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(p, extra[i]), k,
+                              "only a megatron_mlp projector takes it");
+        }
+    if (pj->type != MM_PROJ_MEGATRON)
+        return 0;
+    int rc;
+    bool found = false;
+    snprintf(k, sizeof k, "%s.hidden", key);
+    if ((rc = mm_node_int(d, p, "hidden", k, 1, 1 << 20, &pj->mid, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), k, "missing required key");
+    snprintf(k, sizeof k, "%s.norm", key);
+    if ((rc = mm_node_str(d, p, "norm", k, norm, sizeof norm, NULL, err)))
+        return rc;
+    if (strcmp(norm, "none") && strcmp(norm, "layernorm") && strcmp(norm, "rmsnorm"))
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(p, "norm"), k,
+                          "unknown norm '%s' (none, layernorm, rmsnorm)", norm);
+    pj->norm = strcmp(norm, "none") != 0;
+    pj->rmsnorm = !strcmp(norm, "rmsnorm");
+    snprintf(k, sizeof k, "%s.bias", key);
+    return mm_node_bool(d, p, "bias", k, &pj->bias, NULL, err);
+}
+
 static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *err)
 {
     int rc = mm_node_check_keys(d, root, "", yaml_keys, err);
@@ -1144,7 +1184,8 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
             return rc;
         if (!found)
             return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(p), kp, "missing required key");
-        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)))
+        if ((rc = parse_projector(d, mm_node_get(p, "type"), kp, type, pj[i], err)) ||
+            (rc = megatron_projector_keys(d, p, pkeys[i], pj[i], err)))
             return rc;
     }
     mm_node *im = mm_node_get(root, "image");
@@ -1171,13 +1212,14 @@ static int read_yaml_form(const mm_doc *d, mm_node *root, mm_model *m, mm_err *e
     return 0;
 }
 
-/* True when the root is our YAML form: a part named by a path. */
+/* True when the root is our YAML form: a part named by a path, or given
+ * inline as a mapping (no Hugging Face config has these keys). */
 static bool is_yaml_form(mm_node *root)
 {
     const char *k[] = {"llm", "vision", "audio"};
     for (int i = 0; i < 3; i++) {
         mm_node *n = mm_node_get(root, k[i]);
-        if (n && mm_node_is_scalar(n))
+        if (n && (mm_node_is_scalar(n) || mm_node_is_mapping(n)))
             return true;
     }
     return false;

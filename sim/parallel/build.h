@@ -102,6 +102,9 @@ typedef struct mm_stage_cost {
     double fwd_host_s, bwd_host_s, wgrad_host_s, opt_host_s;
     double fwd_launches, bwd_launches, wgrad_launches, opt_launches;
     int moe_chunks;          /* how many of the chunks are MoE layers */
+    bool no_layers;          /* a chunk of the embedding or the loss alone
+                                (Megatron's split options): its one op has
+                                no layer's TP, CP or EP communication */
 } mm_stage_cost;
 
 /* One micro-batch of one (virtual) stage of one DP replica, when costs

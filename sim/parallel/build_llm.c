@@ -245,7 +245,8 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
         b->layer_ops[layer] = (uint32_t)id;
         int64_t tail = id;      /* what the next layer waits for */
         int64_t side_end = -1;  /* overlapped communication of this layer */
-        if (comm_pass && emit_layer_comm(b, d, vs, mb, pass, layer, tp_bytes, msgs, layer_start, &tail, &side_end))
+        if (comm_pass && !c->no_layers &&
+            emit_layer_comm(b, d, vs, mb, pass, layer, tp_bytes, msgs, layer_start, &tail, &side_end))
             return -1;
         if (side_end >= 0 && join_side(b, rank, cat, layer, vs, mb, side_end, &tail))
             return -1;

@@ -91,6 +91,11 @@ void mm_emit_refuse_common(mm_emit_ctx *c, const char *const *profiles)
     if (!known)
         mm_emit_refuse(c, "train.framework", "'%s': the scenario was costed as it runs; %s runs as %s",
                        sc->train.framework, c->format, names);
+    /* the megatron list writes train.grad_reduce (emit_megatron.c); the
+     * others' reduce dtype is not one of the settings they write */
+    if (sc->train.grad_reduce != MM_TGRAD_AUTO && strcmp(c->format, "megatron"))
+        mm_emit_refuse(c, "train.grad_reduce", "'%s': %s is written with the framework profile's gradient reduce "
+                       "dtype", mm_train_grad_reduce_names[sc->train.grad_reduce], c->format);
     const mm_layout *L = &sc->parallel.llm.lay;
     int gpus = mm_cluster_gpus(sim->cluster);
     if (mm_layout_gpus(L) != gpus)

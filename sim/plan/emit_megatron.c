@@ -150,19 +150,24 @@ static void model_args(mm_emit_ctx *c, const mm_llm *m, int tp)
 
 /* --decoder-first/last-pipeline-num-layers for a split Megatron-Core
  * makes: F on the first stage, L on the last, the same count on each
- * between; at vpp 1 only. */
+ * between (with virtual stages each a multiple of vpp, which the scenario
+ * already asks); Megatron's split options as its two flags. */
 static void split_args(mm_emit_ctx *c, const mm_layout *L)
 {
+    if (L->embedding_in_split)
+        arg(c, "--account-for-embedding-in-pipeline-split", NULL);
+    if (L->loss_in_split)
+        arg(c, "--account-for-loss-in-pipeline-split", NULL);
     if (!L->n_layers_per_stage || L->pp < 2)
         return;
     const int *s = L->layers_per_stage;
     int pp = L->pp, mid = pp > 2 ? s[1] : -1;
-    bool ok = L->vpp <= 1;
+    bool ok = true;
     for (int i = 1; i + 1 < pp; i++)
         ok &= s[i] == mid;
     if (!ok) {
         mm_emit_refuse(c, "parallel.llm.layers_per_stage", "Megatron-LM's uneven split is first and last stage "
-                       "counts, even between, no virtual stages");
+                       "counts, even between");
         return;
     }
     if (s[0] != mid)
@@ -181,7 +186,10 @@ static void layout_args(mm_emit_ctx *c, const mm_llm *m)
     arg(c, "--context-parallel-size", "%d", L->cp > 1 ? L->cp : 1);
     if (m->experts || L->ep > 1)
         arg(c, "--expert-model-parallel-size", "%d", L->ep > 1 ? L->ep : 1);
-    if (vpp > 1 && m->layers % ((int64_t)L->pp * vpp) == 0)
+    /* layers per virtual stage only for an even split: Megatron-LM asks for
+     * the stages per rank with an uneven one */
+    bool even = !L->n_layers_per_stage && !L->embedding_in_split && !L->loss_in_split;
+    if (vpp > 1 && even && m->layers % ((int64_t)L->pp * vpp) == 0)
         arg(c, "--num-layers-per-virtual-pipeline-stage", "%lld", (long long)(m->layers / ((int64_t)L->pp * vpp)));
     else if (vpp > 1)
         arg(c, "--num-virtual-stages-per-pipeline-rank", "%d", vpp);
@@ -214,6 +222,13 @@ static void precision_recompute_args(mm_emit_ctx *c)
         if (sc->train.precision == MM_PREC_FP8)
             arg(c, "--fp8-format", "hybrid"); /* E4M3 forward, E5M2 gradients: Transformer Engine's usual recipe */
     }
+    /* train.grad_reduce: Megatron-LM reduces in fp32 under bf16 (and FP8),
+     * in fp16 under fp16; --grad-reduce-in-bf16 is the one switch read back */
+    if (sc->train.grad_reduce == MM_TGRAD_BF16 && sc->train.precision != MM_PREC_FP16)
+        arg(c, "--grad-reduce-in-bf16", NULL);
+    else if (sc->train.grad_reduce != MM_TGRAD_AUTO && sc->train.precision == MM_PREC_FP16)
+        mm_emit_refuse(c, "train.grad_reduce", "'%s' under fp16: Megatron-LM reduces fp16 gradients in fp16, and "
+                       "no argument mmsim reads back changes that", mm_train_grad_reduce_names[sc->train.grad_reduce]);
     int rc = mm_emit_llm_recompute(c->sim);
     if (rc == MM_RECOMPUTE_SELECTIVE) {
         arg(c, "--recompute-granularity", "selective");

@@ -162,10 +162,11 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         for (int c = 0; c < L->lay.vpp; c++) {
             const mm_stage_cost *x = &st[c * P + s];
             int msgs = L->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
-            t += x->fwd_s + x->bwd_s + x->chunks * tp_one * msgs;
+            int layer_ops = x->no_layers ? 0 : x->chunks; /* ops with a layer's TP traffic */
+            t += x->fwd_s + x->bwd_s + layer_ops * tp_one * msgs;
             /* the host issues the same passes: their kernels and the
              * blocking TP collectives (the executor's host cursor) */
-            host += x->fwd_host_s + x->bwd_host_s + x->chunks * msgs * sp->coll_host_s;
+            host += x->fwd_host_s + x->bwd_host_s + layer_ops * msgs * sp->coll_host_s;
             flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
             hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
             g += x->grad_bytes;

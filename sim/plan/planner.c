@@ -74,6 +74,9 @@ static void cand_layout(mm_plan_cand *c)
     if (c->first_layers)
         snprintf(split, sizeof split, " layers %d+%dx%d+%d", c->first_layers, c->mid_layers, c->llm.pp - 2,
                  c->last_layers);
+    else if (c->llm.embedding_in_split || c->llm.loss_in_split)
+        snprintf(split, sizeof split, " split%s%s", c->llm.embedding_in_split ? " +emb" : "",
+                 c->llm.loss_in_split ? " +loss" : "");
     char sched[24] = "";
     if (c->llm.pp > 1 && c->schedule != MM_SCHED_INTERLEAVED)
         snprintf(sched, sizeof sched, " %s", mm_schedule_names[c->schedule]);
@@ -221,13 +224,17 @@ static int enum_llm(const walker *w, const mm_plan_cand *proto0, int gllm)
                 if (f->global_batch % dp)
                     continue; /* no micro-batch size divides the batch */
                 for (int vpp = 1; vpp == 1 || (pp > 1 && (int64_t)pp * vpp <= f->layers); vpp++) {
-                    int fl, ml, ll;
-                    if (!keep(w, MM_SD_VPP, vpp) || mm_space_split_layers(f->layers, pp, vpp, &fl, &ml, &ll) < 0)
+                    int fl, ml, ll, how;
+                    if (!keep(w, MM_SD_VPP, vpp) || (how = mm_space_split_layers(f->layers, pp, vpp, &fl, &ml, &ll)) < 0)
                         continue;
+                    bool opts = how == 2; /* Megatron's split options: no per-stage list */
+                    if (opts)
+                        fl = ml = ll = 0;
                     for (int ep = 1; ep == 1 || (f->experts > 0 && ep <= f->experts); ep++) {
                         if ((ep > 1 && f->experts % ep) || !keep(w, MM_SD_EP, ep))
                             continue;
-                        proto.llm = (mm_layout){.tp = tps[a], .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .ep = ep};
+                        proto.llm = (mm_layout){.tp = tps[a], .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .ep = ep,
+                                                .embedding_in_split = opts, .loss_in_split = opts};
                         proto.first_layers = fl, proto.mid_layers = ml, proto.last_layers = ll;
                         if (enum_choices(w, &proto))
                             return -1;

@@ -8,8 +8,9 @@
  *    (pipeline, disjoint: every count its tp x pp divides), its tp, pp and
  *    recompute; the LLM's tp, cp, pp (uneven first/last stages where pp x
  *    vpp does not divide the layers: Megatron-LM's
- *    --decoder-first/last-pipeline-num-layers or, at vpp 1, its
- *    account_for_embedding/loss_in_pipeline_split), vpp, ep, micro-batch
+ *    --decoder-first/last-pipeline-num-layers or its
+ *    account_for_embedding/loss_in_pipeline_split: per-stage counts at vpp
+ *    1, uneven first and last chunks with interleaving), vpp, ep, micro-batch
  *    size, recompute, ZeRO stage and schedule.  A narrowing (--space)
  *    keeps only the values it lists.  Degrees whose product does not give
  *    the GPUs are not candidates.
@@ -59,7 +60,8 @@ typedef struct mm_plan_cand {
     int index;         /* position in the enumeration order */
     int placement;     /* mm_placement; -1: no encoder in this plan */
     int enc_gpus;      /* GPUs of the encoder's own (pipeline, disjoint) */
-    mm_layout llm, vision; /* degrees (no split: first/mid/last below);
+    mm_layout llm, vision; /* degrees and Megatron's split options (no
+                              per-stage list: first/mid/last below);
                               vision: tp, pp, dp (colocated, pipeline, disjoint) */
     /* Uneven LLM split (Megatron-LM's --decoder-first/last-pipeline-num-layers):
      * first_layers on stage 0, last_layers on stage pp-1, mid_layers on each

@@ -111,19 +111,30 @@ int mm_space_tp_values(int n, int gpn, int64_t heads, int *out, int cap)
  *   - account_for_embedding_in_pipeline_split + ..._loss_...: the
  *     embedding and the loss count as a layer of the first and the last
  *     stage, so (L + 2) / pp per stage and one transformer layer fewer on
- *     those two (vpp 1 only: with chunks the first chunk alone would be
- *     short, which per-stage counts cannot say);
+ *     those two; at vpp 1 written as per-stage counts (returns 0), with
+ *     chunks as the layout's split options (returns 2: the first chunk
+ *     of stage 0 and the last of stage pp-1 are short, model/layout.h,
+ *     whose checks decide);
  *   - --decoder-first/last-pipeline-num-layers f, l: the pp - 2 middle
  *     stages take (L - f - l) / (pp - 2) each; with vpp every stage's count
  *     must divide by vpp.  We pick the middle count that minimizes the
  *     largest stage, the first stage taking the odd vpp-multiple (the last
  *     one carries the output layer and the loss).
- * Returns 0 with *f, *m, *l set (uneven), 1 (even), -1 (no split). */
+ * Returns 0 with *f, *m, *l set (uneven), 1 (even), 2 (the split options,
+ * *f, *m, *l the stages' layers), -1 (no split). */
 int mm_space_split_layers(int64_t L, int pp, int vpp, int *f, int *m, int *l)
 {
     *f = *m = *l = 0;
     if (L % ((int64_t)pp * vpp) == 0)
         return 1;
+    mm_layout opt = {.tp = 1, .pp = pp, .vpp = vpp, .dp = 1, .embedding_in_split = true, .loss_in_split = true};
+    char why[400];
+    if (pp > 1 && vpp > 1 && mm_layout_split_check(&opt, L, why, sizeof why) == 0) {
+        *f = mm_layout_stage_layers(&opt, L, 0);
+        *m = pp > 2 ? mm_layout_stage_layers(&opt, L, 1) : 0;
+        *l = mm_layout_stage_layers(&opt, L, pp - 1);
+        return 2;
+    }
     if (pp < 2 || L % vpp)
         return -1;
     if (vpp == 1 && (L + 2) % pp == 0 && (L + 2) / pp >= 2) {

@@ -69,8 +69,10 @@ typedef struct mm_space_facts {
     bool encoder;                     /* the plan places an encoder */
 } mm_space_facts;
 
-/* How L layers split over pp stages of vpp chunks (planner.c's comment,
- * Megatron-LM's options): 1 even, 0 uneven (*f, *m, *l set), -1 none. */
+/* How L layers split over pp stages of vpp chunks (space.c's comment,
+ * Megatron-LM's options): 1 even, 0 uneven (*f, *m, *l set), 2 Megatron's
+ * split options at vpp > 1 (embedding and loss counted as layers; *f, *m,
+ * *l the stages' layers), -1 none. */
 int mm_space_split_layers(int64_t L, int pp, int vpp, int *f, int *m, int *l);
 
 /* Values of one integer dimension that the arithmetic allows, ascending:

@@ -33,6 +33,12 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
         if (L->lay.cp != 1 || L->lay.vpp != 1 || L->lay.ep != 1)
             return mm_scenario_fail(sc, err, key, "encoders take tp, sp, pp, dp and zero (cp, vpp and ep must be 1: "
                                     "an encoder's inputs are short tiles and clips, not long contexts)");
+        if (L->lay.embedding_in_split || L->lay.loss_in_split) {
+            snprintf(key, sizeof key, "parallel.%s.%s", e->name,
+                     L->lay.embedding_in_split ? "embedding_in_split" : "loss_in_split");
+            return mm_scenario_fail(sc, err, key, "is the LLM's pipeline-split option (an encoder has no token "
+                                    "embedding or loss to count)");
+        }
         if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS)
             continue;
         snprintf(key, sizeof key, "parallel.%s.tp", e->name);
@@ -92,13 +98,21 @@ static int check_frozen(mm_sim *sim, mm_err *err)
 }
 
 /* The LLM's layers over the pipeline: layers_per_stage (one entry a
- * stage, each a multiple of vpp, summing to the model's) or an even split
- * of pp*vpp chunks. */
+ * stage, each a multiple of vpp, summing to the model's), Megatron-LM's
+ * split options (model/layout.h: its own checks) or an even split of
+ * pp*vpp chunks. */
 static int check_layer_split(const mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
     const mm_llm *m = sim->llm;
+    char why[400];
+    if (mm_layout_split_check(&L->lay, m->layers, why, sizeof why))
+        return mm_scenario_fail(sc, err,
+                                L->lay.embedding_in_split ? "parallel.llm.embedding_in_split" : "parallel.llm.loss_in_split",
+                                "%s", why);
+    if (L->lay.embedding_in_split || L->lay.loss_in_split)
+        return 0;
     if (L->lay.n_layers_per_stage) {
         if (L->lay.n_layers_per_stage != L->lay.pp)
             return mm_scenario_fail(sc, err, "parallel.llm.layers_per_stage",

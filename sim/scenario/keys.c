@@ -30,6 +30,7 @@ const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
+const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -69,7 +70,15 @@ static const char *const workload_kinds[] = {"fixed", NULL};
      0},                                                                                                     \
     {"parallel." #m ".layers_per_stage", MM_KT_INT_LIST, 0, NONNEG, 0, 0, NULL, "[]", NULL,                  \
      "layers of each pipeline stage, e.g. [2, 3, 3, 2]; []: an even split",                                  \
-     F(parallel.m.lay.layers_per_stage), offsetof(mm_scenario, parallel.m.lay.n_layers_per_stage)}
+     F(parallel.m.lay.layers_per_stage), offsetof(mm_scenario, parallel.m.lay.n_layers_per_stage)},          \
+    {"parallel." #m ".embedding_in_split", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,                   \
+     "the embedding counts as one layer in the pipeline split (Megatron-LM's "                              \
+     "--account-for-embedding-in-pipeline-split): the first chunk of stage 0 holds one layer fewer",         \
+     F(parallel.m.lay.embedding_in_split), 0},                                                               \
+    {"parallel." #m ".loss_in_split", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,                        \
+     "the loss counts as one layer in the pipeline split (Megatron-LM's "                                   \
+     "--account-for-loss-in-pipeline-split): the last chunk of the last stage holds one layer fewer",       \
+     F(parallel.m.lay.loss_in_split), 0}
 
 const mm_key mm_keys[] = {
     {"model", MM_KT_MODEL, MM_KF_REQUIRED, 0, 0, 0, 0, NULL, NULL, "models/llava-ov-qwen2.5-7b.yaml",
@@ -159,6 +168,11 @@ const mm_key mm_keys[] = {
      "FP8-LM level O2 (MS-AMP): Adam's first moment in FP8, second moment and master weights in FP16 for "
      "the FP8 GEMMs' weights (train.precision fp8 only)",
      F(train.fp8_optimizer), 0},
+    {"train.grad_reduce", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_grad_reduce_names, "auto", NULL,
+     "the element of the gradient buffer and its DP reduce: auto (the train.framework profile's "
+     "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
+     "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
+     F(train.grad_reduce), 0},
     {"data", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     {"data.workers", MM_KT_INT, 0, INT64_C(-1), INT64_C(4096), 0, 0, NULL, "-1", NULL,
      "data-loader worker processes per GPU (PyTorch DataLoader num_workers): -1 the loader is not modeled "

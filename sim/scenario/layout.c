@@ -17,13 +17,14 @@ bool mm_layout_has_vision(int placement)
 }
 
 /* The vision layout a placement gives the encoder: tp, pp, dp; no context,
- * virtual or expert parallelism, no uneven split. */
+ * virtual or expert parallelism, no uneven split, no split options. */
 static mm_layout vision_of(const mm_relayout *lay)
 {
     mm_layout v = lay->vision;
     v.vpp = v.cp = v.ep = 1;
     v.n_layers_per_stage = 0;
     v.layers_per_stage = NULL;
+    v.embedding_in_split = v.loss_in_split = false;
     return v;
 }
 
@@ -112,6 +113,8 @@ static void put_dims(jbuf *b, const char *m, const mm_layout *d, int zero, int r
     put(b, "parallel.%s.zero=%d", m, zero); /* what an inherited zero resolves to */
     if (recompute >= 0)
         put(b, "parallel.%s.recompute=%s", m, mm_recompute_names[recompute]);
+    put(b, "parallel.%s.embedding_in_split=%s", m, d->embedding_in_split ? "true" : "false");
+    put(b, "parallel.%s.loss_in_split=%s", m, d->loss_in_split ? "true" : "false");
     if (!layers) {
         put(b, "parallel.%s.layers_per_stage=[]", m);
         return;

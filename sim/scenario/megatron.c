@@ -20,6 +20,10 @@
  * learned absolute positions, LayerNorm, biases on; fp32 unless --bf16,
  * --fp16 or --fp8-format (mmsim refuses fp32: it has no fp32 peak tables);
  * tp = pp = cp = ep = 1; no recompute; no distributed optimizer.
+ * A launch script of the multimodal example (examples/multimodal/train.py)
+ * gives an MLLM instead: its arguments looked up in megatron_mm.c's table
+ * first, the tower, projector and language model as its config.py and
+ * model.py build them (read_mllm, map_mllm).
  * Not for: scenario validation (the scenario loader checks what this maps). */
 #include "scenario/megatron.h"
 
@@ -31,6 +35,7 @@
 
 #include "model/fp8.h"
 #include "scenario/megatron_args.h"
+#include "scenario/megatron_mm.h"
 #include "scenario/mgscript.h"
 #include "scenario/scenario.h"
 #include "scenario/sim.h"
@@ -127,6 +132,7 @@ typedef struct reader {
     int n;
     mm_megatron *mg;
     mm_err *err;
+    bool mm; /* examples/multimodal/train.py's list: its table first, an MLLM out */
 } reader;
 
 static const seen *get(const reader *r, const char *name)
@@ -279,14 +285,19 @@ static int collect(reader *r, const words *ws)
         char name[64];
         const char *eq = strchr(w, '=');
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - w) : (int)wl, w);
-        const mm_mg_arg *d = mm_mg_arg_find(name);
+        const mm_mg_arg *d = r->mm ? mm_mg_mm_arg_find(name) : NULL;
+        if (!d)
+            d = mm_mg_arg_find(name);
         const char *value = "";
+        int und = ws->w[i].undecided; /* the name's or its value's undecided branch */
         bool takes = d ? d->arity == MG_VALUE : eq != NULL || (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2));
         if (takes) {
             if (eq)
                 value = eq + 1;
-            else if (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2) != 0)
+            else if (i + 1 < ws->n && strncmp(ws->w[i + 1].text, "--", 2) != 0) {
                 value = ws->w[++i].text;
+                und = und ? und : ws->w[i].undecided;
+            }
             else if (d) {
                 problem(&pb, line, name, "needs a value");
                 continue;
@@ -305,6 +316,13 @@ static int collect(reader *r, const words *ws)
         }
         if (d->cls == MG_COSTLESS) {
             note(r->mg, "%s: costless, accepted (%s)", name, d->why);
+            continue;
+        }
+        if (und) {
+            char why[200];
+            snprintf(why, sizeof why, "it comes from a branch of the `if` on line %d, whose test mmsim cannot "
+                     "decide: write the branch to simulate", und);
+            problem(&pb, line, name, why);
             continue;
         }
         if (strchr(value, '$')) {
@@ -534,8 +552,12 @@ static void write_json(const shape *m, const char *name, char *out, size_t len)
 
 /* --decoder-first/last-pipeline-num-layers: the first (last) stage holds
  * that many layers and the stages between share the rest evenly, as
- * Megatron-Core's get_num_layers_to_build splits them (transformer_block.py
- * at d98e8a64dd): parallel.llm.layers_per_stage. */
+ * Megatron-Core's get_num_layers_to_build splits them (NVIDIA/Megatron-LM
+ * at d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+ * megatron/core/transformer/transformer_block.py); with virtual stages
+ * every stage's layers split into vpp equal chunks, so each count must
+ * divide by vpp (transformer_config.py __post_init__ raises otherwise):
+ * parallel.llm.layers_per_stage. */
 static int map_uneven(reader *r, const shape *m, long pp, long vpp)
 {
     const char *fa = "--decoder-first-pipeline-num-layers", *la = "--decoder-last-pipeline-num-layers";
@@ -545,16 +567,24 @@ static int map_uneven(reader *r, const shape *m, long pp, long vpp)
     const char *which = hf ? fa : la;
     long f = 0, l = 0;
     int rc;
-    if ((hf && (rc = get_long(r, fa, 0, 0, &f))) || (hl && (rc = get_long(r, la, 0, 0, &l))))
+    if ((hf && (rc = get_long(r, fa, 1, 0, &f))) || (hl && (rc = get_long(r, la, 1, 0, &l))))
         return rc;
     if (pp < 2)
         return bad(r, which, "needs pipeline parallelism (--pipeline-model-parallel-size of 2 or more)");
-    if (vpp > 1)
-        return bad(r, which, "with virtual pipeline stages: an uneven split of those is not modeled");
+    if (has(r, "--account-for-embedding-in-pipeline-split") || has(r, "--account-for-loss-in-pipeline-split"))
+        return bad(r, which, "cannot be given with --account-for-embedding/loss-in-pipeline-split (Megatron-LM "
+                             "refuses the two ways of an uneven split together)");
+    if (vpp > 1 && has(r, "--num-layers-per-virtual-pipeline-stage"))
+        return bad(r, which, "with --num-layers-per-virtual-pipeline-stage: Megatron-LM asks for "
+                             "--num-virtual-stages-per-pipeline-rank with an uneven split");
     long left = pp - hf - hl, rest = m->layers - f - l;
     if (rest < 0 || (left > 0 && rest % left) || (left == 0 && rest))
         return bad(r, which, "%ld layers left for the %ld other stages do not divide evenly (Megatron-LM refuses it too)", rest, left);
-    char list[120];
+    if (vpp > 1 && (f % vpp || l % vpp || (left > 0 && (rest / left) % vpp)))
+        return bad(r, which, "%ld, %ld and %ld layers (first, middle, last stage) must each divide by the %ld "
+                             "virtual stages (Megatron-LM splits every stage into equal chunks)",
+                   hf ? f : rest / left, left > 0 ? rest / left : 0, hl ? l : rest / left, vpp);
+    char list[160];
     size_t n = 0;
     for (long i = 0; i < pp && n < sizeof list; i++) {
         long k = i == 0 && hf ? f : i == pp - 1 && hl ? l : rest / left;
@@ -564,6 +594,42 @@ static int map_uneven(reader *r, const shape *m, long pp, long vpp)
         return bad(r, which, "too many stages to write out (%ld)", pp);
     snprintf(list + n, sizeof list - n, "]");
     set(r, which, "parallel.llm.layers_per_stage", "%s", list);
+    return 0;
+}
+
+/* --account-for-embedding-in-pipeline-split, --account-for-loss-in-
+ * pipeline-split: parallel.llm.embedding_in_split and loss_in_split,
+ * checked here with the layout's own checks (model/layout.h: Megatron's)
+ * so that the message names the argument. */
+static int map_split_options(reader *r, const shape *m, long pp, long vpp)
+{
+    const char *ea = "--account-for-embedding-in-pipeline-split", *la = "--account-for-loss-in-pipeline-split";
+    bool e = has(r, ea), l = has(r, la);
+    if (!e && !l)
+        return 0;
+    mm_layout lay = {.tp = 1, .pp = (int)pp, .vpp = (int)vpp, .dp = 1, .embedding_in_split = e, .loss_in_split = l};
+    char why[400];
+    if (mm_layout_split_check(&lay, m->layers, why, sizeof why))
+        return bad(r, e ? ea : la, "%s", why);
+    if (e)
+        set(r, ea, "parallel.llm.embedding_in_split", "true");
+    if (l)
+        set(r, la, "parallel.llm.loss_in_split", "true");
+    return 0;
+}
+
+/* --num-layers-per-virtual-pipeline-stage: vpp from the layers per stage,
+ * the embedding and the loss counted where the split options say so
+ * (Megatron-LM's validate_args in megatron/training/arguments.py). */
+static int vpp_of_layers(reader *r, const shape *m, long pp, long vpl, long *vpp)
+{
+    long n = m->layers + has(r, "--account-for-embedding-in-pipeline-split") +
+             has(r, "--account-for-loss-in-pipeline-split");
+    if (n % pp || (n / pp) % vpl)
+        return bad(r, "--num-layers-per-virtual-pipeline-stage",
+                   "%ld layers x pp %ld do not divide %ld layers (embedding and loss counted where the split "
+                   "options say so; Megatron-LM refuses it too)", vpl, pp, n);
+    *vpp = n / (pp * vpl);
     return 0;
 }
 
@@ -578,12 +644,8 @@ static int map_layout(reader *r, const shape *m, long tp)
         (rc = get_long(r, "--num-virtual-stages-per-pipeline-rank", 1, 0, &vsr)))
         return rc;
     long vpp = vsr ? vsr : 1;
-    if (vpl) {
-        if (m->layers % (pp * vpl))
-            return bad(r, "--num-layers-per-virtual-pipeline-stage", "%ld layers x pp %ld do not divide %ld layers",
-                       vpl, pp, m->layers);
-        vpp = m->layers / (pp * vpl);
-    }
+    if (vpl && (rc = vpp_of_layers(r, m, pp, vpl, &vpp)))
+        return rc;
     set(r, "--tensor-model-parallel-size", "parallel.llm.tp", "%ld", tp);
     set(r, "--pipeline-model-parallel-size", "parallel.llm.pp", "%ld", pp);
     set(r, "--context-parallel-size", "parallel.llm.cp", "%ld", cp);
@@ -595,7 +657,7 @@ static int map_layout(reader *r, const shape *m, long tp)
         set(r, "--expert-tensor-parallel-size", "moe.expert_tp", "%ld", etp);
     set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
-    if ((rc = map_uneven(r, m, pp, vpp)))
+    if ((rc = map_uneven(r, m, pp, vpp)) || (rc = map_split_options(r, m, pp, vpp)))
         return rc;
     /* Megatron runs the interleaved 1F1B schedule when there are virtual stages */
     set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
@@ -740,9 +802,9 @@ static int map_extras(reader *r)
     }
     const char *freeze = has(r, "--freeze-LM") ? "--freeze-LM" : has(r, "--freeze-all-layers") ? "--freeze-all-layers"
                                                                                                  : NULL;
-    if (freeze)
+    if (freeze && !r->mm)
         set(r, freeze, "train.frozen", "[llm]");
-    if (has(r, "--freeze-ViT"))
+    if (has(r, "--freeze-ViT") && !r->mm)
         note(r->mg, "--freeze-ViT: the text-only model has no vision encoder to freeze");
     const char *opt = get_str(r, "--optimizer", "adam");
     if (strcmp(opt, "adam"))
@@ -837,7 +899,8 @@ static int map_training(reader *r, const shape *m)
     long mbs, gbs;
     if ((rc = get_long(r, "--micro-batch-size", 1, 1, &mbs)) || (rc = get_long(r, "--global-batch-size", 1, 0, &gbs)))
         return rc;
-    set(r, "--seq-length", "train.seq_len", "%ld", m->seq);
+    if (!r->mm)
+        set(r, "--seq-length", "train.seq_len", "%ld", m->seq);
     set(r, "--micro-batch-size", "train.micro_batch", "%ld", mbs);
     if (gbs)
         set(r, "--global-batch-size", "train.global_batch", "%ld", gbs);
@@ -857,6 +920,8 @@ static int map_training(reader *r, const shape *m)
     set(r, "--sequence-parallel", "train.sequence_parallel", "%s", sp ? "true" : "false");
     if ((rc = map_sharding(r)) || (rc = map_extras(r)))
         return rc;
+    if (has(r, "--grad-reduce-in-bf16")) /* the gradient buffer and its reduce in bf16 */
+        set(r, "--grad-reduce-in-bf16", "train.grad_reduce", "bf16");
     /* Megatron-FSDP runs its gathers and reduce-scatters on their own
      * streams whatever --overlap-grad-reduce says: the profile's (auto) */
     set(r, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",
@@ -888,13 +953,170 @@ static int map_training(reader *r, const shape *m)
     set(r, from, "train.attention", "%s", attention_kernel(r, be, mg->wants_local));
     if ((rc = map_kernels(r, m, mg->wants_local || !strcmp(be, "local"))))
         return rc;
-    set(r, "(text-only model)", "workload", "text");
+    if (!r->mm)
+        set(r, "(text-only model)", "workload", "text");
+    return 0;
+}
+
+/* ---- the multimodal example's MLLM ------------------------------------------ */
+
+/* What examples/multimodal/train.py builds besides the language model
+ * (model.py model_provider at d98e8a64dd). */
+typedef struct mllm_args {
+    const mm_mg_vision *tower;
+    const mm_mg_lm *lm;
+    long img, patch, tiles, per_tile, decoder;
+    long tags; /* --use-tile-tags: text tokens before each tile */
+    bool shuffle;
+    const char *proj_norm;
+} mllm_args;
+
+/* The tower and the language model by type; every problem in one message
+ * (a part of read_mllm). */
+static int mllm_types(reader *r, mllm_args *a)
+{
+    problems pb = {0};
+    const char *why = NULL;
+    const char *vt = get_str(r, "--vision-model-type", "clip"); /* multimodal_args.py's default */
+    const char *lt = get_str(r, "--language-model-type", NULL);
+    const seen *vs = get(r, "--vision-model-type"), *ls = get(r, "--language-model-type");
+    char msg[200];
+    if (!(a->tower = mm_mg_vision_find(vt, &why))) {
+        snprintf(msg, sizeof msg, "'%s': %s", vt, why);
+        problem(&pb, vs ? vs->line : 0, "--vision-model-type", msg);
+    }
+    if (!lt)
+        problem(&pb, 0, "--language-model-type", "is required (multimodal_args.py requires it too)");
+    else if (!(a->lm = mm_mg_lm_find(lt, &why))) {
+        snprintf(msg, sizeof msg, "'%s': %s", lt, why);
+        problem(&pb, ls->line, "--language-model-type", msg);
+    }
+    const char *pt = get_str(r, "--vision-projection-type", "mlp"); /* LLaVAModel's default */
+    if (strcmp(pt, "mlp"))
+        problem(&pb, get(r, "--vision-projection-type")->line, "--vision-projection-type",
+                "only LLaVAModel's mlp projector is modeled");
+    long frames = 1;
+    int rc = get_long(r, "--num-frames", 1, 1, &frames);
+    if (rc)
+        return rc;
+    if (frames > 1)
+        problem(&pb, get(r, "--num-frames")->line, "--num-frames", "video samples (several frames) are not modeled");
+    if (a->tower && a->tower->class_tokens && !has(r, "--disable-vision-class-token"))
+        problem(&pb, vs ? vs->line : 0, "--disable-vision-class-token",
+                "missing: the tower's class token kept as an image embedding is not modeled (mmsim's tiles drop it)");
+    return report(r, &pb);
+}
+
+/* The image side and the decoder length, checked as model.py checks them;
+ * the language model's MLP as config.py sets it. */
+static int read_mllm(reader *r, shape *m, mllm_args *a)
+{
+    int rc;
+    long w;
+    if ((rc = mllm_types(r, a)) || (rc = get_long(r, "--img-h", 1, 224, &a->img)) ||
+        (rc = get_long(r, "--img-w", 1, 224, &w)) || (rc = get_long(r, "--patch-dim", 1, 16, &a->patch)) ||
+        (rc = get_long(r, "--max-num-tiles", 1, 1, &a->tiles)))
+        return rc;
+    if (w != a->img)
+        return bad(r, "--img-w", "%ld x %ld tiles: only square tiles are modeled", a->img, w);
+    if (a->patch > a->img)
+        return bad(r, "--patch-dim", "patch %ld exceeds the image side %ld", a->patch, a->img);
+    /* get_num_image_embeddings: (h/p)(w/p) patches, the class token
+     * dropped, a quarter of them after pixel shuffle */
+    a->shuffle = has(r, "--pixel-shuffle");
+    a->per_tile = (a->img / a->patch) * (a->img / a->patch) / (a->shuffle ? 4 : 1);
+    long maxt = a->tiles;
+    a->tiles = has(r, "--use-tiling") ? a->tiles + (has(r, "--use-thumbnail") ? 1 : 0) : 1;
+    if (has(r, "--use-tile-tags")) { /* get_num_image_embeddings: the tags' tokens by prompt format */
+        const char *fmt = get_str(r, "--tokenizer-prompt-format", "");
+        bool qwen = !strncmp(fmt, "qwen", 4);
+        if (!strcmp(fmt, "llama3p1") || !strcmp(fmt, "chatml") || qwen)
+            a->tags = 5 + (qwen && maxt > 10 ? 1 : 0);
+        else if (!strncmp(fmt, "nemotron5", 9))
+            a->tags = 6;
+        else
+            return bad(r, "--use-tile-tags", "with prompt format '%s': train.py defines no tile tags for it", fmt);
+    }
+    if (!has(r, "--decoder-seq-length"))
+        return bad(r, "--decoder-seq-length", "is required (model.py asserts it: the language model's length)");
+    if ((rc = get_long(r, "--decoder-seq-length", 1, 0, &a->decoder)))
+        return rc;
+    if (a->decoder <= a->tiles * (a->per_tile + a->tags))
+        return bad(r, "--decoder-seq-length", "%ld is not more than the %ld x %ld image embeddings (model.py asserts "
+                   "it is)", a->decoder, a->tiles, a->per_tile + a->tags);
+    if (m->seq != a->per_tile + a->tags)
+        note(r->mg, "--seq-length %ld: train.py sets it to the image embeddings per tile, %ld", m->seq,
+             a->per_tile + a->tags);
+    if (!m->rope)
+        return bad(r, "--position-embedding-type", "the example's language models use RoPE: give rope");
+    if (m->ffn != a->lm->ffn || !m->swiglu || m->bias)
+        note(r->mg, "--language-model-type %s: SwiGLU %d, no linear biases (config.py sets them)", a->lm->type,
+             a->lm->ffn);
+    m->ffn = a->lm->ffn, m->swiglu = true, m->bias = false, m->qkv_bias = a->lm->qkv_bias;
+    m->seq = a->decoder;
+    if (m->maxpos < a->decoder)
+        m->maxpos = a->decoder; /* model.py widens it to the decoder length */
+    a->proj_norm = a->lm->proj_norm;
+    if (!strcmp(a->proj_norm, "inherit"))
+        a->proj_norm = strcmp(get_str(r, "--normalization", "LayerNorm"), "RMSNorm") ? "layernorm" : "rmsnorm";
+    if (!strcmp(a->tower->type, "internvit"))
+        note(r->mg, "--vision-model-type internvit: the 25 real heads are costed; Megatron pads them to a "
+                    "multiple of tp with zero heads (nvlm/internvit.py), which mmsim does not cost");
+    return 0;
+}
+
+/* The model (our YAML form with its parts inline, written as JSON) and the
+ * scenario keys of the example's MLLM. */
+static int map_mllm(reader *r, const shape *m, const mllm_args *a, const char *name)
+{
+    mm_megatron *mg = r->mg;
+    const mm_mg_vision *t = a->tower;
+    char llm[2048];
+    write_json(m, name, llm, sizeof llm);
+    int n = snprintf(mg->model_json, sizeof mg->model_json,
+                     "{\n\"name\": \"%s\",\n\"vision\": {\"model_type\": \"%s\", \"hidden_size\": %d, "
+                     "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
+                     "\"image_size\": %ld, \"patch_size\": %ld%s},\n"
+                     "\"projector\": {\"type\": \"megatron_mlp\", \"hidden\": %d, \"norm\": \"%s\", \"bias\": %s},\n"
+                     "\"image\": {\"tile\": %ld, \"max_tiles\": %ld, \"pixel_shuffle\": %s},\n\"llm\": %s}\n",
+                     name, t->hf, t->hidden, t->ffn, t->layers, t->heads, a->img, a->patch,
+                     !strcmp(t->hf, "intern_vit_6b")
+                         ? (t->rmsnorm ? ", \"norm_type\": \"rms_norm\", \"qkv_bias\": false, \"qk_normalization\": true"
+                                       : ", \"norm_type\": \"layer_norm\", \"qkv_bias\": true, \"qk_normalization\": false")
+                         : "",
+                     a->lm->proj_ffn, a->proj_norm, a->lm->proj_bias ? "true" : "false", a->img, a->tiles,
+                     a->shuffle ? "0.5" : "1.0", llm);
+    if (n < 0 || (size_t)n >= sizeof mg->model_json)
+        return mm_err_set(r->err, MM_EINTERNAL, r->path, 0, "", "the model's text is too long");
+    set(r, "--decoder-seq-length", "train.seq_len", "%ld", a->decoder);
+    set(r, "(each sample fills the decoder length)", "workload", "{kind: fixed, images: 1, tiles: %ld, text_tokens: %ld}",
+        a->tiles, a->decoder - a->tiles * a->per_tile);
+    char frozen[64] = "";
+    size_t k = 0;
+    const char *flag[] = {"--freeze-LM", "--freeze-ViT", "--freeze-vision-projection"};
+    const char *mod[] = {"llm", "vision", "projector"};
+    for (int i = 0; i < 3; i++)
+        if (has(r, flag[i]))
+            k += (size_t)snprintf(frozen + k, sizeof frozen - k, "%s%s", k ? ", " : "", mod[i]);
+    if (k)
+        set(r, "(--freeze-LM, --freeze-ViT, --freeze-vision-projection)", "train.frozen", "[%s]", frozen);
+    /* LLaVAModel builds the tower on the first pipeline stage of every
+     * replica, with the language model's tp (model.py) */
+    set(r, "(the tower on the first stage, the LLM's tp)", "parallel.placement", "homogeneous");
+    note(mg, "image: %ld px tiles, patch %ld%s: %ld embeddings per tile, %ld tiles per sample", a->img, a->patch,
+         a->shuffle ? ", pixel shuffle (a quarter)" : "", a->per_tile, a->tiles);
+    if (a->tags)
+        note(mg, "--use-tile-tags: %ld tag tokens before each tile, costed as text tokens of the sample", a->tags);
+    if (!has(r, "--use-te")) {
+        mg->wants_local = true;
+        note(mg, "no --use-te: model.py builds Megatron's local layer specs -> train.framework: megatron-local");
+    }
     return 0;
 }
 
 /* The entry scripts of Megatron-LM (commit d98e8a64dd) that a launch
  * script may start, and what mmsim makes of each. */
-static int check_entry(const char *path, const char *entry, int line, mm_megatron *mg, mm_err *err)
+static int check_entry(const char *path, const char *entry, int line, mm_megatron *mg, bool *mm, mm_err *err)
 {
     static const struct {
         const char *name, *why;
@@ -917,11 +1139,12 @@ static int check_entry(const char *path, const char *entry, int line, mm_megatro
         note(mg, "entry script %s (line %d): a GPT-style decoder", entry, line);
         return 0;
     }
-    if (!strcmp(b, "train.py") && strstr(entry, "multimodal"))
-        return mm_err_set(err, MM_EINPUT, path, line, entry,
-                          "examples/multimodal/train.py trains an MLLM (a vision encoder, a projector and an LLM "
-                          "from its own argument list): not read by mmsim yet; give the model as a scenario "
-                          "(`model:` a LLaVA-style config) instead");
+    if (!strcmp(b, "train.py") && strstr(entry, "multimodal") && !strstr(entry, "mimo")) {
+        note(mg, "entry script %s (line %d): Megatron-LM's multimodal example, an MLLM (vision tower, projector, "
+                 "language model) built from its argument list", entry, line);
+        *mm = true;
+        return 0;
+    }
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (!strcmp(b, refused[i].name))
             return mm_err_set(err, MM_EINPUT, path, line, entry, "%s: %s", refused[i].name, refused[i].why);
@@ -931,7 +1154,7 @@ static int check_entry(const char *path, const char *entry, int line, mm_megatro
 
 /* The words of FILE: an argument list split as bash splits it, or (a
  * launch script) the arguments after its entry script, expanded. */
-static int read_words(const char *path, bool script, mm_megatron *mg, words *ws, mm_err *err)
+static int read_words(const char *path, bool script, mm_megatron *mg, words *ws, bool *mm, mm_err *err)
 {
     if (script) {
         char entry[256];
@@ -943,7 +1166,7 @@ static int read_words(const char *path, bool script, mm_megatron *mg, words *ws,
         for (int i = 0; i < notes.n; i++)
             note(mg, "script: %s", notes.w[i].text);
         mm_mg_words_free(&notes);
-        if ((rc = check_entry(path, entry, line, mg, err)))
+        if ((rc = check_entry(path, entry, line, mg, mm, err)))
             mm_mg_words_free(ws);
         return rc;
     }
@@ -966,7 +1189,8 @@ static int read_any(const char *path, bool script, mm_megatron *mg, mm_err *err)
     memset(mg, 0, sizeof *mg);
     words ws = {0};
     reader *r = calloc(1, sizeof *r);
-    int rc = r ? read_words(path, script, mg, &ws, err) : mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
+    int rc = r ? read_words(path, script, mg, &ws, &r->mm, err)
+               : mm_err_set(err, MM_EINTERNAL, path, 0, "", "out of memory");
     if (!rc) {
         r->path = path;
         r->mg = mg;
@@ -979,11 +1203,18 @@ static int read_any(const char *path, bool script, mm_megatron *mg, mm_err *err)
         rc = get_long(r, "--tensor-model-parallel-size", 1, 1, &tp);
     if (!rc)
         rc = read_shape(r, tp, &m);
+    mllm_args mllm = {0};
+    if (!rc && r->mm)
+        rc = read_mllm(r, &m, &mllm);
     if (!rc)
         rc = map_layout(r, &m, tp);
     if (!rc)
         rc = map_training(r, &m);
-    if (!rc) {
+    if (!rc && r->mm) {
+        char name[96];
+        model_name(path, name, sizeof name);
+        rc = map_mllm(r, &m, &mllm, name);
+    } else if (!rc) {
         char name[96];
         model_name(path, name, sizeof name);
         write_json(&m, name, mg->model_json, sizeof mg->model_json);

@@ -34,11 +34,11 @@ typedef struct mm_megatron {
      * line in FILE ("" and 0: a default or a derived value) */
     char set_from[MM_MG_MAX_SETS][64];
     int set_line[MM_MG_MAX_SETS];
-    char model_json[2048];  /* the HF config.json text */
+    char model_json[4096];  /* the HF config.json text (an MLLM: our model YAML's form, parts inline) */
     /* "model=" and that text: the override that puts the model inline in
      * the scenario (scenario/modelkey.c), first, so a user's --set model=
      * wins */
-    char model_set[2112];
+    char model_set[4160];
     /* what each argument became, one line each, for --print-scenario:
      * "--fp16 -> train.precision: fp16", "--lr: ignored (optimizer ...)" */
     char notes[MM_MG_MAX_NOTES][192];
@@ -52,8 +52,10 @@ typedef struct mm_megatron {
  * argument as key). */
 int mm_megatron_read(const char *path, mm_megatron *mg, mm_err *err);
 /* The same from a launch script (scenario/mgscript.h): the arguments of
- * its launch command; the entry script must be pretrain_gpt.py (the others
- * are refused by name). */
+ * its launch command; the entry script must be pretrain_gpt.py (a text
+ * GPT or Llama) or examples/multimodal/train.py (an MLLM: tower, projector
+ * and LLM, written in our model YAML's form with its parts inline;
+ * scenario/megatron_mm.h); the others are refused by name. */
 int mm_megatron_read_script(const char *path, mm_megatron *mg, mm_err *err);
 
 /* Adds an override "key=value" (with its note "from -> key: value"), as

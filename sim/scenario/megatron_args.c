@@ -58,8 +58,8 @@
 
 /* Sorted by name (bytewise, as strcmp orders them): mm_mg_arg_find bisects. */
 const mm_mg_arg mm_mg_args[] = {
-    {"--account-for-embedding-in-pipeline-split", MG_FLAG, MG_NOT_MODELED, "uneven stages: use parallel.llm.layers_per_stage"},
-    {"--account-for-loss-in-pipeline-split", MG_FLAG, MG_NOT_MODELED, "uneven stages: use parallel.llm.layers_per_stage"},
+    {"--account-for-embedding-in-pipeline-split", MG_FLAG, MG_MAPPED, NULL},
+    {"--account-for-loss-in-pipeline-split", MG_FLAG, MG_MAPPED, NULL},
     {"--accumulate-allreduce-grads-in-fp32", MG_FLAG, MG_NOT_MODELED, C_PREC},
     {"--activation-func-clamp-value", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--activation-offload-fraction", MG_VALUE, MG_NOT_MODELED, C_MEM},
@@ -300,7 +300,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--global-batch-size", MG_VALUE, MG_MAPPED, NULL},
     {"--glu-linear-offset", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--gpu-sniff-test-interval", MG_VALUE, MG_COSTLESS, W_PROF},
-    {"--grad-reduce-in-bf16", MG_FLAG, MG_NOT_MODELED, "gradient reduction in BF16 instead of FP32 is not modeled"},
+    {"--grad-reduce-in-bf16", MG_FLAG, MG_MAPPED, NULL},
     {"--group-query-attention", MG_FLAG, MG_MAPPED, NULL},
     {"--grpo-clamp-eps-lower", MG_VALUE, MG_NOT_MODELED, C_TASK},
     {"--grpo-clamp-eps-upper", MG_VALUE, MG_NOT_MODELED, C_TASK},

@@ -24,10 +24,16 @@
  * if/elif/else/fi and case/esac are followed where the test can be decided
  * ([ ], [[ ]], test: = == != on strings, -eq ... -ge on integers, -z, -n,
  * !, && and || between tests; case patterns as globs).  A test mmsim cannot
- * decide (a file test, an environment variable, a command's status): its
- * branch is read as taken, unless the branch reaches `exit` (a guard: the
- * run that trains does not take it; one that also sets a variable is
- * refused).  An `exit` the script surely reaches ends it.
+ * decide (a file test, an environment variable, a command's status): a
+ * branch that reaches `exit` is a guard (the run that trains does not take
+ * it; one that also sets a variable is refused); a branch that launches
+ * training is taken (the run that trains takes it); any other such branch,
+ * and every branch after it, is read with its assignments marked
+ * undecided: a variable they assign, and every word and variable made from
+ * it, carries the `if`'s line (mm_mg_word.undecided), a later test on it is
+ * undecided too, and the reader of the arguments refuses such a word where
+ * it changes the cost (a path or a logging option may depend on it).  An
+ * `exit` the script surely reaches ends it.
  *
  * Refused, naming the line: loops (for, while, until, select), functions,
  * parameter operations other than the defaults above (${#N}, ${N%x}, ...),
@@ -66,7 +72,7 @@ int mm_mg_words_push(mm_mg_words *ws, const char *text, size_t len, int line)
         return -1;
     memcpy(t, text, len);
     t[len] = '\0';
-    ws->w[ws->n++] = (mm_mg_word){t, line};
+    ws->w[ws->n++] = (mm_mg_word){t, line, 0};
     return 0;
 }
 
@@ -116,7 +122,7 @@ typedef struct sh {
 } sh;
 
 /* An if ... fi being read.  A branch runs, is skipped, or runs on a
- * condition mmsim cannot decide (read as taken unless it exits). */
+ * condition mmsim cannot decide (mgscript.c's header says how it is read). */
 #define MAX_IF 16
 typedef struct frame {
     int line;
@@ -125,9 +131,12 @@ typedef struct frame {
     char pend;        /* the connector after the last test: '&', '|', ';' */
     bool done;        /* an earlier branch surely ran */
     bool skip_all;    /* the if is inside a skipped branch */
-    int run;          /* this branch: 1 runs, 0 skipped, -1 undecided (read as run) */
+    int run;          /* this branch: 1 runs, 0 skipped, -1 undecided (read, assignments marked) */
     int effect;       /* undecided branch: line of its first assignment or launch */
     bool exits;       /* undecided branch: it reaches `exit` */
+    bool launches;    /* undecided branch: it launches training (so the run that trains takes it) */
+    bool unsure;      /* an earlier branch was undecided and neither exited nor launched */
+    int word_undecided; /* case: the word depends on an undecided branch */
     bool is_case;     /* a case ... esac */
     bool patterns;    /* case: reading a pattern list (before its `)`) */
     char *word;       /* case: the word matched */
@@ -165,6 +174,61 @@ static frame *undecided(sh *s)
         if (s->fr[i].run < 0)
             return &s->fr[i];
     return NULL;
+}
+
+/* The line of the innermost undecided branch that does not launch
+ * training (whose assignments may not happen in the run that trains), or
+ * 0. */
+static int undecided_line(const sh *s)
+{
+    for (int i = s->nfr - 1; i >= 0; i--)
+        if (s->fr[i].run < 0 && !s->fr[i].launches)
+            return s->fr[i].line;
+    return 0;
+}
+
+/* Text an undecided branch assigned is kept between marks, OPEN line
+ * SEP ... CLOSE, through expansions, assignments and splitting (a split
+ * inside marks closes the word's and opens the next one's), and taken out
+ * of a command's words by strip_marks, which records the line in
+ * mm_mg_word.undecided.  The script may not hold these bytes itself. */
+#define MARK_OPEN '\x01'
+#define MARK_SEP '\x02'
+#define MARK_CLOSE '\x03'
+
+static int mark(sh *s, char **text, int line)
+{
+    (void)s;
+    size_t n = strlen(*text);
+    char *t = malloc(n + 24);
+    if (!t)
+        return -1;
+    snprintf(t, n + 24, "%c%d%c%s%c", MARK_OPEN, line, MARK_SEP, *text, MARK_CLOSE);
+    free(*text);
+    *text = t;
+    return 0;
+}
+
+/* Takes the marks out of each word, keeping the first line they name. */
+static void strip_marks(mm_mg_words *w)
+{
+    for (int i = 0; i < w->n; i++) {
+        char *t = w->w[i].text, *o = t;
+        for (char *p = t; *p; p++) {
+            if (*p == MARK_OPEN) {
+                int line = atoi(p + 1);
+                if (!w->w[i].undecided)
+                    w->w[i].undecided = line;
+                while (*p && *p != MARK_SEP)
+                    p++;
+                if (!*p)
+                    break;
+            } else if (*p != MARK_CLOSE) {
+                *o++ = *p;
+            }
+        }
+        *o = '\0';
+    }
 }
 
 static var *find_var(sh *s, const char *name, size_t len)
@@ -258,13 +322,31 @@ static int put_value(sh *s, wbuf *b, mm_mg_words *out, const char *t, size_t n, 
     if (quoted)
         return put(s, b, t, n);
     int rc = 0;
+    char open[24] = ""; /* the marks this point of the text is inside, reopened after a split */
+    size_t on = 0;
+    bool fresh = false;
     for (size_t i = 0; i < n && !rc; i++) {
         char c = t[i];
         if (c == ' ' || c == '\t' || c == '\n') {
-            if (b->have)
+            if (b->have && on && !fresh)
+                rc = put(s, b, (char[]){MARK_CLOSE}, 1);
+            if (!rc && b->have && !fresh)
                 rc = flush(s, b, out);
+            fresh = true;
             b->line = s->line;
             continue;
+        }
+        if (fresh && on && (rc = put(s, b, open, on)))
+            break;
+        fresh = false;
+        if (c == MARK_OPEN) {
+            size_t k = i;
+            while (k < n && t[k] != MARK_SEP)
+                k++;
+            on = k - i + 1 < sizeof open ? k - i + 1 : 0;
+            memcpy(open, t + i, on);
+        } else if (c == MARK_CLOSE) {
+            on = 0;
         }
         rc = put(s, b, &c, 1);
     }
@@ -935,6 +1017,14 @@ static int assign(sh *s, size_t k, bool append)
         mm_mg_words_free(&val);
         return fail(s, line, "", "more than %d variables", MAX_VARS);
     }
+    /* assigned in a branch mmsim could not decide: the value may be
+     * another, so its text is marked (and every word made from it) */
+    int branch = undecided_line(s);
+    for (int i = 0; branch && i < val.n; i++)
+        if (mark(s, &val.w[i].text, branch)) {
+            mm_mg_words_free(&val);
+            return oom(s);
+        }
     if (!append)
         mm_mg_words_free(&v->v);
     if (append && !array && v->v.n > 0 && val.n == 1) {
@@ -1012,6 +1102,9 @@ static int run_command(sh *s, mm_mg_words *w, int line)
     frame *f = undecided(s);
     if (f && !f->effect)
         f->effect = w->w[entry].line;
+    for (int i = 0; i < s->nfr; i++) /* the run that trains takes every branch it is in */
+        if (s->fr[i].run < 0)
+            s->fr[i].launches = true;
     if (s->launched)
         return fail(s, w->w[entry].line, base(w->w[entry].text),
                     "a second launch command (the first on line %d): mmsim reads one; keep the one to simulate",
@@ -1019,9 +1112,11 @@ static int run_command(sh *s, mm_mg_words *w, int line)
     s->launched = w->w[entry].line;
     snprintf(s->entry, s->elen, "%s", w->w[entry].text);
     *s->eline = w->w[entry].line;
-    for (int i = entry + 1; i < w->n; i++)
+    for (int i = entry + 1; i < w->n; i++) {
         if (mm_mg_words_push(s->args, w->w[i].text, strlen(w->w[i].text), w->w[i].line))
             return oom(s);
+        s->args->w[s->args->n - 1].undecided = w->w[i].undecided;
+    }
     return 0;
 }
 
@@ -1130,16 +1225,22 @@ static void pop_frame(sh *s)
 static void end_branch(sh *s, frame *f)
 {
     if (f->run < 0 && !s->oom) {
-        char msg[200];
-        int m = snprintf(msg, sizeof msg, f->exits ? "the %s on line %d tests what mmsim cannot decide; its branch "
-                                                     "exits, so the run that trains does not take it"
-                                                   : "the %s on line %d tests what mmsim cannot decide; its branch is "
-                                                     "read as taken", f->is_case ? "`case`" : "`if`", f->line);
-        if (mm_mg_words_push(s->notes, msg, (size_t)m, f->line))
+        char msg[240];
+        const char *how = f->exits ? "exits, so the run that trains does not take it"
+                          : f->launches ? "launches training, so the run that trains takes it"
+                          : f->effect ? "assigns variables, read as undecided: an argument that depends on them is "
+                                        "refused where it changes the cost"
+                                      : "sets nothing";
+        int m = snprintf(msg, sizeof msg, "the %s on line %d tests what mmsim cannot decide; its branch %s",
+                         f->is_case ? "`case`" : "`if`", f->line, how);
+        bool again = s->notes->n && !strcmp(s->notes->w[s->notes->n - 1].text, msg); /* its else, the same */
+        if (!again && mm_mg_words_push(s->notes, msg, (size_t)m, f->line))
             s->oom = true;
     }
-    if (f->run == 1 || (f->run < 0 && !f->exits))
-        f->done = true; /* an undecided branch that does not exit is read as taken */
+    if (f->run == 1 || (f->run < 0 && f->launches))
+        f->done = true;
+    else if (f->run < 0 && !f->exits)
+        f->unsure = true; /* the branches after it are undecided too */
 }
 
 /* if / elif / then / else / fi at the start of a command. */
@@ -1161,9 +1262,10 @@ static int keyword(sh *s, const char *kw, int line)
         if (!f->cond || f->val == -2)
             return fail(s, line, kw, "`then` without a condition");
         f->cond = false;
-        f->run = f->skip_all || f->done ? 0 : f->val;
+        f->run = f->skip_all || f->done ? 0 : f->unsure && f->val ? -1 : f->val;
         f->effect = 0;
         f->exits = false;
+        f->launches = false;
         return 0;
     }
     if (f->cond)
@@ -1175,9 +1277,10 @@ static int keyword(sh *s, const char *kw, int line)
         f->pend = ';';
         f->run = 0;
     } else if (!strcmp(kw, "else")) {
-        f->run = f->skip_all || f->done ? 0 : 1;
+        f->run = f->skip_all || f->done ? 0 : f->unsure ? -1 : 1;
         f->effect = 0;
         f->exits = false;
+        f->launches = false;
     } else { /* fi */
         pop_frame(s);
     }
@@ -1197,12 +1300,13 @@ static int case_header(sh *s, mm_mg_words *w, int line)
     if (!word)
         return oom(s);
     bool skip = skipping(s);
-    s->fr[s->nfr++] = (frame){.line = line, .is_case = true, .patterns = true, .skip_all = skip, .word = word};
+    s->fr[s->nfr++] = (frame){.line = line, .is_case = true, .patterns = true, .skip_all = skip, .word = word,
+                              .word_undecided = w->w[0].undecided};
     return 0;
 }
 
 /* A case's pattern list at s->p, up to its `)`: which branch runs.  An
- * unknown word matches undecided (read as taken unless the branch exits). */
+ * unknown word (or one an undecided branch set) matches undecided. */
 static int case_patterns(sh *s, frame *f)
 {
     int line = s->line;
@@ -1213,12 +1317,13 @@ static int case_patterns(sh *s, frame *f)
         skip_blanks(s);
         mm_mg_words pat = {0};
         int rc = ends_word(*s->p) ? fail(s, s->line, ")", "a case pattern is missing") : lex_word(s, &pat);
+        strip_marks(&pat);
         if (rc) {
             mm_mg_words_free(&pat);
             return rc;
         }
         for (int i = 0; i < pat.n && v != 1; i++) {
-            if (unknown_word(f->word) || unknown_word(pat.w[i].text))
+            if (unknown_word(f->word) || unknown_word(pat.w[i].text) || f->word_undecided || pat.w[i].undecided)
                 v = -1;
             else if (fnmatch(pat.w[i].text, f->word, 0) == 0)
                 v = 1;
@@ -1235,9 +1340,10 @@ static int case_patterns(sh *s, frame *f)
         break;
     }
     f->patterns = false;
-    f->run = f->skip_all || f->done ? 0 : v;
+    f->run = f->skip_all || f->done ? 0 : f->unsure && v ? -1 : v;
     f->effect = 0;
     f->exits = false;
+    f->launches = false;
     return 0;
 }
 
@@ -1248,6 +1354,9 @@ static void condition(sh *s, mm_mg_words *w)
     if (!w->n)
         return;
     int v = test_value(w);
+    for (int i = 0; i < w->n; i++)
+        if (w->w[i].undecided)
+            v = -1; /* a value an undecided branch may have set */
     f->val = f->val == -2 || f->pend == ';' ? v : f->pend == '&' ? and3(f->val, v) : or3(f->val, v);
     f->pend = s->sep;
 }
@@ -1387,6 +1496,7 @@ static int command(sh *s)
         if (at_start && w.n > before && (rc = first_word(s, &w, &at_start, &is_case, &line)))
             break;
     }
+    strip_marks(&w);
     if (!rc && is_case)
         rc = case_header(s, &w, line ? line : s->line);
     else if (!rc && s->nfr && s->fr[s->nfr - 1].cond)
@@ -1420,6 +1530,16 @@ int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t l
         free(text);
         return mm_err_set(err, MM_EINPUT, path, 0, "--megatron-script", "a NUL byte: not a shell script");
     }
+    for (size_t i = 0; i < n; i++)
+        if (text[i] == MARK_OPEN || text[i] == MARK_SEP || text[i] == MARK_CLOSE) {
+            int line = 1;
+            for (size_t k = 0; k < i; k++)
+                line += text[k] == '\n';
+            int byte = text[i];
+            free(text);
+            return mm_err_set(err, MM_EINPUT, path, line, "--megatron-script",
+                              "a control byte 0x0%d: not a shell script", byte);
+        }
     sh s = {.path = path, .p = text, .line = 1, .err = err, .args = args, .entry = entry, .elen = len,
             .eline = entry_line, .notes = notes};
     int rc = 0;

@@ -12,6 +12,10 @@
 typedef struct mm_mg_word {
     char *text;
     int line;
+    /* 0, or the line of an `if`/`case` mmsim could not decide whose branch
+     * assigned (directly or through other variables) a variable this word
+     * was expanded from: its value may be another */
+    int undecided;
 } mm_mg_word;
 
 typedef struct mm_mg_words {
@@ -25,8 +29,11 @@ void mm_mg_words_free(mm_mg_words *ws);
 
 /* Reads the script `path`: *args gets the words after the entry script of
  * its one launch command, entry (len bytes) the entry script as written
- * and *entry_line its line; *notes (cleared first) one sentence per branch
- * taken on a test mmsim could not decide, with its line.  Returns 0 or
+ * and *entry_line its line; *notes (cleared first) one sentence per `if`
+ * or `case` whose test mmsim could not decide, with its line, saying how it
+ * was read.  A word that depends on such a branch's assignments carries
+ * its line (mm_mg_word.undecided): the reader of the arguments refuses it
+ * where it matters.  Returns 0 or
  * -code (MM_EINPUT naming the file, the line and what is not understood: a
  * loop, a second launch, no launch at all). */
 int mm_mg_script_read(const char *path, mm_mg_words *args, char *entry, size_t len, int *entry_line,

@@ -309,6 +309,11 @@ static int load_framework(mm_sim *sim, mm_err *err)
         rc = load_loader_rates(sim, err);
     if (rc)
         return rc;
+    /* train.grad_reduce overrides the profile's element for this precision,
+     * so every reader of mm_framework_grad_bytes (gradient memory, bucket
+     * and reduce sizes, the optimizer's copies) sees the one value */
+    if (sc->train.grad_reduce != MM_TGRAD_AUTO && (int)sc->train.precision < (int)MM_DTYPE_COUNT)
+        sim->fw->grad_reduce_bytes[sc->train.precision] = sc->train.grad_reduce == MM_TGRAD_FP32 ? 4 : 2;
     sim->padding = sc->train.padding == MM_TPAD_AUTO ? sim->fw->padding : (mm_padding)(sc->train.padding - 1);
     static const mm_attn_impl from_key[] = {
         [MM_ATTN_FLASH] = MM_ATTN_IMPL_FLASH,   [MM_ATTN_UNFUSED] = MM_ATTN_IMPL_UNFUSED,

@@ -68,6 +68,10 @@ typedef enum { MM_TPAD_AUTO, MM_TPAD_NONE, MM_TPAD_LONGEST, MM_TPAD_MAX_LENGTH }
  * framework's profile `overlap` (model/framework.h); false and true
  * override it.  AUTO is 0: test against MM_TOVL_TRUE, never as a bool. */
 typedef enum { MM_TOVL_AUTO, MM_TOVL_FALSE, MM_TOVL_TRUE } mm_train_overlap;
+/* train.grad_reduce: auto takes the framework profile's `grad_reduce` for
+ * the precision; fp32 and bf16 override it (Megatron-LM's
+ * --grad-reduce-in-bf16 is bf16). */
+typedef enum { MM_TGRAD_AUTO, MM_TGRAD_FP32, MM_TGRAD_BF16 } mm_train_grad_reduce;
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
@@ -84,6 +88,7 @@ extern const char *const mm_video_decoder_names[];
 extern const char *const mm_attention_names[];
 extern const char *const mm_train_padding_names[];
 extern const char *const mm_train_overlap_names[];
+extern const char *const mm_train_grad_reduce_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -136,6 +141,7 @@ typedef struct mm_scenario {
         bool fp8_param_gather;  /* Megatron --fp8-param-gather: FP8 primary weights, gathered in FP8 */
         bool fp8_grads;         /* FP8-LM O1: FP8 weight gradients, DP-reduced in 8 bits */
         bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
+        int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
     } train;
     /* the data pipeline (cost/loader.h): loader workers per GPU (-1 not
      * modeled, 0 in the training process), prefetch_factor, source sizes */
