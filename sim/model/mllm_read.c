@@ -181,6 +181,23 @@ static int read_vit(const mm_doc *d, mm_node *map, const char *prefix, const cha
  * blocks' quadratic term depends on how large one image really is. */
 #define QWEN_TILE 448
 
+/* What the Qwen2-VL, Qwen2.5-VL and Qwen3-VL towers share: heads that
+ * divide the width, the accounting tile of whole merged patches, and 2-D
+ * RoPE. */
+static int qwen_tower_geometry(const mm_hf *r, mm_encoder *e, int64_t merge)
+{
+    if (e->hidden % e->heads)
+        return mm_hf_fail(r, "num_heads", "%lld heads do not divide the width %lld", (long long)e->heads,
+                          (long long)e->hidden);
+    e->head_dim = e->hidden / e->heads;
+    e->image_size = QWEN_TILE;
+    if (QWEN_TILE % (e->patch_size * merge))
+        return mm_hf_fail(r, "patch_size", "the %d-px accounting tile is not a whole number of %lld-px merged "
+                          "patches", QWEN_TILE, (long long)(e->patch_size * merge));
+    e->rope2d = true;
+    return 0;
+}
+
 /* Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig (configuration_qwen2_vl.py,
  * configuration_qwen2_5_vl.py; modeling: PatchEmbed Conv3d without bias,
  * blocks of norm1, qkv (bias), proj (bias), norm2, MLP; PatchMerger). */
@@ -218,15 +235,8 @@ static int read_qwen_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, in
             return rc;
         e->ffn = e->hidden * ratio;
     }
-    if (e->hidden % e->heads)
-        return mm_hf_fail(r, "num_heads", "%lld heads do not divide the width %lld", (long long)e->heads,
-                          (long long)e->hidden);
-    e->head_dim = e->hidden / e->heads;
-    e->image_size = QWEN_TILE;
-    if (QWEN_TILE % (e->patch_size * *merge))
-        return mm_hf_fail(r, "patch_size", "the %d-px accounting tile is not a whole number of %lld-px merged "
-                          "patches", QWEN_TILE, (long long)(e->patch_size * *merge));
-    e->rope2d = true;
+    if ((rc = qwen_tower_geometry(r, e, *merge)))
+        return rc;
     e->qkv_bias = e->k_bias = e->out_bias = e->mlp_bias = true;
     e->gated_mlp = v25;
     e->rmsnorm = v25; /* Qwen2RMSNorm in 2.5; LayerNorm in Qwen2-VL */
@@ -302,15 +312,8 @@ static int read_qwen3_vit(const mm_hf *r, mm_encoder *e, mm_projector *merger, i
     if (ds > DEEPSTACK_MAX)
         return mm_hf_fail(r, "deepstack_visual_indexes", "%d DeepStack layers (at most %d modeled)", ds,
                           DEEPSTACK_MAX);
-    if (e->hidden % e->heads)
-        return mm_hf_fail(r, "num_heads", "%lld heads do not divide the width %lld", (long long)e->heads,
-                          (long long)e->hidden);
-    e->head_dim = e->hidden / e->heads;
-    e->image_size = QWEN_TILE;
-    if (QWEN_TILE % (e->patch_size * *merge))
-        return mm_hf_fail(r, "patch_size", "the %d-px accounting tile is not a whole number of %lld-px merged "
-                          "patches", QWEN_TILE, (long long)(e->patch_size * *merge));
-    e->rope2d = true;
+    if ((rc = qwen_tower_geometry(r, e, *merge)))
+        return rc;
     e->qkv_bias = e->k_bias = e->out_bias = e->mlp_bias = e->patch_bias = true;
     *merger = (mm_projector){.type = MM_PROJ_QWEN_MERGER, .depth = 2, .in = 0, .out = out, .rmsnorm = false, .norm_dim = e->hidden, .bias = false};
     merger->deepstack = ds;
