@@ -261,6 +261,7 @@ static double pipeline_bound(const char *schedule, double *formula)
     mm_metrics mt;
     double bound = 0;
     ck_assert_msg(mm_sim_estimate_bound(sim, &mt, &bound, &err) == 0, "%s", err.msg);
+    mm_metrics_free(&mt);
     mm_sim_costs_free(&c);
     mm_sim_free(sim);
     free(sim);

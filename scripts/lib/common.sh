@@ -7,10 +7,13 @@
 # libglpk-dev: GLPK, the integer program of `batching: balanced`.
 # libopenmpi-dev, openmpi-bin: the optional -Dmpi=enabled build (mpirun mmsim sweep).
 # python3-mesonpy, python3-venv, python3-pip: the Python wheel (pyproject.toml,
-# tests/wheel.sh); python3-mypy: the package's type hints checked (python/tests).
+# tests/wheel.sh); patchelf: meson-python reads and sets the RPATH of the
+# ELF files it puts in the wheel with it (a missing patchelf fails the
+# wheel's metadata step); python3-mypy: the package's type hints checked
+# (python/tests).
 MMSIM_PACKAGES="gcc meson ninja-build pkg-config libgsl-dev libsqlite3-dev sqlite3
 libcsv-dev check libsubunit-dev libyaml-dev gnuplot-nox libglpk-dev
-libopenmpi-dev openmpi-bin python3-mesonpy python3-venv python3-pip python3-mypy"
+libopenmpi-dev openmpi-bin python3-mesonpy python3-venv python3-pip patchelf python3-mypy"
 
 mmsim_missing_packages() {
     local p missing=""
