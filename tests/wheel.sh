@@ -16,7 +16,7 @@
 #   tests/wheel.sh [--available]
 #
 # --available: exit 0 when a python3 with meson-python, venv and pip is
-# there (Debian: python3-mesonpy python3-venv python3-pip), else 1 with why.
+# there (Debian: python3-mesonpy patchelf python3-venv python3-pip), else 1 with why.
 # The build goes to build-wheel/ (src/: a copy of the tree, build/: meson's
 # folder, kept so that a second run is incremental).
 set -uo pipefail
@@ -30,8 +30,8 @@ for c in /usr/bin/python3 python3; do
     fi
 done
 if [ "${1:-}" = "--available" ]; then
-    [ -n "$py" ] && exit 0
-    echo "no python3 with meson-python, venv and ensurepip (apt-get install python3-mesonpy python3-venv python3-pip)"
+    [ -n "$py" ] && command -v patchelf >/dev/null && exit 0
+    echo "no python3 with meson-python, venv and ensurepip, or no patchelf (apt-get install python3-mesonpy patchelf python3-venv python3-pip)"
     exit 1
 fi
 [ -n "$py" ] || { echo "FAIL wheel: no python3 with meson-python, venv and ensurepip"; exit 1; }
