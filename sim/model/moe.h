@@ -36,7 +36,10 @@ extern const char *const mm_moe_routing_names[];
 extern const char *const mm_moe_drop_names[];
 extern const char *const mm_moe_dispatcher_names[];
 
-/* Defaults of moe.routing_param (0 = the mode's default). */
+/* Defaults of moe.routing_param (0 = the mode's default).  Neither is a
+ * published measurement: both are assumptions, said so in docs/models.md,
+ * to be replaced by a measured per-batch expert-load skew (set
+ * moe.routing_param from the run being modeled). */
 #define MM_MOE_AUX_ALPHA 16.0
 #define MM_MOE_ZIPF_S 0.5
 /* Layer draws averaged into one profile (each MoE layer routes anew; the
