@@ -63,13 +63,16 @@ static void print_written(const mm_dflop_profile *p, const mm_dflop_names *n, co
     snprintf(f[3], sizeof f[3], "mem_%s_%s_%s.csv", n->mllm, n->vision, n->vision_size);
     snprintf(f[4], sizeof f[4], "mem_%s_%s_%s.csv", n->mllm, n->llm, n->llm_size);
     printf("mmsim: DFLOP profile in %s (times in ms per step, memory in GiB)\n", dir);
-    printf("  %-40s %3d rows: tp x images, %d layers\n", f[0], p->n_vthr, MM_DFLOP_VISION_THR_LAYERS);
-    printf("  %-40s %3d rows: tp x seq_len, %d layers\n", f[1], p->n_lthr, MM_DFLOP_LLM_THR_LAYERS);
-    printf("  %-40s %3d rows: the same, attention kernels taken out\n", f[2], p->n_lthr);
-    printf("  %-40s %3d rows: tp x layers, %d images\n", f[3], p->n_vmem, MM_DFLOP_VISION_MEM_IMAGES);
-    printf("  %-40s %3d rows: tp x layers, %d tokens\n", f[4], p->n_lmem, MM_DFLOP_LLM_MEM_SEQ);
-    printf("  not written: %s_%s_%s.pkl (the dataset's image counts and lengths: DFLOP's data mode makes it)\n",
-           n->mllm, n->vision, n->llm);
+    printf("  %-40s %5d rows: tp x images, %d layers\n", f[0], p->n_vthr, MM_DFLOP_VISION_THR_LAYERS);
+    printf("  %-40s %5d rows: tp x seq_len, %d layers\n", f[1], p->n_lthr, MM_DFLOP_LLM_THR_LAYERS);
+    printf("  %-40s %5d rows: the same, attention kernels taken out\n", f[2], p->n_lthr);
+    printf("  %-40s %5d rows: tp x layers, %d images\n", f[3], p->n_vmem, MM_DFLOP_VISION_MEM_IMAGES);
+    printf("  %-40s %5d rows: tp x layers, %d tokens\n", f[4], p->n_lmem, MM_DFLOP_LLM_MEM_SEQ);
+    snprintf(f[0], sizeof f[0], "%s_%s_%s.pkl", n->mllm, n->vision, n->llm);
+    if (p->n_samples > 0)
+        printf("  %-40s %5d samples: images and LLM tokens each, from the workload\n", f[0], p->n_samples);
+    else
+        printf("  not written: %s (a text workload has no images)\n", f[0]);
 }
 
 /* The options (cli.h: completion scripts are made from them too). */
@@ -111,7 +114,7 @@ int mm_cli_profile(int argc, char **argv)
         return bad_arg("--format", "is required: --format dflop DIR", NULL);
     mm_err err;
     mm_err_clear(&err);
-    mm_dflop_profile *p = malloc(sizeof *p);
+    mm_dflop_profile *p = calloc(1, sizeof *p);
     if (!p) {
         mm_err_set(&err, MM_EINTERNAL, "", 0, "", "out of memory");
         return mm_cli_fail(&err);
@@ -121,6 +124,7 @@ int mm_cli_profile(int argc, char **argv)
         rc = mm_dflop_profile_write(p, &names, dir, &err);
     if (rc == 0 && !quiet)
         print_written(p, &names, dir);
+    mm_dflop_profile_free(p);
     free(p);
     return rc ? mm_cli_fail(&err) : 0;
 }

@@ -8,6 +8,7 @@
 #include "plan/dflop.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,10 +185,53 @@ static double cap_bytes(const point *pt)
 
 /* ---- the profile --------------------------------------------------------- */
 
+/* DFLOP's data analysis from the scenario's workload (dflop.h): a
+ * workload file drawn as `mmsim run` draws its first iteration's batch
+ * (the scenario's seed), or the fixed sample every time; nothing for a
+ * text workload or a model whose encoder gets no work. */
+static int data_analysis(const mm_sim *sim, mm_dflop_profile *p, mm_err *err)
+{
+    const int n = MM_DFLOP_SAMPLES;
+    bool vision = false;
+    for (int i = 0; i < sim->n_enc; i++)
+        vision |= !strcmp(sim->enc[i].name, "vision");
+    if (!sim->wl && !vision)
+        return 0;
+    p->image_batch = malloc((size_t)n * sizeof *p->image_batch);
+    p->llm_input_seq = malloc((size_t)n * sizeof *p->llm_input_seq);
+    mm_sample *s = sim->wl ? malloc((size_t)n * sizeof *s) : NULL;
+    int rc = 0;
+    if (!p->image_batch || !p->llm_input_seq || (sim->wl && !s))
+        rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    else if (sim->wl)
+        rc = mm_workload_draw(sim->wl, (uint64_t)sim->sc.seed, 0, n, s, err);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (s) {
+            p->image_batch[i] = s[i].tiles + s[i].frames;
+            p->llm_input_seq[i] = (int)mm_sample_llm_tokens(&s[i], &sim->tm);
+        } else {
+            p->image_batch[i] = (int)sim->enc[0].inputs_per_sample;
+            p->llm_input_seq[i] = (int)sim->seq;
+        }
+    }
+    free(s);
+    if (rc == 0)
+        p->n_samples = n;
+    return rc;
+}
+
+void mm_dflop_profile_free(mm_dflop_profile *p)
+{
+    free(p->image_batch);
+    free(p->llm_input_seq);
+    p->image_batch = p->llm_input_seq = NULL;
+    p->n_samples = 0;
+}
+
 /* The model's facts that decide what is profiled, from the scenario as the
  * user gave it (on one node). */
 static int base_facts(const char *scenario, const char *const *sets, int n_sets, int *gpn, int *llm_heads,
-                      int *vis_heads, mm_err *err)
+                      int *vis_heads, mm_dflop_profile *p, mm_err *err)
 {
     mm_scenario sc;
     const char **all = malloc(((size_t)n_sets + 1) * sizeof *all);
@@ -217,6 +261,8 @@ static int base_facts(const char *scenario, const char *const *sets, int n_sets,
     *gpn = sim.cluster->gpus_per_node;
     *llm_heads = (int)m->llm.heads;
     *vis_heads = (int)m->vision.heads;
+    if (rc == 0 && (rc = mm_sim_check_workload(&sim, err)) == 0)
+        rc = data_analysis(&sim, p, err);
     mm_sim_free(&sim);
     mm_scenario_free(&sc);
     return rc;
@@ -235,7 +281,7 @@ int mm_dflop_profile_make(const char *scenario, const char *const *sets, int n_s
 {
     memset(p, 0, sizeof *p);
     int gpn = 0, lh = 0, vh = 0;
-    int rc = base_facts(scenario, sets, n_sets, &gpn, &lh, &vh, err);
+    int rc = base_facts(scenario, sets, n_sets, &gpn, &lh, &vh, p, err);
     point pt;
     for (int t = 0; rc == 0 && t < MM_DFLOP_N_TP; t++) {
         int tp = mm_dflop_tp[t];
@@ -388,7 +434,58 @@ static int make_dir(const char *dir, mm_err *err)
     return 0;
 }
 
-/* Table k (0..4) into *b, its path into path. */
+/* ---- the pickle ------------------------------------------------------------ */
+
+/* Python's pickle, protocol 2, of {"image_batch": [...], "llm_input_seq":
+ * [...]}: the opcodes Python's own pickler writes for a dict of two int
+ * lists (Lib/pickletools.py documents them): PROTO 2, EMPTY_DICT, MARK,
+ * then per key BINUNICODE (4-byte little-endian length, UTF-8) and
+ * EMPTY_LIST with the items in MARK ... APPENDS batches of 1000, each a
+ * BININT (4-byte little-endian signed); SETITEMS, STOP.  No memo: nothing
+ * is shared.  Into b, which counts what it needs as mm_sb_printf does. */
+static void pk_byte(mm_sbuf *b, unsigned char c)
+{
+    if (b->n < b->len)
+        b->buf[b->n] = (char)c;
+    b->n++;
+}
+
+static void pk_u32(mm_sbuf *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        pk_byte(b, (unsigned char)(v >> (8 * i)));
+}
+
+static void pk_key_list(mm_sbuf *b, const char *key, const int *v, int n)
+{
+    pk_byte(b, 'X'); /* BINUNICODE */
+    pk_u32(b, (uint32_t)strlen(key));
+    for (const char *c = key; *c; c++)
+        pk_byte(b, (unsigned char)*c);
+    pk_byte(b, ']'); /* EMPTY_LIST */
+    for (int i = 0; i < n; i += 1000) {
+        pk_byte(b, '('); /* MARK */
+        for (int j = i; j < n && j < i + 1000; j++) {
+            pk_byte(b, 'J'); /* BININT */
+            pk_u32(b, (uint32_t)v[j]);
+        }
+        pk_byte(b, 'e'); /* APPENDS */
+    }
+}
+
+static void pickle_text(const mm_dflop_profile *p, mm_sbuf *b)
+{
+    pk_byte(b, 0x80); /* PROTO 2 */
+    pk_byte(b, 2);
+    pk_byte(b, '}'); /* EMPTY_DICT */
+    pk_byte(b, '(');
+    pk_key_list(b, "image_batch", p->image_batch, p->n_samples);
+    pk_key_list(b, "llm_input_seq", p->llm_input_seq, p->n_samples);
+    pk_byte(b, 'u'); /* SETITEMS */
+    pk_byte(b, '.'); /* STOP */
+}
+
+/* Table k (0..4; 5: the pickle) into *b, its path into path. */
 static void table(const mm_dflop_profile *p, const mm_dflop_names *n, const char *dir, int k, mm_sbuf *b, char *path,
                   size_t len)
 {
@@ -409,9 +506,13 @@ static void table(const mm_dflop_profile *p, const mm_dflop_names *n, const char
         snprintf(path, len, "%s/mem_%s_%s_%s.csv", dir, n->mllm, n->vision, n->vision_size);
         mem_text(b, false, p->vmem, p->n_vmem);
         break;
-    default:
+    case 4:
         snprintf(path, len, "%s/mem_%s_%s_%s.csv", dir, n->mllm, n->llm, n->llm_size);
         mem_text(b, true, p->lmem, p->n_lmem);
+        break;
+    default:
+        snprintf(path, len, "%s/%s_%s_%s.pkl", dir, n->mllm, n->vision, n->llm);
+        pickle_text(p, b);
     }
 }
 
@@ -420,7 +521,7 @@ int mm_dflop_profile_write(const mm_dflop_profile *p, const mm_dflop_names *n, c
     int rc = mm_dflop_names_check(n, err);
     if (rc == 0)
         rc = make_dir(dir, err);
-    for (int k = 0; rc == 0 && k < 5; k++) {
+    for (int k = 0; rc == 0 && k < (p->n_samples > 0 ? 6 : 5); k++) {
         char path[1100];
         mm_sbuf b = {0};
         table(p, n, dir, k, &b, path, sizeof path); /* the length */

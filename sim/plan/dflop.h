@@ -41,9 +41,17 @@
  * (mm_sim_llm_stage_rank, mm_sim_enc_rank_memory).  The scenario's GPU,
  * topology, framework, precision and recompute mode are kept.
  *
- * Not written: DFLOP's {mllm}_{vision}_{llm}.pkl, the per-sample image
- * counts and LLM lengths its data loader gives on the user's dataset (the
- * profiler's `data` mode, which runs on CPU: no cluster needed).
+ * Beside them DFLOP's data analysis, {mllm}_{vision}_{llm}.pkl, which its
+ * optimizer reads too: a pickled dict
+ * {"image_batch": [...], "llm_input_seq": [...]} of 10000 samples, each
+ * sample's encoder inputs (DFLOP: len(batch["images"]), the image crops and
+ * video frames its collator concatenates) and LLM sequence length (DFLOP:
+ * new_position_ids.shape[1]), which DFLOP draws from the user's dataset
+ * (prof_engine.py run_data_analysis) and we from the scenario's workload
+ * (seed: the scenario's), as `mmsim run` draws it: tiles + frames, and
+ * text + visual tokens capped at train.seq_len.  A text workload has no
+ * images: no pickle then (DFLOP's data mode can still make one from the
+ * dataset, on CPU).
  * Refused by name: a model without a vision encoder or without an LLM, an
  * MoE LLM (DFLOP's optimizer prices a dense one: prof_utils.py,
  * llm_module_flops).
@@ -94,7 +102,14 @@ typedef struct mm_dflop_profile {
     mm_dflop_thr lskip[MM_DFLOP_N_TP * MM_DFLOP_N_SEQ];
     mm_dflop_mem vmem[MM_DFLOP_N_TP * MM_DFLOP_N_MEM_LAYERS];
     mm_dflop_mem lmem[MM_DFLOP_N_TP * MM_DFLOP_N_MEM_LAYERS];
+    int n_samples;          /* the data analysis: MM_DFLOP_SAMPLES, or 0 (no pickle) */
+    int *image_batch;       /* per sample: encoder inputs (owned) */
+    int *llm_input_seq;     /* per sample: LLM tokens (owned) */
 } mm_dflop_profile;
+
+/* DFLOP's data analysis draws this many samples (prof_engine.py
+ * run_data_analysis: range(10000)). */
+#define MM_DFLOP_SAMPLES 10000
 
 /* The names DFLOP's files carry (its config's models.mllm, vision.name,
  * vision.size, llm.name, llm.size): letters, digits, '.', '-', '_'. */
@@ -104,14 +119,18 @@ typedef struct mm_dflop_names {
 
 /* Fills *p from the scenario file (NULL: the built-in default) with its
  * --set overrides.  Returns 0 or -code (MM_EINPUT naming the file, line
- * and key). */
+ * and key); either way free it with mm_dflop_profile_free. */
 int mm_dflop_profile_make(const char *scenario, const char *const *sets, int n_sets, mm_dflop_profile *p,
                           mm_err *err);
+
+/* Frees what mm_dflop_profile_make allocated; safe on a zeroed profile. */
+void mm_dflop_profile_free(mm_dflop_profile *p);
 
 /* Checks the names (MM_EINPUT, key "--names"). */
 int mm_dflop_names_check(const mm_dflop_names *n, mm_err *err);
 
-/* Writes the five tables into the folder dir (made if missing), each
+/* Writes the five tables, and the pickle when p->n_samples > 0, into the
+ * folder dir (made if missing), each
  * through a temporary file renamed over it when complete.  Returns 0 or
  * -code. */
 int mm_dflop_profile_write(const mm_dflop_profile *p, const mm_dflop_names *n, const char *dir, mm_err *err);
