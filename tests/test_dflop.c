@@ -13,7 +13,9 @@
  * params/tp x bytes per parameter); DFLOP's own straight-line fit of the
  * memory over depth (calculate_model_state_factor) extrapolated to the
  * whole encoder against the memory model on the whole encoder; model_time
- * = fwd_times + bwd_times as prof_engine.py defines it.  Bad input: a
+ * = fwd_times + bwd_times as prof_engine.py defines it; the pickle of
+ * DFLOP's data analysis, read opcode by opcode as Python's unpickler reads
+ * it, against the workload drawn as `mmsim run` draws it.  Bad input: a
  * text-only model, an MoE LLM, bad names, a file as DIR, the CLI's bad
  * arguments (exit 2). */
 #include "cost/breakdown.h"
@@ -22,6 +24,7 @@
 #include "model/memory.h"
 #include "plan/dflop.h"
 #include "scenario/sim.h"
+#include "workload/workload.h"
 #include "interop_common.h"
 
 #include <dirent.h>
@@ -85,11 +88,12 @@ static void profile(const char *const *sets, int n)
 {
     mm_err err;
     mm_err_clear(&err);
-    mm_dflop_profile *p = malloc(sizeof *p);
+    mm_dflop_profile *p = calloc(1, sizeof *p);
     ck_assert_ptr_nonnull(p);
     ck_assert_msg(mm_dflop_profile_make(NULL, sets, n, p, &err) == 0, "%s: %s", err.key, err.msg);
     mm_dflop_names names = {"llavaov", "siglip", "6b", "qwen2.5", "7b"};
     ck_assert_msg(mm_dflop_profile_write(p, &names, dir, &err) == 0, "%s: %s", err.key, err.msg);
+    mm_dflop_profile_free(p);
     free(p);
 }
 
@@ -154,6 +158,63 @@ static void close_rel(double got, double want, double tol, const char *what, int
     ck_assert_msg(fabs(got - want) <= tol * fabs(want) + 1e-12, "%s row %d: %.17g, want %.17g", what, row, got, want);
 }
 
+/* ---- DFLOP's pickle, read back ----------------------------------------------- */
+
+/* Reads dir/name as Python's unpickler would a dict of int lists written
+ * with protocol 2 (the opcodes of Lib/pickletools.py that such a pickle
+ * uses: PROTO, EMPTY_DICT, MARK, BINUNICODE, EMPTY_LIST, BININT1, BININT2,
+ * BININT, APPENDS, SETITEMS, STOP; a memo PUT is skipped).  The two lists
+ * under "image_batch" and "llm_input_seq" into ib and seq (n each). */
+static void read_pickle(const char *name, int *ib, int *seq, int cap, int *n_ib, int *n_seq)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "no file %s", path);
+    static unsigned char b[1 << 20];
+    size_t len = fread(b, 1, sizeof b, f);
+    fclose(f);
+    ck_assert(len > 4 && len < sizeof b);
+    ck_assert_int_eq(b[0], 0x80);
+    ck_assert_int_eq(b[1], 2);
+    int *cur = NULL, *cnt = NULL;
+    *n_ib = *n_seq = -1;
+    bool stop = false;
+    for (size_t i = 2; i < len && !stop;) {
+        unsigned char op = b[i++];
+        uint32_t u = 0;
+        switch (op) {
+        case '}': case '(': case 'e': case 'u': break;
+        case ']': ck_assert_ptr_nonnull(cnt); *cnt = 0; break;
+        case 'q': i += 1; break; /* BINPUT */
+        case 'X':
+            for (int k = 0; k < 4; k++)
+                u |= (uint32_t)b[i + k] << (8 * k);
+            i += 4;
+            if (u == 11 && !memcmp(b + i, "image_batch", 11))
+                cur = ib, cnt = n_ib;
+            else if (u == 13 && !memcmp(b + i, "llm_input_seq", 13))
+                cur = seq, cnt = n_seq;
+            else
+                ck_abort_msg("unexpected key of %u bytes", u);
+            i += u;
+            break;
+        case 'K': case 'M': case 'J': {
+            int w = op == 'K' ? 1 : op == 'M' ? 2 : 4;
+            for (int k = 0; k < w; k++)
+                u |= (uint32_t)b[i + k] << (8 * k);
+            i += (size_t)w;
+            ck_assert(cur && *cnt >= 0 && *cnt < cap);
+            cur[(*cnt)++] = w == 4 ? (int)(int32_t)u : (int)u;
+            break;
+        }
+        case '.': stop = true; ck_assert_uint_eq(i, len); break;
+        default: ck_abort_msg("opcode 0x%02x at %zu is not one a dict of int lists pickles to", op, i - 1);
+        }
+    }
+    ck_assert(stop);
+}
+
 /* ---- the tests -------------------------------------------------------------- */
 
 /* File names, headers, DFLOP's grid in its order, and nothing else in DIR
@@ -195,14 +256,17 @@ START_TEST(tables_layout)
         ck_assert_int_eq((int)t.v[r][6], 1 << (r / 2));
     }
     DIR *d = opendir(dir);
-    int files = 0;
+    int files = 0, pkl = 0;
     for (struct dirent *e; (e = readdir(d));)
         if (e->d_name[0] != '.') {
             files++;
-            ck_assert_msg(strstr(e->d_name, ".csv") && !strstr(e->d_name, ".csv."), "unexpected file %s", e->d_name);
+            pkl += !strcmp(e->d_name, "llavaov_siglip_qwen2.5.pkl");
+            ck_assert_msg((strstr(e->d_name, ".csv") && !strstr(e->d_name, ".csv.")) || pkl, "unexpected file %s",
+                          e->d_name);
         }
     closedir(d);
-    ck_assert_int_eq(files, 5);
+    ck_assert_int_eq(files, 6);
+    ck_assert_int_eq(pkl, 1);
 }
 END_TEST
 
@@ -366,12 +430,75 @@ START_TEST(skipped_and_out_of_memory)
 }
 END_TEST
 
+/* The pickle: DFLOP's data analysis of 10000 samples from the scenario's
+ * workload, drawn as `mmsim run` draws it (workload file, the scenario's
+ * seed): each sample's tiles + frames and its LLM tokens as the cost
+ * bridge counts them (mm_sample_llm_tokens with the sim's token model,
+ * capped at train.seq_len).  A fixed workload gives its sample every
+ * time; a text workload writes no pickle. */
+START_TEST(pickle_is_the_workload)
+{
+    static int ib[MM_DFLOP_SAMPLES + 1], seq[MM_DFLOP_SAMPLES + 1];
+    int nib, nseq;
+    const char *mix[] = {"workload=workloads/llava-ov-mix.yaml", "train.seq_len=8192", "seed=7"};
+    profile(mix, 3);
+    read_pickle("llavaov_siglip_qwen2.5.pkl", ib, seq, MM_DFLOP_SAMPLES + 1, &nib, &nseq);
+    ck_assert_int_eq(nib, MM_DFLOP_SAMPLES);
+    ck_assert_int_eq(nseq, MM_DFLOP_SAMPLES);
+    mm_scenario sc;
+    mm_sim sim;
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_int_eq(mm_scenario_load(&sc, NULL, mix, 3, &err), 0);
+    ck_assert_int_eq(mm_sim_load(&sim, &sc, &err), 0);
+    ck_assert_int_eq(mm_sim_check_workload(&sim, &err), 0);
+    ck_assert_ptr_nonnull(sim.wl);
+    mm_sample *s = malloc(MM_DFLOP_SAMPLES * sizeof *s);
+    ck_assert_int_eq(mm_workload_draw(sim.wl, 7, 0, MM_DFLOP_SAMPLES, s, &err), 0);
+    int capped = 0, multi = 0;
+    for (int i = 0; i < MM_DFLOP_SAMPLES; i++) {
+        ck_assert_int_eq(ib[i], s[i].tiles + s[i].frames);
+        ck_assert_int_eq(seq[i], (int)mm_sample_llm_tokens(&s[i], &sim.tm));
+        ck_assert_int_le(seq[i], 8192);
+        capped += seq[i] == 8192;
+        multi += ib[i] > 1;
+    }
+    ck_assert_int_gt(capped, 0); /* the cap is met, and kept */
+    ck_assert_int_gt(multi, MM_DFLOP_SAMPLES / 2);
+    free(s);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc);
+    /* the built-in fixed sample: 5 tiles of 729 tokens and its text */
+    profile(NULL, 0);
+    read_pickle("llavaov_siglip_qwen2.5.pkl", ib, seq, MM_DFLOP_SAMPLES + 1, &nib, &nseq);
+    loaded l;
+    memset(&l, 0, sizeof l);
+    ck_assert_int_eq(mm_scenario_load(&l.sc, NULL, NULL, 0, &err), 0);
+    ck_assert_int_eq(mm_sim_prepare(&l.sim, &l.sc, &err), 0);
+    for (int i = 0; i < nib; i++) {
+        ck_assert_int_eq(ib[i], (int)l.sim.enc[0].inputs_per_sample);
+        ck_assert_int_eq(seq[i], (int)l.sim.seq);
+    }
+    unload(&l);
+    /* text: no images, no pickle (the tables are still written) */
+    char path[600];
+    snprintf(path, sizeof path, "%s/llavaov_siglip_qwen2.5.pkl", dir);
+    ck_assert_int_eq(unlink(path), 0);
+    const char *text[] = {"workload=text"};
+    profile(text, 1);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    table t;
+    read_table(VTHR, THR_V, &t);
+    ck_assert_int_eq(t.rows, 28);
+}
+END_TEST
+
 /* Refused by name: no vision encoder, an MoE LLM, names that are no file
  * name, a file as the folder. */
 START_TEST(refusals)
 {
     mm_err err;
-    mm_dflop_profile *p = malloc(sizeof *p);
+    mm_dflop_profile *p = calloc(1, sizeof *p);
     const char *text[] = {"model=models/llama-2-7b.json"};
     mm_err_clear(&err);
     ck_assert_int_eq(mm_dflop_profile_make(NULL, text, 1, p, &err), -MM_EINPUT);
@@ -405,6 +532,7 @@ START_TEST(refusals)
     mm_err_clear(&err);
     ck_assert_int_eq(mm_dflop_profile_write(p, &names, file, &err), -MM_EINPUT);
     ck_assert_str_eq(err.key, "DIR");
+    mm_dflop_profile_free(p);
     free(p);
 }
 END_TEST
@@ -453,6 +581,7 @@ static Suite *suite(void)
     tcase_add_test(tc, vision_times_are_the_cost_bridge);
     tcase_add_test(tc, memory_closed_forms);
     tcase_add_test(tc, skipped_and_out_of_memory);
+    tcase_add_test(tc, pickle_is_the_workload);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, cli_profile);
     suite_add_tcase(s, tc);
