@@ -569,7 +569,7 @@ START_TEST(fbw_split_unfused)
     g.peak_flops[MM_DTYPE_BF16] = 1e15;
     g.gemm_eff = g.mem_eff = 1.0;
     g.hbm_bw = 1e30;
-    mm_fw_ctx c = {&g, MM_DTYPE_BF16, NULL, MM_ATTN_IMPL_UNFUSED, 2, NULL, {0}, 0};
+    mm_fw_ctx c = {&g, MM_DTYPE_BF16, NULL, MM_ATTN_IMPL_UNFUSED, 2, NULL, {0}, 0, 0};
     mm_pass_breakdown t = mm_fw_time_ops(&c, x, k);
     ck_assert(rel(t.s[MM_OP_F][MM_BK_GEMM] * 1e15, s * b * h * (24 * h + 4 * s)) < 1e-9);
     ck_assert(rel(t.s[MM_OP_B][MM_BK_GEMM] * 1e15, s * b * h * (24 * h + 8 * s)) < 1e-9);

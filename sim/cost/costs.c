@@ -24,6 +24,7 @@
 
 typedef struct pass_times {
     double fwd, bwd, attn_fwd; /* seconds */
+    double cp_diag[2], cp_off[2]; /* the CP ring's core steps (fwcost.h) */
     double wgrad;              /* the weight-gradient part of bwd */
     double mem_fwd, mem_bwd, mem_wgrad; /* of which memory-bound kernels (MM_OPK_MEM) */
     /* the host: seconds to issue the passes' kernels and their count, as
@@ -50,14 +51,17 @@ mm_fp8_cfg mm_sim_fp8(const mm_sim *sim)
 
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
-    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sim->sc.train.precision, sim->fw, sim->attn, 2, &sim->fw->host,
-                       mm_sim_fp8(sim), 1.0};
+    const mm_scenario *sc = &sim->sc;
+    int cp = sc->parallel.llm.lay.cp;
+    return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sc->train.precision, sim->fw, sim->attn, 2, &sim->fw->host,
+                       mm_sim_fp8(sim), 1.0, cp > 1 && sc->train.cp_comm == MM_CP_RING ? cp : 0};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
 {
     mm_fw_ctx c = llm_ctx(sim);
     c.fw = NULL;
+    c.cp_ring = 0; /* encoders run without context parallelism */
     if (mm_attn_impl_unfused(c.attn))
         c.attn = MM_ATTN_IMPL_FLASH;
     return c;
@@ -79,6 +83,10 @@ static pass_times from_breakdown(const mm_pass_breakdown *b)
     t.kern_wgrad = b->launches[MM_OP_W];
     t.kern_bwd = b->launches[MM_OP_B] + t.kern_wgrad;
     t.kern_attn = b->attn_core_launches;
+    for (int p = 0; p < 2; p++) {
+        t.cp_diag[p] = b->cp_diag[p];
+        t.cp_off[p] = b->cp_off[p];
+    }
     return t;
 }
 
@@ -538,6 +546,10 @@ static void stage_pass(const mm_llm *m, const mm_llm *sv, const pass_times *laye
     c->fwd_flops = nl * layer_flops + (last ? mm_llm_head_fwd_flops(m, b, s) : 0);
     c->bwd_flops = 2 * c->fwd_flops;
     c->wgrad_s = nl * layer->wgrad + (first ? emb->wgrad : 0) + (last ? head->wgrad : 0);
+    for (int p = 0; p < 2; p++) {
+        c->cp_diag_s[p] = nl > 0 ? layer->cp_diag[p] : 0.0;
+        c->cp_off_s[p] = nl > 0 ? layer->cp_off[p] : 0.0;
+    }
     stage_host(layer, emb, head, nl, first, last, rc, c);
     if (mf)
         stage_mem_frac(layer, emb, head, nl, first, last, c, mf);

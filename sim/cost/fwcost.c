@@ -35,6 +35,10 @@ void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, d
     acc->attn_core_fwd += k * a->attn_core_fwd;
     acc->attn_core_launches += k * a->attn_core_launches;
     acc->attn_core_host_s += k * a->attn_core_host_s;
+    for (int p = 0; p < 2; p++) {
+        acc->cp_diag[p] += k * a->cp_diag[p];
+        acc->cp_off[p] += k * a->cp_off[p];
+    }
 }
 
 /* The experts' grouped GEMM of one pass: each group's rows are the m of
@@ -52,6 +56,33 @@ static double grouped_time(const mm_fw_ctx *c, const mm_op_cost *o, mm_dtype dt)
     return mm_grouped_gemm_time(c->gpu, dt, s, n, o->sequential ? 1 : MM_GROUPED_GEMM_STREAMS, o->bytes);
 }
 
+/* A full causal attention core under the CP ring (a window's keys are not
+ * the ring's: those ops keep one kernel) */
+static bool ring_step_op(const mm_fw_ctx *c, const mm_op_cost *o)
+{
+    return c->cp_ring > 1 && o->kind == MM_OPK_ATTN && o->causal && o->m == o->n;
+}
+
+void mm_fw_cp_ring_steps(const mm_fw_ctx *c, const mm_op_cost *o, int cp, double *diag, double *off)
+{
+    const mm_gpu_spec *g = c->gpu;
+    mm_dtype hp = c->dt == MM_DTYPE_FP8 ? MM_DTYPE_BF16 : c->dt;
+    bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
+    double f = bwd ? 0.5 * o->flops : o->flops, s = sqrt(o->m * o->n);
+    mm_attn_pass pass = bwd ? MM_ATTN_BWD : MM_ATTN_FWD;
+    if (!(cp > 1) || !o->causal || !(f > 0)) {
+        *diag = mm_attn_time_impl(g, c->attn, hp, f, s, o->k, o->causal, pass, o->bytes);
+        *off = 0.0;
+        return;
+    }
+    /* o->m is the key length s (the rank's queries against all keys, as
+     * the op list writes a CP rank's core); the query block is s/cp. Each
+     * step reads and writes the rank's q, k, v and o blocks once (o->bytes). */
+    double q = s / cp;
+    *diag = mm_attn_time_impl(g, c->attn, hp, f / cp, q, o->k, true, pass, o->bytes);
+    *off = mm_attn_time_impl(g, c->attn, hp, f / (2.0 * cp), q / sqrt(2.0), o->k, false, pass, o->bytes);
+}
+
 /* Seconds of one kernel on the GPU: GEMMs by shape, attention by the
  * resolved implementation's table (sequence length = geometric mean of
  * query and key lengths), memory-bound kernels by bytes.  Empty ops (a
@@ -67,6 +98,11 @@ static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
             return grouped_time(c, o, mm_fp8_gemm_op(o) ? c->dt : hp);
         return mm_gemm_time(g, mm_fp8_gemm_op(o) ? c->dt : hp, o->m, o->n, o->k, o->batch, o->bytes);
     case MM_OPK_ATTN: {
+        if (ring_step_op(c, o)) {
+            double diag, off;
+            mm_fw_cp_ring_steps(c, o, c->cp_ring, &diag, &off);
+            return diag + (c->cp_ring - 1) * off;
+        }
         bool bwd = o->pass == MM_OP_B; /* its flops are 2x forward (Megatron) */
         return mm_attn_time_impl(g, c->attn, hp, bwd ? 0.5 * o->flops : o->flops, sqrt(o->m * o->n), o->k,
                                  o->causal, bwd ? MM_ATTN_BWD : MM_ATTN_FWD, o->bytes);
@@ -125,6 +161,12 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
                 host += c->host->module_s * mm_framework_op_modules(o->name, o->kind, o->weightless);
             t.launches[into] += launches;
             t.host_s[into] += host;
+            if (p != MM_OP_W && ring_step_op(c, &x)) {
+                double dg, of;
+                mm_fw_cp_ring_steps(c, &x, c->cp_ring, &dg, &of);
+                t.cp_diag[p == MM_OP_B] += dg;
+                t.cp_off[p == MM_OP_B] += of;
+            }
             if (p == MM_OP_F && (o->kind == MM_OPK_ATTN || is_core(o->name))) {
                 t.attn_core_fwd += s;
                 t.attn_core_launches += launches;

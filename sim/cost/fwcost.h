@@ -32,6 +32,11 @@ typedef struct mm_pass_breakdown {
     double launches[3];   /* kernels launched by pass (F, B, W) */
     double host_s[3];     /* host seconds to issue them (no host: 0) */
     double attn_core_launches, attn_core_host_s; /* the core's forward alone */
+    /* context parallelism's ring (mm_fw_ctx.cp_ring > 1): the attention
+     * core's seconds in its diagonal step and in one off-diagonal step, F
+     * and B passes (mm_fw_cp_ring_steps); the executed graph overlaps each
+     * step with the KV exchange of the next (parallel/build_llm.c) */
+    double cp_diag[2], cp_off[2];
 } mm_pass_breakdown;
 
 /* How one layer is run: the GPU, precision, framework and the attention
@@ -50,6 +55,10 @@ typedef struct mm_fw_ctx {
     /* the share of a Linear's input rows its norm makes on this rank (1/tp
      * under sequence parallelism; 0: 1), for the FP8 norm output */
     double norm_rows;
+    /* context parallelism's p2p ring degree (train.cp_comm ring; 0 or 1:
+     * none): a causal attention core runs as cp_ring steps
+     * (mm_fw_cp_ring_steps) */
+    int cp_ring;
 } mm_fw_ctx;
 
 /* Sum over the passes of one kind / of one pass. */
@@ -58,6 +67,25 @@ double mm_pass_breakdown_kind(const mm_pass_breakdown *b, int pass, int kind);
 
 /* Adds a's seconds times k to *acc. */
 void mm_pass_breakdown_add(mm_pass_breakdown *acc, const mm_pass_breakdown *a, double k);
+
+/* A causal attention core op `o` of one CP rank (its s/cp queries of each
+ * sequence against all s keys, FLOPs dense) as Transformer Engine's p2p
+ * ring runs it with Megatron's causal load balance: the sequence is cut
+ * into 2 cp chunks and rank r holds chunks r and 2cp-1-r
+ * (Megatron-LM megatron/core/utils.py get_batch_on_this_cp_rank @ 22e030e9);
+ * step 0 attends the rank's two chunks to their own keys (causal, query
+ * and key length s/cp), each of the other cp-1 steps either all its
+ * queries to half a peer's keys or half its queries to all of them
+ * (non-causal, s/cp x s/2cp; TransformerEngine transformer_engine/pytorch/
+ * attention/dot_product_attention/context_parallel.py
+ * AttnFuncWithCPAndKVP2P @ 9c61cd7e).  Each step is its own kernel, timed
+ * at its own sequence length (sqrt of query x key length) by the
+ * implementation's table, and launched (kernel overhead) on its own.
+ * *diag and *off get the diagonal step's and one off-diagonal step's
+ * seconds for the pass (forward or backward); cp <= 1 or a non-causal op:
+ * *diag the op's whole time, *off 0.  The FLOPs sum to the op's own
+ * (diagonal 1/cp of them, causal; each other step 1/2cp, full). */
+void mm_fw_cp_ring_steps(const mm_fw_ctx *c, const mm_op_cost *o, int cp, double *diag, double *off);
 
 /* Times a forward op list (each op's B and W passes from mm_op_pass):
  * memory-bound groups scaled by the framework; every pass with work

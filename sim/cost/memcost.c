@@ -58,6 +58,7 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .micro_batch = (double)sc->train.micro_batch,
         .seq = mm_sim_cost_seq(sim),
         .fp8 = mm_sim_fp8(sim),
+        .cp_ring = L->lay.cp > 1 && sc->train.cp_comm == MM_CP_RING,
     };
 }
 

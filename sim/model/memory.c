@@ -289,6 +289,14 @@ static void interleaved_peak(const mm_llm *m, const mm_mem_config *c, int stage,
 #undef CHUNK_LAYERS
 }
 
+double mm_mem_cp_ring_bytes(const mm_llm *m, double b, double s, int tp, int cp)
+{
+    if (cp <= 1 || !(b > 0) || !(s > 0))
+        return 0.0;
+    double kv_block = 2.0 * b * (s / cp) * (double)m->kv_heads * (double)m->head_dim * 2.0 / (tp > 0 ? tp : 1);
+    return 4.0 * kv_block;
+}
+
 int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_rank *out)
 {
     memset(out, 0, sizeof *out);
@@ -339,6 +347,8 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
         out->transient += mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, MM_RECOMPUTE_SELECTIVE);
     if (last)
         out->transient += 4.0 * sl * b * (double)m->vocab / t + 2.0 * sl * b * h / (c->sp ? t : 1.0);
+    if (c->cp_ring && nl > 0)
+        out->transient += mm_mem_cp_ring_bytes(sm, b, s, c->lay.tp, c->lay.cp);
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
     return 0;
 }

@@ -68,7 +68,20 @@ typedef struct mm_mem_config {
                             Linear inputs saved for the backward, the FP8
                             weight copies, FP8-LM's gradient and optimizer
                             bytes for the blocks' Linear weights */
+    bool cp_ring;        /* context parallelism by the p2p ring (lay.cp > 1):
+                            the KV blocks in flight (mm_mem_cp_ring_bytes) */
 } mm_mem_config;
+
+/* The KV blocks context parallelism's p2p ring holds beyond the kept
+ * activations, on one GPU, at its peak (the backward): two receive
+ * buffers of K and V of a peer's s/cp tokens and two of their gradients
+ * dK and dV (Transformer Engine's AttnFuncWithCPAndKVP2P keeps
+ * p2p_comm_buffers and dkv buffers double-buffered so that step i
+ * computes on one while the next arrives in the other; context_parallel.py
+ * @ 9c61cd7e), 16-bit, KV heads split by tp: 4 x 2 b (s/cp) kv_heads
+ * head_dim 2 / tp bytes.  The received blocks are not saved for the
+ * backward (it sends them around the ring again).  0 when cp <= 1. */
+double mm_mem_cp_ring_bytes(const mm_llm *m, double b, double s, int tp, int cp);
 
 typedef struct mm_mem_rank {
     double params;       /* parameters held by this GPU (its TP/PP shard) */

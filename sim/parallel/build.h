@@ -101,6 +101,11 @@ typedef struct mm_stage_cost {
      * is; the optimizer step's.  All 0: a host that costs nothing. */
     double fwd_host_s, bwd_host_s, wgrad_host_s, opt_host_s;
     double fwd_launches, bwd_launches, wgrad_launches, opt_launches;
+    /* context parallelism's p2p ring (build spec cp_ring): one layer's
+     * attention core in its diagonal step and in one of its cp-1
+     * off-diagonal steps, forward [0] and backward [1] (cost/fwcost.h
+     * mm_fw_cp_ring_steps); all 0: the core is not split into steps */
+    double cp_diag_s[2], cp_off_s[2];
     int moe_chunks;          /* how many of the chunks are MoE layers */
     bool no_layers;          /* a chunk of the embedding or the loss alone
                                 (Megatron's split options): its one op has

@@ -40,6 +40,53 @@ static int64_t zero3_scatter(builder *b, int d, int vs, int mb, int pass, int la
                     after);
 }
 
+/* Whether virtual stage vs runs its layers' attention core as the CP
+ * ring's steps (emit_cp_ring): a p2p ring with the core's step times */
+static bool ring_steps(const builder *b, int vs)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    return b->cp > 1 && sp->cp_ring && sp->cp_bytes > 0 && !c->no_layers && c->cp_diag_s[0] + c->cp_off_s[0] > 0;
+}
+
+/* The attention core of one layer under context parallelism's p2p ring, as
+ * Transformer Engine runs it (transformer_engine/pytorch/attention/
+ * dot_product_attention/context_parallel.py AttnFuncWithCPAndKVP2P @
+ * 9c61cd7e): cp compute steps on the compute stream (step 0 the diagonal,
+ * `diag` seconds; the others `off`), and before each step i < cp-1 the
+ * send/recv of the KV block step i+1 needs on the side stream, so that it
+ * overlaps step i.  Step i+1 waits for that exchange; the exchange of step
+ * i waits for step i-1, which read the buffer it receives into (two KV
+ * buffers in flight).  A step's exposed time is max(0, exchange - step i).
+ * Forward moves one KV block per step (cp_bytes), backward a KV and a dKV
+ * block.  *tail: the op before the core in, the last step out. */
+static int emit_cp_ring(builder *b, int d, int vs, int mb, int pass, int layer, int cat, double diag, double off,
+                        int64_t *tail)
+{
+    const mm_build_spec *sp = b->sp;
+    int s = vs % sp->lay.pp, rank = rank_of(sp, d, vs);
+    int64_t before = *tail, comm = -1;
+    for (int i = 0; i < b->cp; i++) {
+        int64_t waited = comm;
+        if (i < b->cp - 1) {
+            b->gbuf[0] = gpu(b, 0, 0, d, s);
+            b->gbuf[1] = gpu(b, 0, 1, d, s);
+            int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, pass == MM_PASS_F ? 1 : 2, sp->cp_bytes,
+                                           b->gbuf, 2);
+            if ((comm = add_comm(b, rank, MM_STREAM_SIDE, MM_CAT_CP, vs, mb, layer, cl, before)) < 0)
+                return -1;
+        }
+        mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat, .layer = (int16_t)layer,
+                    .stage = vs, .mb = mb, .coll = -1, .peer = -1, .dur_s = i == 0 ? diag : off};
+        int64_t id = add(b, &op, before);
+        if (id < 0 || (waited >= 0 && mm_graph_dep(b->g, (uint32_t)waited, (uint32_t)id)))
+            return -1;
+        before = id;
+    }
+    *tail = before;
+    return 0;
+}
+
 /* A layer's TP, CP and EP communication after its compute op (a pass with
  * communication: F or B): blocking ones extend *tail on the compute
  * stream, overlapped ones (tp_comm_overlap, the CP ring) run on the side
@@ -65,7 +112,7 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
             }
         }
     }
-    if (b->cp > 1 && sp->cp_bytes > 0) {
+    if (b->cp > 1 && sp->cp_bytes > 0 && !ring_steps(b, vs)) {
         if (sp->cp_ring) {
             /* KV blocks around the ring while attention computes */
             b->gbuf[0] = gpu(b, 0, 0, d, s);
@@ -214,6 +261,21 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
                       : pass == MM_PASS_B ? (zb ? c->bwd_launches - c->wgrad_launches : c->bwd_launches)
                                           : c->wgrad_launches;
     bool comm_pass = pass != MM_PASS_W;
+    /* the CP ring's core steps, out of the layer's op (their share of this
+     * micro-batch's pass as of the stage's) */
+    double ring_diag = 0, ring_off = 0;
+    if (comm_pass && ring_steps(b, vs)) {
+        double stage_dur = pass == MM_PASS_F ? c->fwd_s : zb ? c->bwd_s - c->wgrad_s : c->bwd_s;
+        double k = stage_dur > 0 ? dur / stage_dur : 0.0, bw = pass == MM_PASS_B;
+        double core = k * (c->cp_diag_s[(int)bw] + (b->cp - 1) * c->cp_off_s[(int)bw]);
+        double cap = dur / chunks;
+        double fit = core > cap && core > 0 ? cap / core : 1.0; /* never more than the layer */
+        ring_diag = fit * k * c->cp_diag_s[(int)bw];
+        ring_off = fit * k * c->cp_off_s[(int)bw];
+        dur -= chunks * (ring_diag + (b->cp - 1) * ring_off);
+        if (dur < 0)
+            dur = 0;
+    }
     pe->first = UINT32_MAX;
     int64_t prev = b->last_compute[rank];
     if (pass == MM_PASS_F && (prev = mm_bld_emit_homogeneous(b, d, vs, pass, mb, prev, &pe->first)) < -1)
@@ -249,6 +311,8 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             emit_layer_comm(b, d, vs, mb, pass, layer, tp_bytes, msgs, layer_start, &tail, &side_end))
             return -1;
         if (side_end >= 0 && join_side(b, rank, cat, layer, vs, mb, side_end, &tail))
+            return -1;
+        if (ring_diag + ring_off > 0 && emit_cp_ring(b, d, vs, mb, pass, layer, cat, ring_diag, ring_off, &tail))
             return -1;
         if (z3 && !z3_block && k + depth + 1 < chunks &&
             (gathers[(k + depth + 1) % Z3_RING] =
