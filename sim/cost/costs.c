@@ -965,7 +965,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     k = mm_llm_head_ops(m, 1, T / cp, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     pass_times head = k < 0 ? (pass_times){0} : time_ops(&fc, ops, k);
     int rc = mm_sim_recompute(sim, L);
-    double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
+    double lf = mm_llm_layer_fwd_flops_seqs(m, T, S, n), af = mm_llm_layer_attn_fwd_flops_seqs(m, T, S, n);
     double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
     bool uniform = mm_llm_blocks_uniform(m);
@@ -977,8 +977,8 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
             mm_llm sv = stage_view(m, l0, nl);
             if (bin_layer(sim, &sv, T, S, n, &layer, NULL))
                 return -1;
-            lf = mm_llm_layer_fwd_flops_packed(&sv, T, S);
-            af = lf - mm_llm_layer_fwd_flops_packed(&sv, T, 0);
+            lf = mm_llm_layer_fwd_flops_seqs(&sv, T, S, n);
+            af = mm_llm_layer_attn_fwd_flops_seqs(&sv, T, S, n);
             re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
             re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
         }
