@@ -114,12 +114,13 @@ static const pub_row table[] = {
     {PUB "gpt-oss-20b.json", 20.9e9, 0.01, "gpt-oss model card (arXiv 2508.10925): 20.9B", NULL, false},
     {PUB "gemma-3-4b-it.json", 4.3e9, 0.02, "google/gemma-3-4b-it page: 4.3B", NULL, false},
     {PUB "qwen2-audio-7b.json", 8.4e9, 0.02, "Qwen/Qwen2-Audio-7B page: 8.4B", NULL, false},
-    {PUB "qwen3-vl-8b-instruct.json", 8.77e9, 0.01, "Qwen/Qwen3-VL-8B-Instruct page: 8.77B", NULL, false},
+    {PUB "qwen3-vl-8b-instruct.json", 8767123696.0, 0, "Qwen/Qwen3-VL-8B-Instruct: tensor sum of the checkpoint's "
+     "750 tensors, 8,767,123,696 (page: 8.77B); tests/data/hf/README.md", NULL, false},
     {PUB "idefics2-8b.json", 8.4e9, 0.02, "HuggingFaceM4/idefics2-8b page: 8.4B", NULL, false},
     {PUB "llama-4-scout-17b-16e.json", 109e9, 0.01, "meta-llama/Llama-4-Scout-17B-16E card: 109B total", NULL,
      false},
-    {PUB "llama-4-maverick-17b-128e.json", 400e9, 0.01, "meta-llama/Llama-4-Maverick-17B-128E card: 400B total",
-     NULL, false},
+    {PUB "llama-4-maverick-17b-128e.json", 400e9, 0.01, "meta-llama/Llama-4-Maverick-17B-128E card: 400B total "
+     "(its config as NVIDIA/TensorRT-LLM's LLAMA_4_MAVERICK_TWO_LAYER_CONFIG has it, 48 layers)", NULL, false},
 };
 
 START_TEST(published_sizes)
