@@ -158,6 +158,12 @@ START_TEST(mllama_cross_flops)
                           ops[i].name);
         }
     ck_assert_int_eq(seen, 1);
+    /* a micro-batch with two images per sequence: k, v and the core twice */
+    mm_llm x2 = xv;
+    x2.cross_images = 2;
+    ck_assert(rel_diff(mm_llm_layer_fwd_flops(&x2, b, s) - mm_llm_layer_fwd_flops(&xv, b, s),
+                       2 * b * c * h * 2 * g * d + 4 * b * s * c * a * d) < 1e-12);
+    ops_match(&x2, b, s);
     const double vc = 1280, vf = 5120, np = 1032;
     double tower = 2 * np * (4 * vc * vc + 2 * vc * vf) + 4 * np * (4 * np) * vc;
     ck_assert(rel_diff(mm_encoder_layer_fwd_flops(&m.vision, 1), tower) < 1e-12);

@@ -939,11 +939,16 @@ static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, dou
 /* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
  * S, on every virtual stage. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
-                        mm_mb_cost *out, size_t stride)
+                        double images, mm_mb_cost *out, size_t stride)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = sim->llm;
+    /* Mllama: the cross blocks attend this micro-batch's images (their
+     * mean per sequence), not the nominal one per sequence */
+    mm_llm mi = *sim->llm;
+    if (mi.cross_tokens > 0 && images >= 0)
+        mi.cross_images = n > 0 ? images / n : 0.0;
+    const mm_llm *m = &mi;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);

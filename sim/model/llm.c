@@ -67,6 +67,9 @@ int mm_llm_validate(const mm_llm *m, mm_err *err)
                           (long long)VOCAB_MAX, (long long)m->max_pos);
     int64_t nx = mm_llm_cross_layers(m);
     /* 0 until the composite reader knows the tower (mllama_read.c) */
+    if (!(m->cross_images >= 0 && m->cross_images <= 1e6))
+        return mm_err_set(err, MM_EINPUT, m->source, 0, "cross_images", "must be in [0, 1e6], got %g",
+                          m->cross_images);
     if (m->cross_tokens < 0 || m->cross_tokens > VOCAB_MAX)
         return mm_err_set(err, MM_EINPUT, m->source, 0, "cross_tokens", "must be in [0, %lld], got %lld",
                           (long long)VOCAB_MAX, (long long)m->cross_tokens);
@@ -325,6 +328,12 @@ double mm_llm_sliding_fraction(const mm_llm *m)
     return sliding_share(m);
 }
 
+/* Image states each text token's cross blocks attend. */
+static double cross_keys(const mm_llm *m)
+{
+    return (m->cross_images > 0 ? m->cross_images : 0.0) * (double)m->cross_tokens;
+}
+
 static double cross_share(const mm_llm *m)
 {
     return m->cross_tokens > 0 && m->layers > 0 ? (double)mm_llm_cross_layers(m) / (double)m->layers : 0.0;
@@ -403,7 +412,7 @@ static double attn_flops(const mm_llm *m, double tokens, double sum_sq)
 {
     double w = sliding_share(m), c = cross_share(m);
     double pairs = (1.0 - w) * sum_sq + (w > 0 ? w * window_pairs(m, tokens, sum_sq) : 0.0);
-    return (1.0 - c) * core_flops(m, pairs) + c * core_flops(m, tokens * (double)m->cross_tokens);
+    return (1.0 - c) * core_flops(m, pairs) + c * core_flops(m, tokens * cross_keys(m));
 }
 
 /* The cross-attention blocks' k and v over the image states of `seqs`
@@ -414,7 +423,7 @@ static double cross_kv_flops(const mm_llm *m, double seqs)
     if (!(c > 0))
         return 0.0;
     double kv = 2.0 * (double)m->hidden * (double)m->kv_heads * (double)m->head_dim;
-    return c * 2.0 * seqs * (double)m->cross_tokens * kv;
+    return c * 2.0 * seqs * cross_keys(m) * kv;
 }
 
 double mm_llm_layer_fwd_flops_seqs(const mm_llm *m, double tokens, double sum_sq, double seqs)
@@ -650,13 +659,13 @@ static void push_attn_core(op_list *l, const mm_llm *m, double tokens, double su
 static void push_cross(op_list *l, const mm_llm *m, double tokens, double seqs, double t, double e)
 {
     double h = (double)m->hidden, d = (double)m->head_dim, H = (double)m->heads / t;
-    double q = H * d, kv = (double)m->kv_heads * d / t, K = seqs * (double)m->cross_tokens;
+    double q = H * d, kv = (double)m->kv_heads * d / t, K = seqs * cross_keys(m);
     push_gemm(l, "xattn_q", tokens, q, h, false, e);
     push_gemm(l, "xattn_kv", K, 2.0 * kv, h, false, e);
     push_mem(l, "xattn_qk_norm", 2.0 * (tokens * q + K * kv) * e);
     double io = (2.0 * tokens * q + 2.0 * K * kv) * e, slen = seqs > 0 ? tokens / seqs : 0.0;
-    push(l, "xattn", MM_OPK_ATTN, core_flops(m, tokens * (double)m->cross_tokens) / t, io, slen,
-         (double)m->cross_tokens, d, seqs * H, false);
+    push(l, "xattn", MM_OPK_ATTN, core_flops(m, tokens * cross_keys(m)) / t, io, slen, cross_keys(m), d,
+         seqs * H, false);
 }
 
 /* A gated (or plain) MLP of inner width f on this rank. */

@@ -128,7 +128,10 @@ typedef struct mm_llm {
      * The image is not part of the self-attention sequence.  embed_extra:
      * rows the token embedding holds beyond vocab (Mllama: vocab + 8). */
     uint64_t cross_mask[MM_LLM_CROSS_WORDS];
-    int64_t cross_tokens;
+    int64_t cross_tokens;  /* image states of one image (Mllama: 4 tiles x 1025) */
+    double cross_images;   /* images per sequence the cross blocks attend (mean over a
+                            * micro-batch; the reader sets 1): keys per query are
+                            * cross_images x cross_tokens */
     int64_t embed_extra;
     double attn_softcap, final_softcap; /* Gemma 2 tanh soft-capping; 0: none */
     /* Index of the first block this struct describes: 0 for a model, the
@@ -254,7 +257,7 @@ double mm_llm_layer_attn_fwd_flops(const mm_llm *m, double b, double s);
 double mm_llm_layer_fwd_flops_packed(const mm_llm *m, double tokens, double sum_sq);
 /* The same for `seqs` sequences: a cross-attention block (Mllama) costs
  * q 2Tha d and o 2Tad h on the T text tokens, k and v 2Kh 2g d on the
- * K = seqs x cross_tokens image states, and 4Tc a d for its core (c =
+ * K = seqs x c image states, and 4Tc a d for its core (c = cross_images x
  * cross_tokens keys per query), weighted by the cross blocks' share.
  * mm_llm_layer_fwd_flops_packed takes seqs = tokens^2 / sum_sq (the count
  * of equal sequences with that sum); b x s takes b. */

@@ -93,7 +93,7 @@ double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, 
     }
     if (m->cross_tokens > 0 && m->layers > 0) { /* Mllama's cross blocks: cross_tokens keys per query */
         double xs = (double)mm_llm_cross_layers(m) / (double)m->layers;
-        keys = (1.0 - xs) * keys + xs * (double)m->cross_tokens;
+        keys = (1.0 - xs) * keys + xs * m->cross_images * (double)m->cross_tokens;
     }
     double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * keys * b : 0.0;
     return rep / rep_div + (split + scores) / t;

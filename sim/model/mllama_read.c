@@ -172,5 +172,6 @@ int mm_mllama_finish(const mm_hf *vr, mm_model *m)
      * attention's k/v input; MllamaImageProcessor pads an image to
      * max_num_tiles tiles.  One image per sequence. */
     m->llm.cross_tokens = e->tile_group * mm_encoder_tokens(e);
+    m->llm.cross_images = 1.0; /* the nominal sample; a micro-batch's own mean in the bridge */
     return 0;
 }
