@@ -22,6 +22,13 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
     int n = dp_group(b, vs % sp->lay.pp);
     int count = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
+    /* DeepSpeed under full recompute: the recomputed forward fetches
+     * the layer, and the backward fetches again what it released (its
+     * gathers and the backward's in one op, before the pass) */
+    if (pass == MM_PASS_B && sp->z3_regathers > 0 && !sp->z3_once) {
+        count += sp->z3_regathers;
+        bytes *= 1 + sp->z3_regather_share;
+    }
     int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->lay.dp, count, bytes / count, n);
     return add_comm(b, rank_of(sp, d, vs), stream, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
@@ -161,7 +168,9 @@ static void z3_plan(const builder *b, int vs, int pass, int mb, bool comm_pass, 
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
-    *depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
+    *depth = sp->z3_no_prefetch    ? 0
+             : sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1)
+                                   : 1;
     /* z3_once (FSDP2 on a pipeline, reshard_after_forward False and no
      * reshard after a backward but the last): only the first micro-batch's
      * forward gathers, every later pass finds the layers gathered */
