@@ -693,7 +693,8 @@ END_TEST
  * 3h + h^2 + h + 4h^2 + 4h) / layer of its parameters), not the MLP's
  * c_proj (next used right away); for 7B (a 202M layer) none; with a
  * distance of 0 every gathered module again.  A bucket of 0 prefetches
- * nothing; a threshold that keeps a whole layer is refused. */
+ * nothing; a threshold that keeps a whole layer is refused.  The
+ * gradients leave in DeepSpeed's IPG buckets (reduce_bucket_size 5e8). */
 START_TEST(zero3_deepspeed_modules_and_plan)
 {
     mm_framework fw;
@@ -722,10 +723,15 @@ START_TEST(zero3_deepspeed_modules_and_plan)
     ck_assert_int_eq(p.regathers, 3);
     ck_assert(fabs(p.regather_share - (3 * h * h + 3 * h + h * h + h + 4 * h * h + 4 * h) / layer) < 1e-12);
     ck_assert_int_eq(p.prefetch, 1);
+    /* reduce_bucket_size 5e8 in backward order: the MLP's c_proj (604M)
+     * alone, c_fc (604M) alone, the norm and c_proj (151M), c_attn (453M)
+     * with the next norm: 4 reduce-scatters a layer; a 7B layer's fit in
+     * one bucket with the next layer's: 1 */
+    ck_assert_int_eq(p.scatters, 4);
     ck_assert_int_eq(mm_framework_z3_plan(&fw, &g, NULL, false, &p), 0);
     ck_assert(p.regathers == 0 && p.regather_share == 0);
     ck_assert_int_eq(mm_framework_z3_plan(&fw, &l, NULL, true, &p), 0);
-    ck_assert(p.gathers == 7 && p.regathers == 0);
+    ck_assert(p.gathers == 7 && p.regathers == 0 && p.scatters == 1);
     mm_z3_knobs k = {-1, -1, -1, 0}; /* release everything at once */
     ck_assert_int_eq(mm_framework_z3_plan(&fw, &l, &k, true, &p), 0);
     double norms = 2 * 4096, ll = (double)mm_llm_layer_params(&l);

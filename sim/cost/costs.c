@@ -356,11 +356,12 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
                          sc->zero.param_persistence_threshold, sc->zero.max_reuse_distance};
     mm_z3_gather_plan z3;
     if (mm_framework_z3_plan(sim->fw, m, &knobs, rc == MM_RECOMPUTE_FULL, &z3))
-        z3 = (mm_z3_gather_plan){.gathers = 1, .prefetch = 1}; /* refused by check_zero under ZeRO-3 */
+        z3 = (mm_z3_gather_plan){.gathers = 1, .prefetch = 1, .scatters = 1}; /* refused by check_zero under ZeRO-3 */
     spec->z3_gathers = z3.gathers;
     spec->z3_prefetch = z3.prefetch;
     spec->z3_no_prefetch = z3.prefetch == 0;
     spec->z3_regathers = z3.regathers;
+    spec->z3_scatters = z3.scatters;
     spec->z3_regather_share = z3.regather_share;
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);

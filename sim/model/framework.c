@@ -401,11 +401,35 @@ static void z3_regathers(const mm_z3_module *mod, int n, double persist, double 
     }
 }
 
+/* DeepSpeed's IPG buckets under ZeRO-3, per layer in the steady state:
+ * the gradients arrive module by module in backward order, and
+ * __add_grad_to_ipg_bucket's caller reduce-scatters the bucket first when
+ * it holds something and the next gradient would take it past
+ * reduce_bucket_size (stage3.py reduce_independent_p_g_buckets_and_remove_grads:
+ * `elements_in_ipg_bucket > 0 and elements + ds_numel > reduce_bucket_size`).
+ * Counted over 64 layers; 1 when a bucket spans layers. */
+static int z3_scatters(const mm_z3_module *mod, int n, double bucket)
+{
+    if (!(bucket > 0))
+        return 1;
+    enum { LAYERS = 64 };
+    double in = 0;
+    int flushes = 0;
+    for (int l = 0; l < LAYERS; l++)
+        for (int i = n - 1; i >= 0; i--) {
+            if (in > 0 && in + mod[i].params > bucket)
+                flushes++, in = 0;
+            in += mod[i].params;
+        }
+    int per = (int)lround((double)(flushes + 1) / LAYERS);
+    return per > 1 ? per : 1;
+}
+
 int mm_framework_z3_plan(const mm_framework *fw, const mm_llm *m, const mm_z3_knobs *k, bool full_recompute,
                          mm_z3_gather_plan *out)
 {
     memset(out, 0, sizeof *out);
-    out->gathers = 1;
+    out->gathers = out->scatters = 1;
     double layer = (double)mm_llm_layer_params(m);
     double bucket = k && k->prefetch_bucket >= 0 ? k->prefetch_bucket : fw->z3_prefetch_params;
     double live = k && k->max_live >= 0 ? k->max_live : fw->z3_max_live_params;
@@ -417,6 +441,7 @@ int mm_framework_z3_plan(const mm_framework *fw, const mm_llm *m, const mm_z3_kn
         out->gathers = 0;
         for (int i = 0; i < n; i++)
             out->gathers += mod[i].largest > persist;
+        out->scatters = z3_scatters(mod, n, fw->bucket_params);
         if (out->gathers == 0)
             return -1; /* every parameter persistent: no gathers to model */
         if (full_recompute && m->kv_lora <= 0) {

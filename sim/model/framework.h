@@ -171,10 +171,14 @@ typedef struct mm_z3_knobs {
  * `regathers` more, of `regather_share` of the layer's parameters (the
  * checkpointed forward's fetches released before the backward's use);
  * `prefetch` layers ahead (mm_framework_z3_prefetch; 0: none, a DeepSpeed
- * prefetch bucket of 0).  Returns -1 when every module of the layer
- * persists (nothing left to gather: not modeled). */
+ * prefetch bucket of 0); `scatters` gradient reduce-scatters per layer
+ * (DeepSpeed's IPG buckets of the profile's grad_bucket.mparams, as its
+ * reduce_bucket_size, filled module by module in backward order: 4 for a
+ * GPT-3 175B layer at 5e8; 1 where a bucket spans layers, and under
+ * gather: layer).  Returns -1 when every module of the layer persists
+ * (nothing left to gather: not modeled). */
 typedef struct mm_z3_gather_plan {
-    int gathers, regathers, prefetch;
+    int gathers, regathers, prefetch, scatters;
     double regather_share;
 } mm_z3_gather_plan;
 int mm_framework_z3_plan(const mm_framework *fw, const mm_llm *m, const mm_z3_knobs *k, bool full_recompute,

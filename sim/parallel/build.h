@@ -188,6 +188,8 @@ typedef struct mm_build_spec {
                                 module, FSDP2 a block at once); 0 is taken as 1 */
     int z3_prefetch;         /* ZeRO-3: layers a gather runs ahead of its
                                 compute; 0 is taken as 1 */
+    int z3_scatters;         /* ZeRO-3: gradient reduce-scatters per layer
+                                (DeepSpeed's IPG buckets); 0 is taken as 1 */
     bool z3_no_prefetch;     /* ZeRO-3: none ahead (DeepSpeed's prefetch
                                 bucket 0): a layer's gather is issued when
                                 the layer before it is done */

@@ -34,15 +34,18 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
 }
 
 /* ZeRO-3 reduce-scatter of one layer's gradients after `after` (its last
- * backward work): on the DP stream, or with `block` (no overlap) on the
- * compute stream, which then waits for it.  Returns the op or -1. */
+ * backward work), in z3_scatters collectives of equal size: on the DP
+ * stream, or with `block` (no overlap) on the compute stream, which then
+ * waits for it.  Returns the op or -1. */
 static int64_t zero3_scatter(builder *b, int d, int vs, int mb, int pass, int layer, int64_t after, bool block)
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
     int n = dp_group(b, vs % sp->lay.pp);
-    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->lay.dp, 1, c->grad_bytes / c->chunks, n);
+    int count = sp->z3_scatters > 1 ? sp->z3_scatters : 1; /* equal pieces, each with its latency */
+    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->lay.dp, count,
+                             c->grad_bytes / c->chunks / count, n);
     return add_comm(b, rank_of(sp, d, vs), block ? MM_STREAM_COMPUTE : MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl,
                     after);
 }

@@ -104,8 +104,8 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
         /* every one exposed: as the build cuts them, each layer's
          * reduce-scatter and its z3_gathers gathers with their latency
          * (with z3_once the scatters only: the gathers hide but the first) */
-        int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
-        rs = chunks * mm_net_analytic_time(sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks);
+        int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1, ks = sp->z3_scatters > 1 ? sp->z3_scatters : 1;
+        rs = chunks * ks * mm_net_analytic_time(sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks / ks);
         if (!sp->overlap_grad_reduce || sp->z3_no_prefetch)
             ag = chunks * k * mm_net_analytic_time(sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
     }
