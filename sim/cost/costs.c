@@ -352,8 +352,17 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe);
     spec->z3_once = mm_framework_z3_keep_gathered(sim->fw, zero, pipe);
     spec->bucket_bytes = bucket_params(sim, L->lay.dp) * gbytes;
-    spec->z3_gathers = mm_framework_z3_gathers(sim->fw, m);
-    spec->z3_prefetch = mm_framework_z3_prefetch(sim->fw, m);
+    mm_z3_knobs knobs = {sc->zero.prefetch_bucket_size, sc->zero.max_live_parameters,
+                         sc->zero.param_persistence_threshold, sc->zero.max_reuse_distance};
+    mm_z3_gather_plan z3;
+    if (mm_framework_z3_plan(sim->fw, m, &knobs, rc == MM_RECOMPUTE_FULL, &z3))
+        z3 = (mm_z3_gather_plan){.gathers = 1, .prefetch = 1, .scatters = 1}; /* refused by check_zero under ZeRO-3 */
+    spec->z3_gathers = z3.gathers;
+    spec->z3_prefetch = z3.prefetch;
+    spec->z3_no_prefetch = z3.prefetch == 0;
+    spec->z3_regathers = z3.regathers;
+    spec->z3_scatters = z3.scatters;
+    spec->z3_regather_share = z3.regather_share;
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
