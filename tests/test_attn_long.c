@@ -16,7 +16,8 @@
 #include "hw/compute.h"
 #include "hw/efficiency.h"
 
-#define TOL 0.10 /* the task's bound: a published kernel figure within 10 % */
+#define TOL 0.10      /* a published kernel figure within 10 % */
+#define HOLD_TOL 0.04 /* the plateau rule one doubling past the cut (docs/concepts.md states it) */
 
 static const char *const impls[][2] = {
     {"tests/data/kernels/fa3-paper-h100-flash3.csv", "topologies/kernels/h100-attention.csv"},
@@ -62,12 +63,17 @@ END_TEST
 
 /* The extrapolation rule on the published data itself: each curve cut at
  * 8k predicts its published 16k point (one doubling past the cut) within
- * 10 % (the FA3 paper's curves rise at most 3 % from 8k to 16k). */
+ * 4 % (the FA3 paper's curves rise at most 3 % from 8k to 16k, FA2's on
+ * the A100 at most 4 %). */
 START_TEST(plateau_predicts_held_out_16k)
 {
     int checked = 0;
-    for (size_t i = 0; i < sizeof impls / sizeof *impls; i++) {
-        mm_attn_table pub = load(impls[i][0]);
+    /* the three H100 kernels of the FA3 paper, and FlashAttention-2 on the
+     * A100 (its paper's Fig. 4, fwd+bwd; the topology's table is that
+     * figure's printed labels, each row citing it) */
+    const char *const held_out[] = {impls[0][0], impls[1][0], impls[2][0], "topologies/kernels/a100-attention.csv"};
+    for (size_t i = 0; i < sizeof held_out / sizeof *held_out; i++) {
+        mm_attn_table pub = load(held_out[i]);
         mm_attn_curve *cut = malloc((size_t)pub.n * sizeof *cut);
         ck_assert_ptr_nonnull(cut);
         memcpy(cut, pub.c, (size_t)pub.n * sizeof *cut);
@@ -84,15 +90,15 @@ START_TEST(plateau_predicts_held_out_16k)
                 if (cv->seq[j] != 16384)
                     continue;
                 double got = mm_attn_table_tflops(&held, 16384, cv->head_dim, cv->causal, cv->pass);
-                ck_assert_msg(fabs(got / cv->tflops[j] - 1.0) < TOL, "%s d %g causal %d: %.1f vs %.1f",
-                              impls[i][0], cv->head_dim, cv->causal, got, cv->tflops[j]);
+                ck_assert_msg(fabs(got / cv->tflops[j] - 1.0) < HOLD_TOL, "%s d %g causal %d: %.1f vs %.1f",
+                              held_out[i], cv->head_dim, cv->causal, got, cv->tflops[j]);
                 checked++;
             }
         }
         free(cut);
         mm_attn_table_free(&pub);
     }
-    ck_assert_int_ge(checked, 24);
+    ck_assert_int_ge(checked, 28);
 }
 END_TEST
 
