@@ -148,6 +148,26 @@ START_TEST(ring_exposed_per_step)
                   (cp - 2) * fmax(0, 2 * c - 8e-4);
     ck_assert_msg(fabs(ring.time_s - none.time_s - want) < 1e-9, "exposed %.9f, want %.9f",
                   ring.time_s - none.time_s, want);
+    /* recomputation (here the core, selective) runs the forward's ring
+     * again in the backward: cp-1 more one-block exchanges, exposed as the
+     * forward's */
+    sp.cp_bytes = B;
+    st[0].recompute_flops = 1;
+    st[0].bwd_s += 2e-4 + (cp - 1) * 4e-4; /* the stage's backward holds the recomputed core */
+    ck_assert_int_eq(mm_build_iteration(&sp, &gr, NULL), 0);
+    side = 0;
+    for (uint32_t i = 0; i < gr.n_ops; i++)
+        side += gr.ops[i].cat == MM_CAT_CP;
+    mm_graph_free(&gr);
+    ck_assert_int_eq(side, 3 * (cp - 1));
+    run_result re = run_spec(&sp);
+    sp.cp_bytes = 0;
+    run_result re_none = run_spec(&sp);
+    double want_re = want + fmax(0, c - 2e-4) + (cp - 2) * fmax(0, c - 4e-4);
+    ck_assert_msg(fabs(re.time_s - re_none.time_s - want_re) < 1e-9, "exposed %.9f, want %.9f",
+                  re.time_s - re_none.time_s, want_re);
+    st[0].recompute_flops = 0;
+    st[0].bwd_s = 4e-3;
     /* a step longer than every exchange hides them all */
     sp.cp_bytes = B / 10;
     st[0].cp_diag_s[0] = st[0].cp_off_s[0] = 2e-4;

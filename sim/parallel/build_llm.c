@@ -275,16 +275,24 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     bool comm_pass = pass != MM_PASS_W;
     /* the CP ring's core steps, out of the layer's op (their share of this
      * micro-batch's pass as of the stage's) */
-    double ring_diag = 0, ring_off = 0;
+    double ring_diag = 0, ring_off = 0, re_diag = 0, re_off = 0;
     if (comm_pass && ring_steps(b, vs)) {
         double stage_dur = pass == MM_PASS_F ? c->fwd_s : zb ? c->bwd_s - c->wgrad_s : c->bwd_s;
-        double k = stage_dur > 0 ? dur / stage_dur : 0.0, bw = pass == MM_PASS_B;
-        double core = k * (c->cp_diag_s[(int)bw] + (b->cp - 1) * c->cp_off_s[(int)bw]);
+        double k = stage_dur > 0 ? dur / stage_dur : 0.0;
+        int bw = pass == MM_PASS_B;
+        /* recomputation (full, or selective: the core) runs the forward's
+         * core again in the backward, ring and all (TE's forward is what
+         * the checkpoint re-runs) */
+        bool re = bw && c->recompute_flops > 0;
+        double core = k * (c->cp_diag_s[bw] + (b->cp - 1) * c->cp_off_s[bw] +
+                           (re ? c->cp_diag_s[0] + (b->cp - 1) * c->cp_off_s[0] : 0.0));
         double cap = dur / chunks;
         double fit = core > cap && core > 0 ? cap / core : 1.0; /* never more than the layer */
-        ring_diag = fit * k * c->cp_diag_s[(int)bw];
-        ring_off = fit * k * c->cp_off_s[(int)bw];
-        dur -= chunks * (ring_diag + (b->cp - 1) * ring_off);
+        ring_diag = fit * k * c->cp_diag_s[bw];
+        ring_off = fit * k * c->cp_off_s[bw];
+        re_diag = re ? fit * k * c->cp_diag_s[0] : 0.0;
+        re_off = re ? fit * k * c->cp_off_s[0] : 0.0;
+        dur -= chunks * (ring_diag + re_diag + (b->cp - 1) * (ring_off + re_off));
         if (dur < 0)
             dur = 0;
     }
@@ -323,6 +331,8 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
             emit_layer_comm(b, d, vs, mb, pass, layer, tp_bytes, msgs, layer_start, &tail, &side_end))
             return -1;
         if (side_end >= 0 && join_side(b, rank, cat, layer, vs, mb, side_end, &tail))
+            return -1;
+        if (re_diag + re_off > 0 && emit_cp_ring(b, d, vs, mb, MM_PASS_F, layer, cat, re_diag, re_off, &tail))
             return -1;
         if (ring_diag + ring_off > 0 && emit_cp_ring(b, d, vs, mb, pass, layer, cat, ring_diag, ring_off, &tail))
             return -1;
