@@ -44,6 +44,26 @@ void mm_sim_timeline_free(mm_sim_timeline *tl)
     tl->start = tl->end = tl->host_start = NULL;
 }
 
+/* The whole graph's op order: seg[0..n) (first, end) ranges, each taken
+ * `copies` times (mm_graph.replicas); a whole graph is one range once.
+ * Sums over the ops follow it, so that one replica's graph adds the same
+ * numbers in the same order as the whole graph: the same bits. */
+typedef struct whole_order {
+    const uint32_t *seg; /* NULL: [0, n_ops) */
+    uint32_t n, n_ops;
+    int copies;
+} whole_order;
+
+static whole_order whole_order_of(const mm_graph *g)
+{
+    if (g->replicas <= 1)
+        return (whole_order){.seg = NULL, .n = 1, .n_ops = g->n_ops, .copies = 1};
+    return (whole_order){.seg = g->seg, .n = g->n_seg, .n_ops = g->n_ops, .copies = g->replicas};
+}
+
+static uint32_t seg_lo(const whole_order *w, uint32_t k) { return w->seg ? w->seg[2 * k] : 0; }
+static uint32_t seg_hi(const whole_order *w, uint32_t k) { return w->seg ? w->seg[2 * k + 1] : w->n_ops; }
+
 /* Compute seconds of each module on one of its GPUs, from the executed
  * graph (all kernels on compute streams, averaged over the ranks that run
  * the module). */
@@ -59,14 +79,22 @@ static void module_time(const mm_graph *g, const mm_time *start, const mm_time *
         const mm_op *op = &g->ops[i];
         if (op->stream != MM_STREAM_COMPUTE || mm_cat_is_comm(op->cat) || op->module >= MM_MAX_MODULES)
             continue;
-        busy[op->module] += (double)(end[i] - start[i]) * 1e-9;
         unsigned char *f = &seen[(size_t)op->rank * MM_MAX_MODULES + op->module];
         if (!*f) {
             *f = 1;
-            ranks[op->module]++;
+            ranks[op->module] += g->replicas; /* one replica's rank stands for its copies */
         }
     }
     free(seen);
+    /* the sums in the whole graph's op order (one replica's: its copies) */
+    whole_order w = whole_order_of(g);
+    for (uint32_t k = 0; k < w.n; k++)
+        for (int c = 0; c < w.copies; c++)
+            for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
+                const mm_op *op = &g->ops[i];
+                if (op->stream == MM_STREAM_COMPUTE && !mm_cat_is_comm(op->cat) && op->module < MM_MAX_MODULES)
+                    busy[op->module] += (double)(end[i] - start[i]) * 1e-9;
+            }
     int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
     for (int m = 0; m < mt->n_modules && m <= MM_MAX_ENCODERS; m++) {
         mt->modules[m].compute_s += ranks[m] ? busy[m] / ranks[m] : 0;
@@ -175,16 +203,17 @@ static int fill_spans(const mm_graph *g, const mm_time *start, const mm_time *en
  * in ns; host and hwait in s); a part of measure. */
 static void stage_sums(const double *busy, const double *comm, const double *busy_pipe, const double *host,
                        const double *hwait, double pipe, double total, mm_stage_metrics *stages, int n_stages,
-                       int ranks_per_stage)
+                       int ranks_per_stage, int K)
 {
     for (int s = 0; s < n_stages && stages; s++) {
         double b = 0, c = 0, bp = 0, h = 0, hw = 0;
         for (int d = 0; d < ranks_per_stage; d++) {
-            h += host[d + ranks_per_stage * s];
-            hw += hwait[d + ranks_per_stage * s];
-            b += busy[d + ranks_per_stage * s];
-            c += comm[d + ranks_per_stage * s];
-            bp += busy_pipe[d + ranks_per_stage * s];
+            int q = (d + ranks_per_stage * s) / K; /* K: the graph's replicas */
+            h += host[q];
+            hw += hwait[q];
+            b += busy[q];
+            c += comm[q];
+            bp += busy_pipe[q];
         }
         stages[s].stage = s;
         stages[s].bubble_s += (pipe - bp / ranks_per_stage) * 1e-9;
@@ -202,9 +231,10 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
                     mm_iter_metrics *it, mm_stage_metrics *stages, int n_stages, int ranks_per_stage,
                     bool exposed_too, const double *host_wait)
 {
-    int R = g->n_ranks;
+    int R = g->n_ranks, K = g->replicas > 1 ? g->replicas : 1;
     mm_time t_pipe = t0;
     double mflops = 0, hflops = 0;
+    double *ex = calloc((size_t)R + 1, sizeof *ex);
     double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
     double *busy = calloc((size_t)R, sizeof *busy);
     double *comm = calloc((size_t)R, sizeof *comm);
@@ -212,7 +242,7 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
     uint64_t *sp = malloc(((exposed_too ? 8 * (size_t)g->n_ops : 0) + 1) * sizeof *sp);
     uint64_t *tmp = sp && exposed_too ? sp + 4 * (size_t)g->n_ops : NULL;
-    if (!busy_pipe || !busy || !comm || !cnt || !sp || !host || !hwait)
+    if (!busy_pipe || !busy || !comm || !cnt || !sp || !host || !hwait || !ex)
         goto out;
     /* One pass over the ops for the sums (each in op order, as before),
      * and the endpoints' count per rank (a transfer counts for both ends). */
@@ -220,8 +250,6 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         const mm_op *op = &g->ops[i];
         if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
             t_pipe = end[i];
-        mflops += op->flops;
-        hflops += op->hw_flops;
         double d = (double)(end[i] - start[i]);
         if (op->stream == MM_STREAM_COMPUTE) {
             host[op->rank] += op->host_s;
@@ -236,17 +264,30 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         if (op->peer >= 0)
             cnt[op->peer + 1] += 2;
     }
+    /* the FLOPs in the whole graph's op order */
+    whole_order w = whole_order_of(g);
+    for (uint32_t k = 0; k < w.n; k++)
+        for (int c = 0; c < w.copies; c++)
+            for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
+                mflops += g->ops[i].flops;
+                hflops += g->ops[i].hw_flops;
+            }
     if (exposed_too && fill_spans(g, start, end, cnt, sp))
         goto out;
+    for (int q = 0; q < R && exposed_too; q++)
+        ex[q] = exposed_ns(sp + cnt[q], tmp + cnt[q], cnt[q + 1] - cnt[q]);
     double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
     double bubble = 0, exposed = 0, host_all = 0, wait_all = 0;
-    for (int r = 0; r < R; r++) {
-        host_all += host[r];
-        wait_all += hwait[r];
-        bubble += pipe > 0 ? (pipe - busy_pipe[r]) / pipe : 0;
+    /* over the whole graph's ranks: rank r of it is r / K of g */
+    for (int r = 0; r < R * K; r++) {
+        int q = r / K;
+        host_all += host[q];
+        wait_all += hwait[q];
+        bubble += pipe > 0 ? (pipe - busy_pipe[q]) / pipe : 0;
         if (exposed_too)
-            exposed += exposed_ns(sp + cnt[r], tmp + cnt[r], cnt[r + 1] - cnt[r]);
+            exposed += ex[q];
     }
+    R *= K;
     it->time_s = total * 1e-9;
     it->bubble_fraction = bubble / R;
     it->exposed_comm_s = exposed_too ? exposed / R * 1e-9 : NAN;
@@ -254,8 +295,9 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     it->exposed_host_s = R > 0 ? wait_all / R : 0;
     it->model_flops = mflops;
     it->hw_flops = hflops;
-    stage_sums(busy, comm, busy_pipe, host, hwait, pipe, total, stages, n_stages, ranks_per_stage);
+    stage_sums(busy, comm, busy_pipe, host, hwait, pipe, total, stages, n_stages, ranks_per_stage, K);
 out:
+    free(ex);
     free(host);
     free(hwait);
     free(busy_pipe);
@@ -501,7 +543,16 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     if (sim->wl && (rc = iter_memory(sim, spec, wi, it, mt, err)))
         return rc;
     mm_graph g;
-    if (mm_build_iteration(spec, &g, err))
+    /* identical replicas built as one (symmetry.h), except for the
+     * timeline, which shows every rank */
+    spec->one_replica = mm_sym_build_once(sim, spec) && !(tl && it == iters - 1);
+    rc = mm_build_iteration(spec, &g, spec->one_replica ? NULL : err);
+    if (rc && spec->one_replica) { /* a collective the replicas do not share evenly: the whole graph */
+        spec->one_replica = false;
+        rc = mm_build_iteration(spec, &g, err);
+    }
+    spec->one_replica = false;
+    if (rc)
         return -MM_EINTERNAL;
     double *busy_before = malloc((size_t)P * sizeof *busy_before);
     mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
@@ -516,7 +567,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     if (!busy_before || !start || !end || !host_wait || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
-        rc = mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
+        rc = g.replicas <= 1 && mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
                  ? mm_sym_exec(eng, &g, L->lay.dp, sim->cluster,
                                sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
                                &t1, err)
@@ -550,6 +601,12 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
             module_time(&g, start, end, spec, mt);
         if (it == iters - 1 && !sim->headline_only && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+        /* one replica's path is replica 0's in the whole graph (critpath.c
+         * breaks ties towards lower ids, and a copy follows its original) */
+        for (int k = 0; it == iters - 1 && g.replicas > 1 && k < mt->crit.n; k++)
+            mt->crit.e[k].rank = mt->crit.e[k].rank >= 0 ? mt->crit.e[k].rank * g.replicas : -1;
+        if (it == iters - 1)
+            mt->graph_ops = g.n_ops;
         rc = add_stall(sim, it, P, im, mt, rc, err);
         mm_loader_acc_iter(sim, la, it, sim->wl ? wi->samples : NULL, (int)sc->train.global_batch,
                            sim->wl ? wi->m : spec->m);

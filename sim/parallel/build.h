@@ -235,6 +235,14 @@ typedef struct mm_build_spec {
                                 the LLM's GPUs, before the LLM starts */
     double post_a2a_bytes;   /* their gradients back: over the LLM's GPUs
                                 after its last backward */
+    /* Build DP replica 0 alone, standing for dp identical replicas
+     * (mm_graph.replicas; exec/symmetry.h says when they are): its ops,
+     * edges and collectives as a whole build has them, the others' never
+     * emitted.  The caller vouches that every replica's costs are the
+     * same; the build fails for encoders on their own GPUs, expert
+     * parallelism, per-rank colocated work and post-balancing, and when a
+     * collective's members do not split evenly over the replicas. */
+    bool one_replica;
 } mm_build_spec;
 
 /* Sets a compute op's host: `host_s` seconds to issue its `launches`

@@ -394,7 +394,7 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
                                n);
     if (sp->lay.dp > 1 && ag_bytes > 0 && dist)
         ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->lay.dp, 1, ag_bytes, b->gbuf, n);
-    for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+    for (int d = 0; d < b->D && rc == 0; d++) {
         int rank = d + sp->lay.dp * s;
         int64_t prev = last_op[rank];
         if (rs >= 0 && (prev = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, rs, prev)) < 0)
@@ -414,5 +414,5 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
         if (ag >= 0 && add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, ag, oid) < 0)
             return -1;
     }
-    return rc;
+    return rc ? rc : mark(b);
 }
