@@ -59,6 +59,19 @@ void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es);
 /* memcost.c: the LLM's memory configuration (memory.h) for this scenario. */
 void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
 
+/* memcost.c: the bytes on one GPU of the LLM's pipeline stage k, by kind,
+ * as mm_sim_stage_memory counts them (its stage_gib is this total).
+ * Returns 0, or -1 outside the memory model. */
+int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r);
+
+/* memcost.c: the bytes on one GPU of encoder i under layout *es
+ * (mm_sim_enc_layout) holding `flight` micro-batches of `inputs` tiles or
+ * clips each, by kind: what mm_sim_stage_memory's module_gib counts (its
+ * own flight and largest sample), divided over the encoder's pp stages.
+ * Returns 0, or -1 outside the memory model. */
+int mm_sim_enc_rank_memory(const mm_sim *sim, int i, const mm_enc_spec *es, double inputs, int flight,
+                           mm_mem_rank *r);
+
 /* batchcost.c: one iteration of a workload file, drawn and batched; the
  * arrays are reused across iterations and freed by wl_iter_free. */
 typedef struct wl_iter {
