@@ -64,20 +64,99 @@ static whole_order whole_order_of(const mm_graph *g)
 static uint32_t seg_lo(const whole_order *w, uint32_t k) { return w->seg ? w->seg[2 * k] : 0; }
 static uint32_t seg_hi(const whole_order *w, uint32_t k) { return w->seg ? w->seg[2 * k + 1] : w->n_ops; }
 
+/* Whether op i is a kernel of a module's compute (module_time counts it). */
+static bool module_kernel(const mm_op *op)
+{
+    return op->stream == MM_STREAM_COMPUTE && !mm_cat_is_comm(op->cat) && op->module < MM_MAX_MODULES;
+}
+
+_Static_assert(MM_MAX_MODULES == 4, "whole_sums keeps one register per module");
+
+/* What one op adds to the whole-order sums. */
+typedef struct op_add {
+    double flops, hw_flops, secs;
+    int module; /* -1: no module time */
+} op_add;
+
+/* The model and hardware FLOPs of every op, and each module's kernel
+ * seconds, summed in the whole graph's order (busy may be NULL).  One
+ * replica's graph takes each segment `copies` times over a compact list
+ * of the ops that add something (an add of +0.0 leaves a sum that started
+ * at +0.0 as it is), so the pass costs one add per whole graph's op that
+ * computes.  -1 when out of memory. */
+static int whole_sums(const mm_graph *g, const mm_time *start, const mm_time *end, double *mflops, double *hflops,
+                      double *busy)
+{
+    double mf = 0, hf = 0, bz[MM_MAX_MODULES] = {0};
+    if (g->replicas <= 1) {
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const mm_op *op = &g->ops[i];
+            mf += op->flops;
+            hf += op->hw_flops;
+            if (module_kernel(op))
+                bz[op->module] += (double)(end[i] - start[i]) * 1e-9;
+        }
+    } else {
+        whole_order w = whole_order_of(g);
+        op_add *a = malloc(((size_t)g->n_ops + 1) * sizeof *a);
+        uint32_t *off = malloc(((size_t)w.n + 1) * sizeof *off);
+        if (!a || !off) {
+            free(a);
+            free(off);
+            return -1;
+        }
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < w.n; k++) {
+            off[k] = n;
+            for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
+                const mm_op *op = &g->ops[i];
+                op_add x = {op->flops, op->hw_flops, 0, -1};
+                if (module_kernel(op))
+                    x.secs = (double)(end[i] - start[i]) * 1e-9, x.module = op->module;
+                if (x.flops != 0 || x.hw_flops != 0 || (x.module >= 0 && x.secs != 0))
+                    a[n++] = x;
+            }
+        }
+        off[w.n] = n;
+        /* the modules' sums in registers: an indexed one waits for its
+         * own store each time (MM_MAX_MODULES is 4) */
+        double b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+        for (uint32_t k = 0; k < w.n; k++)
+            for (int c = 0; c < w.copies; c++)
+                for (uint32_t j = off[k]; j < off[k + 1]; j++) {
+                    mf += a[j].flops;
+                    hf += a[j].hw_flops;
+                    switch (a[j].module) {
+                    case 0: b0 += a[j].secs; break;
+                    case 1: b1 += a[j].secs; break;
+                    case 2: b2 += a[j].secs; break;
+                    case 3: b3 += a[j].secs; break;
+                    default: break;
+                    }
+                }
+        bz[0] = b0, bz[1] = b1, bz[2] = b2, bz[3] = b3;
+        free(a);
+        free(off);
+    }
+    *mflops = mf;
+    *hflops = hf;
+    if (busy)
+        memcpy(busy, bz, sizeof bz);
+    return 0;
+}
+
 /* Compute seconds of each module on one of its GPUs, from the executed
  * graph (all kernels on compute streams, averaged over the ranks that run
- * the module). */
-static void module_time(const mm_graph *g, const mm_time *start, const mm_time *end, const mm_build_spec *spec,
-                        mm_metrics *mt)
+ * the module; busy: their seconds, whole_sums). */
+static void module_time(const mm_graph *g, const double *busy, const mm_build_spec *spec, mm_metrics *mt)
 {
-    double busy[MM_MAX_MODULES] = {0};
     int ranks[MM_MAX_MODULES] = {0};
     unsigned char *seen = calloc((size_t)g->n_ranks * MM_MAX_MODULES, 1);
     if (!seen)
         return;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
-        if (op->stream != MM_STREAM_COMPUTE || mm_cat_is_comm(op->cat) || op->module >= MM_MAX_MODULES)
+        if (!module_kernel(op))
             continue;
         unsigned char *f = &seen[(size_t)op->rank * MM_MAX_MODULES + op->module];
         if (!*f) {
@@ -86,15 +165,6 @@ static void module_time(const mm_graph *g, const mm_time *start, const mm_time *
         }
     }
     free(seen);
-    /* the sums in the whole graph's op order (one replica's: its copies) */
-    whole_order w = whole_order_of(g);
-    for (uint32_t k = 0; k < w.n; k++)
-        for (int c = 0; c < w.copies; c++)
-            for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
-                const mm_op *op = &g->ops[i];
-                if (op->stream == MM_STREAM_COMPUTE && !mm_cat_is_comm(op->cat) && op->module < MM_MAX_MODULES)
-                    busy[op->module] += (double)(end[i] - start[i]) * 1e-9;
-            }
     int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
     for (int m = 0; m < mt->n_modules && m <= MM_MAX_ENCODERS; m++) {
         mt->modules[m].compute_s += ranks[m] ? busy[m] / ranks[m] : 0;
@@ -229,7 +299,7 @@ static void stage_sums(const double *busy, const double *comm, const double *bus
  * (NaN): the endpoints' bucketing and sort are most of the measurement. */
 static void measure(const mm_graph *g, const mm_time *start, const mm_time *end, mm_time t0, mm_time t1,
                     mm_iter_metrics *it, mm_stage_metrics *stages, int n_stages, int ranks_per_stage,
-                    bool exposed_too, const double *host_wait)
+                    bool exposed_too, const double *host_wait, double *mod_busy)
 {
     int R = g->n_ranks, K = g->replicas > 1 ? g->replicas : 1;
     mm_time t_pipe = t0;
@@ -264,14 +334,9 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         if (op->peer >= 0)
             cnt[op->peer + 1] += 2;
     }
-    /* the FLOPs in the whole graph's op order */
-    whole_order w = whole_order_of(g);
-    for (uint32_t k = 0; k < w.n; k++)
-        for (int c = 0; c < w.copies; c++)
-            for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
-                mflops += g->ops[i].flops;
-                hflops += g->ops[i].hw_flops;
-            }
+    /* the FLOPs (and modules' seconds) in the whole graph's op order */
+    if (whole_sums(g, start, end, &mflops, &hflops, mod_busy))
+        goto out;
     if (exposed_too && fill_spans(g, start, end, cnt, sp))
         goto out;
     for (int q = 0; q < R && exposed_too; q++)
@@ -311,7 +376,7 @@ void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
                     mm_time t0, mm_time t1, mm_iter_metrics *it,
                     mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
 {
-    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true, NULL);
+    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true, NULL, NULL);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -589,7 +654,8 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
                                       : 1.0 - sim->seq / mm_sim_cost_seq(sim);
         if (!sim->wl)
             im->peak_memory_gib = mt->peak_memory_gib;
-        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only, host_wait);
+        double mod_busy[MM_MAX_MODULES] = {0};
+        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only, host_wait, mod_busy);
         double lo = INFINITY, hi = 0;
         for (int s = 0; s < P; s++) {
             double b = mt->stages[s].busy_s - busy_before[s];
@@ -598,7 +664,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         }
         im->stage_spread_s = P > 0 ? hi - lo : 0;
         if (!sim->headline_only)
-            module_time(&g, start, end, spec, mt);
+            module_time(&g, mod_busy, spec, mt);
         if (it == iters - 1 && !sim->headline_only && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
         /* one replica's path is replica 0's in the whole graph (critpath.c
