@@ -47,9 +47,11 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
                              double *wgrad_params, mm_enc_mb_cost *projc);
 
 /* costs.c: one LLM micro-batch of T tokens in n sequences (sum of squared
- * lengths S) on every virtual stage, out[v * stride].  Returns 0 or -1. */
+ * lengths S) holding `images` images (< 0: the nominal one per sequence;
+ * what Mllama's cross-attention blocks attend) on every virtual stage,
+ * out[v * stride].  Returns 0 or -1. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
-                        mm_mb_cost *out, size_t stride);
+                        double images, mm_mb_cost *out, size_t stride);
 
 /* costs.c: encoder i's layout as the graph builder takes it (placement,
  * tp, pp, dp, layers, frozen, the disjoint queue's depth); costs and
