@@ -244,8 +244,9 @@ static void same_bits(const mm_metrics *a, const mm_metrics *b, const char *what
  * as before, sim.full_build) bit for bit under both networks, and of the
  * whole run (no collapse) bit for bit under `analytic`: text under 1F1B,
  * interleaving, ZeRO-1 with overlapped buckets and parameter gathers,
- * ZeRO-3, CP (ring and Ulysses) with TP overlap, GPipe and ZB-H1; fixed
- * multimodal samples with a colocated and a homogeneous encoder; it
+ * ZeRO-3 (also as DeepSpeed runs it under full recompute), CP (ring
+ * and Ulysses) with TP overlap, GPipe and ZB-H1; fixed multimodal
+ * samples with a colocated and a homogeneous encoder; it
  * builds one replica's ops (dp times fewer).  Where the replicas differ
  * or are not collapsed (a mixture, expert parallelism, an encoder on its
  * own GPUs) the whole graph is built either way, with the same bits. */
@@ -266,6 +267,8 @@ START_TEST(one_replica_build_same_bits)
         {false, true, {"parallel.llm={tp: 2, pp: 2, dp: 8}", "train.zero=1", "train.overlap_grad_reduce=true",
                        "train.overlap_param_gather=true"}},
         {false, true, {"parallel.llm={tp: 4, pp: 1, dp: 8}", "train.zero=3", "train.overlap_grad_reduce=true"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 1, dp: 8}", "train.zero=3", "train.framework=hf-deepspeed",
+                       "train.recompute=full"}},
         {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.tp_comm_overlap=true"}},
         {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.cp_comm=ulysses"}},
         {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe"}},
