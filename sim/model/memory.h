@@ -41,7 +41,10 @@ typedef enum mm_mem_schedule {
     MM_MEM_1F1B,        /* stage k of p: min(p - k, m) (Narayanan et al. SC'21) */
     MM_MEM_INTERLEAVED, /* (p - k) + (p - 1 - k)/v stage-equivalents: stage 0 holds
                            Korthikanti's p*(1 + (p-1)/(p*v)) */
-    MM_MEM_ZB_H1        /* as 1F1B: ZB-H1 keeps 1F1B's peak (Qi et al. ICLR 2024) */
+    MM_MEM_ZB_H1,       /* as 1F1B: ZB-H1 keeps 1F1B's peak (Qi et al. ICLR 2024) */
+    MM_MEM_ZB_2P        /* min(2p, m) on every stage: ZB-2p's memory limit, a
+                           micro-batch held from its forward to its W (the
+                           same paper, section 3.1; parallel/schedule.h) */
 } mm_mem_schedule;
 
 typedef struct mm_mem_config {
