@@ -83,7 +83,7 @@ static int zb_h1(int p, int s, int m, mm_sched_step *out)
  * passes: tf/tb/tw[j * m + mb] their predicted ends. */
 typedef struct zb_state {
     int p, m, cap2, *f, *b, *w, *mem, *order_n, s;
-    double *tf, *tb, *tw, *e, *bub, comm;
+    double *tf, *tb, *tw, *e, *bub, maxbub, comm;
     const double *cf, *cb, *cw;
     mm_sched_step *out;
 } zb_state;
@@ -103,22 +103,16 @@ static void zb_put(zb_state *z, int j, int pass)
         end = z->tf[(size_t)(j - 1) * m + mb] + z->comm + c;
     if (pass == MM_PASS_B && j < z->p - 1 && z->tb[(size_t)(j + 1) * m + mb] + z->comm + c > end)
         end = z->tb[(size_t)(j + 1) * m + mb] + z->comm + c;
-    if (z->f[j] > 0)
+    if (z->f[j] > 0) {
         z->bub[j] += end - (z->e[j] + c);
+        z->maxbub = z->bub[j] > z->maxbub ? z->bub[j] : z->maxbub;
+    }
     z->e[j] = end;
     (pass == MM_PASS_F ? z->tf : pass == MM_PASS_B ? z->tb : z->tw)[(size_t)j * m + mb] = end;
     z->mem[j] += pass == MM_PASS_F ? 2 : -1;
     n[j]++;
     if (j == z->s && z->out)
         z->out[z->order_n[0]++] = (mm_sched_step){pass, mb, 0};
-}
-
-static double zb_max_bubble(const zb_state *z)
-{
-    double x = 0;
-    for (int j = 0; j < z->p; j++)
-        x = z->bub[j] > x ? z->bub[j] : x;
-    return x;
 }
 
 /* Before a pass whose input arrives at `at`: deferred W passes that end
@@ -128,7 +122,7 @@ static void zb_fill(zb_state *z, int j, double at, int greedy)
 {
     while (z->w[j] < z->b[j] && z->e[j] + z->cw[j] <= at)
         zb_put(z, j, MM_PASS_W);
-    if (z->w[j] < z->b[j] && z->e[j] < at && (greedy || at - z->e[j] > zb_max_bubble(z) - z->bub[j]))
+    if (z->w[j] < z->b[j] && z->e[j] < at && (greedy || at - z->e[j] > z->maxbub - z->bub[j]))
         zb_put(z, j, MM_PASS_W);
 }
 
@@ -140,7 +134,7 @@ static double zb_run(zb_state *z, int bubble_first, int greedy)
     int p = z->p, m = z->m;
     for (int j = 0; j < p; j++)
         z->f[j] = z->b[j] = z->w[j] = z->mem[j] = 0, z->e[j] = z->bub[j] = 0;
-    z->order_n[0] = 0;
+    z->order_n[0] = 0, z->maxbub = 0;
     /* warm-up: one forward everywhere, then per stage (last to first) the
      * forwards that fit before its first B can run, fewer than the stage
      * before it takes, then the first B up the pipeline */
@@ -207,8 +201,9 @@ static double zb_run(zb_state *z, int bubble_first, int greedy)
     return span;
 }
 
-/* ZB-2p: the four variants of the heuristic (the authors' initial
- * solution tries them too), the cheapest kept (the first on a tie); stage
+/* ZB-2p: four variants of the heuristic (of the eight the authors'
+ * initial solution tries: not those that hold a forward back), the
+ * cheapest kept (the first on a tie); stage
  * s's order of it into out. */
 static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
 {

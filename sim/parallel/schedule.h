@@ -79,7 +79,8 @@ typedef struct mm_sched_step {
  *    its forwards are done; the rest at the end.  Of the four variants
  *    (warm-up forwards may or may not run past the first B's arrival;
  *    greedy or not) the one of least cost, the longest stage's first F
- *    to last W, is kept.  The ILP refinement is not run: the executor
+ *    to last W, is kept (the authors' initial solution also tries each
+ *    with a forward held back for the next stage's B: not run here).  The ILP refinement is not run: the executor
  *    with this order gives the paper's Table 5 rates to 0.0005
  *    (tests/test_sched.c). */
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out);
