@@ -306,7 +306,7 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
     int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
     bool homog = spec->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
     bool coloc = spec->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
-    bool tail = spec->schedule != MM_SCHEDULE_ZB_H1;
+    bool tail = !mm_schedule_splits_w(spec->schedule);
     double worst = 0, gpu_s = 0, opt0 = 0;
     rank_busy(spec, st, NULL, 0, 0, false, &opt0);
     for (int s = 0; s < P; s++)
