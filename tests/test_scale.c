@@ -245,7 +245,7 @@ static void same_bits(const mm_metrics *a, const mm_metrics *b, const char *what
  * whole run (no collapse) bit for bit under `analytic`: text under 1F1B,
  * interleaving, ZeRO-1 with overlapped buckets and parameter gathers,
  * ZeRO-3 (also as DeepSpeed runs it under full recompute), CP (ring
- * and Ulysses) with TP overlap, GPipe and ZB-H1; fixed multimodal
+ * and Ulysses) with TP overlap, GPipe, ZB-H1 and ZB-2p; fixed multimodal
  * samples with a colocated and a homogeneous encoder; it
  * builds one replica's ops (dp times fewer).  Where the replicas differ
  * or are not collapsed (a mixture, expert parallelism, an encoder on its
@@ -273,6 +273,7 @@ START_TEST(one_replica_build_same_bits)
         {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.cp_comm=ulysses"}},
         {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe"}},
         {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-h1"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-2p"}},
         {true, true, {"parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
                       "parallel.vision={tp: 1, pp: 1, dp: 32}"}},
         {true, true, {"parallel.placement=homogeneous", "parallel.llm={tp: 4, pp: 2, dp: 4}"}},
