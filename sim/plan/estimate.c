@@ -335,13 +335,202 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
     return worst;
 }
 
+/* One TP all-reduce of `bytes` over the first `n` ranks, remembered for
+ * the last size asked (a drawn iteration's micro-batches repeat theirs
+ * on every virtual stage): the pre-score's rate stays that of one
+ * network call per micro-batch, not per layer. */
+typedef struct tp_memo {
+    double bytes, t;
+    int n;
+} tp_memo;
+
+static double tp_time(const mm_sim *sim, tp_memo *mo, int *ranks, int n, double bytes)
+{
+    if (n < 2 || bytes <= 0)
+        return 0;
+    if (mo->n != n || mo->bytes != bytes) {
+        mo->t = mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, n, 1), n, bytes);
+        mo->bytes = bytes, mo->n = n;
+    }
+    return mo->t;
+}
+
+/* A drawn iteration's terms of the pre-score (est_drawn), summed over the
+ * scenario's iterations and then averaged: the pipeline of the slowest
+ * replica with the encoders on its first stage or on their own, the
+ * colocated encoders' passes before and after it, the stage micro-batch
+ * the DP and encoder reductions hide behind, the FLOPs and the tokens. */
+typedef struct est_drawn {
+    double pipe, fill, around, worst, dp_fwd, dp_bwd, flops, hw, tokens;
+    int iters;
+} est_drawn;
+
+/* One replica's F + B of micro-batch j on physical stage s (every chunk,
+ * with its TP all-reduces, at least what the host needs to issue it; a
+ * homogeneous encoder's on stage 0), from the drawn costs in w. */
+static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
+                       int s, int d, int j, int *ranks, tp_memo *mo)
+{
+    int P = sp->lay.pp, dp = sp->lay.dp, m = w->m;
+    int msgs = sp->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
+    double t = 0, host = 0;
+    for (int c = 0; c < sp->lay.vpp; c++) {
+        int v = c * P + s;
+        const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
+        int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
+        t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes);
+        host += st[v].fwd_host_s + st[v].bwd_host_s + layer_ops * msgs * sp->coll_host_s;
+    }
+    for (int i = 0; s == 0 && i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_HOMOGENEOUS)
+            continue;
+        const mm_enc_mb_cost *x = &w->enc[((size_t)i * dp + d) * m + j];
+        int em = e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd);
+        t += x->fwd_s + x->bwd_s + e->chunks * em * tp_time(sim, &mo[1], ranks, e->tp, x->tp_bytes);
+        host += x->fwd_host_s + x->bwd_host_s;
+    }
+    return fmax(t, host);
+}
+
+/* Adds one drawn iteration's terms to *u: per replica, each stage's sum
+ * over its micro-batches; the replica's pipeline is its busiest stage's
+ * sum (or an encoder stage's share of the whole batch, on its own GPUs)
+ * plus the fill and drain, (stages - 1) / vpp of its busiest micro-batch
+ * on its slowest stage; the iteration waits for the slowest replica.
+ * Colocated encoders run each rank's forward before the LLM's passes and
+ * its backward after them (build_enc.c): the slowest rank's of each. */
+static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
+                       est_drawn *u)
+{
+    int P = sp->lay.pp, dp = sp->lay.dp, m = w->m, most = sp->lay.tp;
+    for (int i = 0; i < sp->n_enc; i++)
+        most = sp->enc[i].tp > most ? sp->enc[i].tp : most;
+    int *ranks = malloc((size_t)most * sizeof *ranks);
+    double *sum = calloc((size_t)2 * P + 1, sizeof *sum), *top = sum + P;
+    int *home[MM_MAX_ENCODERS] = {0}; /* colocated encoder ranks' LLM replicas */
+    int rc = ranks && sum ? 0 : -1;
+    for (int i = 0; i < sp->n_enc && rc == 0; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_COLOCATED || !e->ranks)
+            continue;
+        home[i] = malloc((size_t)(e->n_ranks > 0 ? e->n_ranks : 1) * sizeof *home[i]);
+        rc = home[i] && mm_build_enc_homes(sp, i, home[i], e->n_ranks) == e->n_ranks ? 0 : -1;
+    }
+    if (rc) {
+        free(ranks);
+        free(sum);
+        for (int i = 0; i < sp->n_enc; i++)
+            free(home[i]);
+        return -1;
+    }
+    tp_memo mo[2] = {{0}};
+    /* the encoders on their own GPUs: the busiest stage's share of the batch */
+    double enc_load = 0, enc_stages = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_PIPELINE && e->placement != MM_ENC_DISJOINT)
+            continue;
+        double tot = 0;
+        for (size_t k = 0; k < (size_t)dp * m; k++) {
+            const mm_enc_mb_cost *x = &w->enc[(size_t)i * dp * m + k];
+            int em = e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd);
+            tot += x->fwd_s + x->bwd_s + e->chunks * em * tp_time(sim, &mo[1], ranks, e->tp, x->tp_bytes);
+        }
+        enc_load = fmax(enc_load, tot / ((double)e->dp * e->pp));
+        enc_stages = e->pp;
+    }
+    double pipe = 0, fill = 0, worst = 0, grad = -1;
+    int heavy = 0; /* the DP-heaviest stage */
+    for (int s = 0; s < P; s++) {
+        double g = 0;
+        for (int c = 0; c < sp->lay.vpp; c++)
+            g += st[c * P + s].grad_bytes;
+        if (g > grad)
+            grad = g, heavy = s;
+    }
+    double hf = 0, hb = 0;
+    for (int d = 0; d < dp; d++) {
+        double most_s = 0, tops = 0;
+        for (int s = 0; s < P; s++) {
+            sum[s] = top[s] = 0;
+            for (int j = 0; j < m; j++) {
+                double t = drawn_mb(sim, sp, st, w, s, d, j, ranks, mo);
+                sum[s] += t;
+                top[s] = fmax(top[s], t);
+            }
+            most_s = fmax(most_s, sum[s]);
+            tops += top[s];
+        }
+        /* the encoders' stages on their own GPUs, each its share */
+        double etop = m ? enc_load / m : 0, line = enc_stages > 0 ? enc_load + (tops + (enc_stages - 1) * etop) / sp->lay.vpp : 0;
+        for (int s = 0; s < P; s++) /* a stage's work, and one micro-batch through every other */
+            line = fmax(line, sum[s] + (tops - top[s] + enc_stages * etop) / sp->lay.vpp);
+        /* colocated encoders: the forwards of the ranks on this replica's
+         * GPUs or handing it embeddings before its passes, its ranks'
+         * backwards after them (build_enc.c) */
+        double coloc = 0;
+        for (int i = 0; i < sp->n_enc; i++) {
+            const mm_enc_spec *e = &sp->enc[i];
+            if (e->placement != MM_ENC_COLOCATED || !e->ranks || !home[i])
+                continue;
+            double f = 0, b = 0;
+            for (int k = 0; k < e->n_ranks; k++) {
+                if (home[i][k] == d || e->pair_bytes[(size_t)k * dp + d] > 0)
+                    f = fmax(f, e->ranks[k].fwd_s);
+                if (home[i][k] == d)
+                    b = fmax(b, e->ranks[k].bwd_s);
+            }
+            coloc += f + b;
+        }
+        double rep = coloc + line;
+        if (rep > pipe)
+            pipe = rep, fill = rep - fmax(most_s, enc_load);
+        worst = fmax(worst, m ? fmax(most_s, enc_load) / m : 0);
+        for (int c = 0; c < sp->lay.vpp; c++)
+            for (int j = 0; j < m; j++) {
+                const mm_mb_cost *x = &w->mb[((size_t)(c * P + heavy) * dp + d) * m + j];
+                hf += x->fwd_s, hb += x->bwd_s;
+            }
+    }
+    double around = 0, flops = 0, hw = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        bool spread = e->placement == MM_ENC_COLOCATED && !e->ranks; /* no per-rank plan: even over the GPUs */
+        for (size_t k = 0; k < (size_t)dp * m; k++) {
+            const mm_enc_mb_cost *x = &w->enc[(size_t)i * dp * m + k];
+            if (spread)
+                around += (x->fwd_s + x->bwd_s) * e->tp / (double)mm_layout_gpus(&sp->lay);
+            flops += x->fwd_flops + x->bwd_flops;
+            hw += x->fwd_flops + x->bwd_flops + x->recompute_flops;
+        }
+    }
+    for (size_t k = 0; k < (size_t)P * sp->lay.vpp * dp * m; k++) {
+        flops += w->mb[k].fwd_flops + w->mb[k].bwd_flops;
+        hw += w->mb[k].fwd_flops + w->mb[k].bwd_flops + w->mb[k].recompute_flops;
+    }
+    double n = (double)dp * (m > 0 ? m : 1);
+    u->pipe += pipe, u->fill += fill, u->around += around, u->worst += worst;
+    u->dp_fwd += hf / n, u->dp_bwd += hb / n;
+    u->flops += flops, u->hw += hw, u->tokens += w->tokens;
+    u->iters++;
+    free(ranks);
+    free(sum);
+    for (int i = 0; i < sp->n_enc; i++)
+        free(home[i]);
+    return 0;
+}
+
 /* Memory that follows the data, decided as mm_sim_run decides it (the
  * same draws, micro-batches and mm_sim_data_memory over the scenario's
  * iterations): mt's per-stage and peak memory become the iterations'
  * peaks, oom and oom_at where a drawn batch first does not fit; *bound
- * gets the mean of the iterations' lower bounds (iteration_bound).
+ * gets the mean of the iterations' lower bounds (iteration_bound), *dr
+ * the sums of the pre-score's terms over the iterations that fit
+ * (drawn_terms).
  * Returns 1 (a batch does not fit), 0 or -code. */
-static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, double *bound, mm_err *err)
+static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, double *bound, est_drawn *dr,
+                        mm_err *err)
 {
     mm_build_spec spec = costs->spec;
     wl_iter wi = {0};
@@ -368,6 +557,10 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
             mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
         mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
         lb += iteration_bound(&spec, costs->stages, &wi);
+        if (r == 0 && drawn_terms(sim, &spec, costs->stages, &wi, dr)) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+            break;
+        }
         if (r > 0) {
             mt->oom = true;
             mt->oom_at.iteration = it, mt->oom_at.micro_batch = dm.micro_batch, mt->oom_at.stage = dm.stage;
@@ -385,7 +578,8 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
  * pipeline of the slowest stage, the encoders' terms, the data-parallel
  * synchronisation and the optimizer step; the metrics derived from it.  A
  * part of mm_sim_estimate_bound. */
-static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, mm_err *err)
+static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const est_drawn *dr, mm_metrics *mt,
+                          mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
@@ -417,7 +611,13 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metri
     double flops = u.flops, hw = u.hw;
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
-    double pipe = (m + (stages - 1) / L->lay.vpp) * worst;
+    double fill = (stages - 1) / L->lay.vpp * worst, pipe = m * worst + fill, tokens = (double)sc->train.global_batch * sim->seq;
+    if (dr && dr->iters > 0) { /* a workload's drawn micro-batches, as mm_sim_run runs them */
+        double n = dr->iters;
+        pipe = dr->pipe / n, fill = dr->fill / n, enc_around = dr->around / n, worst = dr->worst / n;
+        dp_fwd = dr->dp_fwd / n, dp_bwd = dr->dp_bwd / n;
+        flops = dr->flops / n, hw = dr->hw / n, tokens = dr->tokens / n;
+    }
     double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
                                        dp_chunks)
                             : 0;
@@ -425,13 +625,13 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metri
     double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
-    mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
+    mt->tokens_per_s = tokens / T;
     mt->samples_per_s = (double)sc->train.global_batch / T;
     mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
     mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
     mt->mfu = flops / (T * mt->gpus * peak);
     mt->hfu = hw / (T * mt->gpus * peak);
-    mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
+    mt->bubble_fraction = fill / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
     mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN; /* and the data loader's wait */
@@ -463,9 +663,10 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
         goto out;
     }
     double lb = NAN;
+    est_drawn dr = {0};
     mt->oom_at.iteration = -1;
     if (sim->wl) { /* the static verdict is a bound: the drawn data decide, as in mm_sim_run */
-        fit = data_verdict(sim, &costs, mt, &lb, err);
+        fit = data_verdict(sim, &costs, mt, &lb, &dr, err);
         if (fit < 0) {
             rc = fit;
             goto out;
@@ -482,7 +683,7 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
         mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
         goto out;
     }
-    rc = time_iteration(sim, &costs, mt, err);
+    rc = time_iteration(sim, &costs, sim->wl ? &dr : NULL, mt, err);
 out:
     mm_sim_costs_free(&costs);
     if (rc)
