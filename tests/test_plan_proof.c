@@ -299,16 +299,16 @@ static double kendall_tau(const mm_plan *p)
 
 /* The MLLM space (colocated and homogeneous layouts of a drawn mixture):
  * the pre-score times each candidate on the workload's drawn
- * micro-batches, so its order follows the event-level order.  The
- * planner's target is tau >= 0.9; the pre-score reaches 0.853 here (it
- * was 0.525 with nominal micro-batches): asserted is what it reaches. */
+ * micro-batches, so its order follows the event-level order: the
+ * planner's target, tau >= 0.9 (it reaches 0.915; 0.525 when every
+ * micro-batch was timed at the nominal length). */
 START_TEST(prescore_orders_mllm_space)
 {
     mm_plan all;
     plan(&cases[1], 100000, 0, &all);
     ck_assert_int_gt((int)all.simulated, 100);
     double tau = kendall_tau(&all);
-    ck_assert_msg(tau >= 0.85, "Kendall tau of the pre-score vs event-level %.3f < 0.85", tau);
+    ck_assert_msg(tau >= 0.9, "Kendall tau of the pre-score vs event-level %.3f < 0.9", tau);
     mm_plan_free(&all);
 }
 END_TEST

@@ -1,6 +1,7 @@
 /* estimate.c - the analytic pre-score (mm_sim_estimate): the same stage
- * and encoder costs and memory as mm_sim_run, combined by the uniform
- * pipeline formula documented in sim.h.
+ * and encoder costs and memory as mm_sim_run, combined by the pipeline
+ * formula documented in estimate.h (with a workload file, over each
+ * iteration's drawn micro-batches).
  * Not for: event-level timing (iterate.c). */
 #include "cost/cost_internal.h"
 
@@ -357,11 +358,15 @@ static double tp_time(const mm_sim *sim, tp_memo *mo, int *ranks, int n, double 
 
 /* A drawn iteration's terms of the pre-score (est_drawn), summed over the
  * scenario's iterations and then averaged: the pipeline of the slowest
- * replica with the encoders on its first stage or on their own, the
- * colocated encoders' passes before and after it, the stage micro-batch
- * the DP and encoder reductions hide behind, the FLOPs and the tokens. */
+ * replica (pipe, its fill and drain in fill) with the encoders on its
+ * first stage, on their own GPUs or colocated before and after it (the
+ * colocated backwards after its last pass in after, which the LLM's DP
+ * reduction runs beside), a colocated encoder spread evenly without a
+ * per-rank plan (around), the mean stage micro-batch the DP and encoder
+ * reductions hide behind (worst; dp_fwd, dp_bwd of the DP-heaviest
+ * stage), the FLOPs and the tokens. */
 typedef struct est_drawn {
-    double pipe, fill, around, worst, dp_fwd, dp_bwd, flops, hw, tokens;
+    double pipe, fill, after, around, worst, dp_fwd, dp_bwd, flops, hw, tokens;
     int iters;
 } est_drawn;
 
@@ -387,19 +392,24 @@ static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
             continue;
         const mm_enc_mb_cost *x = &w->enc[((size_t)i * dp + d) * m + j];
         int em = e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd);
-        t += x->fwd_s + x->bwd_s + e->chunks * em * tp_time(sim, &mo[1], ranks, e->tp, x->tp_bytes);
+        /* on the LLM's TP group (mm_bld_emit_homogeneous) */
+        t += x->fwd_s + x->bwd_s + e->chunks * em * tp_time(sim, &mo[1], ranks, sp->lay.tp, x->tp_bytes);
         host += x->fwd_host_s + x->bwd_host_s;
     }
     return fmax(t, host);
 }
 
 /* Adds one drawn iteration's terms to *u: per replica, each stage's sum
- * over its micro-batches; the replica's pipeline is its busiest stage's
- * sum (or an encoder stage's share of the whole batch, on its own GPUs)
- * plus the fill and drain, (stages - 1) / vpp of its busiest micro-batch
- * on its slowest stage; the iteration waits for the slowest replica.
- * Colocated encoders run each rank's forward before the LLM's passes and
- * its backward after them (build_enc.c): the slowest rank's of each. */
+ * over its micro-batches; the replica's pipeline is, over its stages (an
+ * encoder's on its own GPUs among them, with its share of the whole
+ * batch), the largest of a stage's sum plus the busiest micro-batch of
+ * every other stage over vpp (fill and drain: for P equal stages the
+ * uniform formula's (m + (P-1)/vpp) (F + B)); the iteration waits for the
+ * slowest replica.  Colocated encoders run each rank's forward before the
+ * LLM's passes and its backward after them (build_enc.c): the replica
+ * waits for the slowest forward of the ranks on its GPUs or handing it
+ * embeddings, and ends with the slowest backward of its ranks.
+ * Returns 0, or -1 when the host is out of memory. */
 static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
                        est_drawn *u)
 {
@@ -440,7 +450,7 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         enc_load = fmax(enc_load, tot / ((double)e->dp * e->pp));
         enc_stages = e->pp;
     }
-    double pipe = 0, fill = 0, worst = 0, grad = -1;
+    double pipe = 0, fill = 0, worst = 0, grad = -1, after = 0;
     int heavy = 0; /* the DP-heaviest stage */
     for (int s = 0; s < P; s++) {
         double g = 0;
@@ -463,13 +473,14 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
             tops += top[s];
         }
         /* the encoders' stages on their own GPUs, each its share */
-        double etop = m ? enc_load / m : 0, line = enc_stages > 0 ? enc_load + (tops + (enc_stages - 1) * etop) / sp->lay.vpp : 0;
+        double etop = m ? enc_load / m : 0;
+        double line = enc_stages > 0 ? enc_load + (tops + (enc_stages - 1) * etop) / sp->lay.vpp : 0;
         for (int s = 0; s < P; s++) /* a stage's work, and one micro-batch through every other */
             line = fmax(line, sum[s] + (tops - top[s] + enc_stages * etop) / sp->lay.vpp);
         /* colocated encoders: the forwards of the ranks on this replica's
          * GPUs or handing it embeddings before its passes, its ranks'
          * backwards after them (build_enc.c) */
-        double coloc = 0;
+        double coloc = 0, tail = 0; /* tail: the backwards after the LLM's last pass */
         for (int i = 0; i < sp->n_enc; i++) {
             const mm_enc_spec *e = &sp->enc[i];
             if (e->placement != MM_ENC_COLOCATED || !e->ranks || !home[i])
@@ -482,10 +493,11 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
                     b = fmax(b, e->ranks[k].bwd_s);
             }
             coloc += f + b;
+            tail += b;
         }
         double rep = coloc + line;
         if (rep > pipe)
-            pipe = rep, fill = rep - fmax(most_s, enc_load);
+            pipe = rep, fill = rep - fmax(most_s, enc_load), after = tail;
         worst = fmax(worst, m ? fmax(most_s, enc_load) / m : 0);
         for (int c = 0; c < sp->lay.vpp; c++)
             for (int j = 0; j < m; j++) {
@@ -510,7 +522,7 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         hw += w->mb[k].fwd_flops + w->mb[k].bwd_flops + w->mb[k].recompute_flops;
     }
     double n = (double)dp * (m > 0 ? m : 1);
-    u->pipe += pipe, u->fill += fill, u->around += around, u->worst += worst;
+    u->pipe += pipe, u->fill += fill, u->after += after, u->around += around, u->worst += worst;
     u->dp_fwd += hf / n, u->dp_bwd += hb / n;
     u->flops += flops, u->hw += hw, u->tokens += w->tokens;
     u->iters++;
@@ -611,7 +623,8 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     double flops = u.flops, hw = u.hw;
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
-    double fill = (stages - 1) / L->lay.vpp * worst, pipe = m * worst + fill, tokens = (double)sc->train.global_batch * sim->seq;
+    double fill = (stages - 1) / L->lay.vpp * worst, pipe = (m + (stages - 1) / L->lay.vpp) * worst;
+    double tokens = (double)sc->train.global_batch * sim->seq;
     if (dr && dr->iters > 0) { /* a workload's drawn micro-batches, as mm_sim_run runs them */
         double n = dr->iters;
         pipe = dr->pipe / n, fill = dr->fill / n, enc_around = dr->around / n, worst = dr->worst / n;
@@ -621,6 +634,12 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
                                        dp_chunks)
                             : 0;
+    /* the LLM's reduction after its last backward runs on the DP stream
+     * beside the colocated encoders' backwards (mm_bld_emit_dp_tail after
+     * the LLM's last op, mm_bld_emit_colocated's backward on the compute
+     * stream): what they hide, with the executor's contention */
+    if (dr && dr->iters > 0 && dr->after > 0)
+        dp_t = behind(dp_t, dr->after / dr->iters, sim->cluster->gpu.overlap_slowdown);
     double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
     double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];

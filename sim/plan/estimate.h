@@ -21,7 +21,11 @@
  * (mm_build_enc_early_syncs; its once-per-iteration reduce is left out),
  * with the slowest encoder stage joining the pipeline (pipeline placement),
  * its whole work added to the first stage (homogeneous) or before and after
- * it (colocated), or bounding the rate (disjoint).  Fills iteration time,
+ * it (colocated), or bounding the rate (disjoint).  With a workload file
+ * the pipeline, encoder and FLOP terms come
+ * from each iteration's drawn micro-batches instead (estimate.c,
+ * drawn_terms), and the LLM's DP reduction runs beside the colocated
+ * encoders' backwards.  Fills iteration time,
  * throughput, TFLOP/s, MFU and memory (oom); no critical path or trace.
  * Returns 0 or -code. */
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *metrics, mm_err *err);
