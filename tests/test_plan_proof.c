@@ -271,6 +271,56 @@ static double pipeline_bound(const char *schedule, double *formula)
     return bound;
 }
 
+/* The pre-score's pipeline bubble (bubble_fraction = fill / pipeline) of
+ * GPT-3 1.3B on 4 stages under `schedule`; *formula gets the one the
+ * pre-score states from the same stage costs: 1F1B's fill (p-1)(F+B+W),
+ * ZB-H1's (p-1)(F+B-W) (Zero Bubble paper, Table 2), each of the slowest
+ * stage, over m of it plus the fill. */
+static double prescore_bubble(const char *schedule, double *formula)
+{
+    char sched[64];
+    snprintf(sched, sizeof sched, "train.schedule=%s", schedule);
+    const char *sets[] = {"model=models/gpt3-1.3b.json", "train.global_batch=16", "train.seq_len=2048",
+                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1", sched};
+    mm_scenario sc;
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 9, &err) == 0, "%s", err.msg);
+    mm_sim *sim = calloc(1, sizeof *sim);
+    ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s", err.msg);
+    mm_sim_costs c;
+    ck_assert_msg(mm_sim_stage_times(sim, &c, &err) == 0, "%s", err.msg);
+    int P = 4, m = sim->micro_batches;
+    double worst = 0, w = 0;
+    for (int s = 0; s < P; s++) {
+        const mm_stage_cost *x = &c.stages[s];
+        if (x->fwd_s + x->bwd_s > worst)
+            worst = x->fwd_s + x->bwd_s, w = x->wgrad_s;
+    }
+    ck_assert(w > 0 && w < worst / 2);
+    double fill = (P - 1) * (strcmp(schedule, "zb-h1") ? worst : worst - 2 * w);
+    *formula = fill / (m * worst + fill);
+    mm_metrics mt;
+    ck_assert_msg(mm_sim_estimate(sim, &mt, &err) == 0, "%s", err.msg);
+    double bubble = mt.bubble_fraction;
+    mm_metrics_free(&mt);
+    mm_sim_costs_free(&c);
+    mm_sim_free(sim);
+    free(sim);
+    mm_scenario_free(&sc);
+    return bubble;
+}
+
+START_TEST(prescore_fill_by_schedule)
+{
+    double f1, fz;
+    double b1 = prescore_bubble("1f1b", &f1), bz = prescore_bubble("zb-h1", &fz);
+    ck_assert_msg(fabs(b1 - f1) <= 1e-9 * f1, "1f1b pre-score bubble %.9g, formula %.9g", b1, f1);
+    ck_assert_msg(fabs(bz - fz) <= 1e-9 * fz, "zb-h1 pre-score bubble %.9g, formula %.9g", bz, fz);
+    ck_assert(bz < b1);
+}
+END_TEST
+
 /* Kendall's tau-b of the pre-score against the event-level time over the
  * simulated candidates (bench_plan prints the same figure). */
 static double kendall_tau(const mm_plan *p)
@@ -334,6 +384,7 @@ static Suite *proof_suite(void)
     tcase_add_test(tc, space_narrows_and_refuses);
     tcase_add_test(tc, bound_counts_pipeline_fill);
     tcase_add_test(tc, prescore_orders_mllm_space);
+    tcase_add_test(tc, prescore_fill_by_schedule);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -139,11 +139,19 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
     return t;
 }
 
+/* ZB-H1's share of a stage's micro-batch of t seconds (its W passes wg of
+ * them) in the fill and drain: the zero-bubble schedule's bubble is
+ * (p - 1)(T_F + T_B - T_W) where 1F1B's is (p - 1)(T_F + T_B + T_W) (Qi
+ * et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, Table 2; T_B the
+ * input-gradient pass alone): with t = T_F + T_B + T_W, t - 2 wg. */
+static double zb_fill(double t, double wg) { return fmax(0, t - 2 * wg); }
+
 /* What the pre-score sums over the LLM's stages and the encoders. */
 typedef struct {
     double worst, flops, hw, grad, params, opt;
     double dp_fwd, dp_bwd; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks;
+    double worst_w; /* the slowest stage's weight-gradient part of worst */
 } est_sums;
 
 /* The LLM's stages: the slowest's F + B with its TP all-reduces (one
@@ -154,11 +162,11 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     int P = L->lay.pp, m = sim->micro_batches;
-    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0;
+    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0, worst_w = 0;
     double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks = 1;
     for (int s = 0; s < P; s++) {
-        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0;
+        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0, wg = 0;
         int ch = 0;
         for (int c = 0; c < L->lay.vpp; c++) {
             const mm_stage_cost *x = &st[c * P + s];
@@ -177,9 +185,12 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
             o += x->opt_s + (sp->host_sync_step ? x->opt_host_s : 0);
             f1 += x->fwd_s;
             b1 += x->bwd_s;
+            wg += x->wgrad_s;
             ch += x->chunks;
         }
         /* a micro-batch takes at least what its host needs to issue it */
+        if (fmax(t, host) > worst)
+            worst_w = wg;
         worst = fmax(worst, fmax(t, host));
         if (g > grad) {
             grad = g;
@@ -190,7 +201,7 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         params = fmax(params, pb);
         opt = fmax(opt, o);
     }
-    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks};
+    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks, worst_w};
 }
 
 /* The encoders' F + B (with their TP all-reduces) by placement: before the
@@ -374,14 +385,16 @@ typedef struct est_drawn {
  * with its TP all-reduces, at least what the host needs to issue it; a
  * homogeneous encoder's on stage 0), from the drawn costs in w. */
 static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
-                       int s, int d, int j, int *ranks, tp_memo *mo)
+                       int s, int d, int j, int *ranks, tp_memo *mo, double *wgrad)
 {
     int P = sp->lay.pp, dp = sp->lay.dp, m = w->m;
     int msgs = sp->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
     double t = 0, host = 0;
+    *wgrad = 0;
     for (int c = 0; c < sp->lay.vpp; c++) {
         int v = c * P + s;
         const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
+        *wgrad += x->wgrad_s;
         int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
         t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes);
         host += st[v].fwd_host_s + st[v].bwd_host_s + layer_ops * msgs * sp->coll_host_s;
@@ -465,9 +478,10 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         for (int s = 0; s < P; s++) {
             sum[s] = top[s] = 0;
             for (int j = 0; j < m; j++) {
-                double t = drawn_mb(sim, sp, st, w, s, d, j, ranks, mo);
+                double wg, t = drawn_mb(sim, sp, st, w, s, d, j, ranks, mo, &wg);
                 sum[s] += t;
-                top[s] = fmax(top[s], t);
+                /* what it adds to the fill and drain (ZB-H1: less its W passes) */
+                top[s] = fmax(top[s], sp->schedule == MM_SCHEDULE_ZB_H1 ? zb_fill(t, wg) : t);
             }
             most_s = fmax(most_s, sum[s]);
             tops += top[s];
@@ -624,6 +638,10 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     worst = fmax(worst + enc_first, enc_stage);
     double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
     double fill = (stages - 1) / L->lay.vpp * worst, pipe = (m + (stages - 1) / L->lay.vpp) * worst;
+    if (spec.schedule == MM_SCHEDULE_ZB_H1) { /* ZB-H1's bubble (zb_fill) */
+        fill = (stages - 1) * zb_fill(worst, u.worst_w);
+        pipe = m * worst + fill;
+    }
     double tokens = (double)sc->train.global_batch * sim->seq;
     if (dr && dr->iters > 0) { /* a workload's drawn micro-batches, as mm_sim_run runs them */
         double n = dr->iters;

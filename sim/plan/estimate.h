@@ -12,6 +12,8 @@
  * mm_sim_run, combined by the uniform-pipeline formula
  *     T = (m + (p-1)/v) x max over stages (F + B) + exposed TP comm (in the
  *         stage costs) + DP gradient sync + optimizer step,
+ * (under ZB-H1 the fill and drain (p-1)(F + B - 2 W) of the slowest stage,
+ * W its weight-gradient part of B: the zero-bubble paper's bubble),
  * the DP sync being the gradient reduce(-scatter) and, under ZeRO, the
  * 16-bit parameter all-gather, each with what overlap_grad_reduce /
  * overlap_param_gather hide behind one micro-batch's backward / forward
