@@ -272,10 +272,12 @@ static double pipeline_bound(const char *schedule, double *formula)
 }
 
 /* The pre-score's pipeline bubble (bubble_fraction = fill / pipeline) of
- * GPT-3 1.3B on 4 stages under `schedule`; *formula gets the one the
- * pre-score states from the same stage costs: 1F1B's fill (p-1)(F+B+W),
- * ZB-H1's (p-1)(F+B-W) (Zero Bubble paper, Table 2), each of the slowest
- * stage, over m of it plus the fill. */
+ * GPT-3 1.3B on 4 stages (the first and last heavier: embedding, head)
+ * under `schedule`; *formula gets the one the pre-score states from the
+ * same stage costs: m micro-batches of the slowest stage plus one through
+ * every other, F + B + W each under 1F1B, F + B - W under ZB-H1 (the Zero
+ * Bubble paper's bubbles, Table 2: (p-1)(T_F+T_B+T_W), (p-1)(T_F+T_B-T_W)
+ * for equal stages). */
 static double prescore_bubble(const char *schedule, double *formula)
 {
     char sched[64];
@@ -291,14 +293,16 @@ static double prescore_bubble(const char *schedule, double *formula)
     mm_sim_costs c;
     ck_assert_msg(mm_sim_stage_times(sim, &c, &err) == 0, "%s", err.msg);
     int P = 4, m = sim->micro_batches;
-    double worst = 0, w = 0;
+    double worst = 0, w = 0, all = 0;
+    bool zb = !strcmp(schedule, "zb-h1");
     for (int s = 0; s < P; s++) {
         const mm_stage_cost *x = &c.stages[s];
         if (x->fwd_s + x->bwd_s > worst)
             worst = x->fwd_s + x->bwd_s, w = x->wgrad_s;
+        all += x->fwd_s + x->bwd_s - (zb ? 2 * x->wgrad_s : 0);
     }
     ck_assert(w > 0 && w < worst / 2);
-    double fill = (P - 1) * (strcmp(schedule, "zb-h1") ? worst : worst - 2 * w);
+    double fill = all - (zb ? worst - 2 * w : worst);
     *formula = fill / (m * worst + fill);
     mm_metrics mt;
     ck_assert_msg(mm_sim_estimate(sim, &mt, &err) == 0, "%s", err.msg);

@@ -152,6 +152,8 @@ typedef struct {
     double dp_fwd, dp_bwd; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks;
     double worst_w; /* the slowest stage's weight-gradient part of worst */
+    double first;   /* stage 0's F + B */
+    double tot, tot_zb; /* every stage's F + B; under ZB-H1 its share of the fill (zb_fill) */
 } est_sums;
 
 /* The LLM's stages: the slowest's F + B with its TP all-reduces (one
@@ -162,7 +164,7 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     int P = L->lay.pp, m = sim->micro_batches;
-    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0, worst_w = 0;
+    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0, worst_w = 0, first = 0, tot = 0, tot_zb = 0;
     double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks = 1;
     for (int s = 0; s < P; s++) {
@@ -192,6 +194,9 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         if (fmax(t, host) > worst)
             worst_w = wg;
         worst = fmax(worst, fmax(t, host));
+        first = s == 0 ? fmax(t, host) : first;
+        tot += fmax(t, host);
+        tot_zb += zb_fill(fmax(t, host), wg);
         if (g > grad) {
             grad = g;
             dp_fwd = f1;
@@ -201,7 +206,7 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         params = fmax(params, pb);
         opt = fmax(opt, o);
     }
-    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks, worst_w};
+    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks, worst_w, first, tot, tot_zb};
 }
 
 /* The encoders' F + B (with their TP all-reduces) by placement: before the
@@ -609,7 +614,6 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    int P = L->lay.pp;
     const mm_stage_cost *st = costs->stages;
     const mm_build_spec spec = costs->spec;
     /* the slowest (physical) stage's F + B per micro-batch, with its TP
@@ -636,10 +640,16 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     enc_compute_terms(sim, &spec, ranks, &u, &enc_first, &enc_around, &enc_stage);
     double flops = u.flops, hw = u.hw;
     worst = fmax(worst + enc_first, enc_stage);
-    double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
-    double fill = (stages - 1) / L->lay.vpp * worst, pipe = (m + (stages - 1) / L->lay.vpp) * worst;
-    if (spec.schedule == MM_SCHEDULE_ZB_H1) { /* ZB-H1's bubble (zb_fill) */
-        fill = (stages - 1) * zb_fill(worst, u.worst_w);
+    /* the slowest stage's m micro-batches, and one through every other
+     * stage (fill and drain, over vpp; a homogeneous encoder with the
+     * slowest, an encoder's own stages among the others); under ZB-H1
+     * each other stage's zb_fill */
+    double fill, pipe;
+    {
+        bool zb = spec.schedule == MM_SCHEDULE_ZB_H1, llm_worst = worst == u.worst && enc_first <= 0;
+        double epp = enc_stage > 0 ? spec.enc[0].pp : 0;
+        double all = (zb ? u.tot_zb : u.tot) + enc_first + epp * enc_stage;
+        fill = (all - (llm_worst ? (zb ? zb_fill(u.worst, u.worst_w) : u.worst) : worst)) / L->lay.vpp;
         pipe = m * worst + fill;
     }
     double tokens = (double)sc->train.global_batch * sim->seq;

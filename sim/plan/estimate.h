@@ -10,10 +10,12 @@
 /* The analytic pre-score a planner ranks thousands of layouts with, in
  * microseconds instead of an event-level run: the same per-stage costs as
  * mm_sim_run, combined by the uniform-pipeline formula
- *     T = (m + (p-1)/v) x max over stages (F + B) + exposed TP comm (in the
- *         stage costs) + DP gradient sync + optimizer step,
- * (under ZB-H1 the fill and drain (p-1)(F + B - 2 W) of the slowest stage,
- * W its weight-gradient part of B: the zero-bubble paper's bubble),
+ *     T = m x max over stages (F + B) + sum over the other stages (F + B) / v
+ *         + exposed TP comm (in the stage costs) + DP gradient sync
+ *         + optimizer step
+ * (for p equal stages the uniform (m + (p-1)/v)(F + B); under ZB-H1 each
+ * other stage adds F + B - 2 W, W the weight-gradient part of B: the
+ * zero-bubble paper's bubble),
  * the DP sync being the gradient reduce(-scatter) and, under ZeRO, the
  * 16-bit parameter all-gather, each with what overlap_grad_reduce /
  * overlap_param_gather hide behind one micro-batch's backward / forward
