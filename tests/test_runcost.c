@@ -157,6 +157,85 @@ START_TEST(bad_run_keys_refused)
 }
 END_TEST
 
+/* The step's launches by optimizer.impl, on Llama-2-7B at tp 1, pp 1 (N =
+ * 32 x 9 + 3 = 291 parameter tensors: q, k, v, o, gate, up, down and two
+ * RMSNorms per block; the embedding, the final norm, the LM head) under
+ * the fsdp profile (3.0 us launch, 6.8 us per eager op, gradient
+ * clipping, no memset), ZeRO-1 over 8: P/8 parameters per rank, c =
+ * ceil(P/8 / (320 x 65536)) multi-tensor launches per pass.  fused: c for
+ * the step + 2c for the clipping; for_loop: 8 N eager kernels, each a
+ * launch and a Python op; foreach: for each of the 8 foreach ops
+ * max(ceil(N / max_tensors), c) launches, one Python op each. */
+static void step_launches(const char *impl, mm_stage_cost *out)
+{
+    char dir[256], prof[300], fw[320], repl[64];
+    snprintf(repl, sizeof repl, "  impl: %s\n", impl);
+    ck_assert(profile_with_line("frameworks/fsdp.yaml", "  impl: fused", repl, "opt", dir, sizeof dir, prof,
+                                sizeof prof) > 0);
+    char rates[600];
+    snprintf(rates, sizeof rates, "cp frameworks/loader-rates.yaml %s/", dir);
+    ck_assert_int_eq(system(rates), 0);
+    snprintf(fw, sizeof fw, "train.framework=%s", prof);
+    const char *sets[] = {fw, "train.zero=1"};
+    mm_sim sim = {0};
+    prepare(&sim, sets, 2);
+    mm_sim_costs c;
+    mm_err err;
+    ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+    *out = c.stages[0];
+    mm_sim_costs_free(&c);
+    mm_sim_free(&sim);
+    mmx_rmdir(dir);
+}
+
+START_TEST(optimizer_launches_closed_form)
+{
+    const double N = 32 * 9 + 3, P = llama2_7b_params(), L = 3.0e-6, op = 6.8e-6;
+    const double cl = ceil(P / 8 / (320.0 * 65536.0));
+    mm_stage_cost f, e, l;
+    step_launches("fused", &f);
+    ck_assert_msg(f.opt_launches == 3 * cl, "fused: %.0f launches, %.0f expected", f.opt_launches, 3 * cl);
+    ck_assert(fabs(f.opt_host_s - (3 * cl * L + 3 * op)) < 1e-12);
+    step_launches("for_loop", &l);
+    ck_assert_msg(l.opt_launches == 8 * N + 2 * cl, "for_loop: %.0f launches", l.opt_launches);
+    ck_assert_msg(fabs(l.opt_host_s - (8 * N * (L + op) + 2 * cl * L + 2 * op)) < 1e-12, "for_loop host %.9g s",
+                  l.opt_host_s);
+    step_launches("foreach", &e);
+    const double T[8] = {110, 64, 110, 48, 64, 96, 64, 48};
+    double k = 0;
+    for (int i = 0; i < 8; i++)
+        k += fmax(ceil(N / T[i]), cl);
+    ck_assert_msg(e.opt_launches == k + 2 * cl, "foreach: %.0f launches, %.0f expected", e.opt_launches, k + 2 * cl);
+    ck_assert(fabs(e.opt_host_s - ((k + 2 * cl) * L + 10 * op)) < 1e-12);
+    /* eager per-tensor launches cost the host about 8 N x 9.8 us = 23 ms */
+    ck_assert(l.opt_host_s > 20e-3 && e.opt_host_s < l.opt_host_s && f.opt_host_s < e.opt_host_s);
+}
+END_TEST
+
+/* optimizer.impl: a value outside fused | foreach | for_loop names the
+ * profile's line and key; an eager optimizer on a model whose tensors are
+ * not counted (MoE) is refused naming train.framework. */
+START_TEST(bad_optimizer_impl_refused)
+{
+    mm_err err;
+    char tmp[64];
+    ck_assert_int_eq(load_edited("  impl: fused", "  impl: adamw\n", &err, tmp, sizeof tmp), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "optimizer.impl");
+    ck_assert_msg(!strcmp(err.file, tmp) && err.line > 0, "%s:%d", err.file, err.line);
+    char dir[256], prof[300], fw[320], cp[600];
+    ck_assert(profile_with_line("frameworks/fsdp.yaml", "  impl: fused", "  impl: for_loop\n", "moe", dir, sizeof dir,
+                                prof, sizeof prof) > 0);
+    snprintf(cp, sizeof cp, "cp frameworks/loader-rates.yaml %s/", dir);
+    ck_assert_int_eq(system(cp), 0);
+    snprintf(fw, sizeof fw, "train.framework=%s", prof);
+    const char *moe[] = {fw, "model=models/mixtral-8x7b.json"};
+    ck_assert_int_eq(prepare_rc(moe, 2, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.framework");
+    ck_assert_msg(strstr(err.msg, "optimizer.impl for_loop"), "%s", err.msg);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runcost");
@@ -166,6 +245,8 @@ int main(void)
     tcase_add_test(tc, evaluation_closed_form);
     tcase_add_test(tc, run_total_and_nothing_else_moves);
     tcase_add_test(tc, bad_run_keys_refused);
+    tcase_add_test(tc, optimizer_launches_closed_form);
+    tcase_add_test(tc, bad_optimizer_impl_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
