@@ -107,7 +107,8 @@ static int cache_init(coll_cache *cc, size_t n)
 }
 
 static const char *const sched_names[] = {[MM_SCHEDULE_GPIPE] = "gpipe", [MM_SCHEDULE_1F1B] = "1f1b",
-                                          [MM_SCHEDULE_INTERLEAVED] = "interleaved", [MM_SCHEDULE_ZB_H1] = "zb-h1"};
+                                          [MM_SCHEDULE_INTERLEAVED] = "interleaved", [MM_SCHEDULE_ZB_H1] = "zb-h1",
+                                          [MM_SCHEDULE_ZB_2P] = "zb-2p"};
 
 static int check_enc(builder *b, int i)
 {
@@ -340,7 +341,7 @@ static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int sl
 static int emit_stage(builder *b, work *w, int s)
 {
     const mm_build_spec *sp = b->sp;
-    int n = mm_schedule_steps(sp->schedule, sp->lay.pp, s, sp->m, sp->lay.vpp, w->steps);
+    int n = mm_build_schedule_steps(sp, s, w->steps);
     mm_bld_buckets(b, s, w->bucket_of);
     if (n < 0)
         return mm_bld_fail(b, "the %s schedule does not take stage %d of pp %d with %d micro-batches and vpp %d",
@@ -364,7 +365,7 @@ static int emit_stage(builder *b, work *w, int s)
                                       b->layer_ops[k])
                              ? mm_bld_fail(b, "out of memory in stage %d's parameter-gather edges", s)
                              : 0;
-            bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
+            bool grads_done = mm_schedule_splits_w(sp->schedule) ? pass == MM_PASS_W : pass == MM_PASS_B;
             bool every = sp->zero < 3 && mm_build_grad_syncs(sp) > 1;
             if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->lay.dp > 1 && grads_done &&
                 (every || mb == sp->m - 1))

@@ -299,6 +299,14 @@ int mm_build_enc_early_syncs(const mm_build_spec *sp, int i);
  * builder and the pre-score both count with it. */
 int mm_build_z3_gather_passes(const mm_build_spec *sp);
 
+/* Stage s's schedule steps (parallel/schedule.h) into out, which holds
+ * mm_schedule_len() steps: ZB-2p ordered by the spec's stage pass times
+ * (forward, backward less its weight gradient, weight gradient) and its
+ * p2p_s (none when the network times transfers).  The builder, the
+ * encoder's placement and the memory that follows the data all take the
+ * order from here.  Returns the count, or -1. */
+int mm_build_schedule_steps(const mm_build_spec *sp, int s, mm_sched_step *out);
+
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set
  * to MM_EINTERNAL and a message naming the op or spec field and the stage:

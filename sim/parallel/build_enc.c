@@ -312,7 +312,7 @@ static int *llm_stage0_positions(const builder *b)
     int len = mm_schedule_len(sp->schedule, sp->m, sp->lay.vpp);
     mm_sched_step *st = malloc((size_t)len * sizeof *st);
     int *pos = malloc((size_t)2 * sp->m * sizeof *pos);
-    int n = st && pos ? mm_schedule_steps(sp->schedule, sp->lay.pp, 0, sp->m, sp->lay.vpp, st) : -1;
+    int n = st && pos ? mm_build_schedule_steps(sp, 0, st) : -1;
     if (n < 0) {
         free(st);
         free(pos);

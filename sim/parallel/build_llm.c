@@ -113,13 +113,13 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
 
 /* One pass's compute time, FLOPs (hw: with recomputation), TP message
  * bytes and count and op category, from the stage's or the micro-batch's
- * costs (ZB-H1 splits B into B and W); the setup of mm_bld_emit_pass. */
+ * costs (ZB-H1 and ZB-2p split B into B and W); the setup of mm_bld_emit_pass. */
 static void pass_work(const builder *b, int d, int vs, int pass, int mb, double *dur, double *flops, double *hw,
                       double *tp_bytes, int *msgs, int *cat)
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    int zb = mm_schedule_splits_w(sp->schedule);
     /* per-micro-batch costs, when micro-batches differ */
     const mm_mb_cost *mc = sp->mb_costs ? &sp->mb_costs[pass_index(b, vs, d, mb)] : NULL;
     double fwd_s = mc ? mc->fwd_s : c->fwd_s, bwd_s = mc ? mc->bwd_s : c->bwd_s;
@@ -170,7 +170,7 @@ static void z3_plan(const builder *b, int vs, int pass, int mb, bool comm_pass, 
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    int zb = mm_schedule_splits_w(sp->schedule);
     *depth = sp->z3_no_prefetch    ? 0
              : sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1)
                                    : 1;
@@ -214,7 +214,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     int rank = rank_of(sp, d, vs), chunks = c->chunks;
-    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    int zb = mm_schedule_splits_w(sp->schedule);
     double dur, flops, hw, tp_bytes;
     int msgs, cat;
     pass_work(b, d, vs, pass, mb, &dur, &flops, &hw, &tp_bytes, &msgs, &cat);
