@@ -6,6 +6,7 @@
 #include "exec/run.h"
 
 #include "cost/cost_internal.h"
+#include "cost/runcost.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -868,6 +869,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         rc = apply_data_wait(sim, &la, mt, err);
     if (rc == 0)
         summarize(sim, eng, mt);
+    if (rc == 0)
+        rc = mm_sim_run_costs(sim, costs.stages, costs.n_vstages, costs.spec.m, mt->iteration_time_s, &mt->run, err);
 out:
     mm_loader_acc_free(&la);
     mt->wall_s = mm_host_seconds() - t_host;
