@@ -172,8 +172,9 @@ int mm_coll_algo_check(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo
         else if (s->n < 2)
             msg = "nvls needs two GPUs or more";
     } else if (algo == MM_ALGO_COLLNET) {
-        /* NCCL's CollNet and NVLS+SHARP paths reduce all-reduce; the
-         * reduce-scatter / all-gather variants are not modeled */
+        /* all-reduce only: SHARP's reduce-scatter / all-gather (with NCCL
+         * 2.20 or later, NVIDIA SHARP Rev 3.5.2 LTS release notes) are not
+         * modeled */
         if (kind != MM_COLL_ALLREDUCE)
             msg = "collnet implements all-reduce only here (SHARP reduce-scatter / all-gather are not modeled)";
         else if (!c->sharp)
