@@ -100,6 +100,8 @@ typedef struct mm_metrics {
     } oom_at;
     int gpus;
     uint64_t events;   /* engine events dispatched, all iterations */
+    uint64_t graph_ops; /* ops built for the last iteration (one replica's
+                           where identical replicas are built once) */
     double wall_s;     /* host seconds spent simulating (not stored in
                           deterministic comparisons) */
 
