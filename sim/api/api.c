@@ -223,6 +223,7 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"loader_cpu_s", m->oom ? NAN : m->loader_cpu_s},
         {"data_workers_needed", m->oom || h->sim.sc.data.workers < 0 ? NAN : (double)m->data_workers_needed},
         {"peak_memory_gib", m->peak_memory_gib}, {"oom", m->oom ? 1 : 0},
+        {"peak_reserved_gib", m->peak_memory_gib}, {"peak_allocated_gib", m->peak_allocated_gib},
         {"peak_memory_bound_gib", h->sim.wl ? m->peak_memory_bound_gib : NAN},
         {"encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance},
         {"encoder_excess_s", m->oom ? NAN : m->encoder_excess_s},
