@@ -352,8 +352,17 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe);
     spec->z3_once = mm_framework_z3_keep_gathered(sim->fw, zero, pipe);
     spec->bucket_bytes = bucket_params(sim, L->lay.dp) * gbytes;
-    spec->z3_gathers = mm_framework_z3_gathers(sim->fw, m);
-    spec->z3_prefetch = mm_framework_z3_prefetch(sim->fw, m);
+    mm_z3_knobs knobs = {sc->zero.prefetch_bucket_size, sc->zero.max_live_parameters,
+                         sc->zero.param_persistence_threshold, sc->zero.max_reuse_distance};
+    mm_z3_gather_plan z3;
+    if (mm_framework_z3_plan(sim->fw, m, &knobs, rc == MM_RECOMPUTE_FULL, &z3))
+        z3 = (mm_z3_gather_plan){.gathers = 1, .prefetch = 1, .scatters = 1}; /* refused by check_zero under ZeRO-3 */
+    spec->z3_gathers = z3.gathers;
+    spec->z3_prefetch = z3.prefetch;
+    spec->z3_no_prefetch = z3.prefetch == 0;
+    spec->z3_regathers = z3.regathers;
+    spec->z3_scatters = z3.scatters;
+    spec->z3_regather_share = z3.regather_share;
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
@@ -939,11 +948,16 @@ static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, dou
 /* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
  * S, on every virtual stage. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
-                        mm_mb_cost *out, size_t stride)
+                        double images, mm_mb_cost *out, size_t stride)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = sim->llm;
+    /* Mllama: the cross blocks attend this micro-batch's images (their
+     * mean per sequence), not the nominal one per sequence */
+    mm_llm mi = *sim->llm;
+    if (mi.cross_tokens > 0 && images >= 0)
+        mi.cross_images = n > 0 ? images / n : 0.0;
+    const mm_llm *m = &mi;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);
@@ -965,7 +979,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     k = mm_llm_head_ops(m, 1, T / cp, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     pass_times head = k < 0 ? (pass_times){0} : time_ops(&fc, ops, k);
     int rc = mm_sim_recompute(sim, L);
-    double lf = mm_llm_layer_fwd_flops_packed(m, T, S), af = lf - mm_llm_layer_fwd_flops_packed(m, T, 0);
+    double lf = mm_llm_layer_fwd_flops_seqs(m, T, S, n), af = mm_llm_layer_attn_fwd_flops_seqs(m, T, S, n);
     double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
     bool uniform = mm_llm_blocks_uniform(m);
@@ -977,8 +991,8 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
             mm_llm sv = stage_view(m, l0, nl);
             if (bin_layer(sim, &sv, T, S, n, &layer, NULL))
                 return -1;
-            lf = mm_llm_layer_fwd_flops_packed(&sv, T, S);
-            af = lf - mm_llm_layer_fwd_flops_packed(&sv, T, 0);
+            lf = mm_llm_layer_fwd_flops_seqs(&sv, T, S, n);
+            af = mm_llm_layer_attn_fwd_flops_seqs(&sv, T, S, n);
             re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
             re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
         }

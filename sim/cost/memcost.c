@@ -120,6 +120,17 @@ static double graph_bytes(const mm_sim *sim, const mm_mem_config *c, int k)
     return layers * flight * 4.0 * tokens * (double)sim->llm->hidden * 2.0;
 }
 
+int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
+{
+    mm_mem_config c;
+    mm_sim_llm_mem_config(sim, &c);
+    if (mm_mem_llm_rank(sim->llm, &c, k, r))
+        return -1;
+    r->transient += graph_bytes(sim, &c, k); /* allocated during the step */
+    r->total += graph_bytes(sim, &c, k);
+    return 0;
+}
+
 static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
 {
     const mm_scenario *sc = &sim->sc;
@@ -131,12 +142,12 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
     mt->peak_gib = mt->peak_alloc_gib = 0;
     for (int k = 0; k < L->lay.pp; k++) {
         mm_mem_rank r;
-        if (mm_mem_llm_rank(sim->llm, &c, k, &r)) {
+        if (mm_sim_llm_stage_rank(sim, k, &r)) {
             mt->stage_gib[k] = mt->states_gib[k] = mt->stage_alloc_gib[k] = NAN;
             mt->peak_gib = mt->peak_alloc_gib = NAN;
             continue;
         }
-        double states = r.weights + r.grads + r.optimizer, dyn = r.total - states + graph_bytes(sim, &c, k);
+        double states = r.weights + r.grads + r.optimizer, dyn = r.total - states;
         mm_mem_alloc a;
         mm_sim_mem_alloc(sim, L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, L->lay.ep, c.zero, r.params, &a);
         double reserved = mm_mem_reserved(&a, states, dyn);
@@ -175,20 +186,39 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i, double
     }
     if (flight > m * dp)
         flight = m * dp;
-    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
     mm_mem_rank r;
-    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
-                                 ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
-                                 : e->layout.sp);
     double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
-    if (mm_mem_encoder_rank(e->enc, inputs * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
-                            mm_sim_mem_recompute_of(sim, &e->layout), flight, e->frozen_tower, &r)) {
+    if (mm_sim_enc_rank_memory(sim, i, es, inputs * (double)sc->train.micro_batch, flight, &r)) {
         *states = *dyn = NAN;
         return NAN;
     }
-    *states = (r.weights + r.grads + r.optimizer) / es->pp;
-    *dyn = (r.activations + r.transient) / es->pp;
-    return r.total / es->pp;
+    *states = r.weights + r.grads + r.optimizer;
+    *dyn = r.activations + r.transient;
+    return r.total;
+}
+
+int mm_sim_enc_rank_memory(const mm_sim *sim, int i, const mm_enc_spec *es, double inputs, int flight,
+                           mm_mem_rank *r)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_sim_encoder *e = &sim->enc[i];
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
+    bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
+                                 ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
+                                 : e->layout.sp);
+    if (mm_mem_encoder_rank(e->enc, inputs, es->tp, sp, es->dp, zero, mm_sim_mem_recompute_of(sim, &e->layout),
+                            flight, e->frozen_tower, r))
+        return -1;
+    /* the encoder's layers spread over its es->pp stages, each stage's GPU
+     * holding its share */
+    r->params /= es->pp;
+    r->weights /= es->pp;
+    r->grads /= es->pp;
+    r->optimizer /= es->pp;
+    r->activations /= es->pp;
+    r->transient /= es->pp;
+    r->total /= es->pp;
+    return 0;
 }
 
 void mm_sim_memory_free(mm_sim_memory *m)
