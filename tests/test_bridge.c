@@ -230,8 +230,9 @@ END_TEST
  * model` gave [17.52, 13.57] (it ignored per-module sp); now both print
  * the run's, as reserved: the allocated [13.70, 11.68] plus the 6 B
  * per logit of Megatron's loss (2 more than the fp32 logits) on the last
- * stage, the allocator's fragmentation and the CUDA context, workspaces
- * and NCCL buffers (frameworks/megatron-core.yaml memory). */
+ * stage and the CUDA context, workspaces and NCCL buffers
+ * (frameworks/megatron-core.yaml memory; no fragmentation is published
+ * for Megatron). */
 START_TEST(issue_case_numbers)
 {
     ck_assert_int_eq(mmx_run(tmpdir, NULL,
@@ -241,7 +242,7 @@ START_TEST(issue_case_numbers)
                      0);
     double g[4];
     ck_assert_int_eq(json_memory(out, false, g, 4), 2);
-    ck_assert_msg(fabs(g[0] - 16.53) < 0.01 && fabs(g[1] - 14.22) < 0.01, "%g %g", g[0], g[1]);
+    ck_assert_msg(fabs(g[0] - 15.78) < 0.01 && fabs(g[1] - 13.81) < 0.01, "%g %g", g[0], g[1]);
 }
 END_TEST
 

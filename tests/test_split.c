@@ -335,12 +335,7 @@ END_TEST
  * busy in proportion to its chunks' compute; with fp32 gradients (Megatron-
  * LM without --grad-reduce-in-bf16) stage 1 holds 2 bytes more per
  * parameter.  A batch of 128 keeps the test short: 16 micro-batches per
- * replica already reach every stage's peak (at most 71 chunks in flight).
- * On the H100 its tensors fit (69.0 GiB allocated of 74.5) but the
- * allocator's modeled reserve (15 % fragmentation of what the step
- * allocates, the CUDA context, NCCL buffers) puts it at 77.8 GiB, out of
- * memory: a known over-estimate for this published recipe (docs/limits.md),
- * so the executor's part runs on the 141 GB H200. */
+ * replica already reach every stage's peak (at most 71 chunks in flight). */
 START_TEST(split_llama31_405b_recipe)
 {
     const char *args = "run --megatron-args tests/data/megatron/llama31-405b.args --set cluster.nodes=128";
@@ -350,12 +345,6 @@ START_TEST(split_llama31_405b_recipe)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
     ck_assert_int_eq(run("%s --set train.global_batch=128 --set iterations=1 --no-db --json", args), 0);
-    ck_assert_msg(jget(out, "peak_allocated_gib") < 74.5 && jget(out, "peak_memory_gib") > 74.5, "%s", out);
-    const char *h100s1 = strstr(out, "{\"stage\": 1, \"busy_s\"");
-    ck_assert_ptr_nonnull(h100s1);
-    double bf16_gib = jget(h100s1, "memory_gib");
-    ck_assert_int_eq(run("%s --set train.global_batch=128 --set iterations=1 --no-db --json "
-                         "--set cluster.topology=topologies/hgx-h200.yaml", args), 0);
     ck_assert_msg(jget(out, "iteration_time_s") > 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "\"oom\": false"));
     ck_assert_int_eq((int)jget(out, "gpus"), 1024);
@@ -386,9 +375,10 @@ START_TEST(split_llama31_405b_recipe)
     double b0 = jget(s0, "busy_s"), b1 = jget(s1, "busy_s");
     ck_assert_double_eq_tol(b0 / b1, r0 / r1, 0.02);
     ck_assert(b0 < b1);
+    double bf16_gib = jget(s1, "memory_gib");
     /* fp32 gradients: 16 layers of 3,187,703,808 parameters (q, o: h^2; k,
      * v: h x 1024; SwiGLU 3 x h x 53248; two norms) over tp 8, 2 bytes more
-     * each; over the H100's 74.5 GiB */
+     * each; over the H100's 74.5 GiB less the 2 GiB reserve */
     ck_assert_int_eq(run("%s --set train.global_batch=128 --set train.grad_reduce=fp32 --set iterations=1 --no-db "
                          "--json", args),
                      0);
