@@ -96,7 +96,7 @@ check "bash: --set KEY= completes an enum's values" only "mmsim run --set train.
 check "bash: --set=KEY=value in one word" only "mmsim plan --set=train.recompute=s" selective
 check "bash: -s KEY" only "mmsim run -s parallel.llm.t" parallel.llm.tp=
 check "bash: collective's operand" only "mmsim collective all" allreduce allgather alltoall
-check "bash: collective --algo" only "mmsim collective --algo " auto ring tree hier nvls
+check "bash: collective --algo" only "mmsim collective --algo " auto ring tree hier nvls collnet
 check "bash: collective -d" only "mmsim collective -d bf" bfloat16
 check "bash: collective --datatype=" only "mmsim collective --datatype=f" float f8e4m3 f8e5m2
 check "bash: collective -o" has "mmsim collective -o " sum prod max min avg mulsum all
