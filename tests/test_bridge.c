@@ -228,7 +228,11 @@ END_TEST
 
 /* The issue's numbers: `mmsim run` gave [13.70, 11.68] GiB while `mmsim
  * model` gave [17.52, 13.57] (it ignored per-module sp); now both print
- * the run's. */
+ * the run's, as reserved: the allocated [13.70, 11.68] plus the 6 B
+ * per logit of Megatron's loss (2 more than the fp32 logits) on the last
+ * stage and the CUDA context, workspaces and NCCL buffers
+ * (frameworks/megatron-core.yaml memory; no fragmentation is published
+ * for Megatron). */
 START_TEST(issue_case_numbers)
 {
     ck_assert_int_eq(mmx_run(tmpdir, NULL,
@@ -238,7 +242,7 @@ START_TEST(issue_case_numbers)
                      0);
     double g[4];
     ck_assert_int_eq(json_memory(out, false, g, 4), 2);
-    ck_assert_msg(fabs(g[0] - 13.70) < 0.01 && fabs(g[1] - 11.68) < 0.01, "%g %g", g[0], g[1]);
+    ck_assert_msg(fabs(g[0] - 15.78) < 0.01 && fabs(g[1] - 13.81) < 0.01, "%g %g", g[0], g[1]);
 }
 END_TEST
 
@@ -299,7 +303,9 @@ static const char *const trace_cases[][3] = {
     {"train.framework=fsdp", "train.zero=1", NULL},
     {"train.framework=fsdp", "train.zero=2", NULL},
     {"train.framework=fsdp", "train.zero=3", NULL},
-    {"train.recompute=none", "train.attention=unfused", NULL},
+    /* the unfused scores of a 7B at 4096 tokens no longer fit 80 GB once
+     * the allocator's reserve is counted: a smaller model */
+    {"train.recompute=none", "train.attention=unfused", "models/gpt3-1.3b.json"},
     {"train.recompute=selective", NULL, NULL},
     {"train.recompute=full", "parallel.llm.sp=true", NULL},
     {"train.schedule=interleaved", "parallel.llm.vpp=2", NULL},
@@ -382,7 +388,7 @@ START_TEST(trace_memory_counter_peaks_at_stage_memory)
     }
     for (int s = 0; s < pp; s++)
         ck_assert_msg(seen[s], "case %d: no counter for stage %d", _i, s);
-    ck_assert(sim.llm_frozen == (trace_cases[_i][2] != NULL));
+    ck_assert(sim.llm_frozen == (trace_cases[_i][2] != NULL && strstr(trace_cases[_i][0], "frozen") != NULL));
     if (sim.llm_frozen) /* 16-bit weights only: no gradients or optimizer states */
         ck_assert(bridge.states_gib[0] > 0 && bridge.states_gib[0] < 0.5 * (bridge.stage_gib[0]));
     free(stage);

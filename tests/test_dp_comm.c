@@ -263,9 +263,10 @@ START_TEST(overlap_hides_dp_communication)
     for (int k = 0; k < 2; k++) {
         const char *sets[] = {"train.framework=fsdp", "train.zero=1", "cluster.topology=topologies/dgx-h100.yaml",
                               "network=analytic", k ? "train.overlap_grad_reduce=false" : "train.overlap_grad_reduce=auto",
-                              k ? "train.overlap_param_gather=false" : "train.overlap_param_gather=auto"};
+                              k ? "train.overlap_param_gather=false" : "train.overlap_param_gather=auto",
+                              "train.seq_len=2048"}; /* fsdp's eager activations at 4096: out of memory */
         mm_sim sim = {0};
-        prepare(&sim, sets, 6);
+        prepare(&sim, sets, 7);
         mm_sim_costs c;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
@@ -356,9 +357,10 @@ START_TEST(overlap_slowdown_from_topology)
         char dir[64], path[128], set[160];
         h100_with_slowdown(values[k], dir, sizeof dir, path, sizeof path);
         snprintf(set, sizeof set, "cluster.topology=%s", path);
-        const char *sets[] = {"train.framework=fsdp", "train.zero=1", set, "network=analytic"};
+        const char *sets[] = {"train.framework=fsdp", "train.zero=1", set, "network=analytic",
+                              "train.seq_len=2048"}; /* fsdp's eager activations at 4096: out of memory */
         mm_sim sim = {0};
-        prepare(&sim, sets, 4);
+        prepare(&sim, sets, 5);
         h100_with_slowdown_free(dir, path);
         ck_assert(sim.cluster->gpu.overlap_slowdown == atof(values[k]));
         mm_sim_costs c;
@@ -570,9 +572,10 @@ START_TEST(every_microbatch_multiplies_dp_traffic)
     }
     ck_assert(fabs(bytes[0] - 4 * grad) < 1e-9 * grad && fabs(bytes[1] - grad) < 1e-9 * grad);
     /* fsdp: every micro-batch, overlapped bucket by bucket */
-    const char *sets[] = {base[0], base[1], base[2], "train.framework=fsdp", "train.zero=1"};
+    const char *sets[] = {base[0], base[1], base[2], "train.framework=fsdp", "train.zero=1",
+                          "train.seq_len=2048"}; /* fsdp's eager activations at 4096: out of memory */
     mm_sim sim = {0};
-    prepare(&sim, sets, 5);
+    prepare(&sim, sets, 6);
     mm_sim_costs c;
     mm_err err;
     ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);

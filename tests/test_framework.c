@@ -126,21 +126,27 @@ START_TEST(activation_memory_by_attention_kernel)
         mm_sim_memory mem;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
-        gib[u] = mem.peak_gib;
+        gib[u] = mem.peak_alloc_gib; /* allocated: the reserve scales the difference */
         oom[u] = mem.oom;
         mm_sim_memory_free(&mem);
         mm_sim_free(&sim);
     }
     ck_assert_msg(!oom[0] && oom[1], "fused %g GiB, unfused %g GiB", gib[0], gib[1]);
     ck_assert_msg(fabs(gib[1] - gib[0] - 80.0) < 1e-9, "difference %g GiB", gib[1] - gib[0]);
-    ck_assert_msg(fabs(gib[0] - 64.7) < 0.05, "fused %g GiB", gib[0]);
+    /* 64.7 GiB and Megatron's 16-bit logits beside the fp32 softmax,
+     * 2 B x 32000 x 4096 = 0.244 GiB (megatron-core.yaml
+     * loss_bytes_per_logit 6 against the fp32 logits' 4) */
+    ck_assert_msg(fabs(gib[0] - 64.94) < 0.05, "fused %g GiB", gib[0]);
     /* the eager core (flash-attn's SelfAttention) keeps the same scores */
     ck_assert_msg(oom[2] && gib[2] == gib[1], "eager %g GiB, unfused %g GiB", gib[2], gib[1]);
     /* every profile on its own kernel: megatron-local's default is the
      * unfused core (no --use-flash-attn), OOM at the same 144.7 GiB; fsdp's
      * FlashAttention-2 with fp32 gradients holds megatron-core's 64.7;
      * hf-deepspeed's 16-bit gradients 2 bytes per parameter less */
-    static const bool fits[] = {true, false, true, true};
+    /* fsdp: torchtitan's eager norms, RoPE and SwiGLU keep 21 sbh more per
+     * layer than the fused count and its fp32 gradients 2 B per parameter
+     * more than hf-deepspeed's: 82 GiB reserved, out of memory */
+    static const bool fits[] = {true, false, true, false};
     for (int i = 0; i < 4; i++) {
         char fwk[64];
         snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
@@ -151,9 +157,21 @@ START_TEST(activation_memory_by_attention_kernel)
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
         double params = (double)mm_llm_params(sim.llm);
-        double want = i == 1 ? gib[1] : i == 2 ? gib[0] - 2.0 * params / MM_GIB : gib[0];
-        ck_assert_msg(mem.oom == !fits[i] && fabs(mem.peak_gib - want) < 1e-9, "%s: %g GiB, oom %d", profiles[i],
-                      mem.peak_gib, mem.oom);
+        /* the scores by kernel: megatron-local's unfused core keeps the
+         * 80 GiB (and its eager RoPE's q and k, 32 layers x 4 B x s x
+         * (a + g) d); the eager stacks' own intermediates are
+         * test_memory_fw.c's */
+        double rope = i == 1 ? 32.0 * 4.0 * 4096.0 * 2.0 * 4096.0 / MM_GIB : 0.0;
+        double want = i == 1 ? gib[1] + rope : gib[0];
+        if (i == 0 || i == 1)
+            ck_assert_msg(fabs(mem.peak_alloc_gib - want) < 1e-9, "%s: %g GiB allocated, want %g", profiles[i],
+                          mem.peak_alloc_gib, want);
+        double st0 = 0;
+        if (i == 0)
+            st0 = mem.states_gib[0];
+        (void)st0;
+        ck_assert_msg(mem.oom == !fits[i], "%s: %g GiB reserved, oom %d", profiles[i], mem.peak_gib, mem.oom);
+        (void)params;
         mm_sim_memory_free(&mem);
         mm_sim_free(&sim);
     }
@@ -193,7 +211,7 @@ START_TEST(grad_reduce_dtype)
         mm_sim_memory mem;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_memory(&sim, &mem, &err), 0);
-        gib[i] = mem.peak_gib;
+        gib[i] = mem.states_gib[0]; /* the states: activations differ by profile too */
         params = (double)mm_llm_params(sim.llm);
         mm_sim_memory_free(&mem);
         mm_sim_free(&sim);

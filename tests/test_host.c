@@ -169,7 +169,7 @@ START_TEST(cuda_graph_memory)
         mm_sim_memory m;
         mm_err err;
         ck_assert_int_eq(mm_sim_stage_memory(&sim, &m, &err), 0);
-        gib[k] = m.stage_gib[0];
+        gib[k] = m.stage_alloc_gib[0]; /* allocated: the reserve scales what is allocated */
         mm_sim_memory_free(&m);
         mm_sim_free(&sim);
     }

@@ -36,7 +36,7 @@ START_TEST(test_write_reads_back)
             ck_assert_double_eq(v, want[n_names]);
     }
     ck_assert_uint_eq(n_names, 12);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 12);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 14); /* and peak_reserved_gib, peak_allocated_gib */
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"
                                " AND name IN ('iteration_time_s', 'tokens_per_s',"
                                " 'samples_per_s', 'mfu', 'hfu', 'tflops_per_gpu',"
@@ -47,7 +47,7 @@ START_TEST(test_write_reads_back)
     ck_assert_int_eq(q_int(st, "SELECT value IS NULL FROM metrics"
                                " WHERE run_id = 1 AND name = 'peak_memory_gib'"),
                      1);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE value IS NULL"), 1);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE value IS NULL"), 2); /* peak_memory_gib, peak_reserved_gib */
 
     /* A metric or run that is not there. */
     double v;
@@ -227,7 +227,7 @@ START_TEST(test_delete_cascades)
     char sql[128];
     snprintf(sql, sizeof sql, "DELETE FROM runs WHERE id = %lld", (long long)b);
     ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), sql, NULL, NULL, NULL), SQLITE_OK);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 12);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 14);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), N_STAGES);
     /* Foreign keys are enforced: no metric rows for a run that is not there. */
@@ -276,7 +276,7 @@ START_TEST(test_failed_write_leaves_no_partial_run)
     ck_assert_str_eq(err.file, db);
     ck_assert_ptr_nonnull(strstr(err.msg, "iteration"));
     ck_assert_int_eq(count_runs(st), 1);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 12);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 14);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     assert_no_orphans(st);
 
@@ -417,7 +417,7 @@ START_TEST(test_parallel_writers)
     }
     mm_store *st = open_ok(db);
     ck_assert_int_eq(count_runs(st), PROCS * RUNS);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 12);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 14);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), PROCS * RUNS * N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), PROCS * RUNS * N_STAGES);
     ck_assert_int_eq(q_int(st, "SELECT count(DISTINCT scenario_hash) FROM runs"), 2);

@@ -490,7 +490,7 @@ START_TEST(killed_sweep_resumes)
                           " JOIN metrics m ON m.run_id = r.id ORDER BY r.id, m.name");
     /* every run that is there is whole */
     ck_assert_int_eq(q_long(db, "SELECT count(*) FROM runs r WHERE"
-                                " (SELECT count(*) FROM metrics m WHERE m.run_id = r.id) != 12"
+                                " (SELECT count(*) FROM metrics m WHERE m.run_id = r.id) != 14"
                                 " OR (SELECT count(*) FROM iterations i WHERE i.run_id = r.id) != 2"),
                      0);
 

@@ -228,6 +228,7 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"periodic_per_iteration_s", m->oom || !m->run.on ? NAN : m->run.per_iter_s},
         {"run_total_s", m->oom || !m->run.on ? NAN : m->run.total_s},
         {"peak_memory_gib", m->peak_memory_gib}, {"oom", m->oom ? 1 : 0},
+        {"peak_reserved_gib", m->peak_memory_gib}, {"peak_allocated_gib", m->peak_allocated_gib},
         {"peak_memory_bound_gib", h->sim.wl ? m->peak_memory_bound_gib : NAN},
         {"encoder_load_imbalance", m->oom ? NAN : m->encoder_load_imbalance},
         {"encoder_excess_s", m->oom ? NAN : m->encoder_excess_s},

@@ -210,6 +210,7 @@ static void json_layout(FILE *f, const mm_model_report *l)
     }
     fprintf(f, "},\n");
     jnum(f, "peak_memory_gib", l->mem.peak_gib);
+    jnum(f, "peak_allocated_gib", l->mem.peak_alloc_gib);
 }
 
 void mm_report_model_json(FILE *f, const mm_model_report *r)

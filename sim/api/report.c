@@ -163,6 +163,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     jnum(f, "host_launch_s", m->oom ? NAN : m->host_launch_s, 0);
     jnum(f, "exposed_host_s", m->oom ? NAN : m->exposed_host_s, 0);
     jnum(f, "peak_memory_gib", m->peak_memory_gib, 0);
+    jnum(f, "peak_reserved_gib", m->peak_memory_gib, 0);
+    jnum(f, "peak_allocated_gib", m->peak_allocated_gib, 0);
     if (sim->wl) /* memory that follows the data: the early check is a bound */
         jnum(f, "peak_memory_bound_gib", m->peak_memory_bound_gib, 0);
     if (m->oom && m->oom_at.iteration >= 0) {

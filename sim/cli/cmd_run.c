@@ -88,8 +88,9 @@ static void print_config(const mm_sim *sim, const mm_metrics *m)
 static void print_oom(const mm_sim *sim, const mm_metrics *m, int64_t run_id, const char *db)
 {
     const mm_scenario *sc = &sim->sc;
-    printf("  OUT OF MEMORY: peak %.1f GiB per GPU + %.1f GiB reserve > %.1f GiB of HBM\n",
-           m->peak_memory_gib, sc->train.memory_reserve_gib, sim->cluster->gpu.hbm_bytes / 1073741824.0);
+    printf("  OUT OF MEMORY: peak %.1f GiB per GPU reserved (%.1f allocated) + %.1f GiB reserve > %.1f GiB of HBM\n",
+           m->peak_memory_gib, m->peak_allocated_gib, sc->train.memory_reserve_gib,
+           sim->cluster->gpu.hbm_bytes / 1073741824.0);
     if (m->oom_at.iteration >= 0 && m->oom_at.stage >= 0)
         printf("  in iteration %d: micro-batch %d of DP replica %d on stage %d needs %.2f GiB of %.2f\n",
                m->oom_at.iteration, m->oom_at.micro_batch, m->oom_at.replica, m->oom_at.stage,
@@ -223,8 +224,9 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("%s)", fw ? ", the framework's" : "");
     }
     printf("\n");
-    printf("  peak memory        %10.2f GiB per GPU (of %.1f; reserve %.1f)\n", m->peak_memory_gib,
-           sim->cluster->gpu.hbm_bytes / 1073741824.0, sc->train.memory_reserve_gib);
+    printf("  peak memory        %10.2f GiB per GPU reserved, %.2f allocated (of %.1f; reserve %.1f)\n",
+           m->peak_memory_gib, m->peak_allocated_gib, sim->cluster->gpu.hbm_bytes / 1073741824.0,
+           sc->train.memory_reserve_gib);
     if (sim->wl)
         printf("  memory bound       %10.2f GiB per GPU (every micro-batch its largest sample)\n",
                m->peak_memory_bound_gib);

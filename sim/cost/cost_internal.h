@@ -61,6 +61,17 @@ void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es);
 /* memcost.c: the LLM's memory configuration (memory.h) for this scenario. */
 void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
 
+/* memcost.c: the allocator and runtime around the tensors on a GPU of a
+ * module with these degrees (model/memory.h mm_mem_alloc) under the
+ * scenario's framework: its fragmentation, and the CUDA context, library
+ * workspaces, NCCL buffers of each communicator the GPU is in (tp, cp,
+ * dp, ep, and the pipeline's send/recv when pp > 1) and ZeRO 1-2 bucket
+ * buffers of `params` parameters at most.  The one place both the early
+ * check (memcost.c) and the memory that follows the data (datamem.c) take
+ * it from. */
+void mm_sim_mem_alloc(const mm_sim *sim, int tp, int cp, int pp, int dp, int ep, int zero, double params,
+                      mm_mem_alloc *a);
+
 /* memcost.c: the bytes on one GPU of the LLM's pipeline stage k, by kind,
  * as mm_sim_stage_memory counts them (its stage_gib is this total).
  * Returns 0, or -1 outside the memory model. */
@@ -141,8 +152,9 @@ void mm_sim_wl_iter_free(wl_iter *w);
  * where (the micro-batch whose forward made the peak, the stage and the
  * replica; -1 on an encoder's own GPUs) and the bytes. */
 typedef struct mm_data_mem {
-    double *stage_gib;  /* in: the caller's array of pp; out: per stage */
-    double peak_gib;
+    double *stage_gib;  /* in: the caller's array of pp; out: per stage, reserved */
+    double peak_gib;    /* reserved (mm_mem_reserved): what the verdict compares */
+    double peak_alloc_gib; /* allocated at the same peaks */
     bool oom;
     int micro_batch, stage, replica;
     double need_gib, cap_gib;

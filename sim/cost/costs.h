@@ -43,8 +43,9 @@ void mm_sim_costs_free(mm_sim_costs *c);
  * stage and of each module (the largest sample of a workload file). */
 typedef struct mm_sim_memory {
     int n_stages;          /* the LLM's pipeline stages (pp) */
-    double *stage_gib;     /* one GPU of each stage, encoders on the LLM's GPUs
-                              included; NaN outside the memory model (owned) */
+    double *stage_gib;     /* one GPU of each stage as reserved, encoders on
+                              the LLM's GPUs included; NaN outside the
+                              memory model (owned) */
     double *states_gib;    /* of that, the LLM's model states (weights,
                               gradients, optimizer) on one GPU of each stage;
                               NaN outside the memory model (owned) */
@@ -52,7 +53,13 @@ typedef struct mm_sim_memory {
     char module_name[MM_MAX_MODULES][16];
     double module_gib[MM_MAX_MODULES]; /* one of its GPUs: the LLM's peak stage
                                           alone, an encoder's own share */
-    double peak_gib;       /* largest per-GPU total */
+    double *stage_alloc_gib; /* of stage_gib, what the tensors allocate
+                              (torch.cuda.max_memory_allocated; owned) */
+    double peak_gib;       /* largest per-GPU reserved total (mm_mem_reserved:
+                              allocated + the allocator's fragmentation +
+                              context, workspaces, NCCL and bucket buffers),
+                              what the OOM verdict compares */
+    double peak_alloc_gib; /* largest per-GPU allocated total */
     double hbm_gib;        /* the GPU's HBM */
     double cap_gib;        /* HBM less train.memory_reserve_gib */
     bool oom;              /* some GPU's total exceeds cap_gib */

@@ -14,8 +14,10 @@
  * Known limits: ZB-H1's deferred W passes keep some tensors past B,
  * counted as freed at B (ZB-H1's peak equals 1F1B's, Qi et al. 2024);
  * ZB-2p's activations are counted half freed at B and half at W, as its
- * 2p limit counts them;
- * allocator fragmentation is the reserve's job.
+ * 2p limit counts them.
+ * What a GPU needs is reserved memory (memory.h mm_mem_reserved, with the
+ * allocator and runtime of memcost.c's mm_sim_mem_alloc); the allocated
+ * peak is reported beside it.
  * Not for: the early check of a layout (costs.c, a bound from the
  * largest sample), or timing. */
 #include "cost/cost_internal.h"
@@ -100,20 +102,15 @@ static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, 
     return peak;
 }
 
-/* The largest transient of stage s on replica d: the last stage's fp32
- * logits and final-norm input, a recomputed layer under full recompute. */
+/* The largest transient of stage s on replica d (memory.h
+ * mm_mem_stage_transient, as the early check takes it) at the replica's
+ * longest micro-batch. */
 static double stage_transient(const mm_sim *sim, const mm_mem_config *c, const wl_iter *w, int s, int d)
 {
-    const mm_llm *m = sim->llm;
-    double T = 0, t = c->lay.tp, cp = c->lay.cp > 0 ? c->lay.cp : 1;
+    double T = 0;
     for (int j = 0; j < w->m; j++)
         T = fmax(T, w->mb_T[(size_t)d * w->m + j]);
-    double x = 0;
-    if (c->recompute == MM_RECOMPUTE_FULL)
-        x += mm_mem_layer_activations(m, 1, T, c->lay.tp, c->sp, c->lay.cp, MM_RECOMPUTE_SELECTIVE);
-    if (s == c->lay.pp - 1)
-        x += 4.0 * (T / cp) * (double)m->vocab / t + 2.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
-    return x;
+    return mm_mem_stage_transient(sim->llm, c, s, T);
 }
 
 /* Colocated encoders' activations on simulated rank (d, s): on each of
@@ -189,7 +186,7 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     if (!steps)
         return -1;
     int oom = 0;
-    out->peak_gib = 0;
+    out->peak_gib = out->peak_alloc_gib = 0;
     for (int s = 0; s < P; s++) {
         mm_mem_rank r;
         int n = mm_build_schedule_steps(spec, s, steps);
@@ -197,14 +194,18 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
             free(steps);
             return -1;
         }
-        double states = r.weights + r.grads + r.optimizer, worst = 0;
+        double states = r.weights + r.grads + r.optimizer, worst = 0, worst_alloc = 0;
         if ((x.homog && s == 0) || x.coloc)
             states += enc_states;
+        mm_mem_alloc a;
+        mm_sim_mem_alloc(sim, c.lay.tp, c.lay.cp, c.lay.pp, c.lay.dp, c.lay.ep, c.zero, r.params, &a);
         for (int d = 0; d < spec->lay.dp; d++) {
             int at;
-            double need = states + stage_peak(&x, s, d, steps, n, &at) + stage_transient(sim, &c, w, s, d) +
-                          (x.coloc ? coloc_act(&x, d, s) : 0);
+            double dyn = stage_peak(&x, s, d, steps, n, &at) + stage_transient(sim, &c, w, s, d) +
+                         (x.coloc ? coloc_act(&x, d, s) : 0);
+            double need = mm_mem_reserved(&a, states, dyn);
             worst = fmax(worst, need);
+            worst_alloc = fmax(worst_alloc, states + dyn);
             if (need > cap && !oom) {
                 oom = 1;
                 out->micro_batch = at, out->stage = s, out->replica = d;
@@ -213,10 +214,17 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
         }
         out->stage_gib[s] = worst / MM_GIB;
         out->peak_gib = fmax(out->peak_gib, worst / MM_GIB);
+        out->peak_alloc_gib = fmax(out->peak_alloc_gib, worst_alloc / MM_GIB);
     }
     free(steps);
     for (int i = 0; i < sim->n_enc && !x.homog && !x.coloc; i++) {
-        double need = own_gpu_need(&x, i);
+        const mm_enc_spec *es = &spec->enc[i];
+        int zero = sim->enc[i].layout.zero >= 0 ? sim->enc[i].layout.zero : sc->train.zero;
+        mm_mem_alloc a;
+        mm_sim_mem_alloc(sim, es->tp, 1, es->pp, es->dp, 1, zero,
+                         (double)mm_encoder_params(sim->enc[i].enc) / es->tp / es->pp, &a);
+        double alloc = own_gpu_need(&x, i), need = mm_mem_reserved(&a, x.em[i].states, alloc - x.em[i].states);
+        out->peak_alloc_gib = fmax(out->peak_alloc_gib, alloc / MM_GIB);
         out->peak_gib = fmax(out->peak_gib, need / MM_GIB);
         if (need > cap && !oom) {
             oom = 1;

@@ -61,6 +61,44 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .fp8 = mm_sim_fp8(sim),
         .cp_ring = L->lay.cp > 1 && sc->train.cp_comm == MM_CP_RING,
     };
+    const mm_framework *fw = sim->fw;
+    if (!fw)
+        return;
+    c->eager = (mm_mem_eager){.norm_extra = fw->mem.norm_extra, .rope_extra = fw->mem.rope_extra,
+                              .act_extra = fw->mem.act_extra, .no_dropout = !(fw->hidden_dropout > 0)};
+    c->loss_bytes = fw->mem.loss_bytes;
+    /* FlashAttention-2/3's backward accumulates dq in fp32 (Dao-AILab/
+     * flash-attention csrc/flash_attn/flash_api.cpp mha_bwd: dq_accum,
+     * float, (b, s, h, d)); cuDNN's and the unfused core are not counted */
+    c->dq_accum = sim->attn == MM_ATTN_IMPL_FLASH || sim->attn == MM_ATTN_IMPL_FLASH2 ||
+                  sim->attn == MM_ATTN_IMPL_FLASH3;
+    if (c->zero >= 3 && !c->z3_keep) {
+        double layer = (double)mm_llm_layer_params(sim->llm) / (double)(L->lay.tp > 0 ? L->lay.tp : 1);
+        double gb = c->grad_bytes > 0 ? c->grad_bytes : MM_BYTES_GRAD;
+        c->z3_bytes = (1.0 + mm_framework_z3_prefetch(fw, sim->llm)) * layer * MM_BYTES_WEIGHT + layer * gb;
+    }
+}
+
+void mm_sim_mem_alloc(const mm_sim *sim, int tp, int cp, int pp, int dp, int ep, int zero, double params,
+                      mm_mem_alloc *a)
+{
+    *a = (mm_mem_alloc){0};
+    const mm_framework *fw = sim->fw;
+    if (!fw)
+        return;
+    const mm_fw_memory *x = &fw->mem;
+    int comms = (tp > 1) + (cp > 1) + (dp > 1) + (ep > 1) + (pp > 1);
+    a->fragmentation = x->fragmentation;
+    a->fixed = x->context_bytes + x->workspace_bytes + (double)comms * 2.0 * x->nccl_channels * x->nccl_bytes;
+    if (zero >= 1 && zero <= 2 && x->bucket_buffers > 0 && dp > 1) {
+        bool ovl_grad, ovl_param;
+        mm_framework_overlap(fw, zero, &ovl_grad, &ovl_param);
+        if (sim->sc.train.overlap_grad_reduce != MM_TOVL_AUTO)
+            ovl_grad = sim->sc.train.overlap_grad_reduce == MM_TOVL_TRUE;
+        double bucket = fmax(fw->bucket_params, fw->bucket_per_dp * dp);
+        double gb = mm_framework_grad_bytes(fw, (mm_dtype)sim->sc.train.precision);
+        a->fixed += (ovl_grad ? 2.0 : 1.0) * x->bucket_buffers * fmin(bucket, params) * gb;
+    }
 }
 
 /* Per-layer CUDA graphs' own buffers on one GPU of stage k (train.
@@ -90,6 +128,7 @@ int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
     mm_sim_llm_mem_config(sim, &c);
     if (mm_mem_llm_rank(sim->llm, &c, k, r))
         return -1;
+    r->transient += graph_bytes(sim, &c, k); /* allocated during the step */
     r->total += graph_bytes(sim, &c, k);
     return 0;
 }
@@ -98,21 +137,28 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
+    mm_mem_config c;
+    mm_sim_llm_mem_config(sim, &c);
     double cap = sim->cluster->gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
-    mt->peak_gib = 0;
+    mt->peak_gib = mt->peak_alloc_gib = 0;
     for (int k = 0; k < L->lay.pp; k++) {
         mm_mem_rank r;
         if (mm_sim_llm_stage_rank(sim, k, &r)) {
-            mt->stage_gib[k] = mt->states_gib[k] = NAN;
-            mt->peak_gib = NAN;
+            mt->stage_gib[k] = mt->states_gib[k] = mt->stage_alloc_gib[k] = NAN;
+            mt->peak_gib = mt->peak_alloc_gib = NAN;
             continue;
         }
-        mt->stage_gib[k] = r.total / MM_GIB;
-        mt->states_gib[k] = (r.weights + r.grads + r.optimizer) / MM_GIB;
-        if (mt->stage_gib[k] > mt->peak_gib)
-            mt->peak_gib = mt->stage_gib[k];
-        if (r.total > cap)
+        double states = r.weights + r.grads + r.optimizer, dyn = r.total - states;
+        mm_mem_alloc a;
+        mm_sim_mem_alloc(sim, L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, L->lay.ep, c.zero, r.params, &a);
+        double reserved = mm_mem_reserved(&a, states, dyn);
+        mt->stage_gib[k] = reserved / MM_GIB;
+        mt->stage_alloc_gib[k] = (states + dyn) / MM_GIB;
+        mt->states_gib[k] = states / MM_GIB;
+        mt->peak_gib = fmax(mt->peak_gib, mt->stage_gib[k]);
+        mt->peak_alloc_gib = fmax(mt->peak_alloc_gib, mt->stage_alloc_gib[k]);
+        if (reserved > cap)
             oom = true;
     }
     return oom;
@@ -122,7 +168,7 @@ static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
  * the micro-batches it holds at once (its pipeline's depth; a colocated
  * encoder keeps every micro-batch it encoded until the LLM's backward; a
  * disjoint one its queue). */
-static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
+static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i, double *states, double *dyn)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_sim_encoder *e = &sim->enc[i];
@@ -142,10 +188,14 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
     }
     if (flight > m * dp)
         flight = m * dp;
-    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
     mm_mem_rank r;
-    if (mm_sim_enc_rank_memory(sim, i, es, inputs * (double)sc->train.micro_batch, flight, &r))
+    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
+    if (mm_sim_enc_rank_memory(sim, i, es, inputs * (double)sc->train.micro_batch, flight, &r)) {
+        *states = *dyn = NAN;
         return NAN;
+    }
+    *states = r.weights + r.grads + r.optimizer;
+    *dyn = r.activations + r.transient;
     return r.total;
 }
 
@@ -177,7 +227,8 @@ void mm_sim_memory_free(mm_sim_memory *m)
 {
     free(m->stage_gib);
     free(m->states_gib);
-    m->stage_gib = m->states_gib = NULL;
+    free(m->stage_alloc_gib);
+    m->stage_gib = m->states_gib = m->stage_alloc_gib = NULL;
     m->n_stages = 0;
 }
 
@@ -187,7 +238,8 @@ int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
     mt->n_stages = sim->sc.parallel.llm.lay.pp;
     mt->stage_gib = calloc((size_t)mt->n_stages, sizeof *mt->stage_gib);
     mt->states_gib = calloc((size_t)mt->n_stages, sizeof *mt->states_gib);
-    if (!mt->stage_gib || !mt->states_gib) {
+    mt->stage_alloc_gib = calloc((size_t)mt->n_stages, sizeof *mt->stage_alloc_gib);
+    if (!mt->stage_gib || !mt->states_gib || !mt->stage_alloc_gib) {
         mm_sim_memory_free(mt);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
@@ -201,21 +253,34 @@ int mm_sim_stage_memory(const mm_sim *sim, mm_sim_memory *mt, mm_err *err)
     for (int i = 0; i < sim->n_enc; i++) {
         mm_enc_spec es = {0};
         mm_sim_enc_layout(sim, i, &es);
-        double gib = enc_memory(sim, &es, i) / MM_GIB;
+        double st = 0, dyn = 0, alloc = enc_memory(sim, &es, i, &st, &dyn);
+        int zero = sim->enc[i].layout.zero >= 0 ? sim->enc[i].layout.zero : sim->sc.train.zero;
         snprintf(mt->module_name[1 + i], sizeof mt->module_name[0], "%s", es.name);
-        mt->module_gib[1 + i] = gib;
         if (es.placement == MM_ENC_HOMOGENEOUS || es.placement == MM_ENC_COLOCATED) {
-            /* on the LLM's GPUs: the first stage, or every stage */
+            /* on the LLM's GPUs: the first stage, or every stage; their
+             * runtime and buffers are the LLM's, counted there */
+            mm_mem_alloc a = {.fragmentation = sim->fw ? sim->fw->mem.fragmentation : 0.0};
+            double gib = mm_mem_reserved(&a, st, dyn) / MM_GIB;
+            mt->module_gib[1 + i] = gib;
             for (int k = 0; k < mt->n_stages; k++)
-                if (k == 0 || es.placement == MM_ENC_COLOCATED)
+                if (k == 0 || es.placement == MM_ENC_COLOCATED) {
                     mt->stage_gib[k] += gib;
-            mt->peak_gib = 0;
+                    mt->stage_alloc_gib[k] += alloc / MM_GIB;
+                }
+            mt->peak_gib = mt->peak_alloc_gib = 0;
             for (int k = 0; k < mt->n_stages; k++) {
                 mt->peak_gib = fmax(mt->peak_gib, mt->stage_gib[k]);
+                mt->peak_alloc_gib = fmax(mt->peak_alloc_gib, mt->stage_alloc_gib[k]);
                 oom |= mt->stage_gib[k] > cap;
             }
         } else {
+            mm_mem_alloc a;
+            mm_sim_mem_alloc(sim, es.tp, 1, es.pp, es.dp, 1, zero,
+                             (double)mm_encoder_params(sim->enc[i].enc) / es.tp / es.pp, &a);
+            double gib = mm_mem_reserved(&a, st, dyn) / MM_GIB;
+            mt->module_gib[1 + i] = gib;
             mt->peak_gib = fmax(mt->peak_gib, gib);
+            mt->peak_alloc_gib = fmax(mt->peak_alloc_gib, alloc / MM_GIB);
             oom |= gib > cap;
         }
     }

@@ -527,6 +527,7 @@ int mm_sim_metrics_memory(const mm_sim *sim, mm_metrics *mt, mm_err *err)
         mt->stages[k].memory_gib = m.stage_gib[k];
     }
     mt->peak_memory_gib = m.peak_gib;
+    mt->peak_allocated_gib = m.peak_alloc_gib;
     mt->n_modules = m.n_modules;
     for (int i = 0; i < m.n_modules; i++) {
         snprintf(mt->modules[i].name, sizeof mt->modules[i].name, "%s", m.module_name[i]);
@@ -552,6 +553,7 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
             mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
         mt->iters[it].peak_memory_gib = dm.peak_gib;
         mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
+        mt->peak_allocated_gib = fmax(mt->peak_allocated_gib, dm.peak_alloc_gib);
     }
     if (rc > 0) {
         mt->oom = true;
@@ -846,7 +848,7 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
          * largest sample in every micro-batch): each iteration's own data
          * decides (mm_sim_data_memory) */
         mt->peak_memory_bound_gib = mt->peak_memory_gib;
-        mt->peak_memory_gib = 0;
+        mt->peak_memory_gib = mt->peak_allocated_gib = 0;
         for (int s = 0; s < P; s++)
             mt->stages[s].memory_gib = 0;
         fit = 0;

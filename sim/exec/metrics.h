@@ -86,7 +86,10 @@ typedef struct mm_metrics {
     double data_wait_s, data_h2d_s, loader_cpu_s;
     int data_workers_needed; /* workers per GPU that keep up on average
                                 (mm_loader_workers_needed); -1: none can */
-    double peak_memory_gib; /* the peak over every GPU and iteration */
+    double peak_memory_gib; /* the peak over every GPU and iteration, as
+                               reserved (cost/costs.h mm_sim_memory.peak_gib):
+                               what the OOM verdict compares with HBM */
+    double peak_allocated_gib; /* allocated at that peak (tensors alone) */
     double peak_memory_bound_gib;  /* workload file: the early check's bound
                                       (every micro-batch its largest sample) */
     mm_run_costs run;       /* the run's periodic work (cost/runcost.h;

@@ -16,7 +16,10 @@ const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
                                        "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", "host",
-                                       "loader", NULL};
+                                       "loader", "memory", NULL};
+static const char *const mem_keys[] = {"norm_extra_bytes", "rope_extra_bytes", "act_extra_bytes",
+                                       "loss_bytes_per_logit", "fragmentation", "context_mib", "workspace_mib",
+                                       "nccl_buffer_mib", "nccl_channels", "grad_bucket_buffers", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
                                       "persistence_mparams", "max_reuse_mparams", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
@@ -291,6 +294,38 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
     return rc;
 }
 
+/* The memory section (framework.h mm_fw_memory); MiB read as bytes. */
+static int read_memory(const rd *r, mm_node *root, mm_framework *fw)
+{
+    mm_node *m;
+    mm_fw_memory *x = &fw->mem;
+    int rc = section(r, root, "memory", "memory", mem_keys, &m);
+    if (!rc)
+        rc = req_double(r, m, "norm_extra_bytes", "memory.norm_extra_bytes", 0.0, 64.0, &x->norm_extra);
+    if (!rc)
+        rc = req_double(r, m, "rope_extra_bytes", "memory.rope_extra_bytes", 0.0, 64.0, &x->rope_extra);
+    if (!rc)
+        rc = req_double(r, m, "act_extra_bytes", "memory.act_extra_bytes", 0.0, 64.0, &x->act_extra);
+    if (!rc)
+        rc = req_double(r, m, "loss_bytes_per_logit", "memory.loss_bytes_per_logit", 1.0, 64.0, &x->loss_bytes);
+    if (!rc)
+        rc = req_double(r, m, "fragmentation", "memory.fragmentation", 0.0, 0.9, &x->fragmentation);
+    if (!rc)
+        rc = req_double(r, m, "context_mib", "memory.context_mib", 0.0, 65536.0, &x->context_bytes);
+    if (!rc)
+        rc = req_double(r, m, "workspace_mib", "memory.workspace_mib", 0.0, 65536.0, &x->workspace_bytes);
+    if (!rc)
+        rc = req_double(r, m, "nccl_buffer_mib", "memory.nccl_buffer_mib", 0.0, 4096.0, &x->nccl_bytes);
+    if (!rc)
+        rc = req_int(r, m, "nccl_channels", "memory.nccl_channels", 0, 64, &x->nccl_channels);
+    if (!rc)
+        rc = req_int(r, m, "grad_bucket_buffers", "memory.grad_bucket_buffers", 0, 8, &x->bucket_buffers);
+    x->context_bytes *= 1048576.0;
+    x->workspace_bytes *= 1048576.0;
+    x->nccl_bytes *= 1048576.0;
+    return rc;
+}
+
 int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
 {
     memset(fw, 0, sizeof *fw);
@@ -321,6 +356,8 @@ int mm_framework_load(const char *path, mm_framework *fw, mm_err *err)
         rc = read_host(&r, root, fw);
     if (!rc)
         rc = read_loader(&r, root, fw);
+    if (!rc)
+        rc = read_memory(&r, root, fw);
     snprintf(fw->source, sizeof fw->source, "%s", path);
     mm_doc_free(&d);
     return rc;

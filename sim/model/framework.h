@@ -68,6 +68,28 @@ static inline double mm_fw_host_kernel_s(const mm_fw_host *h, bool bwd)
     return h->launch_s + (bwd ? h->bwd_op_s : h->fwd_op_s);
 }
 
+/* The profile's `memory` section: what the framework's eager code keeps
+ * for the backward beyond the fused kernels Korthikanti's count assumes,
+ * the loss's buffers, and what the allocator and runtime hold around the
+ * tensors (model/memory.h mm_mem_eager, mm_mem_alloc).  Bytes per element
+ * unless named otherwise. */
+typedef struct mm_fw_memory {
+    double norm_extra;     /* memory.norm_extra_bytes, per norm-input element */
+    double rope_extra;     /* memory.rope_extra_bytes, per q and k element */
+    double act_extra;      /* memory.act_extra_bytes, per gated-MLP ffn element */
+    double loss_bytes;     /* memory.loss_bytes_per_logit at the loss's peak */
+    double fragmentation;  /* memory.fragmentation: (reserved - allocated) / reserved
+                              of what is allocated and freed during the step */
+    double context_bytes;  /* memory.context_mib: CUDA context and kernel images */
+    double workspace_bytes;/* memory.workspace_mib: cuBLAS/cuBLASLt workspaces */
+    double nccl_bytes;     /* memory.nccl_buffer_mib: NCCL_BUFFSIZE, per channel per peer */
+    int nccl_channels;     /* memory.nccl_channels per communicator */
+    int bucket_buffers;    /* memory.grad_bucket_buffers: reduce-bucket-sized
+                              buffers ZeRO 1-2 allocates beside the gradients
+                              (doubled under overlap_grad_reduce); 0: buckets
+                              are views of the gradient buffer */
+} mm_fw_memory;
+
 enum { MM_FW_NORM, MM_FW_ROPE, MM_FW_ACT, MM_FW_RESIDUAL, MM_FW_XENT, MM_FW_GROUPS };
 extern const char *const mm_fw_group_names[]; /* "norm", "rope", "act", "residual", "cross_entropy" */
 
@@ -147,6 +169,7 @@ typedef struct mm_framework {
      * every micro-batch unless zero3.keep_gathered_under_pp applies. */
     bool every_microbatch[3];
     bool once_under_pp;
+    mm_fw_memory mem;           /* the memory section (above) */
 } mm_framework;
 
 /* A module of a transformer layer as DeepSpeed's coordinator fetches it:

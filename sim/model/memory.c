@@ -57,6 +57,18 @@ double mm_mem_layer_activations(const mm_llm *m, double b, double s, int tp, boo
 double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, bool sp, int cp,
                                    int recompute, double L)
 {
+    return mm_mem_layer_activations_eager(m, b, s, tp, sp, cp, recompute, L, NULL);
+}
+
+/* The eager intermediates (memory.h mm_mem_eager) join the terms they sit
+ * beside: the norms' fp32 copies the replicated ones, RoPE's and SwiGLU's
+ * the split ones; without hidden dropout the two 1-byte masks go. */
+double mm_mem_layer_activations_eager(const mm_llm *m, double b, double s, int tp, bool sp, int cp, int recompute,
+                                      double L, const mm_mem_eager *e)
+{
+    static const mm_mem_eager fused = {0};
+    if (!e)
+        e = &fused;
     double t = tp > 0 ? (double)tp : 1.0, c = cp > 0 ? (double)cp : 1.0;
     double sl = s / c; /* tokens of each sequence held on this GPU */
     double h = (double)m->hidden, a = (double)m->heads, g = (double)m->kv_heads;
@@ -64,23 +76,28 @@ double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, 
     double rep_div = sp ? t : 1.0;
     if (recompute == MM_RECOMPUTE_FULL) /* only the block input is kept */
         return 2.0 * sl * b * h / rep_div;
-    double rep = sl * b * h * (L + 1.0 + L + 1.0 + 4.0); /* 10 sbh */
+    double masks = e->no_dropout ? 0.0 : 2.0;
+    double rep = sl * b * h * (L + L + masks + 4.0); /* 10 sbh */
+    double norms = m->sandwich_norm ? 4.0 : m->parallel_block ? 1.0 : 2.0;
     if (m->sandwich_norm) /* Gemma 2's post-attention and post-MLP norms */
         rep += 4.0 * sl * b * h;
     if (m->parallel_block) /* Phi-2, Cohere: one norm, whose output both halves read */
         rep -= (2.0 + L) * sl * b * h;
+    rep += norms * e->norm_extra * sl * b * h;
     double attn = 2.0 * sl * b * (a + 2.0 * g) * d + L * sl * b * a * d;
     if (m->kv_lora > 0) { /* MLA: q and k of nope+rope, v of v_dim per head, and the latents */
         double qk = (double)(m->qk_nope + m->qk_rope), v = (double)m->v_dim;
         attn = 2.0 * sl * b * a * (2.0 * qk + v) + 2.0 * sl * b * a * v +
                2.0 * sl * b * (double)(m->kv_lora + m->q_lora) * t; /* latents: replicated */
     }
-    double gate = m->gated_mlp ? 2.0 : 1.0;
-    double mlp = 2.0 * sl * b * f * gate + L * sl * b * f;
+    if (m->rope) /* q and k before RoPE and their rotate_half */
+        attn += e->rope_extra * sl * b * (a + g) * d;
+    double gate = m->gated_mlp ? 2.0 : 1.0, act_x = m->gated_mlp ? e->act_extra : 0.0;
+    double mlp = 2.0 * sl * b * f * gate + L * sl * b * f + act_x * sl * b * f;
     if (m->experts > 0) { /* the mean block: routed top-k copies, router logits, shared experts */
         double fe = (double)m->moe_ffn, fs = (double)m->shared_ffn;
-        double moe = routed_rows(m, sl * b) * (2.0 * fe * gate + L * fe) +
-                     4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + L * sl * b * fs);
+        double moe = routed_rows(m, sl * b) * (2.0 * fe * gate + L * fe + act_x * fe) +
+                     4.0 * sl * b * (double)m->experts + (2.0 * sl * b * fs * gate + (L + act_x) * sl * b * fs);
         double w = (double)mm_llm_moe_layers(m) / (double)m->layers;
         mlp = (1.0 - w) * mlp + w * moe;
     }
@@ -105,15 +122,21 @@ double mm_mem_layer_activations_varlen(const mm_llm *m, double T, double S, int 
     return mm_mem_layer_activations_varlen_lb(m, T, S, tp, sp, cp, recompute, 2.0);
 }
 
-double mm_mem_layer_activations_varlen_lb(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
-                                          int recompute, double L)
+static double varlen_eager(const mm_llm *m, double T, double S, int tp, bool sp, int cp, int recompute, double L,
+                           const mm_mem_eager *e)
 {
     /* one "sequence" of T tokens, less its T^2 scores, plus the scores of S */
-    double all = mm_mem_layer_activations_lb(m, 1.0, T, tp, sp, cp, recompute, L);
+    double all = mm_mem_layer_activations_eager(m, 1.0, T, tp, sp, cp, recompute, L, e);
     if (recompute != MM_RECOMPUTE_NONE)
         return all;
     double t = tp > 0 ? (double)tp : 1.0, c = cp > 0 ? (double)cp : 1.0, a = (double)m->heads;
     return all - 5.0 * a * (T / c) * T / t + 5.0 * a * S / (c * t);
+}
+
+double mm_mem_layer_activations_varlen_lb(const mm_llm *m, double T, double S, int tp, bool sp, int cp,
+                                          int recompute, double L)
+{
+    return varlen_eager(m, T, S, tp, sp, cp, recompute, L, NULL);
 }
 
 /* Known limit: the model's mean block (mm_mem_llm_rank takes a stage's own
@@ -122,8 +145,8 @@ double mm_mem_llm_mb_activations(const mm_llm *m, const mm_mem_config *c, int st
 {
     int nl = mm_layout_stage_layers(&c->lay, m->layers, stage);
     double cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0, t = c->lay.tp > 0 ? (double)c->lay.tp : 1.0;
-    double act = (double)nl * mm_mem_layer_activations_varlen_lb(m, T, S, c->lay.tp, c->sp, c->lay.cp, c->recompute,
-                                                                 mm_fp8_saved_input_bytes(&c->fp8));
+    double act = (double)nl * varlen_eager(m, T, S, c->lay.tp, c->sp, c->lay.cp, c->recompute,
+                                           mm_fp8_saved_input_bytes(&c->fp8), &c->eager);
     if (stage == 0)
         act += 3.0 * (T / cp) * (double)m->hidden / (c->sp ? t : 1.0);
     return act;
@@ -332,8 +355,8 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     model_states(m, sm, c, nl, first, last, ep_dp, out);
 
     /* ---- activations ---- */
-    double per_layer = mm_mem_layer_activations_lb(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute,
-                                                   mm_fp8_saved_input_bytes(&c->fp8));
+    double per_layer = mm_mem_layer_activations_eager(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute,
+                                                      mm_fp8_saved_input_bytes(&c->fp8), &c->eager);
     double inflight = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
      * stage, per micro-batch in flight (Korthikanti 4.2: sbhp/t with SP). */
@@ -345,17 +368,49 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     } else {
         out->activations = inflight * ((double)nl * per_layer + embed);
     }
-    /* Transients: with full recompute, one layer's activations rebuilt
-     * during its backward; on the last stage the fp32 logits of the
-     * vocab-parallel cross-entropy (4sbV/t) and the final norm's input. */
-    if (c->recompute == MM_RECOMPUTE_FULL)
-        out->transient += mm_mem_layer_activations(sm, b, s, c->lay.tp, c->sp, c->lay.cp, MM_RECOMPUTE_SELECTIVE);
-    if (last)
-        out->transient += 4.0 * sl * b * (double)m->vocab / t + 2.0 * sl * b * h / (c->sp ? t : 1.0);
-    if (c->cp_ring && nl > 0)
-        out->transient += mm_mem_cp_ring_bytes(sm, b, s, c->lay.tp, c->lay.cp);
+    out->transient = mm_mem_stage_transient(sm, c, stage, b * s);
     out->total = out->weights + out->grads + out->optimizer + out->activations + out->transient;
     return 0;
+}
+
+/* Megatron-Core's vocab-parallel cross-entropy keeps the fp32 softmax
+ * (4 B) beside the 16-bit logits (2 B); transformers' ForCausalLMLoss
+ * upcasts (logits.float()) and keeps log_softmax's fp32 output: the
+ * profile's memory.loss_bytes_per_logit says how many bytes per logit
+ * element are live at the peak. */
+double mm_mem_loss_transient(const mm_llm *m, const mm_mem_config *c, double T)
+{
+    double t = c->lay.tp > 0 ? (double)c->lay.tp : 1.0, cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0;
+    double per = c->loss_bytes > 0 ? c->loss_bytes : 4.0, tok = T / cp;
+    return per * tok * (double)m->vocab / t + (2.0 + c->eager.norm_extra) * tok * (double)m->hidden / (c->sp ? t : 1.0);
+}
+
+/* The loss's buffers live from the last forward to the head's backward,
+ * before any layer's backward starts; a rebuilt layer (full recompute)
+ * and the attention's dq accumulator live during a layer's backward:
+ * the larger of the two, with the gathered ZeRO-3 parameters under both. */
+double mm_mem_stage_transient(const mm_llm *m, const mm_mem_config *c, int stage, double T)
+{
+    double t = c->lay.tp > 0 ? (double)c->lay.tp : 1.0, cp = c->lay.cp > 0 ? (double)c->lay.cp : 1.0;
+    double layer = 0.0;
+    if (c->recompute == MM_RECOMPUTE_FULL)
+        layer += mm_mem_layer_activations_eager(m, 1.0, T, c->lay.tp, c->sp, c->lay.cp, MM_RECOMPUTE_SELECTIVE,
+                                                mm_fp8_saved_input_bytes(&c->fp8), &c->eager);
+    /* FlashAttention-2's mha_bwd: dq_accum, float, (b, s, heads, d) */
+    if (c->dq_accum && mm_layout_stage_layers(&c->lay, m->layers, stage) > 0)
+        layer += 4.0 * (T / cp) * (double)m->heads * (double)m->head_dim / t;
+    /* context parallelism's p2p ring: the KV blocks in flight while a
+     * layer's attention runs (mm_mem_cp_ring_bytes) */
+    if (c->cp_ring && mm_layout_stage_layers(&c->lay, m->layers, stage) > 0)
+        layer += mm_mem_cp_ring_bytes(m, 1.0, T, c->lay.tp, c->lay.cp);
+    double loss = stage == c->lay.pp - 1 ? mm_mem_loss_transient(m, c, T) : 0.0;
+    return c->z3_bytes + fmax(layer, loss);
+}
+
+double mm_mem_reserved(const mm_mem_alloc *a, double states, double dynamic)
+{
+    double f = a && a->fragmentation > 0 && a->fragmentation < 1 ? a->fragmentation : 0.0;
+    return states + dynamic / (1.0 - f) + (a ? a->fixed : 0.0);
 }
 
 int mm_mem_encoder_rank(const mm_encoder *e, double inputs, int tp, bool sp, int dp, int zero, int recompute,

@@ -51,6 +51,29 @@ typedef enum mm_mem_schedule {
                            asserts they agree) */
 } mm_mem_schedule;
 
+/* What a framework's eager code keeps for the backward beyond the fused
+ * kernels Korthikanti's count assumes (frameworks/NAME.yaml `memory`,
+ * model/framework.h; all zero: the fused count, as before).  Bytes per
+ * element:
+ *   norm_extra  per element of each norm's input (h wide, replicated over
+ *               TP unless SP): transformers' LlamaRMSNorm keeps the fp32
+ *               upcast (pow's input, 4 B) and the normalised 16-bit tensor
+ *               (the weight multiply's input, 2 B) instead of a fused
+ *               kernel's 16-bit input (2 B): 4 more;
+ *   rope_extra  per element of q and of k ((a + g) d wide, split over TP):
+ *               apply_rotary_pos_emb's two multiplies keep q and
+ *               rotate_half(q) (2 + 2 B), which a fused RoPE does not;
+ *   act_extra   per element of a gated MLP's ffn width: LlamaMLP's
+ *               act_fn(gate) * up keeps silu(gate) for the multiply (2 B)
+ *               on top of the fused SwiGLU's gate and up inputs;
+ *   no_dropout  the framework runs no hidden dropout (profile
+ *               kernels.hidden_dropout 0): no 1-byte masks (Korthikanti's
+ *               2 sbh per layer). */
+typedef struct mm_mem_eager {
+    double norm_extra, rope_extra, act_extra;
+    bool no_dropout;
+} mm_mem_eager;
+
 typedef struct mm_mem_config {
     mm_layout lay;       /* the LLM's degrees and split (layout.h) */
     bool sp;
@@ -77,6 +100,19 @@ typedef struct mm_mem_config {
                             bytes for the blocks' Linear weights */
     bool cp_ring;        /* context parallelism by the p2p ring (lay.cp > 1):
                             the KV blocks in flight (mm_mem_cp_ring_bytes) */
+    mm_mem_eager eager;  /* the framework's eager intermediates (above) */
+    double loss_bytes;   /* bytes per logit element live at the loss's
+                            peak on the last stage (the profile's
+                            memory.loss_bytes_per_logit); 0: 4, the fp32
+                            logits alone */
+    bool dq_accum;       /* a FlashAttention backward's fp32 dq accumulator
+                            (4 B per q element) while a layer's backward runs */
+    double z3_bytes;     /* ZeRO-3 working set on top of the shards: the
+                            16-bit parameters gathered whole (the layer
+                            computing and those prefetched,
+                            mm_framework_z3_prefetch) and one layer's
+                            unsharded gradients being reduce-scattered,
+                            this rank's TP share; 0 none */
 } mm_mem_config;
 
 /* The KV blocks context parallelism's p2p ring holds beyond the kept
@@ -94,9 +130,50 @@ typedef struct mm_mem_rank {
     double params;       /* parameters held by this GPU (its TP/PP shard) */
     double weights, grads, optimizer; /* bytes */
     double activations;  /* bytes kept for backward at the peak */
-    double transient;    /* working set on top (logits, a recomputed layer) */
-    double total;        /* bytes */
+    double transient;    /* working set on top (logits, a recomputed layer,
+                            attention workspace, gathered ZeRO-3 layers) */
+    double total;        /* bytes allocated at the peak (torch.cuda.
+                            max_memory_allocated); what the caching
+                            allocator and the runtime reserve on top is
+                            mm_mem_reserved */
 } mm_mem_rank;
+
+/* The allocator and runtime around the tensors (frameworks/NAME.yaml
+ * `memory`, read by model/framework.h):
+ *   fragmentation  the caching allocator's (reserved - allocated) /
+ *                  reserved for memory allocated and freed during the
+ *                  step (activations, transients); model states are
+ *                  allocated once, up front, in a few large buffers and
+ *                  fragment nothing;
+ *   fixed          bytes on the GPU outside the allocator's tensors: the
+ *                  CUDA context and kernel images, library workspaces,
+ *                  NCCL's buffers, framework bucket buffers. */
+typedef struct mm_mem_alloc {
+    double fragmentation;
+    double fixed;
+} mm_mem_alloc;
+
+/* Bytes reserved on one GPU for `states` allocated once and `dynamic`
+ * allocated during the step: states + dynamic / (1 - fragmentation) +
+ * fixed.  What the OOM verdict compares with the GPU's memory. */
+double mm_mem_reserved(const mm_mem_alloc *a, double states, double dynamic);
+
+/* The same layer activations with the framework's eager intermediates
+ * (e may be NULL: the fused count of mm_mem_layer_activations_lb). */
+double mm_mem_layer_activations_eager(const mm_llm *m, double b, double s, int tp, bool sp, int cp, int recompute,
+                                      double lin_bytes, const mm_mem_eager *e);
+
+/* Bytes the last stage holds for the loss of one micro-batch of T tokens
+ * (T / cp on this GPU): loss_bytes (0: 4) per logit element, split over
+ * tp by the vocab-parallel head, and the final norm's 16-bit input
+ * (with its eager extra). */
+double mm_mem_loss_transient(const mm_llm *m, const mm_mem_config *c, double T);
+
+/* The largest working set one micro-batch of T tokens adds on one GPU of stage `stage` beyond its kept activations:
+ * a layer rebuilt under full recompute, the attention backward's fp32 dq
+ * accumulator, gathered ZeRO-3 parameters, and on the last stage the
+ * loss (mm_mem_loss_transient). */
+double mm_mem_stage_transient(const mm_llm *m, const mm_mem_config *c, int stage, double T);
 
 /* Activation bytes one transformer layer keeps for one micro-batch of b
  * sequences of s tokens, on one GPU (s split over cp, widths over tp). */

@@ -575,7 +575,7 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
     if (!stage_gib)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     mt->peak_memory_bound_gib = mt->peak_memory_gib;
-    mt->peak_memory_gib = 0;
+    mt->peak_memory_gib = mt->peak_allocated_gib = 0;
     for (int s = 0; s < P && s < mt->n_stages; s++)
         mt->stages[s].memory_gib = 0;
     mt->oom_at.iteration = -1;
@@ -592,6 +592,7 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
         for (int s = 0; s < P && s < mt->n_stages; s++)
             mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
         mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
+        mt->peak_allocated_gib = fmax(mt->peak_allocated_gib, dm.peak_alloc_gib);
         lb += iteration_bound(&spec, costs->stages, &wi);
         if (r == 0 && drawn_terms(sim, &spec, costs->stages, &wi, dr)) {
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");

@@ -575,6 +575,22 @@ static int mm_store_insert_metrics(mm_store *st, int64_t id, const mm_metrics *m
             b = mm_store_bind_real(s, 3, values[i]);
         rc = mm_store_step_insert(st, s, b, "writing a metric", err);
     }
+    /* memory as allocated and as reserved (peak_memory_gib is the
+     * reserved figure): rows of the metrics table, not columns of
+     * run_summary (docs/schema.md) */
+    const struct {
+        const char *name;
+        double v;
+    } mem[] = {{"peak_reserved_gib", m->peak_memory_gib}, {"peak_allocated_gib", m->peak_allocated_gib}};
+    for (size_t i = 0; rc == 0 && i < sizeof mem / sizeof mem[0]; i++) {
+        sqlite3_reset(s);
+        int b = sqlite3_bind_int64(s, 1, id);
+        if (b == SQLITE_OK)
+            b = sqlite3_bind_text(s, 2, mem[i].name, -1, SQLITE_STATIC);
+        if (b == SQLITE_OK)
+            b = mm_store_bind_real(s, 3, mem[i].v);
+        rc = mm_store_step_insert(st, s, b, "writing a metric", err);
+    }
     sqlite3_finalize(s);
     return rc;
 }
