@@ -15,7 +15,8 @@ const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cro
 const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", "host",
+                                       "optimizer", "grad_bucket", "zero3", "padding",
+                                       "padding_pipelined", "overlap", "grad_sync", "host",
                                        "loader", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
                                        NULL};
@@ -252,6 +253,9 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
     if (!rc)
         rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
     fw->padding = (mm_padding)pad;
+    if (!rc)
+        rc = req_enum(r, root, "padding_pipelined", "padding_pipelined", mm_padding_names, &pad);
+    fw->padding_pipelined = (mm_padding)pad;
     mm_node *ov;
     if (!rc)
         rc = section(r, root, "overlap", "overlap", overlap_keys, &ov);

@@ -425,12 +425,12 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metri
     double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
-    mt->tokens_per_s = (double)sc->train.global_batch * sim->seq / T;
-    mt->samples_per_s = (double)sc->train.global_batch / T;
-    mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
-    mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
-    mt->mfu = flops / (T * mt->gpus * peak);
-    mt->hfu = hw / (T * mt->gpus * peak);
+    /* the stages ran at the padded length: its pad tokens' FLOPs are work,
+     * not the model's (a workload file's estimate runs at the mean sample,
+     * unpadded) */
+    double pad = mm_sim_nominal_pad_flops(sim, st);
+    mm_metrics_rates(mt, T, (double)sc->train.global_batch * sim->seq, (double)sc->train.global_batch, flops - pad, pad,
+                     hw, mt->gpus, peak);
     mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
@@ -478,7 +478,7 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
     if (fit > 0) {
         mt->oom = true;
         mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
-        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = mt->padded_flops_fraction = NAN;
         mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
         goto out;
     }
