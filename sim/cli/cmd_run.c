@@ -171,7 +171,10 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
                m->encoder_load_imbalance, m->encoder_excess_s);
     if (sim->padding && (sim->wl || m->padded_fraction > 0)) /* a text workload pads nothing */
         printf("  padding            %s%s: %.1f %% of the LLM's tokens, %.1f %% of its FLOPs are padding\n",
-               mm_padding_names[sim->padding], sc->train.padding == MM_TPAD_AUTO ? " (the framework's)" : "",
+               mm_padding_names[sim->padding],
+               sc->train.padding != MM_TPAD_AUTO ? ""
+               : mm_sim_pipe_stages(sim) > 1     ? " (the framework's on a pipeline)"
+                                                 : " (the framework's)",
                100 * m->padded_fraction, 100 * m->padded_flops_fraction);
     mm_moe_load ld;
     if (mm_sim_moe_load(sim, &ld) == 0)
