@@ -1,6 +1,6 @@
 /* test_padding.c - padding as each framework does it, and the metrics on
  * real tokens.  The profile's default depends on whether the micro-batches
- * cross pipeline stages (padding / padding_pipelined); train.pad_to sets
+ * are pipelined, the LLM pp > 1 (padding / padding_pipelined); train.pad_to sets
  * max_length's length.  One 2-sample micro-batch of 300 and 700 tokens on
  * two GPUs in closed form: the padded tokens, the model FLOPs of the real
  * tokens (mm_llm_model_flops per sample), the pad tokens' FLOPs, and mfu

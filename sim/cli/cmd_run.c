@@ -173,7 +173,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("  padding            %s%s: %.1f %% of the LLM's tokens, %.1f %% of its FLOPs are padding\n",
                mm_padding_names[sim->padding],
                sc->train.padding != MM_TPAD_AUTO ? ""
-               : mm_sim_pipe_stages(sim) > 1     ? " (the framework's on a pipeline)"
+               : sc->parallel.llm.lay.pp > 1     ? " (the framework's on a pipeline)"
                                                  : " (the framework's)",
                100 * m->padded_fraction, 100 * m->padded_flops_fraction);
     mm_moe_load ld;

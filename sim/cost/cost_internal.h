@@ -20,6 +20,7 @@
  * as stages ahead of it, the encoders' (DFLOP's layouts: a pipeline even
  * when the LLM has one stage).  The time (grad_sync, ZeRO-3's gathers) and
  * the memory (ZeRO-3's gathered parameters) both ask it. */
+int mm_sim_pipe_stages(const mm_sim *sim);
 /* costs.c: the scenario's FP8 options (model/fp8.h); on only under
  * train.precision fp8. */
 mm_fp8_cfg mm_sim_fp8(const mm_sim *sim);

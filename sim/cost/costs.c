@@ -231,6 +231,14 @@ int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
     return lay && lay->recompute >= 0 ? lay->recompute : (int)sim->sc.train.recompute;
 }
 
+int mm_sim_pipe_stages(const mm_sim *sim)
+{
+    int pipe = sim->sc.parallel.llm.lay.pp;
+    for (int i = 0; i < sim->n_enc && sim->sc.parallel.placement == MM_PLACE_PIPELINE; i++)
+        pipe += sim->enc[i].layout.lay.pp;
+    return pipe;
+}
+
 void mm_sim_overlap(const mm_sim *sim, int zero, bool *grad_reduce, bool *param_gather)
 {
     const mm_scenario *sc = &sim->sc;
@@ -928,8 +936,6 @@ static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, dou
     return 0;
 }
 
-/* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
- * S, on every virtual stage. */
 /* One virtual stage's model FLOPs (Megatron convention) for a micro-batch
  * of T tokens whose sequences' squares sum to S: forward, backward (twice
  * the forward), its weight-gradient part and what recomputation runs again
@@ -977,6 +983,8 @@ double mm_sim_nominal_pad_flops(const mm_sim *sim, const mm_stage_cost *st)
     return per * sim->micro_batches * L->lay.dp;
 }
 
+/* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
+ * S, on every virtual stage. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
                         mm_mb_cost *out, size_t stride)
 {

@@ -108,9 +108,9 @@ typedef struct mm_framework {
     bool z3_keep_under_pp;
     /* how its data pipeline lays out a micro-batch's sequences (the
      * collator or dataset the framework's training scripts use): padding
-     * without a pipeline, padding_pipelined when the micro-batches cross
-     * pipeline stages (mm_sim_pipe_stages > 1), whose point-to-point
-     * transfers may need one fixed shape (model/padding.h) */
+     * without a pipeline, padding_pipelined when the LLM is pipelined
+     * (pp > 1: its sequences cross stages, whose point-to-point transfers
+     * may need one fixed shape; model/padding.h) */
     mm_padding padding, padding_pipelined;
     /* DP communication behind compute by default (train.overlap_grad_reduce
      * and overlap_param_gather override): ZeRO 0-2 gradient buckets reduced

@@ -276,19 +276,13 @@ _Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_
                "mm_train_padding follows mm_padding");
 
 /* The padding of the LLM's sequences: train.padding unless auto, else the
- * profile's default for this layout, its padding_pipelined when the
- * micro-batches cross pipeline stages (mm_sim_pipe_stages > 1: a pipeline
- * whose point-to-point shapes are fixed pads to one length).
+ * profile's default for this layout, its padding_pipelined when the LLM
+ * is pipelined (pp > 1: its sequences cross stages, whose point-to-point
+ * shapes are fixed, so every sample is padded to one length; Megatron's
+ * LLaVAModel pads when _language_is_pipeline_parallel.  Encoder stages
+ * ahead of an unsplit LLM send it image embeddings, not its sequence).
  * train.pad_to with an explicit none or longest is refused: nothing would
  * read it. */
-int mm_sim_pipe_stages(const mm_sim *sim)
-{
-    int pipe = sim->sc.parallel.llm.lay.pp;
-    for (int i = 0; i < sim->n_enc && sim->sc.parallel.placement == MM_PLACE_PIPELINE; i++)
-        pipe += sim->enc[i].layout.lay.pp;
-    return pipe;
-}
-
 int64_t mm_sim_pad_to(const mm_sim *sim)
 {
     return sim->sc.train.pad_to > 0 ? sim->sc.train.pad_to : sim->sc.train.seq_len;
@@ -298,7 +292,7 @@ static int pick_padding(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     if (sc->train.padding == MM_TPAD_AUTO)
-        sim->padding = mm_sim_pipe_stages(sim) > 1 ? sim->fw->padding_pipelined : sim->fw->padding;
+        sim->padding = sc->parallel.llm.lay.pp > 1 ? sim->fw->padding_pipelined : sim->fw->padding;
     else
         sim->padding = (mm_padding)(sc->train.padding - 1);
     if (sc->train.pad_to > 0 && (sc->train.padding == MM_TPAD_NONE || sc->train.padding == MM_TPAD_LONGEST))

@@ -149,7 +149,7 @@ const mm_key mm_keys[] = {
      F(train.frozen), offsetof(mm_scenario, train.n_frozen)},
     {"train.padding", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_padding_names, "auto", "auto",
      "LLM sequences: auto (the train.framework profile's `padding`, or its `padding_pipelined` when "
-     "the micro-batches cross pipeline stages), none (varlen), longest (each micro-batch to its "
+     "the LLM is pipelined, pp > 1), none (varlen), longest (each micro-batch to its "
      "longest sample), max_length (to train.pad_to); packed batching stays varlen",
      F(train.padding), 0},
     {"train.pad_to", MM_KT_I64, 0, INT64_C(0), INT64_MAX, 0, 0, NULL, "0", NULL,

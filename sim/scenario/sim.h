@@ -142,9 +142,6 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err);
  * -code with err as mm_sim_prepare gives it. */
 int mm_sim_relayout(mm_sim *sim, mm_err *err);
 
-/* check.c: the stages a micro-batch crosses, the LLM's pp and, under the
- * pipeline placement, the encoders' ahead of it (after the check). */
-int mm_sim_pipe_stages(const mm_sim *sim);
 /* check.c: the length max_length padding pads every sample to:
  * train.pad_to, or train.seq_len when it is 0. */
 int64_t mm_sim_pad_to(const mm_sim *sim);
