@@ -63,8 +63,10 @@ def pytorch3d(model):
 # (BDAI-Research/DFLOP train.py @ 60e86d8; dflop/train.py @ 1ef6416: inp_meta
 # and out_meta from the batch at every step) and its LLM collator pads to the
 # micro-batch's longest sample (dflop/utils/data_sched_utils.py @ c641d61
-# DataCollator: pad_sequence): not the fixed shape the fsdp profile's
-# pipelined default (torch.distributed.pipelining) pads to.
+# DataCollator: pad_sequence; its attention then unpads,
+# dflop/torchtune_models.py flash_attn_varlen_func, which `longest` does not
+# model): not the fixed shape the fsdp profile's pipelined default
+# (torch.distributed.pipelining) pads to.
 DFLOP_PADDING = ["train.padding=longest"]
 
 
