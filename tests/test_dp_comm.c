@@ -78,8 +78,10 @@ START_TEST(overlap_contention)
 END_TEST
 
 /* ZeRO-3 gathers by framework: DeepSpeed fetches a Llama layer module by
- * module (two norms, q, k, v, o, gate, up, down: 9 all-gathers, each with
- * its latency), FSDP2 a block at once; the bytes per layer are the same. */
+ * module (q, k, v, o, gate, up, down: 7 all-gathers, each with its
+ * latency; the two norms, 4096 elements each, persist under its default
+ * stage3_param_persistence_threshold of 1e5; 9 with a threshold of 0),
+ * FSDP2 a block at once; the bytes per layer are the same. */
 START_TEST(zero3_gathers_by_framework)
 {
     const char *fwk[] = {"train.framework=hf-deepspeed", "train.framework=fsdp"};
@@ -104,7 +106,7 @@ START_TEST(zero3_gathers_by_framework)
         mm_metrics_free(&m);
         mm_sim_free(&sim);
     }
-    ck_assert_int_eq(counts[0], 9);
+    ck_assert_int_eq(counts[0], 7);
     ck_assert_int_eq(counts[1], 1);
     ck_assert(bytes[0] > 0 && fabs(bytes[0] - bytes[1]) < 1e-6 * bytes[1]);
     mm_framework fw;
@@ -615,7 +617,7 @@ END_TEST
  * all-gather (the prefetch too) and every reduce-scatter on the compute
  * stream, so all of them are exposed.  Llama-2-7B on 8 H100s, 2
  * micro-batches, the analytic network, hf-deepspeed: per micro-batch and
- * layer a forward and a backward gather G = n AG(p / L / n) (its n = 9
+ * layer a forward and a backward gather G = n AG(p / L / n) (its n = 7
  * module gathers) and RS = RS(g / L): exposed = 2 L (2 G + RS) (1e-6),
  * where the overlapped default exposes about 2 G + RS per micro-batch; the
  * pre-score's DP term is the same sum (1e-9).  Under fsdp and megatron-core
@@ -638,7 +640,7 @@ START_TEST(zero3_without_overlap_exposes_its_collectives)
         const mm_stage_cost *st = &c.stages[0];
         int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
         double L = st->chunks;
-        ck_assert(n == 9 && L == 32);
+        ck_assert(n == 7 && L == 32);
         double G = n * mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / L / n);
         double RS = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / L);
         want = 2 * L * (2 * G + RS);
@@ -677,6 +679,257 @@ START_TEST(zero3_without_overlap_exposes_its_collectives)
         ck_assert_str_eq(err.key, "train.overlap_grad_reduce");
         ck_assert_msg(strstr(err.msg, refused[i]) && strstr(err.msg, "zero3_blocking"), "%s", err.msg);
     }
+}
+END_TEST
+
+/* DeepSpeed's modules and its stage3 settings (mm_framework_z3_plan).  A
+ * layer's modules add up to its parameters (GPT-3 175B: two LayerNorms,
+ * c_attn, c_proj, c_fc, the MLP's c_proj; Llama-2-7B: two RMSNorms, q, k,
+ * v, o, gate, up, down; exact).  Under DeepSpeed's defaults the norms
+ * persist (<= 1e5 elements): 4 and 7 gathers.  Under full recompute the
+ * backward gathers again each module whose next use lies 1e9 parameters
+ * or more away in the trace (2 x the parameters of the modules after it):
+ * for 175B (h 12288) c_attn, attention c_proj and c_fc (3 gathers, (3h^2 +
+ * 3h + h^2 + h + 4h^2 + 4h) / layer of its parameters), not the MLP's
+ * c_proj (next used right away); for 7B (a 202M layer) none; with a
+ * distance of 0 every gathered module again.  A bucket of 0 prefetches
+ * nothing; a threshold that keeps a whole layer is refused.  The
+ * gradients leave in DeepSpeed's IPG buckets (reduce_bucket_size 5e8). */
+START_TEST(zero3_deepspeed_modules_and_plan)
+{
+    mm_framework fw;
+    load_profile("hf-deepspeed", &fw);
+    ck_assert(fw.z3_persist_params == 1e5 && fw.z3_max_reuse_params == 1e9);
+    mm_llm g, l;
+    mm_err err;
+    ck_assert(mm_llm_load("models/gpt3-175b.json", &g, &err) == 0);
+    ck_assert(mm_llm_load("models/llama-2-7b.json", &l, &err) == 0);
+    mm_z3_module mod[MM_Z3_MAX_MODULES];
+    const mm_llm *ms[2] = {&g, &l};
+    const int nmod[2] = {6, 9};
+    for (int i = 0; i < 2; i++) {
+        int n = mm_framework_z3_modules(ms[i], mod);
+        ck_assert_int_eq(n, nmod[i]);
+        double sum = 0;
+        for (int k = 0; k < n; k++)
+            sum += mod[k].params;
+        ck_assert_msg(sum == (double)mm_llm_layer_params(ms[i]), "modules %g, layer %lld", sum,
+                      (long long)mm_llm_layer_params(ms[i]));
+    }
+    mm_z3_gather_plan p;
+    ck_assert_int_eq(mm_framework_z3_plan(&fw, &g, NULL, true, &p), 0);
+    double h = 12288, layer = (double)mm_llm_layer_params(&g);
+    ck_assert_int_eq(p.gathers, 4);
+    ck_assert_int_eq(p.regathers, 3);
+    ck_assert(fabs(p.regather_share - (3 * h * h + 3 * h + h * h + h + 4 * h * h + 4 * h) / layer) < 1e-12);
+    ck_assert_int_eq(p.prefetch, 1);
+    /* reduce_bucket_size 5e8 in backward order: the MLP's c_proj (604M)
+     * alone, c_fc (604M) alone, the norm and c_proj (151M), c_attn (453M)
+     * with the next norm: 4 reduce-scatters a layer; a 7B layer's fit in
+     * one bucket with the next layer's: 1 */
+    ck_assert_int_eq(p.scatters, 4);
+    ck_assert_int_eq(mm_framework_z3_plan(&fw, &g, NULL, false, &p), 0);
+    ck_assert(p.regathers == 0 && p.regather_share == 0);
+    ck_assert_int_eq(mm_framework_z3_plan(&fw, &l, NULL, true, &p), 0);
+    ck_assert(p.gathers == 7 && p.regathers == 0 && p.scatters == 1);
+    mm_z3_knobs k = {-1, -1, -1, 0}; /* release everything at once */
+    ck_assert_int_eq(mm_framework_z3_plan(&fw, &l, &k, true, &p), 0);
+    double norms = 2 * 4096, ll = (double)mm_llm_layer_params(&l);
+    ck_assert(p.regathers == 7 && fabs(p.regather_share - (ll - norms) / ll) < 1e-12);
+    k = (mm_z3_knobs){0, -1, 0, -1}; /* no prefetch, nothing persists */
+    ck_assert_int_eq(mm_framework_z3_plan(&fw, &l, &k, false, &p), 0);
+    ck_assert(p.prefetch == 0 && p.gathers == 9);
+    k = (mm_z3_knobs){-1, -1, 1e12, -1};
+    ck_assert_int_eq(mm_framework_z3_plan(&fw, &l, &k, false, &p), -1);
+    /* the scenario keys: refused by name where they do not apply */
+    static const struct {
+        const char *fw, *set, *key;
+    } bad[] = {
+        {"train.framework=fsdp", "zero.prefetch_bucket_size=0", "zero.prefetch_bucket_size"},
+        {"train.framework=megatron-core", "zero.max_reuse_distance=0", "zero.max_reuse_distance"},
+        {"train.framework=hf-deepspeed", "zero.max_live_parameters=-2", "zero.max_live_parameters"},
+        {"train.framework=hf-deepspeed", "zero.param_persistence_threshold=1e12", "zero.param_persistence_threshold"},
+        {"train.framework=hf-deepspeed", "zero.prefetch_bucket_size=[1]", "zero.prefetch_bucket_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *sets[] = {bad[i].fw, "train.zero=3", bad[i].set};
+        ck_assert_int_eq(prepare_rc(sets, 3, &err), -MM_EINPUT);
+        ck_assert_msg(!strcmp(err.key, bad[i].key), "case %zu: key %s: %s", i, err.key, err.msg);
+    }
+    /* from a file: file, line and key, exit status 2 */
+    char dir[256], path[300], args[512];
+    mmx_tmpdir(dir, sizeof dir, "z3");
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("model: models/llama-2-7b.json\ncluster: {topology: topologies/dgx-h100.yaml, nodes: 1}\n"
+          "train: {global_batch: 8, zero: 3, framework: hf-deepspeed}\nparallel: {llm: {tp: 1, pp: 1, dp: 8}}\n"
+          "workload: text\nzero:\n  prefetch_bucket_size: -5\n",
+          f);
+    fclose(f);
+    snprintf(args, sizeof args, "run --no-db %s", path);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
+    char want[400];
+    snprintf(want, sizeof want, "%s:7: key 'zero.prefetch_bucket_size'", path);
+    ck_assert_msg(strstr(errtxt, want), "stderr: %s (want %s)", errtxt, want);
+    mmx_rmdir(dir);
+}
+END_TEST
+
+/* The parameters all-gathered per micro-batch, in closed form: each rank
+ * gathers its stage's 16-bit parameters P before the forward and again
+ * before the backward, so the gathers' bytes are 2 P per micro-batch and
+ * a rank receives 2 P (dp - 1) / dp of them (ring all-gather); P is 2
+ * bytes per parameter of the model (Llama-2-7B, hf-deepspeed, dp 8, 2
+ * micro-batches; 1e-9).  Under full recompute with a reuse distance of 0
+ * the backward gathers the layers' modules again: (2 + share) P, share
+ * the gathered modules' share of the layers (1e-9). */
+START_TEST(zero3_gathered_bytes_closed_form)
+{
+    for (int rc = 0; rc < 2; rc++) {
+        const char *sets[] = {"train.framework=hf-deepspeed", "train.zero=3", "train.global_batch=16",
+                              rc ? "train.recompute=full" : "train.recompute=selective",
+                              rc ? "zero.max_reuse_distance=0" : "zero.max_reuse_distance=-1"};
+        mm_sim sim = {0};
+        prepare(&sim, sets, 5);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        double P = c.stages[0].param_bytes, share = c.spec.z3_regather_share;
+        int m = sim.micro_batches, dp = 8;
+        ck_assert_int_eq(m, 2);
+        mm_sim_costs_free(&c);
+        ck_assert(rc ? share > 0.99 && share < 1 : share == 0);
+        mm_metrics mt;
+        mm_sim_timeline tl;
+        ck_assert_int_eq(mm_sim_run(&sim, &mt, &tl, &err), 0);
+        double gathered = 0;
+        for (uint32_t i = 0; i < tl.graph.n_ops; i++) {
+            const mm_op *op = &tl.graph.ops[i];
+            if (op->rank != 0 || op->cat != MM_CAT_DP || op->coll < 0)
+                continue;
+            const mm_coll *cl = &tl.graph.colls[op->coll];
+            if (cl->kind == MM_COLL_ALLGATHER)
+                gathered += cl->bytes * cl->count;
+        }
+        double want = m * (2 + share) * P;
+        ck_assert_msg(fabs(gathered - want) < 1e-9 * want, "gathered %g B, (2 + %g) m P = %g B", gathered, share, want);
+        double params = (double)mm_llm_params(sim.llm);
+        ck_assert_msg(fabs(P - 2 * params) < 1e-9 * P, "P %g B, 2 x %g parameters", P, params);
+        double recv = gathered * (dp - 1) / dp;
+        ck_assert(fabs(recv - m * (2 + share) * 2 * params * (dp - 1) / dp) < 1e-9 * recv);
+        mm_sim_timeline_free(&tl);
+        mm_metrics_free(&mt);
+        mm_sim_free(&sim);
+    }
+}
+END_TEST
+
+/* DeepSpeed with a prefetch bucket of 0 prefetches nothing: each layer's
+ * gather is issued when the layer before it is done and the compute waits
+ * for all of it, so every gather is exposed: exposed = 2 L G + RS (the
+ * last layer's reduce-scatter; G a layer's gather of its n modules with
+ * their latency; the analytic network, 1e-6), against about 2 G + RS with
+ * the default bucket (zero3_prefetch_hides_all_but_the_first_gather), and
+ * the iteration longer by what no longer hides (at least the gathers
+ * less the compute they would have hidden behind, >= 2 L G - F - B). */
+START_TEST(zero3_no_prefetch_hides_nothing)
+{
+    double exposed[2], t[2], want = 0, floor_gain = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"train.framework=hf-deepspeed", "train.zero=3", "cluster.topology=topologies/dgx-h100.yaml",
+                              "network=analytic", k ? "zero.prefetch_bucket_size=-1" : "zero.prefetch_bucket_size=0"};
+        mm_sim sim = {0};
+        prepare(&sim, sets, 5);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        ck_assert(c.spec.z3_no_prefetch == (k == 0));
+        const mm_stage_cost *st = &c.stages[0];
+        int n = c.spec.z3_gathers, g8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        double L = st->chunks;
+        double G = n * mm_net_analytic_time(sim.cluster, MM_COLL_ALLGATHER, g8, 8, st->param_bytes / L / n);
+        double RS = mm_net_analytic_time(sim.cluster, MM_COLL_REDUCESCATTER, g8, 8, st->grad_bytes / L);
+        if (k == 0) {
+            want = 2 * L * G + RS;
+            floor_gain = 2 * L * G - (st->fwd_s + st->bwd_s);
+        }
+        mm_sim_costs_free(&c);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        exposed[k] = m.exposed_comm_s;
+        t[k] = m.iteration_time_s;
+        if (k == 0) {
+            ck_assert_msg(fabs(m.exposed_comm_s - want) < 1e-6 * want, "exposed %g s, 2 L G + RS = %g s",
+                          m.exposed_comm_s, want);
+            mm_metrics e;
+            ck_assert_int_eq(mm_sim_estimate(&sim, &e, &err), 0);
+            ck_assert_msg(e.exposed_comm_s >= 2 * L * G * (1 - 1e-9), "estimate %g s, 2 L G %g s", e.exposed_comm_s,
+                          2 * L * G);
+            mm_metrics_free(&e);
+        }
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+    }
+    ck_assert_msg(exposed[1] < 0.1 * exposed[0] && t[0] - t[1] >= floor_gain, "exposed %g -> %g s, iteration %g -> %g s",
+                  exposed[0], exposed[1], t[0], t[1]);
+}
+END_TEST
+
+/* The shape of the published ZeRO-3 scaling (tests/data/zero3/
+ * narayanan2021-table2.csv): GPT-3 175B under ZeRO-3 without model
+ * parallelism (DeepSpeed: hf-deepspeed's ZeRO-3, fp16, full recompute) on
+ * 384, 768 and 1536 A100s at a global batch of 1536, one micro-batch of
+ * 4, 2, 1 per GPU.  Every GPU gathers the whole model every micro-batch
+ * whatever the count while its compute halves, so the hardware TFLOP/s per
+ * GPU must fall as the GPUs double (published 144, 88, 44; mmsim's are
+ * printed beside them, nothing is fitted). */
+START_TEST(zero3_175b_falls_as_gpus_double)
+{
+    FILE *f = fopen("tests/data/zero3/narayanan2021-table2.csv", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int rows = 0;
+    double prev = 0;
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* header */
+    while (fgets(line, sizeof line, f)) {
+        char model[32], scheme[16];
+        double pb, pub;
+        int gpus, batch, mb;
+        if (sscanf(line, "%31[^,],%lf,%15[^,],%d,%d,%d,%lf", model, &pb, scheme, &gpus, &batch, &mb, &pub) != 7 ||
+            strcmp(model, "gpt-175b") || strcmp(scheme, "zero3"))
+            continue;
+        char nodes[48], lay[64], gb[48], mbs[48];
+        snprintf(nodes, sizeof nodes, "cluster.nodes=%d", gpus / 8);
+        snprintf(lay, sizeof lay, "parallel.llm={tp: 1, pp: 1, dp: %d}", gpus);
+        snprintf(gb, sizeof gb, "train.global_batch=%d", batch);
+        snprintf(mbs, sizeof mbs, "train.micro_batch=%d", mb);
+        const char *sets[] = {"model=models/gpt3-175b.json", "workload=text", "parallel.vision=null",
+                              "cluster.topology=topologies/dgx-a100.yaml", nodes, lay, gb, mbs, "train.seq_len=2048",
+                              "train.recompute=full", "train.framework=hf-deepspeed", "train.precision=fp16",
+                              "train.zero=3", "iterations=1"};
+        mm_scenario sc;
+        mm_sim sim = {0};
+        mm_err err;
+        ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 14, &err) == 0, "%s: %s", err.key, err.msg);
+        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+        ck_assert_int_eq(sim.micro_batches, 1);
+        mm_metrics m;
+        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+        ck_assert(!m.oom);
+        printf("zero3 175B %4d A100s: published %5.1f, mmsim %5.1f hardware TFLOP/s per GPU (exposed comm %.2f s "
+               "of %.2f s)\n",
+               gpus, pub, m.hw_tflops_per_gpu, m.exposed_comm_s, m.iteration_time_s);
+        ck_assert_msg(rows == 0 || m.hw_tflops_per_gpu < prev, "%d GPUs: %g TFLOP/s, not below %g", gpus,
+                      m.hw_tflops_per_gpu, prev);
+        prev = m.hw_tflops_per_gpu;
+        rows++;
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+    }
+    fclose(f);
+    ck_assert_int_eq(rows, 3);
 }
 END_TEST
 
@@ -738,6 +991,10 @@ int main(void)
     tcase_add_test(tc, every_microbatch_multiplies_dp_traffic);
     tcase_add_test(tc, zero3_without_overlap_exposes_its_collectives);
     tcase_add_test(tc, bad_grad_sync_is_refused);
+    tcase_add_test(tc, zero3_deepspeed_modules_and_plan);
+    tcase_add_test(tc, zero3_gathered_bytes_closed_form);
+    tcase_add_test(tc, zero3_no_prefetch_hides_nothing);
+    tcase_add_test(tc, zero3_175b_falls_as_gpus_double);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -412,6 +412,21 @@ START_TEST(deepspeed_pair)
         ck_assert_msg(strstr(aux, want2[i]), "missing '%s' in:\n%s", want2[i], aux);
     free(aux);
     char comp[700];
+    ck_assert_msg(!strstr(text, "stage3_"), "no zero.* set, no stage3 key:\n%s", text);
+    unload(&a);
+    /* the scenario's zero.* settings, by DeepSpeed's names */
+    const char *z3[] = {"model=models/llama-3-8b.json", "workload=text", "train.framework=hf-deepspeed",
+                        "parallel.llm={tp: 1, pp: 1, dp: 16}", "train.zero=3", "train.recompute=full",
+                        "train.global_batch=96", "zero.prefetch_bucket_size=0", "zero.max_reuse_distance=2e8"};
+    load_sets(&a, z3, sizeof z3 / sizeof z3[0]);
+    path = emit_to(&a, MM_EMIT_DEEPSPEED, "ds.json", &aux);
+    snprintf(p, sizeof p, "%s", path);
+    mmx_slurp(p, text, sizeof text);
+    free(aux);
+    ck_assert_msg(strstr(text, "\"overlap_comm\": true,\n    \"stage3_prefetch_bucket_size\": 0,\n"
+                               "    \"stage3_max_reuse_distance\": 200000000\n  },") &&
+                      !strstr(text, "stage3_max_live"),
+                  "%s", text);
     mm_emit_companion_path(MM_EMIT_DEEPSPEED, "a/b.c/ds.json", comp, sizeof comp);
     ck_assert_str_eq(comp, "a/b.c/ds.trainer.json");
     mm_emit_companion_path(MM_EMIT_DEEPSPEED, "a.d/ds", comp, sizeof comp);

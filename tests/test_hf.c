@@ -86,8 +86,10 @@ static const pub_row table[] = {
     {PUB "internvl3-1b.json", 0.938e9, 0.01, "OpenGVLab/InternVL3-1B page: 0.938B", NULL, false},
     {PUB "llama-2-70b.json", 68976648192.0, 0, "meta-llama/Llama-2-70b-hf: tensor sum", NULL, false},
     {HF "llama-3.1-70b.json", 70.55e9, 0.01, "meta-llama/Llama-3.1-70B page: 70.6B", NULL, false},
-    {PUB "llama-3.2-11b-vision.json", 10.67e9, 0.01, "NVIDIA/TensorRT-LLM @ 191b07a "
-     "tests/unittest/_torch/modeling/test_modeling_mllama.py: 10.67B", "text_config.cross_attention_layers", false},
+    {PUB "llama-3.2-11b-vision.json", 10.6e9, 0.01, "meta-llama/Llama-3.2-11B-Vision card: 11B (10.6); "
+     "NVIDIA/TensorRT-LLM @ 191b07a test_modeling_mllama.py: 10.67B", NULL, false},
+    {PUB "llama-3.2-90b-vision.json", 88.8e9, 0.01, "meta-llama/Llama-3.2-90B-Vision card: 90B (88.8)", NULL,
+     false},
     {PUB "llama-3.2-3b.json", 3212749824.0, 0, "citsjtu2020/LLM-Prof @ 8434c8d sglang/Model_Config.md", NULL, false},
     {HF "llava-1.5-7b-hf.json", 7.063e9, 0.01, "llava-hf/llava-1.5-7b-hf page: 7.06B", NULL, false},
     {PUB "minicpm-moe-8x2b.json", 13.6e9, 0.01, "openbmb/MiniCPM-MoE-8x2B card: 13.6B (non-embedding)", NULL, true},
@@ -112,12 +114,13 @@ static const pub_row table[] = {
     {PUB "gpt-oss-20b.json", 20.9e9, 0.01, "gpt-oss model card (arXiv 2508.10925): 20.9B", NULL, false},
     {PUB "gemma-3-4b-it.json", 4.3e9, 0.02, "google/gemma-3-4b-it page: 4.3B", NULL, false},
     {PUB "qwen2-audio-7b.json", 8.4e9, 0.02, "Qwen/Qwen2-Audio-7B page: 8.4B", NULL, false},
-    {PUB "qwen3-vl-8b-instruct.json", 8.77e9, 0.01, "Qwen/Qwen3-VL-8B-Instruct page: 8.77B", NULL, false},
+    {PUB "qwen3-vl-8b-instruct.json", 8767123696.0, 0, "Qwen/Qwen3-VL-8B-Instruct: tensor sum of the checkpoint's "
+     "750 tensors, 8,767,123,696 (page: 8.77B); tests/data/hf/README.md", NULL, false},
     {PUB "idefics2-8b.json", 8.4e9, 0.02, "HuggingFaceM4/idefics2-8b page: 8.4B", NULL, false},
     {PUB "llama-4-scout-17b-16e.json", 109e9, 0.01, "meta-llama/Llama-4-Scout-17B-16E card: 109B total", NULL,
      false},
-    {PUB "llama-4-maverick-17b-128e.json", 400e9, 0.01, "meta-llama/Llama-4-Maverick-17B-128E card: 400B total",
-     NULL, false},
+    {PUB "llama-4-maverick-17b-128e.json", 400e9, 0.01, "meta-llama/Llama-4-Maverick-17B-128E card: 400B total "
+     "(its config as NVIDIA/TensorRT-LLM's LLAMA_4_MAVERICK_TWO_LAYER_CONFIG has it, 48 layers)", NULL, false},
 };
 
 START_TEST(published_sizes)
@@ -416,10 +419,9 @@ START_TEST(refusals)
     /* through the CLI: exit 2, file and key named */
     char dir[256], out[4096], errs[4096];
     mmx_tmpdir(dir, sizeof dir, "hf");
-    int rc = mmx_run(dir, NULL, "model " PUB "llama-3.2-11b-vision.json", out, sizeof out, errs, sizeof errs);
+    int rc = mmx_run(dir, NULL, "model " HF "bad/mllama_text_alone.json", out, sizeof out, errs, sizeof errs);
     ck_assert_int_eq(rc, 2);
-    ck_assert_msg(strstr(errs, "llama-3.2-11b-vision.json") && strstr(errs, "text_config.cross_attention_layers"),
-                  "%s", errs);
+    ck_assert_msg(strstr(errs, "mllama_text_alone.json") && strstr(errs, "cross_attention_layers"), "%s", errs);
     mmx_rmdir(dir);
 }
 END_TEST

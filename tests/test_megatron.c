@@ -618,6 +618,44 @@ START_TEST(megatron_multimodal_scripts)
 }
 END_TEST
 
+/* --megatron-args with the multimodal example's argument list reads as
+ * --megatron-script reads its launch: an MLLM, decided by an argument only
+ * multimodal_args.py adds, or by the entry script named among the words;
+ * an entry script mmsim does not model is refused naming it. */
+START_TEST(megatron_multimodal_args)
+{
+    ck_assert_int_eq(run("run --megatron-args tests/data/megatron/mistral-clip-pretrain.args --megatron-model "
+                         "%s/ma.json --print-scenario", dir), 0);
+    const char *mc[] = {"model_type: clip_vision_model", "num_hidden_layers: 24", "type: megatron_mlp",
+                        "hidden: 14336", "num_key_value_heads: 8", "seq_len: 1024", "frozen: [\"llm\", \"vision\"]",
+                        "placement: homogeneous", "576 embeddings per tile, 1 tiles per sample",
+                        "an argument of Megatron-LM's multimodal example"};
+    for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++)
+        ck_assert_msg(strstr(out, mc[i]), "missing '%s' in:\n%.4000s", mc[i], out);
+    ck_assert_int_eq(run("model %s/ma.json --json", dir), 0);
+    ck_assert_int_eq((int)jget(out, "tokens_per_tile"), 576);
+    ck_assert_ptr_nonnull(strstr(out, "\"projector\": {\"params\": 73400320}"));
+    /* the entry script among the words decides, as a launch script's */
+    const char *base = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 576 "
+                       "--position-embedding-type rope --vocab-size 1000 --bf16 --decoder-seq-length 1024 "
+                       "--img-h 336 --img-w 336 --patch-dim 14 --disable-vision-class-token ";
+    char t[1024];
+    snprintf(t, sizeof t, "torchrun --nproc_per_node 8 examples/multimodal/train.py %s"
+                          "--language-model-type mistral_7b\n", base);
+    write_file("mm.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/mm.args --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "model_type: clip_vision_model") && strstr(out, "Megatron-LM's multimodal example"),
+                  "%.4000s", out);
+    snprintf(t, sizeof t, "python pretrain_t5.py --num-layers 2 --hidden-size 64 --num-attention-heads 4\n");
+    write_file("t5.args", t);
+    ck_assert_int_eq(run("run --megatron-args %s/t5.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "t5.args:1") && strstr(errtxt, "pretrain_t5.py"), "%s", errtxt);
+    /* a GPT list stays a GPT (no multimodal argument, no entry word) */
+    ck_assert_int_eq(run("run --megatron-args tests/data/megatron/llama3-8b.args --print-scenario"), 0);
+    ck_assert_ptr_null(strstr(out, "model_type: clip_vision_model"));
+}
+END_TEST
+
 /* The shell the reader understands: integer arithmetic, if/elif/else on
  * tests it can decide, case on a known word, guards that exit, conditions
  * it cannot decide (read as taken unless the branch exits). */
@@ -723,6 +761,7 @@ int main(void)
     tcase_add_test(tc, megatron_launch_scripts);
     tcase_add_test(tc, megatron_example_scripts);
     tcase_add_test(tc, megatron_multimodal_scripts);
+    tcase_add_test(tc, megatron_multimodal_args);
     tcase_add_test(tc, megatron_script_control_flow);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

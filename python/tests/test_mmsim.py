@@ -235,6 +235,43 @@ class Typing(unittest.TestCase):
             self.assertIn("return", fn.__annotations__, name)
 
 
+class DflopProfile(unittest.TestCase):
+    """`mmsim profile --format dflop DIR` read back by the readers DFLOP's
+    optimizer is written in (Python's csv and pickle modules; DFLOP reads
+    the CSVs with pandas), and the pickle's samples against `mmsim workload
+    stats` on the same draw (one source: mm_workload_draw)."""
+
+    def test_tables_and_pickle(self):
+        import csv
+        import pickle
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([EXE, "profile", "--format", "dflop", d, "-q", "--set", "workload=workloads/llava-ov-mix.yaml",
+                            "--set", "train.seq_len=16384", "--set", "seed=3"], cwd=REPO, check=True)
+            with open(os.path.join(d, "thr_llavaov_qwen2.5_7b.csv"), newline="") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(list(rows[0]), ["seq_len", "model_time", "fwd_times", "bwd_times", "num_layers", "tp_size"])
+            self.assertEqual(sorted({int(r["tp_size"]) for r in rows}), [1, 2, 4])  # Qwen2.5-7B: 28 heads, not 8
+            for r in rows:
+                self.assertAlmostEqual(float(r["model_time"]), float(r["fwd_times"]) + float(r["bwd_times"]), places=9)
+            with open(os.path.join(d, "mem_llavaov_siglip_6b.csv"), newline="") as f:
+                mem = list(csv.DictReader(f))
+            self.assertEqual(list(mem[0]), ["batch_size", "model_mem", "fwd_peak", "model_state_peak", "num_layers",
+                                            "tp_size"])
+            self.assertEqual(len(mem), 8)
+            with open(os.path.join(d, "llavaov_siglip_qwen2.5.pkl"), "rb") as f:
+                data = pickle.load(f)
+        self.assertEqual(sorted(data), ["image_batch", "llm_input_seq"])
+        ib, seq = data["image_batch"], data["llm_input_seq"]
+        self.assertEqual((len(ib), len(seq)), (10000, 10000))
+        self.assertTrue(all(isinstance(x, int) for x in ib + seq))
+        st = cli_json("workload", "stats", "workloads/llava-ov-mix.yaml", "--model", "models/llava-ov-qwen2.5-7b.yaml",
+                      "--samples", "10000", "--seed", "3", "--max-tokens", "16384", "--json")
+        self.assertEqual(sum(ib), st["encoder_inputs_total"])
+        self.assertEqual(sum(seq), st["llm_tokens_total"])
+        self.assertEqual(max(seq), st["llm_tokens"]["max"])
+
+
 class SharedLibrary(unittest.TestCase):
     def test_mm_version_through_ctypes(self):
         lib = ctypes.CDLL(_lib.find())

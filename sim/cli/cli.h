@@ -26,6 +26,8 @@ extern const struct option mm_cli_report_longopts[];
 extern const char mm_cli_report_shortopts[];
 extern const struct option mm_cli_plan_longopts[];
 extern const char mm_cli_plan_shortopts[];
+extern const struct option mm_cli_profile_longopts[];
+extern const char mm_cli_profile_shortopts[];
 
 /* The database run, sweep and plan write to when --db is not given. */
 #define DEFAULT_DB "results/mmsim.db"
@@ -103,6 +105,7 @@ int mm_cli_workload(int argc, char **argv); /* cmd_workload.c */
 int mm_cli_sweep(int argc, char **argv); /* cmd_sweep.c */
 int mm_cli_report(int argc, char **argv); /* cmd_report.c */
 int mm_cli_plan(int argc, char **argv); /* cmd_plan.c */
+int mm_cli_profile(int argc, char **argv); /* cmd_profile.c */
 int mm_cli_completion(int argc, char **argv); /* cmd_completion.c: mmsim completion bash|zsh */
 
 #endif

@@ -36,6 +36,7 @@ static const cmd_opts cmds[] = {
     {"sweep", mm_cli_sweep_longopts, mm_cli_sweep_shortopts, NULL},
     {"report", mm_cli_report_longopts, mm_cli_report_shortopts, NULL},
     {"plan", mm_cli_plan_longopts, mm_cli_plan_shortopts, NULL},
+    {"profile", mm_cli_profile_longopts, mm_cli_profile_shortopts, NULL},
 };
 enum { N_CMDS = sizeof cmds / sizeof cmds[0] };
 
@@ -65,6 +66,9 @@ static void option_choices(const char *cmd, const char *opt, char *buf, size_t l
     }
     if (!strcmp(cmd, "plan") && !strcmp(opt, "--emit"))
         list = mm_emit_format_names; /* then the file: an operand, as files */
+    static const char *const profile_formats[] = {"dflop", NULL};
+    if (!strcmp(cmd, "profile") && !strcmp(opt, "--format"))
+        list = profile_formats; /* then the folder, as files */
     size_t n = 0;
     for (int i = 0; list && list[i] && n < len; i++)
         n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " " : "", list[i]);
@@ -166,13 +170,13 @@ static void bash_words(char *buf, size_t len)
 {
     printf("_mmsim_words() {\n"
            "    if [ \"$1\" -eq 2 ]; then\n"
-           "        COMPREPLY=($(compgen -W 'run model collective workload sweep report plan help completion"
+           "        COMPREPLY=($(compgen -W 'run model collective workload sweep report plan profile help completion"
            " --help --version' -- \"$cur\"))\n"
            "        return\n"
            "    fi\n"
            "    case $cmd in\n"
            "    help) [ \"$1\" -eq 3 ] && COMPREPLY=($(compgen -W 'run model collective workload sweep"
-           " report plan help scenario' -- \"$cur\")); return ;;\n"
+           " report plan profile help scenario' -- \"$cur\")); return ;;\n"
            "    completion) [ \"$1\" -eq 3 ] && COMPREPLY=($(compgen -W 'bash zsh' -- \"$cur\"));"
            " return ;;\n"
            "    esac\n"
@@ -306,7 +310,7 @@ static void zsh_script(void)
            "}\n\n");
     printf("_mmsim() {\n"
            "    local -a commands\n"
-           "    commands=(run model collective workload sweep report plan help completion)\n"
+           "    commands=(run model collective workload sweep report plan profile help completion)\n"
            "    if (( CURRENT == 2 )); then\n"
            "        compadd -a commands\n"
            "        compadd -- --help --version\n"
@@ -315,7 +319,7 @@ static void zsh_script(void)
            "    local cmd=$words[2]\n"
            "    shift words; (( CURRENT-- ))\n"
            "    case $cmd in\n"
-           "    help) _arguments '1:command:(run model collective workload sweep report plan help scenario)' ;;\n"
+           "    help) _arguments '1:command:(run model collective workload sweep report plan profile help scenario)' ;;\n"
            "    completion) _arguments '1:shell:(bash zsh)' ;;\n");
     for (int i = 0; i < N_CMDS; i++) {
         const cmd_opts *c = &cmds[i];

@@ -21,7 +21,7 @@ static const struct {
 } commands[] = {
     {"run", mm_cli_run}, {"model", mm_cli_model}, {"collective", mm_cli_collective},
     {"workload", mm_cli_workload}, {"sweep", mm_cli_sweep}, {"report", mm_cli_report},
-    {"plan", mm_cli_plan}, {"completion", mm_cli_completion},
+    {"plan", mm_cli_plan}, {"profile", mm_cli_profile}, {"completion", mm_cli_completion},
 };
 
 static int help(int argc, char **argv)

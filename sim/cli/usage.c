@@ -20,6 +20,7 @@ const char mm_cli_usage_main[] =
     "  sweep SWEEP.yaml      run a grid of scenarios into one database\n"
     "  report DB             tables (or CSV) of the runs and sweeps in a database\n"
     "  plan [SCENARIO.yaml]  rank parallel layouts of a scenario on N GPUs by simulated cost\n"
+    "  profile --format dflop DIR  DFLOP's profiler tables from simulated costs\n"
     "  help [COMMAND]        show help for a command (mmsim help help: about help)\n"
     "  help scenario         every scenario key: type, default, built-in value, doc\n"
     "  completion bash|zsh   the shell completion script (installed with mmsim)\n"
@@ -36,7 +37,7 @@ static const char usage_help[] =
     "usage: mmsim help [COMMAND]\n"
     "\n"
     "Prints the usage of COMMAND (run, model, collective, workload, sweep, report,\n"
-    "plan, completion, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
+    "plan, profile, completion, help), or the list of commands without one.  `mmsim COMMAND --help`\n"
     "prints the same.  `mmsim help scenario` lists every scenario key with its\n"
     "type, default, built-in value and doc.  Exit status 2 for a command that\n"
     "does not exist.\n";
@@ -243,6 +244,28 @@ static const char usage_plan[] =
     "\n"
     "A status line is drawn on stderr while it plans, when stderr is a terminal.\n";
 
+static const char usage_profile[] =
+    "usage: mmsim profile [SCENARIO.yaml] --format dflop DIR [--names M,V,VS,L,LS]\n"
+    "                     [--set KEY=VALUE]... [-q]\n"
+    "\n"
+    "Writes DFLOP's profiler tables into DIR from simulated costs of the\n"
+    "scenario's model on its GPU, topology, framework and precision, so that\n"
+    "DFLOP's data-aware optimizer plans a cluster that is not there: the\n"
+    "throughput tables of the vision module by image count (1..64) and of the\n"
+    "LLM by sequence length (1024..8192, and without the attention core), and\n"
+    "the memory tables, at tensor parallelism 1, 2, 4 and 8, in DFLOP's file\n"
+    "names, columns and units (ms, GiB); and the pickle of its data analysis,\n"
+    "10000 samples' image crops and LLM tokens drawn from the scenario's\n"
+    "workload (none for a text workload).  A model without a vision encoder,\n"
+    "or with an MoE LLM, is refused (exit 2).\n"
+    "\n"
+    "  --format dflop DIR   the format (dflop only) and the folder (made if missing)\n"
+    "  --names M,V,VS,L,LS  the names in the files: DFLOP's models.mllm,\n"
+    "                       vision.name, vision.size, llm.name, llm.size\n"
+    "                       (default llavaov,siglip,6b,qwen2.5,7b: its shipped config)\n"
+    "  -s, --set KEY=VALUE  scenario override, as for mmsim run\n"
+    "  -q, --quiet          print nothing on success\n";
+
 static const char usage_workload[] =
     "usage: mmsim workload stats FILE [--model MODEL] [--samples N] [--seed S] [--json]\n"
     "                              [--tokens-per-tile N] [--tokens-per-frame N] [--max-tokens N]\n"
@@ -266,7 +289,7 @@ static const struct {
 } usages[] = {
     {"run", usage_run},       {"model", usage_model},   {"collective", usage_collective},
     {"workload", usage_workload}, {"sweep", usage_sweep}, {"report", usage_report},
-    {"plan", usage_plan},     {"help", usage_help},     {"completion", usage_completion},
+    {"plan", usage_plan},     {"profile", usage_profile}, {"help", usage_help},     {"completion", usage_completion},
 };
 
 const char *mm_cli_usage_of(const char *cmd)

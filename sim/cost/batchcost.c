@@ -67,13 +67,14 @@ static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_p
             int j = k - plan->rank_first[r];
             size_t at = (size_t)r * m + j;
             /* the LLM runs at the padded length; it trains the real tokens */
-            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq, bn->n, &w->mb[at],
+            rc = mm_sim_llm_bin_cost(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq, bn->n,
+                                     (double)bn->images, &w->mb[at],
                                      (size_t)dp * m);
             w->tokens += (double)bn->llm_tokens;
             w->padded_tokens += (double)bn->padded_tokens;
             if (rc == 0 && bn->padded_tokens > bn->llm_tokens)
-                w->pad_flops += mm_sim_llm_mb_flops(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq) -
-                                mm_sim_llm_mb_flops(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens);
+                w->pad_flops += mm_sim_llm_mb_flops(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq, bn->n) -
+                                mm_sim_llm_mb_flops(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens, bn->n);
             w->mb_T[at] = (double)bn->padded_tokens;
             w->mb_S[at] = bn->padded_sum_sq;
             w->mb_n[at] = bn->n;
@@ -178,11 +179,11 @@ static int fit_sample_costs(const mm_sim *sim, const mm_build_spec *spec, const 
                                 sc->batching != MM_BATCH_POST_BALANCE};
     mm_mb_cost *probe = calloc((size_t)V, sizeof *probe);
     double L1 = 1024, L2 = 2048, t1 = 0, t2 = 0;
-    rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, probe, 1) : -1;
+    rc = probe ? mm_sim_llm_bin_cost(sim, st, V, L1, L1 * L1, 1, -1, probe, 1) : -1;
     for (int v = 0; v < V && rc == 0; v++)
         t1 += probe[v].fwd_s + probe[v].bwd_s;
     if (rc == 0)
-        rc = mm_sim_llm_bin_cost(sim, st, V, L2, L2 * L2, 1, probe, 1);
+        rc = mm_sim_llm_bin_cost(sim, st, V, L2, L2 * L2, 1, -1, probe, 1);
     for (int v = 0; v < V && rc == 0; v++)
         t2 += probe[v].fwd_s + probe[v].bwd_s;
     free(probe);

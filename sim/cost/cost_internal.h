@@ -47,9 +47,11 @@ int mm_sim_enc_mb_cost_split(const mm_sim *sim, const mm_sim_encoder *e, double 
                              double *wgrad_params, mm_enc_mb_cost *projc);
 
 /* costs.c: one LLM micro-batch of T tokens in n sequences (sum of squared
- * lengths S) on every virtual stage, out[v * stride].  Returns 0 or -1. */
+ * lengths S) holding `images` images (< 0: the nominal one per sequence;
+ * what Mllama's cross-attention blocks attend) on every virtual stage,
+ * out[v * stride].  Returns 0 or -1. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
-                        mm_mb_cost *out, size_t stride);
+                        double images, mm_mb_cost *out, size_t stride);
 
 /* costs.c: encoder i's layout as the graph builder takes it (placement,
  * tp, pp, dp, layers, frozen, the disjoint queue's depth); costs and
@@ -58,6 +60,19 @@ void mm_sim_enc_layout(const mm_sim *sim, int i, mm_enc_spec *es);
 
 /* memcost.c: the LLM's memory configuration (memory.h) for this scenario. */
 void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c);
+
+/* memcost.c: the bytes on one GPU of the LLM's pipeline stage k, by kind,
+ * as mm_sim_stage_memory counts them (its stage_gib is this total).
+ * Returns 0, or -1 outside the memory model. */
+int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r);
+
+/* memcost.c: the bytes on one GPU of encoder i under layout *es
+ * (mm_sim_enc_layout) holding `flight` micro-batches of `inputs` tiles or
+ * clips each, by kind: what mm_sim_stage_memory's module_gib counts (its
+ * own flight and largest sample), divided over the encoder's pp stages.
+ * Returns 0, or -1 outside the memory model. */
+int mm_sim_enc_rank_memory(const mm_sim *sim, int i, const mm_enc_spec *es, double inputs, int flight,
+                           mm_mem_rank *r);
 
 /* batchcost.c: one iteration of a workload file, drawn and batched; the
  * arrays are reused across iterations and freed by wl_iter_free. */
@@ -115,11 +130,11 @@ double mm_sim_enc_excess_s(const mm_build_spec *spec);
 double mm_sim_cost_seq(const mm_sim *sim);
 
 /* costs.c: the model FLOPs (forward + backward over every virtual stage,
- * as the executor's ops carry them) of one LLM micro-batch of T tokens
- * whose sequences' squared lengths sum to S: what mm_sim_llm_bin_cost
+ * as the executor's ops carry them) of one LLM micro-batch of T tokens in
+ * n sequences whose squared lengths sum to S: what mm_sim_llm_bin_cost
  * gives, without the times.  Padding's FLOPs are this at the padded
  * length less this at the real one. */
-double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S);
+double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n);
 /* costs.c: a fixed or text workload's model FLOPs spent on pad tokens in
  * one iteration (padding max_length to train.pad_to: every micro-batch of
  * every replica), 0 when nothing is padded or for a workload file (whose

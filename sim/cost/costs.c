@@ -352,8 +352,17 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe);
     spec->z3_once = mm_framework_z3_keep_gathered(sim->fw, zero, pipe);
     spec->bucket_bytes = bucket_params(sim, L->lay.dp) * gbytes;
-    spec->z3_gathers = mm_framework_z3_gathers(sim->fw, m);
-    spec->z3_prefetch = mm_framework_z3_prefetch(sim->fw, m);
+    mm_z3_knobs knobs = {sc->zero.prefetch_bucket_size, sc->zero.max_live_parameters,
+                         sc->zero.param_persistence_threshold, sc->zero.max_reuse_distance};
+    mm_z3_gather_plan z3;
+    if (mm_framework_z3_plan(sim->fw, m, &knobs, rc == MM_RECOMPUTE_FULL, &z3))
+        z3 = (mm_z3_gather_plan){.gathers = 1, .prefetch = 1, .scatters = 1}; /* refused by check_zero under ZeRO-3 */
+    spec->z3_gathers = z3.gathers;
+    spec->z3_prefetch = z3.prefetch;
+    spec->z3_no_prefetch = z3.prefetch == 0;
+    spec->z3_regathers = z3.regathers;
+    spec->z3_scatters = z3.scatters;
+    spec->z3_regather_share = z3.regather_share;
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
@@ -937,21 +946,21 @@ static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, dou
 }
 
 /* One virtual stage's model FLOPs (Megatron convention) for a micro-batch
- * of T tokens whose sequences' squares sum to S: forward, backward (twice
+ * of T tokens in n sequences whose squares sum to S: forward, backward (twice
  * the forward), its weight-gradient part and what recomputation runs again
  * (rc); the last stage adds the LM head.  A frozen LLM's weight gradients
  * come off after (mm_sim_freeze_mb). */
-static void bin_stage_flops(const mm_llm *m, const mm_llm *sv, int nl, bool last, double T, double S, int rc,
-                            mm_mb_cost *c)
+static void bin_stage_flops(const mm_llm *m, const mm_llm *sv, int nl, bool last, double T, double S, double n,
+                            int rc, mm_mb_cost *c)
 {
-    double lf = mm_llm_layer_fwd_flops_packed(sv, T, S), af = lf - mm_llm_layer_fwd_flops_packed(sv, T, 0);
+    double lf = mm_llm_layer_fwd_flops_seqs(sv, T, S, n), af = mm_llm_layer_attn_fwd_flops_seqs(sv, T, S, n);
     c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
     c->bwd_flops = 2 * c->fwd_flops;
     c->wgrad_flops = c->fwd_flops - nl * af;
     c->recompute_flops = nl * (rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0);
 }
 
-double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S)
+double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n)
 {
     const mm_llm *m = sim->llm;
     int rc = mm_sim_recompute(sim, &sim->sc.parallel.llm);
@@ -965,7 +974,7 @@ double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, do
         l0 += nl;
         mm_mb_cost c;
         memset(&c, 0, sizeof c);
-        bin_stage_flops(m, &sv, nl, v == V - 1, T, S, rc, &c);
+        bin_stage_flops(m, &sv, nl, v == V - 1, T, S, n, rc, &c);
         mm_sim_freeze_mb(sim, &c);
         sum += c.fwd_flops + c.bwd_flops;
     }
@@ -979,18 +988,24 @@ double mm_sim_nominal_pad_flops(const mm_sim *sim, const mm_stage_cost *st)
     if (sim->wl || !(cs > s))
         return 0;
     int V = L->lay.pp * L->lay.vpp;
-    double per = mm_sim_llm_mb_flops(sim, st, V, b * cs, b * cs * cs) - mm_sim_llm_mb_flops(sim, st, V, b * s, b * s * s);
+    double per = mm_sim_llm_mb_flops(sim, st, V, b * cs, b * cs * cs, b) -
+                 mm_sim_llm_mb_flops(sim, st, V, b * s, b * s * s, b);
     return per * sim->micro_batches * L->lay.dp;
 }
 
 /* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
  * S, on every virtual stage. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
-                        mm_mb_cost *out, size_t stride)
+                        double images, mm_mb_cost *out, size_t stride)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    const mm_llm *m = sim->llm;
+    /* Mllama: the cross blocks attend this micro-batch's images (their
+     * mean per sequence), not the nominal one per sequence */
+    mm_llm mi = *sim->llm;
+    if (mi.cross_tokens > 0 && images >= 0)
+        mi.cross_images = n > 0 ? images / n : 0.0;
+    const mm_llm *m = &mi;
     bool sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1;
     for (int v = 0; v < V; v++)
         memset(&out[(size_t)v * stride], 0, sizeof *out);
@@ -1031,7 +1046,7 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
                    fp8_region_s(sim, &svm, nl, true);
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
         mm_llm svf = uniform ? *m : stage_view(m, l0 - nl, nl); /* nl 0: one block's mean, times 0 */
-        bin_stage_flops(m, &svf, nl, last, T, S, rc, c);
+        bin_stage_flops(m, &svf, nl, last, T, S, n, rc, c);
         c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);
         c->p2p_bytes = T * (double)m->hidden * 2;
         mm_sim_freeze_mb(sim, c);

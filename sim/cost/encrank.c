@@ -69,7 +69,11 @@ int mm_sim_enc_ranks(const mm_sim *sim, mm_build_spec *spec, int i, const mm_bat
         for (int t = 0; t < bn->n; t++) {
             const mm_sample *s = &samples[bn->idx[t]];
             double aud = (double)mm_sample_audio_tokens(s, &sim->tm);
-            double tok = audio ? aud : (double)mm_sample_mm_tokens(s, &sim->tm) - aud;
+            /* Mllama: the image is not in the LLM's sequence; its cross
+             * blocks read the projected states of every tile */
+            double tok = audio                      ? aud
+                         : sim->llm->cross_tokens > 0 ? (double)(s->tiles + s->frames) * e->tokens_per_input
+                                                      : (double)mm_sample_mm_tokens(s, &sim->tm) - aud;
             pair[(size_t)k * dp + llm_of[bn->idx[t]]] += tok * per_tok;
         }
     }

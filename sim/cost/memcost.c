@@ -82,23 +82,30 @@ static double graph_bytes(const mm_sim *sim, const mm_mem_config *c, int k)
     return layers * flight * 4.0 * tokens * (double)sim->llm->hidden * 2.0;
 }
 
+int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
+{
+    mm_mem_config c;
+    mm_sim_llm_mem_config(sim, &c);
+    if (mm_mem_llm_rank(sim->llm, &c, k, r))
+        return -1;
+    r->total += graph_bytes(sim, &c, k);
+    return 0;
+}
+
 static bool llm_memory(const mm_sim *sim, mm_sim_memory *mt)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    mm_mem_config c;
-    mm_sim_llm_mem_config(sim, &c);
     double cap = sim->cluster->gpu.hbm_bytes - sc->train.memory_reserve_gib * MM_GIB;
     bool oom = false;
     mt->peak_gib = 0;
     for (int k = 0; k < L->lay.pp; k++) {
         mm_mem_rank r;
-        if (mm_mem_llm_rank(sim->llm, &c, k, &r)) {
+        if (mm_sim_llm_stage_rank(sim, k, &r)) {
             mt->stage_gib[k] = mt->states_gib[k] = NAN;
             mt->peak_gib = NAN;
             continue;
         }
-        r.total += graph_bytes(sim, &c, k);
         mt->stage_gib[k] = r.total / MM_GIB;
         mt->states_gib[k] = (r.weights + r.grads + r.optimizer) / MM_GIB;
         if (mt->stage_gib[k] > mt->peak_gib)
@@ -133,16 +140,35 @@ static double enc_memory(const mm_sim *sim, const mm_enc_spec *es, int i)
     }
     if (flight > m * dp)
         flight = m * dp;
-    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
+    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
     mm_mem_rank r;
+    if (mm_sim_enc_rank_memory(sim, i, es, inputs * (double)sc->train.micro_batch, flight, &r))
+        return NAN;
+    return r.total;
+}
+
+int mm_sim_enc_rank_memory(const mm_sim *sim, int i, const mm_enc_spec *es, double inputs, int flight,
+                           mm_mem_rank *r)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_sim_encoder *e = &sim->enc[i];
+    int zero = e->layout.zero >= 0 ? e->layout.zero : sc->train.zero;
     bool sp = es->tp > 1 && (es->placement == MM_ENC_HOMOGENEOUS
                                  ? (sc->train.sequence_parallel || sc->parallel.llm.sp)
                                  : e->layout.sp);
-    double inputs = e->max_inputs > 0 ? e->max_inputs : e->inputs_per_sample;
-    if (mm_mem_encoder_rank(e->enc, inputs * (double)sc->train.micro_batch, es->tp, sp, es->dp, zero,
-                            mm_sim_mem_recompute_of(sim, &e->layout), flight, e->frozen_tower, &r))
-        return NAN;
-    return r.total / es->pp;
+    if (mm_mem_encoder_rank(e->enc, inputs, es->tp, sp, es->dp, zero, mm_sim_mem_recompute_of(sim, &e->layout),
+                            flight, e->frozen_tower, r))
+        return -1;
+    /* the encoder's layers spread over its es->pp stages, each stage's GPU
+     * holding its share */
+    r->params /= es->pp;
+    r->weights /= es->pp;
+    r->grads /= es->pp;
+    r->optimizer /= es->pp;
+    r->activations /= es->pp;
+    r->transient /= es->pp;
+    r->total /= es->pp;
+    return 0;
 }
 
 void mm_sim_memory_free(mm_sim_memory *m)

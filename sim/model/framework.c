@@ -19,7 +19,7 @@ static const char *const top_keys[] = {"name", "source", "attention", "kernels",
                                        "padding_pipelined", "overlap", "grad_sync", "host",
                                        "loader", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
-                                       NULL};
+                                      "persistence_mparams", "max_reuse_mparams", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
@@ -246,9 +246,22 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
         rc = req_double(r, z, "max_live_mparams", "zero3.max_live_mparams", 0.0, 1e6, &fw->z3_max_live_params);
     if (!rc)
         rc = req_bool(r, z, "keep_gathered_under_pp", "zero3.keep_gathered_under_pp", &fw->z3_keep_under_pp);
+    /* optional (0: every parameter gathered; every one released after its
+     * use): DeepSpeed's stage3_param_persistence_threshold and
+     * stage3_max_reuse_distance, read under gather: module only */
+    bool found = false;
+    fw->z3_persist_params = fw->z3_max_reuse_params = 0;
+    if (!rc)
+        rc = mm_node_double(r->d, z, "persistence_mparams", "zero3.persistence_mparams", 0.0, 1e6,
+                            &fw->z3_persist_params, &found, r->err);
+    if (!rc)
+        rc = mm_node_double(r->d, z, "max_reuse_mparams", "zero3.max_reuse_mparams", 0.0, 1e6,
+                            &fw->z3_max_reuse_params, &found, r->err);
     fw->z3_per_module = gather == 1;
     fw->z3_prefetch_params *= 1e6;
     fw->z3_max_live_params *= 1e6;
+    fw->z3_persist_params *= 1e6;
+    fw->z3_max_reuse_params *= 1e6;
     int pad = 0;
     if (!rc)
         rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
@@ -342,21 +355,128 @@ int mm_framework_grad_bytes(const mm_framework *fw, mm_dtype precision)
     return precision >= 0 && precision < MM_DTYPE_COUNT ? fw->grad_reduce_bytes[precision] : 2;
 }
 
+int mm_framework_z3_modules(const mm_llm *m, mm_z3_module *mod)
+{
+    int64_t h = m->hidden, q = m->heads * m->head_dim, kv = m->kv_heads * m->head_dim, f = m->ffn;
+    int64_t nb = m->rmsnorm || m->norm_no_bias ? h : 2 * h;
+    int n = 0;
+#define MOD(total, big) (mod[n].params = (double)(total), mod[n].largest = (double)(big), n++)
+    MOD(nb, h); /* input norm */
+    if (m->style == MM_LLM_GPT2 || m->style == MM_LLM_MPT) { /* a fused c_attn / Wqkv */
+        MOD(h * (q + 2 * kv) + (m->qkv_bias ? q + 2 * kv : 0), h * (q + 2 * kv));
+    } else {
+        MOD(h * q + (m->qkv_bias ? q : 0), h * q);
+        MOD(h * kv + (m->qkv_bias ? kv : 0), h * kv);
+        MOD(h * kv + (m->qkv_bias ? kv : 0), h * kv);
+    }
+    MOD(q * h + (m->out_bias ? h : 0), q * h);
+    MOD(nb, h); /* post-attention norm */
+    for (int k = 0; k < (m->gated_mlp ? 2 : 1); k++)
+        MOD(h * f + (m->mlp_bias ? f : 0), h * f);
+    MOD(f * h + (m->mlp_bias ? h : 0), f * h);
+#undef MOD
+    return n;
+}
+
+/* Under DeepSpeed (per-module gathers) with full recomputation, which of
+ * a layer's modules the backward gathers again: the checkpointed forward
+ * runs right before the layer's backward (Megatron's and HF's
+ * checkpoint per layer), fetching and releasing module by module;
+ * release_sub_module keeps a parameter whose next use lies within
+ * stage3_max_reuse_distance parameters of the trace
+ * (PartitionedParameterCoordinator.__params_to_release walks
+ * __submodule_order from the step, adding each module's numel and
+ * stopping once the sum reaches the distance).  Module i's next use is
+ * its own backward, after modules i+1..n forward and n..i+1 backward:
+ * 2 x their parameters.  Persistent modules are never released. */
+static void z3_regathers(const mm_z3_module *mod, int n, double persist, double reuse, int *count, double *params)
+{
+    *count = 0, *params = 0;
+    for (int i = 0; i < n; i++) {
+        if (mod[i].largest <= persist)
+            continue;
+        double later = 0;
+        for (int j = i + 1; j < n; j++)
+            later += mod[j].params;
+        /* the walk visits module i again iff it has not reached the
+         * distance before it: 2 x later < reuse */
+        if (!(2 * later < reuse))
+            (*count)++, *params += mod[i].params;
+    }
+}
+
+/* DeepSpeed's IPG buckets under ZeRO-3, per layer in the steady state:
+ * the gradients arrive module by module in backward order, and
+ * __add_grad_to_ipg_bucket's caller reduce-scatters the bucket first when
+ * it holds something and the next gradient would take it past
+ * reduce_bucket_size (stage3.py reduce_independent_p_g_buckets_and_remove_grads:
+ * `elements_in_ipg_bucket > 0 and elements + ds_numel > reduce_bucket_size`).
+ * Counted over 64 layers; 1 when a bucket spans layers. */
+static int z3_scatters(const mm_z3_module *mod, int n, double bucket)
+{
+    if (!(bucket > 0))
+        return 1;
+    enum { LAYERS = 64 };
+    double in = 0;
+    int flushes = 0;
+    for (int l = 0; l < LAYERS; l++)
+        for (int i = n - 1; i >= 0; i--) {
+            if (in > 0 && in + mod[i].params > bucket)
+                flushes++, in = 0;
+            in += mod[i].params;
+        }
+    int per = (int)lround((double)(flushes + 1) / LAYERS);
+    return per > 1 ? per : 1;
+}
+
+int mm_framework_z3_plan(const mm_framework *fw, const mm_llm *m, const mm_z3_knobs *k, bool full_recompute,
+                         mm_z3_gather_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->gathers = out->scatters = 1;
+    double layer = (double)mm_llm_layer_params(m);
+    double bucket = k && k->prefetch_bucket >= 0 ? k->prefetch_bucket : fw->z3_prefetch_params;
+    double live = k && k->max_live >= 0 ? k->max_live : fw->z3_max_live_params;
+    double persist = k && k->persistence >= 0 ? k->persistence : fw->z3_persist_params;
+    double reuse = k && k->max_reuse >= 0 ? k->max_reuse : fw->z3_max_reuse_params;
+    if (fw->z3_per_module) {
+        mm_z3_module mod[MM_Z3_MAX_MODULES];
+        int n = mm_framework_z3_modules(m, mod);
+        out->gathers = 0;
+        for (int i = 0; i < n; i++)
+            out->gathers += mod[i].largest > persist;
+        out->scatters = z3_scatters(mod, n, fw->bucket_params);
+        if (out->gathers == 0)
+            return -1; /* every parameter persistent: no gathers to model */
+        if (full_recompute && m->kv_lora <= 0) {
+            z3_regathers(mod, n, persist, reuse, &out->regathers, &out->regather_share);
+            out->regather_share = layer > 0 ? out->regather_share / layer : 0;
+        }
+        /* a bucket of 0 prefetches nothing (fetch_sub_module: `if
+         * self.__prefetch_bucket_sz > 0`) */
+        if (!(bucket > 0)) {
+            out->prefetch = 0;
+            return 0;
+        }
+    }
+    /* DeepSpeed prefetches at most max_live - what is live now (the layer
+     * computing): PartitionedParameterCoordinator.fetch_sub_module */
+    double ahead = bucket;
+    if (ahead > 0 && live > 0)
+        ahead = fmin(ahead, live - layer);
+    int d = ahead > 0 && layer > 0 ? (int)floor(ahead / layer) : 1;
+    out->prefetch = d < 1 ? 1 : d > 15 ? 15 : d;
+    return 0;
+}
+
 int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m)
 {
-    if (!fw->z3_per_module)
-        return 1;
-    int qkv = m->style == MM_LLM_GPT2 || m->style == MM_LLM_MPT ? 1 : 3; /* a fused c_attn / Wqkv */
-    return 2 + qkv + 1 + (m->gated_mlp ? 3 : 2);
+    mm_z3_gather_plan p;
+    return mm_framework_z3_plan(fw, m, NULL, false, &p) ? 0 : p.gathers;
 }
 
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m)
 {
-    double layer = (double)mm_llm_layer_params(m), ahead = fw->z3_prefetch_params;
-    /* DeepSpeed prefetches at most max_live - what is live now (the layer
-     * computing): PartitionedParameterCoordinator.fetch_sub_module */
-    if (ahead > 0 && fw->z3_max_live_params > 0)
-        ahead = fmin(ahead, fw->z3_max_live_params - layer);
-    int d = ahead > 0 && layer > 0 ? (int)floor(ahead / layer) : 1;
-    return d < 1 ? 1 : d > 15 ? 15 : d;
+    mm_z3_gather_plan p;
+    return mm_framework_z3_plan(fw, m, NULL, false, &p) ? 0 : p.prefetch;
 }

@@ -98,6 +98,15 @@ typedef struct mm_framework {
     /* parameters that may be gathered at once (DeepSpeed's
      * stage3_max_live_parameters), bounding the prefetch: 0 none */
     double z3_max_live_params;
+    /* zero3.persistence_mparams: a parameter of at most this many elements
+     * stays gathered on every rank (DeepSpeed's
+     * stage3_param_persistence_threshold); a module all of whose
+     * parameters persist is never gathered.  zero3.max_reuse_mparams: a
+     * gathered parameter used again within this many parameters of the
+     * trace is not released (stage3_max_reuse_distance).  Both 0 when the
+     * profile leaves them out; read under gather: module only. */
+    double z3_persist_params;
+    double z3_max_reuse_params;
     /* zero3.keep_gathered_under_pp: on a pipeline the parameters stay
      * gathered from the first micro-batch's forward to the last one's
      * backward and the gradients accumulate unsharded, reduce-scattered
@@ -133,6 +142,50 @@ typedef struct mm_framework {
     bool every_microbatch[3];
     bool once_under_pp;
 } mm_framework;
+
+/* A module of a transformer layer as DeepSpeed's coordinator fetches it:
+ * its parameters and its largest parameter's (what the persistence
+ * threshold compares), in forward order. */
+enum { MM_Z3_MAX_MODULES = 12 };
+typedef struct mm_z3_module {
+    double params, largest;
+} mm_z3_module;
+
+/* The parameter-holding modules of one dense layer as Hugging Face builds
+ * them (input norm; q, k, v, or GPT-2's fused c_attn; the output
+ * projection; the post-attention norm; two or three MLP matrices), into
+ * mod[MM_Z3_MAX_MODULES]; returns their count.  Their parameters add up to
+ * mm_llm_layer_params for a dense, non-MLA layer without qk-norms. */
+int mm_framework_z3_modules(const mm_llm *m, mm_z3_module *mod);
+
+/* The scenario's DeepSpeed settings (zero.*), in parameters; < 0: the
+ * profile's zero3 values. */
+typedef struct mm_z3_knobs {
+    double prefetch_bucket; /* stage3_prefetch_bucket_size */
+    double max_live;        /* stage3_max_live_parameters */
+    double persistence;     /* stage3_param_persistence_threshold */
+    double max_reuse;       /* stage3_max_reuse_distance */
+} mm_z3_knobs;
+
+/* How ZeRO-3 gathers one layer under the framework and the knobs (NULL:
+ * the profile's): `gathers` all-gathers per layer and pass (1 under
+ * gather: layer; else the modules with a parameter above the persistence
+ * threshold); under full recomputation (DeepSpeed only) the backward's
+ * `regathers` more, of `regather_share` of the layer's parameters (the
+ * checkpointed forward's fetches released before the backward's use);
+ * `prefetch` layers ahead (mm_framework_z3_prefetch; 0: none, a DeepSpeed
+ * prefetch bucket of 0); `scatters` gradient reduce-scatters per layer
+ * (DeepSpeed's IPG buckets of the profile's grad_bucket.mparams, as its
+ * reduce_bucket_size, filled module by module in backward order: 4 for a
+ * GPT-3 175B layer at 5e8; 1 where a bucket spans layers, and under
+ * gather: layer).  Returns -1 when every module of the layer persists
+ * (nothing left to gather: not modeled). */
+typedef struct mm_z3_gather_plan {
+    int gathers, regathers, prefetch, scatters;
+    double regather_share;
+} mm_z3_gather_plan;
+int mm_framework_z3_plan(const mm_framework *fw, const mm_llm *m, const mm_z3_knobs *k, bool full_recompute,
+                         mm_z3_gather_plan *out);
 
 /* ZeRO-3 all-gathers per transformer layer under the framework: 1, or the
  * layer's parameter-holding modules as Hugging Face builds them (two norms,

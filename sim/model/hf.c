@@ -56,6 +56,7 @@ static const class_row classes[] = {
     {"qwen3_vl_text", "Qwen3VLTextConfig"}, {"qwen3_vl", "Qwen3VLVisionConfig"},
     {"idefics2_vision", "Idefics2VisionConfig"}, {"idefics2_perceiver", "Idefics2PerceiverConfig"},
     {"llama4_text", "Llama4TextConfig"}, {"llama4_vision_model", "Llama4VisionConfig"},
+    {"mllama_text_model", "MllamaTextConfig"}, {"mllama_vision_model", "MllamaVisionConfig"},
     {NULL, NULL},
 };
 
@@ -228,6 +229,17 @@ static const def_row defs[] = {
     I("llama4_vision_model", "patch_size", 14), S("llama4_vision_model", "hidden_act", "gelu"),
     I("llama4_vision_model", "vision_output_dim", 7680), I("llama4_vision_model", "projector_input_dim", 4096),
     I("llama4_vision_model", "projector_output_dim", 4096),
+    /* MllamaTextConfig, MllamaVisionConfig (configuration_mllama.py @ 996a401; the
+     * list defaults, cross_attention_layers, intermediate_layers_indices and
+     * supported_aspect_ratios, are llm_read.c's and mllm_read.c's) */
+    LL("mllama_text_model", 128256, 4096, 14336, 40, 32, 131072, false),
+    I("mllama_text_model", "num_key_value_heads", 8), S("mllama_text_model", "hidden_act", "silu"),
+    I("mllama_vision_model", "hidden_size", 1280), I("mllama_vision_model", "intermediate_size", 5120),
+    I("mllama_vision_model", "num_hidden_layers", 32), I("mllama_vision_model", "num_global_layers", 8),
+    I("mllama_vision_model", "attention_heads", 16), I("mllama_vision_model", "num_channels", 3),
+    I("mllama_vision_model", "image_size", 448), I("mllama_vision_model", "patch_size", 14),
+    I("mllama_vision_model", "max_num_tiles", 4), I("mllama_vision_model", "vision_output_dim", 7680),
+    S("mllama_vision_model", "hidden_act", "gelu"),
     I("whisper", "num_mel_bins", 80), I("whisper", "encoder_layers", 4), I("whisper", "encoder_attention_heads", 6),
     I("whisper", "encoder_ffn_dim", 1536), I("whisper", "d_model", 384), I("whisper", "max_source_positions", 1500),
     {NULL, NULL, KI, 0, NULL},

@@ -65,6 +65,20 @@ int mm_llm_validate(const mm_llm *m, mm_err *err)
         return mm_err_set(err, MM_EINPUT, m->source, 0, "max_pos",
                           "a learned position table needs 1 to %lld rows, got %lld",
                           (long long)VOCAB_MAX, (long long)m->max_pos);
+    int64_t nx = mm_llm_cross_layers(m);
+    /* 0 until the composite reader knows the tower (mllama_read.c) */
+    if (!(m->cross_images >= 0 && m->cross_images <= 1e6))
+        return mm_err_set(err, MM_EINPUT, m->source, 0, "cross_images", "must be in [0, 1e6], got %g",
+                          m->cross_images);
+    if (m->cross_tokens < 0 || m->cross_tokens > VOCAB_MAX)
+        return mm_err_set(err, MM_EINPUT, m->source, 0, "cross_tokens", "must be in [0, %lld], got %lld",
+                          (long long)VOCAB_MAX, (long long)m->cross_tokens);
+    if (nx > 0 && (m->kv_lora > 0 || m->experts > 0))
+        return mm_err_set(err, MM_EINPUT, m->source, 0, "cross_attention_layers",
+                          "cross-attention blocks are modeled on dense blocks with standard attention only");
+    if (m->embed_extra < 0 || m->embed_extra > VOCAB_MAX)
+        return mm_err_set(err, MM_EINPUT, m->source, 0, "embed_extra", "must be in [0, %lld], got %lld",
+                          (long long)VOCAB_MAX, (long long)m->embed_extra);
     if (m->max_pos < 0 || m->max_pos > POS_MAX)
         return mm_err_set(err, MM_EINPUT, m->source, 0, "max_pos",
                           "must be in [0, %lld], got %lld", (long long)POS_MAX,
@@ -102,6 +116,21 @@ bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i)
     if (m->window <= 0 || m->window_period <= 0)
         return false;
     return (m->window_mask >> (i % m->window_period)) & 1u;
+}
+
+bool mm_llm_layer_is_cross(const mm_llm *m, int64_t i)
+{
+    if (i < 0 || i >= MM_LLM_CROSS_MAX)
+        return false;
+    return (m->cross_mask[i / 64] >> (i % 64)) & 1u;
+}
+
+int64_t mm_llm_cross_layers(const mm_llm *m)
+{
+    int64_t n = 0;
+    for (int64_t i = m->layer0; i < m->layer0 + m->layers && i < MM_LLM_CROSS_MAX; i++)
+        n += mm_llm_layer_is_cross(m, i);
+    return n;
 }
 
 int64_t mm_llm_moe_layers(const mm_llm *m)
@@ -182,8 +211,19 @@ static int64_t kind_params(const mm_llm *m, bool moe, bool active)
     return attn_params(m) + mlp + block_norms(m) * norm_params(m);
 }
 
+/* MllamaCrossAttentionDecoderLayer (modeling_mllama.py): cross_attn's
+ * q/k/v/o (no biases) and its q_norm, k_norm (RMSNorm over head_dim),
+ * cross_attn_attn_gate and cross_attn_mlp_gate (one scalar each),
+ * input_layernorm, post_attention_layernorm and the MLP. */
+static int64_t cross_params(const mm_llm *m)
+{
+    return attn_matmul_params(m) + 2 * m->head_dim + 2 + mlp_params(m, m->ffn) + block_norms(m) * norm_params(m);
+}
+
 static int64_t block_params(const mm_llm *m, int64_t i, bool active)
 {
+    if (mm_llm_layer_is_cross(m, i))
+        return cross_params(m);
     return kind_params(m, mm_llm_layer_is_moe(m, i), active);
 }
 
@@ -194,8 +234,8 @@ int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i)
 
 bool mm_llm_blocks_uniform(const mm_llm *m)
 {
-    int64_t moe = mm_llm_moe_layers(m), sl = sliding_layers(m);
-    return (moe == 0 || moe == m->layers) && (sl == 0 || sl == m->layers);
+    int64_t moe = mm_llm_moe_layers(m), sl = sliding_layers(m), x = mm_llm_cross_layers(m);
+    return (moe == 0 || moe == m->layers) && (sl == 0 || sl == m->layers) && (x == 0 || x == m->layers);
 }
 
 mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n)
@@ -229,7 +269,7 @@ int64_t mm_llm_layer_expert_params(const mm_llm *m)
 
 int64_t mm_llm_embedding_params(const mm_llm *m)
 {
-    return m->vocab * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
+    return (m->vocab + m->embed_extra) * m->hidden + (m->learned_pos ? m->max_pos * m->hidden : 0);
 }
 
 int64_t mm_llm_head_params(const mm_llm *m)
@@ -288,6 +328,24 @@ double mm_llm_sliding_fraction(const mm_llm *m)
     return sliding_share(m);
 }
 
+/* Image states each text token's cross blocks attend. */
+static double cross_keys(const mm_llm *m)
+{
+    return (m->cross_images > 0 ? m->cross_images : 0.0) * (double)m->cross_tokens;
+}
+
+static double cross_share(const mm_llm *m)
+{
+    return m->cross_tokens > 0 && m->layers > 0 ? (double)mm_llm_cross_layers(m) / (double)m->layers : 0.0;
+}
+
+/* q and o of a cross-attention block, the matmul weights a text token
+ * passes through there (k and v read the image states instead). */
+static double cross_qo_params(const mm_llm *m)
+{
+    return 2.0 * (double)m->heads * (double)m->head_dim * (double)m->hidden;
+}
+
 /* Matmul FLOPs per token of the mean block outside the attention core:
  * 2 x the matmul weights a token passes through (top-k experts, router and
  * shared experts for MoE blocks). */
@@ -301,8 +359,9 @@ static double layer_linear_flops_per_token(const mm_llm *m)
         if (m->shared_ffn > 0)
             moe += 2.0 * h * (double)m->shared_ffn * g + (m->shared_gate ? 2.0 * h : 0.0);
     }
-    double w = moe_share(m);
-    return 2.0 * (double)attn_matmul_params(m) + (1.0 - w) * dense + w * moe;
+    double w = moe_share(m), c = cross_share(m);
+    return 2.0 * ((1.0 - c) * (double)attn_matmul_params(m) + c * cross_qo_params(m)) + (1.0 - w) * dense +
+           w * moe;
 }
 
 /* Query-key and value widths of one head. */
@@ -346,27 +405,51 @@ static double window_pairs(const mm_llm *m, double tokens, double sum_sq)
     return slen > (double)m->window ? tokens * mm_llm_window_keys(m, slen) : sum_sq;
 }
 
-/* The mean block's attention core. */
+/* The mean block's attention cores: the self-attention blocks' (their
+ * share of the blocks) and the cross-attention blocks', whose every text
+ * token attends cross_tokens image states. */
 static double attn_flops(const mm_llm *m, double tokens, double sum_sq)
 {
-    double w = sliding_share(m);
+    double w = sliding_share(m), c = cross_share(m);
     double pairs = (1.0 - w) * sum_sq + (w > 0 ? w * window_pairs(m, tokens, sum_sq) : 0.0);
-    return core_flops(m, pairs);
+    return (1.0 - c) * core_flops(m, pairs) + c * core_flops(m, tokens * cross_keys(m));
+}
+
+/* The cross-attention blocks' k and v over the image states of `seqs`
+ * sequences, weighted by their share. */
+static double cross_kv_flops(const mm_llm *m, double seqs)
+{
+    double c = cross_share(m);
+    if (!(c > 0))
+        return 0.0;
+    double kv = 2.0 * (double)m->hidden * (double)m->kv_heads * (double)m->head_dim;
+    return c * 2.0 * seqs * cross_keys(m) * kv;
+}
+
+double mm_llm_layer_fwd_flops_seqs(const mm_llm *m, double tokens, double sum_sq, double seqs)
+{
+    return tokens * layer_linear_flops_per_token(m) + attn_flops(m, tokens, sum_sq) + cross_kv_flops(m, seqs);
+}
+
+double mm_llm_layer_attn_fwd_flops_seqs(const mm_llm *m, double tokens, double sum_sq, double seqs)
+{
+    (void)seqs; /* the cores see the text tokens' queries only */
+    return attn_flops(m, tokens, sum_sq);
 }
 
 double mm_llm_layer_fwd_flops_packed(const mm_llm *m, double tokens, double sum_sq)
 {
-    return tokens * layer_linear_flops_per_token(m) + attn_flops(m, tokens, sum_sq);
+    return mm_llm_layer_fwd_flops_seqs(m, tokens, sum_sq, sum_sq > 0 ? tokens * tokens / sum_sq : 0.0);
 }
 
 double mm_llm_layer_fwd_flops(const mm_llm *m, double b, double s)
 {
-    return mm_llm_layer_fwd_flops_packed(m, b * s, b * s * s);
+    return mm_llm_layer_fwd_flops_seqs(m, b * s, b * s * s, b);
 }
 
 double mm_llm_layer_attn_fwd_flops(const mm_llm *m, double b, double s)
 {
-    return attn_flops(m, b * s, b * s * s);
+    return mm_llm_layer_attn_fwd_flops_seqs(m, b * s, b * s * s, b);
 }
 
 double mm_llm_head_fwd_flops(const mm_llm *m, double b, double s)
@@ -567,6 +650,24 @@ static void push_attn_core(op_list *l, const mm_llm *m, double tokens, double su
     }
 }
 
+/* A cross-attention block's attention (MllamaTextCrossAttention) on one
+ * TP rank: q from the text tokens, k and v from the seqs x cross_tokens
+ * image states (column-parallel like QKV), q_norm and k_norm (read and
+ * write q and k), and the core, not causal: every text token of a
+ * sequence attends all its image states.  Its output projection is the
+ * block's attn_out. */
+static void push_cross(op_list *l, const mm_llm *m, double tokens, double seqs, double t, double e)
+{
+    double h = (double)m->hidden, d = (double)m->head_dim, H = (double)m->heads / t;
+    double q = H * d, kv = (double)m->kv_heads * d / t, K = seqs * cross_keys(m);
+    push_gemm(l, "xattn_q", tokens, q, h, false, e);
+    push_gemm(l, "xattn_kv", K, 2.0 * kv, h, false, e);
+    push_mem(l, "xattn_qk_norm", 2.0 * (tokens * q + K * kv) * e);
+    double io = (2.0 * tokens * q + 2.0 * K * kv) * e, slen = seqs > 0 ? tokens / seqs : 0.0;
+    push(l, "xattn", MM_OPK_ATTN, core_flops(m, tokens * cross_keys(m)) / t, io, slen, cross_keys(m), d,
+         seqs * H, false);
+}
+
 /* A gated (or plain) MLP of inner width f on this rank. */
 static void push_mlp(op_list *l, const mm_llm *m, const char *up_name, const char *down_name, double tokens,
                      double f, double e)
@@ -674,8 +775,16 @@ int mm_llm_layer_ops_packed(const mm_llm *m, double tokens, double sum_sq,
     double tn = sp ? tokens / t : tokens;
 
     push_norm(&l, "norm_attn", m, tn, e);
+    double c = cross_share(m);
+    int at = l.n;
     push_attn_proj(&l, m, tokens, t, e);
     push_attn_core(&l, m, tokens, sum_sq, seqs, t, e);
+    scale_from(&l, at, 1.0 - c);
+    if (c > 0) { /* Mllama's cross-attention blocks, their share of the mean block */
+        at = l.n;
+        push_cross(&l, m, tokens, seqs, t, e);
+        scale_from(&l, at, c);
+    }
     /* Row-parallel output projection; its bias is added after the
      * all-reduce, fused with the residual add below. */
     push_gemm(&l, "attn_out", tokens, h, (double)m->heads * v_dim(m) / t, false, e);

@@ -27,6 +27,10 @@
 struct mm_node;
 struct mm_doc;
 
+/* Most blocks a cross-attention pattern describes (64 per word). */
+#define MM_LLM_CROSS_WORDS 4
+#define MM_LLM_CROSS_MAX (64 * MM_LLM_CROSS_WORDS)
+
 /* Which family of config.json keys a model was read from. */
 typedef enum mm_llm_style {
     MM_LLM_GPT2,  /* n_embd, n_layer, n_head, n_positions, n_inner */
@@ -116,6 +120,19 @@ typedef struct mm_llm {
      * layers attend within fixed chunks of `window` tokens (a query sees
      * the keys of its own chunk only) instead of a sliding window. */
     bool chunked;
+    /* Mllama (Llama 3.2 Vision, transformers' MllamaTextModel): the blocks
+     * whose bit is set in cross_mask are MllamaCrossAttentionDecoderLayer:
+     * q from the text tokens, k and v from cross_tokens image states per
+     * sequence (the projected vision output), q_norm and k_norm over
+     * head_dim, two tanh gates, the block's gated MLP; no self-attention.
+     * The image is not part of the self-attention sequence.  embed_extra:
+     * rows the token embedding holds beyond vocab (Mllama: vocab + 8). */
+    uint64_t cross_mask[MM_LLM_CROSS_WORDS];
+    int64_t cross_tokens;  /* image states of one image (Mllama: 4 tiles x 1025) */
+    double cross_images;   /* images per sequence the cross blocks attend (mean over a
+                            * micro-batch; the reader sets 1): keys per query are
+                            * cross_images x cross_tokens */
+    int64_t embed_extra;
     double attn_softcap, final_softcap; /* Gemma 2 tanh soft-capping; 0: none */
     /* Index of the first block this struct describes: 0 for a model, the
      * stage's first block for mm_llm_stage_view. */
@@ -178,6 +195,12 @@ int64_t mm_llm_final_norm_params(const mm_llm *m);
 /* Layer i (0-based) has an MoE MLP / sliding-window attention. */
 bool mm_llm_layer_is_moe(const mm_llm *m, int64_t i);
 bool mm_llm_layer_is_sliding(const mm_llm *m, int64_t i);
+/* Layer i is a cross-attention block (Mllama); its parameters are
+ * q (h x a d), k and v (h x g d each), o (a d x h), q_norm and k_norm (d
+ * each), the two gates (1 each), two norms and the MLP. */
+bool mm_llm_layer_is_cross(const mm_llm *m, int64_t i);
+/* Cross-attention blocks among the (view's) blocks. */
+int64_t mm_llm_cross_layers(const mm_llm *m);
 /* Share of the (view's) blocks with sliding-window attention, 0 to 1. */
 double mm_llm_sliding_fraction(const mm_llm *m);
 /* Mean keys per query of a window block over a sample of s tokens:
@@ -232,6 +255,15 @@ double mm_llm_layer_attn_fwd_flops(const mm_llm *m, double b, double s);
  * lengths s_i costs sum_sq = sum s_i^2 (design.md section 4), not tokens^2.
  * With tokens = b*s and sum_sq = b*s^2 it equals mm_llm_layer_fwd_flops. */
 double mm_llm_layer_fwd_flops_packed(const mm_llm *m, double tokens, double sum_sq);
+/* The same for `seqs` sequences: a cross-attention block (Mllama) costs
+ * q 2Tha d and o 2Tad h on the T text tokens, k and v 2Kh 2g d on the
+ * K = seqs x c image states, and 4Tc a d for its core (c = cross_images x
+ * cross_tokens keys per query), weighted by the cross blocks' share.
+ * mm_llm_layer_fwd_flops_packed takes seqs = tokens^2 / sum_sq (the count
+ * of equal sequences with that sum); b x s takes b. */
+double mm_llm_layer_fwd_flops_seqs(const mm_llm *m, double tokens, double sum_sq, double seqs);
+/* The attention cores alone of the same (self and cross). */
+double mm_llm_layer_attn_fwd_flops_seqs(const mm_llm *m, double tokens, double sum_sq, double seqs);
 /* LM head forward, 2bshV. */
 double mm_llm_head_fwd_flops(const mm_llm *m, double b, double s);
 /* Model FLOPs of one iteration over B sequences: 3*(l*layer + head). */

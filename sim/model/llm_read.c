@@ -32,7 +32,7 @@ static const char *const llama_family[] = {"llama", "mistral", "mixtral", "qwen2
                                            "qwen2_vl_text", "qwen2_5_vl_text", "olmo2", "cohere",
                                            "starcoder2", "deepseek", "minicpm", "gemma3_text", "gpt_oss",
                                            "phi", "stablelm", "nemotron", "ministral3", "phi3_v", "qwen3_vl_text",
-                                           "llama4_text", NULL};
+                                           "llama4_text", "mllama_text_model", NULL};
 static const char *const qwen2_types[] = {"qwen2", "qwen2_moe", "qwen2_vl_text", "qwen2_5_vl_text", NULL};
 
 /* Architectures of the supported types (config.json "architectures"). */
@@ -51,7 +51,8 @@ static const char *const known_archs[] = {
     /* Whisper checkpoints: mmsim reads their encoder (mllm_read.c) */
     "WhisperForConditionalGeneration", "WhisperModel", "WhisperForAudioClassification",
     "Gemma3ForConditionalGeneration", "Qwen2AudioForConditionalGeneration", "Qwen3VLForConditionalGeneration",
-    "Idefics2ForConditionalGeneration", "Llama4ForConditionalGeneration", "Llama4ForCausalLM", NULL,
+    "Idefics2ForConditionalGeneration", "Llama4ForConditionalGeneration", "Llama4ForCausalLM",
+    "MllamaForConditionalGeneration", NULL,
 };
 
 int mm_llm_check_architectures(const mm_doc *doc, mm_node *map, const char *prefix, mm_err *err)
@@ -398,6 +399,46 @@ static int read_llama4(const mm_hf *r, mm_llm *m)
     return 0;
 }
 
+/* MllamaTextModel (modeling_mllama.py @ befb795): the blocks listed in
+ * cross_attention_layers (MllamaTextConfig's default [3, 8, ..., 38]) are
+ * cross-attention blocks; embed_tokens holds vocab_size + 8 rows.  How many
+ * image states those blocks attend is the vision tower's (the composite
+ * reader sets cross_tokens). */
+static int read_mllama_text(const mm_hf *r, mm_llm *m)
+{
+    static const int64_t defaults[] = {3, 8, 13, 18, 23, 28, 33, 38};
+    memset(m->cross_mask, 0, sizeof m->cross_mask);
+    m->embed_extra = 8;
+    if (m->layers > MM_LLM_CROSS_MAX)
+        return mm_hf_fail(r, "num_hidden_layers", "%lld blocks: cross-attention patterns of more than %d blocks "
+                          "are not modeled", (long long)m->layers, MM_LLM_CROSS_MAX);
+    mm_node *xl = mm_node_get(r->map, "cross_attention_layers");
+    int n = xl && !mm_node_is_null(xl) ? (mm_node_is_sequence(xl) ? mm_node_count(xl) : -1) : -2;
+    if (n == -1)
+        return mm_hf_fail(r, "cross_attention_layers", "expected a list of block indices");
+    int count = n == -2 ? (int)(sizeof defaults / sizeof defaults[0]) : n;
+    char kp[160];
+    mm_hf_key(r, "cross_attention_layers", kp, sizeof kp);
+    for (int i = 0; i < count; i++) {
+        int64_t v = defaults[i < 8 ? i : 7];
+        if (n >= 0) {
+            int rc = mm_node_as_int(r->doc, mm_node_item(xl, i), kp, 0, LAYERS_MAX, &v, r->err);
+            if (rc)
+                return rc;
+        }
+        if (v >= m->layers)
+            return mm_hf_fail(r, "cross_attention_layers", "block %lld is past the last of %lld blocks", (long long)v,
+                              (long long)m->layers);
+        if (mm_llm_layer_is_cross(m, v))
+            return mm_hf_fail(r, "cross_attention_layers", "block %lld is listed twice", (long long)v);
+        m->cross_mask[v / 64] |= UINT64_C(1) << (v % 64);
+    }
+    if (mm_llm_cross_layers(m) == m->layers)
+        return mm_hf_fail(r, "cross_attention_layers", "every block is a cross-attention block (no self-attention "
+                          "left to read the text)");
+    return 0;
+}
+
 static int read_neox_tail(const mm_hf *r, mm_llm *m);
 
 static const char *const plain_mlp[] = {"starcoder2", "phi", "nemotron", NULL};
@@ -424,6 +465,8 @@ static const family_keys family_read[] = {
                                           "no_rope_layers", "no_rope_layer_interval", "attention_chunk_size",
                                           "use_qk_norm", "attn_temperature_tuning", "floor_scale", "attn_scale",
                                           NULL}},
+    /* Mllama's text model (read_mllama_text) */
+    {"mllama_text_model", (const char *const[]){"cross_attention_layers", NULL}},
     {NULL, NULL},
 };
 
@@ -585,6 +628,8 @@ static int read_llama(const mm_hf *r, mm_llm *m)
         return read_deepseek_moe(r, m);
     if ((rc = read_moe(r, m)))
         return rc;
+    if (!strcmp(r->type, "mllama_text_model"))
+        return read_mllama_text(r, m);
     return !strcmp(r->type, "llama4_text") ? read_llama4(r, m) : 0;
 }
 
@@ -716,7 +761,13 @@ int mm_llm_from_node_typed(const mm_doc *doc, mm_node *map, const char *prefix, 
 
 int mm_llm_from_node(const mm_doc *doc, mm_node *map, const char *prefix, mm_llm *m, mm_err *err)
 {
-    return mm_llm_from_node_typed(doc, map, prefix, NULL, m, err);
+    int rc = mm_llm_from_node_typed(doc, map, prefix, NULL, m, err);
+    if (rc == 0 && mm_llm_cross_layers(m) > 0) { /* an LLM alone: nothing to cross-attend */
+        mm_hf r = {doc, map, prefix ? prefix : "", m->model_type, err};
+        return mm_hf_fail(&r, "cross_attention_layers", "cross-attention blocks attend a vision tower's image "
+                          "states: read the mllama composite (model_type mllama), not its text model alone");
+    }
+    return rc;
 }
 
 int mm_llm_load(const char *path, mm_llm *m, mm_err *err)

@@ -91,6 +91,10 @@ double mm_mem_layer_activations_lb(const mm_llm *m, double b, double s, int tp, 
         double ws = mm_llm_sliding_fraction(m);
         keys = (1.0 - ws) * s + ws * mm_llm_window_keys(m, s);
     }
+    if (m->cross_tokens > 0 && m->layers > 0) { /* Mllama's cross blocks: cross_tokens keys per query */
+        double xs = (double)mm_llm_cross_layers(m) / (double)m->layers;
+        keys = (1.0 - xs) * keys + xs * m->cross_images * (double)m->cross_tokens;
+    }
     double scores = recompute == MM_RECOMPUTE_NONE ? 5.0 * a * sl * keys * b : 0.0;
     return rep / rep_div + (split + scores) / t;
 }
@@ -139,7 +143,7 @@ double mm_mem_encoder_activations(const mm_encoder *e, double inputs, int tp, bo
 {
     mm_llm as_llm;
     encoder_as_llm(e, &as_llm);
-    double n = (double)mm_encoder_tokens(e);
+    double n = (double)mm_encoder_block_tokens(e);
     return (double)e->layers * mm_mem_layer_activations(&as_llm, inputs, n, tp, sp, 1, recompute);
 }
 

@@ -43,6 +43,14 @@ int64_t mm_encoder_tokens(const mm_encoder *e)
     return g * g + (e->cls_token ? 1 : 0);
 }
 
+/* Tokens per input the blocks compute: Mllama pads each tile's to a
+ * multiple of token_pad (1025 -> 1032, MllamaVisionModel.forward). */
+int64_t mm_encoder_block_tokens(const mm_encoder *e)
+{
+    int64_t n = mm_encoder_tokens(e);
+    return e->token_pad > 1 ? (n + e->token_pad - 1) / e->token_pad * e->token_pad : n;
+}
+
 int64_t mm_encoder_stem_params(const mm_encoder *e)
 {
     int64_t h = e->hidden;
@@ -55,20 +63,28 @@ int64_t mm_encoder_stem_params(const mm_encoder *e)
     p += e->pos_table * h;             /* Qwen3-VL's interpolated table */
     if (e->cls_token)
         p += h;
+    if (e->aspect_rows > 0) { /* Mllama: the position table's gate, the tile position table, and
+                               * the pre- and post-tile aspect-ratio embeddings with their gates */
+        int64_t tg = e->tile_group > 0 ? e->tile_group : 1;
+        p += 1 + e->aspect_rows * tg * mm_encoder_tokens(e) * h + 2 * (e->aspect_rows * tg * h + 1);
+    }
     return p;
 }
 
 int64_t mm_encoder_params(const mm_encoder *e)
 {
     return mm_encoder_stem_params(e) + e->layers * mm_encoder_layer_params(e) +
-           (e->pre_norm ? enc_norm(e, e->hidden) : 0) + (e->post_norm ? enc_norm(e, e->hidden) : 0);
+           (e->pre_norm ? enc_norm(e, e->hidden) : 0) + (e->post_norm ? enc_norm(e, e->hidden) : 0) +
+           2 * e->global_layers; /* Mllama's gate_attn, gate_ffn */
 }
 
 /* Query-key pairs per input of the mean block: n^2, or n x window for
  * Qwen2.5-VL's windowed blocks (all but full_layers of them). */
 static double enc_pairs(const mm_encoder *e)
 {
-    double n = (double)mm_encoder_tokens(e);
+    double n = (double)mm_encoder_block_tokens(e);
+    if (e->tile_group > 1) /* Mllama: each token attends every tile of its image */
+        return n * n * (double)e->tile_group;
     if (e->window <= 0 || e->layers <= 0)
         return n * n;
     double full = (double)e->full_layers / (double)e->layers;
@@ -77,7 +93,7 @@ static double enc_pairs(const mm_encoder *e)
 
 double mm_encoder_layer_fwd_flops(const mm_encoder *e, double inputs)
 {
-    double h = (double)e->hidden, f = (double)e->ffn, n = (double)mm_encoder_tokens(e);
+    double h = (double)e->hidden, f = (double)e->ffn, n = (double)mm_encoder_block_tokens(e);
     double mlp = (e->gated_mlp ? 3.0 : 2.0) * h * f;
     return inputs * (2.0 * n * (4.0 * h * h + mlp) + 4.0 * enc_pairs(e) * h);
 }
@@ -130,7 +146,7 @@ int mm_encoder_layer_ops(const mm_encoder *e, double inputs, int tp, bool sp, in
         return -1;
     op_list l = {ops, 0, cap};
     double t = (double)tp, b = (double)dtype_bytes, h = (double)e->hidden, f = (double)e->ffn / t;
-    double n = (double)mm_encoder_tokens(e), tok = inputs * n, tn = sp ? tok / t : tok;
+    double n = (double)mm_encoder_block_tokens(e), tok = inputs * n, tn = sp ? tok / t : tok;
     double q = h / t;
     push_mem(&l, "norm_attn", (2.0 * tn * h + (double)enc_norm(e, e->hidden)) * b);
     push_gemm(&l, "qkv", tok, 3.0 * q, h, e->qkv_bias, b);
@@ -402,11 +418,18 @@ int64_t mm_model_active_params(const mm_model *m)
 
 int64_t mm_model_tokens_per_tile(const mm_model *m)
 {
-    if (!m->has_vision)
+    if (!m->has_vision || (m->has_llm && m->llm.cross_tokens > 0)) /* Mllama: cross-attended, not in the sequence */
         return 0;
     double g = (double)(m->vision.image_size / m->vision.patch_size);
     double r = m->pixel_shuffle > 0 ? m->pixel_shuffle : 1.0;
     return (int64_t)llround(g * g * r * r);
+}
+
+int64_t mm_model_proj_tokens_per_tile(const mm_model *m)
+{
+    if (m->has_vision && m->has_llm && m->llm.cross_tokens > 0)
+        return mm_encoder_tokens(&m->vision);
+    return mm_model_tokens_per_tile(m);
 }
 
 /* LLaVA-OneVision (modeling_llava_onevision.py, apply_pooling): each

@@ -62,6 +62,15 @@ typedef struct mm_encoder {
      * patch grid, four rows gathered per patch; 0: none (or, without
      * rope2d, one row per token of the tile). */
     int64_t pos_table;
+    /* Mllama's tower (MllamaVisionModel): the last global_layers of the
+     * `layers` blocks are the gated global_transformer's (two tanh gates
+     * each); a tile's tokens are padded to a multiple of token_pad before
+     * the blocks and attention spans tile_group tiles (an image's
+     * max_num_tiles, which attend together); aspect_rows rows (the
+     * supported aspect ratios + 1) of the precomputed tile position
+     * embeddings (one of tile_group x tokens x hidden, two of tile_group x
+     * hidden) beside the gated position table.  0: none. */
+    int64_t global_layers, token_pad, tile_group, aspect_rows;
 } mm_encoder;
 
 typedef enum mm_projector_type {
@@ -160,6 +169,9 @@ int64_t mm_encoder_stem_params(const mm_encoder *e); /* patch/conv stem, CLS, po
 int64_t mm_encoder_params(const mm_encoder *e);
 /* Sequence length of one input (tile or clip): patches (+1 CLS) or frames. */
 int64_t mm_encoder_tokens(const mm_encoder *e);
+/* Tokens per input the blocks compute: mm_encoder_tokens, padded to a
+ * multiple of token_pad (Mllama: 1025 -> 1032). */
+int64_t mm_encoder_block_tokens(const mm_encoder *e);
 /* Forward FLOPs per input: stem + layers (bidirectional attention dense).
  * ViT-L/14 at 336 px: ~382 GFLOP (24 layers of 2 n (4h^2 + 2 h h_mlp) + 4 n^2 h,
  * n 577, h 1024, h_mlp 4096: timm vit_large_patch14_clip_336). */
@@ -193,6 +205,10 @@ int64_t mm_model_tokens_per_tile(const mm_model *m);
  * LLaVA-OneVision (729 -> 196 for SigLIP-384/14), halved for Qwen2-VL
  * (temporal_patch_size 2 frames make one temporal patch). */
 int64_t mm_model_tokens_per_frame(const mm_model *m);
+/* Visual tokens one tile gives the projector: tokens_per_tile, or for a
+ * model whose LLM attends the image from cross-attention blocks (Mllama)
+ * the tower's tokens (none of which enter the LLM's sequence). */
+int64_t mm_model_proj_tokens_per_tile(const mm_model *m);
 /* Most tiles of one image that reach the LLM (anyres_max_N: N + 1); 0: no
  * cap. */
 int mm_model_tiles_cap(const mm_model *m);

@@ -4,7 +4,8 @@
  * Face composites (llava, llava_next, llava_onevision, internvl_chat and
  * internvl, qwen2_vl, qwen2_5_vl and qwen3_vl (DeepStack), idefics2
  * (perceiver resampler), idefics3, mistral3/ministral3, gemma3, phi3_v,
- * qwen2_audio; mllama and llama4 refused by name) and our YAML form.
+ * qwen2_audio, llama4, mllama (its tower in mllama_read.c)) and our YAML
+ * form.
  * Absent keys take their transformers config class's defaults (hf.c);
  * unmodeled keys are refused by name.
  * Not for: costs (mllm.c), the LLM reader itself (llm_read.c). */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "model/hf.h"
+#include "model/mllama_read.h"
 #include "util/doc.h"
 
 #define DIM_MAX (INT64_C(1) << 20)
@@ -37,7 +39,7 @@ static void stem_name(const char *path, char *out, size_t len)
 
 static const char *const vision_types[] = {"clip_vision_model", "siglip_vision_model", "intern_vit_6b",
                                            "internvl_vision", "idefics3_vision", "idefics2_vision", "qwen2_vl",
-                                           "qwen2_5_vl", "llama4_vision_model", NULL};
+                                           "qwen2_5_vl", "llama4_vision_model", "mllama_vision_model", NULL};
 
 static bool in_list(const char *s, const char *const *l)
 {
@@ -434,13 +436,15 @@ static int read_encoder_as(const mm_doc *d, mm_node *map, const char *prefix, co
     }
     if (!strcmp(type, "pixtral"))
         return read_pixtral(&r, e);
+    if (!strcmp(type, "mllama_vision_model"))
+        return mm_mllama_read_tower(&r, e);
     if (!strcmp(type, "siglip_vision_model") || !strcmp(type, "idefics3_vision"))
         return read_vit(d, map, prefix, type, e, err);
     if (in_list(type, vision_types))
         return read_vit(d, map, prefix, type, e, err);
     return mm_hf_fail(&r, "model_type", "'%s' is not an encoder mmsim knows (clip_vision_model, "
                       "siglip_vision_model, intern_vit_6b, internvl_vision, idefics3_vision, idefics2_vision, "
-                      "llama4_vision_model, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, whisper)",
+                      "llama4_vision_model, mllama_vision_model, qwen2_vl, qwen2_5_vl, qwen3_vl, pixtral, whisper)",
                       type[0] ? type : "(none)");
 }
 
@@ -553,6 +557,7 @@ static const composite composites[] = {
     {"qwen3_vl", "text_config", "qwen3_vl_text", "qwen3_vl"},
     {"idefics2", "text_config", "mistral", "idefics2_vision"},
     {"llama4", "text_config", "llama4_text", "llama4_vision_model"},
+    {"mllama", "text_config", "mllama_text_model", "mllama_vision_model"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -672,22 +677,10 @@ static int llava_anyres(const mm_doc *d, mm_node *root, const char *type, mm_hf 
 }
 
 /* A vision-language model_type whose one unmodeled feature is named:
- * refused by that feature's key (Mllama's cross-attention layers, Llama
- * 4's chunked attention); 0 for any other type.  A part of
- * read_composite. */
+ * refused by that feature's key; 0 for any other type (none at present).
+ * A part of read_composite. */
 static int refuse_unmodeled(const mm_doc *d, mm_node *root, const char *type, mm_err *err)
 {
-    if (!strcmp(type, "mllama")) {
-        /* Llama 3.2 Vision: the image reaches the LLM through gated
-         * cross-attention layers interleaved with its self-attention ones
-         * (MllamaCrossAttentionDecoderLayer), not as tokens in its input:
-         * the one feature mmsim's decoder cannot express. */
-        mm_node *tc = mm_node_get(root, "text_config");
-        mm_hf tr = {d, tc && mm_node_is_mapping(tc) ? tc : root, tc ? "text_config" : "", type, err};
-        return mm_hf_fail(&tr, "cross_attention_layers", "Mllama's cross-attention layers (image features "
-                          "attended from inside the LLM) are not modeled: mmsim's LLM reads the image as "
-                          "input tokens");
-    }
     /* Vision-language types whose one unmodeled feature is named. */
     static const struct { const char *type, *sub, *key, *why; } named[] = {
         {NULL, NULL, NULL, NULL},
@@ -856,6 +849,10 @@ static int composite_projector(const mm_doc *d, mm_node *root, const char *type,
         return idefics2_projector(d, root, m, err);
     if (!strcmp(type, "llama4"))
         return llama4_projector(d, root, m, err);
+    if (!strcmp(type, "mllama")) {
+        mm_hf vr = {d, mm_node_get(root, "vision_config"), "vision_config", "mllama_vision_model", err};
+        return mm_mllama_finish(&vr, m);
+    }
     if (!strcmp(type, "mistral3") || !strcmp(type, "ministral3"))
         return mistral3_projector(r, root, m);
     if (!strcmp(type, "idefics3")) {
@@ -896,7 +893,8 @@ static int read_composite(const mm_doc *d, mm_node *root, const char *type, mm_m
     if (!c->type)
         return mm_hf_fail(&r, "model_type", "unknown multimodal model_type '%s' (mmsim reads llava, llava_next, "
                           "llava_onevision, internvl_chat, internvl, qwen2_vl, qwen2_5_vl, qwen3_vl, idefics2, "
-                          "idefics3, mistral3, ministral3, gemma3, llama4, phi3_v, qwen2_audio; docs/models.md)",
+                          "idefics3, mistral3, ministral3, gemma3, llama4, mllama, phi3_v, qwen2_audio; "
+                          "docs/models.md)",
                           type);
     bool flat = c->llm_key == NULL;
     /* Unmodeled keys of the root, the LLM's and the tower's mappings are

@@ -188,6 +188,16 @@ typedef struct mm_build_spec {
                                 module, FSDP2 a block at once); 0 is taken as 1 */
     int z3_prefetch;         /* ZeRO-3: layers a gather runs ahead of its
                                 compute; 0 is taken as 1 */
+    int z3_scatters;         /* ZeRO-3: gradient reduce-scatters per layer
+                                (DeepSpeed's IPG buckets); 0 is taken as 1 */
+    bool z3_no_prefetch;     /* ZeRO-3: none ahead (DeepSpeed's prefetch
+                                bucket 0): a layer's gather is issued when
+                                the layer before it is done */
+    int z3_regathers;        /* ZeRO-3 under full recompute (DeepSpeed):
+                                more all-gathers in a layer's backward, of */
+    double z3_regather_share; /* this share of the layer's parameters (the
+                                recomputed forward's fetches released before
+                                the backward uses them) */
     bool sp;                 /* sequence parallel TP traffic */
     bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
     /* under ZeRO 0-2: the gradient buckets reduced after every

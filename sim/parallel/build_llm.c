@@ -22,20 +22,30 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
     int n = dp_group(b, vs % sp->lay.pp);
     int count = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
+    /* DeepSpeed under full recompute: the recomputed forward fetches
+     * the layer, and the backward fetches again what it released (its
+     * gathers and the backward's in one op, before the pass) */
+    if (pass == MM_PASS_B && sp->z3_regathers > 0 && !sp->z3_once) {
+        count += sp->z3_regathers;
+        bytes *= 1 + sp->z3_regather_share;
+    }
     int64_t cl = shared_coll(b, &b->z3, 2 * key, MM_COLL_ALLGATHER, sp->lay.dp, count, bytes / count, n);
     return add_comm(b, rank_of(sp, d, vs), stream, MM_CAT_DP, vs, mb, layer, cl, prev);
 }
 
 /* ZeRO-3 reduce-scatter of one layer's gradients after `after` (its last
- * backward work): on the DP stream, or with `block` (no overlap) on the
- * compute stream, which then waits for it.  Returns the op or -1. */
+ * backward work), in z3_scatters collectives of equal size: on the DP
+ * stream, or with `block` (no overlap) on the compute stream, which then
+ * waits for it.  Returns the op or -1. */
 static int64_t zero3_scatter(builder *b, int d, int vs, int mb, int pass, int layer, int64_t after, bool block)
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
     int n = dp_group(b, vs % sp->lay.pp);
-    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->lay.dp, 1, c->grad_bytes / c->chunks, n);
+    int count = sp->z3_scatters > 1 ? sp->z3_scatters : 1; /* equal pieces, each with its latency */
+    int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->lay.dp, count,
+                             c->grad_bytes / c->chunks / count, n);
     return add_comm(b, rank_of(sp, d, vs), block ? MM_STREAM_COMPUTE : MM_STREAM_DP, MM_CAT_DP, vs, mb, layer, cl,
                     after);
 }
@@ -161,7 +171,9 @@ static void z3_plan(const builder *b, int vs, int pass, int mb, bool comm_pass, 
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
-    *depth = sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1) : 1;
+    *depth = sp->z3_no_prefetch    ? 0
+             : sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1)
+                                   : 1;
     /* z3_once (FSDP2 on a pipeline, reshard_after_forward False and no
      * reshard after a backward but the last): only the first micro-batch's
      * forward gathers, every later pass finds the layers gathered */

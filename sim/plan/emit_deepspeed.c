@@ -5,8 +5,9 @@
  * DeepSpeed's keys are those of its configuration page
  * (deepspeedai/DeepSpeed 00376da499, docs/_pages/config-json.md):
  * train_batch_size = train_micro_batch_size_per_gpu x
- * gradient_accumulation_steps x GPUs, zero_optimization.stage and
- * .overlap_comm, bf16.enabled, fp16.enabled.  The Trainer's are fields of
+ * gradient_accumulation_steps x GPUs, zero_optimization.stage,
+ * .overlap_comm and, where the scenario's zero section sets them, the
+ * .stage3_* settings, bf16.enabled, fp16.enabled.  The Trainer's are fields of
  * transformers' TrainingArguments (src/transformers/training_args.py:
  * output_dir, deepspeed, per_device_train_batch_size,
  * gradient_accumulation_steps, bf16, fp16, gradient_checkpointing), in the
@@ -69,8 +70,20 @@ int mm_emit_deepspeed(mm_emit_ctx *c)
     bool bf16 = sc->train.precision != MM_PREC_FP16, full = mm_emit_llm_recompute(sim) == MM_RECOMPUTE_FULL;
     mm_emit_put(c, "{\n  \"train_batch_size\": %lld,\n  \"train_micro_batch_size_per_gpu\": %lld,\n"
                    "  \"gradient_accumulation_steps\": %lld,\n  \"zero_optimization\": {\n    \"stage\": %d,\n"
-                   "    \"overlap_comm\": %s\n  },\n  \"bf16\": {\"enabled\": %s},\n  \"fp16\": {\"enabled\": %s}\n}\n",
-                gb, mbs, ga, zero, grad ? "true" : "false", bf16 ? "true" : "false", bf16 ? "false" : "true");
+                   "    \"overlap_comm\": %s",
+                gb, mbs, ga, zero, grad ? "true" : "false");
+    /* the scenario's zero.* settings (set: >= 0) under stage 3, by
+     * DeepSpeed's own names; left out, DeepSpeed's defaults apply, which
+     * are the profile's */
+    const double z3v[] = {sc->zero.prefetch_bucket_size, sc->zero.max_live_parameters,
+                          sc->zero.param_persistence_threshold, sc->zero.max_reuse_distance};
+    static const char *const z3k[] = {"stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+                                       "stage3_param_persistence_threshold", "stage3_max_reuse_distance"};
+    for (int i = 0; zero >= 3 && i < 4; i++)
+        if (z3v[i] >= 0)
+            mm_emit_put(c, ",\n    \"%s\": %.0f", z3k[i], z3v[i]);
+    mm_emit_put(c, "\n  },\n  \"bf16\": {\"enabled\": %s},\n  \"fp16\": {\"enabled\": %s}\n}\n",
+                bf16 ? "true" : "false", bf16 ? "false" : "true");
     /* the config's file name as written (JSON-escaped), for the Trainer to find it */
     const char *path = c->path ? c->path : "ds_config.json";
     mm_emit_aux(c, "{\n  \"output_dir\": \"output\",\n  \"deepspeed\": \"");

@@ -64,16 +64,21 @@ static double dp_sync(const mm_build_spec *sp, double rs, double ag, double fwd1
                       double k)
 {
     int n = mm_build_grad_syncs(sp);
+    /* the backward's gathers: more under DeepSpeed's full recompute (the
+     * recomputed forward's, then what it released) */
+    double agb = ag * (1 + (sp->z3_once ? 0 : sp->z3_regather_share));
     if (sp->zero >= 3 && !sp->overlap_grad_reduce)
-        return n * (rs + (double)mm_build_z3_gather_passes(sp) / n * ag); /* 2 ag a micro-batch, or once */
+        return n * rs + (double)mm_build_z3_gather_passes(sp) / 2.0 * (ag + agb); /* 2 a micro-batch, or once */
     if (sp->zero >= 3 && sp->z3_once)
         return rs + overlapped_dp(ag, true, fwd1, chunks, k);
+    if (sp->zero >= 3 && sp->z3_no_prefetch) /* the scatters behind the backward, every gather exposed */
+        return n * overlapped_dp(rs, true, bwd1, chunks, k) + mm_build_z3_gather_passes(sp) / 2.0 * (ag + agb);
     if (sp->zero >= 3) { /* overlapped, but as often as the build issues them: a reduce-scatter
                           * after every micro-batch's backward, a gather before its forward
                           * and one before its backward, each behind that pass */
         double g = mm_build_z3_gather_passes(sp) / 2.0;
         return n * overlapped_dp(rs, true, bwd1, chunks, k) +
-               g * (overlapped_dp(ag, true, fwd1, chunks, k) + overlapped_dp(ag, true, bwd1, chunks, k));
+               g * (overlapped_dp(ag, true, fwd1, chunks, k) + overlapped_dp(agb, true, bwd1, chunks, k));
     }
     double grads;
     if (n == 1)
@@ -95,13 +100,13 @@ static double dp_term(const mm_sim *sim, const mm_build_spec *sp, const int *dg,
     int n = sp->lay.dp;
     double rs = mm_net_analytic_time(sim->cluster, sp->zero ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, dg, n, grad);
     double ag = sp->zero ? mm_net_analytic_time(sim->cluster, MM_COLL_ALLGATHER, dg, n, params) : 0;
-    if (sp->zero >= 3 && (!sp->overlap_grad_reduce || sp->z3_once)) {
+    if (sp->zero >= 3 && (!sp->overlap_grad_reduce || sp->z3_once || sp->z3_no_prefetch)) {
         /* every one exposed: as the build cuts them, each layer's
          * reduce-scatter and its z3_gathers gathers with their latency
          * (with z3_once the scatters only: the gathers hide but the first) */
-        int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
-        rs = chunks * mm_net_analytic_time(sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks);
-        if (!sp->overlap_grad_reduce)
+        int k = sp->z3_gathers > 1 ? sp->z3_gathers : 1, ks = sp->z3_scatters > 1 ? sp->z3_scatters : 1;
+        rs = chunks * ks * mm_net_analytic_time(sim->cluster, MM_COLL_REDUCESCATTER, dg, n, grad / chunks / ks);
+        if (!sp->overlap_grad_reduce || sp->z3_no_prefetch)
             ag = chunks * k * mm_net_analytic_time(sim->cluster, MM_COLL_ALLGATHER, dg, n, params / chunks / k);
     }
     return dp_sync(sp, rs, ag, fwd1, bwd1, chunks, sim->cluster->gpu.overlap_slowdown);

@@ -183,6 +183,40 @@ static int check_batch(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The zero section (DeepSpeed's stage3_* settings): -1 or a count of
+ * parameters, read where the profile gathers module by module (DeepSpeed's
+ * coordinator); refused by name under a profile that gathers a layer at
+ * once (FSDP2, Megatron-FSDP have no such settings) and where the
+ * persistence threshold would keep a whole layer gathered (the layer's
+ * weights resident on every rank: not modeled).  Unused below ZeRO-3. */
+static int check_zero(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const double v[] = {sc->zero.prefetch_bucket_size, sc->zero.max_live_parameters,
+                        sc->zero.param_persistence_threshold, sc->zero.max_reuse_distance};
+    static const char *const keys[] = {"zero.prefetch_bucket_size", "zero.max_live_parameters",
+                                       "zero.param_persistence_threshold", "zero.max_reuse_distance"};
+    for (int i = 0; i < 4; i++) {
+        if (v[i] < 0 && v[i] != -1)
+            return mm_scenario_fail(sc, err, keys[i], "%g: a count of parameters (>= 0), or -1 for the profile's", v[i]);
+        if (v[i] >= 0 && !sim->fw->z3_per_module)
+            return mm_scenario_fail(sc, err, keys[i],
+                                    "train.framework %s gathers a layer at once (its profile's zero3.gather: layer) and "
+                                    "has no DeepSpeed stage3 setting -- %s; leave it -1",
+                                    sim->fw->name, sim->fw->source);
+    }
+    const mm_module_layout *L = &sc->parallel.llm;
+    int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    mm_z3_knobs k = {v[0], v[1], v[2], v[3]};
+    mm_z3_gather_plan p;
+    if (llm_zero >= 3 && mm_framework_z3_plan(sim->fw, sim->llm, &k, false, &p))
+        return mm_scenario_fail(sc, err, "zero.param_persistence_threshold",
+                                "every parameter of a layer is at most %g elements, so every layer would stay "
+                                "gathered on every rank: not modeled; use a threshold below the layer's largest "
+                                "parameter", v[2] >= 0 ? v[2] : sim->fw->z3_persist_params);
+    return 0;
+}
+
 /* The moe section onto the model (model/moe.h), refused by name where it
  * asks for what is not modeled. */
 static int check_moe(mm_sim *sim, int ep, mm_err *err)
@@ -357,7 +391,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
     if (m->heads % L->lay.tp)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
-    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_data(sim, err)))
+    if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_zero(sim, err)) ||
+        (rc = check_data(sim, err)))
         return rc;
     int frc = check_frozen(sim, err);
     if (frc)

@@ -267,6 +267,26 @@ const mm_key mm_keys[] = {
      "the experts' tensor-parallel degree (--expert-tensor-parallel-size): must be what parallel.llm.ep's fold "
      "gives, tp / (ep / gcd(ep, dp)) (MoE parallel folding); 0: that",
      F(moe.expert_tp), 0},
+    {"zero", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL,
+     "DeepSpeed's ZeRO-3 settings (zero_optimization.stage3_*), in parameters; -1: the train.framework profile's "
+     "zero3 values (hf-deepspeed: DeepSpeed's defaults); read under ZeRO-3 by a profile that gathers module by "
+     "module (zero3.gather: module), refused elsewhere",
+     NOFIELD, 0},
+    {"zero.prefetch_bucket_size", MM_KT_DOUBLE, 0, 0, 0, -1.0, 1e15, NULL, "-1", NULL,
+     "parameters fetched ahead of the module computing (stage3_prefetch_bucket_size; DeepSpeed's default 5e7); "
+     "0: no prefetch, each gather waits for its module",
+     F(zero.prefetch_bucket_size), 0},
+    {"zero.max_live_parameters", MM_KT_DOUBLE, 0, 0, 0, -1.0, 1e15, NULL, "-1", NULL,
+     "parameters gathered at once, bounding the prefetch (stage3_max_live_parameters; default 1e9)",
+     F(zero.max_live_parameters), 0},
+    {"zero.param_persistence_threshold", MM_KT_DOUBLE, 0, 0, 0, -1.0, 1e15, NULL, "-1", NULL,
+     "a parameter of at most this many elements stays gathered and a module of only such is never gathered "
+     "(stage3_param_persistence_threshold; default 1e5: the norms)",
+     F(zero.param_persistence_threshold), 0},
+    {"zero.max_reuse_distance", MM_KT_DOUBLE, 0, 0, 0, -1.0, 1e15, NULL, "-1", NULL,
+     "a gathered parameter used again within this many parameters is kept (stage3_max_reuse_distance; default "
+     "1e9): under full recompute, which modules the backward gathers again after the recomputed forward",
+     F(zero.max_reuse_distance), 0},
 };
 
 const size_t mm_n_keys = sizeof mm_keys / sizeof mm_keys[0];

@@ -1152,6 +1152,39 @@ static int check_entry(const char *path, const char *entry, int line, mm_megatro
                       "an entry script mmsim does not know (it reads pretrain_gpt.py's arguments)");
 }
 
+/* What an argument list is for, as the entry script decides it for a
+ * launch script: a command word naming an entry script (`torchrun
+ * examples/multimodal/train.py ...`) is checked as check_entry checks a
+ * script's; without one, an argument only examples/multimodal/train.py
+ * takes (multimodal_args.py: --vision-model-type, --language-model-type,
+ * ...) makes the list the multimodal example's, an MLLM; else a GPT.  A
+ * word after an option that takes a value is that value, not an entry. */
+static int list_entry(const char *path, const words *ws, mm_megatron *mg, bool *mm, mm_err *err)
+{
+    for (int i = 0; i < ws->n; i++) {
+        const char *w = ws->w[i].text, *prev = i > 0 ? ws->w[i - 1].text : "";
+        size_t wl = strlen(w);
+        bool value = !strncmp(prev, "--", 2) && !strchr(prev, '=');
+        if (strncmp(w, "--", 2) && !value && wl > 3 && !strcmp(w + wl - 3, ".py"))
+            return check_entry(path, w, ws->w[i].line, mg, mm, err);
+    }
+    for (int i = 0; i < ws->n; i++) {
+        const char *w = ws->w[i].text;
+        if (strncmp(w, "--", 2))
+            continue;
+        char name[64];
+        const char *eq = strchr(w, '=');
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - w) : (int)strlen(w), w);
+        if (mm_mg_mm_arg_find(name) && !mm_mg_arg_find(name)) {
+            note(mg, "%s (line %d): an argument of Megatron-LM's multimodal example (multimodal_args.py), so the "
+                     "list is examples/multimodal/train.py's: an MLLM", name, ws->w[i].line);
+            *mm = true;
+            return 0;
+        }
+    }
+    return 0;
+}
+
 /* The words of FILE: an argument list split as bash splits it, or (a
  * launch script) the arguments after its entry script, expanded. */
 static int read_words(const char *path, bool script, mm_megatron *mg, words *ws, bool *mm, mm_err *err)
@@ -1181,6 +1214,8 @@ static int read_words(const char *path, bool script, mm_megatron *mg, words *ws,
     text[n] = '\0';
     int rc = split(path, text, ws, err);
     free(text);
+    if (rc == 0 && (rc = list_entry(path, ws, mg, mm, err)))
+        mm_mg_words_free(ws);
     return rc;
 }
 

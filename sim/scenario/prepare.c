@@ -121,7 +121,7 @@ static mm_sim_encoder *add_encoder(mm_sim *sim, bool audio, double inputs)
     e->layout = audio ? sc->parallel.audio : sc->parallel.vision;
     e->inputs_per_sample = inputs;
     double clip = tm.audio_clip_s > 0 ? tm.audio_clip_s : 30.0;
-    e->tokens_per_input = audio ? tm.tokens_per_audio_s * clip : (double)mm_model_tokens_per_tile(mo);
+    e->tokens_per_input = audio ? tm.tokens_per_audio_s * clip : (double)mm_model_proj_tokens_per_tile(mo);
     for (int i = 0; i < sc->train.n_frozen; i++) {
         e->frozen_tower |= !strcmp(sc->train.frozen[i], e->name);
         e->frozen_proj |= !strcmp(sc->train.frozen[i], audio ? "audio_projector" : "projector");

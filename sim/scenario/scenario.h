@@ -176,6 +176,14 @@ typedef struct mm_scenario {
         bool grouped_gemm;      /* false: SequentialMLP */
         int expert_tp;          /* the experts' TP degree; 0: what the EP fold implies */
     } moe;
+    /* DeepSpeed's ZeRO-3 settings (stage3_*), in parameters; -1: the
+     * framework profile's zero3 values (model/framework.h mm_z3_knobs). */
+    struct {
+        double prefetch_bucket_size;
+        double max_live_parameters;
+        double param_persistence_threshold;
+        double max_reuse_distance;
+    } zero;
     mm_batching batching;
     mm_network_kind network;
     int iterations;

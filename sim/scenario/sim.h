@@ -34,7 +34,7 @@ typedef struct mm_sim_encoder {
     mm_module_layout layout; /* parallel.vision / parallel.audio (defaults filled) */
     bool frozen_tower, frozen_proj;
     double inputs_per_sample; /* tiles (vision) or 30-s clips (audio) */
-    double tokens_per_input;  /* LLM tokens one tile or clip becomes */
+    double tokens_per_input;  /* tokens one tile or clip gives the projector (the LLM's, but for Mllama) */
     double max_inputs;        /* workload file: its largest sample's inputs, for
                                  the early memory bound (0: inputs_per_sample) */
 } mm_sim_encoder;
