@@ -31,6 +31,9 @@ typedef struct run_result {
     int all_once, eager;
     double crit_sum, crit_wait, crit_share[MM_CAT_COUNT];
     int crit_top_rank;
+    double span_s; /* the longest rank's first pass start to last pass end:
+                      the Zero Bubble paper's cost (its bubble rates divide
+                      by it; auto_schedule.py, max over stages) */
 } run_result;
 
 /* Executes a spec; checks that every op ran exactly once and started the
@@ -62,7 +65,18 @@ static inline run_result run_spec(const mm_build_spec *sp)
     ck_assert_int_eq(mm_exec_run(eng, &g, &c, MM_EXEC_NET_ANALYTIC, start, end, &t1, &err), 0);
     mm_iter_metrics it = {0};
     mm_sim_measure(&g, start, end, 0, t1, &it, NULL, 0, sp->lay.dp);
-    run_result r = {it.time_s, it.bubble_fraction, 1, 1, 0, 0, {0}, -1};
+    run_result r = {it.time_s, it.bubble_fraction, 1, 1, 0, 0, {0}, -1, 0};
+    for (int rk = 0; rk < g.n_ranks; rk++) {
+        mm_time lo = -1, hi = -1;
+        for (uint32_t i = 0; i < g.n_ops; i++)
+            if (g.ops[i].rank == rk &&
+                (g.ops[i].cat == MM_CAT_FWD || g.ops[i].cat == MM_CAT_BWD || g.ops[i].cat == MM_CAT_WGRAD)) {
+                lo = lo < 0 || start[i] < lo ? start[i] : lo;
+                hi = end[i] > hi ? end[i] : hi;
+            }
+        if (lo >= 0 && (double)(hi - lo) * 1e-9 > r.span_s)
+            r.span_s = (double)(hi - lo) * 1e-9;
+    }
     mm_critpath cp;
     ck_assert_int_eq(mm_critpath_compute(&g, start, end, 0, t1, &cp), 0);
     for (int i = 0; i < cp.n; i++) {

@@ -484,9 +484,9 @@ END_TEST
 START_TEST(placement_by_schedule_matrix)
 {
     static const char *const place[] = {"pipeline", "colocated", "disjoint", "homogeneous"};
-    static const char *const sched[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
+    static const char *const sched[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p"};
     for (int p = 0; p < 4; p++)
-        for (int s = 0; s < 4; s++)
+        for (int s = 0; s < 5; s++)
             for (int w = 0; w < 2; w++) {
                 bool own = p == 0 || p == 2, il = s == 2;
                 char pl[64], sc[64], llm[96], vis[96];

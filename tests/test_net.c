@@ -188,6 +188,44 @@ START_TEST(flownet_recomputes_on_start_and_end)
 }
 END_TEST
 
+/* A flow alone on a long route (a replicated collective's: hw/coll.h)
+ * takes its tightest link's share without the walk; the same flow beside
+ * an independent one goes through the solver: the same rate to the bit.
+ * 300 links of varied capacity and coefficient, the tightest in the middle. */
+START_TEST(flownet_long_lone_route_matches_solver)
+{
+    enum { N = 300 };
+    double cap[N + 1], coef[N];
+    int links[N];
+    for (int i = 0; i < N; i++) {
+        cap[i] = 1e9 * (1.0 + 0.37 * (i % 7)) + (i == N / 2 ? -9e8 : 0);
+        coef[i] = 1.0 + 0.125 * (i % 3);
+        links[i] = i;
+    }
+    cap[N] = 1e9;
+    double rate[2];
+    for (int k = 0; k < 2; k++) {
+        mm_engine *eng = mm_engine_alloc();
+        mm_flownet *fn = mm_flownet_alloc(eng, N + 1, cap);
+        done_log log = {.eng = eng};
+        int32_t a = mm_flownet_add(fn, links, coef, N, 1e9, log_done, &log, 1);
+        int other = N;
+        if (k == 1) /* on a link of its own: another component, through the solver */
+            ck_assert_int_ge(mm_flownet_add(fn, &other, NULL, 1, 1e9, log_done, &log, 2), 0);
+        ck_assert_int_eq(mm_flownet_commit(fn), 0);
+        rate[k] = mm_flownet_rate(fn, a);
+        mm_engine_run(eng);
+        mm_flownet_free(fn);
+        mm_engine_free(eng);
+    }
+    double want = INFINITY;
+    for (int i = 0; i < N; i++)
+        want = fmin(want, cap[i] / coef[i]);
+    ck_assert(memcmp(&rate[0], &rate[1], sizeof rate[0]) == 0);
+    ck_assert(memcmp(&rate[0], &want, sizeof want) == 0);
+}
+END_TEST
+
 /* ---- contention -------------------------------------------------------- */
 
 typedef struct two_ends {
@@ -445,6 +483,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, maxmin_many_levels);
     tcase_add_test(tc, maxmin_scan_matches_heap);
     tcase_add_test(tc, flownet_recomputes_on_start_and_end);
+    tcase_add_test(tc, flownet_long_lone_route_matches_solver);
     suite_add_tcase(s, tc);
     tc = tcase_create("contention");
     tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);

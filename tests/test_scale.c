@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/costs.h"
+#include "parallel/build.h"
 #include "plan/planner.h"
 #include "scenario/sim.h"
 #include "exec/run.h"
@@ -203,6 +205,191 @@ START_TEST(symmetric_replicas_once)
 }
 END_TEST
 
+/* ---- identical DP replicas built once (mm_build_spec.one_replica) ---- */
+
+static void run_build(const char *const *sets, int n, bool full_build, bool no_sym, mm_metrics *m)
+{
+    static mm_scenario sc;
+    mm_sim sim = {0};
+    mm_err err;
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s",
+                  err.key, err.msg);
+    sim.full_build = full_build;
+    sim.no_symmetry = no_sym;
+    ck_assert_msg(mm_sim_run(&sim, m, NULL, &err) == 0, "%s", err.msg);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc);
+}
+
+/* Every number of the metrics, bit for bit (wall_s and graph_ops aside). */
+static void same_bits(const mm_metrics *a, const mm_metrics *b, const char *what)
+{
+    mm_metrics x = *a, y = *b;
+    x.wall_s = y.wall_s = 0;
+    x.graph_ops = y.graph_ops = 0;
+    x.iters = y.iters = NULL, x.stages = y.stages = NULL, x.dp_rank_load_s = y.dp_rank_load_s = NULL;
+    x.crit.e = y.crit.e = NULL;
+    ck_assert_msg(memcmp(&x, &y, sizeof x) == 0, "%s: metrics differ (iteration %.17g vs %.17g, mfu %.17g vs %.17g)",
+                  what, a->iteration_time_s, b->iteration_time_s, a->mfu, b->mfu);
+    ck_assert_msg(memcmp(a->iters, b->iters, (size_t)a->n_iters * sizeof *a->iters) == 0, "%s: iterations", what);
+    ck_assert_msg(memcmp(a->stages, b->stages, (size_t)a->n_stages * sizeof *a->stages) == 0, "%s: stages", what);
+    ck_assert_msg(memcmp(a->dp_rank_load_s, b->dp_rank_load_s,
+                         (size_t)a->n_iters * (size_t)a->dp_ranks * sizeof *a->dp_rank_load_s) == 0,
+                  "%s: DP ranks' loads", what);
+    ck_assert_msg(a->crit.n == 0 || memcmp(a->crit.e, b->crit.e, (size_t)a->crit.n * sizeof *a->crit.e) == 0,
+                  "%s: critical path", what);
+}
+
+/* Replica 0 built alone gives the metrics of the whole build (collapsed
+ * as before, sim.full_build) bit for bit under both networks, and of the
+ * whole run (no collapse) bit for bit under `analytic`: text under 1F1B,
+ * interleaving, ZeRO-1 with overlapped buckets and parameter gathers,
+ * ZeRO-3 (also as DeepSpeed runs it under full recompute), CP (ring
+ * and Ulysses) with TP overlap, GPipe, ZB-H1 and ZB-2p; fixed multimodal
+ * samples with a colocated and a homogeneous encoder; it
+ * builds one replica's ops (dp times fewer).  Where the replicas differ
+ * or are not collapsed (a mixture, expert parallelism, an encoder on its
+ * own GPUs) the whole graph is built either way, with the same bits. */
+START_TEST(one_replica_build_same_bits)
+{
+    enum { MAXS = 16 };
+    const char *base_text[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text",
+                               "train.global_batch=64", "train.seq_len=2048", "iterations=2"};
+    const char *base_mm[] = {"cluster.nodes=4", "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                             "batching=sequential", "train.global_batch=64", "iterations=1"};
+    struct {
+        bool mm;
+        bool once; /* built as one replica */
+        const char *extra[6];
+    } cases[] = {
+        {false, true, {"parallel.llm={tp: 4, pp: 2, dp: 4}"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 2, vpp: 2, dp: 4}", "train.schedule=interleaved"}},
+        {false, true, {"parallel.llm={tp: 2, pp: 2, dp: 8}", "train.zero=1", "train.overlap_grad_reduce=true",
+                       "train.overlap_param_gather=true"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 1, dp: 8}", "train.zero=3", "train.overlap_grad_reduce=true"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 1, dp: 8}", "train.zero=3", "train.framework=hf-deepspeed",
+                       "train.recompute=full"}},
+        {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.tp_comm_overlap=true"}},
+        {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.cp_comm=ulysses"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-h1"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-2p"}},
+        {true, true, {"parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
+                      "parallel.vision={tp: 1, pp: 1, dp: 32}"}},
+        {true, true, {"parallel.placement=homogeneous", "parallel.llm={tp: 4, pp: 2, dp: 4}"}},
+        {true, false, {"parallel.placement=pipeline", "parallel.llm={tp: 4, pp: 2, dp: 3}",
+                       "parallel.vision={tp: 1, pp: 1, dp: 8}", "train.global_batch=48"}},
+        {false, false, {"model=models/mixtral-8x7b.json", "parallel.llm={tp: 2, pp: 2, dp: 8, ep: 4}",
+                        "train.seq_len=1024"}},
+        {true, false, {"parallel.placement=colocated", "workload=workloads/llava-ov-mix.yaml",
+                       "parallel.llm={tp: 4, pp: 2, dp: 4}", "parallel.vision={tp: 1, pp: 1, dp: 32}"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int flow = 0; flow < 2; flow++) {
+            const char *sets[MAXS];
+            int n = 0;
+            const char *const *base = cases[i].mm ? base_mm : base_text;
+            int nb = cases[i].mm ? 5 : 6;
+            for (int k = 0; k < nb; k++)
+                sets[n++] = base[k];
+            for (int k = 0; k < 6 && cases[i].extra[k]; k++)
+                sets[n++] = cases[i].extra[k];
+            sets[n++] = flow ? "network=flow" : "network=analytic";
+            char what[64];
+            snprintf(what, sizeof what, "case %zu, %s", i, flow ? "flow" : "analytic");
+            mm_metrics once, full;
+            run_build(sets, n, false, false, &once);
+            run_build(sets, n, true, false, &full);
+            same_bits(&once, &full, what);
+            if (cases[i].once)
+                ck_assert_msg(once.graph_ops * 2 <= full.graph_ops, "%s: %llu ops built, %llu whole", what,
+                              (unsigned long long)once.graph_ops, (unsigned long long)full.graph_ops);
+            else
+                ck_assert_uint_eq(once.graph_ops, full.graph_ops);
+            if (!flow) {
+                mm_metrics all;
+                run_build(sets, n, false, true, &all);
+                all.events = once.events; /* fewer events collapsed, the same numbers */
+                same_bits(&once, &all, what);
+                mm_metrics_free(&all);
+            }
+            mm_metrics_free(&once);
+            mm_metrics_free(&full);
+        }
+}
+END_TEST
+
+/* The one-replica graph, each segment (mm_graph.seg) taken dp times with
+ * copy c's ranks shifted to replica c, is the whole graph op by op in id
+ * order (kind, stream, stage, micro-batch, layer, module, times and FLOPs
+ * to the bit, collective or not); its collectives inside a replica stand
+ * for dp copies one DP stride apart, those across keep replica 0's share. */
+START_TEST(one_replica_graph_is_the_whole_in_order)
+{
+    const char *text[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text", "train.global_batch=64",
+                          "train.seq_len=2048", "parallel.llm={tp: 2, pp: 2, vpp: 2, dp: 8}",
+                          "train.schedule=interleaved", "train.zero=1", "train.overlap_grad_reduce=true",
+                          "train.overlap_param_gather=true"};
+    const char *mm[] = {"cluster.nodes=4", "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                        "train.global_batch=64", "parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
+                        "parallel.vision={tp: 1, pp: 1, dp: 32}"};
+    struct {
+        const char **s;
+        int n;
+    } cases[] = {{text, 10}, {mm, 6}};
+    for (int i = 0; i < 2; i++) {
+        static mm_scenario sc;
+        mm_sim sim = {0};
+        mm_err err;
+        mm_sim_costs costs;
+        ck_assert_msg(mm_scenario_load(&sc, NULL, cases[i].s, cases[i].n, &err) == 0 &&
+                          mm_sim_prepare(&sim, &sc, &err) == 0 && mm_sim_stage_times(&sim, &costs, &err) == 0,
+                      "%s: %s", err.key, err.msg);
+        mm_build_spec sp = costs.spec;
+        mm_graph whole, one;
+        ck_assert_msg(mm_build_iteration(&sp, &whole, &err) == 0, "%s", err.msg);
+        sp.one_replica = true;
+        ck_assert_msg(mm_build_iteration(&sp, &one, &err) == 0, "%s", err.msg);
+        int dp = sp.lay.dp;
+        ck_assert_int_eq(one.replicas, dp);
+        ck_assert_int_eq(one.n_ranks * dp, whole.n_ranks);
+        ck_assert_int_eq(one.rep_stride, mm_build_gpu(&sp, 0, 0, 1, 0) - mm_build_gpu(&sp, 0, 0, 0, 0));
+        ck_assert_uint_eq((size_t)one.n_ops * dp, whole.n_ops);
+        uint32_t at = 0;
+        for (uint32_t k = 0; k < one.n_seg; k++)
+            for (int c = 0; c < dp; c++)
+                for (uint32_t o = one.seg[2 * k]; o < one.seg[2 * k + 1]; o++, at++) {
+                    const mm_op *a = &one.ops[o], *b = &whole.ops[at];
+                    ck_assert_int_eq(a->rank * dp + c, b->rank);
+                    ck_assert_int_eq(a->peer < 0 ? -1 : a->peer * dp + c, b->peer);
+                    ck_assert(a->stream == b->stream && a->cat == b->cat && a->module == b->module);
+                    ck_assert(a->stage == b->stage && a->mb == b->mb && a->layer == b->layer);
+                    ck_assert((a->coll < 0) == (b->coll < 0));
+                    ck_assert(memcmp(&a->dur_s, &b->dur_s, sizeof a->dur_s) == 0);
+                    ck_assert(memcmp(&a->flops, &b->flops, sizeof a->flops) == 0);
+                    ck_assert(memcmp(&a->hw_flops, &b->hw_flops, sizeof a->hw_flops) == 0);
+                    if (a->coll >= 0) {
+                        const mm_coll *x = &one.colls[a->coll], *y = &whole.colls[b->coll];
+                        ck_assert(x->kind == y->kind && x->count == y->count && x->n_gpus == y->n_gpus);
+                        ck_assert(memcmp(&x->bytes, &y->bytes, sizeof x->bytes) == 0);
+                        bool inside = x->members == y->members;
+                        ck_assert_int_eq(inside ? x->replicas : x->members * dp, inside ? dp : y->members);
+                        if (inside) /* copy c of it is the whole graph's, c strides on */
+                            for (uint32_t q = 0; q < x->n_gpus; q++)
+                                ck_assert_int_eq(one.gpus[x->gpu_off + q] + c * one.rep_stride,
+                                                 whole.gpus[y->gpu_off + q]);
+                    }
+                }
+        ck_assert_uint_eq(at, whole.n_ops);
+        mm_graph_free(&whole);
+        mm_graph_free(&one);
+        mm_sim_costs_free(&costs);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+    }
+}
+END_TEST
+
 /* Every candidate's split adds up to the model's layers, middle stages
  * equal, every stage a multiple of vpp (or Megatron's split options); the
  * counts add up. */
@@ -299,6 +486,8 @@ static Suite *scale_suite(void)
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, pipeline_encoder_any_schedule);
     tcase_add_test(tc, symmetric_replicas_once);
+    tcase_add_test(tc, one_replica_build_same_bits);
+    tcase_add_test(tc, one_replica_graph_is_the_whole_in_order);
     tcase_add_test(tc, plan_530b_uneven);
     tcase_add_test(tc, plan_falls_back_to_fewer_gpus);
     suite_add_tcase(s, tc);

@@ -181,6 +181,128 @@ START_TEST(zero_bubble_paper_rates)
 }
 END_TEST
 
+/* ZB-2p (Qi et al. section 3.1) fed with the paper's Table 9 pass times:
+ * its bubble rate by the paper's cost (the longest stage's span, first F
+ * to last W; the authors' Table 5) within 0.05, and its throughput against
+ * 1F1B's, (1 - rate) / (1 - rate_1F1B), within 5 %.  The iteration mmsim
+ * runs also waits for the last stage's warm-up (the optimizer step is
+ * synchronous: the paper's post-validation is not modeled), so its time
+ * is the span plus up to (p - 1) forwards: printed as a gap. */
+START_TEST(zero_bubble_2p_paper_rates)
+{
+    FILE *t9 = fopen("tests/data/zb/pass_times_table9.csv", "r");
+    FILE *t5 = fopen("tests/data/zb/bubble_rates_zb2p.csv", "r");
+    FILE *t1 = fopen("tests/data/zb/bubble_rates_table5.csv", "r");
+    ck_assert(t9 && t5 && t1);
+    char line[1024];
+    struct { char model[16]; int p, m; double f, b, w, c, r1; } rows[16];
+    int n = 0;
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, t9));
+    while (fgets(line, sizeof line, t9) && n < 16) {
+        ck_assert_int_eq(sscanf(line, "%15[^,],%d,%d,%lf,%lf,%lf,%lf", rows[n].model, &rows[n].p, &rows[n].m,
+                                &rows[n].f, &rows[n].b, &rows[n].w, &rows[n].c), 7);
+        rows[n++].r1 = -1;
+    }
+    ck_assert_int_eq(n, 12);
+    /* the 1F1B rates of Table 5 (its first twelve 1F1B rows) */
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, t1));
+    while (fgets(line, sizeof line, t1)) {
+        char model[16], sched[16];
+        int p, m;
+        double rate;
+        ck_assert_int_eq(sscanf(line, "%15[^,],%d,%d,%15[^,],%lf", model, &p, &m, sched, &rate), 5);
+        for (int i = 0; i < n; i++)
+            if (!strcmp(sched, "1F1B") && !strcmp(rows[i].model, model) && rows[i].p == p && rows[i].m == m &&
+                rows[i].r1 < 0)
+                rows[i].r1 = rate;
+    }
+    double worst_rate = 0, worst_ratio = 0, worst_sync = 0;
+    int checked = 0;
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, t5));
+    while (fgets(line, sizeof line, t5)) {
+        char model[16], sched[16];
+        int p, m, k = -1;
+        double rate;
+        ck_assert_int_eq(sscanf(line, "%15[^,],%d,%d,%15[^,],%lf", model, &p, &m, sched, &rate), 5);
+        for (int i = 0; i < n; i++)
+            if (!strcmp(rows[i].model, model) && rows[i].p == p && rows[i].m == m)
+                k = i;
+        ck_assert_int_ge(k, 0);
+        ck_assert(rows[k].r1 > 0);
+        double f = rows[k].f * 1e-3, b = rows[k].b * 1e-3, w = rows[k].w * 1e-3, c = rows[k].c * 1e-3;
+        run_result zb = uniform(MM_SCHEDULE_ZB_2P, p, m, 1, f, b, w, c);
+        run_result ob = uniform(MM_SCHEDULE_1F1B, p, m, 1, f, b, w, c);
+        ck_assert(zb.all_once && zb.eager);
+        double work = m * (f + b + w), bubble = (zb.span_s - work) / zb.span_s;
+        double ratio = ob.span_s / zb.span_s, paper = (1 - rate) / (1 - rows[k].r1);
+        printf("zb-2p %s p=%d m=%d: bubble %.4f (paper %.4f), vs 1F1B x%.4f (paper x%.4f), synchronous x%.4f\n",
+               model, p, m, bubble, rate, ratio, paper, ob.time_s / zb.time_s);
+        ck_assert_msg(fabs(bubble - rate) <= 0.05, "%s p=%d m=%d zb-2p: simulated %.4f, paper %.4f", model, p, m,
+                      bubble, rate);
+        ck_assert_msg(fabs(ratio / paper - 1) <= 0.05, "%s p=%d m=%d zb-2p/1f1b: simulated %.4f, paper %.4f", model,
+                      p, m, ratio, paper);
+        worst_rate = fmax(worst_rate, fabs(bubble - rate));
+        worst_ratio = fmax(worst_ratio, fabs(ratio / paper - 1));
+        worst_sync = fmax(worst_sync, fabs(ob.time_s / zb.time_s / paper - 1));
+        checked++;
+    }
+    fclose(t9);
+    fclose(t5);
+    fclose(t1);
+    ck_assert_int_eq(checked, 12);
+    printf("zb-2p: worst |bubble - paper| %.4f, worst throughput-ratio error %.2f %% (synchronous: %.2f %%)\n",
+           worst_rate, 100 * worst_ratio, 100 * worst_sync);
+}
+END_TEST
+
+/* Equal F, B and W times, no transfer time (formulas: "the bubble rate is
+ * 0 for ZB-2P" with T_F = T_B = T_W): once m >= 2p the longest stage's
+ * span is its own work, m(F + B + W), within one pass; every stage holds
+ * at most min(m, 2p) micro-batches' activations (half freed at B, half at
+ * W, as the paper counts), and past m = 2p every stage reaches it. */
+START_TEST(zb_2p_equal_times)
+{
+    mm_sched_step st[3 * 64];
+    const int ps[] = {2, 4, 8};
+    for (int a = 0; a < 3; a++)
+        for (int m = 2 * ps[a]; m <= 8 * ps[a]; m *= 2) {
+            int p = ps[a];
+            double t = 1e-3;
+            run_result r = uniform(MM_SCHEDULE_ZB_2P, p, m, 1, t, t, t, 0);
+            ck_assert(r.all_once && r.eager);
+            ck_assert_msg(r.span_s <= 3 * m * t + t + 1e-9, "p=%d m=%d span %.6f work %.6f", p, m, r.span_s,
+                          3 * m * t);
+            for (int s = 0; s < p; s++) {
+                /* held in halves of a micro-batch: B frees one, W the other */
+                int n = mm_schedule_steps(MM_SCHEDULE_ZB_2P, p, s, m, 1, st), held = 0, peak = 0;
+                int seenf[64] = {0}, seenb[64] = {0}, seenw[64] = {0};
+                ck_assert_int_eq(n, 3 * m);
+                for (int i = 0; i < n; i++) {
+                    int j = st[i].mb;
+                    if (st[i].pass == MM_PASS_F)
+                        seenf[j]++, held += 2;
+                    else if (st[i].pass == MM_PASS_B)
+                        ck_assert(seenf[j]), seenb[j]++, held--;
+                    else
+                        ck_assert(seenb[j]), seenw[j]++, held--;
+                    peak = held > peak ? held : peak;
+                }
+                for (int j = 0; j < m; j++)
+                    ck_assert(seenf[j] == 1 && seenb[j] == 1 && seenw[j] == 1);
+                ck_assert_int_le(peak, 2 * mm_schedule_zb2p_cap(p, m));
+                ck_assert(mm_mem_in_flight(MM_MEM_ZB_2P, s, p, 1, m) == mm_schedule_zb2p_cap(p, m));
+                /* past m = 2p every stage fills it (at m = 2p the first
+                 * stage holds one half less) */
+                ck_assert_msg(m == 2 * p || peak == 2 * mm_schedule_zb2p_cap(p, m), "p=%d m=%d stage %d: %d halves",
+                              p, m, s, peak);
+            }
+        }
+    /* bad arguments: ZB-2p runs one chunk per stage */
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_2P, 4, 0, 8, 2, st), -1);
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_2P, 4, 4, 8, 1, st), -1);
+}
+END_TEST
+
 static void bad_csv(const char *text, int line, const char *key)
 {
     char path[] = "/tmp/mmsim-pt-XXXXXX";
@@ -244,6 +366,8 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, zb_h1_bubble);
     tcase_add_test(tc, schedule_step_counts);
     tcase_add_test(tc, zero_bubble_paper_rates);
+    tcase_add_test(tc, zero_bubble_2p_paper_rates);
+    tcase_add_test(tc, zb_2p_equal_times);
     tcase_add_test(tc, pass_times_bad_input);
     tcase_add_test(tc, critical_path_partitions);
     suite_add_tcase(s, tc);

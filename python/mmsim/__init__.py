@@ -196,7 +196,7 @@ class Scenario:
         sendrecv.  cluster: a topology file (None: this scenario's
         cluster.topology, with its cluster.nodes unless nodes is given);
         gpus 0: all (sendrecv: 2); algo None: auto (ring, tree, hier,
-        nvls); sizes min_bytes to max_bytes by factor (0: 8 B, 8 GiB, 2);
+        nvls, collnet); sizes min_bytes to max_bytes by factor (0: 8 B, 8 GiB, 2);
         network None: flow (or analytic); comm_ranks: sendrecv's
         communicator size (0: 2); dtype None: float (nccl-tests' type
         names, or "all"); redop None: sum (or "all"); iters: -n (0: 1)."""

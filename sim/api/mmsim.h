@@ -105,7 +105,7 @@ MMSIM_API const char *mmsim_model_json(mmsim *h, const char *model, long long se
  * alltoall, broadcast or sendrecv.  cluster: a topology file (NULL: the
  * handle's cluster.topology), nodes (0: the handle's cluster.nodes when
  * cluster is NULL, else the file's), gpus (0: all; 2 for sendrecv), algo
- * (NULL: "auto"; ring, tree, hier, nvls), sizes min_bytes to max_bytes by
+ * (NULL: "auto"; ring, tree, hier, nvls, collnet), sizes min_bytes to max_bytes by
  * factor (0: 8 B, 8 GiB, 2), network (NULL: "flow"; analytic), comm_ranks
  * (sendrecv's communicator, 0: 2), dtype (NULL: "float"; nccl-tests' names,
  * or "all"), redop (NULL: "sum"; or "all"), iters (-n; 0: 1).  Errors name

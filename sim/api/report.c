@@ -88,6 +88,21 @@ static void run_data(FILE *f, const mm_metrics *m)
     fprintf(f, "],\n");
 }
 
+/* The run's periodic work (cost/runcost.h; a train.* run key set): each
+ * event's cost, their average per iteration, and the whole run's total. */
+static void run_periodic(FILE *f, const mm_metrics *m)
+{
+    const mm_run_costs *r = &m->run;
+    jnum(f, "checkpoint_save_s", m->oom ? NAN : r->save_s, 0);
+    jnum(f, "checkpoint_bytes_per_node", m->oom ? NAN : r->ckpt_node_bytes, 0);
+    jnum(f, "eval_s", m->oom ? NAN : r->eval_s, 0);
+    jnum(f, "log_sync_s", m->oom ? NAN : r->log_sync_s, 0);
+    jnum(f, "periodic_per_iteration_s", m->oom ? NAN : r->per_iter_s, 0);
+    fprintf(f, "  \"run_saves\": %lld,\n  \"run_evals\": %lld,\n  \"run_logs\": %lld,\n", r->saves, r->evals,
+            r->logs);
+    jnum(f, "run_total_s", m->oom ? NAN : r->total_s, 0);
+}
+
 static void run_stages(FILE *f, const mm_metrics *m)
 {
     fprintf(f, "  \"stages\": [");
@@ -174,6 +189,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     }
     if (sim->sc.data.workers >= 0)
         run_data(f, m);
+    if (m->run.on)
+        run_periodic(f, m);
     fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);
     fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);

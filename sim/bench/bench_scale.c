@@ -2,16 +2,17 @@
  * peak resident memory and ops of the graph, so that the bench can print
  * bytes per op next to the times.  Not a test: it asserts nothing.
  *
- *   bench_scale [--no-symmetry] [--set KEY=VALUE]...   (the built-in default
- *                                          scenario; --no-symmetry simulates
- *                                          every DP replica, exec/symmetry.h)
+ *   bench_scale [--no-symmetry | --full-build] [--set KEY=VALUE]...
+ *       (the built-in default scenario; --no-symmetry simulates every DP
+ *       replica, --full-build builds every replica's ops and collapses
+ *       them where they are identical: exec/symmetry.h)
  *
  * Prints one line: cpu_s wall_s peak_rss_mib ops events bytes_per_op
  * iteration_time_s.  CPU time and peak RSS come from getrusage (the whole
- * process: loading, building, running); ops are those of the last
- * iteration's graph, kept through the timeline, so bytes/op counts that
- * graph and its times once more at the peak (an overestimate by their
- * 72 + 16 bytes per op at most). */
+ * process: loading, building, running); ops are those built for the last
+ * iteration (one replica's where identical replicas are built once,
+ * mm_metrics.graph_ops), and bytes/op is peak RSS over them: meaningful
+ * for a whole graph (--full-build, or replicas that differ). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +34,16 @@ int main(int argc, char **argv)
 {
     const char *sets[256];
     int n = 0;
-    bool no_sym = false;
+    bool no_sym = false, full = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-symmetry")) {
             no_sym = true;
+        } else if (!strcmp(argv[i], "--full-build")) {
+            full = true;
         } else if (!strcmp(argv[i], "--set") && i + 1 < argc && n < 256) {
             sets[n++] = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_scale [--no-symmetry] [--set KEY=VALUE]...\n");
+            fprintf(stderr, "usage: bench_scale [--no-symmetry | --full-build] [--set KEY=VALUE]...\n");
             return 2;
         }
     }
@@ -55,10 +58,9 @@ int main(int argc, char **argv)
         return 2;
     }
     sim.no_symmetry = no_sym;
+    sim.full_build = full;
     mm_metrics m;
-    mm_sim_timeline tl;
-    memset(&tl, 0, sizeof tl);
-    if (mm_sim_run(&sim, &m, &tl, &err)) {
+    if (mm_sim_run(&sim, &m, NULL, &err)) {
         fprintf(stderr, "bench_scale: %s\n", err.msg);
         mm_sim_free(&sim);
         return 1;
@@ -67,11 +69,10 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double rss = (double)ru.ru_maxrss * 1024.0; /* Linux: kilobytes */
-    uint32_t ops = tl.graph.n_ops;
-    printf("%.3f %.3f %.1f %u %llu %.0f %.9g\n", cpu_s(),
-           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss / (1 << 20), ops,
-           (unsigned long long)m.events, ops ? rss / ops : 0.0, m.iteration_time_s);
-    mm_sim_timeline_free(&tl);
+    uint64_t ops = m.graph_ops;
+    printf("%.3f %.3f %.1f %llu %llu %.0f %.9g\n", cpu_s(),
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss / (1 << 20), (unsigned long long)ops,
+           (unsigned long long)m.events, ops ? rss / (double)ops : 0.0, m.iteration_time_s);
     mm_metrics_free(&m);
     mm_sim_free(&sim);
     mm_scenario_free(&sc);

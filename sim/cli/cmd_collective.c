@@ -226,7 +226,7 @@ static int parse_args(int argc, char **argv, coll_opts *o)
             break;
         case OPT_ALGO:
             if ((o->algo = lookup(mm_coll_algo_names, v)) < 0)
-                return mm_cli_bad(CMD, "--algo", "unknown algorithm (auto, ring, tree, hier, nvls): '%s'", v);
+                return mm_cli_bad(CMD, "--algo", "unknown algorithm (auto, ring, tree, hier, nvls, collnet): '%s'", v);
             break;
         case 'b': case OPT_MIN: case 'e': case OPT_MAX: case 'i':
             if (set_size(c, v, o)) return 2;

@@ -107,6 +107,29 @@ static void print_oom(const mm_sim *sim, const mm_metrics *m, int64_t run_id, co
         printf("\n  stored as run %lld in %s\n", (long long)run_id, db);
 }
 
+/* The run's periodic work (a train.* run key set): each event, its share
+ * of an iteration, and the run's total. */
+static void print_periodic(const mm_sim *sim, const mm_metrics *m)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_run_costs *r = &m->run;
+    if (!r->on)
+        return;
+    if (sc->train.save_interval > 0)
+        printf("  checkpoint save    %10.4f s every %d iterations (%.3g GB per node at %.3g GB/s)\n", r->save_s,
+               sc->train.save_interval, r->ckpt_node_bytes / 1e9, sc->train.save_gb_s);
+    if (sc->train.eval_interval > 0)
+        printf("  evaluation         %10.4f s every %d iterations (%d forward-only iterations of %.4f s)\n",
+               r->eval_s, sc->train.eval_interval, sc->train.eval_iters, r->eval_iter_s);
+    if (sc->train.log_interval > 0)
+        printf("  loss report sync   %10.6f s every %d iterations\n", r->log_sync_s, sc->train.log_interval);
+    printf("  periodic work      %10.4f s per iteration on average (%.2f %% of the step)\n", r->per_iter_s,
+           100 * r->per_iter_s / m->iteration_time_s);
+    if (isfinite(r->total_s))
+        printf("  run total          %10.1f s (%.2f h) for %d iterations: %lld saves, %lld evaluations, %lld loss "
+               "reports\n", r->total_s, r->total_s / 3600, sc->train.train_iters, r->saves, r->evals, r->logs);
+}
+
 /* The data loader (data.workers >= 0): how long the step waited for data,
  * and, when the loader is the bottleneck, the workers per GPU (and cores)
  * that would keep up. */
@@ -191,6 +214,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  host launches      %10.4f s per rank, %.4f s of them exposed (the GPU waiting for its launches)\n",
            m->host_launch_s, m->exposed_host_s);
     print_data(sim, m);
+    print_periodic(sim, m);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
     if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;

@@ -112,6 +112,9 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
             memcpy(bk->host[v], h, sizeof h);
             memcpy(bk->launches[v], k, sizeof k);
         }
+        bk->sync_grad_norm = spec.host_sync_step && sim->fw->grad_norm;
+        bk->sync_found_inf = spec.host_sync_step && (mm_dtype)sim->sc.train.precision == MM_DTYPE_FP16;
+        rc = mm_sim_run_costs(sim, st, V, spec.m, NAN, &bk->run, err);
     }
     free(st);
     if (rc == 0 && sim->wl)
@@ -173,6 +176,14 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
         fprintf(f, ",\n%s  \"data_loader\": {\"loader\": \"%s\", \"workers\": %d, \"cpu_s\": %.9g, \"nvdec_s\": %.9g, "
                    "\"h2d_s\": %.9g}",
                 indent, sim->fw->loader, sim->sc.data.workers, bk->loader_cpu_s, bk->loader_dev_s, bk->loader_h2d_s);
+    fprintf(f, ",\n%s  \"host_syncs\": {\"per_step\": %d, \"grad_norm\": %s, \"found_inf\": %s",
+            indent, bk->sync_grad_norm + bk->sync_found_inf, bk->sync_grad_norm ? "true" : "false",
+            bk->sync_found_inf ? "true" : "false");
+    if (bk->run.on)
+        fprintf(f, ", \"checkpoint_save_s\": %.9g, \"eval_s\": %.9g, \"log_sync_s\": %.9g, "
+                   "\"periodic_per_iteration_s\": %.9g",
+                bk->run.save_s, bk->run.eval_s, bk->run.log_sync_s, bk->run.per_iter_s);
+    fprintf(f, "}");
     if (bk->mb_count > 0) {
         fprintf(f, ",\n%s  \"micro_batches\": {\"iteration\": 0, \"replica\": 0, \"count\": %d, \"listed\": %d, "
                    "\"items\": [",
@@ -234,6 +245,13 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
                    "replica 0, iteration 0; the run's wait is data_wait_s)\n",
                 sim->fw->loader, sim->sc.data.workers, 1e3 * bk->loader_cpu_s, 1e3 * bk->loader_dev_s,
                 1e3 * bk->loader_h2d_s);
+    fprintf(f, "  syncs      per step: %d host read%s of the GPU before the optimizer step%s%s",
+            bk->sync_grad_norm + bk->sync_found_inf, bk->sync_grad_norm + bk->sync_found_inf == 1 ? "" : "s",
+            bk->sync_grad_norm ? " (gradient norm)" : "", bk->sync_found_inf ? " (fp16 found-inf flag)" : "");
+    if (bk->run.on)
+        fprintf(f, "; periodic: save %.3f s, evaluation %.3f s, loss-report sync %.3f ms = %.3f ms per iteration",
+                bk->run.save_s, bk->run.eval_s, 1e3 * bk->run.log_sync_s, 1e3 * bk->run.per_iter_s);
+    fprintf(f, "\n");
     if (bk->mb_count == 0)
         return;
     /* the drawn micro-batches: one layer each, the split of its forward */

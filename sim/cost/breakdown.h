@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cost/fwcost.h"
+#include "cost/runcost.h"
 #include "scenario/sim.h"
 
 /* What one micro-batch costs on one GPU, by layer and pass, as the cost
@@ -66,6 +67,13 @@ typedef struct mm_sim_breakdown {
      * the GPU (mm_sim_loader_micro_batch) */
     bool loader;
     double loader_cpu_s, loader_dev_s, loader_h2d_s;
+    /* The host's syncs with the GPU in every step (the build spec's
+     * host_sync_step): gradient clipping's norm read, fp16's found-inf
+     * flag read; and the run's periodic work (cost/runcost.h, run.on
+     * false: none asked for; run.total_s NAN here: the step's time is the
+     * executed run's) */
+    bool sync_grad_norm, sync_found_inf;
+    mm_run_costs run;
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */

@@ -339,7 +339,8 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     const int wbytes = 2;
     static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
                                         [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
-                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1};
+                                        [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1,
+                                        [MM_SCHED_ZB_2P] = MM_SCHEDULE_ZB_2P};
     spec->schedule = sched[sc->train.schedule];
     spec->lay = L->lay;
     spec->m = sim->micro_batches;
@@ -477,8 +478,10 @@ static void stage_host(const pass_times *l, const pass_times *emb, const pass_ti
     c->wgrad_launches = nl * l->kern_wgrad + (first ? emb->kern_wgrad : 0) + (last ? head->kern_wgrad : 0);
 }
 
-/* The optimizer phase's launches on one rank updating `opt_params`: its
- * fused kernels go through multi_tensor_apply (apex csrc/
+/* The optimizer phase's launches on one rank updating `opt_params` held
+ * in `tensors` parameter tensors, by the profile's optimizer.impl.
+ *
+ * fused: the step goes through multi_tensor_apply (apex csrc/
  * multi_tensor_apply.cuh; PyTorch aten/src/ATen/native/cuda/
  * MultiTensorApply.cuh), which launches once per 320 blocks of 65536
  * elements (depth_to_max_blocks, chunk_size 2048*32): the Adam step, and
@@ -486,15 +489,53 @@ static void stage_host(const pass_times *l, const pass_times *emb, const pass_ti
  * the gradient buffer's zeroing is one memset.  The launches of a list of
  * tensors full before its blocks are (36 tensors at Adam's depth 4) are
  * not counted: a lower bound for many small tensors.  Each multi-tensor
- * call is one Python op, each launch one cudaLaunchKernel. */
-static void optimizer_host(const mm_sim *sim, double opt_params, mm_stage_cost *c)
+ * call is one Python op, each launch one cudaLaunchKernel.
+ *
+ * foreach: torch.optim's _multi_tensor_adam (pytorch/pytorch
+ * torch/optim/adam.py @ 005941ebcd15da658ae14bf349b5457517ff9318, not
+ * capturable, no weight decay) runs 8 foreach ops over the tensor lists:
+ * _foreach_mul_(exp_avgs), _foreach_add_(exp_avgs, grads),
+ * _foreach_mul_(exp_avg_sqs), _foreach_addcmul_(exp_avg_sqs, grads,
+ * grads), _foreach_sqrt, _foreach_div_ (a scalar list), _foreach_add
+ * (eps), _foreach_addcdiv_ (a scalar list); the step counters are CPU
+ * tensors (no kernel).  Each launches once per depth_to_max_tensors
+ * tensors of its depth (110, 64, 48 for 1, 2, 3 lists; 96 and 48 with a
+ * scalar list: MultiTensorApply.cuh) or per 320 blocks, whichever is more.
+ *
+ * for_loop: _single_tensor_adam (same file) runs per tensor exp_avg.mul_,
+ * .add_, exp_avg_sq.mul_, .addcmul_, .sqrt(), / bias_correction2_sqrt,
+ * .add_(eps), param.addcdiv_: 8 eager kernels per tensor, each one Python
+ * op and one launch.
+ *
+ * Gradient clipping and the zeroing stay as under fused. */
+static void optimizer_host(const mm_sim *sim, double opt_params, double tensors, mm_stage_cost *c)
 {
     const mm_framework *fw = sim->fw;
     double per_launch = 320.0 * 65536.0, mt = opt_params > 0 ? ceil(opt_params / per_launch) : 0;
-    double calls = opt_params > 0 ? 1.0 + (fw->grad_norm ? 2.0 : 0.0) : 0;
+    double norm_calls = opt_params > 0 && fw->grad_norm ? 2.0 : 0.0;
     double memsets = fw->zero_grad_buffer ? 1.0 : 0.0;
-    c->opt_launches = mt * calls + memsets;
-    c->opt_host_s = c->opt_launches * fw->host.launch_s + (calls + memsets) * fw->host.fwd_op_s;
+    double step_launches = mt, step_calls = opt_params > 0 ? 1.0 : 0.0;
+    if (opt_params > 0 && fw->opt_impl == MM_OPT_FOREACH) {
+        static const double max_tensors[8] = {110, 64, 110, 48, 64, 96, 64, 48};
+        step_launches = 0;
+        for (int i = 0; i < 8; i++)
+            step_launches += fmax(ceil(tensors / max_tensors[i]), mt);
+        step_calls = 8;
+    } else if (opt_params > 0 && fw->opt_impl == MM_OPT_FOR_LOOP) {
+        step_launches = step_calls = 8 * tensors;
+    }
+    c->opt_launches = step_launches + mt * norm_calls + memsets;
+    c->opt_host_s = c->opt_launches * fw->host.launch_s + (step_calls + norm_calls + memsets) * fw->host.fwd_op_s;
+}
+
+/* The parameter tensors of a stage of nl blocks like sv (its edges on the
+ * first and last stage): what an eager optimizer loops over; every tensor
+ * on every rank, as FSDP2's DTensor shards and TP's shards hold them.  0
+ * where not modeled (refused for foreach and for_loop: scenario/check.c). */
+static double stage_tensors(const mm_llm *sv, int nl, bool first, bool last)
+{
+    int64_t b = mm_llm_block_tensors(sv);
+    return b < 0 ? 0 : (double)(nl * b + mm_llm_edge_tensors(sv, first, last));
 }
 
 /* The blocks of a stage from layer l0 on: its own mix, whose mean block
@@ -711,7 +752,7 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         if (k < MM_BK_MAX_STAGES)
             bk->opt[k] = ob;
         c->opt_s = ob.total_s;
-        optimizer_host(sim, opt_params, c);
+        optimizer_host(sim, opt_params, stage_tensors(&sv, nl, first, last), c);
         mm_sim_freeze_stage(sim, c);
     }
     layout_spec(sim, spec, zero, sp, gbytes);

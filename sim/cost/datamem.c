@@ -11,8 +11,10 @@
  * stand on top for the whole schedule (each colocated encoder's rank its
  * own samples', summed per GPU).  Encoders on their own GPUs hold their pipeline's
  * depth of micro-batches, the largest of the iteration.
- * Known limits: zero-bubble's deferred W passes keep some tensors past B,
+ * Known limits: ZB-H1's deferred W passes keep some tensors past B,
  * counted as freed at B (ZB-H1's peak equals 1F1B's, Qi et al. 2024);
+ * ZB-2p's activations are counted half freed at B and half at W, as its
+ * 2p limit counts them;
  * allocator fragmentation is the reserve's job.
  * Not for: the early check of a layout (costs.c, a bound from the
  * largest sample), or timing. */
@@ -81,12 +83,15 @@ static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, 
     double cur = 0, peak = 0;
     *at = -1;
     for (int k = 0; k < n; k++) {
-        if (steps[k].pass == MM_PASS_W)
+        /* ZB-2p frees half at B and half at W, as its memory limit counts
+         * (schedule.h); the others all at B */
+        bool zb2p = spec->schedule == MM_SCHEDULE_ZB_2P;
+        if (steps[k].pass == MM_PASS_W && !zb2p)
             continue;
         int vs = steps[k].chunk * spec->lay.pp + s;
         size_t idx = (size_t)d * x->w->m + steps[k].mb;
         double a = mb_act(x, vs, idx);
-        cur += steps[k].pass == MM_PASS_F ? a : -a;
+        cur += steps[k].pass == MM_PASS_F ? a : zb2p ? -a / 2 : -a;
         if (cur > peak) {
             peak = cur;
             *at = steps[k].mb;
@@ -187,7 +192,7 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
     out->peak_gib = 0;
     for (int s = 0; s < P; s++) {
         mm_mem_rank r;
-        int n = mm_schedule_steps(spec->schedule, P, s, spec->m, spec->lay.vpp, steps);
+        int n = mm_build_schedule_steps(spec, s, steps);
         if (n < 0 || mm_mem_llm_rank(sim->llm, &c, s, &r)) {
             free(steps);
             return -1;

@@ -6,6 +6,7 @@
 #include "exec/run.h"
 
 #include "cost/cost_internal.h"
+#include "cost/runcost.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -56,26 +57,124 @@ void mm_sim_timeline_free(mm_sim_timeline *tl)
     tl->start = tl->end = tl->host_start = NULL;
 }
 
+/* The whole graph's op order: seg[0..n) (first, end) ranges, each taken
+ * `copies` times (mm_graph.replicas); a whole graph is one range once.
+ * Sums over the ops follow it, so that one replica's graph adds the same
+ * numbers in the same order as the whole graph: the same bits. */
+typedef struct whole_order {
+    const uint32_t *seg; /* NULL: [0, n_ops) */
+    uint32_t n, n_ops;
+    int copies;
+} whole_order;
+
+static whole_order whole_order_of(const mm_graph *g)
+{
+    if (g->replicas <= 1)
+        return (whole_order){.seg = NULL, .n = 1, .n_ops = g->n_ops, .copies = 1};
+    return (whole_order){.seg = g->seg, .n = g->n_seg, .n_ops = g->n_ops, .copies = g->replicas};
+}
+
+static uint32_t seg_lo(const whole_order *w, uint32_t k) { return w->seg ? w->seg[2 * k] : 0; }
+static uint32_t seg_hi(const whole_order *w, uint32_t k) { return w->seg ? w->seg[2 * k + 1] : w->n_ops; }
+
+/* Whether op i is a kernel of a module's compute (module_time counts it). */
+static bool module_kernel(const mm_op *op)
+{
+    return op->stream == MM_STREAM_COMPUTE && !mm_cat_is_comm(op->cat) && op->module < MM_MAX_MODULES;
+}
+
+_Static_assert(MM_MAX_MODULES == 4, "whole_sums keeps one register per module");
+
+/* What one op adds to the whole-order sums. */
+typedef struct op_add {
+    double flops, hw_flops, secs;
+    int module; /* -1: no module time */
+} op_add;
+
+/* The model and hardware FLOPs of every op, and each module's kernel
+ * seconds, summed in the whole graph's order (busy may be NULL).  One
+ * replica's graph takes each segment `copies` times over a compact list
+ * of the ops that add something (an add of +0.0 leaves a sum that started
+ * at +0.0 as it is), so the pass costs one add per whole graph's op that
+ * computes.  -1 when out of memory. */
+static int whole_sums(const mm_graph *g, const mm_time *start, const mm_time *end, double *mflops, double *hflops,
+                      double *busy)
+{
+    double mf = 0, hf = 0, bz[MM_MAX_MODULES] = {0};
+    if (g->replicas <= 1) {
+        for (uint32_t i = 0; i < g->n_ops; i++) {
+            const mm_op *op = &g->ops[i];
+            mf += op->flops;
+            hf += op->hw_flops;
+            if (module_kernel(op))
+                bz[op->module] += (double)(end[i] - start[i]) * 1e-9;
+        }
+    } else {
+        whole_order w = whole_order_of(g);
+        op_add *a = malloc(((size_t)g->n_ops + 1) * sizeof *a);
+        uint32_t *off = malloc(((size_t)w.n + 1) * sizeof *off);
+        if (!a || !off) {
+            free(a);
+            free(off);
+            return -1;
+        }
+        uint32_t n = 0;
+        for (uint32_t k = 0; k < w.n; k++) {
+            off[k] = n;
+            for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
+                const mm_op *op = &g->ops[i];
+                op_add x = {op->flops, op->hw_flops, 0, -1};
+                if (module_kernel(op))
+                    x.secs = (double)(end[i] - start[i]) * 1e-9, x.module = op->module;
+                if (x.flops != 0 || x.hw_flops != 0 || (x.module >= 0 && x.secs != 0))
+                    a[n++] = x;
+            }
+        }
+        off[w.n] = n;
+        /* the modules' sums in registers: an indexed one waits for its
+         * own store each time (MM_MAX_MODULES is 4) */
+        double b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+        for (uint32_t k = 0; k < w.n; k++)
+            for (int c = 0; c < w.copies; c++)
+                for (uint32_t j = off[k]; j < off[k + 1]; j++) {
+                    mf += a[j].flops;
+                    hf += a[j].hw_flops;
+                    switch (a[j].module) {
+                    case 0: b0 += a[j].secs; break;
+                    case 1: b1 += a[j].secs; break;
+                    case 2: b2 += a[j].secs; break;
+                    case 3: b3 += a[j].secs; break;
+                    default: break;
+                    }
+                }
+        bz[0] = b0, bz[1] = b1, bz[2] = b2, bz[3] = b3;
+        free(a);
+        free(off);
+    }
+    *mflops = mf;
+    *hflops = hf;
+    if (busy)
+        memcpy(busy, bz, sizeof bz);
+    return 0;
+}
+
 /* Compute seconds of each module on one of its GPUs, from the executed
  * graph (all kernels on compute streams, averaged over the ranks that run
- * the module). */
-static void module_time(const mm_graph *g, const mm_time *start, const mm_time *end, const mm_build_spec *spec,
-                        mm_metrics *mt)
+ * the module; busy: their seconds, whole_sums). */
+static void module_time(const mm_graph *g, const double *busy, const mm_build_spec *spec, mm_metrics *mt)
 {
-    double busy[MM_MAX_MODULES] = {0};
     int ranks[MM_MAX_MODULES] = {0};
     unsigned char *seen = calloc((size_t)g->n_ranks * MM_MAX_MODULES, 1);
     if (!seen)
         return;
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
-        if (op->stream != MM_STREAM_COMPUTE || mm_cat_is_comm(op->cat) || op->module >= MM_MAX_MODULES)
+        if (!module_kernel(op))
             continue;
-        busy[op->module] += (double)(end[i] - start[i]) * 1e-9;
         unsigned char *f = &seen[(size_t)op->rank * MM_MAX_MODULES + op->module];
         if (!*f) {
             *f = 1;
-            ranks[op->module]++;
+            ranks[op->module] += g->replicas; /* one replica's rank stands for its copies */
         }
     }
     free(seen);
@@ -187,16 +286,17 @@ static int fill_spans(const mm_graph *g, const mm_time *start, const mm_time *en
  * in ns; host and hwait in s); a part of measure. */
 static void stage_sums(const double *busy, const double *comm, const double *busy_pipe, const double *host,
                        const double *hwait, double pipe, double total, mm_stage_metrics *stages, int n_stages,
-                       int ranks_per_stage)
+                       int ranks_per_stage, int K)
 {
     for (int s = 0; s < n_stages && stages; s++) {
         double b = 0, c = 0, bp = 0, h = 0, hw = 0;
         for (int d = 0; d < ranks_per_stage; d++) {
-            h += host[d + ranks_per_stage * s];
-            hw += hwait[d + ranks_per_stage * s];
-            b += busy[d + ranks_per_stage * s];
-            c += comm[d + ranks_per_stage * s];
-            bp += busy_pipe[d + ranks_per_stage * s];
+            int q = (d + ranks_per_stage * s) / K; /* K: the graph's replicas */
+            h += host[q];
+            hw += hwait[q];
+            b += busy[q];
+            c += comm[q];
+            bp += busy_pipe[q];
         }
         stages[s].stage = s;
         stages[s].bubble_s += (pipe - bp / ranks_per_stage) * 1e-9;
@@ -212,11 +312,12 @@ static void stage_sums(const double *busy, const double *comm, const double *bus
  * (NaN): the endpoints' bucketing and sort are most of the measurement. */
 static void measure(const mm_graph *g, const mm_time *start, const mm_time *end, mm_time t0, mm_time t1,
                     mm_iter_metrics *it, mm_stage_metrics *stages, int n_stages, int ranks_per_stage,
-                    bool exposed_too, const double *host_wait)
+                    bool exposed_too, const double *host_wait, double *mod_busy)
 {
-    int R = g->n_ranks;
+    int R = g->n_ranks, K = g->replicas > 1 ? g->replicas : 1;
     mm_time t_pipe = t0;
     double mflops = 0, hflops = 0;
+    double *ex = calloc((size_t)R + 1, sizeof *ex);
     double *busy_pipe = calloc((size_t)R, sizeof *busy_pipe);
     double *busy = calloc((size_t)R, sizeof *busy);
     double *comm = calloc((size_t)R, sizeof *comm);
@@ -224,7 +325,7 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     size_t *cnt = calloc((size_t)R + 1, sizeof *cnt);
     uint64_t *sp = malloc(((exposed_too ? 8 * (size_t)g->n_ops : 0) + 1) * sizeof *sp);
     uint64_t *tmp = sp && exposed_too ? sp + 4 * (size_t)g->n_ops : NULL;
-    if (!busy_pipe || !busy || !comm || !cnt || !sp || !host || !hwait)
+    if (!busy_pipe || !busy || !comm || !cnt || !sp || !host || !hwait || !ex)
         goto out;
     /* One pass over the ops for the sums (each in op order, as before),
      * and the endpoints' count per rank (a transfer counts for both ends). */
@@ -232,8 +333,6 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         const mm_op *op = &g->ops[i];
         if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
             t_pipe = end[i];
-        mflops += op->flops;
-        hflops += op->hw_flops;
         double d = (double)(end[i] - start[i]);
         if (op->stream == MM_STREAM_COMPUTE) {
             host[op->rank] += op->host_s;
@@ -248,17 +347,25 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
         if (op->peer >= 0)
             cnt[op->peer + 1] += 2;
     }
+    /* the FLOPs (and modules' seconds) in the whole graph's op order */
+    if (whole_sums(g, start, end, &mflops, &hflops, mod_busy))
+        goto out;
     if (exposed_too && fill_spans(g, start, end, cnt, sp))
         goto out;
+    for (int q = 0; q < R && exposed_too; q++)
+        ex[q] = exposed_ns(sp + cnt[q], tmp + cnt[q], cnt[q + 1] - cnt[q]);
     double pipe = (double)(t_pipe - t0), total = (double)(t1 - t0);
     double bubble = 0, exposed = 0, host_all = 0, wait_all = 0;
-    for (int r = 0; r < R; r++) {
-        host_all += host[r];
-        wait_all += hwait[r];
-        bubble += pipe > 0 ? (pipe - busy_pipe[r]) / pipe : 0;
+    /* over the whole graph's ranks: rank r of it is r / K of g */
+    for (int r = 0; r < R * K; r++) {
+        int q = r / K;
+        host_all += host[q];
+        wait_all += hwait[q];
+        bubble += pipe > 0 ? (pipe - busy_pipe[q]) / pipe : 0;
         if (exposed_too)
-            exposed += exposed_ns(sp + cnt[r], tmp + cnt[r], cnt[r + 1] - cnt[r]);
+            exposed += ex[q];
     }
+    R *= K;
     it->time_s = total * 1e-9;
     it->bubble_fraction = bubble / R;
     it->exposed_comm_s = exposed_too ? exposed / R * 1e-9 : NAN;
@@ -266,8 +373,9 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
     it->exposed_host_s = R > 0 ? wait_all / R : 0;
     it->model_flops = mflops;
     it->hw_flops = hflops;
-    stage_sums(busy, comm, busy_pipe, host, hwait, pipe, total, stages, n_stages, ranks_per_stage);
+    stage_sums(busy, comm, busy_pipe, host, hwait, pipe, total, stages, n_stages, ranks_per_stage, K);
 out:
+    free(ex);
     free(host);
     free(hwait);
     free(busy_pipe);
@@ -281,7 +389,7 @@ void mm_sim_measure(const mm_graph *g, const mm_time *start, const mm_time *end,
                     mm_time t0, mm_time t1, mm_iter_metrics *it,
                     mm_stage_metrics *stages, int n_stages, int ranks_per_stage)
 {
-    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true, NULL);
+    measure(g, start, end, t0, t1, it, stages, n_stages, ranks_per_stage, true, NULL, NULL);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -513,7 +621,16 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     if (sim->wl && (rc = iter_memory(sim, spec, wi, it, mt, err)))
         return rc;
     mm_graph g;
-    if (mm_build_iteration(spec, &g, err))
+    /* identical replicas built as one (symmetry.h), except for the
+     * timeline, which shows every rank */
+    spec->one_replica = mm_sym_build_once(sim, spec) && !(tl && it == iters - 1);
+    rc = mm_build_iteration(spec, &g, spec->one_replica ? NULL : err);
+    if (rc && spec->one_replica) { /* a collective the replicas do not share evenly: the whole graph */
+        spec->one_replica = false;
+        rc = mm_build_iteration(spec, &g, err);
+    }
+    spec->one_replica = false;
+    if (rc)
         return -MM_EINTERNAL;
     double *busy_before = malloc((size_t)P * sizeof *busy_before);
     mm_time *start = malloc((g.n_ops + 1) * sizeof *start);
@@ -528,7 +645,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     if (!busy_before || !start || !end || !host_wait || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
-        rc = mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
+        rc = g.replicas <= 1 && mm_sym_applies(sim) /* identical DP replicas run once (symmetry.h) */
                  ? mm_sym_exec(eng, &g, L->lay.dp, sim->cluster,
                                sc->network == MM_NET_FLOW ? MM_EXEC_NET_FLOW : MM_EXEC_NET_ANALYTIC, &xo, start, end,
                                &t1, err)
@@ -550,7 +667,8 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
                                       : 1.0 - sim->seq / mm_sim_cost_seq(sim);
         if (!sim->wl)
             im->peak_memory_gib = mt->peak_memory_gib;
-        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only, host_wait);
+        double mod_busy[MM_MAX_MODULES] = {0};
+        measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only, host_wait, mod_busy);
         /* the ops ran at the padded lengths: the pad tokens' FLOPs are
          * work (hw_flops) but not the model's */
         im->pad_flops = sim->wl ? wi->pad_flops : mm_sim_nominal_pad_flops(sim, costs->stages);
@@ -563,9 +681,15 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
         }
         im->stage_spread_s = P > 0 ? hi - lo : 0;
         if (!sim->headline_only)
-            module_time(&g, start, end, spec, mt);
+            module_time(&g, mod_busy, spec, mt);
         if (it == iters - 1 && !sim->headline_only && mm_critpath_compute(&g, start, end, t0, t1, &mt->crit))
             rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the critical path");
+        /* one replica's path is replica 0's in the whole graph (critpath.c
+         * breaks ties towards lower ids, and a copy follows its original) */
+        for (int k = 0; it == iters - 1 && g.replicas > 1 && k < mt->crit.n; k++)
+            mt->crit.e[k].rank = mt->crit.e[k].rank >= 0 ? mt->crit.e[k].rank * g.replicas : -1;
+        if (it == iters - 1)
+            mt->graph_ops = g.n_ops;
         rc = add_stall(sim, it, P, im, mt, rc, err);
         mm_loader_acc_iter(sim, la, it, sim->wl ? wi->samples : NULL, (int)sc->train.global_batch,
                            sim->wl ? wi->m : spec->m);
@@ -757,6 +881,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
         rc = apply_data_wait(sim, &la, mt, err);
     if (rc == 0)
         summarize(sim, eng, mt);
+    if (rc == 0)
+        rc = mm_sim_run_costs(sim, costs.stages, costs.n_vstages, costs.spec.m, mt->iteration_time_s, &mt->run, err);
 out:
     mm_loader_acc_free(&la);
     mt->wall_s = mm_host_seconds() - t_host;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cost/runcost.h"
 #include "exec/critpath.h"
 
 /* One simulated iteration. */
@@ -98,6 +99,8 @@ typedef struct mm_metrics {
     double peak_memory_gib; /* the peak over every GPU and iteration */
     double peak_memory_bound_gib;  /* workload file: the early check's bound
                                       (every micro-batch its largest sample) */
+    mm_run_costs run;       /* the run's periodic work (cost/runcost.h;
+                               run.on false: none asked for) */
     double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
     double encoder_excess_s;       /* mean over iterations */
     double padded_fraction;        /* over all iterations' tokens */
@@ -110,6 +113,8 @@ typedef struct mm_metrics {
     } oom_at;
     int gpus;
     uint64_t events;   /* engine events dispatched, all iterations */
+    uint64_t graph_ops; /* ops built for the last iteration (one replica's
+                           where identical replicas are built once) */
     double wall_s;     /* host seconds spent simulating (not stored in
                           deterministic comparisons) */
 

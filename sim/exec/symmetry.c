@@ -15,6 +15,39 @@ bool mm_sym_applies(const mm_sim *sim)
            sc->parallel.llm.lay.dp > 1 && sc->parallel.llm.lay.ep <= 1 && !own;
 }
 
+/* Rails map onto rails when a replica moves by `stride` GPUs. */
+static bool rails_kept(const mm_cluster *c, int stride)
+{
+    return stride > 0 && (stride % c->gpus_per_node == 0 || (long long)stride * c->nics_per_node % c->gpus_per_node == 0);
+}
+
+/* Whether replica d's n entries of size sz at base + d * n * sz (d =
+ * 1..dp-1) equal replica 0's. */
+static bool same_per_replica(const void *base, size_t n, size_t sz, int dp)
+{
+    const char *p = base;
+    for (int d = 1; p && d < dp; d++)
+        if (memcmp(p, p + (size_t)d * n * sz, n * sz))
+            return false;
+    return true;
+}
+
+bool mm_sym_build_once(const mm_sim *sim, const mm_build_spec *sp)
+{
+    int dp = sp->lay.dp, V = sp->lay.pp * sp->lay.vpp;
+    if (sim->full_build || !mm_sym_applies(sim) || dp < 2 || sp->enc_a2a_bytes > 0 || sp->pre_a2a_bytes > 0 ||
+        sp->post_a2a_bytes > 0 || !rails_kept(sim->cluster, mm_build_gpu(sp, 0, 0, 1, 0) - mm_build_gpu(sp, 0, 0, 0, 0)))
+        return false;
+    /* mb_costs: (vs dp + d) m + mb */
+    for (int v = 0; sp->mb_costs && v < V; v++)
+        if (!same_per_replica(sp->mb_costs + (size_t)v * dp * sp->m, (size_t)sp->m, sizeof *sp->mb_costs, dp))
+            return false;
+    for (int i = 0; i < sp->n_enc; i++)
+        if (sp->enc[i].ranks || !same_per_replica(sp->enc[i].mb, (size_t)sp->m, sizeof *sp->enc[i].mb, dp))
+            return false;
+    return true;
+}
+
 /* What the collapse needs to know about g; freed by sym_free. */
 typedef struct sym {
     int dp, P;
@@ -159,7 +192,7 @@ int mm_sym_exec(mm_engine *eng, const mm_graph *g, int dp, const mm_cluster *c, 
     memset(&s, 0, sizeof s);
     bool ok = dp > 1 && y.P > 0 && g->n_ranks == y.P * dp && sym_index(&y, g);
     /* rails must map onto rails when a replica moves inside a node */
-    ok = ok && (y.stride % c->gpus_per_node == 0 || (long long)y.stride * c->nics_per_node % c->gpus_per_node == 0);
+    ok = ok && rails_kept(c, y.stride);
     ok = ok && sym_build(&y, g, &s);
     int rc;
     if (!ok) {

@@ -19,11 +19,22 @@
 #define MM_SYMMETRY_H
 
 #include "exec/exec.h"
+#include "parallel/build.h"
 #include "scenario/sim.h"
 
 /* Whether the scenario's replicas are identical and collapsible (and
  * sim->no_symmetry is not set). */
 bool mm_sym_applies(const mm_sim *sim);
+
+/* Whether the iteration can be built as replica 0 alone
+ * (mm_build_spec.one_replica), its collapse never built: the replicas are
+ * identical and collapsible (mm_sym_applies), sim->full_build is not set,
+ * a replica moved by its GPU stride keeps its rails (as mm_sym_exec
+ * requires), every replica's micro-batch and encoder costs are replica
+ * 0's, and no colocated encoder has per-rank work or post-balancing its
+ * all-to-alls.  The graph's sums then follow the whole graph's order
+ * (mm_graph.seg), so that every metric keeps its bits. */
+bool mm_sym_build_once(const mm_sim *sim, const mm_build_spec *spec);
 
 /* Runs g (ranks d + dp x s, dp replicas) as its replica 0, as above, and
  * fills start/end for every op of g and *t_end.  A graph that is not dp

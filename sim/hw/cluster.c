@@ -36,7 +36,8 @@ static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
 static const char *const fabric_keys[] = {"allreduce_busbw_gb_s", "latency_us", "kind",
                                           "nodes_per_leaf", "oversubscription", "spines",
                                           "hop_latency_us", "p2p_sendrecv", "p2p_channels_per_peer",
-                                          "p2p_channel_gb_s", NULL};
+                                          "p2p_channel_gb_s", "sharp", "sharp_efficiency", "sharp_latency_us",
+                                          "sharp_trees", NULL};
 static const char *const intra_names[] = {"nvswitch", "nvlink-mesh", "pcie", NULL};
 static const char *const fabric_names[] = {"rail", "fat-tree", NULL};
 
@@ -439,6 +440,42 @@ static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
     return 0;
 }
 
+/* fabric.sharp: the switches reduce (SHARP).  A SHARP stream runs at the
+ * NIC line rate times sharp_efficiency, by default the fabric's own ring
+ * efficiency (the same NIC and protocol; set before this is called);
+ * sharp_latency_us and sharp_trees are required with it (docs/topology.md
+ * cites the values of topologies/dgx-h100-sharp.yaml). */
+static int load_sharp(const mm_doc *d, mm_node *f, mm_cluster *c, mm_err *err)
+{
+    static const char *const dep[] = {"sharp_efficiency", "sharp_latency_us", "sharp_trees", NULL};
+    bool sharp = false, found;
+    int rc;
+    if ((rc = mm_node_bool(d, f, "sharp", "fabric.sharp", &sharp, &found, err)))
+        return rc;
+    if (!sharp) {
+        for (int i = 0; dep[i]; i++)
+            if (mm_node_get(f, dep[i])) {
+                char path[64];
+                snprintf(path, sizeof path, "fabric.%s", dep[i]);
+                return bad_key(d, f, dep[i], path, "given without sharp: true", err);
+            }
+        return 0;
+    }
+    double eff = c->net_eff, lat;
+    int64_t trees;
+    if ((rc = mm_node_double(d, f, "sharp_efficiency", "fabric.sharp_efficiency", 1e-3, 1.0, &eff, &found, err)) ||
+        (rc = need_pos(d, f, "sharp_latency_us", "fabric.sharp_latency_us", &lat, err)) ||
+        (rc = mm_node_int(d, f, "sharp_trees", "fabric.sharp_trees", 1, 1 << 20, &trees, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(f), "fabric.sharp_trees", "missing required key");
+    c->sharp = 1;
+    c->sharp_eff = eff;
+    c->sharp_latency_s = lat * 1e-6;
+    c->sharp_trees = (int)trees;
+    return 0;
+}
+
 /* The fabric section: calibration, shape, latency.  Needs c->nodes. */
 static int load_fabric(const mm_doc *d, mm_node *f, mm_cluster *c, mm_err *err)
 {
@@ -470,7 +507,7 @@ static int load_fabric(const mm_doc *d, mm_node *f, mm_cluster *c, mm_err *err)
     }
     c->spines = (int)spines;
     c->hop_latency_s = hop * 1e-6;
-    return 0;
+    return load_sharp(d, f, c, err);
 }
 
 /* A node group's GPU: name, peaks, HBM (no efficiency factors or tables:

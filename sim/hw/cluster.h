@@ -119,6 +119,12 @@ typedef struct mm_cluster {
     double nic_bw;        /* bytes/s per NIC per direction */
     double net_eff;       /* NCCL busbw / NIC line rate, multi-node all-reduce */
     double net_latency_s; /* per ring step across nodes under one leaf */
+    /* In-network reduction in the InfiniBand switches (SHARP; NCCL's
+     * CollNet): fabric.sharp and its keys, cluster.c. */
+    int sharp;              /* the fabric's switches reduce */
+    double sharp_eff;       /* a SHARP stream's rate / NIC line rate */
+    double sharp_latency_s; /* fixed latency of the in-network step */
+    int sharp_trees;        /* concurrent reduction trees one NIC's link carries */
     int fabric;           /* mm_fabric_kind */
     int nodes_per_leaf;
     double oversub;       /* leaf down:up bandwidth ratio, >= 1 */

@@ -37,7 +37,12 @@ mm_network *mm_network_alloc(const mm_cluster *c, mm_engine *eng, mm_net_model m
         net->acoef = calloc((size_t)net->topo.n_links + 1, sizeof *net->acoef);
         net->atouch = malloc(((size_t)net->topo.n_links + 1) * sizeof *net->atouch);
         net->aggregate = 1;
-        if (!net->fn || !net->acoef || !net->atouch) {
+        if (c->sharp) {
+            size_t nics = (size_t)c->nodes * (size_t)c->nics_per_node;
+            net->sharp_use = calloc(nics, sizeof *net->sharp_use);
+            net->sharp_need = calloc(nics, sizeof *net->sharp_need);
+        }
+        if (!net->fn || !net->acoef || !net->atouch || (c->sharp && (!net->sharp_use || !net->sharp_need))) {
             mm_network_free(net);
             mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory for the flow model");
             return NULL;
@@ -58,6 +63,14 @@ void mm_network_free(mm_network *net)
     free(net->atouch);
     free(net->sg);
     free(net->hops);
+    free(net->sharp_use);
+    free(net->sharp_need);
+    while (net->sharp_wait) { /* stopped with a collective still waiting for a tree */
+        coll_op *op = net->sharp_wait;
+        net->sharp_wait = op->next_wait;
+        op->next_free = net->free_ops;
+        net->free_ops = op;
+    }
     coll_cache_free(&net->cache);
     while (net->free_ops) {
         coll_op *op = net->free_ops;
@@ -297,6 +310,101 @@ static void nvls_flows(coll_op *op)
     coll_route_commit(op, op->bytes);
 }
 
+/* In-network all-reduce (net.h, COLLNET): inside each node NVLS (one flow
+ * over the node's switch links, as nvls_flows) or a reduce-scatter and
+ * all-gather ring, and across nodes one flow per channel through NIC c of
+ * every node, each NIC's up and down link once per byte of S / k (the
+ * switches reduce; a ring of hops loads every NIC link exactly once), at
+ * the SHARP rate (the link runs at net_eff; the coefficient rescales).
+ * The halves are concurrent flows of one phase: it ends with the slower. */
+static void collnet_flows(coll_op *op)
+{
+    mm_network *net = op->net;
+    const mm_cluster *c = net->c;
+    int N = coll_nodes_of(op), k = op->s.channels;
+    for (int X = 0; X < N; X++) {
+        int m = coll_members(op, X);
+        const int *mem = op->g + op->node_off[X];
+        if (m < 2)
+            continue;
+        if (c->nvls) {
+            double coef = (1.0 + 1.0 / m) * c->nvlink_eff / c->nvls_eff;
+            coll_route_clear(net);
+            for (int i = 0; i < m; i++)
+                coll_route_nvls(net, mem[i], coef);
+            coll_route_commit(op, op->bytes);
+        } else {
+            intra_rings(op, mem, m, 2.0 * (m - 1) / m * op->bytes, -1);
+        }
+    }
+    double coef = c->net_eff / c->sharp_eff;
+    for (int ch = 0; ch < k; ch++) {
+        coll_route_clear(net);
+        for (int X = 0; X < N; X++) {
+            int Y = (X + 1) % N;
+            coll_route_hop(net, coll_member(op, X, entry_of(op, X, ch)), coll_member(op, Y, entry_of(op, Y, ch)),
+                           rail(op, X, ch), rail(op, Y, ch), coef);
+        }
+        coll_route_commit(op, op->bytes / k);
+    }
+}
+
+/* ---- SHARP trees ------------------------------------------------------- */
+
+/* The trees a COLLNET op needs per NIC into net->sharp_need (each replica
+ * one tree on each NIC its members use), calling f on every NIC once;
+ * the need is cleared after. */
+static int sharp_walk(coll_op *op, int (*f)(mm_network *, int nic, int need))
+{
+    mm_network *net = op->net;
+    const mm_cluster *c = net->c;
+    int ok = 1;
+    for (int r = 0; r < op->reps; r++) {
+        int last = -1;
+        for (int i = 0; i < op->n; i++) {
+            int gpu = op->g[i] + r * op->rstride;
+            int nic = mm_cluster_node_of(c, gpu) * c->nics_per_node + mm_cluster_nic_of(c, gpu);
+            if (nic != last) /* members of one replica on one NIC share its tree */
+                net->sharp_need[nic]++;
+            last = nic;
+        }
+    }
+    for (int r = 0; r < op->reps; r++)
+        for (int i = 0; i < op->n; i++) {
+            int gpu = op->g[i] + r * op->rstride;
+            int nic = mm_cluster_node_of(c, gpu) * c->nics_per_node + mm_cluster_nic_of(c, gpu);
+            if (net->sharp_need[nic]) {
+                ok &= f(net, nic, net->sharp_need[nic]);
+                net->sharp_need[nic] = 0;
+            }
+        }
+    return ok;
+}
+
+/* An op fits when each of its NICs has room for its trees, or carries
+ * none (an op needing more than sharp_trees on one NIC runs alone). */
+static int sharp_room(mm_network *net, int nic, int need)
+{
+    return net->sharp_use[nic] == 0 || net->sharp_use[nic] + need <= net->c->sharp_trees;
+}
+
+static int sharp_take(mm_network *net, int nic, int need)
+{
+    net->sharp_use[nic] += need;
+    return 1;
+}
+
+static int sharp_give(mm_network *net, int nic, int need)
+{
+    net->sharp_use[nic] -= need;
+    return 1;
+}
+
+static int uses_sharp(const coll_op *op)
+{
+    return op->algo == MM_ALGO_COLLNET && op->net->sharp_use;
+}
+
 /* ---- the phase machine -------------------------------------------------- */
 
 static double phase_latency(const coll_op *op)
@@ -314,6 +422,22 @@ static double phase_latency(const coll_op *op)
 }
 
 static void phase_start(coll_op *op);
+
+/* Starts, oldest first, the waiting COLLNET ops whose trees are free. */
+static void sharp_wake(mm_network *net)
+{
+    coll_op **pp = &net->sharp_wait;
+    while (*pp) {
+        coll_op *op = *pp;
+        if (!sharp_walk(op, sharp_room)) {
+            pp = &op->next_wait;
+            continue;
+        }
+        *pp = op->next_wait;
+        sharp_walk(op, sharp_take);
+        phase_start(op);
+    }
+}
 
 /* An op with room for n members, from the pool (its arrays kept) or new. */
 static coll_op *op_get(mm_network *net, int n)
@@ -368,7 +492,12 @@ static void phase_done(coll_op *op)
     }
     net->active--;
     mm_engine_at(net->eng, mm_engine_now(net->eng), op->done, op->ctx, op->arg);
+    int freed = uses_sharp(op);
+    if (freed)
+        sharp_walk(op, sharp_give);
     op_free(op);
+    if (freed)
+        sharp_wake(net);
 }
 
 static void on_xlat_done(mm_engine *eng, void *ctx, uint64_t arg)
@@ -395,7 +524,7 @@ static double xsteps(const coll_op *op)
 {
     int n = op->n, N = op->s.nodes;
     if (op->kind == MM_COLL_SENDRECV || op->kind == MM_COLL_ALLTOALL || op->n_phases > 1 ||
-        op->algo == MM_ALGO_NVLS)
+        op->algo == MM_ALGO_NVLS || op->algo == MM_ALGO_COLLNET)
         return 1;
     if (op->algo == MM_ALGO_TREE)
         return 2.0 * ceil(log2((double)(N > 1 ? N : 2)));
@@ -437,6 +566,9 @@ static void add_flows(coll_op *op)
         break;
     case MM_ALGO_NVLS:
         nvls_flows(op);
+        break;
+    case MM_ALGO_COLLNET:
+        collnet_flows(op);
         break;
     default:
         if (op->kind == MM_COLL_ALLTOALL)
@@ -500,6 +632,17 @@ static int op_launch(mm_network *net, coll_op *op, mm_err *err)
 {
     net->active++;
     net->oom = 0;
+    if (uses_sharp(op)) { /* a tree of the switches on each of its NICs, or wait */
+        if (!sharp_walk(op, sharp_room)) {
+            coll_op **pp = &net->sharp_wait;
+            while (*pp)
+                pp = &(*pp)->next_wait;
+            op->next_wait = NULL;
+            *pp = op;
+            return 0;
+        }
+        sharp_walk(op, sharp_take);
+    }
     phase_start(op);
     if (net->oom)
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the flow model");
@@ -579,9 +722,10 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     char why[200];
     if (algo == MM_ALGO_AUTO)
         algo = mm_coll_auto_except(c, req->kind, &s, req->bytes, req->no_nvls ? 1u << MM_ALGO_NVLS : 0);
-    else if (algo == MM_ALGO_NVLS && req->no_nvls)
+    else if ((algo == MM_ALGO_NVLS || (algo == MM_ALGO_COLLNET && c->nvls)) && req->no_nvls)
         return mm_err_set(err, MM_EINPUT, "", 0, "algo",
-                          "nvls: the switch reduces sums (and min/max of 16-bit and integer types) only");
+                          "%s: the switch reduces sums (and min/max of 16-bit and integer types) only",
+                          mm_coll_algo_names[algo]);
     else if (mm_coll_algo_check(c, req->kind, algo, &s, why, sizeof why)) {
         return mm_err_set(err, MM_EINPUT, "", 0, "algo", "%s: %s", mm_coll_algo_names[algo], why);
     }

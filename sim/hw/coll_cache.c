@@ -12,9 +12,11 @@
  * switches clear the cache).
  * Not for: the flows themselves (flow.c) or which flows a collective makes
  * (coll.c, coll_a2a.c).  Limits: groups of at most 64 GPUs and phases of
- * at most 4096 route entries are remembered (larger ones are rare and set
- * up each time), and the whole cache stops growing at about 2 million
- * route entries. */
+ * at most 2^18 route entries are remembered (a replica-local collective
+ * standing for dp copies, exec/symmetry.h, has dp times its own route:
+ * 8,000 entries for a TP ring at dp 1,024; larger ones are set up each
+ * time), and the whole cache stops growing at about 2 million route
+ * entries. */
 #include "hw/coll_internal.h"
 
 #include <stdlib.h>
@@ -25,7 +27,7 @@
 _Static_assert(sizeof(mm_coll_req) == 48, "a new mm_coll_req field must join the collective cache's key");
 
 #define MAX_N 64
-#define MAX_PHASE_ENTRIES 4096
+#define MAX_PHASE_ENTRIES (1u << 18)
 #define MAX_ENTRIES (1u << 21)
 
 static uint64_t mix(uint64_t h, uint64_t x)

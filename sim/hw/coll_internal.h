@@ -92,6 +92,11 @@ struct mm_network {
     struct coll_hop *hops;
     size_t nhops, hcap;
     coll_cache cache;
+    /* SHARP trees (fabric.sharp_trees): trees in use per NIC (node x
+     * nics_per_node + nic), one op's need per NIC (scratch), and the
+     * COLLNET ops waiting for a tree, oldest first */
+    int *sharp_use, *sharp_need;
+    struct coll_op *sharp_wait;
 };
 
 /* A hop of a route (coll_route_hop), or a GPU's switch links (NVLS). */
@@ -119,6 +124,7 @@ typedef struct coll_op {
     int32_t plan;      /* its coll_plan (coll_cache.c), -1 none */
     int lazy;          /* g and the layout not copied from the plan yet */
     struct coll_op *next_free;
+    struct coll_op *next_wait; /* net->sharp_wait */
     mm_event_fn done;
     void *ctx;
     uint64_t arg;

@@ -399,7 +399,9 @@ static void set_finish(mm_flownet *fn, int32_t id, mm_time now)
 /* The component the dirty links reach, when it is trivial, without the
  * walk: -1 when no dirty link holds a flow (nothing to solve), the flow's
  * id when one flow alone holds every dirty link that has one and is alone
- * on each of its own links (up to 64 route entries), else -2 (walk). */
+ * on each of its own links (so none of them twice in its route), else -2
+ * (walk).  Any route length: a replicated collective's flow (its dp
+ * copies' routes, hw/coll.h) is often alone on thousands of links. */
 static int32_t trivial_component(const mm_flownet *fn)
 {
     int32_t lone = -1;
@@ -413,8 +415,6 @@ static int32_t trivial_component(const mm_flownet *fn)
     }
     if (lone >= 0) {
         const flow *f = &fn->f[lone];
-        if (f->len > 64)
-            return -2;
         for (int k = 0; k < f->len; k++)
             if (fn->l[f->r[k].lk].n != 1)
                 return -2;
@@ -430,6 +430,19 @@ static void commit_lone(mm_flownet *fn, int32_t id, mm_time now)
     flow *f = &fn->f[id];
     f->remaining -= f->rate * (double)(now - f->t_last) * 1e-9;
     f->t_last = now;
+    if (f->len > 64) {
+        /* alone on each of its links, each once in the route
+         * (trivial_component): W of a link is its one coefficient */
+        double best = INFINITY;
+        for (int k = 0; k < f->len; k++) {
+            double cap = fn->l[f->r[k].lk].capacity, cf = f->r[k].cf;
+            if (cf > 0 && cap / cf < best)
+                best = cap / cf;
+        }
+        f->rate = best;
+        set_finish(fn, id, now);
+        return;
+    }
     int32_t uniq[64];
     double w[64], best = INFINITY;
     int nu = 0;

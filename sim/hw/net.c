@@ -13,6 +13,8 @@
  *            leaf in the other), each edge moving S/2k per channel each way
  *   hier     2 (m-1)/m S / Bi + 2 (N-1)/N S / Bo   (phases in sequence)
  *   nvls     S (1 + 1/n) / (nvlink_bw x nvls_eff)
+ *   collnet  max(intra, S / (k NIC x sharp_eff)), intra = the nvls term
+ *            over the m GPUs of a node with NVLS, else 2 (m-1)/m S / Bi
  *   alltoall max(intra, inter, spine) per-link volumes over their rates.
  * Latency terms: see mm_net_latency.  Known limits: one protocol (NCCL's
  * Simple bandwidth with a per-step alpha; no LL/LL128 switch), so mid-size
@@ -29,7 +31,7 @@
 
 const char *const mm_coll_names[] = {"allreduce", "allgather", "reducescatter",
                                      "alltoall", "broadcast", "sendrecv", NULL};
-const char *const mm_coll_algo_names[] = {"auto", "ring", "tree", "hier", "nvls", NULL};
+const char *const mm_coll_algo_names[] = {"auto", "ring", "tree", "hier", "nvls", "collnet", NULL};
 
 double mm_coll_bus_factor(mm_coll_kind kind, int n)
 {
@@ -169,6 +171,16 @@ int mm_coll_algo_check(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo
             msg = "nvls needs a group inside one node (NVLS across nodes is not modeled)";
         else if (s->n < 2)
             msg = "nvls needs two GPUs or more";
+    } else if (algo == MM_ALGO_COLLNET) {
+        /* all-reduce only: SHARP's reduce-scatter / all-gather (with NCCL
+         * 2.20 or later, NVIDIA SHARP Rev 3.5.2 LTS release notes) are not
+         * modeled */
+        if (kind != MM_COLL_ALLREDUCE)
+            msg = "collnet implements all-reduce only here (SHARP reduce-scatter / all-gather are not modeled)";
+        else if (!c->sharp)
+            msg = "the fabric's switches cannot reduce (fabric.sharp is false)";
+        else if (s->nodes < 2)
+            msg = "collnet needs a group across two nodes or more";
     }
     if (msg && why)
         snprintf(why, len, "%s", msg);
@@ -212,6 +224,10 @@ mm_coll_algo mm_coll_auto_except(const mm_cluster *c, mm_coll_kind kind, const m
         if (a == MM_ALGO_TREE && s->nodes < 2)
             continue;
         if (a == MM_ALGO_HIER && (s->nodes < 2 || s->max_per_node < 2))
+            continue;
+        /* a reduction NVLS has no kernel for runs no NVLS inside the node
+         * either; CollNet without it is not offered then */
+        if (a == MM_ALGO_COLLNET && ((except >> MM_ALGO_NVLS) & 1u) && c->nvls)
             continue;
         if ((except >> a) & 1u)
             continue;
@@ -297,6 +313,11 @@ double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
         return 2.0 * (m - 1) * ai + 2.0 * (N - 1) * an_far;
     case MM_ALGO_NVLS:
         return c->nvls_latency_s;
+    case MM_ALGO_COLLNET:
+        /* the switches' step, after the node's own (NVLS, or a chain) */
+        if (N < 2)
+            break;
+        return c->sharp_latency_s + (m < 2 ? 0 : c->nvls ? c->nvls_latency_s : 2.0 * (m - 1) * ai);
     default:
         break;
     }
@@ -527,6 +548,24 @@ double mm_net_p2p_pair_time(const mm_cluster *c, int src, int dst, double S, int
     return mm_net_analytic_shape_time(c, MM_COLL_SENDRECV, MM_ALGO_RING, &s, S);
 }
 
+double mm_net_collnet_intra_time(const mm_cluster *c, const mm_group_shape *s, double S)
+{
+    int m = s->max_per_node;
+    if (m < 2)
+        return 0;
+    if (c->nvls)
+        return S * (1.0 + 1.0 / m) / (c->nvlink_bw * c->nvls_eff);
+    return 2.0 * (m - 1) / m * S / b_intra(c, m);
+}
+
+double mm_net_collnet_net_time(const mm_cluster *c, const mm_group_shape *s, double S)
+{
+    double nic = (c->n_groups ? mm_cluster_nic_bw_min(c) : c->nic_bw) * c->sharp_eff;
+    if (c->pcie_bw > 0)
+        nic = fmin(nic, c->pcie_bw * c->pcie_eff);
+    return S / (s->channels * nic);
+}
+
 double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
                                   const mm_group_shape *s, double S)
 {
@@ -569,6 +608,13 @@ double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_col
         break;
     case MM_ALGO_NVLS:
         bw = S * (1.0 + 1.0 / n) / (c->nvlink_bw * c->nvls_eff);
+        break;
+    case MM_ALGO_COLLNET:
+        if (N < 2) {
+            bw = mm_coll_bus_factor(kind, n) * S / b_ring(c, s);
+            break;
+        }
+        bw = fmax(mm_net_collnet_intra_time(c, s, S), mm_net_collnet_net_time(c, s, S));
         break;
     default:
         bw = mm_coll_bus_factor(kind, n) * S / b_ring(c, s);

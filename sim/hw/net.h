@@ -28,9 +28,12 @@ extern const char *const mm_coll_names[]; /* "allreduce", ... */
 
 /* Algorithms, as NCCL_ALGO names them.  AUTO picks the fastest that can
  * run the collective on the group (NCCL's tuner does the same with its
- * own latency/bandwidth tables). */
+ * own latency/bandwidth tables).  COLLNET: in-network reduction across
+ * nodes (SHARP in the InfiniBand switches, fabric.sharp), with NVLS inside
+ * each node when the node has it (NCCL's NVLS+SHARP), else a reduce-scatter
+ * and all-gather over NVLink (CollNet Direct). */
 typedef enum {
-    MM_ALGO_AUTO, MM_ALGO_RING, MM_ALGO_TREE, MM_ALGO_HIER, MM_ALGO_NVLS, MM_ALGO_COUNT
+    MM_ALGO_AUTO, MM_ALGO_RING, MM_ALGO_TREE, MM_ALGO_HIER, MM_ALGO_NVLS, MM_ALGO_COLLNET, MM_ALGO_COUNT
 } mm_coll_algo;
 
 extern const char *const mm_coll_algo_names[]; /* "auto", "ring", ... */
@@ -88,6 +91,15 @@ extern const mm_coll_dtype mm_coll_dtypes[]; /* ends with {NULL, 0} */
  * integers, half and bfloat16; no product, average (a pre- or post-scaled
  * sum), premultiplied sum, or 8-bit type. */
 bool mm_coll_nvls_supports(mm_redop op, const mm_coll_dtype *type);
+
+/* The two halves of an in-network (COLLNET) all-reduce of S bytes, which
+ * run pipelined (the time is their max): inside each node (NVLS, or a
+ * reduce-scatter + all-gather over NVLink; 0 with one GPU a node), and
+ * through the NICs and the switches' reduction (S over the k NICs at
+ * line rate x sharp_eff: each NIC sends its share once and receives the
+ * sum once, where a ring moves 2(N-1)/N of it). */
+double mm_net_collnet_intra_time(const mm_cluster *c, const mm_group_shape *s, double S);
+double mm_net_collnet_net_time(const mm_cluster *c, const mm_group_shape *s, double S);
 
 /* Latency term (seconds) of a collective: the alphas of the steps the
  * algorithm takes.  Shared by both network models. */

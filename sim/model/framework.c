@@ -29,7 +29,8 @@ static const char *const copy_keys[] = {"fused", "unfused", "split_qkv", NULL};
 static const char *const reduce_keys[] = {"bf16", "fp16", "fp8", NULL}; /* = train.precision names */
 static const char *const dtype_names[] = {"fp32", "bf16", "fp16", NULL};
 static const int dtype_size[] = {4, 2, 2};
-static const char *const opt_keys[] = {"step_bytes_per_param", "grad_norm", "zero_grad_buffer", NULL};
+static const char *const opt_keys[] = {"step_bytes_per_param", "grad_norm", "zero_grad_buffer", "impl", NULL};
+const char *const mm_opt_impl_names[] = {"fused", "foreach", "for_loop", NULL};
 static const char *const bucket_keys[] = {"mparams", "mparams_per_dp", NULL};
 static const char *const overlap_keys[] = {"grad_reduce", "param_gather", "zero3_blocking", NULL};
 static const char *const sync_keys[] = {"every_microbatch", "once_under_pp", NULL};
@@ -226,6 +227,8 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
         rc = req_bool(r, o, "grad_norm", "optimizer.grad_norm", &fw->grad_norm);
     if (!rc)
         rc = req_bool(r, o, "zero_grad_buffer", "optimizer.zero_grad_buffer", &fw->zero_grad_buffer);
+    if (!rc)
+        rc = req_enum(r, o, "impl", "optimizer.impl", mm_opt_impl_names, &fw->opt_impl);
     if (!rc)
         rc = section(r, root, "grad_bucket", "grad_bucket", bucket_keys, &b);
     if (!rc)

@@ -42,6 +42,14 @@ typedef struct mm_fw_group {
  * which CUDA-graph scopes the framework can capture.  Seconds.  The
  * executor runs these on a per-rank host cursor (exec/exec.h): a kernel
  * starts no earlier than the host has issued it. */
+/* How the optimizer step launches its kernels (the profile's
+ * optimizer.impl): one multi-tensor kernel per chunk of the parameters
+ * (fused: apex/TE FusedAdam, torch.optim fused=True), a multi-tensor
+ * launch per elementwise op (foreach: torch.optim's _multi_tensor_adam),
+ * or each op on each tensor (for_loop: _single_tensor_adam). */
+typedef enum { MM_OPT_FUSED, MM_OPT_FOREACH, MM_OPT_FOR_LOOP } mm_opt_impl;
+extern const char *const mm_opt_impl_names[];
+
 typedef struct mm_fw_host {
     double launch_s;       /* the CUDA runtime's launch call, per kernel */
     double fwd_op_s;       /* the framework's code per forward kernel on top
@@ -86,6 +94,7 @@ typedef struct mm_framework {
     double step_bytes_per_param; /* optimizer step HBM traffic per parameter on this rank */
     bool grad_norm;             /* gradient clipping: an L2 norm over every gradient + all-reduce */
     bool zero_grad_buffer;      /* the gradient buffer is zeroed (memset) every iteration */
+    int opt_impl;               /* mm_opt_impl: how the step's kernels are launched */
     /* DP gradient bucket: max(bucket_params, bucket_per_dp x dp) parameters;
      * both 0: one bucket per transformer layer (FSDP2 fully_shard per block) */
     double bucket_params;

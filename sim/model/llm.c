@@ -259,6 +259,36 @@ int64_t mm_llm_layer_params(const mm_llm *m)
     return m->layers > 0 ? (blocks_params(m, false) + m->layers / 2) / m->layers : 0;
 }
 
+/* One norm's tensors: RMSNorm and bias-free LayerNorm a weight, LayerNorm
+ * a weight and a bias. */
+static int64_t norm_tensors(const mm_llm *m)
+{
+    return m->rmsnorm || m->norm_no_bias ? 1 : 2;
+}
+
+int64_t mm_llm_block_tensors(const mm_llm *m)
+{
+    if (m->experts > 0 || m->kv_lora > 0 || m->layers <= 0 || !mm_llm_blocks_uniform(m))
+        return -1;
+    int64_t norms = m->sandwich_norm ? 4 : m->parallel_block ? 1 : 2;
+    int64_t t = 4 + (m->qkv_bias ? 3 : 0) + (m->out_bias ? 1 : 0);
+    int64_t mats = m->gated_mlp ? 3 : 2;
+    t += mats * (m->mlp_bias ? 2 : 1) + norms * norm_tensors(m);
+    if (m->qk_norm)
+        t += 2 * (m->qk_norm_bias ? 2 : 1);
+    return t + (m->attn_sinks ? 1 : 0);
+}
+
+int64_t mm_llm_edge_tensors(const mm_llm *m, bool first, bool last)
+{
+    int64_t t = 0;
+    if (first)
+        t += 1 + (m->learned_pos ? 1 : 0);
+    if (last)
+        t += norm_tensors(m) + (m->tied ? 0 : 1) + (m->head_bias ? 1 : 0);
+    return t;
+}
+
 int64_t mm_llm_layer_expert_params(const mm_llm *m)
 {
     if (m->experts <= 0 || m->layers <= 0)

@@ -181,6 +181,14 @@ int mm_llm_validate(const mm_llm *m, mm_err *err);
 int64_t mm_llm_params(const mm_llm *m);
 /* One transformer block: attention and MLP weights and biases, two norms. */
 int64_t mm_llm_layer_params(const mm_llm *m);
+/* Parameter tensors (nn.Parameters, as an eager optimizer loops over
+ * them) of one block of a dense model: q, k, v, o and the MLP's matrices,
+ * their biases, the norms' weights (and biases), q/k norms, attention
+ * sinks; -1 where not modeled (MoE, latent attention, blocks that differ). */
+int64_t mm_llm_block_tensors(const mm_llm *m);
+/* The same for the embedding (token table, learned positions; first stage)
+ * or the final norm and LM head (last stage). */
+int64_t mm_llm_edge_tensors(const mm_llm *m, bool first, bool last);
 /* Token embedding plus learned position table (when there is one). */
 int64_t mm_llm_embedding_params(const mm_llm *m);
 /* The experts' MLPs of one MoE block (what expert parallelism splits);

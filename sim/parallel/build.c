@@ -107,7 +107,8 @@ static int cache_init(coll_cache *cc, size_t n)
 }
 
 static const char *const sched_names[] = {[MM_SCHEDULE_GPIPE] = "gpipe", [MM_SCHEDULE_1F1B] = "1f1b",
-                                          [MM_SCHEDULE_INTERLEAVED] = "interleaved", [MM_SCHEDULE_ZB_H1] = "zb-h1"};
+                                          [MM_SCHEDULE_INTERLEAVED] = "interleaved", [MM_SCHEDULE_ZB_H1] = "zb-h1",
+                                          [MM_SCHEDULE_ZB_2P] = "zb-2p"};
 
 static int check_enc(builder *b, int i)
 {
@@ -147,6 +148,13 @@ static int check_spec(builder *b)
         return mm_bld_fail(b, "zero %d must be 0-3", sp->zero);
     if (sp->lay.vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
         return mm_bld_fail(b, "vpp %d needs the interleaved schedule", sp->lay.vpp);
+    bool own = false, ranks = false;
+    for (int i = 0; i < sp->n_enc; i++)
+        own |= own_gpus(&sp->enc[i]), ranks |= sp->enc[i].ranks != NULL;
+    if (sp->one_replica && (own || ranks || ep > 1 || sp->lay.dp < 2 || sp->enc_a2a_bytes > 0 ||
+                            sp->pre_a2a_bytes > 0 || sp->post_a2a_bytes > 0))
+        return mm_bld_fail(b, "one replica of dp %d with encoders on their own GPUs or per-rank work, ep %d or "
+                           "post-balancing: the replicas are not one replica's copies", sp->lay.dp, ep);
     for (int v = 0; v < sp->lay.pp * sp->lay.vpp; v++)
         if (sp->stages[v].chunks < 1 || sp->stages[v].moe_chunks > sp->stages[v].chunks)
             return mm_bld_fail(b, "virtual stage %d: %d layers (>= 1 needed), %d of them MoE", v,
@@ -208,6 +216,8 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
             b->max_chunks = sp->stages[v].chunks;
     if (size ? mm_graph_init(b->g, n_ranks) || mm_graph_reserve(b->g, size) : mm_graph_init_counting(b->g, n_ranks))
         return mm_bld_fail(b, "out of memory for the graph of %u ops", size ? size->ops : 0);
+    if (b->D < sp->lay.dp && mm_graph_set_replicas(b->g, sp->lay.dp, b->stride[MM_DIM_DP]))
+        return mm_bld_fail(b, "one replica of %d ranks, %d replicas", n_ranks, sp->lay.dp);
     for (int i = 0; i < sp->n_enc; i++)
         snprintf(b->g->module_names[b->g->n_modules++], sizeof b->g->module_names[0], "%s",
                  sp->enc[i].name[0] ? sp->enc[i].name : "encoder");
@@ -246,7 +256,7 @@ static int emit_param_gathers(builder *b, work *w)
     int rc = w->param_gather ? 0 : mm_bld_fail(b, "out of memory for the parameter gathers");
     for (int s = 0; s < sp->lay.pp && rc == 0; s++) {
         int nb = mm_bld_buckets(b, s, w->bucket_of);
-        for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+        for (int d = 0; d < b->D && rc == 0; d++) {
             int rank = d + sp->lay.dp * s;
             int64_t *ops = calloc((size_t)nb, sizeof *ops);
             rc = ops ? 0 : mm_bld_fail(b, "out of memory for stage %d's parameter gathers", s);
@@ -265,6 +275,7 @@ static int emit_param_gathers(builder *b, work *w)
                         ops[w->bucket_of[v * b->max_chunks + k]];
             free(ops);
         }
+        rc = rc ? rc : mark(b);
     }
     return rc;
 }
@@ -276,6 +287,8 @@ static int map_rank_gpus(builder *b)
     int rc = 0;
     for (int r = 0; r < sp->lay.pp * sp->lay.dp && rc == 0; r++) {
         int d = r % sp->lay.dp, s = r / sp->lay.dp, k = 0;
+        if (skip_rank(b, r))
+            continue;
         int *gl = malloc((size_t)(sp->lay.tp * b->cp) * sizeof *gl);
         if (!gl)
             return mm_bld_fail(b, "out of memory for rank %d's GPU list", r);
@@ -340,13 +353,13 @@ static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int sl
 static int emit_stage(builder *b, work *w, int s)
 {
     const mm_build_spec *sp = b->sp;
-    int n = mm_schedule_steps(sp->schedule, sp->lay.pp, s, sp->m, sp->lay.vpp, w->steps);
+    int n = mm_build_schedule_steps(sp, s, w->steps);
     mm_bld_buckets(b, s, w->bucket_of);
     if (n < 0)
         return mm_bld_fail(b, "the %s schedule does not take stage %d of pp %d with %d micro-batches and vpp %d",
                            sched_names[sp->schedule], s, sp->lay.pp, sp->m, sp->lay.vpp);
     int rc = 0;
-    for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+    for (int d = 0; d < b->D && rc == 0; d++) {
         int rank = d + sp->lay.dp * s;
         for (int i = 0; i < n && rc == 0; i++) {
             int vs = w->steps[i].chunk * sp->lay.pp + s, pass = w->steps[i].pass, mb = w->steps[i].mb;
@@ -364,7 +377,7 @@ static int emit_stage(builder *b, work *w, int s)
                                       b->layer_ops[k])
                              ? mm_bld_fail(b, "out of memory in stage %d's parameter-gather edges", s)
                              : 0;
-            bool grads_done = sp->schedule == MM_SCHEDULE_ZB_H1 ? pass == MM_PASS_W : pass == MM_PASS_B;
+            bool grads_done = mm_schedule_splits_w(sp->schedule) ? pass == MM_PASS_W : pass == MM_PASS_B;
             bool every = sp->zero < 3 && mm_build_grad_syncs(sp) > 1;
             if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->lay.dp > 1 && grads_done &&
                 (every || mb == sp->m - 1))
@@ -378,7 +391,7 @@ static int emit_stage(builder *b, work *w, int s)
             rc = hs < 0 ? -1 : rc;
         }
     }
-    return rc;
+    return rc ? rc : mark(b);
 }
 
 /* 2. Pipeline transfers between consecutive virtual stages: forward
@@ -388,14 +401,16 @@ static int emit_transfers(builder *b)
 {
     const mm_build_spec *sp = b->sp;
     int rc = 0;
-    for (int vs = 0; vs + 1 < b->V && rc == 0; vs++)
-        for (int d = 0; d < sp->lay.dp && rc == 0; d++)
+    for (int vs = 0; vs + 1 < b->V && rc == 0; vs++) {
+        for (int d = 0; d < b->D && rc == 0; d++)
             for (int j = 0; j < sp->m && rc == 0; j++) {
                 size_t x = pass_index(b, vs, d, j), y = pass_index(b, vs + 1, d, j);
                 rc = mm_bld_emit_p2p(b, d, vs, vs + 1, j, b->fe[x].last, b->fe[y].first);
                 if (rc == 0)
                     rc = mm_bld_emit_p2p(b, d, vs + 1, vs, j, b->be[y].last, b->be[x].first);
             }
+        rc = rc ? rc : mark(b);
+    }
     return rc;
 }
 
@@ -403,7 +418,7 @@ static int emit_transfers(builder *b)
 static int build(const mm_build_spec *sp, mm_graph *g, const mm_graph_size *size, mm_err *err)
 {
     builder b = {.sp = sp, .g = g, .V = sp->lay.pp * sp->lay.vpp, .cp = sp->lay.cp > 0 ? sp->lay.cp : 1,
-                 .ep = sp->lay.ep > 0 ? sp->lay.ep : 1, .err = err};
+                 .ep = sp->lay.ep > 0 ? sp->lay.ep : 1, .err = err, .D = sp->one_replica ? 1 : sp->lay.dp};
     work w = {0};
     if (check_spec(&b))
         return -1;

@@ -245,6 +245,14 @@ typedef struct mm_build_spec {
                                 the LLM's GPUs, before the LLM starts */
     double post_a2a_bytes;   /* their gradients back: over the LLM's GPUs
                                 after its last backward */
+    /* Build DP replica 0 alone, standing for dp identical replicas
+     * (mm_graph.replicas; exec/symmetry.h says when they are): its ops,
+     * edges and collectives as a whole build has them, the others' never
+     * emitted.  The caller vouches that every replica's costs are the
+     * same; the build fails for encoders on their own GPUs, expert
+     * parallelism, per-rank colocated work and post-balancing, and when a
+     * collective's members do not split evenly over the replicas. */
+    bool one_replica;
 } mm_build_spec;
 
 /* Sets a compute op's host: `host_s` seconds to issue its `launches`
@@ -298,6 +306,14 @@ int mm_build_enc_early_syncs(const mm_build_spec *sp, int i);
  * forward), else 2 m (every forward and backward); 0 below ZeRO-3.  The
  * builder and the pre-score both count with it. */
 int mm_build_z3_gather_passes(const mm_build_spec *sp);
+
+/* Stage s's schedule steps (parallel/schedule.h) into out, which holds
+ * mm_schedule_len() steps: ZB-2p ordered by the spec's stage pass times
+ * (forward, backward less its weight gradient, weight gradient) and its
+ * p2p_s (none when the network times transfers).  The builder, the
+ * encoder's placement and the memory that follows the data all take the
+ * order from here.  Returns the count, or -1. */
+int mm_build_schedule_steps(const mm_build_spec *sp, int s, mm_sched_step *out);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set

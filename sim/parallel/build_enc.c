@@ -268,6 +268,8 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
     double t_dur = enc_total(b, e, fwd ? 0 : 1), t_flops = enc_total(b, e, fwd ? 2 : 3);
     double t_re = fwd ? 0 : enc_total(b, e, 4);
     for (int r = 0; r < sp->lay.pp * sp->lay.dp; r++) {
+        if (skip_rank(b, r))
+            continue;
         mm_op op = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = fwd ? MM_CAT_FWD : MM_CAT_BWD,
                     .module = (uint8_t)(i + 1), .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1,
                     .dur_s = t_dur * share, .flops = t_flops * fshare};
@@ -282,7 +284,7 @@ int mm_bld_emit_colocated(builder *b, int i, int pass)
             a = add(b, &rs, b->last_compute[r]);
             z = a < 0 ? -1 : add(b, &op, a);
         }
-        if (z < 0)
+        if (z < 0 || mark(b)) /* ranks d + dp s: each stage's are copies */
             return -1;
     }
     return 0;
@@ -312,7 +314,7 @@ static int *llm_stage0_positions(const builder *b)
     int len = mm_schedule_len(sp->schedule, sp->m, sp->lay.vpp);
     mm_sched_step *st = malloc((size_t)len * sizeof *st);
     int *pos = malloc((size_t)2 * sp->m * sizeof *pos);
-    int n = st && pos ? mm_schedule_steps(sp->schedule, sp->lay.pp, 0, sp->m, sp->lay.vpp, st) : -1;
+    int n = st && pos ? mm_build_schedule_steps(sp, 0, st) : -1;
     if (n < 0) {
         free(st);
         free(pos);
@@ -514,6 +516,8 @@ int mm_bld_emit_enc_tail(builder *b, int i)
         int64_t cl = n > 1 && e->grad_bytes > 0 ? mm_graph_add_coll(b->g, kind, sp->lay.pp * sp->lay.dp, 1, e->grad_bytes, grp, n) : -2;
         free(grp);
         for (int r = 0; r < sp->lay.pp * sp->lay.dp && cl != -1; r++) {
+            if (skip_rank(b, r))
+                continue;
             int64_t prev = b->last_compute[r];
             if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
                 return -1;
@@ -521,7 +525,7 @@ int mm_bld_emit_enc_tail(builder *b, int i)
                 mm_graph_set_module(b->g, (uint32_t)prev, i + 1);
             mm_op o = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .module = (uint8_t)(i + 1),
                        .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1, .dur_s = e->opt_s};
-            if (add(b, &o, prev) < 0)
+            if (add(b, &o, prev) < 0 || mark(b))
                 return -1;
         }
         return cl == -1 ? -1 : 0;

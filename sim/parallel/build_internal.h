@@ -42,6 +42,7 @@ typedef struct builder {
     int enc_gpu_off[MM_MAX_ENCODERS];  /* first GPU of an encoder on its own GPUs */
     int enc_rank_off[MM_MAX_ENCODERS]; /* first simulated rank of such an encoder */
     int n_ranks;
+    int D;                /* DP replicas emitted: dp, or 1 (one_replica) */
     mm_err *err;          /* the first failure, naming its op (may be NULL) */
     bool failed;          /* err holds a message */
 } builder;
@@ -137,6 +138,13 @@ static inline int dp_group(builder *b, int s)
         b->gbuf[d] = gpu(b, 0, 0, d, s);
     return b->sp->lay.dp;
 }
+
+/* One replica's build (mm_build_spec.one_replica): whether rank r (of
+ * the whole graph's numbering, d + dp s) is left out, and the end of a
+ * stretch of ops that the other replicas repeat (mm_graph_mark). */
+static inline bool skip_rank(const builder *b, int r) { return b->D < b->sp->lay.dp && r % b->sp->lay.dp != 0; }
+
+static inline int mark(builder *b) { return mm_graph_mark(b->g) ? mm_bld_fail(b, "out of memory (segments)") : 0; }
 
 /* build_llm.c */
 int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe);

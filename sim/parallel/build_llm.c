@@ -113,13 +113,13 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
 
 /* One pass's compute time, FLOPs (hw: with recomputation), TP message
  * bytes and count and op category, from the stage's or the micro-batch's
- * costs (ZB-H1 splits B into B and W); the setup of mm_bld_emit_pass. */
+ * costs (ZB-H1 and ZB-2p split B into B and W); the setup of mm_bld_emit_pass. */
 static void pass_work(const builder *b, int d, int vs, int pass, int mb, double *dur, double *flops, double *hw,
                       double *tp_bytes, int *msgs, int *cat)
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    int zb = mm_schedule_splits_w(sp->schedule);
     /* per-micro-batch costs, when micro-batches differ */
     const mm_mb_cost *mc = sp->mb_costs ? &sp->mb_costs[pass_index(b, vs, d, mb)] : NULL;
     double fwd_s = mc ? mc->fwd_s : c->fwd_s, bwd_s = mc ? mc->bwd_s : c->bwd_s;
@@ -170,7 +170,7 @@ static void z3_plan(const builder *b, int vs, int pass, int mb, bool comm_pass, 
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    int zb = mm_schedule_splits_w(sp->schedule);
     *depth = sp->z3_no_prefetch    ? 0
              : sp->z3_prefetch > 1 ? (sp->z3_prefetch < Z3_RING ? sp->z3_prefetch : Z3_RING - 1)
                                    : 1;
@@ -214,7 +214,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     int rank = rank_of(sp, d, vs), chunks = c->chunks;
-    int zb = sp->schedule == MM_SCHEDULE_ZB_H1;
+    int zb = mm_schedule_splits_w(sp->schedule);
     double dur, flops, hw, tp_bytes;
     int msgs, cat;
     pass_work(b, d, vs, pass, mb, &dur, &flops, &hw, &tp_bytes, &msgs, &cat);
@@ -406,7 +406,7 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
                                n);
     if (sp->lay.dp > 1 && ag_bytes > 0 && dist)
         ag = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->lay.dp, 1, ag_bytes, b->gbuf, n);
-    for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+    for (int d = 0; d < b->D && rc == 0; d++) {
         int rank = d + sp->lay.dp * s;
         int64_t prev = last_op[rank];
         if (rs >= 0 && (prev = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, rs, prev)) < 0)
@@ -426,5 +426,5 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
         if (ag >= 0 && add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, ag, oid) < 0)
             return -1;
     }
-    return rc;
+    return rc ? rc : mark(b);
 }

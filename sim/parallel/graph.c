@@ -48,6 +48,7 @@ int mm_graph_init(mm_graph *g, int n_ranks)
 {
     memset(g, 0, sizeof *g);
     g->n_ranks = n_ranks;
+    g->replicas = 1;
     g->n_modules = 1;
     snprintf(g->module_names[0], sizeof g->module_names[0], "llm");
     return 0;
@@ -89,6 +90,31 @@ int mm_graph_reserve(mm_graph *g, const mm_graph_size *sz)
     return 0;
 }
 
+int mm_graph_set_replicas(mm_graph *g, int replicas, int stride)
+{
+    if (replicas < 1 || g->n_ops || g->n_ranks % replicas || (replicas > 1 && stride <= 0))
+        return -1;
+    g->n_ranks /= replicas;
+    g->replicas = replicas;
+    g->rep_stride = replicas > 1 ? stride : 0;
+    return 0;
+}
+
+int mm_graph_mark(mm_graph *g)
+{
+    if (g->replicas <= 1 || g->n_ops == g->seg_open)
+        return 0;
+    if (!g->counting) {
+        if (grow((void **)&g->seg, &g->cap_seg, 2 * ((size_t)g->n_seg + 1), sizeof *g->seg))
+            return -1;
+        g->seg[2 * g->n_seg] = g->seg_open;
+        g->seg[2 * g->n_seg + 1] = g->n_ops;
+    }
+    g->n_seg++;
+    g->seg_open = g->n_ops;
+    return 0;
+}
+
 void mm_graph_set_module(mm_graph *g, uint32_t id, int m)
 {
     if (!g->counting)
@@ -112,16 +138,24 @@ void mm_graph_free(mm_graph *g)
     free(g->stream_off);
     free(g->rank_gpu_off);
     free(g->rank_gpus);
+    free(g->seg);
     memset(g, 0, sizeof *g);
 }
 
 int64_t mm_graph_add_op(mm_graph *g, const mm_op *op)
 {
+    int k = g->replicas;
+    if (k > 1 && (op->rank % k || (op->peer >= 0 && op->peer % k)))
+        return -1; /* another replica's op in a one-replica graph */
     if (g->counting)
         return g->n_ops++;
     if (grow((void **)&g->ops, &g->cap_ops, (size_t)g->n_ops + 1, sizeof *g->ops))
         return -1;
     g->ops[g->n_ops] = *op;
+    if (k > 1) {
+        g->ops[g->n_ops].rank /= k;
+        g->ops[g->n_ops].peer = op->peer >= 0 ? op->peer / k : -1;
+    }
     g->ops[g->n_ops].ndeps = 0;
     g->ops[g->n_ops].nsucc = 0;
     return g->n_ops++;
@@ -178,6 +212,11 @@ int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to)
 
 int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n)
 {
+    if (g->replicas > 1) {
+        if (r % g->replicas)
+            return -1;
+        r /= g->replicas;
+    }
     if (g->counting) {
         if (r < 0 || r >= g->n_ranks || n < 0)
             return -1;
@@ -205,10 +244,41 @@ int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n)
     return 0;
 }
 
+/* One replica's collectives (mm_graph.replicas): the members it holds
+ * of each; all of them (the collective stands for its copies in every
+ * replica) or 1/replicas of them (it spans the replicas).  -1 otherwise. */
+static int replica_colls(mm_graph *g)
+{
+    if (g->replicas <= 1)
+        return 0;
+    if (mm_graph_mark(g))
+        return -1;
+    uint32_t *m0 = calloc((size_t)g->n_colls + 1, sizeof *m0);
+    if (!m0)
+        return -1;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].coll >= 0)
+            m0[g->ops[i].coll]++;
+    int rc = 0;
+    for (uint32_t c = 0; c < g->n_colls && rc == 0; c++) {
+        mm_coll *cl = &g->colls[c];
+        if (m0[c] > 0 && m0[c] == (uint32_t)cl->members)
+            cl->replicas = g->replicas, cl->replica_stride = g->rep_stride;
+        else if (m0[c] > 0 && (uint64_t)m0[c] * (uint64_t)g->replicas == (uint64_t)cl->members)
+            cl->members = (int)m0[c];
+        else
+            rc = -1;
+    }
+    free(m0);
+    return rc;
+}
+
 int mm_graph_finish(mm_graph *g)
 {
     if (g->counting)
         return 0;
+    if (replica_colls(g))
+        return -1;
     /* Counting sort of edges by source keeps each op's successors in the
      * order the builder added them: deterministic release order. */
     free(g->succ);

@@ -110,6 +110,18 @@ typedef struct mm_graph {
      * another), in counting and real graphs alike */
     int last_gpus[16];
     uint32_t last_n, last_off;
+    /* One DP replica standing for `replicas` identical ones (1: the whole
+     * graph; mm_build_spec.one_replica, exec/symmetry.h).  Its ranks are
+     * the whole graph's ranks 0, replicas, 2 replicas, ... (rank r of the
+     * whole graph is r / replicas here); an op of another replica is
+     * refused.  mm_graph_finish makes its collectives what running replica
+     * 0 alone needs: one inside a replica stands for its `replicas` copies
+     * (mm_coll.replicas, replica_stride = rep_stride GPUs apart), one
+     * across them keeps replica 0's members of its group.  seg holds
+     * n_seg (first, end) op ranges: the whole graph's ops, in id order,
+     * are each range repeated `replicas` times (copy k: replica k's ops). */
+    int replicas, rep_stride;
+    uint32_t *seg, n_seg, cap_seg, seg_open;
 } mm_graph;
 
 /* What a graph holds, to reserve its arrays once (mm_graph_reserve). */
@@ -127,6 +139,14 @@ mm_graph_size mm_graph_size_of(const mm_graph *g);
 /* Allocates the arrays for sz at once (an empty graph, after init), so that
  * building into it never grows them.  Returns 0 or -1. */
 int mm_graph_reserve(mm_graph *g, const mm_graph_size *sz);
+/* Makes g (after init, before any add) one replica standing for
+ * `replicas` (see mm_graph.replicas) of ranks/replicas ranks, whose
+ * copies lie `stride` GPUs apart.  Returns 0 or -1. */
+int mm_graph_set_replicas(mm_graph *g, int replicas, int stride);
+/* One replica's graph: the ops added since the last mark are followed, in
+ * the whole graph, by their copies in replicas 1, 2, ... (a segment);
+ * no-op on a whole graph.  Returns 0 or -1. */
+int mm_graph_mark(mm_graph *g);
 /* Tags op `id` with module m (no-op on a counting graph). */
 void mm_graph_set_module(mm_graph *g, uint32_t id, int m);
 /* Sets collective c's send communicator (mm_coll.comm_ranks, comm_nodes;
@@ -147,7 +167,9 @@ int mm_graph_dep(mm_graph *g, uint32_t from, uint32_t to);
 /* Records the GPUs of rank r (ranks must be given in order 0, 1, ...).
  * Returns 0 or -1. */
 int mm_graph_rank_gpus(mm_graph *g, int r, const int *gpus, int n);
-/* Builds successor and stream lists. Returns 0 or -1. */
+/* Builds successor and stream lists (and, for one replica, its
+ * collectives' members: -1 when a collective's members are neither all in
+ * replica 0 nor replica 0's equal share).  Returns 0 or -1. */
 int mm_graph_finish(mm_graph *g);
 
 #endif

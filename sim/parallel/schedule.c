@@ -1,10 +1,19 @@
-/* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B and ZB-H1.
- * Not for: dependencies or timing (build*.c emits the ops in this order). */
+/* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B, ZB-H1 and
+ * ZB-2p.
+ * Not for: dependencies or timing of the iteration (build*.c emits the ops
+ * in this order; ZB-2p's list schedule only predicts times to choose it). */
 #include "parallel/schedule.h"
+
+#include <stdlib.h>
 
 int mm_schedule_len(mm_schedule kind, int m, int v)
 {
-    return kind == MM_SCHEDULE_ZB_H1 ? 3 * m : 2 * m * v;
+    return mm_schedule_splits_w(kind) ? 3 * m : 2 * m * v;
+}
+
+int mm_schedule_zb2p_cap(int p, int m)
+{
+    return 2 * p < m ? 2 * p : m;
 }
 
 static int one_f_one_b(int p, int s, int m, mm_sched_step *out)
@@ -67,7 +76,173 @@ static int zb_h1(int p, int s, int m, mm_sched_step *out)
     return k;
 }
 
+/* ZB-2p (schedule.h): the paper's heuristic (Qi et al. section 3.1) run
+ * on all stages at once, predicting each pass's end.  Memory in halves of
+ * a micro-batch's activations: F takes 2, B frees 1, W frees 1 (the
+ * authors' mem_f 2, mem_b -1, mem_w -1), at most 2 * 2p.  Stage j's
+ * passes: tf/tb/tw[j * m + mb] their predicted ends. */
+typedef struct zb_state {
+    int p, m, cap2, *f, *b, *w, *mem, *order_n, s;
+    double *tf, *tb, *tw, *e, *bub, maxbub, comm;
+    const double *cf, *cb, *cw;
+    mm_sched_step *out;
+} zb_state;
+
+static double zb_cost(const zb_state *z, int j, int pass)
+{
+    return pass == MM_PASS_F ? z->cf[j] : pass == MM_PASS_B ? z->cb[j] : z->cw[j];
+}
+
+/* Places stage j's next pass of the kind: after the stage's last and, for
+ * F and B, after its input arrives from the neighbour. */
+static void zb_put(zb_state *z, int j, int pass)
+{
+    int m = z->m, *n = pass == MM_PASS_F ? z->f : pass == MM_PASS_B ? z->b : z->w, mb = n[j];
+    double c = zb_cost(z, j, pass), end = z->e[j] + c;
+    if (pass == MM_PASS_F && j > 0 && z->tf[(size_t)(j - 1) * m + mb] + z->comm + c > end)
+        end = z->tf[(size_t)(j - 1) * m + mb] + z->comm + c;
+    if (pass == MM_PASS_B && j < z->p - 1 && z->tb[(size_t)(j + 1) * m + mb] + z->comm + c > end)
+        end = z->tb[(size_t)(j + 1) * m + mb] + z->comm + c;
+    if (z->f[j] > 0) {
+        z->bub[j] += end - (z->e[j] + c);
+        z->maxbub = z->bub[j] > z->maxbub ? z->bub[j] : z->maxbub;
+    }
+    z->e[j] = end;
+    (pass == MM_PASS_F ? z->tf : pass == MM_PASS_B ? z->tb : z->tw)[(size_t)j * m + mb] = end;
+    z->mem[j] += pass == MM_PASS_F ? 2 : -1;
+    n[j]++;
+    if (j == z->s && z->out)
+        z->out[z->order_n[0]++] = (mm_sched_step){pass, mb, 0};
+}
+
+/* Before a pass whose input arrives at `at`: deferred W passes that end
+ * by then, and one more that overruns it when the gap is larger than the
+ * stage's slack to the worst stage's bubble, or always (greedy). */
+static void zb_fill(zb_state *z, int j, double at, int greedy)
+{
+    while (z->w[j] < z->b[j] && z->e[j] + z->cw[j] <= at)
+        zb_put(z, j, MM_PASS_W);
+    if (z->w[j] < z->b[j] && z->e[j] < at && (greedy || at - z->e[j] > z->maxbub - z->bub[j]))
+        zb_put(z, j, MM_PASS_W);
+}
+
+/* One run of the heuristic: bubble_first lets the warm-up's last forward
+ * end past the first B's arrival; greedy as zb_fill.  Returns the cost
+ * the paper minimizes, the longest stage's first F start to last W end. */
+static double zb_run(zb_state *z, int bubble_first, int greedy)
+{
+    int p = z->p, m = z->m;
+    for (int j = 0; j < p; j++)
+        z->f[j] = z->b[j] = z->w[j] = z->mem[j] = 0, z->e[j] = z->bub[j] = 0;
+    z->order_n[0] = 0, z->maxbub = 0;
+    /* warm-up: one forward everywhere, then per stage (last to first) the
+     * forwards that fit before its first B can run, fewer than the stage
+     * before it takes, then the first B up the pipeline */
+    for (int j = 0; j < p; j++)
+        zb_put(z, j, MM_PASS_F);
+    int *req = z->order_n + 1;
+    double last = 0;
+    for (int j = p - 1; j >= 0; j--) {
+        req[j] = 0;
+        if (j == p - 1) {
+            last = z->tf[(size_t)j * m] + z->cb[j];
+            continue;
+        }
+        int mem = z->mem[j];
+        double cost = z->e[j];
+        while (z->f[j] + req[j] < m && mem + 2 <= z->cap2) {
+            if (bubble_first ? cost + z->cf[j] > last + z->comm : cost >= last + z->comm)
+                break;
+            mem += 2, cost += z->cf[j], req[j]++;
+        }
+        last = (cost > last + z->comm ? cost : last + z->comm) + z->cb[j];
+    }
+    for (int j = 1; j < p; j++)
+        while (req[j] > 0 && req[j] >= req[j - 1] && z->f[j] + req[j] < m)
+            req[j]--;
+    for (int j = 0; j < p; j++)
+        for (int k = 0; k < req[j]; k++)
+            zb_put(z, j, MM_PASS_F);
+    for (int j = p - 1; j >= 0; j--)
+        zb_put(z, j, MM_PASS_B);
+    /* steady state: a forward on every stage that has one left (none on a
+     * stage whose successor has run out), then micro-batch i's B up the
+     * pipeline; W passes where memory needs them or a gap fits them */
+    for (int i = 1; i < m; i++) {
+        for (int j = 0; j < p; j++)
+            req[j] = z->f[j] < m;
+        for (int j = p - 2; j >= 0; j--)
+            req[j] = req[j] < req[j + 1] ? req[j] : req[j + 1];
+        for (int j = 0; j < p; j++) {
+            if (!req[j])
+                continue;
+            while (z->mem[j] + 2 > z->cap2 && z->w[j] < z->b[j])
+                zb_put(z, j, MM_PASS_W);
+            if (j > 0)
+                zb_fill(z, j, z->tf[(size_t)(j - 1) * m + z->f[j]] + z->comm, greedy);
+            zb_put(z, j, MM_PASS_F);
+        }
+        for (int j = p - 1; j >= 0; j--) {
+            if (j < p - 1)
+                zb_fill(z, j, z->tb[(size_t)(j + 1) * m + i] + z->comm, greedy);
+            if (j == 0 && z->f[j] == m)
+                while (z->w[j] < z->b[j])
+                    zb_put(z, j, MM_PASS_W);
+            zb_put(z, j, MM_PASS_B);
+        }
+    }
+    double span = 0;
+    for (int j = 0; j < p; j++) {
+        while (z->w[j] < m)
+            zb_put(z, j, MM_PASS_W);
+        double x = z->tw[(size_t)j * m + m - 1] - z->tf[(size_t)j * m] + z->cf[j];
+        span = x > span ? x : span;
+    }
+    return span;
+}
+
+/* ZB-2p: four variants of the heuristic (of the eight the authors'
+ * initial solution tries: not those that hold a forward back), the
+ * cheapest kept (the first on a tie); stage
+ * s's order of it into out. */
+static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
+{
+    size_t pm = (size_t)p * m;
+    double *d = malloc(sizeof *d * (3 * pm + 5 * (size_t)p));
+    int *n = malloc(sizeof *n * (5 * (size_t)p + 1 + (size_t)p));
+    if (!d || !n) {
+        free(d), free(n);
+        return -1;
+    }
+    zb_state z = {.p = p, .m = m, .cap2 = 4 * p, .f = n, .b = n + p, .w = n + 2 * p, .mem = n + 3 * p,
+                  .order_n = n + 4 * p, .s = s, .tf = d, .tb = d + pm, .tw = d + 2 * pm, .e = d + 3 * pm,
+                  .bub = d + 3 * pm + p, .comm = t ? t->comm : 0};
+    double *unit = d + 3 * pm + 2 * (size_t)p;
+    for (int j = 0; j < 3 * p; j++)
+        unit[j] = 1;
+    z.cf = t ? t->f : unit, z.cb = t ? t->b : unit + p, z.cw = t ? t->w : unit + 2 * p;
+    double best = -1;
+    int bf = 1, gr = 1;
+    for (int a = 1; a >= 0; a--)
+        for (int g = 1; g >= 0; g--) {
+            double x = zb_run(&z, a, g);
+            if (best < 0 || x < best)
+                best = x, bf = a, gr = g;
+        }
+    z.out = out;
+    zb_run(&z, bf, gr);
+    int k = z.order_n[0];
+    free(d), free(n);
+    return k == 3 * m ? k : -1;
+}
+
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out)
+{
+    return mm_schedule_steps_timed(kind, p, s, m, v, NULL, out);
+}
+
+int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const mm_sched_times *t,
+                            mm_sched_step *out)
 {
     if (p < 1 || s < 0 || s >= p || m < 1 || v < 1)
         return -1;
@@ -90,6 +265,8 @@ int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_ste
         return interleaved(p, s, m, v, out);
     case MM_SCHEDULE_ZB_H1:
         return v == 1 ? zb_h1(p, s, m, out) : -1;
+    case MM_SCHEDULE_ZB_2P:
+        return v == 1 ? zb_2p(p, s, m, t, out) : -1;
     }
     return -1;
 }

@@ -16,8 +16,30 @@ typedef enum {
     MM_SCHEDULE_GPIPE,       /* Huang et al., GPipe, NeurIPS 2019 */
     MM_SCHEDULE_1F1B,        /* PipeDream-Flush: Narayanan et al. SC'21 §2.2 */
     MM_SCHEDULE_INTERLEAVED, /* interleaved 1F1B: Narayanan et al. SC'21 §2.2.2 */
-    MM_SCHEDULE_ZB_H1        /* Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 */
+    MM_SCHEDULE_ZB_H1,       /* Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 */
+    MM_SCHEDULE_ZB_2P        /* the same paper's ZB-2p (section 3.1, heuristic schedule) */
 } mm_schedule;
+
+/* Pass times a timed schedule (ZB-2p) orders its steps by: per stage s of
+ * p, f[s], b[s] (input gradient only) and w[s] (weight gradient), seconds,
+ * and one transfer between neighbouring stages, comm. */
+typedef struct mm_sched_times {
+    const double *f, *b, *w;
+    double comm;
+} mm_sched_times;
+
+/* ZB-2p's memory limit: micro-batches' activations a stage holds at once,
+ * 2p on every stage as the paper sets it (min(m, 2p)), a micro-batch's
+ * counted whole from its F, half freed at its B and half at its W (the
+ * authors' mem_f 2, mem_b -1, mem_w -1); model/memory.c's MM_MEM_ZB_2P
+ * and cost/datamem.c count the same. */
+int mm_schedule_zb2p_cap(int p, int m);
+
+/* Whether the schedule runs W passes apart from B (ZB-H1, ZB-2p). */
+static inline int mm_schedule_splits_w(mm_schedule kind)
+{
+    return kind == MM_SCHEDULE_ZB_H1 || kind == MM_SCHEDULE_ZB_2P;
+}
 
 typedef struct mm_sched_step {
     int pass;  /* mm_pass */
@@ -41,8 +63,32 @@ typedef struct mm_sched_step {
  *    the end.  Deferring W lets input gradients travel up the pipeline
  *    without waiting for weight gradients; stage s keeps p-s activations
  *    alive for 1F1B plus s for deferred W passes, so no stage holds more
- *    than 1F1B's p (the paper's "same peak memory as 1F1B"). */
+ *    than 1F1B's p (the paper's "same peak memory as 1F1B").
+ *  - ZB-2p: the order the paper's heuristic schedule (Qi et al. section
+ *    3.1, the authors' initial solution before their ILP) builds from the
+ *    pass times, here with equal F, B and W times and no transfer time
+ *    (mm_schedule_steps_timed takes the real ones).  Warm-up: one forward
+ *    on every stage, then per stage the forwards that fit before its first
+ *    B can run (within the memory limit, fewer than the stage before it),
+ *    then the first B up the pipeline.  Steady state, per micro-batch: a
+ *    forward on each stage, then the next B from the last stage up; before
+ *    each, the deferred W passes that memory needs or that fit the wait for
+ *    the pass's input (and one that overruns it, when that wait is larger
+ *    than the stage's slack to the worst stage's bubble, or always: the
+ *    greedy variant); the first stage runs its W passes before each B once
+ *    its forwards are done; the rest at the end.  Of the four variants
+ *    (warm-up forwards may or may not run past the first B's arrival;
+ *    greedy or not) the one of least cost, the longest stage's first F
+ *    to last W, is kept (the authors' initial solution also tries each
+ *    with a forward held back for the next stage's B: not run here).  The ILP refinement is not run: the executor
+ *    with this order gives the paper's Table 5 rates to 0.0005
+ *    (tests/test_sched.c). */
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out);
+
+/* As mm_schedule_steps, with the pass times a timed schedule (ZB-2p)
+ * orders by; t NULL: equal times, no transfer time.  The others ignore t. */
+int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const mm_sched_times *t,
+                            mm_sched_step *out);
 
 /* Number of steps a rank runs: 2mv, or 3m for zero-bubble schedules. */
 int mm_schedule_len(mm_schedule kind, int m, int v);

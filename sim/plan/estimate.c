@@ -1,6 +1,7 @@
 /* estimate.c - the analytic pre-score (mm_sim_estimate): the same stage
- * and encoder costs and memory as mm_sim_run, combined by the uniform
- * pipeline formula documented in sim.h.
+ * and encoder costs and memory as mm_sim_run, combined by the pipeline
+ * formula documented in estimate.h (with a workload file, over each
+ * iteration's drawn micro-batches).
  * Not for: event-level timing (iterate.c). */
 #include "cost/cost_internal.h"
 
@@ -143,11 +144,21 @@ static double enc_sync_term(const mm_sim *sim, const mm_build_spec *sp, int *ran
     return t;
 }
 
+/* ZB-H1's share of a stage's micro-batch of t seconds (its W passes wg of
+ * them) in the fill and drain: the zero-bubble schedule's bubble is
+ * (p - 1)(T_F + T_B - T_W) where 1F1B's is (p - 1)(T_F + T_B + T_W) (Qi
+ * et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, Table 2; T_B the
+ * input-gradient pass alone): with t = T_F + T_B + T_W, t - 2 wg. */
+static double zb_fill(double t, double wg) { return fmax(0, t - 2 * wg); }
+
 /* What the pre-score sums over the LLM's stages and the encoders. */
 typedef struct {
     double worst, flops, hw, grad, params, opt;
     double dp_fwd, dp_bwd; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks;
+    double worst_w; /* the slowest stage's weight-gradient part of worst */
+    double first;   /* stage 0's F + B */
+    double tot, tot_zb; /* every stage's F + B; under ZB-H1 its share of the fill (zb_fill) */
 } est_sums;
 
 /* The LLM's stages: the slowest's F + B with its TP all-reduces (one
@@ -158,11 +169,11 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     int P = L->lay.pp, m = sim->micro_batches;
-    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0;
+    double worst = 0, flops = 0, hw = 0, grad = 0, params = 0, opt = 0, worst_w = 0, first = 0, tot = 0, tot_zb = 0;
     double dp_fwd = 0, dp_bwd = 0; /* the DP-heaviest stage's one micro-batch */
     int dp_chunks = 1;
     for (int s = 0; s < P; s++) {
-        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0;
+        double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0, wg = 0;
         int ch = 0;
         for (int c = 0; c < L->lay.vpp; c++) {
             const mm_stage_cost *x = &st[c * P + s];
@@ -181,10 +192,16 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
             o += x->opt_s + (sp->host_sync_step ? x->opt_host_s : 0);
             f1 += x->fwd_s;
             b1 += x->bwd_s;
+            wg += x->wgrad_s;
             ch += x->chunks;
         }
         /* a micro-batch takes at least what its host needs to issue it */
+        if (fmax(t, host) > worst)
+            worst_w = wg;
         worst = fmax(worst, fmax(t, host));
+        first = s == 0 ? fmax(t, host) : first;
+        tot += fmax(t, host);
+        tot_zb += zb_fill(fmax(t, host), wg);
         if (g > grad) {
             grad = g;
             dp_fwd = f1;
@@ -194,7 +211,7 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         params = fmax(params, pb);
         opt = fmax(opt, o);
     }
-    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks};
+    *u = (est_sums){worst, flops, hw, grad, params, opt, dp_fwd, dp_bwd, dp_chunks, worst_w, first, tot, tot_zb};
 }
 
 /* The encoders' F + B (with their TP all-reduces) by placement: before the
@@ -306,7 +323,7 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
     int tpcp = spec->lay.tp * (spec->lay.cp > 0 ? spec->lay.cp : 1);
     bool homog = spec->n_enc && spec->enc[0].placement == MM_ENC_HOMOGENEOUS;
     bool coloc = spec->n_enc && spec->enc[0].placement == MM_ENC_COLOCATED;
-    bool tail = spec->schedule != MM_SCHEDULE_ZB_H1;
+    bool tail = !mm_schedule_splits_w(spec->schedule);
     double worst = 0, gpu_s = 0, opt0 = 0;
     rank_busy(spec, st, NULL, 0, 0, false, &opt0);
     for (int s = 0; s < P; s++)
@@ -340,13 +357,216 @@ static double iteration_bound(const mm_build_spec *spec, const mm_stage_cost *st
     return worst;
 }
 
+/* One TP all-reduce of `bytes` over the first `n` ranks, remembered for
+ * the last size asked (a drawn iteration's micro-batches repeat theirs
+ * on every virtual stage): the pre-score's rate stays that of one
+ * network call per micro-batch, not per layer. */
+typedef struct tp_memo {
+    double bytes, t;
+    int n;
+} tp_memo;
+
+static double tp_time(const mm_sim *sim, tp_memo *mo, int *ranks, int n, double bytes)
+{
+    if (n < 2 || bytes <= 0)
+        return 0;
+    if (mo->n != n || mo->bytes != bytes) {
+        mo->t = mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, n, 1), n, bytes);
+        mo->bytes = bytes, mo->n = n;
+    }
+    return mo->t;
+}
+
+/* A drawn iteration's terms of the pre-score (est_drawn), summed over the
+ * scenario's iterations and then averaged: the pipeline of the slowest
+ * replica (pipe, its fill and drain in fill) with the encoders on its
+ * first stage, on their own GPUs or colocated before and after it (the
+ * colocated backwards after its last pass in after, which the LLM's DP
+ * reduction runs beside), a colocated encoder spread evenly without a
+ * per-rank plan (around), the mean stage micro-batch the DP and encoder
+ * reductions hide behind (worst; dp_fwd, dp_bwd of the DP-heaviest
+ * stage), the FLOPs (pad, the pad tokens' among them) and the tokens. */
+typedef struct est_drawn {
+    double pipe, fill, after, around, worst, dp_fwd, dp_bwd, flops, hw, pad, tokens;
+    int iters;
+} est_drawn;
+
+/* One replica's F + B of micro-batch j on physical stage s (every chunk,
+ * with its TP all-reduces, at least what the host needs to issue it; a
+ * homogeneous encoder's on stage 0), from the drawn costs in w. */
+static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
+                       int s, int d, int j, int *ranks, tp_memo *mo, double *wgrad)
+{
+    int P = sp->lay.pp, dp = sp->lay.dp, m = w->m;
+    int msgs = sp->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
+    double t = 0, host = 0;
+    *wgrad = 0;
+    for (int c = 0; c < sp->lay.vpp; c++) {
+        int v = c * P + s;
+        const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
+        *wgrad += x->wgrad_s;
+        int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
+        t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes);
+        host += st[v].fwd_host_s + st[v].bwd_host_s + layer_ops * msgs * sp->coll_host_s;
+    }
+    for (int i = 0; s == 0 && i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_HOMOGENEOUS)
+            continue;
+        const mm_enc_mb_cost *x = &w->enc[((size_t)i * dp + d) * m + j];
+        int em = e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd);
+        /* on the LLM's TP group (mm_bld_emit_homogeneous) */
+        t += x->fwd_s + x->bwd_s + e->chunks * em * tp_time(sim, &mo[1], ranks, sp->lay.tp, x->tp_bytes);
+        host += x->fwd_host_s + x->bwd_host_s;
+    }
+    return fmax(t, host);
+}
+
+/* Adds one drawn iteration's terms to *u: per replica, each stage's sum
+ * over its micro-batches; the replica's pipeline is, over its stages (an
+ * encoder's on its own GPUs among them, with its share of the whole
+ * batch), the largest of a stage's sum plus the busiest micro-batch of
+ * every other stage over vpp (fill and drain: for P equal stages the
+ * uniform formula's (m + (P-1)/vpp) (F + B)); the iteration waits for the
+ * slowest replica.  Colocated encoders run each rank's forward before the
+ * LLM's passes and its backward after them (build_enc.c): the replica
+ * waits for the slowest forward of the ranks on its GPUs or handing it
+ * embeddings, and ends with the slowest backward of its ranks.
+ * Returns 0, or -1 when the host is out of memory. */
+static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
+                       est_drawn *u)
+{
+    int P = sp->lay.pp, dp = sp->lay.dp, m = w->m, most = sp->lay.tp;
+    for (int i = 0; i < sp->n_enc; i++)
+        most = sp->enc[i].tp > most ? sp->enc[i].tp : most;
+    int *ranks = malloc((size_t)most * sizeof *ranks);
+    double *sum = calloc((size_t)2 * P + 1, sizeof *sum), *top = sum + P;
+    int *home[MM_MAX_ENCODERS] = {0}; /* colocated encoder ranks' LLM replicas */
+    int rc = ranks && sum ? 0 : -1;
+    for (int i = 0; i < sp->n_enc && rc == 0; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_COLOCATED || !e->ranks)
+            continue;
+        home[i] = malloc((size_t)(e->n_ranks > 0 ? e->n_ranks : 1) * sizeof *home[i]);
+        rc = home[i] && mm_build_enc_homes(sp, i, home[i], e->n_ranks) == e->n_ranks ? 0 : -1;
+    }
+    if (rc) {
+        free(ranks);
+        free(sum);
+        for (int i = 0; i < sp->n_enc; i++)
+            free(home[i]);
+        return -1;
+    }
+    tp_memo mo[2] = {{0}};
+    /* the encoders on their own GPUs: the busiest stage's share of the batch */
+    double enc_load = 0, enc_stages = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_PIPELINE && e->placement != MM_ENC_DISJOINT)
+            continue;
+        double tot = 0;
+        for (size_t k = 0; k < (size_t)dp * m; k++) {
+            const mm_enc_mb_cost *x = &w->enc[(size_t)i * dp * m + k];
+            int em = e->tp_msgs_fwd + (e->frozen ? 0 : e->tp_msgs_bwd);
+            tot += x->fwd_s + x->bwd_s + e->chunks * em * tp_time(sim, &mo[1], ranks, e->tp, x->tp_bytes);
+        }
+        enc_load = fmax(enc_load, tot / ((double)e->dp * e->pp));
+        enc_stages = e->pp;
+    }
+    double pipe = 0, fill = 0, worst = 0, grad = -1, after = 0;
+    int heavy = 0; /* the DP-heaviest stage */
+    for (int s = 0; s < P; s++) {
+        double g = 0;
+        for (int c = 0; c < sp->lay.vpp; c++)
+            g += st[c * P + s].grad_bytes;
+        if (g > grad)
+            grad = g, heavy = s;
+    }
+    double hf = 0, hb = 0;
+    for (int d = 0; d < dp; d++) {
+        double most_s = 0, tops = 0;
+        for (int s = 0; s < P; s++) {
+            sum[s] = top[s] = 0;
+            for (int j = 0; j < m; j++) {
+                double wg, t = drawn_mb(sim, sp, st, w, s, d, j, ranks, mo, &wg);
+                sum[s] += t;
+                /* what it adds to the fill and drain (ZB-H1: less its W passes) */
+                top[s] = fmax(top[s], sp->schedule == MM_SCHEDULE_ZB_H1 ? zb_fill(t, wg) : t);
+            }
+            most_s = fmax(most_s, sum[s]);
+            tops += top[s];
+        }
+        /* the encoders' stages on their own GPUs, each its share */
+        double etop = m ? enc_load / m : 0;
+        double line = enc_stages > 0 ? enc_load + (tops + (enc_stages - 1) * etop) / sp->lay.vpp : 0;
+        for (int s = 0; s < P; s++) /* a stage's work, and one micro-batch through every other */
+            line = fmax(line, sum[s] + (tops - top[s] + enc_stages * etop) / sp->lay.vpp);
+        /* colocated encoders: the forwards of the ranks on this replica's
+         * GPUs or handing it embeddings before its passes, its ranks'
+         * backwards after them (build_enc.c) */
+        double coloc = 0, tail = 0; /* tail: the backwards after the LLM's last pass */
+        for (int i = 0; i < sp->n_enc; i++) {
+            const mm_enc_spec *e = &sp->enc[i];
+            if (e->placement != MM_ENC_COLOCATED || !e->ranks || !home[i])
+                continue;
+            double f = 0, b = 0;
+            for (int k = 0; k < e->n_ranks; k++) {
+                if (home[i][k] == d || e->pair_bytes[(size_t)k * dp + d] > 0)
+                    f = fmax(f, e->ranks[k].fwd_s);
+                if (home[i][k] == d)
+                    b = fmax(b, e->ranks[k].bwd_s);
+            }
+            coloc += f + b;
+            tail += b;
+        }
+        double rep = coloc + line;
+        if (rep > pipe)
+            pipe = rep, fill = rep - fmax(most_s, enc_load), after = tail;
+        worst = fmax(worst, m ? fmax(most_s, enc_load) / m : 0);
+        for (int c = 0; c < sp->lay.vpp; c++)
+            for (int j = 0; j < m; j++) {
+                const mm_mb_cost *x = &w->mb[((size_t)(c * P + heavy) * dp + d) * m + j];
+                hf += x->fwd_s, hb += x->bwd_s;
+            }
+    }
+    double around = 0, flops = 0, hw = 0;
+    for (int i = 0; i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        bool spread = e->placement == MM_ENC_COLOCATED && !e->ranks; /* no per-rank plan: even over the GPUs */
+        for (size_t k = 0; k < (size_t)dp * m; k++) {
+            const mm_enc_mb_cost *x = &w->enc[(size_t)i * dp * m + k];
+            if (spread)
+                around += (x->fwd_s + x->bwd_s) * e->tp / (double)mm_layout_gpus(&sp->lay);
+            flops += x->fwd_flops + x->bwd_flops;
+            hw += x->fwd_flops + x->bwd_flops + x->recompute_flops;
+        }
+    }
+    for (size_t k = 0; k < (size_t)P * sp->lay.vpp * dp * m; k++) {
+        flops += w->mb[k].fwd_flops + w->mb[k].bwd_flops;
+        hw += w->mb[k].fwd_flops + w->mb[k].bwd_flops + w->mb[k].recompute_flops;
+    }
+    double n = (double)dp * (m > 0 ? m : 1);
+    u->pipe += pipe, u->fill += fill, u->after += after, u->around += around, u->worst += worst;
+    u->dp_fwd += hf / n, u->dp_bwd += hb / n;
+    u->flops += flops, u->hw += hw, u->pad += w->pad_flops, u->tokens += w->tokens;
+    u->iters++;
+    free(ranks);
+    free(sum);
+    for (int i = 0; i < sp->n_enc; i++)
+        free(home[i]);
+    return 0;
+}
+
 /* Memory that follows the data, decided as mm_sim_run decides it (the
  * same draws, micro-batches and mm_sim_data_memory over the scenario's
  * iterations): mt's per-stage and peak memory become the iterations'
  * peaks, oom and oom_at where a drawn batch first does not fit; *bound
- * gets the mean of the iterations' lower bounds (iteration_bound).
+ * gets the mean of the iterations' lower bounds (iteration_bound), *dr
+ * the sums of the pre-score's terms over the iterations that fit
+ * (drawn_terms).
  * Returns 1 (a batch does not fit), 0 or -code. */
-static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, double *bound, mm_err *err)
+static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, double *bound, est_drawn *dr,
+                        mm_err *err)
 {
     mm_build_spec spec = costs->spec;
     wl_iter wi = {0};
@@ -373,6 +593,10 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
             mt->stages[s].memory_gib = fmax(mt->stages[s].memory_gib, stage_gib[s]);
         mt->peak_memory_gib = fmax(mt->peak_memory_gib, dm.peak_gib);
         lb += iteration_bound(&spec, costs->stages, &wi);
+        if (r == 0 && drawn_terms(sim, &spec, costs->stages, &wi, dr)) {
+            rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+            break;
+        }
         if (r > 0) {
             mt->oom = true;
             mt->oom_at.iteration = it, mt->oom_at.micro_batch = dm.micro_batch, mt->oom_at.stage = dm.stage;
@@ -390,11 +614,11 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
  * pipeline of the slowest stage, the encoders' terms, the data-parallel
  * synchronisation and the optimizer step; the metrics derived from it.  A
  * part of mm_sim_estimate_bound. */
-static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, mm_err *err)
+static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const est_drawn *dr, mm_metrics *mt,
+                          mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
     const mm_module_layout *L = &sc->parallel.llm;
-    int P = L->lay.pp;
     const mm_stage_cost *st = costs->stages;
     const mm_build_spec spec = costs->spec;
     /* the slowest (physical) stage's F + B per micro-batch, with its TP
@@ -421,22 +645,43 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, mm_metri
     enc_compute_terms(sim, &spec, ranks, &u, &enc_first, &enc_around, &enc_stage);
     double flops = u.flops, hw = u.hw;
     worst = fmax(worst + enc_first, enc_stage);
-    double stages = P + (enc_stage > 0 ? spec.enc[0].pp : 0);
-    double pipe = (m + (stages - 1) / L->lay.vpp) * worst;
+    /* the slowest stage's m micro-batches, and one through every other
+     * stage (fill and drain, over vpp; a homogeneous encoder with the
+     * slowest, an encoder's own stages among the others); under ZB-H1
+     * each other stage's zb_fill */
+    double fill, pipe;
+    {
+        bool zb = spec.schedule == MM_SCHEDULE_ZB_H1, llm_worst = worst == u.worst && enc_first <= 0;
+        double epp = enc_stage > 0 ? spec.enc[0].pp : 0;
+        double all = (zb ? u.tot_zb : u.tot) + enc_first + epp * enc_stage;
+        fill = (all - (llm_worst ? (zb ? zb_fill(u.worst, u.worst_w) : u.worst) : worst)) / L->lay.vpp;
+        pipe = m * worst + fill;
+    }
+    double tokens = (double)sc->train.global_batch * sim->seq;
+    /* the stages ran at the padded length: the pad tokens' FLOPs are work,
+     * not the model's */
+    double pad = mm_sim_nominal_pad_flops(sim, st);
+    if (dr && dr->iters > 0) { /* a workload's drawn micro-batches, as mm_sim_run runs them */
+        double n = dr->iters;
+        pipe = dr->pipe / n, fill = dr->fill / n, enc_around = dr->around / n, worst = dr->worst / n;
+        dp_fwd = dr->dp_fwd / n, dp_bwd = dr->dp_bwd / n;
+        flops = dr->flops / n, hw = dr->hw / n, tokens = dr->tokens / n, pad = dr->pad / n;
+    }
     double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
                                        dp_chunks)
                             : 0;
+    /* the LLM's reduction after its last backward runs on the DP stream
+     * beside the colocated encoders' backwards (mm_bld_emit_dp_tail after
+     * the LLM's last op, mm_bld_emit_colocated's backward on the compute
+     * stream): what they hide, with the executor's contention */
+    if (dr && dr->iters > 0 && dr->after > 0)
+        dp_t = behind(dp_t, dr->after / dr->iters, sim->cluster->gpu.overlap_slowdown);
     double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
     double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
-    /* the stages ran at the padded length: its pad tokens' FLOPs are work,
-     * not the model's (a workload file's estimate runs at the mean sample,
-     * unpadded) */
-    double pad = mm_sim_nominal_pad_flops(sim, st);
-    mm_metrics_rates(mt, T, (double)sc->train.global_batch * sim->seq, (double)sc->train.global_batch, flops - pad, pad,
-                     hw, mt->gpus, peak);
-    mt->bubble_fraction = (stages - 1) / L->lay.vpp * worst / pipe;
+    mm_metrics_rates(mt, T, tokens, (double)sc->train.global_batch, flops - pad, pad, hw, mt->gpus, peak);
+    mt->bubble_fraction = fill / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
     mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN; /* and the data loader's wait */
@@ -468,9 +713,10 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
         goto out;
     }
     double lb = NAN;
+    est_drawn dr = {0};
     mt->oom_at.iteration = -1;
     if (sim->wl) { /* the static verdict is a bound: the drawn data decide, as in mm_sim_run */
-        fit = data_verdict(sim, &costs, mt, &lb, err);
+        fit = data_verdict(sim, &costs, mt, &lb, &dr, err);
         if (fit < 0) {
             rc = fit;
             goto out;
@@ -487,7 +733,7 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
         mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
         goto out;
     }
-    rc = time_iteration(sim, &costs, mt, err);
+    rc = time_iteration(sim, &costs, sim->wl ? &dr : NULL, mt, err);
 out:
     mm_sim_costs_free(&costs);
     if (rc)

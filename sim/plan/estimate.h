@@ -10,8 +10,12 @@
 /* The analytic pre-score a planner ranks thousands of layouts with, in
  * microseconds instead of an event-level run: the same per-stage costs as
  * mm_sim_run, combined by the uniform-pipeline formula
- *     T = (m + (p-1)/v) x max over stages (F + B) + exposed TP comm (in the
- *         stage costs) + DP gradient sync + optimizer step,
+ *     T = m x max over stages (F + B) + sum over the other stages (F + B) / v
+ *         + exposed TP comm (in the stage costs) + DP gradient sync
+ *         + optimizer step
+ * (for p equal stages the uniform (m + (p-1)/v)(F + B); under ZB-H1 each
+ * other stage adds F + B - 2 W, W the weight-gradient part of B: the
+ * zero-bubble paper's bubble),
  * the DP sync being the gradient reduce(-scatter) and, under ZeRO, the
  * 16-bit parameter all-gather, each with what overlap_grad_reduce /
  * overlap_param_gather hide behind one micro-batch's backward / forward
@@ -21,7 +25,11 @@
  * (mm_build_enc_early_syncs; its once-per-iteration reduce is left out),
  * with the slowest encoder stage joining the pipeline (pipeline placement),
  * its whole work added to the first stage (homogeneous) or before and after
- * it (colocated), or bounding the rate (disjoint).  Fills iteration time,
+ * it (colocated), or bounding the rate (disjoint).  With a workload file
+ * the pipeline, encoder and FLOP terms come
+ * from each iteration's drawn micro-batches instead (estimate.c,
+ * drawn_terms), and the LLM's DP reduction runs beside the colocated
+ * encoders' backwards.  Fills iteration time,
  * throughput, TFLOP/s, MFU and memory (oom); no critical path or trace.
  * Returns 0 or -code. */
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *metrics, mm_err *err);

@@ -143,7 +143,7 @@ typedef struct walker {
 static bool keep(const walker *w, mm_space_dim d, int v) { return mm_plan_space_allows(w->keep, d, v); }
 
 /* The schedules of a pipeline of pp stages and vpp chunks: every one the
- * executor runs at vpp 1 (gpipe, 1f1b, zb-h1), interleaved at vpp > 1, the
+ * executor runs at vpp 1 (gpipe, 1f1b, zb-h1, zb-2p), interleaved at vpp > 1, the
  * scenario's own at pp 1 (one stage: no schedule differs). */
 static int schedules(const walker *w, int pp, int vpp, int *out)
 {
@@ -153,8 +153,8 @@ static int schedules(const walker *w, int pp, int vpp, int *out)
     } else if (pp == 1) {
         out[n++] = w->f->base_schedule;
     } else {
-        static const int s1[] = {MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_ZB_H1};
-        for (int i = 0; i < 3; i++)
+        static const int s1[] = {MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_ZB_H1, MM_SCHED_ZB_2P};
+        for (int i = 0; i < 4; i++)
             out[n++] = s1[i];
     }
     int k = 0;

@@ -282,6 +282,34 @@ static int check_data(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* An eager optimizer (the profile's optimizer.impl foreach or for_loop)
+ * launches per parameter tensor: the model must say how many it has. */
+static int check_optimizer(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (sim->fw->opt_impl != MM_OPT_FUSED && mm_llm_block_tensors(sim->llm) < 0)
+        return mm_scenario_fail(sc, err, "train.framework",
+                                "the profile's optimizer.impl %s counts the model's parameter tensors, which are "
+                                "not modeled for MoE, latent-attention or mixed blocks: use impl fused",
+                                mm_opt_impl_names[sim->fw->opt_impl]);
+    return 0;
+}
+
+/* The run's periodic work (cost/runcost.h): saving needs the storage's
+ * bandwidth, which no topology states. */
+static int check_run(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (sc->train.save_interval > 0 && !(sc->train.save_gb_s > 0))
+        return mm_scenario_fail(sc, err, "train.save_interval",
+                                "checkpoint saves are written at the storage's bandwidth: set train.save_gb_s "
+                                "(GB/s per node) with train.save_interval");
+    if (sc->train.save_gb_s > 0 && sc->train.save_interval == 0)
+        return mm_scenario_fail(sc, err, "train.save_gb_s",
+                                "train.save_gb_s applies to checkpoint saves only: set train.save_interval too");
+    return 0;
+}
+
 /* The FP8 keys: only under train.precision fp8, and a recipe the GPU runs
  * (Transformer Engine refuses the others at start-up). */
 static int check_fp8(const mm_sim *sim, mm_err *err)
@@ -392,7 +420,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
     if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_zero(sim, err)) ||
-        (rc = check_data(sim, err)))
+        (rc = check_data(sim, err)) || (rc = check_run(sim, err)) ||
+        (rc = check_optimizer(sim, err)))
         return rc;
     int frc = check_frozen(sim, err);
     if (frc)

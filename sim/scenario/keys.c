@@ -24,7 +24,7 @@
 
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
-const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", NULL};
+const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
@@ -178,6 +178,32 @@ const mm_key mm_keys[] = {
      "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
      "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
      F(train.grad_reduce), 0},
+    /* A training run's periodic work (cost/runcost.h): off (0) by default, so
+     * that the per-iteration figures stay the step's; Megatron-LM's defaults
+     * are --log-interval 100, --eval-interval 1000, --eval-iters 100, no
+     * --save-interval (NVIDIA/Megatron-LM megatron/training/arguments.py,
+     * _add_logging_args, _add_validation_args, _add_checkpointing_args). */
+    {"train.train_iters", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "0", NULL,
+     "iterations of the whole training run (Megatron-LM --train-iters) for the run total "
+     "(run_total_s: iterations times the step plus the saves, evaluations and logging syncs below); 0: no total",
+     F(train.train_iters), 0},
+    {"train.log_interval", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "0", NULL,
+     "iterations between loss reports (Megatron-LM --log-interval, default 100): each reads the loss on the "
+     "host (.item()), a device-to-host sync; 0: not modeled",
+     F(train.log_interval), 0},
+    {"train.save_interval", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "0", NULL,
+     "iterations between checkpoint saves (Megatron-LM --save-interval): each rank writes its weights and "
+     "optimizer state at train.save_gb_s; 0: no saves",
+     F(train.save_interval), 0},
+    {"train.save_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "write bandwidth of the checkpoint storage per node, GB/s (10^9 bytes); required with train.save_interval",
+     F(train.save_gb_s), 0},
+    {"train.eval_interval", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "0", NULL,
+     "iterations between evaluations (Megatron-LM --eval-interval, default 1000); 0: none",
+     F(train.eval_interval), 0},
+    {"train.eval_iters", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "100", NULL,
+     "forward-only iterations of one evaluation (Megatron-LM --eval-iters, default 100)",
+     F(train.eval_iters), 0},
     {"data", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     {"data.workers", MM_KT_INT, 0, INT64_C(-1), INT64_C(4096), 0, 0, NULL, "-1", NULL,
      "data-loader worker processes per GPU (PyTorch DataLoader num_workers): -1 the loader is not modeled "

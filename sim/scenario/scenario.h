@@ -41,7 +41,7 @@ typedef enum { MM_PREC_BF16, MM_PREC_FP16, MM_PREC_FP8, MM_PREC_COUNT } mm_preci
 /* Recompute modes are the model layer's (model/llm.h): none, selective, full. */
 typedef enum mm_recompute mm_recompute;
 typedef enum {
-    MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_INTERLEAVED, MM_SCHED_ZB_H1
+    MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_INTERLEAVED, MM_SCHED_ZB_H1, MM_SCHED_ZB_2P
 } mm_schedule_kind;
 typedef enum {
     MM_PLACE_PIPELINE, MM_PLACE_COLOCATED, MM_PLACE_DISJOINT, MM_PLACE_HOMOGENEOUS
@@ -143,6 +143,9 @@ typedef struct mm_scenario {
         bool fp8_grads;         /* FP8-LM O1: FP8 weight gradients, DP-reduced in 8 bits */
         bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
         int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
+        /* the run's periodic work (cost/runcost.h); 0: off */
+        int train_iters, log_interval, save_interval, eval_interval, eval_iters;
+        double save_gb_s;       /* checkpoint storage write bandwidth per node, GB/s */
     } train;
     /* the data pipeline (cost/loader.h): loader workers per GPU (-1 not
      * modeled, 0 in the training process), prefetch_factor, source sizes */

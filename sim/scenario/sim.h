@@ -85,6 +85,11 @@ typedef struct mm_sim {
     /* Set by the caller after mm_sim_prepare: simulate every DP replica even
      * where they are identical (exec/symmetry.h); for checking the collapse. */
     bool no_symmetry;
+    /* Set by the caller: build every DP replica's ops even where identical
+     * replicas are run once (exec/symmetry.h mm_sym_build_once), and
+     * collapse the whole graph instead; for checking the one-replica
+     * build, which gives the same bits. */
+    bool full_build;
     /* Set by the caller: mm_sim_run measures only what a ranking reads
      * (iteration time and throughput, FLOPs and MFU, bubble, per-stage
      * times, memory); the critical path, exposed communication and
