@@ -145,6 +145,7 @@ static inline void sample_fill(sample *s, double k)
     s->m.peak_memory_gib = NAN; /* not modelled yet: must become NULL */
     s->m.iteration_time_p50_s = 1.125;
     s->m.iteration_time_p99_s = 1.5;
+    s->m.padded_flops_fraction = 0.25;
     s->m.oom = false;
     s->m.gpus = 8;
     s->m.events = 12345;

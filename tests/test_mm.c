@@ -346,9 +346,18 @@ START_TEST(padded_tokens)
     ck_assert(fabs(mm_batch_padded_fraction(&p) - 1.0 / 6) < 1e-12);
     mm_batch_plan_free(&p);
     o.padding = MM_PAD_MAX_LENGTH;
+    o.pad_to = 512;
     ck_assert_int_eq(mm_batch_form(s, 4, &o, &p, &err), 0);
     ck_assert_int_eq(p.padded_total, 4 * 512);
     mm_batch_plan_free(&p);
+    /* to 350: the 400-token sample keeps its length, 3 x 350 + 400 */
+    o.pad_to = 350;
+    ck_assert_int_eq(mm_batch_form(s, 4, &o, &p, &err), 0);
+    ck_assert_int_eq(p.padded_total, 2 * 350 + 2 * 400);
+    mm_batch_plan_free(&p);
+    o.pad_to = 0;
+    ck_assert_int_eq(mm_batch_form(s, 4, &o, &p, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.pad_to");
     o.padding = MM_PAD_NONE;
     ck_assert_int_eq(mm_batch_form(s, 4, &o, &p, &err), 0);
     ck_assert_int_eq(p.padded_total, 1000);
@@ -645,10 +654,13 @@ START_TEST(dp_rank_load_in_json)
         const char *sets[] = {"parallel.placement=homogeneous", "parallel.llm={tp: 2, pp: 2, dp: 4}",
                               "train.global_batch=16", "iterations=3",
                               w == 2 ? "seed=1" : "workload=workloads/llava-ov-mix.yaml",
-                              w == 1 ? "batching=post-balance" : "batching=sequential"};
+                              w == 1 ? "batching=post-balance" : "batching=sequential",
+                              /* not the pipeline's fixed shape (megatron-core's padding_pipelined),
+                               * which gives every rank the same load */
+                              "train.padding=longest"};
         mm_sim sim;
         mm_scenario sc_sim = {0};
-        load(&sim, &sc_sim, sets, 6);
+        load(&sim, &sc_sim, sets, 7);
         mm_metrics m;
         run(&sim, &m, NULL);
         ck_assert(!m.oom);

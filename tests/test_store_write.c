@@ -24,7 +24,7 @@ START_TEST(test_write_reads_back)
     ck_assert_int_eq(count_runs(st), 1);
 
     /* Summary metrics: exact values, one row per name. */
-    const double want[] = {1.25, 123456.5, 30.125, 0.42, 0.55, 415.3, 540.1, 0.1, 0.02, NAN, 1.125, 1.5};
+    const double want[] = {1.25, 123456.5, 30.125, 0.42, 0.55, 415.3, 540.1, 0.1, 0.02, NAN, 1.125, 1.5, 0.25};
     size_t n_names = 0;
     for (; mm_store_metric_names[n_names]; n_names++) {
         double v = -1;
@@ -35,8 +35,8 @@ START_TEST(test_write_reads_back)
         else
             ck_assert_double_eq(v, want[n_names]);
     }
-    ck_assert_uint_eq(n_names, 12);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 14); /* and peak_reserved_gib, peak_allocated_gib */
+    ck_assert_uint_eq(n_names, 13);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 15); /* and peak_reserved_gib, peak_allocated_gib */
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"
                                " AND name IN ('iteration_time_s', 'tokens_per_s',"
                                " 'samples_per_s', 'mfu', 'hfu', 'tflops_per_gpu',"
@@ -142,7 +142,7 @@ START_TEST(test_oom_run_and_optional_fields)
     mm_metrics m;
     memset(&m, 0, sizeof m);
     m.iteration_time_s = m.tokens_per_s = m.samples_per_s = m.mfu = m.hfu = NAN;
-    m.tflops_per_gpu = m.hw_tflops_per_gpu = m.bubble_fraction = NAN;
+    m.tflops_per_gpu = m.hw_tflops_per_gpu = m.bubble_fraction = m.padded_flops_fraction = NAN;
     m.exposed_comm_s = m.wall_s = NAN;
     m.peak_memory_gib = 97.25;
     m.oom = true;
@@ -158,7 +158,7 @@ START_TEST(test_oom_run_and_optional_fields)
                      1);
     /* uint64 seeds above INT64_MAX keep their bit pattern. */
     ck_assert_uint_eq((uint64_t)q_int(st, "SELECT seed FROM runs"), UINT64_MAX);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE value IS NULL"), 9);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE value IS NULL"), 10);
     double v = 0;
     ck_assert_int_eq(mm_store_get_metric(st, id, "iteration_time_s", &v, &err), 0);
     ck_assert(isnan(v));
@@ -227,7 +227,7 @@ START_TEST(test_delete_cascades)
     char sql[128];
     snprintf(sql, sizeof sql, "DELETE FROM runs WHERE id = %lld", (long long)b);
     ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), sql, NULL, NULL, NULL), SQLITE_OK);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 14);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 15);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), N_STAGES);
     /* Foreign keys are enforced: no metric rows for a run that is not there. */
@@ -276,7 +276,7 @@ START_TEST(test_failed_write_leaves_no_partial_run)
     ck_assert_str_eq(err.file, db);
     ck_assert_ptr_nonnull(strstr(err.msg, "iteration"));
     ck_assert_int_eq(count_runs(st), 1);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 14);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 15);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     assert_no_orphans(st);
 
@@ -417,7 +417,7 @@ START_TEST(test_parallel_writers)
     }
     mm_store *st = open_ok(db);
     ck_assert_int_eq(count_runs(st), PROCS * RUNS);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 14);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 15);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), PROCS * RUNS * N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), PROCS * RUNS * N_STAGES);
     ck_assert_int_eq(q_int(st, "SELECT count(DISTINCT scenario_hash) FROM runs"), 2);

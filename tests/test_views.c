@@ -222,6 +222,7 @@ START_TEST(test_views_fresh_and_migrated)
     ck_assert_int_eq(sqlite3_exec(raw,
                                   "DROP VIEW sweep_summary; DROP VIEW run_summary; DROP TABLE run_layouts;"
                                   "ALTER TABLE runs DROP COLUMN workload;"
+                                  "ALTER TABLE iterations DROP COLUMN pad_flops;"
                                   "UPDATE runs SET model = '/srv/mmsim-data/' || model,"
                                   " topology = '/srv/mmsim-data/' || topology;"
                                   "PRAGMA user_version = 7;", NULL, NULL, NULL), SQLITE_OK);

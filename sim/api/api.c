@@ -217,6 +217,7 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"tokens_per_s", m->tokens_per_s}, {"samples_per_s", m->samples_per_s},
         {"mfu", m->mfu}, {"hfu", m->hfu},
         {"tflops_per_gpu", m->tflops_per_gpu}, {"hw_tflops_per_gpu", m->hw_tflops_per_gpu},
+        {"padded_flops_fraction", m->padded_flops_fraction},
         {"bubble_fraction", m->bubble_fraction}, {"exposed_comm_s", m->exposed_comm_s},
         {"host_launch_s", m->oom ? NAN : m->host_launch_s}, {"exposed_host_s", m->oom ? NAN : m->exposed_host_s},
         {"data_wait_s", m->oom ? NAN : m->data_wait_s}, {"data_h2d_s", m->oom ? NAN : m->data_h2d_s},

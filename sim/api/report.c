@@ -158,6 +158,7 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     jnum(f, "hfu", m->hfu, 0);
     jnum(f, "tflops_per_gpu", m->tflops_per_gpu, 0);
     jnum(f, "hw_tflops_per_gpu", m->hw_tflops_per_gpu, 0);
+    jnum(f, "padded_flops_fraction", m->padded_flops_fraction, 0);
     jnum(f, "bubble_fraction", m->bubble_fraction, 0);
     jnum(f, "exposed_comm_s", m->exposed_comm_s, 0);
     jnum(f, "host_launch_s", m->oom ? NAN : m->host_launch_s, 0);

@@ -194,9 +194,12 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
         printf("  encoder load       %10.3f max/mean over encoder ranks; the slowest %.4f s above the mean\n",
                m->encoder_load_imbalance, m->encoder_excess_s);
     if (sim->padding && (sim->wl || m->padded_fraction > 0)) /* a text workload pads nothing */
-        printf("  padding            %s%s: %.1f %% of the LLM's tokens are padding\n",
-               mm_padding_names[sim->padding], sc->train.padding == MM_TPAD_AUTO ? " (the framework's)" : "",
-               100 * m->padded_fraction);
+        printf("  padding            %s%s: %.1f %% of the LLM's tokens, %.1f %% of its FLOPs are padding\n",
+               mm_padding_names[sim->padding],
+               sc->train.padding != MM_TPAD_AUTO ? ""
+               : sc->parallel.llm.lay.pp > 1     ? " (the framework's on a pipeline)"
+                                                 : " (the framework's)",
+               100 * m->padded_fraction, 100 * m->padded_flops_fraction);
     mm_moe_load ld;
     if (mm_sim_moe_load(sim, &ld) == 0)
         printf("  MoE routing        %s: busiest expert %.3f x its mean, busiest EP rank %.3f x; %.1f %% of token "
@@ -206,7 +209,8 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
     printf("  throughput         %10.0f tokens/s  %8.2f samples/s\n", m->tokens_per_s, m->samples_per_s);
     printf("  per GPU            %10.1f model TFLOP/s  %6.1f hardware TFLOP/s\n",
            m->tflops_per_gpu, m->hw_tflops_per_gpu);
-    printf("  MFU / HFU          %9.1f %%  %9.1f %%\n", 100 * m->mfu, 100 * m->hfu);
+    printf("  MFU / HFU          %9.1f %%  %9.1f %%%s\n", 100 * m->mfu, 100 * m->hfu,
+           m->padded_flops_fraction > 0 ? "  (MFU: the real tokens; HFU: with padding and recomputation)" : "");
     printf("  pipeline bubble    %9.1f %%\n", 100 * m->bubble_fraction);
     printf("  host launches      %10.4f s per rank, %.4f s of them exposed (the GPU waiting for its launches)\n",
            m->host_launch_s, m->exposed_host_s);

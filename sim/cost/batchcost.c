@@ -72,6 +72,9 @@ static int llm_bins(const mm_sim *sim, const mm_stage_cost *st, const mm_batch_p
                                      (size_t)dp * m);
             w->tokens += (double)bn->llm_tokens;
             w->padded_tokens += (double)bn->padded_tokens;
+            if (rc == 0 && bn->padded_tokens > bn->llm_tokens)
+                w->pad_flops += mm_sim_llm_mb_flops(sim, st, V, (double)bn->padded_tokens, bn->padded_sum_sq, bn->n) -
+                                mm_sim_llm_mb_flops(sim, st, V, (double)bn->llm_tokens, bn->sum_sq_tokens, bn->n);
             w->mb_T[at] = (double)bn->padded_tokens;
             w->mb_S[at] = bn->padded_sum_sq;
             w->mb_n[at] = bn->n;
@@ -221,7 +224,8 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
     mm_batch_opts o = {.policy = bpolicy[sc->batching], .dp = dp, .micro_batches = sim->micro_batches,
                        .seq_len = sc->train.seq_len, .tokens = sim->tm, .cost = sample_cost, .cost_ctx = &cc,
                        .enc_bytes_per_input = 3.0 * (double)(sim->model->tile * sim->model->tile),
-                       .bytes_per_token = 2.0 * (double)sim->llm->hidden, .padding = sim->padding};
+                       .bytes_per_token = 2.0 * (double)sim->llm->hidden, .padding = sim->padding,
+                       .pad_to = mm_sim_pad_to(sim)};
     bool coloc = sim->n_enc && sc->parallel.placement == MM_PLACE_COLOCATED;
     if (coloc) /* the colocated encoder's own DP ranks */
         o.enc_ranks = mm_layout_gpus(&L->lay) / spec->enc[0].tp;
@@ -242,7 +246,7 @@ int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stag
         mm_batch_plan_free(&plan);
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     }
-    w->tokens = w->padded_tokens = 0;
+    w->tokens = w->padded_tokens = w->pad_flops = 0;
     w->m = m;
     free(w->mb_T), free(w->mb_S), free(w->mb_n), free(w->mb_inputs), free(w->load_rank);
     w->load_rank = calloc((size_t)dp, sizeof *w->load_rank);

@@ -93,6 +93,7 @@ typedef struct wl_iter {
     mm_enc_mb_cost *enc;      /* n_enc x dp x m: encoder i's at i dp m + d m + j */
     double tokens;            /* LLM tokens trained this iteration */
     double padded_tokens;     /* tokens the LLM ran on (train.padding) */
+    double pad_flops;         /* model FLOPs the LLM spent on pad tokens */
     double *load_rank;        /* dp: each DP rank's LLM work (seconds, F + B of
                                  its micro-batches, every virtual stage):
                                  the load_imbalance metric and the
@@ -138,6 +139,18 @@ double mm_sim_enc_excess_s(const mm_build_spec *spec);
 /* costs.c: LLM tokens per sample the costs run on: train.seq_len under
  * padding max_length for a fixed or text workload, else sim->seq. */
 double mm_sim_cost_seq(const mm_sim *sim);
+
+/* costs.c: the model FLOPs (forward + backward over every virtual stage,
+ * as the executor's ops carry them) of one LLM micro-batch of T tokens in
+ * n sequences whose squared lengths sum to S: what mm_sim_llm_bin_cost
+ * gives, without the times.  Padding's FLOPs are this at the padded
+ * length less this at the real one. */
+double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n);
+/* costs.c: a fixed or text workload's model FLOPs spent on pad tokens in
+ * one iteration (padding max_length to train.pad_to: every micro-batch of
+ * every replica), 0 when nothing is padded or for a workload file (whose
+ * drawn micro-batches count their own, wl_iter.pad_flops). */
+double mm_sim_nominal_pad_flops(const mm_sim *sim, const mm_stage_cost *st);
 
 int mm_sim_iteration_costs(const mm_sim *sim, mm_build_spec *spec, const mm_stage_cost *st, int it, wl_iter *w,
                            mm_err *err);

@@ -231,7 +231,7 @@ static int apply_pass_times(const mm_sim *sim, mm_stage_cost *st, int V, mm_buil
 double mm_sim_cost_seq(const mm_sim *sim)
 {
     bool pad = sim->padding == MM_PAD_MAX_LENGTH && !sim->wl;
-    return pad && (double)sim->sc.train.seq_len > sim->seq ? (double)sim->sc.train.seq_len : sim->seq;
+    return pad && (double)mm_sim_pad_to(sim) > sim->seq ? (double)mm_sim_pad_to(sim) : sim->seq;
 }
 
 int mm_sim_recompute(const mm_sim *sim, const mm_module_layout *lay)
@@ -998,6 +998,54 @@ static int bin_layer(const mm_sim *sim, const mm_llm *m, double T, double S, dou
     return 0;
 }
 
+/* One virtual stage's model FLOPs (Megatron convention) for a micro-batch
+ * of T tokens in n sequences whose squares sum to S: forward, backward (twice
+ * the forward), its weight-gradient part and what recomputation runs again
+ * (rc); the last stage adds the LM head.  A frozen LLM's weight gradients
+ * come off after (mm_sim_freeze_mb). */
+static void bin_stage_flops(const mm_llm *m, const mm_llm *sv, int nl, bool last, double T, double S, double n,
+                            int rc, mm_mb_cost *c)
+{
+    double lf = mm_llm_layer_fwd_flops_seqs(sv, T, S, n), af = mm_llm_layer_attn_fwd_flops_seqs(sv, T, S, n);
+    c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
+    c->bwd_flops = 2 * c->fwd_flops;
+    c->wgrad_flops = c->fwd_flops - nl * af;
+    c->recompute_flops = nl * (rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0);
+}
+
+double mm_sim_llm_mb_flops(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n)
+{
+    const mm_llm *m = sim->llm;
+    int rc = mm_sim_recompute(sim, &sim->sc.parallel.llm);
+    bool uniform = mm_llm_blocks_uniform(m);
+    double sum = 0;
+    if (T <= 0)
+        return 0;
+    for (int v = 0, l0 = 0; v < V; v++) {
+        int nl = st[v].no_layers ? 0 : st[v].chunks;
+        mm_llm sv = uniform ? *m : stage_view(m, l0, nl);
+        l0 += nl;
+        mm_mb_cost c;
+        memset(&c, 0, sizeof c);
+        bin_stage_flops(m, &sv, nl, v == V - 1, T, S, n, rc, &c);
+        mm_sim_freeze_mb(sim, &c);
+        sum += c.fwd_flops + c.bwd_flops;
+    }
+    return sum;
+}
+
+double mm_sim_nominal_pad_flops(const mm_sim *sim, const mm_stage_cost *st)
+{
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    double b = (double)sim->sc.train.micro_batch, s = sim->seq, cs = mm_sim_cost_seq(sim);
+    if (sim->wl || !(cs > s))
+        return 0;
+    int V = L->lay.pp * L->lay.vpp;
+    double per = mm_sim_llm_mb_flops(sim, st, V, b * cs, b * cs * cs, b) -
+                 mm_sim_llm_mb_flops(sim, st, V, b * s, b * s * s, b);
+    return per * sim->micro_batches * L->lay.dp;
+}
+
 /* One LLM micro-batch of T tokens in n sequences with sum of squared lengths
  * S, on every virtual stage. */
 int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, double T, double S, double n,
@@ -1032,8 +1080,6 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
     k = mm_llm_head_ops(m, 1, T / cp, L->lay.tp, sp, 2, ops, MM_LLM_MAX_OPS);
     pass_times head = k < 0 ? (pass_times){0} : time_ops(&fc, ops, k);
     int rc = mm_sim_recompute(sim, L);
-    double lf = mm_llm_layer_fwd_flops_seqs(m, T, S, n), af = mm_llm_layer_attn_fwd_flops_seqs(m, T, S, n);
-    double re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
     double re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
     bool uniform = mm_llm_blocks_uniform(m);
     for (int v = 0, l0 = 0; v < V; v++) {
@@ -1044,9 +1090,6 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
             mm_llm sv = stage_view(m, l0, nl);
             if (bin_layer(sim, &sv, T, S, n, &layer, NULL))
                 return -1;
-            lf = mm_llm_layer_fwd_flops_seqs(&sv, T, S, n);
-            af = mm_llm_layer_attn_fwd_flops_seqs(&sv, T, S, n);
-            re_f = rc == MM_RECOMPUTE_FULL ? lf : rc == MM_RECOMPUTE_SELECTIVE ? af : 0;
             re_t = rc == MM_RECOMPUTE_FULL ? layer.fwd : rc == MM_RECOMPUTE_SELECTIVE ? layer.attn_fwd : 0;
         }
         l0 += nl;
@@ -1055,10 +1098,8 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
         c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0) +
                    fp8_region_s(sim, &svm, nl, true);
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
-        c->fwd_flops = nl * lf + (last ? mm_llm_head_fwd_flops(m, 1, T) : 0);
-        c->bwd_flops = 2 * c->fwd_flops;
-        c->wgrad_flops = c->fwd_flops - nl * af;
-        c->recompute_flops = nl * re_f;
+        mm_llm svf = uniform ? *m : stage_view(m, l0 - nl, nl); /* nl 0: one block's mean, times 0 */
+        bin_stage_flops(m, &svf, nl, last, T, S, n, rc, c);
         c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);
         c->p2p_bytes = T * (double)m->hidden * 2;
         mm_sim_freeze_mb(sim, c);

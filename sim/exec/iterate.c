@@ -20,6 +20,18 @@
 #include "exec/symmetry.h"
 #include "util/misc.h"
 
+void mm_metrics_rates(mm_metrics *mt, double T, double tokens, double samples, double model_flops, double pad_flops,
+                      double hw_flops, int gpus, double peak)
+{
+    mt->tokens_per_s = tokens / T;
+    mt->samples_per_s = samples / T;
+    mt->tflops_per_gpu = model_flops / (T * gpus) * 1e-12;
+    mt->hw_tflops_per_gpu = hw_flops / (T * gpus) * 1e-12;
+    mt->mfu = model_flops / (T * gpus * peak);
+    mt->hfu = hw_flops / (T * gpus * peak);
+    mt->padded_flops_fraction = model_flops + pad_flops > 0 ? pad_flops / (model_flops + pad_flops) : 0;
+}
+
 void mm_metrics_free(mm_metrics *m)
 {
     if (!m)
@@ -484,7 +496,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
     mt->n_iters = 0;
     mt->gpus = mm_cluster_gpus(sim->cluster);
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
-    mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+    mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = mt->padded_flops_fraction = NAN;
     mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
     mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN;
     mt->encoder_load_imbalance = mt->padded_fraction = mt->encoder_excess_s = NAN;
@@ -659,6 +671,10 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
             im->peak_memory_gib = mt->peak_memory_gib;
         double mod_busy[MM_MAX_MODULES] = {0};
         measure(&g, start, end, t0, t1, im, mt->stages, P, L->lay.dp, !sim->headline_only, host_wait, mod_busy);
+        /* the ops ran at the padded lengths: the pad tokens' FLOPs are
+         * work (hw_flops) but not the model's */
+        im->pad_flops = sim->wl ? wi->pad_flops : mm_sim_nominal_pad_flops(sim, costs->stages);
+        im->model_flops -= im->pad_flops;
         double lo = INFINITY, hi = 0;
         for (int s = 0; s < P; s++) {
             double b = mt->stages[s].busy_s - busy_before[s];
@@ -760,7 +776,7 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
     }
     mt->host_launch_s = hl / iters;
     mt->exposed_host_s = hx / iters;
-    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
+    double T = 0, bub = 0, exp = 0, mf = 0, hf = 0, pf = 0, tok = 0, smp = 0, eli = 0, exs = 0, padded = 0;
     for (int i = 0; i < iters; i++) {
         eli += mt->iters[i].encoder_load_imbalance;
         exs += mt->iters[i].encoder_excess_s;
@@ -770,6 +786,7 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
         exp += mt->iters[i].exposed_comm_s;
         mf += mt->iters[i].model_flops;
         hf += mt->iters[i].hw_flops;
+        pf += mt->iters[i].pad_flops;
         tok += mt->iters[i].tokens;
         smp += mt->iters[i].samples;
     }
@@ -794,12 +811,7 @@ static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
         mt->iteration_time_p99_s = ts[(int)ceil(0.99 * iters) - 1];
         free(ts);
     }
-    mt->tokens_per_s = tok / T;
-    mt->samples_per_s = smp / T;
-    mt->tflops_per_gpu = mf / (T * gpus) * 1e-12;
-    mt->hw_tflops_per_gpu = hf / (T * gpus) * 1e-12;
-    mt->mfu = mf / (T * gpus * peak);
-    mt->hfu = hf / (T * gpus * peak);
+    mm_metrics_rates(mt, T, tok, smp, mf, pf, hf, gpus, peak);
     mt->bubble_fraction = bub / iters;
     mt->exposed_comm_s = exp / iters;
     mt->encoder_load_imbalance = eli / iters; /* NAN without an encoder */

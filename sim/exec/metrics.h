@@ -1,11 +1,13 @@
 /* metrics.h - what one simulated run measured, as the executor (run.h) and the
  * planner's pre-score (plan/estimate.h) hand it to
- * the store and the CLI.  Plain data, no behaviour.
+ * the store and the CLI.  Plain data; its one behaviour is the rates
+ * (mm_metrics_rates), so that both fillers compute them alike.
  *
  * Values that a later layer or issue fills in are NAN ("null" in JSON/SQL)
  * until then.  Times are seconds (double) here; the engine's clock is int64
  * nanoseconds and is converted only at this boundary.
- * Not for: computing anything (iterate.c and estimate.c fill it, the cost
+ * Not for: computing anything but the rates (mm_metrics_rates; iterate.c
+ * and estimate.c fill it, the cost
  * bridge cost/costs.h gives the memory) or formatting (cli, store). */
 #ifndef MM_METRICS_H
 #define MM_METRICS_H
@@ -26,8 +28,12 @@ typedef struct mm_iter_metrics {
                                over ranks (the host cursor, exec.h) */
     double exposed_host_s;  /* compute stream ready but waiting for its
                                launch, mean over ranks */
-    double model_flops;     /* Megatron convention, whole cluster */
-    double hw_flops;        /* + recomputation */
+    double model_flops;     /* Megatron convention, whole cluster, on the
+                               real (non-pad) tokens */
+    double hw_flops;        /* what the GPUs ran: + the pad tokens' FLOPs
+                               + recomputation */
+    double pad_flops;       /* model FLOPs spent on pad tokens (in
+                               hw_flops, not in model_flops) */
     double tokens, samples; /* trained this iteration, whole cluster */
     double load_imbalance;  /* max / mean LLM work over DP ranks (1 = even) */
     double stage_spread_s;  /* slowest minus fastest stage's compute */
@@ -76,8 +82,12 @@ typedef struct mm_metrics {
     double iteration_time_s;              /* mean over iterations */
     double iteration_time_p50_s, iteration_time_p99_s;
     double tokens_per_s, samples_per_s;
+    /* mm_metrics_rates: tokens_per_s, mfu and tflops_per_gpu count the
+     * real tokens and their model FLOPs; hfu and hw_tflops_per_gpu what
+     * the GPUs ran (pad tokens, recomputation) */
     double mfu, hfu;                       /* fraction of dense peak */
     double tflops_per_gpu, hw_tflops_per_gpu;
+    double padded_flops_fraction;          /* pad FLOPs / (model + pad FLOPs) */
     double bubble_fraction;
     double exposed_comm_s;
     double host_launch_s;  /* per rank and iteration (mm_iter_metrics) */
@@ -128,5 +138,15 @@ typedef struct mm_metrics {
 } mm_metrics;
 
 void mm_metrics_free(mm_metrics *m); /* frees the arrays; m itself is the caller's */
+
+/* The rates of T seconds that trained `tokens` real tokens and `samples`
+ * samples on `gpus` GPUs of `peak` FLOP/s: tokens_per_s, samples_per_s,
+ * tflops_per_gpu and mfu from model_flops (the real tokens'), hw_tflops_
+ * per_gpu and hfu from hw_flops (everything run), padded_flops_fraction
+ * = pad_flops / (model_flops + pad_flops).  The one place each of these
+ * numbers is computed (the executor's summary and the planner's pre-score
+ * both call it; exec/iterate.c). */
+void mm_metrics_rates(mm_metrics *mt, double T, double tokens, double samples, double model_flops, double pad_flops,
+                      double hw_flops, int gpus, double peak);
 
 #endif

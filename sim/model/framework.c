@@ -15,7 +15,8 @@ const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cro
 const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
-                                       "optimizer", "grad_bucket", "zero3", "padding", "overlap", "grad_sync", "host",
+                                       "optimizer", "grad_bucket", "zero3", "padding",
+                                       "padding_pipelined", "overlap", "grad_sync", "host",
                                        "loader", "memory", NULL};
 static const char *const mem_keys[] = {"norm_extra_bytes", "rope_extra_bytes", "act_extra_bytes",
                                        "loss_bytes_per_logit", "fragmentation", "context_mib", "workspace_mib",
@@ -271,6 +272,9 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
     if (!rc)
         rc = req_enum(r, root, "padding", "padding", mm_padding_names, &pad);
     fw->padding = (mm_padding)pad;
+    if (!rc)
+        rc = req_enum(r, root, "padding_pipelined", "padding_pipelined", mm_padding_names, &pad);
+    fw->padding_pipelined = (mm_padding)pad;
     mm_node *ov;
     if (!rc)
         rc = section(r, root, "overlap", "overlap", overlap_keys, &ov);

@@ -147,8 +147,11 @@ typedef struct mm_framework {
      * False for every backward but the last) */
     bool z3_keep_under_pp;
     /* how its data pipeline lays out a micro-batch's sequences (the
-     * collator or dataset the framework's training scripts use) */
-    mm_padding padding;
+     * collator or dataset the framework's training scripts use): padding
+     * without a pipeline, padding_pipelined when the LLM is pipelined
+     * (pp > 1: its sequences cross stages, whose point-to-point transfers
+     * may need one fixed shape; model/padding.h) */
+    mm_padding padding, padding_pipelined;
     /* DP communication behind compute by default (train.overlap_grad_reduce
      * and overlap_param_gather override): ZeRO 0-2 gradient buckets reduced
      * during the last backward; ZeRO 1-2 parameter all-gathers issued at

@@ -385,9 +385,9 @@ static double tp_time(const mm_sim *sim, tp_memo *mo, int *ranks, int n, double 
  * reduction runs beside), a colocated encoder spread evenly without a
  * per-rank plan (around), the mean stage micro-batch the DP and encoder
  * reductions hide behind (worst; dp_fwd, dp_bwd of the DP-heaviest
- * stage), the FLOPs and the tokens. */
+ * stage), the FLOPs (pad, the pad tokens' among them) and the tokens. */
 typedef struct est_drawn {
-    double pipe, fill, after, around, worst, dp_fwd, dp_bwd, flops, hw, tokens;
+    double pipe, fill, after, around, worst, dp_fwd, dp_bwd, flops, hw, pad, tokens;
     int iters;
 } est_drawn;
 
@@ -548,7 +548,7 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
     double n = (double)dp * (m > 0 ? m : 1);
     u->pipe += pipe, u->fill += fill, u->after += after, u->around += around, u->worst += worst;
     u->dp_fwd += hf / n, u->dp_bwd += hb / n;
-    u->flops += flops, u->hw += hw, u->tokens += w->tokens;
+    u->flops += flops, u->hw += hw, u->pad += w->pad_flops, u->tokens += w->tokens;
     u->iters++;
     free(ranks);
     free(sum);
@@ -659,11 +659,14 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
         pipe = m * worst + fill;
     }
     double tokens = (double)sc->train.global_batch * sim->seq;
+    /* the stages ran at the padded length: the pad tokens' FLOPs are work,
+     * not the model's */
+    double pad = mm_sim_nominal_pad_flops(sim, st);
     if (dr && dr->iters > 0) { /* a workload's drawn micro-batches, as mm_sim_run runs them */
         double n = dr->iters;
         pipe = dr->pipe / n, fill = dr->fill / n, enc_around = dr->around / n, worst = dr->worst / n;
         dp_fwd = dr->dp_fwd / n, dp_bwd = dr->dp_bwd / n;
-        flops = dr->flops / n, hw = dr->hw / n, tokens = dr->tokens / n;
+        flops = dr->flops / n, hw = dr->hw / n, tokens = dr->tokens / n, pad = dr->pad / n;
     }
     double dp_t = L->lay.dp > 1 ? dp_term(sim, &spec, group(ranks, L->lay.dp, L->lay.tp * L->lay.cp), grad, params, dp_fwd, dp_bwd,
                                        dp_chunks)
@@ -678,12 +681,7 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     mt->iteration_time_s = T;
-    mt->tokens_per_s = tokens / T;
-    mt->samples_per_s = (double)sc->train.global_batch / T;
-    mt->tflops_per_gpu = flops / (T * mt->gpus) * 1e-12;
-    mt->hw_tflops_per_gpu = hw / (T * mt->gpus) * 1e-12;
-    mt->mfu = flops / (T * mt->gpus * peak);
-    mt->hfu = hw / (T * mt->gpus * peak);
+    mm_metrics_rates(mt, T, tokens, (double)sc->train.global_batch, flops - pad, pad, hw, mt->gpus, peak);
     mt->bubble_fraction = fill / pipe;
     mt->exposed_comm_s = dp_t + enc_dp;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
@@ -732,7 +730,7 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
     if (fit > 0) {
         mt->oom = true;
         mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
-        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = NAN;
+        mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = mt->padded_flops_fraction = NAN;
         mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
         goto out;
     }

@@ -332,6 +332,38 @@ static int check_fp8(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.padding's choices after auto are mm_padding's, in its order */
+_Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_LONGEST &&
+                   MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
+               "mm_train_padding follows mm_padding");
+
+/* The padding of the LLM's sequences: train.padding unless auto, else the
+ * profile's default for this layout, its padding_pipelined when the LLM
+ * is pipelined (pp > 1: its sequences cross stages, whose point-to-point
+ * shapes are fixed, so every sample is padded to one length; Megatron's
+ * LLaVAModel pads when _language_is_pipeline_parallel.  Encoder stages
+ * ahead of an unsplit LLM send it image embeddings, not its sequence).
+ * train.pad_to with an explicit none or longest is refused: nothing would
+ * read it. */
+int64_t mm_sim_pad_to(const mm_sim *sim)
+{
+    return sim->sc.train.pad_to > 0 ? sim->sc.train.pad_to : sim->sc.train.seq_len;
+}
+
+static int pick_padding(mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (sc->train.padding == MM_TPAD_AUTO)
+        sim->padding = sc->parallel.llm.lay.pp > 1 ? sim->fw->padding_pipelined : sim->fw->padding;
+    else
+        sim->padding = (mm_padding)(sc->train.padding - 1);
+    if (sc->train.pad_to > 0 && (sc->train.padding == MM_TPAD_NONE || sc->train.padding == MM_TPAD_LONGEST))
+        return mm_scenario_fail(sc, err, "train.pad_to",
+                                "pads to a fixed length, which train.padding %s does not use (max_length or auto)",
+                                mm_train_padding_names[sc->train.padding]);
+    return 0;
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -377,6 +409,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
                                 L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster->nodes, sim->cluster->gpus_per_node);
     if ((rc = check_encoders(sim, need, err)))
+        return rc;
+    if ((rc = pick_padding(sim, err)))
         return rc;
     if (sim->cluster->gpus_per_node % L->lay.tp && L->lay.tp < sim->cluster->gpus_per_node)
         return mm_scenario_fail(sc, err, "parallel.llm.tp",

@@ -148,9 +148,14 @@ const mm_key mm_keys[] = {
      "(input gradients only where a trainable module lies upstream)",
      F(train.frozen), offsetof(mm_scenario, train.n_frozen)},
     {"train.padding", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_padding_names, "auto", "auto",
-     "LLM sequences: auto (the train.framework profile's `padding`), none (varlen), longest (each "
-     "micro-batch to its longest sample), max_length (to seq_len); packed batching stays varlen",
+     "LLM sequences: auto (the train.framework profile's `padding`, or its `padding_pipelined` when "
+     "the LLM is pipelined, pp > 1), none (varlen), longest (each micro-batch to its "
+     "longest sample), max_length (to train.pad_to); packed batching stays varlen",
      F(train.padding), 0},
+    {"train.pad_to", MM_KT_I64, 0, INT64_C(0), INT64_MAX, 0, 0, NULL, "0", NULL,
+     "max_length padding: the length every sample is padded to (Megatron-Core's decoder sequence "
+     "length); 0: train.seq_len.  Refused with train.padding none or longest",
+     F(train.pad_to), 0},
     {"train.fp8_recipe", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_fp8_recipe_names, "delayed", NULL,
      "FP8 scaling recipe of Transformer Engine (train.precision fp8 only): delayed (amax history), current "
      "(per-tensor amax of the tensor itself), mxfp8 (1x32 E8M0 block scales; Blackwell only), blockwise "

@@ -269,11 +269,6 @@ static int apply_perturb(mm_sim *sim, mm_err *err)
     return 0;
 }
 
-/* train.padding's choices after auto are mm_padding's, in its order */
-_Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_LONGEST &&
-                   MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
-               "mm_train_padding follows mm_padding");
-
 /* The profile's loader.rates, relative to the profile's folder (as given
  * when absolute), into sim->rates. */
 static int load_loader_rates(mm_sim *sim, mm_err *err)
@@ -288,8 +283,8 @@ static int load_loader_rates(mm_sim *sim, mm_err *err)
 }
 
 /* train.framework: a profile name (frameworks/NAME.yaml, found like any
- * data file) or a profile file; then the padding (train.padding unless
- * auto, else the profile's) and the attention kernel: train.attention
+ * data file) or a profile file (the padding, which depends on the layout,
+ * is check.c's); then the attention kernel: train.attention
  * unless auto, else the profile's for this GPU's compute capability.  A GPU
  * with attention tables must have one for that kernel: a missing table is
  * refused by name, not replaced by another kernel's. */
@@ -314,7 +309,6 @@ static int load_framework(mm_sim *sim, mm_err *err)
      * and reduce sizes, the optimizer's copies) sees the one value */
     if (sc->train.grad_reduce != MM_TGRAD_AUTO && (int)sc->train.precision < (int)MM_DTYPE_COUNT)
         sim->fw->grad_reduce_bytes[sc->train.precision] = sc->train.grad_reduce == MM_TGRAD_FP32 ? 4 : 2;
-    sim->padding = sc->train.padding == MM_TPAD_AUTO ? sim->fw->padding : (mm_padding)(sc->train.padding - 1);
     static const mm_attn_impl from_key[] = {
         [MM_ATTN_FLASH] = MM_ATTN_IMPL_FLASH,   [MM_ATTN_UNFUSED] = MM_ATTN_IMPL_UNFUSED,
         [MM_ATTN_FLASH1] = MM_ATTN_IMPL_FLASH1, [MM_ATTN_FLASH2] = MM_ATTN_IMPL_FLASH2,

@@ -136,6 +136,7 @@ typedef struct mm_scenario {
         int n_frozen;
         char **frozen;          /* n_frozen module names, sorted, unique */
         int padding;            /* mm_train_padding: auto (the framework's) | none | longest | max_length */
+        int64_t pad_to;         /* max_length padding's length; 0: seq_len */
         /* FP8 (train.precision fp8 only; model/fp8.h) */
         int fp8_recipe;         /* mm_fp8_recipe: delayed | current | mxfp8 | blockwise */
         bool fp8_param_gather;  /* Megatron --fp8-param-gather: FP8 primary weights, gathered in FP8 */

@@ -68,7 +68,8 @@ typedef struct mm_sim {
     char *workload_path;     /* into paths; "" without a workload file */
     /* train.framework's profile, the attention kernel the LLM runs
      * (train.attention, or the profile's choice for this GPU) and the
-     * padding of its sequences (train.padding, or the profile's default) */
+     * padding of its sequences (train.padding, or the profile's default
+     * for this layout: check.c, set again by mm_sim_relayout) */
     mm_framework *fw;        /* owned */
     char *framework_path;    /* into paths */
     mm_attn_impl attn;
@@ -145,6 +146,10 @@ int mm_sim_load(mm_sim *sim, const mm_scenario *sc, mm_err *err);
  * microseconds instead of the milliseconds of mm_sim_prepare.  Returns 0 or
  * -code with err as mm_sim_prepare gives it. */
 int mm_sim_relayout(mm_sim *sim, mm_err *err);
+
+/* check.c: the length max_length padding pads every sample to:
+ * train.pad_to, or train.seq_len when it is 0. */
+int64_t mm_sim_pad_to(const mm_sim *sim);
 
 /* prepare.c: the samples' shape (LLM tokens per sample) and the encoders
  * with work; loads a workload file. */

@@ -24,7 +24,7 @@
 const char *const mm_store_metric_names[] = {
     "iteration_time_s", "tokens_per_s", "samples_per_s", "mfu", "hfu",
     "tflops_per_gpu", "hw_tflops_per_gpu", "bubble_fraction", "exposed_comm_s",
-    "peak_memory_gib", "iteration_time_p50_s", "iteration_time_p99_s", NULL};
+    "peak_memory_gib", "iteration_time_p50_s", "iteration_time_p99_s", "padded_flops_fraction", NULL};
 
 /* Schema migrations: entry i takes a database from version i to i + 1 and is
  * run inside the migration transaction.  To change the schema, append an
@@ -195,6 +195,48 @@ static const char *const mm_store_migrations[] = {
     "DROP TABLE plan_candidates;"
     "ALTER TABLE plan_candidates_v9 RENAME TO plan_candidates;"
     "CREATE INDEX IF NOT EXISTS plan_candidates_run ON plan_candidates(run_id);",
+    /* 9 -> 10: an iteration's model FLOPs count the real tokens only; the
+     * pad tokens' (in hw_flops) get their own column, and the summary views
+     * the padded_flops_fraction metric */
+    "ALTER TABLE iterations ADD COLUMN pad_flops REAL;"
+    /* and the summary views carry padded_flops_fraction */
+    "DROP VIEW IF EXISTS sweep_summary;"
+    "DROP VIEW IF EXISTS run_summary;"
+    "CREATE VIEW run_summary AS SELECT"
+    " r.id AS run_id, r.created_at, r.mmsim_version, r.scenario_source, r.model, r.topology,"
+    " r.workload, r.seed, r.gpus, r.oom,"
+    " l.tp AS llm_tp, l.pp AS llm_pp, l.vpp AS llm_vpp, l.cp AS llm_cp,"
+    " l.dp AS llm_dp, l.ep AS llm_ep, l.zero AS llm_zero, v.tp AS vision_tp,"
+    " v.pp AS vision_pp, v.vpp AS vision_vpp, v.cp AS vision_cp, v.dp AS vision_dp,"
+    " v.ep AS vision_ep, v.zero AS vision_zero, a.tp AS audio_tp, a.pp AS audio_pp,"
+    " a.vpp AS audio_vpp, a.cp AS audio_cp, a.dp AS audio_dp, a.ep AS audio_ep,"
+    " a.zero AS audio_zero"
+    " , m.iteration_time_s, m.tokens_per_s, m.samples_per_s, m.mfu, m.hfu, m.tflops_per_gpu,"
+    " m.hw_tflops_per_gpu, m.bubble_fraction, m.exposed_comm_s, m.peak_memory_gib,"
+    " m.iteration_time_p50_s, m.iteration_time_p99_s, m.padded_flops_fraction, r.events, r.wall_s, r.scenario_hash"
+    " FROM runs r"
+    " LEFT JOIN run_layouts l ON l.run_id = r.id AND l.module = 'llm'"
+    " LEFT JOIN run_layouts v ON v.run_id = r.id AND v.module = 'vision'"
+    " LEFT JOIN run_layouts a ON a.run_id = r.id AND a.module = 'audio'"
+    " LEFT JOIN (SELECT run_id,"
+    " max(CASE name WHEN 'iteration_time_s' THEN value END) AS iteration_time_s,"
+    " max(CASE name WHEN 'tokens_per_s' THEN value END) AS tokens_per_s,"
+    " max(CASE name WHEN 'samples_per_s' THEN value END) AS samples_per_s,"
+    " max(CASE name WHEN 'mfu' THEN value END) AS mfu,"
+    " max(CASE name WHEN 'hfu' THEN value END) AS hfu,"
+    " max(CASE name WHEN 'tflops_per_gpu' THEN value END) AS tflops_per_gpu,"
+    " max(CASE name WHEN 'hw_tflops_per_gpu' THEN value END) AS hw_tflops_per_gpu,"
+    " max(CASE name WHEN 'bubble_fraction' THEN value END) AS bubble_fraction,"
+    " max(CASE name WHEN 'exposed_comm_s' THEN value END) AS exposed_comm_s,"
+    " max(CASE name WHEN 'peak_memory_gib' THEN value END) AS peak_memory_gib,"
+    " max(CASE name WHEN 'iteration_time_p50_s' THEN value END) AS iteration_time_p50_s,"
+    " max(CASE name WHEN 'iteration_time_p99_s' THEN value END) AS iteration_time_p99_s,"
+    " max(CASE name WHEN 'padded_flops_fraction' THEN value END) AS padded_flops_fraction"
+    " FROM metrics GROUP BY run_id) m ON m.run_id = r.id;"
+    "CREATE VIEW sweep_summary AS SELECT"
+    " sr.sweep_id, s.name AS sweep_name, sr.point, sr.axis_values, sr.status, sr.error, rs.*"
+    " FROM sweep_runs sr JOIN sweeps s ON s.id = sr.sweep_id"
+    " LEFT JOIN run_summary rs ON rs.run_id = sr.run_id;",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -560,7 +602,7 @@ static int mm_store_insert_metrics(mm_store *st, int64_t id, const mm_metrics *m
     const double values[] = {
         m->iteration_time_s, m->tokens_per_s, m->samples_per_s, m->mfu, m->hfu,
         m->tflops_per_gpu, m->hw_tflops_per_gpu, m->bubble_fraction, m->exposed_comm_s,
-        m->peak_memory_gib, m->iteration_time_p50_s, m->iteration_time_p99_s};
+        m->peak_memory_gib, m->iteration_time_p50_s, m->iteration_time_p99_s, m->padded_flops_fraction};
     _Static_assert(sizeof values / sizeof values[0] ==
                        sizeof mm_store_metric_names / sizeof mm_store_metric_names[0] - 1,
                    "one value per metric name");
@@ -603,8 +645,8 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
     int rc = mm_store_prepare(st,
         "INSERT INTO iterations(run_id, iteration, time_s, bubble_fraction, exposed_comm_s,"
         " model_flops, hw_flops, tokens, samples, load_imbalance, stage_spread_s,"
-        " encoder_load_imbalance, padded_fraction, peak_memory_gib)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", &s, err);
+        " encoder_load_imbalance, padded_fraction, peak_memory_gib, pad_flops)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", &s, err);
     for (int i = 0; rc == 0 && i < m->n_iters; i++) {
         const mm_iter_metrics *it = &m->iters[i];
         int b = sqlite3_bind_int64(s, 1, id);
@@ -621,6 +663,7 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 12, it->encoder_load_imbalance);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 13, it->padded_fraction);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 14, it->peak_memory_gib);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 15, it->pad_flops);
         rc = mm_store_step_insert(st, s, b, "writing an iteration", err);
     }
     sqlite3_finalize(s);

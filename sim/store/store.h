@@ -61,6 +61,10 @@
  *        audio_zero, the summary metrics as columns) and sweep_summary (one
  *        row per sweep point: the point and its run's run_summary columns);
  *        docs/schema.md lists their columns
+ *   (version 10)
+ *   iterations.pad_flops REAL: the model FLOPs spent on pad tokens (in
+ *        hw_flops; model_flops counts the real tokens only); the metric
+ *        padded_flops_fraction, also a run_summary column
  *
  * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
  * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
@@ -101,7 +105,7 @@
 #include "exec/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 9
+#define MM_STORE_SCHEMA_VERSION 10
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;

@@ -520,8 +520,8 @@ static void pad_bins(const ctx *c, mm_batch_plan *p)
             b->padded_tokens = b->llm_tokens;
             b->padded_sum_sq = b->sum_sq_tokens;
         } else {
-            if (o->padding == MM_PAD_MAX_LENGTH && o->seq_len > 0 && (double)o->seq_len > len)
-                len = (double)o->seq_len;
+            if (o->padding == MM_PAD_MAX_LENGTH && o->pad_to > 0 && (double)o->pad_to > len)
+                len = (double)o->pad_to;
             b->padded_tokens = (int64_t)len * b->n;
             b->padded_sum_sq = len * len * b->n;
         }
@@ -634,6 +634,9 @@ static int check_opts(int n, const mm_batch_opts *o, mm_err *err)
         return mm_err_set(err, MM_EINPUT, "", 0, "train.global_batch", "no samples in the global batch");
     if (o->padding < MM_PAD_NONE || o->padding > MM_PAD_MAX_LENGTH)
         return mm_err_set(err, MM_EINPUT, "", 0, "train.padding", "unknown padding mode %d", (int)o->padding);
+    if (o->padding == MM_PAD_MAX_LENGTH && o->policy != MM_BP_PACKED && o->pad_to < 1)
+        return mm_err_set(err, MM_EINPUT, "", 0, "train.pad_to", "max_length padding needs a length >= 1, got %lld",
+                          (long long)o->pad_to);
     if (o->enc_ranks < 0 || o->enc_ranks > n)
         return mm_err_set(err, MM_EINPUT, "", 0, "train.global_batch",
                           "%d samples cannot feed %d encoder ranks", n, o->enc_ranks);

@@ -56,6 +56,8 @@ typedef struct mm_batch_opts {
     int dp;                  /* DP ranks (>= 1) */
     int micro_batches;       /* per DP rank; unused by packed */
     int64_t seq_len;         /* packed: target LLM tokens per packed sequence */
+    int64_t pad_to;          /* max_length: the length each sample is padded
+                                to (a longer one keeps its own) */
     mm_token_model tokens;
     mm_sample_cost_fn cost;  /* NULL: tokens (see the top of this file) */
     void *cost_ctx;

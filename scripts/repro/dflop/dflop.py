@@ -20,7 +20,10 @@ The systems, as mmsim runs them (the assumptions are written into each CSV):
   DFLOP         `mmsim plan --placement pipeline`, vpp 1 (common.plan_vpp1; the encoder on its own GPUs
                 as pipeline stages ahead of the LLM: DFLOP's disjoint split,
                 per-module TP/PP/DP), DFLOP's ILP batching (`balanced`),
-                framework fsdp.  mmsim's planner is not DFLOP's closed form
+                framework fsdp, padded to each micro-batch's longest sample
+                (DFLOP passes per-micro-batch shapes; the baselines' pipelines
+                pad to seq_len by their profiles' padding_pipelined).
+                mmsim's planner is not DFLOP's closed form
                 (it simulates its top candidates event by event, and also
                 searches recomputation, ZeRO and the micro-batch size)
 """
@@ -56,8 +59,19 @@ def pytorch3d(model):
         c.framework_sets("fsdp")
 
 
+# DFLOP's own pipeline hands each micro-batch's shapes to its stages
+# (BDAI-Research/DFLOP train.py @ 60e86d8; dflop/train.py @ 1ef6416: inp_meta
+# and out_meta from the batch at every step) and its LLM collator pads to the
+# micro-batch's longest sample (dflop/utils/data_sched_utils.py @ c641d61
+# DataCollator: pad_sequence; its attention then unpads,
+# dflop/torchtune_models.py flash_attn_varlen_func, which `longest` does not
+# model): not the fixed shape the fsdp profile's pipelined default
+# (torch.distributed.pipelining) pads to.
+DFLOP_PADDING = ["train.padding=longest"]
+
+
 def dflop_sets(model, batching="balanced"):
-    return ["model=" + model, "batching=" + batching] + c.framework_sets("fsdp")
+    return ["model=" + model, "batching=" + batching] + c.framework_sets("fsdp") + DFLOP_PADDING
 
 
 def baseline(sets):

@@ -55,8 +55,10 @@ def layouts(extra):
     for name, pl, pol in (("DistTrain-like", "disjoint", "sequential"), ("DFLOP-like", "pipeline", "balanced"),
                           ("MegaScale-Omni", "colocated", "post-balance"),
                           ("planner-best homogeneous (extra)", "homogeneous", "sequential")):
-        r = (c.plan_vpp1 if name == "DFLOP-like" else c.plan)(BASE, GPUS, pl, w + ["batching=" + pol])
-        out[name] = (r["sets"] + ["batching=" + pol]) if "sets" in r else None
+        # DFLOP passes per-micro-batch shapes down its pipeline (dflop.py DFLOP_PADDING)
+        own = ["train.padding=longest"] if name == "DFLOP-like" else []
+        r = (c.plan_vpp1 if name == "DFLOP-like" else c.plan)(BASE, GPUS, pl, w + ["batching=" + pol] + own)
+        out[name] = (r["sets"] + ["batching=" + pol] + own) if "sets" in r else None
         if out[name] is None:
             ERR[name] = r.get("error", "")
     return out
