@@ -335,7 +335,7 @@ START_TEST(hf_runs)
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "run --no-db --set model=%s%s --set iterations=1", HF, mm[i]);
         ck_assert_msg(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err) == 0, "%s: %s", mm[i], err);
-        ck_assert_msg(strstr(out, "vision:fwd") != NULL, "%s: no encoder work\n%s", mm[i], out);
+        ck_assert_msg(strstr(out, "vision:") != NULL, "%s: no encoder work\n%s", mm[i], out);
     }
     mmx_rmdir(dir);
 }
