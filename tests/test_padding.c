@@ -78,6 +78,22 @@ START_TEST(profile_defaults_by_pipelining)
         ck_assert_msg(sim.padding == cases[i].want, "case %zu: %s", i, mm_padding_names[sim.padding]);
         done(&sim, &sc);
     }
+    /* An encoder stage on its own GPUs in front of an unsplit LLM sends it
+     * image embeddings, not its token sequence: the LLM is not pipelined
+     * (Megatron's _language_is_pipeline_parallel looks at the language
+     * model's pipeline alone), so the flat default holds. */
+    const char *mm[] = {"cluster.topology=tests/data/mm/two-gpu.yaml", "cluster.nodes=1",
+                        "model=models/llava-1.5-7b.json",
+                        "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}",
+                        "parallel.placement=pipeline", "parallel.llm={tp: 1, pp: 1, dp: 1}",
+                        "parallel.vision={tp: 1, pp: 1, dp: 1}", "train.global_batch=2", "train.micro_batch=1",
+                        "train.framework=megatron-core"};
+    mm_sim sim;
+    mm_scenario sc = {0};
+    load(&sim, &sc, mm, 10);
+    ck_assert_int_eq(sim.n_enc, 1);
+    ck_assert_msg(sim.padding == MM_PAD_LONGEST, "encoder stage + LLM pp 1: %s", mm_padding_names[sim.padding]);
+    done(&sim, &sc);
 }
 END_TEST
 
