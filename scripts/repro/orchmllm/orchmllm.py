@@ -9,6 +9,17 @@ Megatron-LM-style baseline without it (`sequential`), the same layout.
            (iterations.load_imbalance, checked equal)
   scaling  throughput and MFU as GPUs grow, 64 / 128 / 256 (--full; the paper:
            up to 3.1x Megatron-LM, 41.6 % MFU on 2,560 H100s, scaled down here)
+OrchMLLM's own runs are not padded to a fixed length (train.padding=longest:
+at micro-batch 1 each sample runs at its own length): its orchestrator
+re-deals samples so that each phase's work, the LLM's included, is even over
+the DP ranks (arXiv 2503.23830, abstract; ../shared/reference/papers.md #3),
+which presumes a rank's LLM work follows its samples' lengths; under
+fixed-shape padding every rank's LLM work would be equal and there would be
+nothing to balance.  The Megatron-LM-style baseline keeps its framework
+profile's default, padded to seq_len whenever the LLM is pipelined
+(frameworks/megatron-core.yaml padding_pipelined).  `load` compares the
+balancing alone, both runs unpadded; `scaling` compares against the padded
+baseline.
 The layout is the Megatron rule (common.megatron_rule_layout) for the
 homogeneous placement (the encoders in the LLM's first pipeline stage, as
 Megatron-LM runs them); the planner-best homogeneous layout with
@@ -26,8 +37,12 @@ BASE = "scripts/repro/orchmllm/base.yaml"
 NOTES = ["OrchMLLM (arXiv 2503.23830) in mmsim: scripts/repro/orchmllm/orchmllm.py, scenario "
          "scripts/repro/orchmllm/base.yaml (assumptions and the scale-down in its comment), model "
          "tri-modal-70b.yaml (SigLIP + Whisper + Llama-3-70B, 71.7B, standing in for the paper's 84B), mix tri-mix.yaml",
-         "baseline: homogeneous placement, Megatron layout rule, batching sequential; OrchMLLM: the same layout, "
-         "batching post-balance"]
+         "baseline: homogeneous placement, Megatron layout rule, batching sequential, the megatron-core profile's "
+         "padding (to seq_len when the LLM is pipelined); OrchMLLM: the same layout, batching post-balance, "
+         "train.padding=longest (varlen samples); the load figure runs both policies unpadded"]
+
+
+ORCH = ["train.padding=longest"]  # OrchMLLM's runs: varlen samples (module docstring)
 
 
 def sets_for(gpus):
@@ -50,7 +65,7 @@ def load():
     rows, imb, ranks = [], {}, {}
     db = os.path.join(tempfile.mkdtemp(prefix="orchmllm-"), "load.db")
     for pol in ("sequential", "post-balance"):
-        r = c.run_db(BASE, sets_for(gpus) + ls + ["batching=" + pol, "iterations=%d" % iters], db)
+        r = c.run_db(BASE, sets_for(gpus) + ls + ORCH + ["batching=" + pol, "iterations=%d" % iters], db)
         if not c.ok(r):
             rows.append([pol, "", "", label, r.get("error", "oom"), "", "", ""])
             continue
@@ -90,7 +105,7 @@ set style fill solid 0.8 border -1
 set yrange [0:*]
 set grid ytics
 set key top right
-plot $data using 2:xtic(1) title 'Megatron-LM-style (no post-balancing), max/mean %.3f', \\
+plot $data using 2:xtic(1) title 'unpadded, no post-balancing, max/mean %.3f', \\
      '' using 3 title 'OrchMLLM post-balancing, max/mean %.3f'
 """ % (label, seq[0] if seq else float("nan"), post[0] if post else float("nan")), pts)
 
@@ -101,9 +116,10 @@ def scaling():
         label, ls = rule(gpus)
         res = {}
         for name, pol in (("Megatron-LM-style", "sequential"), ("OrchMLLM (post-balance)", "post-balance")):
-            r = c.run(BASE, sets_for(gpus) + ls + ["batching=" + pol]) if ls else {"error": "no layout fits"}
+            orch = ORCH if pol == "post-balance" else []
+            r = c.run(BASE, sets_for(gpus) + ls + orch + ["batching=" + pol]) if ls else {"error": "no layout fits"}
             res[name] = r
-        pb = c.plan(BASE, gpus, "homogeneous", sets_for(gpus) + ["batching=post-balance"])
+        pb = c.plan(BASE, gpus, "homogeneous", sets_for(gpus) + ORCH + ["batching=post-balance"])
         res["planner-best homogeneous + post-balance (extra)"] = pb
         base = res["Megatron-LM-style"]
         for name, r in res.items():
