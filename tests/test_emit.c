@@ -295,6 +295,21 @@ START_TEST(megatron_refusals)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(err.msg, want[i]), "missing '%s' in %s", want[i], err.msg);
     unload(&a);
+    /* ZB-V: neither Megatron-LM nor torchtitan runs it; refused by name */
+    const char *zbv[] = {"model=models/llama-3-8b.json", "workload=text", "parallel.llm={tp: 1, pp: 4, dp: 4, vpp: 2}",
+                         "train.schedule=zb-v", "train.framework=megatron-core"};
+    const char *zbv_tt[] = {"model=models/llama-3-8b.json", "workload=text", "parallel.llm={tp: 1, pp: 4, dp: 4, vpp: 2}",
+                            "train.schedule=zb-v", "train.framework=fsdp", "train.zero=3", "train.recompute=none"};
+    for (int f = MM_EMIT_MEGATRON; f <= MM_EMIT_TORCHTITAN; f++) {
+        if (f == MM_EMIT_MEGATRON)
+            load_sets(&a, zbv, sizeof zbv / sizeof zbv[0]);
+        else
+            load_sets(&a, zbv_tt, sizeof zbv_tt / sizeof zbv_tt[0]);
+        ck_assert_int_eq(mm_emit_text((mm_emit_format)f, &a.sim, NULL, &text, NULL, &err), -MM_EINPUT);
+        ck_assert_ptr_null(text);
+        ck_assert_msg(strstr(err.msg, "train.schedule") && strstr(err.msg, "'zb-v' at vpp 2"), "%s", err.msg);
+        unload(&a);
+    }
 }
 END_TEST
 

@@ -484,11 +484,11 @@ END_TEST
 START_TEST(placement_by_schedule_matrix)
 {
     static const char *const place[] = {"pipeline", "colocated", "disjoint", "homogeneous"};
-    static const char *const sched[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p"};
+    static const char *const sched[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p", "zb-v"};
     for (int p = 0; p < 4; p++)
-        for (int s = 0; s < 5; s++)
+        for (int s = 0; s < 6; s++)
             for (int w = 0; w < 2; w++) {
-                bool own = p == 0 || p == 2, il = s == 2;
+                bool own = p == 0 || p == 2, il = s == 2 || s == 5;
                 char pl[64], sc[64], llm[96], vis[96];
                 snprintf(pl, sizeof pl, "parallel.placement=%s", place[p]);
                 snprintf(sc, sizeof sc, "train.schedule=%s", sched[s]);
@@ -585,6 +585,26 @@ START_TEST(frozen_bad_input)
         ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad[i], 1, &err), 0);
         ck_assert_int_eq(mm_sim_prepare(&sim, &sc, &err), -MM_EINPUT);
         ck_assert_str_eq(err.key, "train.frozen");
+        done(&sim, &sc);
+    }
+}
+END_TEST
+
+/* ZB-V places two chunks per rank: vpp 1 or 4 under zb-v, and vpp 2
+ * under a schedule of one chunk per rank, are refused by key. */
+START_TEST(zb_v_bad_input)
+{
+    const char *bad[][2] = {{"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 1, dp: 4}"},
+                            {"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 4, dp: 4}"},
+                            {"train.schedule=zb-2p", "parallel.llm={tp: 2, pp: 2, vpp: 2, dp: 4}"}};
+    for (int i = 0; i < 3; i++) {
+        mm_scenario sc = {0};
+        mm_sim sim;
+        mm_err err;
+        ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad[i], 2, &err), 0);
+        ck_assert_int_eq(mm_sim_prepare(&sim, &sc, &err), -MM_EINPUT);
+        ck_assert_str_eq(err.key, "parallel.llm.vpp");
+        ck_assert_msg(strstr(err.msg, "zb-v") != NULL, "%s", err.msg);
         done(&sim, &sc);
     }
 }
@@ -701,6 +721,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 600);
     tcase_add_test(t, colocated_ranks_encode_their_own_samples);
     tcase_add_test(t, frozen_llm_states);
+    tcase_add_test(t, zb_v_bad_input);
     tcase_add_test(t, llava_stage1_and_stage2);
     tcase_add_test(t, padded_tokens);
     tcase_add_test(t, padding_in_a_run);

@@ -239,23 +239,29 @@ static double pipeline_bound(const char *schedule, double *formula, double *run)
 {
     char sched[64];
     snprintf(sched, sizeof sched, "train.schedule=%s", schedule);
+    bool v = strcmp(schedule, "zb-v") == 0; /* two chunks per rank, in a V */
     const char *sets[] = {"model=models/gpt3-1.3b.json", "train.global_batch=16", "train.seq_len=2048",
-                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1", sched};
+                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1", sched,
+                          "parallel.llm.vpp=2"};
     mm_scenario sc;
     mm_err err;
     mm_err_clear(&err);
-    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 9, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, v ? 10 : 9, &err) == 0, "%s", err.msg);
     mm_sim *sim = calloc(1, sizeof *sim);
     ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s", err.msg);
     mm_sim_costs c;
     ck_assert_msg(mm_sim_stage_times(sim, &c, &err) == 0, "%s", err.msg);
     int P = 4, m = sim->micro_batches;
-    bool tail = strcmp(schedule, "zb-h1") != 0 && strcmp(schedule, "zb-2p") != 0;
+    bool tail = strcmp(schedule, "zb-h1") != 0 && strcmp(schedule, "zb-2p") != 0 && !v;
     double f = 0, b = 0, best = 0, opt0 = c.stages[0].opt_s;
     for (int s = 0; s < P; s++) {
         const mm_stage_cost *x = &c.stages[s];
-        double busy = m * (x->fwd_s + x->bwd_s);
-        best = fmax(best, f + busy + x->opt_s);
+        double busy = m * (x->fwd_s + x->bwd_s), opt = x->opt_s;
+        if (v) { /* rank s also holds chunk 2P-1-s */
+            const mm_stage_cost *y = &c.stages[2 * P - 1 - s];
+            busy += m * (y->fwd_s + y->bwd_s), opt += y->opt_s;
+        }
+        best = fmax(best, f + busy + opt);
         if (tail)
             best = fmax(best, f + busy + b + opt0);
         f += x->fwd_s;
@@ -376,7 +382,7 @@ START_TEST(bound_counts_pipeline_fill)
 {
     double f1, fz, f2, r1, rz, r2;
     double b1 = pipeline_bound("1f1b", &f1, &r1), bz = pipeline_bound("zb-h1", &fz, &rz);
-    double b2 = pipeline_bound("zb-2p", &f2, &r2);
+    double b2 = pipeline_bound("zb-2p", &f2, &r2), fv, rv, bv = pipeline_bound("zb-v", &fv, &rv);
     ck_assert_msg(fabs(b1 - f1) <= 1e-12 * f1, "1f1b bound %.9g s, formula %.9g s", b1, f1);
     ck_assert_msg(fabs(bz - fz) <= 1e-12 * fz, "zb-h1 bound %.9g s, formula %.9g s", bz, fz);
     ck_assert_msg(fabs(b2 - f2) <= 1e-12 * f2, "zb-2p bound %.9g s, formula %.9g s", b2, f2);
@@ -384,6 +390,9 @@ START_TEST(bound_counts_pipeline_fill)
     ck_assert_msg(b1 <= r1 && bz <= rz && b2 <= r2, "bounds %.6g %.6g %.6g, runs %.6g %.6g %.6g", b1, bz, b2, r1, rz,
                   r2);
     ck_assert(r2 < r1); /* ZB-2p fills 1F1B's bubble */
+    ck_assert_msg(fabs(bv - fv) <= 1e-12 * fv, "zb-v bound %.9g s, formula %.9g s", bv, fv);
+    ck_assert_msg(bv <= rv, "zb-v bound %.6g, run %.6g", bv, rv);
+    ck_assert(rv < r1); /* ZB-V, at 1F1B's memory, fills its bubble too */
 }
 END_TEST
 

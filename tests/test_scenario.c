@@ -68,7 +68,8 @@ START_TEST(scenario_name_tables)
     ck_assert_str_eq(mm_recompute_names[MM_RECOMPUTE_SELECTIVE], "selective");
     ck_assert_str_eq(mm_schedule_names[MM_SCHED_ZB_H1], "zb-h1");
     ck_assert_str_eq(mm_schedule_names[MM_SCHED_ZB_2P], "zb-2p");
-    ck_assert_ptr_null(mm_schedule_names[MM_SCHED_ZB_2P + 1]);
+    ck_assert_str_eq(mm_schedule_names[MM_SCHED_ZB_V], "zb-v");
+    ck_assert_ptr_null(mm_schedule_names[MM_SCHED_ZB_V + 1]);
     ck_assert_str_eq(mm_placement_names[MM_PLACE_HOMOGENEOUS], "homogeneous");
     ck_assert_str_eq(mm_batching_names[MM_BATCH_POST_BALANCE], "post-balance");
     ck_assert_ptr_null(mm_batching_names[MM_BATCH_POST_BALANCE + 1]);

@@ -303,6 +303,81 @@ START_TEST(zb_2p_equal_times)
 }
 END_TEST
 
+/* ZB-V (Qi et al., arXiv 2405.15362): rank s holds chunks s and 2p-1-s;
+ * the V placement table for p = 4, and the mapping's inverse for others. */
+START_TEST(zb_v_placement)
+{
+    static const int rank4[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+    for (int vs = 0; vs < 8; vs++) {
+        ck_assert_int_eq(mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, 4, vs), rank4[vs]);
+        ck_assert_int_eq(mm_schedule_vstage(MM_SCHEDULE_ZB_V, 4, rank4[vs], vs / 4), vs);
+        /* the interleaved loop: chunk vs of rank vs mod p */
+        ck_assert_int_eq(mm_schedule_vstage_rank(MM_SCHEDULE_INTERLEAVED, 4, vs), vs % 4);
+    }
+    for (int p = 1; p <= 16; p++)
+        for (int s = 0; s < p; s++)
+            for (int c = 0; c < 2; c++)
+                ck_assert_int_eq(mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, p, mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, s, c)),
+                                 s);
+}
+END_TEST
+
+/* ZB-V on equal F, B and W times t per stage (each of a rank's two chunks
+ * takes t/2 a pass), no transfer time: every pass runs once, in dependency
+ * order; each rank holds at most 1F1B's min(m, p) micro-batches of
+ * whole-stage activations (4 min(m, p) halves of a chunk, half freed at B,
+ * half at W); the longest rank's span is its own work 3mt plus never more
+ * than 1F1B's bubble (p-1)(F+B) = 2(p-1)t, and from m = 2p plus at most
+ * one chunk pass, t/2 (the paper's near-zero bubble at F = B = W). */
+START_TEST(zb_v_equal_times)
+{
+    mm_sched_step st[6 * 64];
+    const int ps[] = {2, 3, 4, 5, 8};
+    for (int a = 0; a < 5; a++)
+        for (int k = 0; k < 7; k++) {
+            int p = ps[a], ms[] = {1, p - 1, p, 2 * p, 2 * p + 1, 3 * p, 8 * p}, m = ms[k];
+            if (m < 1 || m > 64)
+                continue;
+            double t = 1e-3;
+            run_result r = uniform(MM_SCHEDULE_ZB_V, p, m, 2, t, t, t, 0);
+            ck_assert(r.all_once && r.eager);
+            printf("zb-v p=%d m=%d: span %.4f s, work %.4f s (%.0f chunk passes over)\n", p, m, r.span_s, 3 * m * t,
+                   (r.span_s - 3 * m * t) / (t / 2));
+            /* never more idle than 1F1B's (p-1)(F+B); from m = 2p within
+             * one chunk pass (t/2) of no bubble at all */
+            ck_assert_msg(r.span_s <= 3 * m * t + 2 * (p - 1) * t + 1e-9, "p=%d m=%d span %.6f", p, m, r.span_s);
+            ck_assert_msg(m < 2 * p || r.span_s <= 3 * m * t + t / 2 + 1e-9, "p=%d m=%d span %.6f work %.6f", p, m,
+                          r.span_s, 3 * m * t);
+            for (int s = 0; s < p; s++) {
+                int n = mm_schedule_steps(MM_SCHEDULE_ZB_V, p, s, m, 2, st), held = 0, peak = 0;
+                int seen[3][2][64] = {{{0}}};
+                ck_assert_int_eq(n, 6 * m);
+                for (int i = 0; i < n; i++) {
+                    int j = st[i].mb, c = st[i].chunk;
+                    ck_assert(c == 0 || c == 1);
+                    if (st[i].pass == MM_PASS_F)
+                        held += 2;
+                    else
+                        ck_assert(seen[st[i].pass - 1][c][j]), held--;
+                    seen[st[i].pass][c][j]++;
+                    peak = held > peak ? held : peak;
+                }
+                for (int j = 0; j < m; j++)
+                    for (int c = 0; c < 2; c++)
+                        ck_assert(seen[0][c][j] == 1 && seen[1][c][j] == 1 && seen[2][c][j] == 1);
+                ck_assert_int_le(peak, mm_schedule_zbv_cap_halves(p, m));
+                /* as 1F1B's first stage: min(m, p) stage-equivalents */
+                ck_assert(mm_mem_in_flight(MM_MEM_ZB_V, s, p, 2, m) * 4 == mm_schedule_zbv_cap_halves(p, m));
+                ck_assert(mm_mem_in_flight(MM_MEM_ZB_V, s, p, 2, m) == mm_mem_in_flight(MM_MEM_1F1B, 0, p, 1, m));
+            }
+        }
+    /* bad arguments: ZB-V runs exactly two chunks per rank */
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 1, st), -1);
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 3, st), -1);
+    ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 4, 8, 2, st), -1);
+}
+END_TEST
+
 static void bad_csv(const char *text, int line, const char *key)
 {
     char path[] = "/tmp/mmsim-pt-XXXXXX";
@@ -368,6 +443,8 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, zero_bubble_paper_rates);
     tcase_add_test(tc, zero_bubble_2p_paper_rates);
     tcase_add_test(tc, zb_2p_equal_times);
+    tcase_add_test(tc, zb_v_placement);
+    tcase_add_test(tc, zb_v_equal_times);
     tcase_add_test(tc, pass_times_bad_input);
     tcase_add_test(tc, critical_path_partitions);
     suite_add_tcase(s, tc);

@@ -348,7 +348,8 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     static const mm_schedule sched[] = {[MM_SCHED_GPIPE] = MM_SCHEDULE_GPIPE, [MM_SCHED_1F1B] = MM_SCHEDULE_1F1B,
                                         [MM_SCHED_INTERLEAVED] = MM_SCHEDULE_INTERLEAVED,
                                         [MM_SCHED_ZB_H1] = MM_SCHEDULE_ZB_H1,
-                                        [MM_SCHED_ZB_2P] = MM_SCHEDULE_ZB_2P};
+                                        [MM_SCHED_ZB_2P] = MM_SCHEDULE_ZB_2P,
+                                        [MM_SCHED_ZB_V] = MM_SCHEDULE_ZB_V};
     spec->schedule = sched[sc->train.schedule];
     spec->lay = L->lay;
     spec->m = sim->micro_batches;

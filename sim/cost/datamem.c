@@ -85,12 +85,12 @@ static double stage_peak(const dm *x, int s, int d, const mm_sched_step *steps, 
     double cur = 0, peak = 0;
     *at = -1;
     for (int k = 0; k < n; k++) {
-        /* ZB-2p frees half at B and half at W, as its memory limit counts
-         * (schedule.h); the others all at B */
-        bool zb2p = spec->schedule == MM_SCHEDULE_ZB_2P;
+        /* ZB-2p and ZB-V free half at B and half at W, as their memory
+         * limits count (schedule.h); the others all at B */
+        bool zb2p = spec->schedule == MM_SCHEDULE_ZB_2P || spec->schedule == MM_SCHEDULE_ZB_V;
         if (steps[k].pass == MM_PASS_W && !zb2p)
             continue;
-        int vs = steps[k].chunk * spec->lay.pp + s;
+        int vs = mm_schedule_vstage(spec->schedule, spec->lay.pp, s, steps[k].chunk);
         size_t idx = (size_t)d * x->w->m + steps[k].mb;
         double a = mb_act(x, vs, idx);
         cur += steps[k].pass == MM_PASS_F ? a : zb2p ? -a / 2 : -a;

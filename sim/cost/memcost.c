@@ -44,7 +44,7 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
     static const mm_mem_schedule sched[] = {
         [MM_SCHED_GPIPE] = MM_MEM_GPIPE, [MM_SCHED_1F1B] = MM_MEM_1F1B,
         [MM_SCHED_INTERLEAVED] = MM_MEM_INTERLEAVED, [MM_SCHED_ZB_H1] = MM_MEM_ZB_H1,
-        [MM_SCHED_ZB_2P] = MM_MEM_ZB_2P};
+        [MM_SCHED_ZB_2P] = MM_MEM_ZB_2P, [MM_SCHED_ZB_V] = MM_MEM_ZB_V};
     *c = (mm_mem_config){
         .lay = L->lay,
         .sp = (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1,

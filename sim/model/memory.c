@@ -194,6 +194,7 @@ double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro
     case MM_MEM_INTERLEAVED:
         return vpp > 1 ? interleaved_in_flight(stage, pp, vpp, micro_batches) : fmin(m, p - k);
     case MM_MEM_ZB_2P: return fmin(m, 2 * p);
+    case MM_MEM_ZB_V: return fmin(m, p);
     case MM_MEM_1F1B:
     case MM_MEM_ZB_H1:
     default: return fmin(m, p - k);

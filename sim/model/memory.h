@@ -42,13 +42,17 @@ typedef enum mm_mem_schedule {
     MM_MEM_INTERLEAVED, /* (p - k) + (p - 1 - k)/v stage-equivalents: stage 0 holds
                            Korthikanti's p*(1 + (p-1)/(p*v)) */
     MM_MEM_ZB_H1,       /* as 1F1B: ZB-H1 keeps 1F1B's peak (Qi et al. ICLR 2024) */
-    MM_MEM_ZB_2P        /* min(2p, m) on every stage: ZB-2p's memory limit, a
+    MM_MEM_ZB_2P,       /* min(2p, m) on every stage: ZB-2p's memory limit, a
                            micro-batch's activations counted whole from its
                            F, half freed at its B and half at its W (the
                            same paper, section 3.1; the schedule's own limit,
                            parallel/schedule.h mm_schedule_zb2p_cap: the
                            model layer cannot call it, tests/test_sched.c
                            asserts they agree) */
+    MM_MEM_ZB_V         /* min(p, m) stage-equivalents on every stage: 1F1B's
+                           peak, ZB-V's limit (Qi et al., arXiv 2405.15362;
+                           parallel/schedule.h mm_schedule_zbv_cap_halves,
+                           counted as ZB-2p's: half freed at B, half at W) */
 } mm_mem_schedule;
 
 /* What a framework's eager code keeps for the backward beyond the fused

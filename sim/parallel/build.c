@@ -108,7 +108,7 @@ static int cache_init(coll_cache *cc, size_t n)
 
 static const char *const sched_names[] = {[MM_SCHEDULE_GPIPE] = "gpipe", [MM_SCHEDULE_1F1B] = "1f1b",
                                           [MM_SCHEDULE_INTERLEAVED] = "interleaved", [MM_SCHEDULE_ZB_H1] = "zb-h1",
-                                          [MM_SCHEDULE_ZB_2P] = "zb-2p"};
+                                          [MM_SCHEDULE_ZB_2P] = "zb-2p", [MM_SCHEDULE_ZB_V] = "zb-v"};
 
 static int check_enc(builder *b, int i)
 {
@@ -146,8 +146,9 @@ static int check_spec(builder *b)
                            sp->lay.dp, sp->lay.tp);
     if (sp->zero < 0 || sp->zero > 3)
         return mm_bld_fail(b, "zero %d must be 0-3", sp->zero);
-    if (sp->lay.vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
-        return mm_bld_fail(b, "vpp %d needs the interleaved schedule", sp->lay.vpp);
+    if (sp->schedule == MM_SCHEDULE_ZB_V ? sp->lay.vpp != 2
+                                         : sp->lay.vpp > 1 && sp->schedule != MM_SCHEDULE_INTERLEAVED)
+        return mm_bld_fail(b, "vpp %d needs the interleaved schedule (or zb-v at vpp 2)", sp->lay.vpp);
     bool own = false, ranks = false;
     for (int i = 0; i < sp->n_enc; i++)
         own |= own_gpus(&sp->enc[i]), ranks |= sp->enc[i].ranks != NULL;
@@ -270,7 +271,7 @@ static int emit_param_gathers(builder *b, work *w)
                     rc = -1;
             }
             for (int v = 0; v < sp->lay.vpp && rc == 0; v++)
-                for (int k = 0; k < sp->stages[v * sp->lay.pp + s].chunks; k++)
+                for (int k = 0; k < sp->stages[mm_schedule_vstage(sp->schedule, sp->lay.pp, s, v)].chunks; k++)
                     w->param_gather[((size_t)rank * sp->lay.vpp + v) * b->max_chunks + k] =
                         ops[w->bucket_of[v * b->max_chunks + k]];
             free(ops);
@@ -325,12 +326,12 @@ static int map_rank_gpus(builder *b)
 static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int slot)
 {
     const mm_build_spec *sp = b->sp;
-    int nl = sp->stages[c * sp->lay.pp + s].chunks;
+    int nl = sp->stages[mm_schedule_vstage(sp->schedule, sp->lay.pp, s, c)].chunks;
     for (int k = nl - 1; k >= 0; k--) {
         int q = w->bucket_of[c * b->max_chunks + k];
         /* a bucket is complete at its lowest layer (backward runs downwards) */
         bool closes = k == 0 ? (c == 0 || w->bucket_of[(c - 1) * b->max_chunks +
-                                                       sp->stages[(c - 1) * sp->lay.pp + s].chunks - 1] != q)
+                                                       sp->stages[mm_schedule_vstage(sp->schedule, sp->lay.pp, s, c - 1)].chunks - 1] != q)
                              : w->bucket_of[c * b->max_chunks + k - 1] != q;
         if (!closes)
             continue;
@@ -362,7 +363,7 @@ static int emit_stage(builder *b, work *w, int s)
     for (int d = 0; d < b->D && rc == 0; d++) {
         int rank = d + sp->lay.dp * s;
         for (int i = 0; i < n && rc == 0; i++) {
-            int vs = w->steps[i].chunk * sp->lay.pp + s, pass = w->steps[i].pass, mb = w->steps[i].mb;
+            int vs = mm_schedule_vstage(sp->schedule, sp->lay.pp, s, w->steps[i].chunk), pass = w->steps[i].pass, mb = w->steps[i].mb;
             pass_ends tmp, *pe = pass == MM_PASS_F   ? &b->fe[pass_index(b, vs, d, mb)]
                                  : pass == MM_PASS_B ? &b->be[pass_index(b, vs, d, mb)]
                                                      : &tmp;

@@ -53,7 +53,10 @@ int mm_bld_fail(builder *b, const char *fmt, ...) __attribute__((format(printf, 
 /* mm_bld_fail naming op (its kind, stage, micro-batch, layer and rank). */
 int mm_bld_fail_op(builder *b, const mm_op *op, const char *what);
 
-static inline int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->lay.dp * (vs % sp->lay.pp); }
+/* The rank of virtual stage vs in replica d: its pipeline stage by the
+ * schedule's placement (parallel/schedule.h: a loop, or ZB-V's V). */
+static inline int stage_of(const mm_build_spec *sp, int vs) { return mm_schedule_vstage_rank(sp->schedule, sp->lay.pp, vs); }
+static inline int rank_of(const mm_build_spec *sp, int d, int vs) { return d + sp->lay.dp * stage_of(sp, vs); }
 
 static inline size_t pass_index(const builder *b, int vs, int d, int mb)
 {

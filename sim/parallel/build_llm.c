@@ -20,7 +20,7 @@ static int64_t zero3_gather(builder *b, int d, int vs, int mb, int pass, int lay
     const mm_stage_cost *c = &sp->stages[vs];
     double bytes = (c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
     size_t key = (((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer;
-    int n = dp_group(b, vs % sp->lay.pp);
+    int n = dp_group(b, stage_of(sp, vs));
     int count = sp->z3_gathers > 1 ? sp->z3_gathers : 1;
     /* DeepSpeed under full recompute: the recomputed forward fetches
      * the layer, and the backward fetches again what it released (its
@@ -42,7 +42,7 @@ static int64_t zero3_scatter(builder *b, int d, int vs, int mb, int pass, int la
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     size_t key = ((((size_t)vs * sp->m + mb) * 3 + pass) * b->max_chunks + layer) * 2 + 1;
-    int n = dp_group(b, vs % sp->lay.pp);
+    int n = dp_group(b, stage_of(sp, vs));
     int count = sp->z3_scatters > 1 ? sp->z3_scatters : 1; /* equal pieces, each with its latency */
     int64_t cl = shared_coll(b, &b->z3, key, MM_COLL_REDUCESCATTER, sp->lay.dp, count,
                              c->grad_bytes / c->chunks / count, n);
@@ -74,7 +74,7 @@ static int emit_cp_ring(builder *b, int d, int vs, int mb, int pass, int layer, 
                         int64_t *tail)
 {
     const mm_build_spec *sp = b->sp;
-    int s = vs % sp->lay.pp, rank = rank_of(sp, d, vs);
+    int s = stage_of(sp, vs), rank = rank_of(sp, d, vs);
     int64_t before = *tail, comm = -1;
     for (int i = 0; i < b->cp; i++) {
         int64_t waited = comm;
@@ -106,7 +106,7 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
 {
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
-    int s = vs % sp->lay.pp, rank = rank_of(sp, d, vs);
+    int s = stage_of(sp, vs), rank = rank_of(sp, d, vs);
     if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
         int n = tp_group(b, d, s);
         int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
@@ -365,12 +365,16 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
 int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t after, uint32_t before)
 {
     const mm_build_spec *sp = b->sp;
+    /* ZB-V's turn (chunk p-1 to chunk p) stays on rank p-1: no send, the
+     * pass waits for the other chunk's alone */
+    if (sp->schedule == MM_SCHEDULE_ZB_V && stage_of(sp, from_vs) == stage_of(sp, to_vs))
+        return mm_graph_dep(b->g, after, before) ? -1 : 0;
     mm_op op = {.rank = rank_of(sp, d, from_vs), .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
                 .layer = -1, .stage = from_vs, .mb = mb, .coll = -1, .peer = rank_of(sp, d, to_vs)};
     if (sp->p2p_s > 0) {
         op.dur_s = sp->p2p_s;
     } else {
-        int pair[2] = {gpu(b, 0, 0, d, from_vs % sp->lay.pp), gpu(b, 0, 0, d, to_vs % sp->lay.pp)};
+        int pair[2] = {gpu(b, 0, 0, d, stage_of(sp, from_vs)), gpu(b, 0, 0, d, stage_of(sp, to_vs))};
         int up = from_vs < to_vs ? from_vs : to_vs; /* the boundary's upper stage */
         double bytes = sp->mb_costs ? sp->mb_costs[pass_index(b, up, d, mb)].p2p_bytes : sp->p2p_bytes;
         int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, bytes / (sp->lay.tp * b->cp), pair, 2);
@@ -408,7 +412,7 @@ int mm_bld_buckets(const builder *b, int s, int *bucket_of)
     double fill = 0;
     bool split = sp->bucket_bytes > 0 && (sp->overlap_grad_reduce || sp->overlap_param_gather);
     for (int v = sp->lay.vpp - 1; v >= 0; v--) {
-        const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
+        const mm_stage_cost *c = &sp->stages[mm_schedule_vstage(sp->schedule, sp->lay.pp, s, v)];
         for (int k = c->chunks - 1; k >= 0; k--) {
             bucket_of[v * b->max_chunks + k] = nb;
             fill += c->grad_bytes / c->chunks;
@@ -426,7 +430,7 @@ double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int
     const mm_build_spec *sp = b->sp;
     double sum = 0;
     for (int v = 0; v < sp->lay.vpp; v++) {
-        const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
+        const mm_stage_cost *c = &sp->stages[mm_schedule_vstage(sp->schedule, sp->lay.pp, s, v)];
         double per = (params && c->param_bytes > 0 ? c->param_bytes : c->grad_bytes) / c->chunks;
         for (int k = 0; k < c->chunks; k++)
             if (bucket_of[v * b->max_chunks + k] == bucket)
@@ -449,7 +453,7 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
     const mm_build_spec *sp = b->sp;
     double grad = 0, opt = 0, params = 0, enc_grad = 0, enc_params = 0, opt_host = 0, opt_launches = 0;
     for (int v = 0; v < sp->lay.vpp; v++) {
-        const mm_stage_cost *c = &sp->stages[v * sp->lay.pp + s];
+        const mm_stage_cost *c = &sp->stages[mm_schedule_vstage(sp->schedule, sp->lay.pp, s, v)];
         grad += c->grad_bytes;
         opt_host += c->opt_host_s;
         opt_launches += c->opt_launches;

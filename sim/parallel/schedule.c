@@ -1,14 +1,20 @@
-/* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B, ZB-H1 and
- * ZB-2p.
+/* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B, ZB-H1,
+ * ZB-2p and ZB-V.
  * Not for: dependencies or timing of the iteration (build*.c emits the ops
  * in this order; ZB-2p's list schedule only predicts times to choose it). */
 #include "parallel/schedule.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 int mm_schedule_len(mm_schedule kind, int m, int v)
 {
-    return mm_schedule_splits_w(kind) ? 3 * m : 2 * m * v;
+    return mm_schedule_splits_w(kind) ? 3 * m * v : 2 * m * v;
+}
+
+int mm_schedule_zbv_cap_halves(int p, int m)
+{
+    return 4 * (p < m ? p : m);
 }
 
 int mm_schedule_zb2p_cap(int p, int m)
@@ -236,6 +242,97 @@ static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *ou
     return k == 3 * m ? k : -1;
 }
 
+/* One run of ZB-V's list schedule (schedule.h) on unit passes, rank s's
+ * steps into out (NULL: none).  Per virtual stage and pass the
+ * micro-batches run in order; nf, nb, nw: the next one, fe and be: the end
+ * time of each F and B (-1 not yet).  A chunk-0 forward keeps room for
+ * `reserve` chunk-1 forwards: 0, 1, or (2) every one the rank owes, which
+ * cannot stall.  Returns the span (the longest rank's first pass start to
+ * last pass end, in passes), or -1 when the list stalled or out of memory. */
+static int zb_v_run(int p, int s, int m, int reserve, mm_sched_step *out)
+{
+    int V = 2 * p, cap = mm_schedule_zbv_cap_halves(p, m);
+    int *nf = calloc((size_t)V * 3, sizeof *nf), *nb = nf ? nf + V : NULL, *nw = nf ? nf + 2 * V : NULL;
+    int *fe = malloc((size_t)V * m * 2 * sizeof *fe), *be = fe ? fe + (size_t)V * m : NULL;
+    int *rk = calloc((size_t)p * 4, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, first, last */
+    if (!nf || !fe || !rk) {
+        free(nf), free(fe), free(rk);
+        return -1;
+    }
+    for (size_t i = 0; i < (size_t)V * m * 2; i++)
+        fe[i] = -1;
+    for (int r = 0; r < p; r++)
+        rk[4 * r + 2] = -1;
+    int k = 0, left = 3 * V * m, limit = 6 * m + 4 * V + 8;
+    for (int t = 0; left > 0 && t < limit; t++)
+        for (int r = 0; r < p; r++) {
+            int *held = &rk[4 * r], *owed = &rk[4 * r + 1];
+            int vs0 = mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, r, 0);
+            int vs1 = mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, r, 1);
+            int pick = -1, pass = -1;
+            /* a ready B: the oldest micro-batch, the later chunk first */
+            for (int c = 1; c >= 0; c--) {
+                int vs = c ? vs1 : vs0, j = nb[vs];
+                bool ready = j < m && fe[vs * m + j] >= 0 && fe[vs * m + j] <= t &&
+                             (vs == V - 1 || (be[(vs + 1) * m + j] >= 0 && be[(vs + 1) * m + j] <= t));
+                if (ready && (pick < 0 || j < nb[pick]))
+                    pick = vs, pass = MM_PASS_B;
+            }
+            /* else a forward within the limit, the later chunk first */
+            for (int c = 1; pick < 0 && c >= 0; c--) {
+                int vs = c ? vs1 : vs0, j = nf[vs];
+                bool ready = j < m && (vs == 0 || (fe[(vs - 1) * m + j] >= 0 && fe[(vs - 1) * m + j] <= t));
+                int need = c ? 2 : 2 + 2 * (reserve == 2 ? *owed + 1 : reserve);
+                if (ready && *held + need <= cap)
+                    pick = vs, pass = MM_PASS_F;
+            }
+            /* else the oldest deferred W */
+            for (int c = 0; pick < 0 && c < 2; c++) {
+                int vs = c ? vs1 : vs0, o = c ? vs0 : vs1, j = nw[vs];
+                bool ready = j < m && be[vs * m + j] >= 0 && be[vs * m + j] <= t;
+                bool other = nw[o] < m && be[o * m + nw[o]] >= 0 && be[o * m + nw[o]] <= t && nw[o] < j;
+                if (ready && !other)
+                    pick = vs, pass = MM_PASS_W;
+            }
+            if (pick < 0)
+                continue;
+            int c = pick == vs0 ? 0 : 1;
+            int j = pass == MM_PASS_F ? nf[pick]++ : pass == MM_PASS_B ? nb[pick]++ : nw[pick]++;
+            if (pass == MM_PASS_F) {
+                fe[pick * m + j] = t + 1, *held += 2;
+                *owed += c ? -1 : 1;
+            } else {
+                *held -= 1;
+                if (pass == MM_PASS_B)
+                    be[pick * m + j] = t + 1;
+            }
+            if (rk[4 * r + 2] < 0)
+                rk[4 * r + 2] = t;
+            rk[4 * r + 3] = t + 1;
+            if (r == s && out)
+                out[k++] = (mm_sched_step){pass, j, c};
+            left--;
+        }
+    int span = 0;
+    for (int r = 0; r < p; r++)
+        span = rk[4 * r + 3] - rk[4 * r + 2] > span ? rk[4 * r + 3] - rk[4 * r + 2] : span;
+    free(nf), free(fe), free(rk);
+    return left == 0 ? span : -1;
+}
+
+/* ZB-V's order for rank s: of the three reservations, the one of least
+ * span (ties: the larger reservation), the same for every rank. */
+static int zb_v(int p, int s, int m, mm_sched_step *out)
+{
+    int best = -1, at = 2;
+    for (int reserve = 2; reserve >= 0; reserve--) {
+        int x = zb_v_run(p, s, m, reserve, NULL);
+        if (x >= 0 && (best < 0 || x < best))
+            best = x, at = reserve;
+    }
+    return best >= 0 && zb_v_run(p, s, m, at, out) >= 0 ? 6 * m : -1;
+}
+
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out)
 {
     return mm_schedule_steps_timed(kind, p, s, m, v, NULL, out);
@@ -267,6 +364,8 @@ int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const 
         return v == 1 ? zb_h1(p, s, m, out) : -1;
     case MM_SCHEDULE_ZB_2P:
         return v == 1 ? zb_2p(p, s, m, t, out) : -1;
+    case MM_SCHEDULE_ZB_V:
+        return v == 2 ? zb_v(p, s, m, out) : -1;
     }
     return -1;
 }

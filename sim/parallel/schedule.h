@@ -17,7 +17,9 @@ typedef enum {
     MM_SCHEDULE_1F1B,        /* PipeDream-Flush: Narayanan et al. SC'21 §2.2 */
     MM_SCHEDULE_INTERLEAVED, /* interleaved 1F1B: Narayanan et al. SC'21 §2.2.2 */
     MM_SCHEDULE_ZB_H1,       /* Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 */
-    MM_SCHEDULE_ZB_2P        /* the same paper's ZB-2p (section 3.1, heuristic schedule) */
+    MM_SCHEDULE_ZB_2P,       /* the same paper's ZB-2p (section 3.1, heuristic schedule) */
+    MM_SCHEDULE_ZB_V         /* Qi et al., Pipeline Parallelism with Controllable Memory,
+                                arXiv 2405.15362: ZB-V, two chunks per rank in V order */
 } mm_schedule;
 
 /* Pass times a timed schedule (ZB-2p) orders its steps by: per stage s of
@@ -35,20 +37,43 @@ typedef struct mm_sched_times {
  * and cost/datamem.c count the same. */
 int mm_schedule_zb2p_cap(int p, int m);
 
-/* Whether the schedule runs W passes apart from B (ZB-H1, ZB-2p). */
+/* Whether the schedule runs W passes apart from B (ZB-H1, ZB-2p, ZB-V). */
 static inline int mm_schedule_splits_w(mm_schedule kind)
 {
-    return kind == MM_SCHEDULE_ZB_H1 || kind == MM_SCHEDULE_ZB_2P;
+    return kind == MM_SCHEDULE_ZB_H1 || kind == MM_SCHEDULE_ZB_2P || kind == MM_SCHEDULE_ZB_V;
 }
+
+/* The virtual stage (model chunk in model order, 0 .. p*v - 1) that rank
+ * s of p runs as its local chunk c.  Interleaved (Megatron-LM): c*p + s,
+ * the chunks go round the ranks in a loop.  ZB-V: a V, rank s holds
+ * chunks s and 2p-1-s, so the first and the last chunk share rank 0 and
+ * the turn (chunk p-1 to p) stays on rank p-1 (arXiv 2405.15362, Fig. 2). */
+static inline int mm_schedule_vstage(mm_schedule kind, int p, int s, int c)
+{
+    return kind == MM_SCHEDULE_ZB_V && c == 1 ? 2 * p - 1 - s : c * p + s;
+}
+
+/* The rank (pipeline stage) of virtual stage vs: the inverse of
+ * mm_schedule_vstage; its local chunk is vs / p under both. */
+static inline int mm_schedule_vstage_rank(mm_schedule kind, int p, int vs)
+{
+    return kind == MM_SCHEDULE_ZB_V && vs >= p ? 2 * p - 1 - vs : vs % p;
+}
+
+/* ZB-V's memory limit in a rank's half chunk-activations: 1F1B's peak,
+ * min(m, p) whole-stage micro-batches = 2 min(m, p) chunks, each counted
+ * whole from its F, half freed at its B and half at its W as ZB-2p's. */
+int mm_schedule_zbv_cap_halves(int p, int m);
 
 typedef struct mm_sched_step {
     int pass;  /* mm_pass */
     int mb;    /* micro-batch, 0-based */
-    int chunk; /* model chunk on this rank (0 unless interleaved) */
+    int chunk; /* model chunk on this rank (0 unless interleaved or ZB-V;
+                  mm_schedule_vstage gives its virtual stage) */
 } mm_sched_step;
 
 /* Steps of one rank, for stage s of p, m micro-batches and v model chunks
- * per rank (v > 1 only for MM_SCHEDULE_INTERLEAVED).  out must hold
+ * per rank (v > 1 only for MM_SCHEDULE_INTERLEAVED; v == 2 for ZB-V).  out must hold
  * mm_schedule_len() steps.  Returns the count, or -1 for bad arguments
  * (interleaving needs m to be a multiple of p, as Megatron-LM requires).
  *  - GPipe: all forwards, then all backwards.
@@ -82,7 +107,19 @@ typedef struct mm_sched_step {
  *    to last W, is kept (the authors' initial solution also tries each
  *    with a forward held back for the next stage's B: not run here).  The ILP refinement is not run: the executor
  *    with this order gives the paper's Table 5 rates to 0.0005
- *    (tests/test_sched.c). */
+ *    (tests/test_sched.c).
+ *  - ZB-V (arXiv 2405.15362; v must be 2): a list schedule of unit F, B
+ *    and W chunk passes over all ranks at once, in the spirit of the
+ *    authors' heuristic: at each time step an idle rank runs the ready B of
+ *    the oldest micro-batch (the later chunk first), else a forward within
+ *    the memory limit (mm_schedule_zbv_cap_halves; the later chunk first:
+ *    warm-up forwards go down the V), else its oldest deferred W, so W
+ *    passes fill what would be bubbles.  A chunk-0 forward keeps room for
+ *    none, one, or all the chunk-1 forwards the rank owes (the last cannot
+ *    stall); the one of least span is kept.  With equal times and m >= 2p
+ *    the longest rank's span is its own work within one chunk pass
+ *    (tests/test_sched.c).  Not run: the authors' timed variant (unequal
+ *    F, B, W; here their times do not change the order). */
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out);
 
 /* As mm_schedule_steps, with the pass times a timed schedule (ZB-2p)
@@ -90,7 +127,7 @@ int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_ste
 int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const mm_sched_times *t,
                             mm_sched_step *out);
 
-/* Number of steps a rank runs: 2mv, or 3m for zero-bubble schedules. */
+/* Number of steps a rank runs: 2mv, or 3mv for zero-bubble schedules. */
 int mm_schedule_len(mm_schedule kind, int m, int v);
 
 #endif

@@ -176,7 +176,7 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0, wg = 0;
         int ch = 0;
         for (int c = 0; c < L->lay.vpp; c++) {
-            const mm_stage_cost *x = &st[c * P + s];
+            const mm_stage_cost *x = &st[mm_schedule_vstage(sp->schedule, P, s, c)];
             int msgs = L->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
             int layer_ops = x->no_layers ? 0 : x->chunks; /* ops with a layer's TP traffic */
             t += x->fwd_s + x->bwd_s + layer_ops * tp_one * msgs;
@@ -267,7 +267,7 @@ static double chain(const mm_build_spec *spec, const mm_stage_cost *st, const wl
         for (int j = 0; j < (w ? m : 1); j++) {
             double sum = 0;
             for (int r = 0; r < s; r++) {
-                int v = c * P + r;
+                int v = mm_schedule_vstage(spec->schedule, P, r, c);
                 const mm_mb_cost *x = w ? &w->mb[((size_t)v * dp + d) * m + j] : NULL;
                 sum += pass ? (x ? x->bwd_s : st[v].bwd_s) : (x ? x->fwd_s : st[v].fwd_s);
             }
@@ -284,7 +284,7 @@ static double rank_busy(const mm_build_spec *spec, const mm_stage_cost *st, cons
     int P = spec->lay.pp, dp = spec->lay.dp, m = w ? w->m : spec->m;
     double busy = 0, o = 0;
     for (int c = 0; c < spec->lay.vpp; c++) {
-        int v = c * P + s;
+        int v = mm_schedule_vstage(spec->schedule, P, s, c);
         o += st[v].opt_s;
         if (!w) {
             busy += m * (st[v].fwd_s + st[v].bwd_s);
@@ -402,7 +402,7 @@ static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
     double t = 0, host = 0;
     *wgrad = 0;
     for (int c = 0; c < sp->lay.vpp; c++) {
-        int v = c * P + s;
+        int v = mm_schedule_vstage(sp->schedule, P, s, c);
         const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
         *wgrad += x->wgrad_s;
         int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
@@ -478,7 +478,7 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
     for (int s = 0; s < P; s++) {
         double g = 0;
         for (int c = 0; c < sp->lay.vpp; c++)
-            g += st[c * P + s].grad_bytes;
+            g += st[mm_schedule_vstage(sp->schedule, P, s, c)].grad_bytes;
         if (g > grad)
             grad = g, heavy = s;
     }
@@ -525,7 +525,7 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         worst = fmax(worst, m ? fmax(most_s, enc_load) / m : 0);
         for (int c = 0; c < sp->lay.vpp; c++)
             for (int j = 0; j < m; j++) {
-                const mm_mb_cost *x = &w->mb[((size_t)(c * P + heavy) * dp + d) * m + j];
+                const mm_mb_cost *x = &w->mb[((size_t)mm_schedule_vstage(sp->schedule, P, heavy, c) * dp + d) * m + j];
                 hf += x->fwd_s, hb += x->bwd_s;
             }
     }

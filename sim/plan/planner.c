@@ -143,13 +143,16 @@ typedef struct walker {
 static bool keep(const walker *w, mm_space_dim d, int v) { return mm_plan_space_allows(w->keep, d, v); }
 
 /* The schedules of a pipeline of pp stages and vpp chunks: every one the
- * executor runs at vpp 1 (gpipe, 1f1b, zb-h1, zb-2p), interleaved at vpp > 1, the
+ * executor runs at vpp 1 (gpipe, 1f1b, zb-h1, zb-2p), interleaved at vpp > 1
+ * and zb-v at vpp 2 (the layers already divide into the pp*vpp chunks), the
  * scenario's own at pp 1 (one stage: no schedule differs). */
 static int schedules(const walker *w, int pp, int vpp, int *out)
 {
     int n = 0;
     if (vpp > 1) {
         out[n++] = MM_SCHED_INTERLEAVED;
+        if (vpp == 2 && pp > 1)
+            out[n++] = MM_SCHED_ZB_V;
     } else if (pp == 1) {
         out[n++] = w->f->base_schedule;
     } else {
@@ -785,7 +788,9 @@ static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenari
         .layers = sim->llm->layers, .heads = sim->llm->heads, .experts = sim->llm->experts, .seq = base->train.seq_len,
         .global_batch = base->train.global_batch,
         .max_pp = o->max_pp > 0 ? o->max_pp : 32,
-        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED ? MM_SCHED_1F1B : (int)base->train.schedule,
+        .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED || base->train.schedule == MM_SCHED_ZB_V
+                             ? MM_SCHED_1F1B
+                             : (int)base->train.schedule,
     };
     sp.encoder = mo->has_vision && (base->workload.kind == MM_WORKLOAD_FILE ||
                                     (base->workload.kind == MM_WORKLOAD_FIXED &&

@@ -22,7 +22,7 @@
  *   recompute      the LLM's: none, selective, full
  *   zero           0 .. 3 (validation refuses what the framework lacks)
  *   schedule       gpipe, 1f1b, zb-h1, zb-2p at vpp 1 and pp > 1; interleaved at
- *                  vpp > 1; the scenario's at pp 1 (one stage: all equal)
+ *                  vpp > 1, zb-v at vpp 2; the scenario's at pp 1 (one stage: all equal)
  * A narrowing keeps, per dimension it names, only the listed values.
  * Not for: checking a layout against the model (the scenario layer's
  * validation) or scoring it (planner.c). */

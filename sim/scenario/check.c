@@ -392,8 +392,14 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",
                                 (long long)sc->train.seq_len, 2 * L->lay.cp);
-    if (L->lay.vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED)
-        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved", L->lay.vpp);
+    /* ZB-V places exactly two chunks per rank, in a V (arXiv 2405.15362) */
+    if (sc->train.schedule == MM_SCHED_ZB_V && L->lay.vpp != 2)
+        return mm_scenario_fail(sc, err, "parallel.llm.vpp",
+                                "train.schedule zb-v places two model chunks per rank in a V: vpp must be 2, not %d",
+                                L->lay.vpp);
+    if (L->lay.vpp > 1 && sc->train.schedule != MM_SCHED_INTERLEAVED && sc->train.schedule != MM_SCHED_ZB_V)
+        return mm_scenario_fail(sc, err, "parallel.llm.vpp", "vpp = %d needs train.schedule: interleaved (or zb-v at vpp 2)",
+                                L->lay.vpp);
     int order[MM_DIM_COUNT];
     if (mm_build_parse_order(sc->parallel.order, order))
         return mm_scenario_fail(sc, err, "parallel.order",

@@ -41,7 +41,7 @@ typedef enum { MM_PREC_BF16, MM_PREC_FP16, MM_PREC_FP8, MM_PREC_COUNT } mm_preci
 /* Recompute modes are the model layer's (model/llm.h): none, selective, full. */
 typedef enum mm_recompute mm_recompute;
 typedef enum {
-    MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_INTERLEAVED, MM_SCHED_ZB_H1, MM_SCHED_ZB_2P
+    MM_SCHED_GPIPE, MM_SCHED_1F1B, MM_SCHED_INTERLEAVED, MM_SCHED_ZB_H1, MM_SCHED_ZB_2P, MM_SCHED_ZB_V
 } mm_schedule_kind;
 typedef enum {
     MM_PLACE_PIPELINE, MM_PLACE_COLOCATED, MM_PLACE_DISJOINT, MM_PLACE_HOMOGENEOUS
