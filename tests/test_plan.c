@@ -26,7 +26,8 @@
 #include "mmsim_exe.h"
 
 static char tmpdir[256];
-static char out[1 << 20], errtxt[1 << 14];
+/* 2 MiB: `plan --all` of the small space lists every candidate (1020 with zb-v at vpp 2) */
+static char out[1 << 21], errtxt[1 << 14];
 
 static void setup(void)
 {
