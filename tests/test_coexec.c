@@ -22,7 +22,7 @@ static double makespan(const mm_build_spec *sp, double slowdown)
     ck_assert_int_eq(mm_build_iteration(sp, &g, NULL), 0);
     mm_cluster c;
     mm_err err;
-    ck_assert_int_eq(mm_cluster_load("topologies/dgx-a100.yaml", 4, &c, &err), 0);
+    ck_assert_int_eq(mm_cluster_load("topologies/dgx-a100.yaml", 64, &c, &err), 0);
     mm_engine *eng = mm_engine_alloc();
     mm_time *start = malloc(g.n_ops * sizeof *start), *end = malloc(g.n_ops * sizeof *end);
     mm_time t1;
@@ -117,6 +117,48 @@ START_TEST(two_in_flight)
 }
 END_TEST
 
+/* Pipelines and the other traffic: 1F1B over pairs on pp 2 x dp 4 with
+ * TP all-reduces, EP all-to-alls on every layer (ep 4 over the replicas)
+ * and the gradient buckets during the last backward: every op runs once,
+ * all TP and EP traffic is on the side stream, each rank's compute stream
+ * alternates the strands layer by layer (2k, 2k+1, 2k, ...), and the
+ * iteration is faster than without co-execution. */
+START_TEST(pipeline_pairs)
+{
+    mm_stage_cost st[2];
+    for (int i = 0; i < 2; i++)
+        st[i] = (mm_stage_cost){.chunks = 4, .moe_chunks = 4, .fwd_s = 4e-3, .bwd_s = 8e-3, .grad_bytes = 400e6,
+                                .opt_s = 1e-3};
+    mm_build_spec sp = {.schedule = MM_SCHEDULE_1F1B, .lay = {.tp = 4, .pp = 2, .dp = 4, .vpp = 1, .cp = 1, .ep = 4},
+                        .m = 4, .tp_bytes = 8e6, .tp_msgs_fwd = 2, .tp_msgs_bwd = 2, .p2p_bytes = 16e6,
+                        .ep_bytes = 4e6, .overlap_grad_reduce = true, .bucket_bytes = 100e6, .stages = st};
+    double none = makespan(&sp, 0.189);
+    sp.coexec = true;
+    double pair = makespan(&sp, 0.189);
+    ck_assert_msg(pair < none, "%.6f vs %.6f", pair, none);
+    mm_graph g;
+    ck_assert_int_eq(mm_build_iteration(&sp, &g, NULL), 0);
+    int tp = 0, ep = 0, side = 0, last_mb = -1, last_layer = -1, alternations = 0;
+    for (uint32_t i = 0; i < g.n_ops; i++) {
+        const mm_op *o = &g.ops[i];
+        tp += o->cat == MM_CAT_TP, ep += o->cat == MM_CAT_EP;
+        side += (o->cat == MM_CAT_TP || o->cat == MM_CAT_EP) && o->stream == MM_STREAM_SIDE;
+        if (o->rank == 0 && o->stream == MM_STREAM_COMPUTE && (o->cat == MM_CAT_FWD || o->cat == MM_CAT_BWD)) {
+            if (last_mb >= 0 && o->layer == last_layer && o->mb == last_mb + 1 && o->mb % 2 == 1)
+                alternations++;
+            last_mb = o->mb, last_layer = o->layer;
+        }
+    }
+    /* 8 ranks x 4 micro-batches x 2 passes x 4 layers of each */
+    ck_assert_int_eq(tp, 8 * 4 * 2 * 4);
+    ck_assert_int_eq(ep, 8 * 4 * 2 * 4);
+    ck_assert_int_eq(side, tp + ep);
+    /* rank 0: 2 pairs x 2 passes x 4 layers, the second strand right behind the first */
+    ck_assert_int_eq(alternations, 2 * 2 * 4);
+    mm_graph_free(&g);
+}
+END_TEST
+
 static mm_scenario scn;
 
 static int load(const char *const *sets, int n, mm_sim *sim, mm_err *err)
@@ -171,6 +213,7 @@ static Suite *suite(void)
     tcase_add_test(t, pair_closed_form);
     tcase_add_test(t, odd_last_alone);
     tcase_add_test(t, two_in_flight);
+    tcase_add_test(t, pipeline_pairs);
     tcase_add_test(t, refused);
     suite_add_tcase(s, t);
     return s;
