@@ -371,6 +371,16 @@ START_TEST(zb_v_equal_times)
                 ck_assert(mm_mem_in_flight(MM_MEM_ZB_V, s, p, 2, m) == mm_mem_in_flight(MM_MEM_1F1B, 0, p, 1, m));
             }
         }
+    /* unequal times with a transfer (the order follows the pass times):
+     * still every pass once, and faster than 1F1B at the same memory */
+    const double tt[][4] = {{1e-3, 1.5e-3, 0.5e-3, 0.05e-3}, {1e-3, 1e-3, 2e-3, 0.1e-3}, {2e-3, 1e-3, 1e-3, 0}};
+    for (int i = 0; i < 3; i++)
+        for (int p = 2; p <= 8; p *= 2) {
+            run_result v = uniform(MM_SCHEDULE_ZB_V, p, 4 * p, 2, tt[i][0], tt[i][1], tt[i][2], tt[i][3]);
+            run_result o = uniform(MM_SCHEDULE_1F1B, p, 4 * p, 1, tt[i][0], tt[i][1], tt[i][2], tt[i][3]);
+            ck_assert(v.all_once && v.eager);
+            ck_assert_msg(v.time_s < o.time_s, "times %d p=%d: zb-v %.6f s, 1f1b %.6f s", i, p, v.time_s, o.time_s);
+        }
     /* bad arguments: ZB-V runs exactly two chunks per rank */
     ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 1, st), -1);
     ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 3, st), -1);

@@ -4,6 +4,7 @@
  * in this order; ZB-2p's list schedule only predicts times to choose it). */
 #include "parallel/schedule.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -242,95 +243,128 @@ static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *ou
     return k == 3 * m ? k : -1;
 }
 
-/* One run of ZB-V's list schedule (schedule.h) on unit passes, rank s's
- * steps into out (NULL: none).  Per virtual stage and pass the
- * micro-batches run in order; nf, nb, nw: the next one, fe and be: the end
- * time of each F and B (-1 not yet).  A chunk-0 forward keeps room for
+/* One run of ZB-V's list schedule (schedule.h), event by event, rank s's
+ * steps into out (NULL: none).  Pass times per virtual stage from t (NULL:
+ * one each, no transfer time; a transfer between ranks adds t->comm, the
+ * turn none).  Per virtual stage and pass the micro-batches run in order;
+ * nf, nb, nw: the next one; fe, be: each F's and B's end (-1: not run).
+ * A rank is busy until, or waits until, at[r]; a new pass wakes the
+ * waiting ranks at its arrival (at the latest).  A chunk-0 forward keeps room for
  * `reserve` chunk-1 forwards: 0, 1, or (2) every one the rank owes, which
  * cannot stall.  Returns the span (the longest rank's first pass start to
- * last pass end, in passes), or -1 when the list stalled or out of memory. */
-static int zb_v_run(int p, int s, int m, int reserve, mm_sched_step *out)
+ * last pass end), or -1 when the list stalled or out of memory. */
+static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve, mm_sched_step *out)
 {
     int V = 2 * p, cap = mm_schedule_zbv_cap_halves(p, m);
     int *nf = calloc((size_t)V * 3, sizeof *nf), *nb = nf ? nf + V : NULL, *nw = nf ? nf + 2 * V : NULL;
-    int *fe = malloc((size_t)V * m * 2 * sizeof *fe), *be = fe ? fe + (size_t)V * m : NULL;
-    int *rk = calloc((size_t)p * 4, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, first, last */
-    if (!nf || !fe || !rk) {
-        free(nf), free(fe), free(rk);
+    int *rk = calloc((size_t)p * 3, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting */
+    double *fe = malloc((size_t)V * m * 2 * sizeof *fe), *be = fe ? fe + (size_t)V * m : NULL;
+    double *at = calloc((size_t)p * 3, sizeof *at), *first = at ? at + p : NULL, *last = at ? at + 2 * p : NULL;
+    if (!nf || !fe || !rk || !at) {
+        free(nf), free(fe), free(rk), free(at);
         return -1;
     }
     for (size_t i = 0; i < (size_t)V * m * 2; i++)
         fe[i] = -1;
     for (int r = 0; r < p; r++)
-        rk[4 * r + 2] = -1;
-    int k = 0, left = 3 * V * m, limit = 6 * m + 4 * V + 8;
-    for (int t = 0; left > 0 && t < limit; t++)
-        for (int r = 0; r < p; r++) {
-            int *held = &rk[4 * r], *owed = &rk[4 * r + 1];
-            int vs0 = mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, r, 0);
-            int vs1 = mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, r, 1);
-            int pick = -1, pass = -1;
-            /* a ready B: the oldest micro-batch, the later chunk first */
-            for (int c = 1; c >= 0; c--) {
-                int vs = c ? vs1 : vs0, j = nb[vs];
-                bool ready = j < m && fe[vs * m + j] >= 0 && fe[vs * m + j] <= t &&
-                             (vs == V - 1 || (be[(vs + 1) * m + j] >= 0 && be[(vs + 1) * m + j] <= t));
-                if (ready && (pick < 0 || j < nb[pick]))
-                    pick = vs, pass = MM_PASS_B;
-            }
-            /* else a forward within the limit, the later chunk first */
-            for (int c = 1; pick < 0 && c >= 0; c--) {
-                int vs = c ? vs1 : vs0, j = nf[vs];
-                bool ready = j < m && (vs == 0 || (fe[(vs - 1) * m + j] >= 0 && fe[(vs - 1) * m + j] <= t));
-                int need = c ? 2 : 2 + 2 * (reserve == 2 ? *owed + 1 : reserve);
-                if (ready && *held + need <= cap)
-                    pick = vs, pass = MM_PASS_F;
-            }
-            /* else the oldest deferred W */
-            for (int c = 0; pick < 0 && c < 2; c++) {
-                int vs = c ? vs1 : vs0, o = c ? vs0 : vs1, j = nw[vs];
-                bool ready = j < m && be[vs * m + j] >= 0 && be[vs * m + j] <= t;
-                bool other = nw[o] < m && be[o * m + nw[o]] >= 0 && be[o * m + nw[o]] <= t && nw[o] < j;
-                if (ready && !other)
-                    pick = vs, pass = MM_PASS_W;
-            }
-            if (pick < 0)
+        first[r] = -1;
+    double comm = t ? t->comm : 0;
+    int k = 0, left = 3 * V * m;
+    while (left > 0) {
+        int r = -1; /* the rank of the earliest time, the lowest first */
+        for (int q = 0; q < p; q++)
+            if (at[q] < INFINITY && (r < 0 || at[q] < at[r]))
+                r = q;
+        if (r < 0)
+            break; /* every rank waits for another: stalled */
+        double now = at[r];
+        int *held = &rk[3 * r], *owed = &rk[3 * r + 1];
+        int vs0 = mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, r, 0);
+        int vs1 = mm_schedule_vstage(MM_SCHEDULE_ZB_V, p, r, 1);
+        int pick = -1, pass = -1;
+        double wake = INFINITY; /* the earliest a waiting pass's input arrives */
+#define ZBV_ARRIVE(e, from) ((e) < 0 ? INFINITY : (e) + (mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, p, from) == r ? 0 : comm))
+        /* a ready B: the oldest micro-batch, the later chunk first */
+        for (int c = 1; c >= 0; c--) {
+            int vs = c ? vs1 : vs0, j = nb[vs];
+            if (j >= m)
                 continue;
-            int c = pick == vs0 ? 0 : 1;
-            int j = pass == MM_PASS_F ? nf[pick]++ : pass == MM_PASS_B ? nb[pick]++ : nw[pick]++;
-            if (pass == MM_PASS_F) {
-                fe[pick * m + j] = t + 1, *held += 2;
-                *owed += c ? -1 : 1;
-            } else {
-                *held -= 1;
-                if (pass == MM_PASS_B)
-                    be[pick * m + j] = t + 1;
-            }
-            if (rk[4 * r + 2] < 0)
-                rk[4 * r + 2] = t;
-            rk[4 * r + 3] = t + 1;
-            if (r == s && out)
-                out[k++] = (mm_sched_step){pass, j, c};
-            left--;
+            double ready = fe[vs * m + j] < 0 ? INFINITY : fe[vs * m + j];
+            if (vs < V - 1)
+                ready = fmax(ready, ZBV_ARRIVE(be[(vs + 1) * m + j], vs + 1));
+            if (ready <= now && (pick < 0 || j < nb[pick]))
+                pick = vs, pass = MM_PASS_B;
+            else if (ready > now)
+                wake = fmin(wake, ready);
         }
-    int span = 0;
+        /* else a forward within the limit, the later chunk first */
+        for (int c = 1; pick < 0 && c >= 0; c--) {
+            int vs = c ? vs1 : vs0, j = nf[vs];
+            if (j >= m)
+                continue;
+            double ready = vs == 0 ? 0 : ZBV_ARRIVE(fe[(vs - 1) * m + j], vs - 1);
+            int need = c ? 2 : 2 + 2 * (reserve == 2 ? *owed + 1 : reserve);
+            if (ready <= now && *held + need <= cap)
+                pick = vs, pass = MM_PASS_F;
+            else if (ready > now)
+                wake = fmin(wake, ready);
+        }
+#undef ZBV_ARRIVE
+        /* else the oldest deferred W */
+        for (int c = 0; pick < 0 && c < 2; c++) {
+            int vs = c ? vs1 : vs0, o = c ? vs0 : vs1, j = nw[vs];
+            bool ready = j < m && be[vs * m + j] >= 0 && be[vs * m + j] <= now;
+            bool other = nw[o] < m && be[o * m + nw[o]] >= 0 && be[o * m + nw[o]] <= now && nw[o] < j;
+            if (ready && !other)
+                pick = vs, pass = MM_PASS_W;
+        }
+        if (pick < 0) {
+            at[r] = wake, rk[3 * r + 2] = 1; /* INFINITY: until another rank runs a pass */
+            continue;
+        }
+        rk[3 * r + 2] = 0;
+        int c = pick == vs0 ? 0 : 1;
+        int j = pass == MM_PASS_F ? nf[pick]++ : pass == MM_PASS_B ? nb[pick]++ : nw[pick]++;
+        const double *d = !t ? NULL : pass == MM_PASS_F ? t->f : pass == MM_PASS_B ? t->b : t->w;
+        double end = now + (d ? d[pick] : 1);
+        if (pass == MM_PASS_F) {
+            fe[pick * m + j] = end, *held += 2;
+            *owed += c ? -1 : 1;
+        } else {
+            *held -= 1;
+            if (pass == MM_PASS_B)
+                be[pick * m + j] = end;
+        }
+        if (first[r] < 0)
+            first[r] = now;
+        last[r] = end, at[r] = end;
+        /* the waiting ranks look again once this pass's output can reach them */
+        for (int q = 0; q < p; q++)
+            if (rk[3 * q + 2])
+                at[q] = fmin(at[q], end + comm);
+        if (r == s && out)
+            out[k++] = (mm_sched_step){pass, j, c};
+        left--;
+    }
+    double span = 0;
     for (int r = 0; r < p; r++)
-        span = rk[4 * r + 3] - rk[4 * r + 2] > span ? rk[4 * r + 3] - rk[4 * r + 2] : span;
-    free(nf), free(fe), free(rk);
+        span = fmax(span, last[r] - first[r]);
+    free(nf), free(fe), free(rk), free(at);
     return left == 0 ? span : -1;
 }
 
 /* ZB-V's order for rank s: of the three reservations, the one of least
  * span (ties: the larger reservation), the same for every rank. */
-static int zb_v(int p, int s, int m, mm_sched_step *out)
+static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
 {
-    int best = -1, at = 2;
+    double best = -1;
+    int at = 2;
     for (int reserve = 2; reserve >= 0; reserve--) {
-        int x = zb_v_run(p, s, m, reserve, NULL);
+        double x = zb_v_run(p, s, m, t, reserve, NULL);
         if (x >= 0 && (best < 0 || x < best))
             best = x, at = reserve;
     }
-    return best >= 0 && zb_v_run(p, s, m, at, out) >= 0 ? 6 * m : -1;
+    return best >= 0 && zb_v_run(p, s, m, t, at, out) >= 0 ? 6 * m : -1;
 }
 
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out)
@@ -365,7 +399,7 @@ int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const 
     case MM_SCHEDULE_ZB_2P:
         return v == 1 ? zb_2p(p, s, m, t, out) : -1;
     case MM_SCHEDULE_ZB_V:
-        return v == 2 ? zb_v(p, s, m, out) : -1;
+        return v == 2 ? zb_v(p, s, m, t, out) : -1;
     }
     return -1;
 }

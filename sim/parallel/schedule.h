@@ -22,9 +22,10 @@ typedef enum {
                                 arXiv 2405.15362: ZB-V, two chunks per rank in V order */
 } mm_schedule;
 
-/* Pass times a timed schedule (ZB-2p) orders its steps by: per stage s of
- * p, f[s], b[s] (input gradient only) and w[s] (weight gradient), seconds,
- * and one transfer between neighbouring stages, comm. */
+/* Pass times a timed schedule (ZB-2p, ZB-V) orders its steps by: per stage
+ * s of p (ZB-V: per virtual stage of 2p, in model order), f[s], b[s] (input
+ * gradient only) and w[s] (weight gradient), seconds, and one transfer
+ * between neighbouring stages on different ranks, comm. */
 typedef struct mm_sched_times {
     const double *f, *b, *w;
     double comm;
@@ -108,9 +109,10 @@ typedef struct mm_sched_step {
  *    with a forward held back for the next stage's B: not run here).  The ILP refinement is not run: the executor
  *    with this order gives the paper's Table 5 rates to 0.0005
  *    (tests/test_sched.c).
- *  - ZB-V (arXiv 2405.15362; v must be 2): a list schedule of unit F, B
- *    and W chunk passes over all ranks at once, in the spirit of the
- *    authors' heuristic: at each time step an idle rank runs the ready B of
+ *  - ZB-V (arXiv 2405.15362; v must be 2): a list schedule of F, B and W
+ *    chunk passes over all ranks at once, event by event on the pass times
+ *    (mm_schedule_steps_timed; here equal), in the spirit of the authors'
+ *    heuristic: at each time step an idle rank runs the ready B of
  *    the oldest micro-batch (the later chunk first), else a forward within
  *    the memory limit (mm_schedule_zbv_cap_halves; the later chunk first:
  *    warm-up forwards go down the V), else its oldest deferred W, so W
@@ -118,11 +120,11 @@ typedef struct mm_sched_step {
  *    none, one, or all the chunk-1 forwards the rank owes (the last cannot
  *    stall); the one of least span is kept.  With equal times and m >= 2p
  *    the longest rank's span is its own work within one chunk pass
- *    (tests/test_sched.c).  Not run: the authors' timed variant (unequal
- *    F, B, W; here their times do not change the order). */
+ *    (tests/test_sched.c).  Not run: the authors' search over
+ *    warm-up counts. */
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out);
 
-/* As mm_schedule_steps, with the pass times a timed schedule (ZB-2p)
+/* As mm_schedule_steps, with the pass times a timed schedule (ZB-2p, ZB-V)
  * orders by; t NULL: equal times, no transfer time.  The others ignore t. */
 int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const mm_sched_times *t,
                             mm_sched_step *out);
