@@ -60,6 +60,7 @@ void mm_sim_llm_mem_config(const mm_sim *sim, mm_mem_config *c)
         .seq = mm_sim_cost_seq(sim),
         .fp8 = mm_sim_fp8(sim),
         .cp_ring = L->lay.cp > 1 && sc->train.cp_comm == MM_CP_RING,
+        .coexec = sc->train.coexec == MM_COEXEC_DHELIX,
     };
     const mm_framework *fw = sim->fw;
     if (!fw)
@@ -116,7 +117,7 @@ static double graph_bytes(const mm_sim *sim, const mm_mem_config *c, int k)
     if (sim->sc.train.cuda_graphs != MM_GRAPHS_LAYER || sim->sc.train.pass_times[0])
         return 0.0;
     double layers = mm_layout_stage_layers(&L->lay, sim->llm->layers, k);
-    double flight = mm_mem_in_flight(c->schedule, k, L->lay.pp, L->lay.vpp, c->micro_batches);
+    double flight = mm_mem_config_in_flight(c, k);
     int cp = L->lay.cp > 0 ? L->lay.cp : 1;
     double tokens = c->micro_batch * c->seq / cp / (c->sp ? L->lay.tp : 1);
     return layers * flight * 4.0 * tokens * (double)sim->llm->hidden * 2.0;

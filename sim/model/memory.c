@@ -200,6 +200,14 @@ double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro
     }
 }
 
+double mm_mem_config_in_flight(const mm_mem_config *c, int stage)
+{
+    if (!c->coexec)
+        return mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
+    double units = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, (c->micro_batches + 1) / 2);
+    return fmin(2.0 * units, (double)c->micro_batches);
+}
+
 static int stage_layers(const mm_llm *m, const mm_mem_config *c, int stage)
 {
     return mm_layout_stage_layers(&c->lay, m->layers, stage);
@@ -357,7 +365,7 @@ int mm_mem_llm_rank(const mm_llm *m, const mm_mem_config *c, int stage, mm_mem_r
     /* ---- activations ---- */
     double per_layer = mm_mem_layer_activations_eager(sm, b, s, c->lay.tp, c->sp, c->lay.cp, c->recompute,
                                                       mm_fp8_saved_input_bytes(&c->fp8), &c->eager);
-    double inflight = mm_mem_in_flight(c->schedule, stage, c->lay.pp, c->lay.vpp, c->micro_batches);
+    double inflight = mm_mem_config_in_flight(c, stage);
     /* Embedding output (2sbh) and its dropout mask (sbh) on the first
      * stage, per micro-batch in flight (Korthikanti 4.2: sbhp/t with SP). */
     double sl = s / cp, embed = first ? 3.0 * sl * b * h / (c->sp ? t : 1.0) : 0.0;

@@ -113,6 +113,9 @@ typedef struct mm_mem_config {
                             mm_framework_z3_prefetch) and one layer's
                             unsharded gradients being reduce-scattered,
                             this rank's TP share; 0 none */
+    bool coexec;         /* DHelix co-execution (train.coexec dhelix): the
+                            schedule's units are pairs of micro-batches,
+                            both strands' activations kept */
 } mm_mem_config;
 
 /* The KV blocks context parallelism's p2p ring holds beyond the kept
@@ -209,6 +212,11 @@ double mm_mem_state_bytes_per_param(int zero, int dp);
 /* Micro-batches (in units of the stage's whole layer set) in flight on
  * stage k at the peak. */
 double mm_mem_in_flight(mm_mem_schedule s, int stage, int pp, int vpp, int micro_batches);
+
+/* mm_mem_in_flight of c's schedule on `stage`; with c->coexec the
+ * schedule runs ceil(m/2) pairs and each pair in flight holds two
+ * micro-batches (DHelix), never more than m. */
+double mm_mem_config_in_flight(const mm_mem_config *c, int stage);
 
 /* Everything on one GPU of pipeline stage `stage` of the LLM.  Returns 0,
  * or -1 for a configuration the formulas cannot take (pp < 1, ...). */

@@ -185,6 +185,7 @@ static void builder_free(builder *b, work *w)
     free(w->bucket_of);
     free(b->last_dp);
     free(b->layer_ops);
+    free(b->layer_ops2);
     free(w->param_gather);
 }
 
@@ -232,10 +233,11 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
     w->bucket_of = malloc((size_t)sp->lay.vpp * b->max_chunks * sizeof *w->bucket_of);
     b->last_dp = malloc((size_t)n_ranks * sizeof *b->last_dp);
     b->layer_ops = malloc((size_t)b->max_chunks * sizeof *b->layer_ops);
+    b->layer_ops2 = malloc((size_t)b->max_chunks * sizeof *b->layer_ops2);
     size_t z3n = sp->zero >= 3 ? (size_t)b->V * sp->m * 3 * b->max_chunks * 2 : 0;
     size_t epn = b->ep > 1 ? (size_t)(sp->lay.dp / b->ep_dp) * b->V * sp->m * 2 * b->max_chunks : 0;
     if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
-          b->layer_ops && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
+          b->layer_ops && b->layer_ops2 && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
           cache_init(&b->bucket, (size_t)(sp->zero < 3 ? mm_build_grad_syncs(sp) : 1) * sp->lay.pp * b->max_chunks *
                                      sp->lay.vpp * 2) == 0 &&
           cache_init(&b->enc_sync, mm_bld_enc_sync_slots(sp)) == 0))
@@ -353,7 +355,11 @@ static int emit_grad_buckets(builder *b, work *w, int s, int rank, int c, int sl
 static int emit_stage(builder *b, work *w, int s)
 {
     const mm_build_spec *sp = b->sp;
-    int n = mm_build_schedule_steps(sp, s, w->steps);
+    /* co-execution: the schedule runs pairs of micro-batches as its units
+     * (1F1B over pairs); an odd last micro-batch is a unit alone */
+    mm_build_spec units = *sp;
+    units.m = sp->coexec ? (sp->m + 1) / 2 : sp->m;
+    int n = mm_build_schedule_steps(&units, s, w->steps);
     mm_bld_buckets(b, s, w->bucket_of);
     if (n < 0)
         return mm_bld_fail(b, "the %s schedule does not take stage %d of pp %d with %d micro-batches and vpp %d",
@@ -363,12 +369,21 @@ static int emit_stage(builder *b, work *w, int s)
         int rank = d + sp->lay.dp * s;
         for (int i = 0; i < n && rc == 0; i++) {
             int vs = w->steps[i].chunk * sp->lay.pp + s, pass = w->steps[i].pass, mb = w->steps[i].mb;
+            bool pair = sp->coexec && 2 * mb + 1 < sp->m;
+            mb = sp->coexec ? 2 * mb : mb;
             pass_ends tmp, *pe = pass == MM_PASS_F   ? &b->fe[pass_index(b, vs, d, mb)]
                                  : pass == MM_PASS_B ? &b->be[pass_index(b, vs, d, mb)]
                                                      : &tmp;
             int c = w->steps[i].chunk, nl = sp->stages[vs].chunks;
-            rc = mm_bld_emit_pass(b, d, vs, pass, mb, pe);
-            w->last[rank] = pe->last;
+            if (pair) {
+                pass_ends *pe1 = pass == MM_PASS_F ? &b->fe[pass_index(b, vs, d, mb + 1)]
+                                                   : &b->be[pass_index(b, vs, d, mb + 1)];
+                rc = mm_bld_emit_pair(b, d, vs, pass, mb, pe, pe1);
+                w->last[rank] = pe1->last;
+            } else {
+                rc = mm_bld_emit_pass(b, d, vs, pass, mb, pe);
+                w->last[rank] = pe->last;
+            }
             /* first forward of each layer waits for its parameters */
             if (rc == 0 && w->param_gather && pass == MM_PASS_F && mb == 0)
                 for (int k = 0; k < nl && rc == 0; k++)
@@ -379,9 +394,15 @@ static int emit_stage(builder *b, work *w, int s)
                              : 0;
             bool grads_done = mm_schedule_splits_w(sp->schedule) ? pass == MM_PASS_W : pass == MM_PASS_B;
             bool every = sp->zero < 3 && mm_build_grad_syncs(sp) > 1;
-            if (rc == 0 && (sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->lay.dp > 1 && grads_done &&
-                (every || mb == sp->m - 1))
-                rc = emit_grad_buckets(b, w, s, rank, c, every ? mb : -1);
+            /* a pair's buckets follow its second strand's layers */
+            uint32_t *own = b->layer_ops;
+            for (int j = 0; j <= (int)pair && rc == 0; j++) {
+                b->layer_ops = j ? b->layer_ops2 : own;
+                if ((sp->overlap_grad_reduce || every) && sp->zero < 3 && sp->lay.dp > 1 && grads_done &&
+                    (every || mb + j == sp->m - 1))
+                    rc = emit_grad_buckets(b, w, s, rank, c, every ? mb + j : -1);
+            }
+            b->layer_ops = own;
             /* a homogeneous encoder's, after its backward (the last of
              * the pass) and behind the LLM's buckets, as FSDP2 issues them
              * in post-backward order */

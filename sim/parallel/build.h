@@ -205,6 +205,12 @@ typedef struct mm_build_spec {
                                 the backward uses them) */
     bool sp;                 /* sequence parallel TP traffic */
     bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
+    /* DHelix co-execution (train.coexec dhelix): micro-batches 2k and 2k+1
+     * form a pair the schedule runs as one unit; each pass of a pair
+     * emits the two strands' layers alternately on the compute stream,
+     * each layer's TP, CP and EP traffic on the side stream, so one
+     * strand's traffic runs beside the other's compute */
+    bool coexec;
     /* under ZeRO 0-2: the gradient buckets reduced after every
      * micro-batch's backward (DeepSpeed ZeRO-2, FSDP2), on the DP stream
      * with overlap_grad_reduce, else blocking the compute stream; false:

@@ -32,6 +32,8 @@ typedef struct builder {
     int64_t *last_compute; /* per rank: last op on its compute stream */
     int64_t *last_dp;     /* per rank: last op on its DP stream */
     uint32_t *layer_ops;  /* compute op of each layer of the last pass */
+    uint32_t *layer_ops2; /* a co-executed pair's: the second strand's */
+    bool strand_comm;     /* co-execution: blocking traffic on the side stream */
     coll_cache z3;        /* ZeRO-3: (vs, mb, pass, layer) -> gather / scatter */
     coll_cache epc;       /* EP: (group, vs, mb, pass, layer, k) */
     coll_cache bucket;    /* DP buckets: (stage, bucket) for grads and params */
@@ -148,6 +150,7 @@ static inline int mark(builder *b) { return mm_graph_mark(b->g) ? mm_bld_fail(b,
 
 /* build_llm.c */
 int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe);
+int mm_bld_emit_pair(builder *b, int d, int vs, int pass, int mb0, pass_ends *pe0, pass_ends *pe1);
 int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t after, uint32_t before);
 int mm_bld_buckets(const builder *b, int s, int *bucket_of);
 double mm_bld_bucket_bytes_of(const builder *b, int s, const int *bucket_of, int bucket, int params);

@@ -108,6 +108,8 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
     const mm_build_spec *sp = b->sp;
     const mm_stage_cost *c = &sp->stages[vs];
     int s = vs % sp->lay.pp, rank = rank_of(sp, d, vs);
+    /* a co-executed strand's traffic runs beside the other strand's compute */
+    int blk = b->strand_comm ? MM_STREAM_SIDE : MM_STREAM_COMPUTE;
     if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
         int n = tp_group(b, d, s);
         int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
@@ -118,7 +120,7 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
                 if (o < 0)
                     return -1;
                 *side_end = o;
-            } else if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_TP, vs, mb, layer, cl, *tail)) < 0) {
+            } else if ((*tail = add_comm(b, rank, blk, MM_CAT_TP, vs, mb, layer, cl, *tail)) < 0) {
                 return -1;
             }
         }
@@ -138,7 +140,7 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
             for (int t = 0; t < b->cp; t++)
                 b->gbuf[t] = gpu(b, 0, t, d, s);
             int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLTOALL, 1, 4, sp->cp_bytes, b->gbuf, b->cp);
-            if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_CP, vs, mb, layer, cl, *tail)) < 0)
+            if ((*tail = add_comm(b, rank, blk, MM_CAT_CP, vs, mb, layer, cl, *tail)) < 0)
                 return -1;
         }
     }
@@ -153,7 +155,7 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
         size_t key = ((((size_t)(d / b->ep_dp) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
                      b->max_chunks + layer;
         int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep_dp, 2, sp->ep_bytes, n);
-        if ((*tail = add_comm(b, rank, MM_STREAM_COMPUTE, MM_CAT_EP, vs, mb, layer, cl, *tail)) < 0)
+        if ((*tail = add_comm(b, rank, blk, MM_CAT_EP, vs, mb, layer, cl, *tail)) < 0)
             return -1;
     }
     return 0;
@@ -356,6 +358,61 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
         return -1;
     pe->last = (uint32_t)prev;
     return 0;
+}
+
+/* DHelix's co-execution (Wang et al., arXiv 2411.15871, its strand
+ * interleaving): one pass of micro-batches mb0 and mb0 + 1 as two
+ * strands.  The compute stream alternates the strands layer by layer
+ * (mb0's layer k, then mb0 + 1's); each layer's TP, CP and EP traffic
+ * goes on the side stream after its strand's compute, and the strand's
+ * next layer waits for it, so one strand's traffic runs while the other
+ * computes (and slows it: gpu.overlap_slowdown).  On return layer_ops
+ * holds mb0's layers and layer_ops2 mb0 + 1's.  The spec checks refuse
+ * what a pair does not run (ZeRO-3, the CP ring's steps, W passes,
+ * homogeneous encoders: check.c). */
+int mm_bld_emit_pair(builder *b, int d, int vs, int pass, int mb0, pass_ends *pe0, pass_ends *pe1)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_stage_cost *c = &sp->stages[vs];
+    int rank = rank_of(sp, d, vs), chunks = c->chunks;
+    double host = pass == MM_PASS_F ? c->fwd_host_s : c->bwd_host_s;
+    double launches = pass == MM_PASS_F ? c->fwd_launches : c->bwd_launches;
+    pass_ends *pe[2] = {pe0, pe1};
+    uint32_t *ops[2] = {b->layer_ops, b->layer_ops2};
+    double dur[2], flops[2], hw[2], tp_bytes[2];
+    int msgs[2], cat[2];
+    int64_t tail[2];
+    for (int i = 0; i < 2; i++) {
+        pass_work(b, d, vs, pass, mb0 + i, &dur[i], &flops[i], &hw[i], &tp_bytes[i], &msgs[i], &cat[i]);
+        pe[i]->first = UINT32_MAX;
+        tail[i] = b->last_compute[rank];
+    }
+    b->strand_comm = true;
+    int rc = 0;
+    for (int k = 0; k < chunks && rc == 0; k++) {
+        int layer = pass == MM_PASS_F ? k : chunks - 1 - k;
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            mm_op op = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = (uint8_t)cat[i],
+                        .layer = (int16_t)layer, .stage = vs, .mb = mb0 + i, .coll = -1, .peer = -1,
+                        .dur_s = dur[i] / chunks, .flops = flops[i] / chunks, .hw_flops = hw[i] / chunks};
+            mm_build_op_host(&op, host / chunks, launches / chunks);
+            int64_t id = add(b, &op, tail[i]), side_end = -1;
+            if (id < 0) {
+                rc = -1;
+                break;
+            }
+            if (pe[i]->first == UINT32_MAX)
+                pe[i]->first = (uint32_t)id;
+            ops[i][layer] = (uint32_t)id;
+            tail[i] = id;
+            if (!c->no_layers)
+                rc = emit_layer_comm(b, d, vs, mb0 + i, pass, layer, tp_bytes[i], msgs[i], id, &tail[i], &side_end);
+        }
+    }
+    b->strand_comm = false;
+    pe0->last = (uint32_t)tail[0];
+    pe1->last = (uint32_t)tail[1];
+    return rc;
 }
 
 /* A compress or decompress kernel (comm.compress) of rank `rank` on its

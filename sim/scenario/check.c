@@ -159,6 +159,10 @@ static int check_batch(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "train.global_batch",
                                 "the interleaved schedule needs micro-batches per DP rank (%d) to be a multiple of "
                                 "pp = %d (Megatron-LM's requirement)", sim->micro_batches, L->lay.pp);
+    if (sc->train.coexec == MM_COEXEC_DHELIX && sim->micro_batches < 2)
+        return mm_scenario_fail(sc, err, "train.coexec",
+                                "dhelix pairs micro-batches: %d per DP replica leaves none to pair",
+                                sim->micro_batches);
     if (sc->train.overlap_param_gather == MM_TOVL_TRUE && sc->train.zero < 1)
         return mm_scenario_fail(sc, err, "train.overlap_param_gather",
                                 "overlaps the distributed optimizer's parameter all-gather: needs train.zero >= 1");
@@ -390,6 +394,35 @@ static int check_fp8(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.coexec dhelix: the pairs' strands hide TP, CP (Ulysses) and EP
+ * traffic; what a pair does not run is refused by name. */
+static int check_coexec(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_module_layout *L = &sc->parallel.llm;
+    const char *k = "train.coexec";
+    if (sc->train.coexec == MM_COEXEC_NONE)
+        return 0;
+    int cp = L->lay.cp > 0 ? L->lay.cp : 1, zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    if (L->lay.tp <= 1 && cp <= 1 && L->lay.ep <= 1)
+        return mm_scenario_fail(sc, err, k, "dhelix hides TP, CP and EP traffic, and this layout has none "
+                                            "(tp 1, cp 1, ep 1)");
+    if (sc->train.tp_comm_overlap)
+        return mm_scenario_fail(sc, err, k, "dhelix's strands replace train.tp_comm_overlap: set one of them");
+    if (cp > 1 && sc->train.cp_comm == MM_CP_RING)
+        return mm_scenario_fail(sc, err, k, "the CP ring already overlaps its KV exchange with the attention "
+                                            "core; dhelix is modeled with train.cp_comm ulysses");
+    if (zero >= 3)
+        return mm_scenario_fail(sc, err, k, "dhelix is not modeled under ZeRO-3 (zero = %d)", zero);
+    if (sc->train.schedule != MM_SCHED_GPIPE && sc->train.schedule != MM_SCHED_1F1B)
+        return mm_scenario_fail(sc, err, k, "dhelix pairs run under train.schedule gpipe or 1f1b (not %s)",
+                                mm_schedule_names[sc->train.schedule]);
+    if (sc->parallel.placement == MM_PLACE_HOMOGENEOUS && sim->n_enc > 0)
+        return mm_scenario_fail(sc, err, k, "dhelix is modeled for the LLM alone: an encoder placed homogeneously "
+                                            "runs inside its passes");
+    return 0;
+}
+
 /* train.padding's choices after auto are mm_padding's, in its order */
 _Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_LONGEST &&
                    MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
@@ -432,6 +465,9 @@ static int check_layout(mm_sim *sim, mm_err *err)
     int frc8 = check_fp8(sim, err); /* first: a key that does not apply is named before any layout problem */
     if (frc8)
         return frc8;
+    int crc = check_coexec(sim, err);
+    if (crc)
+        return crc;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
     int ep_dp = 1, ep_tp = 1;

@@ -31,6 +31,7 @@ const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
+const char *const mm_coexec_names[] = {"none", "dhelix", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
@@ -122,6 +123,11 @@ const mm_key mm_keys[] = {
      F(train.overlap_param_gather), 0},
     {"train.tp_comm_overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", "false",
      "TP traffic on a side stream, concurrent with the layer's compute", F(train.tp_comm_overlap), 0},
+    {"train.coexec", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_coexec_names, "none", NULL,
+     "micro-batch co-execution: none, or dhelix (DHelix, arXiv 2411.15871: micro-batches 2k and 2k+1 run "
+     "each pass as two interleaved strands, one's TP/CP/EP traffic beside the other's compute; two "
+     "micro-batches' activations in flight per pair)",
+     F(train.coexec), 0},
     {"train.memory_reserve_gib", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", "0",
      "HBM held back from the OOM verdict on top of the modeled reserve (the framework's memory section: allocator, CUDA context, NCCL, workspaces)",
      F(train.memory_reserve_gib), 0},

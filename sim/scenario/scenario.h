@@ -88,6 +88,9 @@ extern const char *const mm_video_decoder_names[];
 extern const char *const mm_attention_names[];
 extern const char *const mm_train_padding_names[];
 extern const char *const mm_train_overlap_names[];
+/* train.coexec: none, or DHelix's two strands of micro-batches (2k, 2k+1) */
+typedef enum { MM_COEXEC_NONE, MM_COEXEC_DHELIX } mm_coexec;
+extern const char *const mm_coexec_names[];
 extern const char *const mm_train_grad_reduce_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
@@ -125,6 +128,7 @@ typedef struct mm_scenario {
         int overlap_grad_reduce;  /* mm_train_overlap: auto (the framework's) | false | true */
         int overlap_param_gather; /* mm_train_overlap */
         bool tp_comm_overlap;
+        int coexec;             /* mm_coexec: none | dhelix (micro-batch co-execution) */
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
         mm_cuda_graphs cuda_graphs; /* none | layer | full (the profile's host.cuda_graphs) */
         mm_attention attention; /* auto (the framework's) | flash | unfused | flash1..3 | cudnn */
