@@ -219,6 +219,9 @@ START_TEST(bad_input)
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
     ck_assert_msg(strstr(err, "comm.compress.compress_gb_s") && strstr(err, "H100"), "%s", err);
     ck_assert_int_eq(scen(dir, c, out, sizeof out, err, sizeof err), 0);
+    snprintf(args, sizeof args, "run --no-db %s --set 'comm.compress.pp=zfp-r8' --set train.pass_times=p.csv", path);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "comm.compress.pp") && strstr(err, "pass_times"), "%s", err);
     snprintf(args, sizeof args, "run --no-db %s --set train.overlap_grad_reduce=true", path);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
     ck_assert_msg(strstr(err, "comm.compress.dp") && strstr(err, "overlapped"), "%s", err);

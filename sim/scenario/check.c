@@ -227,6 +227,9 @@ static int check_compress(const mm_sim *sim, mm_err *err)
                                     "%s has no published %s throughput on %s in the table (%s): give it", z->name,
                                     miss == 2 ? "compress" : "decompress", sim->cluster->gpu.name, z->source);
     }
+    if (sc->compress.pp && sc->train.pass_times && *sc->train.pass_times)
+        return mm_scenario_fail(sc, err, "comm.compress.pp",
+                                "with train.pass_times the pipeline sends take the measured times: not modeled");
     if (!sc->compress.dp)
         return 0;
     const mm_module_layout *L = &sc->parallel.llm;
