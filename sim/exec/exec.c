@@ -511,7 +511,14 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     for (size_t s = 0; s < nstreams; s++)
         try_stream(&st, s);
     mm_engine_run(eng);
-    *t_end = mm_engine_now(eng);
+    /* The run ends at its last op's end, not at the engine's last event:
+     * a compute op re-paced when overlapped traffic stopped leaves its
+     * earlier end event behind (stale, ignored by on_complete), and that
+     * event may be the engine's last. */
+    *t_end = t0;
+    for (uint32_t i = 0; i < g->n_ops; i++)
+        if (end[i] > *t_end)
+            *t_end = end[i];
     if (st.rc)
         rc = st.rc;
     else if (st.done != g->n_ops)
