@@ -336,32 +336,6 @@ START_TEST(prescore_fill_by_schedule)
 }
 END_TEST
 
-/* Kendall's tau-b of the pre-score against the event-level time over the
- * simulated candidates (bench_plan prints the same figure). */
-static double kendall_tau(const mm_plan *p)
-{
-    double conc = 0, disc = 0, tx = 0, ty = 0;
-    for (size_t i = 0; i < p->n; i++)
-        for (size_t j = i + 1; j < p->n; j++) {
-            const mm_plan_cand *a = &p->c[i], *b = &p->c[j];
-            if (a->status != MM_CAND_SIMULATED || b->status != MM_CAND_SIMULATED)
-                continue;
-            double dx = a->est_s - b->est_s, dy = a->sim_s - b->sim_s;
-            if (dx == 0 && dy == 0)
-                continue;
-            if (dx == 0)
-                tx++;
-            else if (dy == 0)
-                ty++;
-            else if ((dx > 0) == (dy > 0))
-                conc++;
-            else
-                disc++;
-        }
-    double d = sqrt((conc + disc + tx) * (conc + disc + ty));
-    return d > 0 ? (conc - disc) / d : NAN;
-}
-
 /* The MLLM space (colocated and homogeneous layouts of a drawn mixture):
  * the pre-score times each candidate on the workload's drawn
  * micro-batches, so its order follows the event-level order: the
@@ -372,7 +346,7 @@ START_TEST(prescore_orders_mllm_space)
     mm_plan all;
     plan(&cases[1], 100000, 0, &all);
     ck_assert_int_gt((int)all.simulated, 100);
-    double tau = kendall_tau(&all);
+    double tau = mm_plan_prescore_tau(&all);
     ck_assert_msg(tau >= 0.9, "Kendall tau of the pre-score vs event-level %.3f < 0.9", tau);
     mm_plan_free(&all);
 }

@@ -53,35 +53,6 @@ static int plan(const bcase *b, const char *const *space, int n_space, int top, 
     return 0;
 }
 
-/* Kendall's tau-b of the estimates against the simulated times. */
-static double kendall(const mm_plan *p)
-{
-    double conc = 0, disc = 0, tx = 0, ty = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        const mm_plan_cand *a = &p->c[i];
-        if (a->status != MM_CAND_SIMULATED)
-            continue;
-        for (size_t j = i + 1; j < p->n; j++) {
-            const mm_plan_cand *b = &p->c[j];
-            if (b->status != MM_CAND_SIMULATED)
-                continue;
-            double dx = a->est_s - b->est_s, dy = a->sim_s - b->sim_s;
-            if (dx == 0 && dy == 0)
-                continue;
-            if (dx == 0)
-                tx++;
-            else if (dy == 0)
-                ty++;
-            else if ((dx > 0) == (dy > 0))
-                conc++;
-            else
-                disc++;
-        }
-    }
-    double d = sqrt((conc + disc + tx) * (conc + disc + ty));
-    return d > 0 ? (conc - disc) / d : NAN;
-}
-
 static double pick_time(const mm_plan *p) { return p->n && p->c[0].status == MM_CAND_SIMULATED ? p->c[0].sim_s : NAN; }
 
 int main(int argc, char **argv)
@@ -98,7 +69,7 @@ int main(int argc, char **argv)
         double best = pick_time(&all);
         printf("%-38s %6zu %6zu %9.4f %9.4f %7.4f %7.2f%% %9.4f %9zu %7.3f\n", b->name, all.n, all.simulated, best,
                pick_time(&k8), pick_time(&k8) / best, 100 * k8.optimal_within, pick_time(&pr), pr.simulated,
-               kendall(&all));
+               mm_plan_prescore_tau(&all));
         mm_plan_free(&all);
         mm_plan_free(&k8);
         mm_plan_free(&pr);

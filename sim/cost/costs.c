@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/compress.h"
 #include "hw/compute.h"
 #include "hw/net.h"
 #include "model/memory.h"
@@ -392,6 +393,18 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
                                    : b * (s / cp) * (double)m->hidden * wbytes / L->lay.tp;
     spec->ep_bytes = ep_bytes(sim, wbytes);
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
+    if (sc->compress.present && (sc->compress.dp || sc->compress.pp)) { /* resolved as check.c checked */
+        mm_compress_use d, p;
+        const char *gpu = sim->cluster->gpu.name;
+        mm_compress_resolve(sc->compress.dp, sc->compress.dp_ratio, sc->compress.compress_gb_s,
+                            sc->compress.decompress_gb_s, gpu, &d);
+        mm_compress_resolve(sc->compress.pp, sc->compress.pp_ratio, sc->compress.compress_gb_s,
+                            sc->compress.decompress_gb_s, gpu, &p);
+        spec->dp_ratio = d.ratio, spec->dp_compress_gb_s = d.compress_gb_s;
+        spec->dp_decompress_gb_s = d.decompress_gb_s;
+        spec->pp_ratio = p.ratio, spec->pp_compress_gb_s = p.compress_gb_s;
+        spec->pp_decompress_gb_s = p.decompress_gb_s;
+    }
     spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
     /* a blocking collective is one eager op of the host (a torch.distributed
      * call into ProcessGroupNCCL and the NCCL kernel's launch); inside a

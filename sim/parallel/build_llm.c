@@ -4,6 +4,7 @@
  * reduction and the optimizer step).
  * Not for: encoders (build_enc.c) or the iteration's order (build.c). */
 #include "parallel/build_internal.h"
+#include "hw/compress.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -414,6 +415,15 @@ int mm_bld_emit_pair(builder *b, int d, int vs, int pass, int mb0, pass_ends *pe
     return rc;
 }
 
+/* A compress or decompress kernel (comm.compress) of rank `rank` on its
+ * compute stream: `bytes` of uncompressed data at `gb_s` GB/s. */
+static int64_t compress_kernel(builder *b, int rank, int vs, int mb, double bytes, double gb_s, int64_t after)
+{
+    mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .layer = -1, .stage = vs, .mb = mb,
+               .coll = -1, .peer = -1, .dur_s = mm_compress_kernel_s(bytes, gb_s)};
+    return add(b, &o, after);
+}
+
 /* A transfer of one micro-batch's activation (or gradient) between the same
  * DP replica of two adjacent virtual stages.  With Megatron's scatter-gather
  * optimisation each of the tp x cp GPU pairs carries its share in parallel,
@@ -428,12 +438,17 @@ int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
         return mm_graph_dep(b->g, after, before) ? -1 : 0;
     mm_op op = {.rank = rank_of(sp, d, from_vs), .stream = MM_STREAM_NONE, .cat = MM_CAT_PP,
                 .layer = -1, .stage = from_vs, .mb = mb, .coll = -1, .peer = rank_of(sp, d, to_vs)};
+    double raw = 0; /* comm.compress.pp: the uncompressed bytes of the sender's share */
     if (sp->p2p_s > 0) {
         op.dur_s = sp->p2p_s;
     } else {
         int pair[2] = {gpu(b, 0, 0, d, stage_of(sp, from_vs)), gpu(b, 0, 0, d, stage_of(sp, to_vs))};
         int up = from_vs < to_vs ? from_vs : to_vs; /* the boundary's upper stage */
         double bytes = sp->mb_costs ? sp->mb_costs[pass_index(b, up, d, mb)].p2p_bytes : sp->p2p_bytes;
+        if (sp->pp_ratio > 0) {
+            raw = bytes / (sp->lay.tp * b->cp);
+            bytes /= sp->pp_ratio;
+        }
         int64_t cl = mm_graph_add_coll(b->g, MM_COLL_SENDRECV, 1, 1, bytes / (sp->lay.tp * b->cp), pair, 2);
         if (cl < 0)
             return -1;
@@ -451,6 +466,19 @@ int mm_bld_emit_p2p(builder *b, int d, int from_vs, int to_vs, int mb, uint32_t 
             }
             mm_graph_set_comm(b->g, (uint32_t)cl, sp->lay.pp, nodes); /* this replica's GPUs */
         }
+    }
+    if (raw > 0) { /* compressed on the sender before, decompressed on the receiver after */
+        mm_op k = {.rank = op.rank, .stream = MM_STREAM_NONE, .cat = MM_CAT_PP, .layer = -1, .stage = from_vs,
+                   .mb = mb, .coll = -1, .peer = -1, .dur_s = mm_compress_kernel_s(raw, sp->pp_compress_gb_s)};
+        int64_t c = mm_graph_add_op(b->g, &k);
+        if (c < 0 || mm_graph_dep(b->g, after, (uint32_t)c))
+            return -1;
+        after = (uint32_t)c;
+        k.rank = op.peer, k.stage = to_vs, k.dur_s = mm_compress_kernel_s(raw, sp->pp_decompress_gb_s);
+        int64_t dc = mm_graph_add_op(b->g, &k);
+        if (dc < 0 || mm_graph_dep(b->g, (uint32_t)dc, before))
+            return -1;
+        before = (uint32_t)dc;
     }
     int64_t id = mm_graph_add_op(b->g, &op);
     if (id < 0 || mm_graph_dep(b->g, after, (uint32_t)id) || mm_graph_dep(b->g, (uint32_t)id, before))
@@ -536,7 +564,15 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
     bool dist = sp->zero >= 1 && sp->zero <= 2;
     int64_t rs = -1, ag = -1;
     int n = dp_group(b, s);
-    if (sp->lay.dp > 1 && rs_bytes > 0 && sp->zero < 3)
+    /* comm.compress.dp: a lossy compressor's buffers cannot be summed on
+     * the way, so the all-reduce becomes an all-gather of every rank's
+     * compressed gradients (nccl-tests' S: dp of them), between a compress
+     * kernel and the decompression of the dp - 1 others' (Xu et al., arXiv
+     * 2409.02423, compression-assisted MPI collectives) */
+    bool squeeze = sp->dp_ratio > 0 && !dist && sp->zero < 3 && sp->lay.dp > 1 && rs_bytes > 0;
+    if (squeeze)
+        rs = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, sp->lay.dp, 1, sp->lay.dp * rs_bytes / sp->dp_ratio, b->gbuf, n);
+    else if (sp->lay.dp > 1 && rs_bytes > 0 && sp->zero < 3)
         rs = mm_graph_add_coll(b->g, dist ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE, sp->lay.dp, 1, rs_bytes, b->gbuf,
                                n);
     if (sp->lay.dp > 1 && ag_bytes > 0 && dist)
@@ -544,7 +580,12 @@ int mm_bld_emit_dp_tail(builder *b, int s, const uint32_t *last_op)
     for (int d = 0; d < b->D && rc == 0; d++) {
         int rank = d + sp->lay.dp * s;
         int64_t prev = last_op[rank];
+        if (squeeze && (prev = compress_kernel(b, rank, s, -1, rs_bytes, sp->dp_compress_gb_s, prev)) < 0)
+            return -1;
         if (rs >= 0 && (prev = add_comm(b, rank, MM_STREAM_DP, MM_CAT_DP, s, -1, -1, rs, prev)) < 0)
+            return -1;
+        if (squeeze && (prev = compress_kernel(b, rank, s, -1, (sp->lay.dp - 1) * rs_bytes, sp->dp_decompress_gb_s,
+                                               prev)) < 0)
             return -1;
         int64_t dp_before = b->last_dp[rank];
         mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .layer = -1,

@@ -1021,6 +1021,34 @@ void mm_plan_pick_free(mm_plan_pick *pick)
     memset(pick, 0, sizeof *pick);
 }
 
+double mm_plan_prescore_tau(const mm_plan *p)
+{
+    double conc = 0, disc = 0, tx = 0, ty = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const mm_plan_cand *a = &p->c[i];
+        if (a->status != MM_CAND_SIMULATED)
+            continue;
+        for (size_t j = i + 1; j < p->n; j++) {
+            const mm_plan_cand *b = &p->c[j];
+            if (b->status != MM_CAND_SIMULATED)
+                continue;
+            double dx = a->est_s - b->est_s, dy = a->sim_s - b->sim_s;
+            if (dx == 0 && dy == 0)
+                continue;
+            if (dx == 0)
+                tx++;
+            else if (dy == 0)
+                ty++;
+            else if ((dx > 0) == (dy > 0))
+                conc++;
+            else
+                disc++;
+        }
+    }
+    double d = sqrt((conc + disc + tx) * (conc + disc + ty));
+    return d > 0 ? (conc - disc) / d : NAN;
+}
+
 void mm_plan_free(mm_plan *p)
 {
     if (!p)

@@ -145,6 +145,12 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *out, mm_err *err);
 
 void mm_plan_free(mm_plan *p);
 
+/* Kendall's tau-b of the pre-score's estimates (est_s) against the
+ * event-level times (sim_s) over the simulated candidates: how well the
+ * pre-score orders what was simulated (bench_plan and the tests report
+ * this one number).  NAN with fewer than two comparable candidates. */
+double mm_plan_prescore_tau(const mm_plan *p);
+
 /* The pick (the rank-1 candidate) as a scenario: the plan's base (o's
  * scenario and overrides, or o->base) on the nodes it was planned on, with
  * the candidate's layout applied by mm_scenario_apply_layout, the one way

@@ -8,6 +8,7 @@
 
 #include "parallel/build.h"
 
+#include "hw/compress.h"
 #include "model/fp8.h"
 #include "model/memory.h"
 
@@ -193,6 +194,66 @@ static int check_batch(mm_sim *sim, mm_err *err)
  * once (FSDP2, Megatron-FSDP have no such settings) and where the
  * persistence threshold would keep a whole layer gathered (the layer's
  * weights resident on every rank: not modeled).  Unused below ZeRO-3. */
+/* The comm.compress section: each named compressor resolves to a ratio
+ * and both kernel throughputs (mm_compress_resolve: the keys, else the
+ * table's where its GPU is the topology's), or is refused by the key that
+ * is missing; the DP one is modeled where ZeRO 0 reduces the gradients
+ * once after the backward, an all-reduce that becomes an all-gather of
+ * compressed buffers; under the distributed optimizer (a reduce-scatter),
+ * ZeRO-3 or reductions overlapped with the backward it is refused. */
+static int check_compress(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (!sc->compress.present || (!sc->compress.dp && !sc->compress.pp))
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        int i = side ? sc->compress.pp : sc->compress.dp;
+        double r = side ? sc->compress.pp_ratio : sc->compress.dp_ratio;
+        const char *rk = side ? "comm.compress.pp_ratio" : "comm.compress.dp_ratio";
+        if (!i)
+            continue;
+        if (r != 0 && r < 1)
+            return mm_scenario_fail(sc, err, rk, "%g: a compressor shrinks its input (ratio >= 1), or 0 for the table's",
+                                    r);
+        mm_compress_use u;
+        int miss = mm_compress_resolve(i, r, sc->compress.compress_gb_s, sc->compress.decompress_gb_s,
+                                       sim->cluster->gpu.name, &u);
+        const mm_compressor *z = mm_compressor_get(i);
+        if (miss == 1)
+            return mm_scenario_fail(sc, err, rk, "%s's ratio depends on the data and its error bound (%s): give it",
+                                    z->name, z->source);
+        if (miss)
+            return mm_scenario_fail(sc, err, miss == 2 ? "comm.compress.compress_gb_s" : "comm.compress.decompress_gb_s",
+                                    "%s has no published %s throughput on %s in the table (%s): give it", z->name,
+                                    miss == 2 ? "compress" : "decompress", sim->cluster->gpu.name, z->source);
+    }
+    if (sc->compress.pp && sc->train.pass_times && *sc->train.pass_times)
+        return mm_scenario_fail(sc, err, "comm.compress.pp",
+                                "with train.pass_times the pipeline sends take the measured times: not modeled");
+    if (!sc->compress.dp)
+        return 0;
+    const mm_module_layout *L = &sc->parallel.llm;
+    int zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    if (zero != 0)
+        return mm_scenario_fail(sc, err, "comm.compress.dp",
+                                "under ZeRO %d (a reduce-scatter of gradients): not modeled; compressed DP "
+                                "reduction is modeled for ZeRO 0's all-reduce",
+                                zero);
+    bool grad = false, param = false;
+    mm_framework_overlap(sim->fw, zero, &grad, &param);
+    if (sc->train.overlap_grad_reduce != MM_TOVL_AUTO)
+        grad = sc->train.overlap_grad_reduce == MM_TOVL_TRUE;
+    int pipe = L->lay.pp;
+    for (int i = 0; i < sim->n_enc && sc->parallel.placement == MM_PLACE_PIPELINE; i++)
+        pipe += sim->enc[i].layout.lay.pp;
+    if (grad || mm_framework_grad_every_microbatch(sim->fw, zero, pipe))
+        return mm_scenario_fail(sc, err, "comm.compress.dp",
+                                "with the gradient reduction overlapped with the backward or run every "
+                                "micro-batch (train.framework %s): not modeled; set train.overlap_grad_reduce: false",
+                                sim->fw->name);
+    return 0;
+}
+
 static int check_zero(const mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -462,6 +523,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.tp", "tp = %d does not divide the model's %lld attention heads",
                                 L->lay.tp, (long long)m->heads);
     if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_zero(sim, err)) ||
+        (rc = check_compress(sim, err)) ||
         (rc = check_data(sim, err)) || (rc = check_run(sim, err)) ||
         (rc = check_optimizer(sim, err)))
         return rc;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "model/fp8.h"
+#include "hw/compress.h"
 #include "model/moe.h"
 #include "scenario/scenario.h"
 
@@ -319,6 +320,28 @@ const mm_key mm_keys[] = {
      "a gathered parameter used again within this many parameters is kept (stage3_max_reuse_distance; default "
      "1e9): under full recompute, which modules the backward gathers again after the recomputed forward",
      F(zero.max_reuse_distance), 0},
+    {"comm", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, "communication options", NOFIELD, 0},
+    {"comm.compress", MM_KT_SECTION, MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,
+     "GPU compression of DP gradients and PP activations (hw/compress.c's table); null: none",
+     F(compress.present), 0},
+    {"comm.compress.dp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
+     "compressor of the DP gradient reduction: a lossy one turns the all-reduce into an all-gather of "
+     "compressed buffers, each rank decompressing the others' (ZeRO 0, reduced after the backward)",
+     F(compress.dp), 0},
+    {"comm.compress.pp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
+     "compressor of the pipeline sends (activations and their gradients)", F(compress.pp), 0},
+    {"comm.compress.dp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the DP compressor's ratio (input over compressed bytes) overriding the table's; 0: the table's",
+     F(compress.dp_ratio), 0},
+    {"comm.compress.pp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the PP compressor's ratio overriding the table's; 0: the table's", F(compress.pp_ratio), 0},
+    {"comm.compress.compress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the compress kernel's throughput, GB/s of input, overriding the table's; 0: the table's where its GPU is "
+     "the topology's, else refused",
+     F(compress.compress_gb_s), 0},
+    {"comm.compress.decompress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the decompress kernel's throughput, GB/s of output, overriding the table's; 0: as compress_gb_s",
+     F(compress.decompress_gb_s), 0},
 };
 
 const size_t mm_n_keys = sizeof mm_keys / sizeof mm_keys[0];
