@@ -91,7 +91,8 @@ static char *get_str(pbuf *p, char *out, size_t len)
 #define MM_METRIC_SCALARS(X)                                                     \
     X(iteration_time_s) X(tokens_per_s) X(samples_per_s) X(mfu) X(hfu)          \
     X(tflops_per_gpu) X(hw_tflops_per_gpu) X(bubble_fraction) X(exposed_comm_s) \
-    X(peak_memory_gib) X(iteration_time_p50_s) X(iteration_time_p99_s) X(padded_flops_fraction) X(oom) X(gpus)  \
+    X(peak_memory_gib) X(peak_allocated_gib) X(iteration_time_p50_s)            \
+    X(iteration_time_p99_s) X(padded_flops_fraction) X(oom) X(gpus)             \
     X(events) X(wall_s)                                                          \
     X(n_iters) X(n_stages)
 
