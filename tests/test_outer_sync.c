@@ -20,6 +20,7 @@
 #include "model/framework.h"
 #include "model/llm.h"
 #include "mmsim_exe.h"
+#include "plan/estimate.h"
 
 static const char *const SITES = "topologies/dgx-a100-2sites-wan1g.yaml";
 
@@ -157,6 +158,36 @@ START_TEST(compressed_sync)
 }
 END_TEST
 
+/* The planner's pre-score adds the sync as the run does (its own step,
+ * blocking: + sync / h) over both sites, and its lower bound, with the
+ * sync, stays below the run. */
+START_TEST(estimate_adds_sync)
+{
+    const char *sets[] = {"cluster.topology=topologies/dgx-a100-2sites-wan1g.yaml", "model=models/llama-2-7b.json",
+                          "cluster.nodes=2", "iterations=1", "train.outer_sync={algorithm: diloco, h: 10}"};
+    mm_scenario sc;
+    mm_err err;
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 5, &err) == 0, "%s", err.msg);
+    mm_sim sim = {0};
+    ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
+    mm_metrics e, m;
+    double bound;
+    ck_assert_msg(mm_sim_estimate_bound(&sim, &e, &bound, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s", err.msg);
+    double sync = 4 * (double)mm_llm_params(sim.llm) / 125e6 + 0.020;
+    ck_assert(e.outer.on && e.gpus == 32 && rel(e.outer.sync_s, sync) < 1e-12);
+    ck_assert(rel(e.iteration_time_s, e.outer.step_s + sync / 10) < 1e-12);
+    ck_assert_msg(rel(e.iteration_time_s, m.iteration_time_s) < 0.05, "est %.6g s, run %.6g s", e.iteration_time_s,
+                  m.iteration_time_s);
+    ck_assert_msg(bound > sync / 10 && bound <= m.iteration_time_s * (1 + 1e-9), "bound %.6g s, run %.6g s", bound,
+                  m.iteration_time_s);
+    mm_metrics_free(&e);
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+    mm_scenario_free(&sc);
+}
+END_TEST
+
 /* Writes dir/t.yaml: dgx-a100.yaml's text plus `tail`, its kernel tables
  * reached through a link. */
 static void topo(const char *dir, const char *tail)
@@ -271,6 +302,7 @@ int main(void)
     tcase_add_test(tc, diloco_closed_form);
     tcase_add_test(tc, allreduce_every_step);
     tcase_add_test(tc, compressed_sync);
+    tcase_add_test(tc, estimate_adds_sync);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, json_fields);
     suite_add_tcase(s, tc);
