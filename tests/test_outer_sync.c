@@ -19,6 +19,7 @@
 #include "hw/wan.h"
 #include "model/framework.h"
 #include "model/llm.h"
+#include "api/mmsim.h"
 #include "mmsim_exe.h"
 #include "plan/estimate.h"
 
@@ -188,6 +189,27 @@ START_TEST(estimate_adds_sync)
 }
 END_TEST
 
+/* The C API's metrics by name are the run's numbers (NAN without sites). */
+START_TEST(api_metrics)
+{
+    const char *sets[] = {"cluster.topology=topologies/dgx-a100-2sites-wan1g.yaml", "model=models/llama-2-7b.json",
+                          "cluster.nodes=2", "iterations=1", "train.outer_sync={h: 10}"};
+    mmsim *h = mmsim_open(NULL, sets, 5);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(mmsim_run(h) == 0, "%s", mmsim_error_message(h));
+    double step = mmsim_metric(h, "inner_step_s"), sync = mmsim_metric(h, "outer_sync_s");
+    ck_assert(mmsim_metric(h, "sites") == 2 && step > 0 && sync > 0);
+    ck_assert(mmsim_metric(h, "outer_sync_exposed_s") == sync);
+    ck_assert(rel(mmsim_metric(h, "iteration_time_s"), step + sync / 10) < 1e-12);
+    mmsim_close(h);
+    h = mmsim_open(NULL, sets + 1, 3);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(mmsim_run(h), 0);
+    ck_assert(isnan(mmsim_metric(h, "sites")) && isnan(mmsim_metric(h, "outer_sync_s")));
+    mmsim_close(h);
+}
+END_TEST
+
 /* Writes dir/t.yaml: dgx-a100.yaml's text plus `tail`, its kernel tables
  * reached through a link. */
 static void topo(const char *dir, const char *tail)
@@ -303,6 +325,7 @@ int main(void)
     tcase_add_test(tc, allreduce_every_step);
     tcase_add_test(tc, compressed_sync);
     tcase_add_test(tc, estimate_adds_sync);
+    tcase_add_test(tc, api_metrics);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, json_fields);
     suite_add_tcase(s, tc);
