@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/breakdown.h"
 #include "cost/outersync.h"
 #include "exec/run.h"
 #include "hw/cluster.h"
@@ -161,7 +162,7 @@ END_TEST
 
 /* The planner's pre-score adds the sync as the run does (its own step,
  * blocking: + sync / h) over both sites, and its lower bound, with the
- * sync, stays below the run. */
+ * sync, stays below the run; --breakdown's sync is the run's. */
 START_TEST(estimate_adds_sync)
 {
     const char *sets[] = {"cluster.topology=topologies/dgx-a100-2sites-wan1g.yaml", "model=models/llama-2-7b.json",
@@ -182,6 +183,12 @@ START_TEST(estimate_adds_sync)
                   m.iteration_time_s);
     ck_assert_msg(bound > sync / 10 && bound <= m.iteration_time_s * (1 + 1e-9), "bound %.6g s, run %.6g s", bound,
                   m.iteration_time_s);
+    /* --breakdown's sync is the run's (one function) */
+    mm_sim_breakdown *bk = calloc(1, sizeof *bk);
+    ck_assert_ptr_nonnull(bk);
+    ck_assert_msg(mm_sim_get_breakdown(&sim, bk, &err) == 0, "%s", err.msg);
+    ck_assert(bk->outer.on && bk->outer.sync_s == m.outer.sync_s && bk->outer.wire_bytes == m.outer.wire_bytes);
+    free(bk);
     mm_metrics_free(&e);
     mm_metrics_free(&m);
     mm_sim_free(&sim);
