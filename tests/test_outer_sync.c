@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cost/breakdown.h"
+#include "cost/cost_internal.h"
 #include "cost/outersync.h"
 #include "exec/run.h"
 #include "hw/cluster.h"
@@ -217,6 +218,45 @@ START_TEST(api_metrics)
 }
 END_TEST
 
+/* train.outer_sync.state gpu: each GPU holds its share of the outer
+ * optimizer, P_rank x (8 + 4 with the overlap, fp32) / dp bytes more model
+ * state (memory only: the step's time does not move); host: nothing. */
+START_TEST(outer_state_memory)
+{
+    const char *base[] = {"cluster.topology=topologies/dgx-a100-2sites-wan1g.yaml", "model=models/llama-2-7b.json",
+                          "cluster.nodes=2", "iterations=1", NULL};
+    const char *opt[] = {"train.outer_sync={h: 10, overlap: true}", "train.outer_sync={h: 10, overlap: true, state: gpu}",
+                         "train.outer_sync={h: 10, state: gpu}"};
+    mm_mem_rank r[3][2];
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        base[4] = opt[i];
+        mm_scenario sc;
+        mm_err err;
+        ck_assert_msg(mm_scenario_load(&sc, NULL, base, 5, &err) == 0, "%s", err.msg);
+        mm_sim sim = {0};
+        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s", err.msg);
+        for (int k = 0; k < 2; k++)
+            ck_assert_int_eq(mm_sim_llm_stage_rank(&sim, k, &r[i][k]), 0);
+        mm_metrics m;
+        ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s", err.msg);
+        t[i] = m.iteration_time_s;
+        mm_metrics_free(&m);
+        mm_sim_free(&sim);
+        mm_scenario_free(&sc);
+    }
+    for (int k = 0; k < 2; k++) {
+        double P = r[0][k].params; /* tp 4 x pp 2 x dp 2: the stage's TP shard */
+        ck_assert(P > 0 && r[1][k].params == P);
+        ck_assert_msg(rel(r[1][k].optimizer - r[0][k].optimizer, P * 12 / 2) < 1e-12, "stage %d: %.6g bytes", k,
+                      r[1][k].optimizer - r[0][k].optimizer);
+        ck_assert(rel(r[1][k].total - r[0][k].total, P * 12 / 2) < 1e-12);
+        ck_assert(rel(r[2][k].optimizer - r[0][k].optimizer, P * 8 / 2) < 1e-12);
+    }
+    ck_assert(t[1] == t[0]);
+}
+END_TEST
+
 /* Writes dir/t.yaml: dgx-a100.yaml's text plus `tail`, its kernel tables
  * reached through a link. */
 static void topo(const char *dir, const char *tail)
@@ -276,6 +316,7 @@ START_TEST(bad_input)
         {SITES, "'train.outer_sync={h: 10, compress: zfp-r8}'", "train.outer_sync.compress_gb_s", "give it"},
         {SITES, "'train.outer_sync={h: 10, compress_ratio: 4}'", "train.outer_sync.compress_ratio", "without"},
         {SITES, "'train.outer_sync={h: 0}'", "train.outer_sync.h", ""},
+        {SITES, "'train.outer_sync={algorithm: allreduce, state: gpu}'", "train.outer_sync.state", "diloco"},
         {SITES, "'train.outer_sync={algorithm: swap}'", "train.outer_sync.algorithm", ""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -333,6 +374,7 @@ int main(void)
     tcase_add_test(tc, compressed_sync);
     tcase_add_test(tc, estimate_adds_sync);
     tcase_add_test(tc, api_metrics);
+    tcase_add_test(tc, outer_state_memory);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, json_fields);
     suite_add_tcase(s, tc);

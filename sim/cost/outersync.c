@@ -24,6 +24,17 @@ double mm_sim_trainable_params(const mm_sim *sim)
     return p;
 }
 
+double mm_sim_outer_state_bytes(const mm_sim *sim, double rank_params)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (!sc->train.outer_sync.present || sc->train.outer_sync.algorithm != MM_OSYNC_DILOCO ||
+        sc->train.outer_sync.state != 1)
+        return 0;
+    double per = 8.0 + (sc->train.outer_sync.overlap ? (sc->train.outer_sync.dtype == 1 ? 2.0 : 4.0) : 0.0);
+    int dp = sc->parallel.llm.lay.dp > 0 ? sc->parallel.llm.lay.dp : 1;
+    return rank_params * per / dp;
+}
+
 int mm_sim_outer_sync(const mm_sim *sim, double step_s, mm_outer_sync *out, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;

@@ -42,6 +42,16 @@ typedef struct mm_outer_sync {
  * 0, or -code with err set. */
 int mm_sim_outer_sync(const mm_sim *sim, double step_s, mm_outer_sync *out, mm_err *err);
 
+/* Bytes of diloco's outer optimizer state on one GPU that holds
+ * rank_params parameters of the LLM, with train.outer_sync.state gpu
+ * (0 otherwise): an fp32 copy of the weights the last sync agreed on and
+ * the outer Nesterov momentum (DiLoCo's outer optimizer, arXiv 2311.08105),
+ * 8 bytes a parameter, and with the overlap the previous round's
+ * pseudo-gradient while it travels (4 or 2: train.outer_sync.dtype),
+ * sharded over the stage's dp ranks as DiLoCoX's distributed outer
+ * optimizer holds it (arXiv 2506.21263, its Fig. 1). */
+double mm_sim_outer_state_bytes(const mm_sim *sim, double rank_params);
+
 /* The trainable parameters of sim's model (the LLM unless train.frozen
  * names it; each encoder's tower and projector unless frozen). */
 double mm_sim_trainable_params(const mm_sim *sim);

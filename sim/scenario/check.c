@@ -407,6 +407,9 @@ static int check_outer_sync(const mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "train.outer_sync.overlap",
                                 "allreduce's gradients are applied by the step that made them (the one-step "
                                 "delay is diloco's)");
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.state != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.state",
+                                "allreduce has no outer optimizer (its state is diloco's)");
     if (algo == MM_OSYNC_ALLREDUCE && mm_scenario_key_given(sc, "train.outer_sync.dtype"))
         return mm_scenario_fail(sc, err, "train.outer_sync.dtype",
                                 "allreduce sends the gradients as the site's DP reduction does (train.grad_reduce)");

@@ -35,6 +35,7 @@ const char *const mm_coexec_names[] = {"none", "dhelix", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
 const char *const mm_outer_sync_names[] = {"allreduce", "diloco", "atom", NULL};
 const char *const mm_outer_sync_dtype_names[] = {"fp32", "bf16", NULL};
+const char *const mm_outer_sync_state_names[] = {"host", "gpu", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -246,6 +247,11 @@ const mm_key mm_keys[] = {
     {"train.outer_sync.decompress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the decompress kernel's throughput, GB/s of output; 0: the table's, else refused",
      F(train.outer_sync.decompress_gb_s), 0},
+    {"train.outer_sync.state", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_state_names, "host", NULL,
+     "where diloco's outer optimizer state lives: host (not charged to the GPU, as OpenDiLoCo offloads it) or gpu "
+     "(DiLoCoX's distributed outer optimizer: an fp32 copy of the weights and Nesterov momentum, and with the "
+     "overlap the pseudo-gradient in flight, over the stage's DP ranks)",
+     F(train.outer_sync.state), 0},
     {"data", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     {"data.workers", MM_KT_INT, 0, INT64_C(-1), INT64_C(4096), 0, 0, NULL, "-1", NULL,
      "data-loader worker processes per GPU (PyTorch DataLoader num_workers): -1 the loader is not modeled "

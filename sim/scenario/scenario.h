@@ -99,6 +99,8 @@ typedef enum { MM_OSYNC_ALLREDUCE, MM_OSYNC_DILOCO, MM_OSYNC_ATOM } mm_outer_syn
 extern const char *const mm_outer_sync_names[];
 /* train.outer_sync.dtype: the values the sync sends */
 extern const char *const mm_outer_sync_dtype_names[];
+/* train.outer_sync.state: host | gpu (the outer optimizer's state) */
+extern const char *const mm_outer_sync_state_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -167,6 +169,7 @@ typedef struct mm_scenario {
             int dtype;          /* 0 fp32, 1 bf16 (mm_outer_sync_dtype_names) */
             int compress;       /* mm_compressor_names index; 0: none */
             double compress_ratio, compress_gb_s, decompress_gb_s; /* 0: the table's */
+            int state;          /* where the outer optimizer's state lives: 0 host, 1 gpu */
         } outer_sync;
     } train;
     /* the data pipeline (cost/loader.h): loader workers per GPU (-1 not
