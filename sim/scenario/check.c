@@ -367,8 +367,10 @@ static int check_run(const mm_sim *sim, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     if (sc->train.save_interval > 0 && !(sc->train.save_gb_s > 0))
         return mm_scenario_fail(sc, err, "train.save_interval",
-                                "checkpoint saves are written at the storage's bandwidth: set train.save_gb_s "
-                                "(GB/s per node) with train.save_interval");
+                                "checkpoint saves are written at the storage's bandwidth, which is the site's "
+                                "(its shared file system, or the node's NVMe cache), not the topology's: no "
+                                "published figure serves as a default; set train.save_gb_s (GB/s per node, as "
+                                "fio or gdsio measures a write there) with train.save_interval");
     if (sc->train.save_gb_s > 0 && sc->train.save_interval == 0)
         return mm_scenario_fail(sc, err, "train.save_gb_s",
                                 "train.save_gb_s applies to checkpoint saves only: set train.save_interval too");
@@ -442,6 +444,19 @@ static int check_outer_sync(const mm_sim *sim, mm_err *err)
                                 miss == 2 ? "train.outer_sync.compress_gb_s" : "train.outer_sync.decompress_gb_s",
                                 "%s has no published %s throughput on %s in the table (%s): give it", z->name,
                                 miss == 2 ? "compress" : "decompress", c->gpu.name, z->source);
+    return 0;
+}
+
+/* train.grad_accum_fusion false: the per-micro-batch accumulation into an
+ * unsharded main gradient (cost/costs.c grad_accum_s); with ZeRO 2-3 the
+ * gradients are sharded per micro-batch, not modeled. */
+static int check_grad_accum(const mm_scenario *sc, mm_err *err)
+{
+    int zero = sc->parallel.llm.zero >= 0 ? sc->parallel.llm.zero : sc->train.zero;
+    if (!sc->train.grad_accum_fusion && zero >= 2)
+        return mm_scenario_fail(sc, err, "train.grad_accum_fusion",
+                                "false with ZeRO %d (sharded gradients per micro-batch): not modeled; "
+                                "use ZeRO 0-1 or leave it true", zero);
     return 0;
 }
 
@@ -540,6 +555,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return frc8;
     int crc = check_coexec(sim, err);
     if (crc)
+        return crc;
+    if ((crc = check_grad_accum(sc, err)))
         return crc;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
