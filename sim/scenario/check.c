@@ -377,6 +377,19 @@ static int check_run(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.grad_accum_fusion false: the per-micro-batch accumulation into an
+ * unsharded main gradient (cost/costs.c grad_accum_s); with ZeRO 2-3 the
+ * gradients are sharded per micro-batch, not modeled. */
+static int check_grad_accum(const mm_scenario *sc, mm_err *err)
+{
+    int zero = sc->parallel.llm.zero >= 0 ? sc->parallel.llm.zero : sc->train.zero;
+    if (!sc->train.grad_accum_fusion && zero >= 2)
+        return mm_scenario_fail(sc, err, "train.grad_accum_fusion",
+                                "false with ZeRO %d (sharded gradients per micro-batch): not modeled; "
+                                "use ZeRO 0-1 or leave it true", zero);
+    return 0;
+}
+
 /* The FP8 keys: only under train.precision fp8, and a recipe the GPU runs
  * (Transformer Engine refuses the others at start-up). */
 static int check_fp8(const mm_sim *sim, mm_err *err)
@@ -472,6 +485,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return frc8;
     int crc = check_coexec(sim, err);
     if (crc)
+        return crc;
+    if ((crc = check_grad_accum(sc, err)))
         return crc;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);

@@ -185,6 +185,12 @@ const mm_key mm_keys[] = {
      "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
      "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
      F(train.grad_reduce), 0},
+    {"train.grad_accum_fusion", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "true", NULL,
+     "weight-gradient accumulation fused into the wgrad GEMM (Megatron-LM's default, apex "
+     "fused_weight_gradient_mlp_cuda); false (--no-gradient-accumulation-fusion): the GEMM writes a 16-bit "
+     "gradient and a kernel adds it to the main gradient every micro-batch (MS-AMP's add_to_fp8 under "
+     "train.fp8_grads)",
+     F(train.grad_accum_fusion), 0},
     /* A training run's periodic work (cost/runcost.h): off (0) by default, so
      * that the per-iteration figures stay the step's; Megatron-LM's defaults
      * are --log-interval 100, --eval-interval 1000, --eval-iters 100, no

@@ -147,6 +147,8 @@ typedef struct mm_scenario {
         bool fp8_grads;         /* FP8-LM O1: FP8 weight gradients, DP-reduced in 8 bits */
         bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
         int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
+        bool grad_accum_fusion; /* false: Megatron --no-gradient-accumulation-fusion, a per-micro-batch
+                                   accumulation kernel per weight (cost/costs.c grad_accum_s) */
         /* the run's periodic work (cost/runcost.h); 0: off */
         int train_iters, log_interval, save_interval, eval_interval, eval_iters;
         double save_gb_s;       /* checkpoint storage write bandwidth per node, GB/s */
