@@ -73,6 +73,11 @@ static int gemm_kernels(mm_fp8_recipe r, double norm_frac, mm_op_cost *prev, mm_
     out[k++] = mem_op("fp8_cast_grad", 0.0, mm_fp8_quantize_bytes(r, dout, 2));
     /* the GEMM reads 1-byte operands and writes 16 bits */
     g->bytes = g->batch * (g->m * g->k + g->k * g->n) + 2.0 * dout;
+    /* a grouped GEMM's input and output gradient are quantized expert by
+     * expert (GroupedLinear: tex.split_quantize over m_splits) */
+    if (g->groups > 0)
+        for (int i = 0; i < k; i++)
+            out[i].splits = (int)g->batch;
     return k;
 }
 
