@@ -18,6 +18,7 @@
 #include "hw/cluster.h"
 #include "hw/compute.h"
 #include "model/llm.h"
+#include "model/fp8.h"
 #include "model/moe.h"
 #include "mmsim_exe.h"
 
@@ -276,6 +277,38 @@ START_TEST(grouped_launches)
 }
 END_TEST
 
+/* FP8 pads each expert's rows to 16 before the experts and unpads after
+ * (Megatron-Core's Fp8Padding / Fp8Unpadding): TE copies only when some
+ * expert's rows are not aligned.  Balanced routing here gives every expert
+ * 4096 rows (no copy); an aux-loss draw does not (a copy of the 16-bit
+ * rows each way, forward and backward). */
+START_TEST(fp8_padding)
+{
+    static mm_llm m;
+    mm_err err;
+    ck_assert_msg(mm_llm_load("tests/data/hf/qwen3-30b-a3b.json", &m, &err) == 0, "%s", err.msg);
+    m.ep_share = RANKS;
+    static mm_op_cost ops[2 * MM_FW_MAX_OPS + 1];
+    const int cap = (int)(sizeof ops / sizeof *ops);
+    m.moe = cfg(MM_MOE_BALANCED);
+    int n = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    int r = mm_fp8_rewrite_ops(MM_FP8_CURRENT, 1.0, ops, n, cap);
+    ck_assert(r > n && find(ops, r, "fp8_pad") == NULL && find(ops, r, "fp8_unpad") == NULL);
+    m.moe = cfg(MM_MOE_AUX_LOSS);
+    n = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    const mm_op_cost *fc1 = find(ops, n, "expert_fc1");
+    ck_assert(fc1);
+    double rows = fc1->m * fc1->batch, h = 2048;
+    r = mm_fp8_rewrite_ops(MM_FP8_CURRENT, 1.0, ops, n, cap);
+    const mm_op_cost *pad = find(ops, r, "fp8_pad"), *unpad = find(ops, r, "fp8_unpad");
+    ck_assert(pad && unpad && find(ops, r, "fp8_pad_probs"));
+    ck_assert(fabs(pad->bytes - 4.0 * rows * h) < 1e-6 && pad->bwd_exact && pad->bwd_bytes == pad->bytes);
+    ck_assert(fabs(unpad->bytes - 4.0 * rows * h) < 1e-6);
+    /* BF16 runs no FP8 padding */
+    ck_assert(find(ops, n, "fp8_pad") == NULL);
+}
+END_TEST
+
 static int run(const char *args, char *err, size_t len)
 {
     static char dir[512], out[1 << 16];
@@ -493,6 +526,7 @@ int main(void)
     tcase_add_test(tc, layer_kernels);
     tcase_add_test(tc, grouped_gemm);
     tcase_add_test(tc, grouped_launches);
+    tcase_add_test(tc, fp8_padding);
     tcase_add_test(tc, bad_keys);
     tcase_add_test(tc, end_to_end);
     tcase_add_test(tc, dropless_sync);
