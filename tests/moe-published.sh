@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$("$root/scripts/validate/moe" --mmsim "$mmsim") || { echo "FAIL moe-published: the script failed"; exit 1; }
 # NAME:BOUND (the error today, in %); the pair's BOUND is mmsim's ratio over
 # the published one
-KNOWN_MISSES="qwen3-30b-a3b-dropless:120 qwen3-30b-a3b:2.0"
+KNOWN_MISSES="qwen3-30b-a3b-dropless:109 qwen3-30b-a3b:1.9"
 bound() { for k in $KNOWN_MISSES; do [ "${k%%:*}" = "$1" ] && echo "${k#*:}"; done; }
 fail=0 rows=0
 while read -r _ name _ pub _ sim _ err; do
