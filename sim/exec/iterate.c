@@ -762,6 +762,36 @@ static int apply_data_wait(const mm_sim *sim, const mm_loader_acc *la, mm_metric
     return 0;
 }
 
+/* ATOM's model swapping (cost/swap.h): the step just simulated ran its
+ * passes with the whole model on the GPU; each of its m micro-batches
+ * streams the layers' groups over PCIe, and what the link does not hide
+ * behind the passes (swap.c's recurrence less their compute) is added to
+ * every iteration and to every stage's idle time, and named on the last
+ * iteration's critical path.  Before the outer sync, whose step it is. */
+static int apply_swap(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (!sc->train.outer_sync.present || sc->train.outer_sync.algorithm != MM_OSYNC_ATOM)
+        return 0;
+    mm_mem_rank full;
+    double room;
+    if (mm_sim_swap_room(sim, &full, &room) ||
+        mm_sim_swap(sim, &full, room, costs->stages[0].fwd_s, costs->stages[0].bwd_s, costs->spec.m, &mt->swap))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "model swapping: no plan for a run that fits");
+    mm_sim_wan_pipeline(sim, costs->stages[0].fwd_s, costs->stages[0].bwd_s, costs->spec.m, &mt->swap);
+    int n = mt->n_iters;
+    double w = mt->swap.exposed_s;
+    for (int i = 0; i < n; i++) {
+        mt->iters[i].time_s += w;
+        if (w > 0 && i == n - 1 && !sim->headline_only &&
+            crit_add_stall(&mt->crit, w, mt->iters[i].time_s, "model swap"))
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    for (int s = 0; s < mt->n_stages; s++)
+        mt->stages[s].idle_s += n * w;
+    return 0;
+}
+
 /* Training across sites (cost/outersync.h): every site runs the step just
  * simulated, so the iterations' tokens, samples and FLOPs count S sites;
  * each step waits its share of the outer sync's exposed time (the whole
@@ -910,6 +940,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     }
     if (rc == 0)
         rc = apply_data_wait(sim, &la, mt, err);
+    if (rc == 0)
+        rc = apply_swap(sim, &costs, mt, err);
     if (rc == 0)
         rc = apply_outer_sync(sim, mt, err);
     if (rc == 0)

@@ -377,8 +377,45 @@ static int check_run(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
-/* train.outer_sync and the topology's sites go together; ATOM is refused
- * by name; allreduce syncs every step and blocks; a compressor resolves to
+/* atom (cost/swap.h): every GPU of a peer holds a whole copy of the LLM
+ * (tp, cp, pp, vpp 1; the peer's GPUs data-parallel), its optimizer and
+ * states on the host (zero 0, the outer state not on the GPU), streamed
+ * over PCIe (the topology must give its rate); the averaging is
+ * asynchronous, always behind the training (overlap is not a choice);
+ * memory that follows a workload file's samples is not swapped. */
+static int check_atom(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_layout *lay = &sc->parallel.llm.lay;
+    if (lay->tp != 1 || lay->pp != 1 || (lay->cp > 1) || lay->vpp > 1)
+        return mm_scenario_fail(sc, err, "parallel.llm",
+                                "atom: every GPU of a peer trains a whole copy of the model by swapping its layers "
+                                "from host memory (tp 1, cp 1, pp 1; the peer's GPUs are data-parallel)");
+    if (lay->ep > 1)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "atom: expert parallelism inside a peer is not modeled");
+    if (sc->train.zero != 0)
+        return mm_scenario_fail(sc, err, "train.zero",
+                                "%d: atom keeps the optimizer and its states on the host (set train.zero 0)",
+                                sc->train.zero);
+    if (mm_scenario_key_given(sc, "train.outer_sync.overlap"))
+        return mm_scenario_fail(sc, err, "train.outer_sync.overlap",
+                                "atom averages the peers' models asynchronously, always behind the training");
+    if (sc->train.outer_sync.state != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.state",
+                                "atom keeps the model and its optimizer on the host");
+    if (sim->cluster->pcie_bw <= 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.algorithm",
+                                "atom swaps the layers over PCIe: the topology %s gives no node.pcie_gb_s",
+                                sim->cluster->name);
+    if (sim->wl)
+        return mm_scenario_fail(sc, err, "workload",
+                                "atom with a workload file's samples: memory that follows the data is not swapped "
+                                "(not modeled); use text or a fixed sample");
+    return 0;
+}
+
+/* train.outer_sync and the topology's sites go together; atom's own
+ * constraints (check_atom); allreduce syncs every step and blocks; a compressor resolves to
  * a ratio and both kernel throughputs (on fp32 values, as the table's
  * ratios are) or is refused by the key that is missing. */
 static int check_outer_sync(const mm_sim *sim, mm_err *err)
@@ -386,10 +423,11 @@ static int check_outer_sync(const mm_sim *sim, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     const mm_cluster *c = sim->cluster;
     bool on = sc->train.outer_sync.present;
+    int rc;
     if (c->sites >= 2 && !on)
         return mm_scenario_fail(sc, err, "train.outer_sync",
                                 "the topology %s joins %d sites by a WAN: say how they synchronise "
-                                "(train.outer_sync: {algorithm: allreduce} or {algorithm: diloco, h: H})",
+                                "(train.outer_sync: {algorithm: allreduce}, {algorithm: diloco, h: H} or {algorithm: atom, h: H})",
                                 c->name, c->sites);
     if (!on)
         return 0;
@@ -397,10 +435,8 @@ static int check_outer_sync(const mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "train.outer_sync",
                                 "the topology %s has no sites: section (sites joined by a WAN)", c->name);
     int algo = sc->train.outer_sync.algorithm;
-    if (algo == MM_OSYNC_ATOM)
-        return mm_scenario_fail(sc, err, "train.outer_sync.algorithm",
-                                "atom (ATOM, arXiv 2403.10504: asynchronous training with the model swapped "
-                                "layer by layer from host memory) is not modeled");
+    if (algo == MM_OSYNC_ATOM && (rc = check_atom(sim, err)))
+        return rc;
     if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.h != 1)
         return mm_scenario_fail(sc, err, "train.outer_sync.h",
                                 "%d: allreduce synchronises the gradients after every step (h 1); local steps "

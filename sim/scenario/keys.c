@@ -227,11 +227,12 @@ const mm_key mm_keys[] = {
     {"train.outer_sync.algorithm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_names, "diloco", NULL,
      "allreduce: the gradients all-reduced across sites after every step (data parallelism over the WAN); "
      "diloco: H local steps, then the pseudo-gradient (the H steps' change of the weights) all-reduced across "
-     "sites (DiLoCo; DiLoCoX, arXiv 2506.21263); atom: ATOM's asynchronous model swapping (arXiv 2403.10504), "
-     "refused: not modeled",
+     "sites (DiLoCo; DiLoCoX, arXiv 2506.21263); atom: ATOM (arXiv 2403.10504), every GPU of a peer (site) "
+     "trains a whole copy of the model swapped group by group from host memory over PCIe, the peers' models "
+     "averaged asynchronously every H steps behind the training",
      F(train.outer_sync.algorithm), 0},
     {"train.outer_sync.h", MM_KT_INT, 0, POS, 0, 0, NULL, "1", NULL,
-     "inner steps between outer syncs (diloco; allreduce syncs every step: 1)", F(train.outer_sync.h), 0},
+     "inner steps between outer syncs (diloco, atom; allreduce syncs every step: 1)", F(train.outer_sync.h), 0},
     {"train.outer_sync.overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
      "DiLoCoX's one-step-delay overlap (diloco): round k's sync runs during round k+1's H steps, and only "
      "what outlasts them is exposed, max(0, sync - H x step); false: each sync blocks the sites",
