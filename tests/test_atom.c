@@ -92,8 +92,11 @@ START_TEST(swap_closed_form)
         double T = (n + 1) * tw + F / n + n * tg;
         ck_assert_msg(rel(s.swap_step_s, T) < 1e-12, "g %d: %.9g s, closed form %.9g", r[i].g, s.swap_step_s, T);
     }
-    /* the whole model fits twice over: one group, only the first load and the gradients out */
+    /* the whole model fits twice over: one group, loaded once, its
+     * gradients accumulated on the GPU and sent out once */
     mm_swap s;
+    ck_assert_int_eq(mm_sim_swap(&sim, &full, 100 * L * per, 0.1, 0.2, 2, &s), 0);
+    ck_assert(s.groups == 1 && rel(s.swap_step_s, L * 2e8 / bw + 0.6 + L * 4e8 / bw) < 1e-12);
     ck_assert_int_eq(mm_sim_swap(&sim, &full, 100 * L * per, 1.0, 2.0, 2, &s), 0);
     ck_assert(s.groups == 1 && s.group_layers == L && rel(s.resident_bytes, L * per) < 1e-12);
     ck_assert(rel(s.swap_step_s, L * 2e8 / bw + 6.0 + L * 4e8 / bw) < 1e-12);

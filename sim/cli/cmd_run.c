@@ -155,9 +155,9 @@ static void print_outer(const mm_metrics *m)
     const mm_swap *w = &m->swap;
     if (!w->on)
         return;
-    printf("  model swap         %10.4f s exposed per step: %d groups of %d layers over PCIe at %.1f GB/s "
+    printf("  model swap         %10.4f s exposed per step: %d group%s of %d layers over PCIe at %.1f GB/s "
            "(load %.4f s, gradients out %.4f s a group; %.2f GiB resident)\n",
-           w->exposed_s, w->groups, w->group_layers, w->link_bw * 1e-9, w->load_s, w->grads_out_s,
+           w->exposed_s, w->groups, w->groups == 1 ? "" : "s", w->group_layers, w->link_bw * 1e-9, w->load_s, w->grads_out_s,
            w->resident_bytes / MM_GIB);
     printf("  pipeline instead   %10.4f s a step as pipelines across the sites (%.4f s a hop on the WAN)\n",
            w->pp_step_s, w->pp_hop_s);

@@ -9,7 +9,8 @@
  * next; the last forward sub-model is not swapped out, so the backward
  * starts on it).  A group that follows itself (the forward's last and the
  * backward's first; the backward's last and the next micro-batch's first)
- * needs no load.  PCIe is full duplex, so the loads and the gradients out
+ * needs no load (a single group, the whole model, is loaded once and
+ * sends its accumulated gradients once a step).  PCIe is full duplex, so the loads and the gradients out
  * run side by side.  With c_k task k's compute, in_k its load and out_k
  * its gradients out (0 in the forward), the step takes
  *
@@ -91,7 +92,9 @@ int mm_sim_swap(const mm_sim *sim, const mm_mem_rank *full, double room_bytes, d
             in_next = g1 == grp ? 0 : s1 * out->layer_weight_bytes / out->link_bw;
         }
         T += fmax(c, fmax(in_next, prev_out));
-        prev_out = bwd ? size * out->layer_grad_bytes / out->link_bw : 0;
+        /* one group never leaves the GPU: its gradients accumulate there
+         * and go out once, after the step's last backward */
+        prev_out = bwd && (n > 1 || k == K - 1) ? size * out->layer_grad_bytes / out->link_bw : 0;
         prev_group = grp;
     }
     T += prev_out; /* the last gradients out, before the host's optimizer */
