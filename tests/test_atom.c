@@ -21,6 +21,7 @@
 #include "exec/run.h"
 #include "hw/cluster.h"
 #include "hw/wan.h"
+#include "api/mmsim.h"
 #include "mmsim_exe.h"
 #include "plan/estimate.h"
 
@@ -242,6 +243,29 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* The C API's metrics by name are the run's (NAN without atom). */
+START_TEST(api_metrics)
+{
+    const char *sets[] = {"cluster.topology=topologies/dgx-a100-2sites-wan1g.yaml", "model=models/gpt3-1.3b.json",
+                          "cluster.nodes=2", "iterations=1", "train.zero=0", "parallel.llm={tp: 1, pp: 1, dp: 16}",
+                          "train.outer_sync={algorithm: atom, h: 10}"};
+    mmsim *h = mmsim_open(NULL, sets, 7);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_msg(mmsim_run(h) == 0, "%s", mmsim_error_message(h));
+    double sw = mmsim_metric(h, "swap_exposed_s"), step = mmsim_metric(h, "inner_step_s");
+    ck_assert(sw > 0 && step > sw && mmsim_metric(h, "wan_pipeline_step_s") > 0);
+    ck_assert(mmsim_metric(h, "swap_step_s") > sw);
+    mmsim_close(h);
+    const char *d[] = {"cluster.topology=topologies/dgx-a100-2sites-wan1g.yaml", "model=models/gpt3-1.3b.json",
+                       "cluster.nodes=2", "iterations=1", "train.outer_sync={algorithm: diloco, h: 10}"};
+    h = mmsim_open(NULL, d, 5);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(mmsim_run(h), 0);
+    ck_assert(isnan(mmsim_metric(h, "swap_exposed_s")) && isnan(mmsim_metric(h, "wan_pipeline_step_s")));
+    mmsim_close(h);
+}
+END_TEST
+
 /* --json names the swap's numbers and the pipeline it is compared with. */
 START_TEST(json_fields)
 {
@@ -270,6 +294,7 @@ int main(void)
     tcase_add_test(tc, atom_run);
     tcase_add_test(tc, swap_fits);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, api_metrics);
     tcase_add_test(tc, json_fields);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
