@@ -44,7 +44,7 @@ double mm_sim_swap_link_bw(const mm_sim *sim)
     int gpus = sim->sc.parallel.llm.lay.dp > 0 ? sim->sc.parallel.llm.lay.dp : 1;
     if (gpus > c->gpus_per_node)
         gpus = c->gpus_per_node;
-    int sw = c->pcie_switches > 0 ? c->pcie_switches : 1;
+    int sw = c->pcie_switches > 0 ? c->pcie_switches : gpus; /* none given: a link each */
     double share = ceil((double)gpus / sw); /* GPUs swapping behind one switch */
     return c->pcie_bw * c->pcie_eff / (share >= 1 ? share : 1);
 }

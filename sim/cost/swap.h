@@ -44,7 +44,8 @@ typedef struct mm_swap {
  * topology's PCIe rate at its DMA efficiency (node.pcie_gb_s,
  * pcie_efficiency), divided among the GPUs behind one PCIe switch when
  * they all swap at once (a switch reaches the host through one link of the
- * same width: DGX A100 user guide, system topology). */
+ * same width: DGX A100 user guide, system topology; a topology without
+ * node.pcie_switches gives each GPU its own link). */
 double mm_sim_swap_link_bw(const mm_sim *sim);
 
 /* Plans the groups for a GPU whose memory model without swapping is *full
