@@ -13,7 +13,8 @@
 #include "util/limits.h"
 
 static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source",
-                                       "node_groups", "nccl_version", NULL};
+                                       "node_groups", "nccl_version", "sites", NULL};
+static const char *const site_keys[] = {"count", "wan_gbps", "wan_latency_ms", NULL};
 static const char *const group_keys[] = {"name", "first", "count", "nic_gbit_s", "gpu", NULL};
 static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s", NULL};
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
@@ -626,6 +627,35 @@ static int load_groups(const mm_doc *d, mm_node *root, mm_cluster *c, mm_err *er
     return 0;
 }
 
+/* sites: {count, wan_gbps, wan_latency_ms}: `count` copies of the file's
+ * cluster joined by a wide-area link (cluster.h).  All three required; a
+ * single site is no WAN at all, so count is at least 2. */
+static int load_sites(const mm_doc *d, mm_node *root, mm_cluster *c, mm_err *err)
+{
+    mm_node *s = mm_node_get(root, "sites");
+    if (!s || mm_node_is_null(s))
+        return 0;
+    int rc;
+    bool found;
+    int64_t count = 0;
+    double gbps, ms = -1;
+    if ((rc = mm_node_check_keys(d, s, "sites", site_keys, err)) ||
+        (rc = mm_node_int(d, s, "count", "sites.count", 2, 1 << 16, &count, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(s), "sites.count",
+                          "missing required key (sites joined by the WAN, at least 2)");
+    if ((rc = need_pos(d, s, "wan_gbps", "sites.wan_gbps", &gbps, err)) ||
+        (rc = mm_node_double(d, s, "wan_latency_ms", "sites.wan_latency_ms", 0, 1e5, &ms, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(s), "sites.wan_latency_ms", "missing required key");
+    c->sites = (int)count;
+    c->wan_bw = gbps * 1e9 / 8.0;
+    c->wan_latency_s = ms * 1e-3;
+    return 0;
+}
+
 int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
 {
     memset(c, 0, sizeof *c);
@@ -666,6 +696,8 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         rc = load_nccl_version(&d, root, c, err);
     if (!rc)
         rc = load_p2p_channels(&d, n, f, c, err);
+    if (!rc)
+        rc = load_sites(&d, root, c, err);
 out:
     mm_doc_free(&d);
     if (rc)
