@@ -27,7 +27,7 @@ static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
 static const char *const peak_keys[] = {"bf16", "fp16", "fp8", NULL};
-static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
+static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s", "nccl_protocols",
                                         "nvlink_allreduce_busbw_gb_s", "nvlink_latency_us",
                                         "nvls", "nvls_allreduce_busbw_gb_s", "nvls_latency_us",
                                         "pcie_gb_s",
@@ -442,6 +442,10 @@ static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
     if ((rc = mm_node_int(d, n, "cpu_cores", "node.cpu_cores", 1, 1 << 20, &cores, &found, err)))
         return rc;
     c->cpu_cores = (int)cores;
+    bool protos = false;
+    if ((rc = mm_node_bool(d, n, "nccl_protocols", "node.nccl_protocols", &protos, &found, err)))
+        return rc;
+    c->nccl_protocols = protos;
     if (c->nics_per_node > c->gpus_per_node)
         return bad_key(d, n, "nics", "node.nics", "more NICs than GPUs is not modeled", err);
     return 0;

@@ -120,6 +120,11 @@ typedef struct mm_cluster {
     int nvls;             /* the switch can reduce (NVLink SHARP) */
     double nvls_eff;      /* NVLS all-reduce: achieved per-GPU link rate / nvlink_bw */
     double nvls_latency_s; /* fixed latency of an NVLS all-reduce */
+    /* node.nccl_protocols: a ring inside one node takes the time NCCL's own
+     * tuning model gives its fastest protocol (LL, LL128, Simple) for the
+     * message (mm_net_nccl_proto_extra); false: one protocol, Simple's
+     * bandwidth with nvlink_latency_s per step */
+    int nccl_protocols;
     double pcie_bw;       /* GPU or NIC <-> PCIe switch, per direction; 0: not modeled */
     double pcie_eff;      /* achieved / pcie_bw for DMA through the switch */
     int pcie_switches;    /* per node; GPUs and NICs spread evenly over them */
