@@ -375,6 +375,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->z3_regathers = z3.regathers;
     spec->z3_scatters = z3.scatters;
     spec->z3_regather_share = z3.regather_share;
+    spec->z3_list_host_s = zero >= 3 ? mm_framework_z3_list_host_s(sim->fw, L->lay.dp) : 0.0;
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;

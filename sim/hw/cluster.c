@@ -21,12 +21,13 @@ static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
                                        "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
-                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec", NULL};
+                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec",
+                                       "sustained_clock_ratio", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
 static const char *const peak_keys[] = {"bf16", "fp16", "fp8", NULL};
-static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
+static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s", "nccl_protocols",
                                         "nvlink_allreduce_busbw_gb_s", "nvlink_latency_us",
                                         "nvls", "nvls_allreduce_busbw_gb_s", "nvls_latency_us",
                                         "pcie_gb_s",
@@ -227,6 +228,11 @@ static int load_gpu(const mm_doc *d, mm_node *g, mm_gpu_spec *gpu, mm_err *err)
     if (found && !(gpu->peak_flops[MM_DTYPE_FP8] > 0))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(g, "fp8_gemm_speedup"), "gpu.fp8_gemm_speedup",
                           "only with gpu.peak_tflops.fp8");
+    /* sustained over measured SM clock (cluster.h); 1: the tables as measured */
+    gpu->sustained_clock_ratio = 1.0;
+    if ((rc = mm_node_double(d, g, "sustained_clock_ratio", "gpu.sustained_clock_ratio", 0.1, 1.0,
+                             &gpu->sustained_clock_ratio, &found, err)))
+        return rc;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 
@@ -436,6 +442,10 @@ static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
     if ((rc = mm_node_int(d, n, "cpu_cores", "node.cpu_cores", 1, 1 << 20, &cores, &found, err)))
         return rc;
     c->cpu_cores = (int)cores;
+    bool protos = false;
+    if ((rc = mm_node_bool(d, n, "nccl_protocols", "node.nccl_protocols", &protos, &found, err)))
+        return rc;
+    c->nccl_protocols = protos;
     if (c->nics_per_node > c->gpus_per_node)
         return bad_key(d, n, "nics", "node.nics", "more NICs than GPUs is not modeled", err);
     return 0;

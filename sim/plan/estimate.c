@@ -185,6 +185,8 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
             /* the host issues the same passes: their kernels and the
              * blocking TP collectives (the executor's host cursor) */
             host += x->fwd_host_s + x->bwd_host_s + layer_ops * msgs * sp->coll_host_s;
+            /* DeepSpeed's list collectives: after a device sync, exposed */
+            t += layer_ops * mm_build_z3_list_mb_s(sp);
             flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
             hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
             g += x->grad_bytes;
@@ -410,6 +412,7 @@ static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
         t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes);
         host += st[v].fwd_host_s + st[v].bwd_host_s + layer_ops * msgs * sp->coll_host_s;
+        t += layer_ops * mm_build_z3_list_mb_s(sp);
     }
     for (int i = 0; s == 0 && i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
