@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/breakdown.h"
 #include "cost/cost_internal.h"
 #include "cost/costs.h"
 #include "cost/outersync.h"
@@ -165,6 +166,12 @@ START_TEST(atom_run)
                   m.iteration_time_s);
     ck_assert(bound >= w->exposed_s && bound <= m.iteration_time_s * (1 + 1e-9));
     mm_metrics_free(&e);
+    /* --breakdown's swap is the run's (one function) */
+    mm_sim_breakdown *bk = calloc(1, sizeof *bk);
+    ck_assert_ptr_nonnull(bk);
+    ck_assert_msg(mm_sim_get_breakdown(&s, bk, &err) == 0, "%s", err.msg);
+    ck_assert(bk->swap.on && bk->swap.exposed_s == w->exposed_s && bk->swap.groups == w->groups);
+    free(bk);
     mm_sim_costs_free(&c);
     mm_metrics_free(&m);
     mm_metrics_free(&m1);
