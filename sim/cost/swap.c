@@ -26,9 +26,14 @@
  * weights and gradients fit in what the activations and the runtime leave
  * (ATOM sizes its sub-models by static analysis so that adjacent ones'
  * compute and load times match within the GPU's memory; here the largest
- * group that fits, which minimises the exposed first load for a given
- * link).  The layers' parameters are taken as uniform (the embedding and
- * head spread over them). */
+ * group that fits, as large as ATOM's sub-models may be).  In the backward
+ * the two slots hold group k's weights and gradients, group k+1's weights
+ * coming in and group k-1's gradients going out: two groups' weights and
+ * gradients.  Known limit: smaller groups would expose less here (the
+ * first load and the last gradients out grow with g), since a transfer's
+ * fixed costs, which keep real sub-models large, are not modeled.  The
+ * layers' parameters are taken as uniform (the embedding and head spread
+ * over them). */
 #include "cost/swap.h"
 
 #include <math.h>
