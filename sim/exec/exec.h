@@ -10,7 +10,12 @@
  * dur_s x the pace of the slowest GPU of its rank (rank_gpus), jitter
  * included; network perturbations live in the link graph.  Each rank's
  * host thread issues its compute-stream ops in order (mm_op.host_s, lead_s,
- * MM_OPF_HOST_SYNC): an op starts no earlier than its launch.  Not for:
+ * MM_OPF_HOST_SYNC): an op starts no earlier than its launch.  A rank's
+ * fill stream (MM_STREAM_FILL) holds kernels of low priority: one starts
+ * only while the rank's GPU runs no compute-stream kernel (a compute-stream
+ * collective waiting or transferring leaves it free), and a compute kernel
+ * that becomes ready meanwhile waits for the fill kernel to end (no
+ * preemption), then goes first; fill kernels skip the host cursor.  Not for:
  * building graphs or computing metrics (iterate.c). */
 #ifndef MM_EXEC_H
 #define MM_EXEC_H

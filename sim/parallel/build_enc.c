@@ -518,7 +518,8 @@ int mm_bld_emit_enc_tail(builder *b, int i)
         for (int r = 0; r < sp->lay.pp * sp->lay.dp && cl != -1; r++) {
             if (skip_rank(b, r))
                 continue;
-            int64_t prev = b->last_compute[r];
+            /* in the bubbles: after the rank's last encoder kernel */
+            int64_t prev = sp->enc_bubbles && b->last_fill[r] >= 0 ? b->last_fill[r] : b->last_compute[r];
             if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
                 return -1;
             if (cl >= 0)
