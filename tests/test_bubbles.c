@@ -247,6 +247,39 @@ START_TEST(refused)
 }
 END_TEST
 
+static void run_build(const char *const *sets, int n, bool full_build, mm_metrics *m)
+{
+    mm_sim sim = {0};
+    mm_err err;
+    ck_assert_msg(load(sets, n, &sim, &err) == 0, "%s: %s", err.key, err.msg);
+    sim.full_build = full_build;
+    ck_assert_msg(mm_sim_run(&sim, m, NULL, &err) == 0, "%s", err.msg);
+    mm_sim_free(&sim);
+    mm_scenario_free(&scn);
+}
+
+/* The default multimodal scenario at pp 4: one DP replica built for all
+ * gives the whole build's iteration bit for bit; the bubbles beat the
+ * serial order, and the peak memory is the serial colocated one (every
+ * micro-batch encoded before its backward, as there). */
+START_TEST(scenario_runs)
+{
+    const char *bub[] = {"parallel.llm={tp: 2, pp: 4, dp: 2}", "parallel.vision={tp: 1, dp: 16}",
+                         "iterations=1", "network=analytic", "train.encoder_schedule=bubbles"};
+    mm_metrics a, b, c;
+    run_build(bub, 5, false, &a);
+    run_build(bub, 5, true, &b);
+    ck_assert(memcmp(&a.iteration_time_s, &b.iteration_time_s, sizeof(double)) == 0);
+    run_build(bub, 4, false, &c); /* serial */
+    ck_assert_msg(a.iteration_time_s < c.iteration_time_s, "bubbles %.6f serial %.6f", a.iteration_time_s,
+                  c.iteration_time_s);
+    ck_assert(fabs(a.peak_memory_gib - c.peak_memory_gib) < 1e-9);
+    mm_metrics_free(&a);
+    mm_metrics_free(&b);
+    mm_metrics_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("bubbles");
@@ -257,6 +290,7 @@ static Suite *suite(void)
     tcase_add_test(t, pipeline_heavy_encoder);
     tcase_add_test(t, dependencies_kept);
     tcase_add_test(t, refused);
+    tcase_add_test(t, scenario_runs);
     suite_add_tcase(s, t);
     return s;
 }
