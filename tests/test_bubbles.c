@@ -131,6 +131,39 @@ START_TEST(pipeline_closed_form)
 }
 END_TEST
 
+/* The encoder's layers split over the pipeline ranks (pp_enc = p, stage se
+ * on LLM stage p-1-se; tp 1, so a rank's share of a micro-batch is its
+ * layers' part of ef and eb): a micro-batch's forward runs down the ranks
+ * and its backward back up, so the first micro-batch's whole forward
+ * chain and the last one's whole backward chain are exposed while the
+ * rest fits: T = T_llm + ef + eb, against the images split's
+ * T_llm + (ef + eb) / p; each GPU holds 1/p of the encoder. */
+START_TEST(pipeline_split_layers)
+{
+    const int cases[][3] = {{2, 1, 2}, {4, 2, 4}, {4, 1, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int p = cases[i][0], dp = cases[i][1], m = cases[i][2];
+        double ef = 0.1e-3 * p, eb = 0.2e-3 * p;
+        mm_stage_cost st[8];
+        mm_build_spec llm = spec(st, p, dp, m, 0, 0, false);
+        llm.n_enc = 0;
+        double t_llm = run_spec(&llm).time_s;
+        mm_build_spec bub = spec(st, p, dp, m, ef, eb, true);
+        bub.enc[0].pp = p, bub.enc[0].dp = dp;
+        run_result rb = run_spec(&bub);
+        ck_assert(rb.all_once);
+        ck_assert_msg(fabs(rb.time_s - (t_llm + ef + eb)) < 1e-9, "case %zu split layers %.9f, want %.9f", i,
+                      rb.time_s, t_llm + ef + eb);
+    }
+    /* pp_enc neither 1 nor the LLM's: refused by the builder */
+    mm_stage_cost st[4];
+    mm_build_spec bad = spec(st, 4, 1, 4, 1e-3, 2e-3, true);
+    bad.enc[0].pp = 2, bad.enc[0].dp = 2;
+    mm_graph g;
+    ck_assert_int_eq(mm_build_iteration(&bad, &g, NULL), -1);
+}
+END_TEST
+
 /* Past the closed form's reach: an encoder as long as the LLM's passes
  * hides what the bubbles hold and no more, never worse than serial:
  * T_llm + e + g <= T <= serial, and T >= each rank's work (LLM + m (e + g)). */
@@ -231,17 +264,21 @@ START_TEST(refused)
     const char *dh[] = {"train.coexec=dhelix", "train.encoder_schedule=bubbles"};
     const char *wide[] = {"parallel.vision={tp: 8, dp: 2}", "train.encoder_schedule=bubbles"};
     const char *bad[] = {"train.encoder_schedule=holes"};
-    const char *const *cases[] = {pipe, dh, wide, bad};
+    const char *pp4[] = {"parallel.vision={tp: 1, pp: 4, dp: 4}", "train.encoder_schedule=bubbles"};
+    const char *ser[] = {"parallel.vision={tp: 1, pp: 2, dp: 8}"}; /* serial: pp 1 */
+    const char *const *cases[] = {pipe, dh, wide, bad, pp4, ser};
     const char *keys[] = {"train.encoder_schedule", "train.encoder_schedule", "parallel.vision.tp",
-                          "train.encoder_schedule"};
-    int ns[] = {5, 2, 2, 1};
-    for (int i = 0; i < 4; i++) {
+                          "train.encoder_schedule", "parallel.vision.pp", "parallel.vision.dp"};
+    int ns[] = {5, 2, 2, 1, 2, 1};
+    for (int i = 0; i < 6; i++) {
         ck_assert_int_eq(load(cases[i], ns[i], &sim, &err), -MM_EINPUT);
         ck_assert_msg(!strcmp(err.key, keys[i]), "case %d: %s: %s", i, err.key, err.msg);
         ck_assert_str_eq(err.file, "--set");
     }
-    const char *ok[] = {"train.encoder_schedule=bubbles"};
+    const char *ok[] = {"train.encoder_schedule=bubbles", "parallel.vision={tp: 1, pp: 2, dp: 8}"};
     ck_assert_msg(load(ok, 1, &sim, &err) == 0, "%s", err.msg);
+    mm_sim_free(&sim);
+    ck_assert_msg(load(ok, 2, &sim, &err) == 0, "%s", err.msg);
     mm_sim_free(&sim);
     mm_scenario_free(&scn);
 }
@@ -261,7 +298,9 @@ static void run_build(const char *const *sets, int n, bool full_build, mm_metric
 /* The default multimodal scenario at pp 4: one DP replica built for all
  * gives the whole build's iteration bit for bit; the bubbles beat the
  * serial order, and the peak memory is the serial colocated one (every
- * micro-batch encoded before its backward, as there). */
+ * micro-batch encoded before its backward, as there); with the encoder's
+ * layers split over the 4 ranks it is lower (a quarter of the encoder's
+ * states per GPU), the time between serial and the images split. */
 START_TEST(scenario_runs)
 {
     const char *bub[] = {"parallel.llm={tp: 2, pp: 4, dp: 2}", "parallel.vision={tp: 1, dp: 16}",
@@ -274,6 +313,17 @@ START_TEST(scenario_runs)
     ck_assert_msg(a.iteration_time_s < c.iteration_time_s, "bubbles %.6f serial %.6f", a.iteration_time_s,
                   c.iteration_time_s);
     ck_assert(fabs(a.peak_memory_gib - c.peak_memory_gib) < 1e-9);
+    const char *lay[] = {"parallel.llm={tp: 2, pp: 4, dp: 2}", "parallel.vision={tp: 1, pp: 4, dp: 4}",
+                         "iterations=1", "network=analytic", "train.encoder_schedule=bubbles"};
+    mm_metrics l, l2;
+    run_build(lay, 5, false, &l);
+    run_build(lay, 5, true, &l2);
+    ck_assert(memcmp(&l.iteration_time_s, &l2.iteration_time_s, sizeof(double)) == 0);
+    ck_assert_msg(l.peak_memory_gib < a.peak_memory_gib, "%.3f vs %.3f", l.peak_memory_gib, a.peak_memory_gib);
+    ck_assert_msg(l.iteration_time_s >= a.iteration_time_s && l.iteration_time_s < c.iteration_time_s, "%.6f",
+                  l.iteration_time_s);
+    mm_metrics_free(&l);
+    mm_metrics_free(&l2);
     mm_metrics_free(&a);
     mm_metrics_free(&b);
     mm_metrics_free(&c);
@@ -287,6 +337,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, fill_closed_form);
     tcase_add_test(t, pipeline_closed_form);
+    tcase_add_test(t, pipeline_split_layers);
     tcase_add_test(t, pipeline_heavy_encoder);
     tcase_add_test(t, dependencies_kept);
     tcase_add_test(t, refused);

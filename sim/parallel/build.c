@@ -127,6 +127,10 @@ static int check_enc(builder *b, int i)
     if (sp->enc_bubbles && e->placement == MM_ENC_COLOCATED && tpc % e->tp)
         return mm_bld_fail(b, "encoder '%s' in the LLM's bubbles: tp %d must divide the %d GPUs of an LLM rank "
                            "(tp x cp)", e->name, e->tp, tpc);
+    if (sp->enc_bubbles && e->placement == MM_ENC_COLOCATED && e->pp != 1 &&
+        (e->pp != sp->lay.pp || e->pp > e->chunks))
+        return mm_bld_fail(b, "encoder '%s' in the LLM's bubbles: pp %d must be 1 or the LLM's %d (at most its %d "
+                           "layers)", e->name, e->pp, sp->lay.pp, e->chunks);
     return 0;
 }
 

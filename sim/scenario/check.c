@@ -52,6 +52,22 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
             return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles keeps an encoder TP group on one "
                                     "LLM rank's GPUs, so tp = %d must divide the LLM's tp x cp = %d",
                                     L->lay.tp, tpc);
+        bool split = sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES && L->lay.pp > 1;
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && split) {
+            /* Optimus's plan: the encoder's layers over the LLM's pipeline ranks */
+            snprintf(key, sizeof key, "parallel.%s.pp", e->name);
+            if (L->lay.pp != sc->parallel.llm.lay.pp || L->lay.pp > e->enc->layers)
+                return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles splits the encoder's layers over "
+                                        "the LLM's pipeline ranks: pp must be 1 or the LLM's %d (and at most the "
+                                        "encoder's %lld layers), not %d", sc->parallel.llm.lay.pp,
+                                        (long long)e->enc->layers, L->lay.pp);
+            snprintf(key, sizeof key, "parallel.%s.dp", e->name);
+            if ((long long)L->lay.tp * L->lay.pp * L->lay.dp != llm_gpus)
+                return mm_scenario_fail(sc, err, key, "colocated: the encoder spans the LLM's %lld GPUs, so "
+                                        "tp*pp*dp must be %lld (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus,
+                                        L->lay.tp, L->lay.pp, L->lay.dp);
+            continue;
+        }
         if (sc->parallel.placement == MM_PLACE_COLOCATED) {
             snprintf(key, sizeof key, "parallel.%s.dp", e->name);
             if (L->lay.pp != 1 || (long long)L->lay.tp * L->lay.dp != llm_gpus)
