@@ -10,6 +10,7 @@
  * (exit status 2 from the CLI). */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -413,6 +414,73 @@ START_TEST(bad_files_refused)
 }
 END_TEST
 
+/* A published DataLoader throughput (tests/data/dataload/imread-benchmark.csv:
+ * ImageNet validation JPEGs decoded by Pillow in a PyTorch DataLoader of
+ * W workers on a 16-vCPU VM, and single-threaded) against mmsim's loader:
+ * each image's decode at the rates file's libjpeg-turbo figure, W workers
+ * sharing the cores the consumer process leaves (mmsim's slowdown,
+ * max(1, W / (cores - 1))), the queue run against a consumer that takes
+ * each batch at once (steps of 0 s), the steady state's images per second.
+ * A named known miss (docs/validation.md): mmsim is about 2x too fast
+ * single-threaded (the rate is a 39-Mpx image's; a 0.2-Mpx one pays its
+ * per-image overhead) and 4-5x in the DataLoader (the consumer receiving
+ * and collating 600-KB arrays, one process, is not modeled); each held
+ * within 5 % of the ratio the CSV records. */
+START_TEST(imagenet_dataloader_known_miss)
+{
+    mm_loader_rates lr;
+    mm_err err;
+    ck_assert_int_eq(mm_loader_rates_load("frameworks/loader-rates.yaml", &lr, &err), 0);
+    FILE *f = fopen("tests/data/dataload/imread-benchmark.csv", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int rows = 0;
+    bool header = true;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (header) {
+            header = false;
+            continue;
+        }
+        char plat[64], lib[32];
+        int cores, W;
+        double mpx, single, loader, r_single, r_loader;
+        ck_assert_int_eq(sscanf(line, "%63[^,],%d,%31[^,],%lf,%lf,%lf,%d,%lf,%lf,", plat, &cores, lib, &mpx, &single,
+                                &loader, &W, &r_single, &r_loader),
+                         9);
+        double img_s = mpx / lr.jpeg_mpx_s; /* one core's seconds per image */
+        enum { B = 32, N = 64 };
+        double cpu[N], steps_w[N];
+        for (int i = 0; i < N; i++)
+            cpu[i] = B * img_s;
+        int ms[N];
+        double zero[N] = {0};
+        for (int i = 0; i < N; i++)
+            ms[i] = 1;
+        mm_loader_queue q = {.workers = W, .prefetch = 2, .iters = N, .ranks = 1, .m = ms, .cpu_s = cpu,
+                             .dev_s = zero, .step_s = zero, .slowdown = fmax(1.0, (double)W / (cores - 1))};
+        ck_assert_int_eq(mm_loader_waits(&q, steps_w), 0);
+        /* the steady state: the last 4 rounds of W batches, the prefetched
+         * ones long spent */
+        ck_assert_int_le(4 * W, N / 2);
+        double t = 0;
+        for (int i = N - 4 * W; i < N; i++)
+            t += steps_w[i];
+        double sim_loader = 4 * W * B / t, sim_single = 1 / img_s;
+        ck_assert_double_eq_tol(sim_loader, W / (q.slowdown * img_s), 1e-6 * sim_loader);
+        ck_assert_msg(fabs(sim_single / single / r_single - 1) <= 0.05, "%s single: %.0f img/s against %.0f (x%.2f)",
+                      plat, sim_single, single, sim_single / single);
+        ck_assert_msg(fabs(sim_loader / loader / r_loader - 1) <= 0.05,
+                      "%s DataLoader %d workers: %.0f img/s against %.0f (x%.2f)", plat, W, sim_loader, loader,
+                      sim_loader / loader);
+        rows++;
+    }
+    fclose(f);
+    ck_assert_int_eq(rows, 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dataload");
@@ -426,6 +494,7 @@ int main(void)
     tcase_add_test(tc, runs_add_the_wait);
     tcase_add_test(tc, bad_keys_refused);
     tcase_add_test(tc, bad_files_refused);
+    tcase_add_test(tc, imagenet_dataloader_known_miss);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -11,6 +11,7 @@
 
 #include "api/report.h"
 #include "cost/costs.h"
+#include "cost/loader.h"
 #include "cli/cli.h"
 #include "scenario/megatron.h"
 #include "scenario/torchtitan.h"
@@ -141,7 +142,7 @@ static void print_data(const mm_sim *sim, const mm_metrics *m)
     int W = sc->data.workers, need = m->data_workers_needed;
     if (W < 0)
         return;
-    double load = m->data_wait_s - m->data_h2d_s;
+    double load = m->data_wait_s - m->data_h2d_s, step = m->iteration_time_s - load, short_s = 0;
     printf("  data loader        %10.4f s per iteration waiting for data (%.1f %%), %.4f s of it host-to-device "
            "copies\n", m->data_wait_s, 100 * m->data_wait_s / m->iteration_time_s, m->data_h2d_s);
     printf("                     %s, %d worker%s per GPU (the framework's: %d), prefetch %d; %.4f CPU s per "
@@ -150,15 +151,30 @@ static void print_data(const mm_sim *sim, const mm_metrics *m)
     if (c->cpu_cores > 0)
         printf("; %d cores for %d GPUs per node", c->cpu_cores, c->gpus_per_node);
     printf("\n");
+    /* the steady state: W workers (a core each, or sharing) against the
+     * step without its wait; a run shorter than the prefetched batches
+     * last, or one that starts with them, shows less */
+    if (W > 0)
+        short_s = fmax(0.0, m->loader_cpu_s * mm_sim_loader_slowdown(sim, W) / W - step);
+    char steady[96] = "";
+    if (short_s > 1.05 * load && short_s > 1e-3 * step)
+        snprintf(steady, sizeof steady, " (%.4f s in the steady state)", short_s);
     if (need < 0)
         printf("                     the loader is the bottleneck: NVDEC alone takes longer than the steps; no worker "
                "count hides it\n");
     else if (load > 1e-3 * m->iteration_time_s && (W == 0 || need > W))
-        printf("                     the loader is the bottleneck by %.4f s per iteration: %d workers per GPU "
-               "(%d cores per GPU with the training process) would keep up\n", load, need, need + 1);
+        printf("                     the loader is the bottleneck by %.4f s per iteration%s: %d workers per GPU "
+               "(%d cores per GPU with the training process) would keep up\n", load, steady, need, need + 1);
     else if (load > 1e-3 * m->iteration_time_s)
-        printf("                     the loader is the bottleneck by %.4f s per iteration: %d workers per GPU would "
-               "keep up with a core each (%d cores per GPU with the training process)\n", load, need, need + 1);
+        printf("                     the loader is the bottleneck by %.4f s per iteration%s: %d workers per GPU would "
+               "keep up with a core each (%d cores per GPU with the training process)\n", load, steady, need, need + 1);
+    else if (short_s > 1e-3 * step)
+        /* the queue has not run dry in this run; the steady state has */
+        printf("                     the loader falls behind in the steady state by %.4f s per iteration (%d "
+               "worker%s per GPU at %.4f CPU s per iteration against a %.4f s step); this run's %d iterations end "
+               "before its %d prefetched batches per worker run out: %d workers per GPU (%d cores per GPU with the "
+               "training process) would keep up\n", short_s, W, W == 1 ? "" : "s", m->loader_cpu_s, step,
+               sc->iterations, sc->data.prefetch, need, need + 1);
     else
         printf("                     the loader keeps ahead: %d worker%s per GPU would on average\n", need,
                need == 1 ? "" : "s");

@@ -389,8 +389,10 @@ static int check_run(const mm_sim *sim, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     if (sc->train.save_interval > 0 && !(sc->train.save_gb_s > 0))
         return mm_scenario_fail(sc, err, "train.save_interval",
-                                "checkpoint saves are written at the storage's bandwidth: set train.save_gb_s "
-                                "(GB/s per node) with train.save_interval");
+                                "checkpoint saves are written at the storage's bandwidth, which is the site's "
+                                "(its shared file system, or the node's NVMe cache), not the topology's: no "
+                                "published figure serves as a default; set train.save_gb_s (GB/s per node, as "
+                                "fio or gdsio measures a write there) with train.save_interval");
     if (sc->train.save_gb_s > 0 && sc->train.save_interval == 0)
         return mm_scenario_fail(sc, err, "train.save_gb_s",
                                 "train.save_gb_s applies to checkpoint saves only: set train.save_interval too");
