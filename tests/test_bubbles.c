@@ -75,6 +75,32 @@ START_TEST(fill_closed_form)
 }
 END_TEST
 
+/* The executor's invariant check (mm_exec_check) names a rank whose fill
+ * kernel ran beside a compute kernel, and lets one that ran beside a
+ * compute-stream collective or after it pass. */
+START_TEST(check_catches_overlap)
+{
+    mm_graph g;
+    ck_assert_int_eq(mm_graph_init(&g, 1), 0);
+    mm_op k = {.rank = 0, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .layer = -1, .stage = 0, .mb = 0,
+               .coll = -1, .peer = -1, .dur_s = 1};
+    mm_op f = k;
+    f.stream = MM_STREAM_FILL;
+    ck_assert(mm_graph_add_op(&g, &k) == 0 && mm_graph_add_op(&g, &f) == 1);
+    int gp = 0;
+    ck_assert_int_eq(mm_graph_rank_gpus(&g, 0, &gp, 1), 0);
+    ck_assert_int_eq(mm_graph_finish(&g), 0);
+    mm_time start[2] = {0, 500}, end[2] = {1000, 1500};
+    uint8_t runs[2] = {1, 1};
+    mm_err err;
+    ck_assert_int_eq(mm_exec_check(&g, runs, start, end, 0, 1500, &err), -MM_EINTERNAL);
+    ck_assert_msg(strstr(err.msg, "fill op 1") != NULL, "%s", err.msg);
+    start[1] = 1000, end[1] = 2000;
+    ck_assert_int_eq(mm_exec_check(&g, runs, start, end, 0, 2000, &err), 0);
+    mm_graph_free(&g);
+}
+END_TEST
+
 /* ---- a uniform pipeline --------------------------------------------------- */
 
 static mm_enc_mb_cost enc_mb[256];
@@ -336,6 +362,7 @@ static Suite *suite(void)
     TCase *t = tcase_create("bubbles");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, fill_closed_form);
+    tcase_add_test(t, check_catches_overlap);
     tcase_add_test(t, pipeline_closed_form);
     tcase_add_test(t, pipeline_split_layers);
     tcase_add_test(t, pipeline_heavy_encoder);

@@ -491,6 +491,27 @@ int mm_exec_check(const mm_graph *g, const uint8_t *runs, const mm_time *start,
                                   s / MM_STREAM_COUNT, a, b, (long long)start[b],
                                   (long long)end[a]);
         }
+    /* A GPU runs one kernel at a time: a rank's fill kernels and its
+     * compute-stream kernels (not its collectives) never overlap.  Both
+     * streams run in order, so one merge walk per rank finds any. */
+    for (int r = 0; r < g->n_ranks; r++) {
+        size_t sc = (size_t)r * MM_STREAM_COUNT + MM_STREAM_COMPUTE, sf = (size_t)r * MM_STREAM_COUNT + MM_STREAM_FILL;
+        uint32_t a = g->stream_off[sc], ae = g->stream_off[sc + 1], f = g->stream_off[sf], fe = g->stream_off[sf + 1];
+        while (a < ae && f < fe) {
+            uint32_t x = g->stream_ops[a], y = g->stream_ops[f];
+            if (g->ops[x].coll >= 0) {
+                a++;
+                continue;
+            }
+            if (start[x] < end[y] && start[y] < end[x])
+                return mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                                  "internal error: rank %d's GPU ran compute op %u and fill op %u at once", r, x, y);
+            if (end[x] <= end[y])
+                a++;
+            else
+                f++;
+        }
+    }
     return 0;
 }
 

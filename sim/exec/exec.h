@@ -36,8 +36,9 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
 
 /* The executor's run-time invariants over one executed graph: every op ran
  * exactly once (runs[i] == 1; runs NULL: not checked), within [t0, t_end]
- * with end >= start, and the ops of each stream one after the other (each
- * starts no earlier than the previous one ended).  mm_exec_run checks them
+ * with end >= start, the ops of each stream one after the other (each
+ * starts no earlier than the previous one ended), and a rank's fill
+ * kernels never beside its compute-stream kernels.  mm_exec_run checks them
  * after every run: a debug build asserts, a release build returns the
  * error.  Returns 0 or -MM_EINTERNAL naming the op, rank and stream. */
 int mm_exec_check(const mm_graph *g, const uint8_t *runs, const mm_time *start,
