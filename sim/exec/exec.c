@@ -90,11 +90,13 @@ typedef struct exec_state {
 static void on_complete(mm_engine *eng, void *ctx, uint64_t arg);
 
 /* A collective member that runs beside the compute stream rather than on it
- * (a blocking one leaves no compute to slow). */
+ * (a blocking one leaves no compute to slow, unless fill kernels run
+ * beside it: then it slows them as any overlapped traffic does). */
 static bool overlapped(const exec_state *st, uint32_t id)
 {
     const xop *op = &st->x[id];
-    return st->overlap > 0 && op->stream != MM_STREAM_COMPUTE && op->rank >= 0 && op->rank < st->g->n_ranks;
+    return st->overlap > 0 && (op->stream != MM_STREAM_COMPUTE || st->fill) && op->rank >= 0 &&
+           op->rank < st->g->n_ranks;
 }
 static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg);
 static size_t stream_of(const xop *op);
