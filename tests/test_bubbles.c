@@ -75,6 +75,62 @@ START_TEST(fill_closed_form)
 }
 END_TEST
 
+/* A blocking collective leaves the GPU to fill kernels: rank 0 runs X
+ * (1 s), then an all-reduce on its compute stream with rank 1, which
+ * reaches it after Z (3 s), then Y.  Its two fill kernels of 1.2 s start
+ * at 1 s and 2.2 s, inside the wait; the second has 0.4 s of work left
+ * when the all-reduce starts at 3 s and runs beside its transfer (c s)
+ * at 1 / (1 + s) of its pace (s: the overlap slowdown), then at full
+ * pace: it ends at 3 + c + 0.4 - c / (1 + s), and Y, ready at 3 + c,
+ * waits for it. */
+START_TEST(fill_beside_collective)
+{
+    const double slow[] = {0.0, 0.5};
+    for (int q = 0; q < 2; q++) {
+        mm_graph g;
+        ck_assert_int_eq(mm_graph_init(&g, 2), 0);
+        int gp[2] = {0, 1};
+        int64_t cl = mm_graph_add_coll(&g, MM_COLL_ALLREDUCE, 2, 1, 4e9, gp, 2);
+        ck_assert(cl == 0);
+        mm_op X = {.rank = 0, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_FWD, .layer = -1, .stage = 0, .mb = 0,
+                   .coll = -1, .peer = -1, .dur_s = 1.0};
+        mm_op C = X, Y = X, Z = X, C1 = X, F = X;
+        C.cat = MM_CAT_TP, C.coll = 0, C.dur_s = 0;
+        Z.rank = 1, Z.dur_s = 3.0;
+        C1 = C, C1.rank = 1;
+        F.stream = MM_STREAM_FILL, F.module = 1, F.dur_s = 1.2;
+        int64_t ix = mm_graph_add_op(&g, &X), ic = mm_graph_add_op(&g, &C), iy = mm_graph_add_op(&g, &Y);
+        int64_t iz = mm_graph_add_op(&g, &Z), ic1 = mm_graph_add_op(&g, &C1);
+        int64_t f0 = mm_graph_add_op(&g, &F), f1 = mm_graph_add_op(&g, &F);
+        ck_assert(ix >= 0 && ic >= 0 && iy >= 0 && iz >= 0 && ic1 >= 0 && f0 >= 0 && f1 >= 0);
+        ck_assert_int_eq(mm_graph_rank_gpus(&g, 0, gp, 1), 0);
+        ck_assert_int_eq(mm_graph_rank_gpus(&g, 1, gp + 1, 1), 0);
+        ck_assert_int_eq(mm_graph_finish(&g), 0);
+        mm_cluster c;
+        mm_err err;
+        ck_assert_int_eq(mm_cluster_load("topologies/dgx-a100.yaml", 8, &c, &err), 0);
+        mm_engine *eng = mm_engine_alloc();
+        mm_time *start = malloc(g.n_ops * sizeof *start), *end = malloc(g.n_ops * sizeof *end), t1;
+        mm_exec_opts o = {.overlap_slowdown = slow[q]};
+        ck_assert_int_eq(mm_exec_run_opts(eng, &g, &c, MM_EXEC_NET_ANALYTIC, &o, start, end, &t1, &err), 0);
+        double t = 1e-9, sc = 1 + slow[q];
+        double cs = (double)start[ic] * t, ce = (double)end[ic] * t, dur = ce - cs;
+        ck_assert(fabs(cs - 3.0) < 1e-9 && dur > 0);
+        ck_assert(fabs((double)start[f0] * t - 1.0) < 1e-9 && fabs((double)start[f1] * t - 2.2) < 1e-9);
+        ck_assert(dur / sc < 0.4);
+        double want = 3.0 + dur + 0.4 - dur / sc;
+        ck_assert_msg(fabs((double)end[f1] * t - want) < 1e-6, "s %g: fill ends %.9f, want %.9f (c %.6f)", slow[q],
+                      (double)end[f1] * t, want, dur);
+        ck_assert(fabs((double)start[iy] * t - want) < 1e-6 && want > ce);
+        free(start);
+        free(end);
+        mm_engine_free(eng);
+        mm_graph_free(&g);
+        mm_cluster_free(&c);
+    }
+}
+END_TEST
+
 /* The executor's invariant check (mm_exec_check) names a rank whose fill
  * kernel ran beside a compute kernel, and lets one that ran beside a
  * compute-stream collective or after it pass. */
@@ -363,6 +419,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, fill_closed_form);
     tcase_add_test(t, check_catches_overlap);
+    tcase_add_test(t, fill_beside_collective);
     tcase_add_test(t, pipeline_closed_form);
     tcase_add_test(t, pipeline_split_layers);
     tcase_add_test(t, pipeline_heavy_encoder);
