@@ -441,9 +441,9 @@ START_TEST(megatron_example_scripts)
         const char *file, *where, *what;
     } ex[] = {
         {"ex-mixtral-8x7b.sh", "ex-mixtral-8x7b.sh:37: key '--tokenizer-type'", "give --vocab-size"},
-        {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:71: key '--no-gradient-accumulation-fusion'",
-         "4 arguments mmsim cannot take: line 71 --no-gradient-accumulation-fusion"},
-        {"ex-fsdp-llama3-8b-fp8.sh", ": 4 arguments", "line 75 --use-nccl-ub"},
+        {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:75: key '--use-nccl-ub'",
+         "3 arguments mmsim cannot take: line 75 --use-nccl-ub"},
+        {"ex-fsdp-llama3-8b-fp8.sh", ": 3 arguments", "line 76 --fsdp-double-buffer"},
         {"ex-bert-340m.sh", "ex-bert-340m.sh:31: key 'pretrain_bert.py'", "BERT pretraining"},
         {"ex-t5-220m.sh", "ex-t5-220m.sh:45: key 'pretrain_t5.py'", "T5 pretraining (encoder-decoder) is not modeled"},
         {"ex-mamba-hybrid.sh", "ex-mamba-hybrid.sh:66: key '../../pretrain_hybrid.py'",

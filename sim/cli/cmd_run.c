@@ -61,9 +61,11 @@ static void print_config(const mm_sim *sim, const mm_metrics *m)
     printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
     printf("  model       %s, %.2f B parameters (%s)\n", sim->model->name[0] ? sim->model->name : sim->llm->name,
            (double)mm_model_params(sim->model) * 1e-9, sim->model_path);
-    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster->name,
-           sim->cluster->nodes, sim->cluster->gpus_per_node, sim->cluster->gpu.name, m->gpus,
-           sim->topology_path);
+    printf("  cluster     %s: ", sim->cluster->name);
+    if (m->outer.on) /* training across sites: each site is the file's cluster */
+        printf("%d sites x ", m->outer.sites);
+    printf("%d nodes x %d %s = %d GPUs (%s)\n", sim->cluster->nodes, sim->cluster->gpus_per_node,
+           sim->cluster->gpu.name, m->gpus, sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
            L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
            (long long)sc->train.micro_batch, sim->seq);
@@ -130,6 +132,24 @@ static void print_periodic(const mm_sim *sim, const mm_metrics *m)
     if (isfinite(r->total_s))
         printf("  run total          %10.1f s (%.2f h) for %d iterations: %lld saves, %lld evaluations, %lld loss "
                "reports\n", r->total_s, r->total_s / 3600, sc->train.train_iters, r->saves, r->evals, r->logs);
+}
+
+/* Training across sites (train.outer_sync): the inner step, one sync over
+ * the WAN, and what it exposes (already in the iteration time above). */
+static void print_outer(const mm_metrics *m)
+{
+    const mm_outer_sync *o = &m->outer;
+    if (!o->on)
+        return;
+    printf("  sites              %10d sites, %s", o->sites, mm_outer_sync_names[o->algorithm]);
+    if (o->algorithm == MM_OSYNC_DILOCO)
+        printf(" every %d steps%s", o->h, o->overlap ? ", overlapped one round behind" : ", blocking");
+    printf("\n  inner step         %10.4f s (one site's step)\n", o->step_s);
+    printf("  outer sync         %10.4f s: %.4g GB per site on the WAN", o->sync_s, o->wire_bytes / 1e9);
+    if (o->kernel_s > 0)
+        printf(" (%.4f s of it compression kernels)", o->kernel_s);
+    printf("\n                     %10.4f s exposed per sync, %.4f s per step on average\n", o->exposed_s,
+           o->per_iter_s);
 }
 
 /* The data loader (data.workers >= 0): how long the step waited for data,
@@ -232,6 +252,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            m->host_launch_s, m->exposed_host_s);
     print_data(sim, m);
     print_periodic(sim, m);
+    print_outer(m);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
     if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;

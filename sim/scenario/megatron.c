@@ -978,6 +978,8 @@ static int map_training(reader *r, const shape *m)
         return rc;
     if (has(r, "--grad-reduce-in-bf16")) /* the gradient buffer and its reduce in bf16 */
         set(r, "--grad-reduce-in-bf16", "train.grad_reduce", "bf16");
+    if (has(r, "--no-gradient-accumulation-fusion")) /* a separate main_grad.add_ per weight */
+        set(r, "--no-gradient-accumulation-fusion", "train.grad_accum_fusion", "false");
     /* Megatron-FSDP runs its gathers and reduce-scatters on their own
      * streams whatever --overlap-grad-reduce says: the profile's (auto) */
     set(r, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",

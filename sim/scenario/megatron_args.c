@@ -614,7 +614,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--no-flight-recorder-extra-dump-on-exec", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--no-flight-recorder-include-only-active", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--no-fp8-wgrad", MG_FLAG, MG_NOT_MODELED, C_PREC},
-    {"--no-gradient-accumulation-fusion", MG_FLAG, MG_NOT_MODELED, "unfused weight-gradient accumulation"},
+    {"--no-gradient-accumulation-fusion", MG_FLAG, MG_MAPPED, NULL},
     {"--no-gradient-reduce-div-fusion", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--no-initialization", MG_FLAG, MG_COSTLESS, W_NUM},
     {"--no-load-optim", MG_FLAG, MG_COSTLESS, W_IO},
