@@ -80,7 +80,8 @@ static uint32_t seg_hi(const whole_order *w, uint32_t k) { return w->seg ? w->se
 /* Whether op i is a kernel of a module's compute (module_time counts it). */
 static bool module_kernel(const mm_op *op)
 {
-    return op->stream == MM_STREAM_COMPUTE && !mm_cat_is_comm(op->cat) && op->module < MM_MAX_MODULES;
+    return (op->stream == MM_STREAM_COMPUTE || op->stream == MM_STREAM_FILL) && !mm_cat_is_comm(op->cat) &&
+           op->module < MM_MAX_MODULES;
 }
 
 _Static_assert(MM_MAX_MODULES == 4, "whole_sums keeps one register per module");
@@ -331,9 +332,15 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
      * and the endpoints' count per rank (a transfer counts for both ends). */
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
-        if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
+        bool kern = op->stream == MM_STREAM_COMPUTE || op->stream == MM_STREAM_FILL;
+        if (op->mb >= 0 && kern && end[i] > t_pipe)
             t_pipe = end[i];
         double d = (double)(end[i] - start[i]);
+        if (op->stream == MM_STREAM_FILL) { /* an encoder kernel in a bubble: the GPU is busy */
+            busy[op->rank] += d;
+            if (op->mb >= 0)
+                busy_pipe[op->rank] += d;
+        }
         if (op->stream == MM_STREAM_COMPUTE) {
             host[op->rank] += op->host_s;
             hwait[op->rank] += host_wait ? host_wait[i] : 0.0;

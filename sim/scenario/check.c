@@ -46,6 +46,28 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
         if (e->enc->heads % L->lay.tp)
             return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->lay.tp,
                                     (long long)e->enc->heads);
+        int tpc = sc->parallel.llm.lay.tp * (sc->parallel.llm.lay.cp > 0 ? sc->parallel.llm.lay.cp : 1);
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES &&
+            tpc % L->lay.tp)
+            return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles keeps an encoder TP group on one "
+                                    "LLM rank's GPUs, so tp = %d must divide the LLM's tp x cp = %d",
+                                    L->lay.tp, tpc);
+        bool split = sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES && L->lay.pp > 1;
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && split) {
+            /* Optimus's plan: the encoder's layers over the LLM's pipeline ranks */
+            snprintf(key, sizeof key, "parallel.%s.pp", e->name);
+            if (L->lay.pp != sc->parallel.llm.lay.pp || L->lay.pp > e->enc->layers)
+                return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles splits the encoder's layers over "
+                                        "the LLM's pipeline ranks: pp must be 1 or the LLM's %d (and at most the "
+                                        "encoder's %lld layers), not %d", sc->parallel.llm.lay.pp,
+                                        (long long)e->enc->layers, L->lay.pp);
+            snprintf(key, sizeof key, "parallel.%s.dp", e->name);
+            if ((long long)L->lay.tp * L->lay.pp * L->lay.dp != llm_gpus)
+                return mm_scenario_fail(sc, err, key, "colocated: the encoder spans the LLM's %lld GPUs, so "
+                                        "tp*pp*dp must be %lld (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus,
+                                        L->lay.tp, L->lay.pp, L->lay.dp);
+            continue;
+        }
         if (sc->parallel.placement == MM_PLACE_COLOCATED) {
             snprintf(key, sizeof key, "parallel.%s.dp", e->name);
             if (L->lay.pp != 1 || (long long)L->lay.tp * L->lay.dp != llm_gpus)
@@ -547,6 +569,24 @@ static int check_coexec(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.encoder_schedule bubbles (Optimus): a colocated encoder's kernels
+ * in the LLM's idle time; what it does not model is refused by name. */
+static int check_enc_schedule(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const char *k = "train.encoder_schedule";
+    if (sc->train.encoder_schedule == MM_ENCSCHED_SERIAL || sim->n_enc == 0)
+        return 0; /* a model without an encoder ignores its encoder keys */
+    if (sc->parallel.placement != MM_PLACE_COLOCATED)
+        return mm_scenario_fail(sc, err, k, "bubbles schedules an encoder colocated with the LLM (parallel.placement "
+                                            "colocated), not one placed %s",
+                                mm_placement_names[sc->parallel.placement]);
+    if (sc->train.coexec != MM_COEXEC_NONE)
+        return mm_scenario_fail(sc, err, k, "bubbles is not modeled with train.coexec %s",
+                                mm_coexec_names[sc->train.coexec]);
+    return 0;
+}
+
 /* train.padding's choices after auto are mm_padding's, in its order */
 _Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_LONGEST &&
                    MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
@@ -634,7 +674,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
                                 L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster->nodes, sim->cluster->gpus_per_node);
-    if ((rc = check_encoders(sim, need, err)))
+    if ((rc = check_enc_schedule(sim, err)) || (rc = check_encoders(sim, need, err)))
         return rc;
     if ((rc = pick_padding(sim, err)))
         return rc;

@@ -32,6 +32,7 @@ const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_coexec_names[] = {"none", "dhelix", NULL};
+const char *const mm_enc_schedule_names[] = {"serial", "bubbles", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
 const char *const mm_outer_sync_names[] = {"allreduce", "diloco", "atom", NULL};
 const char *const mm_outer_sync_dtype_names[] = {"fp32", "bf16", NULL};
@@ -131,6 +132,12 @@ const mm_key mm_keys[] = {
      "each pass as two interleaved strands, one's TP/CP/EP traffic beside the other's compute; two "
      "micro-batches' activations in flight per pair)",
      F(train.coexec), 0},
+    {"train.encoder_schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_enc_schedule_names, "serial", NULL,
+     "where a colocated encoder's passes run: serial (every forward before the LLM's, every backward after) "
+     "or bubbles (Optimus, arXiv 2408.03505: each micro-batch's encoder kernels, split over its LLM replica's "
+     "pipeline ranks, fill those GPUs' idle time, forward before the LLM forward that takes it, backward after "
+     "the LLM backward that gives its gradient)",
+     F(train.encoder_schedule), 0},
     {"train.memory_reserve_gib", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", "0",
      "HBM held back from the OOM verdict on top of the modeled reserve (the framework's memory section: allocator, CUDA context, NCCL, workspaces)",
      F(train.memory_reserve_gib), 0},
