@@ -417,6 +417,13 @@ START_TEST(megatron_args)
     snprintf(args, sizeof args, "run --no-db -v --megatron-args %s --set cluster.nodes=4 --set iterations=1", path);
     ck_assert_int_eq(run(args, err, sizeof err), 0);
     ck_assert_msg(strstr(err, "moe.grouped_gemm: false"), "%s", err);
+    /* Megatron-Core's force-balanced router: random logits per token */
+    snprintf(path, sizeof path, "%s/force.args", dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s && echo --moe-router-force-load-balancing >> %s", mix, path, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "run --no-db -v --megatron-args %s --set cluster.nodes=4 --set iterations=1", path);
+    ck_assert_int_eq(run(args, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "moe.routing: aux_loss") && strstr(err, "moe.routing_param: 1e6"), "%s", err);
     snprintf(path, sizeof path, "%s/pad.args", dir);
     snprintf(cmd, sizeof cmd, "sed 's/--moe-expert-capacity-factor 1.25//' %s > %s", mix, path);
     ck_assert_int_eq(system(cmd), 0);
