@@ -137,10 +137,14 @@ static void alltoall_cross_agg(coll_op *op, double bytes)
         for (int Y = 0; Y < N; Y++) {
             if (Y >= A && Y < B)
                 continue;
-            for (int j = 0; j < m; j++) {
-                int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-                coll_route_hop(net, anode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
-                agg_add(net, -1, B - A);
+            for (int j = 0; j < m; j++) { /* the fabric links of the route from anode's NIC k to dst */
+                int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst), fl[2];
+                int nf = mm_topo_fabric_path(&net->topo, anode, dst / G, k, k, fl);
+                for (int i = 0; i < nf; i++) { /* agg_add's sum, 1.0 x (B - A) */
+                    if (net->acoef[fl[i]] == 0)
+                        net->atouch[net->an++] = fl[i];
+                    net->acoef[fl[i]] += 1.0 * (B - A);
+                }
             }
         }
         A = B;
