@@ -524,6 +524,28 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
     return mm_exec_run_opts(eng, g, c, net, NULL, start, end, t_end, err);
 }
 
+/* Under `flow`, a graph standing for identical replicas: the network
+ * probes every distinct collective of it and reduces its problem by the
+ * replicas' symmetry where all of them keep it exact (hw/coll.h). */
+static void sym_setup(exec_state *st, const mm_exec_opts *opts)
+{
+    const mm_graph *g = st->g;
+    if (!opts || opts->sym_replicas < 2 || !mm_network_flows(st->net) || !g->rank_gpu_off || !g->n_ranks)
+        return;
+    if (!mm_network_symmetric(st->net, opts->sym_replicas, opts->sym_stride, g->rank_gpus,
+                              (int)g->rank_gpu_off[g->n_ranks]))
+        return;
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        const mm_coll *cl = &g->colls[c];
+        mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
+                           .gpus = g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
+                           .bytes = cl->bytes, .count = cl->count,
+                           .comm_ranks = cl->comm_ranks, .comm_nodes = cl->comm_nodes};
+        mm_network_symmetric_probe(st->net, &req, cl->replicas, cl->replica_stride);
+    }
+    mm_network_symmetric_done(st->net);
+}
+
 /* The executor's arrays for g (st->g, ->c, ->eng set): 0, or -code with
  * st->err set (what was allocated is freed by state_free). */
 static int state_alloc(exec_state *st, mm_exec_net net, const mm_exec_opts *opts)
@@ -564,6 +586,7 @@ static int state_alloc(exec_state *st, mm_exec_net net, const mm_exec_opts *opts
         !st->comm_active || !st->host_t || (st->overlap > 0 && !st->slot) ||
         (st->fill && (!st->gpu_op || !st->deferred || !st->fill_asked || !st->fill_list)))
         return mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+    sym_setup(st, opts);
     return op_scales(st, opts);
 }
 

@@ -61,6 +61,13 @@ typedef struct mm_exec_opts {
      * waited for the host (exposed host time). */
     mm_time *host_start;
     double *host_wait;
+    /* The graph runs as replica 0 of sym_replicas identical DP replicas,
+     * sym_stride GPUs apart (exec/symmetry.h; 0: it is the whole): under
+     * `flow` the network reduces its max-min problem by their symmetry
+     * where every collective of the graph keeps it exact
+     * (hw/coll.h, mm_network_symmetric); -1: not reduced (mm_sym_exec
+     * fills 0 in). */
+    int sym_replicas, sym_stride;
 } mm_exec_opts;
 
 /* Seconds a compute op loses to `overlapped_s` seconds of communication

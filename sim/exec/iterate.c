@@ -650,7 +650,10 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *host_start = tl && it == iters - 1 ? malloc((g.n_ops + 1) * sizeof *host_start) : NULL;
     mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->lay.vpp) : NULL,
                        .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster->gpu.overlap_slowdown,
-                       .host_wait = host_wait, .host_start = host_start};
+                       .host_wait = host_wait, .host_start = host_start,
+                       /* built as one replica: the network's reduction (exec.h) */
+                       .sym_replicas = sim->full_routes ? -1 : g.replicas > 1 ? g.replicas : 0,
+                       .sym_stride = g.rep_stride};
     if (!busy_before || !start || !end || !host_wait || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
