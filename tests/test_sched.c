@@ -262,7 +262,7 @@ END_TEST
  * for the i-th of its Table 8 settings (ZB-2p runs of the same model: the
  * same F:B:W:p2p shape, 28.3B at the same p and m, b = 1), each chunk of a
  * rank half of them.  mmsim's 1F1B on them comes within 0.03 of Table 8's
- * 1F1B (0.002-0.004 on the 28.3B rows, 0.01-0.02 on the others: the
+ * 1F1B (0.001-0.004 on the 28.3B rows, 0.010-0.023 on the others: the
  * stand-in's shape holds).  ZB-V's throughput over 1F1B's by the paper's
  * cost (the longest rank's span) against (1 - rate) / (1 - rate_1F1B) is a
  * known miss of the 5 % target: ZB-V's list schedule (schedule.c) leaves
