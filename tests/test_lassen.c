@@ -2,8 +2,9 @@
  * what it reads against the figures it cites (V100 SXM2 datasheet,
  * nccl-tests busbw per EDR NIC), an all-reduce inside a node and across
  * nodes against its closed form, a bad key refused with file, line and
- * key (exit 2), a BF16 run refused (Volta has no BF16), and a compressed
- * run refused where the compressor has no V100 throughput. */
+ * key (exit 2), a BF16 run and a fused attention kernel refused (Volta has
+ * neither; auto runs the unfused core), and a compressed run refused where
+ * the compressor has no V100 throughput. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,8 +101,8 @@ static int scen(const char *dir, const char *topo, const char *extra, char *out,
     snprintf(path, sizeof path, "%s/s.yaml", dir);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "model: models/gpt-neox-20b.json\ncluster: {topology: %s, nodes: 2}\n"
-               "train:\n  global_batch: 8\n  precision: fp16\n  attention: unfused\n  recompute: full\n"
+    fprintf(f, "model: models/megatron-gpt-1.7b.json\ncluster: {topology: %s, nodes: 2}\n"
+               "train:\n  global_batch: 8\n  seq_len: 2048\n  precision: fp16\n  attention: unfused\n  recompute: full\n"
                "  zero: 0\n  overlap_grad_reduce: false\nworkload: text\n"
                "parallel:\n  llm: {tp: 2, pp: 4, dp: 1}\n  vision: null\n%s",
             topo, extra);
@@ -126,6 +127,15 @@ START_TEST(bad_input)
     ck_assert_msg(strstr(err, want) && strstr(err, "nic_gbits"), "%s", err);
     ck_assert_int_eq(scen(dir, "topologies/lassen-v100.yaml", "", out, sizeof out, err, sizeof err), 0);
     char args[1024];
+    /* below sm_75 no fused attention: auto runs the unfused core, a fused kind is refused */
+    char out2[16384];
+    snprintf(args, sizeof args, "run --no-db %s/s.yaml --set train.attention=auto", dir);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out2, sizeof out2, err, sizeof err), 0);
+    const char *a = strstr(out, "iteration time"), *u = strstr(out2, "iteration time");
+    ck_assert_msg(a && u && !strncmp(a, u, 40), "unfused %.40s, auto %.40s", a ? a : "", u ? u : "");
+    snprintf(args, sizeof args, "run --no-db %s/s.yaml --set train.attention=flash2", dir);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out2, sizeof out2, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "train.attention") && strstr(err, "sm_75"), "%s", err);
     snprintf(args, sizeof args, "run --no-db %s/s.yaml --set train.precision=bf16", dir);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
     ck_assert_msg(strstr(err, "train.precision") && strstr(err, "bf16") && strstr(err, "V100"), "%s", err);
