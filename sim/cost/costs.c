@@ -422,6 +422,17 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
      * overflow flag (MixedPrecisionOptimizer: found_inf.item()): the host
      * waits for the GPU before the step */
     spec->host_sync_step = sim->fw->grad_norm || (mm_dtype)sc->train.precision == MM_DTYPE_FP16;
+    /* Megatron-Core's dropless token dispatchers need the token counts on
+     * the host before the experts run: MoEAlltoAllTokenDispatcher without
+     * --moe-pad-expert-input-to-capacity copies the splits to the host and
+     * waits at cuda_sync_point "before_ep_alltoall" (EP > 1; with a
+     * capacity factor but no padding earlier, "before_permutation_1"),
+     * d2h_event.synchronize(); the padded path is static ("no_sync");
+     * MoEAllGatherTokenDispatcher always reads tokens_per_expert with a
+     * blocking .cpu() (megatron/core/transformer/moe/token_dispatcher.py at
+     * core_v0.15.0).  Charged at the forward's EP all-to-all. */
+    spec->ep_dispatch_sync = m->experts > 0 && spec->ep_bytes > 0 &&
+                             (sc->moe.dispatcher == MM_MOE_ALLGATHER || !sc->moe.pad_to_capacity);
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,

@@ -267,6 +267,10 @@ typedef struct mm_build_spec {
     bool host_sync_step;     /* the host waits for the GPU before the
                                 optimizer step (a grad-norm or overflow
                                 .item()): the step's launches are exposed */
+    bool ep_dispatch_sync;   /* the host waits for the GPU before each
+                                forward EP all-to-all (Megatron-Core's
+                                dropless dispatchers read the token counts
+                                on the host): what it issues next is exposed */
     const mm_stage_cost *stages; /* pp * vpp entries, by virtual stage */
     const mm_mb_cost *mb_costs;  /* NULL, or pp*vpp * dp * m entries, index
                                     (vs*dp + d)*m + mb: override the stage's

@@ -179,7 +179,15 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
         size_t key = ((((size_t)(d / b->ep_dp) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
                      b->max_chunks + layer;
         int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep_dp, 2, sp->ep_bytes, n);
-        if ((*tail = add_comm(b, rank, blk, MM_CAT_EP, vs, mb, layer, cl, *tail)) < 0)
+        if (cl < 0)
+            return mm_bld_fail(b, "the EP all-to-all of layer %d could not be created", layer);
+        /* dropless: the forward's dispatch waits on the host for the token
+         * counts (costs.c, ep_dispatch_sync); the host issues nothing more
+         * until the GPU gets here */
+        mm_op op = {.rank = rank, .stream = (uint8_t)blk, .cat = MM_CAT_EP, .layer = (int16_t)layer, .stage = vs,
+                    .mb = mb, .coll = (int32_t)cl, .peer = -1,
+                    .flags = pass == MM_PASS_F && sp->ep_dispatch_sync ? MM_OPF_HOST_SYNC : 0};
+        if ((*tail = add(b, &op, *tail)) < 0)
             return -1;
     }
     return 0;

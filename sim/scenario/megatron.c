@@ -868,7 +868,16 @@ static int map_moe(reader *r, const shape *m)
     if (!aux && strcmp(lb, "none"))
         return bad(r, "--moe-router-load-balancing-type", "'%s' is not modeled (aux_loss, seq_aux_loss, "
                    "global_aux_loss and none are)", lb);
-    set(r, "--moe-router-load-balancing-type", "moe.routing", "%s", aux ? "aux_loss" : "skewed");
+    /* --moe-router-force-load-balancing: every token's router logits drawn
+     * at random (moe_utils.py RandomSTE at core_v0.15.0), the loss still
+     * computed: uniform popularity with each rank's picks drawn, the aux_loss
+     * draw at the largest concentration moe.routing_param takes */
+    if (has(r, "--moe-router-force-load-balancing")) {
+        set(r, "--moe-router-force-load-balancing", "moe.routing", "aux_loss");
+        set(r, "--moe-router-force-load-balancing", "moe.routing_param", "1e6");
+    } else {
+        set(r, "--moe-router-load-balancing-type", "moe.routing", "%s", aux ? "aux_loss" : "skewed");
+    }
     if (has(r, "--moe-expert-capacity-factor")) {
         const char *cf = get_str(r, "--moe-expert-capacity-factor", "");
         char *end;

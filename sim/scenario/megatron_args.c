@@ -535,7 +535,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--moe-router-dtype", MG_VALUE, MG_NOT_MODELED, C_MOE},
     {"--moe-router-enable-expert-bias", MG_FLAG, MG_NOT_MODELED, C_MOE},
     {"--moe-router-force-biased", MG_VALUE, MG_NOT_MODELED, C_MOE},
-    {"--moe-router-force-load-balancing", MG_FLAG, MG_NOT_MODELED, C_MOE},
+    {"--moe-router-force-load-balancing", MG_FLAG, MG_MAPPED, NULL},
     {"--moe-router-fusion", MG_FLAG, MG_NOT_MODELED, C_MOE},
     {"--moe-router-group-topk", MG_VALUE, MG_NOT_MODELED, C_MOE},
     {"--moe-router-load-balancing-type", MG_VALUE, MG_MAPPED, NULL},
