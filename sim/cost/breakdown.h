@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cost/fwcost.h"
+#include "cost/outersync.h"
 #include "cost/runcost.h"
 #include "scenario/sim.h"
 
@@ -74,6 +75,10 @@ typedef struct mm_sim_breakdown {
      * executed run's) */
     bool sync_grad_norm, sync_found_inf;
     mm_run_costs run;
+    /* One outer sync across the topology's sites (cost/outersync.h;
+     * outer.on false: none): its bytes, WAN and kernel seconds; what it
+     * exposes depends on the executed step (the run's metrics) */
+    mm_outer_sync outer;
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */

@@ -9,6 +9,7 @@
 #include "cost/costs.h"
 
 #include "cost/cost_internal.h"
+#include "cost/outersync.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -131,6 +132,9 @@ int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
         return -1;
     r->transient += graph_bytes(sim, &c, k); /* allocated during the step */
     r->total += graph_bytes(sim, &c, k);
+    double outer = mm_sim_outer_state_bytes(sim, r->params); /* diloco's, on the GPU: a model state */
+    r->optimizer += outer;
+    r->total += outer;
     return 0;
 }
 

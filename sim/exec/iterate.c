@@ -762,12 +762,41 @@ static int apply_data_wait(const mm_sim *sim, const mm_loader_acc *la, mm_metric
     return 0;
 }
 
+/* Training across sites (cost/outersync.h): every site runs the step just
+ * simulated, so the iterations' tokens, samples and FLOPs count S sites;
+ * each step waits its share of the outer sync's exposed time (the whole
+ * site waits, every stage idle), which is exposed communication too, and
+ * the last iteration's critical path names it.  Before summarize. */
+static int apply_outer_sync(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+{
+    int n = mt->n_iters, P = mt->n_stages;
+    double step = 0;
+    for (int i = 0; i < n; i++)
+        step += mt->iters[i].time_s / n;
+    int rc = mm_sim_outer_sync(sim, step, &mt->outer, err);
+    if (rc || !mt->outer.on)
+        return rc;
+    double S = mt->outer.sites, w = mt->outer.per_iter_s;
+    for (int i = 0; i < n; i++) {
+        mm_iter_metrics *im = &mt->iters[i];
+        im->tokens *= S, im->samples *= S;
+        im->model_flops *= S, im->hw_flops *= S, im->pad_flops *= S;
+        im->time_s += w;
+        im->exposed_comm_s += w;
+        if (w > 0 && i == n - 1 && !sim->headline_only && crit_add_stall(&mt->crit, w, im->time_s, "outer sync"))
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    for (int s = 0; s < P; s++)
+        mt->stages[s].idle_s += n * w; /* summarize divides by n */
+    return 0;
+}
+
 /* The run's means over iterations, nearest-rank percentiles and rates. */
 static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
 {
     const mm_scenario *sc = &sim->sc;
     int P = sc->parallel.llm.lay.pp, iters = sc->iterations;
-    int gpus = mm_cluster_gpus(sim->cluster);
+    int gpus = mm_cluster_gpus(sim->cluster) * (mt->outer.on ? mt->outer.sites : 1);
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     double hl = 0, hx = 0;
     for (int i = 0; i < iters; i++) {
@@ -881,6 +910,8 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     }
     if (rc == 0)
         rc = apply_data_wait(sim, &la, mt, err);
+    if (rc == 0)
+        rc = apply_outer_sync(sim, mt, err);
     if (rc == 0)
         summarize(sim, eng, mt);
     if (rc == 0)

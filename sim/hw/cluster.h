@@ -111,6 +111,11 @@ typedef struct mm_cluster {
     int nvls;             /* the switch can reduce (NVLink SHARP) */
     double nvls_eff;      /* NVLS all-reduce: achieved per-GPU link rate / nvlink_bw */
     double nvls_latency_s; /* fixed latency of an NVLS all-reduce */
+    /* node.nccl_protocols: a ring inside one node takes the time NCCL's own
+     * tuning model gives its fastest protocol (LL, LL128, Simple) for the
+     * message (mm_net_nccl_proto_extra); false: one protocol, Simple's
+     * bandwidth with nvlink_latency_s per step */
+    int nccl_protocols;
     double pcie_bw;       /* GPU or NIC <-> PCIe switch, per direction; 0: not modeled */
     double pcie_eff;      /* achieved / pcie_bw for DMA through the switch */
     int pcie_switches;    /* per node; GPUs and NICs spread evenly over them */
@@ -133,6 +138,14 @@ typedef struct mm_cluster {
     int n_groups;         /* node groups that differ from the base node */
     mm_node_group groups[MM_NODE_GROUPS_MAX];
     mm_perturb pt;        /* what-if perturbations (perturb.h); pt.n == 0: none */
+    /* Sites joined by a wide-area link (`sites:` in the file; wan.h): the
+     * file's cluster (and cluster.nodes) is one site, and `sites` identical
+     * copies of it train together, each reaching the others through its
+     * own WAN uplink of wan_bw bytes/s per direction and wan_latency_s one
+     * way.  sites == 0: one cluster, no WAN (every existing file). */
+    int sites;
+    double wan_bw;
+    double wan_latency_s;
     /* NCCL send/recv bandwidth by message size, as a fraction of the line
      * rate per direction: inside a node (of nvlink_bw) and across nodes (of
      * nic_bw).  Absent: send/recv runs at the all-reduce efficiency. */

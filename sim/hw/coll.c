@@ -413,6 +413,7 @@ static double phase_latency(const coll_op *op)
     double total = mm_net_latency(c, op->kind, op->algo, &op->s);
     if (op->kind == MM_COLL_SENDRECV) /* the measured p2p curve (net.h) */
         total += mm_net_p2p_extra(c, &op->s, op->bytes);
+    total += mm_net_nccl_proto_extra(c, op->kind, op->algo, &op->s, op->bytes);
     if (op->algo == MM_ALGO_HIER && op->n_phases == 3) {
         double ai = c->nvlink_latency_s;
         double side = (op->s.max_per_node - 1) * ai;

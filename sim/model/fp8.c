@@ -156,6 +156,11 @@ double mm_fp8_grad_bytes(const mm_fp8_cfg *c, double grad_default)
     return c->grads ? 1.0 : grad_default;
 }
 
+double mm_fp8_grad_accum_bytes(const mm_fp8_cfg *c, double grad_default)
+{
+    return c->on && c->grads ? 2.0 * (1.0 + 2.0) + 1.0 : 2.0 * grad_default + 2.0;
+}
+
 double mm_fp8_optim_bytes(const mm_fp8_cfg *c)
 {
     return c->optimizer ? 2.0 + 1.0 + 2.0 : 4.0 + 4.0 + 4.0;

@@ -203,6 +203,12 @@ typedef struct mm_build_spec {
     double z3_regather_share; /* this share of the layer's parameters (the
                                 recomputed forward's fetches released before
                                 the backward uses them) */
+    double z3_list_host_s;   /* ZeRO-3 under zero3.list_collectives: host
+                                seconds of each gather and reduce-scatter
+                                (its per-rank views and copies), spent
+                                after the host has waited for the GPU
+                                (DeepSpeed synchronizes the device at each
+                                fetch), before the layer's kernels; 0: none */
     bool sp;                 /* sequence parallel TP traffic */
     bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
     /* DHelix co-execution (train.coexec dhelix): micro-batches 2k and 2k+1
@@ -280,6 +286,16 @@ typedef struct mm_build_spec {
  * max(L + n t, n L + t) after the host starts, so the GPU, starting when
  * the host does, can run them back to back from max(L, n L + t - n t) on. */
 void mm_build_op_host(mm_op *op, double host_s, double launches);
+
+/* ZeRO-3 under zero3.list_collectives (sp->z3_list_host_s > 0, not
+ * z3_once): how many list collectives a layer's pass costs the host, its
+ * gathers (`gathers`: in a backward the recomputed forward's and the
+ * re-gathers too) and its reduce-scatters (`scatters`); 0 otherwise.
+ * mm_build_z3_list_mb_s: the host seconds of one layer's forward and
+ * backward of one micro-batch (0 below ZeRO-3 or without DP), for the
+ * planner's pre-score. */
+int mm_build_z3_list_count(const mm_build_spec *sp, int pass, bool gathers, bool scatters);
+double mm_build_z3_list_mb_s(const mm_build_spec *sp);
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear
  * only right before "dp", as Megatron folds expert groups into DP) into

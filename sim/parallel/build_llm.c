@@ -256,6 +256,24 @@ static int z3_once_scatter(builder *b, int d, int vs, int pass, int mb, int chun
     return 0;
 }
 
+/* ZeRO-3 under zero3.list_collectives: the host's views and copies of a
+ * layer's collectives of this pass (mm_build_z3_list_count), after it has
+ * waited for the GPU to reach the layer, all before the layer's first
+ * kernel: DeepSpeed synchronizes the device before each gather
+ * (partition_parameters.py _allgather_param: torch.cuda.synchronize())
+ * and at each fetch (stage3.py _synchronize_communication), and
+ * prefetches before it launches the module's forward (fetch_sub_module,
+ * then prefetch_next_sub_modules, @ c83e49f9). */
+static void z3_list_host(const mm_build_spec *sp, int pass, bool z3, bool z3_rs, mm_op *op)
+{
+    double extra = mm_build_z3_list_count(sp, pass, z3, z3_rs) * sp->z3_list_host_s;
+    if (!(extra > 0))
+        return;
+    op->host_s = (float)(op->host_s + extra);
+    op->lead_s = (float)(op->lead_s + extra);
+    op->flags |= MM_OPF_HOST_SYNC;
+}
+
 /* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
  * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
  * communication.  W passes have none but ZeRO-3's gradient scatter. */
@@ -321,6 +339,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
                     .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
                     .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
         mm_build_op_host(&op, host / chunks, launches / chunks);
+        z3_list_host(sp, pass, z3, z3_rs, &op);
         int64_t layer_start = prev;
         int64_t id = add(b, &op, prev);
         if (id < 0 || (gather >= 0 && mm_graph_dep(b->g, (uint32_t)gather, (uint32_t)id)))

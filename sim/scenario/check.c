@@ -367,11 +367,96 @@ static int check_run(const mm_sim *sim, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     if (sc->train.save_interval > 0 && !(sc->train.save_gb_s > 0))
         return mm_scenario_fail(sc, err, "train.save_interval",
-                                "checkpoint saves are written at the storage's bandwidth: set train.save_gb_s "
-                                "(GB/s per node) with train.save_interval");
+                                "checkpoint saves are written at the storage's bandwidth, which is the site's "
+                                "(its shared file system, or the node's NVMe cache), not the topology's: no "
+                                "published figure serves as a default; set train.save_gb_s (GB/s per node, as "
+                                "fio or gdsio measures a write there) with train.save_interval");
     if (sc->train.save_gb_s > 0 && sc->train.save_interval == 0)
         return mm_scenario_fail(sc, err, "train.save_gb_s",
                                 "train.save_gb_s applies to checkpoint saves only: set train.save_interval too");
+    return 0;
+}
+
+/* train.outer_sync and the topology's sites go together; ATOM is refused
+ * by name; allreduce syncs every step and blocks; a compressor resolves to
+ * a ratio and both kernel throughputs (on fp32 values, as the table's
+ * ratios are) or is refused by the key that is missing. */
+static int check_outer_sync(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_cluster *c = sim->cluster;
+    bool on = sc->train.outer_sync.present;
+    if (c->sites >= 2 && !on)
+        return mm_scenario_fail(sc, err, "train.outer_sync",
+                                "the topology %s joins %d sites by a WAN: say how they synchronise "
+                                "(train.outer_sync: {algorithm: allreduce} or {algorithm: diloco, h: H})",
+                                c->name, c->sites);
+    if (!on)
+        return 0;
+    if (c->sites < 2)
+        return mm_scenario_fail(sc, err, "train.outer_sync",
+                                "the topology %s has no sites: section (sites joined by a WAN)", c->name);
+    int algo = sc->train.outer_sync.algorithm;
+    if (algo == MM_OSYNC_ATOM)
+        return mm_scenario_fail(sc, err, "train.outer_sync.algorithm",
+                                "atom (ATOM, arXiv 2403.10504: asynchronous training with the model swapped "
+                                "layer by layer from host memory) is not modeled");
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.h != 1)
+        return mm_scenario_fail(sc, err, "train.outer_sync.h",
+                                "%d: allreduce synchronises the gradients after every step (h 1); local steps "
+                                "between syncs are diloco's", sc->train.outer_sync.h);
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.overlap)
+        return mm_scenario_fail(sc, err, "train.outer_sync.overlap",
+                                "allreduce's gradients are applied by the step that made them (the one-step "
+                                "delay is diloco's)");
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.state != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.state",
+                                "allreduce has no outer optimizer (its state is diloco's)");
+    if (algo == MM_OSYNC_ALLREDUCE && mm_scenario_key_given(sc, "train.outer_sync.dtype"))
+        return mm_scenario_fail(sc, err, "train.outer_sync.dtype",
+                                "allreduce sends the gradients as the site's DP reduction does (train.grad_reduce)");
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.compress)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress",
+                                "compressed gradients across sites every step: not modeled (diloco's "
+                                "pseudo-gradient is)");
+    int i = sc->train.outer_sync.compress;
+    double r = sc->train.outer_sync.compress_ratio;
+    if (!i && (r > 0 || sc->train.outer_sync.compress_gb_s > 0 || sc->train.outer_sync.decompress_gb_s > 0))
+        return mm_scenario_fail(sc, err, r > 0 ? "train.outer_sync.compress_ratio" : "train.outer_sync.compress_gb_s",
+                                "given without train.outer_sync.compress");
+    if (!i)
+        return 0;
+    if (sc->train.outer_sync.dtype != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress",
+                                "the compressors' ratios are on fp32 values: set train.outer_sync.dtype fp32");
+    if (r != 0 && r < 1)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress_ratio",
+                                "%g: a compressor shrinks its input (ratio >= 1), or 0 for the table's", r);
+    mm_compress_use u;
+    int miss = mm_compress_resolve(i, r, sc->train.outer_sync.compress_gb_s, sc->train.outer_sync.decompress_gb_s,
+                                   c->gpu.name, &u);
+    const mm_compressor *z = mm_compressor_get(i);
+    if (miss == 1)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress_ratio",
+                                "%s's ratio depends on the data and its error bound (%s): give it", z->name, z->source);
+    if (miss)
+        return mm_scenario_fail(sc, err,
+                                miss == 2 ? "train.outer_sync.compress_gb_s" : "train.outer_sync.decompress_gb_s",
+                                "%s has no published %s throughput on %s in the table (%s): give it", z->name,
+                                miss == 2 ? "compress" : "decompress", c->gpu.name, z->source);
+    return 0;
+}
+
+/* train.grad_accum_fusion false: the per-micro-batch accumulation into an
+ * unsharded main gradient (cost/costs.c grad_accum_s); with ZeRO 2-3 the
+ * gradients are sharded per micro-batch, not modeled. */
+static int check_grad_accum(const mm_scenario *sc, mm_err *err)
+{
+    int zero = sc->parallel.llm.zero >= 0 ? sc->parallel.llm.zero : sc->train.zero;
+    if (!sc->train.grad_accum_fusion && zero >= 2)
+        return mm_scenario_fail(sc, err, "train.grad_accum_fusion",
+                                "false with ZeRO %d (sharded gradients per micro-batch): not modeled; "
+                                "use ZeRO 0-1 or leave it true", zero);
     return 0;
 }
 
@@ -471,6 +556,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
     int crc = check_coexec(sim, err);
     if (crc)
         return crc;
+    if ((crc = check_grad_accum(sc, err)))
+        return crc;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
     int ep_dp = 1, ep_tp = 1;
@@ -524,7 +611,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 L->lay.tp, (long long)m->heads);
     if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_zero(sim, err)) ||
         (rc = check_compress(sim, err)) ||
-        (rc = check_data(sim, err)) || (rc = check_run(sim, err)) ||
+        (rc = check_data(sim, err)) || (rc = check_run(sim, err)) || (rc = check_outer_sync(sim, err)) ||
         (rc = check_optimizer(sim, err)))
         return rc;
     int frc = check_frozen(sim, err);

@@ -33,6 +33,9 @@ const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_le
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_coexec_names[] = {"none", "dhelix", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
+const char *const mm_outer_sync_names[] = {"allreduce", "diloco", "atom", NULL};
+const char *const mm_outer_sync_dtype_names[] = {"fp32", "bf16", NULL};
+const char *const mm_outer_sync_state_names[] = {"host", "gpu", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -185,6 +188,12 @@ const mm_key mm_keys[] = {
      "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
      "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
      F(train.grad_reduce), 0},
+    {"train.grad_accum_fusion", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "true", NULL,
+     "weight-gradient accumulation fused into the wgrad GEMM (Megatron-LM's default, apex "
+     "fused_weight_gradient_mlp_cuda); false (--no-gradient-accumulation-fusion): the GEMM writes a 16-bit "
+     "gradient and a kernel adds it to the main gradient every micro-batch (MS-AMP's add_to_fp8 under "
+     "train.fp8_grads)",
+     F(train.grad_accum_fusion), 0},
     /* A training run's periodic work (cost/runcost.h): off (0) by default, so
      * that the per-iteration figures stay the step's; Megatron-LM's defaults
      * are --log-interval 100, --eval-interval 1000, --eval-iters 100, no
@@ -211,6 +220,44 @@ const mm_key mm_keys[] = {
     {"train.eval_iters", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "100", NULL,
      "forward-only iterations of one evaluation (Megatron-LM --eval-iters, default 100)",
      F(train.eval_iters), 0},
+    {"train.outer_sync", MM_KT_SECTION, MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,
+     "training across the topology's sites (its sites: section; cluster.nodes and parallel.* are one site's): "
+     "how the sites synchronise over the WAN; null: one site, no WAN (a topology with sites refuses it)",
+     F(train.outer_sync.present), 0},
+    {"train.outer_sync.algorithm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_names, "diloco", NULL,
+     "allreduce: the gradients all-reduced across sites after every step (data parallelism over the WAN); "
+     "diloco: H local steps, then the pseudo-gradient (the H steps' change of the weights) all-reduced across "
+     "sites (DiLoCo; DiLoCoX, arXiv 2506.21263); atom: ATOM's asynchronous model swapping (arXiv 2403.10504), "
+     "refused: not modeled",
+     F(train.outer_sync.algorithm), 0},
+    {"train.outer_sync.h", MM_KT_INT, 0, POS, 0, 0, NULL, "1", NULL,
+     "inner steps between outer syncs (diloco; allreduce syncs every step: 1)", F(train.outer_sync.h), 0},
+    {"train.outer_sync.overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
+     "DiLoCoX's one-step-delay overlap (diloco): round k's sync runs during round k+1's H steps, and only "
+     "what outlasts them is exposed, max(0, sync - H x step); false: each sync blocks the sites",
+     F(train.outer_sync.overlap), 0},
+    {"train.outer_sync.dtype", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_dtype_names, "fp32", NULL,
+     "the values the sync sends: fp32 (the outer optimizer's master copy) or bf16",
+     F(train.outer_sync.dtype), 0},
+    {"train.outer_sync.compress", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
+     "compressor of the synced fp32 values (comm.compress's table): compressed buffers all-gathered across "
+     "sites, a compress kernel before and S - 1 decompressions after",
+     F(train.outer_sync.compress), 0},
+    {"train.outer_sync.compress_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the compressor's ratio (input over compressed bytes) overriding the table's; 0: the table's",
+     F(train.outer_sync.compress_ratio), 0},
+    {"train.outer_sync.compress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the compress kernel's throughput, GB/s of input; 0: the table's where its GPU is the topology's, else "
+     "refused",
+     F(train.outer_sync.compress_gb_s), 0},
+    {"train.outer_sync.decompress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the decompress kernel's throughput, GB/s of output; 0: the table's, else refused",
+     F(train.outer_sync.decompress_gb_s), 0},
+    {"train.outer_sync.state", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_state_names, "host", NULL,
+     "where diloco's outer optimizer state lives: host (not charged to the GPU, as OpenDiLoCo offloads it) or gpu "
+     "(DiLoCoX's distributed outer optimizer: an fp32 copy of the weights and Nesterov momentum, and with the "
+     "overlap the pseudo-gradient in flight, over the stage's DP ranks)",
+     F(train.outer_sync.state), 0},
     {"data", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     {"data.workers", MM_KT_INT, 0, INT64_C(-1), INT64_C(4096), 0, 0, NULL, "-1", NULL,
      "data-loader worker processes per GPU (PyTorch DataLoader num_workers): -1 the loader is not modeled "

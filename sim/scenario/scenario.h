@@ -92,6 +92,15 @@ extern const char *const mm_train_overlap_names[];
 typedef enum { MM_COEXEC_NONE, MM_COEXEC_DHELIX } mm_coexec;
 extern const char *const mm_coexec_names[];
 extern const char *const mm_train_grad_reduce_names[];
+/* train.outer_sync.algorithm across the topology's sites (cost/outersync.h):
+ * allreduce (the gradients all-reduced across sites every step), diloco
+ * (local steps, a pseudo-gradient all-reduce every H), atom (refused) */
+typedef enum { MM_OSYNC_ALLREDUCE, MM_OSYNC_DILOCO, MM_OSYNC_ATOM } mm_outer_sync_algo;
+extern const char *const mm_outer_sync_names[];
+/* train.outer_sync.dtype: the values the sync sends */
+extern const char *const mm_outer_sync_dtype_names[];
+/* train.outer_sync.state: host | gpu (the outer optimizer's state) */
+extern const char *const mm_outer_sync_state_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -147,9 +156,23 @@ typedef struct mm_scenario {
         bool fp8_grads;         /* FP8-LM O1: FP8 weight gradients, DP-reduced in 8 bits */
         bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
         int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
+        bool grad_accum_fusion; /* false: Megatron --no-gradient-accumulation-fusion, a per-micro-batch
+                                   accumulation kernel per weight (cost/costs.c grad_accum_s) */
         /* the run's periodic work (cost/runcost.h); 0: off */
         int train_iters, log_interval, save_interval, eval_interval, eval_iters;
         double save_gb_s;       /* checkpoint storage write bandwidth per node, GB/s */
+        /* Training across the topology's sites (cost/outersync.h); present
+         * false: none asked for (a topology with sites refuses that). */
+        struct {
+            bool present;
+            int algorithm;      /* mm_outer_sync_algo */
+            int h;              /* inner steps per outer sync (diloco) */
+            bool overlap;       /* DiLoCoX's one-step-delay overlap */
+            int dtype;          /* 0 fp32, 1 bf16 (mm_outer_sync_dtype_names) */
+            int compress;       /* mm_compressor_names index; 0: none */
+            double compress_ratio, compress_gb_s, decompress_gb_s; /* 0: the table's */
+            int state;          /* where the outer optimizer's state lives: 0 host, 1 gpu */
+        } outer_sync;
     } train;
     /* the data pipeline (cost/loader.h): loader workers per GPU (-1 not
      * modeled, 0 in the training process), prefetch_factor, source sizes */
