@@ -305,7 +305,7 @@ START_TEST(bad_input)
         {SITES, "", "train.outer_sync", "joins 2 sites"},
         {"topologies/dgx-a100.yaml", "'train.outer_sync={algorithm: diloco, h: 10}'", "train.outer_sync",
          "no sites"},
-        {SITES, "'train.outer_sync={algorithm: atom}'", "train.outer_sync.algorithm", "not modeled"},
+        {SITES, "'train.outer_sync={algorithm: atom}'", "parallel.llm", "whole copy"},
         {SITES, "'train.outer_sync={algorithm: allreduce, h: 5}'", "train.outer_sync.h", "every step"},
         {SITES, "'train.outer_sync={algorithm: allreduce, overlap: true}'", "train.outer_sync.overlap", "diloco"},
         {SITES, "'train.outer_sync={algorithm: allreduce, compress: zfp-r8}'", "train.outer_sync.compress",
@@ -331,7 +331,7 @@ START_TEST(bad_input)
     FILE *f = fopen(p, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "model: models/llama-2-7b.json\ncluster: {topology: %s, nodes: 2}\ntrain:\n  outer_sync: {algorithm: "
-               "atom}\nparallel:\n  llm: {tp: 4, pp: 2, dp: 2}\n",
+               "gossip}\nparallel:\n  llm: {tp: 4, pp: 2, dp: 2}\n",
             SITES);
     fclose(f);
     snprintf(args, sizeof args, "run --no-db %s", p);

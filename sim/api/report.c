@@ -120,6 +120,21 @@ static void run_outer(FILE *f, const mm_metrics *m)
     jnum(f, "outer_sync_exposed_s", m->oom ? NAN : o->exposed_s, 0);
     jnum(f, "outer_sync_per_iteration_s", m->oom ? NAN : o->per_iter_s, 0);
     jnum(f, "inner_step_s", m->oom ? NAN : o->step_s, 0);
+    const mm_swap *w = &m->swap;
+    if (!w->on)
+        return;
+    /* atom: the model swapping of every GPU (cost/swap.h) and the pipeline
+     * across the sites it is measured against */
+    fprintf(f, "  \"swap_groups\": %d,\n  \"swap_group_layers\": %d,\n", w->groups, w->group_layers);
+    jnum(f, "swap_resident_gib", w->resident_bytes / MM_GIB, 0);
+    jnum(f, "swap_link_gb_s", w->link_bw * 1e-9, 0);
+    jnum(f, "swap_load_s", w->load_s, 0);
+    jnum(f, "swap_grads_out_s", w->grads_out_s, 0);
+    jnum(f, "swap_compute_s", m->oom ? NAN : w->compute_s, 0);
+    jnum(f, "swap_step_s", m->oom ? NAN : w->swap_step_s, 0);
+    jnum(f, "swap_exposed_s", m->oom ? NAN : w->exposed_s, 0);
+    jnum(f, "wan_pipeline_hop_s", m->oom ? NAN : w->pp_hop_s, 0);
+    jnum(f, "wan_pipeline_step_s", m->oom ? NAN : w->pp_step_s, 0);
 }
 
 static void run_stages(FILE *f, const mm_metrics *m)

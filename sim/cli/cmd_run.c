@@ -144,12 +144,23 @@ static void print_outer(const mm_metrics *m)
     printf("  sites              %10d sites, %s", o->sites, mm_outer_sync_names[o->algorithm]);
     if (o->algorithm == MM_OSYNC_DILOCO)
         printf(" every %d steps%s", o->h, o->overlap ? ", overlapped one round behind" : ", blocking");
+    if (o->algorithm == MM_OSYNC_ATOM)
+        printf(" averaging every %d steps, asynchronously", o->h);
     printf("\n  inner step         %10.4f s (one site's step)\n", o->step_s);
     printf("  outer sync         %10.4f s: %.4g GB per site on the WAN", o->sync_s, o->wire_bytes / 1e9);
     if (o->kernel_s > 0)
         printf(" (%.4f s of it compression kernels)", o->kernel_s);
     printf("\n                     %10.4f s exposed per sync, %.4f s per step on average\n", o->exposed_s,
            o->per_iter_s);
+    const mm_swap *w = &m->swap;
+    if (!w->on)
+        return;
+    printf("  model swap         %10.4f s exposed per step: %d group%s of %d layers over PCIe at %.1f GB/s "
+           "(load %.4f s, gradients out %.4f s a group; %.2f GiB resident)\n",
+           w->exposed_s, w->groups, w->groups == 1 ? "" : "s", w->group_layers, w->link_bw * 1e-9, w->load_s, w->grads_out_s,
+           w->resident_bytes / MM_GIB);
+    printf("  pipeline instead   %10.4f s a step as pipelines across the sites (%.4f s a hop on the WAN)\n",
+           w->pp_step_s, w->pp_hop_s);
 }
 
 /* The data loader (data.workers >= 0): how long the step waited for data,

@@ -10,6 +10,7 @@
 #include "cost/fwcost.h"
 #include "cost/outersync.h"
 #include "cost/runcost.h"
+#include "cost/swap.h"
 #include "scenario/sim.h"
 
 /* What one micro-batch costs on one GPU, by layer and pass, as the cost
@@ -79,6 +80,9 @@ typedef struct mm_sim_breakdown {
      * outer.on false: none): its bytes, WAN and kernel seconds; what it
      * exposes depends on the executed step (the run's metrics) */
     mm_outer_sync outer;
+    /* ATOM's model swapping of one GPU (cost/swap.h; swap.on false: none):
+     * its groups, link, and the step's passes with and without the swaps */
+    mm_swap swap;
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */

@@ -359,6 +359,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->sp = sp;
     spec->tp_overlap = sc->train.tp_comm_overlap;
     spec->coexec = sc->train.coexec == MM_COEXEC_DHELIX;
+    spec->enc_bubbles = sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES;
     mm_sim_overlap(sim, zero, &spec->overlap_grad_reduce, &spec->overlap_param_gather);
     int pipe = mm_sim_pipe_stages(sim);
     spec->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe);

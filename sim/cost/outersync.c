@@ -47,12 +47,15 @@ int mm_sim_outer_sync(const mm_sim *sim, double step_s, mm_outer_sync *out, mm_e
     out->on = true;
     out->sites = c->sites;
     out->algorithm = sc->train.outer_sync.algorithm;
-    out->h = out->algorithm == MM_OSYNC_DILOCO ? sc->train.outer_sync.h : 1;
-    out->overlap = out->algorithm == MM_OSYNC_DILOCO && sc->train.outer_sync.overlap;
+    /* atom averages the peers' models asynchronously: every h steps, behind
+     * the training (as diloco's overlap, one round late) */
+    out->h = out->algorithm != MM_OSYNC_ALLREDUCE ? sc->train.outer_sync.h : 1;
+    out->overlap = (out->algorithm == MM_OSYNC_DILOCO && sc->train.outer_sync.overlap) ||
+                   out->algorithm == MM_OSYNC_ATOM;
     out->params = mm_sim_trainable_params(sim);
     /* allreduce sends the gradients at the element size the site's own DP
      * reduction uses (the framework's, train.grad_reduce); diloco the
-     * pseudo-gradient at train.outer_sync.dtype */
+     * pseudo-gradient, atom the model it averages, at train.outer_sync.dtype */
     out->bytes = out->params * (out->algorithm == MM_OSYNC_ALLREDUCE
                                     ? (double)mm_framework_grad_bytes(sim->fw, (mm_dtype)sc->train.precision)
                                     : sc->train.outer_sync.dtype == 1 ? 2.0 : 4.0);

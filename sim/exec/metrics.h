@@ -17,6 +17,7 @@
 
 #include "cost/outersync.h"
 #include "cost/runcost.h"
+#include "cost/swap.h"
 #include "exec/critpath.h"
 
 /* One simulated iteration. */
@@ -110,6 +111,9 @@ typedef struct mm_metrics {
                                per_iter_s is in every iteration's time and
                                exposed communication, and tokens, samples,
                                FLOPs and gpus count every site */
+    mm_swap swap;           /* ATOM's model swapping (cost/swap.h; swap.on
+                               false: none); its exposed_s is in every
+                               iteration's time, before outer's step_s */
     double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
     double encoder_excess_s;       /* mean over iterations */
     double padded_fraction;        /* over all iterations' tokens */

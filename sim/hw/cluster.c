@@ -21,7 +21,8 @@ static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
                                        "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
-                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec", NULL};
+                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec",
+                                       "sustained_clock_ratio", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
@@ -227,6 +228,11 @@ static int load_gpu(const mm_doc *d, mm_node *g, mm_gpu_spec *gpu, mm_err *err)
     if (found && !(gpu->peak_flops[MM_DTYPE_FP8] > 0))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(g, "fp8_gemm_speedup"), "gpu.fp8_gemm_speedup",
                           "only with gpu.peak_tflops.fp8");
+    /* sustained over measured SM clock (cluster.h); 1: the tables as measured */
+    gpu->sustained_clock_ratio = 1.0;
+    if ((rc = mm_node_double(d, g, "sustained_clock_ratio", "gpu.sustained_clock_ratio", 0.1, 1.0,
+                             &gpu->sustained_clock_ratio, &found, err)))
+        return rc;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 

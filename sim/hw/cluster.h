@@ -68,6 +68,15 @@ typedef struct mm_gpu_spec {
      * the FP8 peak): gpu.fp8_gemm_speedup, the GPU's measured FP8 / BF16
      * maximum achievable matmul, default MM_FP8_GEMM_SPEEDUP_DEFAULT. */
     double fp8_gemm_speedup;
+    /* The SM clock a training run holds under sustained load over the
+     * clock the compute tables (or efficiency factors) were measured at:
+     * gpu.sustained_clock_ratio in [0.1, 1], default 1.  Work bound by the
+     * SM clock (tensor-core GEMMs, attention, dropout's Philox draws) runs
+     * at this times the tables' rate; HBM-bound kernels do not move.  A
+     * table taken in isolated short runs sees the boost clock an idle GPU
+     * reaches; back-to-back kernels at the board power limit run at a lower
+     * one (docs/topology.md, "Sustained clocks"). */
+    double sustained_clock_ratio;
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used.  Owned (their
      * values are on the heap): freed by mm_cluster_free, never copied. */

@@ -20,3 +20,10 @@ double mm_wan_allgather_s(const mm_cluster *c, double bytes)
     double S = c->sites;
     return (S - 1) * bytes / c->wan_bw + (S - 1) * c->wan_latency_s;
 }
+
+double mm_wan_p2p_s(const mm_cluster *c, double bytes)
+{
+    if (c->sites < 2 || !(bytes > 0))
+        return 0;
+    return bytes / c->wan_bw + c->wan_latency_s;
+}

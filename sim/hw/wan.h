@@ -27,4 +27,10 @@ double mm_wan_allreduce_s(const mm_cluster *c, double bytes);
  * need, since they cannot be summed on the way (hw/compress.h). */
 double mm_wan_allgather_s(const mm_cluster *c, double bytes);
 
+/* Seconds of one transfer of `bytes` from a site to the next over its
+ * uplink: bytes / wan_bw + wan_latency (the same alpha-beta link; a
+ * pipeline's activations or their gradients crossing the WAN).  0 without
+ * sites. */
+double mm_wan_p2p_s(const mm_cluster *c, double bytes);
+
 #endif

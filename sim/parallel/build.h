@@ -217,6 +217,13 @@ typedef struct mm_build_spec {
      * each layer's TP, CP and EP traffic on the side stream, so one
      * strand's traffic runs beside the other's compute */
     bool coexec;
+    /* Optimus's bubble exploitation (train.encoder_schedule bubbles): a
+     * colocated encoder's work of LLM micro-batch j of replica d, split
+     * evenly over that replica's pipeline ranks, runs there on the fill
+     * stream (exec/exec.h), forward before the LLM's forward of j on the
+     * first stage, backward after its backward there
+     * (build_bubbles.c) */
+    bool enc_bubbles;
     /* under ZeRO 0-2: the gradient buckets reduced after every
      * micro-batch's backward (DeepSpeed ZeRO-2, FSDP2), on the DP stream
      * with overlap_grad_reduce, else blocking the compute stream; false:

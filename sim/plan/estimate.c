@@ -5,6 +5,7 @@
  * Not for: event-level timing (iterate.c). */
 #include "cost/cost_internal.h"
 #include "cost/outersync.h"
+#include "cost/swap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -688,6 +689,17 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
      * the outer sync's exposed time, as mm_sim_run adds them
      * (cost/outersync.h) */
     double S = 1, samples = (double)sc->train.global_batch, sync = 0;
+    /* atom: the model swapping's exposed time, as mm_sim_run adds it
+     * (cost/swap.h), before the outer sync whose step it is part of */
+    if (sc->train.outer_sync.present && sc->train.outer_sync.algorithm == MM_OSYNC_ATOM) {
+        mm_mem_rank full;
+        double room;
+        if (mm_sim_swap_room(sim, &full, &room) == 0 &&
+            mm_sim_swap(sim, &full, room, costs->stages[0].fwd_s, costs->stages[0].bwd_s, spec.m, &mt->swap) == 0) {
+            mm_sim_wan_pipeline(sim, costs->stages[0].fwd_s, costs->stages[0].bwd_s, spec.m, &mt->swap);
+            T += mt->swap.exposed_s;
+        }
+    }
     int rc = mm_sim_outer_sync(sim, T, &mt->outer, err);
     if (rc) {
         free(ranks);
@@ -758,6 +770,8 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
          * + sync / h; overlapped: max(step, sync / h)), so the bound's
          * image bounds the run's */
         mm_outer_sync o;
+        if (mt->swap.on) /* a constant the run adds to every step */
+            *bound += mt->swap.exposed_s;
         if ((rc = mm_sim_outer_sync(sim, *bound, &o, err)) == 0)
             *bound += o.per_iter_s;
     }

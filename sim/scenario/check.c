@@ -46,6 +46,28 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
         if (e->enc->heads % L->lay.tp)
             return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->lay.tp,
                                     (long long)e->enc->heads);
+        int tpc = sc->parallel.llm.lay.tp * (sc->parallel.llm.lay.cp > 0 ? sc->parallel.llm.lay.cp : 1);
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES &&
+            tpc % L->lay.tp)
+            return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles keeps an encoder TP group on one "
+                                    "LLM rank's GPUs, so tp = %d must divide the LLM's tp x cp = %d",
+                                    L->lay.tp, tpc);
+        bool split = sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES && L->lay.pp > 1;
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && split) {
+            /* Optimus's plan: the encoder's layers over the LLM's pipeline ranks */
+            snprintf(key, sizeof key, "parallel.%s.pp", e->name);
+            if (L->lay.pp != sc->parallel.llm.lay.pp || L->lay.pp > e->enc->layers)
+                return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles splits the encoder's layers over "
+                                        "the LLM's pipeline ranks: pp must be 1 or the LLM's %d (and at most the "
+                                        "encoder's %lld layers), not %d", sc->parallel.llm.lay.pp,
+                                        (long long)e->enc->layers, L->lay.pp);
+            snprintf(key, sizeof key, "parallel.%s.dp", e->name);
+            if ((long long)L->lay.tp * L->lay.pp * L->lay.dp != llm_gpus)
+                return mm_scenario_fail(sc, err, key, "colocated: the encoder spans the LLM's %lld GPUs, so "
+                                        "tp*pp*dp must be %lld (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus,
+                                        L->lay.tp, L->lay.pp, L->lay.dp);
+            continue;
+        }
         if (sc->parallel.placement == MM_PLACE_COLOCATED) {
             snprintf(key, sizeof key, "parallel.%s.dp", e->name);
             if (L->lay.pp != 1 || (long long)L->lay.tp * L->lay.dp != llm_gpus)
@@ -377,8 +399,45 @@ static int check_run(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
-/* train.outer_sync and the topology's sites go together; ATOM is refused
- * by name; allreduce syncs every step and blocks; a compressor resolves to
+/* atom (cost/swap.h): every GPU of a peer holds a whole copy of the LLM
+ * (tp, cp, pp, vpp 1; the peer's GPUs data-parallel), its optimizer and
+ * states on the host (zero 0, the outer state not on the GPU), streamed
+ * over PCIe (the topology must give its rate); the averaging is
+ * asynchronous, always behind the training (overlap is not a choice);
+ * memory that follows a workload file's samples is not swapped. */
+static int check_atom(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_layout *lay = &sc->parallel.llm.lay;
+    if (lay->tp != 1 || lay->pp != 1 || (lay->cp > 1) || lay->vpp > 1)
+        return mm_scenario_fail(sc, err, "parallel.llm",
+                                "atom: every GPU of a peer trains a whole copy of the model by swapping its layers "
+                                "from host memory (tp 1, cp 1, pp 1; the peer's GPUs are data-parallel)");
+    if (lay->ep > 1)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "atom: expert parallelism inside a peer is not modeled");
+    if (sc->train.zero != 0)
+        return mm_scenario_fail(sc, err, "train.zero",
+                                "%d: atom keeps the optimizer and its states on the host (set train.zero 0)",
+                                sc->train.zero);
+    if (mm_scenario_key_given(sc, "train.outer_sync.overlap"))
+        return mm_scenario_fail(sc, err, "train.outer_sync.overlap",
+                                "atom averages the peers' models asynchronously, always behind the training");
+    if (sc->train.outer_sync.state != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.state",
+                                "atom keeps the model and its optimizer on the host");
+    if (sim->cluster->pcie_bw <= 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.algorithm",
+                                "atom swaps the layers over PCIe: the topology %s gives no node.pcie_gb_s",
+                                sim->cluster->name);
+    if (sim->wl)
+        return mm_scenario_fail(sc, err, "workload",
+                                "atom with a workload file's samples: memory that follows the data is not swapped "
+                                "(not modeled); use text or a fixed sample");
+    return 0;
+}
+
+/* train.outer_sync and the topology's sites go together; atom's own
+ * constraints (check_atom); allreduce syncs every step and blocks; a compressor resolves to
  * a ratio and both kernel throughputs (on fp32 values, as the table's
  * ratios are) or is refused by the key that is missing. */
 static int check_outer_sync(const mm_sim *sim, mm_err *err)
@@ -386,10 +445,11 @@ static int check_outer_sync(const mm_sim *sim, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     const mm_cluster *c = sim->cluster;
     bool on = sc->train.outer_sync.present;
+    int rc;
     if (c->sites >= 2 && !on)
         return mm_scenario_fail(sc, err, "train.outer_sync",
                                 "the topology %s joins %d sites by a WAN: say how they synchronise "
-                                "(train.outer_sync: {algorithm: allreduce} or {algorithm: diloco, h: H})",
+                                "(train.outer_sync: {algorithm: allreduce}, {algorithm: diloco, h: H} or {algorithm: atom, h: H})",
                                 c->name, c->sites);
     if (!on)
         return 0;
@@ -397,10 +457,8 @@ static int check_outer_sync(const mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "train.outer_sync",
                                 "the topology %s has no sites: section (sites joined by a WAN)", c->name);
     int algo = sc->train.outer_sync.algorithm;
-    if (algo == MM_OSYNC_ATOM)
-        return mm_scenario_fail(sc, err, "train.outer_sync.algorithm",
-                                "atom (ATOM, arXiv 2403.10504: asynchronous training with the model swapped "
-                                "layer by layer from host memory) is not modeled");
+    if (algo == MM_OSYNC_ATOM && (rc = check_atom(sim, err)))
+        return rc;
     if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.h != 1)
         return mm_scenario_fail(sc, err, "train.outer_sync.h",
                                 "%d: allreduce synchronises the gradients after every step (h 1); local steps "
@@ -511,6 +569,24 @@ static int check_coexec(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.encoder_schedule bubbles (Optimus): a colocated encoder's kernels
+ * in the LLM's idle time; what it does not model is refused by name. */
+static int check_enc_schedule(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const char *k = "train.encoder_schedule";
+    if (sc->train.encoder_schedule == MM_ENCSCHED_SERIAL || sim->n_enc == 0)
+        return 0; /* a model without an encoder ignores its encoder keys */
+    if (sc->parallel.placement != MM_PLACE_COLOCATED)
+        return mm_scenario_fail(sc, err, k, "bubbles schedules an encoder colocated with the LLM (parallel.placement "
+                                            "colocated), not one placed %s",
+                                mm_placement_names[sc->parallel.placement]);
+    if (sc->train.coexec != MM_COEXEC_NONE)
+        return mm_scenario_fail(sc, err, k, "bubbles is not modeled with train.coexec %s",
+                                mm_coexec_names[sc->train.coexec]);
+    return 0;
+}
+
 /* train.padding's choices after auto are mm_padding's, in its order */
 _Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_LONGEST &&
                    MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
@@ -598,7 +674,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
                                 L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster->nodes, sim->cluster->gpus_per_node);
-    if ((rc = check_encoders(sim, need, err)))
+    if ((rc = check_enc_schedule(sim, err)) || (rc = check_encoders(sim, need, err)))
         return rc;
     if ((rc = pick_padding(sim, err)))
         return rc;

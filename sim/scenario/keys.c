@@ -32,6 +32,7 @@ const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_coexec_names[] = {"none", "dhelix", NULL};
+const char *const mm_enc_schedule_names[] = {"serial", "bubbles", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
 const char *const mm_outer_sync_names[] = {"allreduce", "diloco", "atom", NULL};
 const char *const mm_outer_sync_dtype_names[] = {"fp32", "bf16", NULL};
@@ -131,6 +132,12 @@ const mm_key mm_keys[] = {
      "each pass as two interleaved strands, one's TP/CP/EP traffic beside the other's compute; two "
      "micro-batches' activations in flight per pair)",
      F(train.coexec), 0},
+    {"train.encoder_schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_enc_schedule_names, "serial", NULL,
+     "where a colocated encoder's passes run: serial (every forward before the LLM's, every backward after) "
+     "or bubbles (Optimus, arXiv 2408.03505: each micro-batch's encoder kernels, split over its LLM replica's "
+     "pipeline ranks, fill those GPUs' idle time, forward before the LLM forward that takes it, backward after "
+     "the LLM backward that gives its gradient)",
+     F(train.encoder_schedule), 0},
     {"train.memory_reserve_gib", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", "0",
      "HBM held back from the OOM verdict on top of the modeled reserve (the framework's memory section: allocator, CUDA context, NCCL, workspaces)",
      F(train.memory_reserve_gib), 0},
@@ -227,11 +234,12 @@ const mm_key mm_keys[] = {
     {"train.outer_sync.algorithm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_names, "diloco", NULL,
      "allreduce: the gradients all-reduced across sites after every step (data parallelism over the WAN); "
      "diloco: H local steps, then the pseudo-gradient (the H steps' change of the weights) all-reduced across "
-     "sites (DiLoCo; DiLoCoX, arXiv 2506.21263); atom: ATOM's asynchronous model swapping (arXiv 2403.10504), "
-     "refused: not modeled",
+     "sites (DiLoCo; DiLoCoX, arXiv 2506.21263); atom: ATOM (arXiv 2403.10504), every GPU of a peer (site) "
+     "trains a whole copy of the model swapped group by group from host memory over PCIe, the peers' models "
+     "averaged asynchronously every H steps behind the training",
      F(train.outer_sync.algorithm), 0},
     {"train.outer_sync.h", MM_KT_INT, 0, POS, 0, 0, NULL, "1", NULL,
-     "inner steps between outer syncs (diloco; allreduce syncs every step: 1)", F(train.outer_sync.h), 0},
+     "inner steps between outer syncs (diloco, atom; allreduce syncs every step: 1)", F(train.outer_sync.h), 0},
     {"train.outer_sync.overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
      "DiLoCoX's one-step-delay overlap (diloco): round k's sync runs during round k+1's H steps, and only "
      "what outlasts them is exposed, max(0, sync - H x step); false: each sync blocks the sites",

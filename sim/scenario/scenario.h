@@ -91,6 +91,10 @@ extern const char *const mm_train_overlap_names[];
 /* train.coexec: none, or DHelix's two strands of micro-batches (2k, 2k+1) */
 typedef enum { MM_COEXEC_NONE, MM_COEXEC_DHELIX } mm_coexec;
 extern const char *const mm_coexec_names[];
+/* train.encoder_schedule: a colocated encoder's passes all before and after
+ * the LLM's (serial), or in the LLM's bubbles (Optimus, arXiv 2408.03505) */
+typedef enum { MM_ENCSCHED_SERIAL, MM_ENCSCHED_BUBBLES } mm_enc_schedule;
+extern const char *const mm_enc_schedule_names[];
 extern const char *const mm_train_grad_reduce_names[];
 /* train.outer_sync.algorithm across the topology's sites (cost/outersync.h):
  * allreduce (the gradients all-reduced across sites every step), diloco
@@ -138,6 +142,7 @@ typedef struct mm_scenario {
         int overlap_param_gather; /* mm_train_overlap */
         bool tp_comm_overlap;
         int coexec;             /* mm_coexec: none | dhelix (micro-batch co-execution) */
+        int encoder_schedule;   /* mm_enc_schedule: serial | bubbles (colocated encoders) */
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
         mm_cuda_graphs cuda_graphs; /* none | layer | full (the profile's host.cuda_graphs) */
         mm_attention attention; /* auto (the framework's) | flash | unfused | flash1..3 | cudnn */
