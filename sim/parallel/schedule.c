@@ -347,10 +347,16 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
-        /* the waiting ranks look again once this pass's output can reach them */
-        for (int q = 0; q < p; q++)
+        /* the rank this pass's output feeds (the next virtual stage's for
+         * F, the previous one's for B) looks again once it can reach it;
+         * no other rank's inputs changed, and held memory is each rank's
+         * own, so a look by any other would find what it found before */
+        int to = pass == MM_PASS_F ? pick + 1 : pass == MM_PASS_B ? pick - 1 : -1;
+        if (to >= 0 && to < V) {
+            int q = mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, p, to);
             if (rk[3 * q + 2])
-                at[q] = fmin(at[q], end + comm);
+                at[q] = fmin(at[q], end + (q == r ? 0 : comm));
+        }
         if (s < 0 && out) /* every rank's, rank r's at out + r * 6m */
             out[(size_t)r * 6 * m + (size_t)nr[r]++] = (mm_sched_step){pass, j, c};
         else if (r == s && out)
