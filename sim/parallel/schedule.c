@@ -89,7 +89,7 @@ static int zb_h1(int p, int s, int m, mm_sched_step *out)
  * authors' mem_f 2, mem_b -1, mem_w -1), at most 2 * 2p.  Stage j's
  * passes: tf/tb/tw[j * m + mb] their predicted ends. */
 typedef struct zb_state {
-    int p, m, cap2, *f, *b, *w, *mem, *order_n, s;
+    int p, m, cap2, *f, *b, *w, *mem, *order_n, s; /* s < 0: every rank's order, rank j's at out + j * 3m */
     double *tf, *tb, *tw, *e, *bub, maxbub, comm;
     const double *cf, *cb, *cw;
     mm_sched_step *out;
@@ -118,7 +118,9 @@ static void zb_put(zb_state *z, int j, int pass)
     (pass == MM_PASS_F ? z->tf : pass == MM_PASS_B ? z->tb : z->tw)[(size_t)j * m + mb] = end;
     z->mem[j] += pass == MM_PASS_F ? 2 : -1;
     n[j]++;
-    if (j == z->s && z->out)
+    if (z->out && z->s < 0)
+        z->out[(size_t)j * 3 * m + (size_t)(z->f[j] + z->b[j] + z->w[j] - 1)] = (mm_sched_step){pass, mb, 0};
+    else if (j == z->s && z->out)
         z->out[z->order_n[0]++] = (mm_sched_step){pass, mb, 0};
 }
 
@@ -239,6 +241,12 @@ static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *ou
     z.out = out;
     zb_run(&z, bf, gr);
     int k = z.order_n[0];
+    if (s < 0) { /* every rank's: each ran its 3m passes */
+        k = 3 * m;
+        for (int j = 0; j < p; j++)
+            if (z.f[j] + z.b[j] + z.w[j] != 3 * m)
+                k = -1;
+    }
     free(d), free(n);
     return k == 3 * m ? k : -1;
 }
@@ -257,7 +265,8 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
 {
     int V = 2 * p, cap = mm_schedule_zbv_cap_halves(p, m);
     int *nf = calloc((size_t)V * 3, sizeof *nf), *nb = nf ? nf + V : NULL, *nw = nf ? nf + 2 * V : NULL;
-    int *rk = calloc((size_t)p * 3, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting */
+    int *rk = calloc((size_t)p * 4, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting; */
+    int *nr = rk ? rk + 3 * p : NULL;              /* steps written (s < 0) */
     double *fe = malloc((size_t)V * m * 2 * sizeof *fe), *be = fe ? fe + (size_t)V * m : NULL;
     double *at = calloc((size_t)p * 3, sizeof *at), *first = at ? at + p : NULL, *last = at ? at + 2 * p : NULL;
     if (!nf || !fe || !rk || !at) {
@@ -338,11 +347,19 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
-        /* the waiting ranks look again once this pass's output can reach them */
-        for (int q = 0; q < p; q++)
+        /* the rank this pass's output feeds (the next virtual stage's for
+         * F, the previous one's for B) looks again once it can reach it;
+         * no other rank's inputs changed, and held memory is each rank's
+         * own, so a look by any other would find what it found before */
+        int to = pass == MM_PASS_F ? pick + 1 : pass == MM_PASS_B ? pick - 1 : -1;
+        if (to >= 0 && to < V) {
+            int q = mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, p, to);
             if (rk[3 * q + 2])
-                at[q] = fmin(at[q], end + comm);
-        if (r == s && out)
+                at[q] = fmin(at[q], end + (q == r ? 0 : comm));
+        }
+        if (s < 0 && out) /* every rank's, rank r's at out + r * 6m */
+            out[(size_t)r * 6 * m + (size_t)nr[r]++] = (mm_sched_step){pass, j, c};
+        else if (r == s && out)
             out[k++] = (mm_sched_step){pass, j, c};
         left--;
     }
@@ -365,6 +382,21 @@ static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out
             best = x, at = reserve;
     }
     return best >= 0 && zb_v_run(p, s, m, t, at, out) >= 0 ? 6 * m : -1;
+}
+
+int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out)
+{
+    int len = mm_schedule_len(kind, m, v);
+    if (p < 1 || m < 1)
+        return -1;
+    if (kind == MM_SCHEDULE_ZB_2P && v == 1) /* one run of the list schedule for every rank */
+        return zb_2p(p, -1, m, t, out) == len ? len : -1;
+    if (kind == MM_SCHEDULE_ZB_V && v == 2)
+        return zb_v(p, -1, m, t, out) == len ? len : -1;
+    for (int s = 0; s < p; s++)
+        if (mm_schedule_steps_timed(kind, p, s, m, v, t, out + (size_t)s * len) != len)
+            return -1;
+    return len;
 }
 
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out)

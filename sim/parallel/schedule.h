@@ -129,6 +129,12 @@ int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_ste
 int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const mm_sched_times *t,
                             mm_sched_step *out);
 
+/* Every rank's steps at once, rank s's at out + s * mm_schedule_len():
+ * the same orders as mm_schedule_steps_timed for each s, but a timed
+ * schedule's list runs once, not once per rank.  Returns the length of
+ * one rank's, or -1 (bad arguments, a list that stalls). */
+int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out);
+
 /* Number of steps a rank runs: 2mv, or 3mv for zero-bubble schedules. */
 int mm_schedule_len(mm_schedule kind, int m, int v);
 
