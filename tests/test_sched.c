@@ -487,6 +487,25 @@ START_TEST(zb_v_equal_times)
              * alone left 0.127 at p = 4 */
             ck_assert_msg(bv <= 0.035 && bv < 4 * bz, "p=%d m=%d zb-v bubble %.4f, zb-2p %.4f", p, m, bv, bz);
         }
+    /* unequal times with a transfer: every rank's order within 1F1B's
+     * peak and every pass once */
+    for (int p = 2; p <= 8; p *= 2) {
+        double tf[16], tb[16], tw[16];
+        for (int j = 0; j < 2 * p; j++)
+            tf[j] = 1.0, tb[j] = 1.5, tw[j] = 0.5;
+        mm_sched_times tm = {tf, tb, tw, 0.05};
+        for (int m = 1; m <= 4 * p; m += p > 2 ? p - 1 : 1)
+            for (int s = 0; s < p; s++) {
+                int n = mm_schedule_steps_timed(MM_SCHEDULE_ZB_V, p, s, m, 2, &tm, st), held = 0, peak = 0;
+                ck_assert_int_eq(n, 6 * m);
+                for (int i = 0; i < n; i++) {
+                    held += st[i].pass == MM_PASS_F ? 2 : -1;
+                    peak = held > peak ? held : peak;
+                }
+                ck_assert_int_eq(held, 0);
+                ck_assert_int_le(peak, mm_schedule_zbv_cap_halves(p, m));
+            }
+    }
     /* bad arguments: ZB-V runs exactly two chunks per rank */
     ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 1, st), -1);
     ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 3, st), -1);
