@@ -395,8 +395,8 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
                                    : b * (s / cp) * (double)m->hidden * wbytes / L->lay.tp;
     spec->ep_bytes = ep_bytes(sim, wbytes);
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
-    if (sc->compress.present && (sc->compress.dp || sc->compress.pp)) { /* resolved as check.c checked */
-        mm_compress_use d, p;
+    if (sc->compress.present && (sc->compress.dp || sc->compress.pp || sc->compress.tp)) { /* as check.c checked */
+        mm_compress_use d, p, t;
         const char *gpu = sim->cluster->gpu.name;
         mm_compress_resolve(sc->compress.dp, sc->compress.dp_ratio, sc->compress.compress_gb_s,
                             sc->compress.decompress_gb_s, gpu, &d);
@@ -406,6 +406,10 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
         spec->dp_decompress_gb_s = d.decompress_gb_s;
         spec->pp_ratio = p.ratio, spec->pp_compress_gb_s = p.compress_gb_s;
         spec->pp_decompress_gb_s = p.decompress_gb_s;
+        mm_compress_resolve(sc->compress.tp, sc->compress.tp_ratio, sc->compress.compress_gb_s,
+                            sc->compress.decompress_gb_s, gpu, &t);
+        spec->tp_ratio = t.ratio, spec->tp_compress_gb_s = t.compress_gb_s;
+        spec->tp_decompress_gb_s = t.decompress_gb_s;
     }
     spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
     /* a blocking collective is one eager op of the host (a torch.distributed

@@ -248,10 +248,15 @@ typedef struct mm_build_spec {
      * all-reduce becomes a compress kernel, an all-gather of the dp ranks'
      * compressed buffers (bytes / dp_ratio each) and the decompression of
      * the dp - 1 others'; a pipeline send carries bytes / pp_ratio between
-     * a compress kernel on the sender and a decompress one on the receiver.
+     * a compress kernel on the sender and a decompress one on the receiver;
+     * a blocking TP all-reduce of the LLM (not sequence-parallel, not
+     * overlapped) becomes a compress kernel, an all-gather of the tp
+     * ranks' compressed buffers (bytes / tp_ratio each) and the
+     * decompression of the tp - 1 others', all on the compute stream.
      * Kernel times: mm_compress_kernel_s at each side's GB/s. */
     double dp_ratio, dp_compress_gb_s, dp_decompress_gb_s;
     double pp_ratio, pp_compress_gb_s, pp_decompress_gb_s;
+    double tp_ratio, tp_compress_gb_s, tp_decompress_gb_s;
     double p2p_s;            /* > 0: every pipeline transfer takes this long
                                 (measured times fed in); else the network's */
     int gpus_per_node;       /* the cluster's: pipeline transfers run on the

@@ -98,6 +98,16 @@ static int emit_cp_ring(builder *b, int d, int vs, int mb, int pass, int layer, 
     return 0;
 }
 
+/* A TP compress or decompress kernel (comm.compress.tp) of rank `rank` on
+ * its compute stream after `after`: `bytes` of uncompressed activations at
+ * `gb_s` GB/s, counted as TP time. */
+static int64_t tp_kernel(builder *b, int rank, int vs, int mb, int layer, double bytes, double gb_s, int64_t after)
+{
+    mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_TP, .layer = (int16_t)layer, .stage = vs,
+               .mb = mb, .coll = -1, .peer = -1, .dur_s = mm_compress_kernel_s(bytes, gb_s)};
+    return add(b, &o, after);
+}
+
 /* A layer's TP, CP and EP communication after its compute op (a pass with
  * communication: F or B): blocking ones extend *tail on the compute
  * stream, overlapped ones (tp_comm_overlap, the CP ring) run on the side
@@ -110,7 +120,21 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
     int s = stage_of(sp, vs), rank = rank_of(sp, d, vs);
     /* a co-executed strand's traffic runs beside the other strand's compute */
     int blk = b->strand_comm ? MM_STREAM_SIDE : MM_STREAM_COMPUTE;
-    if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
+    /* comm.compress.tp: the blocking all-reduces (check.c refuses sequence
+     * parallelism, overlap and strands) become a compress kernel over the
+     * msgs messages, an all-gather of the tp ranks' compressed buffers and
+     * the decompression of the tp - 1 others', as the DP reduction does */
+    bool squeeze = sp->tp_ratio > 0 && !sp->sp && !sp->tp_overlap && !b->strand_comm;
+    if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0 && squeeze) {
+        int n = tp_group(b, d, s);
+        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, 1, msgs, sp->lay.tp * tp_bytes / sp->tp_ratio,
+                                       b->gbuf, n);
+        if ((*tail = tp_kernel(b, rank, vs, mb, layer, msgs * tp_bytes, sp->tp_compress_gb_s, *tail)) < 0 ||
+            (*tail = add_comm(b, rank, blk, MM_CAT_TP, vs, mb, layer, cl, *tail)) < 0 ||
+            (*tail = tp_kernel(b, rank, vs, mb, layer, (sp->lay.tp - 1) * msgs * tp_bytes, sp->tp_decompress_gb_s,
+                               *tail)) < 0)
+            return -1;
+    } else if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
         int n = tp_group(b, d, s);
         int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
         for (int q = 0; q < (sp->sp ? 2 : 1); q++) {

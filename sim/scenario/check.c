@@ -222,16 +222,20 @@ static int check_batch(mm_sim *sim, mm_err *err)
  * is missing; the DP one is modeled where ZeRO 0 reduces the gradients
  * once after the backward, an all-reduce that becomes an all-gather of
  * compressed buffers; under the distributed optimizer (a reduce-scatter),
- * ZeRO-3 or reductions overlapped with the backward it is refused. */
+ * ZeRO-3 or reductions overlapped with the backward it is refused.  The
+ * TP one is modeled for blocking all-reduces: sequence parallelism (an
+ * all-gather and a reduce-scatter), train.tp_comm_overlap and DHelix's
+ * strands (the traffic beside the other strand's compute) are refused. */
 static int check_compress(const mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    if (!sc->compress.present || (!sc->compress.dp && !sc->compress.pp))
+    if (!sc->compress.present || (!sc->compress.dp && !sc->compress.pp && !sc->compress.tp))
         return 0;
-    for (int side = 0; side < 2; side++) {
-        int i = side ? sc->compress.pp : sc->compress.dp;
-        double r = side ? sc->compress.pp_ratio : sc->compress.dp_ratio;
-        const char *rk = side ? "comm.compress.pp_ratio" : "comm.compress.dp_ratio";
+    static const char *const rkeys[] = {"comm.compress.dp_ratio", "comm.compress.pp_ratio", "comm.compress.tp_ratio"};
+    for (int side = 0; side < 3; side++) {
+        int i = side == 2 ? sc->compress.tp : side ? sc->compress.pp : sc->compress.dp;
+        double r = side == 2 ? sc->compress.tp_ratio : side ? sc->compress.pp_ratio : sc->compress.dp_ratio;
+        const char *rk = rkeys[side];
         if (!i)
             continue;
         if (r != 0 && r < 1)
@@ -252,9 +256,19 @@ static int check_compress(const mm_sim *sim, mm_err *err)
     if (sc->compress.pp && sc->train.pass_times && *sc->train.pass_times)
         return mm_scenario_fail(sc, err, "comm.compress.pp",
                                 "with train.pass_times the pipeline sends take the measured times: not modeled");
+    const mm_module_layout *L = &sc->parallel.llm;
+    if (sc->compress.tp && (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1)
+        return mm_scenario_fail(sc, err, "comm.compress.tp",
+                                "with sequence parallelism (an all-gather and a reduce-scatter a layer): not "
+                                "modeled; compressed TP is modeled for the all-reduce");
+    if (sc->compress.tp && sc->train.tp_comm_overlap)
+        return mm_scenario_fail(sc, err, "comm.compress.tp",
+                                "with train.tp_comm_overlap (TP traffic overlapped with the GEMMs): not modeled");
+    if (sc->compress.tp && sc->train.coexec == MM_COEXEC_DHELIX)
+        return mm_scenario_fail(sc, err, "comm.compress.tp",
+                                "with train.coexec dhelix (TP traffic beside the other strand's compute): not modeled");
     if (!sc->compress.dp)
         return 0;
-    const mm_module_layout *L = &sc->parallel.llm;
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
     if (zero != 0)
         return mm_scenario_fail(sc, err, "comm.compress.dp",

@@ -377,7 +377,7 @@ const mm_key mm_keys[] = {
      F(zero.max_reuse_distance), 0},
     {"comm", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, "communication options", NOFIELD, 0},
     {"comm.compress", MM_KT_SECTION, MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,
-     "GPU compression of DP gradients and PP activations (hw/compress.c's table); null: none",
+     "GPU compression of DP gradients, PP activations and TP all-reduces (hw/compress.c's table); null: none",
      F(compress.present), 0},
     {"comm.compress.dp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
      "compressor of the DP gradient reduction: a lossy one turns the all-reduce into an all-gather of "
@@ -385,11 +385,17 @@ const mm_key mm_keys[] = {
      F(compress.dp), 0},
     {"comm.compress.pp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
      "compressor of the pipeline sends (activations and their gradients)", F(compress.pp), 0},
+    {"comm.compress.tp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
+     "compressor of the LLM's TP all-reduces: a lossy one turns each into a compress kernel, an all-gather of "
+     "compressed buffers and the decompression of the tp - 1 others' (blocking TP, no sequence parallelism)",
+     F(compress.tp), 0},
     {"comm.compress.dp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the DP compressor's ratio (input over compressed bytes) overriding the table's; 0: the table's",
      F(compress.dp_ratio), 0},
     {"comm.compress.pp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the PP compressor's ratio overriding the table's; 0: the table's", F(compress.pp_ratio), 0},
+    {"comm.compress.tp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the TP compressor's ratio overriding the table's; 0: the table's", F(compress.tp_ratio), 0},
     {"comm.compress.compress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the compress kernel's throughput, GB/s of input, overriding the table's; 0: the table's where its GPU is "
      "the topology's, else refused",

@@ -220,13 +220,14 @@ typedef struct mm_scenario {
         double max_reuse_distance;
     } zero;
     /* Compressed communication (hw/compress.h): compressor indices into
-     * mm_compressor_names (0: none) for DP gradients and PP activations,
-     * ratios and the GPU's compress and decompress GB/s overriding the
-     * table's (0: the table's; mm_compress_resolve). */
+     * mm_compressor_names (0: none) for DP gradients, PP activations and
+     * the LLM's TP all-reduces, ratios and the GPU's compress and
+     * decompress GB/s overriding the table's (0: the table's;
+     * mm_compress_resolve). */
     struct {
         bool present;
-        int dp, pp;
-        double dp_ratio, pp_ratio;
+        int dp, pp, tp;
+        double dp_ratio, pp_ratio, tp_ratio;
         double compress_gb_s, decompress_gb_s;
     } compress;
     mm_batching batching;
