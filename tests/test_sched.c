@@ -484,7 +484,7 @@ START_TEST(zb_v_equal_times)
             printf("zb-v p=%d m=%d transfer 4 %%: bubble %.4f (zb-2p %.4f)\n", p, m, bv, bz);
             ck_assert(v.all_once && v.eager);
             /* measured 0.011-0.034 (ZB-2p 0.005-0.012); the list schedule
-             * alone left 0.127 at p = 4 */
+             * alone leaves 0.075-0.170 */
             ck_assert_msg(bv <= 0.035 && bv < 4 * bz, "p=%d m=%d zb-v bubble %.4f, zb-2p %.4f", p, m, bv, bz);
         }
     /* unequal times with a transfer: every rank's order within 1F1B's
