@@ -418,18 +418,24 @@ START_TEST(span_closed_forms)
     mm_sched_times t = {tf, tb, tw, 0};
     static const mm_schedule kinds[] = {MM_SCHEDULE_GPIPE, MM_SCHEDULE_1F1B, MM_SCHEDULE_INTERLEAVED,
                                         MM_SCHEDULE_ZB_H1, MM_SCHEDULE_ZB_2P, MM_SCHEDULE_ZB_V};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        int v = kinds[i] == MM_SCHEDULE_INTERLEAVED || kinds[i] == MM_SCHEDULE_ZB_V ? 2 : 1;
-        int len = mm_schedule_steps_all(kinds[i], P, M, v, &t, all);
-        ck_assert_int_eq(len, mm_schedule_len(kinds[i], M, v));
+    /* without and with a transfer time (ZB-V's round heuristic wins over its
+     * list schedule with one: the orders at once must be its too) */
+    for (size_t i = 0; i < 2 * (sizeof kinds / sizeof kinds[0]); i++) {
+        size_t n_k = sizeof kinds / sizeof kinds[0];
+        t.comm = i < n_k ? 0 : 4e-5;
+        mm_schedule kind_i = kinds[i % n_k];
+        int v = kind_i == MM_SCHEDULE_INTERLEAVED || kind_i == MM_SCHEDULE_ZB_V ? 2 : 1;
+        int len = mm_schedule_steps_all(kind_i, P, M, v, &t, all);
+        ck_assert_int_eq(len, mm_schedule_len(kind_i, M, v));
         for (int r = 0; r < P; r++) {
-            ck_assert_int_eq(mm_schedule_steps_timed(kinds[i], P, r, M, v, &t, one), len);
+            ck_assert_int_eq(mm_schedule_steps_timed(kind_i, P, r, M, v, &t, one), len);
             for (int k = 0; k < len; k++)
                 ck_assert_msg(one[k].pass == all[r * len + k].pass && one[k].mb == all[r * len + k].mb &&
                                   one[k].chunk == all[r * len + k].chunk,
-                              "schedule %d rank %d step %d", (int)kinds[i], r, k);
+                              "schedule %d comm %g rank %d step %d", (int)kind_i, t.comm, r, k);
         }
     }
+    t.comm = 0;
     int len = mm_schedule_steps_all(MM_SCHEDULE_INTERLEAVED, P, M, V, NULL, all);
     double own = 0, mean = 0;
     for (int vs = 0; vs < P * V; vs++) {

@@ -420,6 +420,34 @@ END_TEST
  * half at W); the longest rank's span is its own work 3mt plus never more
  * than 1F1B's bubble (p-1)(F+B) = 2(p-1)t, and from m = 2p plus at most
  * one chunk pass, t/2 (the paper's near-zero bubble at F = B = W). */
+/* Every rank's ZB-V order at once (mm_schedule_steps_all, what the
+ * builder and the planner's pre-score take) is each rank's own
+ * (mm_schedule_steps_timed), also where the round heuristic wins over the
+ * list schedule: equal passes with a transfer of 4 % of one, m = 2p and 4p. */
+START_TEST(zb_v_all_ranks_equal_each)
+{
+    enum { PMAX = 8, MMAX = 32 };
+    static mm_sched_step all[PMAX * 6 * MMAX], one[6 * MMAX];
+    double f[2 * PMAX], b[2 * PMAX], w[2 * PMAX];
+    for (int k = 0; k < 2 * PMAX; k++)
+        f[k] = b[k] = w[k] = 1e-3;
+    mm_sched_times t = {f, b, w, 4e-5};
+    const int ps[] = {4, 8};
+    for (int a = 0; a < 2; a++)
+        for (int q = 2; q <= 4; q += 2) {
+            int p = ps[a], m = q * p, len = mm_schedule_steps_all(MM_SCHEDULE_ZB_V, p, m, 2, &t, all);
+            ck_assert_int_eq(len, 6 * m);
+            for (int r = 0; r < p; r++) {
+                ck_assert_int_eq(mm_schedule_steps_timed(MM_SCHEDULE_ZB_V, p, r, m, 2, &t, one), len);
+                for (int i = 0; i < len; i++)
+                    ck_assert_msg(one[i].pass == all[r * len + i].pass && one[i].mb == all[r * len + i].mb &&
+                                      one[i].chunk == all[r * len + i].chunk,
+                                  "p=%d m=%d rank %d step %d", p, m, r, i);
+            }
+        }
+}
+END_TEST
+
 START_TEST(zb_v_equal_times)
 {
     mm_sched_step st[6 * 64];
@@ -580,6 +608,7 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, zb_2p_equal_times);
     tcase_add_test(tc, zb_v_placement);
     tcase_add_test(tc, zb_v_equal_times);
+    tcase_add_test(tc, zb_v_all_ranks_equal_each);
     tcase_add_test(tc, zero_bubble_v_paper_rates);
     tcase_add_test(tc, pass_times_bad_input);
     tcase_add_test(tc, critical_path_partitions);

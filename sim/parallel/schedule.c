@@ -261,6 +261,7 @@ static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *ou
  * deferred W passes (virtual stages, in B order) from wq_h to wq_t. */
 typedef struct zv_state {
     int p, m, cap, s, k, fill_f, fill_b, *n, *mem, *wq, *wq_h, *wq_t, *ord;
+    int *kr; /* s < 0: steps written per rank, rank r's at out + r * 6m */
     double *te, *e, *bub, *first, maxbub, comm;
     const mm_sched_times *t;
     mm_sched_step *out;
@@ -330,7 +331,9 @@ static void zv_put(zv_state *z, int r, int c, int pass)
     z->mem[r] += pass == MM_PASS_F ? 2 : -1;
     if (pass == MM_PASS_B)
         z->wq[(size_t)r * 2 * z->m + z->wq_t[r]++] = vs;
-    if (r == z->s && z->out)
+    if (z->out && z->s < 0)
+        z->out[(size_t)r * 6 * z->m + (size_t)z->kr[r]++] = (mm_sched_step){pass, j, vs >= z->p};
+    else if (r == z->s && z->out)
         z->out[z->k++] = (mm_sched_step){pass, j, vs >= z->p};
 }
 
@@ -376,7 +379,7 @@ static double zv_run(zv_state *z)
     for (int i = 0; i < 3 * V; i++)
         z->n[i] = 0;
     for (int r = 0; r < p; r++)
-        z->mem[r] = z->wq_h[r] = z->wq_t[r] = 0, z->e[r] = z->bub[r] = 0, z->first[r] = -1;
+        z->mem[r] = z->wq_h[r] = z->wq_t[r] = z->kr[r] = 0, z->e[r] = z->bub[r] = 0, z->first[r] = -1;
     z->maxbub = 0, z->k = 0;
 #define ZV_N(r, c, pass) (z->n[3 * zv_vs(z, r, c) + (pass)])
     /* warm-up, 1: a chunk-0 forward down the ranks; then from the last
@@ -474,7 +477,7 @@ static double zv_run(zv_state *z)
 static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
 {
     int V = 2 * p;
-    size_t nd = (size_t)3 * V * m + 3 * (size_t)p, ni = (size_t)3 * V + (size_t)p * (2 * (size_t)m + 5);
+    size_t nd = (size_t)3 * V * m + 3 * (size_t)p, ni = (size_t)3 * V + (size_t)p * (2 * (size_t)m + 6);
     double *d = malloc(sizeof *d * nd);
     int *n = malloc(sizeof *n * ni);
     if (!d || !n) {
@@ -485,6 +488,7 @@ static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_s
                   .wq = n + 3 * V + p, .t = t, .comm = t ? t->comm : 0, .te = d,
                   .e = d + (size_t)3 * V * m};
     z.wq_h = z.wq + (size_t)2 * p * m, z.wq_t = z.wq_h + p, z.ord = z.wq_t + p;
+    z.kr = n + (ni - (size_t)p);
     z.bub = z.e + p, z.first = z.bub + p;
     double best = -1;
     int bf = 1, bb = 1;
@@ -497,8 +501,11 @@ static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_s
         }
     if (best >= 0 && out) {
         z.fill_f = bf, z.fill_b = bb, z.out = out;
-        if (zv_run(&z) < 0 || z.k != 6 * m)
+        if (zv_run(&z) < 0)
             best = -1;
+        for (int r = 0; best >= 0 && r < p; r++) /* every order whole */
+            if ((s < 0 ? z.kr[r] : r == s ? z.k : 6 * m) != 6 * m)
+                best = -1;
     }
     free(d), free(n);
     return best;
