@@ -520,8 +520,10 @@ static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_s
  * waiting ranks at its arrival (at the latest).  A chunk-0 forward keeps room for
  * `reserve` chunk-1 forwards: 0, 1, or (2) every one the rank owes, which
  * cannot stall.  Returns the span (the longest rank's first pass start to
- * last pass end), or -1 when the list stalled or out of memory. */
-static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve, mm_sched_step *out)
+ * last pass end), -1 when the list stalled or out of memory, or -2 as soon
+ * as the span is sure to exceed `cutoff` (a rank's first start to its
+ * latest end only grows; INFINITY: never). */
+static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve, double cutoff, mm_sched_step *out)
 {
     int V = 2 * p, cap = mm_schedule_zbv_cap_halves(p, m);
     int *nf = calloc((size_t)V * 3, sizeof *nf), *nb = nf ? nf + V : NULL, *nw = nf ? nf + 2 * V : NULL;
@@ -607,6 +609,10 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
+        if (end - first[r] > cutoff) { /* the span only grows: past the cutoff for good */
+            free(nf), free(fe), free(rk), free(at);
+            return -2;
+        }
         /* the rank this pass's output feeds (the next virtual stage's for
          * F, the previous one's for B) looks again once it can reach it;
          * no other rank's inputs changed, and held memory is each rank's
@@ -636,17 +642,22 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
  * for every rank. */
 static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
 {
-    double best = -1;
+    /* the heuristic first: a list run that would lose to it (or to a list
+     * run before it) stops as soon as its span passes that, which changes
+     * no choice (the chosen list run, and every span compared, are whole) */
+    double h = zb_v_heur(p, s, m, t, NULL), best = -1;
     int at = 2;
     for (int reserve = 2; reserve >= 0; reserve--) {
-        double x = zb_v_run(p, s, m, t, reserve, NULL);
+        double cut = h >= 0 ? h - 1e-12 : INFINITY;
+        if (best >= 0 && best < cut)
+            cut = best;
+        double x = zb_v_run(p, s, m, t, reserve, cut, NULL);
         if (x >= 0 && (best < 0 || x < best))
             best = x, at = reserve;
     }
-    double h = zb_v_heur(p, s, m, t, NULL);
     if (h >= 0 && (best < 0 || h <= best + 1e-12))
         return zb_v_heur(p, s, m, t, out) >= 0 ? 6 * m : -1;
-    return best >= 0 && zb_v_run(p, s, m, t, at, out) >= 0 ? 6 * m : -1;
+    return best >= 0 && zb_v_run(p, s, m, t, at, INFINITY, out) >= 0 ? 6 * m : -1;
 }
 
 int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out)
