@@ -2,7 +2,7 @@
 """dflop.py - DFLOP (arXiv 2603.25120; code BDAI-Research/DFLOP) reproduced in mmsim:
   fig7   throughput of DFLOP against its Megatron-LM and PyTorch 3D baselines
          (and, labelled as an extra, mmsim's planner-best homogeneous layout)
-         for the six models of Fig. 7 on 8 x 8 A100s, OneVision-like mix
+         for the six models of Fig. 7 on 8 x 8 A100s, DFLOP's data mix (dflop-mix.yaml)
   fig8   DFLOP's gain against the encoder:LLM load ratio (two encoders x five LLMs)
   fig10  ablation: optimizer alone, scheduler alone, both
   fig13  pipeline idle time against its lower bound
@@ -192,7 +192,7 @@ def fig7():
                          "@ d98e8a64dd, --freeze-ViT); their speedup column is over the frozen-tower Megatron-LM; "
                          "DFLOP trains the tower (dflop/prof_utils.py @ 60e86d8), so it is shown trained and frozen"], gap)
     c.gnuplot("dflop-fig7", """
-set title 'DFLOP Fig. 7 in mmsim: throughput over Megatron-LM, 64 A100s, OneVision-like mix'
+set title 'DFLOP Fig. 7 in mmsim: throughput over Megatron-LM, 64 A100s, DFLOP data mix (dflop-mix.yaml)'
 set ylabel 'tokens/s relative to Megatron-LM'
 set style data histograms
 set style histogram clustered gap 1
