@@ -287,6 +287,52 @@ START_TEST(bad_topology_input)
     bad("tests/data/net/bad-fabric.yaml", 7, "fabric.kind");
     bad("tests/data/net/oversub-below-one.yaml", 9, "fabric.oversubscription");
     bad("tests/data/net/pcie-with-nvlink.yaml", 9, "node.nvlink_gb_s");
+    bad("tests/data/net/nccl-protocols-bad.yaml", 9, "node.nccl_protocols");
+}
+END_TEST
+
+/* node.nccl_protocols: a ring inside one node takes NCCL 2.18's tuning-model
+ * time of its fastest protocol (NVIDIA/nccl v2.18.6-1 src/graph/tuning.cc:
+ * ring baseLat LL 6.6, LL128 14.0, Simple 8.4 us; NVLink hwLat 0.6, 1.9,
+ * 3.4 us per step; LL at min(87.7 GB/s, busBw / 4) for an all-reduce,
+ * busBw / 3 for an all-gather; LL128 at 0.92 busBw), computed here by hand
+ * on a DGX A100 (busBw 232 GB/s): all-reduce and all-gather over 8 GPUs
+ * from 1 MiB to 1 GiB in both models (analytic 1 ns; flow 1 %), slower than
+ * without the key below 64 MiB by the factors NCCL's model gives, within
+ * 3 % of it at 1 GiB; across nodes nothing moves (exact). */
+START_TEST(nccl_protocols_closed_form)
+{
+    mm_cluster off = load("topologies/dgx-a100.yaml", 2), on = off;
+    on.nccl_protocols = 1;
+    const double base[3] = {6.6, 14.0, 8.4}, hw[3] = {0.6, 1.9, 3.4}, B = 232e9;
+    for (int k = 0; k < 2; k++) {
+        mm_coll_kind kind = k ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE;
+        double steps = k ? 7 : 14, f = k ? 7.0 / 8 : 14.0 / 8;
+        double bw[3] = {fmin(87.7e9, B / (k ? 3 : 4)), 0.92 * B, B};
+        for (double S = 1 << 20; S <= (double)(1 << 30); S *= 4) {
+            double want = INFINITY;
+            for (int p = 0; p < 3; p++)
+                want = fmin(want, (base[p] + steps * hw[p]) * 1e-6 + f * S / bw[p]);
+            double t = coll_time(&on, MM_NET_MODEL_ANALYTIC, kind, MM_ALGO_RING, NULL, 8, S, NULL);
+            ck_assert_msg(fabs(t - want) < 1e-9, "kind %d %g B: %g s, NCCL's model %g s", k, S, t, want);
+            double fl = coll_time(&on, MM_NET_MODEL_FLOW, kind, MM_ALGO_RING, NULL, 8, S, NULL);
+            ck_assert_msg(fabs(fl / want - 1) < 0.01, "flow, kind %d %g B: %g s, NCCL's model %g s", k, S, fl, want);
+            double old = coll_time(&off, MM_NET_MODEL_ANALYTIC, kind, MM_ALGO_RING, NULL, 8, S, NULL);
+            ck_assert(t >= old);
+            if (S >= (double)(1 << 30))
+                ck_assert_msg(t / old - 1 < 0.03, "1 GiB: %g s against %g", t, old);
+        }
+    }
+    /* 16 MiB all-reduce: LL128, 14 + 14 x 1.9 us + 1.75 S / 0.92 B = 178 us, 1.27x the one-protocol ring's */
+    double t16 = coll_time(&on, MM_NET_MODEL_ANALYTIC, MM_COLL_ALLREDUCE, MM_ALGO_RING, NULL, 8, 16 << 20, NULL);
+    double o16 = coll_time(&off, MM_NET_MODEL_ANALYTIC, MM_COLL_ALLREDUCE, MM_ALGO_RING, NULL, 8, 16 << 20, NULL);
+    ck_assert_msg(fabs(t16 - (40.6e-6 + 1.75 * (16 << 20) / (0.92 * B))) < 1e-9, "16 MiB: %g s", t16);
+    ck_assert_msg(t16 / o16 > 1.2 && t16 / o16 < 1.3, "16 MiB: %g against %g s", t16, o16);
+    for (int model = 0; model < 2; model++) {
+        double a = coll_time(&on, (mm_net_model)model, MM_COLL_ALLREDUCE, MM_ALGO_RING, NULL, 16, 16 << 20, NULL);
+        double b = coll_time(&off, (mm_net_model)model, MM_COLL_ALLREDUCE, MM_ALGO_RING, NULL, 16, 16 << 20, NULL);
+        ck_assert_msg(a == b, "16 GPUs on two nodes: %g s, %g without the key", a, b);
+    }
 }
 END_TEST
 
@@ -550,6 +596,7 @@ static Suite *coll_suite(void)
     tcase_add_checked_fixture(tc, NULL, mm_test_free_clusters);
     tcase_add_test(tc, topologies_build);
     tcase_add_test(tc, bad_topology_input);
+    tcase_add_test(tc, nccl_protocols_closed_form);
     tcase_add_test(tc, cli_collective);
     suite_add_tcase(s, tc);
     return s;

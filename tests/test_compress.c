@@ -127,6 +127,43 @@ START_TEST(pp_send_closed_form)
 }
 END_TEST
 
+/* TP 4 on one DGX A100, one stage, one micro-batch, two all-reduces of
+ * T = 32 MB a pass (Megatron's forward and backward): compressed at R = 4
+ * each pass's pair becomes a compress kernel over 2 T (at 100 GB/s), an
+ * all-gather of the 4 ranks' T / R (nccl-tests' S = 4 T / 4, two of them)
+ * and the decompression of 3 x 2 T (at 200 GB/s), on the compute stream;
+ * the iteration changes by exactly twice (kernels + t_AG - t_AR), the op
+ * times the analytic network model's for 2 collectives of those sizes.
+ * Sequence parallelism keeps its uncompressed all-gather and
+ * reduce-scatter (the scenario refuses the pair). */
+START_TEST(tp_allgather_closed_form)
+{
+    mm_cluster c = load("topologies/dgx-a100.yaml", 1);
+    const double T = 32e6;
+    mm_stage_cost st = {.chunks = 1, .fwd_s = 1e-3, .bwd_s = 2e-3, .opt_s = 1e-3};
+    mm_build_spec spec = {.schedule = MM_SCHEDULE_1F1B, .lay.tp = 4, .lay.pp = 1, .lay.dp = 1, .lay.vpp = 1,
+                          .m = 1, .tp_bytes = T, .tp_msgs_fwd = 2, .tp_msgs_bwd = 2, .stages = &st};
+    double ar_s, ar_b, k, ag_s, ag_b;
+    double t0 = run(&spec, &c, MM_COLL_ALLREDUCE, &ar_s, &ar_b, &k);
+    spec.tp_ratio = 4, spec.tp_compress_gb_s = 100, spec.tp_decompress_gb_s = 200;
+    double t1 = run(&spec, &c, MM_COLL_ALLGATHER, &ag_s, &ag_b, &k);
+    int gpus[4] = {0, 1, 2, 3};
+    ck_assert(ar_b == T);
+    ck_assert_msg(fabs(ag_b - 4 * T / 4) < 1e-3, "all-gather S %g", ag_b);
+    double want_ar = 2 * mm_net_analytic_time(&c, MM_COLL_ALLREDUCE, gpus, 4, T);
+    double want_ag = 2 * mm_net_analytic_time(&c, MM_COLL_ALLGATHER, gpus, 4, T);
+    ck_assert_msg(fabs(ar_s - want_ar) < 2e-9 && fabs(ag_s - want_ag) < 2e-9, "AR %g vs %g, AG %g vs %g", ar_s,
+                  want_ar, ag_s, want_ag);
+    double kern = 2 * T / 100e9 + 3 * 2 * T / 200e9;
+    double want = t0 + 2 * (kern + want_ag - want_ar);
+    ck_assert_msg(fabs(t1 - want) < 1e-8, "iteration %.9f s, closed form %.9f s", t1, want);
+    spec.sp = true;
+    run(&spec, &c, MM_COLL_ALLGATHER, &ag_s, &ag_b, &k);
+    ck_assert(ag_b == T);
+    mm_cluster_free(&c);
+}
+END_TEST
+
 /* The table: names in order, none first, unknown rows NULL; what a
  * choice resolves to (keys over the table, the table's throughputs only on
  * its GPU); the kernel time bytes / (GB/s 1e9), 0 for no throughput. */
@@ -199,6 +236,9 @@ START_TEST(bad_input)
         {"comm:\n  compress: {dp: zfp-r4, compress_gb_s: 10, decompress_gb_s: 10}\n  zero: 1\n", "comm.zero", ""},
         {"comm:\n  compress: {dp: zfp-r4, compress_gb_s: ten, decompress_gb_s: 10}\n",
          "comm.compress.compress_gb_s", ""},
+        {"comm:\n  compress: {tp: zfp-r8, tp_ratio: 0.5, compress_gb_s: 10, decompress_gb_s: 10}\n",
+         "comm.compress.tp_ratio", "0.5"},
+        {"comm:\n  compress: {tp: cuszp2}\n", "comm.compress.tp_ratio", "cuszp2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(scen(dir, bad[i].text, out, sizeof out, err, sizeof err), 2);
@@ -222,6 +262,16 @@ START_TEST(bad_input)
     snprintf(args, sizeof args, "run --no-db %s --set 'comm.compress.pp=zfp-r8' --set train.pass_times=p.csv", path);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
     ck_assert_msg(strstr(err, "comm.compress.pp") && strstr(err, "pass_times"), "%s", err);
+    /* compressed TP: the all-reduce only (not sequence-parallel, not overlapped) */
+    const char *t = "comm:\n  compress: {tp: zfp-r4, compress_gb_s: 10, decompress_gb_s: 10}\n";
+    ck_assert_int_eq(scen(dir, t, out, sizeof out, err, sizeof err), 0);
+    snprintf(args, sizeof args, "run --no-db %s --set train.sequence_parallel=true", path);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "comm.compress.tp") && strstr(err, "sequence parallelism"), "%s", err);
+    snprintf(args, sizeof args, "run --no-db %s --set train.tp_comm_overlap=true", path);
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "comm.compress.tp") && strstr(err, "tp_comm_overlap"), "%s", err);
+    ck_assert_int_eq(scen(dir, c, out, sizeof out, err, sizeof err), 0);
     snprintf(args, sizeof args, "run --no-db %s --set train.overlap_grad_reduce=true", path);
     ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, err, sizeof err), 2);
     ck_assert_msg(strstr(err, "comm.compress.dp") && strstr(err, "overlapped"), "%s", err);
@@ -255,6 +305,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, dp_allgather_closed_form);
     tcase_add_test(tc, pp_send_closed_form);
+    tcase_add_test(tc, tp_allgather_closed_form);
     tcase_add_test(tc, table);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, absent_is_unchanged);

@@ -889,50 +889,115 @@ END_TEST
  * printed beside them, nothing is fitted). */
 START_TEST(zero3_175b_falls_as_gpus_double)
 {
-    FILE *f = fopen("tests/data/zero3/narayanan2021-table2.csv", "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int rows = 0;
-    double prev = 0;
-    ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* header */
-    while (fgets(line, sizeof line, f)) {
-        char model[32], scheme[16];
-        double pb, pub;
-        int gpus, batch, mb;
-        if (sscanf(line, "%31[^,],%lf,%15[^,],%d,%d,%d,%lf", model, &pb, scheme, &gpus, &batch, &mb, &pub) != 7 ||
-            strcmp(model, "gpt-175b") || strcmp(scheme, "zero3"))
-            continue;
-        char nodes[48], lay[64], gb[48], mbs[48];
-        snprintf(nodes, sizeof nodes, "cluster.nodes=%d", gpus / 8);
-        snprintf(lay, sizeof lay, "parallel.llm={tp: 1, pp: 1, dp: %d}", gpus);
-        snprintf(gb, sizeof gb, "train.global_batch=%d", batch);
-        snprintf(mbs, sizeof mbs, "train.micro_batch=%d", mb);
-        const char *sets[] = {"model=models/gpt3-175b.json", "workload=text", "parallel.vision=null",
-                              "cluster.topology=topologies/dgx-a100.yaml", nodes, lay, gb, mbs, "train.seq_len=2048",
-                              "train.recompute=full", "train.framework=hf-deepspeed", "train.precision=fp16",
-                              "train.zero=3", "iterations=1"};
-        mm_scenario sc;
-        mm_sim sim = {0};
-        mm_err err;
-        ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 14, &err) == 0, "%s: %s", err.key, err.msg);
-        ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
-        ck_assert_int_eq(sim.micro_batches, 1);
-        mm_metrics m;
-        ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
-        ck_assert(!m.oom);
-        printf("zero3 175B %4d A100s: published %5.1f, mmsim %5.1f hardware TFLOP/s per GPU (exposed comm %.2f s "
-               "of %.2f s)\n",
-               gpus, pub, m.hw_tflops_per_gpu, m.exposed_comm_s, m.iteration_time_s);
-        ck_assert_msg(rows == 0 || m.hw_tflops_per_gpu < prev, "%d GPUs: %g TFLOP/s, not below %g", gpus,
-                      m.hw_tflops_per_gpu, prev);
-        prev = m.hw_tflops_per_gpu;
-        rows++;
-        mm_metrics_free(&m);
-        mm_sim_free(&sim);
-        mm_scenario_free(&sc);
+    /* hf-deepspeed (today's DeepSpeed), then the 2021 list collectives the
+     * runs had (tests/data/zero3/deepspeed-2021.yaml): lower at every count */
+    const char *const fws[] = {"train.framework=hf-deepspeed",
+                               "train.framework=tests/data/zero3/deepspeed-2021.yaml"};
+    double today[3] = {0};
+    for (int p = 0; p < 2; p++) {
+        FILE *f = fopen("tests/data/zero3/narayanan2021-table2.csv", "r");
+        ck_assert_ptr_nonnull(f);
+        char line[1024];
+        int rows = 0;
+        double prev = 0;
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* header */
+        while (fgets(line, sizeof line, f)) {
+            char model[32], scheme[16];
+            double pb, pub;
+            int gpus, batch, mb;
+            if (sscanf(line, "%31[^,],%lf,%15[^,],%d,%d,%d,%lf", model, &pb, scheme, &gpus, &batch, &mb, &pub) != 7 ||
+                strcmp(model, "gpt-175b") || strcmp(scheme, "zero3"))
+                continue;
+            char nodes[48], lay[64], gb[48], mbs[48];
+            snprintf(nodes, sizeof nodes, "cluster.nodes=%d", gpus / 8);
+            snprintf(lay, sizeof lay, "parallel.llm={tp: 1, pp: 1, dp: %d}", gpus);
+            snprintf(gb, sizeof gb, "train.global_batch=%d", batch);
+            snprintf(mbs, sizeof mbs, "train.micro_batch=%d", mb);
+            const char *sets[] = {"model=models/gpt3-175b.json", "workload=text", "parallel.vision=null",
+                                  "cluster.topology=topologies/dgx-a100.yaml", nodes, lay, gb, mbs, "train.seq_len=2048",
+                                  "train.recompute=full", fws[p], "train.precision=fp16",
+                                  "train.zero=3", "iterations=1"};
+            mm_scenario sc;
+            mm_sim sim = {0};
+            mm_err err;
+            ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 14, &err) == 0, "%s: %s", err.key, err.msg);
+            ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+            ck_assert_int_eq(sim.micro_batches, 1);
+            mm_metrics m;
+            ck_assert_int_eq(mm_sim_run(&sim, &m, NULL, &err), 0);
+            ck_assert(!m.oom);
+            printf("zero3 175B %4d A100s, %s: published %5.1f, mmsim %5.1f hardware TFLOP/s per GPU (exposed comm "
+                   "%.2f s, host %.2f s, of %.2f s)\n",
+                   gpus, fws[p] + 16, pub, m.hw_tflops_per_gpu, m.exposed_comm_s, m.exposed_host_s,
+                   m.iteration_time_s);
+            ck_assert_msg(rows == 0 || m.hw_tflops_per_gpu < prev, "%d GPUs: %g TFLOP/s, not below %g", gpus,
+                          m.hw_tflops_per_gpu, prev);
+            if (p == 0)
+                today[rows] = m.hw_tflops_per_gpu;
+            else
+                ck_assert_msg(m.hw_tflops_per_gpu < today[rows], "%d GPUs: %g TFLOP/s with list collectives, %g without",
+                              gpus, m.hw_tflops_per_gpu, today[rows]);
+            prev = m.hw_tflops_per_gpu;
+            rows++;
+            mm_metrics_free(&m);
+            mm_sim_free(&sim);
+            mm_scenario_free(&sc);
+        }
+        fclose(f);
+        ck_assert_int_eq(rows, 3);
     }
-    fclose(f);
-    ck_assert_int_eq(rows, 3);
+}
+END_TEST
+
+/* DeepSpeed's list collectives of 2021 (tests/data/zero3/deepspeed-2021.yaml,
+ * zero3.list_collectives): each gather and reduce-scatter costs the host
+ * dp x (forward_op_us + backward_op_us + launch_us) (a Python view and a
+ * C++ copy per rank: 8 x 10.8 us on the base scenario), one reduce-scatter
+ * per gathered module, after a device synchronization: the host spends
+ * L m (F: g, B: g + g) of them more than under hf-deepspeed, all of it
+ * exposed (the host waits for the GPU before each layer), 1 %; the
+ * iteration grows by at most that (the gathers that overlapped compute
+ * now overlap the host's time and no longer slow the compute). */
+START_TEST(zero3_list_collectives_host_closed_form)
+{
+    double host[2], t[2], exposed[2], per = 0;
+    int g = 0, L = 0, m = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {k ? "train.framework=tests/data/zero3/deepspeed-2021.yaml" : "train.framework=hf-deepspeed",
+                              "train.zero=3", "train.recompute=selective", "network=analytic"};
+        mm_sim sim = {0};
+        prepare(&sim, sets, 4);
+        mm_sim_costs c;
+        mm_err err;
+        ck_assert_int_eq(mm_sim_stage_times(&sim, &c, &err), 0);
+        if (k) {
+            per = c.spec.z3_list_host_s;
+            ck_assert_msg(fabs(per - 8 * (6.8 + 1.0 + 3.0) * 1e-6) < 1e-12, "per collective %g s", per);
+            g = c.spec.z3_gathers;
+            ck_assert_int_eq(g, 7);                 /* Llama: q, k, v, o, gate, up, down */
+            ck_assert_int_eq(c.spec.z3_scatters, g); /* parameter by parameter */
+            ck_assert_int_eq(c.spec.z3_regathers, 0);
+        } else {
+            ck_assert(c.spec.z3_list_host_s == 0);
+        }
+        L = (int)sim.llm->layers;
+        m = sim.micro_batches;
+        mm_sim_costs_free(&c);
+        mm_metrics mt;
+        ck_assert_int_eq(mm_sim_run(&sim, &mt, NULL, &err), 0);
+        host[k] = mt.host_launch_s;
+        t[k] = mt.iteration_time_s;
+        exposed[k] = mt.exposed_host_s;
+        mm_metrics_free(&mt);
+        mm_sim_free(&sim);
+    }
+    double want = (double)L * m * 3 * g * per;
+    ck_assert_msg(fabs(host[1] - host[0] - want) < 1e-4 * want, "host %g -> %g s, L m 3 g x %g = %g", host[0], host[1],
+                  per, want);
+    ck_assert_msg(fabs(exposed[1] - exposed[0] - want) < 0.01 * want, "exposed host %g -> %g s, want %g more",
+                  exposed[0], exposed[1], want);
+    ck_assert_msg(t[1] > t[0] && t[1] - t[0] <= want * (1 + 1e-6), "iteration %g -> %g s, host %g more", t[0], t[1],
+                  want);
 }
 END_TEST
 
@@ -953,6 +1018,9 @@ START_TEST(bad_grad_sync_is_refused)
         {"  once_under_pp:", "\n", "grad_sync.once_under_pp"},
         {"grad_sync:", "grad_sync:\n  per_layer: true\n", "grad_sync.per_layer"},
         {"  zero3_blocking:", "  zero3_blocking: perhaps\n", "overlap.zero3_blocking"},
+        /* megatron-core gathers a layer at once: no list form */
+        {"  gather: layer", "  gather: layer\n  list_collectives: true\n", "zero3.list_collectives"},
+        {"  gather: layer", "  gather: layer\n  list_collectives: perhaps\n", "zero3.list_collectives"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mm_err err;
@@ -998,6 +1066,7 @@ int main(void)
     tcase_add_test(tc, zero3_gathered_bytes_closed_form);
     tcase_add_test(tc, zero3_no_prefetch_hides_nothing);
     tcase_add_test(tc, zero3_175b_falls_as_gpus_double);
+    tcase_add_test(tc, zero3_list_collectives_host_closed_form);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -380,6 +380,57 @@ START_TEST(dp_bytes)
 }
 END_TEST
 
+/* train.grad_accum_fusion false (Megatron-LM --no-gradient-accumulation-
+ * fusion): every micro-batch's backward adds one memory-bound pass over
+ * the stage's parameters, main_grad.add_(grad) at 2 x 4 + 2 bytes each
+ * (fp32 main gradients), and under train.fp8_grads MS-AMP's add_to_fp8 at
+ * 7 bytes per FP8 weight (fp8.h); the fused default adds nothing.  With
+ * ZeRO 2 it is refused by name. */
+START_TEST(grad_accum_unfused)
+{
+    const char *base[] = {"model=models/gpt3-1.3b.json", "train.seq_len=2048", "parallel.llm={tp: 1, pp: 1, dp: 16}",
+                          "train.precision=bf16", "train.grad_accum_fusion=false"};
+    for (int fp8 = 0; fp8 < 2; fp8++) {
+        const char *off[] = {base[0], base[1], base[2], fp8 ? "train.precision=fp8" : base[3], "train.fp8_grads=true",
+                             base[4]};
+        int n = fp8 ? 5 : 4; /* off: the first n; on: those and base[4] */
+        const char *on[6];
+        memcpy(on, off, sizeof on);
+        on[n] = base[4];
+        mm_sim a, b;
+        mm_sim_costs ca, cb;
+        mm_err err;
+        mm_scenario keep;
+        ck_assert_msg(load(NULL, off, n, &a, &err) == 0, "%s", err.msg);
+        keep = scn;
+        memset(&scn, 0, sizeof scn);
+        ck_assert_msg(load(NULL, on, n + 1, &b, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(mm_sim_stage_times(&a, &ca, &err), 0);
+        ck_assert_int_eq(mm_sim_stage_times(&b, &cb, &err), 0);
+        const mm_llm *m = a.llm;
+        double all = (double)m->layers * (double)mm_llm_layer_params(m) + (double)mm_llm_embedding_params(m) +
+                     (double)mm_llm_final_norm_params(m);
+        double lin = fp8 ? (double)m->layers * mm_fp8_layer_weight_params(m) : 0.0;
+        double want = mm_mem_time(&a.cluster->gpu, (all - lin) * (2.0 * 4 + 2) + lin * 7.0);
+        double got = cb.stages[0].bwd_s - ca.stages[0].bwd_s;
+        ck_assert_msg(fabs(got - want) <= 1e-9 * want, "fp8 %d: %g s, closed form %g s", fp8, got, want);
+        ck_assert(fabs(cb.stages[0].fwd_s - ca.stages[0].fwd_s) <= 1e-12);
+        mm_sim_costs_free(&ca);
+        mm_sim_costs_free(&cb);
+        mm_sim_free(&a);
+        mm_sim_free(&b);
+        mm_scenario_free(&keep);
+        mm_scenario_free(&scn);
+    }
+    const char *z2[] = {base[0], base[1], "parallel.llm={tp: 1, pp: 1, dp: 16}", "train.zero=2", base[4]};
+    mm_sim sim;
+    mm_err err;
+    ck_assert_int_eq(load(NULL, z2, 5, &sim, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.grad_accum_fusion");
+    mm_scenario_free(&scn);
+}
+END_TEST
+
 /* The FP8 GEMM rate (the BF16 table x gpu.fp8_gemm_speedup) against the
  * only published H100-class FP8 GEMM shapes at a training-sized m:
  * DeepGEMM's block-scaled kernels on an H800 (the H100 SXM's SMs and
@@ -431,6 +482,7 @@ static Suite *suite(void)
     tcase_add_test(t, keys_refused);
     tcase_add_test(t, step_casts);
     tcase_add_test(t, dp_bytes);
+    tcase_add_test(t, grad_accum_unfused);
     tcase_add_test(t, gemm_vs_deepgemm);
     suite_add_tcase(s, t);
     return s;

@@ -145,6 +145,7 @@ START_TEST(bad_topologies)
     bad("tests/data/hw/overlap-slowdown-negative.yaml", 11, "gpu.overlap_slowdown");
     bad("tests/data/hw/fp8-speedup-no-peak.yaml", 11, "gpu.fp8_gemm_speedup");
     bad("tests/data/hw/fp8-speedup-range.yaml", 11, "gpu.fp8_gemm_speedup");
+    bad("tests/data/hw/sustained-clock-high.yaml", 11, "gpu.sustained_clock_ratio");
     mm_cluster c;
     mm_err err;
     ck_assert_int_eq(mm_cluster_load("tests/data/hw/no-such-file.yaml", 0, &c, &err), -MM_EINPUT);
@@ -185,6 +186,41 @@ START_TEST(kernel_tables_owned)
 }
 END_TEST
 
+/* gpu.sustained_clock_ratio: what the SM clock bounds (tensor-core GEMMs
+ * from the table or the factor, attention, dropout's Philox draws) takes
+ * 1 / c times as long, launch overhead apart; HBM-bound kernels, and a GEMM
+ * its bytes bound, do not move.  Unstated: 1, the tables as measured. */
+START_TEST(sustained_clock)
+{
+    mm_cluster h = load("topologies/dgx-h100.yaml", 1);
+    ck_assert(h.gpu.sustained_clock_ratio == 1.0);
+    mm_gpu_spec s = h.gpu; /* shares h's tables; only h is freed */
+    s.sustained_clock_ratio = 0.9;
+    double o = h.gpu.kernel_overhead_s;
+    double g1 = mm_gemm_time(&h.gpu, MM_DTYPE_BF16, 4096, 4096, 4096, 1, 0) - o;
+    double g9 = mm_gemm_time(&s, MM_DTYPE_BF16, 4096, 4096, 4096, 1, 0) - o;
+    ck_assert(fabs(g9 - g1 / 0.9) < 1e-12 * g1 + 1e-15);
+    /* the FP8 rate scales as the BF16 table it derives from */
+    double f1 = mm_gemm_time(&h.gpu, MM_DTYPE_FP8, 4096, 4096, 4096, 1, 0) - o;
+    double f9 = mm_gemm_time(&s, MM_DTYPE_FP8, 4096, 4096, 4096, 1, 0) - o;
+    ck_assert(fabs(f9 - f1 / 0.9) < 1e-9 * f1);
+    double a1 = mm_attn_time(&h.gpu, MM_DTYPE_BF16, 1e12, 8192, 128, true, MM_ATTN_FWD, 0) - o;
+    double a9 = mm_attn_time(&s, MM_DTYPE_BF16, 1e12, 8192, 128, true, MM_ATTN_FWD, 0) - o;
+    ck_assert(fabs(a9 - a1 / 0.9) < 1e-9 * a1);
+    /* HBM-bound: unchanged */
+    ck_assert(mm_mem_time(&s, 1e9) == mm_mem_time(&h.gpu, 1e9));
+    ck_assert(mm_gemm_time(&s, MM_DTYPE_BF16, 1, 1, 1, 1, 1e9) == mm_gemm_time(&h.gpu, MM_DTYPE_BF16, 1, 1, 1, 1, 1e9));
+    /* dropout: 1e9 draws at 355 G/s x 0.9 bound the 1e6 bytes */
+    ck_assert(fabs(mm_dropout_time(&s, 1e6, 1e9) - (1e9 / (355e9 * 0.9) + o)) < 1e-12);
+    /* the factor path and the topology key */
+    mm_cluster x = load("tests/data/hw/sustained-clock.yaml", 1);
+    ck_assert(x.gpu.sustained_clock_ratio == 0.9);
+    ck_assert(fabs(mm_compute_time(&x.gpu, MM_DTYPE_BF16, MM_KERNEL_GEMM, 1e12, 0) - (1e12 / (100e12 * 0.8 * 0.9) + 3e-6)) <
+              1e-12);
+    ck_assert(mm_compute_time(&x.gpu, MM_DTYPE_BF16, MM_KERNEL_MEM, 0, 1e9) == 1e9 / (1000e9 * 0.8) + 3e-6);
+}
+END_TEST
+
 static Suite *hw_suite(void)
 {
     Suite *s = suite_create("hw");
@@ -196,6 +232,7 @@ static Suite *hw_suite(void)
     tcase_add_test(tc, roofline);
     tcase_add_test(tc, bad_topologies);
     tcase_add_test(tc, kernel_tables_owned);
+    tcase_add_test(tc, sustained_clock);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -441,9 +441,9 @@ START_TEST(megatron_example_scripts)
         const char *file, *where, *what;
     } ex[] = {
         {"ex-mixtral-8x7b.sh", "ex-mixtral-8x7b.sh:37: key '--tokenizer-type'", "give --vocab-size"},
-        {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:71: key '--no-gradient-accumulation-fusion'",
-         "4 arguments mmsim cannot take: line 71 --no-gradient-accumulation-fusion"},
-        {"ex-fsdp-llama3-8b-fp8.sh", ": 4 arguments", "line 75 --use-nccl-ub"},
+        {"ex-fsdp-llama3-8b-fp8.sh", "ex-fsdp-llama3-8b-fp8.sh:75: key '--use-nccl-ub'",
+         "3 arguments mmsim cannot take: line 75 --use-nccl-ub"},
+        {"ex-fsdp-llama3-8b-fp8.sh", ": 3 arguments", "line 76 --fsdp-double-buffer"},
         {"ex-bert-340m.sh", "ex-bert-340m.sh:31: key 'pretrain_bert.py'", "BERT pretraining"},
         {"ex-t5-220m.sh", "ex-t5-220m.sh:45: key 'pretrain_t5.py'", "T5 pretraining (encoder-decoder) is not modeled"},
         {"ex-mamba-hybrid.sh", "ex-mamba-hybrid.sh:66: key '../../pretrain_hybrid.py'",
@@ -746,6 +746,58 @@ START_TEST(megatron_script_control_flow)
 }
 END_TEST
 
+/* The run's length and periodic work (--train-iters, --log-interval,
+ * --eval-interval, --eval-iters, --save-interval) map onto the train.*
+ * run keys, so the run total counts them; the iteration does not move.
+ * Saves are charged only with the storage's bandwidth (--set
+ * train.save_gb_s: it has no default) and only with --save; a value the
+ * reader cannot know (a shell variable) is noted and not charged. */
+START_TEST(megatron_run_keys)
+{
+    const char *args = "tests/data/megatron/gpt3-175b.args";
+    ck_assert_int_eq(run("run --megatron-args %s --set cluster.nodes=16 --print-scenario", args), 0);
+    const char *want[] = {"--train-iters -> train.train_iters: 500000", "--log-interval -> train.log_interval: 100",
+                          "--eval-interval -> train.eval_interval: 1000", "--eval-iters -> train.eval_iters: 10",
+                          "--save-interval 10000: checkpoint saves not charged", "  save_interval: 0\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(out, want[i]), "missing '%s' in:\n%s", want[i], out);
+    const char *small = "--set cluster.nodes=16 --set train.global_batch=32 --set iterations=1 "
+                        "--set train.recompute=full --no-db --json";
+    ck_assert_int_eq(run("run --megatron-args %s %s --set train.save_gb_s=20", args, small), 0);
+    double t = jget(out, "iteration_time_s"), save = jget(out, "checkpoint_save_s"), ev = jget(out, "eval_s"),
+           log = jget(out, "log_sync_s");
+    ck_assert_msg(t > 0 && save > 0 && ev > 0 && log > 0, "%s", out);
+    ck_assert_int_eq((int)jget(out, "run_saves"), 50);  /* 500000 / 10000 */
+    ck_assert_int_eq((int)jget(out, "run_evals"), 500); /* 500000 / 1000 */
+    ck_assert_int_eq((int)jget(out, "run_logs"), 5000); /* 500000 / 100 */
+    double total = 500000 * t + 50 * save + 500 * ev + 5000 * log;
+    ck_assert_double_eq_tol(jget(out, "run_total_s"), total, 1e-9 * total);
+    /* the iteration is the one without the run keys */
+    double t0 = t;
+    ck_assert_int_eq(run("run --megatron-args %s %s --set train.train_iters=0 --set train.log_interval=0 "
+                         "--set train.eval_interval=0",
+                         args, small),
+                     0);
+    ck_assert_double_eq(jget(out, "iteration_time_s"), t0);
+    ck_assert_msg(isnan(jget(out, "run_total_s")), "%s", out);
+    /* no --save: Megatron-LM writes nothing; a shell variable: not read */
+    write_file("r.args", "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+                         "--max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 16 "
+                         "--vocab-size 1024 --bf16 --save-interval 100 --log-interval $LI --train-iters 50\n");
+    ck_assert_int_eq(run("run --megatron-args %s/r.args --set cluster.nodes=1 --print-scenario", dir), 0);
+    ck_assert_msg(strstr(out, "--save-interval 100: no --save") && strstr(out, "--log-interval $LI: a value") &&
+                      strstr(out, "  save_interval: 0\n") && strstr(out, "  log_interval: 0\n") &&
+                      strstr(out, "  train_iters: 50\n"),
+                  "%s", out);
+    /* out of range: named with its line */
+    write_file("r.args", "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+                         "--max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 16 "
+                         "--vocab-size 1024 --bf16\n--log-interval 0\n");
+    ck_assert_int_eq(run("run --megatron-args %s/r.args --print-scenario", dir), 2);
+    ck_assert_msg(strstr(errtxt, "r.args:2") && strstr(errtxt, "--log-interval"), "%s", errtxt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("megatron");
@@ -763,6 +815,7 @@ int main(void)
     tcase_add_test(tc, megatron_multimodal_scripts);
     tcase_add_test(tc, megatron_multimodal_args);
     tcase_add_test(tc, megatron_script_control_flow);
+    tcase_add_test(tc, megatron_run_keys);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,8 @@
 /* test_moe.c - MoE routing loads, capacity, busiest-rank pacing, the
  * dispatcher's permute kernels, grouped GEMMs, and the moe scenario keys.
+ * Launches: Transformer Engine v2.8's GroupedLinear (one cuBLAS GEMM per
+ * expert, split_quantize expert by expert; current scaling three kernels
+ * each, delayed scaling one fused kernel).
  * Formulas: Megatron-Core get_capacity = ceil(tokens x k / E x factor)
  * (NVIDIA/Megatron-LM d98e8a64, megatron/core/transformer/moe/moe_utils.py);
  * the model: tests/data/hf/qwen3-30b-a3b.json (Qwen/Qwen3-30B-A3B). */
@@ -11,9 +14,11 @@
 #include <sys/wait.h>
 
 #include "cost/costs.h"
+#include "cost/fwcost.h"
 #include "hw/cluster.h"
 #include "hw/compute.h"
 #include "model/llm.h"
+#include "model/fp8.h"
 #include "model/moe.h"
 #include "mmsim_exe.h"
 
@@ -223,6 +228,87 @@ START_TEST(grouped_gemm)
 }
 END_TEST
 
+/* The experts' grouped GEMM launches one GEMM per local expert from one
+ * Python call; SequentialMLP calls each expert from Python; under FP8 the
+ * input and output-gradient quantizes go expert by expert (current
+ * scaling: amax, scale, quantize each), delayed scaling in one fused
+ * kernel.  Closed form against the host's per-launch and per-op costs. */
+START_TEST(grouped_launches)
+{
+    static mm_llm m;
+    static mm_cluster c;
+    mm_err err;
+    ck_assert_msg(mm_llm_load("tests/data/hf/qwen3-30b-a3b.json", &m, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_cluster_load("topologies/dgx-h100.yaml", 1, &c, &err) == 0, "%s", err.msg);
+    m.ep_share = RANKS;
+    m.moe = cfg(MM_MOE_BALANCED);
+    static mm_op_cost ops[MM_LLM_MAX_OPS];
+    int n = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    const mm_op_cost *fc1 = find(ops, n, "expert_fc1");
+    ck_assert(fc1 && fc1->batch == E / RANKS);
+    const double L = 3e-6, op = 6.8e-6, local = E / RANKS;
+    mm_fw_host h = {.launch_s = L, .fwd_op_s = op, .bwd_op_s = op};
+    mm_fw_ctx x = {.gpu = &c.gpu, .dt = MM_DTYPE_BF16, .dtype_bytes = 2, .host = &h};
+    mm_pass_breakdown t = mm_fw_time_ops(&x, fc1, 1);
+    for (int p = MM_OP_F; p <= MM_OP_W; p++) {
+        ck_assert_msg(t.launches[p] == local, "pass %d: %g", p, t.launches[p]);
+        ck_assert(fabs(t.host_s[p] - (op + local * L)) < 1e-15);
+    }
+    mm_op_cost seq = *fc1;
+    seq.sequential = true;
+    t = mm_fw_time_ops(&x, &seq, 1);
+    ck_assert(t.launches[MM_OP_F] == local && fabs(t.host_s[MM_OP_F] - local * (op + L)) < 1e-15);
+    /* FP8 current scaling: 16 GEMMs and 3 x 16 quantize kernels forward
+     * (the input) and backward (the output gradient), 16 wgrad GEMMs */
+    x.dt = MM_DTYPE_FP8;
+    x.fp8 = (mm_fp8_cfg){.on = true, .recipe = MM_FP8_CURRENT};
+    t = mm_fw_time_ops(&x, fc1, 1);
+    ck_assert_msg(t.launches[MM_OP_F] == local * 4 && t.launches[MM_OP_B] == local * 4, "%g %g",
+                  t.launches[MM_OP_F], t.launches[MM_OP_B]);
+    ck_assert(t.launches[MM_OP_W] == local);
+    ck_assert(fabs(t.host_s[MM_OP_F] - (2 * op + 4 * local * L)) < 1e-15);
+    x.fp8.recipe = MM_FP8_DELAYED; /* one fused multi_cast_transpose */
+    t = mm_fw_time_ops(&x, fc1, 1);
+    ck_assert(t.launches[MM_OP_F] == local + 1 && t.launches[MM_OP_B] == local + 1);
+    x.fp8.recipe = MM_FP8_MXFP8; /* one quantize per expert */
+    t = mm_fw_time_ops(&x, fc1, 1);
+    ck_assert(t.launches[MM_OP_F] == 2 * local);
+    mm_cluster_free(&c);
+}
+END_TEST
+
+/* FP8 pads each expert's rows to 16 before the experts and unpads after
+ * (Megatron-Core's Fp8Padding / Fp8Unpadding): TE copies only when some
+ * expert's rows are not aligned.  Balanced routing here gives every expert
+ * 4096 rows (no copy); an aux-loss draw does not (a copy of the 16-bit
+ * rows each way, forward and backward). */
+START_TEST(fp8_padding)
+{
+    static mm_llm m;
+    mm_err err;
+    ck_assert_msg(mm_llm_load("tests/data/hf/qwen3-30b-a3b.json", &m, &err) == 0, "%s", err.msg);
+    m.ep_share = RANKS;
+    static mm_op_cost ops[2 * MM_FW_MAX_OPS + 1];
+    const int cap = (int)(sizeof ops / sizeof *ops);
+    m.moe = cfg(MM_MOE_BALANCED);
+    int n = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    int r = mm_fp8_rewrite_ops(MM_FP8_CURRENT, 1.0, ops, n, cap);
+    ck_assert(r > n && find(ops, r, "fp8_pad") == NULL && find(ops, r, "fp8_unpad") == NULL);
+    m.moe = cfg(MM_MOE_AUX_LOSS);
+    n = mm_llm_layer_ops(&m, 1, TOKENS, 1, false, 2, ops, MM_LLM_MAX_OPS);
+    const mm_op_cost *fc1 = find(ops, n, "expert_fc1");
+    ck_assert(fc1);
+    double rows = fc1->m * fc1->batch, h = 2048;
+    r = mm_fp8_rewrite_ops(MM_FP8_CURRENT, 1.0, ops, n, cap);
+    const mm_op_cost *pad = find(ops, r, "fp8_pad"), *unpad = find(ops, r, "fp8_unpad");
+    ck_assert(pad && unpad && find(ops, r, "fp8_pad_probs"));
+    ck_assert(fabs(pad->bytes - 4.0 * rows * h) < 1e-6 && pad->bwd_exact && pad->bwd_bytes == pad->bytes);
+    ck_assert(fabs(unpad->bytes - 4.0 * rows * h) < 1e-6);
+    /* BF16 runs no FP8 padding */
+    ck_assert(find(ops, n, "fp8_pad") == NULL);
+}
+END_TEST
+
 static int run(const char *args, char *err, size_t len)
 {
     static char dir[512], out[1 << 16];
@@ -291,6 +377,23 @@ START_TEST(end_to_end)
 }
 END_TEST
 
+/* Megatron-Core's dropless all-to-all dispatcher waits on the host for
+ * the token counts before each forward EP all-to-all (and so does the
+ * unpadded one with a capacity); the padded path does not: the host's
+ * exposed time and the iteration are larger dropless, with the same
+ * kernels (balanced routing: nothing dropped). */
+START_TEST(dropless_sync)
+{
+    const char *pad = "--set moe.routing=balanced --set moe.capacity_factor=1 --set moe.pad_to_capacity=true";
+    const char *unpad = "--set moe.routing=balanced --set moe.capacity_factor=1";
+    double hd = json_num("--set moe.routing=balanced", "exposed_host_s"), hp = json_num(pad, "exposed_host_s");
+    ck_assert_msg(hd > hp, "%g %g", hd, hp);
+    ck_assert(json_num(unpad, "exposed_host_s") == hd);
+    ck_assert(iter_time("--set moe.routing=balanced") > iter_time(pad));
+    ck_assert(json_num("--set moe.routing=balanced", "host_launch_s") == json_num(pad, "host_launch_s"));
+}
+END_TEST
+
 /* Megatron-LM arguments: capacity, drop policy, padding, the dispatcher
  * and the load-balancing type map onto the moe section; SequentialMLP (no
  * --moe-grouped-gemm) is modeled; padding without a capacity is refused
@@ -314,6 +417,13 @@ START_TEST(megatron_args)
     snprintf(args, sizeof args, "run --no-db -v --megatron-args %s --set cluster.nodes=4 --set iterations=1", path);
     ck_assert_int_eq(run(args, err, sizeof err), 0);
     ck_assert_msg(strstr(err, "moe.grouped_gemm: false"), "%s", err);
+    /* Megatron-Core's force-balanced router: random logits per token */
+    snprintf(path, sizeof path, "%s/force.args", dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s && echo --moe-router-force-load-balancing >> %s", mix, path, path);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "run --no-db -v --megatron-args %s --set cluster.nodes=4 --set iterations=1", path);
+    ck_assert_int_eq(run(args, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "moe.routing: aux_loss") && strstr(err, "moe.routing_param: 1e6"), "%s", err);
     snprintf(path, sizeof path, "%s/pad.args", dir);
     snprintf(cmd, sizeof cmd, "sed 's/--moe-expert-capacity-factor 1.25//' %s > %s", mix, path);
     ck_assert_int_eq(system(cmd), 0);
@@ -422,8 +532,11 @@ int main(void)
     tcase_add_test(tc, busiest_rank);
     tcase_add_test(tc, layer_kernels);
     tcase_add_test(tc, grouped_gemm);
+    tcase_add_test(tc, grouped_launches);
+    tcase_add_test(tc, fp8_padding);
     tcase_add_test(tc, bad_keys);
     tcase_add_test(tc, end_to_end);
+    tcase_add_test(tc, dropless_sync);
     tcase_add_test(tc, megatron_args);
     tcase_add_test(tc, megatron_shared);
     tcase_add_test(tc, alltoall_bytes);

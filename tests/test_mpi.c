@@ -1,4 +1,4 @@
-/* test_mpi.c - Check suite for `mpirun -np 3 mmsim sweep` (built only with
+/* test_mpi.c - Check suite for `mpirun -np 3 mmsim sweep` and `mmsim plan` (built only with
  * -Dmpi=enabled): the grid is shared among 3 ranks on this machine
  * (--oversubscribe) and rank 0 writes every result; the rows must be those of
  * `--jobs 1`, a failed point must be recorded, and a second run must skip
@@ -115,6 +115,53 @@ START_TEST(mpi_3_ranks_equal_jobs_1)
 }
 END_TEST
 
+/* `mpirun -np 3 mmsim plan`: every rank plans alike, the rescored runs are
+ * shared among the ranks (the top K, then --prove's rounds, each round a
+ * collective step) and rank 0 alone prints and stores: the plan's rows and
+ * runs are those of --jobs 1. */
+static const char *const sql_plan[] = {
+    "SELECT c.candidate, c.layout, c.sets, c.status, c.reason, c.rank, quote(c.estimate_s),"
+    " quote(c.peak_memory_gib), quote(c.lower_bound_s), r.scenario FROM plan_candidates c"
+    " LEFT JOIN runs r ON r.id = c.run_id WHERE c.status NOT IN ('pruned', 'bounded') ORDER BY c.candidate",
+    "SELECT status, count(*), quote(sum(estimate_s)), quote(sum(lower_bound_s)) FROM plan_candidates"
+    " GROUP BY status ORDER BY status",
+    "SELECT r.scenario, m.name, quote(m.value) FROM runs r JOIN metrics m ON m.run_id = r.id"
+    " ORDER BY r.scenario, m.name",
+    "SELECT count(*), count(DISTINCT scenario) FROM runs",
+    "SELECT gpus, top_k, iterations FROM plans",
+    NULL};
+
+START_TEST(mpi_plan_equals_jobs_1)
+{
+    char db1[512], db3[512], args[1400];
+    snprintf(db1, sizeof db1, "%s/plan1.db", tmpdir);
+    snprintf(db3, sizeof db3, "%s/plan3.db", tmpdir);
+    const char *plan = "plan --gpus 16 --set model=models/llama-2-7b.json --set network=analytic"
+                       " --set train.global_batch=32 --top 4 --prove 3 --json";
+    snprintf(args, sizeof args, "%s --jobs 1 --db %s", plan, db1);
+    ck_assert_msg(sh("", args) == 0, "%s", errtxt);
+    snprintf(args, sizeof args, "%s --db %s", plan, db3);
+    ck_assert_msg(sh(MPIRUN, args) == 0, "%s", errtxt);
+    /* one JSON document: rank 0 alone prints */
+    const char *first = strstr(out, "\"best_s\"");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "\"best_s\""));
+    for (int i = 0; sql_plan[i]; i++) {
+        char *a = dump(db1, sql_plan[i]), *b = dump(db3, sql_plan[i]);
+        ck_assert_msg(strlen(a) > 0 && strcmp(a, b) == 0, "rows differ: %s\n%s\n---\n%s", sql_plan[i], a, b);
+        free(a);
+        free(b);
+    }
+    char *n = dump(db3, "SELECT count(*) > 4 FROM plan_candidates WHERE status = 'simulated'");
+    ck_assert_str_eq(n, "1\n"); /* --prove ran rounds after the top 4 */
+    free(n);
+    /* --no-db cannot share the rescoring: refused by name, exit 2 */
+    snprintf(args, sizeof args, "%s --no-db", plan);
+    ck_assert_int_eq(sh(MPIRUN, args), 2);
+    ck_assert_ptr_nonnull(strstr(errtxt, "--no-db"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mpi");
@@ -122,6 +169,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, mpi_3_ranks_equal_jobs_1);
+    tcase_add_test(tc, mpi_plan_equals_jobs_1);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -471,6 +471,107 @@ START_TEST(exec_dp_and_pp_share_a_nic)
 }
 END_TEST
 
+/* ---- the max-min problem reduced by identical replicas ----------------- */
+
+typedef struct sym_req {
+    mm_coll_req r;
+    int replicas, stride;
+} sym_req;
+
+static void end_k(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    ((mm_time *)ctx)[arg] = mm_engine_now(eng);
+}
+
+/* Starts the requests together (replicated where asked) on network
+ * `net`, reduced by 16 replicas one node apart (replica 0 on GPUs 0-7)
+ * when `sym`; their ends into end[]; returns the reductions in force. */
+static int run_sym_reqs(const mm_cluster *c, int sym, const sym_req *q, int n, mm_time *end)
+{
+    mm_engine *eng = mm_engine_alloc();
+    mm_err err;
+    mm_network *net = mm_network_alloc(c, eng, MM_NET_MODEL_FLOW, &err);
+    int g0[8] = {0, 1, 2, 3, 4, 5, 6, 7}, mode = 0;
+    if (sym && mm_network_symmetric(net, 16, 8, g0, 8)) {
+        for (int i = 0; i < n; i++)
+            mm_network_symmetric_probe(net, &q[i].r, q[i].replicas, q[i].stride);
+        mode = mm_network_symmetric_done(net);
+    }
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(mm_network_start_replicated(net, &q[i].r, q[i].replicas, q[i].stride, end_k, end,
+                                                     (uint64_t)i, NULL, &err), 0);
+    mm_engine_run(eng);
+    mm_network_free(net);
+    mm_engine_free(eng);
+    return mode;
+}
+
+/* On a 2:1 fat tree of 16 nodes over 4 leaves (128 H100s), 16 replicas
+ * one node apart: a TP ring replicated in every replica, a DP ring over
+ * GPU 0 of every node and an all-to-all over all GPUs load node X's links
+ * as node X + 1's and leaf l's uplinks as leaf l + 1's, so the routes keep
+ * node 0's links and leaf 0's (MM_SYM_NODES | MM_SYM_FABRIC) and every
+ * collective ends when it does on the whole problem, to 1e-12 (the sums
+ * of a link's coefficients are the same terms).  The precondition is
+ * checked per request: a double binary tree over the same GPUs (its inner
+ * nodes carry more than its leaves, its edges cross the leaves unevenly)
+ * breaks both symmetries and the routes stay whole; a transfer between
+ * nodes 0 and 1 (inside leaf 0) breaks the node symmetry only, and only
+ * the fabric is reduced; the ends are the whole problem's either way.
+ * Replicas whose GPUs do not lead their blocks (replica 0 on GPUs 8-15),
+ * a stride that splits nodes unevenly and the analytic model are
+ * refused. */
+START_TEST(symmetric_reduction_exact_and_guarded)
+{
+    mm_cluster ft = load("topologies/dgx-h100-fattree-2to1.yaml", 16);
+    int node0[8], gpu0s[16], all[128], pair[2] = {0, 8};
+    for (int i = 0; i < 8; i++)
+        node0[i] = i;
+    for (int i = 0; i < 16; i++)
+        gpu0s[i] = 8 * i;
+    for (int i = 0; i < 128; i++)
+        all[i] = i;
+    sym_req tp = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, node0, 8, 0.5 * GiB, 1, 0, 0, false}, 16, 8};
+    sym_req dp = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, gpu0s, 16, 0.25 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req a2a = {{MM_COLL_ALLTOALL, MM_ALGO_AUTO, all, 128, 1 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req tree = {{MM_COLL_ALLREDUCE, MM_ALGO_TREE, gpu0s, 16, 0.25 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req p2p = {{MM_COLL_SENDRECV, MM_ALGO_AUTO, pair, 2, 0.1 * GiB, 1, 0, 0, false}, 1, 0};
+    struct {
+        sym_req q[4];
+        int n, mode;
+    } cases[] = {
+        {{tp, dp, a2a}, 3, MM_SYM_NODES | MM_SYM_FABRIC},
+        {{tp, dp}, 2, MM_SYM_NODES | MM_SYM_FABRIC},
+        {{tp, dp, tree}, 3, 0},
+        {{tp, a2a, p2p}, 3, MM_SYM_FABRIC},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mm_time full[4], red[4];
+        ck_assert_int_eq(run_sym_reqs(&ft, 0, cases[i].q, cases[i].n, full), 0);
+        int mode = run_sym_reqs(&ft, 1, cases[i].q, cases[i].n, red);
+        ck_assert_msg(mode == cases[i].mode, "case %zu: reductions %d, expected %d", i, mode, cases[i].mode);
+        for (int k = 0; k < cases[i].n; k++)
+            ck_assert_msg(llabs((long long)(red[k] - full[k])) <= 1 + (long long)(1e-12 * (double)full[k]),
+                          "case %zu coll %d: reduced %lld ns, whole %lld ns", i, k, (long long)red[k],
+                          (long long)full[k]);
+    }
+    /* refused: replica 0 not first in its block, a stride that splits nodes unevenly */
+    mm_engine *eng = mm_engine_alloc();
+    mm_err err;
+    mm_network *net = mm_network_alloc(&ft, eng, MM_NET_MODEL_FLOW, &err);
+    int g1[8] = {8, 9, 10, 11, 12, 13, 14, 15};
+    ck_assert_int_eq(mm_network_symmetric(net, 16, 8, g1, 8), 0);
+    ck_assert_int_eq(mm_network_symmetric(net, 8, 12, node0, 8), 0);
+    ck_assert_int_eq(mm_network_symmetric(net, 16, 8, node0, 8), MM_SYM_NODES | MM_SYM_FABRIC);
+    ck_assert_int_eq(mm_network_symmetric_done(net), MM_SYM_NODES | MM_SYM_FABRIC);
+    mm_network_free(net);
+    net = mm_network_alloc(&ft, eng, MM_NET_MODEL_ANALYTIC, &err);
+    ck_assert_int_eq(mm_network_symmetric(net, 16, 8, node0, 8), 0); /* analytic: nothing to reduce */
+    mm_network_free(net);
+    mm_engine_free(eng);
+}
+END_TEST
+
 static Suite *net_suite(void)
 {
     Suite *s = suite_create("net");
@@ -493,6 +594,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, oversubscribed_fat_tree);
     tcase_add_test(tc, alltoall_aggregate_matches_pairs);
     tcase_add_test(tc, exec_dp_and_pp_share_a_nic);
+    tcase_add_test(tc, symmetric_reduction_exact_and_guarded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -131,7 +131,8 @@ START_TEST(bad_run_keys_refused)
     const char *no_bw[] = {"train.save_interval=10"};
     ck_assert_int_eq(prepare_rc(no_bw, 1, &err), -MM_EINPUT);
     ck_assert_str_eq(err.key, "train.save_interval");
-    ck_assert_msg(strstr(err.msg, "train.save_gb_s"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "train.save_gb_s") && strstr(err.msg, "no published figure serves as a default"),
+                  "%s", err.msg);
     const char *no_save[] = {"train.save_gb_s=5"};
     ck_assert_int_eq(prepare_rc(no_save, 1, &err), -MM_EINPUT);
     ck_assert_str_eq(err.key, "train.save_gb_s");

@@ -319,6 +319,67 @@ START_TEST(one_replica_build_same_bits)
 }
 END_TEST
 
+/* Under `flow`, identical replicas' max-min problem reduced by their
+ * symmetry (hw/coll.h mm_network_symmetric: routes keep one period of
+ * nodes and, on a fabric of several leaf groups per block, one leaf group)
+ * gives the times of the whole problem (mm_sim.full_routes): every number
+ * of the metrics bit for bit (the kept links' constraints are the
+ * dropped ones' copies; a link's coefficients summed in the same order)
+ * but the iteration time compared to 1e-12 relative, on Llama-2-7B
+ * built once (1F1B; ZeRO-1 with overlap, two replicas a node; interleaved
+ * on a 2:1 fat tree of 16 nodes over 4 leaves, where the fabric is
+ * reduced too), collapsed from the whole build (GPipe), and the default
+ * multimodal model with a colocated encoder. */
+START_TEST(flow_reduced_routes_same_times)
+{
+    const char *text[] = {"model=models/llama-2-7b.json", "cluster.nodes=4", "workload=text",
+                          "train.global_batch=64", "train.seq_len=2048", "iterations=2", "network=flow"};
+    const char *mm[] = {"cluster.nodes=4", "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
+                        "batching=sequential", "train.global_batch=64", "iterations=1", "network=flow"};
+    struct {
+        bool mm, full_build;
+        const char *extra[5];
+    } cases[] = {
+        {false, false, {"parallel.llm={tp: 4, pp: 2, dp: 4}"}},
+        {false, false, {"parallel.llm={tp: 2, pp: 2, dp: 8}", "train.zero=1", "train.overlap_grad_reduce=true"}},
+        {false, false, {"cluster.topology=topologies/dgx-h100-fattree-2to1.yaml", "cluster.nodes=16",
+                        "parallel.llm={tp: 4, pp: 2, vpp: 2, dp: 16}", "train.schedule=interleaved",
+                        "train.global_batch=128"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe"}},
+        {true, false, {"parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
+                       "parallel.vision={tp: 1, pp: 1, dp: 32}"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *sets[16];
+        int n = 0;
+        const char *const *base = cases[i].mm ? mm : text;
+        int nb = cases[i].mm ? 6 : 7;
+        for (int k = 0; k < nb; k++)
+            sets[n++] = base[k];
+        for (int k = 0; k < 5 && cases[i].extra[k]; k++)
+            sets[n++] = cases[i].extra[k];
+        mm_metrics red, whole;
+        static mm_scenario sc;
+        mm_err err;
+        for (int full = 0; full < 2; full++) {
+            mm_sim sim = {0};
+            ck_assert_msg(mm_scenario_load(&sc, NULL, sets, n, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
+                          "%s: %s", err.key, err.msg);
+            sim.full_build = cases[i].full_build;
+            sim.full_routes = full;
+            ck_assert_msg(mm_sim_run(&sim, full ? &whole : &red, NULL, &err) == 0, "%s", err.msg);
+            mm_sim_free(&sim);
+            mm_scenario_free(&sc);
+        }
+        ck_assert_msg(fabs(red.iteration_time_s / whole.iteration_time_s - 1) < 1e-12,
+                      "case %zu: reduced %.17g s, whole routes %.17g s", i, red.iteration_time_s,
+                      whole.iteration_time_s);
+        mm_metrics_free(&red);
+        mm_metrics_free(&whole);
+    }
+}
+END_TEST
+
 /* The one-replica graph, each segment (mm_graph.seg) taken dp times with
  * copy c's ranks shifted to replica c, is the whole graph op by op in id
  * order (kind, stream, stage, micro-batch, layer, module, times and FLOPs
@@ -487,6 +548,7 @@ static Suite *scale_suite(void)
     tcase_add_test(tc, pipeline_encoder_any_schedule);
     tcase_add_test(tc, symmetric_replicas_once);
     tcase_add_test(tc, one_replica_build_same_bits);
+    tcase_add_test(tc, flow_reduced_routes_same_times);
     tcase_add_test(tc, one_replica_graph_is_the_whole_in_order);
     tcase_add_test(tc, plan_530b_uneven);
     tcase_add_test(tc, plan_falls_back_to_fewer_gpus);

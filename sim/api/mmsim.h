@@ -72,8 +72,10 @@ MMSIM_API const char *mmsim_run_json(mmsim *h);
  * tokens_per_s, samples_per_s, mfu, hfu, tflops_per_gpu,
  * hw_tflops_per_gpu, bubble_fraction, exposed_comm_s, peak_memory_gib,
  * oom (0/1), gpus, micro_batches, events, wall_s, iteration_time_p50_s,
- * iteration_time_p99_s); NAN for an unknown name, before a run, or for a
- * value the JSON gives as null. */
+ * iteration_time_p99_s; across sites sites, outer_sync_s,
+ * outer_sync_exposed_s, outer_sync_per_iteration_s, inner_step_s; with
+ * atom swap_exposed_s, swap_step_s, wan_pipeline_step_s); NAN for
+ * an unknown name, before a run, or for a value the JSON gives as null. */
 MMSIM_API double mmsim_metric(const mmsim *h, const char *name);
 
 /* Pipeline stages of the last run, and one stage's busy_s, idle_s,

@@ -6,12 +6,45 @@
  * one mm_model_report.
  * Not for: simulation (mmsim run); any cost of its own (one source). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/report.h"
 #include "workload/workload.h"
 #include "cost/costs.h"
+
+/* Whether the model reads images at native resolution as Qwen2-VL does
+ * (its merger of merge x merge patches); its patch and merge. */
+static bool native_geometry(const mm_model *m, int64_t *patch, int64_t *merge)
+{
+    if (!m->has_vision || !m->dynamic || m->vision_proj.type != MM_PROJ_QWEN_MERGER || m->pixel_shuffle <= 0)
+        return false;
+    if (patch)
+        *patch = m->vision.patch_size;
+    if (merge)
+        *merge = (int64_t)floor(1.0 / m->pixel_shuffle + 0.5);
+    return true;
+}
+
+int mm_model_report_native_image(mm_model_report *r, int64_t h, int64_t w, mm_err *err)
+{
+    int64_t patch, merge, rh, rw;
+    if (!r->model || !native_geometry(r->model, &patch, &merge))
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--image",
+                          "native-resolution images are modeled for Qwen2-VL-style towers only (a patch merger)");
+    if (mm_native_resize(h, w, patch * merge, MM_NATIVE_MIN_PIXELS, MM_NATIVE_MAX_PIXELS, &rh, &rw))
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--image",
+                          "%lldx%lld: the processor takes sides of 10 px or more and aspect ratios up to 200",
+                          (long long)h, (long long)w);
+    r->native_h = h;
+    r->native_w = w;
+    r->native_rh = rh;
+    r->native_rw = rw;
+    r->native_patches = (rh / patch) * (rw / patch);
+    r->native_tokens = mm_native_image_tokens(h, w, patch, merge, MM_NATIVE_MIN_PIXELS, MM_NATIVE_MAX_PIXELS);
+    return 0;
+}
 
 static void model_flops(const mm_model *m, double s, long long images, mm_model_report *r)
 {
@@ -25,6 +58,13 @@ static void model_flops(const mm_model *m, double s, long long images, mm_model_
         double f = (double)m->llm.layers * mm_llm_layer_fwd_flops(&m->llm, 1, s) + mm_llm_head_fwd_flops(&m->llm, 1, s);
         r->llm_fwd_per_sample = f;
         r->llm_fwd_per_token = f / s;
+    }
+    if (native_geometry(m, NULL, NULL)) {
+        int64_t patch, merge;
+        native_geometry(m, &patch, &merge);
+        /* the smallest and largest images the processor makes */
+        r->native_min_tokens = (int64_t)MM_NATIVE_MIN_PIXELS / (patch * patch * merge * merge);
+        r->native_max_tokens = (int64_t)MM_NATIVE_MAX_PIXELS / (patch * patch * merge * merge);
     }
     if (m->has_vision) {
         r->vision_fwd_per_tile = mm_encoder_fwd_flops(&m->vision);
@@ -247,6 +287,15 @@ void mm_report_model_json(FILE *f, const mm_model_report *r)
     fprintf(f, "},\n");
     fprintf(f, "  \"seq\": %lld,\n  \"images\": %lld,\n  \"tiles\": %d,\n  \"image_tokens\": %lld,\n", seq, images,
            r->tiles, (long long)r->image_tokens);
+    if (r->native_max_tokens > 0)
+        fprintf(f, "  \"native_tokens_per_image\": {\"min\": %lld, \"max\": %lld},\n",
+                (long long)r->native_min_tokens, (long long)r->native_max_tokens);
+    if (r->native_h > 0)
+        fprintf(f,
+                "  \"native_image\": {\"height\": %lld, \"width\": %lld, \"resized_height\": %lld, "
+                "\"resized_width\": %lld, \"patches\": %lld, \"tokens\": %lld},\n",
+                (long long)r->native_h, (long long)r->native_w, (long long)r->native_rh, (long long)r->native_rw,
+                (long long)r->native_patches, (long long)r->native_tokens);
     jnum(f, "flops_fwd_per_token", m->has_llm ? r->llm_fwd_per_token : NAN);
     jnum(f, "flops_fwd_per_sample", r->sample_fwd);
     jnum(f, "vision_flops_fwd_per_tile", m->has_vision ? r->vision_fwd_per_tile : NAN);

@@ -103,6 +103,40 @@ static void run_periodic(FILE *f, const mm_metrics *m)
     jnum(f, "run_total_s", m->oom ? NAN : r->total_s, 0);
 }
 
+/* Training across sites (cost/outersync.h): one sync's bytes and seconds,
+ * what it exposes per sync and per step (in iteration_time_s and
+ * tokens_per_s already), and the inner step alone. */
+static void run_outer(FILE *f, const mm_metrics *m)
+{
+    const mm_outer_sync *o = &m->outer;
+    fprintf(f, "  \"sites\": %d,\n  \"outer_sync_algorithm\": \"%s\",\n  \"outer_sync_h\": %d,\n", o->sites,
+            mm_outer_sync_names[o->algorithm], o->h);
+    fprintf(f, "  \"outer_sync_overlap\": %s,\n", o->overlap ? "true" : "false");
+    jnum(f, "outer_sync_bytes", o->bytes, 0);
+    jnum(f, "outer_sync_wire_bytes", o->wire_bytes, 0);
+    jnum(f, "outer_sync_s", m->oom ? NAN : o->sync_s, 0);
+    jnum(f, "outer_sync_wan_s", m->oom ? NAN : o->wan_s, 0);
+    jnum(f, "outer_sync_kernel_s", m->oom ? NAN : o->kernel_s, 0);
+    jnum(f, "outer_sync_exposed_s", m->oom ? NAN : o->exposed_s, 0);
+    jnum(f, "outer_sync_per_iteration_s", m->oom ? NAN : o->per_iter_s, 0);
+    jnum(f, "inner_step_s", m->oom ? NAN : o->step_s, 0);
+    const mm_swap *w = &m->swap;
+    if (!w->on)
+        return;
+    /* atom: the model swapping of every GPU (cost/swap.h) and the pipeline
+     * across the sites it is measured against */
+    fprintf(f, "  \"swap_groups\": %d,\n  \"swap_group_layers\": %d,\n", w->groups, w->group_layers);
+    jnum(f, "swap_resident_gib", w->resident_bytes / MM_GIB, 0);
+    jnum(f, "swap_link_gb_s", w->link_bw * 1e-9, 0);
+    jnum(f, "swap_load_s", w->load_s, 0);
+    jnum(f, "swap_grads_out_s", w->grads_out_s, 0);
+    jnum(f, "swap_compute_s", m->oom ? NAN : w->compute_s, 0);
+    jnum(f, "swap_step_s", m->oom ? NAN : w->swap_step_s, 0);
+    jnum(f, "swap_exposed_s", m->oom ? NAN : w->exposed_s, 0);
+    jnum(f, "wan_pipeline_hop_s", m->oom ? NAN : w->pp_hop_s, 0);
+    jnum(f, "wan_pipeline_step_s", m->oom ? NAN : w->pp_step_s, 0);
+}
+
 static void run_stages(FILE *f, const mm_metrics *m)
 {
     fprintf(f, "  \"stages\": [");
@@ -193,6 +227,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
         run_data(f, m);
     if (m->run.on)
         run_periodic(f, m);
+    if (m->outer.on)
+        run_outer(f, m);
     fprintf(f, "  \"oom\": %s,\n", m->oom ? "true" : "false");
     fprintf(f, "  \"gpus\": %d,\n", m->gpus);
     fprintf(f, "  \"micro_batches\": %d,\n", sim->micro_batches);

@@ -59,6 +59,12 @@ typedef struct mm_model_report {
     double proj_fwd_per_sample, audio_fwd_per_clip, sample_fwd;
     int tiles;
     int64_t image_tokens;
+    /* A Qwen2-VL-style tower (native resolution): LLM tokens per image at
+     * the processor's default min/max pixels (native_min/max_tokens, 0 for
+     * other models); with mm_model_report_native_image, one H x W image's
+     * resized sides, patches and tokens (workload/native.c). */
+    int64_t native_min_tokens, native_max_tokens;
+    int64_t native_h, native_w, native_rh, native_rw, native_patches, native_tokens;
     mm_sim *sim;             /* the prepared layout (owned); NULL: none to report, note says why */
     mm_sim_costs costs;
     mm_sim_memory mem;
@@ -75,6 +81,11 @@ int mm_model_report_make(const char *scenario, const char *scenario_text, const 
                          const char *const *sets, int n_sets, long long seq, long long images, mm_model_report *r,
                          mm_err *err);
 void mm_model_report_free(mm_model_report *r);
+/* Fills r's native_* fields for one h x w image (pixels) as the model's
+ * processor resizes it (Qwen2VLImageProcessor defaults).  MM_EINPUT (key
+ * "--image") for a model without a Qwen2-VL-style merger or an image the
+ * processor refuses. */
+int mm_model_report_native_image(mm_model_report *r, int64_t h, int64_t w, mm_err *err);
 
 /* The object `mmsim model --json` prints. */
 void mm_report_model_json(FILE *f, const mm_model_report *r);

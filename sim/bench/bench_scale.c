@@ -2,10 +2,12 @@
  * peak resident memory and ops of the graph, so that the bench can print
  * bytes per op next to the times.  Not a test: it asserts nothing.
  *
- *   bench_scale [--no-symmetry | --full-build] [--set KEY=VALUE]...
+ *   bench_scale [--no-symmetry | --full-build] [--full-routes] [--set KEY=VALUE]...
  *       (the built-in default scenario; --no-symmetry simulates every DP
  *       replica, --full-build builds every replica's ops and collapses
- *       them where they are identical: exec/symmetry.h)
+ *       them where they are identical: exec/symmetry.h; --full-routes keeps
+ *       every link in the flow model's routes: hw/coll.h
+ *       mm_network_symmetric)
  *
  * Prints one line: cpu_s wall_s peak_rss_mib ops events bytes_per_op
  * iteration_time_s.  CPU time and peak RSS come from getrusage (the whole
@@ -34,16 +36,18 @@ int main(int argc, char **argv)
 {
     const char *sets[256];
     int n = 0;
-    bool no_sym = false, full = false;
+    bool no_sym = false, full = false, full_routes = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-symmetry")) {
             no_sym = true;
         } else if (!strcmp(argv[i], "--full-build")) {
             full = true;
+        } else if (!strcmp(argv[i], "--full-routes")) {
+            full_routes = true;
         } else if (!strcmp(argv[i], "--set") && i + 1 < argc && n < 256) {
             sets[n++] = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_scale [--no-symmetry | --full-build] [--set KEY=VALUE]...\n");
+            fprintf(stderr, "usage: bench_scale [--no-symmetry | --full-build] [--full-routes] [--set KEY=VALUE]...\n");
             return 2;
         }
     }
@@ -59,6 +63,7 @@ int main(int argc, char **argv)
     }
     sim.no_symmetry = no_sym;
     sim.full_build = full;
+    sim.full_routes = full_routes;
     mm_metrics m;
     if (mm_sim_run(&sim, &m, NULL, &err)) {
         fprintf(stderr, "bench_scale: %s\n", err.msg);

@@ -98,6 +98,16 @@ void mm_cli_status_detail(const char *fmt, ...) __attribute__((format(printf, 1,
  * (glibc; a no-op elsewhere). */
 void mm_cli_keep_heap(void);
 
+/* Under mpirun or srun (Open MPI, PMIx and PMI set their variables): in
+ * an MPI build MPI_Init, *rank and *size from MPI_COMM_WORLD, and 0; in a
+ * build without MPI, exit status 2 with a message when more than one rank
+ * was started (each would do the whole work), else 0 as one process.
+ * Outside a launcher *rank = 0, *size = 1 and 0. */
+int mm_cli_mpi_begin(const char *cmd, int *rank, int *size);
+/* After mm_cli_mpi_begin with *size > 1: every rank agrees on the worst exit
+ * status, MPI_Finalize, and that status; otherwise rc. */
+int mm_cli_mpi_end(int size, int rc);
+
 int mm_cli_run(int argc, char **argv); /* cmd_run.c */
 int mm_cli_model(int argc, char **argv); /* cmd_model.c */
 int mm_cli_collective(int argc, char **argv); /* cmd_collective.c */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/report.h"
+#include "workload/workload.h"
 #include "cli/cli.h"
 #include "mmsim_config.h"
 
@@ -52,6 +53,14 @@ static void print_text_model(const mm_model_report *r)
     if (m->has_vision)
         printf("  visual tokens: %lld per tile, %lld per video frame\n", (long long)mm_model_tokens_per_tile(m),
                (long long)mm_model_tokens_per_frame(m));
+    if (r->native_max_tokens > 0)
+        printf("  native resolution: %lld to %lld tokens per image (smart_resize, min/max pixels %d/%d)\n",
+               (long long)r->native_min_tokens, (long long)r->native_max_tokens, MM_NATIVE_MIN_PIXELS,
+               MM_NATIVE_MAX_PIXELS);
+    if (r->native_h > 0)
+        printf("  image %lldx%lld: resized to %lldx%lld, %lld patches, %lld LLM tokens\n", (long long)r->native_h,
+               (long long)r->native_w, (long long)r->native_rh, (long long)r->native_rw, (long long)r->native_patches,
+               (long long)r->native_tokens);
     printf("\n  forward FLOPs (Megatron convention: matmuls, attention dense)\n");
     if (m->has_llm)
         printf("  llm         %12.4g per token at seq %lld\n", r->llm_fwd_per_token, seq);
@@ -105,7 +114,8 @@ static void print_text_layout(const mm_model_report *l)
 const struct option mm_cli_model_longopts[] = {
     {"help", no_argument, NULL, 'h'},      {"json", no_argument, NULL, 'J'},
     {"set", required_argument, NULL, 's'}, {"seq", required_argument, NULL, 'S'},
-    {"images", required_argument, NULL, 'i'}, {NULL, 0, NULL, 0}};
+    {"images", required_argument, NULL, 'i'}, {"image", required_argument, NULL, 'I'},
+    {NULL, 0, NULL, 0}};
 const char mm_cli_model_shortopts[] = "hs:";
 
 int mm_cli_model(int argc, char **argv)
@@ -114,7 +124,7 @@ int mm_cli_model(int argc, char **argv)
     const char *sets[MAX_SETS];
     int n_sets = 0;
     bool json = false;
-    long long seq = 0, images = 1;
+    long long seq = 0, images = 1, img_h = 0, img_w = 0;
     int c, x;
     while ((c = mm_cli_getopt(argc, argv, mm_cli_model_shortopts, mm_cli_model_longopts)) != -1) {
         switch (c) {
@@ -135,6 +145,13 @@ int mm_cli_model(int argc, char **argv)
                 return 2;
             images = x;
             break;
+        case 'I': {
+            char tail = 0;
+            if (sscanf(optarg, "%lldx%lld%c", &img_h, &img_w, &tail) != 2 || img_h < 1 || img_w < 1 ||
+                img_h > (1LL << 20) || img_w > (1LL << 20))
+                return bad_arg("--image wants HEIGHTxWIDTH in pixels (1 to 1048576), got", optarg);
+            break;
+        }
         default: return 2;
         }
     }
@@ -148,6 +165,8 @@ int mm_cli_model(int argc, char **argv)
     mm_err_clear(&err);
     mm_model_report r;
     int rc = mm_model_report_make(NULL, NULL, path, sets, n_sets, seq, images, &r, &err);
+    if (!rc && img_h > 0)
+        rc = mm_model_report_native_image(&r, img_h, img_w, &err);
     if (rc) {
         mm_model_report_free(&r);
         return mm_cli_fail(&err);

@@ -217,6 +217,44 @@ static int emit_pick(const mm_plan_opts *o, const mm_plan *p, int fmt, const cha
     return 0;
 }
 
+/* The plan itself, after the options; under MPI on every rank, with only
+ * rank 0 printing, storing and emitting (mm_plan_opts). */
+static int plan_main(mm_plan_opts *o, int json, int all, int quiet, int verbose, int explain, int emit_fmt,
+                     const char *emit_file)
+{
+    mm_err err;
+    mm_err_clear(&err);
+    int lead = o->mpi_rank == 0;
+    if (o->db && mm_cli_open_db(o->db, &err)) /* every rank: all fail alike */
+        return lead ? mm_cli_fail(&err) : 2;
+    mm_plan p;
+    mm_cli_keep_heap(); /* many rescoring runs in this process */
+    /* a status line while it plans, on a terminal only */
+    mm_cli_status_start(quiet || json || !lead, "planning (enumerate, prune, pre-score, simulate the best %d)",
+                        o->top_k);
+    int prc = mm_plan_run(o, &p, &err);
+    mm_cli_status_stop();
+    if (prc)
+        return lead ? mm_cli_fail(&err) : (err.code == MM_EINPUT ? 2 : 1);
+    if (!lead) {
+        mm_plan_free(&p);
+        return 0;
+    }
+    if (json)
+        mm_report_plan_json(stdout, &p, o->db, all);
+    else if (quiet)
+        print_best(&p);
+    else
+        print_table(&p, o->db);
+    if (explain && !json)
+        print_space(&p);
+    if (verbose && !json)
+        print_all(&p);
+    int erc = emit_fmt >= 0 ? emit_pick(o, &p, emit_fmt, emit_file) : 0;
+    mm_plan_free(&p);
+    return erc;
+}
+
 /* The options (cli.h: completion scripts are made from them too). */
 const struct option mm_cli_plan_longopts[] = {
     {"help", no_argument, NULL, 'h'},          {"json", no_argument, NULL, 'J'},
@@ -284,29 +322,8 @@ int mm_cli_plan(int argc, char **argv)
     o.space = space;
     if (no_db)
         o.db = NULL;
-    mm_err err;
-    mm_err_clear(&err);
-    if (o.db && mm_cli_open_db(o.db, &err))
-        return mm_cli_fail(&err);
-    mm_plan p;
-    mm_cli_keep_heap(); /* many rescoring runs in this process */
-    /* a status line while it plans, on a terminal only */
-    mm_cli_status_start(quiet || json, "planning (enumerate, prune, pre-score, simulate the best %d)", o.top_k);
-    int prc = mm_plan_run(&o, &p, &err);
-    mm_cli_status_stop();
-    if (prc)
-        return mm_cli_fail(&err);
-    if (json)
-        mm_report_plan_json(stdout, &p, o.db, all);
-    else if (quiet)
-        print_best(&p);
-    else
-        print_table(&p, o.db);
-    if (explain && !json)
-        print_space(&p);
-    if (verbose && !json)
-        print_all(&p);
-    int erc = emit_fmt >= 0 ? emit_pick(&o, &p, emit_fmt, emit_file) : 0;
-    mm_plan_free(&p);
-    return erc;
+    int brc = mm_cli_mpi_begin("plan", &o.mpi_rank, &o.mpi_size);
+    if (brc)
+        return brc;
+    return mm_cli_mpi_end(o.mpi_size, plan_main(&o, json, all, quiet, verbose, explain, emit_fmt, emit_file));
 }

@@ -11,6 +11,7 @@
 
 #include "api/report.h"
 #include "cost/costs.h"
+#include "cost/loader.h"
 #include "cli/cli.h"
 #include "scenario/megatron.h"
 #include "scenario/torchtitan.h"
@@ -60,9 +61,11 @@ static void print_config(const mm_sim *sim, const mm_metrics *m)
     printf("mmsim %s: scenario %s\n", MMSIM_VERSION, sc->source);
     printf("  model       %s, %.2f B parameters (%s)\n", sim->model->name[0] ? sim->model->name : sim->llm->name,
            (double)mm_model_params(sim->model) * 1e-9, sim->model_path);
-    printf("  cluster     %s: %d nodes x %d %s = %d GPUs (%s)\n", sim->cluster->name,
-           sim->cluster->nodes, sim->cluster->gpus_per_node, sim->cluster->gpu.name, m->gpus,
-           sim->topology_path);
+    printf("  cluster     %s: ", sim->cluster->name);
+    if (m->outer.on) /* training across sites: each site is the file's cluster */
+        printf("%d sites x ", m->outer.sites);
+    printf("%d nodes x %d %s = %d GPUs (%s)\n", sim->cluster->nodes, sim->cluster->gpus_per_node,
+           sim->cluster->gpu.name, m->gpus, sim->topology_path);
     printf("  layout      tp %d x cp %d x pp %d x dp %d, %s, %d micro-batches of %lld x %.0f tokens per DP rank\n",
            L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, mm_schedule_names[sc->train.schedule], sim->micro_batches,
            (long long)sc->train.micro_batch, sim->seq);
@@ -131,6 +134,35 @@ static void print_periodic(const mm_sim *sim, const mm_metrics *m)
                "reports\n", r->total_s, r->total_s / 3600, sc->train.train_iters, r->saves, r->evals, r->logs);
 }
 
+/* Training across sites (train.outer_sync): the inner step, one sync over
+ * the WAN, and what it exposes (already in the iteration time above). */
+static void print_outer(const mm_metrics *m)
+{
+    const mm_outer_sync *o = &m->outer;
+    if (!o->on)
+        return;
+    printf("  sites              %10d sites, %s", o->sites, mm_outer_sync_names[o->algorithm]);
+    if (o->algorithm == MM_OSYNC_DILOCO)
+        printf(" every %d steps%s", o->h, o->overlap ? ", overlapped one round behind" : ", blocking");
+    if (o->algorithm == MM_OSYNC_ATOM)
+        printf(" averaging every %d steps, asynchronously", o->h);
+    printf("\n  inner step         %10.4f s (one site's step)\n", o->step_s);
+    printf("  outer sync         %10.4f s: %.4g GB per site on the WAN", o->sync_s, o->wire_bytes / 1e9);
+    if (o->kernel_s > 0)
+        printf(" (%.4f s of it compression kernels)", o->kernel_s);
+    printf("\n                     %10.4f s exposed per sync, %.4f s per step on average\n", o->exposed_s,
+           o->per_iter_s);
+    const mm_swap *w = &m->swap;
+    if (!w->on)
+        return;
+    printf("  model swap         %10.4f s exposed per step: %d group%s of %d layers over PCIe at %.1f GB/s "
+           "(load %.4f s, gradients out %.4f s a group; %.2f GiB resident)\n",
+           w->exposed_s, w->groups, w->groups == 1 ? "" : "s", w->group_layers, w->link_bw * 1e-9, w->load_s, w->grads_out_s,
+           w->resident_bytes / MM_GIB);
+    printf("  pipeline instead   %10.4f s a step as pipelines across the sites (%.4f s a hop on the WAN)\n",
+           w->pp_step_s, w->pp_hop_s);
+}
+
 /* The data loader (data.workers >= 0): how long the step waited for data,
  * and, when the loader is the bottleneck, the workers per GPU (and cores)
  * that would keep up. */
@@ -141,7 +173,7 @@ static void print_data(const mm_sim *sim, const mm_metrics *m)
     int W = sc->data.workers, need = m->data_workers_needed;
     if (W < 0)
         return;
-    double load = m->data_wait_s - m->data_h2d_s;
+    double load = m->data_wait_s - m->data_h2d_s, step = m->iteration_time_s - load, short_s = 0;
     printf("  data loader        %10.4f s per iteration waiting for data (%.1f %%), %.4f s of it host-to-device "
            "copies\n", m->data_wait_s, 100 * m->data_wait_s / m->iteration_time_s, m->data_h2d_s);
     printf("                     %s, %d worker%s per GPU (the framework's: %d), prefetch %d; %.4f CPU s per "
@@ -150,15 +182,30 @@ static void print_data(const mm_sim *sim, const mm_metrics *m)
     if (c->cpu_cores > 0)
         printf("; %d cores for %d GPUs per node", c->cpu_cores, c->gpus_per_node);
     printf("\n");
+    /* the steady state: W workers (a core each, or sharing) against the
+     * step without its wait; a run shorter than the prefetched batches
+     * last, or one that starts with them, shows less */
+    if (W > 0)
+        short_s = fmax(0.0, m->loader_cpu_s * mm_sim_loader_slowdown(sim, W) / W - step);
+    char steady[96] = "";
+    if (short_s > 1.05 * load && short_s > 1e-3 * step)
+        snprintf(steady, sizeof steady, " (%.4f s in the steady state)", short_s);
     if (need < 0)
         printf("                     the loader is the bottleneck: NVDEC alone takes longer than the steps; no worker "
                "count hides it\n");
     else if (load > 1e-3 * m->iteration_time_s && (W == 0 || need > W))
-        printf("                     the loader is the bottleneck by %.4f s per iteration: %d workers per GPU "
-               "(%d cores per GPU with the training process) would keep up\n", load, need, need + 1);
+        printf("                     the loader is the bottleneck by %.4f s per iteration%s: %d workers per GPU "
+               "(%d cores per GPU with the training process) would keep up\n", load, steady, need, need + 1);
     else if (load > 1e-3 * m->iteration_time_s)
-        printf("                     the loader is the bottleneck by %.4f s per iteration: %d workers per GPU would "
-               "keep up with a core each (%d cores per GPU with the training process)\n", load, need, need + 1);
+        printf("                     the loader is the bottleneck by %.4f s per iteration%s: %d workers per GPU would "
+               "keep up with a core each (%d cores per GPU with the training process)\n", load, steady, need, need + 1);
+    else if (short_s > 1e-3 * step)
+        /* the queue has not run dry in this run; the steady state has */
+        printf("                     the loader falls behind in the steady state by %.4f s per iteration (%d "
+               "worker%s per GPU at %.4f CPU s per iteration against a %.4f s step); this run's %d iterations end "
+               "before its %d prefetched batches per worker run out: %d workers per GPU (%d cores per GPU with the "
+               "training process) would keep up\n", short_s, W, W == 1 ? "" : "s", m->loader_cpu_s, step,
+               sc->iterations, sc->data.prefetch, need, need + 1);
     else
         printf("                     the loader keeps ahead: %d worker%s per GPU would on average\n", need,
                need == 1 ? "" : "s");
@@ -216,6 +263,7 @@ static void print_summary(const mm_sim *sim, const mm_metrics *m, int64_t run_id
            m->host_launch_s, m->exposed_host_s);
     print_data(sim, m);
     print_periodic(sim, m);
+    print_outer(m);
     printf("  exposed comm       %10.4f s per rank", m->exposed_comm_s);
     if (L->lay.dp > 1) { /* what mm_sim_overlap gave the LLM's DP traffic */
         int zero = L->zero >= 0 ? L->zero : sc->train.zero;

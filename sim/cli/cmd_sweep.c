@@ -18,9 +18,6 @@
 #include "plan/runner.h"
 #include "plan/sweep.h"
 
-#if MMSIM_MPI
-#include <mpi.h>
-#endif
 
 
 static int bad_arg(const char *what, const char *arg)
@@ -151,16 +148,6 @@ static void print_summary(const mm_sweep *sw, const char *db, const mm_runner_pr
     printf("\n  see: mmsim report %s --sweep %lld\n", db, (long long)s->sweep_id);
 }
 
-/* Launched by mpirun or srun?  (Open MPI, PMIx and PMI set these.) */
-static int under_mpi_launcher(void)
-{
-    const char *v[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", NULL};
-    for (int i = 0; v[i]; i++)
-        if (getenv(v[i]))
-            return 1;
-    return 0;
-}
-
 static int sweep_main(const char *spec, const char *db, int jobs, int json, int quiet,
                       int rank, int size)
 {
@@ -244,27 +231,10 @@ int mm_cli_sweep(int argc, char **argv)
     if (!spec)
         return bad_arg("a sweep file is needed, e.g. mmsim sweep", "sweeps/example.yaml");
 
-    int rank = 0, size = 1;
-    if (under_mpi_launcher()) {
-#if MMSIM_MPI
-        MPI_Init(NULL, NULL);
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &size);
-        int rc = sweep_main(spec, db, 1, json, quiet, rank, size);
-        /* every rank agrees on the exit status (the worst) */
-        int worst = rc;
-        MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        MPI_Finalize();
-        return worst;
-#else
-        const char *n = getenv("OMPI_COMM_WORLD_SIZE");
-        if (n && strcmp(n, "1") != 0) {
-            fprintf(stderr, "mmsim: <cli>: launched by mpirun, but this mmsim was built "
-                            "without MPI (meson setup -Dmpi=enabled); each rank would run "
-                            "the whole sweep\n");
-            return 2;
-        }
-#endif
-    }
-    return sweep_main(spec, db, jobs, json, quiet, rank, size);
+    int rank, size;
+    int brc = mm_cli_mpi_begin("sweep", &rank, &size);
+    if (brc)
+        return brc;
+    /* under MPI each rank simulates one point at a time (--jobs ignored) */
+    return mm_cli_mpi_end(size, sweep_main(spec, db, size > 1 ? 1 : jobs, json, quiet, rank, size));
 }

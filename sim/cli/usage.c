@@ -96,7 +96,7 @@ static const char usage_run[] =
     "runs, when stderr is a terminal and neither -q nor --json is given.\n";
 
 static const char usage_model[] =
-    "usage: mmsim model MODEL [--seq N] [--images K] [--set KEY=VALUE]... [--json]\n"
+    "usage: mmsim model MODEL [--seq N] [--images K] [--image HxW] [--set KEY=VALUE]... [--json]\n"
     "\n"
     "Parameters per module and in total, forward FLOPs per token and per sample,\n"
     "and per-GPU memory under a layout.  MODEL is an HF config.json (LLM,\n"
@@ -104,6 +104,7 @@ static const char usage_model[] =
     "\n"
     "  --seq N          LLM tokens per sample (default train.seq_len)\n"
     "  --images K       images per sample for a vision model (default 1)\n"
+    "  --image HxW      one image's size in pixels: its tokens at native resolution (Qwen2-VL towers)\n"
     "  --set KEY=VALUE  scenario key setting the layout, as for mmsim run,\n"
     "                   e.g. --set parallel.llm.tp=8 --set train.recompute=full\n"
     "  --json           one JSON object: params, modules, flops_fwd_per_token,\n"
@@ -221,7 +222,10 @@ static const char usage_plan[] =
     "  --all            with --json: every candidate, pruned ones with the reason\n"
     "  --db FILE        database for the runs and the plan (default " DEFAULT_DB ")\n"
     "  --no-db          store nothing (the K runs happen in this process)\n"
-    "  --jobs N         worker processes for the K runs (default: the CPUs)\n"
+    "  --jobs N         worker processes for the K runs (default: the CPUs);\n"
+    "                   under mpirun (a build with -Dmpi=enabled) the runs are\n"
+    "                   shared among the ranks instead and rank 0 alone prints\n"
+    "                   and writes the database (--no-db refused)\n"
     "  --placement L    encoder placements to try, comma-separated (default all:\n"
     "                   pipeline,colocated,disjoint,homogeneous)\n"
     "  --max-pp N       largest LLM pipeline depth tried (default 32)\n"

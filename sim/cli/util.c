@@ -18,7 +18,12 @@
 
 #include "api/report.h"
 #include "cli/cli.h"
+#include "mmsim_config.h"
 #include "store/store.h"
+
+#if MMSIM_MPI
+#include <mpi.h>
+#endif
 
 int mm_cli_usage_error(const char *cmd, const char *flag, const char *what, const char *value)
 {
@@ -240,4 +245,51 @@ int mm_cli_fail(const mm_err *err)
     mm_err_format(err, buf, sizeof buf);
     fprintf(stderr, "mmsim: %s\n", buf);
     return err->code == MM_EINPUT ? 2 : 1;
+}
+
+int mm_cli_mpi_begin(const char *cmd, int *rank, int *size)
+{
+    *rank = 0;
+    *size = 1;
+    const char *v[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", NULL};
+    int launched = 0;
+    for (int i = 0; v[i]; i++)
+        launched |= getenv(v[i]) != NULL;
+    if (!launched)
+        return 0;
+#if MMSIM_MPI
+    (void)cmd;
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    if (*size <= 1) { /* one rank: as without mpirun */
+        MPI_Finalize();
+        *size = 1;
+    }
+    return 0;
+#else
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    if (n && strcmp(n, "1") != 0) {
+        fprintf(stderr, "mmsim: <cli>: launched by mpirun, but this mmsim was built "
+                        "without MPI (meson setup -Dmpi=enabled); each rank would run "
+                        "the whole %s\n", cmd);
+        return 2;
+    }
+    return 0;
+#endif
+}
+
+int mm_cli_mpi_end(int size, int rc)
+{
+#if MMSIM_MPI
+    if (size > 1) {
+        int worst = rc;
+        MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Finalize();
+        return worst;
+    }
+#else
+    (void)size;
+#endif
+    return rc;
 }

@@ -115,6 +115,17 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
         bk->sync_grad_norm = spec.host_sync_step && sim->fw->grad_norm;
         bk->sync_found_inf = spec.host_sync_step && (mm_dtype)sim->sc.train.precision == MM_DTYPE_FP16;
         rc = mm_sim_run_costs(sim, st, V, spec.m, NAN, &bk->run, err);
+    if (rc == 0) /* what one sync across sites costs; its exposure is the run's */
+        rc = mm_sim_outer_sync(sim, 0.0, &bk->outer, err);
+    if (rc == 0 && sim->sc.train.outer_sync.present && sim->sc.train.outer_sync.algorithm == MM_OSYNC_ATOM) {
+        mm_mem_rank full;
+        double room;
+        if (mm_sim_swap_room(sim, &full, &room) == 0 &&
+            mm_sim_swap(sim, &full, room, st[0].fwd_s, st[0].bwd_s, spec.m, &bk->swap) == 0)
+            mm_sim_wan_pipeline(sim, st[0].fwd_s, st[0].bwd_s, spec.m, &bk->swap);
+        else
+            memset(&bk->swap, 0, sizeof bk->swap); /* no two layers fit: the run's verdict is OOM */
+    }
     }
     free(st);
     if (rc == 0 && sim->wl)
@@ -172,6 +183,16 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
     fprintf(f, "],\n%s  \"communication\": {\"analytic_alone\": true, \"tp_fwd_s\": %.9g, \"tp_bgrad_s\": %.9g, "
                "\"p2p_s\": %.9g, \"p2p_hop_mean_s\": %.9g, \"dp_grad_per_stage_s\": %.9g}",
             indent, bk->tp_fwd_s, bk->tp_bwd_s, bk->p2p_s, bk->p2p_hop_mean_s, bk->dp_grad_s);
+    if (bk->outer.on)
+        fprintf(f, ",\n%s  \"outer_sync\": {\"sites\": %d, \"every\": %d, \"wire_bytes\": %.9g, \"wan_s\": %.9g, "
+                   "\"kernel_s\": %.9g, \"sync_s\": %.9g}",
+                indent, bk->outer.sites, bk->outer.h, bk->outer.wire_bytes, bk->outer.wan_s, bk->outer.kernel_s,
+                bk->outer.sync_s);
+    if (bk->swap.on)
+        fprintf(f, ",\n%s  \"swap\": {\"groups\": %d, \"group_layers\": %d, \"link_gb_s\": %.9g, \"load_s\": %.9g, "
+                   "\"grads_out_s\": %.9g, \"compute_s\": %.9g, \"swap_step_s\": %.9g, \"exposed_s\": %.9g}",
+                indent, bk->swap.groups, bk->swap.group_layers, bk->swap.link_bw * 1e-9, bk->swap.load_s,
+                bk->swap.grads_out_s, bk->swap.compute_s, bk->swap.swap_step_s, bk->swap.exposed_s);
     if (bk->loader)
         fprintf(f, ",\n%s  \"data_loader\": {\"loader\": \"%s\", \"workers\": %d, \"cpu_s\": %.9g, \"nvdec_s\": %.9g, "
                    "\"h2d_s\": %.9g}",
@@ -226,6 +247,16 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
     fprintf(f, "  comm       per layer: TP %.3f fwd, %.3f bgrad; per micro-batch: p2p %.3f; per stage: DP grads %.3f "
                "(alone on the network)\n",
             1e3 * bk->tp_fwd_s, 1e3 * bk->tp_bwd_s, 1e3 * bk->p2p_s, 1e3 * bk->dp_grad_s);
+    if (bk->outer.on)
+        fprintf(f, "  sites      outer sync every %d step%s across %d sites: WAN %.3f s + kernels %.3f s = %.3f s "
+                   "(%.4g GB a site; what it exposes is the run's)\n",
+                bk->outer.h, bk->outer.h == 1 ? "" : "s", bk->outer.sites, bk->outer.wan_s, bk->outer.kernel_s,
+                bk->outer.sync_s, bk->outer.wire_bytes / 1e9);
+    if (bk->swap.on)
+        fprintf(f, "  swap       %d group%s of %d layers over PCIe at %.1f GB/s: load %.3f s, gradients out %.3f s a "
+                   "group; passes %.3f s, with the swaps %.3f s a step (%.3f s exposed)\n",
+                bk->swap.groups, bk->swap.groups == 1 ? "" : "s", bk->swap.group_layers, bk->swap.link_bw * 1e-9,
+                bk->swap.load_s, bk->swap.grads_out_s, bk->swap.compute_s, bk->swap.swap_step_s, bk->swap.exposed_s);
     int n = bk->n_stages < MM_BK_MAX_STAGES ? bk->n_stages : MM_BK_MAX_STAGES;
     for (int v = 0; v < n; v++) {
         const mm_opt_breakdown *o = &bk->opt[v];

@@ -8,7 +8,9 @@
 #include <stdio.h>
 
 #include "cost/fwcost.h"
+#include "cost/outersync.h"
 #include "cost/runcost.h"
+#include "cost/swap.h"
 #include "scenario/sim.h"
 
 /* What one micro-batch costs on one GPU, by layer and pass, as the cost
@@ -74,6 +76,13 @@ typedef struct mm_sim_breakdown {
      * executed run's) */
     bool sync_grad_norm, sync_found_inf;
     mm_run_costs run;
+    /* One outer sync across the topology's sites (cost/outersync.h;
+     * outer.on false: none): its bytes, WAN and kernel seconds; what it
+     * exposes depends on the executed step (the run's metrics) */
+    mm_outer_sync outer;
+    /* ATOM's model swapping of one GPU (cost/swap.h; swap.on false: none):
+     * its groups, link, and the step's passes with and without the swaps */
+    mm_swap swap;
 } mm_sim_breakdown;
 
 /* Fills *bk for sim's layout (from mm_sim_prepare).  Returns 0 or -code. */

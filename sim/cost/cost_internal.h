@@ -77,6 +77,13 @@ void mm_sim_mem_alloc(const mm_sim *sim, int tp, int cp, int pp, int dp, int ep,
  * Returns 0, or -1 outside the memory model. */
 int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r);
 
+/* memcost.c: under train.outer_sync.algorithm atom, the LLM's rank on one
+ * GPU with every state resident (*full: the whole model, pp 1) and the
+ * bytes its activations and the runtime leave for model states (*room):
+ * what cost/swap.h sizes the groups by.  0, or -1 outside the memory
+ * model. */
+int mm_sim_swap_room(const mm_sim *sim, mm_mem_rank *full, double *room);
+
 /* memcost.c: the bytes on one GPU of encoder i under layout *es
  * (mm_sim_enc_layout) holding `flight` micro-batches of `inputs` tiles or
  * clips each, by kind: what mm_sim_stage_memory's module_gib counts (its

@@ -359,6 +359,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->sp = sp;
     spec->tp_overlap = sc->train.tp_comm_overlap;
     spec->coexec = sc->train.coexec == MM_COEXEC_DHELIX;
+    spec->enc_bubbles = sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES;
     mm_sim_overlap(sim, zero, &spec->overlap_grad_reduce, &spec->overlap_param_gather);
     int pipe = mm_sim_pipe_stages(sim);
     spec->grad_every_mb = mm_framework_grad_every_microbatch(sim->fw, zero, pipe);
@@ -375,6 +376,7 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
     spec->z3_regathers = z3.regathers;
     spec->z3_scatters = z3.scatters;
     spec->z3_regather_share = z3.regather_share;
+    spec->z3_list_host_s = zero >= 3 ? mm_framework_z3_list_host_s(sim->fw, L->lay.dp) : 0.0;
     /* one TP message: the rank's s/cp tokens of activations */
     spec->tp_bytes = mm_llm_tp_allreduce_bytes(m, b, s / cp, wbytes);
     spec->tp_msgs_fwd = 2;
@@ -393,8 +395,8 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
                                    : b * (s / cp) * (double)m->hidden * wbytes / L->lay.tp;
     spec->ep_bytes = ep_bytes(sim, wbytes);
     spec->p2p_bytes = b * s * (double)m->hidden * wbytes;
-    if (sc->compress.present && (sc->compress.dp || sc->compress.pp)) { /* resolved as check.c checked */
-        mm_compress_use d, p;
+    if (sc->compress.present && (sc->compress.dp || sc->compress.pp || sc->compress.tp)) { /* as check.c checked */
+        mm_compress_use d, p, t;
         const char *gpu = sim->cluster->gpu.name;
         mm_compress_resolve(sc->compress.dp, sc->compress.dp_ratio, sc->compress.compress_gb_s,
                             sc->compress.decompress_gb_s, gpu, &d);
@@ -404,6 +406,10 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
         spec->dp_decompress_gb_s = d.decompress_gb_s;
         spec->pp_ratio = p.ratio, spec->pp_compress_gb_s = p.compress_gb_s;
         spec->pp_decompress_gb_s = p.decompress_gb_s;
+        mm_compress_resolve(sc->compress.tp, sc->compress.tp_ratio, sc->compress.compress_gb_s,
+                            sc->compress.decompress_gb_s, gpu, &t);
+        spec->tp_ratio = t.ratio, spec->tp_compress_gb_s = t.compress_gb_s;
+        spec->tp_decompress_gb_s = t.decompress_gb_s;
     }
     spec->gpus_per_node = sim->cluster->gpus_per_node; /* the p2p communicator (build_llm.c) */
     /* a blocking collective is one eager op of the host (a torch.distributed
@@ -416,6 +422,17 @@ static void layout_spec(const mm_sim *sim, mm_build_spec *spec, int zero, bool s
      * overflow flag (MixedPrecisionOptimizer: found_inf.item()): the host
      * waits for the GPU before the step */
     spec->host_sync_step = sim->fw->grad_norm || (mm_dtype)sc->train.precision == MM_DTYPE_FP16;
+    /* Megatron-Core's dropless token dispatchers need the token counts on
+     * the host before the experts run: MoEAlltoAllTokenDispatcher without
+     * --moe-pad-expert-input-to-capacity copies the splits to the host and
+     * waits at cuda_sync_point "before_ep_alltoall" (EP > 1; with a
+     * capacity factor but no padding earlier, "before_permutation_1"),
+     * d2h_event.synchronize(); the padded path is static ("no_sync");
+     * MoEAllGatherTokenDispatcher always reads tokens_per_expert with a
+     * blocking .cpu() (megatron/core/transformer/moe/token_dispatcher.py at
+     * core_v0.15.0).  Charged at the forward's EP all-to-all. */
+    spec->ep_dispatch_sync = m->experts > 0 && spec->ep_bytes > 0 &&
+                             (sc->moe.dispatcher == MM_MOE_ALLGATHER || !sc->moe.pad_to_capacity);
 }
 
 static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *spec, double *mem_frac,
@@ -637,6 +654,29 @@ double mm_sim_fp8_stage_params(const mm_sim *sim, const mm_llm *sv, int nl)
     return stage_params(sim, sv, nl, false, false) / L->lay.tp * (frac < 1.0 ? frac : 1.0);
 }
 
+/* The unfused weight-gradient accumulation of one micro-batch's backward
+ * on a stage of nl blocks like sv (train.grad_accum_fusion false, Megatron-LM
+ * --no-gradient-accumulation-fusion): the wgrad GEMM writes a 16-bit
+ * gradient and the DDP hook adds it to the main gradient
+ * (megatron/core/distributed: param.main_grad.add_(param.grad.data)), one
+ * memory-bound pass per parameter every micro-batch; FP8 weights under
+ * train.fp8_grads take MS-AMP's add_to_fp8 instead (fp8.h
+ * mm_fp8_grad_accum_bytes).  0 with the fused accumulation (the GEMM
+ * accumulates into the main gradient in its epilogue). */
+static double grad_accum_s(const mm_sim *sim, const mm_llm *sv, int nl, bool first, bool last, int gbytes)
+{
+    if (sim->sc.train.grad_accum_fusion)
+        return 0.0;
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    mm_fp8_cfg f = mm_sim_fp8(sim);
+    double local = stage_params(sim, sv, nl, first, last) / L->lay.tp;
+    double fp8 = f.on ? mm_sim_fp8_stage_params(sim, sv, nl) : 0.0;
+    if (fp8 > local)
+        fp8 = local;
+    double bytes = (local - fp8) * (2.0 * gbytes + 2.0) + fp8 * mm_fp8_grad_accum_bytes(&f, gbytes);
+    return mm_mem_time(&sim->cluster->gpu, bytes);
+}
+
 /* Delayed scaling's amax work of one pass (bwd or not) of a stage's nl
  * blocks like sv, in seconds (fp8.h mm_fp8_amax_*): the all-reduce (max)
  * of the region's amaxes over the amax-reduction group, Megatron's tp x
@@ -773,6 +813,9 @@ static int stage_costs_bk(const mm_sim *sim, mm_stage_cost *st, mm_build_spec *s
         stage_pass(m, &sv, &layer, &emb, &head, rc, b, s, nl, first, last, c, mem_frac ? &mem_frac[3 * k] : NULL);
         c->fwd_s += fp8_region_s(sim, &sv, nl, false);
         c->bwd_s += fp8_region_s(sim, &sv, nl, true);
+        double acc = grad_accum_s(sim, &sv, nl, first, last, gbytes);
+        c->bwd_s += acc;
+        c->wgrad_s += acc;
         mm_opt_breakdown ob;
         double opt_params;
         stage_weights(sim, &sv, nl, first, last, zero, gbytes, wbytes, c, &ob, &opt_params);
@@ -1113,6 +1156,10 @@ int mm_sim_llm_bin_cost(const mm_sim *sim, const mm_stage_cost *st, int V, doubl
         c->bwd_s = nl * (layer.bwd + re_t) + (first ? emb.bwd : 0) + (last ? head.bwd : 0) +
                    fp8_region_s(sim, &svm, nl, true);
         c->wgrad_s = nl * layer.wgrad + (first ? emb.wgrad : 0) + (last ? head.wgrad : 0);
+        double acc = grad_accum_s(sim, &svm, nl, first, last,
+                                  mm_framework_grad_bytes(sim->fw, (mm_dtype)sim->sc.train.precision));
+        c->bwd_s += acc;
+        c->wgrad_s += acc;
         mm_llm svf = uniform ? *m : stage_view(m, l0 - nl, nl); /* nl 0: one block's mean, times 0 */
         bin_stage_flops(m, &svf, nl, last, T, S, n, rc, c);
         c->tp_bytes = mm_llm_tp_allreduce_bytes(m, 1, T / cp, 2);

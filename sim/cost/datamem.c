@@ -21,6 +21,7 @@
  * Not for: the early check of a layout (costs.c, a bound from the
  * largest sample), or timing. */
 #include "cost/cost_internal.h"
+#include "cost/outersync.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -194,6 +195,7 @@ static int data_memory(const mm_sim *sim, const mm_build_spec *spec, const wl_it
             free(steps);
             return -1;
         }
+        r.optimizer += mm_sim_outer_state_bytes(sim, r.params); /* as mm_sim_llm_stage_rank */
         double states = r.weights + r.grads + r.optimizer, worst = 0, worst_alloc = 0;
         if ((x.homog && s == 0) || x.coloc)
             states += enc_states;

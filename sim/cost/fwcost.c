@@ -115,6 +115,39 @@ static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
     return 0.0;
 }
 
+/* The launches of one pass of op o and the host seconds that issue them
+ * (bwd: a backward pass), where an op is more than `kernels` kernels:
+ * - the experts' grouped GEMM: one cuBLAS GEMM per local expert from one
+ *   Python call (Transformer Engine GroupedLinear -> general_grouped_gemm
+ *   -> te_general_grouped_gemm, whose multi_stream_cublas_gemm loops over
+ *   the GEMMs in C++: transformer_engine/common/gemm/cublaslt_gemm.cu at
+ *   v2.8); SequentialMLP calls each expert's Linear from Python;
+ * - a grouped GEMM's FP8 quantize (tex.split_quantize, pytorch/csrc/
+ *   extensions/cast.cpp multi_tensor_quantize_impl at v2.8): one fused
+ *   multi_cast_transpose under delayed scaling, else each split's
+ *   quantizer in a C++ loop; current scaling's is three kernels
+ *   (Float8CurrentScalingQuantizer::quantize, csrc/quantizer.cpp:
+ *   nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2),
+ *   MXFP8's and blockwise's one. */
+static void op_launches(const mm_fw_ctx *c, const mm_op_cost *o, int kernels, bool bwd, double *launches,
+                        double *host)
+{
+    double per = c->host ? mm_fw_host_kernel_s(c->host, bwd) : 0.0;
+    double n = o->kind == MM_OPK_GEMM && o->groups > 0 ? o->batch : 0.0;
+    if (o->kind == MM_OPK_MEM && o->splits > 0 && c->fp8.recipe != MM_FP8_DELAYED)
+        n = (double)o->splits * (c->fp8.recipe == MM_FP8_CURRENT ? 3.0 : 1.0);
+    if (!(n > 1)) {
+        *launches = kernels;
+        *host = kernels * per;
+        return;
+    }
+    *launches = n;
+    if (o->kind == MM_OPK_GEMM && o->sequential)
+        *host = n * per;
+    else /* one Python call, the rest the C++ loop's launches */
+        *host = c->host ? per + (n - 1) * c->host->launch_s : 0.0;
+}
+
 static int kind_of(const mm_op_cost *o)
 {
     return o->kind == MM_OPK_GEMM ? MM_BK_GEMM : o->kind == MM_OPK_ATTN ? MM_BK_ATTN : MM_BK_MEM;
@@ -154,8 +187,9 @@ mm_pass_breakdown mm_fw_time_ops(const mm_fw_ctx *c, const mm_op_cost *ops, int 
             t.s[into][kind_of(&x)] += s;
             /* a pass with work launches the op's kernels; an empty one
              * (a weightless op's W) launches none */
-            double launches = s > 0 ? kernels : 0;
-            double host = c->host ? launches * mm_fw_host_kernel_s(c->host, p != MM_OP_F) : 0.0;
+            double launches = 0, host = 0;
+            if (s > 0)
+                op_launches(c, &x, kernels, p != MM_OP_F, &launches, &host);
             /* the forward calls the op's module (its Python around the kernels) */
             if (c->host && p == MM_OP_F && s > 0)
                 host += c->host->module_s * mm_framework_op_modules(o->name, o->kind, o->weightless);

@@ -5,7 +5,10 @@
  * frameworks' loaders call, Pillow with its libjpeg-turbo, FFmpeg as
  * decord calls it, Hugging Face tokenizers, each with its source there).  Known limits, stated: normalisation to
  * float and collation (torch.stack, the pin-memory copy) have no published
- * per-byte figure here and are not charged; a video frame costs one decoded
+ * per-byte figure here and are not charged; the training process's
+ * receive of each batch is not charged in a run (the frameworks' loaders
+ * hand tensors, which cross in shared memory; mm_loader_pipe_recv_s
+ * prices pickled arrays for the queue); a video frame costs one decoded
  * frame (decoding from the previous keyframe to a sampled frame is not
  * charged); an audio clip's features are computed over the whole padded
  * clip (Whisper's 30 s), as the extractor pads it.
@@ -33,11 +36,21 @@ static void image_cost(const mm_sim *sim, const mm_sample *s, mm_loader_cost *c)
     int images = s->images > 0 ? s->images : 1;
     double src = sim->sc.data.image_megapixels > 0 ? images * sim->sc.data.image_megapixels : s->tiles * tile;
     const mm_loader_rates *r = &sim->rates;
-    c->cpu_s += src / r->jpeg_mpx_s;
+    c->cpu_s += mm_loader_jpeg_decode_s(r, images, src);
     /* anyres (more tiles than images): resized to the grid, cut, plus a
      * thumbnail; one tile per image: resized once */
     c->cpu_s += src / r->resize_small_mpx_s + (s->tiles > images ? src / r->resize_grid_mpx_s : 0.0);
     c->h2d_bytes += s->tiles * tile * 1e6 * r->bytes_per_pixel;
+}
+
+double mm_loader_jpeg_decode_s(const mm_loader_rates *r, double images, double mpx)
+{
+    return images * r->jpeg_fixed_s + mpx / r->jpeg_mpx_s;
+}
+
+double mm_loader_pipe_recv_s(const mm_loader_rates *r, double bytes)
+{
+    return bytes > 0 ? bytes / r->pipe_bytes_s : 0.0;
 }
 
 static void video_cost(const mm_sim *sim, const mm_sample *s, mm_loader_cost *c)

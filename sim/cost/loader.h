@@ -32,6 +32,20 @@ void mm_sim_loader_sample(const mm_sim *sim, const mm_sample *s, bool tokenize, 
  * encoder: text). */
 bool mm_sim_loader_fixed_sample(const mm_sim *sim, mm_sample *s);
 
+/* One core's seconds to decode `images` JPEGs of `mpx` megapixels in
+ * all: each image's fixed cost (headers, Huffman tables, buffers) plus
+ * its pixels, the rates file's jpeg_decode_fixed_s and jpeg_decode_mpx_s
+ * (both from one benchmark's two sizes). */
+double mm_loader_jpeg_decode_s(const mm_loader_rates *r, double images, double mpx);
+
+/* The training process's seconds to receive `bytes` through a worker's
+ * result pipe (pipe_recv_bytes_s): what a batch of numpy arrays costs the
+ * one process that takes every worker's batches (PyTorch's DataLoader
+ * pickles what is not a tensor into its result queue's pipe; tensors
+ * cross in shared memory, a handle through the pipe, and are not
+ * charged).  The queue's recv_s (exec/dataload.h). */
+double mm_loader_pipe_recv_s(const mm_loader_rates *r, double bytes);
+
 /* One micro-batch's loading, the mean over those DP replica 0 loads in
  * iteration 0 (the samples r, r + dp, ... of the iteration's draw, as the
  * run prices them; without a workload file micro_batch fixed samples):

@@ -9,6 +9,8 @@
 #include "cost/costs.h"
 
 #include "cost/cost_internal.h"
+#include "cost/outersync.h"
+#include "cost/swap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -123,7 +125,9 @@ static double graph_bytes(const mm_sim *sim, const mm_mem_config *c, int k)
     return layers * flight * 4.0 * tokens * (double)sim->llm->hidden * 2.0;
 }
 
-int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
+/* The stage's rank as the memory model counts it with every state on the
+ * GPU (mm_sim_llm_stage_rank before ATOM's swapping). */
+static int llm_rank_resident(const mm_sim *sim, int k, mm_mem_rank *r)
 {
     mm_mem_config c;
     mm_sim_llm_mem_config(sim, &c);
@@ -131,6 +135,50 @@ int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
         return -1;
     r->transient += graph_bytes(sim, &c, k); /* allocated during the step */
     r->total += graph_bytes(sim, &c, k);
+    double outer = mm_sim_outer_state_bytes(sim, r->params); /* diloco's, on the GPU: a model state */
+    r->optimizer += outer;
+    r->total += outer;
+    return 0;
+}
+
+static bool atom_on(const mm_sim *sim)
+{
+    return sim->sc.train.outer_sync.present && sim->sc.train.outer_sync.algorithm == MM_OSYNC_ATOM;
+}
+
+int mm_sim_swap_room(const mm_sim *sim, mm_mem_rank *full, double *room)
+{
+    if (llm_rank_resident(sim, 0, full))
+        return -1;
+    const mm_module_layout *L = &sim->sc.parallel.llm;
+    double dyn = full->total - (full->weights + full->grads + full->optimizer);
+    mm_mem_alloc a;
+    mm_sim_mem_alloc(sim, L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, L->lay.ep, 0, full->params, &a);
+    double cap = sim->cluster->gpu.hbm_bytes - sim->sc.train.memory_reserve_gib * MM_GIB;
+    *room = cap - mm_mem_reserved(&a, 0, dyn);
+    return 0;
+}
+
+int mm_sim_llm_stage_rank(const mm_sim *sim, int k, mm_mem_rank *r)
+{
+    if (!atom_on(sim))
+        return llm_rank_resident(sim, k, r);
+    /* ATOM: the model lives in host memory with its optimizer; the GPU
+     * holds two groups' weights and gradients beside the activations
+     * (cost/swap.h).  When not even that fits, every state stays counted,
+     * so the verdict is OOM. */
+    double room;
+    mm_swap s;
+    if (mm_sim_swap_room(sim, r, &room))
+        return -1;
+    if (mm_sim_swap(sim, r, room, 0, 0, 0, &s))
+        return 0;
+    double dyn = r->total - (r->weights + r->grads + r->optimizer);
+    double w = s.layer_weight_bytes / (s.layer_weight_bytes + s.layer_grad_bytes);
+    r->weights = s.resident_bytes * w;
+    r->grads = s.resident_bytes - r->weights;
+    r->optimizer = 0;
+    r->total = r->weights + r->grads + dyn;
     return 0;
 }
 

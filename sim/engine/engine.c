@@ -118,6 +118,19 @@ mm_time mm_engine_now(const mm_engine *eng) { return eng->now; }
 
 uint64_t mm_engine_pending(const mm_engine *eng) { return eng->pending; }
 
+int mm_engine_due_now(const mm_engine *eng)
+{
+    if (eng->nq_n)
+        return 1;
+    /* the running heap event stays at the root (top_spent): then the next
+     * is the least of the root's four children */
+    size_t lo = eng->top_spent ? 1 : 0, hi = eng->top_spent ? 5 : 1;
+    for (size_t i = lo; i < hi && i < eng->heap.n; i++)
+        if (eng->heap.a[i].time <= eng->now)
+            return 1;
+    return 0;
+}
+
 uint64_t mm_engine_dispatched(const mm_engine *eng) { return eng->dispatched; }
 
 void mm_engine_stop(mm_engine *eng) { eng->stop = 1; }

@@ -82,6 +82,11 @@ uint64_t mm_engine_run_until(mm_engine *eng, mm_time until);
 void mm_engine_stop(mm_engine *eng);
 
 uint64_t mm_engine_pending(const mm_engine *eng);   /* live scheduled events */
+/* Whether an event other than the one being dispatched is due at the
+ * current time (a cancelled one not yet dropped may count): a handler that
+ * must run last in its instant schedules itself again at now while this
+ * holds. */
+int mm_engine_due_now(const mm_engine *eng);
 uint64_t mm_engine_dispatched(const mm_engine *eng); /* total since alloc */
 
 #endif

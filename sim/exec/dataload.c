@@ -41,13 +41,16 @@ static double ready_at(const mm_loader_queue *q, lq_state *s, int i, int r, long
 static double step_wait(const mm_loader_queue *q, lq_state *s, int i, long base, double *clock)
 {
     int m = q->m[i];
-    double stall = 0, T = q->step_s[i];
+    double stall = 0, T = q->step_s[i], recv = 0;
+    for (int r = 0; q->recv_s && r < q->ranks; r++)
+        recv = fmax(recv, q->recv_s[(size_t)i * q->ranks + r] / m);
     for (int j = 0; j < m; j++) {
         double need = *clock + stall + T * j / m, ready = need;
         for (int r = 0; r < q->ranks; r++)
             ready = fmax(ready, ready_at(q, s, i, r, base + j));
-        stall += ready - need;
-        s->cons[base + j] = ready;
+        /* the training process receives it before the step goes on */
+        stall += ready - need + recv;
+        s->cons[base + j] = ready + recv;
     }
     *clock += stall + T;
     return stall;

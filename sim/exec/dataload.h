@@ -9,6 +9,10 @@
  * iterator starts loading when it is created, before the training loop).
  * Micro-batch j of a step is consumed j/m of the way through it; a late
  * one stalls the step (every GPU: the step is synchronous) by its lateness.
+ * The training process receives each micro-batch itself, one at a time
+ * (recv_s): a micro-batch is consumed that long after it is ready and
+ * needed, and the step waits for it, so one process for all W workers
+ * caps the loader at a micro-batch per receive.
  * With W = 0 (num_workers 0) the training process loads each micro-batch
  * itself when it needs it: all of it is exposed.  NVDEC seconds queue on
  * the GPU's decoder after the worker's CPU part.
@@ -28,6 +32,10 @@ typedef struct mm_loader_queue {
                              (cost/loader.h mm_sim_loader_slowdown) */
     const double *dev_s;  /* iters x ranks: NVDEC seconds, likewise */
     const double *step_s; /* iters: the step without waiting for data */
+    const double *recv_s; /* iters x ranks, or NULL: the training process's
+                             seconds to receive rank r's micro-batches of
+                             iteration i from the workers, split evenly
+                             (cost/loader.h mm_loader_pipe_recv_s) */
 } mm_loader_queue;
 
 /* Seconds each iteration's step waits for its data (wait_s[iters]).

@@ -71,6 +71,18 @@ typedef struct exec_state {
     mm_time *host_start; /* per op, NULL: when the host began issuing it */
     double *host_wait;   /* per op, NULL: seconds its GPU stream waited for
                             the host (ready, but not yet issued) */
+    bool fill;           /* the graph has fill-stream ops (below) */
+    uint32_t *gpu_op;    /* per rank, with fill: the kernel (compute-stream
+                            op that is not a collective, or fill op) its
+                            GPU runs; UINT32_MAX: none */
+    uint32_t *deferred;  /* per rank, with fill: a compute-stream kernel
+                            that arrived while a fill kernel ran */
+    uint8_t *fill_asked; /* per rank, with fill: in fill_list */
+    int32_t *fill_list;  /* ranks whose fill stream waits for the end of
+                            the instant, in the order they asked */
+    int32_t n_fill;
+    bool fill_queued;    /* the end-of-instant sweep is scheduled */
+    int32_t fill_now;    /* the rank the sweep tries, or -1 */
     int rc;
     mm_err *err;
 } exec_state;
@@ -78,11 +90,13 @@ typedef struct exec_state {
 static void on_complete(mm_engine *eng, void *ctx, uint64_t arg);
 
 /* A collective member that runs beside the compute stream rather than on it
- * (a blocking one leaves no compute to slow). */
+ * (a blocking one leaves no compute to slow, unless fill kernels run
+ * beside it: then it slows them as any overlapped traffic does). */
 static bool overlapped(const exec_state *st, uint32_t id)
 {
     const xop *op = &st->x[id];
-    return st->overlap > 0 && op->stream != MM_STREAM_COMPUTE && op->rank >= 0 && op->rank < st->g->n_ranks;
+    return st->overlap > 0 && (op->stream != MM_STREAM_COMPUTE || st->fill) && op->rank >= 0 &&
+           op->rank < st->g->n_ranks;
 }
 static void on_coll_done(mm_engine *eng, void *ctx, uint64_t arg);
 static size_t stream_of(const xop *op);
@@ -134,12 +148,39 @@ static void repace(exec_state *st, int32_t r, bool slow)
     }
 }
 
+/* A kernel that the fill rule orders on its rank's GPU: a compute-stream
+ * op that is not a collective, or a fill-stream op.  A fill kernel starts
+ * only when its GPU runs no kernel; a compute kernel that arrives while a
+ * fill kernel runs waits for it (kernels are not preempted), and has the
+ * GPU first when it ends.  Compute-stream collectives (TP, blocking DP)
+ * leave the GPU to fill kernels while they wait and transfer. */
+static bool gpu_kernel(const exec_state *st, const xop *op)
+{
+    return st->fill && op->coll < 0 && (op->stream == MM_STREAM_COMPUTE || op->stream == MM_STREAM_FILL) &&
+           op->rank >= 0 && op->rank < st->g->n_ranks;
+}
+
+static void start_kernel(exec_state *st, uint32_t id);
+
 /* The op's dependencies are met, it heads its stream (or has none) and
  * the host has issued it. */
 static void arrive_now(exec_state *st, uint32_t id)
 {
     xop *op = &st->x[id];
     op->arrived = 1;
+    if (gpu_kernel(st, op)) {
+        if (st->gpu_op[op->rank] != UINT32_MAX) { /* a fill kernel runs */
+            st->deferred[op->rank] = id;
+            return;
+        }
+        st->gpu_op[op->rank] = id;
+    }
+    start_kernel(st, id);
+}
+
+static void start_kernel(exec_state *st, uint32_t id)
+{
+    xop *op = &st->x[id];
     if (op->coll < 0) {
         if (!paced(st, op)) {
             start_op(st, id, op->dur_s);
@@ -216,12 +257,71 @@ static void arrive(exec_state *st, uint32_t id)
     }
 }
 
+static void try_stream(exec_state *st, size_t s);
+
+static void queue_sweep(exec_state *st);
+
+/* The end of an instant: once nothing else is due now (what becomes ready
+ * at the same time, through however many zero-time steps, goes first),
+ * the ranks that asked try their fill streams, in the order they asked. */
+static void on_fill_sweep(mm_engine *eng, void *ctx, uint64_t arg)
+{
+    (void)arg;
+    exec_state *st = ctx;
+    st->fill_queued = false;
+    if (mm_engine_due_now(eng)) {
+        queue_sweep(st);
+        return;
+    }
+    int32_t n = st->n_fill;
+    st->n_fill = 0;
+    for (int32_t k = 0; k < n; k++) {
+        int32_t r = st->fill_list[k];
+        st->fill_asked[r] = 0;
+        st->fill_now = r;
+        try_stream(st, (size_t)r * MM_STREAM_COUNT + MM_STREAM_FILL);
+        st->fill_now = -1;
+    }
+}
+
+static void queue_sweep(exec_state *st)
+{
+    if (st->fill_queued)
+        return;
+    st->fill_queued = true;
+    if (!mm_engine_at(st->eng, mm_engine_now(st->eng), on_fill_sweep, st, 0) && st->rc == 0) {
+        st->rc = mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the engine (fill sweep)");
+        mm_engine_stop(st->eng);
+    }
+}
+
+/* Rank r's fill stream is tried at the end of the current instant. */
+static void ask_fill(exec_state *st, int32_t r)
+{
+    if (!st->fill_asked[r]) {
+        st->fill_asked[r] = 1;
+        st->fill_list[st->n_fill++] = r;
+    }
+    queue_sweep(st);
+}
+
 static void try_stream(exec_state *st, size_t s)
 {
     const mm_graph *g = st->g;
     uint32_t pos = g->stream_off[s] + st->head[s];
     if (pos >= g->stream_off[s + 1])
         return;
+    /* a fill kernel waits for its GPU to be free, and for the end of the
+     * instant: what becomes ready at the same time goes first */
+    if (st->fill && s % MM_STREAM_COUNT == MM_STREAM_FILL) {
+        int32_t r = (int32_t)(s / MM_STREAM_COUNT);
+        if (st->gpu_op[r] != UINT32_MAX)
+            return;
+        if (st->fill_now != r) {
+            ask_fill(st, r);
+            return;
+        }
+    }
     uint32_t id = g->stream_ops[pos];
     if (!st->x[id].arrived && st->x[id].deps == 0)
         arrive(st, id);
@@ -261,6 +361,14 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
         op->runs++;
     st->backwards |= now < st->last;
     st->last = now;
+    bool kernel = gpu_kernel(st, op);
+    if (kernel) { /* the GPU is free: a deferred compute kernel first */
+        uint32_t q = st->deferred[op->rank];
+        st->gpu_op[op->rank] = q;
+        st->deferred[op->rank] = UINT32_MAX;
+        if (q != UINT32_MAX)
+            start_kernel(st, q);
+    }
     if (op->stream != MM_STREAM_NONE) {
         size_t s = stream_of(op);
         st->head[s]++;
@@ -281,18 +389,23 @@ static void on_complete(mm_engine *eng, void *ctx, uint64_t arg)
                 __builtin_prefetch(&st->coll_arrived[c], 1);
             }
         }
-        try_stream(st, s);
+        if (!kernel || op->stream != MM_STREAM_FILL) /* a fill stream's next: below */
+            try_stream(st, s);
     }
     if (op->nsucc == 1) {
         if (--st->x[op->succ_off].deps == 0)
             release(st, op->succ_off);
-        return;
+    } else {
+        for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
+            uint32_t nx = st->g->succ[k];
+            if (--st->x[nx].deps == 0)
+                release(st, nx);
+        }
     }
-    for (uint32_t k = op->succ_off; k < op->succ_off + op->nsucc; k++) {
-        uint32_t nx = st->g->succ[k];
-        if (--st->x[nx].deps == 0)
-            release(st, nx);
-    }
+    /* what became ready at this instant had the GPU first; a fill kernel
+     * takes it if it is still free */
+    if (kernel)
+        try_stream(st, (size_t)op->rank * MM_STREAM_COUNT + MM_STREAM_FILL);
 }
 
 /* The network finished collective `arg`: its members complete together. */
@@ -380,6 +493,27 @@ int mm_exec_check(const mm_graph *g, const uint8_t *runs, const mm_time *start,
                                   s / MM_STREAM_COUNT, a, b, (long long)start[b],
                                   (long long)end[a]);
         }
+    /* A GPU runs one kernel at a time: a rank's fill kernels and its
+     * compute-stream kernels (not its collectives) never overlap.  Both
+     * streams run in order, so one merge walk per rank finds any. */
+    for (int r = 0; r < g->n_ranks; r++) {
+        size_t sc = (size_t)r * MM_STREAM_COUNT + MM_STREAM_COMPUTE, sf = (size_t)r * MM_STREAM_COUNT + MM_STREAM_FILL;
+        uint32_t a = g->stream_off[sc], ae = g->stream_off[sc + 1], f = g->stream_off[sf], fe = g->stream_off[sf + 1];
+        while (a < ae && f < fe) {
+            uint32_t x = g->stream_ops[a], y = g->stream_ops[f];
+            if (g->ops[x].coll >= 0) {
+                a++;
+                continue;
+            }
+            if (start[x] < end[y] && start[y] < end[x])
+                return mm_err_set(err, MM_EINTERNAL, "", 0, "",
+                                  "internal error: rank %d's GPU ran compute op %u and fill op %u at once", r, x, y);
+            if (end[x] <= end[y])
+                a++;
+            else
+                f++;
+        }
+    }
     return 0;
 }
 
@@ -388,6 +522,28 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                 mm_err *err)
 {
     return mm_exec_run_opts(eng, g, c, net, NULL, start, end, t_end, err);
+}
+
+/* Under `flow`, a graph standing for identical replicas: the network
+ * probes every distinct collective of it and reduces its problem by the
+ * replicas' symmetry where all of them keep it exact (hw/coll.h). */
+static void sym_setup(exec_state *st, const mm_exec_opts *opts)
+{
+    const mm_graph *g = st->g;
+    if (!opts || opts->sym_replicas < 2 || !mm_network_flows(st->net) || !g->rank_gpu_off || !g->n_ranks)
+        return;
+    if (!mm_network_symmetric(st->net, opts->sym_replicas, opts->sym_stride, g->rank_gpus,
+                              (int)g->rank_gpu_off[g->n_ranks]))
+        return;
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        const mm_coll *cl = &g->colls[c];
+        mm_coll_req req = {.kind = (mm_coll_kind)cl->kind, .algo = MM_ALGO_AUTO,
+                           .gpus = g->gpus + cl->gpu_off, .n = (int)cl->n_gpus,
+                           .bytes = cl->bytes, .count = cl->count,
+                           .comm_ranks = cl->comm_ranks, .comm_nodes = cl->comm_nodes};
+        mm_network_symmetric_probe(st->net, &req, cl->replicas, cl->replica_stride);
+    }
+    mm_network_symmetric_done(st->net);
 }
 
 /* The executor's arrays for g (st->g, ->c, ->eng set): 0, or -code with
@@ -410,6 +566,16 @@ static int state_alloc(exec_state *st, mm_exec_net net, const mm_exec_opts *opts
     st->host_t = malloc(((size_t)g->n_ranks + 1) * sizeof *st->host_t);
     for (int r = 0; st->host_t && r <= g->n_ranks; r++)
         st->host_t[r] = mm_engine_now(st->eng);
+    for (uint32_t i = 0; i < g->n_ops && !st->fill; i++)
+        st->fill = g->ops[i].stream == MM_STREAM_FILL;
+    if (st->fill) {
+        st->gpu_op = malloc(((size_t)g->n_ranks + 1) * sizeof *st->gpu_op);
+        st->deferred = malloc(((size_t)g->n_ranks + 1) * sizeof *st->deferred);
+        st->fill_asked = calloc((size_t)g->n_ranks + 1, 1);
+        st->fill_list = malloc(((size_t)g->n_ranks + 1) * sizeof *st->fill_list);
+        for (int r = 0; st->gpu_op && st->deferred && r <= g->n_ranks; r++)
+            st->gpu_op[r] = st->deferred[r] = UINT32_MAX;
+    }
     st->host_start = opts ? opts->host_start : NULL;
     st->host_wait = opts ? opts->host_wait : NULL;
     st->overlap = opts ? opts->overlap_slowdown : 0.0;
@@ -417,8 +583,10 @@ static int state_alloc(exec_state *st, mm_exec_net net, const mm_exec_opts *opts
         for (size_t s = 0; s <= nstreams; s++)
             st->slot[s] = (run_slot){.id = UINT32_MAX};
     if (!st->x || !st->head || !st->coll_arrived || !st->coll_off || !st->coll_ops || !st->coll_orank ||
-        !st->comm_active || !st->host_t || (st->overlap > 0 && !st->slot))
+        !st->comm_active || !st->host_t || (st->overlap > 0 && !st->slot) ||
+        (st->fill && (!st->gpu_op || !st->deferred || !st->fill_asked || !st->fill_list)))
         return mm_err_set(st->err, MM_EINTERNAL, "", 0, "", "out of memory in the executor");
+    sym_setup(st, opts);
     return op_scales(st, opts);
 }
 
@@ -435,6 +603,10 @@ static void state_free(exec_state *st)
     free(st->host_t);
     free(st->slot);
     free(st->scale);
+    free(st->gpu_op);
+    free(st->deferred);
+    free(st->fill_asked);
+    free(st->fill_list);
 }
 
 /* The graph's ops packed into the executor's records, and each
@@ -496,7 +668,7 @@ int mm_exec_run_opts(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
                      mm_time *t_end, mm_err *err)
 {
     size_t nstreams = (size_t)g->n_ranks * MM_STREAM_COUNT;
-    exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end, .err = err};
+    exec_state st = {.eng = eng, .g = g, .c = c, .start = start, .end = end, .err = err, .fill_now = -1};
     mm_time t0 = mm_engine_now(eng);
     st.last = t0;
     int rc = state_alloc(&st, net, opts);

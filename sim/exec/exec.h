@@ -10,7 +10,12 @@
  * dur_s x the pace of the slowest GPU of its rank (rank_gpus), jitter
  * included; network perturbations live in the link graph.  Each rank's
  * host thread issues its compute-stream ops in order (mm_op.host_s, lead_s,
- * MM_OPF_HOST_SYNC): an op starts no earlier than its launch.  Not for:
+ * MM_OPF_HOST_SYNC): an op starts no earlier than its launch.  A rank's
+ * fill stream (MM_STREAM_FILL) holds kernels of low priority: one starts
+ * only while the rank's GPU runs no compute-stream kernel (a compute-stream
+ * collective waiting or transferring leaves it free), and a compute kernel
+ * that becomes ready meanwhile waits for the fill kernel to end (no
+ * preemption), then goes first; fill kernels skip the host cursor.  Not for:
  * building graphs or computing metrics (iterate.c). */
 #ifndef MM_EXEC_H
 #define MM_EXEC_H
@@ -31,8 +36,9 @@ int mm_exec_run(mm_engine *eng, const mm_graph *g, const mm_cluster *c,
 
 /* The executor's run-time invariants over one executed graph: every op ran
  * exactly once (runs[i] == 1; runs NULL: not checked), within [t0, t_end]
- * with end >= start, and the ops of each stream one after the other (each
- * starts no earlier than the previous one ended).  mm_exec_run checks them
+ * with end >= start, the ops of each stream one after the other (each
+ * starts no earlier than the previous one ended), and a rank's fill
+ * kernels never beside its compute-stream kernels.  mm_exec_run checks them
  * after every run: a debug build asserts, a release build returns the
  * error.  Returns 0 or -MM_EINTERNAL naming the op, rank and stream. */
 int mm_exec_check(const mm_graph *g, const uint8_t *runs, const mm_time *start,
@@ -55,6 +61,13 @@ typedef struct mm_exec_opts {
      * waited for the host (exposed host time). */
     mm_time *host_start;
     double *host_wait;
+    /* The graph runs as replica 0 of sym_replicas identical DP replicas,
+     * sym_stride GPUs apart (exec/symmetry.h; 0: it is the whole): under
+     * `flow` the network reduces its max-min problem by their symmetry
+     * where every collective of the graph keeps it exact
+     * (hw/coll.h, mm_network_symmetric); -1: not reduced (mm_sym_exec
+     * fills 0 in). */
+    int sym_replicas, sym_stride;
 } mm_exec_opts;
 
 /* Seconds a compute op loses to `overlapped_s` seconds of communication

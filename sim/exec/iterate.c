@@ -80,7 +80,8 @@ static uint32_t seg_hi(const whole_order *w, uint32_t k) { return w->seg ? w->se
 /* Whether op i is a kernel of a module's compute (module_time counts it). */
 static bool module_kernel(const mm_op *op)
 {
-    return op->stream == MM_STREAM_COMPUTE && !mm_cat_is_comm(op->cat) && op->module < MM_MAX_MODULES;
+    return (op->stream == MM_STREAM_COMPUTE || op->stream == MM_STREAM_FILL) && !mm_cat_is_comm(op->cat) &&
+           op->module < MM_MAX_MODULES;
 }
 
 _Static_assert(MM_MAX_MODULES == 4, "whole_sums keeps one register per module");
@@ -331,9 +332,15 @@ static void measure(const mm_graph *g, const mm_time *start, const mm_time *end,
      * and the endpoints' count per rank (a transfer counts for both ends). */
     for (uint32_t i = 0; i < g->n_ops; i++) {
         const mm_op *op = &g->ops[i];
-        if (op->mb >= 0 && op->stream == MM_STREAM_COMPUTE && end[i] > t_pipe)
+        bool kern = op->stream == MM_STREAM_COMPUTE || op->stream == MM_STREAM_FILL;
+        if (op->mb >= 0 && kern && end[i] > t_pipe)
             t_pipe = end[i];
         double d = (double)(end[i] - start[i]);
+        if (op->stream == MM_STREAM_FILL) { /* an encoder kernel in a bubble: the GPU is busy */
+            busy[op->rank] += d;
+            if (op->mb >= 0)
+                busy_pipe[op->rank] += d;
+        }
         if (op->stream == MM_STREAM_COMPUTE) {
             host[op->rank] += op->host_s;
             hwait[op->rank] += host_wait ? host_wait[i] : 0.0;
@@ -643,7 +650,10 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
     mm_time *host_start = tl && it == iters - 1 ? malloc((g.n_ops + 1) * sizeof *host_start) : NULL;
     mm_exec_opts xo = {.mem_frac = perturbed ? op_mem_frac(&g, costs->mem_frac, P * L->lay.vpp) : NULL,
                        .iteration = (uint64_t)it, .overlap_slowdown = sim->cluster->gpu.overlap_slowdown,
-                       .host_wait = host_wait, .host_start = host_start};
+                       .host_wait = host_wait, .host_start = host_start,
+                       /* built as one replica: the network's reduction (exec.h) */
+                       .sym_replicas = sim->full_routes ? -1 : g.replicas > 1 ? g.replicas : 0,
+                       .sym_stride = g.rep_stride};
     if (!busy_before || !start || !end || !host_wait || (perturbed && !xo.mem_frac))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
@@ -762,12 +772,71 @@ static int apply_data_wait(const mm_sim *sim, const mm_loader_acc *la, mm_metric
     return 0;
 }
 
+/* ATOM's model swapping (cost/swap.h): the step just simulated ran its
+ * passes with the whole model on the GPU; each of its m micro-batches
+ * streams the layers' groups over PCIe, and what the link does not hide
+ * behind the passes (swap.c's recurrence less their compute) is added to
+ * every iteration and to every stage's idle time, and named on the last
+ * iteration's critical path.  Before the outer sync, whose step it is. */
+static int apply_swap(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics *mt, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    if (!sc->train.outer_sync.present || sc->train.outer_sync.algorithm != MM_OSYNC_ATOM)
+        return 0;
+    mm_mem_rank full;
+    double room;
+    if (mm_sim_swap_room(sim, &full, &room) ||
+        mm_sim_swap(sim, &full, room, costs->stages[0].fwd_s, costs->stages[0].bwd_s, costs->spec.m, &mt->swap))
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "model swapping: no plan for a run that fits");
+    mm_sim_wan_pipeline(sim, costs->stages[0].fwd_s, costs->stages[0].bwd_s, costs->spec.m, &mt->swap);
+    int n = mt->n_iters;
+    double w = mt->swap.exposed_s;
+    for (int i = 0; i < n; i++) {
+        mt->iters[i].time_s += w;
+        if (w > 0 && i == n - 1 && !sim->headline_only &&
+            crit_add_stall(&mt->crit, w, mt->iters[i].time_s, "model swap"))
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    for (int s = 0; s < mt->n_stages; s++)
+        mt->stages[s].idle_s += n * w;
+    return 0;
+}
+
+/* Training across sites (cost/outersync.h): every site runs the step just
+ * simulated, so the iterations' tokens, samples and FLOPs count S sites;
+ * each step waits its share of the outer sync's exposed time (the whole
+ * site waits, every stage idle), which is exposed communication too, and
+ * the last iteration's critical path names it.  Before summarize. */
+static int apply_outer_sync(const mm_sim *sim, mm_metrics *mt, mm_err *err)
+{
+    int n = mt->n_iters, P = mt->n_stages;
+    double step = 0;
+    for (int i = 0; i < n; i++)
+        step += mt->iters[i].time_s / n;
+    int rc = mm_sim_outer_sync(sim, step, &mt->outer, err);
+    if (rc || !mt->outer.on)
+        return rc;
+    double S = mt->outer.sites, w = mt->outer.per_iter_s;
+    for (int i = 0; i < n; i++) {
+        mm_iter_metrics *im = &mt->iters[i];
+        im->tokens *= S, im->samples *= S;
+        im->model_flops *= S, im->hw_flops *= S, im->pad_flops *= S;
+        im->time_s += w;
+        im->exposed_comm_s += w;
+        if (w > 0 && i == n - 1 && !sim->headline_only && crit_add_stall(&mt->crit, w, im->time_s, "outer sync"))
+            return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    for (int s = 0; s < P; s++)
+        mt->stages[s].idle_s += n * w; /* summarize divides by n */
+    return 0;
+}
+
 /* The run's means over iterations, nearest-rank percentiles and rates. */
 static void summarize(const mm_sim *sim, const mm_engine *eng, mm_metrics *mt)
 {
     const mm_scenario *sc = &sim->sc;
     int P = sc->parallel.llm.lay.pp, iters = sc->iterations;
-    int gpus = mm_cluster_gpus(sim->cluster);
+    int gpus = mm_cluster_gpus(sim->cluster) * (mt->outer.on ? mt->outer.sites : 1);
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     double hl = 0, hx = 0;
     for (int i = 0; i < iters; i++) {
@@ -881,6 +950,10 @@ int mm_sim_run(const mm_sim *sim, mm_metrics *mt, mm_sim_timeline *tl, mm_err *e
     }
     if (rc == 0)
         rc = apply_data_wait(sim, &la, mt, err);
+    if (rc == 0)
+        rc = apply_swap(sim, &costs, mt, err);
+    if (rc == 0)
+        rc = apply_outer_sync(sim, mt, err);
     if (rc == 0)
         summarize(sim, eng, mt);
     if (rc == 0)

@@ -62,8 +62,10 @@ int mm_loader_acc_waits(const mm_sim *sim, const mm_loader_acc *a, const double 
                         double *h2d_s, double *cpu_s, int *needed)
 {
     int W = sim->sc.data.workers;
+    /* recv_s NULL: the frameworks' loaders hand tensors, which cross to
+     * the training process in shared memory (cost/loader.h) */
     mm_loader_queue q = {.workers = W, .prefetch = sim->sc.data.prefetch, .iters = a->iters, .ranks = a->ranks,
-                         .m = a->m, .cpu_s = a->cpu, .dev_s = a->dev, .step_s = step_s,
+                         .m = a->m, .cpu_s = a->cpu, .dev_s = a->dev, .step_s = step_s, .recv_s = NULL,
                          .slowdown = mm_sim_loader_slowdown(sim, W)};
     if (mm_loader_waits(&q, wait_s))
         return -1;

@@ -15,7 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cost/outersync.h"
 #include "cost/runcost.h"
+#include "cost/swap.h"
 #include "exec/critpath.h"
 
 /* One simulated iteration. */
@@ -104,6 +106,14 @@ typedef struct mm_metrics {
                                       (every micro-batch its largest sample) */
     mm_run_costs run;       /* the run's periodic work (cost/runcost.h;
                                run.on false: none asked for) */
+    mm_outer_sync outer;    /* training across sites (cost/outersync.h;
+                               outer.on false: none asked for); its
+                               per_iter_s is in every iteration's time and
+                               exposed communication, and tokens, samples,
+                               FLOPs and gpus count every site */
+    mm_swap swap;           /* ATOM's model swapping (cost/swap.h; swap.on
+                               false: none); its exposed_s is in every
+                               iteration's time, before outer's step_s */
     double encoder_load_imbalance; /* mean over iterations (NAN: no encoder) */
     double encoder_excess_s;       /* mean over iterations */
     double padded_fraction;        /* over all iterations' tokens */

@@ -203,12 +203,14 @@ int mm_sym_exec(mm_engine *eng, const mm_graph *g, int dp, const mm_cluster *c, 
     mm_time *ss = malloc(((size_t)s.n_ops + 1) * sizeof *ss), *se = malloc(((size_t)s.n_ops + 1) * sizeof *se);
     /* the host's per-op records, of the reduced graph, mapped back below */
     mm_exec_opts so = opts ? *opts : (mm_exec_opts){0};
+    if (so.sym_replicas == 0) /* the network's reduction (exec.h); -1: asked off */
+        so.sym_replicas = y.dp, so.sym_stride = y.stride;
     so.host_start = opts && opts->host_start ? malloc(((size_t)s.n_ops + 1) * sizeof *so.host_start) : NULL;
     so.host_wait = opts && opts->host_wait ? malloc(((size_t)s.n_ops + 1) * sizeof *so.host_wait) : NULL;
     if (!ss || !se || (opts && opts->host_start && !so.host_start) || (opts && opts->host_wait && !so.host_wait))
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
     else
-        rc = mm_exec_run_opts(eng, &s, c, net, opts ? &so : NULL, ss, se, t_end, err);
+        rc = mm_exec_run_opts(eng, &s, c, net, &so, ss, se, t_end, err);
     for (uint32_t o = 0; rc == 0 && o < g->n_ops; o++) {
         int64_t k = y.sub[counterpart(&y, g, o)];
         start[o] = ss[k];

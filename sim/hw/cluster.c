@@ -13,19 +13,21 @@
 #include "util/limits.h"
 
 static const char *const top_keys[] = {"name", "gpu", "node", "fabric", "nodes", "source",
-                                       "node_groups", "nccl_version", NULL};
+                                       "node_groups", "nccl_version", "sites", NULL};
+static const char *const site_keys[] = {"count", "wan_gbps", "wan_latency_ms", NULL};
 static const char *const group_keys[] = {"name", "first", "count", "nic_gbit_s", "gpu", NULL};
 static const char *const group_gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s", NULL};
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_gb", "hbm_gb_s",
                                        "gemm_efficiency", "attention_efficiency",
                                        "memory_efficiency", "kernel_overhead_us", "kernels",
                                        "compute_capability", "dropout_gelems_s", "jit_memory_efficiency",
-                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec", NULL};
+                                       "overlap_slowdown", "fp8_gemm_speedup", "nvdec",
+                                       "sustained_clock_ratio", NULL};
 /* Tables first (index i below), then attention_is. */
 static const char *const kernel_keys[] = {"gemm", "attention", "memory", "flash1", "flash2", "flash3", "cudnn",
                                           "attention_is", NULL};
 static const char *const peak_keys[] = {"bf16", "fp16", "fp8", NULL};
-static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s",
+static const char *const node_keys[] = {"gpus", "interconnect", "nvlink_gb_s", "nccl_protocols",
                                         "nvlink_allreduce_busbw_gb_s", "nvlink_latency_us",
                                         "nvls", "nvls_allreduce_busbw_gb_s", "nvls_latency_us",
                                         "pcie_gb_s",
@@ -226,6 +228,11 @@ static int load_gpu(const mm_doc *d, mm_node *g, mm_gpu_spec *gpu, mm_err *err)
     if (found && !(gpu->peak_flops[MM_DTYPE_FP8] > 0))
         return mm_err_set(err, MM_EINPUT, d->path, mm_node_key_line(g, "fp8_gemm_speedup"), "gpu.fp8_gemm_speedup",
                           "only with gpu.peak_tflops.fp8");
+    /* sustained over measured SM clock (cluster.h); 1: the tables as measured */
+    gpu->sustained_clock_ratio = 1.0;
+    if ((rc = mm_node_double(d, g, "sustained_clock_ratio", "gpu.sustained_clock_ratio", 0.1, 1.0,
+                             &gpu->sustained_clock_ratio, &found, err)))
+        return rc;
     return load_kernels(d, g, &gpu->kernels, err);
 }
 
@@ -435,6 +442,10 @@ static int load_node(const mm_doc *d, mm_node *n, mm_cluster *c, mm_err *err)
     if ((rc = mm_node_int(d, n, "cpu_cores", "node.cpu_cores", 1, 1 << 20, &cores, &found, err)))
         return rc;
     c->cpu_cores = (int)cores;
+    bool protos = false;
+    if ((rc = mm_node_bool(d, n, "nccl_protocols", "node.nccl_protocols", &protos, &found, err)))
+        return rc;
+    c->nccl_protocols = protos;
     if (c->nics_per_node > c->gpus_per_node)
         return bad_key(d, n, "nics", "node.nics", "more NICs than GPUs is not modeled", err);
     return 0;
@@ -620,6 +631,35 @@ static int load_groups(const mm_doc *d, mm_node *root, mm_cluster *c, mm_err *er
     return 0;
 }
 
+/* sites: {count, wan_gbps, wan_latency_ms}: `count` copies of the file's
+ * cluster joined by a wide-area link (cluster.h).  All three required; a
+ * single site is no WAN at all, so count is at least 2. */
+static int load_sites(const mm_doc *d, mm_node *root, mm_cluster *c, mm_err *err)
+{
+    mm_node *s = mm_node_get(root, "sites");
+    if (!s || mm_node_is_null(s))
+        return 0;
+    int rc;
+    bool found;
+    int64_t count = 0;
+    double gbps, ms = -1;
+    if ((rc = mm_node_check_keys(d, s, "sites", site_keys, err)) ||
+        (rc = mm_node_int(d, s, "count", "sites.count", 2, 1 << 16, &count, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(s), "sites.count",
+                          "missing required key (sites joined by the WAN, at least 2)");
+    if ((rc = need_pos(d, s, "wan_gbps", "sites.wan_gbps", &gbps, err)) ||
+        (rc = mm_node_double(d, s, "wan_latency_ms", "sites.wan_latency_ms", 0, 1e5, &ms, &found, err)))
+        return rc;
+    if (!found)
+        return mm_err_set(err, MM_EINPUT, d->path, mm_node_line(s), "sites.wan_latency_ms", "missing required key");
+    c->sites = (int)count;
+    c->wan_bw = gbps * 1e9 / 8.0;
+    c->wan_latency_s = ms * 1e-3;
+    return 0;
+}
+
 int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
 {
     memset(c, 0, sizeof *c);
@@ -660,6 +700,8 @@ int mm_cluster_load(const char *path, int nodes, mm_cluster *c, mm_err *err)
         rc = load_nccl_version(&d, root, c, err);
     if (!rc)
         rc = load_p2p_channels(&d, n, f, c, err);
+    if (!rc)
+        rc = load_sites(&d, root, c, err);
 out:
     mm_doc_free(&d);
     if (rc)

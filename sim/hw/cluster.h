@@ -68,6 +68,15 @@ typedef struct mm_gpu_spec {
      * the FP8 peak): gpu.fp8_gemm_speedup, the GPU's measured FP8 / BF16
      * maximum achievable matmul, default MM_FP8_GEMM_SPEEDUP_DEFAULT. */
     double fp8_gemm_speedup;
+    /* The SM clock a training run holds under sustained load over the
+     * clock the compute tables (or efficiency factors) were measured at:
+     * gpu.sustained_clock_ratio in [0.1, 1], default 1.  Work bound by the
+     * SM clock (tensor-core GEMMs, attention, dropout's Philox draws) runs
+     * at this times the tables' rate; HBM-bound kernels do not move.  A
+     * table taken in isolated short runs sees the boost clock an idle GPU
+     * reaches; back-to-back kernels at the board power limit run at a lower
+     * one (docs/topology.md, "Sustained clocks"). */
+    double sustained_clock_ratio;
     /* Shape-dependent throughput tables (gpu.kernels in the topology file);
      * where one is absent the single factor above is used.  Owned (their
      * values are on the heap): freed by mm_cluster_free, never copied. */
@@ -111,6 +120,11 @@ typedef struct mm_cluster {
     int nvls;             /* the switch can reduce (NVLink SHARP) */
     double nvls_eff;      /* NVLS all-reduce: achieved per-GPU link rate / nvlink_bw */
     double nvls_latency_s; /* fixed latency of an NVLS all-reduce */
+    /* node.nccl_protocols: a ring inside one node takes the time NCCL's own
+     * tuning model gives its fastest protocol (LL, LL128, Simple) for the
+     * message (mm_net_nccl_proto_extra); false: one protocol, Simple's
+     * bandwidth with nvlink_latency_s per step */
+    int nccl_protocols;
     double pcie_bw;       /* GPU or NIC <-> PCIe switch, per direction; 0: not modeled */
     double pcie_eff;      /* achieved / pcie_bw for DMA through the switch */
     int pcie_switches;    /* per node; GPUs and NICs spread evenly over them */
@@ -133,6 +147,14 @@ typedef struct mm_cluster {
     int n_groups;         /* node groups that differ from the base node */
     mm_node_group groups[MM_NODE_GROUPS_MAX];
     mm_perturb pt;        /* what-if perturbations (perturb.h); pt.n == 0: none */
+    /* Sites joined by a wide-area link (`sites:` in the file; wan.h): the
+     * file's cluster (and cluster.nodes) is one site, and `sites` identical
+     * copies of it train together, each reaching the others through its
+     * own WAN uplink of wan_bw bytes/s per direction and wan_latency_s one
+     * way.  sites == 0: one cluster, no WAN (every existing file). */
+    int sites;
+    double wan_bw;
+    double wan_latency_s;
     /* NCCL send/recv bandwidth by message size, as a fraction of the line
      * rate per direction: inside a node (of nvlink_bw) and across nodes (of
      * nic_bw).  Absent: send/recv runs at the all-reduce efficiency. */

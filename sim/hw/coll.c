@@ -63,6 +63,11 @@ void mm_network_free(mm_network *net)
     free(net->atouch);
     free(net->sg);
     free(net->hops);
+    free(net->symw);
+    free(net->symt);
+    free(net->sym_blk);
+    free(net->sym_img);
+    free(net->sym_rep);
     free(net->sharp_use);
     free(net->sharp_need);
     while (net->sharp_wait) { /* stopped with a collective still waiting for a tree */
@@ -413,6 +418,7 @@ static double phase_latency(const coll_op *op)
     double total = mm_net_latency(c, op->kind, op->algo, &op->s);
     if (op->kind == MM_COLL_SENDRECV) /* the measured p2p curve (net.h) */
         total += mm_net_p2p_extra(c, &op->s, op->bytes);
+    total += mm_net_nccl_proto_extra(c, op->kind, op->algo, &op->s, op->bytes);
     if (op->algo == MM_ALGO_HIER && op->n_phases == 3) {
         double ai = c->nvlink_latency_s;
         double side = (op->s.max_per_node - 1) * ai;
@@ -541,17 +547,11 @@ static void on_flow_done(void *ctx, uint64_t arg)
         phase_end(op);
 }
 
-static void add_flows(coll_op *op)
+/* The flows of op's current phase (routes built, then started or, while
+ * probing, checked). */
+static void build_flows(coll_op *op)
 {
     mm_network *net = op->net;
-    net->reps = op->reps, net->rstride = op->rstride;
-    coll_route_clear(net);
-    net->xmax = 0;
-    op->pending = 1; /* held until every flow is added */
-    if (coll_cache_replay(net, op, on_flow_done))
-        goto added;
-    coll_cache_materialize(net, op);
-    coll_cache_record_begin(net, op);
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
         coll_route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
@@ -578,6 +578,39 @@ static void add_flows(coll_op *op)
         else
             ring_flows(op, 0);
     }
+}
+
+/* mm_network_symmetric_probe: every phase's flows of a laid-out op,
+ * checked (coll_route_commit), none started. */
+static void probe_phases(coll_op *op)
+{
+    mm_network *net = op->net;
+    int np = op->n_phases < MM_COLL_PLAN_PHASES ? op->n_phases : MM_COLL_PLAN_PHASES;
+    for (int ph = 0; ph < np; ph++) {
+        op->phase = ph;
+        net->reps = op->reps, net->rstride = op->rstride;
+        coll_route_clear(net);
+        net->xmax = 0;
+        coll_cache_record_begin(net, op);
+        build_flows(op);
+        coll_cache_record_end(net);
+    }
+    net->reps = 1;
+    coll_route_clear(net);
+}
+
+static void add_flows(coll_op *op)
+{
+    mm_network *net = op->net;
+    net->reps = op->reps, net->rstride = op->rstride;
+    coll_route_clear(net);
+    net->xmax = 0;
+    op->pending = 1; /* held until every flow is added */
+    if (coll_cache_replay(net, op, on_flow_done))
+        goto added;
+    coll_cache_materialize(net, op);
+    coll_cache_record_begin(net, op);
+    build_flows(op);
     coll_cache_record_end(net);
 added:
     net->reps = 1;
@@ -691,6 +724,8 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     int n = req->n, total = mm_cluster_gpus(c);
     int reps = replicas > 1 ? replicas : 1;
     int32_t k = coll_cache_find(net, req, reps, stride);
+    if (k >= 0 && net->probing) /* probed before */
+        return 0;
     if (k >= 0) /* the same request succeeded before: same checks, same setup */
         return start_planned(net, k, req, reps, stride, done, ctx, arg, used, err);
     for (int i = 0; i < n; i++)
@@ -737,6 +772,8 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     int count = req->count > 0 ? req->count : 1;
     mm_time now = mm_engine_now(net->eng);
     if (n < 2 || req->bytes <= 0 || net->model == MM_NET_MODEL_ANALYTIC) {
+        if (net->probing) /* no flows */
+            return 0;
         double t = n < 2 || req->bytes <= 0 ? 0 : count * mm_net_analytic_shape_time(c, req->kind, algo, &s, req->bytes);
         if (!mm_engine_at(net->eng, mm_time_add(now, mm_time_from_s(t, MM_ROUND_NEAREST)), done, ctx, arg))
             return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory in the engine");
@@ -763,7 +800,22 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
     if (req->kind == MM_COLL_SENDRECV) /* layout wants sorted ids */
         memcpy(op->g, req->gpus, 2 * sizeof *op->g);
     op->plan = coll_cache_add(net, req, reps, stride, algo, op, 0);
+    if (net->probing) {
+        probe_phases(op);
+        op_free(op);
+        return 0;
+    }
     return op_launch(net, op, err);
+}
+
+void mm_network_symmetric_probe(mm_network *net, const mm_coll_req *req, int replicas, int stride)
+{
+    mm_err e;
+    if (!net->probing)
+        return;
+    net->oom = 0;
+    if (mm_network_start_replicated(net, req, replicas, stride, NULL, NULL, 0, NULL, &e) || net->oom)
+        net->sym_bad = net->sym_cand; /* the run reports it; nothing is reduced */
 }
 
 static void note_done(mm_engine *eng, void *ctx, uint64_t arg)

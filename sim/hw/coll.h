@@ -102,6 +102,32 @@ int mm_network_start(mm_network *net, const mm_coll_req *req, mm_event_fn done, 
 int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int replicas, int stride,
                                  mm_event_fn done, void *ctx, uint64_t arg, mm_coll_algo *used, mm_err *err);
 
+/* Identical DP replicas simulated once (exec/symmetry.h), under `flow`:
+ * the max-min problem reduced by the replicas' symmetry.  When every flow
+ * loads node X's links as it loads node X + p's (p: the nodes of one
+ * replica, or 1 when several replicas share a node), the constraints of
+ * those links are the same inequality, and keeping one of each set (the
+ * first p nodes of the job) gives every flow the same rate; likewise a
+ * fabric link and its image under a shift by one leaf group (the
+ * D-mod-k spine moving with it) when every flow loads them alike.
+ * Routes then hold the representative links only: a ring across every
+ * node costs what one across p nodes does.  Proven per request, not
+ * assumed: mm_network_symmetric says which reductions the topology allows
+ * (no perturbation, no node groups, whole nodes; the fabric one when the
+ * job fills whole leaf groups and the spine shift wraps) for the job of
+ * `replicas` copies `stride` GPUs apart of replica 0's n GPUs, and starts
+ * probing; mm_network_symmetric_probe lays out every phase's flows of a
+ * request (replicated as mm_network_start_replicated would) without
+ * starting them and checks each flow's per-link coefficients against
+ * their images; mm_network_symmetric_done keeps the reductions no probed
+ * flow broke and returns them (MM_SYM_NODES | MM_SYM_FABRIC, 0: full
+ * routes).  Every request started afterwards must have been probed. */
+#define MM_SYM_NODES 1
+#define MM_SYM_FABRIC 2
+int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *gpus, int n);
+void mm_network_symmetric_probe(mm_network *net, const mm_coll_req *req, int replicas, int stride);
+int mm_network_symmetric_done(mm_network *net);
+
 /* Collectives in flight. */
 uint32_t mm_network_active(const mm_network *net);
 const mm_topo *mm_network_topo(const mm_network *net);

@@ -6,6 +6,8 @@
 
 #include "hw/flow.h"
 
+#include <stdlib.h>
+
 /* Starts the aggregate flow of the sub-flows merged since the last flush:
  * one flow of abytes whose coefficient on each link is the sum of the
  * sub-flows' (so that at rate r it loads the link as they would at r
@@ -90,6 +92,64 @@ static void agg_add(mm_network *net, int node, double w)
     coll_route_clear(net);
 }
 
+/* The uplinks of leaf group [A, B)'s pass of alltoall_cross_agg past the
+ * second: every (destination node Y outside it, member j) reaches the
+ * uplink of its NIC k towards spine s(Y, k); the walk adds B - A per
+ * route, first touching the uplinks in the order (k, s) first appears
+ * over Y ascending.  fc: counts per (k, s) key over all destinations
+ * (keys 0 .. keys - 1, filled on the first call), over the group's own
+ * (keys ..), first-seen stamps (2 keys ..); fc[3 keys] the member index
+ * where the later groups start. */
+static void fabric_counts(coll_op *op, int *fc, size_t keys, int A, int B, int pass)
+{
+    mm_network *net = op->net;
+    const mm_cluster *c = net->c;
+    const mm_topo *t = &net->topo;
+    int N = coll_nodes_of(op), m = coll_members(op, 0), K = c->nics_per_node, S = c->spines;
+    int anode = mm_cluster_node_of(c, coll_member(op, A, 0));
+    int *all = fc, *own = fc + keys, *seen = fc + 2 * keys;
+    if (pass == 2) {
+        fc[3 * keys] = A;
+        for (int Y = 0; Y < N; Y++)
+            for (int j = 0; j < m; j++) {
+                int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
+                all[(size_t)k * S + (size_t)(((int64_t)(dst / c->gpus_per_node) * K + k) % S)]++;
+            }
+    }
+    size_t distinct = 0;
+    for (size_t q = 0; q < keys; q++)
+        distinct += all[q] > 0;
+    for (int Y = A; Y < B; Y++)
+        for (int j = 0; j < m; j++) {
+            int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
+            size_t q = (size_t)k * S + (size_t)(((int64_t)(dst / c->gpus_per_node) * K + k) % S);
+            if (++own[q] == all[q])
+                distinct--; /* a key only the group's own nodes reach */
+        }
+    for (int Y = 0; Y < N && distinct > 0; Y++) {
+        if (Y >= A && Y < B)
+            continue;
+        for (int j = 0; j < m && distinct > 0; j++) {
+            int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst), fl[2];
+            size_t q = (size_t)k * S + (size_t)(((int64_t)(dst / c->gpus_per_node) * K + k) % S);
+            if (seen[q] == pass)
+                continue;
+            seen[q] = pass;
+            distinct--;
+            if (mm_topo_fabric_path(t, anode, dst / c->gpus_per_node, k, k, fl) != 2)
+                continue;
+            if (net->acoef[fl[0]] == 0)
+                net->atouch[net->an++] = fl[0];
+            net->acoef[fl[0]] += (double)(B - A) * (all[q] - own[q]);
+        }
+    }
+    for (int Y = A; Y < B; Y++)
+        for (int j = 0; j < m; j++) {
+            int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
+            own[(size_t)k * S + (size_t)(((int64_t)(dst / c->gpus_per_node) * K + k) % S)] = 0;
+        }
+}
+
 /* The cross-node sub-flows of a symmetric all-to-all (can_aggregate) as one
  * aggregate, without walking its N (N-1) m routes: a route from node X to
  * member j of node Y is links of node X (proxy GPU, PCIe, NIC k and its
@@ -130,21 +190,61 @@ static void alltoall_cross_agg(coll_op *op, double bytes)
             agg_add(net, ynode, N - 1.0);
         }
     }
-    for (int A = 0; A < N;) { /* leaf groups: members sorted, so nodes ascend */
+    /* Past the first two leaf groups, a group's pass touches no new
+     * downlink (the first pass reached every other group's, the second
+     * the first group's), and its uplinks depend only on (NIC k, spine):
+     * fabric_counts adds them in their order of first touch with the
+     * counts the walk would sum, and the later passes' downlink weights
+     * after; all integers, so the same sums. */
+    int *fc = NULL;
+    size_t keys = (size_t)c->nics_per_node * (size_t)c->spines;
+    if (!net->topo.any_dead && keys <= (1u << 20))
+        fc = calloc(3 * keys + 1, sizeof *fc);
+    int pass = 0;
+    double later = 0; /* member-nodes of the groups past the first two */
+    for (int A = 0; A < N; pass++) { /* leaf groups: members sorted, so nodes ascend */
         int anode = mm_cluster_node_of(c, coll_member(op, A, 0)), grp = anode / npl, B = A;
         while (B < N && mm_cluster_node_of(c, coll_member(op, B, 0)) / npl == grp)
             B++;
+        if (fc && pass >= 2) {
+            fabric_counts(op, fc, keys, A, B, pass);
+            later += B - A;
+            A = B;
+            continue;
+        }
         for (int Y = 0; Y < N; Y++) {
             if (Y >= A && Y < B)
                 continue;
-            for (int j = 0; j < m; j++) {
-                int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-                coll_route_hop(net, anode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
-                agg_add(net, -1, B - A);
+            for (int j = 0; j < m; j++) { /* the fabric links of the route from anode's NIC k to dst */
+                int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst), fl[2];
+                int nf = mm_topo_fabric_path(&net->topo, anode, dst / G, k, k, fl);
+                for (int i = 0; i < nf; i++) { /* agg_add's sum, 1.0 x (B - A) */
+                    if (net->acoef[fl[i]] == 0)
+                        net->atouch[net->an++] = fl[i];
+                    net->acoef[fl[i]] += 1.0 * (B - A);
+                }
             }
         }
         A = B;
     }
+    if (fc && pass > 2) /* the later groups' sub-flows into each destination, by its downlink */
+        for (int Y = 0; Y < N;) {
+            int ynode = mm_cluster_node_of(c, coll_member(op, Y, 0)), grp = ynode / npl, Z = Y;
+            while (Z < N && mm_cluster_node_of(c, coll_member(op, Z, 0)) / npl == grp)
+                Z++;
+            /* the groups past the first two, less Y's own when it is one of them */
+            double w = later - (Y >= fc[3 * keys] ? Z - Y : 0);
+            for (int X = Y; X < Z; X++)
+                for (int j = 0; j < m && w > 0; j++) {
+                    int dst = coll_member(op, X, j), k = mm_cluster_nic_of(c, dst), fl[2];
+                    int src = Y > 0 ? mm_cluster_node_of(c, coll_member(op, 0, 0))
+                                    : mm_cluster_node_of(c, coll_member(op, N - 1, 0));
+                    if (mm_topo_fabric_path(&net->topo, src, dst / G, k, k, fl) == 2)
+                        net->acoef[fl[1]] += w;
+                }
+            Y = Z;
+        }
+    free(fc);
     net->abytes = bytes;
     agg_flush(op);
 }

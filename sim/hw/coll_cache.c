@@ -11,7 +11,10 @@
  * do not change during the network's life (the stepwise and aggregate
  * switches clear the cache).
  * Not for: the flows themselves (flow.c) or which flows a collective makes
- * (coll.c, coll_a2a.c).  Limits: groups of at most 64 GPUs and phases of
+ * (coll.c, coll_a2a.c).  Limits: groups of at most 64 GPUs (any size
+ * while the network reduces its problem by identical replicas' symmetry,
+ * coll.h mm_network_symmetric: its probes record every distinct request
+ * once, spanning groups of thousands of GPUs included) and phases of
  * at most 2^18 route entries are remembered (a replica-local collective
  * standing for dp copies, exec/symmetry.h, has dp times its own route:
  * 8,000 entries for a TP ring at dp 1,024; larger ones are set up each
@@ -80,7 +83,7 @@ static int same_key(const coll_cache *cc, const coll_plan *p, uint64_t h, const 
 int32_t coll_cache_find(mm_network *net, const mm_coll_req *req, int reps, int stride)
 {
     const coll_cache *cc = &net->cache;
-    if (!cc->nslot || req->n > MAX_N || req->n < 0)
+    if (!cc->nslot || (req->n > MAX_N && !net->sym_cand) || req->n < 0)
         return -1;
     uint64_t h = key_hash(req, reps, stride);
     for (uint32_t i = (uint32_t)h & (cc->nslot - 1);; i = (i + 1) & (cc->nslot - 1)) {
@@ -133,7 +136,7 @@ int32_t coll_cache_add(mm_network *net, const mm_coll_req *req, int reps, int st
     coll_cache *cc = &net->cache;
     int n = req->n, N = op ? op->s.nodes : 0, nn = op ? op->nic_off[N] : 0;
     size_t need = (size_t)n * 2 + (size_t)(2 * (N + 1) + nn);
-    if (cc->full || n > MAX_N || n < 0)
+    if (cc->full || (n > MAX_N && !net->sym_cand) || n < 0)
         return -1;
     if (cc->nip + need > MAX_ENTRIES) {
         cc->full = 1;
@@ -286,6 +289,15 @@ int coll_cache_replay(mm_network *net, coll_op *op, mm_flow_done_fn done)
     }
     net->xmax = p->xmax[ph];
     return 1;
+}
+
+void coll_cache_forget_flows(coll_cache *cc)
+{
+    for (size_t k = 0; k < cc->np; k++)
+        memset(cc->p[k].rec, 0, sizeof cc->p[k].rec);
+    cc->nfr = 0;
+    cc->nlk = 0;
+    cc->recording = -1;
 }
 
 void coll_cache_clear(coll_cache *cc)

@@ -92,6 +92,18 @@ struct mm_network {
     struct coll_hop *hops;
     size_t nhops, hcap;
     coll_cache cache;
+    /* the symmetric reduction (coll_sym.c, coll.h mm_network_symmetric) */
+    int sym;      /* reductions in force (MM_SYM_*) */
+    int sym_cand; /* what the topology allows, while probing */
+    int sym_bad;  /* what a probed flow broke */
+    int probing;  /* lay out and check flows, start none */
+    int sym_B, sym_nb, sym_p;  /* nodes of a block (dp x stride GPUs), blocks; period p nodes */
+    uint8_t *sym_blk;          /* per block: the job's (replica 0's GPUs and their copies) */
+    int sym_lg, sym_lsh, sym_ssh; /* leaf groups per block; a group's shift: leaves, spines */
+    double *symw;              /* per link: a route's coefficients, 0 when untouched */
+    int *symt;                 /* links touched */
+    int32_t *sym_img;          /* per link: its image (node and fabric permutations) */
+    uint8_t *sym_rep;          /* per link: kept by its reduction (a representative) */
     /* SHARP trees (fabric.sharp_trees): trees in use per NIC (node x
      * nics_per_node + nic), one op's need per NIC (scratch), and the
      * COLLNET ops waiting for a tree, oldest first */
@@ -165,6 +177,12 @@ void coll_route_nvls(mm_network *net, int gpu, double coef);
  * net->agg is set, into a sub-flow of the aggregate being merged). */
 void coll_route_commit(coll_op *op, double bytes);
 
+/* coll_sym.c.  Which reductions the route built so far (rl, rc) keeps
+ * exact: the MM_SYM_* of net->sym_cand whose images it loads alike. */
+int coll_sym_check(mm_network *net);
+/* Drops from the route built so far the links net->sym leaves out. */
+void coll_sym_reduce(mm_network *net);
+
 /* coll_cache.c.  The plan of this request (replicas >= 1), or -1. */
 int32_t coll_cache_find(mm_network *net, const mm_coll_req *req, int reps, int stride);
 /* Remembers the setup of this request: `op` just laid out, or (op NULL)
@@ -185,6 +203,9 @@ void coll_cache_record_end(mm_network *net);
 /* Starts the recorded flows of op's current phase (1), or returns 0 when
  * there is no record to replay. */
 int coll_cache_replay(mm_network *net, coll_op *op, mm_flow_done_fn done);
+/* Forgets the recorded flows, keeping the setups (the next start of each
+ * request builds and records its flows again). */
+void coll_cache_forget_flows(coll_cache *cc);
 void coll_cache_clear(coll_cache *cc);
 void coll_cache_free(coll_cache *cc);
 

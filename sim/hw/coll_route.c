@@ -136,6 +136,17 @@ void coll_route_commit(coll_op *op, double bytes)
         coll_route_clear(net);
         return;
     }
+    if (net->probing) { /* mm_network_symmetric_probe: checked, recorded reduced, not started */
+        net->sym_bad |= net->sym_cand & ~coll_sym_check(net);
+        net->sym = net->sym_cand;
+        coll_sym_reduce(net);
+        net->sym = 0;
+        coll_cache_note(net, net->rl, net->rc, net->rlen, bytes);
+        coll_route_clear(net);
+        return;
+    }
+    if (net->sym)
+        coll_sym_reduce(net);
     if (mm_flownet_add(net->fn, net->rl, net->rc, (int)net->rlen, bytes, net->flow_done, op, 0) < 0) {
         net->oom = 1;
         return;

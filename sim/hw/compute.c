@@ -12,12 +12,21 @@ static double peak_of(const mm_gpu_spec *g, mm_dtype dt)
     return peak > 0 ? peak : g->peak_flops[MM_DTYPE_BF16];
 }
 
+/* The SM clock held under sustained load over the tables' clock
+ * (gpu.sustained_clock_ratio, cluster.h): what the clock bounds (tensor
+ * cores, the SMs' integer pipes) runs at this times the measured rate.  A
+ * spec built without the key (0) is the tables as measured. */
+static double clock_of(const mm_gpu_spec *g)
+{
+    return g->sustained_clock_ratio > 0 ? g->sustained_clock_ratio : 1.0;
+}
+
 double mm_compute_time(const mm_gpu_spec *g, mm_dtype dt, mm_kernel_kind kind,
                        double flops, double bytes)
 {
     double peak = peak_of(g, dt);
     double eff = kind == MM_KERNEL_ATTN ? g->attn_eff : g->gemm_eff;
-    double t_flops = kind == MM_KERNEL_MEM ? 0.0 : flops / (peak * eff);
+    double t_flops = kind == MM_KERNEL_MEM ? 0.0 : flops / (peak * eff * clock_of(g));
     double t_bytes = bytes / (g->hbm_bw * g->mem_eff);
     return fmax(t_flops, t_bytes) + g->kernel_overhead_s;
 }
@@ -54,7 +63,7 @@ double mm_dropout_time(const mm_gpu_spec *g, double bytes, double draws)
 {
     double t = mm_mem_time(g, bytes);
     if (draws > 0 && g->dropout_elems_s > 0)
-        t = fmax(t, draws / g->dropout_elems_s + g->kernel_overhead_s);
+        t = fmax(t, draws / (g->dropout_elems_s * clock_of(g)) + g->kernel_overhead_s);
     return t;
 }
 
@@ -94,6 +103,7 @@ double mm_gemm_time(const mm_gpu_spec *g, mm_dtype dt, double m, double n, doubl
     } else {
         rate = peak * g->gemm_eff;
     }
+    rate *= clock_of(g);
     double t_bytes = bytes > 0 ? bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) : 0.0;
     return fmax(flops / rate, t_bytes) + g->kernel_overhead_s;
 }
@@ -138,7 +148,7 @@ double mm_attn_time_impl(const mm_gpu_spec *g, mm_attn_impl impl, mm_dtype dt, d
         rate = mm_attn_table_tflops(t, seqlen, head_dim, causal, pass) * 1e12;
     if (!(rate > 0))
         rate = peak * g->attn_eff;
-    rate = fmin(rate, peak);
+    rate = fmin(rate, peak) * clock_of(g);
     double t_bytes = bytes > 0 ? bytes / (g->hbm_bw * mm_mem_eff(g, bytes)) : 0.0;
     return fmax(f / rate, t_bytes) + g->kernel_overhead_s;
 }

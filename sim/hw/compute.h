@@ -1,9 +1,11 @@
 /* compute.h - time of one kernel on one GPU: the roofline of design.md §4,
- *   t = max(FLOPs / (peak x eff(op, shape)), bytes / (HBM bw x eff_mem(bytes)))
+ *   t = max(FLOPs / (peak x eff(op, shape) x c), bytes / (HBM bw x eff_mem(bytes)))
  *       + launch overhead,
  * where eff comes from the GPU's measured throughput tables (efficiency.h)
  * when the topology file names them, and from its single per-kind factor
- * otherwise (the documented fallback for a GPU without tables).
+ * otherwise (the documented fallback for a GPU without tables), and c is
+ * the sustained over the measured SM clock (gpu.sustained_clock_ratio,
+ * cluster.h; 1 unless the topology states it).
  * Not for: which kernels an op runs or their FLOPs (sim/model). */
 #ifndef MM_COMPUTE_H
 #define MM_COMPUTE_H

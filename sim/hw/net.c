@@ -325,6 +325,31 @@ double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
     return steps * mix;
 }
 
+double mm_net_nccl_proto_extra(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo, const mm_group_shape *s,
+                               double S)
+{
+    int n = s->n;
+    if (!c->nccl_protocols || s->nodes != 1 || n < 2 || !(S > 0) || (algo != MM_ALGO_RING && algo != MM_ALGO_AUTO) ||
+        (kind != MM_COLL_ALLREDUCE && kind != MM_COLL_ALLGATHER && kind != MM_COLL_REDUCESCATTER))
+        return 0.0;
+    /* NVIDIA/nccl v2.18.6-1 src/graph/tuning.cc, ring, {LL, LL128, Simple}:
+     * baseLat (us), hwLat of an NVLink (PCI) step (us) */
+    static const double base[3] = {6.6, 14.0, 8.4};
+    static const double hw_nvl[3] = {0.6, 1.9, 3.4}, hw_pci[3] = {1.0, 2.5, 5.7};
+    const double *hw = c->intra == MM_INTRA_PCIE ? hw_pci : hw_nvl;
+    bool ar = kind == MM_COLL_ALLREDUCE;
+    double steps = ar ? 2.0 * (n - 1) : (double)(n - 1);
+    double B = b_ring(c, s), f = mm_coll_bus_factor(kind, n);
+    /* LL: min(llMaxBw 87.7 GB/s (Ampere and Hopper, one node), busBw / 4
+     * for an all-reduce, / 3 otherwise); LL128: busBw x 0.92 (ppn >= 2) */
+    double bw[3] = {fmin(87.7e9, B / (ar ? 4.0 : 3.0)), 0.92 * B, B};
+    double best = INFINITY;
+    for (int p = 0; p < 3; p++)
+        best = fmin(best, (base[p] + steps * hw[p]) * 1e-6 + f * S / bw[p]);
+    double now = mm_net_latency(c, kind, algo, s) + f * S / B;
+    return best > now ? best - now : 0.0;
+}
+
 /* All-to-all bandwidth term: the most loaded link class. */
 static double alltoall_bw_time(const mm_cluster *c, const mm_group_shape *s, double S)
 {
@@ -618,6 +643,7 @@ double mm_net_analytic_shape_time(const mm_cluster *c, mm_coll_kind kind, mm_col
         break;
     default:
         bw = mm_coll_bus_factor(kind, n) * S / b_ring(c, s);
+        lat += mm_net_nccl_proto_extra(c, kind, algo, s, S);
     }
     return lat + bw;
 }

@@ -103,6 +103,20 @@ double mm_net_collnet_net_time(const mm_cluster *c, const mm_group_shape *s, dou
 
 /* Latency term (seconds) of a collective: the alphas of the steps the
  * algorithm takes.  Shared by both network models. */
+/* node.nccl_protocols: what a ring all-reduce, all-gather or
+ * reduce-scatter of S bytes over the GPUs of one node takes beyond
+ * mm_net_latency + the bandwidth term at the ring's busbw, when it runs as
+ * NCCL's tuning model times the protocol NCCL picks for it: the least over
+ * LL, LL128 and Simple of baseLat + steps x hwLat + bus factor x S / busBw
+ * (busBw: the ring's; LL min(87.7 GB/s, a quarter, a third for an
+ * all-gather or reduce-scatter), LL128 0.92 of it), NCCL 2.18's constants
+ * (NVIDIA/nccl v2.18.6-1 src/graph/tuning.cc: baseLat, hwLat NVLink or
+ * PCI ring, llMaxBws Ampere/Hopper-N1, the LL and LL128 factors).  0
+ * without the key, across nodes, or for another algorithm or kind; never
+ * negative.  Added to the latency in both network modes. */
+double mm_net_nccl_proto_extra(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo, const mm_group_shape *s,
+                               double S);
+
 double mm_net_latency(const mm_cluster *c, mm_coll_kind kind, mm_coll_algo algo,
                       const mm_group_shape *s);
 

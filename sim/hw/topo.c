@@ -257,6 +257,33 @@ static int nic_path(const mm_topo *t, int node, int g, int k, int rx, int *out)
     return n;
 }
 
+int mm_topo_fabric_path(const mm_topo *t, int ns, int nd, int rail_out, int rail_in, int *links)
+{
+    const mm_cluster *c = t->c;
+    int ls = mm_cluster_leaf_of(c, ns, rail_out), ld = mm_cluster_leaf_of(c, nd, rail_in);
+    if (ls == ld)
+        return 0;
+    /* Destination-based routing, D-mod-k: the spine is the destination
+     * NIC's global index modulo the spines, as InfiniBand's fat-tree
+     * routing engines program the switches (Zahavi, "D-Mod-K Routing
+     * Providing Non-Blocking Traffic for Shift Permutations on Real Life
+     * Fat Trees", 2010).  Deterministic, and balanced for the shift and
+     * all-to-all patterns collectives make. */
+    int sp = (int)(((int64_t)nd * c->nics_per_node + rail_in) % c->spines);
+    /* around failed links: the next spine live on both sides */
+    for (int i = 0; t->any_dead && i < c->spines; i++) {
+        int s2 = (sp + i) % c->spines;
+        if (!t->dead[t->o_fabric + 2 * (ls * c->spines + s2)] &&
+            !t->dead[t->o_fabric + 2 * (ld * c->spines + s2) + 1]) {
+            sp = s2;
+            break;
+        }
+    }
+    links[0] = t->o_fabric + 2 * (ls * c->spines + sp);
+    links[1] = t->o_fabric + 2 * (ld * c->spines + sp) + 1;
+    return 2;
+}
+
 int mm_topo_path(const mm_topo *t, int src, int dst, int rail_out, int rail_in, int *links)
 {
     const mm_cluster *c = t->c;
@@ -267,27 +294,7 @@ int mm_topo_path(const mm_topo *t, int src, int dst, int rail_out, int rail_in, 
     if (ns == nd)
         return intra_path(t, ns, s, d, links);
     int n = nic_path(t, ns, s, rail_out, 0, links);
-    int ls = mm_cluster_leaf_of(c, ns, rail_out), ld = mm_cluster_leaf_of(c, nd, rail_in);
-    if (ls != ld) {
-        /* Destination-based routing, D-mod-k: the spine is the destination
-         * NIC's global index modulo the spines, as InfiniBand's fat-tree
-         * routing engines program the switches (Zahavi, "D-Mod-K Routing
-         * Providing Non-Blocking Traffic for Shift Permutations on Real Life
-         * Fat Trees", 2010).  Deterministic, and balanced for the shift and
-         * all-to-all patterns collectives make. */
-        int sp = (int)(((int64_t)nd * c->nics_per_node + rail_in) % c->spines);
-        /* around failed links: the next spine live on both sides */
-        for (int i = 0; t->any_dead && i < c->spines; i++) {
-            int s2 = (sp + i) % c->spines;
-            if (!t->dead[t->o_fabric + 2 * (ls * c->spines + s2)] &&
-                !t->dead[t->o_fabric + 2 * (ld * c->spines + s2) + 1]) {
-                sp = s2;
-                break;
-            }
-        }
-        links[n++] = t->o_fabric + 2 * (ls * c->spines + sp);
-        links[n++] = t->o_fabric + 2 * (ld * c->spines + sp) + 1;
-    }
+    n += mm_topo_fabric_path(t, ns, nd, rail_out, rail_in, links + n);
     n += nic_path(t, nd, d, rail_in, 1, links + n);
     return n;
 }

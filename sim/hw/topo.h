@@ -56,6 +56,11 @@ void mm_topo_free(mm_topo *t);
  * a PCIe-only node.  Inside a node the rails are ignored. */
 int mm_topo_path(const mm_topo *t, int src, int dst, int rail_out, int rail_in, int *links);
 
+/* The fabric links (leaf up to a spine, spine down to a leaf) of a route
+ * from node ns's NIC rail_out to node nd's NIC rail_in, the part of
+ * mm_topo_path between the two nodes' own links: 0 or 2 written. */
+int mm_topo_fabric_path(const mm_topo *t, int ns, int nd, int rail_out, int rail_in, int *links);
+
 /* Sum of the latencies of a path. */
 double mm_topo_path_latency(const mm_topo *t, const int *links, int n);
 

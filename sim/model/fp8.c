@@ -4,6 +4,7 @@
  * Not for: kernel times (sim/hw), scenario keys (sim/scenario). */
 #include "model/fp8.h"
 
+#include <math.h>
 #include <string.h>
 
 const char *const mm_fp8_recipe_names[] = {"delayed", "current", "mxfp8", "blockwise", NULL};
@@ -73,16 +74,60 @@ static int gemm_kernels(mm_fp8_recipe r, double norm_frac, mm_op_cost *prev, mm_
     out[k++] = mem_op("fp8_cast_grad", 0.0, mm_fp8_quantize_bytes(r, dout, 2));
     /* the GEMM reads 1-byte operands and writes 16 bits */
     g->bytes = g->batch * (g->m * g->k + g->k * g->n) + 2.0 * dout;
+    /* a grouped GEMM's input and output gradient are quantized expert by
+     * expert (GroupedLinear: tex.split_quantize over m_splits) */
+    if (g->groups > 0)
+        for (int i = 0; i < k; i++)
+            out[i].splits = (int)g->batch;
     return k;
+}
+
+/* Whether every expert of grouped GEMM g gets a row count FP8 GEMMs take
+ * as is: a multiple of 16 (MXFP8: 32), Transformer Engine's Fp8Padding
+ * align_size (pytorch/module/fp8_padding.py at v2.8).  A bin's mean rows
+ * that are not such a whole number stand for experts that are not. */
+static bool rows_aligned(mm_fp8_recipe r, const mm_op_cost *g)
+{
+    double a = r == MM_FP8_MXFP8 ? 32.0 : 16.0;
+    for (int i = 0; i < g->groups && i < MM_MOE_BINS; i++)
+        if (g->group_n[i] > 0 && fmod(g->group_m[i], a) != 0.0)
+            return false;
+    return true;
+}
+
+/* Megatron-Core's TEGroupedMLP under FP8 pads each expert's rows to the
+ * alignment before the first grouped GEMM (Fp8Padding: the hidden states
+ * and the probabilities) and unpads the output after the second
+ * (Fp8Unpadding; core/transformer/moe/experts.py at core_v0.15.0); TE
+ * copies only when some expert's rows are not aligned (fp8_padding.py:
+ * m_splits == padded_m_splits returns the input), one
+ * fused_multi_row_padding kernel each way, its backward the reverse
+ * copy.  A copy reads and writes the 16-bit rows. */
+static int pad_kernels(mm_fp8_recipe r, const mm_op_cost *g, mm_op_cost *out)
+{
+    if (g->groups <= 0 || !g->name || rows_aligned(r, g))
+        return 0;
+    double rows = g->m * g->batch;
+    if (!strcmp(g->name, "expert_fc1")) {
+        out[0] = mem_op("fp8_pad", 4.0 * rows * g->k, 4.0 * rows * g->k);
+        out[1] = mem_op("fp8_pad_probs", 8.0 * rows, 8.0 * rows); /* fp32 probabilities */
+        return 2;
+    }
+    if (!strcmp(g->name, "expert_fc2")) {
+        out[0] = mem_op("fp8_unpad", 4.0 * rows * g->n, 4.0 * rows * g->n);
+        return 1;
+    }
+    return 0;
 }
 
 int mm_fp8_rewrite_ops(mm_fp8_recipe r, double norm_frac, mm_op_cost *ops, int n, int cap)
 {
     mm_op_cost extra[2 * MM_LLM_MAX_OPS];
     int ne = 0;
-    for (int i = 0; i < n && ne + 2 <= (int)(sizeof extra / sizeof *extra); i++) {
+    for (int i = 0; i < n && ne + 4 <= (int)(sizeof extra / sizeof *extra); i++) {
         if (!mm_fp8_gemm_op(&ops[i]))
             continue;
+        ne += pad_kernels(r, &ops[i], extra + ne);
         ne += gemm_kernels(r, norm_frac > 0 && norm_frac < 1 ? norm_frac : 1.0, i > 0 ? &ops[i - 1] : NULL, &ops[i],
                           extra + ne);
     }
@@ -154,6 +199,11 @@ double mm_fp8_weight_bytes(const mm_fp8_cfg *c)
 double mm_fp8_grad_bytes(const mm_fp8_cfg *c, double grad_default)
 {
     return c->grads ? 1.0 : grad_default;
+}
+
+double mm_fp8_grad_accum_bytes(const mm_fp8_cfg *c, double grad_default)
+{
+    return c->on && c->grads ? 2.0 * (1.0 + 2.0) + 1.0 : 2.0 * grad_default + 2.0;
 }
 
 double mm_fp8_optim_bytes(const mm_fp8_cfg *c)

@@ -125,6 +125,17 @@ double mm_fp8_weight_bytes(const mm_fp8_cfg *c);
 /* Gradient buffer bytes per FP8-weight parameter (grad_default: the
  * framework's); also the element the DP reduce moves. */
 double mm_fp8_grad_bytes(const mm_fp8_cfg *c, double grad_default);
+/* Bytes per FP8 weight of one unfused gradient accumulation (Megatron-LM
+ * --no-gradient-accumulation-fusion: the wgrad GEMM writes a 16-bit
+ * gradient, then a kernel adds it to the main gradient): grad_default's
+ * main gradient read and written and the 16-bit gradient read
+ * (2 x grad_default + 2); under c->grads MS-AMP's add_to_fp8 (Azure/MS-AMP
+ * msamp/operators/arithmetic/vectorized_pointwise.h add_to_fp8_kernel,
+ * called per weight from msamp/megatron/distributed.py's backward hook):
+ * one pass reads the FP8 main gradient and the 16-bit gradient for the
+ * sum's amax, a second reads them again and writes the FP8 sum
+ * (2 x (1 + 2) + 1 = 7). */
+double mm_fp8_grad_accum_bytes(const mm_fp8_cfg *c, double grad_default);
 /* Optimizer state bytes per FP8-weight parameter before ZeRO sharding:
  * Megatron's fp32 master, momentum and variance (12), or FP8-LM's FP16
  * master, FP8 momentum and FP16 variance (2 + 1 + 2; MS-AMP

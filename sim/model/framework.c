@@ -22,7 +22,7 @@ static const char *const mem_keys[] = {"norm_extra_bytes", "rope_extra_bytes", "
                                        "loss_bytes_per_logit", "fragmentation", "context_mib", "workspace_mib",
                                        "nccl_buffer_mib", "nccl_channels", "grad_bucket_buffers", NULL};
 static const char *const z3_keys[] = {"gather", "prefetch_mparams", "max_live_mparams", "keep_gathered_under_pp",
-                                      "persistence_mparams", "max_reuse_mparams", NULL};
+                                      "persistence_mparams", "max_reuse_mparams", "list_collectives", NULL};
 static const char *const z3_gather_names[] = {"layer", "module", NULL};
 static const char *const attn_keys[] = {"default", "sm90", NULL};
 static const char *const kernel_keys[] = {"norm", "rope", "act", "residual", "cross_entropy",
@@ -263,6 +263,15 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
     if (!rc)
         rc = mm_node_double(r->d, z, "max_reuse_mparams", "zero3.max_reuse_mparams", 0.0, 1e6,
                             &fw->z3_max_reuse_params, &found, r->err);
+    fw->z3_list_collectives = false;
+    if (!rc)
+        rc = mm_node_bool(r->d, z, "list_collectives", "zero3.list_collectives", &fw->z3_list_collectives, &found,
+                          r->err);
+    /* the list form is DeepSpeed's, parameter by parameter: a profile that
+     * gathers a whole layer at once (FSDP2) never had it */
+    if (!rc && fw->z3_list_collectives && gather != 1)
+        rc = mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(z), "zero3.list_collectives",
+                        "list collectives are modeled for gather: module (DeepSpeed) only");
     fw->z3_per_module = gather == 1;
     fw->z3_prefetch_params *= 1e6;
     fw->z3_max_live_params *= 1e6;
@@ -486,6 +495,11 @@ int mm_framework_z3_plan(const mm_framework *fw, const mm_llm *m, const mm_z3_kn
         for (int i = 0; i < n; i++)
             out->gathers += mod[i].largest > persist;
         out->scatters = z3_scatters(mod, n, fw->bucket_params);
+        /* the list form reduce-scatters parameter by parameter
+         * (partition_parameters.py _reduce_scatter_gradients @ c83e49f9):
+         * one per gathered module, whatever the bucket */
+        if (fw->z3_list_collectives)
+            out->scatters = out->gathers;
         if (out->gathers == 0)
             return -1; /* every parameter persistent: no gathers to model */
         if (full_recompute && m->kv_lora <= 0) {
@@ -519,4 +533,11 @@ int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m)
 {
     mm_z3_gather_plan p;
     return mm_framework_z3_plan(fw, m, NULL, false, &p) ? 0 : p.prefetch;
+}
+
+double mm_framework_z3_list_host_s(const mm_framework *fw, int dp)
+{
+    if (!fw->z3_list_collectives || dp < 2)
+        return 0.0;
+    return dp * (fw->host.fwd_op_s + fw->host.bwd_op_s + fw->host.launch_s);
 }

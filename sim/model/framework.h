@@ -146,6 +146,15 @@ typedef struct mm_framework {
      * PipelineStage sets reshard_after_backward and requires_gradient_sync
      * False for every backward but the last) */
     bool z3_keep_under_pp;
+    /* zero3.list_collectives: each gathered parameter is all-gathered (and
+     * its gradient reduce-scattered) through torch.distributed's list form,
+     * as DeepSpeed did before its flat _all_gather_base (microsoft/DeepSpeed
+     * c0eeb69d, 2021-10-31): per collective the host builds one view per DP
+     * rank in Python and ProcessGroupNCCL copies each rank's piece out of
+     * (or into) its flattened buffer, and every fetch synchronizes the
+     * device (mm_framework_z3_list_host_s).  False when the profile leaves
+     * it out. */
+    bool z3_list_collectives;
     /* how its data pipeline lays out a micro-batch's sequences (the
      * collator or dataset the framework's training scripts use): padding
      * without a pipeline, padding_pipelined when the LLM is pipelined
@@ -233,6 +242,13 @@ int mm_framework_z3_gathers(const mm_framework *fw, const mm_llm *m);
  * modules run, which hides the same gathers while a module's gather is
  * shorter than its compute; the start of a pass differs. */
 int mm_framework_z3_prefetch(const mm_framework *fw, const mm_llm *m);
+
+/* Host seconds of one ZeRO-3 list collective over `dp` ranks under
+ * zero3.list_collectives (0 otherwise): per rank one Python view
+ * (DeepSpeed's partition loop: an eager op, host.forward_op_us) and one
+ * C++ copy_ (ProcessGroupNCCL's per-output copy: host.backward_op_us,
+ * the dispatcher without Python, plus host.launch_us). */
+double mm_framework_z3_list_host_s(const mm_framework *fw, int dp);
 
 /* The profile's overlap under ZeRO stage `zero`: gradient buckets for
  * 0-2 (always on under 3: ZeRO-3's per-layer gathers and reduce-scatters

@@ -325,6 +325,9 @@ typedef struct mm_op_cost {
     int groups;
     bool sequential;
     double group_m[MM_MOE_BINS], group_n[MM_MOE_BINS];
+    /* MEM: the experts of a grouped GEMM whose inputs this FP8 quantize
+     * splits and quantizes one by one (0: one tensor) */
+    int splits;
 } mm_op_cost;
 
 /* The three passes zero-bubble schedules split a layer into (Qi et al.,

@@ -1,4 +1,4 @@
-/* loadrates.c - the data loader's rates file (loadrates.h): ten
+/* loadrates.c - the data loader's rates file (loadrates.h): twelve
  * entries, each a value and its source.
  * Not for: using the rates (cost/loader.c). */
 #include "model/loadrates.h"
@@ -16,6 +16,7 @@ static const struct {
     size_t off;
 } entries[] = {
     {"jpeg_decode_mpx_s", offsetof(mm_loader_rates, jpeg_mpx_s)},
+    {"jpeg_decode_fixed_s", offsetof(mm_loader_rates, jpeg_fixed_s)},
     {"resize_small_mpx_s", offsetof(mm_loader_rates, resize_small_mpx_s)},
     {"resize_grid_mpx_s", offsetof(mm_loader_rates, resize_grid_mpx_s)},
     {"video_decode_cpu_mpx_s", offsetof(mm_loader_rates, video_cpu_mpx_s)},
@@ -25,6 +26,7 @@ static const struct {
     {"copy_bytes_per_token", offsetof(mm_loader_rates, bytes_per_token)},
     {"audio_features_s_per_clip", offsetof(mm_loader_rates, audio_clip_s)},
     {"copy_bytes_per_audio_clip", offsetof(mm_loader_rates, bytes_per_clip)},
+    {"pipe_recv_bytes_s", offsetof(mm_loader_rates, pipe_bytes_s)},
 };
 enum { N_ENTRIES = sizeof entries / sizeof entries[0] };
 

@@ -2,8 +2,9 @@
  * (frameworks/loader-rates.yaml, named by a framework profile's
  * loader.rates): how fast one CPU core decodes a JPEG, resizes an image,
  * decodes a video frame and tokenises text, how fast one NVDEC engine
- * decodes, how long an audio clip's log-mel features take, and how many
- * bytes a pixel, a token and a clip become on the GPU.
+ * decodes, how long an audio clip's log-mel features take, how many
+ * bytes a pixel, a token and a clip become on the GPU, and how fast the
+ * training process receives pickled bytes from a worker's result pipe.
  * Every entry is {value: V, source: "..."}: a number with its source, one
  * place for each, which the cost bridge (cost/loader.h) reads.
  * Not for: what a sample costs (cost/loader.c) or queueing the loader
@@ -15,6 +16,7 @@
 
 typedef struct mm_loader_rates {
     double jpeg_mpx_s;         /* JPEG decode, megapixels/s per core */
+    double jpeg_fixed_s;       /* JPEG decode, seconds per image beside its pixels */
     double resize_small_mpx_s; /* resize to a tile or thumbnail, source megapixels/s */
     double resize_grid_mpx_s;  /* resize to the anyres grid, source megapixels/s */
     double video_cpu_mpx_s;    /* video frame decode on one core, megapixels/s */
@@ -24,6 +26,8 @@ typedef struct mm_loader_rates {
     double bytes_per_token;    /* an LLM token's tensors on the GPU */
     double audio_clip_s;       /* log-mel features of one (padded) audio clip, s per core */
     double bytes_per_clip;     /* one clip's features on the GPU */
+    double pipe_bytes_s;       /* bytes/s the training process receives through
+                                  a worker's result pipe (pickled arrays) */
 } mm_loader_rates;
 
 /* Reads a rates file.  Every entry is required; a missing or unknown key,

@@ -123,6 +123,14 @@ static int check_enc(builder *b, int i)
                            "and pp at most its %d layers", e->name, e->tp, e->pp, e->dp, e->chunks);
     if (e->placement == MM_ENC_COLOCATED && (e->tp < 1 || G % e->tp))
         return mm_bld_fail(b, "colocated encoder '%s': tp %d must divide the LLM's %d GPUs", e->name, e->tp, G);
+    int tpc = sp->lay.tp * (sp->lay.cp > 0 ? sp->lay.cp : 1);
+    if (sp->enc_bubbles && e->placement == MM_ENC_COLOCATED && tpc % e->tp)
+        return mm_bld_fail(b, "encoder '%s' in the LLM's bubbles: tp %d must divide the %d GPUs of an LLM rank "
+                           "(tp x cp)", e->name, e->tp, tpc);
+    if (sp->enc_bubbles && e->placement == MM_ENC_COLOCATED && e->pp != 1 &&
+        (e->pp != sp->lay.pp || e->pp > e->chunks))
+        return mm_bld_fail(b, "encoder '%s' in the LLM's bubbles: pp %d must be 1 or the LLM's %d (at most its %d "
+                           "layers)", e->name, e->pp, sp->lay.pp, e->chunks);
     return 0;
 }
 
@@ -185,6 +193,7 @@ static void builder_free(builder *b, work *w)
     free(w->last);
     free(w->bucket_of);
     free(b->last_dp);
+    free(b->last_fill);
     free(b->layer_ops);
     free(b->layer_ops2);
     free(w->param_gather);
@@ -233,18 +242,19 @@ static int builder_init(builder *b, work *w, const mm_graph_size *size)
     w->last = calloc((size_t)n_ranks, sizeof *w->last);
     w->bucket_of = malloc((size_t)sp->lay.vpp * b->max_chunks * sizeof *w->bucket_of);
     b->last_dp = malloc((size_t)n_ranks * sizeof *b->last_dp);
+    b->last_fill = malloc((size_t)n_ranks * sizeof *b->last_fill);
     b->layer_ops = malloc((size_t)b->max_chunks * sizeof *b->layer_ops);
     b->layer_ops2 = malloc((size_t)b->max_chunks * sizeof *b->layer_ops2);
     size_t z3n = sp->zero >= 3 ? (size_t)b->V * sp->m * 3 * b->max_chunks * 2 : 0;
     size_t epn = b->ep > 1 ? (size_t)(sp->lay.dp / b->ep_dp) * b->V * sp->m * 2 * b->max_chunks : 0;
     if (!(b->fe && b->be && b->last_compute && b->gbuf && w->steps && w->last && w->bucket_of && b->last_dp &&
-          b->layer_ops && b->layer_ops2 && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
+          b->last_fill && b->layer_ops && b->layer_ops2 && cache_init(&b->z3, z3n) == 0 && cache_init(&b->epc, epn) == 0 &&
           cache_init(&b->bucket, (size_t)(sp->zero < 3 ? mm_build_grad_syncs(sp) : 1) * sp->lay.pp * b->max_chunks *
                                      sp->lay.vpp * 2) == 0 &&
           cache_init(&b->enc_sync, mm_bld_enc_sync_slots(sp)) == 0))
         return mm_bld_fail(b, "out of memory for %d ranks, %zu passes", n_ranks, npass);
     for (int r = 0; r < n_ranks; r++)
-        b->last_compute[r] = b->last_dp[r] = -1;
+        b->last_compute[r] = b->last_dp[r] = b->last_fill[r] = -1;
     return 0;
 }
 
@@ -455,7 +465,8 @@ static int build(const mm_build_spec *sp, mm_graph *g, const mm_graph_size *size
         mm_bld_fail(&b, "the post-balance all-to-alls could not be created");
     /* Colocated encoders encode the whole iteration's input first. */
     for (int i = 0; i < sp->n_enc && rc == 0; i++)
-        if (sp->enc[i].placement == MM_ENC_COLOCATED && (rc = mm_bld_emit_colocated(&b, i, MM_PASS_F)))
+        if (sp->enc[i].placement == MM_ENC_COLOCATED && !sp->enc_bubbles &&
+            (rc = mm_bld_emit_colocated(&b, i, MM_PASS_F)))
             mm_bld_fail(&b, "encoder '%s' colocated, forward: out of memory", sp->enc[i].name);
     for (int s = 0; s < sp->lay.pp && rc == 0; s++)
         if ((rc = emit_stage(&b, &w, s)))
@@ -464,11 +475,15 @@ static int build(const mm_build_spec *sp, mm_graph *g, const mm_graph_size *size
     for (int i = 0; i < sp->n_enc && rc == 0; i++) {
         if (own_gpus(&sp->enc[i]))
             rc = mm_bld_emit_own_encoder(&b, i);
+        else if (sp->enc[i].placement == MM_ENC_COLOCATED && sp->enc_bubbles)
+            rc = mm_bld_emit_bubbles(&b, i);
         else if (sp->enc[i].placement == MM_ENC_COLOCATED && !sp->enc[i].frozen)
             rc = mm_bld_emit_colocated(&b, i, MM_PASS_B);
         if (rc)
             mm_bld_fail(&b, "encoder '%s' (%s): out of memory", sp->enc[i].name,
-                        own_gpus(&sp->enc[i]) ? "on its own GPUs" : "colocated, backward");
+                        own_gpus(&sp->enc[i]) ? "on its own GPUs"
+                        : sp->enc_bubbles     ? "in the LLM's bubbles"
+                                              : "colocated, backward");
     }
     if (rc == 0 && (rc = emit_transfers(&b)))
         mm_bld_fail(&b, "pipeline transfers: out of memory");

@@ -203,6 +203,12 @@ typedef struct mm_build_spec {
     double z3_regather_share; /* this share of the layer's parameters (the
                                 recomputed forward's fetches released before
                                 the backward uses them) */
+    double z3_list_host_s;   /* ZeRO-3 under zero3.list_collectives: host
+                                seconds of each gather and reduce-scatter
+                                (its per-rank views and copies), spent
+                                after the host has waited for the GPU
+                                (DeepSpeed synchronizes the device at each
+                                fetch), before the layer's kernels; 0: none */
     bool sp;                 /* sequence parallel TP traffic */
     bool tp_overlap, overlap_grad_reduce, overlap_param_gather;
     /* DHelix co-execution (train.coexec dhelix): micro-batches 2k and 2k+1
@@ -211,6 +217,13 @@ typedef struct mm_build_spec {
      * each layer's TP, CP and EP traffic on the side stream, so one
      * strand's traffic runs beside the other's compute */
     bool coexec;
+    /* Optimus's bubble exploitation (train.encoder_schedule bubbles): a
+     * colocated encoder's work of LLM micro-batch j of replica d, split
+     * evenly over that replica's pipeline ranks, runs there on the fill
+     * stream (exec/exec.h), forward before the LLM's forward of j on the
+     * first stage, backward after its backward there
+     * (build_bubbles.c) */
+    bool enc_bubbles;
     /* under ZeRO 0-2: the gradient buckets reduced after every
      * micro-batch's backward (DeepSpeed ZeRO-2, FSDP2), on the DP stream
      * with overlap_grad_reduce, else blocking the compute stream; false:
@@ -235,10 +248,15 @@ typedef struct mm_build_spec {
      * all-reduce becomes a compress kernel, an all-gather of the dp ranks'
      * compressed buffers (bytes / dp_ratio each) and the decompression of
      * the dp - 1 others'; a pipeline send carries bytes / pp_ratio between
-     * a compress kernel on the sender and a decompress one on the receiver.
+     * a compress kernel on the sender and a decompress one on the receiver;
+     * a blocking TP all-reduce of the LLM (not sequence-parallel, not
+     * overlapped) becomes a compress kernel, an all-gather of the tp
+     * ranks' compressed buffers (bytes / tp_ratio each) and the
+     * decompression of the tp - 1 others', all on the compute stream.
      * Kernel times: mm_compress_kernel_s at each side's GB/s. */
     double dp_ratio, dp_compress_gb_s, dp_decompress_gb_s;
     double pp_ratio, pp_compress_gb_s, pp_decompress_gb_s;
+    double tp_ratio, tp_compress_gb_s, tp_decompress_gb_s;
     double p2p_s;            /* > 0: every pipeline transfer takes this long
                                 (measured times fed in); else the network's */
     int gpus_per_node;       /* the cluster's: pipeline transfers run on the
@@ -249,6 +267,10 @@ typedef struct mm_build_spec {
     bool host_sync_step;     /* the host waits for the GPU before the
                                 optimizer step (a grad-norm or overflow
                                 .item()): the step's launches are exposed */
+    bool ep_dispatch_sync;   /* the host waits for the GPU before each
+                                forward EP all-to-all (Megatron-Core's
+                                dropless dispatchers read the token counts
+                                on the host): what it issues next is exposed */
     const mm_stage_cost *stages; /* pp * vpp entries, by virtual stage */
     const mm_mb_cost *mb_costs;  /* NULL, or pp*vpp * dp * m entries, index
                                     (vs*dp + d)*m + mb: override the stage's
@@ -280,6 +302,16 @@ typedef struct mm_build_spec {
  * max(L + n t, n L + t) after the host starts, so the GPU, starting when
  * the host does, can run them back to back from max(L, n L + t - n t) on. */
 void mm_build_op_host(mm_op *op, double host_s, double launches);
+
+/* ZeRO-3 under zero3.list_collectives (sp->z3_list_host_s > 0, not
+ * z3_once): how many list collectives a layer's pass costs the host, its
+ * gathers (`gathers`: in a backward the recomputed forward's and the
+ * re-gathers too) and its reduce-scatters (`scatters`); 0 otherwise.
+ * mm_build_z3_list_mb_s: the host seconds of one layer's forward and
+ * backward of one micro-batch (0 below ZeRO-3 or without DP), for the
+ * planner's pre-score. */
+int mm_build_z3_list_count(const mm_build_spec *sp, int pass, bool gathers, bool scatters);
+double mm_build_z3_list_mb_s(const mm_build_spec *sp);
 
 /* Parses "tp-cp-ep-dp-pp" (any order of tp, cp, dp, pp; "ep" may appear
  * only right before "dp", as Megatron folds expert groups into DP) into

@@ -56,3 +56,23 @@ void mm_build_op_host(mm_op *op, double host_s, double launches)
     op->host_s = (float)host_s;
     op->lead_s = (float)fmax(L, host_s + G / n - G);
 }
+
+int mm_build_z3_list_count(const mm_build_spec *sp, int pass, bool gathers, bool scatters)
+{
+    if (!(sp->z3_list_host_s > 0) || sp->z3_once)
+        return 0;
+    int n = gathers ? (sp->z3_gathers > 1 ? sp->z3_gathers : 1) : 0;
+    if (gathers && pass == MM_PASS_B && sp->z3_regathers > 0)
+        n += sp->z3_regathers;
+    if (scatters)
+        n += sp->z3_scatters > 1 ? sp->z3_scatters : 1;
+    return n;
+}
+
+double mm_build_z3_list_mb_s(const mm_build_spec *sp)
+{
+    if (sp->zero < 3 || sp->lay.dp < 2)
+        return 0.0;
+    return (mm_build_z3_list_count(sp, MM_PASS_F, true, false) + mm_build_z3_list_count(sp, MM_PASS_B, true, true)) *
+           sp->z3_list_host_s;
+}

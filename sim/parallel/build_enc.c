@@ -497,6 +497,48 @@ int mm_bld_emit_own_encoder(builder *b, int i)
     return rc;
 }
 
+/* A colocated encoder whose layers are split over the LLM's pipeline ranks
+ * (in its bubbles, build_bubbles.c): each stage's DP group is every
+ * tp_enc-th GPU of its LLM stage, reduced after each rank's last encoder
+ * kernel, then the optimizer step. */
+static int emit_bubbles_tail(builder *b, int i, int kind)
+{
+    const mm_build_spec *sp = b->sp;
+    const mm_enc_spec *e = &sp->enc[i];
+    int n = sp->lay.tp * b->cp * sp->lay.dp / e->tp;
+    int *grp = malloc((size_t)(n > 0 ? n : 1) * sizeof *grp);
+    if (!grp)
+        return -1;
+    int rc = 0;
+    for (int s = 0; s < sp->lay.pp && rc == 0; s++) {
+        int k = 0;
+        for (int d = 0; d < sp->lay.dp; d++)
+            for (int c = 0; c < b->cp; c++)
+                for (int t = 0; t < sp->lay.tp; t += e->tp)
+                    grp[k++] = gpu(b, t, c, d, s);
+        int64_t cl = n > 1 && e->grad_bytes > 0 ? mm_graph_add_coll(b->g, kind, sp->lay.dp, 1, e->grad_bytes, grp, n)
+                                                 : -2;
+        rc = cl == -1 ? -1 : 0;
+        for (int d = 0; d < sp->lay.dp && rc == 0; d++) {
+            int r = d + sp->lay.dp * s;
+            if (skip_rank(b, r))
+                continue;
+            int64_t prev = b->last_fill[r] >= 0 ? b->last_fill[r] : b->last_compute[r];
+            if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
+                rc = -1;
+            if (rc == 0 && cl >= 0)
+                mm_graph_set_module(b->g, (uint32_t)prev, i + 1);
+            mm_op o = {.rank = r, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_OPT, .module = (uint8_t)(i + 1),
+                       .layer = -1, .stage = -1, .mb = -1, .coll = -1, .peer = -1, .dur_s = e->opt_s};
+            if (rc == 0 && add(b, &o, prev) < 0)
+                rc = -1;
+        }
+        rc = rc ? rc : mark(b);
+    }
+    free(grp);
+    return rc;
+}
+
 /* Gradient sync and optimizer step of an encoder that is not frozen. */
 int mm_bld_emit_enc_tail(builder *b, int i)
 {
@@ -505,6 +547,8 @@ int mm_bld_emit_enc_tail(builder *b, int i)
     if (e->frozen || e->placement == MM_ENC_HOMOGENEOUS)
         return 0;
     int kind = sp->zero >= 1 ? MM_COLL_REDUCESCATTER : MM_COLL_ALLREDUCE;
+    if (e->placement == MM_ENC_COLOCATED && sp->enc_bubbles && e->pp > 1)
+        return emit_bubbles_tail(b, i, kind);
     if (e->placement == MM_ENC_COLOCATED) {
         /* encoder DP group: every tp_enc-th GPU of the LLM's */
         int G = llm_gpus(b), n = G / e->tp;
@@ -518,7 +562,8 @@ int mm_bld_emit_enc_tail(builder *b, int i)
         for (int r = 0; r < sp->lay.pp * sp->lay.dp && cl != -1; r++) {
             if (skip_rank(b, r))
                 continue;
-            int64_t prev = b->last_compute[r];
+            /* in the bubbles: after the rank's last encoder kernel */
+            int64_t prev = sp->enc_bubbles && b->last_fill[r] >= 0 ? b->last_fill[r] : b->last_compute[r];
             if (cl >= 0 && (prev = add_comm(b, r, MM_STREAM_DP, MM_CAT_DP, -1, -1, -1, cl, prev)) < 0)
                 return -1;
             if (cl >= 0)

@@ -2,8 +2,8 @@
  * build_llm.c, build_enc.c, build_base.c) share: the builder's state, its
  * small helpers (rank and GPU numbering, appending ops, shared
  * collectives) and the emitters each file provides to mm_build_iteration.
- * build.c calls the emitters, build_llm.c those of build_enc.c, and all
- * call build_base.c; none calls back.
+ * build.c calls the emitters (build_bubbles.c's too), build_llm.c those
+ * of build_enc.c, and all call build_base.c; none calls back.
  * Private to sim/parallel: not installed, not for callers (they use
  * parallel/build.h). */
 #ifndef MM_BUILD_INTERNAL_H
@@ -31,6 +31,7 @@ typedef struct builder {
     pass_ends *fe, *be;   /* by (virtual stage, dp replica, micro-batch) */
     int64_t *last_compute; /* per rank: last op on its compute stream */
     int64_t *last_dp;     /* per rank: last op on its DP stream */
+    int64_t *last_fill;   /* per rank: last op on its fill stream */
     uint32_t *layer_ops;  /* compute op of each layer of the last pass */
     uint32_t *layer_ops2; /* a co-executed pair's: the second strand's */
     bool strand_comm;     /* co-execution: blocking traffic on the side stream */
@@ -106,6 +107,8 @@ static inline int64_t add(builder *b, const mm_op *op, int64_t after)
         b->last_compute[op->rank] = id;
     else if (op->stream == MM_STREAM_DP)
         b->last_dp[op->rank] = id;
+    else if (op->stream == MM_STREAM_FILL)
+        b->last_fill[op->rank] = id;
     return id;
 }
 
@@ -150,6 +153,10 @@ static inline int dp_group(builder *b, int s)
 static inline bool skip_rank(const builder *b, int r) { return b->D < b->sp->lay.dp && r % b->sp->lay.dp != 0; }
 
 static inline int mark(builder *b) { return mm_graph_mark(b->g) ? mm_bld_fail(b, "out of memory (segments)") : 0; }
+
+/* build_bubbles.c: colocated encoder i's passes in the LLM's bubbles
+ * (mm_build_spec.enc_bubbles), once the LLM's passes are emitted. */
+int mm_bld_emit_bubbles(builder *b, int i);
 
 /* build_llm.c */
 int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe);

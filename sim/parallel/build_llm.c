@@ -98,6 +98,16 @@ static int emit_cp_ring(builder *b, int d, int vs, int mb, int pass, int layer, 
     return 0;
 }
 
+/* A TP compress or decompress kernel (comm.compress.tp) of rank `rank` on
+ * its compute stream after `after`: `bytes` of uncompressed activations at
+ * `gb_s` GB/s, counted as TP time. */
+static int64_t tp_kernel(builder *b, int rank, int vs, int mb, int layer, double bytes, double gb_s, int64_t after)
+{
+    mm_op o = {.rank = rank, .stream = MM_STREAM_COMPUTE, .cat = MM_CAT_TP, .layer = (int16_t)layer, .stage = vs,
+               .mb = mb, .coll = -1, .peer = -1, .dur_s = mm_compress_kernel_s(bytes, gb_s)};
+    return add(b, &o, after);
+}
+
 /* A layer's TP, CP and EP communication after its compute op (a pass with
  * communication: F or B): blocking ones extend *tail on the compute
  * stream, overlapped ones (tp_comm_overlap, the CP ring) run on the side
@@ -110,7 +120,21 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
     int s = stage_of(sp, vs), rank = rank_of(sp, d, vs);
     /* a co-executed strand's traffic runs beside the other strand's compute */
     int blk = b->strand_comm ? MM_STREAM_SIDE : MM_STREAM_COMPUTE;
-    if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
+    /* comm.compress.tp: the blocking all-reduces (check.c refuses sequence
+     * parallelism, overlap and strands) become a compress kernel over the
+     * msgs messages, an all-gather of the tp ranks' compressed buffers and
+     * the decompression of the tp - 1 others', as the DP reduction does */
+    bool squeeze = sp->tp_ratio > 0 && !sp->sp && !sp->tp_overlap && !b->strand_comm;
+    if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0 && squeeze) {
+        int n = tp_group(b, d, s);
+        int64_t cl = mm_graph_add_coll(b->g, MM_COLL_ALLGATHER, 1, msgs, sp->lay.tp * tp_bytes / sp->tp_ratio,
+                                       b->gbuf, n);
+        if ((*tail = tp_kernel(b, rank, vs, mb, layer, msgs * tp_bytes, sp->tp_compress_gb_s, *tail)) < 0 ||
+            (*tail = add_comm(b, rank, blk, MM_CAT_TP, vs, mb, layer, cl, *tail)) < 0 ||
+            (*tail = tp_kernel(b, rank, vs, mb, layer, (sp->lay.tp - 1) * msgs * tp_bytes, sp->tp_decompress_gb_s,
+                               *tail)) < 0)
+            return -1;
+    } else if (sp->lay.tp > 1 && tp_bytes > 0 && msgs > 0) {
         int n = tp_group(b, d, s);
         int kinds[2] = {sp->sp ? MM_COLL_ALLGATHER : MM_COLL_ALLREDUCE, MM_COLL_REDUCESCATTER};
         for (int q = 0; q < (sp->sp ? 2 : 1); q++) {
@@ -155,7 +179,15 @@ static int emit_layer_comm(builder *b, int d, int vs, int mb, int pass, int laye
         size_t key = ((((size_t)(d / b->ep_dp) * b->V + vs) * sp->m + mb) * 2 + (pass == MM_PASS_B)) *
                      b->max_chunks + layer;
         int64_t cl = shared_coll(b, &b->epc, key, MM_COLL_ALLTOALL, b->ep_dp, 2, sp->ep_bytes, n);
-        if ((*tail = add_comm(b, rank, blk, MM_CAT_EP, vs, mb, layer, cl, *tail)) < 0)
+        if (cl < 0)
+            return mm_bld_fail(b, "the EP all-to-all of layer %d could not be created", layer);
+        /* dropless: the forward's dispatch waits on the host for the token
+         * counts (costs.c, ep_dispatch_sync); the host issues nothing more
+         * until the GPU gets here */
+        mm_op op = {.rank = rank, .stream = (uint8_t)blk, .cat = MM_CAT_EP, .layer = (int16_t)layer, .stage = vs,
+                    .mb = mb, .coll = (int32_t)cl, .peer = -1,
+                    .flags = pass == MM_PASS_F && sp->ep_dispatch_sync ? MM_OPF_HOST_SYNC : 0};
+        if ((*tail = add(b, &op, *tail)) < 0)
             return -1;
     }
     return 0;
@@ -256,6 +288,24 @@ static int z3_once_scatter(builder *b, int d, int vs, int pass, int mb, int chun
     return 0;
 }
 
+/* ZeRO-3 under zero3.list_collectives: the host's views and copies of a
+ * layer's collectives of this pass (mm_build_z3_list_count), after it has
+ * waited for the GPU to reach the layer, all before the layer's first
+ * kernel: DeepSpeed synchronizes the device before each gather
+ * (partition_parameters.py _allgather_param: torch.cuda.synchronize())
+ * and at each fetch (stage3.py _synchronize_communication), and
+ * prefetches before it launches the module's forward (fetch_sub_module,
+ * then prefetch_next_sub_modules, @ c83e49f9). */
+static void z3_list_host(const mm_build_spec *sp, int pass, bool z3, bool z3_rs, mm_op *op)
+{
+    double extra = mm_build_z3_list_count(sp, pass, z3, z3_rs) * sp->z3_list_host_s;
+    if (!(extra > 0))
+        return;
+    op->host_s = (float)(op->host_s + extra);
+    op->lead_s = (float)(op->lead_s + extra);
+    op->flags |= MM_OPF_HOST_SYNC;
+}
+
 /* Emits one pass of micro-batch mb of virtual stage vs on DP replica d:
  * one compute op per layer with the layer's TP, CP, EP and ZeRO-3
  * communication.  W passes have none but ZeRO-3's gradient scatter. */
@@ -321,6 +371,7 @@ int mm_bld_emit_pass(builder *b, int d, int vs, int pass, int mb, pass_ends *pe)
                     .layer = (int16_t)layer, .stage = vs, .mb = mb, .coll = -1, .peer = -1,
                     .dur_s = dur / chunks, .flops = flops / chunks, .hw_flops = hw / chunks};
         mm_build_op_host(&op, host / chunks, launches / chunks);
+        z3_list_host(sp, pass, z3, z3_rs, &op);
         int64_t layer_start = prev;
         int64_t id = add(b, &op, prev);
         if (id < 0 || (gather >= 0 && mm_graph_dep(b->g, (uint32_t)gather, (uint32_t)id)))

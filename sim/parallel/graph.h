@@ -20,8 +20,10 @@
 
 /* compute: kernels and blocking communication; dp: data-parallel
  * collectives; side: communication overlapped with the compute stream
- * (TP overlap, ring attention). */
-enum { MM_STREAM_COMPUTE, MM_STREAM_DP, MM_STREAM_SIDE, MM_STREAM_COUNT, MM_STREAM_NONE = 255 };
+ * (TP overlap, ring attention); fill: kernels that run only while the
+ * rank's GPU has no compute-stream kernel to run (an encoder in the LLM's
+ * bubbles, train.encoder_schedule bubbles: exec/exec.h says how). */
+enum { MM_STREAM_COMPUTE, MM_STREAM_DP, MM_STREAM_SIDE, MM_STREAM_FILL, MM_STREAM_COUNT, MM_STREAM_NONE = 255 };
 
 /* What an op is, for metrics and timelines. */
 typedef enum {

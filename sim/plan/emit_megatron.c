@@ -229,6 +229,8 @@ static void precision_recompute_args(mm_emit_ctx *c)
     else if (sc->train.grad_reduce != MM_TGRAD_AUTO && sc->train.precision == MM_PREC_FP16)
         mm_emit_refuse(c, "train.grad_reduce", "'%s' under fp16: Megatron-LM reduces fp16 gradients in fp16, and "
                        "no argument mmsim reads back changes that", mm_train_grad_reduce_names[sc->train.grad_reduce]);
+    if (!sc->train.grad_accum_fusion) /* a main_grad.add_ per weight every micro-batch */
+        arg(c, "--no-gradient-accumulation-fusion", NULL);
     int rc = mm_emit_llm_recompute(c->sim);
     if (rc == MM_RECOMPUTE_SELECTIVE) {
         arg(c, "--recompute-granularity", "selective");

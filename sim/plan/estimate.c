@@ -4,6 +4,8 @@
  * iteration's drawn micro-batches).
  * Not for: event-level timing (iterate.c). */
 #include "cost/cost_internal.h"
+#include "cost/outersync.h"
+#include "cost/swap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -183,6 +185,8 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
             /* the host issues the same passes: their kernels and the
              * blocking TP collectives (the executor's host cursor) */
             host += x->fwd_host_s + x->bwd_host_s + layer_ops * msgs * sp->coll_host_s;
+            /* DeepSpeed's list collectives: after a device sync, exposed */
+            t += layer_ops * mm_build_z3_list_mb_s(sp);
             flops += (x->fwd_flops + x->bwd_flops) * m * L->lay.dp;
             hw += (x->fwd_flops + x->bwd_flops + x->recompute_flops) * m * L->lay.dp;
             g += x->grad_bytes;
@@ -408,6 +412,7 @@ static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
         t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes);
         host += st[v].fwd_host_s + st[v].bwd_host_s + layer_ops * msgs * sp->coll_host_s;
+        t += layer_ops * mm_build_z3_list_mb_s(sp);
     }
     for (int i = 0; s == 0 && i < sp->n_enc; i++) {
         const mm_enc_spec *e = &sp->enc[i];
@@ -680,10 +685,35 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
     double T = pipe + enc_around + dp_t + enc_dp + opt;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
+    /* training across sites: every site's work, and each step's share of
+     * the outer sync's exposed time, as mm_sim_run adds them
+     * (cost/outersync.h) */
+    double S = 1, samples = (double)sc->train.global_batch, sync = 0;
+    /* atom: the model swapping's exposed time, as mm_sim_run adds it
+     * (cost/swap.h), before the outer sync whose step it is part of */
+    if (sc->train.outer_sync.present && sc->train.outer_sync.algorithm == MM_OSYNC_ATOM) {
+        mm_mem_rank full;
+        double room;
+        if (mm_sim_swap_room(sim, &full, &room) == 0 &&
+            mm_sim_swap(sim, &full, room, costs->stages[0].fwd_s, costs->stages[0].bwd_s, spec.m, &mt->swap) == 0) {
+            mm_sim_wan_pipeline(sim, costs->stages[0].fwd_s, costs->stages[0].bwd_s, spec.m, &mt->swap);
+            T += mt->swap.exposed_s;
+        }
+    }
+    int rc = mm_sim_outer_sync(sim, T, &mt->outer, err);
+    if (rc) {
+        free(ranks);
+        return rc;
+    }
+    if (mt->outer.on) {
+        S = mt->outer.sites, sync = mt->outer.per_iter_s;
+        mt->gpus *= mt->outer.sites;
+    }
+    T += sync;
     mt->iteration_time_s = T;
-    mm_metrics_rates(mt, T, tokens, (double)sc->train.global_batch, flops - pad, pad, hw, mt->gpus, peak);
+    mm_metrics_rates(mt, T, S * tokens, S * samples, S * (flops - pad), S * pad, S * hw, mt->gpus, peak);
     mt->bubble_fraction = fill / pipe;
-    mt->exposed_comm_s = dp_t + enc_dp;
+    mt->exposed_comm_s = dp_t + enc_dp + sync;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
     mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN; /* and the data loader's wait */
     free(ranks);
@@ -735,6 +765,16 @@ int mm_sim_estimate_bound(const mm_sim *sim, mm_metrics *mt, double *bound, mm_e
         goto out;
     }
     rc = time_iteration(sim, &costs, sim->wl ? &dr : NULL, mt, err);
+    if (rc == 0 && bound && isfinite(*bound) && mt->outer.on) {
+        /* step + exposed(step) / h never falls as the step grows (blocking:
+         * + sync / h; overlapped: max(step, sync / h)), so the bound's
+         * image bounds the run's */
+        mm_outer_sync o;
+        if (mt->swap.on) /* a constant the run adds to every step */
+            *bound += mt->swap.exposed_s;
+        if ((rc = mm_sim_outer_sync(sim, *bound, &o, err)) == 0)
+            *bound += o.per_iter_s;
+    }
 out:
     mm_sim_costs_free(&costs);
     if (rc)

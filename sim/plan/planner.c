@@ -650,7 +650,47 @@ static int rescore_local(mm_sim *sim, const mm_scenario *base, mm_plan_cand *top
     return 0;
 }
 
-/* Through the runner (forked workers), into the store. */
+/* One rescored candidate as rank 0 read it from the store, the same on
+ * every MPI rank after mm_runner_bcast (plain bytes: no pointers). */
+typedef struct rescored {
+    int32_t ok, oom;
+    int64_t run_id;
+    double s, tflops, mfu, tokens_s, mem_gib;
+    char reason[512];
+} rescored;
+
+/* Rank 0 (or the only process): each point's outcome read from the store. */
+static int read_rescored(const mm_plan_opts *o, const mm_point_result *res, rescored *out, size_t k, mm_err *err)
+{
+    mm_store *st = NULL;
+    int rc = mm_store_open(&st, o->db, err);
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        rescored *x = &out[i];
+        x->run_id = res[i].run_id;
+        x->oom = res[i].oom;
+        x->ok = (res[i].status == MM_POINT_RAN || res[i].status == MM_POINT_SKIPPED) && !res[i].oom;
+        if (!x->ok) {
+            snprintf(x->reason, sizeof x->reason, "%s", res[i].oom ? "OOM in the event-level run" : res[i].error);
+            continue;
+        }
+        rc = mm_store_get_metric(st, x->run_id, "iteration_time_s", &x->s, err);
+        if (!rc)
+            rc = mm_store_get_metric(st, x->run_id, "tflops_per_gpu", &x->tflops, err);
+        if (!rc)
+            rc = mm_store_get_metric(st, x->run_id, "mfu", &x->mfu, err);
+        if (!rc)
+            rc = mm_store_get_metric(st, x->run_id, "tokens_per_s", &x->tokens_s, err);
+        if (!rc)
+            rc = mm_store_get_metric(st, x->run_id, "peak_memory_gib", &x->mem_gib, err);
+    }
+    mm_store_close(st);
+    return rc;
+}
+
+/* Through the runner (forked workers, or MPI ranks), into the store.
+ * Under MPI every rank runs the same plan: the runner shares the points
+ * among the ranks, rank 0 stores them and reads them back, and every rank
+ * gets rank 0's reading, so that all take the same next step. */
 static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan_cand *top, size_t k,
                          int iterations, mm_err *err)
 {
@@ -658,8 +698,9 @@ static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan
     lps_buf *lps = calloc(k + 1, sizeof *lps);
     mm_point *pts = calloc(k + 1, sizeof *pts);
     mm_point_result *res = calloc(k + 1, sizeof *res);
+    rescored *got = calloc(k + 1, sizeof *got);
     int rc = 0;
-    if (!scs || !lps || !pts || !res) {
+    if (!scs || !lps || !pts || !res || !got) {
         rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         goto out;
     }
@@ -667,44 +708,50 @@ static int rescore_store(const mm_plan_opts *o, const mm_scenario *base, mm_plan
         point_scenario(base, iterations, &top[i], &scs[i], &lps[i]);
         pts[i] = (mm_point){.scenario = base->source, .sc = &scs[i]};
     }
-    mm_runner_opts ro = {.db = o->db, .jobs = o->jobs, .version = o->version ? o->version : "?"};
+    mm_runner_opts ro = {.db = o->db, .jobs = o->jobs, .version = o->version ? o->version : "?",
+                         .mpi_rank = o->mpi_rank, .mpi_size = o->mpi_size};
     if ((rc = mm_runner_run(&ro, pts, k, res, NULL, err)))
         goto out;
-    mm_store *st = NULL;
-    if ((rc = mm_store_open(&st, o->db, err)))
+    int32_t read_rc = 0;
+    if (o->mpi_rank == 0)
+        read_rc = read_rescored(o, res, got, k, err);
+    if ((rc = mm_runner_bcast(&ro, &read_rc, sizeof read_rc, err)))
+        goto out;
+    if (read_rc) { /* rank 0's error; the others say only that it failed */
+        rc = o->mpi_rank == 0 ? read_rc
+                              : mm_err_set(err, MM_EINTERNAL, "", 0, "", "MPI rank 0 could not read the rescored runs");
+        goto out;
+    }
+    if ((rc = mm_runner_bcast(&ro, got, k * sizeof *got, err)))
         goto out;
     for (size_t i = 0; i < k && rc == 0; i++) {
         mm_plan_cand *c = &top[i];
-        if ((res[i].status == MM_POINT_RAN || res[i].status == MM_POINT_SKIPPED) && !res[i].oom) {
+        const rescored *x = &got[i];
+        c->run_id = x->run_id;
+        if (x->ok) {
             mm_metrics m;
             memset(&m, 0, sizeof m);
-            c->run_id = res[i].run_id;
-            rc = mm_store_get_metric(st, c->run_id, "iteration_time_s", &m.iteration_time_s, err);
-            if (!rc)
-                rc = mm_store_get_metric(st, c->run_id, "tflops_per_gpu", &m.tflops_per_gpu, err);
-            if (!rc)
-                rc = mm_store_get_metric(st, c->run_id, "mfu", &m.mfu, err);
-            if (!rc)
-                rc = mm_store_get_metric(st, c->run_id, "tokens_per_s", &m.tokens_per_s, err);
-            if (!rc)
-                rc = mm_store_get_metric(st, c->run_id, "peak_memory_gib", &m.peak_memory_gib, err);
+            m.iteration_time_s = x->s;
+            m.tflops_per_gpu = x->tflops;
+            m.mfu = x->mfu;
+            m.tokens_per_s = x->tokens_s;
+            m.peak_memory_gib = x->mem_gib;
             take_metrics(c, &m);
             c->status = MM_CAND_SIMULATED;
         } else {
-            c->run_id = res[i].run_id;
             c->status = MM_CAND_FAILED;
             free(c->reason);
             c->reason = NULL;
-            if (set_reason(c, "", res[i].oom ? "OOM in the event-level run" : res[i].error))
+            if (set_reason(c, "", x->reason))
                 rc = mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
         }
     }
-    mm_store_close(st);
 out:
     free(scs); /* borrowed copies: nothing of theirs to free */
     free(lps);
     free(pts);
     free(res);
+    free(got);
     return rc;
 }
 
@@ -769,6 +816,10 @@ static int check_opts(const mm_plan_opts *o, mm_err *err)
         return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--iterations", "must be 1 or more, not %d", o->iterations);
     if (o->max_pp < 0)
         return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--max-pp", "must be 1 or more, not %d", o->max_pp);
+    if (o->mpi_size > 1 && !o->db)
+        return mm_err_set(err, MM_EINPUT, "<cli>", 0, "--no-db",
+                          "under mpirun the rescoring is shared among the ranks through rank 0's database; "
+                          "give --db FILE (or run without mpirun)");
     return 0;
 }
 
@@ -972,7 +1023,7 @@ int mm_plan_run(const mm_plan_opts *o, mm_plan *p, mm_err *err)
     p->c = v.c;
     p->n = v.n;
     v.c = NULL;
-    if (o->db && (rc = store_plan(o, base, p, err)))
+    if (o->db && o->mpi_rank == 0 && (rc = store_plan(o, base, p, err)))
         goto out;
     p->wall_s = mm_host_seconds() - t0;
 out:

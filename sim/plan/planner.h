@@ -103,6 +103,10 @@ typedef struct mm_plan_opts {
     int prove;                   /* more event-level runs allowed, after the K, of
                                     the unproven candidates with the lowest bounds */
     int jobs;                    /* runner worker processes */
+    int mpi_rank, mpi_size;      /* mpi_size > 1: under mpirun (MPI_Init done by
+                                    the caller); every rank plans alike, the
+                                    rescoring is shared among the ranks and
+                                    rank 0 alone writes the database (db needed) */
     const char *db;              /* database; NULL: no rescoring store; the top
                                     K are then simulated in this process */
     const char *version;         /* written with the runs and the plan */

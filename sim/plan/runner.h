@@ -106,6 +106,14 @@ typedef struct mm_runner_opts {
 int mm_runner_run(const mm_runner_opts *o, const mm_point *pts, size_t n,
                   mm_point_result *res, mm_runner_progress *summary, mm_err *err);
 
+/* In MPI mode (o->mpi_size > 1), rank 0's len bytes at buf copied into
+ * every rank's buf (collective: every rank calls it with the same len);
+ * otherwise nothing happens.  Returns 0, or -MM_EINTERNAL (err set) when
+ * MPI mode is asked of a build without MPI.  The planner shares rank 0's
+ * reading of the rescored runs this way, so that every rank takes the same
+ * next step. */
+int mm_runner_bcast(const mm_runner_opts *o, void *buf, size_t len, mm_err *err);
+
 /* True when this library was built with MPI support. */
 int mm_runner_have_mpi(void);
 

@@ -277,12 +277,35 @@ int mm_rn_run_mpi(runner *r, int plan_rc, mm_err *err)
     return fatal ? -MM_EINTERNAL : 0;
 }
 
+int mm_runner_bcast(const mm_runner_opts *o, void *buf, size_t len, mm_err *err)
+{
+    (void)err;
+    if (o->mpi_size <= 1)
+        return 0;
+    /* MPI counts are ints: large buffers go in pieces */
+    for (size_t at = 0; at < len;) {
+        size_t n = len - at < (size_t)1 << 30 ? len - at : (size_t)1 << 30;
+        MPI_Bcast((unsigned char *)buf + at, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        at += n;
+    }
+    return 0;
+}
+
 #else
-/* Without MPI the runner never calls this (mm_runner_run refuses MPI mode
- * first); it exists so that this file is never an empty unit. */
 #include "plan/runner_internal.h"
 #include "exec/metrics.h"
 
+int mm_runner_bcast(const mm_runner_opts *o, void *buf, size_t len, mm_err *err)
+{
+    (void)buf;
+    (void)len;
+    if (o->mpi_size <= 1)
+        return 0;
+    return mm_err_set(err, MM_EINTERNAL, "<cli>", 0, "", "this mmsim was built without MPI");
+}
+
+/* Without MPI the runner never calls this (mm_runner_run refuses MPI mode
+ * first). */
 int mm_rn_run_mpi(runner *r, int plan_rc, mm_err *err)
 {
     (void)r;

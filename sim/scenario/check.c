@@ -46,6 +46,28 @@ static int check_encoders(mm_sim *sim, long long llm_gpus, mm_err *err)
         if (e->enc->heads % L->lay.tp)
             return mm_scenario_fail(sc, err, key, "tp = %d does not divide the encoder's %lld heads", L->lay.tp,
                                     (long long)e->enc->heads);
+        int tpc = sc->parallel.llm.lay.tp * (sc->parallel.llm.lay.cp > 0 ? sc->parallel.llm.lay.cp : 1);
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES &&
+            tpc % L->lay.tp)
+            return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles keeps an encoder TP group on one "
+                                    "LLM rank's GPUs, so tp = %d must divide the LLM's tp x cp = %d",
+                                    L->lay.tp, tpc);
+        bool split = sc->train.encoder_schedule == MM_ENCSCHED_BUBBLES && L->lay.pp > 1;
+        if (sc->parallel.placement == MM_PLACE_COLOCATED && split) {
+            /* Optimus's plan: the encoder's layers over the LLM's pipeline ranks */
+            snprintf(key, sizeof key, "parallel.%s.pp", e->name);
+            if (L->lay.pp != sc->parallel.llm.lay.pp || L->lay.pp > e->enc->layers)
+                return mm_scenario_fail(sc, err, key, "train.encoder_schedule bubbles splits the encoder's layers over "
+                                        "the LLM's pipeline ranks: pp must be 1 or the LLM's %d (and at most the "
+                                        "encoder's %lld layers), not %d", sc->parallel.llm.lay.pp,
+                                        (long long)e->enc->layers, L->lay.pp);
+            snprintf(key, sizeof key, "parallel.%s.dp", e->name);
+            if ((long long)L->lay.tp * L->lay.pp * L->lay.dp != llm_gpus)
+                return mm_scenario_fail(sc, err, key, "colocated: the encoder spans the LLM's %lld GPUs, so "
+                                        "tp*pp*dp must be %lld (got tp %d, pp %d, dp %d)", llm_gpus, llm_gpus,
+                                        L->lay.tp, L->lay.pp, L->lay.dp);
+            continue;
+        }
         if (sc->parallel.placement == MM_PLACE_COLOCATED) {
             snprintf(key, sizeof key, "parallel.%s.dp", e->name);
             if (L->lay.pp != 1 || (long long)L->lay.tp * L->lay.dp != llm_gpus)
@@ -200,16 +222,20 @@ static int check_batch(mm_sim *sim, mm_err *err)
  * is missing; the DP one is modeled where ZeRO 0 reduces the gradients
  * once after the backward, an all-reduce that becomes an all-gather of
  * compressed buffers; under the distributed optimizer (a reduce-scatter),
- * ZeRO-3 or reductions overlapped with the backward it is refused. */
+ * ZeRO-3 or reductions overlapped with the backward it is refused.  The
+ * TP one is modeled for blocking all-reduces: sequence parallelism (an
+ * all-gather and a reduce-scatter), train.tp_comm_overlap and DHelix's
+ * strands (the traffic beside the other strand's compute) are refused. */
 static int check_compress(const mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
-    if (!sc->compress.present || (!sc->compress.dp && !sc->compress.pp))
+    if (!sc->compress.present || (!sc->compress.dp && !sc->compress.pp && !sc->compress.tp))
         return 0;
-    for (int side = 0; side < 2; side++) {
-        int i = side ? sc->compress.pp : sc->compress.dp;
-        double r = side ? sc->compress.pp_ratio : sc->compress.dp_ratio;
-        const char *rk = side ? "comm.compress.pp_ratio" : "comm.compress.dp_ratio";
+    static const char *const rkeys[] = {"comm.compress.dp_ratio", "comm.compress.pp_ratio", "comm.compress.tp_ratio"};
+    for (int side = 0; side < 3; side++) {
+        int i = side == 2 ? sc->compress.tp : side ? sc->compress.pp : sc->compress.dp;
+        double r = side == 2 ? sc->compress.tp_ratio : side ? sc->compress.pp_ratio : sc->compress.dp_ratio;
+        const char *rk = rkeys[side];
         if (!i)
             continue;
         if (r != 0 && r < 1)
@@ -230,9 +256,19 @@ static int check_compress(const mm_sim *sim, mm_err *err)
     if (sc->compress.pp && sc->train.pass_times && *sc->train.pass_times)
         return mm_scenario_fail(sc, err, "comm.compress.pp",
                                 "with train.pass_times the pipeline sends take the measured times: not modeled");
+    const mm_module_layout *L = &sc->parallel.llm;
+    if (sc->compress.tp && (sc->train.sequence_parallel || L->sp) && L->lay.tp > 1)
+        return mm_scenario_fail(sc, err, "comm.compress.tp",
+                                "with sequence parallelism (an all-gather and a reduce-scatter a layer): not "
+                                "modeled; compressed TP is modeled for the all-reduce");
+    if (sc->compress.tp && sc->train.tp_comm_overlap)
+        return mm_scenario_fail(sc, err, "comm.compress.tp",
+                                "with train.tp_comm_overlap (TP traffic overlapped with the GEMMs): not modeled");
+    if (sc->compress.tp && sc->train.coexec == MM_COEXEC_DHELIX)
+        return mm_scenario_fail(sc, err, "comm.compress.tp",
+                                "with train.coexec dhelix (TP traffic beside the other strand's compute): not modeled");
     if (!sc->compress.dp)
         return 0;
-    const mm_module_layout *L = &sc->parallel.llm;
     int zero = L->zero >= 0 ? L->zero : sc->train.zero;
     if (zero != 0)
         return mm_scenario_fail(sc, err, "comm.compress.dp",
@@ -367,11 +403,132 @@ static int check_run(const mm_sim *sim, mm_err *err)
     const mm_scenario *sc = &sim->sc;
     if (sc->train.save_interval > 0 && !(sc->train.save_gb_s > 0))
         return mm_scenario_fail(sc, err, "train.save_interval",
-                                "checkpoint saves are written at the storage's bandwidth: set train.save_gb_s "
-                                "(GB/s per node) with train.save_interval");
+                                "checkpoint saves are written at the storage's bandwidth, which is the site's "
+                                "(its shared file system, or the node's NVMe cache), not the topology's: no "
+                                "published figure serves as a default; set train.save_gb_s (GB/s per node, as "
+                                "fio or gdsio measures a write there) with train.save_interval");
     if (sc->train.save_gb_s > 0 && sc->train.save_interval == 0)
         return mm_scenario_fail(sc, err, "train.save_gb_s",
                                 "train.save_gb_s applies to checkpoint saves only: set train.save_interval too");
+    return 0;
+}
+
+/* atom (cost/swap.h): every GPU of a peer holds a whole copy of the LLM
+ * (tp, cp, pp, vpp 1; the peer's GPUs data-parallel), its optimizer and
+ * states on the host (zero 0, the outer state not on the GPU), streamed
+ * over PCIe (the topology must give its rate); the averaging is
+ * asynchronous, always behind the training (overlap is not a choice);
+ * memory that follows a workload file's samples is not swapped. */
+static int check_atom(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_layout *lay = &sc->parallel.llm.lay;
+    if (lay->tp != 1 || lay->pp != 1 || (lay->cp > 1) || lay->vpp > 1)
+        return mm_scenario_fail(sc, err, "parallel.llm",
+                                "atom: every GPU of a peer trains a whole copy of the model by swapping its layers "
+                                "from host memory (tp 1, cp 1, pp 1; the peer's GPUs are data-parallel)");
+    if (lay->ep > 1)
+        return mm_scenario_fail(sc, err, "parallel.llm.ep", "atom: expert parallelism inside a peer is not modeled");
+    if (sc->train.zero != 0)
+        return mm_scenario_fail(sc, err, "train.zero",
+                                "%d: atom keeps the optimizer and its states on the host (set train.zero 0)",
+                                sc->train.zero);
+    if (mm_scenario_key_given(sc, "train.outer_sync.overlap"))
+        return mm_scenario_fail(sc, err, "train.outer_sync.overlap",
+                                "atom averages the peers' models asynchronously, always behind the training");
+    if (sc->train.outer_sync.state != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.state",
+                                "atom keeps the model and its optimizer on the host");
+    if (sim->cluster->pcie_bw <= 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.algorithm",
+                                "atom swaps the layers over PCIe: the topology %s gives no node.pcie_gb_s",
+                                sim->cluster->name);
+    if (sim->wl)
+        return mm_scenario_fail(sc, err, "workload",
+                                "atom with a workload file's samples: memory that follows the data is not swapped "
+                                "(not modeled); use text or a fixed sample");
+    return 0;
+}
+
+/* train.outer_sync and the topology's sites go together; atom's own
+ * constraints (check_atom); allreduce syncs every step and blocks; a compressor resolves to
+ * a ratio and both kernel throughputs (on fp32 values, as the table's
+ * ratios are) or is refused by the key that is missing. */
+static int check_outer_sync(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const mm_cluster *c = sim->cluster;
+    bool on = sc->train.outer_sync.present;
+    int rc;
+    if (c->sites >= 2 && !on)
+        return mm_scenario_fail(sc, err, "train.outer_sync",
+                                "the topology %s joins %d sites by a WAN: say how they synchronise "
+                                "(train.outer_sync: {algorithm: allreduce}, {algorithm: diloco, h: H} or {algorithm: atom, h: H})",
+                                c->name, c->sites);
+    if (!on)
+        return 0;
+    if (c->sites < 2)
+        return mm_scenario_fail(sc, err, "train.outer_sync",
+                                "the topology %s has no sites: section (sites joined by a WAN)", c->name);
+    int algo = sc->train.outer_sync.algorithm;
+    if (algo == MM_OSYNC_ATOM && (rc = check_atom(sim, err)))
+        return rc;
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.h != 1)
+        return mm_scenario_fail(sc, err, "train.outer_sync.h",
+                                "%d: allreduce synchronises the gradients after every step (h 1); local steps "
+                                "between syncs are diloco's", sc->train.outer_sync.h);
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.overlap)
+        return mm_scenario_fail(sc, err, "train.outer_sync.overlap",
+                                "allreduce's gradients are applied by the step that made them (the one-step "
+                                "delay is diloco's)");
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.state != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.state",
+                                "allreduce has no outer optimizer (its state is diloco's)");
+    if (algo == MM_OSYNC_ALLREDUCE && mm_scenario_key_given(sc, "train.outer_sync.dtype"))
+        return mm_scenario_fail(sc, err, "train.outer_sync.dtype",
+                                "allreduce sends the gradients as the site's DP reduction does (train.grad_reduce)");
+    if (algo == MM_OSYNC_ALLREDUCE && sc->train.outer_sync.compress)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress",
+                                "compressed gradients across sites every step: not modeled (diloco's "
+                                "pseudo-gradient is)");
+    int i = sc->train.outer_sync.compress;
+    double r = sc->train.outer_sync.compress_ratio;
+    if (!i && (r > 0 || sc->train.outer_sync.compress_gb_s > 0 || sc->train.outer_sync.decompress_gb_s > 0))
+        return mm_scenario_fail(sc, err, r > 0 ? "train.outer_sync.compress_ratio" : "train.outer_sync.compress_gb_s",
+                                "given without train.outer_sync.compress");
+    if (!i)
+        return 0;
+    if (sc->train.outer_sync.dtype != 0)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress",
+                                "the compressors' ratios are on fp32 values: set train.outer_sync.dtype fp32");
+    if (r != 0 && r < 1)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress_ratio",
+                                "%g: a compressor shrinks its input (ratio >= 1), or 0 for the table's", r);
+    mm_compress_use u;
+    int miss = mm_compress_resolve(i, r, sc->train.outer_sync.compress_gb_s, sc->train.outer_sync.decompress_gb_s,
+                                   c->gpu.name, &u);
+    const mm_compressor *z = mm_compressor_get(i);
+    if (miss == 1)
+        return mm_scenario_fail(sc, err, "train.outer_sync.compress_ratio",
+                                "%s's ratio depends on the data and its error bound (%s): give it", z->name, z->source);
+    if (miss)
+        return mm_scenario_fail(sc, err,
+                                miss == 2 ? "train.outer_sync.compress_gb_s" : "train.outer_sync.decompress_gb_s",
+                                "%s has no published %s throughput on %s in the table (%s): give it", z->name,
+                                miss == 2 ? "compress" : "decompress", c->gpu.name, z->source);
+    return 0;
+}
+
+/* train.grad_accum_fusion false: the per-micro-batch accumulation into an
+ * unsharded main gradient (cost/costs.c grad_accum_s); with ZeRO 2-3 the
+ * gradients are sharded per micro-batch, not modeled. */
+static int check_grad_accum(const mm_scenario *sc, mm_err *err)
+{
+    int zero = sc->parallel.llm.zero >= 0 ? sc->parallel.llm.zero : sc->train.zero;
+    if (!sc->train.grad_accum_fusion && zero >= 2)
+        return mm_scenario_fail(sc, err, "train.grad_accum_fusion",
+                                "false with ZeRO %d (sharded gradients per micro-batch): not modeled; "
+                                "use ZeRO 0-1 or leave it true", zero);
     return 0;
 }
 
@@ -426,6 +583,24 @@ static int check_coexec(const mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* train.encoder_schedule bubbles (Optimus): a colocated encoder's kernels
+ * in the LLM's idle time; what it does not model is refused by name. */
+static int check_enc_schedule(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    const char *k = "train.encoder_schedule";
+    if (sc->train.encoder_schedule == MM_ENCSCHED_SERIAL || sim->n_enc == 0)
+        return 0; /* a model without an encoder ignores its encoder keys */
+    if (sc->parallel.placement != MM_PLACE_COLOCATED)
+        return mm_scenario_fail(sc, err, k, "bubbles schedules an encoder colocated with the LLM (parallel.placement "
+                                            "colocated), not one placed %s",
+                                mm_placement_names[sc->parallel.placement]);
+    if (sc->train.coexec != MM_COEXEC_NONE)
+        return mm_scenario_fail(sc, err, k, "bubbles is not modeled with train.coexec %s",
+                                mm_coexec_names[sc->train.coexec]);
+    return 0;
+}
+
 /* train.padding's choices after auto are mm_padding's, in its order */
 _Static_assert(MM_TPAD_NONE - 1 == MM_PAD_NONE && MM_TPAD_LONGEST - 1 == MM_PAD_LONGEST &&
                    MM_TPAD_MAX_LENGTH - 1 == MM_PAD_MAX_LENGTH,
@@ -471,6 +646,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
     int crc = check_coexec(sim, err);
     if (crc)
         return crc;
+    if ((crc = check_grad_accum(sc, err)))
+        return crc;
     if (L->lay.ep > 1 && !moe)
         return mm_scenario_fail(sc, err, "parallel.llm.ep", "expert parallelism (ep = %d) needs an MoE model", L->lay.ep);
     int ep_dp = 1, ep_tp = 1;
@@ -511,7 +688,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.dp",
                                 "tp*cp*pp*dp = %d*%d*%d*%d = %lld GPUs, but the cluster has %d (%d nodes x %d GPUs)",
                                 L->lay.tp, L->lay.cp, L->lay.pp, L->lay.dp, need, gpus, sim->cluster->nodes, sim->cluster->gpus_per_node);
-    if ((rc = check_encoders(sim, need, err)))
+    if ((rc = check_enc_schedule(sim, err)) || (rc = check_encoders(sim, need, err)))
         return rc;
     if ((rc = pick_padding(sim, err)))
         return rc;
@@ -524,7 +701,7 @@ static int check_layout(mm_sim *sim, mm_err *err)
                                 L->lay.tp, (long long)m->heads);
     if ((rc = check_layer_split(sim, err)) || (rc = check_batch(sim, err)) || (rc = check_zero(sim, err)) ||
         (rc = check_compress(sim, err)) ||
-        (rc = check_data(sim, err)) || (rc = check_run(sim, err)) ||
+        (rc = check_data(sim, err)) || (rc = check_run(sim, err)) || (rc = check_outer_sync(sim, err)) ||
         (rc = check_optimizer(sim, err)))
         return rc;
     int frc = check_frozen(sim, err);

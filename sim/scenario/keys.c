@@ -32,7 +32,11 @@ const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
 const char *const mm_train_padding_names[] = {"auto", "none", "longest", "max_length", NULL};
 const char *const mm_train_overlap_names[] = {"auto", "false", "true", NULL};
 const char *const mm_coexec_names[] = {"none", "dhelix", NULL};
+const char *const mm_enc_schedule_names[] = {"serial", "bubbles", NULL};
 const char *const mm_train_grad_reduce_names[] = {"auto", "fp32", "bf16", NULL};
+const char *const mm_outer_sync_names[] = {"allreduce", "diloco", "atom", NULL};
+const char *const mm_outer_sync_dtype_names[] = {"fp32", "bf16", NULL};
+const char *const mm_outer_sync_state_names[] = {"host", "gpu", NULL};
 const char *const mm_attention_names[] = {"auto", "flash", "unfused", "flash1", "flash2", "flash3", "cudnn", "unfused-eager", NULL};
 const char *const mm_placement_names[] = {"pipeline", "colocated", "disjoint",
                                           "homogeneous", NULL};
@@ -128,6 +132,12 @@ const mm_key mm_keys[] = {
      "each pass as two interleaved strands, one's TP/CP/EP traffic beside the other's compute; two "
      "micro-batches' activations in flight per pair)",
      F(train.coexec), 0},
+    {"train.encoder_schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_enc_schedule_names, "serial", NULL,
+     "where a colocated encoder's passes run: serial (every forward before the LLM's, every backward after) "
+     "or bubbles (Optimus, arXiv 2408.03505: each micro-batch's encoder kernels, split over its LLM replica's "
+     "pipeline ranks, fill those GPUs' idle time, forward before the LLM forward that takes it, backward after "
+     "the LLM backward that gives its gradient)",
+     F(train.encoder_schedule), 0},
     {"train.memory_reserve_gib", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", "0",
      "HBM held back from the OOM verdict on top of the modeled reserve (the framework's memory section: allocator, CUDA context, NCCL, workspaces)",
      F(train.memory_reserve_gib), 0},
@@ -185,6 +195,12 @@ const mm_key mm_keys[] = {
      "`grad_reduce` for the precision: Megatron-LM's fp32 under bf16), fp32, bf16 (Megatron-LM's "
      "--grad-reduce-in-bf16; Megatron-Bridge's grad_reduce_in_fp32 False)",
      F(train.grad_reduce), 0},
+    {"train.grad_accum_fusion", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "true", NULL,
+     "weight-gradient accumulation fused into the wgrad GEMM (Megatron-LM's default, apex "
+     "fused_weight_gradient_mlp_cuda); false (--no-gradient-accumulation-fusion): the GEMM writes a 16-bit "
+     "gradient and a kernel adds it to the main gradient every micro-batch (MS-AMP's add_to_fp8 under "
+     "train.fp8_grads)",
+     F(train.grad_accum_fusion), 0},
     /* A training run's periodic work (cost/runcost.h): off (0) by default, so
      * that the per-iteration figures stay the step's; Megatron-LM's defaults
      * are --log-interval 100, --eval-interval 1000, --eval-iters 100, no
@@ -211,6 +227,45 @@ const mm_key mm_keys[] = {
     {"train.eval_iters", MM_KT_INT, 0, NONNEG, 0, 0, NULL, "100", NULL,
      "forward-only iterations of one evaluation (Megatron-LM --eval-iters, default 100)",
      F(train.eval_iters), 0},
+    {"train.outer_sync", MM_KT_SECTION, MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,
+     "training across the topology's sites (its sites: section; cluster.nodes and parallel.* are one site's): "
+     "how the sites synchronise over the WAN; null: one site, no WAN (a topology with sites refuses it)",
+     F(train.outer_sync.present), 0},
+    {"train.outer_sync.algorithm", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_names, "diloco", NULL,
+     "allreduce: the gradients all-reduced across sites after every step (data parallelism over the WAN); "
+     "diloco: H local steps, then the pseudo-gradient (the H steps' change of the weights) all-reduced across "
+     "sites (DiLoCo; DiLoCoX, arXiv 2506.21263); atom: ATOM (arXiv 2403.10504), every GPU of a peer (site) "
+     "trains a whole copy of the model swapped group by group from host memory over PCIe, the peers' models "
+     "averaged asynchronously every H steps behind the training",
+     F(train.outer_sync.algorithm), 0},
+    {"train.outer_sync.h", MM_KT_INT, 0, POS, 0, 0, NULL, "1", NULL,
+     "inner steps between outer syncs (diloco, atom; allreduce syncs every step: 1)", F(train.outer_sync.h), 0},
+    {"train.outer_sync.overlap", MM_KT_BOOL, 0, 0, 0, 0, 0, NULL, "false", NULL,
+     "DiLoCoX's one-step-delay overlap (diloco): round k's sync runs during round k+1's H steps, and only "
+     "what outlasts them is exposed, max(0, sync - H x step); false: each sync blocks the sites",
+     F(train.outer_sync.overlap), 0},
+    {"train.outer_sync.dtype", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_dtype_names, "fp32", NULL,
+     "the values the sync sends: fp32 (the outer optimizer's master copy) or bf16",
+     F(train.outer_sync.dtype), 0},
+    {"train.outer_sync.compress", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
+     "compressor of the synced fp32 values (comm.compress's table): compressed buffers all-gathered across "
+     "sites, a compress kernel before and S - 1 decompressions after",
+     F(train.outer_sync.compress), 0},
+    {"train.outer_sync.compress_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the compressor's ratio (input over compressed bytes) overriding the table's; 0: the table's",
+     F(train.outer_sync.compress_ratio), 0},
+    {"train.outer_sync.compress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the compress kernel's throughput, GB/s of input; 0: the table's where its GPU is the topology's, else "
+     "refused",
+     F(train.outer_sync.compress_gb_s), 0},
+    {"train.outer_sync.decompress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the decompress kernel's throughput, GB/s of output; 0: the table's, else refused",
+     F(train.outer_sync.decompress_gb_s), 0},
+    {"train.outer_sync.state", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_outer_sync_state_names, "host", NULL,
+     "where diloco's outer optimizer state lives: host (not charged to the GPU, as OpenDiLoCo offloads it) or gpu "
+     "(DiLoCoX's distributed outer optimizer: an fp32 copy of the weights and Nesterov momentum, and with the "
+     "overlap the pseudo-gradient in flight, over the stage's DP ranks)",
+     F(train.outer_sync.state), 0},
     {"data", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NOFIELD, 0},
     {"data.workers", MM_KT_INT, 0, INT64_C(-1), INT64_C(4096), 0, 0, NULL, "-1", NULL,
      "data-loader worker processes per GPU (PyTorch DataLoader num_workers): -1 the loader is not modeled "
@@ -322,7 +377,7 @@ const mm_key mm_keys[] = {
      F(zero.max_reuse_distance), 0},
     {"comm", MM_KT_SECTION, 0, 0, 0, 0, 0, NULL, NULL, NULL, "communication options", NOFIELD, 0},
     {"comm.compress", MM_KT_SECTION, MM_KF_FLOW, 0, 0, 0, 0, NULL, NULL, NULL,
-     "GPU compression of DP gradients and PP activations (hw/compress.c's table); null: none",
+     "GPU compression of DP gradients, PP activations and TP all-reduces (hw/compress.c's table); null: none",
      F(compress.present), 0},
     {"comm.compress.dp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
      "compressor of the DP gradient reduction: a lossy one turns the all-reduce into an all-gather of "
@@ -330,11 +385,17 @@ const mm_key mm_keys[] = {
      F(compress.dp), 0},
     {"comm.compress.pp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
      "compressor of the pipeline sends (activations and their gradients)", F(compress.pp), 0},
+    {"comm.compress.tp", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_compressor_names, "none", NULL,
+     "compressor of the LLM's TP all-reduces: a lossy one turns each into a compress kernel, an all-gather of "
+     "compressed buffers and the decompression of the tp - 1 others' (blocking TP, no sequence parallelism)",
+     F(compress.tp), 0},
     {"comm.compress.dp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the DP compressor's ratio (input over compressed bytes) overriding the table's; 0: the table's",
      F(compress.dp_ratio), 0},
     {"comm.compress.pp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the PP compressor's ratio overriding the table's; 0: the table's", F(compress.pp_ratio), 0},
+    {"comm.compress.tp_ratio", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
+     "the TP compressor's ratio overriding the table's; 0: the table's", F(compress.tp_ratio), 0},
     {"comm.compress.compress_gb_s", MM_KT_DOUBLE, 0, 0, 0, 0.0, 1e6, NULL, "0", NULL,
      "the compress kernel's throughput, GB/s of input, overriding the table's; 0: the table's where its GPU is "
      "the topology's, else refused",

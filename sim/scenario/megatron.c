@@ -133,7 +133,17 @@ typedef struct reader {
     mm_megatron *mg;
     mm_err *err;
     bool mm; /* examples/multimodal/train.py's list: its table first, an MLLM out */
+    bool save; /* --save given (a costless path, not kept in s) */
 } reader;
+
+/* The run's length and periodic work (map_run): a value the reader cannot
+ * know (a shell variable, an undecided branch) leaves that work uncharged,
+ * with a note, rather than refusing the list: none changes an iteration. */
+static bool run_arg(const char *name)
+{
+    return !strcmp(name, "--train-iters") || !strcmp(name, "--log-interval") || !strcmp(name, "--eval-interval") ||
+           !strcmp(name, "--eval-iters") || !strcmp(name, "--save-interval");
+}
 
 static const seen *get(const reader *r, const char *name)
 {
@@ -315,7 +325,13 @@ static int collect(reader *r, const words *ws)
             continue;
         }
         if (d->cls == MG_COSTLESS) {
+            r->save = r->save || !strcmp(name, "--save");
             note(r->mg, "%s: costless, accepted (%s)", name, d->why);
+            continue;
+        }
+        if (run_arg(name) && (und || strchr(value, '$'))) {
+            note(r->mg, "%s %.60s: a value mmsim cannot read (a shell variable or an undecided branch): its "
+                 "periodic work is not charged", name, value);
             continue;
         }
         if (und) {
@@ -852,7 +868,16 @@ static int map_moe(reader *r, const shape *m)
     if (!aux && strcmp(lb, "none"))
         return bad(r, "--moe-router-load-balancing-type", "'%s' is not modeled (aux_loss, seq_aux_loss, "
                    "global_aux_loss and none are)", lb);
-    set(r, "--moe-router-load-balancing-type", "moe.routing", "%s", aux ? "aux_loss" : "skewed");
+    /* --moe-router-force-load-balancing: every token's router logits drawn
+     * at random (moe_utils.py RandomSTE at core_v0.15.0), the loss still
+     * computed: uniform popularity with each rank's picks drawn, the aux_loss
+     * draw at the largest concentration moe.routing_param takes */
+    if (has(r, "--moe-router-force-load-balancing")) {
+        set(r, "--moe-router-force-load-balancing", "moe.routing", "aux_loss");
+        set(r, "--moe-router-force-load-balancing", "moe.routing_param", "1e6");
+    } else {
+        set(r, "--moe-router-load-balancing-type", "moe.routing", "%s", aux ? "aux_loss" : "skewed");
+    }
     if (has(r, "--moe-expert-capacity-factor")) {
         const char *cf = get_str(r, "--moe-expert-capacity-factor", "");
         char *end;
@@ -892,6 +917,46 @@ static int map_kernels(reader *r, const shape *m, bool local_attention)
     return map_moe(r, m);
 }
 
+/* The run's length and its periodic work, onto the train.* run keys
+ * (scenario/keys.c): --train-iters, --log-interval, --eval-interval,
+ * --eval-iters as written (an argument not written leaves the scenario's
+ * key: whether Megatron-LM evaluates at its default interval depends on
+ * the data's validation split, which the list does not show).
+ * --save-interval writes checkpoints only with --save (as Megatron-LM's
+ * training loop does); it is held in mg->save_interval and charged when
+ * the user gives the storage's bandwidth (mm_megatron_scenario). */
+static int map_run(reader *r)
+{
+    static const struct {
+        const char *arg, *key;
+        long lo;
+    } run[] = {{"--train-iters", "train.train_iters", 0},
+               {"--log-interval", "train.log_interval", 1},
+               {"--eval-interval", "train.eval_interval", 1},
+               {"--eval-iters", "train.eval_iters", 0}};
+    int rc;
+    for (size_t i = 0; i < sizeof run / sizeof run[0]; i++) {
+        long v;
+        if (!has(r, run[i].arg))
+            continue;
+        if ((rc = get_long(r, run[i].arg, run[i].lo, 0, &v)))
+            return rc;
+        set(r, run[i].arg, run[i].key, "%ld", v);
+    }
+    if (!has(r, "--save-interval"))
+        return 0;
+    long v;
+    if ((rc = get_long(r, "--save-interval", 1, 0, &v)))
+        return rc;
+    if (!r->save) {
+        note(r->mg, "--save-interval %ld: no --save, so Megatron-LM writes no checkpoint: none charged", v);
+        return 0;
+    }
+    r->mg->save_interval = v;
+    r->mg->save_line = get(r, "--save-interval")->line;
+    return 0;
+}
+
 static int map_training(reader *r, const shape *m)
 {
     mm_megatron *mg = r->mg;
@@ -922,6 +987,8 @@ static int map_training(reader *r, const shape *m)
         return rc;
     if (has(r, "--grad-reduce-in-bf16")) /* the gradient buffer and its reduce in bf16 */
         set(r, "--grad-reduce-in-bf16", "train.grad_reduce", "bf16");
+    if (has(r, "--no-gradient-accumulation-fusion")) /* a separate main_grad.add_ per weight */
+        set(r, "--no-gradient-accumulation-fusion", "train.grad_accum_fusion", "false");
     /* Megatron-FSDP runs its gathers and reduce-scatters on their own
      * streams whatever --overlap-grad-reduce says: the profile's (auto) */
     set(r, "--overlap-grad-reduce", "train.overlap_grad_reduce", "%s",
@@ -951,7 +1018,7 @@ static int map_training(reader *r, const shape *m)
                        : has(r, "--attention-backend") ? "--attention-backend"
                                                        : "--transformer-impl";
     set(r, from, "train.attention", "%s", attention_kernel(r, be, mg->wants_local));
-    if ((rc = map_kernels(r, m, mg->wants_local || !strcmp(be, "local"))))
+    if ((rc = map_kernels(r, m, mg->wants_local || !strcmp(be, "local"))) || (rc = map_run(r)))
         return rc;
     if (!r->mm)
         set(r, "(text-only model)", "workload", "text");
@@ -1329,6 +1396,24 @@ static int scenario_of(const char *args, bool script, const char *scenario, cons
     if (rc)
         return rc;
     mm_megatron_add(mg, "--transformer-impl", "train.framework", mg->wants_local ? "megatron-local" : "megatron-core");
+    if (mg->save_interval > 0) {
+        char v[32];
+        snprintf(v, sizeof v, "%ld", mg->save_interval);
+        if (user_sets(sets, n_sets, "train.save_gb_s")) {
+            int at = mg->n_sets;
+            mm_megatron_add(mg, "--save-interval", "train.save_interval", v);
+            if (at < mg->n_sets) { /* errors on the key point at the argument */
+                snprintf(mg->set_from[at], sizeof mg->set_from[0], "--save-interval");
+                mg->set_line[at] = mg->save_line;
+            }
+        } else {
+            char text[192];
+            snprintf(text, sizeof text,
+                     "--save-interval %s: checkpoint saves not charged: the storage's write bandwidth is the "
+                     "site's, with no default; --set train.save_gb_s=GB/s charges them", v);
+            mm_megatron_note(mg, text);
+        }
+    }
     snprintf(mg->model_set, sizeof mg->model_set, "model=%s", mg->model_json);
     if (n_sets > MM_MG_MAX_USER_SETS)
         return mm_err_set(err, MM_EINPUT, "--set", 0, "", "more than %d --set overrides", MM_MG_MAX_USER_SETS);

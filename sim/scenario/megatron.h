@@ -22,7 +22,7 @@
 #include "scenario/scenario.h"
 #include "util/err.h"
 
-#define MM_MG_MAX_SETS 48
+#define MM_MG_MAX_SETS 64
 #define MM_MG_MAX_NOTES 160
 #define MM_MG_MAX_USER_SETS 256 /* the user's own --set overrides beside them */
 
@@ -46,6 +46,11 @@ typedef struct mm_megatron {
     /* --transformer-impl local: train.framework megatron-local (else
      * megatron-core, Transformer Engine's) */
     bool wants_local;
+    /* --save-interval with --save: charged (train.save_interval) only
+     * when the user's --set gives train.save_gb_s, the storage's write
+     * bandwidth, which has no default (mm_megatron_scenario); 0: none */
+    long save_interval;
+    int save_line;
 } mm_megatron;
 
 /* Reads and maps FILE.  Returns 0 or -MM_EINPUT (err: file, line, the

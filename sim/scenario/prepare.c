@@ -317,6 +317,19 @@ static int load_framework(mm_sim *sim, mm_err *err)
     const mm_gpu_spec *g = &sim->cluster->gpu;
     bool from_fw = sc->train.attention == MM_ATTN_AUTO;
     sim->attn = from_fw ? mm_framework_attention(sim->fw, g->compute_capability) : from_key[sc->train.attention];
+    /* No fused attention kernel runs below sm_75: FlashAttention targets
+     * Turing and Ampere (its first README lists SM70, the V100, as not yet
+     * supported), FlashAttention-2 Ampere and newer (Dao-AILab/
+     * flash-attention README).  A framework's choice falls back to its
+     * unfused core there; a fused kind asked for by name is refused. */
+    if (g->compute_capability > 0 && g->compute_capability < 7.5 && !mm_attn_impl_unfused(sim->attn)) {
+        if (!from_fw)
+            return mm_scenario_fail(sc, err, "train.attention",
+                                    "%s attention does not run on %s (compute capability %.1f): no fused attention "
+                                    "kernel below sm_75; use unfused or unfused-eager",
+                                    mm_attn_impl_names[sim->attn], g->name, g->compute_capability);
+        sim->attn = MM_ATTN_IMPL_UNFUSED;
+    }
     const mm_kernel_tables *k = &g->kernels;
     bool any = k->has_attn;
     for (int i = 0; i < MM_ATTN_NAMED_TABLES; i++)

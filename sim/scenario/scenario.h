@@ -91,7 +91,20 @@ extern const char *const mm_train_overlap_names[];
 /* train.coexec: none, or DHelix's two strands of micro-batches (2k, 2k+1) */
 typedef enum { MM_COEXEC_NONE, MM_COEXEC_DHELIX } mm_coexec;
 extern const char *const mm_coexec_names[];
+/* train.encoder_schedule: a colocated encoder's passes all before and after
+ * the LLM's (serial), or in the LLM's bubbles (Optimus, arXiv 2408.03505) */
+typedef enum { MM_ENCSCHED_SERIAL, MM_ENCSCHED_BUBBLES } mm_enc_schedule;
+extern const char *const mm_enc_schedule_names[];
 extern const char *const mm_train_grad_reduce_names[];
+/* train.outer_sync.algorithm across the topology's sites (cost/outersync.h):
+ * allreduce (the gradients all-reduced across sites every step), diloco
+ * (local steps, a pseudo-gradient all-reduce every H), atom (refused) */
+typedef enum { MM_OSYNC_ALLREDUCE, MM_OSYNC_DILOCO, MM_OSYNC_ATOM } mm_outer_sync_algo;
+extern const char *const mm_outer_sync_names[];
+/* train.outer_sync.dtype: the values the sync sends */
+extern const char *const mm_outer_sync_dtype_names[];
+/* train.outer_sync.state: host | gpu (the outer optimizer's state) */
+extern const char *const mm_outer_sync_state_names[];
 
 /* Parallel layout of one module (LLM, vision encoder, audio encoder). */
 typedef struct mm_module_layout {
@@ -129,6 +142,7 @@ typedef struct mm_scenario {
         int overlap_param_gather; /* mm_train_overlap */
         bool tp_comm_overlap;
         int coexec;             /* mm_coexec: none | dhelix (micro-batch co-execution) */
+        int encoder_schedule;   /* mm_enc_schedule: serial | bubbles (colocated encoders) */
         mm_cp_comm cp_comm;     /* context-parallel attention: ring | ulysses */
         mm_cuda_graphs cuda_graphs; /* none | layer | full (the profile's host.cuda_graphs) */
         mm_attention attention; /* auto (the framework's) | flash | unfused | flash1..3 | cudnn */
@@ -147,9 +161,23 @@ typedef struct mm_scenario {
         bool fp8_grads;         /* FP8-LM O1: FP8 weight gradients, DP-reduced in 8 bits */
         bool fp8_optimizer;     /* FP8-LM O2: FP8 first moment, FP16 second moment and master weights */
         int grad_reduce;        /* mm_train_grad_reduce: auto (the framework's) | fp32 | bf16 */
+        bool grad_accum_fusion; /* false: Megatron --no-gradient-accumulation-fusion, a per-micro-batch
+                                   accumulation kernel per weight (cost/costs.c grad_accum_s) */
         /* the run's periodic work (cost/runcost.h); 0: off */
         int train_iters, log_interval, save_interval, eval_interval, eval_iters;
         double save_gb_s;       /* checkpoint storage write bandwidth per node, GB/s */
+        /* Training across the topology's sites (cost/outersync.h); present
+         * false: none asked for (a topology with sites refuses that). */
+        struct {
+            bool present;
+            int algorithm;      /* mm_outer_sync_algo */
+            int h;              /* inner steps per outer sync (diloco) */
+            bool overlap;       /* DiLoCoX's one-step-delay overlap */
+            int dtype;          /* 0 fp32, 1 bf16 (mm_outer_sync_dtype_names) */
+            int compress;       /* mm_compressor_names index; 0: none */
+            double compress_ratio, compress_gb_s, decompress_gb_s; /* 0: the table's */
+            int state;          /* where the outer optimizer's state lives: 0 host, 1 gpu */
+        } outer_sync;
     } train;
     /* the data pipeline (cost/loader.h): loader workers per GPU (-1 not
      * modeled, 0 in the training process), prefetch_factor, source sizes */
@@ -192,13 +220,14 @@ typedef struct mm_scenario {
         double max_reuse_distance;
     } zero;
     /* Compressed communication (hw/compress.h): compressor indices into
-     * mm_compressor_names (0: none) for DP gradients and PP activations,
-     * ratios and the GPU's compress and decompress GB/s overriding the
-     * table's (0: the table's; mm_compress_resolve). */
+     * mm_compressor_names (0: none) for DP gradients, PP activations and
+     * the LLM's TP all-reduces, ratios and the GPU's compress and
+     * decompress GB/s overriding the table's (0: the table's;
+     * mm_compress_resolve). */
     struct {
         bool present;
-        int dp, pp;
-        double dp_ratio, pp_ratio;
+        int dp, pp, tp;
+        double dp_ratio, pp_ratio, tp_ratio;
         double compress_gb_s, decompress_gb_s;
     } compress;
     mm_batching batching;

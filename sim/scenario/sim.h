@@ -90,6 +90,11 @@ typedef struct mm_sim {
      * collapse the whole graph instead; for checking the one-replica
      * build, which gives the same bits. */
     bool full_build;
+    /* Set by the caller: under `flow`, keep every link in the routes of
+     * identical replicas run once instead of reducing the max-min problem
+     * by their symmetry (hw/coll.h mm_network_symmetric); for checking
+     * the reduction, which gives the same times. */
+    bool full_routes;
     /* Set by the caller: mm_sim_run measures only what a ranking reads
      * (iteration time and throughput, FLOPs and MFU, bubble, per-stage
      * times, memory); the critical path, exposed communication and

@@ -17,14 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Threads: the rank's streams, its outgoing pipeline transfers, and its
- * host thread issuing the compute stream's launches. */
-static const char *const stream_names[] = {"compute", "dp", "comm", "pp", "host"};
-enum { N_THREADS = 5, TID_HOST = 4 };
+/* Threads: the rank's streams, its outgoing pipeline transfers, its
+ * host thread issuing the compute stream's launches, and its fill stream
+ * (named only in a graph that has fill ops). */
+static const char *const stream_names[] = {"compute", "dp", "comm", "pp", "host", "fill"};
+enum { N_THREADS = 5, TID_HOST = 4, TID_PP = 3, TID_FILL = 5 };
 
 static int tid_of(const mm_op *op)
 {
-    return op->stream == MM_STREAM_NONE ? MM_STREAM_COUNT : op->stream;
+    return op->stream == MM_STREAM_NONE ? TID_PP : op->stream == MM_STREAM_FILL ? TID_FILL : op->stream;
 }
 
 static double us(const mm_sim_timeline *tl, mm_time t)
@@ -39,8 +40,11 @@ static const char *module_of(const mm_graph *g, const mm_op *op)
 
 static void write_meta(FILE *f, const mm_graph *g)
 {
+    bool fill = false;
+    for (uint32_t i = 0; i < g->n_ops && !fill; i++)
+        fill = g->ops[i].stream == MM_STREAM_FILL;
     for (int r = 0; r < g->n_ranks; r++)
-        for (int t = 0; t < N_THREADS; t++) {
+        for (int t = 0; t < N_THREADS + fill; t++) {
             if (t == 0)
                 fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}",
                         r ? ",\n" : "", r, r);

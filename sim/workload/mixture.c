@@ -34,7 +34,7 @@
 
 static const char *const dist_names[] = {"fixed", "uniform", "lognormal", "gamma", "discrete",
                                          "histogram", NULL};
-static const char *const tiling_names[] = {"fixed", "anyres", "internvl", NULL};
+static const char *const tiling_names[] = {"fixed", "anyres", "internvl", "native", NULL};
 
 const char *const mm_modality_names[] = {"text", "image", "multi-image", "video", "audio", NULL};
 
@@ -488,10 +488,56 @@ static int read_grids(loader *ld, mm_node *m, const char *prefix, component *c, 
     return 0;
 }
 
+/* native (Qwen2-VL dynamic resolution): megapixels and aspect per image,
+ * the processor's patch, merge, min_pixels and max_pixels (its defaults:
+ * transformers Qwen2VLImageProcessor, 14, 2, 56*56, 28*28*1280); `tile` is
+ * the model's accounting tile an image's encoder inputs are counted in. */
+static int read_native(loader *ld, mm_node *m, const char *prefix, component *c, mm_err *err)
+{
+    char key[KEYLEN];
+    int rc;
+    keyjoin(key, prefix, "megapixels");
+    if ((rc = read_dist(ld, m, "megapixels", key, 1e-4, 1e4, &c->megapixels, err)))
+        return rc;
+    keyjoin(key, prefix, "aspect");
+    if (!mm_node_get(m, "aspect"))
+        set_fixed(&c->aspect, 1);
+    else if ((rc = read_dist(ld, m, "aspect", key, 1.0 / 200, 200, &c->aspect, err)))
+        return rc; /* the processor refuses aspect ratios over 200 */
+    int64_t v = 14;
+    if ((rc = read_int(ld, m, "patch", prefix, 1, 1 << 12, &v, false, err)))
+        return rc;
+    c->patch = v;
+    v = 2;
+    if ((rc = read_int(ld, m, "merge", prefix, 1, 64, &v, false, err)))
+        return rc;
+    c->merge = v;
+    v = MM_NATIVE_MIN_PIXELS;
+    if ((rc = read_int(ld, m, "min_pixels", prefix, 1, (int64_t)1 << 40, &v, false, err)))
+        return rc;
+    c->min_pixels = v;
+    v = MM_NATIVE_MAX_PIXELS;
+    if ((rc = read_int(ld, m, "max_pixels", prefix, 1, (int64_t)1 << 40, &v, false, err)))
+        return rc;
+    c->max_pixels = v;
+    if (c->max_pixels < c->min_pixels) {
+        keyjoin(key, prefix, "max_pixels");
+        return fail(ld, mm_node_line(m), key, err, "max_pixels %lld is below min_pixels %lld",
+                    (long long)c->max_pixels, (long long)c->min_pixels);
+    }
+    if (c->tile_px % (c->patch * c->merge)) {
+        keyjoin(key, prefix, "tile");
+        return fail(ld, mm_node_line(m), key, err, "the %lld-px tile is not a whole number of %lld-px merged patches",
+                    (long long)c->tile_px, (long long)(c->patch * c->merge));
+    }
+    return 0;
+}
+
 static int read_image(loader *ld, mm_node *m, const char *prefix, component *c, mm_err *err)
 {
     static const char *const keys[] = {"tiling", "tiles", "tile", "grids", "max_grid", "width", "aspect",
-                                       "min_tiles", "max_tiles", "thumbnail", "split_max_tiles", "source", NULL};
+                                       "min_tiles", "max_tiles", "thumbnail", "split_max_tiles", "megapixels",
+                                       "patch", "merge", "min_pixels", "max_pixels", "source", NULL};
     int rc = mm_node_check_keys(&ld->doc, m, prefix, keys, err);
     if (rc)
         return rc;
@@ -501,6 +547,18 @@ static int read_image(loader *ld, mm_node *m, const char *prefix, component *c, 
     if ((rc = mm_node_enum(&ld->doc, m, "tiling", key, tiling_names, &t, NULL, err)))
         return rc;
     c->tiling = (tiling_kind)t;
+    /* keys one tiling reads and another would ignore are refused by name */
+    static const char *const native_only[] = {"megapixels", "patch", "merge", "min_pixels", "max_pixels", NULL};
+    static const char *const not_native[] = {"tiles", "grids", "max_grid", "width", "min_tiles", "max_tiles",
+                                             "thumbnail", "split_max_tiles", NULL};
+    const char *const *refused = c->tiling == TILING_NATIVE ? not_native : native_only;
+    for (int k = 0; refused[k]; k++) {
+        mm_node *x = mm_node_get(m, refused[k]);
+        if (x) {
+            keyjoin(key, prefix, refused[k]);
+            return fail(ld, mm_node_line(x), key, err, "not read with tiling: %s", tiling_names[c->tiling]);
+        }
+    }
     if (c->tiling == TILING_FIXED) {
         keyjoin(key, prefix, "tiles");
         if (!mm_node_get(m, "tiles")) {
@@ -513,6 +571,8 @@ static int read_image(loader *ld, mm_node *m, const char *prefix, component *c, 
     if ((rc = read_int(ld, m, "tile", prefix, 1, 1 << 16, &v, true, err)))
         return rc;
     c->tile_px = v;
+    if (c->tiling == TILING_NATIVE)
+        return read_native(ld, m, prefix, c, err);
     keyjoin(key, prefix, "width");
     if ((rc = read_dist(ld, m, "width", key, 1, 1e6, &c->width, err)))
         return rc;
@@ -771,6 +831,7 @@ void mm_mixture_free(mm_mixture *mix)
         dist_free(&c->tiles);
         dist_free(&c->width);
         dist_free(&c->aspect);
+        dist_free(&c->megapixels);
         dist_free(&c->seconds);
         dist_free(&c->audio);
     }

@@ -98,6 +98,31 @@ static int internvl_tiles(const component *c, double w, double h, int max_tiles)
     return blocks + (c->thumbnail && blocks != 1 ? 1 : 0);
 }
 
+/* The accounting tiles a native-resolution image counts as: its resized
+ * area (mm_native_resize) over tile^2, rounded up to whole tiles.  The
+ * image is drawn as an area and an aspect ratio, its sides rounded to
+ * pixels, at least 10 and within the processor's 200:1. */
+static int64_t native_tile_count(const component *c, int64_t h, int64_t w)
+{
+    int64_t rh = 0, rw = 0;
+    if (mm_native_resize(h, w, c->patch * c->merge, c->min_pixels, c->max_pixels, &rh, &rw))
+        return 1; /* not reached: the sides are kept within what the processor takes */
+    int64_t t2 = c->tile_px * c->tile_px;
+    return (rh * rw + t2 - 1) / t2;
+}
+
+static int64_t native_tiles(const component *c, gsl_rng *r)
+{
+    double px = draw(&c->megapixels, r) * 1e6, a = draw(&c->aspect, r);
+    double w = fmax(10, floor(sqrt(px / a) + 0.5));
+    double h = fmax(10, floor(w * a + 0.5));
+    if (h > 200 * w)
+        h = 200 * w;
+    if (w > 200 * h)
+        w = 200 * h;
+    return native_tile_count(c, (int64_t)h, (int64_t)w);
+}
+
 static int32_t clamp32(int64_t v)
 {
     return v > INT32_MAX ? INT32_MAX : (int32_t)v;
@@ -111,6 +136,10 @@ static void draw_sample(const component *c, gsl_rng *r, mm_sample *s)
         for (int64_t k = 0; k < n; k++) {
             if (c->tiling == TILING_FIXED) {
                 tiles += draw_count(&c->tiles, r);
+                continue;
+            }
+            if (c->tiling == TILING_NATIVE) {
+                tiles += native_tiles(c, r);
                 continue;
             }
             double w = fmax(1, floor(draw(&c->width, r) + 0.5));
@@ -201,6 +230,16 @@ double mm_mixture_max_inputs(const mm_mixture *mix)
             double n = dist_max(&c->images), t = 0;
             if (c->tiling == TILING_FIXED) {
                 t = dist_max(&c->tiles);
+            } else if (c->tiling == TILING_NATIVE) {
+                /* the floor path stays within max_pixels (a side clamped
+                 * up to one factor: f * sqrt(200 max_pixels)); the ceil
+                 * path adds at most a factor to each side of an area of
+                 * min_pixels whose sides differ at most 200-fold */
+                double f = (double)(c->patch * c->merge), t2 = (double)(c->tile_px * c->tile_px);
+                double mnp = (double)c->min_pixels, mxp = (double)c->max_pixels;
+                double top = fmax(mxp, f * sqrt(200 * mxp));
+                top = fmax(top, mnp + f * sqrt(mnp) * (sqrt(200.0) + 1 / sqrt(200.0)) + f * f);
+                t = ceil(top / t2);
             } else if (c->tiling == TILING_ANYRES) {
                 for (int g = 0; g < c->n_grids; g++)
                     t = fmax(t, (double)(c->grids[g][0] * c->grids[g][1] + 1));

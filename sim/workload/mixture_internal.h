@@ -29,7 +29,7 @@ typedef struct dist {
     gsl_histogram_pdf *pdf; /* histogram */
 } dist;
 
-typedef enum { TILING_FIXED, TILING_ANYRES, TILING_INTERNVL } tiling_kind;
+typedef enum { TILING_FIXED, TILING_ANYRES, TILING_INTERNVL, TILING_NATIVE } tiling_kind;
 
 typedef struct component {
     char name[64];
@@ -41,6 +41,8 @@ typedef struct component {
     tiling_kind tiling;
     dist tiles;            /* TILING_FIXED: tiles per image */
     dist width, aspect;    /* anyres / internvl: pixels, height / width */
+    dist megapixels;       /* native: image area in 10^6 pixels (aspect: height / width) */
+    int64_t patch, merge, min_pixels, max_pixels; /* native: the processor's (Qwen2-VL 14, 2) */
     int64_t tile_px;
     int n_grids;
     int grids[MAX_GRIDS][2]; /* anyres: rows, cols */

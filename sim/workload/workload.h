@@ -66,6 +66,24 @@ int64_t mm_sample_llm_tokens(const mm_sample *s, const mm_token_model *tm);
 /* Audio encoder inputs: clips of audio_clip_s seconds (each padded to the window). */
 int32_t mm_sample_audio_clips(const mm_sample *s, const mm_token_model *tm);
 
+/* ---- native resolution (native.c) ---------------------------------- */
+
+/* Qwen2-VL's smart_resize: the H x W image (pixels) resized so that both
+ * sides are multiples of factor (patch * merge) and the area lies within
+ * [min_px, max_px] as nearly as the aspect ratio allows.  -1 for what the
+ * processor refuses (a side under 10 px, an aspect ratio over 200) or a bad
+ * factor/range; 0 and *rh x *rw otherwise. */
+/* Qwen2VLImageProcessor's defaults (transformers @ 009f637): min_pixels
+ * 56*56, max_pixels 28*28*1280 (4 to 1280 LLM tokens per image). */
+#define MM_NATIVE_MIN_PIXELS (56 * 56)
+#define MM_NATIVE_MAX_PIXELS (28 * 28 * 1280)
+int mm_native_resize(int64_t h, int64_t w, int64_t factor, int64_t min_px, int64_t max_px, int64_t *rh,
+                     int64_t *rw);
+/* LLM tokens of one image at native resolution: (H'/patch)(W'/patch) /
+ * merge^2 for the resized H' x W' (Qwen2-VL: patch 14, merge 2); -1 where
+ * mm_native_resize refuses. */
+int64_t mm_native_image_tokens(int64_t h, int64_t w, int64_t patch, int64_t merge, int64_t min_px, int64_t max_px);
+
 /* ---- mixtures (workloads/NAME.yaml; format in workloads/README.md) ------- */
 
 typedef struct mm_mixture mm_mixture; /* opaque */
