@@ -5,6 +5,7 @@
  * encoders' reductions in the executed graph and in the pre-score.
  * Tolerances are stated at each assertion. */
 #include "framework_common.h"
+#include "plan/planner.h"
 
 /* What the binary printed (stdout, stderr) in the tests that run it. */
 static char out[1 << 17], errtxt[1 << 14];
@@ -208,7 +209,11 @@ START_TEST(overlap_is_a_profile_default)
     for (int i = 0; i < 4; i++) {
         char fwk[64];
         snprintf(fwk, sizeof fwk, "train.framework=%s", profiles[i]);
+        mm_framework pf;
+        load_profile(profiles[i], &pf);
         for (int z = 0; z <= 3; z++) {
+            if (!((pf.zero_stages >> z) & 1u))
+                continue; /* not run by the profile: refused (zero_stages_refused) */
             prepare_fw_zero(&sim, profiles[i], z, NULL);
             ck_assert_int_eq(sim.sc.train.overlap_grad_reduce, MM_TOVL_AUTO);
             ck_assert_int_eq(sim.sc.train.overlap_param_gather, MM_TOVL_AUTO);
@@ -474,7 +479,11 @@ START_TEST(grad_sync_is_a_profile_default)
     mm_sim sim = {0};
     mm_err err;
     for (int i = 0; i < 4; i++) {
+        mm_framework pf;
+        load_profile(profiles[i], &pf);
         for (int z = 0; z <= 3; z++) {
+            if (!((pf.zero_stages >> z) & 1u))
+                continue; /* not run by the profile: refused (zero_stages_refused) */
             prepare_fw_zero(&sim, profiles[i], z, "train.global_batch=32");
             ck_assert_int_eq(sim.micro_batches, 4);
             mm_sim_costs c;
@@ -1018,6 +1027,11 @@ START_TEST(bad_grad_sync_is_refused)
         {"  once_under_pp:", "\n", "grad_sync.once_under_pp"},
         {"grad_sync:", "grad_sync:\n  per_layer: true\n", "grad_sync.per_layer"},
         {"  zero3_blocking:", "  zero3_blocking: perhaps\n", "overlap.zero3_blocking"},
+        {"zero_stages:", "zero_stages: [0, 4]\n", "zero_stages"},
+        {"zero_stages:", "zero_stages: [1, 3]\n", "zero_stages"},
+        {"zero_stages:", "zero_stages: [0, 1, 1]\n", "zero_stages"},
+        {"zero_stages:", "zero_stages: 3\n", "zero_stages"},
+        {"zero_stages:", "\n", "zero_stages"},
         /* megatron-core gathers a layer at once: no list form */
         {"  gather: layer", "  gather: layer\n  list_collectives: true\n", "zero3.list_collectives"},
         {"  gather: layer", "  gather: layer\n  list_collectives: perhaps\n", "zero3.list_collectives"},
@@ -1047,6 +1061,46 @@ START_TEST(bad_grad_sync_is_refused)
 }
 END_TEST
 
+/* The ZeRO stages each profile runs (zero_stages): Megatron-LM's legacy
+ * modules (megatron-local) run ZeRO 0 and 1 only (the distributed
+ * optimizer; FSDP2 needs distributed checkpoints, which the legacy models
+ * refuse, and Megatron-FSDP shards by megatron.core TransformerLayer: the
+ * profile's comment cites the code); the others 0-3.  A scenario asking
+ * for a stage the profile lacks is refused naming train.zero or
+ * parallel.llm.zero, and the planner does not offer it. */
+START_TEST(zero_stages_refused)
+{
+    static const unsigned want[] = {0xfu, 0x3u, 0xfu, 0xfu}; /* by profiles[]: core, local, deepspeed, fsdp */
+    for (int i = 0; i < 4; i++) {
+        mm_framework fw;
+        load_profile(profiles[i], &fw);
+        ck_assert_msg(fw.zero_stages == want[i], "%s: %#x", profiles[i], fw.zero_stages);
+    }
+    mm_err err;
+    const char *z3[] = {"train.framework=megatron-local", "train.zero=3"};
+    ck_assert_int_eq(prepare_rc(z3, 2, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.zero");
+    ck_assert_msg(strstr(err.msg, "ZeRO-3") && strstr(err.msg, "zero_stages"), "%s", err.msg);
+    const char *z2[] = {"train.framework=megatron-local", "parallel.llm={tp: 1, pp: 1, dp: 8, zero: 2}"};
+    ck_assert_int_eq(prepare_rc(z2, 2, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "parallel.llm.zero");
+    const char *z1[] = {"train.framework=megatron-local", "train.zero=1"};
+    ck_assert_int_eq(prepare_rc(z1, 2, &err), 0);
+    /* the planner's space under megatron-local: ZeRO 0 and 1 only */
+    const char *sets[] = {"model=models/gpt3-1.3b.json", "train.framework=megatron-local", "train.global_batch=16",
+                          "train.seq_len=2048", "iterations=1"};
+    static const char *const narrow[] = {"micro_batch=1", "pp=1", "cp=1", "tp=1,2", "recompute=selective"};
+    mm_plan_opts o = {.sets = sets, .n_sets = 5, .gpus = 8, .top_k = 0, .iterations = 1, .jobs = 1, .space = narrow,
+                      .n_space = 5};
+    mm_plan p;
+    ck_assert_msg(mm_plan_run(&o, &p, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq((int)p.n, 4); /* tp 1, 2 x zero 0, 1 */
+    for (size_t i = 0; i < p.n; i++)
+        ck_assert_int_le(p.c[i].zero, 1);
+    mm_plan_free(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dp_comm");
@@ -1055,6 +1109,7 @@ int main(void)
     tcase_add_test(tc, overlap_slowdown_from_topology);
     tcase_add_test(tc, zero3_gathers_by_framework);
     tcase_add_test(tc, overlap_is_a_profile_default);
+    tcase_add_test(tc, zero_stages_refused);
     tcase_add_test(tc, overlap_hides_dp_communication);
     tcase_add_test(tc, homogeneous_encoder_in_the_dp_tail);
     tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);

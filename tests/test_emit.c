@@ -198,11 +198,12 @@ START_TEST(megatron_first_last_interleaved)
 END_TEST
 
 /* Megatron's local implementation (its attention kernel as the profile
- * picks it, written out) under Megatron-FSDP (ZeRO 3). */
+ * picks it, written out) under the distributed optimizer (ZeRO 1: the
+ * legacy modules run no Megatron-FSDP, the profile's zero_stages). */
 START_TEST(megatron_local_fsdp)
 {
     const char *sets[] = {"model=models/llama-3-8b.json", "workload=text", "iterations=1",
-                          "parallel.llm={tp: 1, pp: 1, dp: 16}", "train.zero=3", "train.recompute=full",
+                          "parallel.llm={tp: 1, pp: 1, dp: 16}", "train.zero=1", "train.recompute=full",
                           "train.micro_batch=1", "train.global_batch=32", "train.seq_len=2048",
                           "train.framework=megatron-local"};
     megatron_roundtrip(sets, sizeof sets / sizeof sets[0], "local.args");

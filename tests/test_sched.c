@@ -264,11 +264,10 @@ END_TEST
  * rank half of them.  mmsim's 1F1B on them comes within 0.03 of Table 8's
  * 1F1B (0.001-0.004 on the 28.3B rows, 0.010-0.023 on the others: the
  * stand-in's shape holds).  ZB-V's throughput over 1F1B's by the paper's
- * cost (the longest rank's span) against (1 - rate) / (1 - rate_1F1B) is a
- * known miss of the 5 % target: ZB-V's list schedule (schedule.c) leaves
- * 0.07-0.16 bubble where the paper's heuristic leaves 0.02-0.07 (it falls
- * behind as soon as F, B and W differ or a transfer takes time; with
- * equal times and none it has none, zb_v_equal_times). */
+ * cost (the longest rank's span) against (1 - rate) / (1 - rate_1F1B)
+ * within 5 % (measured 1.73 %) and its bubble rate within 0.05 (measured
+ * 0.024, below the paper's where the stand-in's 1F1B is below Table 8's):
+ * ZB-V runs the paper's heuristic (schedule.c). */
 START_TEST(zero_bubble_v_paper_rates)
 {
     FILE *t9 = fopen("tests/data/zb/pass_times_table9.csv", "r");
@@ -327,14 +326,11 @@ START_TEST(zero_bubble_v_paper_rates)
                "synchronous x%.4f\n",
                model, p, m, bubble, rate, b1, r1, ratio, paper, ob.time_s / zv.time_s);
         ck_assert_msg(fabs(b1 - r1) <= 0.03, "%s p=%d m=%d 1f1b: simulated %.4f, paper %.4f", model, p, m, b1, r1);
-        /* ZB-V beats 1F1B on every row, by less than the paper says */
-        ck_assert_msg(ratio > 1 && ratio < paper, "%s p=%d m=%d zb-v/1f1b: simulated %.4f, paper %.4f", model, p, m,
-                      ratio, paper);
-        ck_assert_msg(bubble < b1 && bubble > rate, "%s p=%d m=%d zb-v: simulated %.4f, paper %.4f", model, p, m,
+        /* the paper's bubble rate within 0.05 and ZB-V over 1F1B within
+         * 5 %, as ZB-2p's (zero_bubble_2p_paper_rates) */
+        ck_assert_msg(fabs(bubble - rate) <= 0.05, "%s p=%d m=%d zb-v: simulated %.4f, paper %.4f", model, p, m,
                       bubble, rate);
-        /* the known miss of the 5 % target (measured 11.3 %), here so that
-         * it cannot grow unseen; tighten it as the schedule improves */
-        ck_assert_msg(fabs(ratio / paper - 1) <= 0.12, "%s p=%d m=%d zb-v/1f1b: simulated %.4f, paper %.4f", model,
+        ck_assert_msg(fabs(ratio / paper - 1) <= 0.05, "%s p=%d m=%d zb-v/1f1b: simulated %.4f, paper %.4f", model,
                       p, m, ratio, paper);
         worst_rate = fmax(worst_rate, fabs(bubble - rate));
         worst_1f1b = fmax(worst_1f1b, fabs(b1 - r1));
@@ -476,6 +472,40 @@ START_TEST(zb_v_equal_times)
             ck_assert(v.all_once && v.eager);
             ck_assert_msg(v.time_s < o.time_s, "times %d p=%d: zb-v %.6f s, 1f1b %.6f s", i, p, v.time_s, o.time_s);
         }
+    /* equal times with a transfer of 4 % of a pass: ZB-V's rounds keep
+     * the bubble near zero, as ZB-2p's heuristic does */
+    for (int p = 4; p <= 8; p *= 2)
+        for (int mk = 2; mk <= 4; mk += 2) {
+            double t = 1e-3, c = 0.04 * t;
+            int m = mk * p;
+            run_result v = uniform(MM_SCHEDULE_ZB_V, p, m, 2, t, t, t, c);
+            run_result z = uniform(MM_SCHEDULE_ZB_2P, p, m, 1, t, t, t, c);
+            double bv = (v.span_s - 3 * m * t) / v.span_s, bz = (z.span_s - 3 * m * t) / z.span_s;
+            printf("zb-v p=%d m=%d transfer 4 %%: bubble %.4f (zb-2p %.4f)\n", p, m, bv, bz);
+            ck_assert(v.all_once && v.eager);
+            /* measured 0.011-0.034 (ZB-2p 0.005-0.012); the list schedule
+             * alone leaves 0.075-0.170 */
+            ck_assert_msg(bv <= 0.035 && bv < 4 * bz, "p=%d m=%d zb-v bubble %.4f, zb-2p %.4f", p, m, bv, bz);
+        }
+    /* unequal times with a transfer: every rank's order within 1F1B's
+     * peak and every pass once */
+    for (int p = 2; p <= 8; p *= 2) {
+        double tf[16], tb[16], tw[16];
+        for (int j = 0; j < 2 * p; j++)
+            tf[j] = 1.0, tb[j] = 1.5, tw[j] = 0.5;
+        mm_sched_times tm = {tf, tb, tw, 0.05};
+        for (int m = 1; m <= 4 * p; m += p > 2 ? p - 1 : 1)
+            for (int s = 0; s < p; s++) {
+                int n = mm_schedule_steps_timed(MM_SCHEDULE_ZB_V, p, s, m, 2, &tm, st), held = 0, peak = 0;
+                ck_assert_int_eq(n, 6 * m);
+                for (int i = 0; i < n; i++) {
+                    held += st[i].pass == MM_PASS_F ? 2 : -1;
+                    peak = held > peak ? held : peak;
+                }
+                ck_assert_int_eq(held, 0);
+                ck_assert_int_le(peak, mm_schedule_zbv_cap_halves(p, m));
+            }
+    }
     /* bad arguments: ZB-V runs exactly two chunks per rank */
     ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 1, st), -1);
     ck_assert_int_eq(mm_schedule_steps(MM_SCHEDULE_ZB_V, 4, 0, 8, 3, st), -1);

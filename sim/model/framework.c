@@ -16,7 +16,7 @@ const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
                                        "optimizer", "grad_bucket", "zero3", "padding",
-                                       "padding_pipelined", "overlap", "grad_sync", "host",
+                                       "padding_pipelined", "overlap", "grad_sync", "zero_stages", "host",
                                        "loader", "memory", NULL};
 static const char *const mem_keys[] = {"norm_extra_bytes", "rope_extra_bytes", "act_extra_bytes",
                                        "loss_bytes_per_logit", "fragmentation", "context_mib", "workspace_mib",
@@ -95,6 +95,33 @@ static int req_int(const rd *r, mm_node *map, const char *key, const char *path,
         rc = need(r, map, path, found);
     *out = (int)v;
     return rc;
+}
+
+/* zero_stages: a list of the ZeRO stages 0..3 the stack runs, 0 among
+ * them, none twice. */
+static int read_zero_stages(const rd *r, mm_node *root, mm_framework *fw)
+{
+    mm_node *z = mm_node_get(root, "zero_stages");
+    if (!z)
+        return need(r, root, "zero_stages", false);
+    if (!mm_node_is_sequence(z) || mm_node_count(z) < 1)
+        return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(z), "zero_stages",
+                          "expected a list of ZeRO stages (0..3), e.g. [0, 1]");
+    fw->zero_stages = 0;
+    for (int i = 0; i < mm_node_count(z); i++) {
+        int64_t v = 0;
+        int rc = mm_node_as_int(r->d, mm_node_item(z, i), "zero_stages", 0, 3, &v, r->err);
+        if (rc)
+            return rc;
+        if (fw->zero_stages & (1u << v))
+            return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(mm_node_item(z, i)), "zero_stages",
+                              "stage %d listed twice", (int)v);
+        fw->zero_stages |= 1u << v;
+    }
+    if (!(fw->zero_stages & 1u))
+        return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(z), "zero_stages",
+                          "must list stage 0 (plain data parallelism)");
+    return 0;
 }
 
 static int read_attention(const rd *r, mm_node *root, mm_framework *fw)
@@ -304,6 +331,8 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
     }
     if (!rc)
         rc = req_bool(r, gs, "once_under_pp", "grad_sync.once_under_pp", &fw->once_under_pp);
+    if (!rc)
+        rc = read_zero_stages(r, root, fw);
     return rc;
 }
 

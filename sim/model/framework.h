@@ -181,6 +181,10 @@ typedef struct mm_framework {
      * every micro-batch unless zero3.keep_gathered_under_pp applies. */
     bool every_microbatch[3];
     bool once_under_pp;
+    /* zero_stages: the ZeRO stages (train.zero) the stack runs, bit z for
+     * stage z (0 always); validation refuses the others by name and the
+     * planner does not offer them */
+    unsigned zero_stages;
     mm_fw_memory mem;           /* the memory section (above) */
 } mm_framework;
 

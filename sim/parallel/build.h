@@ -365,6 +365,10 @@ int mm_build_z3_gather_passes(const mm_build_spec *sp);
  * encoder's placement and the memory that follows the data all take the
  * order from here.  Returns the count, or -1. */
 int mm_build_schedule_steps(const mm_build_spec *sp, int s, mm_sched_step *out);
+/* Every stage's at once (mm_schedule_steps_all: a timed schedule's list
+ * run once), stage s's at out + s * mm_schedule_len(). Returns one
+ * stage's length or -1. */
+int mm_build_schedule_steps_all(const mm_build_spec *sp, mm_sched_step *out);
 
 /* Builds the iteration into g (initialised here). Returns 0, or -1 on bad
  * arguments or out of memory (g is then freed) with err (may be NULL) set

@@ -29,3 +29,24 @@ int mm_build_schedule_steps(const mm_build_spec *sp, int s, mm_sched_step *out)
     free(t);
     return n;
 }
+
+int mm_build_schedule_steps_all(const mm_build_spec *sp, mm_sched_step *out)
+{
+    int p = sp->lay.pp;
+    bool zb2p = sp->schedule == MM_SCHEDULE_ZB_2P && sp->lay.vpp == 1;
+    bool zbv = sp->schedule == MM_SCHEDULE_ZB_V && sp->lay.vpp == 2;
+    if (!(zb2p || zbv) || !sp->stages || p < 1)
+        return mm_schedule_steps_all(sp->schedule, p, sp->m, sp->lay.vpp, NULL, out);
+    int V = p * sp->lay.vpp;
+    double *t = malloc((size_t)V * 3 * sizeof *t);
+    if (!t)
+        return -1;
+    for (int j = 0; j < V; j++) {
+        const mm_stage_cost *c = &sp->stages[j];
+        t[j] = c->fwd_s, t[V + j] = c->bwd_s - c->wgrad_s, t[2 * V + j] = c->wgrad_s;
+    }
+    mm_sched_times tm = {t, t + V, t + 2 * V, sp->p2p_s > 0 ? sp->p2p_s : 0};
+    int n = mm_schedule_steps_all(sp->schedule, p, sp->m, sp->lay.vpp, &tm, out);
+    free(t);
+    return n;
+}

@@ -1,7 +1,8 @@
 /* schedule.c - step orders of GPipe, 1F1B, interleaved 1F1B, ZB-H1,
  * ZB-2p and ZB-V.
  * Not for: dependencies or timing of the iteration (build*.c emits the ops
- * in this order; ZB-2p's list schedule only predicts times to choose it). */
+ * in this order; ZB-2p's and ZB-V's heuristics only predict times to
+ * choose it). */
 #include "parallel/schedule.h"
 
 #include <math.h>
@@ -89,7 +90,7 @@ static int zb_h1(int p, int s, int m, mm_sched_step *out)
  * authors' mem_f 2, mem_b -1, mem_w -1), at most 2 * 2p.  Stage j's
  * passes: tf/tb/tw[j * m + mb] their predicted ends. */
 typedef struct zb_state {
-    int p, m, cap2, *f, *b, *w, *mem, *order_n, s;
+    int p, m, cap2, *f, *b, *w, *mem, *order_n, s; /* s < 0: every rank's order, rank j's at out + j * 3m */
     double *tf, *tb, *tw, *e, *bub, maxbub, comm;
     const double *cf, *cb, *cw;
     mm_sched_step *out;
@@ -118,7 +119,9 @@ static void zb_put(zb_state *z, int j, int pass)
     (pass == MM_PASS_F ? z->tf : pass == MM_PASS_B ? z->tb : z->tw)[(size_t)j * m + mb] = end;
     z->mem[j] += pass == MM_PASS_F ? 2 : -1;
     n[j]++;
-    if (j == z->s && z->out)
+    if (z->out && z->s < 0)
+        z->out[(size_t)j * 3 * m + (size_t)(z->f[j] + z->b[j] + z->w[j] - 1)] = (mm_sched_step){pass, mb, 0};
+    else if (j == z->s && z->out)
         z->out[z->order_n[0]++] = (mm_sched_step){pass, mb, 0};
 }
 
@@ -239,8 +242,266 @@ static int zb_2p(int p, int s, int m, const mm_sched_times *t, mm_sched_step *ou
     z.out = out;
     zb_run(&z, bf, gr);
     int k = z.order_n[0];
+    if (s < 0) { /* every rank's: each ran its 3m passes */
+        k = 3 * m;
+        for (int j = 0; j < p; j++)
+            if (z.f[j] + z.b[j] + z.w[j] != 3 * m)
+                k = -1;
+    }
     free(d), free(n);
     return k == 3 * m ? k : -1;
+}
+
+/* ZB-V's heuristic (schedule.h) on all ranks at once, predicting each
+ * pass's end as zb_run does ZB-2p's.  Virtual stage vs of 2p: rank
+ * mm_schedule_vstage_rank, chunk 1 on vs >= p; per virtual stage and pass
+ * the micro-batches run in order: n[3 * vs + pass] the next, te[(3 * vs +
+ * pass) * m + j] each pass's end (-1: not placed).  Per rank: e its
+ * predicted busy-until, mem its held halves, bub its bubble, wq its
+ * deferred W passes (virtual stages, in B order) from wq_h to wq_t. */
+typedef struct zv_state {
+    int p, m, cap, s, k, fill_f, fill_b, *n, *mem, *wq, *wq_h, *wq_t, *ord;
+    double *te, *e, *bub, *first, maxbub, comm;
+    const mm_sched_times *t;
+    mm_sched_step *out;
+} zv_state;
+
+static int zv_vs(const zv_state *z, int r, int c)
+{
+    return mm_schedule_vstage(MM_SCHEDULE_ZB_V, z->p, r, c);
+}
+
+static double zv_end(const zv_state *z, int vs, int pass, int j)
+{
+    return j < z->m ? z->te[((size_t)3 * vs + pass) * z->m + j] : -1;
+}
+
+/* When the input of rank r's next pass of the kind on chunk c can start
+ * there (its predecessor's end plus a transfer between ranks, none at the
+ * turn), or -1 while that predecessor is not placed. */
+static double zv_ready(const zv_state *z, int r, int c, int pass)
+{
+    int vs = zv_vs(z, r, c), V = 2 * z->p, j = z->n[3 * vs + pass], from;
+    if (j >= z->m)
+        return -1;
+    if (pass == MM_PASS_F) {
+        if (vs == 0)
+            return 0;
+        from = vs - 1;
+    } else if (vs == V - 1) {
+        from = -1; /* the last virtual stage's B follows its own F */
+    } else {
+        from = vs + 1;
+    }
+    double own = zv_end(z, vs, MM_PASS_F, j); /* a B needs its own F too */
+    if (pass == MM_PASS_B && own < 0)
+        return -1;
+    if (from < 0)
+        return own;
+    double x = zv_end(z, from, pass, j);
+    if (x < 0)
+        return -1;
+    x += mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, z->p, from) == r ? 0 : z->comm;
+    return pass == MM_PASS_B && own > x ? own : x;
+}
+
+static double zv_cost(const zv_state *z, int vs, int pass)
+{
+    const double *d = !z->t ? NULL : pass == MM_PASS_F ? z->t->f : pass == MM_PASS_B ? z->t->b : z->t->w;
+    return d ? d[vs] : 1;
+}
+
+/* Places rank r's next pass of the kind on chunk c (a W: the oldest
+ * deferred one, c ignored) at its predicted time. */
+static void zv_put(zv_state *z, int r, int c, int pass)
+{
+    int vs = pass == MM_PASS_W ? z->wq[(size_t)r * 2 * z->m + z->wq_h[r]++] : zv_vs(z, r, c);
+    double ready = pass == MM_PASS_W ? 0 : zv_ready(z, r, vs >= z->p, pass);
+    double start = ready > z->e[r] ? ready : z->e[r];
+    if (z->first[r] >= 0) {
+        z->bub[r] += start - z->e[r];
+        z->maxbub = z->bub[r] > z->maxbub ? z->bub[r] : z->maxbub;
+    } else {
+        z->first[r] = start;
+    }
+    int j = z->n[3 * vs + pass]++;
+    z->e[r] = start + zv_cost(z, vs, pass);
+    z->te[((size_t)3 * vs + pass) * z->m + j] = z->e[r];
+    z->mem[r] += pass == MM_PASS_F ? 2 : -1;
+    if (pass == MM_PASS_B)
+        z->wq[(size_t)r * 2 * z->m + z->wq_t[r]++] = vs;
+    if (r == z->s && z->out)
+        z->out[z->k++] = (mm_sched_step){pass, j, vs >= z->p};
+}
+
+/* Before rank r's next pass of the kind on chunk c, whose input arrives
+ * at `at`: the deferred W passes that end by then, and one that overruns
+ * it when the wait is larger than the rank's slack to the worst rank's
+ * bubble and `fill` (zb_fill's rule). */
+static void zv_fill(zv_state *z, int r, double at, int fill)
+{
+    int cw = z->wq_h[r] < z->wq_t[r] ? z->wq[(size_t)r * 2 * z->m + z->wq_h[r]] : -1;
+    while (cw >= 0 && z->e[r] + zv_cost(z, cw, MM_PASS_W) <= at) {
+        zv_put(z, r, 0, MM_PASS_W);
+        cw = z->wq_h[r] < z->wq_t[r] ? z->wq[(size_t)r * 2 * z->m + z->wq_h[r]] : -1;
+    }
+    if (cw >= 0 && fill && at - z->e[r] > z->maxbub - z->bub[r])
+        zv_put(z, r, 0, MM_PASS_W);
+}
+
+/* Places rank r's next pass of the kind on chunk c when its input is
+ * placed (returns 1), W passes first where memory needs them or they fit
+ * the wait; 0 when it cannot run yet. */
+static int zv_try(zv_state *z, int r, int c, int pass, int fill)
+{
+    double at = zv_ready(z, r, c, pass);
+    if (at < 0)
+        return 0;
+    while (pass == MM_PASS_F && z->mem[r] + 2 > z->cap && z->wq_h[r] < z->wq_t[r])
+        zv_put(z, r, 0, MM_PASS_W);
+    if (pass == MM_PASS_F && z->mem[r] + 2 > z->cap)
+        return 0;
+    zv_fill(z, r, at, fill);
+    zv_put(z, r, c, pass);
+    return 1;
+}
+
+/* One run of the heuristic; returns the span (the longest rank's first
+ * pass start to last pass end) or -1 where it stalls. */
+static double zv_run(zv_state *z)
+{
+    int p = z->p, m = z->m, V = 2 * p;
+    for (size_t i = 0; i < (size_t)3 * V * m; i++)
+        z->te[i] = -1;
+    for (int i = 0; i < 3 * V; i++)
+        z->n[i] = 0;
+    for (int r = 0; r < p; r++)
+        z->mem[r] = z->wq_h[r] = z->wq_t[r] = 0, z->e[r] = z->bub[r] = 0, z->first[r] = -1;
+    z->maxbub = 0, z->k = 0;
+#define ZV_N(r, c, pass) (z->n[3 * zv_vs(z, r, c) + (pass)])
+    /* warm-up, 1: a chunk-0 forward down the ranks; then from the last
+     * rank up, each rank's first chunk-1 forward, rank r preceded by the
+     * chunk-0 forwards (run on ranks 0..r) that end before that forward's
+     * input arrives from rank r+1 and leave room for 2r+1 more */
+    for (int r = 0; r < p; r++)
+        zv_put(z, r, 0, MM_PASS_F);
+    for (int r = p - 1; r >= 0; r--) {
+        if (r < p - 1) {
+            double at = zv_ready(z, r, 1, MM_PASS_F);
+            for (;;) {
+                int ok = ZV_N(r, 0, MM_PASS_F) < m && z->e[r] + zv_cost(z, zv_vs(z, r, 0), MM_PASS_F) <= at &&
+                         z->mem[r] + 2 * (2 + 2 * r) <= z->cap;
+                for (int q = 0; q < r; q++)
+                    ok = ok && z->mem[q] + 4 <= z->cap;
+                if (!ok)
+                    break;
+                for (int q = 0; q <= r; q++)
+                    zv_put(z, q, 0, MM_PASS_F);
+            }
+        }
+        zv_put(z, r, 1, MM_PASS_F);
+    }
+    /* 2: each rank from the second on takes as many forwards as the rank
+     * before it, alternately chunk 0 and 1, placed on the ranks from the
+     * last down to it where their input is placed and memory allows */
+    for (int r = 1, c = 0; r < p; r++) {
+        int tot_prev = ZV_N(r - 1, 0, MM_PASS_F) + ZV_N(r - 1, 1, MM_PASS_F);
+        for (int idle = 0; idle < 2 && ZV_N(r, 0, MM_PASS_F) + ZV_N(r, 1, MM_PASS_F) < tot_prev; c = 1 - c) {
+            int placed = 0;
+            for (int q = p - 1; q >= r; q--) {
+                if (c == 1 && ZV_N(q, 1, MM_PASS_F) >= ZV_N(q, 0, MM_PASS_F))
+                    continue;
+                if (z->mem[q] + 2 <= z->cap && zv_ready(z, q, c, MM_PASS_F) >= 0)
+                    zv_put(z, q, c, MM_PASS_F), placed = 1;
+            }
+            idle = placed ? 0 : idle + 1;
+        }
+    }
+    /* rounds: each rank one B, then one F, where their inputs are placed;
+     * B: chunk 1 (first of the two on the way back) unless chunk 0 has one
+     * owed whose input is placed, or at the turn; the chunk-1 ranks in
+     * the order chunk 1's gradients flow (0 up), then the chunk-0 ranks
+     * (down).  F: chunk 1 where its input is placed, else chunk 0. */
+    int *b1 = z->ord, *b0 = z->ord + p, nb1 = 0, nb0 = 0;
+    for (int stall = 0; stall < 2;) {
+        int placed = 0, left = 0;
+        nb1 = nb0 = 0;
+        for (int r = 0; r < p; r++) {
+            int x1 = ZV_N(r, 1, MM_PASS_B), x0 = ZV_N(r, 0, MM_PASS_B);
+            if (x0 >= m)
+                continue;
+            left = 1;
+            if (x1 < m && (x1 == x0 || (r < p - 1 && zv_ready(z, r, 0, MM_PASS_B) < 0)))
+                b1[nb1++] = r;
+            else
+                b0[nb0++] = r;
+        }
+        for (int i = 0; i < nb1; i++)
+            placed += zv_try(z, b1[i], 1, MM_PASS_B, 1);
+        for (int i = nb0 - 1; i >= 0; i--)
+            placed += zv_try(z, b0[i], 0, MM_PASS_B, z->fill_b);
+        for (int r = 0; r < p; r++) {
+            int f1 = ZV_N(r, 1, MM_PASS_F), f0 = ZV_N(r, 0, MM_PASS_F);
+            if (f1 >= m)
+                continue;
+            left = 1;
+            if (f1 < f0 && zv_try(z, r, 1, MM_PASS_F, z->fill_f))
+                placed++;
+            else if (f0 < m)
+                placed += zv_try(z, r, 0, MM_PASS_F, z->fill_f);
+        }
+        if (!left)
+            break;
+        stall = placed ? 0 : stall + 1;
+    }
+#undef ZV_N
+    double span = 0;
+    for (int r = 0; r < p; r++) {
+        while (z->wq_h[r] < z->wq_t[r])
+            zv_put(z, r, 0, MM_PASS_W);
+        span = fmax(span, z->e[r] - z->first[r]);
+    }
+    for (int vs = 0; vs < V; vs++)
+        if (z->n[3 * vs + MM_PASS_W] < m)
+            return -1;
+    return span;
+}
+
+/* The heuristic's four variants (a W that overruns a forward's or a
+ * chunk-0 B's wait, or not), the one of least span (the first on a tie),
+ * rank s's order of it into out; the list schedule's span beside it when
+ * given (list >= 0): the heuristic only where it is not longer. */
+static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
+{
+    int V = 2 * p;
+    size_t nd = (size_t)3 * V * m + 3 * (size_t)p, ni = (size_t)3 * V + (size_t)p * (2 * (size_t)m + 5);
+    double *d = malloc(sizeof *d * nd);
+    int *n = malloc(sizeof *n * ni);
+    if (!d || !n) {
+        free(d), free(n);
+        return -1;
+    }
+    zv_state z = {.p = p, .m = m, .cap = mm_schedule_zbv_cap_halves(p, m), .s = s, .n = n, .mem = n + 3 * V,
+                  .wq = n + 3 * V + p, .t = t, .comm = t ? t->comm : 0, .te = d,
+                  .e = d + (size_t)3 * V * m};
+    z.wq_h = z.wq + (size_t)2 * p * m, z.wq_t = z.wq_h + p, z.ord = z.wq_t + p;
+    z.bub = z.e + p, z.first = z.bub + p;
+    double best = -1;
+    int bf = 1, bb = 1;
+    for (int a = 1; a >= 0; a--)
+        for (int b = 1; b >= 0; b--) {
+            z.fill_f = a, z.fill_b = b;
+            double x = zv_run(&z);
+            if (x >= 0 && (best < 0 || x < best))
+                best = x, bf = a, bb = b;
+        }
+    if (best >= 0 && out) {
+        z.fill_f = bf, z.fill_b = bb, z.out = out;
+        if (zv_run(&z) < 0 || z.k != 6 * m)
+            best = -1;
+    }
+    free(d), free(n);
+    return best;
 }
 
 /* One run of ZB-V's list schedule (schedule.h), event by event, rank s's
@@ -257,7 +518,8 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
 {
     int V = 2 * p, cap = mm_schedule_zbv_cap_halves(p, m);
     int *nf = calloc((size_t)V * 3, sizeof *nf), *nb = nf ? nf + V : NULL, *nw = nf ? nf + 2 * V : NULL;
-    int *rk = calloc((size_t)p * 3, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting */
+    int *rk = calloc((size_t)p * 4, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting; */
+    int *nr = rk ? rk + 3 * p : NULL;              /* steps written (s < 0) */
     double *fe = malloc((size_t)V * m * 2 * sizeof *fe), *be = fe ? fe + (size_t)V * m : NULL;
     double *at = calloc((size_t)p * 3, sizeof *at), *first = at ? at + p : NULL, *last = at ? at + 2 * p : NULL;
     if (!nf || !fe || !rk || !at) {
@@ -338,11 +600,19 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
-        /* the waiting ranks look again once this pass's output can reach them */
-        for (int q = 0; q < p; q++)
+        /* the rank this pass's output feeds (the next virtual stage's for
+         * F, the previous one's for B) looks again once it can reach it;
+         * no other rank's inputs changed, and held memory is each rank's
+         * own, so a look by any other would find what it found before */
+        int to = pass == MM_PASS_F ? pick + 1 : pass == MM_PASS_B ? pick - 1 : -1;
+        if (to >= 0 && to < V) {
+            int q = mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, p, to);
             if (rk[3 * q + 2])
-                at[q] = fmin(at[q], end + comm);
-        if (r == s && out)
+                at[q] = fmin(at[q], end + (q == r ? 0 : comm));
+        }
+        if (s < 0 && out) /* every rank's, rank r's at out + r * 6m */
+            out[(size_t)r * 6 * m + (size_t)nr[r]++] = (mm_sched_step){pass, j, c};
+        else if (r == s && out)
             out[k++] = (mm_sched_step){pass, j, c};
         left--;
     }
@@ -353,8 +623,10 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
     return left == 0 ? span : -1;
 }
 
-/* ZB-V's order for rank s: of the three reservations, the one of least
- * span (ties: the larger reservation), the same for every rank. */
+/* ZB-V's order for rank s: the heuristic's, or the list schedule's (of
+ * its three reservations the one of least span, ties: the larger
+ * reservation) where that is shorter or the heuristic stalls; the same
+ * for every rank. */
 static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
 {
     double best = -1;
@@ -364,7 +636,25 @@ static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out
         if (x >= 0 && (best < 0 || x < best))
             best = x, at = reserve;
     }
+    double h = zb_v_heur(p, s, m, t, NULL);
+    if (h >= 0 && (best < 0 || h <= best + 1e-12))
+        return zb_v_heur(p, s, m, t, out) >= 0 ? 6 * m : -1;
     return best >= 0 && zb_v_run(p, s, m, t, at, out) >= 0 ? 6 * m : -1;
+}
+
+int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out)
+{
+    int len = mm_schedule_len(kind, m, v);
+    if (p < 1 || m < 1)
+        return -1;
+    if (kind == MM_SCHEDULE_ZB_2P && v == 1) /* one run of the list schedule for every rank */
+        return zb_2p(p, -1, m, t, out) == len ? len : -1;
+    if (kind == MM_SCHEDULE_ZB_V && v == 2)
+        return zb_v(p, -1, m, t, out) == len ? len : -1;
+    for (int s = 0; s < p; s++)
+        if (mm_schedule_steps_timed(kind, p, s, m, v, t, out + (size_t)s * len) != len)
+            return -1;
+    return len;
 }
 
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out)

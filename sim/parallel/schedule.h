@@ -109,25 +109,44 @@ typedef struct mm_sched_step {
  *    with a forward held back for the next stage's B: not run here).  The ILP refinement is not run: the executor
  *    with this order gives the paper's Table 5 rates to 0.0005
  *    (tests/test_sched.c).
- *  - ZB-V (arXiv 2405.15362; v must be 2): a list schedule of F, B and W
- *    chunk passes over all ranks at once, event by event on the pass times
- *    (mm_schedule_steps_timed; here equal), in the spirit of the authors'
- *    heuristic: at each time step an idle rank runs the ready B of
- *    the oldest micro-batch (the later chunk first), else a forward within
- *    the memory limit (mm_schedule_zbv_cap_halves; the later chunk first:
- *    warm-up forwards go down the V), else its oldest deferred W, so W
- *    passes fill what would be bubbles.  A chunk-0 forward keeps room for
- *    none, one, or all the chunk-1 forwards the rank owes (the last cannot
- *    stall); the one of least span is kept.  With equal times and m >= 2p
- *    the longest rank's span is its own work within one chunk pass
- *    (tests/test_sched.c).  Not run: the authors' search over
- *    warm-up counts. */
+ *  - ZB-V (arXiv 2405.15362; v must be 2): the authors' heuristic
+ *    (extended Zero Bubble paper section 6), run on all ranks at once on
+ *    the pass times (mm_schedule_steps_timed; here equal), predicting each
+ *    pass's end.  Warm-up: a chunk-0 forward down the ranks; then from
+ *    the last rank up, each rank's first chunk-1 forward, preceded by the
+ *    chunk-0 forwards that end before its input arrives (run on it and the
+ *    ranks before it) within the memory limit; then each rank takes as
+ *    many forwards as the rank before it, chunk 0 and 1 alternately.
+ *    Rounds: each rank places one B (chunk 1, the first on the way back,
+ *    unless a chunk-0 B is owed whose input is placed) and then one F
+ *    (chunk 1 where its input is placed, else chunk 0), where the input
+ *    is placed; before each, the deferred W passes that memory needs
+ *    (mm_schedule_zbv_cap_halves: 1F1B's peak) or that fit the wait for
+ *    the pass's input, and one that overruns it when the wait is larger
+ *    than the rank's slack to the worst rank's bubble (always before a
+ *    chunk-1 B; before F and chunk-0 B in some of the four variants run,
+ *    the one of least span kept); the rest at the end.  Where that span
+ *    is longer (small m: m < 2p with equal times) or the rounds stall,
+ *    the order of a list schedule event by event instead: an idle rank
+ *    runs the ready B of the oldest micro-batch (the later chunk first),
+ *    else a forward within the memory limit, else its oldest deferred W;
+ *    a chunk-0 forward keeps room for none, one or all the chunk-1
+ *    forwards the rank owes, the least span kept.  With equal times and
+ *    m >= 2p the longest rank's span is its own work within one chunk
+ *    pass; on Table 8's settings the paper's bubble rates within 0.03
+ *    (tests/test_sched.c). */
 int mm_schedule_steps(mm_schedule kind, int p, int s, int m, int v, mm_sched_step *out);
 
 /* As mm_schedule_steps, with the pass times a timed schedule (ZB-2p, ZB-V)
  * orders by; t NULL: equal times, no transfer time.  The others ignore t. */
 int mm_schedule_steps_timed(mm_schedule kind, int p, int s, int m, int v, const mm_sched_times *t,
                             mm_sched_step *out);
+
+/* Every rank's steps at once, rank s's at out + s * mm_schedule_len():
+ * the same orders as mm_schedule_steps_timed for each s, but a timed
+ * schedule's list runs once, not once per rank.  Returns the length of
+ * one rank's, or -1 (bad arguments, a list that stalls). */
+int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out);
 
 /* Number of steps a rank runs: 2mv, or 3mv for zero-bubble schedules. */
 int mm_schedule_len(mm_schedule kind, int m, int v);

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/compress.h"
 #include "hw/net.h"
 #include "exec/exec.h"
 #include "exec/run.h"
 #include "plan/estimate.h"
+#include "plan/span.h"
 
 /* ranks 0, stride, 2 stride, ...: the group a collective is timed over */
 static const int *group(int *ranks, int n, int stride)
@@ -163,11 +165,67 @@ typedef struct {
     double tot, tot_zb; /* every stage's F + B; under ZB-H1 its share of the fill (zb_fill) */
 } est_sums;
 
+/* Context parallelism's exchanges in one pass of one micro-batch of a
+ * stage, what of them the compute stream waits for, as the build emits
+ * them (build_llm.c) with the executor's contention on what they overlap
+ * (mm_overlap_delay): Ulysses' four all-to-alls per layer block it; the
+ * ring's KV (backward: KV and dKV) send/recv of step i + 1 runs beside
+ * attention step i (the diagonal step first), so a layer exposes
+ * max(0, exchange - step) per step, and recomputation runs the forward's
+ * ring again in the backward; without the core's step times the ring's
+ * exchanges run beside the layer's op.  Fills f[vs], b[vs] per virtual
+ * stage (zero without CP).  Returns 0, or -1 when out of memory. */
+static int cp_costs(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, double *f, double *b)
+{
+    int V = sp->lay.pp * sp->lay.vpp, cp = sp->lay.cp, tp = sp->lay.tp;
+    for (int vs = 0; vs < V; vs++)
+        f[vs] = b[vs] = 0;
+    if (cp < 2 || sp->cp_bytes <= 0)
+        return 0;
+    double k = sim->cluster->gpu.overlap_slowdown, x = 0, a2a = 0;
+    int *g = malloc((size_t)cp * sizeof *g);
+    if (!g)
+        return -1;
+    if (sp->cp_ring)
+        x = mm_net_analytic_time(sim->cluster, MM_COLL_SENDRECV, group(g, 2, tp), 2, sp->cp_bytes);
+    else /* the CP group: tp apart (tp fastest, then cp) */
+        a2a = 4 * mm_net_analytic_time(sim->cluster, MM_COLL_ALLTOALL, group(g, cp, tp), cp, sp->cp_bytes);
+    free(g);
+    for (int vs = 0; vs < V; vs++) {
+        const mm_stage_cost *c = &st[vs];
+        if (c->no_layers)
+            continue;
+        double e[2] = {0, 0};
+        for (int bw = 0; bw < 2; bw++) {
+            double cnt = bw ? 2 : 1; /* backward: KV and dKV */
+            if (!sp->cp_ring) {
+                e[bw] = a2a;
+            } else if (c->cp_diag_s[0] + c->cp_off_s[0] > 0) {
+                for (int r = 0; r < (bw && c->recompute_flops > 0 ? 2 : 1); r++) { /* r 1: the recomputed forward's */
+                    int q = r ? 0 : bw;
+                    double xx = (r ? 1 : cnt) * x;
+                    for (int i = 0; i + 1 < cp; i++) {
+                        double step = i == 0 ? c->cp_diag_s[q] : c->cp_off_s[q];
+                        e[bw] += fmax(0, xx - step) + mm_overlap_delay(fmin(xx, step), k);
+                    }
+                }
+            } else {
+                double layer = (bw ? c->bwd_s : c->fwd_s) / c->chunks, xx = cnt * (cp - 1) * x;
+                e[bw] = fmax(0, xx - layer) + mm_overlap_delay(fmin(xx, layer), k);
+            }
+        }
+        f[vs] = c->chunks * e[0];
+        b[vs] = c->chunks * e[1];
+    }
+    return 0;
+}
+
 /* The LLM's stages: the slowest's F + B with its TP all-reduces (one
- * takes tp_one), the FLOPs, and the DP-heaviest stage's gradients and
+ * takes tp_one) and its CP exchanges' exposed part (cpx, per virtual
+ * stage: cp_costs' F + B), the FLOPs, and the DP-heaviest stage's gradients and
  * micro-batch; a phase of its own so mm_sim_estimate reads as the sum. */
 static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, double tp_one,
-                           est_sums *u)
+                           const double *cpx, est_sums *u)
 {
     const mm_module_layout *L = &sim->sc.parallel.llm;
     int P = L->lay.pp, m = sim->micro_batches;
@@ -178,10 +236,11 @@ static void llm_stage_sums(const mm_sim *sim, const mm_build_spec *sp, const mm_
         double t = 0, g = 0, pb = 0, o = 0, f1 = 0, b1 = 0, host = 0, wg = 0;
         int ch = 0;
         for (int c = 0; c < L->lay.vpp; c++) {
-            const mm_stage_cost *x = &st[mm_schedule_vstage(sp->schedule, P, s, c)];
+            int v = mm_schedule_vstage(sp->schedule, P, s, c);
+            const mm_stage_cost *x = &st[v];
             int msgs = L->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
             int layer_ops = x->no_layers ? 0 : x->chunks; /* ops with a layer's TP traffic */
-            t += x->fwd_s + x->bwd_s + layer_ops * tp_one * msgs;
+            t += x->fwd_s + x->bwd_s + layer_ops * tp_one * msgs + cpx[v];
             /* the host issues the same passes: their kernels and the
              * blocking TP collectives (the executor's host cursor) */
             host += x->fwd_host_s + x->bwd_host_s + layer_ops * msgs * sp->coll_host_s;
@@ -396,10 +455,10 @@ typedef struct est_drawn {
 } est_drawn;
 
 /* One replica's F + B of micro-batch j on physical stage s (every chunk,
- * with its TP all-reduces, at least what the host needs to issue it; a
+ * with its TP all-reduces and the stage's exposed CP exchanges, cpx, at least what the host needs to issue it; a
  * homogeneous encoder's on stage 0), from the drawn costs in w. */
 static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
-                       int s, int d, int j, int *ranks, tp_memo *mo, double *wgrad)
+                       int s, int d, int j, int *ranks, tp_memo *mo, const double *cpx, double *wgrad)
 {
     int P = sp->lay.pp, dp = sp->lay.dp, m = w->m;
     int msgs = sp->lay.tp > 1 ? sp->tp_msgs_fwd + sp->tp_msgs_bwd : 0;
@@ -410,7 +469,7 @@ static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         const mm_mb_cost *x = &w->mb[((size_t)v * dp + d) * m + j];
         *wgrad += x->wgrad_s;
         int layer_ops = st[v].no_layers ? 0 : st[v].chunks;
-        t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes);
+        t += x->fwd_s + x->bwd_s + layer_ops * msgs * tp_time(sim, &mo[0], ranks, sp->lay.tp, x->tp_bytes) + cpx[v];
         host += st[v].fwd_host_s + st[v].bwd_host_s + layer_ops * msgs * sp->coll_host_s;
         t += layer_ops * mm_build_z3_list_mb_s(sp);
     }
@@ -425,6 +484,144 @@ static double drawn_mb(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         host += x->fwd_host_s + x->bwd_host_s;
     }
     return fmax(t, host);
+}
+
+/* One pipeline transfer of `bytes` (the whole micro-batch's activation)
+ * from virtual stage vs to vs + 1, as mm_bld_emit_p2p sends it: each of
+ * the tp x cp pairs its share, on the PP group's communicator (the pair's
+ * own under the interleaved schedule), between the compressor's kernels
+ * under comm.compress.pp; the measured time when one is fed in; nothing
+ * where both are on one rank (ZB-V's turn).  Remembered per virtual stage
+ * for the last size asked. */
+typedef struct hop_memo {
+    double bytes, t;
+} hop_memo;
+
+static double hop_time(const mm_sim *sim, const mm_build_spec *sp, hop_memo *mo, int vs, double bytes)
+{
+    int P = sp->lay.pp, from = mm_schedule_vstage_rank(sp->schedule, P, vs);
+    int to = mm_schedule_vstage_rank(sp->schedule, P, vs + 1);
+    if (from == to)
+        return 0;
+    if (sp->p2p_s > 0)
+        return sp->p2p_s;
+    if (mo[vs].bytes == bytes && mo[vs].t >= 0)
+        return mo[vs].t;
+    int cp = sp->lay.cp > 0 ? sp->lay.cp : 1, next = sp->lay.tp * cp * sp->lay.dp, ranks = 0, nodes = 0;
+    if (sp->gpus_per_node > 0 && sp->schedule != MM_SCHEDULE_INTERLEAVED) { /* the PP group's communicator */
+        ranks = P;
+        for (int s = 0, last = -1; s < P; s++) {
+            int node = s * next / sp->gpus_per_node;
+            nodes += node != last, last = node;
+        }
+    }
+    double S = bytes / (sp->lay.tp * cp), t = 0;
+    if (sp->pp_ratio > 0)
+        t = mm_compress_kernel_s(S, sp->pp_compress_gb_s) + mm_compress_kernel_s(S, sp->pp_decompress_gb_s),
+        S /= sp->pp_ratio;
+    t += mm_net_p2p_pair_time(sim->cluster, from * next, to * next, S, ranks, nodes);
+    mo[vs].bytes = bytes, mo[vs].t = t;
+    return t;
+}
+
+/* Whether the pre-score plays the schedule's order (mm_span) rather than
+ * the closed form: the interleaved schedule, whose uneven chunks wait
+ * round the loop, and ZB-2p and ZB-V, whose W passes fill the bubble. */
+static bool played(const mm_build_spec *sp)
+{
+    if (sp->lay.pp < 2)
+        return false;
+    return (sp->schedule == MM_SCHEDULE_INTERLEAVED && sp->lay.vpp > 1) || sp->schedule == MM_SCHEDULE_ZB_2P ||
+           sp->schedule == MM_SCHEDULE_ZB_V;
+}
+
+/* The schedule's span of replica d (mm_span) on the passes the executor
+ * runs, in its order (mm_build_schedule_steps): each chunk's forward and
+ * backward with its layers' TP all-reduces and exposed CP exchanges
+ * (cpf, cpb: cp_costs), at least what the host needs
+ * to issue it, a homogeneous encoder's passes with the first chunk's, and
+ * the transfers between the virtual stages; from the drawn micro-batches
+ * in w, or (w NULL) the stage costs st for spec->m micro-batches alike.
+ * -1 when the schedule gives no order for these times (ZB-2p's heuristic
+ * can stall), NAN when the host is out of memory. */
+static double pipeline_span(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
+                            int d, int *ranks, tp_memo *mo, const double *cpf, const double *cpb)
+{
+    int P = sp->lay.pp, v = sp->lay.vpp, dp = sp->lay.dp, m = w ? w->m : sp->m, V = P * v;
+    int len = mm_schedule_len(sp->schedule, m, v);
+    double *f = malloc((size_t)4 * V * m * sizeof *f), *b = f ? f + (size_t)V * m : NULL;
+    double *wg = b ? b + (size_t)V * m : NULL, *hop = wg ? wg + (size_t)V * m : NULL;
+    hop_memo *hm = malloc((size_t)V * sizeof *hm);
+    mm_sched_step *steps = malloc((size_t)P * len * sizeof *steps);
+    double span = NAN;
+    if (!f || !hm || !steps)
+        goto out;
+    mm_build_spec order = *sp; /* the order the executor takes, for this iteration's m */
+    order.m = m;
+    if (mm_build_schedule_steps_all(&order, steps) != len) {
+        span = -1; /* no order (ZB-2p's heuristic can stall): the closed form stands */
+        goto out;
+    }
+    for (int vs = 0; vs < V; vs++)
+        hm[vs] = (hop_memo){-1, -1};
+    int mf = sp->lay.tp > 1 ? sp->tp_msgs_fwd : 0, mb = sp->lay.tp > 1 ? sp->tp_msgs_bwd : 0;
+    for (int vs = 0; vs < V; vs++) {
+        const mm_stage_cost *c = &st[vs];
+        int ops = c->no_layers ? 0 : c->chunks; /* ops with a layer's TP traffic */
+        double hf = c->fwd_host_s + ops * mf * sp->coll_host_s, hb = c->bwd_host_s + ops * mb * sp->coll_host_s;
+        for (int j = 0; j < m; j++) {
+            const mm_mb_cost *x = w ? &w->mb[((size_t)vs * dp + d) * m + j] : NULL;
+            double tp = tp_time(sim, &mo[0], ranks, sp->lay.tp, x ? x->tp_bytes : sp->tp_bytes);
+            double ef = 0, eb = 0, ehf = 0, ehb = 0;
+            for (int i = 0; vs == 0 && i < sp->n_enc; i++) {
+                const mm_enc_spec *e = &sp->enc[i];
+                if (e->placement != MM_ENC_HOMOGENEOUS)
+                    continue;
+                const mm_enc_mb_cost *y = w ? &w->enc[((size_t)i * dp + d) * m + j] : &e->mb[0];
+                double etp = tp_time(sim, &mo[1], ranks, sp->lay.tp, y->tp_bytes); /* on the LLM's TP group */
+                ef += y->fwd_s + e->chunks * e->tp_msgs_fwd * etp;
+                eb += y->bwd_s + (e->frozen ? 0 : e->chunks * e->tp_msgs_bwd * etp);
+                ehf += y->fwd_host_s, ehb += y->bwd_host_s;
+            }
+            size_t k = (size_t)vs * m + j;
+            f[k] = fmax((x ? x->fwd_s : c->fwd_s) + ops * mf * tp + cpf[vs] + ef, hf + ehf);
+            b[k] = fmax((x ? x->bwd_s : c->bwd_s) + ops * mb * tp + cpb[vs] + eb, hb + ehb);
+            wg[k] = x ? x->wgrad_s : c->wgrad_s;
+            hop[k] = vs + 1 < V ? hop_time(sim, sp, hm, vs, x ? x->p2p_bytes : sp->p2p_bytes) : 0;
+        }
+    }
+    span = mm_span(&(mm_span_in){sp->schedule, P, v, m, len, steps, f, b, wg, hop});
+out:
+    free(f);
+    free(hm);
+    free(steps);
+    return span;
+}
+
+/* Whether replicas a and b run the same passes (every virtual stage's
+ * micro-batches' times and messages, a homogeneous encoder's): then their
+ * pipelines' spans are equal. */
+static bool same_passes(const mm_build_spec *sp, const wl_iter *w, int a, int b)
+{
+    int V = sp->lay.pp * sp->lay.vpp, dp = sp->lay.dp, m = w->m;
+    for (int vs = 0; vs < V; vs++)
+        for (int j = 0; j < m; j++) {
+            const mm_mb_cost *x = &w->mb[((size_t)vs * dp + a) * m + j], *y = &w->mb[((size_t)vs * dp + b) * m + j];
+            if (x->fwd_s != y->fwd_s || x->bwd_s != y->bwd_s || x->wgrad_s != y->wgrad_s ||
+                x->tp_bytes != y->tp_bytes || x->p2p_bytes != y->p2p_bytes)
+                return false;
+        }
+    for (int i = 0; i < sp->n_enc; i++) {
+        if (sp->enc[i].placement != MM_ENC_HOMOGENEOUS)
+            continue;
+        for (int j = 0; j < m; j++) {
+            const mm_enc_mb_cost *x = &w->enc[((size_t)i * dp + a) * m + j], *y = &w->enc[((size_t)i * dp + b) * m + j];
+            if (x->fwd_s != y->fwd_s || x->bwd_s != y->bwd_s || x->tp_bytes != y->tp_bytes ||
+                x->fwd_host_s != y->fwd_host_s || x->bwd_host_s != y->bwd_host_s)
+                return false;
+        }
+    }
+    return true;
 }
 
 /* Adds one drawn iteration's terms to *u: per replica, each stage's sum
@@ -445,9 +642,13 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
     for (int i = 0; i < sp->n_enc; i++)
         most = sp->enc[i].tp > most ? sp->enc[i].tp : most;
     int *ranks = malloc((size_t)most * sizeof *ranks);
-    double *sum = calloc((size_t)2 * P + 1, sizeof *sum), *top = sum + P;
+    int V = P * sp->lay.vpp;
+    double *sum = calloc((size_t)2 * P + 1 + 3 * (size_t)V, sizeof *sum), *top = sum + P;
+    double *cpf = top + P + 1, *cpb = cpf + V, *cpx = cpb + V; /* CP: F, B, F + B per virtual stage */
     int *home[MM_MAX_ENCODERS] = {0}; /* colocated encoder ranks' LLM replicas */
-    int rc = ranks && sum ? 0 : -1;
+    int rc = ranks && sum ? cp_costs(sim, sp, st, cpf, cpb) : -1;
+    for (int v = 0; rc == 0 && v < V; v++)
+        cpx[v] = cpf[v] + cpb[v];
     for (int i = 0; i < sp->n_enc && rc == 0; i++) {
         const mm_enc_spec *e = &sp->enc[i];
         if (e->placement != MM_ENC_COLOCATED || !e->ranks)
@@ -488,12 +689,15 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
             grad = g, heavy = s;
     }
     double hf = 0, hb = 0;
+    bool play = played(sp);
+    int played_d = -1;
+    double played_span = 0;
     for (int d = 0; d < dp; d++) {
         double most_s = 0, tops = 0;
         for (int s = 0; s < P; s++) {
             sum[s] = top[s] = 0;
             for (int j = 0; j < m; j++) {
-                double wg, t = drawn_mb(sim, sp, st, w, s, d, j, ranks, mo, &wg);
+                double wg, t = drawn_mb(sim, sp, st, w, s, d, j, ranks, mo, cpx, &wg);
                 sum[s] += t;
                 /* what it adds to the fill and drain (ZB-H1: less its W passes) */
                 top[s] = fmax(top[s], sp->schedule == MM_SCHEDULE_ZB_H1 ? zb_fill(t, wg) : t);
@@ -506,6 +710,17 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
         double line = enc_stages > 0 ? enc_load + (tops + (enc_stages - 1) * etop) / sp->lay.vpp : 0;
         for (int s = 0; s < P; s++) /* a stage's work, and one micro-batch through every other */
             line = fmax(line, sum[s] + (tops - top[s] + enc_stages * etop) / sp->lay.vpp);
+        if (play && enc_stages <= 0) { /* the schedule's order on the passes */
+            /* a replica whose passes are those of the last one played
+             * (fixed samples: every one) has its span */
+            if (played_d < 0 || !same_passes(sp, w, played_d, d))
+                played_span = pipeline_span(sim, sp, st, w, d, ranks, mo, cpf, cpb), played_d = d;
+            if (isnan(played_span)) {
+                rc = -1;
+                break;
+            }
+            line = played_span >= 0 ? played_span : line;
+        }
         /* colocated encoders: the forwards of the ranks on this replica's
          * GPUs or handing it embeddings before its passes, its ranks'
          * backwards after them (build_enc.c) */
@@ -533,6 +748,13 @@ static int drawn_terms(const mm_sim *sim, const mm_build_spec *sp, const mm_stag
                 const mm_mb_cost *x = &w->mb[((size_t)mm_schedule_vstage(sp->schedule, P, heavy, c) * dp + d) * m + j];
                 hf += x->fwd_s, hb += x->bwd_s;
             }
+    }
+    if (rc) {
+        free(ranks);
+        free(sum);
+        for (int i = 0; i < sp->n_enc; i++)
+            free(home[i]);
+        return -1;
     }
     double around = 0, flops = 0, hw = 0;
     for (int i = 0; i < sp->n_enc; i++) {
@@ -642,8 +864,17 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     double tp_one = L->lay.tp > 1 ? mm_net_analytic_time(sim->cluster, MM_COLL_ALLREDUCE, group(ranks, L->lay.tp, 1), L->lay.tp,
                                                      spec.tp_bytes)
                               : 0;
+    int V = L->lay.pp * L->lay.vpp;
+    double *cpf = malloc((size_t)3 * V * sizeof *cpf), *cpb = cpf ? cpf + V : NULL, *cpx = cpb ? cpb + V : NULL;
+    if (!cpf || cp_costs(sim, &spec, st, cpf, cpb)) {
+        free(ranks);
+        free(cpf);
+        return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+    }
+    for (int v = 0; v < V; v++)
+        cpx[v] = cpf[v] + cpb[v];
     est_sums u;
-    llm_stage_sums(sim, &spec, st, tp_one, &u);
+    llm_stage_sums(sim, &spec, st, tp_one, cpx, &u);
     double worst = u.worst, grad = u.grad, params = u.params, opt = u.opt;
     double dp_fwd = u.dp_fwd, dp_bwd = u.dp_bwd;
     int dp_chunks = u.dp_chunks;
@@ -662,6 +893,17 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
         double all = (zb ? u.tot_zb : u.tot) + enc_first + epp * enc_stage;
         fill = (all - (llm_worst ? (zb ? zb_fill(u.worst, u.worst_w) : u.worst) : worst)) / L->lay.vpp;
         pipe = m * worst + fill;
+        if (played(&spec) && enc_stage <= 0 && !(dr && dr->iters > 0)) { /* the schedule's order on the passes */
+            tp_memo mo[2] = {{0}};
+            double span = pipeline_span(sim, &spec, st, NULL, 0, ranks, mo, cpf, cpb);
+            if (isnan(span)) {
+                free(ranks);
+                free(cpf);
+                return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
+            }
+            if (span >= 0)
+                pipe = span, fill = span - m * worst;
+        }
     }
     double tokens = (double)sc->train.global_batch * sim->seq;
     /* the stages ran at the padded length: the pad tokens' FLOPs are work,
@@ -717,6 +959,7 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
     mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN; /* and the data loader's wait */
     free(ranks);
+    free(cpf);
     return 0;
 }
 

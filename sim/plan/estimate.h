@@ -15,7 +15,10 @@
  *         + optimizer step
  * (for p equal stages the uniform (m + (p-1)/v)(F + B); under ZB-H1 each
  * other stage adds F + B - 2 W, W the weight-gradient part of B: the
- * zero-bubble paper's bubble),
+ * zero-bubble paper's bubble; under the interleaved schedule, ZB-2p and
+ * ZB-V the pipeline term is each rank's order played on the chunks' pass
+ * times and transfers instead, plan/span.h; the passes carry the CP
+ * exchanges their compute stream waits for),
  * the DP sync being the gradient reduce(-scatter) and, under ZeRO, the
  * 16-bit parameter all-gather, each with what overlap_grad_reduce /
  * overlap_param_gather hide behind one micro-batch's backward / forward

@@ -185,7 +185,7 @@ static int enum_choices(const walker *w, const mm_plan_cand *proto)
             if (!keep(w, MM_SD_RECOMPUTE, r))
                 continue;
             for (int z = 0; z < 4; z++) {
-                if (!keep(w, MM_SD_ZERO, z))
+                if (!((f->zero_stages >> z) & 1u) || !keep(w, MM_SD_ZERO, z))
                     continue;
                 for (int k = 0; k < ns; k++) {
                     mm_plan_cand *c = cand_push(w->v);
@@ -838,7 +838,7 @@ static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenari
         .G = mm_cluster_gpus(sim->cluster), .gpn = sim->cluster->gpus_per_node,
         .layers = sim->llm->layers, .heads = sim->llm->heads, .experts = sim->llm->experts, .seq = base->train.seq_len,
         .global_batch = base->train.global_batch,
-        .max_pp = o->max_pp > 0 ? o->max_pp : 32,
+        .max_pp = o->max_pp > 0 ? o->max_pp : 32, .zero_stages = sim->fw ? sim->fw->zero_stages : 0xfu,
         .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED || base->train.schedule == MM_SCHED_ZB_V
                              ? MM_SCHED_1F1B
                              : (int)base->train.schedule,

@@ -20,7 +20,7 @@
  *   micro_batch    divisors of global_batch / dp (the memory check decides
  *                  how far up they fit)
  *   recompute      the LLM's: none, selective, full
- *   zero           0 .. 3 (validation refuses what the framework lacks)
+ *   zero           the stages the framework runs (its profile's zero_stages)
  *   schedule       gpipe, 1f1b, zb-h1, zb-2p at vpp 1 and pp > 1; interleaved at
  *                  vpp > 1, zb-v at vpp 2; the scenario's at pp 1 (one stage: all equal)
  * A narrowing keeps, per dimension it names, only the listed values.
@@ -66,6 +66,7 @@ typedef struct mm_space_facts {
     int64_t enc_layers, enc_heads;   /* the (first) encoder's; 0: none */
     int max_pp;
     int base_schedule;                /* the scenario's (pp 1) */
+    unsigned zero_stages;             /* the framework's (bit z: ZeRO-z runs) */
     bool encoder;                     /* the plan places an encoder */
 } mm_space_facts;
 

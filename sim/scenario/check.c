@@ -308,6 +308,23 @@ static int check_zero(const mm_sim *sim, mm_err *err)
     }
     const mm_module_layout *L = &sc->parallel.llm;
     int llm_zero = L->zero >= 0 ? L->zero : sc->train.zero;
+    /* the stages the framework runs (its profile's zero_stages), the
+     * LLM's and each encoder's */
+    for (int i = -1; i < sim->n_enc; i++) {
+        int z = i < 0 ? llm_zero : sim->enc[i].layout.zero >= 0 ? sim->enc[i].layout.zero : sc->train.zero;
+        if (z < 0 || z > 3 || (sim->fw->zero_stages >> z) & 1u)
+            continue;
+        char key[64];
+        if (i < 0)
+            snprintf(key, sizeof key, "%s", L->zero >= 0 ? "parallel.llm.zero" : "train.zero");
+        else
+            snprintf(key, sizeof key, "%s%s%s", sim->enc[i].layout.zero >= 0 ? "parallel." : "train.zero",
+                     sim->enc[i].layout.zero >= 0 ? sim->enc[i].name : "", sim->enc[i].layout.zero >= 0 ? ".zero" : "");
+        return mm_scenario_fail(sc, err, key,
+                                "ZeRO-%d is not run by train.framework %s (its profile's zero_stages lists what "
+                                "it runs) -- %s",
+                                z, sim->fw->name, sim->fw->source);
+    }
     mm_z3_knobs k = {v[0], v[1], v[2], v[3]};
     mm_z3_gather_plan p;
     if (llm_zero >= 3 && mm_framework_z3_plan(sim->fw, sim->llm, &k, false, &p))
