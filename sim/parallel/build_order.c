@@ -9,44 +9,50 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-int mm_build_schedule_steps(const mm_build_spec *sp, int s, mm_sched_step *out)
+/* The spec's pass times for a timed schedule (ZB-2p; ZB-V per virtual
+ * stage) into tm, from *t (malloc'd, the caller frees it): 1, 0 when the
+ * schedule is not timed here (tm unset), -1 when out of memory. */
+static int timed(const mm_build_spec *sp, double **t, mm_sched_times *tm)
 {
     int p = sp->lay.pp;
     bool zb2p = sp->schedule == MM_SCHEDULE_ZB_2P && sp->lay.vpp == 1;
     bool zbv = sp->schedule == MM_SCHEDULE_ZB_V && sp->lay.vpp == 2;
+    *t = NULL;
     if (!(zb2p || zbv) || !sp->stages || p < 1)
-        return mm_schedule_steps(sp->schedule, p, s, sp->m, sp->lay.vpp, out);
+        return 0;
     int V = p * sp->lay.vpp; /* ZB-V: times per virtual stage */
-    double *t = malloc((size_t)V * 3 * sizeof *t);
-    if (!t)
+    double *x = malloc((size_t)V * 3 * sizeof *x);
+    if (!x)
         return -1;
     for (int j = 0; j < V; j++) {
         const mm_stage_cost *c = &sp->stages[j];
-        t[j] = c->fwd_s, t[V + j] = c->bwd_s - c->wgrad_s, t[2 * V + j] = c->wgrad_s;
+        x[j] = c->fwd_s, x[V + j] = c->bwd_s - c->wgrad_s, x[2 * V + j] = c->wgrad_s;
     }
-    mm_sched_times tm = {t, t + V, t + 2 * V, sp->p2p_s > 0 ? sp->p2p_s : 0};
-    int n = mm_schedule_steps_timed(sp->schedule, p, s, sp->m, sp->lay.vpp, &tm, out);
+    *t = x;
+    *tm = (mm_sched_times){x, x + V, x + 2 * V, sp->p2p_s > 0 ? sp->p2p_s : 0};
+    return 1;
+}
+
+int mm_build_schedule_steps(const mm_build_spec *sp, int s, mm_sched_step *out)
+{
+    double *t;
+    mm_sched_times tm;
+    int k = timed(sp, &t, &tm);
+    if (k <= 0)
+        return k < 0 ? -1 : mm_schedule_steps(sp->schedule, sp->lay.pp, s, sp->m, sp->lay.vpp, out);
+    int n = mm_schedule_steps_timed(sp->schedule, sp->lay.pp, s, sp->m, sp->lay.vpp, &tm, out);
     free(t);
     return n;
 }
 
 int mm_build_schedule_steps_all(const mm_build_spec *sp, mm_sched_step *out)
 {
-    int p = sp->lay.pp;
-    bool zb2p = sp->schedule == MM_SCHEDULE_ZB_2P && sp->lay.vpp == 1;
-    bool zbv = sp->schedule == MM_SCHEDULE_ZB_V && sp->lay.vpp == 2;
-    if (!(zb2p || zbv) || !sp->stages || p < 1)
-        return mm_schedule_steps_all(sp->schedule, p, sp->m, sp->lay.vpp, NULL, out);
-    int V = p * sp->lay.vpp;
-    double *t = malloc((size_t)V * 3 * sizeof *t);
-    if (!t)
-        return -1;
-    for (int j = 0; j < V; j++) {
-        const mm_stage_cost *c = &sp->stages[j];
-        t[j] = c->fwd_s, t[V + j] = c->bwd_s - c->wgrad_s, t[2 * V + j] = c->wgrad_s;
-    }
-    mm_sched_times tm = {t, t + V, t + 2 * V, sp->p2p_s > 0 ? sp->p2p_s : 0};
-    int n = mm_schedule_steps_all(sp->schedule, p, sp->m, sp->lay.vpp, &tm, out);
+    double *t;
+    mm_sched_times tm;
+    int k = timed(sp, &t, &tm);
+    if (k <= 0)
+        return k < 0 ? -1 : mm_schedule_steps_all(sp->schedule, sp->lay.pp, sp->m, sp->lay.vpp, NULL, out);
+    int n = mm_schedule_steps_all(sp->schedule, sp->lay.pp, sp->m, sp->lay.vpp, &tm, out);
     free(t);
     return n;
 }
