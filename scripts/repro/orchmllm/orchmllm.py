@@ -12,7 +12,7 @@ Megatron-LM-style baseline without it (`sequential`), the same layout.
 OrchMLLM's own runs are not padded to a fixed length (train.padding=longest:
 at micro-batch 1 each sample runs at its own length): its orchestrator
 re-deals samples so that each phase's work, the LLM's included, is even over
-the DP ranks (arXiv 2503.23830, abstract; ../shared/reference/papers.md #3),
+the DP ranks (arXiv 2503.23830, abstract),
 which presumes a rank's LLM work follows its samples' lengths; under
 fixed-shape padding every rank's LLM work would be equal and there would be
 nothing to balance.  The Megatron-LM-style baseline keeps its framework
