@@ -6,7 +6,8 @@
 # sources' in >= 95 % of all layouts.  Groups that miss a target today are
 # listed in KNOWN_MISSES (and in docs/validation.md with their numbers); none
 # is excused from the OOM total.  Then a malformed row must be refused with
-# its file, line and key, exit status 2.
+# its file, line and key (a bad recompute value, an unknown cluster), exit
+# status 2.
 set -uo pipefail
 mmsim=$(realpath "${1:?usage: $0 MMSIM}")
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +35,12 @@ err=$("$root/scripts/validate/rankings" --mmsim "$mmsim" --data "$tmp" 2>&1 >/de
 rc=$?
 if [ $rc -ne 2 ] || ! echo "$err" | grep -q "bad.csv:3: key 'recompute'"; then
     echo "FAIL rankings: a bad recompute value gave exit $rc: $err"; fail=1
+fi
+head -2 "$root/tests/data/rankings/korthikanti_table5.csv" | sed '2s/,dgx-a100,megatron-local,/,no-such-cluster,megatron-local,/' >"$tmp/bad.csv"
+err=$("$root/scripts/validate/rankings" --mmsim "$mmsim" --data "$tmp" 2>&1 >/dev/null)
+rc=$?
+if [ $rc -ne 2 ] || ! echo "$err" | grep -q "bad.csv:2: key 'topology': no topologies/no-such-cluster.yaml"; then
+    echo "FAIL rankings: an unknown topology gave exit $rc: $err"; fail=1
 fi
 [ $fail -eq 0 ] && echo "ok rankings: $groups groups, OOM verdicts $agree of $all"
 exit $fail
