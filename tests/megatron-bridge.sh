@@ -27,7 +27,7 @@ while read -r _ name _ pub _ sim _ err; do
         echo "known miss $name: $sim tokens/s per GPU against the published $pub ($err)"
     fi
 done < <(echo "$out" | grep -E '^row ')
-[ $rows -eq 2 ] || { echo "FAIL megatron-bridge: $rows rows, expected 2"; fail=1; }
+[ $rows -eq 4 ] || { echo "FAIL megatron-bridge: $rows rows, expected 4"; fail=1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 head -2 "$root/tests/data/megatron-bridge/h100.csv" | sed '2s/,fp8,current,true,/,fp8,current,maybe,/' >"$tmp/bad.csv"
