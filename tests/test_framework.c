@@ -379,8 +379,8 @@ START_TEST(host_work_per_kernel_and_pass)
               fabs(hf.host.bwd_op_s - 1.0e-6) < 1e-18 && fabs(core.host.bwd_op_s - 6.8e-6) < 1e-18);
     ck_assert(core.host.graphs_layer && core.host.graphs_full);
     mm_op_cost op = {.name = "norm_attn", .kind = MM_OPK_MEM, .bytes = 1000, .pass = MM_OP_F};
-    mm_fw_ctx ch = {&c.gpu, MM_DTYPE_BF16, &hf, MM_ATTN_IMPL_FLASH2, 2, &hf.host, {0}, 0, 0};
-    mm_fw_ctx cc = {&c.gpu, MM_DTYPE_BF16, &core, MM_ATTN_IMPL_FLASH2, 2, &core.host, {0}, 0, 0};
+    mm_fw_ctx ch = {&c.gpu, MM_DTYPE_BF16, &hf, MM_ATTN_IMPL_FLASH2, 2, &hf.host, {0}, 0, 0, 0};
+    mm_fw_ctx cc = {&c.gpu, MM_DTYPE_BF16, &core, MM_ATTN_IMPL_FLASH2, 2, &core.host, {0}, 0, 0, 0};
     mm_pass_breakdown h = mm_fw_time_ops(&ch, &op, 1), k = mm_fw_time_ops(&cc, &op, 1);
     ck_assert(fabs(h.s[MM_OP_F][MM_BK_MEM] - mm_mem_time(&c.gpu, 9000)) < 1e-15);
     ck_assert(h.launches[MM_OP_F] == 8 && h.launches[MM_OP_B] == 8 && h.launches[MM_OP_W] == 0);
@@ -622,7 +622,7 @@ START_TEST(extra_kernels_by_formula)
     ck_assert(n == 1 && !strcmp(ops[0].name, "attn_layout") && ops[0].bytes == 2 * T * q * e);
     mm_cluster c;
     ck_assert(mm_cluster_load("topologies/dgx-a100.yaml", 1, &c, &err) == 0);
-    mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2, NULL, {0}, 0, 0};
+    mm_fw_ctx fc = {&c.gpu, MM_DTYPE_BF16, &fw, MM_ATTN_IMPL_FLASH2, 2, NULL, {0}, 0, 0, 0};
     double V = (double)m.vocab;
     ck_assert(mm_fw_embed_wgrad_time(&fc, &m, T, 2) == mm_mem_time(&c.gpu, V * h / 2 * 12 + T * h * 6));
     mm_cluster_free(&c);

@@ -53,9 +53,11 @@ mm_fp8_cfg mm_sim_fp8(const mm_sim *sim)
 static mm_fw_ctx llm_ctx(const mm_sim *sim)
 {
     const mm_scenario *sc = &sim->sc;
-    int cp = sc->parallel.llm.lay.cp;
+    int cp = sc->parallel.llm.lay.cp, tp = sc->parallel.llm.lay.tp;
+    bool sp = sc->train.sequence_parallel || sc->parallel.llm.sp;
     return (mm_fw_ctx){&sim->cluster->gpu, (mm_dtype)sc->train.precision, sim->fw, sim->attn, 2, &sim->fw->host,
-                       mm_sim_fp8(sim), 1.0, cp > 1 && sc->train.cp_comm == MM_CP_RING ? cp : 0};
+                       mm_sim_fp8(sim), 1.0, cp > 1 && sc->train.cp_comm == MM_CP_RING ? cp : 0,
+                       sc->train.tp_comm_overlap && sp && tp > 1 ? tp : 0};
 }
 
 static mm_fw_ctx enc_ctx(const mm_sim *sim)
@@ -63,6 +65,7 @@ static mm_fw_ctx enc_ctx(const mm_sim *sim)
     mm_fw_ctx c = llm_ctx(sim);
     c.fw = NULL;
     c.cp_ring = 0; /* encoders run without context parallelism */
+    c.ub_tp = 0;   /* nor TE's userbuffers overlap (the LLM's layers only) */
     if (mm_attn_impl_unfused(c.attn))
         c.attn = MM_ATTN_IMPL_FLASH;
     return c;

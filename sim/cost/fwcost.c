@@ -83,6 +83,19 @@ void mm_fw_cp_ring_steps(const mm_fw_ctx *c, const mm_op_cost *o, int cp, double
     *off = mm_attn_time_impl(g, c->attn, hp, f / (2.0 * cp), q / sqrt(2.0), o->k, false, pass, o->bytes);
 }
 
+int mm_fw_ub_chunks(const mm_fw_ctx *c, const mm_op_cost *o)
+{
+    if (!(c->ub_tp > 1) || o->kind != MM_OPK_GEMM || o->groups > 0 || o->batch > 1 || !o->name)
+        return 1;
+    bool ag = !strcmp(o->name, "qkv") || !strcmp(o->name, "fc1");
+    bool rs = !strcmp(o->name, "attn_out") || !strcmp(o->name, "fc2");
+    if (o->pass == MM_OP_F)
+        return ag ? c->ub_tp : rs ? MM_UB_PIPELINE_SPLITS : 1;
+    if (o->pass == MM_OP_B)
+        return rs ? c->ub_tp : 1;
+    return 1;
+}
+
 /* Seconds of one kernel on the GPU: GEMMs by shape, attention by the
  * resolved implementation's table (sequence length = geometric mean of
  * query and key lengths), memory-bound kernels by bytes.  Empty ops (a
@@ -93,10 +106,16 @@ static double op_time(const mm_fw_ctx *c, const mm_op_cost *o)
     /* under FP8 only the Linear GEMMs run FP8 (fp8.h); the rest BF16 */
     mm_dtype hp = c->dt == MM_DTYPE_FP8 ? MM_DTYPE_BF16 : c->dt;
     switch (o->kind) {
-    case MM_OPK_GEMM:
+    case MM_OPK_GEMM: {
+        mm_dtype gd = mm_fp8_gemm_op(o) ? c->dt : hp;
         if (o->groups > 0)
-            return grouped_time(c, o, mm_fp8_gemm_op(o) ? c->dt : hp);
-        return mm_gemm_time(g, mm_fp8_gemm_op(o) ? c->dt : hp, o->m, o->n, o->k, o->batch, o->bytes);
+            return grouped_time(c, o, gd);
+        /* TE's userbuffers overlap: ch GEMMs of m / ch rows, each its own
+         * kernel at its own shape's rate (the bytes split evenly: the
+         * weight each chunk reads again is not charged twice) */
+        int ch = mm_fw_ub_chunks(c, o);
+        return ch * mm_gemm_time(g, gd, o->m / ch, o->n, o->k, o->batch, o->bytes / ch);
+    }
     case MM_OPK_ATTN: {
         if (ring_step_op(c, o)) {
             double diag, off;
@@ -134,6 +153,9 @@ static void op_launches(const mm_fw_ctx *c, const mm_op_cost *o, int kernels, bo
 {
     double per = c->host ? mm_fw_host_kernel_s(c->host, bwd) : 0.0;
     double n = o->kind == MM_OPK_GEMM && o->groups > 0 ? o->batch : 0.0;
+    /* TE's userbuffers overlap: its C++ loop launches each chunk's GEMM */
+    if (mm_fw_ub_chunks(c, o) > 1)
+        n = mm_fw_ub_chunks(c, o);
     if (o->kind == MM_OPK_MEM && o->splits > 0 && c->fp8.recipe != MM_FP8_DELAYED)
         n = (double)o->splits * (c->fp8.recipe == MM_FP8_CURRENT ? 3.0 : 1.0);
     if (!(n > 1)) {

@@ -59,7 +59,31 @@ typedef struct mm_fw_ctx {
      * none): a causal attention core runs as cp_ring steps
      * (mm_fw_cp_ring_steps) */
     int cp_ring;
+    /* Transformer Engine's userbuffers TP overlap (train.tp_comm_overlap
+     * under sequence parallelism): the TP degree its overlapped GEMMs are
+     * split by (mm_fw_ub_chunks); 0 or 1: none */
+    int ub_tp;
 } mm_fw_ctx;
+
+/* Transformer Engine's default userbuffers overlap methods (NVIDIA/
+ * TransformerEngine d0067d0da6cb01811b8072a7d304f0e00344ce2b,
+ * transformer_engine/pytorch/module/base.py, initialize_ub: `methods` and
+ * get_default_config): "ring_exchange" for qkv_fprop, fc1_fprop,
+ * proj_dgrad and fc2_dgrad, num_splits = tp_size (the all-gather as tp
+ * send/recv steps, one GEMM on each arrived chunk of rows,
+ * CommOverlapP2PBase::split_overlap_ag in common/comm_gemm_overlap/
+ * comm_gemm_overlap.cpp); "pipeline" for proj_fprop and fc2_fprop,
+ * num_splits = 4 (the GEMM in 4 row chunks, each chunk's reduce-scatter
+ * behind the next chunk's GEMM); "bulk" for qkv_dgrad, fc1_dgrad and the
+ * weight gradients (the GEMM whole, a collective beside it). */
+#define MM_UB_PIPELINE_SPLITS 4
+
+/* How many row chunks TE's userbuffers overlap splits GEMM op o (one
+ * pass of it, mm_op_pass) into under c->ub_tp: tp for the ring-exchange
+ * GEMMs (the forward of "qkv" and "fc1", the input gradient of
+ * "attn_out" and "fc2"), MM_UB_PIPELINE_SPLITS for the forward of
+ * "attn_out" and "fc2", else 1 (also for grouped and batched GEMMs). */
+int mm_fw_ub_chunks(const mm_fw_ctx *c, const mm_op_cost *o);
 
 /* Sum over the passes of one kind / of one pass. */
 double mm_pass_breakdown_pass(const mm_pass_breakdown *b, int pass);
