@@ -97,6 +97,9 @@ static void replay_replicas(mm_network *net)
         for (size_t i = 0; i < net->nhops; i++) {
             coll_hop h = net->hops[i];
             int d = r * net->rstride, src = h.src + d, dst = h.dst + d;
+            if (net->sym_proven && !coll_sym_node_kept(net, net->sym_proven, mm_cluster_node_of(c, src)) &&
+                !coll_sym_node_kept(net, net->sym_proven, mm_cluster_node_of(c, dst)))
+                continue; /* a copy on links the proven reduction drops (coll.c build_flows) */
             if (h.nvls) {
                 int keep = net->reps;
                 net->reps = 1; /* not logged again */
@@ -137,7 +140,8 @@ void coll_route_commit(coll_op *op, double bytes)
         return;
     }
     if (net->probing) { /* mm_network_symmetric_probe: checked, recorded reduced, not started */
-        net->sym_bad |= net->sym_cand & ~coll_sym_check(net);
+        if (!net->sym_proven) /* a ring proven by its structure needs no check (coll_sym.c) */
+            net->sym_bad |= net->sym_cand & ~coll_sym_check(net);
         net->sym = net->sym_cand;
         coll_sym_reduce(net);
         net->sym = 0;

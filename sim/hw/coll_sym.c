@@ -102,15 +102,13 @@ int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *g
     int B = (int)(Bg / G), nb = c->nodes / B;
     if (B < 2 * p || nb < 1)
         return 0;
-    if (!net->symw) {
+    if (!net->symw) { /* zeroed pages: only the links a checked route touches are ever written */
         net->symw = calloc((size_t)t->n_links + 1, sizeof *net->symw);
         net->symt = malloc(((size_t)t->n_links + 1) * sizeof *net->symt);
-        net->sym_img = malloc(((size_t)t->n_links + 1) * sizeof *net->sym_img);
-        net->sym_rep = malloc((size_t)t->n_links + 1);
     }
     free(net->sym_blk);
     net->sym_blk = calloc((size_t)nb, 1);
-    if (!net->symw || !net->symt || !net->sym_img || !net->sym_rep || !net->sym_blk)
+    if (!net->symw || !net->symt || !net->sym_blk)
         return 0;
     /* each GPU of replica 0 the first of its block, whole blocks in the cluster */
     for (int i = 0; i < n; i++) {
@@ -118,7 +116,7 @@ int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *g
             return 0;
         net->sym_blk[gpus[i] / Bg] = 1;
     }
-    net->sym_B = B, net->sym_nb = nb, net->sym_p = p;
+    net->sym_B = B, net->sym_nb = nb, net->sym_p = p, net->sym_reps = replicas, net->sym_stride = stride;
     net->sym_cand = MM_SYM_NODES;
     int npl = c->nodes_per_leaf;
     net->sym_lsh = c->fabric == MM_FABRIC_RAIL ? K : 1;
@@ -127,11 +125,7 @@ int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *g
         net->sym_ssh = (int)((long long)npl * K % c->spines);
         net->sym_cand |= MM_SYM_FABRIC;
     }
-    for (int l = 0; l < t->n_links; l++) {
-        net->sym_img[l] = image(net, l);
-        net->sym_rep[l] = (uint8_t)representative(net, l);
-    }
-    net->probing = 1;
+    net->probing = 1; /* a link's image and class are computed where asked (image, representative) */
     return net->sym_cand;
 }
 
@@ -159,7 +153,7 @@ int coll_sym_check(mm_network *net)
         int l = net->symt[i], bit = l < t->o_fabric ? MM_SYM_NODES : MM_SYM_FABRIC;
         if (!(ok & bit))
             continue;
-        double a = net->symw[l], b = net->symw[net->sym_img[l]];
+        double a = net->symw[l], b = net->symw[image(net, l)];
         if (fabs(a - b) > 1e-12 * fabs(a))
             ok &= ~bit;
     }
@@ -173,10 +167,140 @@ void coll_sym_reduce(mm_network *net)
     size_t k = 0;
     int o_fab = net->topo.o_fabric, node = net->sym & MM_SYM_NODES, fab = net->sym & MM_SYM_FABRIC;
     for (size_t i = 0; i < net->rlen; i++)
-        if (net->sym_rep[net->rl[i]] || !(net->rl[i] < o_fab ? node : fab)) {
+        if (!(net->rl[i] < o_fab ? node : fab) || representative(net, net->rl[i])) {
             net->rl[k] = net->rl[i];
             net->rc[k++] = net->rc[i];
         }
     if (k > 0) /* never empty: an invariant route meets every orbit's representative */
         net->rlen = k;
+}
+
+/* Whether the reductions `on` keep node X's links (representative()'s
+ * rule for a node link), and the fabric links of X's leaves (its rule for
+ * a fabric link). */
+int coll_sym_node_kept(const mm_network *net, int on, int X)
+{
+    return !(on & MM_SYM_NODES) || block_of(net, X) < 0 || X % net->sym_B < net->sym_p;
+}
+
+int coll_sym_leaf_kept(const mm_network *net, int on, int X)
+{
+    int gr = X / net->c->nodes_per_leaf;
+    return !(on & MM_SYM_FABRIC) || block_of(net, gr * net->c->nodes_per_leaf) < 0 || gr % net->sym_lg == 0;
+}
+
+int coll_sym_hop_kept(const mm_network *net, int on, int X, int Y)
+{
+    if (coll_sym_node_kept(net, on, X) || coll_sym_node_kept(net, on, Y))
+        return 1;
+    return X != Y && (coll_sym_leaf_kept(net, on, X) || coll_sym_leaf_kept(net, on, Y));
+}
+
+/* Whether moving every node of op's group d nodes on, cyclically inside
+ * its block, maps the group onto itself with each node's members at the
+ * same local indices (every node in a block of the job).  Inside a block
+ * the move keeps the sorted nodes' cyclic order, rotated: the nodes
+ * d from the block's end wrap to its front. */
+static int rotates(const mm_network *net, const coll_op *op, int d)
+{
+    const mm_cluster *c = net->c;
+    int N = coll_nodes_of(op), B = net->sym_B, G = c->gpus_per_node;
+    for (int i0 = 0, i1; i0 < N; i0 = i1) {
+        int b = block_of(net, mm_cluster_node_of(c, coll_member(op, i0, 0))), w = 0;
+        if (b < 0)
+            return 0;
+        for (i1 = i0; i1 < N && mm_cluster_node_of(c, coll_member(op, i1, 0)) / B == b; i1++)
+            w += mm_cluster_node_of(c, coll_member(op, i1, 0)) - b * B >= B - d;
+        int len = i1 - i0;
+        for (int j = i0; j < i1; j++) {
+            int i = i0 + (j - i0 + len - w) % len, m = coll_members(op, i);
+            int Xi = mm_cluster_node_of(c, coll_member(op, i, 0)), Xj = mm_cluster_node_of(c, coll_member(op, j, 0));
+            if (b * B + (Xi - b * B + d) % B != Xj || coll_members(op, j) != m)
+                return 0;
+            for (int k = 0; k < m; k++)
+                if (coll_member(op, i, k) % G != coll_member(op, j, k) % G)
+                    return 0;
+        }
+    }
+    return 1;
+}
+
+/* The ring of coll.c (ring_channel: within each node from the entry of
+ * the channel's NIC, then to the next node's entry on that rail, the last
+ * node back to the first).  Node links: a node's links carry the hops
+ * inside it and the node's ends of the hops in and out, all functions of
+ * its members' local indices and the rail (no node groups, no
+ * perturbation, as mm_network_symmetric requires), whichever node the
+ * hops come from or go to.  So when the node permutation (X to X + p,
+ * cyclically in each block) maps the group's nodes onto themselves with
+ * members at the same local indices, every node link is loaded as its
+ * image: what coll_sym_check would find.  Fabric links: they depend on
+ * the pairs of nodes a hop joins.  When the group lies in one block and X
+ * to X + nodes_per_leaf maps it onto itself likewise, that move rotates
+ * the sorted nodes' cyclic order and so the ring (hop h to hop R h); a
+ * hop moved by one leaf group leaves from the next leaf group on the same
+ * rail and D-mod-k moves its spine by nodes_per_leaf x NICs
+ * (mm_topo_fabric_path), the fabric image, and at the block's end the
+ * shift is block x NICs, a multiple of the spines (the fabric
+ * candidate's condition).  So the fabric links too are loaded as their
+ * images.  A group over several blocks gets no fabric proof here. */
+int coll_sym_ring_proven(const mm_network *net, const coll_op *op, int on)
+{
+    const mm_cluster *c = net->c;
+    int N = coll_nodes_of(op), pr = 0;
+    if (!on || net->sym_noproof || net->reps > 1 || N < 2 || (on & ~net->sym_cand))
+        return 0;
+    if ((on & MM_SYM_NODES) && rotates(net, op, net->sym_p))
+        pr |= MM_SYM_NODES;
+    int B = net->sym_B, b = mm_cluster_node_of(c, op->g[0]) / B;
+    if ((on & MM_SYM_FABRIC) && mm_cluster_node_of(c, op->g[op->n - 1]) / B == b && /* sorted: one block */
+        rotates(net, op, c->nodes_per_leaf))
+        pr |= MM_SYM_FABRIC;
+    return pr;
+}
+
+/* The aggregate all-to-all (coll_a2a.c, its two flows under
+ * can_aggregate): its coefficients count the ordered pairs (source node,
+ * destination GPU) over each link, every node holding the group's
+ * members at the same local indices.  Any permutation of the group's
+ * nodes maps those pairs onto themselves; the node permutation (X to
+ * X + p in each block) maps each pair's node links to their images, and
+ * X to X + nodes_per_leaf in each block its fabric links (the next leaf
+ * group on the same rail; D-mod-k moves the spine by nodes_per_leaf x
+ * NICs, or by that less block x NICs where the destination wraps, a
+ * multiple of the spines).  So each reduction whose move maps the group's
+ * nodes onto themselves keeps both flows exact, over any number of
+ * blocks. */
+int coll_sym_a2a_proven(const mm_network *net, const coll_op *op, int on)
+{
+    int pr = 0;
+    if (!on || net->sym_noproof || net->reps > 1 || (on & ~net->sym_cand))
+        return 0;
+    if ((on & MM_SYM_NODES) && rotates(net, op, net->sym_p))
+        pr |= MM_SYM_NODES;
+    if ((on & MM_SYM_FABRIC) && rotates(net, op, net->c->nodes_per_leaf))
+        pr |= MM_SYM_FABRIC;
+    return pr;
+}
+
+/* A collective replicated as the symmetry's replicas (coll_route.c
+ * replay_replicas: copy r is the route moved by r x stride GPUs) over
+ * members on one node, each of them a GPU of replica 0 (first in its
+ * block): every copy is inside one node too (stride a multiple of the
+ * node's GPUs, or dividing it, as mm_network_symmetric requires), so the
+ * route is node links only and no fabric link is touched.  Copy r + G /
+ * stride (stride < G) or r + 1 (stride >= G) sits on the next node at the
+ * same local indices, the last copy's next being the first (the block is
+ * replicas x stride GPUs): the node permutation maps the copies onto
+ * each other, so both reductions keep the route exact. */
+int coll_sym_copies_proven(const mm_network *net, const coll_op *op, int on)
+{
+    long long Bg = (long long)net->sym_reps * net->sym_stride;
+    if (!on || net->sym_noproof || (on & ~net->sym_cand) || op->s.nodes != 1 || net->reps != net->sym_reps ||
+        net->rstride != net->sym_stride)
+        return 0;
+    for (int i = 0; i < op->n; i++)
+        if (op->g[i] % Bg >= net->sym_stride || op->g[i] / Bg != op->g[0] / Bg || block_of(net, mm_cluster_node_of(net->c, op->g[i])) < 0)
+            return 0;
+    return on;
 }
