@@ -597,8 +597,9 @@ END_TEST
  * of a replica 0 on nodes 0 and 8 (two blocks of two leaves, as a
  * pipeline's two stages): a DP ring over GPU 0 of every node (its node
  * links proven, its fabric links, between the blocks, checked), a ring
- * over one block, an all-to-all over both blocks (proven), a TP ring
- * copied as the replicas, a tree, a broadcast and a ring over nodes 0
+ * over one block, an all-to-all over both blocks, a TP ring and a send
+ * between the blocks copied as the replicas (proven), a tree, a
+ * broadcast and a ring over nodes 0
  * and 1 only (not mapped onto itself: checked, the node reduction
  * dropped). */
 START_TEST(symmetric_proofs_match_the_check)
@@ -621,13 +622,15 @@ START_TEST(symmetric_proofs_match_the_check)
     int pair[2] = {0, 8};
     sym_req p2p = {{MM_COLL_SENDRECV, MM_ALGO_AUTO, pair, 2, 0.1 * GiB, 1, 0, 0, false}, 1, 0};
     sym_req ring2 = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, pair, 2, 0.1 * GiB, 1, 0, 0, false}, 1, 0};
+    int stages[2] = {3, 64 + 3}; /* a send between the blocks (pipeline stages), copied */
+    sym_req pp8 = {{MM_COLL_SENDRECV, MM_ALGO_AUTO, stages, 2, 0.1 * GiB, 1, 0, 0, false}, 8, 8};
     struct {
         sym_req q[4];
         int n, two_blocks;
     } cases[] = {
         {{tp16, dp, a2a}, 3, 0}, {{tp16, dp}, 2, 0}, {{tp16, dp, tree}, 3, 0}, {{tp16, a2a, p2p}, 3, 0},
         {{tp16, bc}, 2, 0},      {{tp8, dp}, 2, 1},  {{tp8, dph, a2a}, 3, 1}, {{a2a}, 1, 1},
-        {{tp8, dp, bc}, 3, 1},   {{tp16, ring2}, 2, 0},
+        {{tp8, dp, bc}, 3, 1},   {{tp16, ring2}, 2, 0},   {{tp8, pp8, dp}, 3, 1}, {{pp8}, 1, 1},
     };
     int seen_both = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -200,7 +200,7 @@ static void intra_rings(coll_op *op, const int *mem, int m, double bytes, int op
 static void ring_channel(coll_op *op, int c, double bytes, int open_at, double step_bytes)
 {
     mm_network *net = op->net;
-    int N = coll_nodes_of(op), on = net->sym_proven;
+    int N = coll_nodes_of(op), on = net->ring_skip;
     for (int X = 0; X < N; X++) {
         int Y = (X + 1) % N;
         /* a proven ring's hops that load only links its reduction drops
@@ -273,6 +273,11 @@ static void ring_flows(coll_op *op, double step_bytes)
      * while probing (outside the probe the reduction in force was
      * checked). */
     int on = net->probing ? net->sym_cand : net->sym, pr = 0;
+    if (net->reps > 1) { /* copies: build_flows' proof, every hop of copy 0 built */
+        for (int c = 0; c < k; c++)
+            ring_channel(op, c, f / k, open_at, step_bytes > 0 ? step_bytes / k : 0);
+        return;
+    }
     if (on && open_at < 0 && step_bytes <= 0)
         pr = coll_sym_ring_proven(net, op, on);
     if ((on & MM_SYM_NODES) && (pr & MM_SYM_NODES) && (on & MM_SYM_FABRIC) && !(pr & MM_SYM_FABRIC)) {
@@ -280,10 +285,10 @@ static void ring_flows(coll_op *op, double step_bytes)
             ring_fabric_check(op, c);
         pr = on;
     }
-    net->sym_proven = pr == on ? on : 0;
+    net->ring_skip = net->sym_proven = pr == on ? on : 0;
     for (int c = 0; c < k; c++)
         ring_channel(op, c, f / k, open_at, step_bytes > 0 ? step_bytes / k : 0);
-    net->sym_proven = 0;
+    net->ring_skip = net->sym_proven = 0;
 }
 
 static void tree_flows(coll_op *op)
@@ -606,8 +611,10 @@ static void build_flows(coll_op *op)
      * structure (coll_sym.c): replay_replicas leaves out the copies whose
      * links the reduction drops, and the probe does not check it (ring_flows
      * and coll_alltoall_flows set their own proofs) */
-    if (net->reps > 1 && op->algo != MM_ALGO_COLLNET)
-        net->sym_proven = coll_sym_copies_proven(net, op, net->probing ? net->sym_cand : net->sym);
+    if (net->reps > 1) {
+        int on = net->probing ? net->sym_cand : net->sym;
+        net->sym_proven = coll_sym_copies_proven(net, op, on) == on ? on : 0;
+    }
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
         coll_route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),

@@ -287,7 +287,7 @@ void coll_alltoall_flows(coll_op *op)
     /* under the symmetric reduction, aggregates proven to keep it exact
      * (coll_sym.c) sum only the links it keeps, and are not checked */
     int on = net->probing ? net->sym_cand : net->sym;
-    net->sym_proven = net->agg && on && coll_sym_a2a_proven(net, op, on) == on ? on : 0;
+    net->sym_proven = net->agg && on && coll_sym_a2a_proven(net, op, on) == on ? on : 0; /* none for copies */
     for (int X = 0; X < N; X++) {
         if (net->sym_proven && !coll_sym_node_kept(net, net->sym_proven, mm_cluster_node_of(c, coll_member(op, X, 0))))
             continue; /* its pairs load its links alone */

@@ -98,6 +98,7 @@ struct mm_network {
     int sym_bad;  /* what a probed flow broke */
     int probing;  /* lay out and check flows, start none */
     int sym_proven; /* the route being built is invariant by its structure: not checked */
+    int ring_skip;  /* ring_channel: the proven ring's reductions, its hops left out where they drop every link */
     int sym_noproof; /* mm_network_set_sym_proofs off: every route laid out and checked */
     int sym_B, sym_nb, sym_p;  /* nodes of a block (dp x stride GPUs), blocks; period p nodes */
     int sym_reps, sym_stride;  /* the replicas and their GPU stride */
@@ -188,7 +189,7 @@ void coll_sym_reduce(mm_network *net);
  * structure, proven without laying it out (coll_sym.c). */
 int coll_sym_ring_proven(const mm_network *net, const coll_op *op, int on);
 /* The same for an all-to-all moving as aggregates (coll_a2a.c); for a
- * collective inside one node replicated as the replicas (replay_replicas). */
+ * collective copied as the replicas (replay_replicas). */
 int coll_sym_a2a_proven(const mm_network *net, const coll_op *op, int on);
 int coll_sym_copies_proven(const mm_network *net, const coll_op *op, int on);
 /* Whether the reductions `on` keep node X's links; the fabric links of

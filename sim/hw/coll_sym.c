@@ -284,23 +284,33 @@ int coll_sym_a2a_proven(const mm_network *net, const coll_op *op, int on)
 }
 
 /* A collective replicated as the symmetry's replicas (coll_route.c
- * replay_replicas: copy r is the route moved by r x stride GPUs) over
- * members on one node, each of them a GPU of replica 0 (first in its
- * block): every copy is inside one node too (stride a multiple of the
- * node's GPUs, or dividing it, as mm_network_symmetric requires), so the
- * route is node links only and no fabric link is touched.  Copy r + G /
- * stride (stride < G) or r + 1 (stride >= G) sits on the next node at the
- * same local indices, the last copy's next being the first (the block is
- * replicas x stride GPUs): the node permutation maps the copies onto
- * each other, so both reductions keep the route exact. */
+ * replay_replicas: copy r is copy 0's route with every GPU moved by r x
+ * stride) whose members are GPUs of replica 0 (each first in its block):
+ * every copy moves each member inside its own block, so copy r's hops are
+ * copy 0's moved by r x stride GPUs, whatever the algorithm.  Moving one
+ * node on (p nodes: one copy when stride is whole nodes, G / stride
+ * copies when replicas share a node) takes each copy's hops to the next
+ * copy's at the same local indices and rails, the last copy's to the
+ * first's (a block is replicas x stride GPUs): the node permutation maps
+ * the copies' node links onto each other.  Moving one leaf group on
+ * (nodes_per_leaf x G / stride copies, when whole) does the same for the
+ * fabric links: each end moves a leaf group inside its block and D-mod-k
+ * moves the spine by nodes_per_leaf x NICs (less block x NICs, a multiple
+ * of the spines, where it wraps).  A group inside one node touches no
+ * fabric link at all.  SHARP's trees (collnet) are left to the check. */
 int coll_sym_copies_proven(const mm_network *net, const coll_op *op, int on)
 {
+    const mm_cluster *c = net->c;
     long long Bg = (long long)net->sym_reps * net->sym_stride;
-    if (!on || net->sym_noproof || (on & ~net->sym_cand) || op->s.nodes != 1 || net->reps != net->sym_reps ||
-        net->rstride != net->sym_stride)
+    if (!on || net->sym_noproof || (on & ~net->sym_cand) || net->reps != net->sym_reps ||
+        net->rstride != net->sym_stride || op->algo == MM_ALGO_COLLNET)
         return 0;
     for (int i = 0; i < op->n; i++)
-        if (op->g[i] % Bg >= net->sym_stride || op->g[i] / Bg != op->g[0] / Bg || block_of(net, mm_cluster_node_of(net->c, op->g[i])) < 0)
+        if (op->g[i] % Bg >= net->sym_stride || block_of(net, mm_cluster_node_of(c, op->g[i])) < 0)
             return 0;
-    return on;
+    int pr = on & MM_SYM_NODES;
+    if ((on & MM_SYM_FABRIC) &&
+        (op->s.nodes == 1 || (long long)c->nodes_per_leaf * c->gpus_per_node % net->sym_stride == 0))
+        pr |= MM_SYM_FABRIC;
+    return pr;
 }
