@@ -1,7 +1,10 @@
 /* coll_sym.c - the flow model's max-min problem reduced by the symmetry of
  * identical DP replicas (coll.h, mm_network_symmetric): which links stand
  * for which, the check that a route loads a link as it loads the link's
- * image, and the route cut to the representatives.
+ * image, the proofs of that from a collective's shape (rings, aggregate
+ * all-to-alls, copies of the replicas: the end of this file), which
+ * nodes' links a reduction keeps, and the route cut to the
+ * representatives.
  *
  * Why it is exact.  Max-min fairness over links with constraints
  * sum_f a(f, l) r_f <= cap(l): two links with the same capacity and the
