@@ -483,16 +483,24 @@ static void end_k(mm_engine *eng, void *ctx, uint64_t arg)
     ((mm_time *)ctx)[arg] = mm_engine_now(eng);
 }
 
+/* The job the reduction is set up for: replicas copies stride GPUs apart
+ * of replica 0's n GPUs g0; proofs: mm_network_set_sym_proofs. */
+typedef struct sym_job {
+    int replicas, stride, n, proofs;
+    const int *g0;
+} sym_job;
+
 /* Starts the requests together (replicated where asked) on network
- * `net`, reduced by 16 replicas one node apart (replica 0 on GPUs 0-7)
- * when `sym`; their ends into end[]; returns the reductions in force. */
-static int run_sym_reqs(const mm_cluster *c, int sym, const sym_req *q, int n, mm_time *end)
+ * `net`, reduced for job j when `sym`; their ends into end[]; returns
+ * the reductions in force. */
+static int run_sym_job(const mm_cluster *c, int sym, const sym_job *j, const sym_req *q, int n, mm_time *end)
 {
     mm_engine *eng = mm_engine_alloc();
     mm_err err;
     mm_network *net = mm_network_alloc(c, eng, MM_NET_MODEL_FLOW, &err);
-    int g0[8] = {0, 1, 2, 3, 4, 5, 6, 7}, mode = 0;
-    if (sym && mm_network_symmetric(net, 16, 8, g0, 8)) {
+    int mode = 0;
+    mm_network_set_sym_proofs(net, j->proofs);
+    if (sym && mm_network_symmetric(net, j->replicas, j->stride, j->g0, j->n)) {
         for (int i = 0; i < n; i++)
             mm_network_symmetric_probe(net, &q[i].r, q[i].replicas, q[i].stride);
         mode = mm_network_symmetric_done(net);
@@ -504,6 +512,14 @@ static int run_sym_reqs(const mm_cluster *c, int sym, const sym_req *q, int n, m
     mm_network_free(net);
     mm_engine_free(eng);
     return mode;
+}
+
+/* 16 replicas one node apart (replica 0 on GPUs 0-7), proofs on. */
+static int run_sym_reqs(const mm_cluster *c, int sym, const sym_req *q, int n, mm_time *end)
+{
+    static const int g0[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    sym_job j = {16, 8, 8, 1, g0};
+    return run_sym_job(c, sym, &j, q, n, end);
 }
 
 /* On a 2:1 fat tree of 16 nodes over 4 leaves (128 H100s), 16 replicas
@@ -572,6 +588,69 @@ START_TEST(symmetric_reduction_exact_and_guarded)
 }
 END_TEST
 
+/* The structural proofs (coll_sym.c) stand for the probe's check: with
+ * them on, the reductions in force and every collective's end (to the
+ * nanosecond: the reduced routes are the same entries) are those of the
+ * probe laying out and checking every request.  On the 2:1 fat tree of
+ * 16 nodes over 4 leaves: the cases of symmetric_reduction_exact_and_guarded
+ * (16 replicas one node apart: one block), and 8 replicas one node apart
+ * of a replica 0 on nodes 0 and 8 (two blocks of two leaves, as a
+ * pipeline's two stages): a DP ring over GPU 0 of every node (its node
+ * links proven, its fabric links, between the blocks, checked), a ring
+ * over one block, an all-to-all over both blocks, a TP ring and a send
+ * between the blocks copied as the replicas (proven), a tree, a
+ * broadcast and a ring over nodes 0
+ * and 1 only (not mapped onto itself: checked, the node reduction
+ * dropped). */
+START_TEST(symmetric_proofs_match_the_check)
+{
+    mm_cluster ft = load("topologies/dgx-h100-fattree-2to1.yaml", 16);
+    int node0[8], gpu0s[16], all[128], half[8], two[16];
+    for (int i = 0; i < 8; i++)
+        node0[i] = i, half[i] = 8 * i, two[i] = i, two[8 + i] = 64 + i;
+    for (int i = 0; i < 16; i++)
+        gpu0s[i] = 8 * i;
+    for (int i = 0; i < 128; i++)
+        all[i] = i;
+    sym_req tp16 = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, node0, 8, 0.5 * GiB, 1, 0, 0, false}, 16, 8};
+    sym_req tp8 = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, node0, 8, 0.5 * GiB, 1, 0, 0, false}, 8, 8};
+    sym_req dp = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, gpu0s, 16, 0.25 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req dph = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, half, 8, 0.25 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req a2a = {{MM_COLL_ALLTOALL, MM_ALGO_AUTO, all, 128, 1 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req tree = {{MM_COLL_ALLREDUCE, MM_ALGO_TREE, gpu0s, 16, 0.25 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req bc = {{MM_COLL_BROADCAST, MM_ALGO_RING, gpu0s, 16, 0.25 * GiB, 1, 0, 0, false}, 1, 0};
+    int pair[2] = {0, 8};
+    sym_req p2p = {{MM_COLL_SENDRECV, MM_ALGO_AUTO, pair, 2, 0.1 * GiB, 1, 0, 0, false}, 1, 0};
+    sym_req ring2 = {{MM_COLL_ALLREDUCE, MM_ALGO_RING, pair, 2, 0.1 * GiB, 1, 0, 0, false}, 1, 0};
+    int stages[2] = {3, 64 + 3}; /* a send between the blocks (pipeline stages), copied */
+    sym_req pp8 = {{MM_COLL_SENDRECV, MM_ALGO_AUTO, stages, 2, 0.1 * GiB, 1, 0, 0, false}, 8, 8};
+    struct {
+        sym_req q[4];
+        int n, two_blocks;
+    } cases[] = {
+        {{tp16, dp, a2a}, 3, 0}, {{tp16, dp}, 2, 0}, {{tp16, dp, tree}, 3, 0}, {{tp16, a2a, p2p}, 3, 0},
+        {{tp16, bc}, 2, 0},      {{tp8, dp}, 2, 1},  {{tp8, dph, a2a}, 3, 1}, {{a2a}, 1, 1},
+        {{tp8, dp, bc}, 3, 1},   {{tp16, ring2}, 2, 0},   {{tp8, pp8, dp}, 3, 1}, {{pp8}, 1, 1},
+    };
+    int seen_both = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sym_job on = {16, 8, 8, 1, node0}, off = on;
+        if (cases[i].two_blocks)
+            on = (sym_job){8, 8, 16, 1, two}, off = on;
+        off.proofs = 0;
+        mm_time a[4], b[4];
+        int ma = run_sym_job(&ft, 1, &on, cases[i].q, cases[i].n, a);
+        int mb = run_sym_job(&ft, 1, &off, cases[i].q, cases[i].n, b);
+        ck_assert_msg(ma == mb, "case %zu: reductions %d proven, %d checked", i, ma, mb);
+        seen_both |= ma == (MM_SYM_NODES | MM_SYM_FABRIC) && cases[i].two_blocks;
+        for (int k = 0; k < cases[i].n; k++)
+            ck_assert_msg(a[k] == b[k], "case %zu coll %d: proven %lld ns, checked %lld ns", i, k, (long long)a[k],
+                          (long long)b[k]);
+    }
+    ck_assert_msg(seen_both, "no two-block case kept both reductions");
+}
+END_TEST
+
 static Suite *net_suite(void)
 {
     Suite *s = suite_create("net");
@@ -595,6 +674,7 @@ static Suite *net_suite(void)
     tcase_add_test(tc, alltoall_aggregate_matches_pairs);
     tcase_add_test(tc, exec_dp_and_pp_share_a_nic);
     tcase_add_test(tc, symmetric_reduction_exact_and_guarded);
+    tcase_add_test(tc, symmetric_proofs_match_the_check);
     suite_add_tcase(s, tc);
     return s;
 }

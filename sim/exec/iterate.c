@@ -86,10 +86,12 @@ static bool module_kernel(const mm_op *op)
 
 _Static_assert(MM_MAX_MODULES == 4, "whole_sums keeps one register per module");
 
-/* What one op adds to the whole-order sums. */
+/* What one op adds to the whole-order sums: model and hardware FLOPs,
+ * then its kernel seconds in its module's lane and +0.0 in the others
+ * (adding +0.0 leaves a sum that started at +0.0 as it is), so that one
+ * replica's copies are summed without a branch per op. */
 typedef struct op_add {
-    double flops, hw_flops, secs;
-    int module; /* -1: no module time */
+    double v[2 + MM_MAX_MODULES];
 } op_add;
 
 /* The model and hardware FLOPs of every op, and each module's kernel
@@ -124,31 +126,29 @@ static int whole_sums(const mm_graph *g, const mm_time *start, const mm_time *en
             off[k] = n;
             for (uint32_t i = seg_lo(&w, k); i < seg_hi(&w, k); i++) {
                 const mm_op *op = &g->ops[i];
-                op_add x = {op->flops, op->hw_flops, 0, -1};
+                op_add x = {{op->flops, op->hw_flops}};
                 if (module_kernel(op))
-                    x.secs = (double)(end[i] - start[i]) * 1e-9, x.module = op->module;
-                if (x.flops != 0 || x.hw_flops != 0 || (x.module >= 0 && x.secs != 0))
+                    x.v[2 + op->module] = (double)(end[i] - start[i]) * 1e-9;
+                if (x.v[0] != 0 || x.v[1] != 0 || (module_kernel(op) && x.v[2 + op->module] != 0))
                     a[n++] = x;
             }
         }
         off[w.n] = n;
-        /* the modules' sums in registers: an indexed one waits for its
-         * own store each time (MM_MAX_MODULES is 4) */
-        double b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+        /* six independent sums in registers, each in op order (the
+         * compiler may pair lanes in vector adds: the same additions) */
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
         for (uint32_t k = 0; k < w.n; k++)
             for (int c = 0; c < w.copies; c++)
                 for (uint32_t j = off[k]; j < off[k + 1]; j++) {
-                    mf += a[j].flops;
-                    hf += a[j].hw_flops;
-                    switch (a[j].module) {
-                    case 0: b0 += a[j].secs; break;
-                    case 1: b1 += a[j].secs; break;
-                    case 2: b2 += a[j].secs; break;
-                    case 3: b3 += a[j].secs; break;
-                    default: break;
-                    }
+                    const double *v = a[j].v;
+                    s0 += v[0];
+                    s1 += v[1];
+                    s2 += v[2];
+                    s3 += v[3];
+                    s4 += v[4];
+                    s5 += v[5];
                 }
-        bz[0] = b0, bz[1] = b1, bz[2] = b2, bz[3] = b3;
+        mf = s0, hf = s1, bz[0] = s2, bz[1] = s3, bz[2] = s4, bz[3] = s5;
         free(a);
         free(off);
     }

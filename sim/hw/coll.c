@@ -66,8 +66,6 @@ void mm_network_free(mm_network *net)
     free(net->symw);
     free(net->symt);
     free(net->sym_blk);
-    free(net->sym_img);
-    free(net->sym_rep);
     free(net->sharp_use);
     free(net->sharp_need);
     while (net->sharp_wait) { /* stopped with a collective still waiting for a tree */
@@ -99,6 +97,11 @@ void mm_network_set_aggregate(mm_network *net, int on)
 {
     net->aggregate = on;
     coll_cache_clear(&net->cache);
+}
+
+void mm_network_set_sym_proofs(mm_network *net, int on)
+{
+    net->sym_noproof = !on;
 }
 
 uint32_t mm_network_active(const mm_network *net)
@@ -197,14 +200,21 @@ static void intra_rings(coll_op *op, const int *mem, int m, double bytes, int op
 static void ring_channel(coll_op *op, int c, double bytes, int open_at, double step_bytes)
 {
     mm_network *net = op->net;
-    int N = coll_nodes_of(op);
+    int N = coll_nodes_of(op), on = net->ring_skip;
     for (int X = 0; X < N; X++) {
-        int m = coll_members(op, X), e = entry_of(op, X, c);
         int Y = (X + 1) % N;
+        /* a proven ring's hops that load only links its reduction drops
+         * are left out: the reduced route, entry for entry, as before */
+        int nx = mm_cluster_node_of(net->c, coll_member(op, X, 0)), ny = mm_cluster_node_of(net->c, coll_member(op, Y, 0));
+        if (on && !coll_sym_hop_kept(net, on, nx, ny))
+            continue;
+        int m = coll_members(op, X), e = entry_of(op, X, c);
         for (int j = 0; j < m; j++) {
             int src = coll_member(op, X, (e + j) % m);
             int dst = j + 1 < m ? coll_member(op, X, (e + j + 1) % m) : coll_member(op, Y, entry_of(op, Y, c));
             if (dst == open_at || src == dst)
+                continue;
+            if (on && !coll_sym_hop_kept(net, on, nx, j + 1 < m ? nx : ny))
                 continue;
             if (j + 1 < m)
                 coll_route_hop(net, src, dst, 0, 0, 1.0);
@@ -223,6 +233,28 @@ static double ring_factor(mm_coll_kind kind, int n)
     return kind == MM_COLL_BROADCAST ? 1.0 : mm_coll_bus_factor(kind, n);
 }
 
+/* The fabric links of ring channel c's hops between nodes, checked as
+ * coll_sym_check checks a route (the rest of the route is node links):
+ * what the probe of a ring whose node links are proven still checks. */
+static void ring_fabric_check(coll_op *op, int c)
+{
+    mm_network *net = op->net;
+    int N = coll_nodes_of(op);
+    coll_route_clear(net);
+    for (int X = 0; X < N && !net->oom; X++) {
+        int Y = (X + 1) % N;
+        if (coll_route_fit(net, net->rlen + 2))
+            break;
+        int k = mm_topo_fabric_path(&net->topo, mm_cluster_node_of(net->c, coll_member(op, X, 0)),
+                                    mm_cluster_node_of(net->c, coll_member(op, Y, 0)), rail(op, X, c),
+                                    rail(op, Y, c), net->rl + net->rlen);
+        for (int i = 0; i < k; i++)
+            net->rc[net->rlen++] = 1.0;
+    }
+    net->sym_bad |= MM_SYM_FABRIC & net->sym_cand & ~coll_sym_check(net);
+    coll_route_clear(net);
+}
+
 static void ring_flows(coll_op *op, double step_bytes)
 {
     double f = ring_factor(op->kind, op->n) * op->bytes;
@@ -232,8 +264,31 @@ static void ring_flows(coll_op *op, double step_bytes)
         return;
     }
     int k = op->s.nodes == 1 ? 1 : op->s.channels;
+    mm_network *net = op->net;
+    /* Under the symmetric reduction, a whole-channel ring whose node
+     * links the structure proves (coll_sym.c) builds only the hops that
+     * load a link the reduction keeps: the reduced route, entry for entry,
+     * without laying out the rest.  Its fabric links, where the structure
+     * does not prove them, are checked from the hops between nodes alone
+     * while probing (outside the probe the reduction in force was
+     * checked). */
+    int on = net->probing ? net->sym_cand : net->sym, pr = 0;
+    if (net->reps > 1) { /* copies: build_flows' proof, every hop of copy 0 built */
+        for (int c = 0; c < k; c++)
+            ring_channel(op, c, f / k, open_at, step_bytes > 0 ? step_bytes / k : 0);
+        return;
+    }
+    if (on && open_at < 0 && step_bytes <= 0)
+        pr = coll_sym_ring_proven(net, op, on);
+    if ((on & MM_SYM_NODES) && (pr & MM_SYM_NODES) && (on & MM_SYM_FABRIC) && !(pr & MM_SYM_FABRIC)) {
+        for (int c = 0; c < k && net->probing; c++)
+            ring_fabric_check(op, c);
+        pr = on;
+    }
+    net->ring_skip = net->sym_proven = pr == on ? on : 0;
     for (int c = 0; c < k; c++)
         ring_channel(op, c, f / k, open_at, step_bytes > 0 ? step_bytes / k : 0);
+    net->ring_skip = net->sym_proven = 0;
 }
 
 static void tree_flows(coll_op *op)
@@ -552,6 +607,14 @@ static void on_flow_done(void *ctx, uint64_t arg)
 static void build_flows(coll_op *op)
 {
     mm_network *net = op->net;
+    /* a collective inside a node copied as the replicas is proven by its
+     * structure (coll_sym.c): replay_replicas leaves out the copies whose
+     * links the reduction drops, and the probe does not check it (ring_flows
+     * and coll_alltoall_flows set their own proofs) */
+    if (net->reps > 1) {
+        int on = net->probing ? net->sym_cand : net->sym;
+        net->sym_proven = coll_sym_copies_proven(net, op, on) == on ? on : 0;
+    }
     switch (op->kind == MM_COLL_SENDRECV ? MM_ALGO_COUNT : op->algo) {
     case MM_ALGO_COUNT:
         coll_route_hop(net, op->g[0], op->g[1], mm_cluster_nic_of(net->c, op->g[0]),
@@ -578,6 +641,7 @@ static void build_flows(coll_op *op)
         else
             ring_flows(op, 0);
     }
+    net->sym_proven = 0;
 }
 
 /* mm_network_symmetric_probe: every phase's flows of a laid-out op,

@@ -127,6 +127,14 @@ int mm_network_start_replicated(mm_network *net, const mm_coll_req *req, int rep
 int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *gpus, int n);
 void mm_network_symmetric_probe(mm_network *net, const mm_coll_req *req, int replicas, int stride);
 int mm_network_symmetric_done(mm_network *net);
+/* Where a request's structure proves the reductions exact (coll_sym.c: a
+ * ring whose nodes the permutations map onto themselves, an aggregate
+ * all-to-all likewise, a collective inside a node copied as the
+ * replicas), the probe neither lays it out in full nor checks it, and its
+ * routes are built from the hops the reductions keep (the same entries).
+ * On by default; off (before mm_network_symmetric): every request laid
+ * out and checked, for checking (tests/test_net.c). */
+void mm_network_set_sym_proofs(mm_network *net, int on);
 
 /* Collectives in flight. */
 uint32_t mm_network_active(const mm_network *net);

@@ -97,9 +97,9 @@ static void agg_add(mm_network *net, int node, double w)
  * uplink of its NIC k towards spine s(Y, k); the walk adds B - A per
  * route, first touching the uplinks in the order (k, s) first appears
  * over Y ascending.  fc: counts per (k, s) key over all destinations
- * (keys 0 .. keys - 1, filled on the first call), over the group's own
- * (keys ..), first-seen stamps (2 keys ..); fc[3 keys] the member index
- * where the later groups start. */
+ * (keys 0 .. keys - 1, fabric_all), over the group's own (keys ..),
+ * first-seen stamps (2 keys ..); fc[3 keys] the member index where the
+ * later groups start. */
 static void fabric_counts(coll_op *op, int *fc, size_t keys, int A, int B, int pass)
 {
     mm_network *net = op->net;
@@ -108,14 +108,6 @@ static void fabric_counts(coll_op *op, int *fc, size_t keys, int A, int B, int p
     int N = coll_nodes_of(op), m = coll_members(op, 0), K = c->nics_per_node, S = c->spines;
     int anode = mm_cluster_node_of(c, coll_member(op, A, 0));
     int *all = fc, *own = fc + keys, *seen = fc + 2 * keys;
-    if (pass == 2) {
-        fc[3 * keys] = A;
-        for (int Y = 0; Y < N; Y++)
-            for (int j = 0; j < m; j++) {
-                int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
-                all[(size_t)k * S + (size_t)(((int64_t)(dst / c->gpus_per_node) * K + k) % S)]++;
-            }
-    }
     size_t distinct = 0;
     for (size_t q = 0; q < keys; q++)
         distinct += all[q] > 0;
@@ -150,6 +142,20 @@ static void fabric_counts(coll_op *op, int *fc, size_t keys, int A, int B, int p
         }
 }
 
+/* fabric_counts' counts per (NIC, spine) over every destination, and
+ * where the groups past the first two start (A). */
+static void fabric_all(const coll_op *op, int *fc, size_t keys, int A)
+{
+    const mm_cluster *c = op->net->c;
+    int N = coll_nodes_of(op), m = coll_members(op, 0), K = c->nics_per_node, S = c->spines;
+    fc[3 * keys] = A;
+    for (int Y = 0; Y < N; Y++)
+        for (int j = 0; j < m; j++) {
+            int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
+            fc[(size_t)k * S + (size_t)(((int64_t)(dst / c->gpus_per_node) * K + k) % S)]++;
+        }
+}
+
 /* The cross-node sub-flows of a symmetric all-to-all (can_aggregate) as one
  * aggregate, without walking its N (N-1) m routes: a route from node X to
  * member j of node Y is links of node X (proxy GPU, PCIe, NIC k and its
@@ -161,16 +167,22 @@ static void fabric_counts(coll_op *op, int *fc, size_t keys, int A, int B, int p
  * (N-1) m_k sub-flows on rail k, Y's links the N-1 that reach j, a fabric
  * link the |a| sources of group a times the destinations routed over it.
  * The counts are the brute-force sums (integers, exact), so the aggregate
- * is the same flow as merging every route one by one. */
+ * is the same flow as merging every route one by one.  Under a proven
+ * symmetric reduction (net->sym_proven, coll_sym.c) only the links it
+ * keeps are summed: the same entries in the same order as reducing the
+ * whole aggregate. */
 static void alltoall_cross_agg(coll_op *op, double bytes)
 {
     mm_network *net = op->net;
     const mm_cluster *c = net->c;
     int N = coll_nodes_of(op), m = coll_members(op, 0), G = c->gpus_per_node, npl = c->nodes_per_leaf;
+    int on = net->sym_proven;
     coll_route_clear(net);
     net->an = 0;
     for (int X = 0; X < N; X++) {
         int node = mm_cluster_node_of(c, coll_member(op, X, 0)), Y = (X + 1) % N;
+        if (on && !coll_sym_node_kept(net, on, node))
+            continue;
         for (int j = 0; j < m; j++) { /* the first member on each NIC stands for the rail */
             int k = mm_cluster_nic_of(c, coll_member(op, Y, j)), mk = 1;
             if (j > 0 && mm_cluster_nic_of(c, coll_member(op, Y, j - 1)) == k)
@@ -184,6 +196,8 @@ static void alltoall_cross_agg(coll_op *op, double bytes)
     for (int Y = 0; Y < N; Y++) {
         int X = (Y + 1) % N, xnode = mm_cluster_node_of(c, coll_member(op, X, 0));
         int ynode = mm_cluster_node_of(c, coll_member(op, Y, 0));
+        if (on && !coll_sym_node_kept(net, on, ynode))
+            continue;
         for (int j = 0; j < m; j++) {
             int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst);
             coll_route_hop(net, xnode * G + mm_topo_nic_gpu(c, k), dst, k, k, 1.0);
@@ -206,15 +220,20 @@ static void alltoall_cross_agg(coll_op *op, double bytes)
         int anode = mm_cluster_node_of(c, coll_member(op, A, 0)), grp = anode / npl, B = A;
         while (B < N && mm_cluster_node_of(c, coll_member(op, B, 0)) / npl == grp)
             B++;
+        int up = !on || coll_sym_leaf_kept(net, on, anode); /* its uplinks kept */
         if (fc && pass >= 2) {
-            fabric_counts(op, fc, keys, A, B, pass);
+            if (pass == 2)
+                fabric_all(op, fc, keys, A);
+            if (up)
+                fabric_counts(op, fc, keys, A, B, pass);
             later += B - A;
             A = B;
             continue;
         }
         for (int Y = 0; Y < N; Y++) {
-            if (Y >= A && Y < B)
-                continue;
+            if ((Y >= A && Y < B) ||
+                (!up && !coll_sym_leaf_kept(net, on, mm_cluster_node_of(c, coll_member(op, Y, 0)))))
+                continue; /* neither its uplink nor its downlink kept */
             for (int j = 0; j < m; j++) { /* the fabric links of the route from anode's NIC k to dst */
                 int dst = coll_member(op, Y, j), k = mm_cluster_nic_of(c, dst), fl[2];
                 int nf = mm_topo_fabric_path(&net->topo, anode, dst / G, k, k, fl);
@@ -232,6 +251,10 @@ static void alltoall_cross_agg(coll_op *op, double bytes)
             int ynode = mm_cluster_node_of(c, coll_member(op, Y, 0)), grp = ynode / npl, Z = Y;
             while (Z < N && mm_cluster_node_of(c, coll_member(op, Z, 0)) / npl == grp)
                 Z++;
+            if (on && !coll_sym_leaf_kept(net, on, ynode)) { /* its downlinks dropped */
+                Y = Z;
+                continue;
+            }
             /* the groups past the first two, less Y's own when it is one of them */
             double w = later - (Y >= fc[3 * keys] ? Z - Y : 0);
             for (int X = Y; X < Z; X++)
@@ -261,20 +284,29 @@ void coll_alltoall_flows(coll_op *op)
     int N = coll_nodes_of(op), G = c->gpus_per_node;
     double per = op->bytes / op->n;
     net->agg = can_aggregate(op);
-    for (int X = 0; X < N; X++)
+    /* under the symmetric reduction, aggregates proven to keep it exact
+     * (coll_sym.c) sum only the links it keeps, and are not checked */
+    int on = net->probing ? net->sym_cand : net->sym;
+    net->sym_proven = net->agg && on && coll_sym_a2a_proven(net, op, on) == on ? on : 0; /* none for copies */
+    for (int X = 0; X < N; X++) {
+        if (net->sym_proven && !coll_sym_node_kept(net, net->sym_proven, mm_cluster_node_of(c, coll_member(op, X, 0))))
+            continue; /* its pairs load its links alone */
         for (int i = 0; i < coll_members(op, X); i++)
             for (int j = 0; j < coll_members(op, X); j++)
                 if (i != j) {
                     coll_route_hop(net, coll_member(op, X, i), coll_member(op, X, j), 0, 0, 1.0);
                     coll_route_commit(op, per);
                 }
+    }
     if (net->agg) {
         agg_flush(op);
         if (N > 1)
             alltoall_cross_agg(op, coll_members(op, 0) * per);
         net->agg = 0;
+        net->sym_proven = 0;
         return;
     }
+    net->sym_proven = 0;
     for (int X = 0; X < N; X++)
         for (int Y = 0; Y < N; Y++) {
             if (X == Y)

@@ -97,13 +97,15 @@ struct mm_network {
     int sym_cand; /* what the topology allows, while probing */
     int sym_bad;  /* what a probed flow broke */
     int probing;  /* lay out and check flows, start none */
+    int sym_proven; /* the route being built is invariant by its structure: not checked */
+    int ring_skip;  /* ring_channel: the proven ring's reductions, its hops left out where they drop every link */
+    int sym_noproof; /* mm_network_set_sym_proofs off: every route laid out and checked */
     int sym_B, sym_nb, sym_p;  /* nodes of a block (dp x stride GPUs), blocks; period p nodes */
+    int sym_reps, sym_stride;  /* the replicas and their GPU stride */
     uint8_t *sym_blk;          /* per block: the job's (replica 0's GPUs and their copies) */
     int sym_lg, sym_lsh, sym_ssh; /* leaf groups per block; a group's shift: leaves, spines */
     double *symw;              /* per link: a route's coefficients, 0 when untouched */
     int *symt;                 /* links touched */
-    int32_t *sym_img;          /* per link: its image (node and fabric permutations) */
-    uint8_t *sym_rep;          /* per link: kept by its reduction (a representative) */
     /* SHARP trees (fabric.sharp_trees): trees in use per NIC (node x
      * nics_per_node + nic), one op's need per NIC (scratch), and the
      * COLLNET ops waiting for a tree, oldest first */
@@ -182,6 +184,20 @@ void coll_route_commit(coll_op *op, double bytes);
 int coll_sym_check(mm_network *net);
 /* Drops from the route built so far the links net->sym leaves out. */
 void coll_sym_reduce(mm_network *net);
+/* The reductions of `on` (MM_SYM_*) that a ring over op's members (one
+ * flow per channel, every hop, coll.c ring_channel) keeps exact by its
+ * structure, proven without laying it out (coll_sym.c). */
+int coll_sym_ring_proven(const mm_network *net, const coll_op *op, int on);
+/* The same for an all-to-all moving as aggregates (coll_a2a.c); for a
+ * collective copied as the replicas (replay_replicas). */
+int coll_sym_a2a_proven(const mm_network *net, const coll_op *op, int on);
+int coll_sym_copies_proven(const mm_network *net, const coll_op *op, int on);
+/* Whether the reductions `on` keep node X's links; the fabric links of
+ * X's leaves; some link of a hop from node X to node Y (a representative
+ * or a link outside the job). */
+int coll_sym_node_kept(const mm_network *net, int on, int X);
+int coll_sym_leaf_kept(const mm_network *net, int on, int X);
+int coll_sym_hop_kept(const mm_network *net, int on, int X, int Y);
 
 /* coll_cache.c.  The plan of this request (replicas >= 1), or -1. */
 int32_t coll_cache_find(mm_network *net, const mm_coll_req *req, int reps, int stride);

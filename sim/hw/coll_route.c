@@ -93,10 +93,15 @@ static int shift_rail(const mm_cluster *c, int gpu, int shifted, int rail)
 static void replay_replicas(mm_network *net)
 {
     const mm_cluster *c = net->c;
-    for (int r = 1; r < net->reps; r++)
+    int on = net->sym_proven;
+    for (int r = 1; r < net->reps; r++) {
+        int kept = 0;
         for (size_t i = 0; i < net->nhops; i++) {
             coll_hop h = net->hops[i];
             int d = r * net->rstride, src = h.src + d, dst = h.dst + d;
+            if (on && !coll_sym_hop_kept(net, on, mm_cluster_node_of(c, src), mm_cluster_node_of(c, dst)))
+                continue; /* a copy on links the proven reduction drops (coll.c build_flows) */
+            kept = 1;
             if (h.nvls) {
                 int keep = net->reps;
                 net->reps = 1; /* not logged again */
@@ -112,6 +117,13 @@ static void replay_replicas(mm_network *net)
                 net->rc[net->rlen + (size_t)j] = h.coef;
             net->rlen += (size_t)k;
         }
+        /* each copy's ends lie further into their blocks than the last's
+         * (replica 0 leads them, no copy wraps): once the reductions drop
+         * every hop of a copy (its nodes past the first p, its leaves past
+         * the first group), they drop every later copy's */
+        if (on && !kept)
+            break;
+    }
     net->nhops = 0;
 }
 
@@ -137,7 +149,8 @@ void coll_route_commit(coll_op *op, double bytes)
         return;
     }
     if (net->probing) { /* mm_network_symmetric_probe: checked, recorded reduced, not started */
-        net->sym_bad |= net->sym_cand & ~coll_sym_check(net);
+        if (!net->sym_proven) /* a ring proven by its structure needs no check (coll_sym.c) */
+            net->sym_bad |= net->sym_cand & ~coll_sym_check(net);
         net->sym = net->sym_cand;
         coll_sym_reduce(net);
         net->sym = 0;

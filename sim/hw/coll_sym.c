@@ -1,7 +1,10 @@
 /* coll_sym.c - the flow model's max-min problem reduced by the symmetry of
  * identical DP replicas (coll.h, mm_network_symmetric): which links stand
  * for which, the check that a route loads a link as it loads the link's
- * image, and the route cut to the representatives.
+ * image, the proofs of that from a collective's shape (rings, aggregate
+ * all-to-alls, copies of the replicas: the end of this file), which
+ * nodes' links a reduction keeps, and the route cut to the
+ * representatives.
  *
  * Why it is exact.  Max-min fairness over links with constraints
  * sum_f a(f, l) r_f <= cap(l): two links with the same capacity and the
@@ -102,15 +105,13 @@ int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *g
     int B = (int)(Bg / G), nb = c->nodes / B;
     if (B < 2 * p || nb < 1)
         return 0;
-    if (!net->symw) {
+    if (!net->symw) { /* zeroed pages: only the links a checked route touches are ever written */
         net->symw = calloc((size_t)t->n_links + 1, sizeof *net->symw);
         net->symt = malloc(((size_t)t->n_links + 1) * sizeof *net->symt);
-        net->sym_img = malloc(((size_t)t->n_links + 1) * sizeof *net->sym_img);
-        net->sym_rep = malloc((size_t)t->n_links + 1);
     }
     free(net->sym_blk);
     net->sym_blk = calloc((size_t)nb, 1);
-    if (!net->symw || !net->symt || !net->sym_img || !net->sym_rep || !net->sym_blk)
+    if (!net->symw || !net->symt || !net->sym_blk)
         return 0;
     /* each GPU of replica 0 the first of its block, whole blocks in the cluster */
     for (int i = 0; i < n; i++) {
@@ -118,7 +119,7 @@ int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *g
             return 0;
         net->sym_blk[gpus[i] / Bg] = 1;
     }
-    net->sym_B = B, net->sym_nb = nb, net->sym_p = p;
+    net->sym_B = B, net->sym_nb = nb, net->sym_p = p, net->sym_reps = replicas, net->sym_stride = stride;
     net->sym_cand = MM_SYM_NODES;
     int npl = c->nodes_per_leaf;
     net->sym_lsh = c->fabric == MM_FABRIC_RAIL ? K : 1;
@@ -127,11 +128,7 @@ int mm_network_symmetric(mm_network *net, int replicas, int stride, const int *g
         net->sym_ssh = (int)((long long)npl * K % c->spines);
         net->sym_cand |= MM_SYM_FABRIC;
     }
-    for (int l = 0; l < t->n_links; l++) {
-        net->sym_img[l] = image(net, l);
-        net->sym_rep[l] = (uint8_t)representative(net, l);
-    }
-    net->probing = 1;
+    net->probing = 1; /* a link's image and class are computed where asked (image, representative) */
     return net->sym_cand;
 }
 
@@ -159,7 +156,7 @@ int coll_sym_check(mm_network *net)
         int l = net->symt[i], bit = l < t->o_fabric ? MM_SYM_NODES : MM_SYM_FABRIC;
         if (!(ok & bit))
             continue;
-        double a = net->symw[l], b = net->symw[net->sym_img[l]];
+        double a = net->symw[l], b = net->symw[image(net, l)];
         if (fabs(a - b) > 1e-12 * fabs(a))
             ok &= ~bit;
     }
@@ -173,10 +170,150 @@ void coll_sym_reduce(mm_network *net)
     size_t k = 0;
     int o_fab = net->topo.o_fabric, node = net->sym & MM_SYM_NODES, fab = net->sym & MM_SYM_FABRIC;
     for (size_t i = 0; i < net->rlen; i++)
-        if (net->sym_rep[net->rl[i]] || !(net->rl[i] < o_fab ? node : fab)) {
+        if (!(net->rl[i] < o_fab ? node : fab) || representative(net, net->rl[i])) {
             net->rl[k] = net->rl[i];
             net->rc[k++] = net->rc[i];
         }
     if (k > 0) /* never empty: an invariant route meets every orbit's representative */
         net->rlen = k;
+}
+
+/* Whether the reductions `on` keep node X's links (representative()'s
+ * rule for a node link), and the fabric links of X's leaves (its rule for
+ * a fabric link). */
+int coll_sym_node_kept(const mm_network *net, int on, int X)
+{
+    return !(on & MM_SYM_NODES) || block_of(net, X) < 0 || X % net->sym_B < net->sym_p;
+}
+
+int coll_sym_leaf_kept(const mm_network *net, int on, int X)
+{
+    int gr = X / net->c->nodes_per_leaf;
+    return !(on & MM_SYM_FABRIC) || block_of(net, gr * net->c->nodes_per_leaf) < 0 || gr % net->sym_lg == 0;
+}
+
+int coll_sym_hop_kept(const mm_network *net, int on, int X, int Y)
+{
+    if (coll_sym_node_kept(net, on, X) || coll_sym_node_kept(net, on, Y))
+        return 1;
+    return X != Y && (coll_sym_leaf_kept(net, on, X) || coll_sym_leaf_kept(net, on, Y));
+}
+
+/* Whether moving every node of op's group d nodes on, cyclically inside
+ * its block, maps the group onto itself with each node's members at the
+ * same local indices (every node in a block of the job).  Inside a block
+ * the move keeps the sorted nodes' cyclic order, rotated: the nodes
+ * d from the block's end wrap to its front. */
+static int rotates(const mm_network *net, const coll_op *op, int d)
+{
+    const mm_cluster *c = net->c;
+    int N = coll_nodes_of(op), B = net->sym_B, G = c->gpus_per_node;
+    for (int i0 = 0, i1; i0 < N; i0 = i1) {
+        int b = block_of(net, mm_cluster_node_of(c, coll_member(op, i0, 0))), w = 0;
+        if (b < 0)
+            return 0;
+        for (i1 = i0; i1 < N && mm_cluster_node_of(c, coll_member(op, i1, 0)) / B == b; i1++)
+            w += mm_cluster_node_of(c, coll_member(op, i1, 0)) - b * B >= B - d;
+        int len = i1 - i0;
+        for (int j = i0; j < i1; j++) {
+            int i = i0 + (j - i0 + len - w) % len, m = coll_members(op, i);
+            int Xi = mm_cluster_node_of(c, coll_member(op, i, 0)), Xj = mm_cluster_node_of(c, coll_member(op, j, 0));
+            if (b * B + (Xi - b * B + d) % B != Xj || coll_members(op, j) != m)
+                return 0;
+            for (int k = 0; k < m; k++)
+                if (coll_member(op, i, k) % G != coll_member(op, j, k) % G)
+                    return 0;
+        }
+    }
+    return 1;
+}
+
+/* The ring of coll.c (ring_channel: within each node from the entry of
+ * the channel's NIC, then to the next node's entry on that rail, the last
+ * node back to the first).  Node links: a node's links carry the hops
+ * inside it and the node's ends of the hops in and out, all functions of
+ * its members' local indices and the rail (no node groups, no
+ * perturbation, as mm_network_symmetric requires), whichever node the
+ * hops come from or go to.  So when the node permutation (X to X + p,
+ * cyclically in each block) maps the group's nodes onto themselves with
+ * members at the same local indices, every node link is loaded as its
+ * image: what coll_sym_check would find.  Fabric links: they depend on
+ * the pairs of nodes a hop joins.  When the group lies in one block and X
+ * to X + nodes_per_leaf maps it onto itself likewise, that move rotates
+ * the sorted nodes' cyclic order and so the ring (hop h to hop R h); a
+ * hop moved by one leaf group leaves from the next leaf group on the same
+ * rail and D-mod-k moves its spine by nodes_per_leaf x NICs
+ * (mm_topo_fabric_path), the fabric image, and at the block's end the
+ * shift is block x NICs, a multiple of the spines (the fabric
+ * candidate's condition).  So the fabric links too are loaded as their
+ * images.  A group over several blocks gets no fabric proof here. */
+int coll_sym_ring_proven(const mm_network *net, const coll_op *op, int on)
+{
+    const mm_cluster *c = net->c;
+    int N = coll_nodes_of(op), pr = 0;
+    if (!on || net->sym_noproof || net->reps > 1 || N < 2 || (on & ~net->sym_cand))
+        return 0;
+    if ((on & MM_SYM_NODES) && rotates(net, op, net->sym_p))
+        pr |= MM_SYM_NODES;
+    int B = net->sym_B, b = mm_cluster_node_of(c, op->g[0]) / B;
+    if ((on & MM_SYM_FABRIC) && mm_cluster_node_of(c, op->g[op->n - 1]) / B == b && /* sorted: one block */
+        rotates(net, op, c->nodes_per_leaf))
+        pr |= MM_SYM_FABRIC;
+    return pr;
+}
+
+/* The aggregate all-to-all (coll_a2a.c, its two flows under
+ * can_aggregate): its coefficients count the ordered pairs (source node,
+ * destination GPU) over each link, every node holding the group's
+ * members at the same local indices.  Any permutation of the group's
+ * nodes maps those pairs onto themselves; the node permutation (X to
+ * X + p in each block) maps each pair's node links to their images, and
+ * X to X + nodes_per_leaf in each block its fabric links (the next leaf
+ * group on the same rail; D-mod-k moves the spine by nodes_per_leaf x
+ * NICs, or by that less block x NICs where the destination wraps, a
+ * multiple of the spines).  So each reduction whose move maps the group's
+ * nodes onto themselves keeps both flows exact, over any number of
+ * blocks. */
+int coll_sym_a2a_proven(const mm_network *net, const coll_op *op, int on)
+{
+    int pr = 0;
+    if (!on || net->sym_noproof || net->reps > 1 || (on & ~net->sym_cand))
+        return 0;
+    if ((on & MM_SYM_NODES) && rotates(net, op, net->sym_p))
+        pr |= MM_SYM_NODES;
+    if ((on & MM_SYM_FABRIC) && rotates(net, op, net->c->nodes_per_leaf))
+        pr |= MM_SYM_FABRIC;
+    return pr;
+}
+
+/* A collective replicated as the symmetry's replicas (coll_route.c
+ * replay_replicas: copy r is copy 0's route with every GPU moved by r x
+ * stride) whose members are GPUs of replica 0 (each first in its block):
+ * every copy moves each member inside its own block, so copy r's hops are
+ * copy 0's moved by r x stride GPUs, whatever the algorithm.  Moving one
+ * node on (p nodes: one copy when stride is whole nodes, G / stride
+ * copies when replicas share a node) takes each copy's hops to the next
+ * copy's at the same local indices and rails, the last copy's to the
+ * first's (a block is replicas x stride GPUs): the node permutation maps
+ * the copies' node links onto each other.  Moving one leaf group on
+ * (nodes_per_leaf x G / stride copies, when whole) does the same for the
+ * fabric links: each end moves a leaf group inside its block and D-mod-k
+ * moves the spine by nodes_per_leaf x NICs (less block x NICs, a multiple
+ * of the spines, where it wraps).  A group inside one node touches no
+ * fabric link at all.  SHARP's trees (collnet) are left to the check. */
+int coll_sym_copies_proven(const mm_network *net, const coll_op *op, int on)
+{
+    const mm_cluster *c = net->c;
+    long long Bg = (long long)net->sym_reps * net->sym_stride;
+    if (!on || net->sym_noproof || (on & ~net->sym_cand) || net->reps != net->sym_reps ||
+        net->rstride != net->sym_stride || op->algo == MM_ALGO_COLLNET)
+        return 0;
+    for (int i = 0; i < op->n; i++)
+        if (op->g[i] % Bg >= net->sym_stride || block_of(net, mm_cluster_node_of(c, op->g[i])) < 0)
+            return 0;
+    int pr = on & MM_SYM_NODES;
+    if ((on & MM_SYM_FABRIC) &&
+        (op->s.nodes == 1 || (long long)c->nodes_per_leaf * c->gpus_per_node % net->sym_stride == 0))
+        pr |= MM_SYM_FABRIC;
+    return pr;
 }
