@@ -25,6 +25,7 @@
 #include "hw/cluster.h"
 #include "model/framework.h"
 #include "model/loadrates.h"
+#include "plan/estimate.h"
 #include "scenario/sim.h"
 #include "mmsim_exe.h"
 
@@ -305,6 +306,60 @@ START_TEST(runs_add_the_wait)
 }
 END_TEST
 
+/* The steady-state shortfall, one figure for the run, the planner's
+ * pre-score and `mmsim run`: mm_sim_loader_short_s by formula (no
+ * workers: the whole load; W workers: max(cpu x slowdown / W, NVDEC) -
+ * step, or 0); a loader-bound run (every image 400 Mpx, one worker) holds
+ * it against its own loader seconds and step (the fixed sample: every GPU
+ * alike), the pre-score adds it and the copies to its step, and --json and
+ * --breakdown print it.  1e-9 relative. */
+START_TEST(steady_shortfall_is_one_figure)
+{
+    mm_sim sim;
+    const char *s1[] = {"iterations=3", "data.workers=1", "data.image_megapixels=400"};
+    sim_ok(&sim, s1, 3);
+    double S = mm_sim_loader_slowdown(&sim, 2);
+    ck_assert(mm_sim_loader_short_s(&sim, 0, 1.5, 0.25, 9.0) == 1.75);
+    ck_assert(rel(mm_sim_loader_short_s(&sim, 2, 6.0, 0.0, 1.0), 6.0 * S / 2 - 1.0) < 1e-12);
+    ck_assert(mm_sim_loader_short_s(&sim, 2, 0.0, 3.0, 1.0) == 2.0);
+    ck_assert(mm_sim_loader_short_s(&sim, 2, 0.5, 0.5, 1.0) == 0.0);
+    mm_metrics run, est, est_off;
+    mm_err err;
+    ck_assert_msg(mm_sim_run(&sim, &run, NULL, &err) == 0, "%s", err.msg);
+    double step = run.iteration_time_s - (run.data_wait_s - run.data_h2d_s);
+    double want = mm_sim_loader_short_s(&sim, 1, run.loader_cpu_s, 0.0, step);
+    ck_assert_msg(want > 0.1 && rel(run.data_shortfall_s, want) < 1e-9, "%.9g vs %.9g", run.data_shortfall_s, want);
+    ck_assert_msg(mm_sim_estimate(&sim, &est, &err) == 0, "%s", err.msg);
+    mm_sim_free(&sim);
+    const char *s_off[] = {"iterations=3", "data.image_megapixels=400"};
+    sim_ok(&sim, s_off, 2);
+    ck_assert_msg(mm_sim_estimate(&sim, &est_off, &err) == 0, "%s", err.msg);
+    ck_assert(isnan(est_off.data_shortfall_s) && isnan(est_off.data_wait_s));
+    ck_assert(rel(est.loader_cpu_s, run.loader_cpu_s) < 1e-9 && rel(est.data_h2d_s, run.data_h2d_s) < 1e-9);
+    double T = est_off.iteration_time_s;
+    ck_assert(rel(est.data_shortfall_s, mm_sim_loader_short_s(&sim, 1, est.loader_cpu_s, 0.0, T + est.data_h2d_s)) <
+              1e-9);
+    ck_assert(rel(est.data_wait_s, est.data_shortfall_s + est.data_h2d_s) < 1e-12);
+    ck_assert(rel(est.iteration_time_s, T + est.data_wait_s) < 1e-9);
+    ck_assert_int_eq(est.data_workers_needed, (int)ceil(est.loader_cpu_s / T));
+    mm_sim_free(&sim);
+    mm_metrics_free(&run);
+    mm_metrics_free(&est);
+    mm_metrics_free(&est_off);
+    char dir[256], o[65536], e[8192];
+    mmx_tmpdir(dir, sizeof dir, "dataload");
+    const char *args = "run --no-db --set iterations=3 --set data.workers=1 --set data.image_megapixels=400";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s --json", args);
+    ck_assert_int_eq(mmx_run(dir, NULL, cmd, o, sizeof o, e, sizeof e), 0);
+    ck_assert_msg(strstr(o, "\"data_shortfall_s\": ") && strstr(o, "\"run_data_shortfall_s\": "), "%s", e);
+    snprintf(cmd, sizeof cmd, "%s --breakdown", args);
+    ck_assert_int_eq(mmx_run(dir, NULL, cmd, o, sizeof o, e, sizeof e), 0);
+    ck_assert_msg(strstr(o, "the loader is the bottleneck by") && strstr(o, "in the steady state"), "%s", o);
+    mmx_rmdir(dir);
+}
+END_TEST
+
 /* ---- bad input ------------------------------------------------------ */
 
 /* A copy of topologies/dgx-h100.yaml in a fresh folder (dir, with a link
@@ -562,6 +617,7 @@ int main(void)
     tcase_add_test(tc, bad_files_refused);
     tcase_add_test(tc, imagenet_dataloader);
     tcase_add_test(tc, receive_caps_the_loader);
+    tcase_add_test(tc, steady_shortfall_is_one_figure);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

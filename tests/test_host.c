@@ -3,9 +3,12 @@
  * launch (exec.c's host cursor, build_base.c mm_build_op_host).  Closed
  * forms on hand-built graphs (n short kernels of t < L: n L + t; long
  * kernels: L + n t, the host hidden), CUDA graphs (train.cuda_graphs) removing the launches, the
- * planner's pre-score seeing the same host, and bad keys refused. */
+ * planner's pre-score seeing the same host, a published step with and
+ * without the optimizer graphed (a named known miss), and bad keys
+ * refused. */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +181,59 @@ START_TEST(cuda_graph_memory)
 }
 END_TEST
 
+/* A published step where the host shows (tests/data/host/megatron-pr7446.csv):
+ * Megatron-LM's Llama-3-shaped proxy (8 layers, h 1024) on one DGX H100,
+ * forward-backward in one CUDA graph, 39.45 ms a step with the optimizer
+ * eager and 33.07 ms with it graphed.  A named known miss
+ * (docs/validation.md): mmsim runs the eager-optimizer step GPU-bound in
+ * 25.8 ms (sim / pub held within 3 points of the CSV's ratio) and its
+ * eager optimizer's host time is under a tenth of the 6.4 ms that
+ * graphing the optimizer saved, so the with/without pair is not
+ * reproduced: Megatron FSDP v2's optimizer step is not modeled. */
+START_TEST(megatron_proxy_cuda_graph_step)
+{
+    FILE *f = fopen("tests/data/host/megatron-pr7446.csv", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    double eager = NAN, graphed = NAN, ratio = NAN;
+    bool header = true;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (header) {
+            header = false;
+            continue;
+        }
+        char name[64], target[16];
+        double ms, r = NAN;
+        int k = sscanf(line, "%63[^,],%lf,%15[^,],%lf,", name, &ms, target, &r);
+        ck_assert_int_ge(k, 3);
+        if (!strcmp(name, "optimizer_eager")) {
+            eager = ms, ratio = r;
+            ck_assert_str_eq(target, "miss");
+        } else if (!strcmp(name, "optimizer_graphed"))
+            graphed = ms;
+    }
+    fclose(f);
+    ck_assert(isfinite(eager) && isfinite(graphed) && isfinite(ratio));
+    static mm_scenario sc;
+    mm_sim sim;
+    mm_err err;
+    mm_scenario_free(&sc);
+    ck_assert_msg(mm_scenario_load(&sc, "tests/data/host/megatron-pr7446.yaml", NULL, 0, &err) == 0, "%s: %s",
+                  err.key, err.msg);
+    ck_assert_msg(mm_sim_prepare(&sim, &sc, &err) == 0, "%s: %s", err.key, err.msg);
+    mm_metrics m;
+    ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s", err.msg);
+    double got = 1e3 * m.iteration_time_s / eager;
+    ck_assert_msg(fabs(got - ratio) <= 0.03, "sim / pub %.3f, recorded %.3f", got, ratio);
+    ck_assert_msg(m.exposed_host_s < 0.01 * m.iteration_time_s, "exposed host %g s", m.exposed_host_s);
+    ck_assert_msg(1e3 * m.host_launch_s < 0.1 * (eager - graphed), "host %g ms", 1e3 * m.host_launch_s);
+    mm_metrics_free(&m);
+    mm_sim_free(&sim);
+}
+END_TEST
+
 /* train.cuda_graphs is refused, naming the key, where the profile has no
  * such scope (hf-deepspeed has none) or the value is no scope at all; a
  * profile without host.cuda_graphs.layer names that key. */
@@ -213,6 +269,7 @@ int main(void)
     tcase_add_test(tc, one_op_of_many_kernels);
     tcase_add_test(tc, cuda_graphs_remove_the_launches);
     tcase_add_test(tc, cuda_graph_memory);
+    tcase_add_test(tc, megatron_proxy_cuda_graph_step);
     tcase_add_test(tc, bad_host_keys_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -68,7 +68,7 @@ START_TEST(test_open_creates_schema_v1)
     mm_store *st = open_ok(db);
     ck_assert(exists(db));
     ck_assert_int_eq(q_int(st, "PRAGMA user_version"), MM_STORE_SCHEMA_VERSION);
-    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 10);
+    ck_assert_int_eq(MM_STORE_SCHEMA_VERSION, 11);
     ck_assert_int_eq(q_int(st, "PRAGMA foreign_keys"), 1);
     ck_assert_int_eq(q_int(st, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     ck_assert_int_ge(q_int(st, "PRAGMA busy_timeout"), 1000);

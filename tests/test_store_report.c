@@ -245,6 +245,9 @@ START_TEST(test_schema6_migrates)
                                   " ALTER TABLE runs DROP COLUMN workload;" /* what version 8 added */
                                   " DROP TABLE dp_rank_loads;"
                                   " ALTER TABLE iterations DROP COLUMN pad_flops;" /* version 10's */
+                                  " ALTER TABLE stages DROP COLUMN host_s; ALTER TABLE stages DROP COLUMN exposed_host_s;"
+                                  " ALTER TABLE stages DROP COLUMN data_wait_s; ALTER TABLE iterations DROP COLUMN data_wait_s;"
+                                  " ALTER TABLE iterations DROP COLUMN data_h2d_s;" /* version 11's */
                                   " PRAGMA user_version = 6;", NULL, NULL, NULL),
                      SQLITE_OK);
     mm_store_close(st);

@@ -16,6 +16,7 @@ START_TEST(test_write_reads_back)
     mm_store *st = open_ok(db);
     sample s;
     sample_fill(&s, 0);
+    s.m.host_launch_s = 0.5, s.m.data_shortfall_s = 0.375, s.m.data_workers_needed = 3;
     mm_run_record rec = record(scenario_a);
     mm_err err;
     int64_t id = 0;
@@ -36,7 +37,20 @@ START_TEST(test_write_reads_back)
             ck_assert_double_eq(v, want[n_names]);
     }
     ck_assert_uint_eq(n_names, 13);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 15); /* and peak_reserved_gib, peak_allocated_gib */
+    /* and peak_reserved_gib, peak_allocated_gib, and the host's and the
+     * loader's seven (schema version 11) */
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"), 22);
+    double hv = 0;
+    ck_assert_int_eq(mm_store_get_metric(st, id, "host_launch_s", &hv, &err), 0);
+    ck_assert(hv == 0.5);
+    ck_assert_int_eq(mm_store_get_metric(st, id, "data_shortfall_s", &hv, &err), 0);
+    ck_assert(hv == 0.375);
+    ck_assert_int_eq(mm_store_get_metric(st, id, "data_workers_needed", &hv, &err), 0);
+    ck_assert(hv == 3);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages WHERE run_id = 1 AND host_s IS NOT NULL"
+                               " AND exposed_host_s IS NOT NULL AND data_wait_s IS NOT NULL"), N_STAGES);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations WHERE run_id = 1 AND data_wait_s IS NOT NULL"),
+                     N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE run_id = 1"
                                " AND name IN ('iteration_time_s', 'tokens_per_s',"
                                " 'samples_per_s', 'mfu', 'hfu', 'tflops_per_gpu',"
@@ -158,7 +172,8 @@ START_TEST(test_oom_run_and_optional_fields)
                      1);
     /* uint64 seeds above INT64_MAX keep their bit pattern. */
     ck_assert_uint_eq((uint64_t)q_int(st, "SELECT seed FROM runs"), UINT64_MAX);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE value IS NULL"), 10);
+    /* and the host's and the loader's seven: an OOM run has none */
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics WHERE value IS NULL"), 17);
     double v = 0;
     ck_assert_int_eq(mm_store_get_metric(st, id, "iteration_time_s", &v, &err), 0);
     ck_assert(isnan(v));
@@ -227,7 +242,7 @@ START_TEST(test_delete_cascades)
     char sql[128];
     snprintf(sql, sizeof sql, "DELETE FROM runs WHERE id = %lld", (long long)b);
     ck_assert_int_eq(sqlite3_exec(mm_store_sqlite(st), sql, NULL, NULL, NULL), SQLITE_OK);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 15);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 22);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), N_STAGES);
     /* Foreign keys are enforced: no metric rows for a run that is not there. */
@@ -276,7 +291,7 @@ START_TEST(test_failed_write_leaves_no_partial_run)
     ck_assert_str_eq(err.file, db);
     ck_assert_ptr_nonnull(strstr(err.msg, "iteration"));
     ck_assert_int_eq(count_runs(st), 1);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 15);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), 22);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), N_ITERS);
     assert_no_orphans(st);
 
@@ -417,7 +432,7 @@ START_TEST(test_parallel_writers)
     }
     mm_store *st = open_ok(db);
     ck_assert_int_eq(count_runs(st), PROCS * RUNS);
-    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 15);
+    ck_assert_int_eq(q_int(st, "SELECT count(*) FROM metrics"), PROCS * RUNS * 22);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM iterations"), PROCS * RUNS * N_ITERS);
     ck_assert_int_eq(q_int(st, "SELECT count(*) FROM stages"), PROCS * RUNS * N_STAGES);
     ck_assert_int_eq(q_int(st, "SELECT count(DISTINCT scenario_hash) FROM runs"), 2);

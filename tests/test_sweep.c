@@ -490,7 +490,7 @@ START_TEST(killed_sweep_resumes)
                           " JOIN metrics m ON m.run_id = r.id ORDER BY r.id, m.name");
     /* every run that is there is whole */
     ck_assert_int_eq(q_long(db, "SELECT count(*) FROM runs r WHERE"
-                                " (SELECT count(*) FROM metrics m WHERE m.run_id = r.id) != 15"
+                                " (SELECT count(*) FROM metrics m WHERE m.run_id = r.id) != 22"
                                 " OR (SELECT count(*) FROM iterations i WHERE i.run_id = r.id) != 2"),
                      0);
 
@@ -579,6 +579,9 @@ START_TEST(schema_v1_migrates)
                                   " ALTER TABLE iterations DROP COLUMN padded_fraction;"
                                   " ALTER TABLE iterations DROP COLUMN peak_memory_gib;"
                                   " ALTER TABLE iterations DROP COLUMN pad_flops;"
+                                  " ALTER TABLE stages DROP COLUMN host_s; ALTER TABLE stages DROP COLUMN exposed_host_s;"
+                                  " ALTER TABLE stages DROP COLUMN data_wait_s; ALTER TABLE iterations DROP COLUMN data_wait_s;"
+                                  " ALTER TABLE iterations DROP COLUMN data_h2d_s;" /* version 11's */
                                   " PRAGMA user_version = 1;", NULL, NULL, NULL), SQLITE_OK);
     mm_store_close(st);
     ck_assert_int_eq(mm_store_open(&st, db, &err), 0);

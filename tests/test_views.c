@@ -223,6 +223,9 @@ START_TEST(test_views_fresh_and_migrated)
                                   "DROP VIEW sweep_summary; DROP VIEW run_summary; DROP TABLE run_layouts;"
                                   "ALTER TABLE runs DROP COLUMN workload;"
                                   "ALTER TABLE iterations DROP COLUMN pad_flops;"
+                                  " ALTER TABLE stages DROP COLUMN host_s; ALTER TABLE stages DROP COLUMN exposed_host_s;"
+                                  " ALTER TABLE stages DROP COLUMN data_wait_s; ALTER TABLE iterations DROP COLUMN data_wait_s;"
+                                  " ALTER TABLE iterations DROP COLUMN data_h2d_s;" /* version 11's */
                                   "UPDATE runs SET model = '/srv/mmsim-data/' || model,"
                                   " topology = '/srv/mmsim-data/' || topology;"
                                   "PRAGMA user_version = 7;", NULL, NULL, NULL), SQLITE_OK);

@@ -223,6 +223,7 @@ double mmsim_metric(const mmsim *h, const char *name)
         {"data_wait_s", m->oom ? NAN : m->data_wait_s}, {"data_h2d_s", m->oom ? NAN : m->data_h2d_s},
         {"loader_cpu_s", m->oom ? NAN : m->loader_cpu_s},
         {"data_workers_needed", m->oom || h->sim.sc.data.workers < 0 ? NAN : (double)m->data_workers_needed},
+        {"data_shortfall_s", m->oom ? NAN : m->data_shortfall_s},
         {"checkpoint_save_s", m->oom || !m->run.on ? NAN : m->run.save_s},
         {"eval_s", m->oom || !m->run.on ? NAN : m->run.eval_s},
         {"log_sync_s", m->oom || !m->run.on ? NAN : m->run.log_sync_s},

@@ -69,13 +69,14 @@ static void run_dp_load(FILE *f, const mm_metrics *m)
 }
 
 /* The data loader (data.workers >= 0): the step's wait and its copies,
- * the loader's CPU seconds, the workers that would keep up, per iteration
- * the wait. */
+ * the loader's CPU seconds, its steady-state shortfall, the workers that
+ * would keep up, per iteration the wait. */
 static void run_data(FILE *f, const mm_metrics *m)
 {
     jnum(f, "data_wait_s", m->oom ? NAN : m->data_wait_s, 0);
     jnum(f, "data_h2d_s", m->oom ? NAN : m->data_h2d_s, 0);
     jnum(f, "loader_cpu_s", m->oom ? NAN : m->loader_cpu_s, 0);
+    jnum(f, "data_shortfall_s", m->oom ? NAN : m->data_shortfall_s, 0);
     if (m->oom)
         fprintf(f, "  \"data_workers_needed\": null,\n");
     else
@@ -249,6 +250,8 @@ void mm_report_run_json(FILE *f, const mm_sim *sim, const mm_metrics *m, int64_t
     mm_sim_breakdown *bk = calloc(1, sizeof *bk);
     mm_err berr;
     if (bk && mm_sim_get_breakdown(sim, bk, &berr) == 0) {
+        if (!m->oom)
+            bk->run_data_wait_s = m->data_wait_s, bk->run_data_short_s = m->data_shortfall_s;
         mm_sim_breakdown_write_json(f, sim, bk, "  ");
         fprintf(f, ",\n");
     }

@@ -11,7 +11,6 @@
 
 #include "api/report.h"
 #include "cost/costs.h"
-#include "cost/loader.h"
 #include "cli/cli.h"
 #include "scenario/megatron.h"
 #include "scenario/torchtitan.h"
@@ -173,7 +172,8 @@ static void print_data(const mm_sim *sim, const mm_metrics *m)
     int W = sc->data.workers, need = m->data_workers_needed;
     if (W < 0)
         return;
-    double load = m->data_wait_s - m->data_h2d_s, step = m->iteration_time_s - load, short_s = 0;
+    double load = m->data_wait_s - m->data_h2d_s, step = m->iteration_time_s - load;
+    double short_s = W > 0 ? m->data_shortfall_s : 0; /* no workers: the wait itself */
     printf("  data loader        %10.4f s per iteration waiting for data (%.1f %%), %.4f s of it host-to-device "
            "copies\n", m->data_wait_s, 100 * m->data_wait_s / m->iteration_time_s, m->data_h2d_s);
     printf("                     %s, %d worker%s per GPU (the framework's: %d), prefetch %d; %.4f CPU s per "
@@ -182,11 +182,8 @@ static void print_data(const mm_sim *sim, const mm_metrics *m)
     if (c->cpu_cores > 0)
         printf("; %d cores for %d GPUs per node", c->cpu_cores, c->gpus_per_node);
     printf("\n");
-    /* the steady state: W workers (a core each, or sharing) against the
-     * step without its wait; a run shorter than the prefetched batches
-     * last, or one that starts with them, shows less */
-    if (W > 0)
-        short_s = fmax(0.0, m->loader_cpu_s * mm_sim_loader_slowdown(sim, W) / W - step);
+    /* the steady state (data_shortfall_s): a run shorter than the
+     * prefetched batches last, or one that starts with them, shows less */
     char steady[96] = "";
     if (short_s > 1.05 * load && short_s > 1e-3 * step)
         snprintf(steady, sizeof steady, " (%.4f s in the steady state)", short_s);
@@ -509,8 +506,11 @@ static int print_run(const run_opts *o, mm_sim *sim, const mm_metrics *m, int64_
         static mm_sim_breakdown bk;
         if (mm_sim_get_breakdown(sim, &bk, err))
             rc = mm_cli_fail(err);
-        else
+        else {
+            if (!m->oom)
+                bk.run_data_wait_s = m->data_wait_s, bk.run_data_short_s = m->data_shortfall_s;
             mm_sim_breakdown_write_text(stdout, sim, &bk);
+        }
     }
     if (o->megatron && o->verbose)
         for (int i = 0; i < mg->n_notes; i++)

@@ -130,6 +130,7 @@ int mm_sim_get_breakdown(const mm_sim *sim, mm_sim_breakdown *bk, mm_err *err)
     free(st);
     if (rc == 0 && sim->wl)
         rc = drawn_micro_batches(sim, bk, err);
+    bk->run_data_wait_s = bk->run_data_short_s = NAN;
     bk->loader = rc == 0 && sim->sc.data.workers >= 0;
     if (bk->loader) {
         mm_loader_cost c;
@@ -195,8 +196,13 @@ void mm_sim_breakdown_write_json(FILE *f, const mm_sim *sim, const mm_sim_breakd
                 bk->swap.grads_out_s, bk->swap.compute_s, bk->swap.swap_step_s, bk->swap.exposed_s);
     if (bk->loader)
         fprintf(f, ",\n%s  \"data_loader\": {\"loader\": \"%s\", \"workers\": %d, \"cpu_s\": %.9g, \"nvdec_s\": %.9g, "
-                   "\"h2d_s\": %.9g}",
+                   "\"h2d_s\": %.9g",
                 indent, sim->fw->loader, sim->sc.data.workers, bk->loader_cpu_s, bk->loader_dev_s, bk->loader_h2d_s);
+    if (bk->loader && isfinite(bk->run_data_wait_s))
+        fprintf(f, ", \"run_data_wait_s\": %.9g, \"run_data_shortfall_s\": %.9g", bk->run_data_wait_s,
+                bk->run_data_short_s);
+    if (bk->loader)
+        fprintf(f, "}");
     fprintf(f, ",\n%s  \"host_syncs\": {\"per_step\": %d, \"grad_norm\": %s, \"found_inf\": %s",
             indent, bk->sync_grad_norm + bk->sync_found_inf, bk->sync_grad_norm ? "true" : "false",
             bk->sync_found_inf ? "true" : "false");
@@ -271,7 +277,13 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
                    "(%.0f launches)\n",
                 v, 1e3 * bk->host[v][0], 1e3 * bk->host[v][1], 1e3 * bk->host[v][2], 1e3 * bk->host[v][3],
                 bk->launches[v][0] + bk->launches[v][1] + bk->launches[v][2] + bk->launches[v][3]);
-    if (bk->loader)
+    if (bk->loader && isfinite(bk->run_data_wait_s))
+        fprintf(f, "  loader     %s, %d workers: per micro-batch %.3f ms of one core, NVDEC %.3f, copy %.3f ms (DP "
+                   "replica 0, iteration 0); the run's step waits %.3f ms an iteration for data, short by %.3f ms "
+                   "in the steady state\n",
+                sim->fw->loader, sim->sc.data.workers, 1e3 * bk->loader_cpu_s, 1e3 * bk->loader_dev_s,
+                1e3 * bk->loader_h2d_s, 1e3 * bk->run_data_wait_s, 1e3 * bk->run_data_short_s);
+    else if (bk->loader)
         fprintf(f, "  loader     %s, %d workers: per micro-batch %.3f ms of one core, NVDEC %.3f, copy %.3f ms (DP "
                    "replica 0, iteration 0; the run's wait is data_wait_s)\n",
                 sim->fw->loader, sim->sc.data.workers, 1e3 * bk->loader_cpu_s, 1e3 * bk->loader_dev_s,

@@ -69,6 +69,11 @@ typedef struct mm_sim_breakdown {
      * the GPU (mm_sim_loader_micro_batch) */
     bool loader;
     double loader_cpu_s, loader_dev_s, loader_h2d_s;
+    /* ... and what the run made of it, when the caller holds a run (NAN
+     * from mm_sim_get_breakdown; `mmsim run --breakdown` and --json set
+     * them from the run's data_wait_s and data_shortfall_s): the step's
+     * wait per iteration, and its steady-state shortfall */
+    double run_data_wait_s, run_data_short_s;
     /* The host's syncs with the GPU in every step (the build spec's
      * host_sync_step): gradient clipping's norm read, fp16's found-inf
      * flag read; and the run's periodic work (cost/runcost.h, run.on

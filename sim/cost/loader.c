@@ -138,3 +138,11 @@ double mm_sim_loader_slowdown(const mm_sim *sim, int workers)
     double per_gpu = (double)sim->cluster->cpu_cores / sim->cluster->gpus_per_node;
     return fmax(1.0, workers / fmax(1.0, per_gpu - 1.0));
 }
+
+double mm_sim_loader_short_s(const mm_sim *sim, int workers, double cpu_s, double dev_s, double step_s)
+{
+    if (workers <= 0)
+        return cpu_s + dev_s;
+    double period = fmax(cpu_s * mm_sim_loader_slowdown(sim, workers) / workers, dev_s);
+    return fmax(0.0, period - step_s);
+}

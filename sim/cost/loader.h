@@ -62,4 +62,17 @@ double mm_sim_loader_h2d_s(const mm_sim *sim, double bytes);
  * max(1, workers / max(1, cores_per_gpu - 1)).  1 for workers <= 0. */
 double mm_sim_loader_slowdown(const mm_sim *sim, int workers);
 
+/* Seconds per iteration the step waits for its loader in the steady state
+ * (the batches prefetched before the first step long spent): `workers`
+ * workers deliver a GPU's iteration every max(cpu_s x slowdown / workers,
+ * dev_s) seconds (one core's CPU seconds for the iteration's samples,
+ * shared cores as mm_sim_loader_slowdown says; the GPU's NVDEC seconds in
+ * series) while the step takes step_s without waiting for them; the
+ * excess, or 0 when the loader keeps ahead.  With no workers the training
+ * process loads them itself between steps: cpu_s + dev_s, all exposed.
+ * The one figure behind data_shortfall_s (the run's, exec/loadrun.h; the
+ * planner's pre-score, plan/estimate.c) and `mmsim run`'s "the loader is
+ * the bottleneck". */
+double mm_sim_loader_short_s(const mm_sim *sim, int workers, double cpu_s, double dev_s, double step_s);
+
 #endif

@@ -505,7 +505,7 @@ static void oom_answer(const mm_sim *sim, mm_metrics *mt)
     mt->iteration_time_s = mt->tokens_per_s = mt->samples_per_s = NAN;
     mt->tflops_per_gpu = mt->hw_tflops_per_gpu = mt->mfu = mt->hfu = mt->padded_flops_fraction = NAN;
     mt->bubble_fraction = mt->exposed_comm_s = mt->host_launch_s = mt->exposed_host_s = NAN;
-    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN;
+    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = mt->data_shortfall_s = NAN;
     mt->encoder_load_imbalance = mt->padded_fraction = mt->encoder_excess_s = NAN;
     for (int s = 0; s < mt->n_stages; s++)
         mt->stages[s].busy_s = mt->stages[s].idle_s = mt->stages[s].comm_s = mt->stages[s].data_wait_s = NAN;
@@ -726,7 +726,7 @@ static int run_iteration(const mm_sim *sim, mm_engine *eng, mm_build_spec *spec,
 /* No loader modeled (data.workers -1): its metrics are NAN. */
 static void no_data_wait(mm_metrics *mt)
 {
-    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN;
+    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = mt->data_shortfall_s = NAN;
     mt->data_workers_needed = 0;
     for (int i = 0; i < mt->n_iters; i++)
         mt->iters[i].data_wait_s = mt->iters[i].data_h2d_s = mt->iters[i].loader_cpu_s = NAN;
@@ -750,7 +750,7 @@ static int apply_data_wait(const mm_sim *sim, const mm_loader_acc *la, mm_metric
     double *step = buf, *wait = buf + n, *h2d = buf + 2 * n, *cpu = buf + 3 * n;
     for (int i = 0; i < n; i++)
         step[i] = mt->iters[i].time_s;
-    int rc = mm_loader_acc_waits(sim, la, step, wait, h2d, cpu, &mt->data_workers_needed);
+    int rc = mm_loader_acc_waits(sim, la, step, wait, h2d, cpu, &mt->data_workers_needed, &mt->data_shortfall_s);
     double sw = 0, sh = 0, sc = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         mm_iter_metrics *im = &mt->iters[i];

@@ -59,7 +59,7 @@ void mm_loader_acc_iter(const mm_sim *sim, mm_loader_acc *a, int it, const mm_sa
 }
 
 int mm_loader_acc_waits(const mm_sim *sim, const mm_loader_acc *a, const double *step_s, double *wait_s,
-                        double *h2d_s, double *cpu_s, int *needed)
+                        double *h2d_s, double *cpu_s, int *needed, double *short_s)
 {
     int W = sim->sc.data.workers;
     /* recv_s NULL: the frameworks' loaders hand tensors, which cross to
@@ -79,5 +79,17 @@ int mm_loader_acc_waits(const mm_sim *sim, const mm_loader_acc *a, const double 
         cpu_s[i] = c;
     }
     *needed = mm_loader_workers_needed(&q);
+    /* the steady state: each iteration's busiest loader (the step is
+     * synchronous, and the prefetch queue is too short to carry one GPU's
+     * heavy iteration into another's light one), averaged, against the
+     * mean step with its copies (the training process copies, then steps) */
+    double step = 0, h2d = 0, cpu = 0, dev = 0;
+    for (int i = 0; i < a->iters; i++) {
+        double d = 0;
+        for (int r = 0; r < a->ranks; r++)
+            d = fmax(d, a->dev[(size_t)i * a->ranks + r]);
+        step += step_s[i] / a->iters, h2d += h2d_s[i] / a->iters, cpu += cpu_s[i] / a->iters, dev += d / a->iters;
+    }
+    *short_s = mm_sim_loader_short_s(sim, W, cpu, dev, step + h2d);
     return 0;
 }

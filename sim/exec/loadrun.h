@@ -26,9 +26,13 @@ void mm_loader_acc_free(mm_loader_acc *a);
 void mm_loader_acc_iter(const mm_sim *sim, mm_loader_acc *a, int it, const mm_sample *samples, int B, int m);
 
 /* Each step's wait (wait_s, h2d_s: iters), the most CPU seconds a GPU's
- * loader spent per step (cpu_s: iters) and the workers needed
- * (mm_loader_workers_needed) for steps of step_s seconds.  0 or -1. */
+ * loader spent per step (cpu_s: iters), the workers needed
+ * (mm_loader_workers_needed) for steps of step_s seconds, and the
+ * steady-state shortfall (*short_s: mm_sim_loader_short_s of each
+ * iteration's busiest loader, its CPU and NVDEC seconds averaged over the
+ * iterations, against the mean step with its copies).
+ * 0 or -1. */
 int mm_loader_acc_waits(const mm_sim *sim, const mm_loader_acc *a, const double *step_s, double *wait_s,
-                        double *h2d_s, double *cpu_s, int *needed);
+                        double *h2d_s, double *cpu_s, int *needed, double *short_s);
 
 #endif

@@ -98,6 +98,10 @@ typedef struct mm_metrics {
     double data_wait_s, data_h2d_s, loader_cpu_s;
     int data_workers_needed; /* workers per GPU that keep up on average
                                 (mm_loader_workers_needed); -1: none can */
+    double data_shortfall_s; /* seconds per iteration the step waits for
+                                its loader in the steady state, the
+                                prefetched batches spent (cost/loader.h
+                                mm_sim_loader_short_s); 0: it keeps ahead */
     double peak_memory_gib; /* the peak over every GPU and iteration, as
                                reserved (cost/costs.h mm_sim_memory.peak_gib):
                                what the OOM verdict compares with HBM */

@@ -4,6 +4,7 @@
  * iteration's drawn micro-batches).
  * Not for: event-level timing (iterate.c). */
 #include "cost/cost_internal.h"
+#include "cost/loader.h"
 #include "cost/outersync.h"
 #include "cost/swap.h"
 
@@ -13,6 +14,7 @@
 
 #include "hw/compress.h"
 #include "hw/net.h"
+#include "exec/dataload.h"
 #include "exec/exec.h"
 #include "exec/run.h"
 #include "plan/estimate.h"
@@ -842,6 +844,35 @@ static int data_verdict(const mm_sim *sim, const mm_sim_costs *costs, mm_metrics
  * pipeline of the slowest stage, the encoders' terms, the data-parallel
  * synchronisation and the optimizer step; the metrics derived from it.  A
  * part of mm_sim_estimate_bound. */
+/* The data loader in the steady state (data.workers >= 0), as a long
+ * run settles: each step waits the loader's shortfall against the step T
+ * with its copies (mm_sim_loader_short_s) and the copies themselves; the
+ * iteration's loading is one micro-batch's (mm_sim_loader_micro_batch,
+ * DP replica 0 of iteration 0) times the replica's m.  Returns the
+ * seconds the step waits (0 without the loader) and fills mt's data
+ * metrics (NAN without it), or -code. */
+static int est_data(const mm_sim *sim, int m, double T, mm_metrics *mt, double *wait, mm_err *err)
+{
+    *wait = 0;
+    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = mt->data_shortfall_s = NAN;
+    mt->data_workers_needed = 0;
+    int W = sim->sc.data.workers;
+    if (W < 0)
+        return 0;
+    mm_loader_cost c;
+    int rc = mm_sim_loader_micro_batch(sim, &c, err);
+    if (rc)
+        return rc;
+    double cpu = c.cpu_s * m, dev = c.dev_s * m, h2d = mm_sim_loader_h2d_s(sim, c.h2d_bytes * m);
+    double sh = mm_sim_loader_short_s(sim, W, cpu, dev, T + h2d);
+    int one = 1;
+    mm_loader_queue q = {.workers = W, .iters = 1, .ranks = 1, .m = &one, .cpu_s = &cpu, .dev_s = &dev, .step_s = &T};
+    mt->data_workers_needed = mm_loader_workers_needed(&q);
+    mt->data_shortfall_s = sh, mt->data_h2d_s = h2d, mt->loader_cpu_s = cpu;
+    mt->data_wait_s = *wait = sh + h2d;
+    return 0;
+}
+
 static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const est_drawn *dr, mm_metrics *mt,
                           mm_err *err)
 {
@@ -925,7 +956,16 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     if (dr && dr->iters > 0 && dr->after > 0)
         dp_t = behind(dp_t, dr->after / dr->iters, sim->cluster->gpu.overlap_slowdown);
     double enc_dp = enc_sync_term(sim, &spec, ranks, worst);
-    double T = pipe + enc_around + dp_t + enc_dp + opt;
+    double T = pipe + enc_around + dp_t + enc_dp + opt, data = 0;
+    /* the data loader's wait, before the swap and the outer sync, as
+     * mm_sim_run adds them */
+    int drc = est_data(sim, spec.m, T, mt, &data, err);
+    if (drc) {
+        free(ranks);
+        free(cpf);
+        return drc;
+    }
+    T += data;
     double peak = sim->cluster->gpu.peak_flops[sc->train.precision];
     /* training across sites: every site's work, and each step's share of
      * the outer sync's exposed time, as mm_sim_run adds them
@@ -957,7 +997,6 @@ static int time_iteration(const mm_sim *sim, const mm_sim_costs *costs, const es
     mt->bubble_fraction = fill / pipe;
     mt->exposed_comm_s = dp_t + enc_dp + sync;
     mt->host_launch_s = mt->exposed_host_s = NAN; /* the executor measures them */
-    mt->data_wait_s = mt->data_h2d_s = mt->loader_cpu_s = NAN; /* and the data loader's wait */
     free(ranks);
     free(cpf);
     return 0;

@@ -32,7 +32,11 @@
  * the pipeline, encoder and FLOP terms come
  * from each iteration's drawn micro-batches instead (estimate.c,
  * drawn_terms), and the LLM's DP reduction runs beside the colocated
- * encoders' backwards.  Fills iteration time,
+ * encoders' backwards.  With the data loader (data.workers >= 0) the
+ * step adds the loader's steady-state shortfall (cost/loader.h
+ * mm_sim_loader_short_s; one micro-batch's loading as --breakdown prices
+ * it, m per replica) and its copies: a layout whose step is shorter than
+ * its loader pays for it here, not only after rescoring.  Fills iteration time,
  * throughput, TFLOP/s, MFU and memory (oom); no critical path or trace.
  * Returns 0 or -code. */
 int mm_sim_estimate(const mm_sim *sim, mm_metrics *metrics, mm_err *err);

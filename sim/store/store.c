@@ -237,6 +237,13 @@ static const char *const mm_store_migrations[] = {
     " sr.sweep_id, s.name AS sweep_name, sr.point, sr.axis_values, sr.status, sr.error, rs.*"
     " FROM sweep_runs sr JOIN sweeps s ON s.id = sr.sweep_id"
     " LEFT JOIN run_summary rs ON rs.run_id = sr.run_id;",
+    /* 10 -> 11: the host and the data loader per stage and per iteration
+     * (their summaries are rows of metrics, no column) */
+    "ALTER TABLE stages ADD COLUMN host_s REAL;"
+    "ALTER TABLE stages ADD COLUMN exposed_host_s REAL;"
+    "ALTER TABLE stages ADD COLUMN data_wait_s REAL;"
+    "ALTER TABLE iterations ADD COLUMN data_wait_s REAL;"
+    "ALTER TABLE iterations ADD COLUMN data_h2d_s REAL;",
 };
 _Static_assert(sizeof mm_store_migrations / sizeof mm_store_migrations[0] ==
                    MM_STORE_SCHEMA_VERSION,
@@ -618,12 +625,22 @@ static int mm_store_insert_metrics(mm_store *st, int64_t id, const mm_metrics *m
         rc = mm_store_step_insert(st, s, b, "writing a metric", err);
     }
     /* memory as allocated and as reserved (peak_memory_gib is the
-     * reserved figure): rows of the metrics table, not columns of
-     * run_summary (docs/schema.md) */
+     * reserved figure), the host's and the loader's figures: rows of the
+     * metrics table, not columns of run_summary (docs/schema.md) */
     const struct {
         const char *name;
         double v;
-    } mem[] = {{"peak_reserved_gib", m->peak_memory_gib}, {"peak_allocated_gib", m->peak_allocated_gib}};
+    } mem[] = {{"peak_reserved_gib", m->peak_memory_gib},
+               {"peak_allocated_gib", m->peak_allocated_gib},
+               /* the host and the data loader (NULL where not modeled) */
+               {"host_launch_s", m->oom ? NAN : m->host_launch_s},
+               {"exposed_host_s", m->oom ? NAN : m->exposed_host_s},
+               {"data_wait_s", m->oom ? NAN : m->data_wait_s},
+               {"data_h2d_s", m->oom ? NAN : m->data_h2d_s},
+               {"loader_cpu_s", m->oom ? NAN : m->loader_cpu_s},
+               {"data_shortfall_s", m->oom ? NAN : m->data_shortfall_s},
+               {"data_workers_needed",
+                m->oom || isnan(m->data_wait_s) ? NAN : (double)m->data_workers_needed}};
     for (size_t i = 0; rc == 0 && i < sizeof mem / sizeof mem[0]; i++) {
         sqlite3_reset(s);
         int b = sqlite3_bind_int64(s, 1, id);
@@ -645,8 +662,8 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
     int rc = mm_store_prepare(st,
         "INSERT INTO iterations(run_id, iteration, time_s, bubble_fraction, exposed_comm_s,"
         " model_flops, hw_flops, tokens, samples, load_imbalance, stage_spread_s,"
-        " encoder_load_imbalance, padded_fraction, peak_memory_gib, pad_flops)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", &s, err);
+        " encoder_load_imbalance, padded_fraction, peak_memory_gib, pad_flops, data_wait_s, data_h2d_s)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)", &s, err);
     for (int i = 0; rc == 0 && i < m->n_iters; i++) {
         const mm_iter_metrics *it = &m->iters[i];
         int b = sqlite3_bind_int64(s, 1, id);
@@ -664,6 +681,8 @@ static int mm_store_insert_iters(mm_store *st, int64_t id, const mm_metrics *m, 
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 13, it->padded_fraction);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 14, it->peak_memory_gib);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 15, it->pad_flops);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 16, it->data_wait_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 17, it->data_h2d_s);
         rc = mm_store_step_insert(st, s, b, "writing an iteration", err);
     }
     sqlite3_finalize(s);
@@ -676,8 +695,8 @@ static int mm_store_insert_stages(mm_store *st, int64_t id, const mm_metrics *m,
         return 0;
     sqlite3_stmt *s = NULL;
     int rc = mm_store_prepare(st,
-        "INSERT INTO stages(run_id, stage, busy_s, idle_s, comm_s, memory_gib)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+        "INSERT INTO stages(run_id, stage, busy_s, idle_s, comm_s, memory_gib, host_s, exposed_host_s, data_wait_s)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", &s, err);
     for (int i = 0; rc == 0 && i < m->n_stages; i++) {
         const mm_stage_metrics *sg = &m->stages[i];
         int b = sqlite3_bind_int64(s, 1, id);
@@ -686,6 +705,9 @@ static int mm_store_insert_stages(mm_store *st, int64_t id, const mm_metrics *m,
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 4, sg->idle_s);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 5, sg->comm_s);
         if (b == SQLITE_OK) b = mm_store_bind_real(s, 6, sg->memory_gib);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 7, sg->host_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 8, sg->exposed_host_s);
+        if (b == SQLITE_OK) b = mm_store_bind_real(s, 9, sg->data_wait_s);
         rc = mm_store_step_insert(st, s, b, "writing a stage", err);
     }
     sqlite3_finalize(s);

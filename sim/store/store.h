@@ -65,6 +65,12 @@
  *   iterations.pad_flops REAL: the model FLOPs spent on pad tokens (in
  *        hw_flops; model_flops counts the real tokens only); the metric
  *        padded_flops_fraction, also a run_summary column
+ *   (version 11)
+ *   stages.host_s, stages.exposed_host_s, stages.data_wait_s and
+ *        iterations.data_wait_s, iterations.data_h2d_s REAL: the host's
+ *        issue time and the data loader (NULL where not modeled); the
+ *        metrics rows host_launch_s, exposed_host_s, data_wait_s,
+ *        data_h2d_s, loader_cpu_s, data_shortfall_s, data_workers_needed
  *
  * Every NAN in the metrics ("not known yet", or "no answer" for an OOM
  * layout) is stored as SQL NULL and read back as NAN.  scenario_hash is the
@@ -105,7 +111,7 @@
 #include "exec/metrics.h"
 #include "util/err.h"
 
-#define MM_STORE_SCHEMA_VERSION 10
+#define MM_STORE_SCHEMA_VERSION 11
 #define MM_STORE_BUSY_MS 60000 /* how long a writer waits for another */
 
 typedef struct mm_store mm_store;
