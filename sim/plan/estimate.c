@@ -621,15 +621,16 @@ static uint64_t span_hash(const double *key, size_t n)
 static double uniform_span(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, int *ranks,
                            tp_memo *mo, const double *cpf, const double *cpb)
 {
+    enum { ON_STACK = 64 }; /* virtual stages whose key needs no allocation */
     int P = sp->lay.pp, v = sp->lay.vpp, m = sp->m, V = P * v;
     size_t n = SPAN_KEY_INTS + (size_t)SPAN_KEY_ARRAYS * V;
-    double *key = malloc(n * sizeof *key);
-    hop_memo *hm = malloc((size_t)V * sizeof *hm);
-    if (!key || !hm) {
-        free(key);
-        free(hm);
-        return NAN;
-    }
+    double kbuf[SPAN_KEY_INTS + SPAN_KEY_ARRAYS * ON_STACK];
+    hop_memo hbuf[ON_STACK];
+    double *key = V <= ON_STACK ? kbuf : malloc(n * sizeof *key);
+    hop_memo *hm = V <= ON_STACK ? hbuf : malloc((size_t)V * sizeof *hm);
+    double span = NAN;
+    if (!key || !hm)
+        goto out;
     key[0] = sp->schedule, key[1] = P, key[2] = v, key[3] = m, key[4] = sp->p2p_s > 0 ? sp->p2p_s : 0;
     double *kf = key + SPAN_KEY_INTS, *kb = kf + V, *kw = kb + V, *kh = kw + V;
     double *sf = kh + V, *sb = sf + V, *sw = sb + V;
@@ -639,15 +640,14 @@ static double uniform_span(const mm_sim *sim, const mm_build_spec *sp, const mm_
         pass_times(sim, sp, st, NULL, 0, vs, 0, ranks, mo, hm, cpf, cpb, &kf[vs], &kb[vs], &kw[vs], &kh[vs]);
         sf[vs] = st[vs].fwd_s, sb[vs] = st[vs].bwd_s, sw[vs] = st[vs].wgrad_s;
     }
-    free(hm);
     span_slot *slot = &span_memo[span_hash(key, n) % SPAN_MEMO_SLOTS];
     if (slot->key && slot->n == n && !memcmp(slot->key, key, n * sizeof *key)) {
-        free(key);
-        return slot->span;
+        span = slot->span;
+        goto out;
     }
     /* every micro-batch's passes alike */
-    double *f = malloc((size_t)4 * V * m * sizeof *f), span = NAN;
-    if (f) {
+    double *f = malloc((size_t)4 * V * m * sizeof *f), *kept = malloc(n * sizeof *kept);
+    if (f && kept) {
         double *b = f + (size_t)V * m, *wg = b + (size_t)V * m, *hop = wg + (size_t)V * m;
         for (int vs = 0; vs < V; vs++)
             for (int j = 0; j < m; j++) {
@@ -655,14 +655,20 @@ static double uniform_span(const mm_sim *sim, const mm_build_spec *sp, const mm_
                 f[k] = kf[vs], b[k] = kb[vs], wg[k] = kw[vs], hop[k] = kh[vs];
             }
         span = play(sp, m, f, b, wg, hop);
-        free(f);
     }
-    if (isnan(span)) {
+    if (!isnan(span)) {
+        memcpy(kept, key, n * sizeof *key);
+        free(slot->key);
+        *slot = (span_slot){kept, n, span};
+        kept = NULL;
+    }
+    free(f);
+    free(kept);
+out:
+    if (key != kbuf)
         free(key);
-        return span;
-    }
-    free(slot->key);
-    *slot = (span_slot){key, n, span};
+    if (hm != hbuf)
+        free(hm);
     return span;
 }
 
