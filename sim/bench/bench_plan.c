@@ -7,11 +7,13 @@
  * between the pre-score's order and the event-level order.  Then the
  * pre-score rate on GPT-39B on 512 A100s (the whole space; target
  * >= 100,000 candidates per second).
- *   bench_plan [--quick]   (--quick: the small spaces only) */
+ *   bench_plan [--quick | --rate]   (--quick: the small spaces only;
+ *                                    --rate: the pre-score rate only) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "plan/planner.h"
 
@@ -53,14 +55,24 @@ static int plan(const bcase *b, const char *const *space, int n_space, int top, 
     return 0;
 }
 
+/* CPU seconds of this process so far (user + system). */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 static double pick_time(const mm_plan *p) { return p->n && p->c[0].status == MM_CAND_SIMULATED ? p->c[0].sim_s : NAN; }
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && !strcmp(argv[1], "--quick");
-    printf("%-38s %6s %6s %9s %9s %7s %8s %9s %9s %7s\n", "space", "cands", "simul", "best (s)", "K=8 (s)", "ratio",
-           "within", "proof (s)", "proof sims", "tau");
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int quick = argc > 1 && !strcmp(argv[1], "--quick"), rate = argc > 1 && !strcmp(argv[1], "--rate");
+    if (!rate)
+        printf("%-38s %6s %6s %9s %9s %7s %8s %9s %9s %7s\n", "space", "cands", "simul", "best (s)", "K=8 (s)", "ratio",
+               "within", "proof (s)", "proof sims", "tau");
+    for (size_t i = 0; !rate && i < sizeof cases / sizeof cases[0]; i++) {
         const bcase *b = &cases[i];
         mm_plan all, k8, pr;
         if (plan(b, b->space, b->n_space, 1000000, 0, &all) || plan(b, b->space, b->n_space, 8, 0, &k8) ||
@@ -81,11 +93,23 @@ int main(int argc, char **argv)
                                       "train.attention=unfused", "iterations=1"};
     bcase b = {"GPT-39B, 512 A100s", g39, 7, 512, 1, NULL, 0};
     mm_plan p;
+    double c0 = cpu_s();
     if (plan(&b, NULL, 0, 0, 0, &p))
         return 1;
+    double cpu = cpu_s() - c0;
+    /* a digest of every candidate's pre-score, bound and memory, the same
+     * bits or not between two builds */
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < p.n; i++) {
+        double x[3] = {p.c[i].est_s, p.c[i].bound_s, p.c[i].mem_gib};
+        const unsigned char *q = (const unsigned char *)x;
+        for (size_t k = 0; k < sizeof x; k++)
+            h = (h ^ q[k]) * 1099511628211ull;
+    }
     printf("\npre-score, %s, the whole space: %zu candidates, %zu pre-scored in %.2f s: %.0f per s "
-           "(target >= 100000); checks %.2f s\n",
-           b.name, p.n, p.prescored, p.estimate_s, p.estimate_s > 0 ? (double)p.prescored / p.estimate_s : 0.0, p.validate_s);
+           "(target >= 100000); checks %.2f s; the whole plan %.2f CPU-s (%.0f candidates per CPU-s); digest %016llx\n",
+           b.name, p.n, p.prescored, p.estimate_s, p.estimate_s > 0 ? (double)p.prescored / p.estimate_s : 0.0, p.validate_s,
+           cpu, cpu > 0 ? (double)p.prescored / cpu : 0.0, h);
     mm_plan_free(&p);
     return 0;
 }

@@ -471,10 +471,11 @@ static double zv_run(zv_state *z)
 }
 
 /* The heuristic's four variants (a W that overruns a forward's or a
- * chunk-0 B's wait, or not), the one of least span (the first on a tie),
- * rank s's order of it into out; the list schedule's span beside it when
- * given (list >= 0): the heuristic only where it is not longer. */
-static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out)
+ * chunk-0 B's wait, or not), the one of least span (the first on a tie)
+ * into *pick (2 fill_f + fill_b), and with out rank s's order of it into
+ * out; pick >= 0 on the way in: that variant alone (it was the least
+ * span of an earlier call on the same times, and a run starts afresh). */
+static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, int *pick, mm_sched_step *out)
 {
     int V = 2 * p;
     size_t nd = (size_t)3 * V * m + 3 * (size_t)p, ni = (size_t)3 * V + (size_t)p * (2 * (size_t)m + 6);
@@ -492,16 +493,21 @@ static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, mm_sched_s
     z.bub = z.e + p, z.first = z.bub + p;
     double best = -1;
     int bf = 1, bb = 1;
-    for (int a = 1; a >= 0; a--)
-        for (int b = 1; b >= 0; b--) {
-            z.fill_f = a, z.fill_b = b;
-            double x = zv_run(&z);
-            if (x >= 0 && (best < 0 || x < best))
-                best = x, bf = a, bb = b;
-        }
+    if (*pick >= 0) {
+        bf = *pick / 2, bb = *pick % 2, best = 0;
+    } else {
+        for (int a = 1; a >= 0; a--)
+            for (int b = 1; b >= 0; b--) {
+                z.fill_f = a, z.fill_b = b;
+                double x = zv_run(&z);
+                if (x >= 0 && (best < 0 || x < best))
+                    best = x, bf = a, bb = b;
+            }
+        *pick = 2 * bf + bb;
+    }
     if (best >= 0 && out) {
         z.fill_f = bf, z.fill_b = bb, z.out = out;
-        if (zv_run(&z) < 0)
+        if ((best = zv_run(&z)) < 0)
             best = -1;
         for (int r = 0; best >= 0 && r < p; r++) /* every order whole */
             if ((s < 0 ? z.kr[r] : r == s ? z.k : 6 * m) != 6 * m)
@@ -645,7 +651,8 @@ static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out
     /* the heuristic first: a list run that would lose to it (or to a list
      * run before it) stops as soon as its span passes that, which changes
      * no choice (the chosen list run, and every span compared, are whole) */
-    double h = zb_v_heur(p, s, m, t, NULL), best = -1;
+    int pick = -1;
+    double h = zb_v_heur(p, s, m, t, &pick, NULL), best = -1;
     int at = 2;
     for (int reserve = 2; reserve >= 0; reserve--) {
         double cut = h >= 0 ? h - 1e-12 : INFINITY;
@@ -656,7 +663,7 @@ static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out
             best = x, at = reserve;
     }
     if (h >= 0 && (best < 0 || h <= best + 1e-12))
-        return zb_v_heur(p, s, m, t, out) >= 0 ? 6 * m : -1;
+        return zb_v_heur(p, s, m, t, &pick, out) >= 0 ? 6 * m : -1;
     return best >= 0 && zb_v_run(p, s, m, t, at, INFINITY, out) >= 0 ? 6 * m : -1;
 }
 

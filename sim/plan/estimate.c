@@ -9,6 +9,7 @@
 #include "cost/swap.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -537,66 +538,171 @@ static bool played(const mm_build_spec *sp)
            sp->schedule == MM_SCHEDULE_ZB_V;
 }
 
+/* One pass of virtual stage vs, micro-batch j, as the executor runs it:
+ * the forward and the whole backward with their layers' TP all-reduces and
+ * exposed CP exchanges (cpf, cpb: cp_costs), at least what the host needs
+ * to issue them, a homogeneous encoder's passes with the first chunk's;
+ * the weight-gradient part and the transfer to vs + 1.  From the drawn
+ * micro-batch of replica d in w, or (w NULL) the stage costs st. */
+static void pass_times(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w, int d,
+                       int vs, int j, int *ranks, tp_memo *mo, hop_memo *hm, const double *cpf, const double *cpb,
+                       double *f, double *b, double *wg, double *hop)
+{
+    int V = sp->lay.pp * sp->lay.vpp, dp = sp->lay.dp, m = w ? w->m : sp->m;
+    int mf = sp->lay.tp > 1 ? sp->tp_msgs_fwd : 0, mb = sp->lay.tp > 1 ? sp->tp_msgs_bwd : 0;
+    const mm_stage_cost *c = &st[vs];
+    int ops = c->no_layers ? 0 : c->chunks; /* ops with a layer's TP traffic */
+    double hf = c->fwd_host_s + ops * mf * sp->coll_host_s, hb = c->bwd_host_s + ops * mb * sp->coll_host_s;
+    const mm_mb_cost *x = w ? &w->mb[((size_t)vs * dp + d) * m + j] : NULL;
+    double tp = tp_time(sim, &mo[0], ranks, sp->lay.tp, x ? x->tp_bytes : sp->tp_bytes);
+    double ef = 0, eb = 0, ehf = 0, ehb = 0;
+    for (int i = 0; vs == 0 && i < sp->n_enc; i++) {
+        const mm_enc_spec *e = &sp->enc[i];
+        if (e->placement != MM_ENC_HOMOGENEOUS)
+            continue;
+        const mm_enc_mb_cost *y = w ? &w->enc[((size_t)i * dp + d) * m + j] : &e->mb[0];
+        double etp = tp_time(sim, &mo[1], ranks, sp->lay.tp, y->tp_bytes); /* on the LLM's TP group */
+        ef += y->fwd_s + e->chunks * e->tp_msgs_fwd * etp;
+        eb += y->bwd_s + (e->frozen ? 0 : e->chunks * e->tp_msgs_bwd * etp);
+        ehf += y->fwd_host_s, ehb += y->bwd_host_s;
+    }
+    *f = fmax((x ? x->fwd_s : c->fwd_s) + ops * mf * tp + cpf[vs] + ef, hf + ehf);
+    *b = fmax((x ? x->bwd_s : c->bwd_s) + ops * mb * tp + cpb[vs] + eb, hb + ehb);
+    *wg = x ? x->wgrad_s : c->wgrad_s;
+    *hop = vs + 1 < V ? hop_time(sim, sp, hm, vs, x ? x->p2p_bytes : sp->p2p_bytes) : 0;
+}
+
+/* The order and its play on the passes' times (f, b, wg, hop: V x m,
+ * indexed vs * m + j) for m micro-batches: -1 when the schedule gives no
+ * order, NAN when the host is out of memory. */
+static double play(const mm_build_spec *sp, int m, const double *f, const double *b, const double *wg,
+                   const double *hop)
+{
+    int P = sp->lay.pp, v = sp->lay.vpp, len = mm_schedule_len(sp->schedule, m, v);
+    mm_sched_step *steps = malloc((size_t)P * len * sizeof *steps);
+    if (!steps)
+        return NAN;
+    mm_build_spec order = *sp; /* the order the executor takes, for this iteration's m */
+    order.m = m;
+    double span = -1; /* no order (ZB-2p's heuristic can stall): the closed form stands */
+    if (mm_build_schedule_steps_all(&order, steps) == len)
+        span = mm_span(&(mm_span_in){sp->schedule, P, v, m, len, steps, f, b, wg, hop});
+    free(steps);
+    return span;
+}
+
+/* Spans of stage-cost pipelines (every micro-batch alike) remembered by
+ * their exact inputs: the schedule, p, v, m, the p2p time a timed order
+ * reads and, per virtual stage, the stage's F, B and W that a timed order
+ * (mm_build_schedule_steps_all) is built from and the F, B, W and hop the
+ * order is played on.  The span is a function of exactly these, so a hit
+ * gives the bits a play would; a planner's candidates that differ only in
+ * what the pipeline does not see (ZeRO, the DP width at a given m, the
+ * overlap switches) share one play.  A fixed number of slots, each
+ * replaced by the next key hashed to it; the memo lives as long as the
+ * process (one per process; the planner's workers are processes). */
+enum { SPAN_MEMO_SLOTS = 4096, SPAN_KEY_INTS = 5, SPAN_KEY_ARRAYS = 7 };
+typedef struct span_slot {
+    double *key; /* SPAN_KEY_INTS doubles of the ints, then the arrays */
+    size_t n;    /* doubles in key */
+    double span;
+} span_slot;
+static span_slot span_memo[SPAN_MEMO_SLOTS];
+
+static uint64_t span_hash(const double *key, size_t n)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a over the bytes */
+    const unsigned char *p = (const unsigned char *)key;
+    for (size_t i = 0; i < n * sizeof *key; i++)
+        h = (h ^ p[i]) * 1099511628211u;
+    return h;
+}
+
+/* The span of the stage costs' pipeline (w NULL in pipeline_span), from
+ * the memo or played and remembered. */
+static double uniform_span(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, int *ranks,
+                           tp_memo *mo, const double *cpf, const double *cpb)
+{
+    enum { ON_STACK = 64 }; /* virtual stages whose key needs no allocation */
+    int P = sp->lay.pp, v = sp->lay.vpp, m = sp->m, V = P * v;
+    size_t n = SPAN_KEY_INTS + (size_t)SPAN_KEY_ARRAYS * V;
+    double kbuf[SPAN_KEY_INTS + SPAN_KEY_ARRAYS * ON_STACK];
+    hop_memo hbuf[ON_STACK];
+    double *key = V <= ON_STACK ? kbuf : malloc(n * sizeof *key);
+    hop_memo *hm = V <= ON_STACK ? hbuf : malloc((size_t)V * sizeof *hm);
+    double span = NAN;
+    if (!key || !hm)
+        goto out;
+    key[0] = sp->schedule, key[1] = P, key[2] = v, key[3] = m, key[4] = sp->p2p_s > 0 ? sp->p2p_s : 0;
+    double *kf = key + SPAN_KEY_INTS, *kb = kf + V, *kw = kb + V, *kh = kw + V;
+    double *sf = kh + V, *sb = sf + V, *sw = sb + V;
+    for (int vs = 0; vs < V; vs++)
+        hm[vs] = (hop_memo){-1, -1};
+    for (int vs = 0; vs < V; vs++) {
+        pass_times(sim, sp, st, NULL, 0, vs, 0, ranks, mo, hm, cpf, cpb, &kf[vs], &kb[vs], &kw[vs], &kh[vs]);
+        sf[vs] = st[vs].fwd_s, sb[vs] = st[vs].bwd_s, sw[vs] = st[vs].wgrad_s;
+    }
+    span_slot *slot = &span_memo[span_hash(key, n) % SPAN_MEMO_SLOTS];
+    if (slot->key && slot->n == n && !memcmp(slot->key, key, n * sizeof *key)) {
+        span = slot->span;
+        goto out;
+    }
+    /* every micro-batch's passes alike */
+    double *f = malloc((size_t)4 * V * m * sizeof *f), *kept = malloc(n * sizeof *kept);
+    if (f && kept) {
+        double *b = f + (size_t)V * m, *wg = b + (size_t)V * m, *hop = wg + (size_t)V * m;
+        for (int vs = 0; vs < V; vs++)
+            for (int j = 0; j < m; j++) {
+                size_t k = (size_t)vs * m + j;
+                f[k] = kf[vs], b[k] = kb[vs], wg[k] = kw[vs], hop[k] = kh[vs];
+            }
+        span = play(sp, m, f, b, wg, hop);
+    }
+    if (!isnan(span)) {
+        memcpy(kept, key, n * sizeof *key);
+        free(slot->key);
+        *slot = (span_slot){kept, n, span};
+        kept = NULL;
+    }
+    free(f);
+    free(kept);
+out:
+    if (key != kbuf)
+        free(key);
+    if (hm != hbuf)
+        free(hm);
+    return span;
+}
+
 /* The schedule's span of replica d (mm_span) on the passes the executor
- * runs, in its order (mm_build_schedule_steps): each chunk's forward and
- * backward with its layers' TP all-reduces and exposed CP exchanges
- * (cpf, cpb: cp_costs), at least what the host needs
- * to issue it, a homogeneous encoder's passes with the first chunk's, and
- * the transfers between the virtual stages; from the drawn micro-batches
- * in w, or (w NULL) the stage costs st for spec->m micro-batches alike.
- * -1 when the schedule gives no order for these times (ZB-2p's heuristic
- * can stall), NAN when the host is out of memory. */
+ * runs, in its order (mm_build_schedule_steps): pass_times of each
+ * virtual stage and micro-batch, from the drawn micro-batches in w, or
+ * (w NULL) the stage costs st for spec->m micro-batches alike
+ * (uniform_span, remembered).  -1 when the schedule gives no order for
+ * these times (ZB-2p's heuristic can stall), NAN when the host is out of
+ * memory. */
 static double pipeline_span(const mm_sim *sim, const mm_build_spec *sp, const mm_stage_cost *st, const wl_iter *w,
                             int d, int *ranks, tp_memo *mo, const double *cpf, const double *cpb)
 {
-    int P = sp->lay.pp, v = sp->lay.vpp, dp = sp->lay.dp, m = w ? w->m : sp->m, V = P * v;
-    int len = mm_schedule_len(sp->schedule, m, v);
+    if (!w)
+        return uniform_span(sim, sp, st, ranks, mo, cpf, cpb);
+    int V = sp->lay.pp * sp->lay.vpp, m = w->m;
     double *f = malloc((size_t)4 * V * m * sizeof *f), *b = f ? f + (size_t)V * m : NULL;
     double *wg = b ? b + (size_t)V * m : NULL, *hop = wg ? wg + (size_t)V * m : NULL;
     hop_memo *hm = malloc((size_t)V * sizeof *hm);
-    mm_sched_step *steps = malloc((size_t)P * len * sizeof *steps);
     double span = NAN;
-    if (!f || !hm || !steps)
-        goto out;
-    mm_build_spec order = *sp; /* the order the executor takes, for this iteration's m */
-    order.m = m;
-    if (mm_build_schedule_steps_all(&order, steps) != len) {
-        span = -1; /* no order (ZB-2p's heuristic can stall): the closed form stands */
-        goto out;
-    }
-    for (int vs = 0; vs < V; vs++)
-        hm[vs] = (hop_memo){-1, -1};
-    int mf = sp->lay.tp > 1 ? sp->tp_msgs_fwd : 0, mb = sp->lay.tp > 1 ? sp->tp_msgs_bwd : 0;
-    for (int vs = 0; vs < V; vs++) {
-        const mm_stage_cost *c = &st[vs];
-        int ops = c->no_layers ? 0 : c->chunks; /* ops with a layer's TP traffic */
-        double hf = c->fwd_host_s + ops * mf * sp->coll_host_s, hb = c->bwd_host_s + ops * mb * sp->coll_host_s;
-        for (int j = 0; j < m; j++) {
-            const mm_mb_cost *x = w ? &w->mb[((size_t)vs * dp + d) * m + j] : NULL;
-            double tp = tp_time(sim, &mo[0], ranks, sp->lay.tp, x ? x->tp_bytes : sp->tp_bytes);
-            double ef = 0, eb = 0, ehf = 0, ehb = 0;
-            for (int i = 0; vs == 0 && i < sp->n_enc; i++) {
-                const mm_enc_spec *e = &sp->enc[i];
-                if (e->placement != MM_ENC_HOMOGENEOUS)
-                    continue;
-                const mm_enc_mb_cost *y = w ? &w->enc[((size_t)i * dp + d) * m + j] : &e->mb[0];
-                double etp = tp_time(sim, &mo[1], ranks, sp->lay.tp, y->tp_bytes); /* on the LLM's TP group */
-                ef += y->fwd_s + e->chunks * e->tp_msgs_fwd * etp;
-                eb += y->bwd_s + (e->frozen ? 0 : e->chunks * e->tp_msgs_bwd * etp);
-                ehf += y->fwd_host_s, ehb += y->bwd_host_s;
+    if (f && hm) {
+        for (int vs = 0; vs < V; vs++)
+            hm[vs] = (hop_memo){-1, -1};
+        for (int vs = 0; vs < V; vs++)
+            for (int j = 0; j < m; j++) {
+                size_t k = (size_t)vs * m + j;
+                pass_times(sim, sp, st, w, d, vs, j, ranks, mo, hm, cpf, cpb, &f[k], &b[k], &wg[k], &hop[k]);
             }
-            size_t k = (size_t)vs * m + j;
-            f[k] = fmax((x ? x->fwd_s : c->fwd_s) + ops * mf * tp + cpf[vs] + ef, hf + ehf);
-            b[k] = fmax((x ? x->bwd_s : c->bwd_s) + ops * mb * tp + cpb[vs] + eb, hb + ehb);
-            wg[k] = x ? x->wgrad_s : c->wgrad_s;
-            hop[k] = vs + 1 < V ? hop_time(sim, sp, hm, vs, x ? x->p2p_bytes : sp->p2p_bytes) : 0;
-        }
+        span = play(sp, m, f, b, wg, hop);
     }
-    span = mm_span(&(mm_span_in){sp->schedule, P, v, m, len, steps, f, b, wg, hop});
-out:
     free(f);
     free(hm);
-    free(steps);
     return span;
 }
 
