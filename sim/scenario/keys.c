@@ -25,7 +25,6 @@
 
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
-const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p", "zb-v", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
