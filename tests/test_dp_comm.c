@@ -1032,6 +1032,11 @@ START_TEST(bad_grad_sync_is_refused)
         {"zero_stages:", "zero_stages: [0, 1, 1]\n", "zero_stages"},
         {"zero_stages:", "zero_stages: 3\n", "zero_stages"},
         {"zero_stages:", "\n", "zero_stages"},
+        {"schedules:", "schedules: [1f1b, zb-3p]\n", "schedules"},
+        {"schedules:", "schedules: [interleaved]\n", "schedules"},
+        {"schedules:", "schedules: [1f1b, 1f1b]\n", "schedules"},
+        {"schedules:", "schedules: 1f1b\n", "schedules"},
+        {"schedules:", "\n", "schedules"},
         /* megatron-core gathers a layer at once: no list form */
         {"  gather: layer", "  gather: layer\n  list_collectives: true\n", "zero3.list_collectives"},
         {"  gather: layer", "  gather: layer\n  list_collectives: perhaps\n", "zero3.list_collectives"},
@@ -1101,6 +1106,64 @@ START_TEST(zero_stages_refused)
 }
 END_TEST
 
+/* The pipeline schedules each profile runs (schedules, bit k for
+ * mm_schedule_names[k]): Megatron-LM 1F1B and interleaved
+ * (get_forward_backward_func), megatron-local those and the Zero Bubble
+ * fork's zb-h1, zb-2p and zb-v, DeepSpeed's TrainSchedule 1F1B only,
+ * torch.distributed.pipelining GPipe, 1F1B, Interleaved1F1B and
+ * ZBVZeroBubble (each profile's comment cites the code).  A scenario
+ * asking for one its profile lacks is refused naming train.schedule and
+ * the schedule, `mmsim run` exits 2, and the planner offers only the
+ * profile's. */
+START_TEST(schedules_refused)
+{
+    enum { G = 1, F = 2, I = 4, H1 = 8, P2 = 16, V = 32 };
+    static const unsigned want[] = {F | I, F | I | H1 | P2 | V, F, G | F | I | V}; /* core, local, deepspeed, fsdp */
+    for (int i = 0; i < 4; i++) {
+        mm_framework fw;
+        load_profile(profiles[i], &fw);
+        ck_assert_msg(fw.schedules == want[i], "%s: %#x", profiles[i], fw.schedules);
+    }
+    mm_err err;
+    const char *zbv[] = {"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 2, dp: 2}"};
+    ck_assert_int_eq(prepare_rc(zbv, 2, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.schedule");
+    ck_assert_msg(strstr(err.msg, "zb-v") && strstr(err.msg, "megatron-core") && strstr(err.msg, "1f1b, interleaved"),
+                  "%s", err.msg);
+    const char *gp[] = {"train.framework=hf-deepspeed", "train.schedule=gpipe", "parallel.llm={tp: 2, pp: 2, dp: 2}"};
+    ck_assert_int_eq(prepare_rc(gp, 3, &err), -MM_EINPUT);
+    ck_assert_str_eq(err.key, "train.schedule");
+    ck_assert_msg(strstr(err.msg, "gpipe") && strstr(err.msg, "hf-deepspeed"), "%s", err.msg);
+    const char *ok[] = {"train.framework=fsdp", "train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 2, dp: 2}"};
+    ck_assert_int_eq(prepare_rc(ok, 3, &err), 0);
+    char dir[256] = "", args[512];
+    mmx_tmpdir(dir, sizeof dir, "sched");
+    snprintf(args, sizeof args, "run --no-db --set model=models/llama-2-7b.json --set workload=text "
+             "--set parallel.vision=null --set cluster.nodes=1 --set 'parallel.llm={tp: 2, pp: 4, dp: 1}' "
+             "--set train.global_batch=8 --set train.schedule=zb-h1");
+    ck_assert_int_eq(mmx_run(dir, NULL, args, out, sizeof out, errtxt, sizeof errtxt), 2);
+    ck_assert_msg(strstr(errtxt, "train.schedule") && strstr(errtxt, "zb-h1"), "stderr: %s", errtxt);
+    mmx_rmdir(dir);
+    /* the planner's space: megatron-core offers 1f1b at pp > 1 and vpp 1,
+     * interleaved at vpp 2; fsdp adds gpipe and zb-v */
+    static const char *const narrow[] = {"micro_batch=1", "pp=2", "cp=1", "tp=1", "recompute=selective", "zero=1",
+                                         "vpp=1,2"};
+    for (int k = 0; k < 2; k++) {
+        const char *sets[] = {"model=models/gpt3-1.3b.json", k ? "train.framework=fsdp" : "train.framework=megatron-core",
+                              "train.global_batch=16", "train.seq_len=2048", "iterations=1"};
+        mm_plan_opts o = {.sets = sets, .n_sets = 5, .gpus = 8, .top_k = 0, .iterations = 1, .jobs = 1,
+                          .space = narrow, .n_space = 7};
+        mm_plan p;
+        ck_assert_msg(mm_plan_run(&o, &p, &err) == 0, "%s", err.msg);
+        unsigned seen = 0;
+        for (size_t i = 0; i < p.n; i++)
+            seen |= 1u << p.c[i].schedule;
+        ck_assert_msg(seen == (k ? (G | F | I | V) : (F | I)), "%s: schedules offered %#x", sets[1], seen);
+        mm_plan_free(&p);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dp_comm");
@@ -1110,6 +1173,7 @@ int main(void)
     tcase_add_test(tc, zero3_gathers_by_framework);
     tcase_add_test(tc, overlap_is_a_profile_default);
     tcase_add_test(tc, zero_stages_refused);
+    tcase_add_test(tc, schedules_refused);
     tcase_add_test(tc, overlap_hides_dp_communication);
     tcase_add_test(tc, homogeneous_encoder_in_the_dp_tail);
     tcase_add_test(tc, zero3_prefetch_hides_all_but_the_first_gather);

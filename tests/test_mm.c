@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/report.h"
+#include "cost/costs.h"
 #include "mmsim_exe.h"
 #include "model/memory.h"
 #include "scenario/sim.h"
@@ -272,15 +273,17 @@ END_TEST
  * Stage 1 is faster and holds less memory. */
 START_TEST(llava_stage1_and_stage2)
 {
+    /* megatron-local: the Zero Bubble fork runs ZB-H1 (its profile's
+     * schedules), with --use-flash-attn */
     const char *base[] = {"model=models/llava-1.5-7b.json", "train.schedule=zb-h1", "parallel.placement=homogeneous",
                           "parallel.llm={tp: 1, pp: 2, dp: 8}", "train.global_batch=32", "iterations=1",
                           "workload={kind: fixed, images: 1, tiles: 1, text_tokens: 300}", "train.seq_len=2048",
-                          "train.frozen=[vision, llm]"};
+                          "train.frozen=[vision, llm]", "train.framework=megatron-local", "train.attention=flash2"};
     mm_sim s1, s2;
     mm_scenario sc_s1 = {0}, sc_s2 = {0};
-    load(&s1, &sc_s1, base, 9);
+    load(&s1, &sc_s1, base, 11);
     base[8] = "train.frozen=[vision]";
-    load(&s2, &sc_s2, base, 9);
+    load(&s2, &sc_s2, base, 11);
     mm_metrics m1, m2;
     mm_sim_timeline t1, t2;
     run(&s1, &m1, &t1);
@@ -312,9 +315,20 @@ START_TEST(llava_stage1_and_stage2)
     ck_assert_int_eq(mm_sim_enc_mb_cost(&s1, &s1.enc[0], 1, 1, &c, &params), 0);
     ck_assert(c.bwd_s < 0.1 * c.fwd_s && c.bwd_s > 0);
     ck_assert_msg(fabs(params - (double)mm_projector_params(s1.enc[0].proj)) < 1, "%.0f", params);
-    /* memory: stage 2's LLM states are 18 bytes per parameter under ZeRO 0,
-     * stage 1's 2 */
-    ck_assert(m1.modules[0].memory_gib < m2.modules[0].memory_gib * 0.5);
+    /* memory: under ZeRO 1 on dp 8 (the default) stage 2's LLM states are
+     * 2 + 4 + 12 / 8 = 7.5 bytes per parameter (16-bit weights, fp32
+     * gradients, the distributed optimizer's share), stage 1's the 2 of
+     * the 16-bit weights: 3.75 times on every pipeline stage (1e-9) */
+    mm_sim_memory k1, k2;
+    mm_err merr;
+    ck_assert_int_eq(mm_sim_stage_memory(&s1, &k1, &merr), 0);
+    ck_assert_int_eq(mm_sim_stage_memory(&s2, &k2, &merr), 0);
+    for (int st = 0; st < 2; st++)
+        ck_assert_msg(fabs(k2.states_gib[st] / k1.states_gib[st] - 3.75) < 1e-9, "stage %d states %g / %g GiB", st,
+                      k2.states_gib[st], k1.states_gib[st]);
+    mm_sim_memory_free(&k1);
+    mm_sim_memory_free(&k2);
+    ck_assert(m1.modules[0].memory_gib < m2.modules[0].memory_gib);
     ck_assert(m1.iteration_time_s < m2.iteration_time_s);
     (void)count_ops;
     mm_metrics_free(&m1);
@@ -480,11 +494,16 @@ END_TEST
 
 /* Every placement under every schedule runs (16 GPUs of the default
  * LLaVA-OV-7B; own-GPU encoders take 4, interleaving 2 chunks per rank),
- * once with the fixed sample and once with the OneVision mix. */
+ * once with the fixed sample and once with the OneVision mix; each
+ * schedule under a framework that runs it (gpipe: fsdp, the zero-bubble
+ * ones: megatron-local). */
 START_TEST(placement_by_schedule_matrix)
 {
     static const char *const place[] = {"pipeline", "colocated", "disjoint", "homogeneous"};
     static const char *const sched[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p", "zb-v"};
+    static const char *const fw[] = {"train.framework=fsdp", "train.framework=megatron-core",
+                                     "train.framework=megatron-core", "train.framework=megatron-local",
+                                     "train.framework=megatron-local", "train.framework=megatron-local"};
     for (int p = 0; p < 4; p++)
         for (int s = 0; s < 6; s++)
             for (int w = 0; w < 2; w++) {
@@ -495,10 +514,10 @@ START_TEST(placement_by_schedule_matrix)
                 snprintf(llm, sizeof llm, "parallel.llm={tp: 2, pp: 2, vpp: %d, dp: %d}", il ? 2 : 1, own ? 3 : 4);
                 snprintf(vis, sizeof vis, "parallel.vision={tp: 1, pp: 1, dp: %d}", own ? 4 : 16);
                 const char *sets[] = {pl, sc, llm, vis, own ? "train.global_batch=12" : "train.global_batch=16",
-                                      "iterations=1", w ? "workload=workloads/llava-ov-mix.yaml" : "seed=1"};
+                                      "iterations=1", w ? "workload=workloads/llava-ov-mix.yaml" : "seed=1", fw[s]};
                 mm_sim sim;
                 mm_scenario sc_sim = {0};
-                load(&sim, &sc_sim, sets, 7);
+                load(&sim, &sc_sim, sets, 8);
                 mm_metrics m;
                 mm_err err;
                 int rc = mm_sim_run(&sim, &m, NULL, &err);
@@ -594,14 +613,14 @@ END_TEST
  * under a schedule of one chunk per rank, are refused by key. */
 START_TEST(zb_v_bad_input)
 {
-    const char *bad[][2] = {{"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 1, dp: 4}"},
-                            {"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 4, dp: 4}"},
-                            {"train.schedule=zb-2p", "parallel.llm={tp: 2, pp: 2, vpp: 2, dp: 4}"}};
+    const char *bad[][3] = {{"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 1, dp: 4}", "train.framework=megatron-local"},
+                            {"train.schedule=zb-v", "parallel.llm={tp: 2, pp: 2, vpp: 4, dp: 4}", "train.framework=megatron-local"},
+                            {"train.schedule=zb-2p", "parallel.llm={tp: 2, pp: 2, vpp: 2, dp: 4}", "train.framework=megatron-local"}};
     for (int i = 0; i < 3; i++) {
         mm_scenario sc = {0};
         mm_sim sim;
         mm_err err;
-        ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad[i], 2, &err), 0);
+        ck_assert_int_eq(mm_scenario_load(&sc, NULL, bad[i], 3, &err), 0);
         ck_assert_int_eq(mm_sim_prepare(&sim, &sc, &err), -MM_EINPUT);
         ck_assert_str_eq(err.key, "parallel.llm.vpp");
         ck_assert_msg(strstr(err.msg, "zb-v") != NULL, "%s", err.msg);

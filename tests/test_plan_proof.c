@@ -247,13 +247,14 @@ static double pipeline_bound(const char *schedule, double *formula, double *run)
     char sched[64];
     snprintf(sched, sizeof sched, "train.schedule=%s", schedule);
     bool v = strcmp(schedule, "zb-v") == 0; /* two chunks per rank, in a V */
+    /* megatron-local: it runs 1F1B and the Zero Bubble fork's schedules */
     const char *sets[] = {"model=models/gpt3-1.3b.json", "train.global_batch=16", "train.seq_len=2048",
-                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1", sched,
-                          "parallel.llm.vpp=2"};
+                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1",
+                          "train.framework=megatron-local", sched, "parallel.llm.vpp=2"};
     mm_scenario sc;
     mm_err err;
     mm_err_clear(&err);
-    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, v ? 10 : 9, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, v ? 11 : 10, &err) == 0, "%s", err.msg);
     mm_sim *sim = calloc(1, sizeof *sim);
     ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s", err.msg);
     mm_sim_costs c;
@@ -301,11 +302,12 @@ static double prescore_bubble(const char *schedule, double *formula)
     char sched[64];
     snprintf(sched, sizeof sched, "train.schedule=%s", schedule);
     const char *sets[] = {"model=models/gpt3-1.3b.json", "train.global_batch=16", "train.seq_len=2048",
-                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1", sched};
+                          "iterations=1", "parallel.llm.pp=4", "parallel.llm.tp=1", "train.micro_batch=1", "cluster.nodes=1",
+                          "train.framework=megatron-local", sched};
     mm_scenario sc;
     mm_err err;
     mm_err_clear(&err);
-    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 9, &err) == 0, "%s", err.msg);
+    ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 10, &err) == 0, "%s", err.msg);
     mm_sim *sim = calloc(1, sizeof *sim);
     ck_assert_msg(mm_sim_prepare(sim, &sc, &err) == 0, "%s", err.msg);
     mm_sim_costs c;

@@ -110,14 +110,15 @@ START_TEST(pipeline_encoder_any_schedule)
     double t[2][3];
     for (int net = 0; net < 2; net++)
         for (int k = 0; k < 3; k++) {
+            /* fsdp: torch.distributed.pipelining runs all three */
             const char *sets[] = {"cluster.nodes=3", "parallel.placement=pipeline",
                                   "parallel.vision={tp: 4, pp: 1, dp: 2}", llm[k], sched[k],
                                   "workload={kind: fixed, images: 1, tiles: 5, text_tokens: 300}",
                                   "batching=sequential", "train.global_batch=16", "iterations=1",
-                                  net ? "network=flow" : "network=analytic"};
+                                  net ? "network=flow" : "network=analytic", "train.framework=fsdp"};
             mm_err err;
             mm_metrics m;
-            ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 10, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
+            ck_assert_msg(mm_scenario_load(&sc, NULL, sets, 11, &err) == 0 && mm_sim_prepare(&sim, &sc, &err) == 0,
                           "%s: %s", err.key, err.msg);
             ck_assert_msg(mm_sim_run(&sim, &m, NULL, &err) == 0, "%s %s: %s", sched[k], sets[9], err.msg);
             t[net][k] = m.iteration_time_s;
@@ -271,9 +272,9 @@ START_TEST(one_replica_build_same_bits)
                        "train.recompute=full"}},
         {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.tp_comm_overlap=true"}},
         {false, true, {"parallel.llm={tp: 2, pp: 2, cp: 2, dp: 4}", "train.cp_comm=ulysses"}},
-        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe"}},
-        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-h1"}},
-        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-2p"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe", "train.framework=fsdp"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-h1", "train.framework=megatron-local"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=zb-2p", "train.framework=megatron-local"}},
         {true, true, {"parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
                       "parallel.vision={tp: 1, pp: 1, dp: 32}"}},
         {true, true, {"parallel.placement=homogeneous", "parallel.llm={tp: 4, pp: 2, dp: 4}"}},
@@ -345,7 +346,7 @@ START_TEST(flow_reduced_routes_same_times)
         {false, false, {"cluster.topology=topologies/dgx-h100-fattree-2to1.yaml", "cluster.nodes=16",
                         "parallel.llm={tp: 4, pp: 2, vpp: 2, dp: 16}", "train.schedule=interleaved",
                         "train.global_batch=128"}},
-        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe"}},
+        {false, true, {"parallel.llm={tp: 4, pp: 4, dp: 2}", "train.schedule=gpipe", "train.framework=fsdp"}},
         {true, false, {"parallel.placement=colocated", "parallel.llm={tp: 4, pp: 2, dp: 4}",
                        "parallel.vision={tp: 1, pp: 1, dp: 32}"}},
     };

@@ -455,7 +455,7 @@ START_TEST(killed_sweep_resumes)
     /* 48 distinct small scenarios (the seed changes the canonical text) */
     spit(path, "name: killme\n"
                "set: {model: models/llama-2-7b.json, workload: text, network: analytic,\n"
-               "      iterations: 2, train.seq_len: 2048, train.global_batch: 32}\n"
+               "      iterations: 2, train.seq_len: 2048, train.global_batch: 32, train.framework: fsdp}\n"
                "axes:\n"
                "  - {key: seed, range: {from: 1, to: 24, step: 1}}\n"
                "  - {key: train.schedule, values: [gpipe, 1f1b]}\n");

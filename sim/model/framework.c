@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/layout.h"
 #include "util/doc.h"
 
 const char *const mm_fw_group_names[] = {"norm", "rope", "act", "residual", "cross_entropy", NULL};
@@ -16,7 +17,7 @@ const char *const mm_padding_names[] = {"none", "longest", "max_length", NULL};
 
 static const char *const top_keys[] = {"name", "source", "attention", "kernels", "grad_reduce",
                                        "optimizer", "grad_bucket", "zero3", "padding",
-                                       "padding_pipelined", "overlap", "grad_sync", "zero_stages", "host",
+                                       "padding_pipelined", "overlap", "grad_sync", "zero_stages", "schedules", "host",
                                        "loader", "memory", NULL};
 static const char *const mem_keys[] = {"norm_extra_bytes", "rope_extra_bytes", "act_extra_bytes",
                                        "loss_bytes_per_logit", "fragmentation", "context_mib", "workspace_mib",
@@ -121,6 +122,34 @@ static int read_zero_stages(const rd *r, mm_node *root, mm_framework *fw)
     if (!(fw->zero_stages & 1u))
         return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(z), "zero_stages",
                           "must list stage 0 (plain data parallelism)");
+    return 0;
+}
+
+/* schedules: a list of train.schedule names (mm_schedule_names), 1f1b
+ * among them (the planner's pp 1 candidates and every stack run it), none
+ * twice. */
+static int read_schedules(const rd *r, mm_node *root, mm_framework *fw)
+{
+    mm_node *z = mm_node_get(root, "schedules");
+    if (!z)
+        return need(r, root, "schedules", false);
+    if (!mm_node_is_sequence(z) || mm_node_count(z) < 1)
+        return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(z), "schedules",
+                          "expected a list of pipeline schedules (train.schedule names), e.g. [1f1b, interleaved]");
+    fw->schedules = 0;
+    for (int i = 0; i < mm_node_count(z); i++) {
+        int v = 0;
+        int rc = mm_node_as_enum(r->d, mm_node_item(z, i), "schedules", mm_schedule_names, &v, r->err);
+        if (rc)
+            return rc;
+        if (fw->schedules & (1u << v))
+            return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(mm_node_item(z, i)), "schedules",
+                              "schedule %s listed twice", mm_schedule_names[v]);
+        fw->schedules |= 1u << v;
+    }
+    if (!(fw->schedules & 2u))
+        return mm_err_set(r->err, MM_EINPUT, r->d->path, mm_node_line(z), "schedules",
+                          "must list 1f1b (every stack runs it; the planner's one-stage candidates take it)");
     return 0;
 }
 
@@ -333,6 +362,8 @@ static int read_rest(const rd *r, mm_node *root, mm_framework *fw)
         rc = req_bool(r, gs, "once_under_pp", "grad_sync.once_under_pp", &fw->once_under_pp);
     if (!rc)
         rc = read_zero_stages(r, root, fw);
+    if (!rc)
+        rc = read_schedules(r, root, fw);
     return rc;
 }
 

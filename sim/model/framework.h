@@ -185,6 +185,11 @@ typedef struct mm_framework {
      * stage z (0 always); validation refuses the others by name and the
      * planner does not offer them */
     unsigned zero_stages;
+    /* schedules: the pipeline schedules (train.schedule) the stack runs,
+     * bit k for mm_schedule_names[k] (model/layout.h; 1f1b always);
+     * validation refuses the others by name and the planner does not
+     * offer them */
+    unsigned schedules;
     mm_fw_memory mem;           /* the memory section (above) */
 } mm_framework;
 

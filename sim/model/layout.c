@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p", "zb-v", NULL};
+
 static int one_if_zero(int x) { return x > 0 ? x : 1; }
 
 int mm_layout_gpus(const mm_layout *l) { return l->tp * l->pp * one_if_zero(l->cp) * l->dp; }

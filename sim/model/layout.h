@@ -80,4 +80,10 @@ int mm_layout_split_check(const mm_layout *l, int64_t layers, char *msg, size_t 
  * split equals no other; the arrays compare by content). */
 bool mm_layout_equal(const mm_layout *a, const mm_layout *b);
 
+/* The pipeline schedules mmsim runs, by train.schedule's names, in the
+ * order of the scenario's mm_schedule_kind (scenario/scenario.h) and
+ * NULL-terminated: one table for the scenario's key, the planner's space
+ * and a framework profile's `schedules` list (model/framework.h). */
+extern const char *const mm_schedule_names[];
+
 #endif

@@ -145,7 +145,8 @@ static bool keep(const walker *w, mm_space_dim d, int v) { return mm_plan_space_
 /* The schedules of a pipeline of pp stages and vpp chunks: every one the
  * executor runs at vpp 1 (gpipe, 1f1b, zb-h1, zb-2p), interleaved at vpp > 1
  * and zb-v at vpp 2 (the layers already divide into the pp*vpp chunks), the
- * scenario's own at pp 1 (one stage: no schedule differs). */
+ * scenario's own at pp 1 (one stage: no schedule differs); of these, those
+ * the framework runs (its profile's schedules). */
 static int schedules(const walker *w, int pp, int vpp, int *out)
 {
     int n = 0;
@@ -162,7 +163,7 @@ static int schedules(const walker *w, int pp, int vpp, int *out)
     }
     int k = 0;
     for (int i = 0; i < n; i++)
-        if (keep(w, MM_SD_SCHEDULE, out[i]))
+        if ((w->f->schedules >> out[i]) & 1u && keep(w, MM_SD_SCHEDULE, out[i]))
             out[k++] = out[i];
     return k;
 }
@@ -839,6 +840,7 @@ static int plan_on(const mm_plan_opts *o, const mm_plan_space *space, mm_scenari
         .layers = sim->llm->layers, .heads = sim->llm->heads, .experts = sim->llm->experts, .seq = base->train.seq_len,
         .global_batch = base->train.global_batch,
         .max_pp = o->max_pp > 0 ? o->max_pp : 32, .zero_stages = sim->fw ? sim->fw->zero_stages : 0xfu,
+        .schedules = sim->fw ? sim->fw->schedules : ~0u,
         .base_schedule = base->train.schedule == MM_SCHED_INTERLEAVED || base->train.schedule == MM_SCHED_ZB_V
                              ? MM_SCHED_1F1B
                              : (int)base->train.schedule,

@@ -22,7 +22,8 @@
  *   recompute      the LLM's: none, selective, full
  *   zero           the stages the framework runs (its profile's zero_stages)
  *   schedule       gpipe, 1f1b, zb-h1, zb-2p at vpp 1 and pp > 1; interleaved at
- *                  vpp > 1, zb-v at vpp 2; the scenario's at pp 1 (one stage: all equal)
+ *                  vpp > 1, zb-v at vpp 2; the scenario's at pp 1 (one stage: all
+ *                  equal); of these, those the framework runs (its profile's schedules)
  * A narrowing keeps, per dimension it names, only the listed values.
  * Not for: checking a layout against the model (the scenario layer's
  * validation) or scoring it (planner.c). */
@@ -67,6 +68,7 @@ typedef struct mm_space_facts {
     int max_pp;
     int base_schedule;                /* the scenario's (pp 1) */
     unsigned zero_stages;             /* the framework's (bit z: ZeRO-z runs) */
+    unsigned schedules;               /* the framework's (bit k: mm_schedule_names[k] runs) */
     bool encoder;                     /* the plan places an encoder */
 } mm_space_facts;
 

@@ -650,6 +650,24 @@ static int pick_padding(mm_sim *sim, mm_err *err)
     return 0;
 }
 
+/* The schedules the framework runs (its profile's schedules list): one
+ * it has no code for is refused by name, at any pp. */
+static int check_schedule(const mm_sim *sim, mm_err *err)
+{
+    const mm_scenario *sc = &sim->sc;
+    int k = (int)sc->train.schedule;
+    if ((sim->fw->schedules >> k) & 1u)
+        return 0;
+    char runs[96] = "";
+    size_t n = 0;
+    for (int i = 0; mm_schedule_names[i]; i++)
+        if ((sim->fw->schedules >> i) & 1u && n < sizeof runs)
+            n += (size_t)snprintf(runs + n, sizeof runs - n, "%s%s", n ? ", " : "", mm_schedule_names[i]);
+    return mm_scenario_fail(sc, err, "train.schedule",
+                            "%s is not run by train.framework %s (its profile's schedules: %s) -- %s",
+                            mm_schedule_names[k], sim->fw->name, runs, sim->fw->source);
+}
+
 static int check_layout(mm_sim *sim, mm_err *err)
 {
     const mm_scenario *sc = &sim->sc;
@@ -683,6 +701,8 @@ static int check_layout(mm_sim *sim, mm_err *err)
         return mm_scenario_fail(sc, err, "parallel.llm.cp",
                                 "seq_len %lld is not divisible by 2*cp = %d (each CP rank takes two load-balanced chunks)",
                                 (long long)sc->train.seq_len, 2 * L->lay.cp);
+    if ((crc = check_schedule(sim, err)))
+        return crc;
     /* ZB-V places exactly two chunks per rank, in a V (arXiv 2405.15362) */
     if (sc->train.schedule == MM_SCHED_ZB_V && L->lay.vpp != 2)
         return mm_scenario_fail(sc, err, "parallel.llm.vpp",

@@ -25,7 +25,6 @@
 
 const char *const mm_precision_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const mm_recompute_names[] = {"none", "selective", "full", NULL};
-const char *const mm_schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-2p", "zb-v", NULL};
 const char *const mm_cp_comm_names[] = {"ring", "ulysses", NULL};
 const char *const mm_cuda_graphs_names[] = {"none", "layer", "full", NULL};
 const char *const mm_video_decoder_names[] = {"cpu", "nvdec", NULL};
@@ -113,7 +112,8 @@ const mm_key mm_keys[] = {
      "ZeRO stage: 0, 1 (distributed optimizer), 2 (+ gradients), 3 (+ weights, per-layer gathers)",
      F(train.zero), 0},
     {"train.schedule", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_schedule_names, "1f1b", "1f1b",
-     "pipeline schedule (interleaved needs vpp > 1)", F(train.schedule), 0},
+     "pipeline schedule (interleaved needs vpp > 1, zb-v vpp 2); one train.framework's profile lists (its "
+     "schedules)", F(train.schedule), 0},
     {"train.overlap_grad_reduce", MM_KT_ENUM, 0, 0, 0, 0, 0, mm_train_overlap_names, "auto", "auto",
      "ZeRO 0-2: reduce gradient buckets during the backward (Megatron's --overlap-grad-reduce, DeepSpeed's "
      "overlap_comm); false: after it, or blocking each backward where the profile's grad_sync reduces every "

@@ -75,10 +75,9 @@ typedef enum { MM_TGRAD_AUTO, MM_TGRAD_FP32, MM_TGRAD_BF16 } mm_train_grad_reduc
 typedef enum { MM_WORKLOAD_TEXT, MM_WORKLOAD_FILE, MM_WORKLOAD_FIXED } mm_workload_kind;
 
 /* Name tables, index = enum value, NULL-terminated (for messages, JSON and
- * the canonical text). */
+ * the canonical text); mm_schedule_names is model/layout.h's. */
 extern const char *const mm_precision_names[];
 extern const char *const mm_recompute_names[];
-extern const char *const mm_schedule_names[];
 extern const char *const mm_placement_names[];
 extern const char *const mm_batching_names[];
 extern const char *const mm_network_names[];

@@ -997,6 +997,12 @@ int mm_node_as_str(const mm_doc *doc, const mm_node *node, const char *path,
     return conv_str(doc, node, mm_node_line(node), path, out, len, err);
 }
 
+int mm_node_as_enum(const mm_doc *doc, const mm_node *node, const char *path, const char *const *choices,
+                    int *out, mm_err *err)
+{
+    return conv_enum(doc, node, mm_node_line(node), path, choices, out, err);
+}
+
 /* Finds map[key]; false when absent.  *line is the value's line, or the
  * key's when the value has none (an empty `key:`). */
 static bool lookup(const mm_node *map, const char *key, const mm_node **val, int *line,

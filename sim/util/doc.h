@@ -147,6 +147,9 @@ int mm_node_as_double(const mm_doc *doc, const mm_node *node, const char *path,
                       double min, double max, double *out, mm_err *err);
 int mm_node_as_str(const mm_doc *doc, const mm_node *node, const char *path,
                    char *out, size_t len, mm_err *err);
+/* One of `choices` (NULL-terminated); *out = its index. */
+int mm_node_as_enum(const mm_doc *doc, const mm_node *node, const char *path,
+                    const char *const *choices, int *out, mm_err *err);
 
 /* Typed scalar getters.  `key` is the child key; `path` is the dotted key
  * for messages.  Absent child -> returns 0 and leaves *out unchanged (so the
