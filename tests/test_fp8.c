@@ -233,6 +233,15 @@ START_TEST(memory_bytes)
     ck_rel(mm_fp8_weight_cast_bytes(&te, 1e9), 4e9);
     ck_rel(mm_fp8_weight_cast_bytes(&cur, 1e9), 6e9);
     ck_rel(mm_fp8_weight_cast_bytes(&o3, 1e9), 2e9);
+    /* MS-AMP's per-step re-quantization of the FP8 gradients to the
+     * DP-wide (MIN) scale: dequantize 1+4, quantize 4+1, copy 1+1 = 12 B
+     * per FP8 weight under FP8 gradients (O1 and up), none without */
+    ck_rel(mm_fp8_grad_requant_bytes(&o1, 1e9), 12e9);
+    ck_rel(mm_fp8_grad_requant_bytes(&o3, 1e9), 12e9);
+    ck_assert(mm_fp8_grad_requant_bytes(&te, 1e9) == 0.0);
+    ck_assert(mm_fp8_grad_requant_bytes(&o3, 0.0) == 0.0);
+    mm_fp8_cfg off = {.grads = true};
+    ck_assert(mm_fp8_grad_requant_bytes(&off, 1e9) == 0.0);
 }
 END_TEST
 
@@ -344,6 +353,32 @@ START_TEST(step_casts)
     free(bk);
     mm_sim_free(&sim);
     mm_scenario_free(&scn);
+}
+END_TEST
+
+/* Under train.fp8_grads the step's casts add MS-AMP's re-quantization of
+ * every local FP8 gradient (12 B per FP8 weight, fp8.h) to the weight
+ * casts: FP8 primary weights' transpose (2 B) alone, against 2 + 12 with
+ * FP8 gradients, over the stage's Linear weights (24 x 12h^2, tp 1). */
+START_TEST(step_requant)
+{
+    const char *sets[] = {"model=models/gpt3-1.3b.json", "train.seq_len=2048", "parallel.llm={tp: 1, pp: 1, dp: 16}",
+                          "train.precision=fp8", "train.fp8_param_gather=true", "train.fp8_grads=true"};
+    for (int grads = 0; grads < 2; grads++) {
+        mm_sim sim;
+        mm_err err;
+        ck_assert_msg(load(NULL, sets, 5 + grads, &sim, &err) == 0, "%s", err.msg);
+        mm_sim_breakdown *bk = calloc(1, sizeof *bk);
+        ck_assert_msg(mm_sim_get_breakdown(&sim, bk, &err) == 0, "%s: %s", err.key, err.msg);
+        const mm_llm *m = sim.llm;
+        double lin = (double)m->layers * mm_fp8_layer_weight_params(m);
+        double want = mm_mem_time(&sim.cluster->gpu, lin * (grads ? 2.0 + 12.0 : 2.0));
+        ck_assert_msg(fabs(bk->opt[0].fp8_cast_s - want) <= 1e-9 * want, "grads %d: %g s, closed form %g s", grads,
+                      bk->opt[0].fp8_cast_s, want);
+        free(bk);
+        mm_sim_free(&sim);
+        mm_scenario_free(&scn);
+    }
 }
 END_TEST
 
@@ -481,6 +516,7 @@ static Suite *suite(void)
     tcase_add_test(t, recipe_refused);
     tcase_add_test(t, keys_refused);
     tcase_add_test(t, step_casts);
+    tcase_add_test(t, step_requant);
     tcase_add_test(t, dp_bytes);
     tcase_add_test(t, grad_accum_unfused);
     tcase_add_test(t, gemm_vs_deepgemm);

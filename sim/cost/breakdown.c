@@ -268,8 +268,8 @@ void mm_sim_breakdown_write_text(FILE *f, const mm_sim *sim, const mm_sim_breakd
         const mm_opt_breakdown *o = &bk->opt[v];
         fprintf(f, "  optimizer  stage %d: step %.3f, grad norm %.3f, zero grad %.3f", v, 1e3 * o->step_s,
                 1e3 * o->grad_norm_s, 1e3 * o->zero_grad_s);
-        if (o->fp8_cast_s > 0) /* FP8: the step's weight casts */
-            fprintf(f, ", fp8 weight casts %.3f", 1e3 * o->fp8_cast_s);
+        if (o->fp8_cast_s > 0) /* FP8: the step's casts */
+            fprintf(f, ", fp8 casts %.3f", 1e3 * o->fp8_cast_s);
         fprintf(f, " = %.3f ms\n", 1e3 * o->total_s);
     }
     for (int v = 0; v < n; v++)

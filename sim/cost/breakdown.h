@@ -23,7 +23,7 @@
 #define MM_BK_MAX_STAGES 64
 typedef struct mm_opt_breakdown {
     double step_s, grad_norm_s, zero_grad_s, total_s;
-    double fp8_cast_s; /* FP8: the step's weight casts (cached across micro-batches), in total_s */
+    double fp8_cast_s; /* FP8: the step's casts (weights, cached across micro-batches; FP8 gradients' re-quantization), in total_s */
 } mm_opt_breakdown;
 /* One drawn micro-batch of a workload file (mm_sim_breakdown.mb). */
 #define MM_BK_MAX_MB 64

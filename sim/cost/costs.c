@@ -715,7 +715,8 @@ static double fp8_region_s(const mm_sim *sim, const mm_llm *sv, int nl, bool bwd
 /* FP8 (mm_sim_fp8) on a stage holding fp8_local FP8-weight parameters per
  * GPU, fp8_opt of them in its optimizer shard: their gradient and gather
  * bytes, their optimizer-step bytes (fp8.h's state sizes instead of the
- * profile's), and the step's weight casts. */
+ * profile's), and the step's casts: the weight casts, and under
+ * train.fp8_grads the gradients' re-quantization to the DP-wide scale. */
 static void stage_fp8(const mm_sim *sim, double opt_params, double fp8_local, double fp8_opt, int gbytes,
                       mm_stage_cost *c, mm_opt_breakdown *ob)
 {
@@ -732,7 +733,7 @@ static void stage_fp8(const mm_sim *sim, double opt_params, double fp8_local, do
         ob->step_s = mm_mem_time(g, opt_params * sim->fw->step_bytes_per_param + fp8_opt * d);
         ob->total_s += ob->step_s - t0;
     }
-    ob->fp8_cast_s = mm_mem_time(g, mm_fp8_weight_cast_bytes(&f, fp8_local));
+    ob->fp8_cast_s = mm_mem_time(g, mm_fp8_weight_cast_bytes(&f, fp8_local) + mm_fp8_grad_requant_bytes(&f, fp8_local));
     ob->total_s += ob->fp8_cast_s;
 }
 

@@ -231,6 +231,13 @@ double mm_fp8_weight_cast_bytes(const mm_fp8_cfg *c, double params)
     return mm_fp8_quantize_bytes(c->recipe, params, 2);
 }
 
+double mm_fp8_grad_requant_bytes(const mm_fp8_cfg *c, double params)
+{
+    if (!c->on || !c->grads || !(params > 0))
+        return 0.0;
+    return params * ((1.0 + 4.0) + (4.0 + 1.0) + (1.0 + 1.0));
+}
+
 double mm_fp8_saved_input_bytes(const mm_fp8_cfg *c)
 {
     return c && c->on ? mm_fp8_tensor_bytes(c->recipe, 1.0, 1) : 2.0;

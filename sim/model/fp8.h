@@ -150,6 +150,19 @@ double mm_fp8_step_bytes(const mm_fp8_cfg *c, double grad_default);
 /* HBM bytes of the per-step weight casts of `params` FP8-weight
  * parameters (none with FP8 primary weights: the optimizer writes them). */
 double mm_fp8_weight_cast_bytes(const mm_fp8_cfg *c, double params);
+/* HBM bytes of MS-AMP's once-a-step re-quantization of `params` local
+ * FP8 gradients under c->grads (Azure/MS-AMP @ 9746ea8
+ * msamp/megatron/optimizer/distrib_optimizer.py reduce_model_grads):
+ * every FP8 weight's gradient scale is all-reduced (MIN) over the DP
+ * group, then each gradient whose scale changed (on every rank but the
+ * one that held the minimum) is re-cast to the common scale before the
+ * FP8 reduce-scatter, g.copy_(g.float().cast(g.qtype, meta=g.meta)) with
+ * in-time scaling off: dequantize (read 1, write 4), quantize (read 4,
+ * write 1; msamp/common/tensor/cast.py cast_to_fp8, no amax pass), copy
+ * (read 1, write 1): 12 B per parameter, over the rank's whole buffer,
+ * not its DP shard.  0 without c->grads.  (The MIN all-reduce itself
+ * moves 4 B per weight tensor and is not timed.) */
+double mm_fp8_grad_requant_bytes(const mm_fp8_cfg *c, double params);
 /* Activation bytes of one element of a Linear input saved for the backward
  * (the column-wise FP8 copy and its scales; 2 without FP8). */
 double mm_fp8_saved_input_bytes(const mm_fp8_cfg *c);
