@@ -296,23 +296,150 @@ START_TEST(megatron_refusals)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(err.msg, want[i]), "missing '%s' in %s", want[i], err.msg);
     unload(&a);
-    /* ZB-V: Megatron-LM has no flag for it (megatron-local runs it as the
-     * Zero Bubble fork does) and mmsim's torchtitan reader reads no
-     * ZBVZeroBubble; refused by name */
-    const char *zbv[] = {"model=models/llama-3-8b.json", "workload=text", "parallel.llm={tp: 1, pp: 4, dp: 4, vpp: 2}",
-                         "train.schedule=zb-v", "train.framework=megatron-local"};
-    const char *zbv_tt[] = {"model=models/llama-3-8b.json", "workload=text", "parallel.llm={tp: 1, pp: 4, dp: 4, vpp: 2}",
-                            "train.schedule=zb-v", "train.framework=fsdp", "train.zero=3", "train.recompute=none"};
-    for (int f = MM_EMIT_MEGATRON; f <= MM_EMIT_TORCHTITAN; f++) {
-        if (f == MM_EMIT_MEGATRON)
-            load_sets(&a, zbv, sizeof zbv / sizeof zbv[0]);
-        else
-            load_sets(&a, zbv_tt, sizeof zbv_tt / sizeof zbv_tt[0]);
-        ck_assert_int_eq(mm_emit_text((mm_emit_format)f, &a.sim, NULL, &text, NULL, &err), -MM_EINPUT);
-        ck_assert_ptr_null(text);
-        ck_assert_msg(strstr(err.msg, "train.schedule") && strstr(err.msg, "'zb-v' at vpp 2"), "%s", err.msg);
+}
+END_TEST
+
+/* The zero-bubble schedules under megatron-local, as the Zero Bubble
+ * papers' fork takes them (sail-sg/zero-bubble-pipeline-parallelism @
+ * 39f2c186, megatron/core/zbpp_utils.py add_zero_bubble_args; README:
+ * max pending backward 1 x the pipeline stages is ZB1P, 2 x is ZB2P;
+ * --zero-bubble-v-schedule is ZB-V): each written with the fork's flags
+ * and a header naming the fork, and read back to the same scenario,
+ * schedule included. */
+static const char *const zb_base[] = {"model=models/llama-3-8b.json", "workload=text", "iterations=1",
+                                      "train.framework=megatron-local", "train.zero=1", "train.recompute=full",
+                                      "train.micro_batch=1", "train.global_batch=32", "train.seq_len=2048"};
+
+static void zb_sets(const char **sets, const char *par, const char *sched)
+{
+    for (int i = 0; i < 9; i++)
+        sets[i] = zb_base[i];
+    sets[9] = par;
+    sets[10] = sched;
+}
+
+START_TEST(megatron_zero_bubble_roundtrip)
+{
+    static const struct {
+        const char *par, *sched, *name, *must;
+    } cases[] = {
+        {"parallel.llm={tp: 1, pp: 4, dp: 4}", "train.schedule=zb-h1", "zbh1.args",
+         "--enable-zero-bubble\n--zero-bubble-max-pending-backward 4\n"},
+        {"parallel.llm={tp: 1, pp: 4, dp: 4}", "train.schedule=zb-2p", "zb2p.args",
+         "--enable-zero-bubble\n--zero-bubble-max-pending-backward 8\n"},
+        {"parallel.llm={tp: 1, pp: 4, dp: 4, vpp: 2}", "train.schedule=zb-v", "zbv.args", "--zero-bubble-v-schedule\n"},
+        {"parallel.llm={tp: 2, pp: 2, dp: 4}", "train.schedule=zb-2p", "zb2p-tp.args",
+         "--zero-bubble-max-pending-backward 4\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *sets[11];
+        zb_sets(sets, cases[i].par, cases[i].sched);
+        loaded a;
+        load_sets(&a, sets, 11);
+        const char *path = emit_to(&a, MM_EMIT_MEGATRON, cases[i].name, NULL);
+        char p[600], text[8192];
+        snprintf(p, sizeof p, "%s", path);
+        mmx_slurp(p, text, sizeof text);
+        ck_assert_msg(strstr(text, cases[i].must), "missing '%s' in:\n%s", cases[i].must, text);
+        ck_assert_msg(strstr(text, "need the Zero Bubble papers' fork of Megatron-LM, "
+                                   "sail-sg/zero-bubble-pipeline-parallelism @ 39f2c186a2"), "%s", text);
+        /* the fork's arguments.py has no --attention-backend; nor does a V
+         * list carry virtual-stage arguments (the fork sets two itself) */
+        ck_assert_msg(!strstr(text, "--attention-backend") && !strstr(text, "virtual"), "%s", text);
         unload(&a);
+        megatron_roundtrip(sets, 11, cases[i].name);
     }
+}
+END_TEST
+
+/* The emitted ZB-H1 list with the lines starting with `drop` left out and
+ * `add` appended (argparse: the last occurrence wins), written as name;
+ * reading it back fails naming `key`, its message holding `says`. */
+static void zb_refused(const char *base, const char *drop, const char *add, const char *key, const char *says)
+{
+    char text[8192] = "";
+    const char *s = base;
+    while (*s) {
+        const char *e = strchr(s, '\n');
+        size_t n = e ? (size_t)(e - s + 1) : strlen(s);
+        if (!drop || strncmp(s, drop, strlen(drop)))
+            strncat(text, s, n < sizeof text - strlen(text) - 1 ? n : sizeof text - strlen(text) - 1);
+        s += n;
+    }
+    strncat(text, add, sizeof text - strlen(text) - 1);
+    write_file("zb-bad.args", text);
+    char path[600];
+    snprintf(path, sizeof path, "%s/zb-bad.args", dir);
+    const char *back_sets[] = {"iterations=1"};
+    static mm_megatron mg;
+    mm_scenario sc;
+    memset(&sc, 0, sizeof sc);
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_msg(mm_megatron_scenario(path, NULL, back_sets, 1, &mg, &sc, &err) == -MM_EINPUT, "accepted:\n%s",
+                  text);
+    ck_assert_msg(!strcmp(err.key, key) && strstr(err.msg, says), "%s: %s (wanted %s: ...%s...)", err.key, err.msg,
+                  key, says);
+    ck_assert_ptr_nonnull(strstr(err.file, "zb-bad.args"));
+    ck_assert_int_gt(err.line, 0);
+}
+
+/* What the fork refuses, or mmsim does not model, refused by name both
+ * ways: reading a list, and writing one. */
+START_TEST(megatron_zero_bubble_refusals)
+{
+    const char *sets[11];
+    zb_sets(sets, "parallel.llm={tp: 1, pp: 4, dp: 4}", "train.schedule=zb-h1");
+    loaded a;
+    load_sets(&a, sets, 11);
+    const char *path = emit_to(&a, MM_EMIT_MEGATRON, "zb-base.args", NULL);
+    char p[600], base[8192];
+    snprintf(p, sizeof p, "%s", path);
+    mmx_slurp(p, base, sizeof base);
+    unload(&a);
+    const char *pe = "--zero-bubble-max-pending-backward";
+    zb_refused(base, NULL, "--zero-bubble-max-pending-backward 6\n", pe, "'6' at pp 4: mmsim models 4 (ZB-H1");
+    zb_refused(base, pe, "", "--enable-zero-bubble", "auto (the fork's default)");
+    zb_refused(base, NULL, "--zero-bubble-max-pending-backward auto\n", pe, "adaptive memory limit is not modeled");
+    zb_refused(base, "--enable-zero-bubble", "", pe, "without --enable-zero-bubble or --zero-bubble-v-schedule");
+    zb_refused(base, NULL, "--zero-bubble-v-schedule\n", pe, "no effect on the V schedule");
+    zb_refused(base, pe, "--zero-bubble-v-schedule\n--zero-bubble-v-schedule-mem-setup half\n",
+               "--zero-bubble-v-schedule-mem-setup", "V-Half and V-Min are not modeled");
+    zb_refused(base, NULL, "--zero-bubble-v-schedule-mem-setup zb\n", "--zero-bubble-v-schedule-mem-setup",
+               "for the V schedule only");
+    zb_refused(base, NULL, "--num-layers-per-virtual-pipeline-stage 4\n", "--enable-zero-bubble",
+               "got virtual pipeline parallel but v_schedule is disabled");
+    zb_refused(base, pe, "--zero-bubble-v-schedule\n--num-layers-per-virtual-pipeline-stage 4\n",
+               "--num-layers-per-virtual-pipeline-stage", "asserts this is not set");
+    zb_refused(base, NULL, "--num-virtual-stages-per-pipeline-rank 2\n", "--num-virtual-stages-per-pipeline-rank",
+               "not an argument of the Zero Bubble fork");
+    zb_refused(base, NULL, "--pipeline-model-parallel-size 1\n", "--enable-zero-bubble", "at pp 1");
+    zb_refused(base, "--transformer-impl", "--transformer-impl transformer_engine\n", "--enable-zero-bubble",
+               "legacy modules");
+    zb_refused(base, "--untie", "", "--enable-zero-bubble", "asserts untied embeddings");
+    zb_refused(base, NULL, "--no-gradient-accumulation-fusion\n", "--no-gradient-accumulation-fusion",
+               "should be True for zb runtime");
+    zb_refused(base, NULL, "--overlap-grad-reduce\n", "--overlap-grad-reduce", "asserts neither overlap");
+    zb_refused(base, NULL, "--enable-1f1b-v\n", "--enable-1f1b-v", "Zero Bubble fork option");
+    zb_refused(base, pe, "--zero-bubble-v-schedule\n--num-layers 36\n", "--zero-bubble-v-schedule",
+               "even number of layers per stage");
+    /* writing: a tied model, an uneven split (the fork has no
+     * --decoder-first-pipeline-num-layers), the overlaps it asserts off */
+    const char *bad[] = {"model=models/megatron-gpt-1.7b.json", "workload=text", "train.framework=megatron-local",
+                         "parallel.llm={tp: 1, pp: 4, dp: 4, layers_per_stage: [5, 7, 7, 5]}",
+                         "train.schedule=zb-2p", "train.zero=1", "train.overlap_grad_reduce=true",
+                         "train.seq_len=2048"};
+    load_sets(&a, bad, sizeof bad / sizeof bad[0]);
+    char *text = NULL;
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_int_eq(mm_emit_text(MM_EMIT_MEGATRON, &a.sim, NULL, &text, NULL, &err), -MM_EINPUT);
+    ck_assert_ptr_null(text);
+    const char *want[] = {"tied embeddings", "train.overlap_grad_reduce: true under 'zb-2p'",
+                          "has no --decoder-first-pipeline-num-layers"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(err.msg, want[i]), "missing '%s' in %s", want[i], err.msg);
+    unload(&a);
 }
 END_TEST
 
@@ -362,6 +489,41 @@ START_TEST(torchtitan_tp_interleaved)
                           "train.sequence_parallel=true", "train.zero=3", "train.recompute=full",
                           "train.micro_batch=1", "train.global_batch=16", "train.seq_len=4096"};
     torchtitan_roundtrip(sets, sizeof sets / sizeof sets[0], "pp.toml", "pipeline_parallel_first_stage_less_layers = 0");
+}
+END_TEST
+
+/* ZB-V as torchtitan runs it: ScheduleZBVZeroBubble (get_schedule_class
+ * @ b5bcd76c), rank r holding stages r and 2 pp - 1 - r, two a rank;
+ * torchtitan's default one fewer layer on the first and last stage would
+ * put both short stages on rank 0 (7 and 9 layers a rank elsewhere), so
+ * the split is even.  Read back with the layers per stage that make
+ * three stages a rank, it is refused as torchtitan refuses it. */
+START_TEST(torchtitan_zbv)
+{
+    const char *sets[] = {"model=models/llama-3-8b.json", "workload=text", "iterations=1", "train.framework=fsdp",
+                          "parallel.llm={tp: 1, pp: 4, dp: 4, vpp: 2}", "train.schedule=zb-v", "train.zero=3",
+                          "train.recompute=full", "train.micro_batch=1", "train.global_batch=32",
+                          "train.seq_len=4096"};
+    torchtitan_roundtrip(sets, sizeof sets / sizeof sets[0], "zbv.toml",
+                         "pipeline_parallel_schedule = \"ZBVZeroBubble\"\n");
+    char p[600], text[8192];
+    snprintf(p, sizeof p, "%s/zbv.toml", dir);
+    mmx_slurp(p, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "pipeline_parallel_first_stage_less_layers = 0"));
+    char *lps = strstr(text, "pipeline_parallel_layers_per_stage = 4");
+    ck_assert_msg(lps, "%s", text);
+    lps[strlen("pipeline_parallel_layers_per_stage = ")] = '3'; /* 32 / 3: 11 stages, not 2 a rank */
+    write_file("zbv-bad.toml", text);
+    snprintf(p, sizeof p, "%s/zbv-bad.toml", dir);
+    const char *back_sets[] = {"cluster.nodes=2", "iterations=1"};
+    static mm_torchtitan tt;
+    mm_scenario sc;
+    memset(&sc, 0, sizeof sc);
+    mm_err err;
+    mm_err_clear(&err);
+    ck_assert_int_eq(mm_torchtitan_scenario(p, NULL, back_sets, 2, &tt, &sc, &err), -MM_EINPUT);
+    ck_assert_msg(strstr(err.key, "pipeline_parallel_layers_per_stage") && strstr(err.msg, "ZBVZeroBubble"), "%s: %s",
+                  err.key, err.msg);
 }
 END_TEST
 
@@ -516,8 +678,11 @@ static Suite *suite(void)
     tcase_add_test(tc, megatron_mixtral_drop);
     tcase_add_test(tc, megatron_vocab_padding_said);
     tcase_add_test(tc, megatron_refusals);
+    tcase_add_test(tc, megatron_zero_bubble_roundtrip);
+    tcase_add_test(tc, megatron_zero_bubble_refusals);
     tcase_add_test(tc, torchtitan_fsdp);
     tcase_add_test(tc, torchtitan_tp_interleaved);
+    tcase_add_test(tc, torchtitan_zbv);
     tcase_add_test(tc, torchtitan_replicas);
     tcase_add_test(tc, torchtitan_refusals);
     tcase_add_test(tc, deepspeed_pair);

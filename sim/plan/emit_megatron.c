@@ -15,6 +15,10 @@
  * argument for.  Written only: arguments that change the cost; data,
  * tokenizer files, optimizer hyper-parameters, checkpoints and logging are
  * the user's to add (all costless to the reader).
+ * A zero-bubble schedule (megatron-local's zb-h1, zb-2p, zb-v) is written
+ * as the arguments of the Zero Bubble papers' fork of Megatron-LM
+ * (MM_MG_ZB_REPO @ MM_MG_ZB_COMMIT), said in the header; an argument that
+ * fork does not declare is refused then.
  * Not for: reading argument lists (scenario/megatron.c). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,8 +34,15 @@ static const char *const profiles[] = {"megatron-core", "megatron-local", NULL};
  * arguments the reader maps are written (the table of megatron_args.c);
  * the tests read every emitted list back, which would refuse any other. */
 static void arg(mm_emit_ctx *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool zero_bubble(const mm_scenario *sc);
 static void arg(mm_emit_ctx *c, const char *name, const char *fmt, ...)
 {
+    if (zero_bubble(&c->sim->sc))
+        for (int i = 0; mm_mg_zb_absent[i]; i++)
+            if (!strcmp(name, mm_mg_zb_absent[i]))
+                mm_emit_refuse(c, "train.schedule", "'%s' needs the Zero Bubble fork, whose arguments.py (%.10s) has "
+                               "no %s (what the scenario asks here)", mm_schedule_names[c->sim->sc.train.schedule],
+                               MM_MG_ZB_COMMIT, name);
     mm_emit_put(c, "%s", name);
     if (fmt) {
         char v[160];
@@ -176,6 +187,50 @@ static void split_args(mm_emit_ctx *c, const mm_layout *L)
         arg(c, "--decoder-last-pipeline-num-layers", "%d", s[pp - 1]);
 }
 
+/* A zero-bubble schedule, which only the Zero Bubble papers' fork of
+ * Megatron-LM runs (megatron-local's profile lists them). */
+static bool zero_bubble(const mm_scenario *sc)
+{
+    mm_schedule_kind k = sc->train.schedule;
+    return sc->parallel.llm.lay.pp > 1 && (k == MM_SCHED_ZB_H1 || k == MM_SCHED_ZB_2P || k == MM_SCHED_ZB_V);
+}
+
+/* The fork's arguments for the schedule (MM_MG_ZB_REPO @ MM_MG_ZB_COMMIT,
+ * megatron/core/zbpp_utils.py add_zero_bubble_args, validate_arguments;
+ * the README's "Zero Bubble Command Line Arguments"): ZB-V is
+ * --zero-bubble-v-schedule (it implies --enable-zero-bubble, sets two
+ * chunks per rank itself and keeps its default memory setup, zb); ZB-H1
+ * and ZB-2p are --enable-zero-bubble with --zero-bubble-max-pending-backward
+ * pp and 2 x pp ("1 x number of pipelines will get a schedule like ZB1P
+ * ... 2x ... ZB2P"; the default, auto, is an adaptive limit mmsim does not
+ * model).  What validate_arguments asserts is refused here by key. */
+static void zero_bubble_args(mm_emit_ctx *c, const mm_llm *m)
+{
+    const mm_scenario *sc = &c->sim->sc;
+    const mm_layout *L = &sc->parallel.llm.lay;
+    const char *s = mm_schedule_names[sc->train.schedule];
+    if (m->tied)
+        mm_emit_refuse(c, "model", "%s has tied embeddings: the Zero Bubble fork, which runs '%s', asserts "
+                       "--untie-embeddings-and-output-weights", m->name, s);
+    if (!sc->train.grad_accum_fusion)
+        mm_emit_refuse(c, "train.grad_accum_fusion", "false under '%s': the Zero Bubble fork raises "
+                       "\"gradient-accumulation-fusion should be True for zb runtime\"", s);
+    bool grad, param;
+    mm_emit_overlaps(c->sim, &grad, &param);
+    if (mm_emit_llm_zero(c->sim) == 1 && (grad || param))
+        mm_emit_refuse(c, grad ? "train.overlap_grad_reduce" : "train.overlap_param_gather", "true under '%s' with "
+                       "the distributed optimizer: the Zero Bubble fork asserts neither overlap", s);
+    if (sc->train.schedule == MM_SCHED_ZB_V) {
+        if (m->layers % L->pp || (m->layers / L->pp) % 2)
+            mm_emit_refuse(c, "parallel.llm.pp", "%lld layers over pp %d under 'zb-v': the Zero Bubble fork asserts "
+                           "an even number of layers per stage", (long long)m->layers, L->pp);
+        arg(c, "--zero-bubble-v-schedule", NULL);
+        return;
+    }
+    arg(c, "--enable-zero-bubble", NULL);
+    arg(c, "--zero-bubble-max-pending-backward", "%d", sc->train.schedule == MM_SCHED_ZB_H1 ? L->pp : 2 * L->pp);
+}
+
 static void layout_args(mm_emit_ctx *c, const mm_llm *m)
 {
     const mm_scenario *sc = &c->sim->sc;
@@ -189,15 +244,19 @@ static void layout_args(mm_emit_ctx *c, const mm_llm *m)
     /* layers per virtual stage only for an even split: Megatron-LM asks for
      * the stages per rank with an uneven one */
     bool even = !L->n_layers_per_stage && !L->embedding_in_split && !L->loss_in_split;
-    if (vpp > 1 && even && m->layers % ((int64_t)L->pp * vpp) == 0)
+    if (zero_bubble(sc))
+        zero_bubble_args(c, m); /* ZB-V's two chunks: the fork's own */
+    else if (vpp > 1 && even && m->layers % ((int64_t)L->pp * vpp) == 0)
         arg(c, "--num-layers-per-virtual-pipeline-stage", "%lld", (long long)(m->layers / ((int64_t)L->pp * vpp)));
     else if (vpp > 1)
         arg(c, "--num-virtual-stages-per-pipeline-rank", "%d", vpp);
     split_args(c, L);
     /* Megatron-LM runs 1F1B, interleaved when there are virtual stages
-     * (training/schedules.py get_forward_backward_func) */
+     * (training/schedules.py get_forward_backward_func); the zero-bubble
+     * schedules are the fork's, under megatron-local (the scenario's check
+     * refuses them under megatron-core's profile) */
     mm_schedule_kind want = vpp > 1 ? MM_SCHED_INTERLEAVED : MM_SCHED_1F1B;
-    if (sc->train.schedule != want && L->pp > 1)
+    if (sc->train.schedule != want && L->pp > 1 && !zero_bubble(sc))
         mm_emit_refuse(c, "train.schedule", "'%s' at vpp %d: Megatron-LM runs %s here (plan with "
                        "--space schedule=1f1b,interleaved)",
                        mm_schedule_names[sc->train.schedule], vpp, mm_schedule_names[want]);
@@ -298,7 +357,10 @@ static void kernel_args(mm_emit_ctx *c)
     case MM_ATTN_FLASH: arg(c, "--attention-backend", "flash"); break;
     case MM_ATTN_FLASH2: arg(c, "--use-flash-attn", NULL); break;
     case MM_ATTN_CUDNN: arg(c, "--attention-backend", "fused"); break;
-    case MM_ATTN_UNFUSED: arg(c, "--attention-backend", "unfused"); break;
+    case MM_ATTN_UNFUSED: /* the fork's legacy CoreAttention without --use-flash-attn */
+        if (!(local && zero_bubble(sc)))
+            arg(c, "--attention-backend", "unfused");
+        break;
     default:
         mm_emit_refuse(c, "train.attention", "'%s': no Megatron-LM argument selects this kernel (flash, flash2, "
                        "cudnn, unfused and auto have one)", a >= 0 ? mm_attention_names[a] : "(the profile's)");
@@ -328,6 +390,10 @@ static void header(mm_emit_ctx *c)
                 L->cp > 1 ? L->cp : 1, L->ep > 1 ? L->ep : 1, L->dp, mm_cluster_gpus(sim->cluster),
                 sim->cluster->nodes, sim->cluster->gpus_per_node, sim->cluster->gpus_per_node, sim->cluster->nodes,
                 sim->cluster->nodes);
+    if (zero_bubble(sc))
+        mm_emit_put(c, "# schedule %s: these arguments need the Zero Bubble papers' fork of Megatron-LM, %s @ %.10s "
+                       "(megatron/core/zbpp_utils.py), and its pretrain_gpt.py; upstream Megatron-LM refuses them\n",
+                    mm_schedule_names[sc->train.schedule], MM_MG_ZB_REPO, MM_MG_ZB_COMMIT);
 }
 
 int mm_emit_megatron(mm_emit_ctx *c)

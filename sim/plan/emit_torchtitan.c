@@ -9,8 +9,8 @@
  *
  * What torchtitan can say and mmsim reads back: a llama3 flavor (8B, 70B),
  * FSDP2 over the whole data-parallel group (ZeRO 3) or plain replicas
- * (ZeRO 0), TP with sequence-parallel norms, pipelining with 1F1B, GPipe
- * or Interleaved1F1B and torchtitan's own stage split, full or no
+ * (ZeRO 0), TP with sequence-parallel norms, pipelining with 1F1B, GPipe,
+ * Interleaved1F1B or ZBVZeroBubble and torchtitan's own stage split, full or no
  * activation checkpointing, BF16 or the float8 converter; everything else
  * is refused by name.
  * Not for: reading TOML (scenario/torchtitan.c, util/toml.c). */
@@ -54,7 +54,7 @@ static void stage_layers(const mm_layout *L, int64_t layers, int *per)
  * schedule, layers per virtual stage (lps) for which torchtitan's split
  * gives each rank the scenario's layers in equal chunks; torchtitan's
  * defaults (1, 1) first.  Returns 0, or -1 when none does. */
-static int find_split(const mm_layout *L, int layers, int vpp, int *in, int *out, int *lps)
+static int find_split(const mm_layout *L, int layers, int vpp, bool vee, int *in, int *out, int *lps)
 {
     int pp = L->pp, nv = pp * vpp, want[MM_MAX_PP], *per = calloc((size_t)nv, sizeof *per);
     if (!per || pp > MM_MAX_PP) {
@@ -74,7 +74,7 @@ static int find_split(const mm_layout *L, int layers, int vpp, int *in, int *out
         bool ok = true;
         for (int s = 0; s < pp && ok; s++)
             for (int k = 0; k < vpp; k++)
-                ok &= per[k * pp + s] == per[s] && per[s] * vpp == want[s];
+                ok &= per[vee && k ? 2 * pp - 1 - s : k * pp + s] == per[s] && per[s] * vpp == want[s];
         if (ok) {
             *in = i, *out = o, *lps = l;
             found = 0;
@@ -89,20 +89,27 @@ static void pipeline_keys(mm_emit_ctx *c)
     const mm_scenario *sc = &c->sim->sc;
     const mm_layout *L = &sc->parallel.llm.lay;
     int vpp = L->vpp > 1 ? L->vpp : 1, in = 1, out = 1, lps = 0;
+    /* ZBVZeroBubble: torch.distributed.pipelining's ScheduleZBVZeroBubble,
+     * two stages per rank in a V (torchtitan @ b5bcd76c get_schedule_class,
+     * _get_pp_rank_to_stage_indices_mapping: rank r holds stages r and
+     * 2 pp - 1 - r); mmsim's zb-v runs vpp 2 (scenario check) */
+    bool vee = sc->train.schedule == MM_SCHED_ZB_V;
     const char *sched = sc->train.schedule == MM_SCHED_1F1B          ? "1F1B"
                         : sc->train.schedule == MM_SCHED_GPIPE       ? "GPipe"
                         : sc->train.schedule == MM_SCHED_INTERLEAVED ? "Interleaved1F1B"
+                        : vee                                        ? "ZBVZeroBubble"
                                                                      : NULL;
     mm_emit_put(c, "pipeline_parallel_degree = %d\n", L->pp);
     if (L->pp == 1)
         return;
-    if (!sched || (vpp > 1) != (sc->train.schedule == MM_SCHED_INTERLEAVED)) {
+    if (!sched || (vpp > 1) != (sc->train.schedule == MM_SCHED_INTERLEAVED || vee)) {
         mm_emit_refuse(c, "train.schedule", "'%s' at vpp %d: torchtitan's schedules mmsim reads are 1F1B, GPipe "
-                       "(vpp 1) and Interleaved1F1B (vpp > 1): plan with --space schedule=1f1b,gpipe,interleaved",
+                       "(vpp 1), Interleaved1F1B (vpp > 1) and ZBVZeroBubble (vpp 2): plan with --space "
+                       "schedule=1f1b,gpipe,interleaved,zb-v",
                        mm_schedule_names[sc->train.schedule], vpp);
         return;
     }
-    if (find_split(L, (int)c->sim->llm->layers, vpp, &in, &out, &lps)) {
+    if (find_split(L, (int)c->sim->llm->layers, vpp, vee, &in, &out, &lps)) {
         mm_emit_refuse(c, "parallel.llm.layers_per_stage", "torchtitan's split of the layers "
                        "(generate_llm_fqn_per_model_part) gives no first/last_stage_less_layers for this one");
         return;

@@ -649,6 +649,90 @@ static int vpp_of_layers(reader *r, const shape *m, long pp, long vpl, long *vpp
     return 0;
 }
 
+/* The Zero Bubble fork's schedule arguments (MM_MG_ZB_REPO @
+ * MM_MG_ZB_COMMIT: megatron/core/zbpp_utils.py add_zero_bubble_args and
+ * validate_arguments, megatron/core/pipeline_parallel/zerobubble/
+ * runtime.py get_zero_bubble_forward_backward_func, README's "Zero Bubble
+ * Command Line Arguments"):
+ *   --zero-bubble-v-schedule (implies --enable-zero-bubble): ZB-V, two
+ *     chunks per rank (the fork sets vpp 2 itself and asserts an even
+ *     number of layers per stage and no --num-layers-per-virtual-pipeline-
+ *     stage), at --zero-bubble-v-schedule-mem-setup zb (its default);
+ *   --enable-zero-bubble --zero-bubble-max-pending-backward N: the fork's
+ *     scheduler under a memory limit of N forward activations, "setting to
+ *     1 x number of pipelines will get a schedule like ZB1P while setting to
+ *     2x ... will get ZB2P": N = pp is zb-h1 (ZB-H1's memory), N = 2 pp is
+ *     zb-2p.
+ * What the fork refuses, or mmsim does not model (auto's adaptive limit,
+ * V-Half and V-Min, other N), is refused by name.  *sched is left NULL
+ * when no zero-bubble argument is given. */
+static int map_zero_bubble(reader *r, const shape *m, long pp, long *vpp, const char **sched)
+{
+    const char *en = "--enable-zero-bubble", *v = "--zero-bubble-v-schedule", *pe = "--zero-bubble-max-pending-backward",
+               *ms = "--zero-bubble-v-schedule-mem-setup";
+    bool zbv = has(r, v), zb = zbv || has(r, en);
+    *sched = NULL;
+    if (!zb) {
+        const char *stray = has(r, pe) ? pe : has(r, ms) ? ms : has(r, "--enable-zb-runtime") ? "--enable-zb-runtime" : NULL;
+        if (stray)
+            return bad(r, stray, "without --enable-zero-bubble or --zero-bubble-v-schedule: the fork's runtime "
+                                 "runs no zero-bubble schedule then, and mmsim does not model it apart");
+        return 0;
+    }
+    const char *by = zbv ? v : en;
+    if (pp < 2)
+        return bad(r, by, "at pp %ld: the fork asserts \"zero bubble must be enabled with pipeline parallelism\"", pp);
+    if (strcmp(get_str(r, "--transformer-impl", "transformer_engine"), "local"))
+        return bad(r, by, "without --transformer-impl local: the fork runs its schedules on the legacy modules "
+                          "(train.framework megatron-local)");
+    if (!m->untie)
+        return bad(r, by, "without --untie-embeddings-and-output-weights: the fork asserts untied embeddings");
+    for (int i = 0; mm_mg_zb_absent[i]; i++)
+        if (has(r, mm_mg_zb_absent[i]))
+            return bad(r, mm_mg_zb_absent[i], "beside %s: not an argument of the Zero Bubble fork (%s @ %.10s "
+                       "megatron/training/arguments.py)", by, MM_MG_ZB_REPO, MM_MG_ZB_COMMIT);
+    if (has(r, "--no-gradient-accumulation-fusion"))
+        return bad(r, "--no-gradient-accumulation-fusion", "beside %s: the fork raises \"gradient-accumulation-"
+                   "fusion should be True for zb runtime\"", by);
+    if (has(r, "--use-distributed-optimizer") && (has(r, "--overlap-grad-reduce") || has(r, "--overlap-param-gather")))
+        return bad(r, has(r, "--overlap-grad-reduce") ? "--overlap-grad-reduce" : "--overlap-param-gather",
+                   "beside %s and --use-distributed-optimizer: the fork asserts neither overlap", by);
+    if (zbv) {
+        if (has(r, "--num-layers-per-virtual-pipeline-stage"))
+            return bad(r, "--num-layers-per-virtual-pipeline-stage", "beside %s: the fork sets two chunks per rank "
+                       "itself and asserts this is not set", v);
+        if (m->layers % pp || (m->layers / pp) % 2)
+            return bad(r, v, "%ld layers over pp %ld: the fork asserts an even number of layers per stage", m->layers,
+                       pp);
+        if (has(r, pe))
+            return bad(r, pe, "beside %s: no effect on the V schedule (the fork's README), so not a ZB-V setting", v);
+        const char *mem = get_str(r, ms, "zb");
+        if (strcmp(mem, "zb"))
+            return bad(r, ms, "'%s': %s", mem, !strcmp(mem, "half") || !strcmp(mem, "min")
+                                                 ? "V-Half and V-Min are not modeled (zb, the default, is ZB-V)"
+                                                 : "not min, half or zb (the fork asserts one of them)");
+        *vpp = 2;
+        *sched = "zb-v";
+        return 0;
+    }
+    if (has(r, ms))
+        return bad(r, ms, "without %s: the fork reads it for the V schedule only", v);
+    if (*vpp > 1)
+        return bad(r, en, "with %ld virtual stages and no %s: the fork raises \"got virtual pipeline parallel but "
+                   "v_schedule is disabled\"", *vpp, v);
+    const char *n = get_str(r, pe, "auto");
+    char *end;
+    long k = strtol(n, &end, 10);
+    if (!strcmp(n, "auto"))
+        return bad(r, has(r, pe) ? pe : en, "auto (the fork's default): its adaptive memory limit is not modeled; "
+                   "write %ld (ZB-H1's memory, pp) or %ld (ZB-2p's, 2 x pp)", pp, 2 * pp);
+    if (!n[0] || *end || (k != pp && k != 2 * pp))
+        return bad(r, pe, "'%s' at pp %ld: mmsim models %ld (ZB-H1's memory, pp) and %ld (ZB-2p's, 2 x pp)", n, pp, pp,
+                   2 * pp);
+    *sched = k == pp ? "zb-h1" : "zb-2p";
+    return 0;
+}
+
 static int map_layout(reader *r, const shape *m, long tp)
 {
     int rc;
@@ -662,6 +746,9 @@ static int map_layout(reader *r, const shape *m, long tp)
     long vpp = vsr ? vsr : 1;
     if (vpl && (rc = vpp_of_layers(r, m, pp, vpl, &vpp)))
         return rc;
+    const char *zb;
+    if ((rc = map_zero_bubble(r, m, pp, &vpp, &zb)))
+        return rc;
     set(r, "--tensor-model-parallel-size", "parallel.llm.tp", "%ld", tp);
     set(r, "--pipeline-model-parallel-size", "parallel.llm.pp", "%ld", pp);
     set(r, "--context-parallel-size", "parallel.llm.cp", "%ld", cp);
@@ -671,12 +758,19 @@ static int map_layout(reader *r, const shape *m, long tp)
         return rc;
     if (m->experts) /* Megatron's default: the model's tp (arguments.py) */
         set(r, "--expert-tensor-parallel-size", "moe.expert_tp", "%ld", etp);
-    set(r, vpl ? "--num-layers-per-virtual-pipeline-stage" : "--num-virtual-stages-per-pipeline-rank",
+    set(r, zb && vpp > 1 ? "--zero-bubble-v-schedule"
+           : vpl         ? "--num-layers-per-virtual-pipeline-stage"
+                         : "--num-virtual-stages-per-pipeline-rank",
         "parallel.llm.vpp", "%ld", vpp);
     if ((rc = map_uneven(r, m, pp, vpp)) || (rc = map_split_options(r, m, pp, vpp)))
         return rc;
-    /* Megatron runs the interleaved 1F1B schedule when there are virtual stages */
-    set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
+    /* Megatron runs the interleaved 1F1B schedule when there are virtual
+     * stages; the Zero Bubble fork what its arguments say */
+    if (zb)
+        set(r, has(r, "--zero-bubble-v-schedule") ? "--zero-bubble-v-schedule" : "--zero-bubble-max-pending-backward",
+            "train.schedule", "%s", zb);
+    else
+        set(r, "(schedule)", "train.schedule", "%s", vpp > 1 ? "interleaved" : "1f1b");
     return 0;
 }
 

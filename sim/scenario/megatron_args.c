@@ -55,6 +55,9 @@
 #define C_FAULT "injected faults or errors: not simulated"
 #define C_GONE "no longer accepted by Megatron-LM (it exits): write its replacement"
 #define C_FILE "arguments from a YAML file are not read: write them in the list"
+#define C_ZB "a Zero Bubble fork option mmsim does not model (its 1F1B-V, V-Half/V-Min, adaptive memory limit, " \
+             "layer padding, post-validated optimizer step, grouped interleaving)"
+#define W_ZBT "the iterations the Zero Bubble fork times F, B and W in to build its schedule: mmsim costs them"
 
 /* Sorted by name (bytewise, as strcmp orders them): mm_mg_arg_find bisects. */
 const mm_mg_arg mm_mg_args[] = {
@@ -70,6 +73,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--adlr-autoresume", MG_FLAG, MG_COSTLESS, W_RESIL},
     {"--adlr-autoresume-interval", MG_VALUE, MG_COSTLESS, W_RESIL},
     {"--allow-ambiguous-pad-tokens", MG_FLAG, MG_COSTLESS, W_TASKDATA},
+    {"--allow-padding-num-layers", MG_FLAG, MG_NOT_MODELED, C_ZB},
     {"--app-tag-run-name", MG_VALUE, MG_COSTLESS, W_LOG},
     {"--app-tag-run-version", MG_VALUE, MG_COSTLESS, W_LOG},
     {"--apply-layernorm-1p", MG_FLAG, MG_COSTLESS, "numerics only"},
@@ -86,6 +90,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--attention-output-gate", MG_FLAG, MG_NOT_MODELED, C_ARCH},
     {"--attention-softmax-in-fp32", MG_FLAG, MG_COSTLESS, W_NUM},
     {"--auto-detect-ckpt-format", MG_FLAG, MG_COSTLESS, W_IO},
+    {"--auto-offload-time", MG_FLAG, MG_NOT_MODELED, C_MEM},
     {"--batch-invariant-backend", MG_VALUE, MG_NOT_MODELED, C_KERN},
     {"--batch-invariant-mode", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--batch-size", MG_VALUE, MG_NOT_MODELED, C_GONE},
@@ -205,13 +210,18 @@ const mm_mg_arg mm_mg_args[] = {
     {"--embedding-init-method-std", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--embedding-path", MG_VALUE, MG_NOT_MODELED, C_TASK},
     {"--empty-unused-memory-level", MG_VALUE, MG_COSTLESS, "allocator cache release: covered by train.memory_reserve_gib"},
+    {"--enable-1f1b-v", MG_FLAG, MG_NOT_MODELED, C_ZB},
     {"--enable-chunked-prefill", MG_FLAG, MG_COSTLESS, W_INFER},
     {"--enable-cuda-graph", MG_FLAG, MG_MAPPED, NULL},
+    {"--enable-exactly-numeric-match", MG_FLAG, MG_NOT_MODELED, C_ZB},
     {"--enable-experimental", MG_FLAG, MG_NOT_MODELED, C_OTHER},
     {"--enable-ft-package", MG_FLAG, MG_COSTLESS, W_RESIL},
     {"--enable-full-sharding-in-hsdp", MG_FLAG, MG_NOT_MODELED, C_PAR},
     {"--enable-mhc-connections", MG_FLAG, MG_NOT_MODELED, C_ARCH},
     {"--enable-msc", MG_FLAG, MG_COSTLESS, W_IO},
+    {"--enable-optimizer-post-validation", MG_FLAG, MG_NOT_MODELED, C_ZB},
+    {"--enable-zb-runtime", MG_FLAG, MG_MAPPED, NULL},
+    {"--enable-zero-bubble", MG_FLAG, MG_MAPPED, NULL},
     {"--encoder-num-layers", MG_VALUE, MG_NOT_MODELED, C_TASK},
     {"--encoder-seq-length", MG_VALUE, MG_NOT_MODELED, C_TASK},
     {"--end-weight-decay", MG_VALUE, MG_COSTLESS, W_OPT},
@@ -392,6 +402,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--inprocess-restart", MG_FLAG, MG_COSTLESS, W_RESIL},
     {"--inprocess-soft-timeout", MG_VALUE, MG_COSTLESS, W_RESIL},
     {"--inprocess-termination-grace-time", MG_VALUE, MG_COSTLESS, W_RESIL},
+    {"--interleave-group-size", MG_VALUE, MG_NOT_MODELED, C_ZB},
     {"--is-hybrid-model", MG_FLAG, MG_NOT_MODELED, C_ARCH},
     {"--iter-per-epoch", MG_VALUE, MG_NOT_MODELED, C_TASK},
     {"--iterations-to-skip", MG_VALUE, MG_COSTLESS, W_LEN},
@@ -630,6 +641,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--no-pin-cpu-grads", MG_FLAG, MG_COSTLESS, W_MEMREL},
     {"--no-pin-cpu-params", MG_FLAG, MG_COSTLESS, W_MEMREL},
     {"--no-position-embedding", MG_FLAG, MG_MAPPED, NULL},
+    {"--no-pre-communication-optimization", MG_FLAG, MG_NOT_MODELED, C_ZB},
     {"--no-rope-freq", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--no-rope-fusion", MG_FLAG, MG_NOT_MODELED, C_KERN},
     {"--no-save-optim", MG_FLAG, MG_COSTLESS, W_IO},
@@ -674,7 +686,10 @@ const mm_mg_arg mm_mg_args[] = {
     {"--num-workers", MG_VALUE, MG_COSTLESS, "data, checkpoint or logging path/interval: not simulated"},
     {"--nvtx-ranges", MG_FLAG, MG_COSTLESS, W_PROF},
     {"--object-storage-cache-path", MG_VALUE, MG_COSTLESS, W_IO},
+    {"--offload-chunk-num", MG_VALUE, MG_NOT_MODELED, C_MEM},
     {"--offload-modules", MG_VALUE, MG_NOT_MODELED, C_MEM},
+    {"--offload-overlap-sr", MG_FLAG, MG_NOT_MODELED, C_MEM},
+    {"--offload-time", MG_VALUE, MG_NOT_MODELED, C_MEM},
     {"--one-logger-async", MG_FLAG, MG_COSTLESS, W_LOG},
     {"--one-logger-project", MG_VALUE, MG_COSTLESS, W_LOG},
     {"--one-logger-run-name", MG_VALUE, MG_COSTLESS, W_LOG},
@@ -713,6 +728,7 @@ const mm_mg_arg mm_mg_args[] = {
     {"--position-embedding-type", MG_VALUE, MG_MAPPED, NULL},
     {"--pretrained-checkpoint", MG_VALUE, MG_COSTLESS, W_IO},
     {"--profile", MG_FLAG, MG_COSTLESS, W_PROF},
+    {"--profile-memory-iter", MG_VALUE, MG_COSTLESS, W_PROF},
     {"--profile-ranks", MG_VALUE, MG_COSTLESS, W_PROF},
     {"--profile-step-end", MG_VALUE, MG_COSTLESS, W_PROF},
     {"--profile-step-start", MG_VALUE, MG_COSTLESS, W_PROF},
@@ -914,6 +930,12 @@ const mm_mg_arg mm_mg_args[] = {
     {"--yarn-beta-slow", MG_VALUE, MG_COSTLESS, W_NUM},
     {"--yarn-correction-range-round-to-int", MG_FLAG, MG_COSTLESS, W_NUM},
     {"--yarn-original-max-position-embeddings", MG_VALUE, MG_COSTLESS, W_NUM},
+    {"--zero-bubble-adaptive-memory-limit-percentile", MG_VALUE, MG_NOT_MODELED, C_ZB},
+    {"--zero-bubble-max-pending-backward", MG_VALUE, MG_MAPPED, NULL},
+    {"--zero-bubble-pipeline-timers-end-iter", MG_VALUE, MG_COSTLESS, W_ZBT},
+    {"--zero-bubble-pipeline-timers-start-iter", MG_VALUE, MG_COSTLESS, W_ZBT},
+    {"--zero-bubble-v-schedule", MG_FLAG, MG_MAPPED, NULL},
+    {"--zero-bubble-v-schedule-mem-setup", MG_VALUE, MG_MAPPED, NULL},
 };
 
 const size_t mm_mg_n_args = sizeof mm_mg_args / sizeof mm_mg_args[0];
@@ -927,3 +949,21 @@ const mm_mg_arg *mm_mg_arg_find(const char *name)
 {
     return bsearch(name, mm_mg_args, mm_mg_n_args, sizeof mm_mg_args[0], cmp_name);
 }
+
+/* Emitted or mapped arguments of MM_MG_ARGS_COMMIT that the fork's
+ * megatron/training/arguments.py @ MM_MG_ZB_COMMIT does not declare (read
+ * there: it predates them). */
+const char *const mm_mg_zb_absent[] = {"--account-for-embedding-in-pipeline-split",
+                                       "--account-for-loss-in-pipeline-split",
+                                       "--attention-backend",
+                                       "--cp-comm-type",
+                                       "--cuda-graph-impl",
+                                       "--data-parallel-sharding-strategy",
+                                       "--decoder-first-pipeline-num-layers",
+                                       "--decoder-last-pipeline-num-layers",
+                                       "--expert-tensor-parallel-size",
+                                       "--grad-reduce-in-bf16",
+                                       "--moe-ffn-hidden-size",
+                                       "--num-virtual-stages-per-pipeline-rank",
+                                       "--use-megatron-fsdp",
+                                       NULL};

@@ -29,4 +29,15 @@ extern const size_t mm_mg_n_args;
 /* The Megatron-LM commit the table was read from. */
 #define MM_MG_ARGS_COMMIT "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 
+/* The Zero Bubble papers' Megatron-LM fork, whose arguments select the
+ * zero-bubble schedules (its add_zero_bubble_args and validate_arguments,
+ * megatron/core/zbpp_utils.py; the table has its zero-bubble group), and
+ * the arguments of the commit above that the fork's older
+ * megatron/training/arguments.py does not declare: a list that carries
+ * any of them beside a zero-bubble argument launches nowhere, and is
+ * refused by name (NULL-terminated). */
+#define MM_MG_ZB_REPO "sail-sg/zero-bubble-pipeline-parallelism"
+#define MM_MG_ZB_COMMIT "39f2c186a27580b7051eb51e0f651e1efd0a8170"
+extern const char *const mm_mg_zb_absent[];
+
 #endif

@@ -424,12 +424,17 @@ static void map_stages(reader *r, const flavor *fl, const char *sched, const cha
         free(rank);
         return;
     }
-    /* virtual stage v runs on rank v mod pp; mmsim splits a rank's layers
-     * into per_rank equal chunks, so uneven chunks are refused */
-    bool equal = true;
+    /* virtual stage v runs on rank v mod pp ("loop"), or under ZB-V on rank
+     * v below pp and 2 pp - 1 - v above ("v": ScheduleZBVZeroBubble's
+     * stage pairs (r, 2 pp - 1 - r), pipeline_parallel.py
+     * _get_pp_rank_to_stage_indices_mapping @ b5bcd76c); mmsim splits a
+     * rank's layers into per_rank equal chunks, so uneven chunks are
+     * refused */
+    bool equal = true, vee = !strcmp(mine, "zb-v");
     for (int v = 0; v < nv; v++) {
-        rank[v % pp] += per[v];
-        if (per[v] != per[v % pp])
+        int at = vee && v >= pp ? 2 * pp - 1 - v : v % pp;
+        rank[at] += per[v];
+        if (per[v] != per[at])
             equal = false;
     }
     char list[512] = "[";
@@ -484,12 +489,19 @@ static void map_pipeline(reader *r, const flavor *fl)
     for (; sched[n] && n + 1 < sizeof low; n++)
         low[n] = (char)(sched[n] >= 'A' && sched[n] <= 'Z' ? sched[n] - 'A' + 'a' : sched[n]);
     low[n] = '\0';
-    bool multi = !strcmp(low, "interleaved1f1b");
-    const char *mine = !strcmp(low, "1f1b") ? "1f1b" : !strcmp(low, "gpipe") ? "gpipe" : multi ? "interleaved" : NULL;
+    /* ZBVZeroBubble: torch.distributed.pipelining's ScheduleZBVZeroBubble
+     * (torchtitan get_schedule_class @ b5bcd76c), a multi-stage schedule
+     * with exactly two stages per rank in a V */
+    bool zbv = !strcmp(low, "zbvzerobubble"), multi = !strcmp(low, "interleaved1f1b") || zbv;
+    const char *mine = !strcmp(low, "1f1b")    ? "1f1b"
+                       : !strcmp(low, "gpipe") ? "gpipe"
+                       : zbv                   ? "zb-v"
+                       : multi                 ? "interleaved"
+                                               : NULL;
     int sl = line_of(r, "parallelism.pipeline_parallel_schedule");
     if (!mine) {
         problem(r, "parallelism.pipeline_parallel_schedule", sl,
-                "'%s' is not modeled (1F1B, GPipe and Interleaved1F1B are)", sched);
+                "'%s' is not modeled (1F1B, GPipe, Interleaved1F1B and ZBVZeroBubble are)", sched);
         return;
     }
     if (!fl || tt->pp < 1)
@@ -502,7 +514,10 @@ static void map_pipeline(reader *r, const flavor *fl)
     /* torchtitan's default: 2 virtual stages a rank for a looped schedule */
     if (lps) {
         long nv = (fl->layers + in + out + lps - 1) / lps;
-        if (nv % pp || (!multi && nv / pp != 1) || (multi && nv / pp < 2)) {
+        /* torchtitan: a multiple of pp, one a rank for a single-stage
+         * schedule, at least two for a multi-stage one, and exactly two
+         * for a V ("v schedules assume 2 stages per rank") */
+        if (nv % pp || (!multi && nv / pp != 1) || (multi && nv / pp < 2) || (zbv && nv / pp != 2)) {
             problem(r, "parallelism.pipeline_parallel_layers_per_stage",
                     line_of(r, "parallelism.pipeline_parallel_layers_per_stage"),
                     "%ld virtual stages for %d pipeline ranks under %s: torchtitan refuses it", nv, pp, sched);
