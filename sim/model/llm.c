@@ -125,8 +125,21 @@ bool mm_llm_layer_is_cross(const mm_llm *m, int64_t i)
     return (m->cross_mask[i / 64] >> (i % 64)) & 1u;
 }
 
+/* Whether any layer is a cross-attention one: the counts and sums below
+ * skip their per-layer loops when none is (the planner asks them for
+ * every candidate). */
+static bool any_cross(const mm_llm *m)
+{
+    for (int w = 0; w < MM_LLM_CROSS_WORDS; w++)
+        if (m->cross_mask[w])
+            return true;
+    return false;
+}
+
 int64_t mm_llm_cross_layers(const mm_llm *m)
 {
+    if (!any_cross(m))
+        return 0;
     int64_t n = 0;
     for (int64_t i = m->layer0; i < m->layer0 + m->layers && i < MM_LLM_CROSS_MAX; i++)
         n += mm_llm_layer_is_cross(m, i);
@@ -135,6 +148,8 @@ int64_t mm_llm_cross_layers(const mm_llm *m)
 
 int64_t mm_llm_moe_layers(const mm_llm *m)
 {
+    if (m->experts <= 0)
+        return 0;
     int64_t n = 0;
     for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         n += mm_llm_layer_is_moe(m, i);
@@ -143,6 +158,8 @@ int64_t mm_llm_moe_layers(const mm_llm *m)
 
 static int64_t sliding_layers(const mm_llm *m)
 {
+    if (m->window <= 0 || m->window_period <= 0)
+        return 0;
     int64_t n = 0;
     for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         n += mm_llm_layer_is_sliding(m, i);
@@ -248,6 +265,8 @@ mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n)
 
 static int64_t blocks_params(const mm_llm *m, bool active)
 {
+    if (m->experts <= 0 && !any_cross(m)) /* every block a dense self-attention one: the same count */
+        return m->layers > 0 ? m->layers * kind_params(m, false, active) : 0;
     int64_t p = 0;
     for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         p += block_params(m, i, active);
