@@ -232,8 +232,21 @@ int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i)
     return block_params(m, i, false);
 }
 
+/* No block of m is a cross-attention block (every bit of the mask clear):
+ * with no experts either, every block has the dense kind's parameters, so
+ * the per-layer walks below need not run (they give the same integers). */
+static bool no_cross_blocks(const mm_llm *m)
+{
+    for (int w = 0; w < MM_LLM_CROSS_WORDS; w++)
+        if (m->cross_mask[w])
+            return false;
+    return true;
+}
+
 bool mm_llm_blocks_uniform(const mm_llm *m)
 {
+    if (m->experts <= 0 && (m->window <= 0 || m->window_period <= 0) && no_cross_blocks(m))
+        return true; /* no MoE, sliding or cross block: the counts below are all 0 */
     int64_t moe = mm_llm_moe_layers(m), sl = sliding_layers(m), x = mm_llm_cross_layers(m);
     return (moe == 0 || moe == m->layers) && (sl == 0 || sl == m->layers) && (x == 0 || x == m->layers);
 }
@@ -248,6 +261,8 @@ mm_llm mm_llm_stage_view(const mm_llm *m, int64_t first, int64_t n)
 
 static int64_t blocks_params(const mm_llm *m, bool active)
 {
+    if (m->experts <= 0 && no_cross_blocks(m)) /* every block the dense kind: n equal terms */
+        return m->layers > 0 ? m->layers * block_params(m, m->layer0, active) : 0;
     int64_t p = 0;
     for (int64_t i = m->layer0; i < m->layer0 + m->layers; i++)
         p += block_params(m, i, active);
