@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 int mm_schedule_len(mm_schedule kind, int m, int v)
 {
@@ -517,44 +518,6 @@ static double zb_v_heur(int p, int s, int m, const mm_sched_times *t, int *pick,
     return best;
 }
 
-/* The ranks ordered by (at, rank): a binary min-heap of the rank numbers
- * (h) with each rank's place in it (pos), so that the earliest time, the
- * lowest rank first, is the top -- the rank a scan over every rank for the
- * least at[] (the first on a tie) would pick -- in log p per change. */
-typedef struct zv_heap {
-    int n, *h, *pos;
-    const double *at;
-} zv_heap;
-
-static bool zv_before(const zv_heap *q, int a, int b)
-{
-    return q->at[a] < q->at[b] || (q->at[a] == q->at[b] && a < b);
-}
-
-static void zv_swap(zv_heap *q, int i, int j)
-{
-    int a = q->h[i], b = q->h[j];
-    q->h[i] = b, q->h[j] = a, q->pos[b] = i, q->pos[a] = j;
-}
-
-/* Rank r's at[] changed: its place again. */
-static void zv_heap_fix(zv_heap *q, int r)
-{
-    int i = q->pos[r];
-    while (i > 0 && zv_before(q, q->h[i], q->h[(i - 1) / 2]))
-        zv_swap(q, i, (i - 1) / 2), i = (i - 1) / 2;
-    for (;;) {
-        int l = 2 * i + 1, c = i;
-        if (l < q->n && zv_before(q, q->h[l], q->h[c]))
-            c = l;
-        if (l + 1 < q->n && zv_before(q, q->h[l + 1], q->h[c]))
-            c = l + 1;
-        if (c == i)
-            break;
-        zv_swap(q, i, c), i = c;
-    }
-}
-
 /* One run of ZB-V's list schedule (schedule.h), event by event, rank s's
  * steps into out (NULL: none).  Pass times per virtual stage from t (NULL:
  * one each, no transfer time; a transfer between ranks adds t->comm, the
@@ -571,8 +534,8 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
 {
     int V = 2 * p, cap = mm_schedule_zbv_cap_halves(p, m);
     int *nf = calloc((size_t)V * 3, sizeof *nf), *nb = nf ? nf + V : NULL, *nw = nf ? nf + 2 * V : NULL;
-    int *rk = calloc((size_t)p * 6, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting; */
-    int *nr = rk ? rk + 3 * p : NULL;              /* steps written (s < 0); the heap's h and pos */
+    int *rk = calloc((size_t)p * 4, sizeof *rk); /* per rank: held halves, owed chunk-1 forwards, waiting; */
+    int *nr = rk ? rk + 3 * p : NULL;              /* steps written (s < 0) */
     double *fe = malloc((size_t)V * m * 2 * sizeof *fe), *be = fe ? fe + (size_t)V * m : NULL;
     double *at = calloc((size_t)p * 3, sizeof *at), *first = at ? at + p : NULL, *last = at ? at + 2 * p : NULL;
     if (!nf || !fe || !rk || !at) {
@@ -584,13 +547,14 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
     for (int r = 0; r < p; r++)
         first[r] = -1;
     double comm = t ? t->comm : 0;
-    zv_heap hq = {p, rk + 4 * p, rk + 5 * p, at}; /* every at[] 0: rank order is heap order */
-    for (int r = 0; r < p; r++)
-        hq.h[r] = hq.pos[r] = r;
     int k = 0, left = 3 * V * m;
     while (left > 0) {
-        int r = hq.h[0]; /* the rank of the earliest time, the lowest first */
-        if (!(at[r] < INFINITY))
+        int r = -1; /* the rank of the earliest time (below INFINITY), the lowest first */
+        double soon = INFINITY;
+        for (int q = 0; q < p; q++)
+            if (at[q] < soon)
+                soon = at[q], r = q;
+        if (r < 0)
             break; /* every rank waits for another: stalled */
         double now = at[r];
         int *held = &rk[3 * r], *owed = &rk[3 * r + 1];
@@ -635,7 +599,6 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         }
         if (pick < 0) {
             at[r] = wake, rk[3 * r + 2] = 1; /* INFINITY: until another rank runs a pass */
-            zv_heap_fix(&hq, r);
             continue;
         }
         rk[3 * r + 2] = 0;
@@ -654,7 +617,6 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
-        zv_heap_fix(&hq, r);
         if (end - first[r] > cutoff) { /* the span only grows: past the cutoff for good */
             free(nf), free(fe), free(rk), free(at);
             return -2;
@@ -666,10 +628,8 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         int to = pass == MM_PASS_F ? pick + 1 : pass == MM_PASS_B ? pick - 1 : -1;
         if (to >= 0 && to < V) {
             int q = mm_schedule_vstage_rank(MM_SCHEDULE_ZB_V, p, to);
-            if (rk[3 * q + 2]) {
+            if (rk[3 * q + 2])
                 at[q] = fmin(at[q], end + (q == r ? 0 : comm));
-                zv_heap_fix(&hq, q);
-            }
         }
         if (s < 0 && out) /* every rank's, rank r's at out + r * 6m */
             out[(size_t)r * 6 * m + (size_t)nr[r]++] = (mm_sched_step){pass, j, c};
@@ -696,17 +656,35 @@ static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out
     int pick = -1;
     double h = zb_v_heur(p, s, m, t, &pick, NULL), best = -1;
     int at = 2;
+    /* with out: each list run writes its order into a scratch of its own,
+     * the best whole one kept (a run is the same whatever its cutoff
+     * until it stops), so the pick needs no second run */
+    size_t n_out = (size_t)(s < 0 ? p : 1) * 6 * (size_t)m;
+    mm_sched_step *keep = out ? malloc(2 * n_out * sizeof *keep) : NULL, *cur = keep ? keep + n_out : NULL;
     for (int reserve = 2; reserve >= 0; reserve--) {
         double cut = h >= 0 ? h - 1e-12 : INFINITY;
         if (best >= 0 && best < cut)
             cut = best;
-        double x = zb_v_run(p, s, m, t, reserve, cut, NULL);
-        if (x >= 0 && (best < 0 || x < best))
+        double x = zb_v_run(p, s, m, t, reserve, cut, cur);
+        if (x >= 0 && (best < 0 || x < best)) {
             best = x, at = reserve;
+            mm_sched_step *sw = keep;
+            keep = cur, cur = sw;
+        }
     }
-    if (h >= 0 && (best < 0 || h <= best + 1e-12))
+    if (h >= 0 && (best < 0 || h <= best + 1e-12)) {
+        free(keep < cur ? keep : cur);
         return zb_v_heur(p, s, m, t, &pick, out) >= 0 ? 6 * m : -1;
-    return best >= 0 && zb_v_run(p, s, m, t, at, INFINITY, out) >= 0 ? 6 * m : -1;
+    }
+    int len = -1;
+    if (best >= 0 && keep) {
+        memcpy(out, keep, n_out * sizeof *out);
+        len = 6 * m;
+    } else if (best >= 0) { /* no scratch (out NULL, or the host out of memory): run it again */
+        len = zb_v_run(p, s, m, t, at, INFINITY, out) >= 0 ? 6 * m : -1;
+    }
+    free(keep < cur ? keep : cur);
+    return len;
 }
 
 int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out)
