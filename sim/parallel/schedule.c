@@ -617,7 +617,20 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
-        if (end - first[r] > cutoff) { /* the span only grows: past the cutoff for good */
+        /* the span only grows: past the cutoff for good; and a rank runs
+         * its passes one after another (the times picked never fall), so
+         * its end is at least this end plus the passes it has left, the
+         * sum taken with a slack well above its rounding */
+        double rest = 0;
+        if (cutoff < INFINITY && end - first[r] <= cutoff) {
+            for (int cc = 0; cc < 2; cc++) {
+                int v2 = cc ? vs1 : vs0;
+                rest += t ? (m - nf[v2]) * t->f[v2] + (m - nb[v2]) * t->b[v2] + (m - nw[v2]) * t->w[v2]
+                          : (double)(3 * m - nf[v2] - nb[v2] - nw[v2]);
+            }
+            rest = rest * (1 - 1e-9) - 1e-10 * (end + rest);
+        }
+        if (end - first[r] > cutoff || (rest > 0 && end - first[r] + rest > cutoff)) {
             free(nf), free(fe), free(rk), free(at);
             return -2;
         }
