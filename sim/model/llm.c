@@ -251,6 +251,8 @@ int64_t mm_llm_layer_params_at(const mm_llm *m, int64_t i)
 
 bool mm_llm_blocks_uniform(const mm_llm *m)
 {
+    if (m->experts <= 0 && (m->window <= 0 || m->window_period <= 0) && !any_cross(m))
+        return true; /* no MoE, sliding or cross block: the counts below are all 0 */
     int64_t moe = mm_llm_moe_layers(m), sl = sliding_layers(m), x = mm_llm_cross_layers(m);
     return (moe == 0 || moe == m->layers) && (sl == 0 || sl == m->layers) && (x == 0 || x == m->layers);
 }

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 int mm_schedule_len(mm_schedule kind, int m, int v)
 {
@@ -548,10 +549,11 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
     double comm = t ? t->comm : 0;
     int k = 0, left = 3 * V * m;
     while (left > 0) {
-        int r = -1; /* the rank of the earliest time, the lowest first */
+        int r = -1; /* the rank of the earliest time (below INFINITY), the lowest first */
+        double soon = INFINITY;
         for (int q = 0; q < p; q++)
-            if (at[q] < INFINITY && (r < 0 || at[q] < at[r]))
-                r = q;
+            if (at[q] < soon)
+                soon = at[q], r = q;
         if (r < 0)
             break; /* every rank waits for another: stalled */
         double now = at[r];
@@ -615,7 +617,20 @@ static double zb_v_run(int p, int s, int m, const mm_sched_times *t, int reserve
         if (first[r] < 0)
             first[r] = now;
         last[r] = end, at[r] = end;
-        if (end - first[r] > cutoff) { /* the span only grows: past the cutoff for good */
+        /* the span only grows: past the cutoff for good; and a rank runs
+         * its passes one after another (the times picked never fall), so
+         * its end is at least this end plus the passes it has left, the
+         * sum taken with a slack well above its rounding */
+        double rest = 0;
+        if (cutoff < INFINITY && end - first[r] <= cutoff) {
+            for (int cc = 0; cc < 2; cc++) {
+                int v2 = cc ? vs1 : vs0;
+                rest += t ? (m - nf[v2]) * t->f[v2] + (m - nb[v2]) * t->b[v2] + (m - nw[v2]) * t->w[v2]
+                          : (double)(3 * m - nf[v2] - nb[v2] - nw[v2]);
+            }
+            rest = rest * (1 - 1e-9) - 1e-10 * (end + rest);
+        }
+        if (end - first[r] > cutoff || (rest > 0 && end - first[r] + rest > cutoff)) {
             free(nf), free(fe), free(rk), free(at);
             return -2;
         }
@@ -654,17 +669,35 @@ static int zb_v(int p, int s, int m, const mm_sched_times *t, mm_sched_step *out
     int pick = -1;
     double h = zb_v_heur(p, s, m, t, &pick, NULL), best = -1;
     int at = 2;
+    /* with out: each list run writes its order into a scratch of its own,
+     * the best whole one kept (a run is the same whatever its cutoff
+     * until it stops), so the pick needs no second run */
+    size_t n_out = (size_t)(s < 0 ? p : 1) * 6 * (size_t)m;
+    mm_sched_step *keep = out ? malloc(2 * n_out * sizeof *keep) : NULL, *cur = keep ? keep + n_out : NULL;
     for (int reserve = 2; reserve >= 0; reserve--) {
         double cut = h >= 0 ? h - 1e-12 : INFINITY;
         if (best >= 0 && best < cut)
             cut = best;
-        double x = zb_v_run(p, s, m, t, reserve, cut, NULL);
-        if (x >= 0 && (best < 0 || x < best))
+        double x = zb_v_run(p, s, m, t, reserve, cut, cur);
+        if (x >= 0 && (best < 0 || x < best)) {
             best = x, at = reserve;
+            mm_sched_step *sw = keep;
+            keep = cur, cur = sw;
+        }
     }
-    if (h >= 0 && (best < 0 || h <= best + 1e-12))
+    if (h >= 0 && (best < 0 || h <= best + 1e-12)) {
+        free(keep < cur ? keep : cur);
         return zb_v_heur(p, s, m, t, &pick, out) >= 0 ? 6 * m : -1;
-    return best >= 0 && zb_v_run(p, s, m, t, at, INFINITY, out) >= 0 ? 6 * m : -1;
+    }
+    int len = -1;
+    if (best >= 0 && keep) {
+        memcpy(out, keep, n_out * sizeof *out);
+        len = 6 * m;
+    } else if (best >= 0) { /* no scratch (out NULL, or the host out of memory): run it again */
+        len = zb_v_run(p, s, m, t, at, INFINITY, out) >= 0 ? 6 * m : -1;
+    }
+    free(keep < cur ? keep : cur);
+    return len;
 }
 
 int mm_schedule_steps_all(mm_schedule kind, int p, int m, int v, const mm_sched_times *t, mm_sched_step *out)
