@@ -93,6 +93,8 @@ static char *get_str(pbuf *p, char *out, size_t len)
     X(tflops_per_gpu) X(hw_tflops_per_gpu) X(bubble_fraction) X(exposed_comm_s) \
     X(peak_memory_gib) X(peak_allocated_gib) X(iteration_time_p50_s)            \
     X(iteration_time_p99_s) X(padded_flops_fraction) X(oom) X(gpus)             \
+    X(host_launch_s) X(exposed_host_s) X(data_wait_s) X(data_h2d_s)              \
+    X(loader_cpu_s) X(data_shortfall_s) X(data_workers_needed)                   \
     X(events) X(wall_s)                                                          \
     X(n_iters) X(n_stages)
 
