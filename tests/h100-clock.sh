@@ -18,7 +18,7 @@ while read -r name err; do
     got=$(echo "$out" | awk -v k="$name" '$1 == k { print $2 }')
     [ "$got" = "$err" ] || { echo "FAIL h100-clock $name: $got at ratio 1.0, the validate script says $err"; fail=1; }
 done <<<"$ref"
-[ $n -eq 7 ] || { echo "FAIL h100-clock: $n reference rows, expected 7"; fail=1; }
+[ $n -eq 8 ] || { echo "FAIL h100-clock: $n reference rows, expected 8"; fail=1; }
 while read -r name a b; do
     case $name in
     check) continue ;;
@@ -27,7 +27,7 @@ while read -r name a b; do
            { echo "FAIL h100-clock $name: $a at 1.0, $b at 0.8 (a slower clock must slow the run)"; fail=1; } ;;
     esac
 done <<<"$out"
-[ "$(echo "$out" | wc -l)" -eq 14 ] || { echo "FAIL h100-clock: $(echo "$out" | wc -l) lines, expected 14"; fail=1; }
+[ "$(echo "$out" | wc -l)" -eq 15 ] || { echo "FAIL h100-clock: $(echo "$out" | wc -l) lines, expected 15"; fail=1; }
 "$root/scripts/validate/h100-clock" --mmsim "$mmsim" 1.2 >/dev/null 2>&1
 rc=$?
 [ $rc -eq 2 ] || { echo "FAIL h100-clock: ratio 1.2 gave exit $rc, expected 2"; fail=1; }
