@@ -286,6 +286,36 @@ START_TEST(test_glpk_bit_for_bit)
 }
 END_TEST
 
+/* The 72B mixture's case: 2016 samples in 7 x 96 bins of 3.  Its program
+ * would have 1 + sum_i min(i + 1, k) = 1,129,297 columns (GLPK took ~35
+ * CPU-s and ~600 MB to solve it once, for no gain in 5 nodes): above
+ * MM_BALANCE_ILP_MAX_COLUMNS it is not built, the local search's answer
+ * stands with the lower bound.  Counts of work, not time. */
+START_TEST(test_balanced_large_program_not_built)
+{
+    ck_assert_int_eq(mm_balance_ilp_columns(3, 2), 6); /* z, x00, x10 x11, x20 x21 */
+    ck_assert_int_eq(mm_balance_ilp_columns(4, 4), 11);
+    const int n = 2016, dp = 7, m = 96;
+    mm_sample *s = ov_batch(n, 1);
+    mm_batch_opts o = opts(MM_BP_BALANCED, dp, m);
+    o.ilp_node_limit = 5; /* the policy's default */
+    mm_batch_plan p;
+    mm_err err;
+    ck_assert_int_eq(mm_batch_form(s, n, &o, &p, &err), 0);
+    check_plan(s, n, &o, p.bins, p.n_bins);
+    int64_t k = dp * m;
+    ck_assert_int_eq(p.ilp_columns, 1 + k * (k + 1) / 2 + (n - k) * k);
+    ck_assert(p.ilp_used && p.ilp_too_large);
+    /* the gap stays above 0.1 %: the old code built the program here */
+    ck_assert_double_gt(p.max_bin_cost - p.lower_bound, 1e-3 * p.max_bin_cost);
+    ck_assert_int_eq(p.ilp_nodes, 0);
+    ck_assert(!p.ilp_optimal);
+    ck_assert_double_le(p.max_bin_cost, p.lpt_max_bin_cost);
+    mm_batch_plan_free(&p);
+    free(s);
+}
+END_TEST
+
 START_TEST(test_post_balance)
 {
     const int n = 256, dp = 8, m = 4;
@@ -348,6 +378,7 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, test_balanced_beats_sequential);
     tcase_add_test(tc, test_lpt_bound_and_ilp_optimum);
     tcase_add_test(tc, test_glpk_bit_for_bit);
+    tcase_add_test(tc, test_balanced_large_program_not_built);
     tcase_add_test(tc, test_post_balance);
     suite_add_tcase(s, tc);
     return s;

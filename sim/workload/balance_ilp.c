@@ -31,7 +31,9 @@
  * search beats LPT by 1.3 % on 2 of 8 batches (0.33 % on average) and the
  * bound proves every result optimal.  The branch and bound itself opens
  * no node on either (under 1 ms a batch: the program is not even built):
- * it is kept for batches where the gap stays above 0.1 %.  GLPK prints nothing (msg_lev off), and its environment is
+ * it is kept for batches where the gap stays above 0.1 % and the program
+ * has at most MM_BALANCE_ILP_MAX_COLUMNS columns (batch.h: larger ones
+ * cost tens of CPU-s per solve and gained nothing in 5 nodes).  GLPK prints nothing (msg_lev off), and its environment is
  * freed after each solve (glp_free_env), so no GLPK object may be held
  * across calls by the same thread.
  * Not for: LPT or the other policies (batch.c). */
