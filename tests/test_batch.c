@@ -287,7 +287,7 @@ START_TEST(test_glpk_bit_for_bit)
 END_TEST
 
 /* The 72B mixture's case, 2016 samples in 7 x 96 bins of 3: its program
- * would have 1 + sum_i min(i + 1, k) = 1,129,297 columns (GLPK took ~35
+ * would have 1 + sum_i min(i + 1, k) = 1,129,297 columns (GLPK took over 39
  * CPU-s and ~600 MB to solve it once, for no gain in 5 nodes).  Above
  * MM_BALANCE_ILP_MAX_COLUMNS it is not built: the local search's answer
  * stands with the lower bound.  Counts of work, not time; two-dimensional
