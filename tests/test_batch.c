@@ -287,8 +287,8 @@ START_TEST(test_glpk_bit_for_bit)
 END_TEST
 
 /* The 72B mixture's case, 2016 samples in 7 x 96 bins of 3: its program
- * would have 1 + sum_i min(i + 1, k) = 1,129,297 columns (GLPK took over 39
- * CPU-s and ~600 MB to solve it once, for no gain in 5 nodes).  Above
+ * would have 1 + sum_i min(i + 1, k) = 1,129,297 columns (its pre-score ran
+ * past 39 CPU-s and ~600 MB, nearly all in GLPK, for no gain in 5 nodes).  Above
  * MM_BALANCE_ILP_MAX_COLUMNS it is not built: the local search's answer
  * stands with the lower bound.  Counts of work, not time; two-dimensional
  * uniform costs, so the local search leaves a gap over 0.1 % and the old

@@ -158,8 +158,9 @@ int mm_balance_ilp(const double *enc, const double *llm, int n, int k, int64_t n
 /* The columns of that program: z and x_ik for bins k <= i (the symmetry
  * cut), 1 + sum_i min(i + 1, k); its cost grows with them (GLPK's LP
  * relaxation and every node re-solve it whole: 1.13 M columns, 2016
- * samples in 672 bins, took over 39 CPU-s and ~600 MB for one solve, and with
- * 5 nodes it neither improved the incumbent nor raised the bound). */
+ * samples in 672 bins: the pre-score ran past 39 CPU-s and ~600 MB, over
+ * 90 % of it in GLPK, and in 5 nodes the solve neither improved the
+ * incumbent nor raised the bound). */
 int64_t mm_balance_ilp_columns(int n, int k);
 
 /* Above this many columns mm_balance_ilp builds no program: it returns
