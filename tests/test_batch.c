@@ -286,6 +286,52 @@ START_TEST(test_glpk_bit_for_bit)
 }
 END_TEST
 
+/* The 72B mixture's case, 2016 samples in 7 x 96 bins of 3: its program
+ * would have 1 + sum_i min(i + 1, k) = 1,129,297 columns (its pre-score ran
+ * past 39 CPU-s and ~600 MB, nearly all in GLPK, for no gain in 5 nodes).  Above
+ * MM_BALANCE_ILP_MAX_COLUMNS it is not built: the local search's answer
+ * stands with the lower bound.  Counts of work, not time; two-dimensional
+ * uniform costs, so the local search leaves a gap over 0.1 % and the old
+ * code built the program here. */
+START_TEST(test_balanced_large_program_not_built)
+{
+    ck_assert_int_eq(mm_balance_ilp_columns(3, 2), 6); /* z, x00, x10 x11, x20 x21 */
+    ck_assert_int_eq(mm_balance_ilp_columns(4, 4), 11);
+    enum { N = 2016, K = 672 };
+    double *enc = malloc(N * sizeof *enc), *llm = malloc(N * sizeof *llm);
+    int *assign = malloc(N * sizeof *assign);
+    uint64_t st = 777;
+    for (int i = 0; i < N; i++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        enc[i] = (double)(st >> 40) / (double)(1ULL << 24);
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        llm[i] = (double)(st >> 40) / (double)(1ULL << 24);
+    }
+    ck_assert_int_eq(mm_balance_ilp_columns(N, K), 1 + (int64_t)K * (K + 1) / 2 + (int64_t)(N - K) * K);
+    ck_assert_int_gt(mm_balance_ilp_columns(N, K), MM_BALANCE_ILP_MAX_COLUMNS);
+    double lpt = mm_lpt_assign(enc, llm, N, K, assign);
+    double best, bound;
+    int64_t nodes = -1;
+    bool optimal = true;
+    mm_err err;
+    ck_assert_int_eq(mm_balance_ilp(enc, llm, N, K, 5, assign, &best, &bound, &nodes, &optimal, &err), 0);
+    ck_assert_double_gt(best - bound, 1e-3 * best); /* a search would have been run */
+    ck_assert_int_eq(nodes, 0);
+    ck_assert(!optimal);
+    ck_assert_double_eq(bound, mm_balance_lower_bound(enc, llm, N, K));
+    ck_assert_double_le(best, lpt);
+    double *E = calloc(K, sizeof *E), *L = calloc(K, sizeof *L), mx = 0;
+    for (int i = 0; i < N; i++) {
+        ck_assert(assign[i] >= 0 && assign[i] < K);
+        E[assign[i]] += enc[i], L[assign[i]] += llm[i];
+    }
+    for (int b = 0; b < K; b++)
+        mx = fmax(mx, fmax(E[b], L[b]));
+    ck_assert_double_eq_tol(mx, best, 1e-12 * best);
+    free(E), free(L), free(enc), free(llm), free(assign);
+}
+END_TEST
+
 START_TEST(test_post_balance)
 {
     const int n = 256, dp = 8, m = 4;
@@ -348,6 +394,7 @@ static Suite *batch_suite(void)
     tcase_add_test(tc, test_balanced_beats_sequential);
     tcase_add_test(tc, test_lpt_bound_and_ilp_optimum);
     tcase_add_test(tc, test_glpk_bit_for_bit);
+    tcase_add_test(tc, test_balanced_large_program_not_built);
     tcase_add_test(tc, test_post_balance);
     suite_add_tcase(s, tc);
     return s;

@@ -31,7 +31,9 @@
  * search beats LPT by 1.3 % on 2 of 8 batches (0.33 % on average) and the
  * bound proves every result optimal.  The branch and bound itself opens
  * no node on either (under 1 ms a batch: the program is not even built):
- * it is kept for batches where the gap stays above 0.1 %.  GLPK prints nothing (msg_lev off), and its environment is
+ * it is kept for batches where the gap stays above 0.1 % and the program
+ * has at most MM_BALANCE_ILP_MAX_COLUMNS columns (batch.h: larger ones
+ * cost tens of CPU-s per solve and gained nothing in 5 nodes).  GLPK prints nothing (msg_lev off), and its environment is
  * freed after each solve (glp_free_env), so no GLPK object may be held
  * across calls by the same thread.
  * Not for: LPT or the other policies (batch.c). */
@@ -318,6 +320,14 @@ static int solve(glp_prob *P, search *s, double lb, int *assign, double *best, d
     return 0;
 }
 
+int64_t mm_balance_ilp_columns(int n, int k)
+{
+    if (n < 1 || k < 1)
+        return 1;
+    int64_t N = n, K = k;
+    return 1 + (N <= K ? N * (N + 1) / 2 : K * (K + 1) / 2 + (N - K) * K);
+}
+
 static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_t node_limit, int *assign,
                       double *best, double *bound, int64_t *nodes, bool *optimal, mm_err *err)
 {
@@ -353,6 +363,15 @@ static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_
         *best = z_start;
         *bound = z_start <= lb ? z_start : lb;
         *optimal = z_start <= lb;
+        free(start), free(first), free(ia), free(ja), free(ar);
+        return 0;
+    }
+    /* too large a program for its node limit to matter (batch.h): the
+     * incumbent stands, the bound is lb */
+    if (mm_balance_ilp_columns(n, k) > MM_BALANCE_ILP_MAX_COLUMNS) {
+        memcpy(assign, start, (size_t)n * sizeof *assign);
+        *best = z_start;
+        *bound = lb;
         free(start), free(first), free(ia), free(ja), free(ar);
         return 0;
     }

@@ -495,6 +495,8 @@ static int form_balanced(const ctx *c, mm_batch_plan *p, int *assign, mm_err *er
             return rc;
         p->ilp_used = true;
         p->lower_bound = bound;
+        p->ilp_columns = mm_balance_ilp_columns(n, k);
+        p->ilp_too_large = p->ilp_columns > MM_BALANCE_ILP_MAX_COLUMNS;
     }
     if (deal_bins_to_ranks(c, n, o->dp, m, assign))
         return mm_err_set(err, MM_EINTERNAL, "", 0, "", "out of memory");
