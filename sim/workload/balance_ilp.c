@@ -337,9 +337,8 @@ static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_
         return mm_err_set(err, MM_EINPUT, "", 0, "train.global_batch", "%d samples cannot fill %d bins", n, k);
     double lb = mm_balance_lower_bound(enc, llm, n, k);
     int *start = malloc((size_t)n * sizeof *start), *first = malloc((size_t)n * sizeof *first);
-    int ncols = 1;
-    for (int i = 0; i < n; i++)
-        ncols += i + 1 < k ? i + 1 : k;
+    int64_t cols = mm_balance_ilp_columns(n, k);
+    int ncols = cols > MM_BALANCE_ILP_MAX_COLUMNS ? 1 : (int)cols; /* a program too large is never built */
     /* nonzeros: per x_ik up to 4, per bin 2 for z */
     size_t nz = (size_t)(ncols - 1) * 4 + (size_t)k * 2 + 1;
     int *ia = malloc(nz * sizeof *ia), *ja = malloc(nz * sizeof *ja);
@@ -368,7 +367,7 @@ static int ilp_sorted(const double *enc, const double *llm, int n, int k, int64_
     }
     /* too large a program for its node limit to matter (batch.h): the
      * incumbent stands, the bound is lb */
-    if (mm_balance_ilp_columns(n, k) > MM_BALANCE_ILP_MAX_COLUMNS) {
+    if (cols > MM_BALANCE_ILP_MAX_COLUMNS) {
         memcpy(assign, start, (size_t)n * sizeof *assign);
         *best = z_start;
         *bound = lb;
